@@ -1,0 +1,164 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { isAbsolute, join, resolve } from 'node:path'
+import type { z } from 'zod'
+import { REGION_BASE_URLS } from '../upstream/regions.ts'
+import { envSchema, type EnvInput, type WebhookTargetConfig, type SandboxFaults } from './schema.ts'
+
+
+export interface Config {
+  port: number
+  host: string
+  dataDir: string
+  databaseUrl: string
+  logLevel: string
+  /** True when no VOICE_API_KEY is set: the embedded sandbox is the provider. */
+  sandboxMode: boolean
+  voiceApiKey: string | undefined
+  /** Provider base address without the /v1 suffix. In sandbox mode, filled in once the port is known. */
+  upstreamBaseUrl: string
+  upstreamTimeoutMs: number
+  webhook: {
+    secrets: string[]
+    toleranceSeconds: number
+    maxBytes: number
+    allowUnsigned: boolean
+    targets: Record<string, WebhookTargetConfig>
+    retentionDays: number
+    maxAttempts: number
+    reconcileIntervalSeconds: number
+  }
+  adminToken: string | undefined
+  proxy: {
+    keyWindowSeconds: number
+    cacheMaxBytes: number
+    recordingsMaxBytes: number
+    maxUploadBytes: number
+  }
+  mail: { smtpUrl: string | undefined; from: string; reportTo: string[] }
+  recipes: { dir: string; timezone: string }
+  defaultCountry: string
+  sandbox: {
+    speed: number
+    faults: SandboxFaults
+    rateLimit: number
+    numberLimit: number
+    maxCalls: number
+  }
+}
+
+/** Start-up refuses a bad setting with one line naming it. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    detail: string,
+  ) {
+    super(`Invalid configuration: ${variable} ${detail}`)
+    this.name = 'ConfigError'
+  }
+}
+
+function describeIssue(issue: z.core.$ZodIssue, input: Record<string, unknown>): ConfigError {
+  const variable = String(issue.path[0] ?? 'configuration')
+  const raw = input[variable]
+  const shown = typeof raw === 'string' && variable !== 'VOICE_API_KEY' && !variable.includes('SECRET') && !variable.includes('TOKEN') && !variable.includes('SMTP')
+    ? ` (got "${raw.length > 60 ? raw.slice(0, 60) + '…' : raw}")`
+    : ''
+  const sub = issue.path.length > 1 ? ` at ${issue.path.slice(1).join('.')}` : ''
+  return new ConfigError(variable, `${issue.message}${sub}${shown}`)
+}
+
+export interface LoadConfigOptions {
+  /** Environment to read (defaults to process.env). Empty strings count as unset. */
+  env?: Record<string, string | undefined>
+  /** Values from switchboard.config.ts; the environment overrides them. */
+  file?: Partial<Record<keyof EnvInput, unknown>>
+  cwd?: string
+}
+
+/** Reads and validates the configuration. Throws ConfigError on the first bad setting. */
+export function loadConfig(options: LoadConfigOptions = {}): Config {
+  const cwd = options.cwd ?? process.cwd()
+  const env = options.env ?? process.env
+  const input: Record<string, unknown> = { ...(options.file ?? {}) }
+  for (const key of Object.keys(envSchema.shape)) {
+    const value = env[key]
+    if (value !== undefined && value !== '') input[key] = value
+  }
+  const parsed = envSchema.safeParse(input)
+  if (!parsed.success) throw describeIssue(parsed.error.issues[0]!, input)
+  const e = parsed.data
+  const dataDir = isAbsolute(e.DATA_DIR) ? e.DATA_DIR : resolve(cwd, e.DATA_DIR)
+  const recipesDir = isAbsolute(e.RECIPES_DIR) ? e.RECIPES_DIR : resolve(cwd, e.RECIPES_DIR)
+  const sandboxMode = !e.VOICE_API_KEY
+  const upstreamBaseUrl = (e.VOICE_API_BASE_URL ?? REGION_BASE_URLS[e.VOICE_API_REGION]).replace(/\/+$/, '').replace(/\/v1$/, '')
+  for (const [name, target] of Object.entries(e.WEBHOOK_TARGETS)) {
+    if (target.secrets.length === 0 && !e.WEBHOOK_ALLOW_UNSIGNED) {
+      throw new ConfigError('WEBHOOK_TARGETS', `target "${name}" has no secret (set one, or WEBHOOK_ALLOW_UNSIGNED=true)`)
+    }
+  }
+  if (!sandboxMode && e.WEBHOOK_SECRET.length === 0 && !e.WEBHOOK_ALLOW_UNSIGNED) {
+    throw new ConfigError('WEBHOOK_SECRET', 'is required when VOICE_API_KEY is set (or set WEBHOOK_ALLOW_UNSIGNED=true)')
+  }
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    dataDir,
+    databaseUrl: e.DATABASE_URL ?? `sqlite:${join(dataDir, 'switchboard.db')}`,
+    logLevel: e.LOG_LEVEL,
+    sandboxMode,
+    voiceApiKey: e.VOICE_API_KEY,
+    upstreamBaseUrl: sandboxMode ? `http://${e.HOST}:${e.PORT}/sandbox` : upstreamBaseUrl,
+    upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
+    webhook: {
+      secrets: e.WEBHOOK_SECRET,
+      toleranceSeconds: e.WEBHOOK_TOLERANCE_SECONDS,
+      maxBytes: e.WEBHOOK_MAX_BYTES,
+      allowUnsigned: e.WEBHOOK_ALLOW_UNSIGNED,
+      targets: e.WEBHOOK_TARGETS,
+      retentionDays: e.EVENT_RETENTION_DAYS,
+      maxAttempts: e.PROCESSING_MAX_ATTEMPTS,
+      reconcileIntervalSeconds: e.RECONCILE_INTERVAL_SECONDS,
+    },
+    adminToken: e.ADMIN_TOKEN,
+    proxy: {
+      keyWindowSeconds: e.PROXY_KEY_WINDOW_SECONDS,
+      cacheMaxBytes: e.PROXY_CACHE_MAX_BYTES,
+      recordingsMaxBytes: e.PROXY_RECORDINGS_MAX_BYTES,
+      maxUploadBytes: e.PROXY_MAX_UPLOAD_BYTES,
+    },
+    mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM, reportTo: e.REPORT_TO },
+    recipes: { dir: recipesDir, timezone: e.RECIPES_TIMEZONE },
+    defaultCountry: e.DEFAULT_COUNTRY,
+    sandbox: {
+      speed: e.SANDBOX_SPEED,
+      faults: e.SANDBOX_FAULTS,
+      rateLimit: e.SANDBOX_RATE_LIMIT,
+      numberLimit: e.SANDBOX_NUMBER_LIMIT,
+      maxCalls: e.SANDBOX_MAX_CALLS,
+    },
+  }
+}
+
+/**
+ * In sandbox mode with no WEBHOOK_SECRET, a secret is generated once and kept in DATA_DIR so restarts
+ * keep verifying the sandbox's deliveries.
+ */
+export function ensureSandboxSecret(config: Config): Config {
+  if (!config.sandboxMode || config.webhook.secrets.length > 0) return config
+  mkdirSync(config.dataDir, { recursive: true })
+  const file = join(config.dataDir, 'webhook-secret')
+  let secret = existsSync(file) ? readFileSync(file, 'utf8').trim() : ''
+  if (!secret) {
+    secret = `whsec_${randomBytes(24).toString('hex')}`
+    writeFileSync(file, secret + '\n', { mode: 0o600 })
+  }
+  return { ...config, webhook: { ...config.webhook, secrets: [secret] } }
+}
+
+/** Sets the sandbox upstream to the port the server actually bound (PORT=0 picks a free one). */
+export function withListenPort(config: Config, port: number): Config {
+  if (!config.sandboxMode) return { ...config, port }
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
+  return { ...config, port, upstreamBaseUrl: `http://${host.includes(':') ? `[${host}]` : host}:${port}/sandbox` }
+}

@@ -1,0 +1,164 @@
+import { z } from 'zod'
+
+/**
+ * Every setting switchboard reads, keyed by its environment variable. `switchboard.config.ts` may set the
+ * same keys; the environment wins. The README's Configuration table is written from this file.
+ */
+
+const bool = z
+  .union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no', ''])])
+  .transform((v) => v === true || v === 'true' || v === '1' || v === 'yes')
+
+const int = (min: number, max: number) =>
+  z.coerce
+    .number({ error: 'must be a number' })
+    .int({ error: 'must be a whole number' })
+    .min(min, { error: `must be at least ${min}` })
+    .max(max, { error: `must be at most ${max}` })
+
+const list = z
+  .union([z.string(), z.array(z.string())])
+  .transform((v) => (Array.isArray(v) ? v : v.split(',')).map((s) => s.trim()).filter(Boolean))
+
+const timeZone = z.string().refine(
+  (tz) => {
+    try {
+      new Intl.DateTimeFormat('en-US', { timeZone: tz })
+      return true
+    } catch {
+      return false
+    }
+  },
+  { error: 'must be an IANA time zone such as Asia/Kolkata' },
+)
+
+/** How one named webhook target verifies what it receives. */
+export const webhookTargetSchema = z.discriminatedUnion('scheme', [
+  z.object({
+    scheme: z.literal('formant'),
+    secrets: list.default([]),
+  }),
+  z.object({
+    /** Standard Webhooks: webhook-id / webhook-timestamp / webhook-signature, whsec_ secrets. */
+    scheme: z.literal('standard'),
+    secrets: list.default([]),
+  }),
+  z.object({
+    /** A generic HMAC over the raw body; header, prefix, encoding and algorithm are configurable. */
+    scheme: z.literal('hmac'),
+    secrets: list.default([]),
+    header: z.string().min(1).transform((h) => h.toLowerCase()),
+    prefix: z.string().default(''),
+    encoding: z.enum(['hex', 'base64']).default('hex'),
+    algorithm: z.enum(['sha256', 'sha1', 'sha512']).default('sha256'),
+    timestampHeader: z.string().transform((h) => h.toLowerCase()).optional(),
+  }),
+])
+export type WebhookTargetConfig = z.infer<typeof webhookTargetSchema>
+
+/** An object given as JSON text (environment) or as an object (config file). */
+const jsonObject = z.unknown().transform((value, ctx) => {
+  if (typeof value !== 'string') return value
+  if (!value.trim()) return {}
+  try {
+    return JSON.parse(value) as unknown
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'must be a JSON object' })
+    return z.NEVER
+  }
+})
+
+/** `webhook_duplicate=0.1,webhook_drop=0.05,...`: probability per fault, latency in ms. */
+export const sandboxFaultsSchema = z
+  .union([z.string(), z.record(z.string(), z.number())])
+  .transform((input, ctx) => {
+    const entries: [string, number][] =
+      typeof input === 'string'
+        ? input
+            .split(',')
+            .map((p) => p.trim())
+            .filter(Boolean)
+            .map((pair) => {
+              const [k, v] = pair.split('=')
+              return [(k ?? '').trim(), Number((v ?? '').trim())]
+            })
+        : Object.entries(input)
+    const known = ['webhook_duplicate', 'webhook_drop', 'webhook_reorder', 'upstream_500', 'latency_ms']
+    const out: Record<string, number> = {}
+    for (const [k, v] of entries) {
+      if (!known.includes(k)) {
+        ctx.addIssue({ code: 'custom', message: `unknown fault "${k}" (known: ${known.join(', ')})` })
+        return z.NEVER
+      }
+      const max = k === 'latency_ms' ? 60_000 : 1
+      if (!Number.isFinite(v) || v < 0 || v > max) {
+        ctx.addIssue({ code: 'custom', message: `${k} must be a number from 0 to ${max}` })
+        return z.NEVER
+      }
+      out[k] = v
+    }
+    return {
+      webhookDuplicate: out.webhook_duplicate ?? 0,
+      webhookDrop: out.webhook_drop ?? 0,
+      webhookReorder: out.webhook_reorder ?? 0,
+      upstream500: out.upstream_500 ?? 0,
+      latencyMs: out.latency_ms ?? 0,
+    }
+  })
+export type SandboxFaults = z.output<typeof sandboxFaultsSchema>
+
+export const envSchema = z.object({
+  PORT: int(0, 65535).default(3000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATA_DIR: z.string().min(1).default('./data'),
+  DATABASE_URL: z
+    .string()
+    .refine((u) => /^(sqlite:|postgres(ql)?:\/\/)/.test(u), { error: 'must start with sqlite: or postgres://' })
+    .optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+
+  VOICE_API_KEY: z.string().min(1).optional(),
+  VOICE_API_REGION: z.enum(['global', 'india']).default('global'),
+  VOICE_API_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  UPSTREAM_TIMEOUT_MS: int(100, 600_000).default(15_000),
+
+  WEBHOOK_SECRET: list.default([]),
+  WEBHOOK_TOLERANCE_SECONDS: int(0, 86_400 * 7).default(300),
+  WEBHOOK_MAX_BYTES: int(256, 64 * 1024 * 1024).default(1_048_576),
+  WEBHOOK_ALLOW_UNSIGNED: bool.default(false),
+  WEBHOOK_TARGETS: jsonObject.pipe(z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/i), webhookTargetSchema)).default({}),
+  EVENT_RETENTION_DAYS: int(30, 3650).default(30),
+  PROCESSING_MAX_ATTEMPTS: int(1, 100).default(8),
+  RECONCILE_INTERVAL_SECONDS: int(0, 86_400).default(300),
+
+  ADMIN_TOKEN: z.string().min(16, { error: 'must be at least 16 characters' }).optional(),
+
+  PROXY_KEY_WINDOW_SECONDS: int(0, 86_400).default(60),
+  PROXY_CACHE_MAX_BYTES: int(1024, 64 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
+  PROXY_RECORDINGS_MAX_BYTES: int(1024, 1024 * 1024 * 1024 * 1024).default(1024 * 1024 * 1024),
+  PROXY_MAX_UPLOAD_BYTES: int(1024, 4 * 1024 * 1024 * 1024).default(100 * 1024 * 1024),
+
+  SMTP_URL: z
+    .string()
+    .refine((u) => /^smtps?:\/\//.test(u), { error: 'must start with smtp:// or smtps://' })
+    .optional(),
+  MAIL_FROM: z.string().min(3).default('switchboard <switchboard@localhost>'),
+  REPORT_TO: list.default([]),
+
+  RECIPES_DIR: z.string().min(1).default('./recipes'),
+  RECIPES_TIMEZONE: timeZone.default('Asia/Kolkata'),
+  DEFAULT_COUNTRY: z
+    .string()
+    .regex(/^[A-Za-z]{2}$/, { error: 'must be a two-letter country code such as IN' })
+    .transform((c) => c.toUpperCase())
+    .default('IN'),
+
+  SANDBOX_SPEED: z.coerce.number({ error: 'must be a number' }).positive({ error: 'must be above 0' }).max(100_000).default(60),
+  SANDBOX_FAULTS: sandboxFaultsSchema.prefault(''),
+  SANDBOX_RATE_LIMIT: int(1, 1_000_000).default(600),
+  SANDBOX_NUMBER_LIMIT: int(1, 1_000_000).default(3),
+  SANDBOX_MAX_CALLS: int(1, 1_000_000).default(10),
+})
+
+export type EnvInput = z.input<typeof envSchema>
+export type Env = z.output<typeof envSchema>

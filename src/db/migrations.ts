@@ -1,0 +1,233 @@
+import type { Kysely, Migration, MigrationProvider } from 'kysely'
+
+/**
+ * In-code migrations, portable to SQLite and Postgres: BIGINT for epoch-ms times, INTEGER 0/1 for
+ * booleans, TEXT for JSON, no auto-increment. SQLite runs migrations without a transaction, so each step
+ * is `ifNotExists` and safe to re-run after a crash half-way. Append new migrations; never edit one
+ * that has shipped.
+ */
+// Kysely<any> is what kysely's Migration interface takes: migrations must not depend on today's schema type.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyDb = Kysely<any>
+
+const m0001: Migration = {
+  async up(db: AnyDb) {
+    await db.schema
+      .createTable('webhook_events')
+      .ifNotExists()
+      .addColumn('event_id', 'text', (c) => c.primaryKey())
+      .addColumn('target', 'text', (c) => c.notNull())
+      .addColumn('event_type', 'text', (c) => c.notNull())
+      .addColumn('conversation_id', 'text')
+      .addColumn('trace_id', 'text')
+      .addColumn('agent_id', 'bigint')
+      .addColumn('body', 'text', (c) => c.notNull())
+      .addColumn('headers', 'text', (c) => c.notNull())
+      .addColumn('source', 'text', (c) => c.notNull())
+      .addColumn('received_at', 'bigint', (c) => c.notNull())
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('next_attempt_at', 'bigint', (c) => c.notNull())
+      .addColumn('claimed_by', 'text')
+      .addColumn('claimed_until', 'bigint')
+      .addColumn('last_error', 'text')
+      .addColumn('processed_at', 'bigint')
+      .execute()
+    await db.schema.createIndex('webhook_events_due').ifNotExists().on('webhook_events').columns(['status', 'next_attempt_at']).execute()
+    await db.schema.createIndex('webhook_events_received').ifNotExists().on('webhook_events').column('received_at').execute()
+    await db.schema.createIndex('webhook_events_conversation').ifNotExists().on('webhook_events').column('conversation_id').execute()
+
+    await db.schema
+      .createTable('conversations')
+      .ifNotExists()
+      .addColumn('conversation_id', 'text', (c) => c.primaryKey())
+      .addColumn('agent_id', 'bigint', (c) => c.notNull())
+      .addColumn('contact_number', 'text')
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('terminal', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('duration_seconds', 'integer')
+      .addColumn('started_at', 'bigint')
+      .addColumn('ended_at', 'bigint')
+      .addColumn('failure_reason', 'text')
+      .addColumn('trace_id', 'text')
+      .addColumn('from_phone', 'text')
+      .addColumn('recording_url', 'text')
+      .addColumn('transcript', 'text')
+      .addColumn('results', 'text')
+      .addColumn('call_parameters', 'text')
+      .addColumn('retry', 'text')
+      .addColumn('retry_context', 'text')
+      .addColumn('last_event_at', 'bigint', (c) => c.notNull())
+      .addColumn('last_event_id', 'text')
+      .addColumn('source', 'text', (c) => c.notNull())
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .addColumn('updated_at', 'bigint', (c) => c.notNull())
+      .execute()
+    await db.schema.createIndex('conversations_ended').ifNotExists().on('conversations').column('ended_at').execute()
+    await db.schema.createIndex('conversations_agent_status').ifNotExists().on('conversations').columns(['agent_id', 'status']).execute()
+    await db.schema.createIndex('conversations_contact').ifNotExists().on('conversations').column('contact_number').execute()
+    await db.schema.createIndex('conversations_trace').ifNotExists().on('conversations').column('trace_id').execute()
+
+    await db.schema
+      .createTable('calls')
+      .ifNotExists()
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('tenant', 'text', (c) => c.notNull())
+      .addColumn('agent_id', 'bigint', (c) => c.notNull())
+      .addColumn('customer_phone', 'text', (c) => c.notNull())
+      .addColumn('idempotency_key', 'text', (c) => c.notNull())
+      .addColumn('trace_id', 'text')
+      .addColumn('conversation_id', 'text')
+      .addColumn('previous_conversation_id', 'text')
+      .addColumn('scheduled_for', 'bigint')
+      .addColumn('parameters', 'text', (c) => c.notNull())
+      .addColumn('retry_context', 'text')
+      .addColumn('metadata', 'text')
+      .addColumn('recipe', 'text')
+      .addColumn('campaign', 'text')
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('error', 'text')
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .addColumn('updated_at', 'bigint', (c) => c.notNull())
+      .execute()
+    await db.schema.createIndex('calls_idempotency').ifNotExists().unique().on('calls').columns(['tenant', 'agent_id', 'idempotency_key']).execute()
+    await db.schema.createIndex('calls_created').ifNotExists().on('calls').column('created_at').execute()
+    await db.schema.createIndex('calls_trace').ifNotExists().on('calls').column('trace_id').execute()
+    await db.schema.createIndex('calls_phone').ifNotExists().on('calls').column('customer_phone').execute()
+
+    await db.schema
+      .createTable('cache_entries')
+      .ifNotExists()
+      .addColumn('key', 'text', (c) => c.primaryKey())
+      .addColumn('tenant', 'text', (c) => c.notNull())
+      .addColumn('kind', 'text', (c) => c.notNull())
+      .addColumn('resource_id', 'text')
+      .addColumn('agent_id', 'bigint')
+      .addColumn('status', 'integer', (c) => c.notNull())
+      .addColumn('headers', 'text', (c) => c.notNull())
+      .addColumn('body', 'text', (c) => c.notNull())
+      .addColumn('size', 'bigint', (c) => c.notNull())
+      .addColumn('stored_at', 'bigint', (c) => c.notNull())
+      .addColumn('expires_at', 'bigint', (c) => c.notNull())
+      .addColumn('last_access_at', 'bigint', (c) => c.notNull())
+      .execute()
+    await db.schema.createIndex('cache_entries_resource').ifNotExists().on('cache_entries').columns(['kind', 'resource_id']).execute()
+    await db.schema.createIndex('cache_entries_agent').ifNotExists().on('cache_entries').columns(['kind', 'agent_id']).execute()
+    await db.schema.createIndex('cache_entries_lru').ifNotExists().on('cache_entries').column('last_access_at').execute()
+
+    await db.schema
+      .createTable('tenant_keys')
+      .ifNotExists()
+      .addColumn('tenant', 'text', (c) => c.primaryKey())
+      .addColumn('accepted_at', 'bigint')
+      .addColumn('rejected_at', 'bigint')
+      .execute()
+
+    await db.schema
+      .createTable('recordings')
+      .ifNotExists()
+      .addColumn('key', 'text', (c) => c.primaryKey())
+      .addColumn('tenant', 'text', (c) => c.notNull())
+      .addColumn('conversation_id', 'text', (c) => c.notNull())
+      .addColumn('file', 'text', (c) => c.notNull())
+      .addColumn('content_type', 'text', (c) => c.notNull())
+      .addColumn('size', 'bigint', (c) => c.notNull())
+      .addColumn('stored_at', 'bigint', (c) => c.notNull())
+      .addColumn('last_access_at', 'bigint', (c) => c.notNull())
+      .execute()
+    await db.schema.createIndex('recordings_lru').ifNotExists().on('recordings').column('last_access_at').execute()
+
+    await db.schema
+      .createTable('recipe_runs')
+      .ifNotExists()
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('recipe', 'text', (c) => c.notNull())
+      .addColumn('trigger', 'text', (c) => c.notNull())
+      .addColumn('event_id', 'text')
+      .addColumn('dry_run', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('started_at', 'bigint', (c) => c.notNull())
+      .addColumn('ended_at', 'bigint')
+      .addColumn('summary', 'text')
+      .addColumn('plan', 'text')
+      .addColumn('error', 'text')
+      .execute()
+    await db.schema.createIndex('recipe_runs_recipe').ifNotExists().on('recipe_runs').columns(['recipe', 'started_at']).execute()
+
+    await db.schema
+      .createTable('recipe_ticks')
+      .ifNotExists()
+      .addColumn('recipe', 'text', (c) => c.notNull())
+      .addColumn('tick_at', 'bigint', (c) => c.notNull())
+      .addColumn('owner', 'text', (c) => c.notNull())
+      .addColumn('claimed_at', 'bigint', (c) => c.notNull())
+      .addPrimaryKeyConstraint('recipe_ticks_pk', ['recipe', 'tick_at'])
+      .execute()
+
+    await db.schema
+      .createTable('recipe_event_fires')
+      .ifNotExists()
+      .addColumn('recipe', 'text', (c) => c.notNull())
+      .addColumn('event_id', 'text', (c) => c.notNull())
+      .addColumn('fired_at', 'bigint', (c) => c.notNull())
+      .addPrimaryKeyConstraint('recipe_event_fires_pk', ['recipe', 'event_id'])
+      .execute()
+
+    await db.schema
+      .createTable('kv_state')
+      .ifNotExists()
+      .addColumn('namespace', 'text', (c) => c.notNull())
+      .addColumn('key', 'text', (c) => c.notNull())
+      .addColumn('value', 'text', (c) => c.notNull())
+      .addColumn('updated_at', 'bigint', (c) => c.notNull())
+      .addPrimaryKeyConstraint('kv_state_pk', ['namespace', 'key'])
+      .execute()
+
+    await db.schema
+      .createTable('dnc')
+      .ifNotExists()
+      .addColumn('phone', 'text', (c) => c.primaryKey())
+      .addColumn('reason', 'text')
+      .addColumn('source', 'text')
+      .addColumn('added_at', 'bigint', (c) => c.notNull())
+      .execute()
+
+    await db.schema
+      .createTable('mail_log')
+      .ifNotExists()
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('message_id', 'text')
+      .addColumn('recipients', 'text', (c) => c.notNull())
+      .addColumn('subject', 'text', (c) => c.notNull())
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('error', 'text')
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .addColumn('updated_at', 'bigint', (c) => c.notNull())
+      .execute()
+
+    await db.schema
+      .createTable('leases')
+      .ifNotExists()
+      .addColumn('name', 'text', (c) => c.primaryKey())
+      .addColumn('owner', 'text', (c) => c.notNull())
+      .addColumn('expires_at', 'bigint', (c) => c.notNull())
+      .execute()
+  },
+  async down(db: AnyDb) {
+    for (const table of [
+      'leases', 'mail_log', 'dnc', 'kv_state', 'recipe_event_fires', 'recipe_ticks', 'recipe_runs',
+      'recordings', 'tenant_keys', 'cache_entries', 'calls', 'conversations', 'webhook_events',
+    ]) {
+      await db.schema.dropTable(table).ifExists().execute()
+    }
+  },
+}
+
+export const migrations: Record<string, Migration> = {
+  '0001_initial': m0001,
+}
+
+export const migrationProvider: MigrationProvider = {
+  getMigrations: async () => migrations,
+}

@@ -1,0 +1,217 @@
+import type { Generated } from 'kysely'
+
+/**
+ * The database, typed for kysely. Portable by construction: times are epoch milliseconds (BIGINT),
+ * booleans are 0/1 integers, JSON is stored as text, and ids are text or integers we assign — so the same
+ * queries run on SQLite and Postgres. Column comments say who owns the table.
+ */
+
+/** Webhook inbox (receiver). One row per event id, inserted before the 2xx. */
+export interface WebhookEventsTable {
+  event_id: string
+  target: string
+  event_type: string
+  conversation_id: string | null
+  trace_id: string | null
+  agent_id: number | null
+  /** The raw body as received (UTF-8). */
+  body: string
+  /** JSON object of the headers kept for audit (never the signature). */
+  headers: string
+  /** 'webhook' for deliveries, 'reconcile' for events synthesized by reconciliation. */
+  source: string
+  received_at: number
+  /** pending | processed | failed | dead */
+  status: string
+  attempts: number
+  next_attempt_at: number
+  /** Claim for processing: the worker id and when its claim lapses. */
+  claimed_by: string | null
+  claimed_until: number | null
+  last_error: string | null
+  processed_at: number | null
+}
+
+/** Conversations read model (receiver, reconciliation). */
+export interface ConversationsTable {
+  conversation_id: string
+  agent_id: number
+  contact_number: string | null
+  status: string
+  /** 1 once the status is terminal; never goes back to 0. */
+  terminal: number
+  duration_seconds: number | null
+  started_at: number | null
+  ended_at: number | null
+  failure_reason: string | null
+  trace_id: string | null
+  from_phone: string | null
+  recording_url: string | null
+  /** JSON array of {role, message}. */
+  transcript: string | null
+  /** JSON objects. */
+  results: string | null
+  call_parameters: string | null
+  retry: string | null
+  retry_context: string | null
+  /** Event time (ms) of the newest fact applied; older facts never overwrite newer ones. */
+  last_event_at: number
+  last_event_id: string | null
+  /** 'webhook' | 'reconcile' */
+  source: string
+  created_at: number
+  updated_at: number
+}
+
+/** Calls switchboard placed or scheduled (proxy, recipes). Also the local 24 h idempotency record. */
+export interface CallsTable {
+  id: string
+  tenant: string
+  agent_id: number
+  customer_phone: string
+  idempotency_key: string
+  trace_id: string | null
+  conversation_id: string | null
+  /** The conversation this call follows up (chain continued with conversation_id). */
+  previous_conversation_id: string | null
+  scheduled_for: number | null
+  /** JSON array of {name, value}. */
+  parameters: string
+  retry_context: string | null
+  metadata: string | null
+  /** recipe name, or null for calls that came through the proxy */
+  recipe: string | null
+  /** campaign label (batch name or recipe campaign) */
+  campaign: string | null
+  /** pending | initiated | scheduled | failed | rejected */
+  status: string
+  error: string | null
+  created_at: number
+  updated_at: number
+}
+
+/** Proxy JSON cache, shared by replicas. */
+export interface CacheEntriesTable {
+  key: string
+  tenant: string
+  /** conversation | conversation_list | batch | batch_list | batch_metrics | transcription | not_found */
+  kind: string
+  /** conversation id, batch id or job id the entry is about (for invalidation) */
+  resource_id: string | null
+  agent_id: number | null
+  status: number
+  headers: string
+  body: string
+  size: number
+  stored_at: number
+  expires_at: number
+  last_access_at: number
+}
+
+/** When a tenant's key was last confirmed by the provider (proxy). Keyed by a hash, never the key. */
+export interface TenantKeysTable {
+  tenant: string
+  accepted_at: number | null
+  rejected_at: number | null
+}
+
+/** Recordings cached on disk (proxy); the file name is a content hash. */
+export interface RecordingsTable {
+  key: string
+  tenant: string
+  conversation_id: string
+  file: string
+  content_type: string
+  size: number
+  stored_at: number
+  last_access_at: number
+}
+
+/** Recipe runs (recipes engine). */
+export interface RecipeRunsTable {
+  id: string
+  recipe: string
+  /** cron | event | manual | catchup */
+  trigger: string
+  event_id: string | null
+  dry_run: number
+  /** running | succeeded | failed | skipped */
+  status: string
+  started_at: number
+  ended_at: number | null
+  summary: string | null
+  /** JSON: the side effects planned (dry run) or performed. */
+  plan: string | null
+  error: string | null
+}
+
+/** One row per (recipe, tick): whoever inserts it runs that tick, on any replica. */
+export interface RecipeTicksTable {
+  recipe: string
+  tick_at: number
+  owner: string
+  claimed_at: number
+}
+
+/** One row per (recipe, event): event triggers fire once per event even if it is delivered again. */
+export interface RecipeEventFiresTable {
+  recipe: string
+  event_id: string
+  fired_at: number
+}
+
+/** Small persisted key/value state per namespace (recipes' ctx.state). */
+export interface KvStateTable {
+  namespace: string
+  key: string
+  /** JSON */
+  value: string
+  updated_at: number
+}
+
+/** Do-not-call list, E.164 numbers. */
+export interface DncTable {
+  phone: string
+  reason: string | null
+  source: string | null
+  added_at: number
+}
+
+/** Every mail send attempt (reports). */
+export interface MailLogTable {
+  id: string
+  message_id: string | null
+  recipients: string
+  subject: string
+  /** queued | sent | failed | written */
+  status: string
+  attempts: number
+  error: string | null
+  created_at: number
+  updated_at: number
+}
+
+/** Named leases for jobs that one replica at a time should run (reconcile, purge). */
+export interface LeasesTable {
+  name: string
+  owner: string
+  expires_at: number
+}
+
+export interface Database {
+  webhook_events: WebhookEventsTable
+  conversations: ConversationsTable
+  calls: CallsTable
+  cache_entries: CacheEntriesTable
+  tenant_keys: TenantKeysTable
+  recordings: RecordingsTable
+  recipe_runs: RecipeRunsTable
+  recipe_ticks: RecipeTicksTable
+  recipe_event_fires: RecipeEventFiresTable
+  kv_state: KvStateTable
+  dnc: DncTable
+  mail_log: MailLogTable
+  leases: LeasesTable
+}
+
+export type { Generated }

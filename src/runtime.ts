@@ -1,0 +1,85 @@
+import { Registry, collectDefaultMetrics } from 'prom-client'
+import type { Config } from './config/load.ts'
+import { migrate, openStore, type Store } from './db/connect.ts'
+import { SANDBOX_WORKSPACE_KEY } from './sandbox/demo.ts'
+import { createVoiceClient, type VoiceClient, type VoiceClientOptions } from './upstream/client.ts'
+import { systemClock, type Clock } from './utils/clock.ts'
+import { createLogger, type Logger } from './utils/logger.ts'
+import { systemRandom, type Random } from './utils/random.ts'
+import { createEventHooks, type EventHooks } from './webhooks/hooks.ts'
+
+/**
+ * Everything a feature needs, created once and passed down: configuration, storage, time, randomness,
+ * logs, metrics and the event-hook registry. Tests build one with their own clock, random and store.
+ */
+export interface Runtime {
+  /** Replaced once the server knows its port (PORT=0 in tests). */
+  config: Config
+  store: Store
+  clock: Clock
+  random: Random
+  log: Logger
+  metrics: Registry
+  hooks: EventHooks
+  /** Identifies this process among replicas (leases, claims). */
+  instanceId: string
+  /** A provider client with the workspace key (VOICE_API_KEY, or the sandbox's demo key). */
+  workspaceClient(overrides?: Partial<VoiceClientOptions>): VoiceClient
+  /** A provider client for a caller's key (the proxy). */
+  clientFor(apiKey: string, overrides?: Partial<VoiceClientOptions>): VoiceClient
+  /** Stops background work registered with `onClose` and closes the store. */
+  close(): Promise<void>
+  onClose(fn: () => Promise<void> | void): void
+}
+
+export interface RuntimeOverrides {
+  clock?: Clock
+  random?: Random
+  log?: Logger
+  store?: Store
+  metrics?: Registry
+  /** Skip migrations (the store is already migrated). */
+  skipMigrate?: boolean
+}
+
+export async function createRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<Runtime> {
+  const store = overrides.store ?? (await openStore(config.databaseUrl))
+  if (!overrides.skipMigrate) await migrate(store)
+  const clock = overrides.clock ?? systemClock
+  const random = overrides.random ?? systemRandom
+  const metrics = overrides.metrics ?? new Registry()
+  if (!overrides.metrics) collectDefaultMetrics({ register: metrics, prefix: 'switchboard_process_' })
+  const closers: Array<() => Promise<void> | void> = []
+  const rt: Runtime = {
+    config,
+    store,
+    clock,
+    random,
+    log: overrides.log ?? createLogger({ level: config.logLevel }),
+    metrics,
+    hooks: createEventHooks(),
+    instanceId: `${process.pid}-${random.hex(4)}`,
+    clientFor(apiKey, extra = {}) {
+      return createVoiceClient({
+        apiKey,
+        baseUrl: rt.config.upstreamBaseUrl,
+        timeoutMs: rt.config.upstreamTimeoutMs,
+        clock,
+        random,
+        ...extra,
+      })
+    },
+    workspaceClient(extra = {}) {
+      return rt.clientFor(rt.config.voiceApiKey ?? SANDBOX_WORKSPACE_KEY, extra)
+    },
+    onClose(fn) {
+      closers.push(fn)
+    },
+    async close() {
+      for (const fn of closers.reverse()) await fn()
+      closers.length = 0
+      if (!overrides.store) await store.close()
+    },
+  }
+  return rt
+}

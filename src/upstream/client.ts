@@ -1,0 +1,254 @@
+import { ofetch, type FetchResponse } from 'ofetch'
+import type { z } from 'zod'
+import { REGION_BASE_URLS } from './regions.ts'
+import { systemClock, sleep, type Clock } from '../utils/clock.ts'
+import { systemRandom, type Random } from '../utils/random.ts'
+import { VoiceApiError, errorFromResponse, readRateLimit, type RateLimitInfo } from './errors.ts'
+import { defaultRetryPolicy, retryDelay, type RetryPolicy } from './retry.ts'
+import {
+  batchCallSchema,
+  batchListSchema,
+  batchMetricsSchema,
+  callRequestSchema,
+  callResponseSchema,
+  conversationDetailSchema,
+  conversationListSchema,
+  dataEnvelope,
+  transcriptionJobSchema,
+  type BatchCall,
+  type BatchList,
+  type BatchMetrics,
+  type CallRequest,
+  type CallResponse,
+  type ConversationDetail,
+  type ConversationList,
+  type TranscriptionJob,
+} from './schemas.ts'
+
+export interface VoiceClientOptions {
+  apiKey: string
+  /** Base address without `/v1`. Overrides `region`. */
+  baseUrl?: string
+  region?: keyof typeof REGION_BASE_URLS
+  /** Per attempt. */
+  timeoutMs?: number
+  retry?: Partial<RetryPolicy>
+  /**
+   * Call creation is retried only with an idempotency key. 'auto' (default) adds a UUID key when the
+   * request has none, so a retried call can never be placed twice; 'never' leaves requests as they are.
+   */
+  idempotency?: 'auto' | 'never'
+  clock?: Clock
+  random?: Random
+  /** Observe retries (logging, metrics). */
+  onRetry?: (info: { method: string; path: string; attempt: number; delayMs: number; error: VoiceApiError }) => void
+  /** Extra headers on every request. */
+  headers?: Record<string, string>
+}
+
+export interface ListQuery {
+  agent_id?: number
+  limit?: number
+  offset?: number
+}
+
+/** A file to upload: bytes or text, with a name and media type. */
+export interface UploadFile {
+  data: Blob | Uint8Array | string
+  filename?: string
+  contentType?: string
+}
+
+export interface RecordingDownload {
+  body: ReadableStream<Uint8Array>
+  contentType: string
+  contentLength: number | undefined
+  headers: Headers
+}
+
+export interface VoiceClient {
+  readonly baseUrl: string
+  /** Rate-limit headers of the last response read. */
+  readonly lastRateLimit: RateLimitInfo | undefined
+  createCall(request: CallRequest): Promise<CallResponse>
+  createBatch(input: { agent_id: number; name: string; file: UploadFile }): Promise<BatchCall>
+  listBatches(query?: ListQuery): Promise<BatchList>
+  getBatch(batchId: number): Promise<BatchCall>
+  getBatchMetrics(batchId: number): Promise<BatchMetrics>
+  listConversations(query?: ListQuery): Promise<ConversationList>
+  getConversation(conversationId: string): Promise<ConversationDetail>
+  downloadRecording(conversationId: string): Promise<RecordingDownload>
+  createTranscriptionJob(input: {
+    audio: UploadFile
+    languages?: string
+    diarize?: boolean
+    format?: 'standard' | 'code_mixed'
+  }): Promise<TranscriptionJob>
+  getTranscriptionJob(jobId: string): Promise<TranscriptionJob>
+}
+
+function toBlob(file: UploadFile, fallbackType: string): Blob {
+  const type = file.contentType ?? fallbackType
+  if (file.data instanceof Blob) return file.data
+  return new Blob([typeof file.data === 'string' ? file.data : new Uint8Array(file.data)], { type })
+}
+
+/** A typed client for the provider's 10 endpoints, with the spec's retry rules. */
+export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
+  const baseUrl = (options.baseUrl ?? REGION_BASE_URLS[options.region ?? 'global']).replace(/\/+$/, '').replace(/\/v1$/, '')
+  const clock = options.clock ?? systemClock
+  const random = options.random ?? systemRandom
+  const policy: RetryPolicy = { ...defaultRetryPolicy, ...options.retry }
+  const timeout = options.timeoutMs ?? 15_000
+  let lastRateLimit: RateLimitInfo | undefined
+
+  interface Attempt {
+    method: 'GET' | 'POST'
+    path: string
+    query?: Record<string, string | number | undefined>
+    body?: () => unknown
+    repeatable: boolean
+    stream?: boolean
+  }
+
+  async function send(req: Attempt): Promise<FetchResponse<unknown>> {
+    for (let attempt = 1; ; attempt++) {
+      let error: VoiceApiError
+      try {
+        const response = await ofetch.raw(`${baseUrl}${req.path}`, {
+          method: req.method,
+          query: req.query,
+          body: req.body?.() as BodyInit | Record<string, unknown> | undefined,
+          headers: { authorization: `Bearer ${options.apiKey}`, accept: 'application/json', ...options.headers },
+          timeout,
+          retry: 0,
+          ignoreResponseError: true,
+          responseType: req.stream ? 'stream' : 'json',
+        })
+        lastRateLimit = readRateLimit(response.headers)
+        if (response.ok) return response
+        error = errorFromResponse(response.status, response.headers, response._data)
+        if (req.stream) await (response._data as ReadableStream | undefined)?.cancel().catch(() => {})
+      } catch (cause) {
+        if (cause instanceof VoiceApiError) throw cause
+        const name = (cause as { name?: string; cause?: { name?: string } }).name
+        const timedOut = name === 'TimeoutError' || name === 'AbortError' || /timeout|aborted/i.test(String((cause as Error).message))
+        error = new VoiceApiError({
+          type: timedOut ? 'timeout' : 'network_error',
+          status: 0,
+          message: timedOut ? `no answer from ${baseUrl} within ${timeout} ms` : `cannot reach ${baseUrl}: ${(cause as Error).message}`,
+          cause,
+        })
+      }
+      const delayMs = retryDelay({ error, attempt, repeatable: req.repeatable, policy, random, now: clock.now() })
+      if (delayMs === undefined) throw error
+      options.onRetry?.({ method: req.method, path: req.path, attempt, delayMs, error })
+      await sleep(clock, delayMs)
+    }
+  }
+
+  function parse<S extends z.ZodType>(schema: S, response: FetchResponse<unknown>): z.infer<S> {
+    const parsed = schema.safeParse(response._data)
+    if (!parsed.success) {
+      throw new VoiceApiError({
+        type: 'invalid_response',
+        status: response.status,
+        message: `unexpected response from ${baseUrl}: ${parsed.error.issues[0]?.path.join('.') ?? ''} ${parsed.error.issues[0]?.message ?? ''}`.trim(),
+        body: response._data,
+      })
+    }
+    return parsed.data
+  }
+
+  const enc = encodeURIComponent
+
+  return {
+    baseUrl,
+    get lastRateLimit() {
+      return lastRateLimit
+    },
+
+    async createCall(request) {
+      const body = callRequestSchema.parse(request)
+      if (!body.idempotency_key && (options.idempotency ?? 'auto') === 'auto') body.idempotency_key = random.uuid()
+      const res = await send({ method: 'POST', path: '/v1/call', body: () => body, repeatable: Boolean(body.idempotency_key) })
+      return parse(dataEnvelope(callResponseSchema), res).data
+    },
+
+    async createBatch({ agent_id, name, file }) {
+      const res = await send({
+        method: 'POST',
+        path: '/v1/batch-call',
+        body: () => {
+          const form = new FormData()
+          form.set('agent_id', String(agent_id))
+          form.set('name', name)
+          form.set('file', toBlob(file, 'text/csv'), file.filename ?? 'batch.csv')
+          return form
+        },
+        // No idempotency key exists for batches: a 5xx could mean the batch was created.
+        repeatable: false,
+      })
+      return parse(dataEnvelope(batchCallSchema), res).data
+    },
+
+    async listBatches(query = {}) {
+      const res = await send({ method: 'GET', path: '/v1/batch-calls', query: { ...query }, repeatable: true })
+      return parse(batchListSchema, res)
+    },
+
+    async getBatch(batchId) {
+      const res = await send({ method: 'GET', path: `/v1/batch-calls/${enc(String(batchId))}`, repeatable: true })
+      return parse(dataEnvelope(batchCallSchema), res).data
+    },
+
+    async getBatchMetrics(batchId) {
+      const res = await send({ method: 'GET', path: `/v1/batch-calls/${enc(String(batchId))}/metrics`, repeatable: true })
+      return parse(dataEnvelope(batchMetricsSchema), res).data
+    },
+
+    async listConversations(query = {}) {
+      const res = await send({ method: 'GET', path: '/v1/conversations', query: { ...query }, repeatable: true })
+      return parse(conversationListSchema, res)
+    },
+
+    async getConversation(conversationId) {
+      const res = await send({ method: 'GET', path: `/v1/conversations/${enc(conversationId)}`, repeatable: true })
+      return parse(dataEnvelope(conversationDetailSchema), res).data
+    },
+
+    async downloadRecording(conversationId) {
+      const res = await send({ method: 'GET', path: `/v1/conversations/${enc(conversationId)}/recording`, repeatable: true, stream: true })
+      const length = res.headers.get('content-length')
+      return {
+        body: res._data as ReadableStream<Uint8Array>,
+        contentType: res.headers.get('content-type') ?? 'application/octet-stream',
+        contentLength: length === null ? undefined : Number(length),
+        headers: res.headers,
+      }
+    },
+
+    async createTranscriptionJob({ audio, languages, diarize, format }) {
+      const res = await send({
+        method: 'POST',
+        path: '/v1/transcription/jobs',
+        body: () => {
+          const form = new FormData()
+          form.set('audio', toBlob(audio, 'audio/wav'), audio.filename ?? 'audio.wav')
+          if (languages !== undefined) form.set('languages', languages)
+          if (diarize !== undefined) form.set('diarize', String(diarize))
+          if (format !== undefined) form.set('format', format)
+          return form
+        },
+        repeatable: false,
+      })
+      // Transcription jobs are not wrapped in {data} (provider-notes).
+      return parse(transcriptionJobSchema, res)
+    },
+
+    async getTranscriptionJob(jobId) {
+      const res = await send({ method: 'GET', path: `/v1/transcription/jobs/${enc(jobId)}`, repeatable: true })
+      return parse(transcriptionJobSchema, res)
+    },
+  }
+}

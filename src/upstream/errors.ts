@@ -1,0 +1,90 @@
+import { errorBodySchema, type ErrorType } from './schemas.ts'
+
+/** Rate-limit headers as the provider sends them. */
+export interface RateLimitInfo {
+  limit: number | undefined
+  remaining: number | undefined
+  /** ISO 8601 with offset, as sent. */
+  reset: string | undefined
+  /** Seconds, from Retry-After. */
+  retryAfter: number | undefined
+}
+
+export type VoiceApiErrorType = ErrorType | 'network_error' | 'timeout' | 'invalid_response' | 'http_error'
+
+/**
+ * An error from the provider, typed: `type` is the provider's error type (or network_error / timeout /
+ * invalid_response when no answer could be read), `status` the HTTP status (0 when there was none).
+ */
+export class VoiceApiError extends Error {
+  override readonly name = 'VoiceApiError'
+  readonly type: VoiceApiErrorType
+  readonly status: number
+  readonly currentCalls: number | undefined
+  readonly maxCalls: number | undefined
+  readonly rateLimit: RateLimitInfo
+  /** The error body as received, when there was one. */
+  readonly body: unknown
+
+  constructor(init: {
+    type: VoiceApiErrorType
+    status: number
+    message: string
+    currentCalls?: number | undefined
+    maxCalls?: number | undefined
+    rateLimit?: RateLimitInfo
+    body?: unknown
+    cause?: unknown
+  }) {
+    super(init.message, { cause: init.cause })
+    this.type = init.type
+    this.status = init.status
+    this.currentCalls = init.currentCalls
+    this.maxCalls = init.maxCalls
+    this.rateLimit = init.rateLimit ?? { limit: undefined, remaining: undefined, reset: undefined, retryAfter: undefined }
+    this.body = init.body
+  }
+
+  /** Seconds to wait before trying again, when the provider said. */
+  get retryAfterSeconds(): number | undefined {
+    return this.rateLimit.retryAfter
+  }
+}
+
+export function isVoiceApiError(error: unknown): error is VoiceApiError {
+  return error instanceof VoiceApiError
+}
+
+function num(value: string | null): number | undefined {
+  if (value === null || value.trim() === '') return undefined
+  const n = Number(value)
+  return Number.isFinite(n) ? n : undefined
+}
+
+export function readRateLimit(headers: Headers): RateLimitInfo {
+  return {
+    limit: num(headers.get('x-ratelimit-limit')),
+    remaining: num(headers.get('x-ratelimit-remaining')),
+    reset: headers.get('x-ratelimit-reset') ?? undefined,
+    retryAfter: num(headers.get('retry-after')),
+  }
+}
+
+/** Builds the typed error from an error response's status, headers and parsed body. */
+export function errorFromResponse(status: number, headers: Headers, body: unknown): VoiceApiError {
+  const parsed = errorBodySchema.safeParse(body)
+  const rateLimit = readRateLimit(headers)
+  if (parsed.success) {
+    const e = parsed.data.error
+    return new VoiceApiError({
+      type: e.type as ErrorType,
+      status,
+      message: e.message,
+      currentCalls: e.current_calls,
+      maxCalls: e.max_calls,
+      rateLimit,
+      body,
+    })
+  }
+  return new VoiceApiError({ type: 'http_error', status, message: `HTTP ${status} with no error body`, rateLimit, body })
+}

@@ -1,0 +1,263 @@
+import { z } from 'zod'
+
+/**
+ * The provider's resources (spec/voice-api.md, with what spec/provider-notes.md adds). Every type the
+ * rest of switchboard uses for provider data is `z.infer` of a schema here. Response schemas are loose
+ * (`z.looseObject`): a provider that adds a field must not break us; request schemas are strict about what
+ * the spec requires.
+ */
+
+// ── Call creation ───────────────────────────────────────────────────────────────────────────────
+export const callParameterSchema = z.object({ name: z.string(), value: z.string() })
+export type CallParameter = z.infer<typeof callParameterSchema>
+
+export const retryContextSchema = z.looseObject({
+  collected_data: z.record(z.string(), z.unknown()).optional(),
+  retry_initial_message: z.string().optional(),
+  retry_language: z.string().optional(),
+  retry_stage_id: z.string().optional(),
+})
+export type RetryContext = z.infer<typeof retryContextSchema>
+
+/** `metadata` is declared a string; one example sends an object of strings, so both are accepted. */
+export const metadataSchema = z.union([z.string(), z.record(z.string(), z.string())])
+
+export const callRequestSchema = z.object({
+  agent_id: z.number().int(),
+  parameters: z.array(callParameterSchema),
+  conversation_id: z.string().optional(),
+  idempotency_key: z.string().min(1).optional(),
+  metadata: metadataSchema.optional(),
+  retry_context: retryContextSchema.optional(),
+  scheduled_for: z.string().optional(),
+})
+export type CallRequest = z.infer<typeof callRequestSchema>
+
+export const callResponseSchema = z.looseObject({
+  agent_id: z.number().int(),
+  conversation_id: z.string().nullable(),
+  scheduled_for: z.string().nullable(),
+  status: z.string(),
+  trace_id: z.string(),
+})
+export type CallResponse = z.infer<typeof callResponseSchema>
+
+// ── Batches ─────────────────────────────────────────────────────────────────────────────────────
+export const batchCallSchema = z.looseObject({
+  id: z.number().int(),
+  name: z.string(),
+  agent_id: z.number().int(),
+  status: z.string(),
+  total_recipients: z.number().int(),
+  created_at: z.string(),
+  scheduled_for: z.string().nullable().optional(),
+  updated_at: z.string().nullable().optional(),
+})
+export type BatchCall = z.infer<typeof batchCallSchema>
+
+export const batchMetricsSchema = z.looseObject({
+  avg_duration_seconds: z.number(),
+  busy_count: z.number().int(),
+  completed_count: z.number().int(),
+  failed_count: z.number().int(),
+  in_progress_count: z.number().int(),
+  no_answer_count: z.number().int(),
+  pending_retry_count: z.number().int(),
+  socket_failure_count: z.number().int(),
+  success_count: z.number().int(),
+  success_rate: z.number(),
+  total_processed: z.number().int(),
+  unreachable_count: z.number().int(),
+})
+export type BatchMetrics = z.infer<typeof batchMetricsSchema>
+
+// ── Conversations ───────────────────────────────────────────────────────────────────────────────
+/** The seven statuses the provider documents; others ("provider-specific failure statuses") may occur. */
+export const TERMINAL_STATUSES = [
+  'completed',
+  'failed',
+  'busy',
+  'no_answer',
+  'socket_failure',
+  'telephony_failed',
+  'unreachable',
+] as const
+export type TerminalStatus = (typeof TERMINAL_STATUSES)[number]
+
+/** Statuses a live call passes through before its outcome. Anything else is an outcome (terminal). */
+export const NON_TERMINAL_STATUSES = ['scheduled', 'queued', 'initiated', 'ringing', 'in_progress'] as const
+
+export function isTerminalStatus(status: string): boolean {
+  return !(NON_TERMINAL_STATUSES as readonly string[]).includes(status)
+}
+
+export const conversationListItemSchema = z.looseObject({
+  agent_id: z.number().int(),
+  contact_number: z.string(),
+  conversation_id: z.string(),
+  duration_seconds: z.number().int(),
+  /** Unix epoch milliseconds (provider-notes). */
+  start_timestamp: z.number().int(),
+  end_timestamp: z.number().int(),
+  status: z.string(),
+})
+export type ConversationListItem = z.infer<typeof conversationListItemSchema>
+
+export const transcriptTurnSchema = z.object({ role: z.string(), message: z.string() })
+export type TranscriptTurn = z.infer<typeof transcriptTurnSchema>
+
+export const conversationDetailSchema = z.looseObject({
+  agent_id: z.number().int(),
+  contact_number: z.string(),
+  conversation_id: z.string(),
+  duration_seconds: z.number().int(),
+  failure_reason: z.string().nullable(),
+  results: z.record(z.string(), z.unknown()),
+  status: z.string(),
+  trace_id: z.string(),
+  transcript: z.array(transcriptTurnSchema).optional(),
+  recording_url: z.string().optional(),
+})
+export type ConversationDetail = z.infer<typeof conversationDetailSchema>
+
+// ── Transcription ───────────────────────────────────────────────────────────────────────────────
+export const TRANSCRIPTION_LANGUAGES = [
+  'hi-IN', 'bn-IN', 'kn-IN', 'ml-IN', 'mr-IN', 'pa-IN', 'ta-IN', 'te-IN', 'en-IN', 'gu-IN', 'as-IN', 'ur-IN', 'unknown',
+] as const
+
+export const utteranceSchema = z.object({
+  speaker: z.string(),
+  text: z.string(),
+  /** seconds */
+  start: z.number(),
+  end: z.number(),
+})
+export type Utterance = z.infer<typeof utteranceSchema>
+
+export const transcriptionJobSchema = z.looseObject({
+  id: z.string(),
+  engine: z.string(),
+  status: z.string(),
+  text: z.string().optional(),
+  language: z.string().optional(),
+  utterances: z.array(utteranceSchema).optional(),
+})
+export type TranscriptionJob = z.infer<typeof transcriptionJobSchema>
+
+// ── Envelopes and errors ────────────────────────────────────────────────────────────────────────
+export const dataEnvelope = <T extends z.ZodType>(schema: T) => z.looseObject({ data: schema })
+
+export const listEnvelope = <T extends z.ZodType>(schema: T) =>
+  z.looseObject({ data: z.array(schema), has_more: z.boolean(), total: z.number().int() })
+
+export const conversationListSchema = listEnvelope(conversationListItemSchema)
+export type ConversationList = z.infer<typeof conversationListSchema>
+
+/** The batch list envelope is "not shown" in the spec; the conversation list's shape is the one used. */
+export const batchListSchema = listEnvelope(batchCallSchema)
+export type BatchList = z.infer<typeof batchListSchema>
+
+export const ERROR_TYPES = [
+  'invalid_request',
+  'authentication_error',
+  'not_found',
+  'duplicate_request',
+  'rate_limit_exceeded',
+  'concurrent_call_limit_exceeded',
+  'internal_error',
+] as const
+export type ErrorType = (typeof ERROR_TYPES)[number]
+
+export const errorBodySchema = z.object({
+  error: z.looseObject({
+    message: z.string(),
+    type: z.string(),
+    current_calls: z.number().int().optional(),
+    max_calls: z.number().int().optional(),
+  }),
+})
+export type ErrorBody = z.infer<typeof errorBodySchema>
+
+// ── Webhooks ────────────────────────────────────────────────────────────────────────────────────
+export const WEBHOOK_EVENT_TYPES = [
+  'call.completed',
+  'call.failed',
+  'call.busy',
+  'call.no_answer',
+  'call.socket_failure',
+  'call.telephony_failed',
+  'call.unreachable',
+] as const
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
+
+/** The conversation status an event type reports. */
+export function statusOfEventType(type: WebhookEventType): TerminalStatus {
+  return type.slice('call.'.length) as TerminalStatus
+}
+
+export const webhookCallSchema = z.looseObject({
+  agent_id: z.number().int(),
+  /** An object name → value here, unlike the request's array. */
+  call_parameters: z.record(z.string(), z.string()).default({}),
+  conversation_id: z.string(),
+  duration_seconds: z.number().nullable(),
+  started_at: z.string().nullable(),
+  ended_at: z.string().nullable(),
+  failure_reason: z.string().nullable(),
+  from_phone: z.string().nullable(),
+  to_phone: z.string(),
+  recording_url: z.string().nullable(),
+  status: z.string(),
+  trace_id: z.string(),
+})
+export type WebhookCall = z.infer<typeof webhookCallSchema>
+
+export const webhookRetrySchema = z.looseObject({
+  attempt_number: z.number().int(),
+  is_final_attempt: z.boolean(),
+  max_attempts: z.number().int(),
+  next_retry_at: z.string().nullable(),
+})
+export type WebhookRetry = z.infer<typeof webhookRetrySchema>
+
+export const webhookDataSchema = z.looseObject({
+  call: webhookCallSchema,
+  results: z.record(z.string(), z.unknown()).nullable().default({}),
+  retry: webhookRetrySchema.nullable().optional(),
+  retry_context: retryContextSchema.nullable().optional(),
+  /** Lines `BOT: …` / `HUMAN: …`; only for completed calls on targets that include it. */
+  transcript: z.string().nullable().optional(),
+})
+export type WebhookData = z.infer<typeof webhookDataSchema>
+
+export const webhookEventSchema = z.looseObject({
+  event_id: z.string().min(1),
+  event_type: z.enum(WEBHOOK_EVENT_TYPES),
+  /** ISO 8601: when the event was created. */
+  timestamp: z.string(),
+  data: webhookDataSchema,
+})
+export type WebhookEvent = z.infer<typeof webhookEventSchema>
+
+/** Turns the webhook's transcript string into the Conversations API's array of {role, message}. */
+export function parseWebhookTranscript(text: string | null | undefined): TranscriptTurn[] {
+  if (!text) return []
+  const turns: TranscriptTurn[] = []
+  for (const line of text.split(/\r?\n/)) {
+    const match = /^\s*(BOT|HUMAN|AGENT|USER|ASSISTANT)\s*:\s?(.*)$/i.exec(line)
+    if (match) {
+      const speaker = match[1]!.toUpperCase()
+      turns.push({ role: speaker === 'HUMAN' || speaker === 'USER' ? 'human' : 'agent', message: match[2]! })
+    } else if (line.trim() && turns.length > 0) {
+      // A line without a speaker continues the previous turn (multi-line messages).
+      const last = turns[turns.length - 1]!
+      last.message += `\n${line}`
+    }
+  }
+  return turns
+}
+
+/** The inverse, used by the sandbox to render transcripts into webhooks. */
+export function formatWebhookTranscript(turns: TranscriptTurn[]): string {
+  return turns.map((t) => `${t.role === 'human' ? 'HUMAN' : 'BOT'}: ${t.message}`).join('\n')
+}

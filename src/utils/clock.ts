@@ -1,0 +1,78 @@
+/**
+ * Time as a dependency. Everything that reads the time or waits goes through a Clock, so tests drive
+ * time by hand instead of sleeping.
+ */
+export interface Clock {
+  /** Milliseconds since the Unix epoch. */
+  now(): number
+  /** Runs `fn` after `ms`; returns a function that cancels it. */
+  setTimeout(fn: () => void, ms: number): () => void
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimeout(fn, ms) {
+    const timer = setTimeout(fn, Math.max(0, ms))
+    timer.unref?.()
+    return () => clearTimeout(timer)
+  },
+}
+
+export interface ManualClock extends Clock {
+  /** Moves time forward, running every timer that falls due, in order, letting promises settle between. */
+  advance(ms: number): Promise<void>
+  /** Moves time to an absolute instant (never backwards). */
+  advanceTo(epochMs: number): Promise<void>
+  /** Timers still waiting. */
+  pending(): number
+}
+
+interface ManualTimer {
+  at: number
+  seq: number
+  fn: () => void
+}
+
+/** A clock for tests: time stands still until `advance` is called. */
+export function createManualClock(start: number | Date | string = '2026-01-01T00:00:00Z'): ManualClock {
+  let current = typeof start === 'number' ? start : new Date(start).getTime()
+  let seq = 0
+  const timers = new Set<ManualTimer>()
+  const settle = async () => {
+    for (let i = 0; i < 20; i++) await new Promise<void>((resolve) => setImmediate(resolve))
+  }
+  const clock: ManualClock = {
+    now: () => current,
+    setTimeout(fn, ms) {
+      const timer = { at: current + Math.max(0, ms), seq: seq++, fn }
+      timers.add(timer)
+      return () => {
+        timers.delete(timer)
+      }
+    },
+    async advanceTo(target) {
+      await settle()
+      for (;;) {
+        let next: ManualTimer | undefined
+        for (const t of timers) {
+          if (t.at <= target && (!next || t.at < next.at || (t.at === next.at && t.seq < next.seq))) next = t
+        }
+        if (!next) break
+        timers.delete(next)
+        current = Math.max(current, next.at)
+        next.fn()
+        await settle()
+      }
+      current = Math.max(current, target)
+      await settle()
+    },
+    advance: (ms) => clock.advanceTo(current + ms),
+    pending: () => timers.size,
+  }
+  return clock
+}
+
+/** Resolves after `ms` on the given clock. */
+export function sleep(clock: Clock, ms: number): Promise<void> {
+  return new Promise((resolve) => clock.setTimeout(resolve, ms))
+}

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest'
+import { ConfigError, loadConfig } from '../../src/config/load.ts'
+
+const load = (env: Record<string, string>) => loadConfig({ env, cwd: '/srv/app' })
+
+describe('configuration', () => {
+  it('has working defaults: sandbox mode, SQLite under ./data, port 3000 on loopback', () => {
+    const c = load({})
+    expect(c.sandboxMode).toBe(true)
+    expect(c.port).toBe(3000)
+    expect(c.host).toBe('127.0.0.1')
+    expect(c.dataDir).toBe('/srv/app/data')
+    expect(c.databaseUrl).toBe('sqlite:/srv/app/data/switchboard.db')
+    expect(c.upstreamBaseUrl).toBe('http://127.0.0.1:3000/sandbox')
+    expect(c.webhook).toMatchObject({ toleranceSeconds: 300, maxBytes: 1_048_576, allowUnsigned: false })
+    expect(c.recipes.timezone).toBe('Asia/Kolkata')
+    expect(c.defaultCountry).toBe('IN')
+    expect(c.sandbox).toMatchObject({ speed: 60, rateLimit: 600, numberLimit: 3, maxCalls: 10 })
+  })
+
+  it('picks the region address, and an explicit URL wins', () => {
+    expect(load({ VOICE_API_KEY: 'k', WEBHOOK_SECRET: 's' }).upstreamBaseUrl).toBe('https://api.voice.formantai.com')
+    expect(load({ VOICE_API_KEY: 'k', WEBHOOK_SECRET: 's', VOICE_API_REGION: 'india' }).upstreamBaseUrl).toBe('https://api.in.voice.formantai.com')
+    expect(
+      load({ VOICE_API_KEY: 'k', WEBHOOK_SECRET: 's', VOICE_API_REGION: 'india', VOICE_API_BASE_URL: 'http://127.0.0.1:9/v1/' }).upstreamBaseUrl,
+    ).toBe('http://127.0.0.1:9')
+  })
+
+  it('splits rotated secrets and recipients on commas', () => {
+    const c = load({ WEBHOOK_SECRET: ' old , new ', REPORT_TO: 'a@x.test,b@x.test' })
+    expect(c.webhook.secrets).toEqual(['old', 'new'])
+    expect(c.mail.reportTo).toEqual(['a@x.test', 'b@x.test'])
+  })
+
+  it('parses SANDBOX_FAULTS', () => {
+    expect(load({ SANDBOX_FAULTS: 'webhook_duplicate=0.1,webhook_drop=0.05,upstream_500=0.02' }).sandbox.faults).toEqual({
+      webhookDuplicate: 0.1, webhookDrop: 0.05, webhookReorder: 0, upstream500: 0.02, latencyMs: 0,
+    })
+  })
+
+  it.each([
+    [{ PORT: 'abc' }, /^Invalid configuration: PORT must be a number/],
+    [{ PORT: '70000' }, /^Invalid configuration: PORT must be at most 65535/],
+    [{ WEBHOOK_TOLERANCE_SECONDS: '-1' }, /^Invalid configuration: WEBHOOK_TOLERANCE_SECONDS must be at least 0/],
+    [{ RECIPES_TIMEZONE: 'Mars/Base' }, /^Invalid configuration: RECIPES_TIMEZONE must be an IANA time zone/],
+    [{ DATABASE_URL: 'mysql://x' }, /^Invalid configuration: DATABASE_URL must start with sqlite: or postgres:\/\//],
+    [{ SANDBOX_FAULTS: 'meteor=1' }, /^Invalid configuration: SANDBOX_FAULTS unknown fault "meteor"/],
+    [{ SANDBOX_FAULTS: 'webhook_drop=2' }, /^Invalid configuration: SANDBOX_FAULTS webhook_drop must be a number from 0 to 1/],
+    [{ VOICE_API_REGION: 'mars' }, /^Invalid configuration: VOICE_API_REGION/],
+    [{ VOICE_API_KEY: 'k' }, /^Invalid configuration: WEBHOOK_SECRET is required when VOICE_API_KEY is set/],
+    [{ WEBHOOK_TARGETS: '{"crm":{"scheme":"standard"}}' }, /^Invalid configuration: WEBHOOK_TARGETS target "crm" has no secret/],
+    [{ WEBHOOK_TARGETS: 'not json' }, /^Invalid configuration: WEBHOOK_TARGETS must be a JSON object/],
+    [{ DEFAULT_COUNTRY: 'India' }, /^Invalid configuration: DEFAULT_COUNTRY must be a two-letter country code/],
+  ])('refuses %o with one line naming the variable', (env, message) => {
+    let error: unknown
+    try {
+      load(env)
+    } catch (e) {
+      error = e
+    }
+    expect(error).toBeInstanceOf(ConfigError)
+    expect((error as Error).message).toMatch(message)
+    expect((error as Error).message).not.toContain('\n')
+  })
+
+  it('never echoes a secret in an error', () => {
+    expect(() => load({ ADMIN_TOKEN: 'short' })).toThrow(/^Invalid configuration: ADMIN_TOKEN must be at least 16 characters$/)
+  })
+
+  it('lets the environment override switchboard.config.ts values', () => {
+    const c = loadConfig({ env: { PORT: '4000' }, file: { PORT: 5000, RECIPES_TIMEZONE: 'Europe/Berlin' } })
+    expect(c.port).toBe(4000)
+    expect(c.recipes.timezone).toBe('Europe/Berlin')
+  })
+})

@@ -1,0 +1,46 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { loadConfig, type Config } from '../../src/config/load.ts'
+import type { Dialect } from '../../src/db/connect.ts'
+import { createRuntime, type Runtime } from '../../src/runtime.ts'
+import { createManualClock, type Clock } from '../../src/utils/clock.ts'
+import { createSilentLogger } from '../../src/utils/logger.ts'
+import { createSeededRandom, type Random } from '../../src/utils/random.ts'
+import { openTestStore, type TestStore } from './db.ts'
+
+export interface TestRuntime extends Runtime {
+  store: TestStore
+  dataDir: string
+}
+
+/**
+ * A runtime for tests: temp DATA_DIR, a fresh migrated store of the given dialect, a manual clock and a
+ * seeded random unless given, silent logs. `env` overrides configuration as the environment would.
+ */
+export async function createTestRuntime(
+  options: { dialect?: Dialect; env?: Record<string, string>; clock?: Clock; random?: Random } = {},
+): Promise<TestRuntime> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-data-'))
+  const store = await openTestStore(options.dialect ?? 'sqlite')
+  const config: Config = loadConfig({
+    env: { DATA_DIR: dataDir, WEBHOOK_SECRET: 'whsec_test_secret', PORT: '0', LOG_LEVEL: 'silent', ...options.env },
+  })
+  const rt = await createRuntime(config, {
+    store,
+    skipMigrate: true,
+    clock: options.clock ?? createManualClock(),
+    random: options.random ?? createSeededRandom(42),
+    log: createSilentLogger(),
+  })
+  const close = rt.close
+  return Object.assign(rt, {
+    store,
+    dataDir,
+    async close() {
+      await close()
+      await store.close()
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  })
+}
