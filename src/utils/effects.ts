@@ -1,0 +1,39 @@
+import type { CallRequest } from '../upstream/schemas.ts'
+
+/**
+ * Side effects a recipe can cause. In a dry run each is appended to the run's plan instead of executed;
+ * in a real run the executed effects are appended too, so a run record shows what it did.
+ */
+export type PlannedEffect =
+  | {
+      kind: 'call'
+      request: CallRequest
+      recipe?: string | null
+      campaign?: string | null
+      /** Why this call (e.g. "follow-up 2/3 after no_answer"). */
+      note?: string
+    }
+  | {
+      kind: 'batch'
+      agent_id: number
+      name: string
+      /** Each row as an object with customer_phone and the other columns. */
+      rows: Array<Record<string, string>>
+      rejects: Array<{ row: number; raw: string; reason: string }>
+    }
+  | {
+      kind: 'mail'
+      to: string[]
+      subject: string
+      attachments?: string[]
+    }
+
+export interface Effects {
+  dryRun: boolean
+  plan: PlannedEffect[]
+}
+
+/** For code paths outside recipes: execute, and keep a record nobody reads. */
+export function liveEffects(): Effects {
+  return { dryRun: false, plan: [] }
+}
