@@ -1,7 +1,10 @@
 import { parseArgs } from 'node:util'
-import { ConfigError, ensureSandboxSecret, loadConfig } from './config/load.ts'
+import { ConfigError, ensureSandboxSecret } from './config/load.ts'
+import { resolveConfig } from './config/file.ts'
 import { migrate, openStore } from './db/connect.ts'
+import pino from 'pino'
 import { createRuntime, type Runtime } from './runtime.ts'
+import { createLogger } from './utils/logger.ts'
 import { startServer } from './server.ts'
 import { CliError, defineCommand, formatTable, type CliCommand, type CliContext } from './utils/cli-kit.ts'
 
@@ -25,7 +28,7 @@ const migrateCommand = defineCommand({
   summary: 'apply database migrations and exit',
   options: { json: { type: 'boolean' } },
   async run(ctx) {
-    const config = loadConfig({ env: ctx.env })
+    const config = await resolveConfig({ env: ctx.env })
     const store = await openStore(config.databaseUrl)
     try {
       const { applied } = await migrate(store)
@@ -95,7 +98,11 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
       positionals: parsed.positionals,
       env,
       async runtime() {
-        if (!runtime) runtime = await createRuntime(ensureSandboxSecret(loadConfig({ env })), { log: undefined })
+        if (!runtime) {
+          const config = ensureSandboxSecret(await resolveConfig({ env }))
+          // Logs go to stderr so a command's stdout (tables, --json) stays clean.
+          runtime = await createRuntime(config, { log: createLogger({ level: config.logLevel, destination: pino.destination({ dest: 2, sync: true }) }) })
+        }
         return runtime
       },
       write: out,

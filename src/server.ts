@@ -1,5 +1,6 @@
 import { H3, serve } from 'h3'
-import { ensureSandboxSecret, loadConfig, withListenPort, type Config, type LoadConfigOptions } from './config/load.ts'
+import { ensureSandboxSecret, withListenPort, type Config, type LoadConfigOptions } from './config/load.ts'
+import { resolveConfig } from './config/file.ts'
 import { isMigrated, ping } from './db/connect.ts'
 import { createRuntime, type Runtime, type RuntimeOverrides } from './runtime.ts'
 
@@ -63,7 +64,7 @@ export interface StartOptions extends LoadConfigOptions {
 }
 
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
-  const config = ensureSandboxSecret(options.config ?? loadConfig(options))
+  const config = ensureSandboxSecret(options.config ?? (await resolveConfig(options)))
   const rt = await createRuntime(config, options.overrides)
   const app = createApp(rt)
   const server = serve(app, { port: config.port, hostname: config.host, silent: true, gracefulShutdown: false })

@@ -1,0 +1,125 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { H3, serve } from 'h3'
+import { createVoiceClient } from '../../src/upstream/client.ts'
+import { isVoiceApiError, type VoiceApiError } from '../../src/upstream/errors.ts'
+import { createManualClock } from '../../src/utils/clock.ts'
+import { createSeededRandom } from '../../src/utils/random.ts'
+
+/**
+ * The client's own behaviour against a scripted upstream on loopback: which requests it repeats, with
+ * which key, and how errors come back typed. (The contract suite drives it against the sandbox.)
+ */
+const seen: Array<{ path: string; key?: string; auth: string | null }> = []
+let script: Array<() => Response> = []
+const upstream = new H3().all('/**', async (event) => {
+  const body = event.req.method === 'POST' && event.req.headers.get('content-type')?.includes('json') ? ((await event.req.json()) as { idempotency_key?: string }) : undefined
+  seen.push({ path: event.url.pathname, key: body?.idempotency_key, auth: event.req.headers.get('authorization') })
+  const next = script.shift()
+  return next ? next() : new Response('{}', { status: 418 })
+})
+const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  () => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } })
+const ok = json(200, { data: { agent_id: 101, conversation_id: null, scheduled_for: null, status: 'initiated', trace_id: 'c0a8012e-7d4b-4d7e-9f4a-1b2c3d4e5f60' } })
+
+let server: ReturnType<typeof serve>
+let baseUrl: string
+beforeAll(async () => {
+  server = serve(upstream, { port: 0, hostname: '127.0.0.1', silent: true })
+  await server.ready()
+  baseUrl = server.url!.replace(/\/$/, '')
+})
+afterAll(() => server.close(true))
+
+async function run<T>(fn: () => Promise<T>, clock: ReturnType<typeof createManualClock>): Promise<T> {
+  const promise = fn()
+  // Let backoff timers fire without real waiting.
+  for (let i = 0; i < 20; i++) await clock.advance(20_000)
+  return promise
+}
+
+describe('voice client', () => {
+  const make = (extra = {}) => {
+    const clock = createManualClock()
+    return { clock, client: createVoiceClient({ apiKey: 'sk_test_acme', baseUrl: `${baseUrl}/v1/`, clock, random: createSeededRandom(3), ...extra }) }
+  }
+
+  it('strips a trailing /v1 from the base URL and sends the bearer key', async () => {
+    seen.length = 0
+    script = [ok]
+    const { client, clock } = make()
+    const call = await run(() => client.createCall({ agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543210' }] }), clock)
+    expect(call.status).toBe('initiated')
+    expect(seen[0]).toMatchObject({ path: '/v1/call', auth: 'Bearer sk_test_acme' })
+  })
+
+  it('retries call creation on 500 with the same, generated idempotency key', async () => {
+    seen.length = 0
+    script = [json(500, { error: { message: 'boom', type: 'internal_error' } }), json(502, 'bad gateway'), ok]
+    const { client, clock } = make()
+    await run(() => client.createCall({ agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543210' }] }), clock)
+    expect(seen).toHaveLength(3)
+    expect(seen[0]!.key).toMatch(/^[0-9a-f-]{36}$/)
+    expect(new Set(seen.map((s) => s.key)).size).toBe(1)
+  })
+
+  it('does not retry call creation without a key when told not to add one', async () => {
+    seen.length = 0
+    script = [json(500, { error: { message: 'boom', type: 'internal_error' } }), ok]
+    const { client, clock } = make({ idempotency: 'never' })
+    const error = await run(() => client.createCall({ agent_id: 101, parameters: [] }).catch((e: unknown) => e), clock)
+    expect(isVoiceApiError(error)).toBe(true)
+    expect(seen).toHaveLength(1)
+  })
+
+  it('returns the concurrency 429 as a typed error with current_calls and max_calls, not retried without Retry-After', async () => {
+    seen.length = 0
+    script = [json(429, { error: { message: 'concurrent call limit reached. 10 simultaneous calls allowed.', type: 'concurrent_call_limit_exceeded', current_calls: 10, max_calls: 10 } }, { 'x-ratelimit-limit': '50', 'x-ratelimit-remaining': '48', 'x-ratelimit-reset': '2026-03-18T20:54:00+00:00' })]
+    const { client, clock } = make()
+    const error = (await run(() => client.createCall({ agent_id: 101, parameters: [{ name: 'customer_phone', value: '1' }] }).catch((e: unknown) => e), clock)) as VoiceApiError
+    expect(error.type).toBe('concurrent_call_limit_exceeded')
+    expect(error.status).toBe(429)
+    expect(error.currentCalls).toBe(10)
+    expect(error.maxCalls).toBe(10)
+    expect(error.rateLimit).toEqual({ limit: 50, remaining: 48, reset: '2026-03-18T20:54:00+00:00', retryAfter: undefined })
+    // Reset is in 2026-03 and the manual clock in 2026-01: the wait is too long, so it is returned, not retried.
+    expect(seen).toHaveLength(1)
+  })
+
+  it('waits for Retry-After on a 429 and then succeeds', async () => {
+    seen.length = 0
+    script = [json(429, { error: { message: 'rate limit exceeded', type: 'rate_limit_exceeded' } }, { 'retry-after': '2' }), json(200, { data: [], has_more: false, total: 0 })]
+    const { client, clock } = make()
+    const list = await run(() => client.listConversations({ limit: 5 }), clock)
+    expect(list.total).toBe(0)
+    expect(seen).toHaveLength(2)
+  })
+
+  it.each([400, 401, 404])('never retries %i', async (status) => {
+    seen.length = 0
+    script = [json(status, { error: { message: 'nope', type: 'x' } }), ok]
+    const { client, clock } = make()
+    const error = (await run(() => client.getConversation('x_1').catch((e: unknown) => e), clock)) as VoiceApiError
+    expect(error.status).toBe(status)
+    expect(seen).toHaveLength(1)
+  })
+
+  it('reports an unreachable upstream as a typed network_error after bounded retries', async () => {
+    const clock = createManualClock()
+    const client = createVoiceClient({ apiKey: 'k', baseUrl: 'http://127.0.0.1:9', clock, random: createSeededRandom(1) })
+    const error = (await run(() => client.getBatch(1).catch((e: unknown) => e), clock)) as VoiceApiError
+    expect(error.type).toBe('network_error')
+    expect(error.status).toBe(0)
+  })
+
+  it('rejects a response that does not match the schema as invalid_response', async () => {
+    script = [json(200, { data: { nope: true } })]
+    const { client, clock } = make()
+    const error = (await run(() => client.getBatch(7).catch((e: unknown) => e), clock)) as VoiceApiError
+    expect(error.type).toBe('invalid_response')
+  })
+
+  it('picks the India base address by region', () => {
+    expect(createVoiceClient({ apiKey: 'k', region: 'india' }).baseUrl).toBe('https://api.in.voice.formantai.com')
+    expect(createVoiceClient({ apiKey: 'k' }).baseUrl).toBe('https://api.voice.formantai.com')
+  })
+})

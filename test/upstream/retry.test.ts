@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest'
+import { VoiceApiError } from '../../src/upstream/errors.ts'
+import { defaultRetryPolicy, retryDelay } from '../../src/upstream/retry.ts'
+import { createSeededRandom } from '../../src/utils/random.ts'
+
+const now = Date.parse('2026-03-18T20:53:00Z')
+const err = (status: number, type: string, rateLimit: Partial<VoiceApiError['rateLimit']> = {}) =>
+  new VoiceApiError({
+    status,
+    type: type as VoiceApiError['type'],
+    message: type,
+    rateLimit: { limit: undefined, remaining: undefined, reset: undefined, retryAfter: undefined, ...rateLimit },
+  })
+const delay = (error: VoiceApiError, opts: { attempt?: number; repeatable?: boolean } = {}) =>
+  retryDelay({ error, attempt: opts.attempt ?? 1, repeatable: opts.repeatable ?? true, policy: defaultRetryPolicy, random: createSeededRandom(7), now })
+
+describe('retry rules (spec → Errors → client retry rules)', () => {
+  it.each([
+    [400, 'invalid_request'],
+    [401, 'authentication_error'],
+    [404, 'not_found'],
+    [409, 'duplicate_request'],
+  ])('never retries %i %s', (status, type) => {
+    expect(delay(err(status, type))).toBeUndefined()
+  })
+
+  it('retries a 429 only after Retry-After', () => {
+    expect(delay(err(429, 'rate_limit_exceeded', { retryAfter: 3 }))).toBe(3000)
+  })
+
+  it('falls back to X-RateLimit-Reset (ISO with offset) when there is no Retry-After', () => {
+    expect(delay(err(429, 'rate_limit_exceeded', { reset: '2026-03-18T20:54:00+00:00' }))).toBe(60_000)
+    expect(delay(err(429, 'rate_limit_exceeded', { reset: '2026-03-19T02:24:00+05:30' }))).toBe(60_000)
+  })
+
+  it('does not retry a 429 that gives no time, or one longer than the policy allows', () => {
+    expect(delay(err(429, 'concurrent_call_limit_exceeded'))).toBeUndefined()
+    expect(delay(err(429, 'rate_limit_exceeded', { retryAfter: 3600 }))).toBeUndefined()
+  })
+
+  it('backs off exponentially with full jitter on 5xx and network errors, within the cap', () => {
+    for (let attempt = 1; attempt <= defaultRetryPolicy.retries; attempt++) {
+      const ceiling = Math.min(defaultRetryPolicy.maxDelayMs, defaultRetryPolicy.baseDelayMs * 2 ** (attempt - 1))
+      for (const e of [err(500, 'internal_error'), err(503, 'http_error'), err(0, 'network_error'), err(0, 'timeout')]) {
+        const d = delay(e, { attempt })!
+        expect(d).toBeGreaterThanOrEqual(0)
+        expect(d).toBeLessThanOrEqual(ceiling)
+      }
+    }
+    expect(delay(err(500, 'internal_error'), { attempt: defaultRetryPolicy.retries + 1 })).toBeUndefined()
+  })
+
+  it('does not repeat a non-repeatable request (call creation without a key, uploads) on 5xx', () => {
+    expect(delay(err(500, 'internal_error'), { repeatable: false })).toBeUndefined()
+    expect(delay(err(0, 'network_error'), { repeatable: false })).toBeUndefined()
+    // A 429 was not processed, so waiting for it is safe even then.
+    expect(delay(err(429, 'rate_limit_exceeded', { retryAfter: 1 }), { repeatable: false })).toBe(1000)
+  })
+})
