@@ -33,7 +33,8 @@ export async function openTestStore(dialect: Dialect, options: { migrate?: boole
     const base = process.env.DATABASE_URL_TEST
     if (!base) throw new Error('DATABASE_URL_TEST is not set')
     schema = `sb_test_${process.pid}_${randomBytes(4).toString('hex')}`
-    url = base
+    // The schema travels in the URL too, so child processes (replica tests) land in the same one.
+    url = `${base}${base.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`
     store = await openStore(base, { schema })
     cleanup = async () => {
       const admin = await openStore(base)
