@@ -1,0 +1,203 @@
+import type { Insertable } from 'kysely'
+import type { CallsTable } from '../db/schema.ts'
+import { toJson } from '../db/json.ts'
+import type { Runtime } from '../runtime.ts'
+import { VoiceApiError } from '../upstream/errors.ts'
+import type { CallRequest, CallResponse } from '../upstream/schemas.ts'
+import { toCallRecord, type CallRecord, type CallStatus } from './record.ts'
+import { tenantOf } from './tenant.ts'
+
+/** The provider's idempotency window (spec → Limits): a key may be used again after it. */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000
+/** A row still `pending` this long after its last update belongs to a process that died mid-request. */
+export const STALE_PENDING_MS = 10 * 60 * 1000
+
+export interface PlaceCallInput {
+  apiKey: string
+  request: CallRequest
+  recipe?: string | null
+  campaign?: string | null
+  previousConversationId?: string | null
+}
+
+export type PlaceCallResult =
+  | {
+      ok: true
+      call: CallResponse
+      record: CallRecord
+      /** Rate-limit headers of the provider's answer. */
+      headers: Headers
+      /**
+       * True when an earlier attempt's answer was lost and the provider then reported the key as used:
+       * the call exists, but its trace id is unknown (`call.trace_id` is '').
+       */
+      recovered?: boolean
+    }
+  | { ok: false; duplicate: true; record: CallRecord }
+  | { ok: false; duplicate: false; error: VoiceApiError; record: CallRecord | null }
+
+type Claim = { kind: 'claimed'; id: string; resumesAmbiguous: boolean } | { kind: 'duplicate'; record: CallRecord }
+
+function customerPhone(request: CallRequest): string {
+  return request.parameters.find((p) => p.name === 'customer_phone')?.value ?? ''
+}
+
+/**
+ * Writes the ledger row before anything is sent: the unique (tenant, agent, key) index makes the local
+ * 24 h idempotency record race-free across requests and replicas. A row whose key may be used again
+ * (older than the window, refused by the provider, or ambiguous so the provider must decide) is taken
+ * over with a compare-and-set on its last update.
+ */
+async function claim(rt: Runtime, row: Insertable<CallsTable> & { id: string; created_at: number }): Promise<Claim> {
+  const db = rt.store.db
+  for (let round = 0; round < 3; round++) {
+    const inserted = await db
+      .insertInto('calls')
+      .values(row)
+      .onConflict((oc) => oc.columns(['tenant', 'agent_id', 'idempotency_key']).doNothing())
+      .executeTakeFirst()
+    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) return { kind: 'claimed', id: row.id, resumesAmbiguous: false }
+    const existing = await db
+      .selectFrom('calls')
+      .selectAll()
+      .where('tenant', '=', row.tenant)
+      .where('agent_id', '=', row.agent_id)
+      .where('idempotency_key', '=', row.idempotency_key)
+      .executeTakeFirst()
+    if (!existing) continue
+    const now = row.created_at
+    const expired = existing.created_at <= now - IDEMPOTENCY_WINDOW_MS
+    const stalePending = existing.status === 'pending' && existing.updated_at <= now - STALE_PENDING_MS
+    const reusable = expired || existing.status === 'rejected' || existing.status === 'failed' || stalePending
+    if (!reusable) return { kind: 'duplicate', record: toCallRecord(existing) }
+    const { id: _id, ...fields } = row
+    const taken = await db
+      .updateTable('calls')
+      .set({ ...fields, created_at: expired ? now : existing.created_at, trace_id: null, conversation_id: null, error: null })
+      .where('id', '=', existing.id)
+      .where('status', '=', existing.status)
+      .where('updated_at', '=', existing.updated_at)
+      .executeTakeFirst()
+    if (Number(taken.numUpdatedRows) !== 1) continue
+    // Within the window, a failed or pending row may already have created the call upstream.
+    return { kind: 'claimed', id: existing.id, resumesAmbiguous: !expired && (existing.status === 'failed' || stalePending) }
+  }
+  const record = await db
+    .selectFrom('calls')
+    .selectAll()
+    .where('tenant', '=', row.tenant)
+    .where('agent_id', '=', row.agent_id)
+    .where('idempotency_key', '=', row.idempotency_key)
+    .executeTakeFirstOrThrow()
+  return { kind: 'duplicate', record: toCallRecord(record) }
+}
+
+async function finish(
+  rt: Runtime,
+  id: string,
+  fields: { status: CallStatus; trace_id?: string | null; conversation_id?: string | null; error?: string | null },
+): Promise<CallRecord> {
+  await rt.store.db
+    .updateTable('calls')
+    .set({ ...fields, updated_at: rt.clock.now() })
+    .where('id', '=', id)
+    .execute()
+  const row = await rt.store.db.selectFrom('calls').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
+  return toCallRecord(row)
+}
+
+function rateLimitHeaders(info: { limit?: number | undefined; remaining?: number | undefined; reset?: string | undefined; retryAfter?: number | undefined } | undefined): Headers {
+  const headers = new Headers()
+  if (info?.limit !== undefined) headers.set('x-ratelimit-limit', String(info.limit))
+  if (info?.remaining !== undefined) headers.set('x-ratelimit-remaining', String(info.remaining))
+  if (info?.reset !== undefined) headers.set('x-ratelimit-reset', info.reset)
+  if (info?.retryAfter !== undefined) headers.set('retry-after', String(info.retryAfter))
+  return headers
+}
+
+/** Transient failures leave it open whether the provider created the call. */
+function isAmbiguous(error: VoiceApiError): boolean {
+  return error.status >= 500 || error.status === 0 || error.type === 'invalid_response'
+}
+
+/**
+ * Places (or schedules) one call: the only way switchboard calls POST /v1/call (proxy and recipes).
+ * Records the call first, sends it with an idempotency key (added when missing) retrying 5xx and network
+ * errors with that same key, and records the outcome. A 429 is not waited for: it is returned, with its
+ * Retry-After, and the key stays usable.
+ */
+export async function placeCall(rt: Runtime, input: PlaceCallInput): Promise<PlaceCallResult> {
+  const now = rt.clock.now()
+  const key = input.request.idempotency_key ?? rt.random.uuid()
+  const request: CallRequest = { ...input.request, idempotency_key: key }
+  const scheduledAt = request.scheduled_for ? Date.parse(request.scheduled_for) : NaN
+  const row = {
+    id: rt.random.uuid(),
+    tenant: tenantOf(input.apiKey),
+    agent_id: request.agent_id,
+    customer_phone: customerPhone(request),
+    idempotency_key: key,
+    trace_id: null,
+    conversation_id: null,
+    previous_conversation_id: input.previousConversationId ?? request.conversation_id ?? null,
+    scheduled_for: Number.isFinite(scheduledAt) ? scheduledAt : null,
+    parameters: JSON.stringify(request.parameters),
+    retry_context: toJson(request.retry_context),
+    metadata: toJson(request.metadata),
+    recipe: input.recipe ?? null,
+    campaign: input.campaign ?? null,
+    status: 'pending',
+    error: null,
+    created_at: now,
+    updated_at: now,
+  }
+  const claimed = await claim(rt, row)
+  if (claimed.kind === 'duplicate') return { ok: false, duplicate: true, record: claimed.record }
+
+  let ambiguous = claimed.resumesAmbiguous
+  const client = rt.clientFor(input.apiKey, {
+    idempotency: 'never',
+    retry: { maxRetryAfterMs: 0 },
+    onRetry: ({ error }) => {
+      if (isAmbiguous(error)) ambiguous = true
+      rt.log.warn({ agent_id: request.agent_id, idempotency_key: key, status: error.status, type: error.type }, 'retrying call creation')
+    },
+  })
+  const acceptedStatus: CallStatus = request.scheduled_for ? 'scheduled' : 'initiated'
+  try {
+    const call = await client.createCall(request)
+    const record = await finish(rt, claimed.id, {
+      status: call.status === 'scheduled' ? 'scheduled' : 'initiated',
+      trace_id: call.trace_id,
+      conversation_id: call.conversation_id,
+      error: null,
+    })
+    return { ok: true, call, record, headers: rateLimitHeaders(client.lastRateLimit) }
+  } catch (cause) {
+    const error =
+      cause instanceof VoiceApiError
+        ? cause
+        : new VoiceApiError({ type: 'network_error', status: 0, message: (cause as Error).message ?? String(cause), cause })
+    if (error.type === 'duplicate_request' && ambiguous) {
+      // Our own earlier attempt created the call and its answer was lost: the call exists.
+      const record = await finish(rt, claimed.id, {
+        status: acceptedStatus,
+        trace_id: null,
+        error: 'accepted by an earlier attempt whose answer was lost; trace id unknown',
+      })
+      const call: CallResponse = {
+        agent_id: request.agent_id,
+        conversation_id: null,
+        scheduled_for: request.scheduled_for ?? null,
+        status: acceptedStatus,
+        trace_id: '',
+      }
+      return { ok: true, call, record, headers: rateLimitHeaders(error.rateLimit), recovered: true }
+    }
+    const record = await finish(rt, claimed.id, {
+      status: isAmbiguous(error) ? 'failed' : 'rejected',
+      error: `${error.type}: ${error.message}`,
+    })
+    return { ok: false, duplicate: false, error, record }
+  }
+}

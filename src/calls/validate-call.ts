@@ -1,0 +1,61 @@
+import { callRequestSchema, type CallRequest } from '../upstream/schemas.ts'
+
+/** The provider's scheduling horizon (spec → Limits). */
+export const SCHEDULING_HORIZON_MS = 30 * 24 * 60 * 60 * 1000
+/** A schedule time this far in the past is still taken as "now" (clock skew between caller and us). */
+export const SCHEDULE_PAST_TOLERANCE_MS = 60 * 1000
+
+export type CallValidation = { ok: true; request: CallRequest } | { ok: false; message: string }
+
+const ISO_DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+const fail = (message: string): CallValidation => ({ ok: false, message })
+
+/**
+ * Checks a POST /v1/call body the way the provider does, so a bad request is answered 400 locally with
+ * the spec's messages and never costs an upstream request (or a rate-limit token).
+ */
+export function validateCallRequest(body: unknown, now: number): CallValidation {
+  if (!isRecord(body)) return fail('request body must be a JSON object')
+  if (body.agent_id === undefined || body.agent_id === null) return fail('agent_id is required')
+  if (typeof body.agent_id !== 'number' || !Number.isSafeInteger(body.agent_id)) return fail('agent_id must be an integer')
+  if (body.parameters === undefined || body.parameters === null) return fail('customer_phone parameter is required')
+  if (!Array.isArray(body.parameters)) return fail('parameters must be an array of {name, value} objects')
+  for (const [i, p] of body.parameters.entries()) {
+    if (!isRecord(p) || typeof p.name !== 'string' || typeof p.value !== 'string') {
+      return fail(`parameters[${i}] must be an object with string name and value`)
+    }
+  }
+  const phone = (body.parameters as Array<{ name: string; value: string }>).find((p) => p.name === 'customer_phone')
+  if (!phone || phone.value.trim() === '') return fail('customer_phone parameter is required')
+  if (body.conversation_id !== undefined && typeof body.conversation_id !== 'string') return fail('conversation_id must be a string')
+  if (body.idempotency_key !== undefined && (typeof body.idempotency_key !== 'string' || body.idempotency_key === '')) {
+    return fail('idempotency_key must be a non-empty string')
+  }
+  if (body.metadata !== undefined) {
+    const m = body.metadata
+    if (typeof m !== 'string' && !(isRecord(m) && Object.values(m).every((v) => typeof v === 'string'))) {
+      return fail('metadata must be a string or an object of string values')
+    }
+  }
+  if (body.retry_context !== undefined && !isRecord(body.retry_context)) return fail('retry_context must be an object')
+  if (body.scheduled_for !== undefined && body.scheduled_for !== null) {
+    if (typeof body.scheduled_for !== 'string' || !ISO_DATETIME.test(body.scheduled_for) || !Number.isFinite(Date.parse(body.scheduled_for))) {
+      return fail('scheduled_for must be an ISO 8601 datetime with a time zone')
+    }
+    const at = Date.parse(body.scheduled_for)
+    if (at < now - SCHEDULE_PAST_TOLERANCE_MS) return fail('scheduled_for must be in the future')
+    if (at > now + SCHEDULING_HORIZON_MS) return fail('scheduled_for must be within the next 30 days')
+  }
+  const { scheduled_for, ...rest } = body
+  const parsed = callRequestSchema.safeParse(scheduled_for === null ? rest : body)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    return fail(`${issue?.path.join('.') || 'request'}: ${issue?.message ?? 'invalid value'}`)
+  }
+  return { ok: true, request: parsed.data }
+}
