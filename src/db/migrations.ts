@@ -224,8 +224,36 @@ const m0001: Migration = {
   },
 }
 
+/** Webhook health for the daily report: duplicate deliveries per event, rejections per minute and reason. */
+const m0002: Migration = {
+  async up(db: AnyDb) {
+    // SQLite has no ADD COLUMN IF NOT EXISTS and runs migrations without a transaction: check first.
+    const tables = await db.introspection.getTables()
+    const events = tables.find((t) => t.name === 'webhook_events')
+    if (!events?.columns.some((c) => c.name === 'duplicates')) {
+      await db.schema.alterTable('webhook_events').addColumn('duplicates', 'integer', (c) => c.notNull().defaultTo(0)).execute()
+    }
+    await db.schema
+      .createTable('webhook_rejections')
+      .ifNotExists()
+      .addColumn('bucket_at', 'bigint', (c) => c.notNull())
+      .addColumn('target', 'text', (c) => c.notNull())
+      .addColumn('reason', 'text', (c) => c.notNull())
+      .addColumn('count', 'bigint', (c) => c.notNull())
+      .addPrimaryKeyConstraint('webhook_rejections_pk', ['bucket_at', 'target', 'reason'])
+      .execute()
+    await db.schema.createIndex('webhook_events_source').ifNotExists().on('webhook_events').columns(['source', 'received_at']).execute()
+  },
+  async down(db: AnyDb) {
+    await db.schema.dropIndex('webhook_events_source').ifExists().execute()
+    await db.schema.dropTable('webhook_rejections').ifExists().execute()
+    await db.schema.alterTable('webhook_events').dropColumn('duplicates').execute()
+  },
+}
+
 export const migrations: Record<string, Migration> = {
   '0001_initial': m0001,
+  '0002_webhooks_stats': m0002,
 }
 
 export const migrationProvider: MigrationProvider = {

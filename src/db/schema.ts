@@ -30,6 +30,17 @@ export interface WebhookEventsTable {
   claimed_until: number | null
   last_error: string | null
   processed_at: number | null
+  /** Copies delivered again after the first (0002_webhooks_stats). */
+  duplicates: Generated<number>
+}
+
+/** Rejected deliveries per minute, target and reason (receiver; the daily report's webhook health). */
+export interface WebhookRejectionsTable {
+  /** Start of the minute, epoch ms. */
+  bucket_at: number
+  target: string
+  reason: string
+  count: number
 }
 
 /** Conversations read model (receiver, reconciliation). */
@@ -200,6 +211,7 @@ export interface LeasesTable {
 
 export interface Database {
   webhook_events: WebhookEventsTable
+  webhook_rejections: WebhookRejectionsTable
   conversations: ConversationsTable
   calls: CallsTable
   cache_entries: CacheEntriesTable
