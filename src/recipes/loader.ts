@@ -1,0 +1,77 @@
+import { existsSync, readdirSync, statSync } from 'node:fs'
+import { basename, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { createJiti } from 'jiti'
+import * as publicApi from '../index.ts'
+import type { RecipeDefinition } from './define.ts'
+import { validateRecipe } from './validate.ts'
+
+/** One file of RECIPES_DIR: a usable definition, or the reason it is broken. */
+export interface LoadedRecipe {
+  name: string
+  file: string
+  definition: RecipeDefinition | undefined
+  /** Why the recipe cannot run (syntax error, throw at import, bad definition). */
+  error: string | undefined
+  /** The recipe's own time zone, else RECIPES_TIMEZONE. */
+  timezone: string
+}
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]*$/
+
+/** Recipe files: `*.ts` directly in the folder, except declarations and files starting with `_` or `.`. */
+export function listRecipeFiles(dir: string): string[] {
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) return []
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.startsWith('_') && !f.startsWith('.'))
+    .sort()
+    .map((f) => join(dir, f))
+}
+
+function firstLine(error: unknown): string {
+  // jiti's parse errors put the file:line:column on a second line; keep it, on one line.
+  const message = (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' ').trim()
+  return (message.length > 300 ? `${message.slice(0, 299)}…` : message) || 'unknown error'
+}
+
+/**
+ * Loads every recipe file with jiti. `switchboard` is served from this very process (the module object
+ * the service itself uses), so it resolves wherever RECIPES_DIR is and `instanceof` checks hold; module
+ * and file caches are off so an edited file is read afresh on the next load.
+ */
+export async function loadRecipes(dir: string, fallbackTimezone: string): Promise<LoadedRecipe[]> {
+  const jiti = createJiti(import.meta.url, {
+    moduleCache: false,
+    fsCache: false,
+    virtualModules: { switchboard: publicApi },
+    // Kept as well, so helper files a recipe imports can `import … from 'switchboard'` the same way.
+    alias: { switchboard: publicApiPath() },
+  })
+  const out: LoadedRecipe[] = []
+  for (const file of listRecipeFiles(dir)) {
+    const name = basename(file, '.ts')
+    const base = { name, file, definition: undefined, error: undefined, timezone: fallbackTimezone }
+    if (!NAME.test(name)) {
+      out.push({ ...base, error: 'file name must use letters, digits, "-" or "_" only' })
+      continue
+    }
+    let exported: unknown
+    try {
+      exported = await jiti.import(file, { default: true })
+    } catch (error) {
+      out.push({ ...base, error: `failed to load: ${firstLine(error)}` })
+      continue
+    }
+    try {
+      const definition = validateRecipe(exported, fallbackTimezone)
+      out.push({ ...base, definition, timezone: definition.timezone ?? fallbackTimezone })
+    } catch (error) {
+      out.push({ ...base, error: firstLine(error) })
+    }
+  }
+  return out
+}
+
+function publicApiPath(): string {
+  return fileURLToPath(new URL('../index.ts', import.meta.url))
+}

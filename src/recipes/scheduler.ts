@@ -1,0 +1,91 @@
+import type { Clock } from '../utils/clock.ts'
+import { cronFor } from './validate.ts'
+
+export interface ScheduleEntry {
+  name: string
+  pattern: string
+  timezone: string
+}
+
+export interface Scheduler {
+  /** Replaces the whole set (after a reload); unchanged entries keep their pending tick. */
+  set(entries: ScheduleEntry[]): void
+  /** The next tick of a scheduled recipe (epoch ms). */
+  nextRun(name: string): number | undefined
+  stop(): void
+}
+
+/**
+ * Long waits are cut into slices so a wall-clock jump (suspend, NTP step) is noticed within the hour, and
+ * Node's 2^31-1 ms setTimeout limit is never hit.
+ */
+const MAX_WAIT_MS = 60 * 60 * 1000
+
+/** The latest tick at or before `at`, if the pattern has one. */
+export function previousTick(pattern: string, timezone: string, at: number): number | undefined {
+  const prev = cronFor(pattern, timezone).previousRuns(1, new Date(at + 1))[0]
+  return prev ? prev.getTime() : undefined
+}
+
+/** The first tick strictly after `after`. */
+export function nextTick(pattern: string, timezone: string, after: number): number | undefined {
+  return cronFor(pattern, timezone).nextRun(new Date(after))?.getTime()
+}
+
+/**
+ * Drives cron ticks from an injected Clock: croner computes the next time (time zones, DST), the clock's
+ * timer waits for it. Tests use a manual clock and get exact, deterministic ticks. A tick that fires late
+ * (event loop blocked, machine asleep) runs once; the ticks it overslept are not replayed one by one.
+ */
+export function createScheduler(clock: Clock, onTick: (name: string, tickAt: number) => void): Scheduler {
+  interface Armed {
+    entry: ScheduleEntry
+    next: number | undefined
+    cancel: () => void
+  }
+  const armed = new Map<string, Armed>()
+  let stopped = false
+
+  const arm = (entry: ScheduleEntry, after: number): Armed => {
+    const slot: Armed = { entry, next: nextTick(entry.pattern, entry.timezone, after), cancel: () => {} }
+    const wait = () => {
+      if (stopped || slot.next === undefined || armed.get(entry.name) !== slot) return
+      const remaining = slot.next - clock.now()
+      if (remaining > 0) {
+        slot.cancel = clock.setTimeout(wait, Math.min(remaining, MAX_WAIT_MS))
+        return
+      }
+      const tickAt = slot.next
+      // Re-arm before running the tick, so a slow or failing run never delays the next one.
+      armed.set(entry.name, arm(entry, Math.max(tickAt, clock.now())))
+      onTick(entry.name, tickAt)
+    }
+    queueMicrotask(wait)
+    return slot
+  }
+
+  return {
+    set(entries) {
+      const keep = new Set<string>()
+      for (const entry of entries) {
+        keep.add(entry.name)
+        const current = armed.get(entry.name)
+        if (current && current.entry.pattern === entry.pattern && current.entry.timezone === entry.timezone) continue
+        current?.cancel()
+        armed.set(entry.name, arm(entry, clock.now()))
+      }
+      for (const [name, slot] of armed) {
+        if (!keep.has(name)) {
+          slot.cancel()
+          armed.delete(name)
+        }
+      }
+    },
+    nextRun: (name) => armed.get(name)?.next,
+    stop() {
+      stopped = true
+      for (const slot of armed.values()) slot.cancel()
+      armed.clear()
+    },
+  }
+}
