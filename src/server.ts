@@ -3,6 +3,7 @@ import { ensureSandboxSecret, withListenPort, type Config, type LoadConfigOption
 import { resolveConfig } from './config/file.ts'
 import { isMigrated, ping } from './db/connect.ts'
 import { createRuntime, type Runtime, type RuntimeOverrides } from './runtime.ts'
+import { mountProxy, startProxyMaintenance } from './proxy/mount.ts'
 
 /**
  * The HTTP surface: operations endpoints here, each feature's routes from its own module. Background
@@ -34,6 +35,7 @@ export function createApp(rt: Runtime): H3 {
   })
 
   // ── feature routes ──────────────────────────────────────────────────────────────────────────
+  mountProxy(app, rt)
   return app
 }
 
@@ -41,6 +43,7 @@ export function createApp(rt: Runtime): H3 {
 export async function startBackground(rt: Runtime): Promise<() => Promise<void>> {
   const stops: Array<() => Promise<void> | void> = []
   // ── feature background work ─────────────────────────────────────────────────────────────────
+  stops.push(startProxyMaintenance(rt))
   return async () => {
     for (const stop of stops.reverse()) await stop()
   }

@@ -1,0 +1,237 @@
+import { placeCall } from '../calls/place-call.ts'
+import { tenantOf } from '../calls/tenant.ts'
+import { validateCallRequest } from '../calls/validate-call.ts'
+import type { Runtime } from '../runtime.ts'
+import { apiErrorResponse } from '../utils/api-error.ts'
+import type { VoiceApiError } from '../upstream/errors.ts'
+import type { EventHook } from '../webhooks/hooks.ts'
+import { CACHE_TTL_MS, planCache } from './cache-policy.ts'
+import { createJsonCache, invalidateForConversation, invalidateTenantLists, type CacheEntry } from './json-cache.ts'
+import { createRecordingCache } from './recordings.ts'
+import { matchRoute, type ProxyRoute } from './routes-table.ts'
+import { streamThrough } from './stream-through.ts'
+import { createTenantKeys } from './tenant-keys.ts'
+import { failureResponse, fetchUpstream, passHeaders, storableHeaders, withCache, type CacheStatus } from './upstream.ts'
+
+/** JSON request bodies (POST /v1/call) larger than this are refused before parsing. */
+export const MAX_JSON_BODY_BYTES = 1024 * 1024
+
+export interface Proxy {
+  /** Answers one request under /v1. */
+  handle(request: Request, url?: URL): Promise<Response>
+  /** The cache-invalidation hook for processed webhook events. */
+  invalidate: EventHook
+  /** Sweeps expired entries and enforces both byte budgets. */
+  maintain(): Promise<void>
+  /** Writes pending LRU touches (called on close). */
+  flush(): Promise<void>
+}
+
+function bearer(header: string | null): string | undefined {
+  const match = header ? /^\s*Bearer\s+(\S+)\s*$/i.exec(header) : null
+  return match?.[1]
+}
+
+/** Same query, same entry: parameters sorted, so `?offset=0&limit=5` and `?limit=5&offset=0` share one. */
+function canonicalQuery(params: URLSearchParams): string {
+  const copy = new URLSearchParams(params)
+  copy.sort()
+  return copy.toString()
+}
+
+function fromEntry(entry: CacheEntry, cache: CacheStatus, method: string, now: number): Response {
+  const headers = new Headers(JSON.parse(entry.headers) as Record<string, string>)
+  headers.set('x-cache', cache)
+  headers.set('age', String(Math.max(0, Math.floor((now - entry.stored_at) / 1000))))
+  return new Response(method === 'HEAD' ? null : entry.body, { status: entry.status, headers })
+}
+
+function errorFromVoiceApi(error: VoiceApiError): Response {
+  const headers = new Headers({ 'content-type': 'application/json', 'x-cache': 'BYPASS' })
+  const rl = error.rateLimit
+  if (rl.limit !== undefined) headers.set('x-ratelimit-limit', String(rl.limit))
+  if (rl.remaining !== undefined) headers.set('x-ratelimit-remaining', String(rl.remaining))
+  if (rl.reset !== undefined) headers.set('x-ratelimit-reset', rl.reset)
+  if (rl.retryAfter !== undefined) headers.set('retry-after', String(rl.retryAfter))
+  if (error.status === 0 || error.type === 'invalid_response') {
+    const status = error.type === 'timeout' ? 504 : 502
+    return withCache(apiErrorResponse(status, 'internal_error', error.message, { headers }), 'BYPASS')
+  }
+  const body = typeof error.body === 'object' && error.body !== null ? error.body : { error: { message: error.message, type: error.type } }
+  return new Response(JSON.stringify(body), { status: error.status, headers })
+}
+
+/**
+ * The drop-in /v1 proxy: same paths, methods, bodies and errors as the provider, with a tenant-safe
+ * cache in front of the reads and the calls ledger behind POST /v1/call.
+ */
+export function createProxy(rt: Runtime): Proxy {
+  const json = createJsonCache(rt)
+  const recordings = createRecordingCache(rt)
+  const keys = createTenantKeys(rt)
+
+  /** Learns from any upstream answer whether the key is good. 429 and 5xx say nothing about it. */
+  async function learn(tenant: string, status: number): Promise<void> {
+    if (status === 401) await keys.rejected(tenant)
+    else if (status < 500 && status !== 429) await keys.accepted(tenant)
+  }
+
+  /** Re-confirms a key with the cheapest request there is. */
+  async function confirm(apiKey: string, tenant: string): Promise<'accepted' | 'rejected' | 'unknown'> {
+    const result = await fetchUpstream(rt, { method: 'GET', pathAndQuery: '/v1/conversations?limit=1', apiKey })
+    if (!result.ok) return 'unknown'
+    await result.response.body?.cancel().catch(() => {})
+    await learn(tenant, result.response.status)
+    if (result.response.status === 401) return 'rejected'
+    return result.response.status < 500 && result.response.status !== 429 ? 'accepted' : 'unknown'
+  }
+
+  async function cachedGet(request: Request, url: URL, route: ProxyRoute, apiKey: string, tenant: string): Promise<Response> {
+    const cacheKey = `${tenant}:${url.pathname}?${canonicalQuery(url.searchParams)}`
+    const entry = await json.get(cacheKey)
+    if (entry && entry.expires_at > rt.clock.now() && (await keys.isConfirmed(tenant))) {
+      json.touch(cacheKey)
+      return fromEntry(entry, 'HIT', request.method, rt.clock.now())
+    }
+    const stale = async () => (entry && (await keys.wasEverAccepted(tenant)) ? fromEntry(entry, 'STALE', request.method, rt.clock.now()) : undefined)
+    const result = await fetchUpstream(rt, { method: 'GET', pathAndQuery: url.pathname + url.search, apiKey })
+    if (!result.ok) return (await stale()) ?? failureResponse(result)
+    const upstream = result.response
+    let text: string
+    try {
+      text = await upstream.text()
+    } catch (error) {
+      return (await stale()) ?? failureResponse({ failure: (error as Error).name === 'TimeoutError' ? 'timeout' : 'unreachable', message: `the provider's answer was cut off (${(error as Error).message})` })
+    }
+    if (upstream.status >= 500) {
+      const served = await stale()
+      if (served) return served
+    }
+    await learn(tenant, upstream.status)
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(text)
+    } catch {
+      parsed = undefined
+    }
+    const plan = parsed === undefined ? undefined : planCache(route, upstream.status, parsed, url.searchParams)
+    if (plan) await json.put({ key: cacheKey, tenant, plan, status: upstream.status, headers: storableHeaders(upstream.headers), body: text })
+    return withCache(new Response(request.method === 'HEAD' ? null : text, { status: upstream.status, headers: passHeaders(upstream.headers) }), 'MISS')
+  }
+
+  async function recording(request: Request, url: URL, id: string, apiKey: string, tenant: string): Promise<Response> {
+    const cached = await recordings.lookup(tenant, id)
+    if (cached) {
+      if (!(await keys.isConfirmed(tenant))) {
+        const answer = await confirm(apiKey, tenant)
+        if (answer === 'rejected') return withCache(apiErrorResponse(401, 'authentication_error', 'invalid or missing api key'), 'BYPASS')
+        if (answer === 'unknown') {
+          if (await keys.wasEverAccepted(tenant)) return recordings.respond(cached, request, 'STALE')
+          return failureResponse({ failure: 'unreachable', message: 'cannot confirm the api key with the provider' })
+        }
+      }
+      recordings.touch(cached.key)
+      return recordings.respond(cached, request, 'HIT')
+    }
+    // A missing recording stays a 404, cached briefly like any other.
+    const notFoundKey = `${tenant}:${url.pathname}?`
+    const notFound = await json.get(notFoundKey)
+    if (notFound && notFound.expires_at > rt.clock.now() && (await keys.isConfirmed(tenant))) return fromEntry(notFound, 'HIT', request.method, rt.clock.now())
+    const result = await fetchUpstream(rt, { method: 'GET', pathAndQuery: url.pathname, apiKey, headers: { accept: '*/*' } })
+    if (!result.ok) {
+      if (notFound && (await keys.wasEverAccepted(tenant))) return fromEntry(notFound, 'STALE', request.method, rt.clock.now())
+      return failureResponse(result)
+    }
+    const upstream = result.response
+    await learn(tenant, upstream.status)
+    if (upstream.status === 200 && upstream.body) {
+      try {
+        const row = await recordings.store({ tenant, conversationId: id, contentType: upstream.headers.get('content-type') ?? 'application/octet-stream', body: upstream.body })
+        const response = recordings.respond(row, request, 'MISS')
+        passHeaders(upstream.headers, response.headers)
+        response.headers.set('content-type', row.content_type)
+        return response
+      } catch (error) {
+        rt.log.warn({ err: error, conversation_id: id }, 'recording download failed')
+        return failureResponse({ failure: (error as Error).name === 'TimeoutError' ? 'timeout' : 'unreachable', message: `the recording download failed: ${(error as Error).message}` })
+      }
+    }
+    const text = await upstream.text().catch(() => '')
+    if (upstream.status === 404) {
+      await json.put({ key: notFoundKey, tenant, plan: { kind: 'not_found', ttlMs: CACHE_TTL_MS.notFound, resourceId: id, agentId: null }, status: 404, headers: storableHeaders(upstream.headers), body: text })
+    }
+    return withCache(new Response(request.method === 'HEAD' ? null : text, { status: upstream.status, headers: passHeaders(upstream.headers) }), 'MISS')
+  }
+
+  async function createCall(request: Request, apiKey: string, tenant: string): Promise<Response> {
+    const declared = Number(request.headers.get('content-length') ?? 0)
+    if (declared > MAX_JSON_BODY_BYTES) return withCache(apiErrorResponse(413, 'invalid_request', `request body is larger than ${MAX_JSON_BODY_BYTES} bytes`), 'BYPASS')
+    const text = await request.text()
+    if (Buffer.byteLength(text) > MAX_JSON_BODY_BYTES) return withCache(apiErrorResponse(413, 'invalid_request', `request body is larger than ${MAX_JSON_BODY_BYTES} bytes`), 'BYPASS')
+    let body: unknown
+    try {
+      body = JSON.parse(text)
+    } catch {
+      return withCache(apiErrorResponse(400, 'invalid_request', 'request body must be valid JSON'), 'BYPASS')
+    }
+    const checked = validateCallRequest(body, rt.clock.now())
+    if (!checked.ok) return withCache(apiErrorResponse(400, 'invalid_request', checked.message), 'BYPASS')
+    const result = await placeCall(rt, { apiKey, request: checked.request })
+    if (result.ok) {
+      await keys.accepted(tenant)
+      await invalidateTenantLists(rt, tenant, ['conversation_list'])
+      const headers = new Headers(result.headers)
+      headers.set('content-type', 'application/json')
+      headers.set('x-cache', 'BYPASS')
+      headers.set('x-idempotency-key', result.record.idempotency_key)
+      if (result.recovered) headers.set('x-switchboard-recovered', 'true')
+      return new Response(JSON.stringify({ data: result.call }), { status: 200, headers })
+    }
+    if (result.duplicate) return withCache(apiErrorResponse(409, 'duplicate_request', 'idempotency key already used'), 'BYPASS')
+    await learn(tenant, result.error.status || 500)
+    return errorFromVoiceApi(result.error)
+  }
+
+  async function handle(request: Request, url = new URL(request.url)): Promise<Response> {
+    const apiKey = bearer(request.headers.get('authorization'))
+    if (!apiKey) return withCache(apiErrorResponse(401, 'authentication_error', 'invalid or missing api key'), 'BYPASS')
+    const tenant = tenantOf(apiKey)
+    const route = matchRoute(request.method, url.pathname)
+    const pathAndQuery = url.pathname + url.search
+    if (!route) return streamThrough(rt, request, { apiKey, pathAndQuery })
+    switch (route.name) {
+      case 'create_call':
+        return createCall(request, apiKey, tenant)
+      case 'create_batch':
+        return streamThrough(rt, request, { apiKey, pathAndQuery, onSuccess: () => invalidateTenantLists(rt, tenant, ['batch_list']) })
+      case 'create_transcription':
+        return streamThrough(rt, request, { apiKey, pathAndQuery })
+      case 'recording':
+        return recording(request, url, route.id, apiKey, tenant)
+      default:
+        return cachedGet(request, url, route, apiKey, tenant)
+    }
+  }
+
+  return {
+    async handle(request, url) {
+      try {
+        return await handle(request, url)
+      } catch (error) {
+        rt.log.error({ err: error, path: url?.pathname }, 'proxy request failed')
+        return withCache(apiErrorResponse(500, 'internal_error', 'switchboard could not answer this request; see its logs'), 'BYPASS')
+      }
+    },
+    async invalidate(processed) {
+      const call = processed.event.data.call
+      await invalidateForConversation(rt, call.conversation_id, call.agent_id)
+    },
+    async maintain() {
+      await json.evict()
+      await recordings.evict()
+    },
+    async flush() {
+      await json.flushTouches()
+    },
+  }
+}

@@ -1,0 +1,84 @@
+import type { Runtime } from '../runtime.ts'
+import { apiErrorResponse } from '../utils/api-error.ts'
+
+export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'BYPASS'
+
+export type UpstreamResult =
+  | { ok: true; response: Response }
+  | { ok: false; failure: 'unreachable' | 'timeout'; message: string }
+
+/** Headers the provider sends that the caller must see on a live answer. */
+export const PASS_HEADERS = ['content-type', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after'] as const
+const RATE_LIMIT_HEADERS = new Set(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after'])
+
+export function upstreamUrl(rt: Runtime, pathAndQuery: string): string {
+  return `${rt.config.upstreamBaseUrl}${pathAndQuery}`
+}
+
+function describe(error: unknown): string {
+  const e = error as { message?: string; cause?: { code?: string; message?: string } }
+  return e.cause?.code ?? e.cause?.message ?? e.message ?? String(error)
+}
+
+/**
+ * One upstream request with a deadline. `signal` replaces the default timeout (uploads bring their own
+ * idle timer). Never retries: a GET that fails is answered from stale cache or reported to the caller.
+ */
+export async function fetchUpstream(
+  rt: Runtime,
+  init: { method: string; pathAndQuery: string; apiKey: string; headers?: Record<string, string>; body?: BodyInit | ReadableStream<Uint8Array> | null; signal?: AbortSignal },
+): Promise<UpstreamResult> {
+  const timeoutMs = rt.config.upstreamTimeoutMs
+  const signal = init.signal ?? AbortSignal.timeout(timeoutMs)
+  try {
+    const response = await fetch(upstreamUrl(rt, init.pathAndQuery), {
+      method: init.method,
+      headers: { authorization: `Bearer ${init.apiKey}`, accept: 'application/json', ...init.headers },
+      body: init.body ?? null,
+      signal,
+      redirect: 'manual',
+      ...(init.body ? { duplex: 'half' } : {}),
+    } as RequestInit)
+    return { ok: true, response }
+  } catch (error) {
+    return failureOf(error, timeoutMs)
+  }
+}
+
+export function failureOf(error: unknown, timeoutMs: number): { ok: false; failure: 'unreachable' | 'timeout'; message: string } {
+  const name = (error as { name?: string }).name
+  if (name === 'TimeoutError' || name === 'AbortError') {
+    return { ok: false, failure: 'timeout', message: `the provider did not answer within ${timeoutMs} ms` }
+  }
+  return { ok: false, failure: 'unreachable', message: `cannot reach the provider (${describe(error)})` }
+}
+
+/** 502 (unreachable) or 504 (timeout) in the provider's error shape. */
+export function failureResponse(result: { failure: 'unreachable' | 'timeout'; message: string }): Response {
+  return withCache(apiErrorResponse(result.failure === 'timeout' ? 504 : 502, 'internal_error', result.message), 'BYPASS')
+}
+
+export function withCache(response: Response, status: CacheStatus): Response {
+  response.headers.set('x-cache', status)
+  return response
+}
+
+/** The headers kept with a cached entry: content type only (rate-limit headers describe a moment, not the data). */
+export function storableHeaders(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {}
+  const type = headers.get('content-type')
+  if (type) out['content-type'] = type
+  return out
+}
+
+export function passHeaders(from: Headers, to: Headers = new Headers()): Headers {
+  for (const name of PASS_HEADERS) {
+    const value = from.get(name)
+    if (value !== null) to.set(name, value)
+  }
+  return to
+}
+
+export function isRateLimitHeader(name: string): boolean {
+  return RATE_LIMIT_HEADERS.has(name.toLowerCase())
+}
