@@ -1,0 +1,40 @@
+import { CliError, defineCommand, intFlag } from '../utils/cli-kit.ts'
+import { CALL_STATUSES, LIST_CALLS_MAX, listCalls } from './list-calls.ts'
+import type { CallStatus } from './record.ts'
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
+
+export const callsListCommand = defineCommand({
+  name: 'calls list',
+  summary: 'calls switchboard placed or scheduled (trace id, agent, number, scheduled_for, recipe, idempotency key, retry_context, status)',
+  usage: '[--status S] [--recipe NAME] [--limit N] [--json]',
+  options: { status: { type: 'string' }, recipe: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } },
+  async run(ctx) {
+    const status = ctx.values.status as string | undefined
+    if (status !== undefined && !CALL_STATUSES.includes(status as CallStatus)) {
+      throw new CliError(`--status must be one of ${CALL_STATUSES.join(', ')} (got "${status}")`)
+    }
+    const limit = intFlag(ctx.values, 'limit', 50)!
+    if (limit < 1 || limit > LIST_CALLS_MAX) throw new CliError(`--limit must be from 1 to ${LIST_CALLS_MAX} (got ${limit})`)
+    const rt = await ctx.runtime()
+    const calls = await listCalls(rt, { status: status as CallStatus | undefined, recipe: ctx.values.recipe as string | undefined, limit })
+    const rows = calls.map((c) => ({
+      trace_id: c.trace_id,
+      agent_id: c.agent_id,
+      customer_phone: c.customer_phone,
+      scheduled_for: iso(c.scheduled_for),
+      recipe: c.recipe,
+      campaign: c.campaign,
+      idempotency_key: c.idempotency_key,
+      retry_context: c.retry_context,
+      previous_conversation_id: c.previous_conversation_id,
+      status: c.status,
+      error: c.error,
+      created_at: iso(c.created_at),
+    }))
+    if (ctx.values.json) return void ctx.json(rows)
+    ctx.table(rows, ['created_at', 'status', 'agent_id', 'customer_phone', 'scheduled_for', 'recipe', 'trace_id', 'idempotency_key', 'retry_context'])
+  },
+})
+
+export const callsCommands = [callsListCommand]

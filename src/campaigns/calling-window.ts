@@ -1,0 +1,147 @@
+import { getTimezonesForCountry } from 'countries-and-timezones'
+import { countryOfPhone } from './phones.ts'
+
+/**
+ * Calling windows in the RECIPIENT's local time. All local-time arithmetic goes through Intl (the IANA
+ * database Node ships), so daylight-saving changes are handled by the same rules the recipient's phone
+ * uses — no offsets are written down here.
+ */
+export interface CallingWindow {
+  /** Local opening time, "HH:MM" (inclusive). Default 09:00. */
+  start: string
+  /** Local closing time, "HH:MM" (exclusive: a call is not started at 21:00). Default 21:00. */
+  end: string
+}
+
+export const DEFAULT_WINDOW: CallingWindow = { start: '09:00', end: '21:00' }
+
+function minutesOf(hhmm: string): number {
+  const match = /^(\d{1,2}):(\d{2})$/.exec(hhmm.trim())
+  if (!match) throw new Error(`calling window times look like "09:00" (got "${hhmm}")`)
+  const minutes = Number(match[1]) * 60 + Number(match[2])
+  if (minutes > 24 * 60 || Number(match[2]) > 59) throw new Error(`"${hhmm}" is not a time of day`)
+  return minutes
+}
+
+export function isValidTimeZone(tz: string | null | undefined): tz is string {
+  if (!tz) return false
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz })
+    return true
+  } catch {
+    return false
+  }
+}
+
+const formatters = new Map<string, Intl.DateTimeFormat>()
+function formatter(timeZone: string): Intl.DateTimeFormat {
+  let f = formatters.get(timeZone)
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    })
+    formatters.set(timeZone, f)
+  }
+  return f
+}
+
+interface LocalTime {
+  year: number
+  month: number
+  day: number
+  hour: number
+  minute: number
+  second: number
+}
+
+export function localTime(at: number, timeZone: string): LocalTime {
+  const parts: Record<string, number> = {}
+  for (const p of formatter(timeZone).formatToParts(at)) if (p.type !== 'literal') parts[p.type] = Number(p.value)
+  return { year: parts.year!, month: parts.month!, day: parts.day!, hour: parts.hour!, minute: parts.minute!, second: parts.second! }
+}
+
+/** The zone's offset from UTC at instant `at`, in ms, as Intl reports it. */
+function offsetAt(at: number, timeZone: string): number {
+  const l = localTime(at, timeZone)
+  return Date.UTC(l.year, l.month - 1, l.day, l.hour, l.minute, l.second) - Math.floor(at / 1000) * 1000
+}
+
+/**
+ * The instant a local wall-clock time occurs in `timeZone`. A time skipped by a DST jump resolves to the
+ * first instant after the gap (the wall clock reads later than asked); a repeated hour picks the first.
+ */
+export function zonedTimeToEpoch(date: { year: number; month: number; day: number }, minutes: number, timeZone: string): number {
+  const wall = Date.UTC(date.year, date.month - 1, date.day, 0, minutes)
+  // Two candidate offsets: the one before and the one after any transition near this wall time.
+  const candidates = new Set([offsetAt(wall - 86_400_000, timeZone), offsetAt(wall, timeZone), offsetAt(wall + 86_400_000, timeZone)])
+  const matches: number[] = []
+  for (const offset of candidates) {
+    const at = wall - offset
+    if (offsetAt(at, timeZone) === offset) matches.push(at)
+  }
+  if (matches.length > 0) return Math.min(...matches)
+  // In a gap: the wall time never shows; the instant computed with the earlier offset lands after it.
+  return wall - Math.min(...candidates)
+}
+
+function addDays(date: { year: number; month: number; day: number }, days: number) {
+  const d = new Date(Date.UTC(date.year, date.month - 1, date.day + days))
+  return { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate() }
+}
+
+export function isWithinWindow(at: number, timeZone: string, window: CallingWindow = DEFAULT_WINDOW): boolean {
+  const l = localTime(at, timeZone)
+  const m = l.hour * 60 + l.minute
+  return m >= minutesOf(window.start) && m < minutesOf(window.end)
+}
+
+/** `at` itself when it is inside the window, else the next opening (today's or tomorrow's) in `timeZone`. */
+export function nextCallingTime(at: number, timeZone: string, window: CallingWindow = DEFAULT_WINDOW): number {
+  const start = minutesOf(window.start)
+  const end = minutesOf(window.end)
+  if (end <= start) throw new Error(`calling window ends (${window.end}) before it starts (${window.start})`)
+  const l = localTime(at, timeZone)
+  const m = l.hour * 60 + l.minute
+  if (m >= start && m < end) return at
+  const today = { year: l.year, month: l.month, day: l.day }
+  return zonedTimeToEpoch(m < start ? today : addDays(today, 1), start, timeZone)
+}
+
+const countryZones = new Map<string, string | undefined>()
+
+/**
+ * The single time zone of a country, or undefined when it has several that differ (US, AU, BR…). Zones
+ * with identical offsets count as one (Germany's list carries Büsingen's Europe/Zurich, which keeps
+ * German time).
+ */
+export function countryTimeZone(country: string | undefined): string | undefined {
+  if (!country) return undefined
+  if (countryZones.has(country)) return countryZones.get(country)
+  const zones = (getTimezonesForCountry(country) ?? []).filter((z) => !z.deprecated)
+  let zone: string | undefined
+  const first = zones[0]
+  if (first && zones.every((z) => z.utcOffset === first.utcOffset && z.dstOffset === first.dstOffset)) zone = first.name
+  countryZones.set(country, zone)
+  return zone
+}
+
+/**
+ * The recipient's time zone: the number's country when that country has one zone, else the contact's
+ * `timezone` column when it names a valid zone, else the fallback (the recipe's).
+ */
+export function timeZoneForPhone(
+  e164: string,
+  options: { column?: string | null; fallback: string; country?: string | undefined },
+): string {
+  const fromCountry = countryTimeZone(options.country ?? countryOfPhone(e164))
+  if (fromCountry) return fromCountry
+  if (isValidTimeZone(options.column?.trim())) return options.column!.trim()
+  return options.fallback
+}

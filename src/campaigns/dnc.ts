@@ -1,0 +1,115 @@
+import { existsSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { Runtime } from '../runtime.ts'
+import { createPhoneNormalizer, normalizePhone } from './phones.ts'
+
+/**
+ * Do-not-call: the `dnc` table (numbers added by results or by hand) plus an optional file kept by the
+ * customer (one number per line, or a CSV whose first column is the number). Every entry is E.164, so a
+ * number matches however it was written.
+ */
+export interface DncOptions {
+  /** A file of numbers; default `$DATA_DIR/dnc.csv` when it exists. `false` for none. */
+  file?: string | false
+}
+
+/** A snapshot for checking many numbers at once (a batch), without a query per row. */
+export interface DncList {
+  has(e164: string): boolean
+  readonly size: number
+}
+
+export function defaultDncFile(rt: Runtime): string {
+  return join(rt.config.dataDir, 'dnc.csv')
+}
+
+/** Numbers in a DNC file, normalized; lines that are not numbers (a header, notes) are skipped. */
+export async function readDncFile(path: string, defaultCountry: string): Promise<Set<string>> {
+  const normalize = createPhoneNormalizer({ defaultCountry })
+  const numbers = new Set<string>()
+  const text = await readFile(path, 'utf8')
+  for (const line of text.replace(/^\uFEFF/, '').split(/\r?\n/)) {
+    const cell = line.split(/[,;\t]/)[0]?.trim()
+    if (!cell) continue
+    const result = normalize(cell)
+    if (result.ok) numbers.add(result.e164)
+  }
+  return numbers
+}
+
+function fileOf(rt: Runtime, options: DncOptions): string | undefined {
+  if (options.file === false) return undefined
+  if (options.file) return options.file
+  const fallback = defaultDncFile(rt)
+  return existsSync(fallback) ? fallback : undefined
+}
+
+export async function loadDncList(rt: Runtime, options: DncOptions = {}): Promise<DncList> {
+  const numbers = new Set<string>()
+  const rows = await rt.store.db.selectFrom('dnc').select('phone').execute()
+  for (const row of rows) numbers.add(row.phone)
+  const file = fileOf(rt, options)
+  if (file) for (const n of await readDncFile(file, rt.config.defaultCountry)) numbers.add(n)
+  return { has: (e164) => numbers.has(e164), size: numbers.size }
+}
+
+/** Checks one number against the table and the file. Numbers that do not parse are compared as given. */
+export async function isBlocked(rt: Runtime, phone: string, options: DncOptions = {}): Promise<boolean> {
+  const normalized = normalizePhone(phone, { defaultCountry: rt.config.defaultCountry })
+  const e164 = normalized.ok ? normalized.e164 : phone
+  const row = await rt.store.db.selectFrom('dnc').select('phone').where('phone', '=', e164).executeTakeFirst()
+  if (row) return true
+  const file = fileOf(rt, options)
+  return file ? (await readDncFile(file, rt.config.defaultCountry)).has(e164) : false
+}
+
+/** Adds a number; `added` is false when it was already listed (the first reason is kept). */
+export async function addToDnc(
+  rt: Runtime,
+  phone: string,
+  details: { reason?: string | null; source?: string | null } = {},
+): Promise<{ added: boolean; phone: string }> {
+  const normalized = normalizePhone(phone, { defaultCountry: rt.config.defaultCountry })
+  if (!normalized.ok) throw new Error(`cannot add "${phone}" to the do-not-call list: ${normalized.reason}`)
+  const result = await rt.store.db
+    .insertInto('dnc')
+    .values({ phone: normalized.e164, reason: details.reason ?? null, source: details.source ?? null, added_at: rt.clock.now() })
+    .onConflict((oc) => oc.column('phone').doNothing())
+    .executeTakeFirst()
+  return { added: Number(result.numInsertedOrUpdatedRows ?? 0) > 0, phone: normalized.e164 }
+}
+
+export async function removeFromDnc(rt: Runtime, phone: string): Promise<boolean> {
+  const normalized = normalizePhone(phone, { defaultCountry: rt.config.defaultCountry })
+  const e164 = normalized.ok ? normalized.e164 : phone
+  const result = await rt.store.db.deleteFrom('dnc').where('phone', '=', e164).executeTakeFirst()
+  return Number(result.numDeletedRows) > 0
+}
+
+const TRUTHY = new Set(['true', 'yes', 'y', '1'])
+const FLAG_KEYS = ['do_not_call', 'dnc', 'opt_out', 'optout', 'unsubscribe', 'unsubscribed', 'remove_from_list']
+const INTENT_KEYS = ['intent', 'outcome', 'disposition', 'call_outcome', 'customer_intent', 'status']
+const DNC_INTENTS = new Set(['do_not_call', 'dnc', 'opt_out', 'optout', 'unsubscribe', 'stop', 'remove_me', 'stop_calling', 'dont_call'])
+
+function word(value: unknown): string {
+  return String(value).trim().toLowerCase().replace(/[\s\-']+/g, '_')
+}
+
+/**
+ * Whether a call's results ask not to be called again: a flag such as `{do_not_call: true}` (also `dnc`,
+ * `opt_out`, `unsubscribe`; true, "yes", 1) or an intent-like field (`intent`, `outcome`, `disposition`,
+ * …) whose value is `do_not_call`, `opt_out`, `unsubscribe`, `stop`, ….
+ */
+export function asksNotToCall(results: Record<string, unknown> | null | undefined): boolean {
+  if (!results) return false
+  for (const [key, value] of Object.entries(results)) {
+    const k = word(key)
+    if (FLAG_KEYS.includes(k) && (value === true || value === 1 || (typeof value === 'string' && TRUTHY.has(word(value))))) return true
+    if (INTENT_KEYS.includes(k) && (typeof value === 'string' || Array.isArray(value))) {
+      const values = Array.isArray(value) ? value : [value]
+      if (values.some((v) => DNC_INTENTS.has(word(v)))) return true
+    }
+  }
+  return false
+}

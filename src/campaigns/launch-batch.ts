@@ -1,0 +1,76 @@
+import type { Runtime } from '../runtime.ts'
+import type { BatchCall } from '../upstream/schemas.ts'
+import type { Effects } from '../utils/effects.ts'
+import { batchColumns, batchCsv, type BatchRow } from './batch-csv.ts'
+import { createDeduper } from './dedupe.ts'
+import { loadDncList, type DncOptions } from './dnc.ts'
+import { createPhoneNormalizer } from './phones.ts'
+import { REJECT_REASONS } from './prepare-batch.ts'
+import { PHONE_COLUMN } from './read-contacts.ts'
+import type { Reject } from './rejects.ts'
+
+export interface LaunchBatchInput {
+  agentId: number
+  /** The batch's name (shown in the provider's dashboard and used as the campaign label). */
+  name: string
+  /** Rows with `customer_phone` and the other columns; usually `prepareBatch(...).rows`. */
+  rows: BatchRow[]
+  /** Rejects already found (e.g. by `prepareBatch`), carried into the plan. */
+  rejects?: Reject[]
+  /** Column order; default: customer_phone then the rows' keys in first-seen order. */
+  columns?: string[]
+  dnc?: DncOptions
+}
+
+export interface LaunchBatchResult {
+  /** The provider's batch record; null in a dry run or when no row was left to call. */
+  batch: BatchCall | null
+  rows: BatchRow[]
+  rejects: Reject[]
+  /** Why nothing was sent, when nothing was. */
+  skipped?: 'dry_run' | 'no_rows'
+}
+
+/**
+ * Uploads one batch (POST /v1/batch-call) with the workspace key. The do-not-call list is checked again
+ * right before the upload, and rows handed in from code are normalized and deduped here too, so a recipe
+ * cannot launch a number it should not call. In a dry run the batch goes into the plan instead.
+ */
+export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects: Effects): Promise<LaunchBatchResult> {
+  const normalize = createPhoneNormalizer({ defaultCountry: rt.config.defaultCountry })
+  const dnc = await loadDncList(rt, input.dnc)
+  const dedupe = createDeduper()
+  const rows: BatchRow[] = []
+  const rejects: Reject[] = [...(input.rejects ?? [])]
+  input.rows.forEach((original, index) => {
+    // Rows given in code have no file line: their position (1-based) is their row number.
+    const rowNumber = index + 1
+    const raw = original[PHONE_COLUMN] ?? ''
+    const phone = normalize(raw)
+    if (!phone.ok) return void rejects.push({ row: rowNumber, raw, reason: phone.reason })
+    const first = dedupe.firstSeen(phone.e164, rowNumber)
+    if (first !== undefined) return void rejects.push({ row: rowNumber, raw, reason: REJECT_REASONS.duplicate(first) })
+    if (dnc.has(phone.e164)) return void rejects.push({ row: rowNumber, raw, reason: REJECT_REASONS.dnc })
+    rows.push(phone.e164 === raw ? original : { ...original, [PHONE_COLUMN]: phone.e164 })
+  })
+
+  const effect = { kind: 'batch' as const, agent_id: input.agentId, name: input.name, rows, rejects }
+  if (effects.dryRun) {
+    effects.plan.push(effect)
+    return { batch: null, rows, rejects, skipped: 'dry_run' }
+  }
+  if (rows.length === 0) {
+    rt.log.info({ batch: input.name, rejects: rejects.length }, 'batch has no callable rows; nothing uploaded')
+    return { batch: null, rows, rejects, skipped: 'no_rows' }
+  }
+  const csv = batchCsv(rows, input.columns ?? batchColumns(rows))
+  const filename = `${input.name.replace(/[^\w.-]+/g, '_').slice(0, 80) || 'batch'}.csv`
+  const batch = await rt.workspaceClient().createBatch({
+    agent_id: input.agentId,
+    name: input.name,
+    file: { data: csv, filename, contentType: 'text/csv' },
+  })
+  effects.plan.push(effect)
+  rt.log.info({ batch_id: batch.id, name: input.name, rows: rows.length, rejects: rejects.length }, 'batch launched')
+  return { batch, rows, rejects }
+}

@@ -1,0 +1,118 @@
+import { getCountryCallingCode, parsePhoneNumberWithError, ParseError, type CountryCode } from 'libphonenumber-js/max'
+
+/**
+ * Phone numbers to E.164 with libphonenumber-js's full ("max") metadata, so a number is accepted only if
+ * it is valid for its country, not merely the right length. A failure is a reason, never an exception:
+ * contact lists are full of junk and every bad row must be reported, not crash the batch.
+ */
+export type PhoneResult =
+  | { ok: true; e164: string; country: string | undefined }
+  | { ok: false; reason: string }
+
+export interface PhoneOptions {
+  /** Country for national forms (`98765 43210`, `09876543210`); DEFAULT_COUNTRY. */
+  defaultCountry?: string
+}
+
+const REASONS: Record<string, string> = {
+  NOT_A_NUMBER: 'not a phone number',
+  INVALID_COUNTRY: 'no country code, and no default country to read it with',
+  TOO_SHORT: 'too short to be a phone number',
+  TOO_LONG: 'too long to be a phone number',
+  INVALID_LENGTH: 'wrong number of digits',
+}
+
+/** Spreadsheet artefacts: a leading apostrophe (forced text), `="…"` (Excel formula), stray quotes. */
+function clean(raw: string): string {
+  let s = raw.trim()
+  const formula = /^="(.*)"$/.exec(s)
+  if (formula) s = formula[1]!
+  s = s.replace(/^['‘’`]+/, '').replace(/^"+|"+$/g, '').trim()
+  return s
+}
+
+function tryParse(text: string, country: CountryCode | undefined) {
+  try {
+    const parsed = parsePhoneNumberWithError(text, { defaultCountry: country, extract: false })
+    return { parsed, error: undefined }
+  } catch (error) {
+    return { parsed: undefined, error: error instanceof ParseError ? error.message : 'NOT_A_NUMBER' }
+  }
+}
+
+function isCountryCode(code: string | undefined): code is CountryCode {
+  if (!code) return false
+  try {
+    getCountryCallingCode(code as CountryCode)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Normalizes one number. Pure; see `createPhoneNormalizer` for the cached form used on large lists. */
+export function normalizePhone(raw: string | null | undefined, options: PhoneOptions = {}): PhoneResult {
+  const text = clean(raw ?? '')
+  if (!text) return { ok: false, reason: 'phone number is empty' }
+  if (/[a-z]{2,}/i.test(text)) return { ok: false, reason: 'not a phone number (contains letters)' }
+  const country = options.defaultCountry?.toUpperCase()
+  const defaultCountry = isCountryCode(country) ? country : undefined
+
+  const first = tryParse(text, defaultCountry)
+  if (first.parsed?.isValid()) return { ok: true, e164: first.parsed.number, country: first.parsed.country }
+
+  // Alternative readings, each accepted only if it yields a VALID number:
+  // "00 91 98765…" (international 00 prefix where the default country dials something else) and
+  // "0 91 98765…" (a trunk 0 typed before the country code, common in exported lists).
+  const digits = text.replace(/[\s\-().\/]/g, '')
+  const alternatives: string[] = []
+  if (/^00\d+$/.test(digits)) alternatives.push(`+${digits.slice(2)}`)
+  if (defaultCountry && /^0\d+$/.test(digits)) {
+    const cc = getCountryCallingCode(defaultCountry)
+    const rest = digits.replace(/^0+/, '')
+    if (rest.startsWith(cc)) alternatives.push(`+${rest}`)
+  }
+  for (const alt of alternatives) {
+    const { parsed } = tryParse(alt, defaultCountry)
+    if (parsed?.isValid()) return { ok: true, e164: parsed.number, country: parsed.country }
+  }
+
+  if (first.error) return { ok: false, reason: REASONS[first.error] ?? 'not a phone number' }
+  const parsed = first.parsed!
+  const where = parsed.country ?? `+${parsed.countryCallingCode}`
+  const possible = parsed.isPossible()
+  return { ok: false, reason: possible ? `not a valid ${where} number` : `not a valid ${where} number (wrong number of digits)` }
+}
+
+export interface PhoneNormalizer {
+  (raw: string | null | undefined): PhoneResult
+  /** Distinct inputs cached so far. */
+  readonly cacheSize: number
+}
+
+/**
+ * A normalizer bound to a default country, caching each distinct input: parsing with full metadata is
+ * the expensive step on large lists, and real lists repeat numbers (re-uploads, duplicates).
+ */
+export function createPhoneNormalizer(options: PhoneOptions & { maxCacheEntries?: number } = {}): PhoneNormalizer {
+  const cache = new Map<string, PhoneResult>()
+  const max = options.maxCacheEntries ?? 500_000
+  const fn = ((raw: string | null | undefined) => {
+    const key = raw ?? ''
+    let hit = cache.get(key)
+    if (hit === undefined) {
+      hit = normalizePhone(key, options)
+      if (cache.size >= max) cache.clear()
+      cache.set(key, hit)
+    }
+    return hit
+  }) as PhoneNormalizer
+  Object.defineProperty(fn, 'cacheSize', { get: () => cache.size })
+  return fn
+}
+
+/** The ISO country of an E.164 number (undefined for non-geographic numbers). */
+export function countryOfPhone(e164: string): string | undefined {
+  const { parsed } = tryParse(e164, undefined)
+  return parsed?.country
+}

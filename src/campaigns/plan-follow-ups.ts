@@ -1,0 +1,346 @@
+import type { CallsTable, ConversationsTable } from '../db/schema.ts'
+import type { CallParameter, CallRequest, RetryContext, WebhookRetry } from '../upstream/schemas.ts'
+import { DEFAULT_WINDOW, nextCallingTime, timeZoneForPhone, type CallingWindow } from './calling-window.ts'
+import { asksNotToCall } from './dnc.ts'
+import { followUpKey } from './idempotency-key.ts'
+import { createPhoneNormalizer } from './phones.ts'
+import { buildRetryContext, type RetryContextOptions } from './retry-context.ts'
+
+/**
+ * The follow-up planner: pure over its inputs (terminal conversations, the calls switchboard placed, the
+ * do-not-call list and the time), so the same inputs always give the same plans — which is what makes a
+ * re-run safe and the rules testable on an injected clock. It decides; `scheduleCall` acts.
+ */
+
+/** A conversations read-model row (JSON columns as stored text). */
+export type ConversationInput = Pick<
+  ConversationsTable,
+  | 'conversation_id' | 'agent_id' | 'contact_number' | 'status' | 'terminal' | 'started_at' | 'ended_at' | 'updated_at'
+  | 'trace_id' | 'results' | 'call_parameters' | 'retry' | 'retry_context'
+>
+
+/** A `calls` ledger row. */
+export type CallInput = Pick<
+  CallsTable,
+  | 'id' | 'agent_id' | 'customer_phone' | 'trace_id' | 'conversation_id' | 'previous_conversation_id' | 'recipe' | 'campaign'
+  | 'status' | 'created_at' | 'scheduled_for' | 'parameters'
+>
+
+export type FollowUpStatus = 'no_answer' | 'busy' | 'technical'
+
+export const TECHNICAL_FAILURES = ['failed', 'socket_failure', 'telephony_failed'] as const
+
+export interface FollowUpOptions {
+  /** Calls per contact per campaign in all, the original included, across no_answer and busy. Default 3. */
+  maxAttempts?: number
+  /** Minimum time from the end of a call to its follow-up. Defaults: no_answer 1 h, busy 2 h, technical 10 min. */
+  minGapMs?: Partial<Record<FollowUpStatus, number>>
+  /** Follow up technical failures (failed, socket_failure, telephony_failed) too, sooner. Default false. */
+  technicalFailures?: boolean
+  window?: CallingWindow
+  /** The recipe's time zone, used when neither the number's country nor a `timezone` parameter decides. */
+  timeZone?: string
+  /** How far ahead a call may be scheduled: the provider's 30 days, less 5 minutes of margin for the request. */
+  horizonMs?: number
+  /** Only conversations that ended this recently are followed up (older ones count as history). Default 7 days. */
+  maxAgeMs?: number
+  /** A follow-up due within this long is placed immediately (no scheduled_for). Default 60 s. */
+  immediateWithinMs?: number
+  defaultCountry?: string
+  /** Place follow-ups with this agent instead of the conversation's. */
+  agentId?: number
+  retryContext?: RetryContextOptions
+  /** Restrict candidates (history still counts): these conversations, agents or campaigns only. */
+  conversationIds?: string[]
+  agentIds?: number[]
+  campaigns?: string[]
+}
+
+export interface FollowUpInput {
+  /** Conversations to consider: candidates and history (terminal or not). */
+  conversations: Iterable<ConversationInput>
+  /** The calls history (all statuses). */
+  calls: Iterable<CallInput>
+  /** E.164 numbers never to call. */
+  dnc: { has(e164: string): boolean }
+  now: number
+  options?: FollowUpOptions
+}
+
+export interface FollowUpPlan {
+  previousConversationId: string
+  previousStatus: string
+  campaign: string
+  agentId: number
+  phone: string
+  /** 2 for the first follow-up; the original call was attempt 1. */
+  attempt: number
+  maxAttempts: number
+  /** When the call should start (epoch ms); equal to `now` for an immediate call. */
+  scheduledFor: number
+  timeZone: string
+  window: CallingWindow
+  idempotencyKey: string
+  retryContext: RetryContext
+  request: CallRequest
+  note: string
+}
+
+export type SkipCode =
+  | 'not_latest' | 'in_progress' | 'completed' | 'unreachable' | 'status' | 'platform_retry' | 'invalid_phone' | 'dnc'
+  | 'opted_out' | 'already_followed_up' | 'call_pending' | 'attempt_cap' | 'horizon'
+
+export interface FollowUpSkip {
+  conversationId: string
+  phone: string | null
+  campaign: string
+  code: SkipCode
+  reason: string
+}
+
+export interface FollowUpResult {
+  plans: FollowUpPlan[]
+  skips: FollowUpSkip[]
+  /** Numbers whose latest results ask not to be called again (the caller adds them to the DNC list). */
+  optOuts: Array<{ phone: string; conversationId: string }>
+}
+
+const HOUR = 3_600_000
+const DAY = 24 * HOUR
+export const DEFAULT_FOLLOW_UP = {
+  maxAttempts: 3,
+  minGapMs: { no_answer: HOUR, busy: 2 * HOUR, technical: 10 * 60_000 } satisfies Record<FollowUpStatus, number>,
+  horizonMs: 30 * DAY - 5 * 60_000,
+  maxAgeMs: 7 * DAY,
+  immediateWithinMs: 60_000,
+}
+
+/** Calls the provider refused or that never reached it do not count as attempts and do not block. */
+const DEAD_CALL = new Set(['failed', 'rejected'])
+
+function parse<T>(text: string | null): T | null {
+  if (!text) return null
+  try {
+    return JSON.parse(text) as T
+  } catch {
+    return null
+  }
+}
+
+function chainSuffix(conversationId: string): number {
+  const match = /_(\d+)$/.exec(conversationId)
+  return match ? Number(match[1]) : 1
+}
+
+function endOf(c: ConversationInput): number {
+  return c.ended_at ?? c.updated_at ?? c.started_at ?? 0
+}
+
+function paramsObject(params: CallParameter[] | null): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const p of params ?? []) out[p.name] = p.value
+  return out
+}
+
+function stringRecord(value: unknown): Record<string, string> | null {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return null
+  const out: Record<string, string> = {}
+  for (const [k, v] of Object.entries(value)) if (v !== null && v !== undefined) out[k] = typeof v === 'string' ? v : JSON.stringify(v)
+  return out
+}
+
+interface Group {
+  conversations: ConversationInput[]
+  calls: CallInput[]
+}
+
+export function planFollowUps(input: FollowUpInput): FollowUpResult {
+  const o = input.options ?? {}
+  const now = input.now
+  const maxAttempts = o.maxAttempts ?? DEFAULT_FOLLOW_UP.maxAttempts
+  const gaps = { ...DEFAULT_FOLLOW_UP.minGapMs, ...o.minGapMs }
+  const horizon = o.horizonMs ?? DEFAULT_FOLLOW_UP.horizonMs
+  const maxAge = o.maxAgeMs ?? DEFAULT_FOLLOW_UP.maxAgeMs
+  const immediateWithin = o.immediateWithinMs ?? DEFAULT_FOLLOW_UP.immediateWithinMs
+  const window = o.window ?? DEFAULT_WINDOW
+  const fallbackZone = o.timeZone ?? 'UTC'
+  const normalize = createPhoneNormalizer({ defaultCountry: o.defaultCountry ?? 'IN' })
+  const onlyConversations = o.conversationIds ? new Set(o.conversationIds) : undefined
+  const onlyAgents = o.agentIds ? new Set(o.agentIds) : undefined
+  const onlyCampaigns = o.campaigns ? new Set(o.campaigns) : undefined
+
+  const phoneKey = (raw: string | null | undefined) => {
+    const r = normalize(raw)
+    return r.ok ? r.e164 : (raw ?? '')
+  }
+
+  // Campaign identity: the ledger row of the call (by trace id) → its campaign or recipe; else a
+  // `campaign` call parameter; else the agent.
+  const callsByTrace = new Map<string, CallInput>()
+  const calls = [...input.calls]
+  for (const call of calls) if (call.trace_id) callsByTrace.set(call.trace_id, call)
+  const callCampaign = (call: CallInput): string =>
+    call.campaign ?? call.recipe ?? paramsObject(parse<CallParameter[]>(call.parameters)).campaign ?? `agent:${call.agent_id}`
+
+  const groups = new Map<string, Group>()
+  const group = (campaign: string, phone: string): Group => {
+    const key = `${campaign}\u0000${phone}`
+    let g = groups.get(key)
+    if (!g) groups.set(key, (g = { conversations: [], calls: [] }))
+    return g
+  }
+  for (const call of calls) group(callCampaign(call), phoneKey(call.customer_phone)).calls.push(call)
+
+  interface Conv {
+    row: ConversationInput
+    campaign: string
+    phone: string
+    params: Record<string, string> | null
+    ledger: CallInput | undefined
+  }
+  const convs: Conv[] = []
+  const byGroup = new Map<Group, Conv[]>()
+  for (const row of input.conversations) {
+    const ledger = row.trace_id ? callsByTrace.get(row.trace_id) : undefined
+    let params: Record<string, string> | null = null
+    let campaign = ledger ? (ledger.campaign ?? ledger.recipe) : null
+    if (!campaign) {
+      params = stringRecord(parse(row.call_parameters))
+      campaign = params?.campaign ?? (ledger ? callCampaign(ledger) : `agent:${row.agent_id}`)
+    }
+    const phone = row.contact_number ?? (params ??= stringRecord(parse(row.call_parameters)))?.customer_phone ?? null
+    const conv: Conv = { row, campaign, phone: phoneKey(phone), params, ledger }
+    convs.push(conv)
+    const g = group(campaign, conv.phone)
+    g.conversations.push(row)
+    let list = byGroup.get(g)
+    if (!list) byGroup.set(g, (list = []))
+    list.push(conv)
+  }
+
+  const plans: FollowUpPlan[] = []
+  const skips: FollowUpSkip[] = []
+  const optOuts: FollowUpResult['optOuts'] = []
+
+  for (const [g, members] of byGroup) {
+    // The latest call to the contact decides; anything earlier is history.
+    let latest = members[0]!
+    for (const m of members) {
+      const a = endOf(m.row)
+      const b = endOf(latest.row)
+      if (a > b || (a === b && chainSuffix(m.row.conversation_id) > chainSuffix(latest.row.conversation_id))) latest = m
+    }
+    for (const m of members) {
+      const row = m.row
+      if (row.terminal !== 1) continue
+      if (endOf(row) < now - maxAge) continue
+      if (onlyConversations && !onlyConversations.has(row.conversation_id)) continue
+      if (onlyAgents && !onlyAgents.has(row.agent_id)) continue
+      if (onlyCampaigns && !onlyCampaigns.has(m.campaign)) continue
+      const results = parse<Record<string, unknown>>(row.results)
+      const valid = normalize(m.phone)
+      if (valid.ok && asksNotToCall(results)) optOuts.push({ phone: valid.e164, conversationId: row.conversation_id })
+      const decision = decide(m, latest, g, results)
+      if ('code' in decision) skips.push({ conversationId: row.conversation_id, phone: valid.ok ? valid.e164 : null, campaign: m.campaign, ...decision })
+      else plans.push(decision)
+    }
+  }
+  return { plans, skips, optOuts }
+
+  function decide(m: Conv, latest: Conv, g: Group, results: Record<string, unknown> | null): FollowUpPlan | { code: SkipCode; reason: string } {
+    const row = m.row
+    if (m !== latest) {
+      return latest.row.terminal === 1
+        ? { code: 'not_latest', reason: `a later call (${latest.row.conversation_id}, ${latest.row.status}) supersedes this one` }
+        : { code: 'in_progress', reason: `a later call (${latest.row.conversation_id}) is in progress` }
+    }
+    const status = row.status
+    let kind: FollowUpStatus
+    if (status === 'no_answer' || status === 'busy') kind = status
+    else if ((TECHNICAL_FAILURES as readonly string[]).includes(status)) {
+      if (!o.technicalFailures) return { code: 'status', reason: `${status} is a technical failure; technical follow-ups are off (technicalFailures)` }
+      kind = 'technical'
+    } else if (status === 'completed') return { code: 'completed', reason: 'the contact was reached' }
+    else if (status === 'unreachable') return { code: 'unreachable', reason: 'unreachable numbers are never followed up' }
+    else return { code: 'status', reason: `status "${status}" is not followed up` }
+
+    const retry = parse<Partial<WebhookRetry>>(row.retry)
+    if (retry && retry.is_final_attempt === false) {
+      const n = retry.attempt_number !== undefined ? ` after attempt ${retry.attempt_number} of ${retry.max_attempts ?? '?'}` : ''
+      return { code: 'platform_retry', reason: `the platform will retry${n}${retry.next_retry_at ? ` at ${retry.next_retry_at}` : ''}` }
+    }
+
+    const phone = normalize(m.phone)
+    if (!phone.ok) return { code: 'invalid_phone', reason: `no valid phone number: ${phone.reason}` }
+    if (input.dnc.has(phone.e164)) return { code: 'dnc', reason: 'on the do-not-call list' }
+    if (asksNotToCall(results)) return { code: 'opted_out', reason: 'the call results ask not to be called again' }
+
+    const end = endOf(row)
+    const traces = new Set<string>()
+    for (const c of g.conversations) traces.add(c.trace_id ?? `conversation:${c.conversation_id}`)
+    for (const call of g.calls) {
+      if (DEAD_CALL.has(call.status)) continue
+      if (call.previous_conversation_id === row.conversation_id) {
+        return { code: 'already_followed_up', reason: `already followed up (call ${call.trace_id ?? call.id}, ${call.status})` }
+      }
+      const known = call.trace_id !== null && traces.has(call.trace_id)
+      if (!known && call.created_at > end) return { code: 'call_pending', reason: `another call to this contact is already ${call.status}` }
+    }
+
+    // Attempts used: distinct calls (conversations and live ledger rows, one per trace id), or what the
+    // platform or the conversation chain says when that is more.
+    let used = 0
+    let platformMax = 0
+    let chainMax = 0
+    for (const c of g.conversations) {
+      chainMax = Math.max(chainMax, chainSuffix(c.conversation_id))
+      const r = c === row ? retry : parse<Partial<WebhookRetry>>(c.retry)
+      if (typeof r?.attempt_number === 'number') platformMax = Math.max(platformMax, r.attempt_number)
+    }
+    for (const call of g.calls) if (!DEAD_CALL.has(call.status)) traces.add(call.trace_id ?? `call:${call.id}`)
+    used = Math.max(traces.size, platformMax, chainMax)
+    if (used >= maxAttempts) return { code: 'attempt_cap', reason: `attempt cap reached (${used} of ${maxAttempts} in campaign ${m.campaign})` }
+
+    const params = m.params ?? stringRecord(parse(row.call_parameters)) ?? (m.ledger ? paramsObject(parse<CallParameter[]>(m.ledger.parameters)) : {})
+    const timeZone = timeZoneForPhone(phone.e164, { country: phone.country, column: params.timezone, fallback: fallbackZone })
+    const earliest = Math.max(end + gaps[kind], now)
+    const at = nextCallingTime(earliest, timeZone, window)
+    if (at - now > horizon) {
+      return { code: 'horizon', reason: `the next allowed time (${new Date(at).toISOString()}) is beyond the provider's 30-day scheduling horizon` }
+    }
+
+    const attempt = used + 1
+    const retryContext = buildRetryContext(
+      { status, results, parameters: params, previous: parse<RetryContext>(row.retry_context) },
+      o.retryContext,
+    )
+    const parameters: CallParameter[] = [{ name: 'customer_phone', value: phone.e164 }]
+    for (const [name, value] of Object.entries(params)) if (name !== 'customer_phone') parameters.push({ name, value })
+    const idempotencyKey = followUpKey(m.campaign, phone.e164, attempt)
+    const immediate = at - now <= immediateWithin
+    const request: CallRequest = {
+      agent_id: o.agentId ?? row.agent_id,
+      parameters,
+      conversation_id: row.conversation_id,
+      idempotency_key: idempotencyKey,
+      retry_context: retryContext,
+      ...(immediate ? {} : { scheduled_for: new Date(at).toISOString() }),
+    }
+    return {
+      previousConversationId: row.conversation_id,
+      previousStatus: status,
+      campaign: m.campaign,
+      agentId: request.agent_id,
+      phone: phone.e164,
+      attempt,
+      maxAttempts,
+      scheduledFor: immediate ? now : at,
+      timeZone,
+      window,
+      idempotencyKey,
+      retryContext,
+      request,
+      note: `follow-up ${attempt}/${maxAttempts} after ${status} (${row.conversation_id})`,
+    }
+  }
+}

@@ -1,0 +1,80 @@
+import type { Runtime } from '../runtime.ts'
+import type { BatchRow } from './batch-csv.ts'
+import { createDeduper } from './dedupe.ts'
+import { loadDncList, type DncList, type DncOptions } from './dnc.ts'
+import { createPhoneNormalizer, type PhoneNormalizer } from './phones.ts'
+import { PHONE_COLUMN, readContacts, type ContactsSource, type ReadContactsOptions } from './read-contacts.ts'
+import type { Reject } from './rejects.ts'
+
+/**
+ * Contacts → a clean batch in ONE streaming pass: each row is normalized to E.164, checked against rows
+ * already kept (dedupe) and the do-not-call list, then either kept or rejected with its row number, the
+ * raw value and the reason. Nothing is dropped silently.
+ */
+export interface PreparedBatch {
+  /** `customer_phone` (E.164) and the other columns, in file order. */
+  rows: BatchRow[]
+  /** Column order for the batch CSV (customer_phone first). */
+  columns: string[]
+  rejects: Reject[]
+  stats: { read: number; kept: number; invalid: number; duplicates: number; blocked: number }
+}
+
+export interface PrepareOptions extends ReadContactsOptions {
+  defaultCountry?: string
+  /** Numbers never to call; default: none (see `prepareBatch` for the table + file). */
+  dnc?: DncList
+  /** Reuse a normalizer (and its cache) across files. */
+  normalizer?: PhoneNormalizer
+}
+
+export const REJECT_REASONS = {
+  duplicate: (firstRow: number) => `duplicate of row ${firstRow}`,
+  dnc: 'on the do-not-call list',
+}
+
+/** Pure over its source: no database, no clock. */
+export async function prepareContacts(source: ContactsSource, options: PrepareOptions = {}): Promise<PreparedBatch> {
+  const normalize = options.normalizer ?? createPhoneNormalizer({ defaultCountry: options.defaultCountry })
+  const dedupe = createDeduper()
+  const rows: BatchRow[] = []
+  const rejects: Reject[] = []
+  const stats = { read: 0, kept: 0, invalid: 0, duplicates: 0, blocked: 0 }
+  let columns: string[] | undefined
+  for await (const contact of readContacts(source, options)) {
+    stats.read++
+    columns ??= [PHONE_COLUMN, ...Object.keys(contact.fields).filter((c) => c !== PHONE_COLUMN)]
+    const phone = normalize(contact.phone)
+    if (!phone.ok) {
+      stats.invalid++
+      rejects.push({ row: contact.row, raw: contact.phone, reason: phone.reason })
+      continue
+    }
+    const first = dedupe.firstSeen(phone.e164, contact.row)
+    if (first !== undefined) {
+      stats.duplicates++
+      rejects.push({ row: contact.row, raw: contact.phone, reason: REJECT_REASONS.duplicate(first) })
+      continue
+    }
+    if (options.dnc?.has(phone.e164)) {
+      stats.blocked++
+      rejects.push({ row: contact.row, raw: contact.phone, reason: REJECT_REASONS.dnc })
+      continue
+    }
+    const row: BatchRow = { [PHONE_COLUMN]: phone.e164 }
+    for (const key in contact.fields) if (key !== PHONE_COLUMN) row[key] = contact.fields[key]!
+    rows.push(row)
+    stats.kept++
+  }
+  return { rows, columns: columns ?? [PHONE_COLUMN], rejects, stats }
+}
+
+/** `prepareContacts` with DEFAULT_COUNTRY and the do-not-call table + file of the running service. */
+export async function prepareBatch(
+  rt: Runtime,
+  source: ContactsSource,
+  options: Omit<PrepareOptions, 'dnc'> & { dnc?: DncOptions } = {},
+): Promise<PreparedBatch> {
+  const dnc = await loadDncList(rt, options.dnc)
+  return prepareContacts(source, { ...options, defaultCountry: options.defaultCountry ?? rt.config.defaultCountry, dnc })
+}

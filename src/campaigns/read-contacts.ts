@@ -1,0 +1,113 @@
+import { createReadStream } from 'node:fs'
+import { Readable } from 'node:stream'
+import { parse } from 'csv-parse'
+
+/**
+ * Contacts from a CSV, streamed (a 100,000-row file is never held as text), with the spreadsheet quirks
+ * handled: a UTF-8 BOM, header aliases for the phone column, padded cells, empty lines, quoted fields
+ * with commas and line breaks, rows shorter or longer than the header.
+ */
+export interface ContactRow {
+  /** Line number in the file where the record ends (the header is line 1), as a spreadsheet shows it. */
+  row: number
+  /** The phone cell as written. */
+  phone: string
+  /** Every other column by its header (trimmed), values trimmed. */
+  fields: Record<string, string>
+}
+
+export type ContactsSource = string | Readable | AsyncIterable<string | Uint8Array> | Iterable<string | Uint8Array>
+
+export interface ReadContactsOptions {
+  /** Extra header names to read as the phone column (case-insensitive; spaces, dashes and dots count as `_`). */
+  phoneAliases?: string[]
+  /** Field delimiter; `,` unless given. */
+  delimiter?: string
+  /** Used in error messages (a path is named automatically). */
+  name?: string
+}
+
+/** The standard column the provider requires, and what spreadsheets usually call it instead. */
+export const PHONE_COLUMN = 'customer_phone'
+export const PHONE_ALIASES = [
+  'customer_phone', 'customer_phone_number', 'phone', 'phone_number', 'phone_no', 'phonenumber', 'mobile',
+  'mobile_number', 'mobile_no', 'mobileno', 'cell', 'cell_phone', 'cellphone', 'contact_number', 'contact_no',
+  'contact', 'msisdn', 'number', 'tel', 'telephone', 'to', 'to_phone',
+]
+
+/** A CSV that cannot be read as a contact list (as opposed to a bad row, which is a reject). */
+export class ContactsError extends Error {
+  override readonly name = 'ContactsError'
+}
+
+export function headerKey(header: string): string {
+  return header.replace(/^\uFEFF/, '').trim().toLowerCase().replace(/[\s\-.]+/g, '_')
+}
+
+/** Which header index is the phone column: `customer_phone` itself first, then the aliases in order. */
+export function findPhoneColumn(headers: string[], extraAliases: string[] = []): number {
+  const keys = headers.map(headerKey)
+  for (const alias of [...PHONE_ALIASES.slice(0, 1), ...extraAliases.map(headerKey), ...PHONE_ALIASES.slice(1)]) {
+    const index = keys.indexOf(alias)
+    if (index >= 0) return index
+  }
+  return -1
+}
+
+function toReadable(source: ContactsSource): Readable {
+  if (typeof source === 'string') return createReadStream(source)
+  if (source instanceof Readable) return source
+  return Readable.from(source as AsyncIterable<string | Uint8Array>)
+}
+
+/** Async iterator of the file's contact rows, in file order. Throws `ContactsError` for an unusable file. */
+export async function* readContacts(source: ContactsSource, options: ReadContactsOptions = {}): AsyncGenerator<ContactRow> {
+  const name = options.name ?? (typeof source === 'string' ? source : 'the CSV')
+  const parser = toReadable(source).pipe(
+    parse({
+      bom: true,
+      delimiter: options.delimiter ?? ',',
+      skip_empty_lines: true,
+      skip_records_with_empty_values: true,
+      relax_column_count: true,
+      trim: true,
+      info: true,
+    }),
+  )
+  let headers: string[] | undefined
+  let phoneIndex = -1
+  try {
+    for await (const item of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
+      const { record, info } = item
+      if (!headers) {
+        headers = record.map((h) => h.replace(/^\uFEFF/, '').trim())
+        phoneIndex = findPhoneColumn(headers, options.phoneAliases)
+        if (phoneIndex < 0) {
+          const found = headers.filter(Boolean).join(', ') || 'no columns'
+          throw new ContactsError(
+            `${name} has no phone column: name one "customer_phone" (or phone, mobile, contact_number, msisdn); found: ${found}`,
+          )
+        }
+        continue
+      }
+      const fields: Record<string, string> = {}
+      for (let i = 0; i < headers.length; i++) {
+        if (i === phoneIndex) continue
+        const header = headers[i]!
+        // An unnamed column carries nothing a prompt could refer to.
+        if (!header) continue
+        fields[header] = record[i] ?? ''
+      }
+      yield { row: info.lines, phone: record[phoneIndex] ?? '', fields }
+    }
+  } catch (error) {
+    if (error instanceof ContactsError) throw error
+    const code = (error as { code?: string }).code
+    if (code === 'ENOENT') throw new ContactsError(`cannot read ${name}: no such file`)
+    if (typeof code === 'string' && code.startsWith('CSV_')) throw new ContactsError(`${name} is not a readable CSV: ${(error as Error).message}`)
+    throw error
+  } finally {
+    parser.destroy()
+  }
+  if (!headers) throw new ContactsError(`${name} is empty: expected a header row with a "customer_phone" column`)
+}
