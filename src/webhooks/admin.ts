@@ -1,0 +1,52 @@
+import { HTTPError, type H3 } from 'h3'
+import type { Runtime } from '../runtime.ts'
+import { requireAdmin } from '../utils/admin-auth.ts'
+import { EVENT_STATUSES, getEvent, listEvents } from './events.ts'
+import { EventBusyError, EventNotFoundError, replayEvent } from './processing.ts'
+
+function intParam(value: string | null, name: string): number | undefined {
+  if (value === null || value === '') return undefined
+  if (!/^\d+$/.test(value)) throw new HTTPError({ status: 400, message: `${name} must be a whole number` })
+  return Number(value)
+}
+
+/** `/admin/events`: list (filters), show, replay — behind the ADMIN_TOKEN rules. */
+export function registerEventAdminRoutes(app: H3, rt: Runtime): void {
+  app.get('/admin/events', async (event) => {
+    requireAdmin(event, rt.config.adminToken)
+    const q = event.url.searchParams
+    const status = q.get('status') ?? undefined
+    if (status && !(EVENT_STATUSES as readonly string[]).includes(status)) {
+      throw new HTTPError({ status: 400, message: `status must be one of ${EVENT_STATUSES.join(', ')}` })
+    }
+    const events = await listEvents(rt, {
+      type: q.get('type') ?? undefined,
+      status,
+      source: q.get('source') ?? undefined,
+      conversationId: q.get('conversation_id') ?? undefined,
+      limit: intParam(q.get('limit'), 'limit'),
+      offset: intParam(q.get('offset'), 'offset'),
+    })
+    return { data: events }
+  })
+
+  app.get('/admin/events/:id', async (event) => {
+    requireAdmin(event, rt.config.adminToken)
+    const id = decodeURIComponent(event.context.params?.id ?? '')
+    const found = await getEvent(rt, id)
+    if (!found) throw new HTTPError({ status: 404, message: `no webhook event with id "${id}"` })
+    return { data: found }
+  })
+
+  app.post('/admin/events/:id/replay', async (event) => {
+    requireAdmin(event, rt.config.adminToken)
+    const id = decodeURIComponent(event.context.params?.id ?? '')
+    try {
+      return { data: await replayEvent(rt, id) }
+    } catch (error) {
+      if (error instanceof EventNotFoundError) throw new HTTPError({ status: 404, message: error.message })
+      if (error instanceof EventBusyError) throw new HTTPError({ status: 409, message: error.message })
+      throw error
+    }
+  })
+}

@@ -1,0 +1,92 @@
+import { CliError, defineCommand, intFlag, type CliCommand } from '../utils/cli-kit.ts'
+import { sleep } from '../utils/clock.ts'
+import { EVENT_STATUSES, getEvent, listEvents } from './events.ts'
+import { requeueEvent } from './processing.ts'
+import { reconcile } from './reconcile.ts'
+
+const eventsList = defineCommand({
+  name: 'events list',
+  usage: '[--type T] [--status S] [--limit N] [--json]',
+  summary: 'stored webhook events, newest first (status: pending, processed, failed, dead)',
+  options: { type: { type: 'string' }, status: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } },
+  async run(ctx) {
+    const status = ctx.values.status as string | undefined
+    if (status !== undefined && !(EVENT_STATUSES as readonly string[]).includes(status)) {
+      throw new CliError(`--status must be one of ${EVENT_STATUSES.join(', ')} (got "${status}")`)
+    }
+    const limit = intFlag(ctx.values, 'limit', 50)!
+    if (limit < 1 || limit > 10_000) throw new CliError('--limit must be from 1 to 10000')
+    const rt = await ctx.runtime()
+    const events = await listEvents(rt, { type: ctx.values.type as string | undefined, status, limit })
+    if (ctx.values.json) return ctx.json(events)
+    ctx.table(
+      events.map((e) => ({ ...e, error: e.last_error })),
+      ['event_id', 'event_type', 'status', 'attempts', 'duplicates', 'source', 'conversation_id', 'received_at', 'error'],
+    )
+  },
+})
+
+const eventsShow = defineCommand({
+  name: 'events show',
+  usage: '<id> [--json]',
+  summary: 'one stored webhook event with its body and audit headers',
+  options: { json: { type: 'boolean' } },
+  async run(ctx) {
+    const id = ctx.positionals[0]
+    if (!id) throw new CliError('give the event id: events show <id>')
+    const rt = await ctx.runtime()
+    const event = await getEvent(rt, id)
+    if (!event) throw new CliError(`no webhook event with id "${id}" (see: events list)`, 1)
+    if (ctx.values.json) return ctx.json(event)
+    const { body, headers, ...fields } = event
+    for (const [key, value] of Object.entries(fields)) ctx.write(`${key.padEnd(16)} ${value ?? ''}\n`)
+    ctx.write(`headers          ${JSON.stringify(headers)}\n`)
+    ctx.write(`body\n${JSON.stringify(body, null, 2)}\n`)
+  },
+})
+
+const eventsReplay = defineCommand({
+  name: 'events replay',
+  usage: '<id> [--wait SECONDS] [--json]',
+  summary: 're-run one stored event (any status) through processing in the running service',
+  options: { wait: { type: 'string' }, json: { type: 'boolean' } },
+  async run(ctx) {
+    const id = ctx.positionals[0]
+    if (!id) throw new CliError('give the event id: events replay <id>')
+    const waitSeconds = intFlag(ctx.values, 'wait', 15)!
+    if (waitSeconds < 0 || waitSeconds > 3600) throw new CliError('--wait must be from 0 to 3600 seconds')
+    const rt = await ctx.runtime()
+    // The running service processes it, so every hook it registered (cache invalidation, recipe
+    // triggers) runs; this process has none of them.
+    if (!(await requeueEvent(rt, id))) throw new CliError(`no webhook event with id "${id}" (see: events list)`, 1)
+    const deadline = Date.now() + waitSeconds * 1000
+    let event = await getEvent(rt, id)
+    while (event && event.status === 'pending' && Date.now() < deadline) {
+      await sleep(rt.clock, 200)
+      event = await getEvent(rt, id)
+    }
+    const status = event?.status ?? 'pending'
+    if (ctx.values.json) return ctx.json({ event_id: id, status, attempts: event?.attempts ?? 0, error: event?.last_error ?? null })
+    if (status === 'processed') ctx.write(`${id}: processed\n`)
+    else if (status === 'pending') ctx.write(`${id}: queued; the running service processes it (none picked it up within ${waitSeconds} s — is switchboard running?)\n`)
+    else ctx.write(`${id}: ${status} after ${event?.attempts ?? 0} attempt(s): ${event?.last_error ?? ''}\n`)
+    return status === 'dead' ? 1 : 0
+  },
+})
+
+const reconcileCommand = defineCommand({
+  name: 'reconcile',
+  usage: '[--json]',
+  summary: 'list conversations upstream and queue whatever webhooks missed (processed by the running service)',
+  options: { json: { type: 'boolean' } },
+  async run(ctx) {
+    const rt = await ctx.runtime()
+    const result = await reconcile(rt)
+    if (ctx.values.json) return ctx.json(result)
+    if (result.skipped) return void ctx.write('another replica is reconciling right now; nothing done\n')
+    ctx.write(`listed ${result.listed} conversation(s) in ${result.pages} page(s); fetched ${result.fetched}; queued ${result.synthesized} missed event(s)\n`)
+    for (const id of result.eventIds) ctx.write(`  ${id}\n`)
+  },
+})
+
+export const webhookCommands: CliCommand[] = [eventsList, eventsShow, eventsReplay, reconcileCommand]

@@ -1,0 +1,41 @@
+import { Counter, Histogram, type Registry } from 'prom-client'
+
+/** The receiver's Prometheus metrics, registered once per registry (apps and workers share them). */
+export interface WebhookMetrics {
+  received: Counter<'target'>
+  accepted: Counter<'target'>
+  duplicates: Counter<'target'>
+  rejected: Counter<'target' | 'reason'>
+  processed: Counter<'source'>
+  failures: Counter<'source'>
+  dead: Counter<'source'>
+  reconciled: Counter
+  ingestSeconds: Histogram<'outcome'>
+}
+
+const cache = new WeakMap<Registry, WebhookMetrics>()
+
+export function webhookMetrics(registry: Registry): WebhookMetrics {
+  const known = cache.get(registry)
+  if (known) return known
+  const registers = [registry]
+  const metrics: WebhookMetrics = {
+    received: new Counter({ name: 'switchboard_webhooks_received_total', help: 'Webhook deliveries received', labelNames: ['target'], registers }),
+    accepted: new Counter({ name: 'switchboard_webhooks_accepted_total', help: 'Webhook events stored for the first time', labelNames: ['target'], registers }),
+    duplicates: new Counter({ name: 'switchboard_webhooks_duplicates_total', help: 'Deliveries of an event id already stored', labelNames: ['target'], registers }),
+    rejected: new Counter({ name: 'switchboard_webhooks_rejected_total', help: 'Deliveries refused, by reason', labelNames: ['target', 'reason'], registers }),
+    processed: new Counter({ name: 'switchboard_webhook_events_processed_total', help: 'Stored events processed', labelNames: ['source'], registers }),
+    failures: new Counter({ name: 'switchboard_webhook_processing_failures_total', help: 'Processing attempts that failed', labelNames: ['source'], registers }),
+    dead: new Counter({ name: 'switchboard_webhook_events_dead_total', help: 'Events that exhausted their processing attempts', labelNames: ['source'], registers }),
+    reconciled: new Counter({ name: 'switchboard_webhook_reconciled_total', help: 'Events synthesized by reconciliation', registers }),
+    ingestSeconds: new Histogram({
+      name: 'switchboard_webhook_ingest_seconds',
+      help: 'Time from request to answer at the receiver',
+      labelNames: ['outcome'],
+      buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    }),
+  }
+  cache.set(registry, metrics)
+  return metrics
+}

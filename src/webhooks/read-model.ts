@@ -1,0 +1,201 @@
+import type { Selectable, Transaction } from 'kysely'
+import type { Runtime } from '../runtime.ts'
+import type { ConversationsTable, Database } from '../db/schema.ts'
+import { fromJson, toJson } from '../db/json.ts'
+import {
+  isTerminalStatus,
+  parseWebhookTranscript,
+  type RetryContext,
+  type TranscriptTurn,
+  type WebhookEvent,
+  type WebhookRetry,
+} from '../upstream/schemas.ts'
+
+/** A conversation as the read model keeps it (JSON columns parsed). */
+export interface StoredConversation {
+  conversation_id: string
+  agent_id: number
+  contact_number: string | null
+  status: string
+  terminal: boolean
+  duration_seconds: number | null
+  started_at: number | null
+  ended_at: number | null
+  failure_reason: string | null
+  trace_id: string | null
+  from_phone: string | null
+  recording_url: string | null
+  transcript: TranscriptTurn[] | null
+  results: Record<string, unknown> | null
+  call_parameters: Record<string, string> | null
+  retry: WebhookRetry | null
+  retry_context: RetryContext | null
+  last_event_at: number
+  last_event_id: string | null
+  source: 'webhook' | 'reconcile'
+  created_at: number
+  updated_at: number
+}
+
+type Row = Selectable<ConversationsTable>
+
+export function toStoredConversation(row: Row): StoredConversation {
+  return {
+    ...row,
+    terminal: row.terminal === 1,
+    transcript: fromJson<TranscriptTurn[]>(row.transcript),
+    results: fromJson<Record<string, unknown>>(row.results),
+    call_parameters: fromJson<Record<string, string>>(row.call_parameters),
+    retry: fromJson<WebhookRetry>(row.retry),
+    retry_context: fromJson<RetryContext>(row.retry_context),
+    source: row.source === 'reconcile' ? 'reconcile' : 'webhook',
+  }
+}
+
+function isoToMs(iso: string | null | undefined): number | null {
+  if (!iso) return null
+  const ms = Date.parse(iso)
+  return Number.isFinite(ms) ? ms : null
+}
+
+function emptyToNull<T extends object>(value: T | null | undefined): T | null {
+  if (!value) return null
+  return Object.keys(value).length === 0 ? null : value
+}
+
+/** The event's own time (ms): its `timestamp`, else when the call ended, else when it was received. */
+export function eventTimeMs(event: WebhookEvent, receivedAt: number): number {
+  return isoToMs(event.timestamp) ?? isoToMs(event.data.call.ended_at) ?? receivedAt
+}
+
+/** The facts one event carries, as a row (JSON as text). */
+function rowFromEvent(event: WebhookEvent, source: 'webhook' | 'reconcile', at: number, now: number): Row {
+  const call = event.data.call
+  const transcript = parseWebhookTranscript(event.data.transcript)
+  return {
+    conversation_id: call.conversation_id,
+    agent_id: call.agent_id,
+    contact_number: call.to_phone,
+    status: call.status,
+    terminal: isTerminalStatus(call.status) ? 1 : 0,
+    duration_seconds: call.duration_seconds === null ? null : Math.round(call.duration_seconds),
+    started_at: isoToMs(call.started_at),
+    ended_at: isoToMs(call.ended_at),
+    failure_reason: call.failure_reason,
+    trace_id: call.trace_id,
+    from_phone: call.from_phone,
+    recording_url: call.recording_url,
+    transcript: transcript.length > 0 ? toJson(transcript) : null,
+    results: toJson(emptyToNull(event.data.results)),
+    call_parameters: toJson(emptyToNull(call.call_parameters)),
+    retry: toJson(event.data.retry ?? null),
+    retry_context: toJson(event.data.retry_context ?? null),
+    last_event_at: at,
+    last_event_id: event.event_id,
+    source,
+    created_at: now,
+    updated_at: now,
+  }
+}
+
+/**
+ * Arrival order is not trusted: a terminal status always beats a non-terminal one, and between facts of
+ * the same kind the newer event time wins. Fields the winner lacks (a target without transcripts, a
+ * reconciled record without call parameters) are filled from the other fact.
+ */
+export function mergeConversation(existing: Row, incoming: Row): Row {
+  const incomingWins =
+    incoming.terminal > existing.terminal || (incoming.terminal === existing.terminal && incoming.last_event_at >= existing.last_event_at)
+  const [win, lose] = incomingWins ? [incoming, existing] : [existing, incoming]
+  const pick = <K extends keyof Row>(key: K): Row[K] => (win[key] ?? lose[key]) as Row[K]
+  return {
+    conversation_id: existing.conversation_id,
+    agent_id: win.agent_id,
+    contact_number: pick('contact_number'),
+    status: win.status,
+    terminal: Math.max(existing.terminal, incoming.terminal),
+    duration_seconds: pick('duration_seconds'),
+    started_at: pick('started_at'),
+    ended_at: pick('ended_at'),
+    failure_reason: win.terminal ? win.failure_reason : pick('failure_reason'),
+    trace_id: pick('trace_id'),
+    from_phone: pick('from_phone'),
+    recording_url: pick('recording_url'),
+    transcript: pick('transcript'),
+    results: pick('results'),
+    call_parameters: pick('call_parameters'),
+    retry: pick('retry'),
+    retry_context: pick('retry_context'),
+    last_event_at: win.last_event_at,
+    last_event_id: win.last_event_id,
+    source: win.source,
+    created_at: existing.created_at,
+    updated_at: incoming.updated_at,
+  }
+}
+
+/** Applies one event to the conversations read model, in one transaction (row-locked on Postgres). */
+export async function applyEventToReadModel(
+  rt: Runtime,
+  event: WebhookEvent,
+  source: 'webhook' | 'reconcile',
+  receivedAt: number,
+): Promise<StoredConversation> {
+  const now = rt.clock.now()
+  const incoming = rowFromEvent(event, source, eventTimeMs(event, receivedAt), now)
+  const row = await rt.store.db.transaction().execute(async (trx: Transaction<Database>) => {
+    const inserted = await trx
+      .insertInto('conversations')
+      .values(incoming)
+      .onConflict((oc) => oc.column('conversation_id').doNothing())
+      .executeTakeFirst()
+    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) return incoming
+    let select = trx.selectFrom('conversations').selectAll().where('conversation_id', '=', incoming.conversation_id)
+    if (rt.store.dialect === 'postgres') select = select.forUpdate()
+    const existing = await select.executeTakeFirstOrThrow()
+    const merged = mergeConversation(existing, incoming)
+    const { conversation_id: _id, ...changes } = merged
+    await trx.updateTable('conversations').set(changes).where('conversation_id', '=', incoming.conversation_id).execute()
+    return merged
+  })
+  return toStoredConversation(row)
+}
+
+/** One conversation from the read model, or undefined. */
+export async function getConversation(rt: Runtime, conversationId: string): Promise<StoredConversation | undefined> {
+  const row = await rt.store.db.selectFrom('conversations').selectAll().where('conversation_id', '=', conversationId).executeTakeFirst()
+  return row ? toStoredConversation(row) : undefined
+}
+
+export interface ConversationFilter {
+  agentId?: number
+  status?: string | string[]
+  terminal?: boolean
+  contactNumber?: string
+  traceId?: string
+  /** Ended (or, when not ended, last updated by an event) at or after this time, epoch ms. */
+  fromMs?: number
+  /** …and before this time, epoch ms. */
+  toMs?: number
+  limit?: number
+  offset?: number
+}
+
+/** Conversations from the read model, newest event first. */
+export async function listConversations(rt: Runtime, filter: ConversationFilter = {}): Promise<StoredConversation[]> {
+  let q = rt.store.db.selectFrom('conversations').selectAll()
+  if (filter.agentId !== undefined) q = q.where('agent_id', '=', filter.agentId)
+  if (filter.status !== undefined) q = q.where('status', 'in', Array.isArray(filter.status) ? filter.status : [filter.status])
+  if (filter.terminal !== undefined) q = q.where('terminal', '=', filter.terminal ? 1 : 0)
+  if (filter.contactNumber !== undefined) q = q.where('contact_number', '=', filter.contactNumber)
+  if (filter.traceId !== undefined) q = q.where('trace_id', '=', filter.traceId)
+  if (filter.fromMs !== undefined) q = q.where('last_event_at', '>=', filter.fromMs)
+  if (filter.toMs !== undefined) q = q.where('last_event_at', '<', filter.toMs)
+  const rows = await q
+    .orderBy('last_event_at', 'desc')
+    .orderBy('conversation_id')
+    .limit(Math.min(Math.max(filter.limit ?? 100, 1), 10_000))
+    .offset(Math.max(filter.offset ?? 0, 0))
+    .execute()
+  return rows.map(toStoredConversation)
+}

@@ -1,0 +1,204 @@
+import type { H3, H3Event } from 'h3'
+import type { Runtime } from '../runtime.ts'
+import type { WebhookTargetConfig } from '../config/schema.ts'
+import { StorageUnavailableError } from './inbox.ts'
+import { webhookMetrics } from './metrics.ts'
+import { webhookState } from './state.ts'
+import { verifyRequest, type SignedRequest } from './verify.ts'
+
+export const DEFAULT_TARGET = 'formant'
+/** Headers kept with each event for audit. Signatures are never stored. */
+const AUDIT_HEADERS = [
+  'content-type', 'content-length', 'user-agent', 'x-formantai-event-id', 'x-formantai-event-type', 'x-formantai-timestamp',
+  'webhook-id', 'webhook-timestamp', 'x-request-id', 'x-forwarded-for',
+]
+const MAX_ID_LENGTH = 255
+const RETRY_AFTER_SECONDS = 5
+
+/** The target a path names: `formant` is the provider's default unless configured explicitly. */
+export function resolveTarget(rt: Runtime, name: string): WebhookTargetConfig | undefined {
+  const configured = rt.config.webhook.targets[name]
+  if (configured) return configured
+  if (name === DEFAULT_TARGET) return { scheme: 'formant', secrets: rt.config.webhook.secrets }
+  return undefined
+}
+
+function errorResponse(status: number, type: string, message: string, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify({ error: { message, type } }), {
+    status,
+    headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers },
+  })
+}
+
+type BodyResult = { ok: true; body: Buffer } | { ok: false }
+
+/** Reads the body up to `max` bytes, counting while it streams (a lying or absent Content-Length is not trusted). */
+async function readBodyLimited(event: H3Event, max: number): Promise<BodyResult> {
+  const declared = Number(event.req.headers.get('content-length') ?? '')
+  if (Number.isFinite(declared) && declared > max) return { ok: false }
+  const node = event.runtime?.node?.req
+  if (node && !node.readableEnded && !node.destroyed && node.readable) {
+    return new Promise<BodyResult>((resolve, reject) => {
+      const chunks: Buffer[] = []
+      let total = 0
+      const onData = (chunk: Buffer) => {
+        total += chunk.length
+        if (total > max) {
+          cleanup()
+          node.resume() // drain the rest so the 413 can be written
+          resolve({ ok: false })
+          return
+        }
+        chunks.push(chunk)
+      }
+      const onEnd = () => {
+        cleanup()
+        resolve({ ok: true, body: Buffer.concat(chunks, total) })
+      }
+      const onError = (error: Error) => {
+        cleanup()
+        reject(error)
+      }
+      const cleanup = () => {
+        node.off('data', onData)
+        node.off('end', onEnd)
+        node.off('error', onError)
+      }
+      node.on('data', onData)
+      node.on('end', onEnd)
+      node.on('error', onError)
+    })
+  }
+  const stream = event.req.body
+  if (!stream) return { ok: true, body: Buffer.alloc(0) }
+  const reader = stream.getReader()
+  const chunks: Uint8Array[] = []
+  let total = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    total += value.byteLength
+    if (total > max) {
+      await reader.cancel().catch(() => {})
+      return { ok: false }
+    }
+    chunks.push(value)
+  }
+  return { ok: true, body: Buffer.concat(chunks, total) }
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+function idFrom(value: unknown): string | undefined {
+  if (typeof value === 'string' && value.trim() !== '' && value.length <= MAX_ID_LENGTH) return value
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value)
+  return undefined
+}
+
+function record(value: unknown): Record<string, unknown> | undefined {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
+}
+
+/** Handles one delivery: limit, verify over raw bytes, parse, commit durably, then answer. */
+export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: string): Promise<Response> {
+  const started = performance.now()
+  const metrics = webhookMetrics(rt.metrics)
+  const { inbox } = webhookState(rt)
+  const observe = (outcome: string) => metrics.ingestSeconds.observe({ outcome }, (performance.now() - started) / 1000)
+  const target = resolveTarget(rt, targetName)
+  const label = target ? targetName : 'unknown'
+  metrics.received.inc({ target: label })
+
+  const reject = (status: number, reason: string, type: string, message: string, headers: Record<string, string> = {}) => {
+    metrics.rejected.inc({ target: label, reason })
+    inbox.countRejection(label, reason, rt.clock.now())
+    rt.log.warn({ target: label, reason, status }, `webhook rejected: ${message}`)
+    observe('rejected')
+    return errorResponse(status, type, message, headers)
+  }
+
+  if (!target) return reject(404, 'unknown_target', 'not_found', `no webhook target named "${targetName}"`)
+
+  const read = await readBodyLimited(event, rt.config.webhook.maxBytes)
+  if (!read.ok) {
+    return reject(413, 'too_large', 'payload_too_large', `body is larger than ${rt.config.webhook.maxBytes} bytes`, { connection: 'close' })
+  }
+  const body = read.body
+  const headers = event.req.headers
+  const signed: SignedRequest = { header: (name) => headers.get(name) ?? undefined, body }
+  const verified = verifyRequest(signed, target, {
+    toleranceSeconds: rt.config.webhook.toleranceSeconds,
+    nowMs: rt.clock.now(),
+    allowUnsigned: rt.config.webhook.allowUnsigned,
+  })
+  if (!verified.ok) return reject(401, verified.reason, 'authentication_error', verified.message)
+
+  let parsed: Record<string, unknown> | undefined
+  try {
+    parsed = record(JSON.parse(utf8.decode(body)))
+  } catch {
+    parsed = undefined
+  }
+  if (!parsed) return reject(400, 'invalid_json', 'invalid_request', 'body must be a JSON object')
+  const eventId =
+    idFrom(parsed.event_id) ?? idFrom(headers.get('x-formantai-event-id')) ?? (target.scheme === 'standard' ? idFrom(headers.get('webhook-id')) : undefined)
+  const eventType =
+    idFrom(parsed.event_type) ?? idFrom(headers.get('x-formantai-event-type')) ?? (target.scheme === 'standard' ? idFrom(parsed.type) : undefined)
+  if (!eventId) return reject(400, 'missing_event_id', 'invalid_request', 'event id missing: send event_id in the body or an X-FormantAI-Event-Id header')
+  if (!eventType) return reject(400, 'missing_event_type', 'invalid_request', 'event type missing: send event_type in the body or an X-FormantAI-Event-Type header')
+
+  const call = record(record(parsed.data)?.call)
+  const conversationId = typeof call?.conversation_id === 'string' ? call.conversation_id : null
+  const traceId = typeof call?.trace_id === 'string' ? call.trace_id : null
+  const agentId = typeof call?.agent_id === 'number' && Number.isSafeInteger(call.agent_id) ? call.agent_id : null
+  const audit: Record<string, string> = {}
+  for (const name of AUDIT_HEADERS) {
+    const value = headers.get(name)
+    if (value !== null) audit[name] = value
+  }
+  const now = rt.clock.now()
+  let duplicate: boolean
+  try {
+    ;({ duplicate } = await inbox.commit({
+      event_id: eventId,
+      target: targetName,
+      event_type: eventType,
+      conversation_id: conversationId,
+      trace_id: traceId,
+      agent_id: agentId,
+      body: body.toString('utf8'),
+      headers: JSON.stringify(audit),
+      source: 'webhook',
+      received_at: now,
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: now,
+      claimed_by: null,
+      claimed_until: null,
+      last_error: null,
+      processed_at: null,
+    }))
+  } catch (error) {
+    const message = error instanceof StorageUnavailableError ? error.message : `storage error: ${(error as Error).message}`
+    metrics.rejected.inc({ target: label, reason: 'storage_unavailable' })
+    rt.log.error({ event_id: eventId, conversation_id: conversationId, trace_id: traceId, err: message }, 'webhook not stored; answered 503')
+    observe('unavailable')
+    return errorResponse(503, 'unavailable', 'storage is unavailable; retry later', { 'retry-after': String(RETRY_AFTER_SECONDS) })
+  }
+  const log = { event_id: eventId, event_type: eventType, conversation_id: conversationId, trace_id: traceId, target: targetName }
+  if (duplicate) {
+    metrics.duplicates.inc({ target: label })
+    rt.log.info(log, 'duplicate webhook acknowledged')
+    observe('duplicate')
+    return new Response(null, { status: 204, headers: { 'x-switchboard-duplicate': 'true' } })
+  }
+  metrics.accepted.inc({ target: label })
+  rt.log.info(log, 'webhook stored')
+  observe('accepted')
+  return new Response(null, { status: 204 })
+}
+
+/** `POST /webhooks/formant` (the provider's default target) and `POST /webhooks/:target`. */
+export function registerReceiverRoutes(app: H3, rt: Runtime): void {
+  app.post('/webhooks/:target', (event) => receiveWebhook(rt, event, event.context.params?.target ?? ''))
+}

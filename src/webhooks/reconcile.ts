@@ -1,0 +1,146 @@
+import type { Runtime } from '../runtime.ts'
+import {
+  WEBHOOK_EVENT_TYPES,
+  formatWebhookTranscript,
+  isTerminalStatus,
+  type ConversationDetail,
+  type ConversationListItem,
+  type WebhookEvent,
+} from '../upstream/schemas.ts'
+import { acquireLease, releaseLease } from './lease.ts'
+import { webhookMetrics } from './metrics.ts'
+import { webhookState } from './state.ts'
+
+export interface ReconcileOptions {
+  /** Pages of 100 to read at most per run (bounds the cost of a run). */
+  maxPages?: number
+  /**
+   * Conversations that ended less than this long ago are left to the provider's own webhook retries
+   * (0 s, 30 s, 300 s), so a late webhook and reconciliation rarely both fire. Default: 6 minutes,
+   * divided by SANDBOX_SPEED in sandbox mode.
+   */
+  graceMs?: number
+}
+
+export interface ReconcileResult {
+  skipped: boolean
+  pages: number
+  listed: number
+  /** Details fetched (missing or not yet terminal here, terminal upstream). */
+  fetched: number
+  /** Events synthesized and queued. */
+  synthesized: number
+  eventIds: string[]
+}
+
+const LEASE = 'webhooks:reconcile'
+const PAGE = 100
+const PROVIDER_RETRY_HORIZON_MS = 6 * 60_000
+
+function iso(ms: number | undefined): string | null {
+  return ms === undefined || !Number.isFinite(ms) || ms <= 0 ? null : new Date(ms).toISOString()
+}
+
+/** A WebhookEvent-shaped body for what the provider's API says, so it runs through the same processing. */
+export function synthesizeEvent(item: ConversationListItem, detail: ConversationDetail, nowMs: number): WebhookEvent {
+  const status = detail.status
+  const type = `call.${status}`
+  const eventType = (WEBHOOK_EVENT_TYPES as readonly string[]).includes(type) ? (type as WebhookEvent['event_type']) : 'call.failed'
+  const transcript = detail.transcript && detail.transcript.length > 0 ? formatWebhookTranscript(detail.transcript) : null
+  return {
+    event_id: `reconcile:${detail.conversation_id}:${status}`,
+    event_type: eventType,
+    timestamp: iso(item.end_timestamp) ?? new Date(nowMs).toISOString(),
+    source: 'reconcile',
+    data: {
+      call: {
+        agent_id: detail.agent_id,
+        call_parameters: {},
+        conversation_id: detail.conversation_id,
+        duration_seconds: detail.duration_seconds,
+        started_at: iso(item.start_timestamp),
+        ended_at: iso(item.end_timestamp),
+        failure_reason: detail.failure_reason,
+        from_phone: null,
+        to_phone: detail.contact_number,
+        recording_url: detail.recording_url ?? null,
+        status,
+        trace_id: detail.trace_id,
+      },
+      results: detail.results,
+      retry: null,
+      retry_context: null,
+      transcript,
+    },
+  }
+}
+
+/**
+ * Lists conversations upstream and queues a synthesized event (`source: 'reconcile'`, event id
+ * `reconcile:<conversation_id>:<status>`, so re-running never duplicates) for every terminal one the
+ * read model lacks or still has as non-terminal, unless a webhook for it is already stored. One replica
+ * at a time (lease). The worker processes what was queued, with every hook.
+ */
+export async function reconcile(rt: Runtime, options: ReconcileOptions = {}): Promise<ReconcileResult> {
+  const result: ReconcileResult = { skipped: false, pages: 0, listed: 0, fetched: 0, synthesized: 0, eventIds: [] }
+  const leaseMs = 10 * 60_000
+  if (!(await acquireLease(rt, LEASE, leaseMs))) return { ...result, skipped: true }
+  const metrics = webhookMetrics(rt.metrics)
+  const { inbox, worker } = webhookState(rt)
+  const client = rt.workspaceClient()
+  const grace = options.graceMs ?? (rt.config.sandboxMode ? PROVIDER_RETRY_HORIZON_MS / rt.config.sandbox.speed : PROVIDER_RETRY_HORIZON_MS)
+  try {
+    for (let page = 0; page < (options.maxPages ?? 50); page++) {
+      const list = await client.listConversations({ limit: PAGE, offset: page * PAGE })
+      result.pages++
+      result.listed += list.data.length
+      const now = rt.clock.now()
+      const candidates = list.data.filter((c) => isTerminalStatus(c.status) && (!c.end_timestamp || c.end_timestamp <= now - grace))
+      if (candidates.length > 0) {
+        const ids = candidates.map((c) => c.conversation_id)
+        const known = await rt.store.db.selectFrom('conversations').select(['conversation_id', 'terminal']).where('conversation_id', 'in', ids).execute()
+        const delivered = await rt.store.db.selectFrom('webhook_events').select('conversation_id').where('conversation_id', 'in', ids).execute()
+        const done = new Set([...known.filter((k) => k.terminal === 1).map((k) => k.conversation_id), ...delivered.map((d) => d.conversation_id)])
+        for (const item of candidates) {
+          if (done.has(item.conversation_id)) continue
+          const detail = await client.getConversation(item.conversation_id)
+          result.fetched++
+          if (!isTerminalStatus(detail.status)) continue
+          const event = synthesizeEvent(item, detail, now)
+          const { duplicate } = await inbox.commit({
+            event_id: event.event_id,
+            target: 'reconcile',
+            event_type: event.event_type,
+            conversation_id: detail.conversation_id,
+            trace_id: detail.trace_id,
+            agent_id: detail.agent_id,
+            body: JSON.stringify(event),
+            headers: '{}',
+            source: 'reconcile',
+            received_at: now,
+            status: 'pending',
+            attempts: 0,
+            next_attempt_at: now,
+            claimed_by: null,
+            claimed_until: null,
+            last_error: null,
+            processed_at: null,
+          })
+          if (!duplicate) {
+            result.synthesized++
+            result.eventIds.push(event.event_id)
+            metrics.reconciled.inc()
+            rt.log.info({ event_id: event.event_id, conversation_id: detail.conversation_id, trace_id: detail.trace_id }, 'reconciliation queued a missed conversation')
+          }
+        }
+      }
+      if (!list.has_more || list.data.length === 0) break
+      // Keep the lease for long runs.
+      await acquireLease(rt, LEASE, leaseMs)
+    }
+  } finally {
+    await releaseLease(rt, LEASE)
+  }
+  if (result.synthesized > 0) worker?.wake()
+  return result
+}

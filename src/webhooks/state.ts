@@ -1,0 +1,22 @@
+import type { Runtime } from '../runtime.ts'
+import { createInbox, type Inbox } from './inbox.ts'
+import type { Worker } from './worker.ts'
+
+/** Per-runtime webhook machinery: one inbox (so all requests share group commits) and the worker, if started. */
+export interface WebhookState {
+  inbox: Inbox
+  worker: Worker | undefined
+}
+
+const states = new WeakMap<Runtime, WebhookState>()
+
+export function webhookState(rt: Runtime): WebhookState {
+  let state = states.get(rt)
+  if (!state) {
+    const created: WebhookState = { inbox: createInbox(rt.store), worker: undefined }
+    created.inbox.onCommitted(() => created.worker?.wake())
+    states.set(rt, created)
+    state = created
+  }
+  return state
+}
