@@ -57,7 +57,9 @@ export async function loadRecipes(dir: string, fallbackTimezone: string): Promis
     }
     let exported: unknown
     try {
-      exported = await jiti.import(file, { default: true })
+      const mod = await jiti.import<Record<string, unknown> | undefined>(file)
+      // jiti answers `.default` with the whole module when there is none; ask whether it exists.
+      exported = mod && 'default' in mod ? mod.default : undefined
     } catch (error) {
       out.push({ ...base, error: `failed to load: ${firstLine(error)}` })
       continue

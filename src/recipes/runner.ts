@@ -1,6 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import type { Effects, PlannedEffect } from '../utils/effects.ts'
-import { toJson } from '../db/json.ts'
+import { fromJson, toJson } from '../db/json.ts'
 import type { RecipeContext, RecipeDefinition, RecipeTrigger, RecipeTriggerType } from './define.ts'
 import { createBindings } from './bindings.ts'
 import { createQueries } from './queries.ts'
@@ -128,4 +128,24 @@ export async function executeRun(
     id, recipe: name, trigger: trigger.type, eventId: trigger.event?.eventId ?? null, dryRun, status,
     startedAt, endedAt, summary, plan: effects.plan, error, result,
   }
+}
+
+/** Recorded runs, newest first. */
+export async function listRuns(rt: Runtime, query: { recipe?: string; limit?: number } = {}): Promise<RecipeRun[]> {
+  let q = rt.store.db.selectFrom('recipe_runs').selectAll()
+  if (query.recipe !== undefined) q = q.where('recipe', '=', query.recipe)
+  const rows = await q.orderBy('started_at', 'desc').orderBy('id', 'desc').limit(query.limit ?? 50).execute()
+  return rows.map((r) => ({
+    id: r.id,
+    recipe: r.recipe,
+    trigger: r.trigger as RecipeTriggerType,
+    eventId: r.event_id,
+    dryRun: Number(r.dry_run) === 1,
+    status: r.status as RunStatus,
+    startedAt: Number(r.started_at),
+    endedAt: r.ended_at === null ? null : Number(r.ended_at),
+    summary: r.summary,
+    plan: fromJson<PlannedEffect[]>(r.plan) ?? [],
+    error: r.error,
+  }))
 }

@@ -22,7 +22,7 @@ export function cronFor(pattern: string, timezone: string): Cron {
  */
 export function validateRecipe(value: unknown, fallbackTimezone: string): RecipeDefinition {
   if (!value || typeof value !== 'object') {
-    throw new Error('the file must `export default defineRecipe({ description, run, … })`')
+    throw new Error('no recipe exported: the file must `export default defineRecipe({ description, run, … })`')
   }
   const def = value as Partial<Record<keyof RecipeDefinition, unknown>>
   if (typeof def.run !== 'function') throw new Error('`run` must be a function')

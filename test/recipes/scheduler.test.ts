@@ -1,0 +1,221 @@
+import { afterEach, beforeEach, expect, it, vi } from 'vitest'
+import { createRecipeEngine, type RecipeEngine } from '../../src/recipes/engine.ts'
+import { listRuns } from '../../src/recipes/runner.ts'
+import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
+import { describeEachDialect } from '../helpers/db.ts'
+import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+import { tempRecipesDir, tickRecipe } from './helpers.ts'
+
+type Gate = { release(): void; started: boolean }
+declare global {
+  // A recipe file and the test meet here to hold a run open.
+  var __sbGate: Gate | undefined
+}
+
+/**
+ * Moves the manual clock an hour at a time and lets each tick's run finish (on Postgres a run's queries
+ * are real I/O; jumping days at once would make every tick meet the previous run still in progress).
+ */
+async function advanceHourly(clock: ManualClock, engine: RecipeEngine, to: string): Promise<void> {
+  const target = Date.parse(to)
+  while (clock.now() < target) {
+    await clock.advanceTo(Math.min(target, clock.now() + 3_600_000))
+    await engine.idle()
+  }
+}
+
+const cronRunsOf = async (rt: TestRuntime, recipe: string) =>
+  (await listRuns(rt, { recipe, limit: 1000 })).filter((r) => r.trigger === 'cron').reverse()
+
+describeEachDialect('recipe scheduler', (dialect) => {
+  let folder: ReturnType<typeof tempRecipesDir>
+  let clock: ManualClock
+  let rt: TestRuntime
+  let engine: RecipeEngine
+  const cleanups: Array<() => Promise<void> | void> = []
+
+  const boot = async (start: string, env: Record<string, string> = {}) => {
+    clock = createManualClock(start)
+    rt = await createTestRuntime({ dialect, clock, env: { RECIPES_DIR: folder.dir, ...env } })
+    engine = createRecipeEngine(rt)
+    cleanups.push(() => engine.stop(), () => rt.close())
+  }
+
+  beforeEach(() => {
+    folder = tempRecipesDir()
+  })
+  afterEach(async () => {
+    for (const fn of cleanups.reverse()) await fn()
+    cleanups.length = 0
+    folder.cleanup()
+    globalThis.__sbGate = undefined
+  })
+
+  it('fires at the right local times in two time zones', async () => {
+    folder.write('kolkata', tickRecipe({ schedule: '0 9 * * *' })) // RECIPES_TIMEZONE
+    folder.write('newyork', tickRecipe({ schedule: '30 9 * * 1-5', timezone: 'America/New_York' }))
+    await boot('2026-01-01T00:00:00Z', { RECIPES_TIMEZONE: 'Asia/Kolkata' })
+    await engine.start()
+    // Thursday 1 Jan to Monday 5 Jan: Kolkata every day at 03:30Z; New York weekdays at 14:30Z (EST).
+    await advanceHourly(clock, engine, '2026-01-05T23:59:00Z')
+    const kol = await cronRunsOf(rt, 'kolkata')
+    expect(kol.map((r) => JSON.parse(r.summary!).at)).toEqual([
+      '2026-01-01T03:30:00.000Z', '2026-01-02T03:30:00.000Z', '2026-01-03T03:30:00.000Z', '2026-01-04T03:30:00.000Z', '2026-01-05T03:30:00.000Z',
+    ])
+    expect(kol.every((r) => r.status === 'succeeded' && JSON.parse(r.summary!).tz === 'Asia/Kolkata')).toBe(true)
+    // The run starts at its tick on the injected clock, never before it (later only by the claim's I/O).
+    for (const r of kol) {
+      const at = Date.parse(JSON.parse(r.summary!).at)
+      expect(r.startedAt).toBeGreaterThanOrEqual(at)
+      expect(r.startedAt - at).toBeLessThan(3_600_000)
+      if (dialect === 'sqlite') expect(r.startedAt).toBe(at)
+    }
+    const ny = await cronRunsOf(rt, 'newyork')
+    expect(ny.map((r) => JSON.parse(r.summary!).at)).toEqual(['2026-01-01T14:30:00.000Z', '2026-01-02T14:30:00.000Z', '2026-01-05T14:30:00.000Z'])
+    const listed = await engine.list()
+    expect(listed.find((r) => r.name === 'newyork')?.nextRun).toBe(Date.parse('2026-01-06T14:30:00Z'))
+    expect(listed.find((r) => r.name === 'kolkata')?.lastRun?.status).toBe('succeeded')
+  })
+
+  it('keeps local time across the March DST change in America/New_York', async () => {
+    folder.write('morning', tickRecipe({ schedule: '0 8 * * *', timezone: 'America/New_York' }))
+    // 02:30 does not exist on 8 March 2026 in New York: it must still run once that day, never twice.
+    folder.write('gap', tickRecipe({ schedule: '30 2 * * *', timezone: 'America/New_York' }))
+    await boot('2026-03-06T00:00:00Z')
+    await engine.start()
+    await advanceHourly(clock, engine, '2026-03-10T00:00:00Z')
+    expect((await cronRunsOf(rt, 'morning')).map((r) => JSON.parse(r.summary!).at)).toEqual([
+      '2026-03-06T13:00:00.000Z', // EST, UTC-5
+      '2026-03-07T13:00:00.000Z',
+      '2026-03-08T12:00:00.000Z', // EDT from 8 March, UTC-4
+      '2026-03-09T12:00:00.000Z',
+    ])
+    const gap = (await cronRunsOf(rt, 'gap')).map((r) => JSON.parse(r.summary!).at as string)
+    expect(gap.map((t) => t.slice(0, 10))).toEqual(['2026-03-06', '2026-03-07', '2026-03-08', '2026-03-09'])
+    expect(gap[0]).toBe('2026-03-06T07:30:00.000Z')
+    expect(gap[3]).toBe('2026-03-09T06:30:00.000Z')
+  })
+
+  it('never overlaps: a tick during a run is recorded as skipped, and the next one runs', async () => {
+    folder.write('slow', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({
+  description: 'waits for the test',
+  schedule: '*/5 * * * *',
+  async run() {
+    const gate = globalThis.__sbGate
+    if (!gate) return 'no gate'
+    gate.started = true
+    await new Promise((resolve) => { gate.release = resolve })
+    return 'released'
+  },
+})
+`)
+    await boot('2026-01-01T00:00:00Z', { RECIPES_TIMEZONE: 'UTC' })
+    const gate: Gate = { release: () => {}, started: false }
+    globalThis.__sbGate = gate
+    await engine.start()
+    await clock.advanceTo(Date.parse('2026-01-01T00:05:00Z'))
+    await vi.waitFor(() => expect(gate.started).toBe(true))
+    await clock.advanceTo(Date.parse('2026-01-01T00:10:00Z'))
+    await vi.waitFor(async () => expect((await listRuns(rt, { recipe: 'slow' })).some((r) => r.status === 'skipped')).toBe(true))
+    gate.release()
+    globalThis.__sbGate = undefined
+    await engine.idle()
+    await clock.advanceTo(Date.parse('2026-01-01T00:15:00Z'))
+    await engine.idle()
+    const runs = (await listRuns(rt, { recipe: 'slow' })).reverse()
+    expect(runs.map((r) => [r.status, r.summary?.startsWith('skipped') ? 'skipped…' : r.summary])).toEqual([
+      ['succeeded', 'released'],
+      ['skipped', 'skipped…'],
+      ['succeeded', 'no gate'],
+    ])
+    expect(runs[1]!.startedAt).toBe(Date.parse('2026-01-01T00:10:00Z'))
+    // A manual run waits for the one in progress instead of running beside it.
+    const g2: Gate = { release: () => {}, started: false }
+    globalThis.__sbGate = g2
+    const first = engine.run('slow')
+    await vi.waitFor(() => expect(g2.started).toBe(true))
+    let secondDone = false
+    const second = engine.run('slow').then((r) => ((secondDone = true), r))
+    await new Promise((r) => setImmediate(r))
+    expect(secondDone).toBe(false)
+    globalThis.__sbGate = undefined
+    g2.release()
+    expect((await first).summary).toBe('released')
+    expect((await second).summary).toBe('no gate')
+  })
+
+  it('runs a tick missed while down once at start-up, and only once', async () => {
+    folder.write('daily', tickRecipe({ schedule: '0 8 * * *', timezone: 'UTC' }))
+    await boot('2026-01-01T07:00:00Z')
+    await engine.start()
+    await clock.advanceTo(Date.parse('2026-01-01T09:00:00Z'))
+    await engine.stop()
+    // Down for three days: ticks on 2, 3 and 4 January are missed.
+    await clock.advanceTo(Date.parse('2026-01-04T10:00:00Z'))
+    const restarted = createRecipeEngine(rt)
+    cleanups.push(() => restarted.stop())
+    await restarted.start()
+    await restarted.idle()
+    let runs = (await listRuns(rt, { recipe: 'daily' })).reverse()
+    expect(runs.map((r) => [r.trigger, JSON.parse(r.summary!).at])).toEqual([
+      ['cron', '2026-01-01T08:00:00.000Z'],
+      ['catchup', '2026-01-04T08:00:00.000Z'],
+    ])
+    // Another restart the same day finds the catch-up claimed and runs nothing.
+    await restarted.stop()
+    const again = createRecipeEngine(rt)
+    cleanups.push(() => again.stop())
+    await again.start()
+    await again.idle()
+    await clock.advanceTo(Date.parse('2026-01-05T08:00:00Z'))
+    await again.idle()
+    runs = (await listRuns(rt, { recipe: 'daily' })).reverse()
+    expect(runs.map((r) => [r.trigger, JSON.parse(r.summary!).at])).toEqual([
+      ['cron', '2026-01-01T08:00:00.000Z'],
+      ['catchup', '2026-01-04T08:00:00.000Z'],
+      ['cron', '2026-01-05T08:00:00.000Z'],
+    ])
+  })
+
+  it('does not "catch up" a tick from before a recipe existed', async () => {
+    await boot('2026-01-01T07:00:00Z')
+    await engine.start()
+    await clock.advanceTo(Date.parse('2026-01-02T10:00:00Z'))
+    folder.write('fresh', tickRecipe({ schedule: '0 8 * * *', timezone: 'UTC' }))
+    await engine.stop()
+    const restarted = createRecipeEngine(rt)
+    cleanups.push(() => restarted.stop())
+    await restarted.start()
+    await restarted.idle()
+    expect(await listRuns(rt, { recipe: 'fresh' })).toEqual([])
+    await clock.advanceTo(Date.parse('2026-01-03T08:00:00Z'))
+    await restarted.idle()
+    expect((await listRuns(rt, { recipe: 'fresh' })).map((r) => r.trigger)).toEqual(['cron'])
+  })
+
+  it('records a throwing recipe as failed and still runs the next tick', async () => {
+    folder.write('flaky', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({
+  description: 'fails on its first run',
+  schedule: '0 * * * *',
+  timezone: 'UTC',
+  async run(ctx) {
+    const n = ((await ctx.state.get<number>('n')) ?? 0) + 1
+    await ctx.state.set('n', n)
+    if (n === 1) throw new Error('upstream said no')
+    return { n }
+  },
+})
+`)
+    await boot('2026-01-01T00:30:00Z')
+    await engine.start()
+    await advanceHourly(clock, engine, '2026-01-01T02:00:00Z')
+    const runs = (await listRuns(rt, { recipe: 'flaky' })).reverse()
+    expect(runs.map((r) => [r.status, r.error, r.summary])).toEqual([
+      ['failed', 'upstream said no', null],
+      ['succeeded', null, '{"n":2}'],
+    ])
+    expect(runs.every((r) => r.endedAt !== null)).toBe(true)
+  })
+})
