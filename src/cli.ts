@@ -7,6 +7,9 @@ import { createRuntime, type Runtime } from './runtime.ts'
 import { createLogger } from './utils/logger.ts'
 import { startServer } from './server.ts'
 import { CliError, defineCommand, formatTable, type CliCommand, type CliContext } from './utils/cli-kit.ts'
+import { callsCommands } from './calls/commands.ts'
+import { reportSendCommand } from './reports/cli.ts'
+import { webhookCommands } from './webhooks/commands.ts'
 
 const serveCommand = defineCommand({
   name: 'serve',
@@ -41,7 +44,7 @@ const migrateCommand = defineCommand({
 })
 
 /** Every command; features add theirs here. */
-export const commands: CliCommand[] = [serveCommand, migrateCommand]
+export const commands: CliCommand[] = [serveCommand, migrateCommand, reportSendCommand, ...webhookCommands, ...callsCommands]
 
 function help(): string {
   const width = Math.max(...commands.map((c) => (c.name + (c.usage ? ` ${c.usage}` : '')).length))

@@ -1,0 +1,90 @@
+import type { Runtime } from '../runtime.ts'
+import { loadBatchSection, type BatchSection } from './batch-metrics.ts'
+import { assertTimeZone, dayRange, parseDate } from './day-range.ts'
+import { loadDayRows, type ReportRow } from './day-rows.ts'
+import { createFiguresAccumulator, scalarResults, type Figures } from './figures.ts'
+import { loadFollowUps, type FollowUps } from './follow-ups.ts'
+import { createAgentBreakdown, type AgentFigures } from './per-agent.ts'
+import { createCampaignBreakdown, type CampaignFigures } from './per-campaign.ts'
+import { buildTrend, type DayChange, type TrendDay } from './trend.ts'
+import { loadWebhookHealth, type WebhookHealth } from './webhook-health.ts'
+
+/** A conversation of the day, as the CSV lists it. */
+export interface ReportConversation extends ReportRow {
+  campaign: string
+  /** Scalar results entries (key, value as text). */
+  resultEntries: Array<[string, string]>
+}
+
+export interface DailyReport {
+  date: string
+  timezone: string
+  /** The day as [startMs, endMs) in epoch ms. */
+  startMs: number
+  endMs: number
+  generatedAt: number
+  totals: Figures
+  agents: AgentFigures[]
+  campaigns: CampaignFigures[]
+  followUps: FollowUps
+  batches: BatchSection
+  webhooks: WebhookHealth
+  /** Seven days ending with `date`, oldest first. */
+  trend: TrendDay[]
+  change: DayChange
+  /** Every conversation of the day (the CSV attachment). */
+  conversations: ReportConversation[]
+}
+
+export interface BuildReportOptions {
+  /** YYYY-MM-DD, a calendar day in `timezone`. */
+  date: string
+  /** IANA zone; defaults to RECIPES_TIMEZONE. */
+  timezone?: string
+}
+
+/** The figures of one day in one time zone. A day without calls is a valid, mostly-zero report. */
+export async function buildDailyReport(rt: Runtime, options: BuildReportOptions): Promise<DailyReport> {
+  const timezone = options.timezone ?? rt.config.recipes.timezone
+  parseDate(options.date)
+  assertTimeZone(timezone)
+  const range = dayRange(options.date, timezone)
+  const rows = await loadDayRows(rt, range)
+
+  const totals = createFiguresAccumulator()
+  const agents = createAgentBreakdown()
+  const campaigns = createCampaignBreakdown()
+  const conversations: ReportConversation[] = new Array(rows.length)
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!
+    const results = scalarResults(row.results)
+    totals.add(row, results)
+    agents.add(row, results)
+    const campaign = campaigns.add(row, results)
+    conversations[i] = { ...row, campaign, resultEntries: results }
+  }
+
+  const [followUps, batches, webhooks, trend] = await Promise.all([
+    loadFollowUps(rt, range),
+    loadBatchSection(rt, range),
+    loadWebhookHealth(rt, range.startMs, range.endMs),
+    buildTrend(rt, options.date, timezone),
+  ])
+
+  return {
+    date: options.date,
+    timezone,
+    startMs: range.startMs,
+    endMs: range.endMs,
+    generatedAt: rt.clock.now(),
+    totals: totals.finish(),
+    agents: agents.finish(),
+    campaigns: campaigns.finish(),
+    followUps,
+    batches,
+    webhooks,
+    trend: trend.trend,
+    change: trend.change,
+    conversations,
+  }
+}

@@ -1,0 +1,32 @@
+import type { ReportRow } from './day-rows.ts'
+
+/** Label of conversations that no batch, recipe or campaign parameter claims. */
+export const DIRECT_CAMPAIGN = '(direct)'
+
+/** Reads one call parameter from the stored JSON (the webhook's object form or the request's array form). */
+export function callParameter(json: string | null, name: string): string | undefined {
+  if (!json) return undefined
+  let value: unknown
+  try {
+    value = JSON.parse(json)
+  } catch {
+    return undefined
+  }
+  if (Array.isArray(value)) {
+    const hit = value.find((p): p is { name: string; value: unknown } => typeof p === 'object' && p !== null && (p as { name?: unknown }).name === name)
+    return hit && typeof hit.value === 'string' && hit.value ? hit.value : undefined
+  }
+  if (value && typeof value === 'object') {
+    const v = (value as Record<string, unknown>)[name]
+    return typeof v === 'string' && v ? v : undefined
+  }
+  return undefined
+}
+
+/**
+ * The campaign a conversation belongs to: the ledger's campaign (batch or recipe campaign) for calls
+ * switchboard placed, else the recipe that placed it, else a `campaign` call parameter, else "(direct)".
+ */
+export function campaignOf(row: ReportRow): string {
+  return row.call_campaign || row.call_recipe || callParameter(row.call_parameters, 'campaign') || DIRECT_CAMPAIGN
+}

@@ -1,0 +1,125 @@
+/**
+ * Calendar days in an IANA time zone, via Intl only. A day is [start, end) in epoch ms, where start is the
+ * first instant whose local date is that day; days around a DST change are 23 or 25 hours long, and a day
+ * whose midnight is skipped starts at the transition.
+ */
+
+const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/
+
+export interface DayRange {
+  date: string
+  timezone: string
+  startMs: number
+  endMs: number
+}
+
+const formatters = new Map<string, Intl.DateTimeFormat>()
+
+function formatterFor(timezone: string): Intl.DateTimeFormat {
+  let f = formatters.get(timezone)
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone: timezone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+    })
+    formatters.set(timezone, f)
+  }
+  return f
+}
+
+/** Throws a one-line error unless `timezone` is an IANA zone this runtime knows. */
+export function assertTimeZone(timezone: string): void {
+  try {
+    formatterFor(timezone)
+  } catch {
+    throw new Error(`unknown time zone "${timezone}" (use an IANA name such as Asia/Kolkata)`)
+  }
+}
+
+/** Local wall-clock fields of an instant. */
+export function localParts(ms: number, timezone: string): { year: number; month: number; day: number; hour: number; minute: number; second: number } {
+  const parts = formatterFor(timezone).formatToParts(new Date(ms))
+  const get = (type: string) => Number(parts.find((p) => p.type === type)?.value ?? 0)
+  return { year: get('year'), month: get('month'), day: get('day'), hour: get('hour'), minute: get('minute'), second: get('second') }
+}
+
+/** The offset of local time from UTC at an instant, in ms (Asia/Kolkata: +5h30). */
+export function offsetMs(ms: number, timezone: string): number {
+  const p = localParts(ms, timezone)
+  const asUtc = Date.UTC(p.year, p.month - 1, p.day, p.hour, p.minute, p.second)
+  return asUtc - (ms - (((ms % 1000) + 1000) % 1000))
+}
+
+/** YYYY-MM-DD of an instant in a time zone. */
+export function localDate(ms: number, timezone: string): string {
+  const p = localParts(ms, timezone)
+  return `${String(p.year).padStart(4, '0')}-${String(p.month).padStart(2, '0')}-${String(p.day).padStart(2, '0')}`
+}
+
+export function parseDate(date: string): { year: number; month: number; day: number } {
+  const m = DATE_RE.exec(date)
+  if (!m) throw new Error(`date must be YYYY-MM-DD (got "${date}")`)
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])]
+  const check = new Date(Date.UTC(year, month - 1, day))
+  if (check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day) {
+    throw new Error(`date must be a real calendar day (got "${date}")`)
+  }
+  return { year, month, day }
+}
+
+/** The calendar date `days` after (or before, if negative) `date`. */
+export function addDays(date: string, days: number): string {
+  const { year, month, day } = parseDate(date)
+  return new Date(Date.UTC(year, month - 1, day + days)).toISOString().slice(0, 10)
+}
+
+function startOfDay(date: string, timezone: string): number {
+  const { year, month, day } = parseDate(date)
+  const base = Date.UTC(year, month - 1, day)
+  // The offsets in force around that midnight (two of them on a DST day).
+  const offsets = new Set([offsetMs(base - 14 * 3_600_000, timezone), offsetMs(base, timezone), offsetMs(base + 14 * 3_600_000, timezone)])
+  const candidates = [...offsets].map((o) => base - o).sort((a, b) => a - b)
+  for (const t of candidates) {
+    if (localDate(t, timezone) === date && localDate(t - 1, timezone) !== date) return t
+  }
+  // Not reachable for real zones; keep a sane answer rather than throwing.
+  return candidates.find((t) => localDate(t, timezone) === date) ?? base
+}
+
+/** The day `date` in `timezone` as [startMs, endMs). */
+export function dayRange(date: string, timezone: string): DayRange {
+  assertTimeZone(timezone)
+  return { date, timezone, startMs: startOfDay(date, timezone), endMs: startOfDay(addDays(date, 1), timezone) }
+}
+
+/** Yesterday's date in `timezone`, as seen at `nowMs`. */
+export function yesterday(nowMs: number, timezone: string): string {
+  return addDays(localDate(nowMs, timezone), -1)
+}
+
+/**
+ * Formats instants as ISO 8601 with the zone's offset (2026-11-20T23:59:30+05:30). Caches the offset per
+ * quarter hour, because offsets only change on quarter hours and Intl is slow for 100,000 rows.
+ */
+export function createLocalTimeFormatter(timezone: string): (ms: number | null) => string {
+  const cache = new Map<number, number>()
+  return (ms) => {
+    if (ms === null || !Number.isFinite(ms)) return ''
+    const bucket = Math.floor(ms / 900_000)
+    let off = cache.get(bucket)
+    if (off === undefined) {
+      off = offsetMs(ms, timezone)
+      cache.set(bucket, off)
+    }
+    const local = new Date(ms + off).toISOString().slice(0, 19)
+    const sign = off < 0 ? '-' : '+'
+    const abs = Math.abs(off) / 60_000
+    return `${local}${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`
+  }
+}

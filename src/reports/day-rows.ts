@@ -1,0 +1,64 @@
+import type { Runtime } from '../runtime.ts'
+import type { DayRange } from './day-range.ts'
+
+/** A conversation of the day with what the calls ledger knows about it. */
+export interface ReportRow {
+  conversation_id: string
+  agent_id: number
+  contact_number: string | null
+  status: string
+  duration_seconds: number | null
+  started_at: number | null
+  ended_at: number | null
+  failure_reason: string | null
+  trace_id: string | null
+  /** JSON text as stored. */
+  results: string | null
+  call_parameters: string | null
+  created_at: number
+  /** From the matching `calls` row (by trace id), when switchboard placed the call. */
+  call_recipe: string | null
+  call_campaign: string | null
+  previous_conversation_id: string | null
+}
+
+/**
+ * Which day a conversation belongs to: the day it ended, or — while it has not ended — the day switchboard
+ * first recorded it. Both branches use an index-friendly range on one column.
+ */
+export async function loadDayRows(rt: Runtime, range: Pick<DayRange, 'startMs' | 'endMs'>): Promise<ReportRow[]> {
+  const { startMs, endMs } = range
+  const rows = await rt.store.db
+    .selectFrom('conversations as c')
+    .leftJoin('calls as k', 'k.trace_id', 'c.trace_id')
+    .select([
+      'c.conversation_id', 'c.agent_id', 'c.contact_number', 'c.status', 'c.duration_seconds', 'c.started_at',
+      'c.ended_at', 'c.failure_reason', 'c.trace_id', 'c.results', 'c.call_parameters', 'c.created_at',
+      'k.recipe as call_recipe', 'k.campaign as call_campaign', 'k.previous_conversation_id',
+    ])
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('c.ended_at', '>=', startMs), eb('c.ended_at', '<', endMs)]),
+        eb.and([eb('c.ended_at', 'is', null), eb('c.created_at', '>=', startMs), eb('c.created_at', '<', endMs)]),
+      ]),
+    )
+    // coalesce: both dialects then agree on where unfinished calls sort (NULLS FIRST vs LAST differ).
+    .orderBy((eb) => eb.fn.coalesce('c.ended_at', 'c.created_at'))
+    .orderBy('c.conversation_id')
+    .execute()
+  // A trace id may (in theory) appear on two ledger rows; one conversation is still one row.
+  const seen = new Set<string>()
+  const out: ReportRow[] = []
+  for (const r of rows) {
+    if (seen.has(r.conversation_id)) continue
+    seen.add(r.conversation_id)
+    out.push({
+      ...r,
+      agent_id: Number(r.agent_id),
+      call_recipe: r.call_recipe ?? null,
+      call_campaign: r.call_campaign ?? null,
+      previous_conversation_id: r.previous_conversation_id ?? null,
+    })
+  }
+  return out
+}

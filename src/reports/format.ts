@@ -1,0 +1,29 @@
+/** Small formatters shared by the HTML and text renderings. */
+
+export function fmtInt(n: number): string {
+  return n.toLocaleString('en-US')
+}
+
+export function fmtPct(n: number | null): string {
+  return n === null ? '—' : `${n.toFixed(1)}%`
+}
+
+export function fmtSeconds(n: number | null): string {
+  if (n === null) return '—'
+  if (n < 60) return `${n.toFixed(1)} s`
+  const m = Math.floor(n / 60)
+  const s = Math.round(n - m * 60)
+  return `${m} min ${String(s).padStart(2, '0')} s`
+}
+
+/** A signed change: "+12", "−3", "±0"; points for rates. */
+export function fmtDelta(n: number | null, unit: '' | ' pts' = ''): string {
+  if (n === null) return '—'
+  if (n === 0) return `±0${unit}`
+  const abs = unit ? Math.abs(n).toFixed(1) : fmtInt(Math.abs(n))
+  return `${n > 0 ? '+' : '−'}${abs}${unit}`
+}
+
+export function subjectFor(date: string, timezone: string): string {
+  return `switchboard daily report — ${date} (${timezone})`
+}

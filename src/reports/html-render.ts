@@ -1,0 +1,250 @@
+import type { DailyReport } from './build-report.ts'
+import type { CountItem, Figures } from './figures.ts'
+import { fmtDelta, fmtInt, fmtPct, fmtSeconds, subjectFor } from './format.ts'
+import { escapeHtml as e } from './html-escape.ts'
+
+/**
+ * The report as an HTML email. Mail clients strip <style> blocks and scripts and block remote images, so
+ * every style is inline, layout is tables, and charts are divs with percentage widths (horizontal bars) or
+ * pixel heights (the trend). Widths are fluid up to 600 px; long ids and reasons wrap.
+ */
+
+const FONT = "font-family:-apple-system,BlinkMacSystemFont,'Segoe UI',Roboto,Helvetica,Arial,sans-serif"
+const INK = '#1f2937'
+const MUTED = '#6b7280'
+const LINE = '#e5e7eb'
+const WRAP = 'overflow-wrap:anywhere;word-break:break-word'
+
+const STATUS_COLORS: Record<string, string> = {
+  completed: '#16a34a',
+  socket_failure: '#0d9488',
+  no_answer: '#d97706',
+  busy: '#ea580c',
+  failed: '#dc2626',
+  telephony_failed: '#9333ea',
+  unreachable: '#64748b',
+}
+
+function statusColor(status: string): string {
+  return STATUS_COLORS[status] ?? '#3b82f6'
+}
+
+function section(title: string, body: string): string {
+  return `<tr><td style="padding:18px 16px 4px 16px">
+<h2 style="margin:0 0 10px 0;font-size:15px;line-height:20px;color:${INK};${FONT};font-weight:600">${e(title)}</h2>
+${body}
+</td></tr>`
+}
+
+function note(text: string): string {
+  return `<p style="margin:0;font-size:13px;line-height:19px;color:${MUTED};${FONT};${WRAP}">${text}</p>`
+}
+
+/** Horizontal bars: label, bar (share of the largest), count and share of the total. */
+function barList(items: CountItem[], total: number, color: (value: string) => string, label: (value: string) => string = (v) => v): string {
+  if (items.length === 0) return note('None.')
+  const max = Math.max(...items.map((i) => i.count), 1)
+  const rows = items
+    .map((i) => {
+      const width = Math.max(1, Math.round((i.count / max) * 100))
+      const share = total > 0 ? ` · ${((i.count / total) * 100).toFixed(1)}%` : ''
+      return `<tr>
+<td style="padding:3px 0;font-size:13px;line-height:17px;color:${INK};${FONT};${WRAP}">${e(label(i.value))}
+<div style="margin-top:3px;background:#f3f4f6;border-radius:3px;height:10px;width:100%"><div style="background:${color(i.value)};border-radius:3px;height:10px;width:${width}%"></div></div></td>
+<td style="padding:3px 0 3px 10px;font-size:13px;line-height:17px;color:${MUTED};${FONT};text-align:right;vertical-align:top;white-space:nowrap">${fmtInt(i.count)}${share}</td>
+</tr>`
+    })
+    .join('\n')
+  return `<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="border-collapse:collapse;width:100%;table-layout:auto">${rows}</table>`
+}
+
+function kpi(label: string, value: string, delta: string | undefined): string {
+  const d = delta ? `<div style="font-size:12px;line-height:16px;color:${MUTED};${FONT}">${e(delta)} vs previous day</div>` : ''
+  return `<td width="50%" style="width:50%;padding:6px;vertical-align:top">
+<div style="border:1px solid ${LINE};border-radius:8px;padding:10px 12px">
+<div style="font-size:12px;line-height:16px;color:${MUTED};${FONT};text-transform:uppercase;letter-spacing:0.04em">${e(label)}</div>
+<div style="font-size:24px;line-height:30px;color:${INK};${FONT};font-weight:700">${e(value)}</div>
+${d}</div></td>`
+}
+
+function kpis(report: DailyReport): string {
+  const t = report.totals
+  const c = report.change
+  return `<tr><td style="padding:8px 10px 0 10px">
+<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="border-collapse:collapse;width:100%">
+<tr>${kpi('Calls', fmtInt(t.calls), fmtDelta(c.calls))}${kpi('Connect rate', fmtPct(t.connectRate), fmtDelta(c.connectRate, ' pts'))}</tr>
+<tr>${kpi('Success rate', fmtPct(t.successRate), fmtDelta(c.successRate, ' pts'))}${kpi('Avg. duration', fmtSeconds(t.avgDurationSeconds), undefined)}</tr>
+</table></td></tr>`
+}
+
+/** Seven vertical bars (completed stacked under the rest), one column per day. */
+function trendChart(report: DailyReport): string {
+  const max = Math.max(...report.trend.map((d) => d.calls), 1)
+  const HEIGHT = 90
+  const bars = report.trend
+    .map((d) => {
+      const total = Math.round((d.calls / max) * HEIGHT)
+      const done = d.calls ? Math.round((d.completed / d.calls) * total) : 0
+      const rest = total - done
+      const today = d.date === report.date
+      return `<td style="vertical-align:bottom;text-align:center;padding:0 2px;width:14%">
+<div style="font-size:11px;line-height:14px;color:${MUTED};${FONT}">${fmtInt(d.calls)}</div>
+<div style="margin:0 auto;width:70%;max-width:40px;height:${rest}px;background:${today ? '#93c5fd' : '#cbd5e1'};border-radius:3px 3px 0 0"></div>
+<div style="margin:0 auto;width:70%;max-width:40px;height:${done}px;background:${today ? '#2563eb' : '#64748b'}"></div>
+</td>`
+    })
+    .join('')
+  const labels = report.trend
+    .map((d) => `<td style="text-align:center;padding:4px 2px 0 2px;font-size:11px;line-height:14px;color:${d.date === report.date ? INK : MUTED};${FONT};${d.date === report.date ? 'font-weight:700;' : ''}">${e(d.date.slice(5))}</td>`)
+    .join('')
+  const rates = report.trend
+    .map((d) => `<td style="text-align:center;padding:0 2px;font-size:10px;line-height:13px;color:${MUTED};${FONT}">${d.successRate === null ? '—' : `${d.successRate.toFixed(0)}%`}</td>`)
+    .join('')
+  return `<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="border-collapse:collapse;width:100%;table-layout:fixed">
+<tr style="height:${HEIGHT + 16}px">${bars}</tr><tr>${labels}</tr><tr>${rates}</tr></table>
+${note('Calls per day; the darker part completed. Below each day: its success rate.')}`
+}
+
+function groupTable(title: string, rows: Array<{ name: string; figures: Figures }>): string {
+  const th = (t: string, align = 'right') =>
+    `<th style="padding:6px 4px;border-bottom:2px solid ${LINE};font-size:12px;line-height:15px;color:${MUTED};${FONT};font-weight:600;text-align:${align}">${t}</th>`
+  const td = (t: string, align = 'right') =>
+    `<td style="padding:6px 4px;border-bottom:1px solid ${LINE};font-size:13px;line-height:17px;color:${INK};${FONT};text-align:${align};vertical-align:top;${align === 'left' ? WRAP : 'white-space:nowrap'}">${t}</td>`
+  const body = rows
+    .map(({ name, figures: f }) => {
+      const reason = f.failureReasons[0]
+      const sub = reason ? `<div style="font-size:11px;line-height:15px;color:${MUTED}">top failure: ${e(reason.value)} (${fmtInt(reason.count)})</div>` : ''
+      const statuses = f.byStatus
+        .map((s) => `<span style="display:inline-block;width:${Math.max(1, (s.count / f.calls) * 100).toFixed(1)}%;height:6px;background:${statusColor(s.value)}"></span>`)
+        .join('')
+      const strip = `<div style="margin-top:4px;height:6px;width:100%;background:#f3f4f6;font-size:0;line-height:0;white-space:nowrap;overflow:hidden">${statuses}</div>`
+      return `<tr>${td(`${e(name)}${sub}${strip}`, 'left')}${td(fmtInt(f.calls))}${td(fmtPct(f.connectRate))}${td(fmtPct(f.successRate))}${td(fmtSeconds(f.avgDurationSeconds))}</tr>`
+    })
+    .join('\n')
+  return section(
+    title,
+    `<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="border-collapse:collapse;width:100%">
+<tr>${th('', 'left')}${th('Calls')}${th('Connect')}${th('Success')}${th('Avg.')}</tr>
+${body}</table>`,
+  )
+}
+
+function legend(): string {
+  return Object.entries(STATUS_COLORS)
+    .map(([s, c]) => `<span style="display:inline-block;margin:0 10px 4px 0;font-size:11px;line-height:14px;color:${MUTED};${FONT};white-space:nowrap"><span style="display:inline-block;width:8px;height:8px;border-radius:2px;background:${c};margin-right:4px"></span>${e(s)}</span>`)
+    .join('')
+}
+
+function resultsSection(report: DailyReport): string {
+  const blocks = report.totals.results.map((r) => {
+    const other = r.otherValues ? note(`and ${fmtInt(r.otherValues)} more values (${fmtInt(r.otherCount)} conversations)`) : ''
+    return `<h3 style="margin:10px 0 4px 0;font-size:13px;line-height:17px;color:${INK};${FONT};font-weight:600;${WRAP}">${e(r.key)} <span style="font-weight:400;color:${MUTED}">· reported by ${fmtInt(r.reported)}</span></h3>
+${barList(r.values, r.reported, () => '#6366f1')}${other}`
+  })
+  return section('Results', blocks.length ? blocks.join('\n') : note('No conversation reported results.'))
+}
+
+function followUpSection(report: DailyReport): string {
+  const f = report.followUps
+  if (f.scheduled === 0) return section('Follow-ups', note('No follow-up calls were scheduled that day.'))
+  return section(
+    'Follow-ups',
+    `${note(`${fmtInt(f.scheduled)} follow-up call${f.scheduled === 1 ? '' : 's'} scheduled or placed by recipes; ${fmtInt(f.completed)} completed so far.`)}
+<div style="height:6px"></div>${barList(f.outcomes, f.scheduled, statusColor)}`,
+  )
+}
+
+function batchSection(report: DailyReport): string {
+  const b = report.batches
+  if (!b.available) return section('Batches (provider)', note(`Batch metrics are unavailable: ${e(b.error)}. The rest of this report comes from switchboard's own records.`))
+  if (b.batches.length === 0) return section('Batches (provider)', note('No batch was created or scheduled that day.'))
+  const rows = b.batches
+    .map((x) => {
+      const m = x.metrics
+      const figures = m
+        ? `${fmtInt(m.total_processed)} of ${fmtInt(x.totalRecipients)} processed · success ${fmtPct(Math.round(m.success_rate * 10) / 10)} · completed ${fmtInt(m.completed_count)} · no answer ${fmtInt(m.no_answer_count)} · busy ${fmtInt(m.busy_count)} · failed ${fmtInt(m.failed_count)} · unreachable ${fmtInt(m.unreachable_count)} · pending retry ${fmtInt(m.pending_retry_count)} · avg ${fmtSeconds(m.avg_duration_seconds)}`
+        : `metrics unavailable: ${e(x.metricsError ?? 'unknown')}`
+      return `<tr><td style="padding:6px 0;border-bottom:1px solid ${LINE};font-size:13px;line-height:18px;color:${INK};${FONT};${WRAP}">
+<strong>${e(x.name)}</strong> <span style="color:${MUTED}">#${e(x.id)} · agent ${e(x.agentId)} · ${e(x.status)}</span>
+<div style="color:${MUTED};font-size:12px;line-height:17px">${figures}</div></td></tr>`
+    })
+    .join('\n')
+  const more = b.truncated ? note('More batches exist; only the first are shown.') : ''
+  return section('Batches (provider)', `<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="border-collapse:collapse;width:100%">${rows}</table>${more}`)
+}
+
+function webhookSection(report: DailyReport): string {
+  const w = report.webhooks
+  const rejected = w.rejected === null ? null : Object.values(w.rejected).reduce((s, n) => s + n, 0)
+  const reasons = w.rejected && rejected ? ` (${Object.entries(w.rejected).map(([k, v]) => `${e(k)} ${fmtInt(v)}`).join(', ')})` : ''
+  const cell = (label: string, value: string, alert = false) =>
+    `<td style="padding:6px;text-align:center;vertical-align:top;width:20%"><div style="font-size:18px;line-height:24px;font-weight:700;color:${alert ? '#dc2626' : INK};${FONT}">${value}</div><div style="font-size:11px;line-height:14px;color:${MUTED};${FONT}">${label}</div></td>`
+  const unknown = w.source === 'inbox' ? note('Duplicates and rejections are counted by the webhook receiver, which did not report them; “—” means unknown, not zero.') : ''
+  return section(
+    'Webhook health',
+    `<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="border-collapse:collapse;width:100%;table-layout:fixed"><tr>
+${cell('received', fmtInt(w.received))}${cell('duplicates', w.duplicates === null ? '—' : fmtInt(w.duplicates))}${cell('rejected', rejected === null ? '—' : fmtInt(rejected), (rejected ?? 0) > 0)}${cell('dead', fmtInt(w.dead), w.dead > 0)}${cell('reconciled', fmtInt(w.reconciled))}
+</tr></table>${reasons ? note(`Rejected${reasons}.`) : ''}${unknown}`,
+  )
+}
+
+function shell(report: DailyReport, preheader: string, inner: string): string {
+  const title = subjectFor(report.date, report.timezone)
+  return `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="color-scheme" content="light"><title>${e(title)}</title></head>
+<body style="margin:0;padding:0;background:#f3f4f6;-webkit-text-size-adjust:100%">
+<div style="display:none;max-height:0;overflow:hidden;opacity:0">${e(preheader)}</div>
+<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="border-collapse:collapse;width:100%;background:#f3f4f6">
+<tr><td align="center" style="padding:12px 8px">
+<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="border-collapse:collapse;width:100%;max-width:600px;background:#ffffff;border-radius:10px">
+<tr><td style="padding:18px 16px 6px 16px;border-bottom:1px solid ${LINE}">
+<div style="font-size:12px;line-height:16px;color:${MUTED};${FONT};text-transform:uppercase;letter-spacing:0.06em">switchboard daily report</div>
+<h1 style="margin:2px 0 0 0;font-size:22px;line-height:28px;color:${INK};${FONT};font-weight:700">${e(report.date)}</h1>
+<div style="font-size:13px;line-height:18px;color:${MUTED};${FONT};${WRAP}">${e(report.timezone)} · calls that ended that day</div>
+</td></tr>
+${inner}
+<tr><td style="padding:16px;border-top:1px solid ${LINE}">${note(`Every conversation of the day is in the attached CSV. Connected = completed or socket_failure; success = completed. Rates are shares of all calls. Generated ${e(new Date(report.generatedAt).toISOString())}.`)}</td></tr>
+</table>
+</td></tr></table>
+</body></html>
+`
+}
+
+/** The whole HTML document. */
+export function renderHtml(report: DailyReport): string {
+  const t = report.totals
+  if (t.calls === 0) {
+    return shell(
+      report,
+      `No calls on ${report.date}.`,
+      `<tr><td style="padding:22px 16px 6px 16px">
+<p style="margin:0;font-size:16px;line-height:23px;color:${INK};${FONT}">No calls ended on ${e(report.date)} — a quiet day. Nothing needed your attention.</p>
+</td></tr>
+${section('Last 7 days', trendChart(report))}
+${followUpSection(report)}
+${batchSection(report)}
+${webhookSection(report)}`,
+    )
+  }
+  const preheader = `${fmtInt(t.calls)} calls · ${fmtPct(t.successRate)} success · ${fmtPct(t.connectRate)} connected`
+  const agents = report.agents.map((a) => ({ name: `Agent ${a.agentId}`, figures: a.figures }))
+  const campaigns = report.campaigns.map((c) => ({ name: c.campaign, figures: c.figures }))
+  const failures = t.failureReasons.length
+    ? barList(t.failureReasons, t.calls - t.completed, () => '#dc2626') + (t.failureReasonsOther ? note(`and ${fmtInt(t.failureReasonsOther)} more with other reasons`) : '')
+    : note('No failure reasons were reported.')
+  return shell(
+    report,
+    preheader,
+    `${kpis(report)}
+${section('Outcomes', barList(t.byStatus, t.calls, statusColor))}
+${section('Last 7 days', trendChart(report))}
+${groupTable('By agent', agents)}
+${groupTable('By campaign', campaigns)}
+<tr><td style="padding:2px 16px 0 16px">${legend()}</td></tr>
+${section('Top failure reasons', failures)}
+${resultsSection(report)}
+${followUpSection(report)}
+${batchSection(report)}
+${webhookSection(report)}`,
+  )
+}

@@ -1,0 +1,11 @@
+/** Daily campaign report: figures, rendering and mail (DESIGN.md → Reports). */
+export { buildDailyReport, type DailyReport, type ReportConversation, type BuildReportOptions } from './build-report.ts'
+export { renderDailyReport, type RenderedReport } from './render-report.ts'
+export { sendDailyReport, type SendReportOptions, type SendReportResult } from './send-report.ts'
+export { sendMail, type MailMessage, type MailAttachment, type MailResult, MAIL_RETRY_DELAYS_MS, MAIL_MAX_ATTEMPTS } from './send-mail.ts'
+export { listMailLog, type MailLogEntry, type MailStatus } from './mail-log.ts'
+export { dayRange, yesterday, addDays, type DayRange } from './day-range.ts'
+export { neutraliseCell } from './neutralise.ts'
+export { CONNECTED_STATUSES, type Figures, type CountItem } from './figures.ts'
+export { DIRECT_CAMPAIGN } from './campaign.ts'
+export { reportSendCommand } from './cli.ts'

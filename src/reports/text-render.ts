@@ -1,0 +1,105 @@
+import type { DailyReport } from './build-report.ts'
+import type { CountItem, Figures } from './figures.ts'
+import { fmtDelta, fmtInt, fmtPct, fmtSeconds, subjectFor } from './format.ts'
+
+/** The plain-text part: the same figures as the HTML, for clients that show text only. */
+
+const BAR = 24
+
+function bars(items: CountItem[], total: number): string[] {
+  const max = Math.max(...items.map((i) => i.count), 1)
+  const width = Math.min(28, Math.max(...items.map((i) => i.value.length), 4))
+  return items.map((i) => {
+    const label = i.value.length > width ? `${i.value.slice(0, width - 1)}…` : i.value.padEnd(width)
+    const bar = '#'.repeat(Math.max(1, Math.round((i.count / max) * BAR))).padEnd(BAR)
+    const share = total > 0 ? ` ${((i.count / total) * 100).toFixed(1).padStart(5)}%` : ''
+    return `  ${label} ${bar} ${fmtInt(i.count).padStart(7)}${share}`
+  })
+}
+
+function groupLines(rows: Array<{ name: string; figures: Figures }>): string[] {
+  return rows.flatMap(({ name, figures: f }) => {
+    const reason = f.failureReasons[0]
+    return [
+      `  ${name}`,
+      `    ${fmtInt(f.calls)} calls · connect ${fmtPct(f.connectRate)} · success ${fmtPct(f.successRate)} · avg ${fmtSeconds(f.avgDurationSeconds)}`,
+      `    ${f.byStatus.map((s) => `${s.value} ${fmtInt(s.count)}`).join(', ')}${reason ? ` · top failure: ${reason.value} (${fmtInt(reason.count)})` : ''}`,
+    ]
+  })
+}
+
+export function renderText(report: DailyReport): string {
+  const t = report.totals
+  const c = report.change
+  const out: string[] = [subjectFor(report.date, report.timezone), '']
+  const trend = [
+    'Last 7 days (calls, success rate):',
+    ...report.trend.map((d) => `  ${d.date}  ${fmtInt(d.calls).padStart(8)}  ${fmtPct(d.successRate).padStart(6)}${d.date === report.date ? '  ← this report' : ''}`),
+  ]
+  const followUps =
+    report.followUps.scheduled === 0
+      ? ['Follow-ups: none scheduled.']
+      : [`Follow-ups: ${fmtInt(report.followUps.scheduled)} scheduled or placed by recipes, ${fmtInt(report.followUps.completed)} completed so far.`, ...bars(report.followUps.outcomes, report.followUps.scheduled)]
+  const b = report.batches
+  const batches = !b.available
+    ? [`Batches (provider): unavailable — ${b.error}`]
+    : b.batches.length === 0
+      ? ['Batches (provider): none created or scheduled that day.']
+      : [
+          'Batches (provider):',
+          ...b.batches.map((x) =>
+            x.metrics
+              ? `  ${x.name} (#${x.id}, agent ${x.agentId}, ${x.status}): ${fmtInt(x.metrics.total_processed)}/${fmtInt(x.totalRecipients)} processed, success ${fmtPct(Math.round(x.metrics.success_rate * 10) / 10)}, completed ${fmtInt(x.metrics.completed_count)}, no answer ${fmtInt(x.metrics.no_answer_count)}, busy ${fmtInt(x.metrics.busy_count)}, failed ${fmtInt(x.metrics.failed_count)}`
+              : `  ${x.name} (#${x.id}): metrics unavailable — ${x.metricsError ?? 'unknown'}`,
+          ),
+          ...(b.truncated ? ['  (more batches exist; only the first are shown)'] : []),
+        ]
+  const w = report.webhooks
+  const rejected = w.rejected === null ? '—' : fmtInt(Object.values(w.rejected).reduce((s, n) => s + n, 0))
+  const webhooks = [
+    `Webhooks: received ${fmtInt(w.received)} · duplicates ${w.duplicates === null ? '—' : fmtInt(w.duplicates)} · rejected ${rejected} · dead ${fmtInt(w.dead)} · reconciled ${fmtInt(w.reconciled)}`,
+    ...(w.rejected && Object.keys(w.rejected).length ? [`  rejected by reason: ${Object.entries(w.rejected).map(([k, v]) => `${k} ${fmtInt(v)}`).join(', ')}`] : []),
+    ...(w.source === 'inbox' ? ['  (— = not reported by the receiver: unknown, not zero)'] : []),
+  ]
+
+  if (t.calls === 0) {
+    out.push(`No calls ended on ${report.date} — a quiet day. Nothing needed your attention.`, '', ...trend, '', ...followUps, '', ...batches, '', ...webhooks, '')
+    return out.join('\n')
+  }
+  out.push(
+    `Calls          ${fmtInt(t.calls)}  (${fmtDelta(c.calls)} vs previous day)`,
+    `Connect rate   ${fmtPct(t.connectRate)}  (${fmtDelta(c.connectRate, ' pts')})`,
+    `Success rate   ${fmtPct(t.successRate)}  (${fmtDelta(c.successRate, ' pts')})`,
+    `Avg. duration  ${fmtSeconds(t.avgDurationSeconds)}  (connected calls)`,
+    '',
+    'Outcomes:',
+    ...bars(t.byStatus, t.calls),
+    '',
+    ...trend,
+    '',
+    'By agent:',
+    ...groupLines(report.agents.map((a) => ({ name: `Agent ${a.agentId}`, figures: a.figures }))),
+    '',
+    'By campaign:',
+    ...groupLines(report.campaigns.map((x) => ({ name: x.campaign, figures: x.figures }))),
+    '',
+    'Top failure reasons:',
+    ...(t.failureReasons.length ? bars(t.failureReasons, t.calls - t.completed) : ['  none reported']),
+    '',
+    'Results:',
+    ...(t.results.length
+      ? t.results.flatMap((r) => [`  ${r.key} (reported by ${fmtInt(r.reported)}):`, ...bars(r.values, r.reported).map((l) => `  ${l}`), ...(r.otherValues ? [`    and ${fmtInt(r.otherValues)} more values`] : [])])
+      : ['  none reported']),
+    '',
+    ...followUps,
+    '',
+    ...batches,
+    '',
+    ...webhooks,
+    '',
+    'Connected = completed or socket_failure; success = completed; rates are shares of all calls.',
+    'Every conversation of the day is in the attached CSV.',
+    '',
+  )
+  return out.join('\n')
+}

@@ -1,0 +1,132 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { buildDailyReport, dayRange, renderDailyReport } from '../../src/reports/index.ts'
+import { describeEachDialect } from '../helpers/db.ts'
+import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+import { metrics, startBatchProvider } from './fake-provider.ts'
+import { DAY, DAY_END, DAY_START, EXPECTED, IN_DAY, seedKnownDay, TZ } from './seed.ts'
+
+const statusCounts = (items: Array<{ value: string; count: number }>) => Object.fromEntries(items.map((i) => [i.value, i.count]))
+
+describe('day boundaries', () => {
+  it('uses the zone’s local midnight, also on DST days (23 h and 25 h)', () => {
+    expect(dayRange(DAY, TZ)).toMatchObject({ startMs: DAY_START, endMs: DAY_END })
+    const spring = dayRange('2026-03-08', 'America/New_York')
+    expect(new Date(spring.startMs).toISOString()).toBe('2026-03-08T05:00:00.000Z')
+    expect(spring.endMs - spring.startMs).toBe(23 * 3_600_000)
+    const fall = dayRange('2026-11-01', 'America/New_York')
+    expect(new Date(fall.startMs).toISOString()).toBe('2026-11-01T04:00:00.000Z')
+    expect(fall.endMs - fall.startMs).toBe(25 * 3_600_000)
+    // Chile moves its clocks at midnight: 2026-09-06 00:00 does not exist, the day starts at 01:00 (-03).
+    const gap = dayRange('2026-09-06', 'America/Santiago')
+    expect(new Date(gap.startMs).toISOString()).toBe('2026-09-06T04:00:00.000Z')
+    expect(dayRange('2026-11-20', 'UTC').startMs).toBe(Date.parse('2026-11-20T00:00:00Z'))
+  })
+
+  it('rejects impossible dates and unknown zones with one clear line', () => {
+    expect(() => dayRange('2026-02-30', TZ)).toThrow('date must be a real calendar day (got "2026-02-30")')
+    expect(() => dayRange('20-11-2026', TZ)).toThrow('date must be YYYY-MM-DD')
+    expect(() => dayRange(DAY, 'Mars/Olympus')).toThrow('unknown time zone "Mars/Olympus"')
+  })
+})
+
+describeEachDialect('daily report figures', (dialect) => {
+  let rt: TestRuntime | undefined
+  let provider: Awaited<ReturnType<typeof startBatchProvider>> | undefined
+  afterEach(async () => {
+    await rt?.close()
+    await provider?.close()
+    rt = provider = undefined
+  })
+
+  it('counts a seeded day in Asia/Kolkata: statuses, rates to one decimal, groups, follow-ups, trend, webhooks, batches', async () => {
+    provider = await startBatchProvider(
+      [
+        { batch: { id: 7, name: 'diwali-offer', agent_id: 101, status: 'completed', total_recipients: 500, created_at: '2026-11-20T09:00:00+05:30' }, metrics: metrics({ total_processed: 480, completed_count: 300, no_answer_count: 120, busy_count: 40, failed_count: 20, success_count: 300, success_rate: 62.5, avg_duration_seconds: 64.2 }) },
+        { batch: { id: 8, name: 'broken-metrics', agent_id: 101, status: 'in_progress', total_recipients: 10, created_at: '2026-11-20T23:59:59+05:30' }, metrics: 'error' },
+        // Created the day before (local), not this day's.
+        { batch: { id: 6, name: 'yesterday', agent_id: 101, status: 'completed', total_recipients: 5, created_at: '2026-11-19T23:59:59+05:30' }, metrics: metrics({}) },
+      ],
+      'sk_live_report',
+    )
+    rt = await createTestRuntime({ dialect, env: { VOICE_API_KEY: 'sk_live_report', VOICE_API_BASE_URL: provider.url } })
+    await seedKnownDay(rt)
+    const report = await buildDailyReport(rt, { date: DAY, timezone: TZ })
+
+    expect(report.totals.calls).toBe(EXPECTED.calls)
+    expect(statusCounts(report.totals.byStatus)).toEqual(EXPECTED.byStatus)
+    expect(report.totals.successRate).toBe(EXPECTED.successRate)
+    expect(report.totals.connectRate).toBe(EXPECTED.connectRate)
+    expect(report.totals.avgDurationSeconds).toBe(EXPECTED.avgDurationSeconds)
+    expect(report.totals.failureReasons.slice(0, 3)).toEqual([
+      { value: 'no_answer_timeout', count: 4 },
+      { value: 'line_busy', count: 3 },
+      { value: 'carrier_error', count: 2 },
+    ])
+    const intent = report.totals.results.find((r) => r.key === 'intent')
+    expect(intent?.reported).toBe(8)
+    expect(statusCounts(intent?.values ?? [])).toEqual({ interested: 4, not_interested: 2, callback: 1, '-1 not sure': 1 })
+
+    expect(report.conversations.map((c) => c.conversation_id).sort()).toEqual(IN_DAY.map((c) => c.conversation_id).sort())
+    for (const c of IN_DAY) expect(report.conversations.find((r) => r.conversation_id === c.conversation_id)?.campaign, c.conversation_id).toBe(c.campaign)
+
+    const agents = Object.fromEntries(report.agents.map((a) => [a.agentId, a.figures]))
+    expect(agents[101]?.calls).toBe(15)
+    expect(agents[101]?.completed).toBe(5)
+    expect(agents[101]?.successRate).toBe(33.3) // 5/15
+    expect(agents[101]?.connectRate).toBe(40) // 6/15
+    expect(agents[201]?.calls).toBe(6)
+    expect(agents[201]?.successRate).toBe(50) // 3/6
+    const campaigns = Object.fromEntries(report.campaigns.map((c) => [c.campaign, c.figures]))
+    expect(campaigns['diwali-offer']?.calls).toBe(5)
+    expect(campaigns['diwali-offer']?.successRate).toBe(60)
+    expect(campaigns['no-answer-followup']?.calls).toBe(1)
+    expect(campaigns['winback']?.calls).toBe(1)
+    expect(campaigns['(direct)']?.calls).toBe(14)
+
+    expect(report.followUps).toEqual({ scheduled: 2, completed: 1, outcomes: [{ value: 'completed', count: 1 }, { value: 'scheduled', count: 1 }] })
+    expect(report.webhooks).toMatchObject({ received: 4, dead: 1, reconciled: 1 })
+
+    expect(report.trend.map((d) => d.date)).toEqual(['2026-11-14', '2026-11-15', '2026-11-16', '2026-11-17', '2026-11-18', '2026-11-19', '2026-11-20'])
+    expect(report.trend.map((d) => d.calls)).toEqual([0, 0, 0, 0, 0, 2, 21])
+    expect(report.change).toMatchObject({ calls: 19, successRate: -11.9, connectRate: -7.1 })
+
+    expect(report.batches.available).toBe(true)
+    expect(report.batches.batches.map((b) => [b.id, b.metrics?.success_rate ?? null, b.metricsError !== null])).toEqual([
+      [7, 62.5, false],
+      [8, null, true],
+    ])
+
+    const rendered = renderDailyReport(report)
+    expect(rendered.subject).toBe('switchboard daily report — 2026-11-20 (Asia/Kolkata)')
+    expect(rendered.text).toContain('Success rate   38.1%')
+    expect(rendered.text).toContain('Connect rate   42.9%')
+    expect(rendered.html).toContain('38.1%')
+    expect(rendered.html).toContain('diwali-offer')
+    expect(rendered.html).not.toMatch(/<script|<img|<link|url\(|src=|@import/i)
+  })
+
+  it('says so when the provider is unreachable, and still reports the rest', async () => {
+    // A port nobody listens on.
+    rt = await createTestRuntime({ dialect, env: { VOICE_API_KEY: 'sk_live_report', VOICE_API_BASE_URL: 'http://127.0.0.1:9' } })
+    await seedKnownDay(rt)
+    const report = await buildDailyReport(rt, { date: DAY, timezone: TZ })
+    expect(report.batches.available).toBe(false)
+    expect(report.totals.calls).toBe(EXPECTED.calls)
+    const rendered = renderDailyReport(report)
+    expect(rendered.text).toMatch(/Batches \(provider\): unavailable — provider unreachable/)
+    expect(rendered.html).toContain('Batch metrics are unavailable')
+  })
+
+  it('renders a short, friendly report for a day without calls', async () => {
+    rt = await createTestRuntime({ dialect, env: { VOICE_API_KEY: 'sk_live_report', VOICE_API_BASE_URL: 'http://127.0.0.1:9' } })
+    const report = await buildDailyReport(rt, { date: '2026-11-21', timezone: TZ })
+    expect(report.totals).toMatchObject({ calls: 0, successRate: null, connectRate: null, avgDurationSeconds: null })
+    const rendered = renderDailyReport(report)
+    expect(rendered.text).toContain('No calls ended on 2026-11-21 — a quiet day.')
+    expect(rendered.html).toContain('a quiet day')
+    expect(rendered.html.length).toBeLessThan(20_000)
+    // Header only, BOM first.
+    expect(rendered.csv.startsWith('\uFEFFconversation_id,agent_id,')).toBe(true)
+    expect(rendered.csv.trim().split('\r\n')).toHaveLength(1)
+  })
+})
