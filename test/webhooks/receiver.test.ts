@@ -1,0 +1,317 @@
+import { createHmac, randomBytes } from 'node:crypto'
+import { afterEach, describe, expect, it } from 'vitest'
+import { sql } from 'kysely'
+import { serve } from 'h3'
+import { signFormant, signStandard, webhookHealth } from '../../src/webhooks/index.ts'
+import { describeEachDialect } from '../helpers/db.ts'
+import { countEvents, createHarness, makeEvent, SECRET, type Harness } from './helpers.ts'
+
+async function expectError(res: Response, status: number, type: string): Promise<string> {
+  expect(res.status).toBe(status)
+  const body = (await res.json()) as { error: { message: string; type: string } }
+  expect(body.error.type).toBe(type)
+  expect(typeof body.error.message).toBe('string')
+  return body.error.message
+}
+
+describeEachDialect('webhook receiver', (dialect) => {
+  let h: Harness
+  afterEach(async () => {
+    await h?.close()
+  })
+
+  describe('answers', () => {
+    it('204 after storing the raw body, ids and audit headers (never the signature)', async () => {
+      h = await createHarness(dialect)
+      const event = makeEvent()
+      const body = JSON.stringify(event, null, 3) // unusual formatting must be kept byte for byte
+      const res = await h.post(body, {
+        'x-formantai-signature': signFormant(body, SECRET),
+        'x-formantai-timestamp': String(h.clock.now() / 1000),
+        'x-formantai-event-id': event.event_id,
+        'user-agent': 'FormantAI-Webhooks/1.0',
+      })
+      expect(res.status).toBe(204)
+      expect(res.headers.get('x-switchboard-duplicate')).toBeNull()
+      const row = await h.rt.store.db.selectFrom('webhook_events').selectAll().executeTakeFirstOrThrow()
+      expect(row).toMatchObject({
+        event_id: event.event_id, event_type: 'call.completed', target: 'formant', source: 'webhook', status: 'pending',
+        conversation_id: event.data.call.conversation_id, trace_id: event.data.call.trace_id, agent_id: 101,
+        received_at: h.clock.now(), duplicates: 0,
+      })
+      expect(row.body).toBe(body)
+      const headers = JSON.parse(row.headers) as Record<string, string>
+      expect(headers['user-agent']).toBe('FormantAI-Webhooks/1.0')
+      expect(headers['x-formantai-event-id']).toBe(event.event_id)
+      expect(JSON.stringify(headers)).not.toContain('sha256=')
+      expect(Object.keys(headers)).not.toContain('x-formantai-signature')
+    })
+
+    it('a duplicate is 204 with X-Switchboard-Duplicate and counted, not stored twice', async () => {
+      h = await createHarness(dialect)
+      const event = makeEvent()
+      expect((await h.send(event)).status).toBe(204)
+      const again = await h.send(event)
+      expect(again.status).toBe(204)
+      expect(again.headers.get('x-switchboard-duplicate')).toBe('true')
+      expect(await countEvents(h.rt)).toBe(1)
+      const row = await h.rt.store.db.selectFrom('webhook_events').select('duplicates').executeTakeFirstOrThrow()
+      expect(row.duplicates).toBe(1)
+    })
+
+    it('ten concurrent copies of one event: exactly one stored, nine flagged duplicate', async () => {
+      h = await createHarness(dialect)
+      const event = makeEvent()
+      const responses = await Promise.all(Array.from({ length: 10 }, () => h.send(event)))
+      expect(responses.map((r) => r.status)).toEqual(Array(10).fill(204))
+      expect(responses.filter((r) => r.headers.get('x-switchboard-duplicate') === 'true')).toHaveLength(9)
+      expect(await countEvents(h.rt)).toBe(1)
+      const row = await h.rt.store.db.selectFrom('webhook_events').select('duplicates').executeTakeFirstOrThrow()
+      expect(row.duplicates).toBe(9)
+    })
+
+    it('many different events arriving together are all stored (group commit)', async () => {
+      h = await createHarness(dialect)
+      const responses = await Promise.all(Array.from({ length: 120 }, () => h.send(makeEvent())))
+      expect(responses.every((r) => r.status === 204 && !r.headers.has('x-switchboard-duplicate'))).toBe(true)
+      expect(await countEvents(h.rt)).toBe(120)
+    })
+
+    it('the event id and type may come from the headers when the body lacks them', async () => {
+      h = await createHarness(dialect)
+      const { event_id: _id, event_type: _type, ...rest } = makeEvent()
+      const res = await h.send(rest, { headers: { 'x-formantai-event-id': 'evt_from_header', 'x-formantai-event-type': 'call.busy' } })
+      expect(res.status).toBe(204)
+      const row = await h.rt.store.db.selectFrom('webhook_events').selectAll().executeTakeFirstOrThrow()
+      expect([row.event_id, row.event_type]).toEqual(['evt_from_header', 'call.busy'])
+    })
+
+    it('400 for a body that is not a JSON object, or has no event id or type', async () => {
+      h = await createHarness(dialect)
+      const signedPost = (body: string | Uint8Array, headers: Record<string, string> = {}) =>
+        h.post(body, { 'x-formantai-signature': signFormant(Buffer.from(body), SECRET), 'x-formantai-timestamp': String(h.clock.now() / 1000), ...headers })
+      for (const body of ['[1,2]', 'null', '"text"', '42', '{"event_id":', '', 'not json']) {
+        await expectError(await signedPost(body, { 'x-formantai-event-id': 'evt_x', 'x-formantai-event-type': 'call.completed' }), 400, 'invalid_request')
+      }
+      await expectError(await signedPost(new Uint8Array([0x7b, 0xff, 0xfe, 0x7d])), 400, 'invalid_request') // not UTF-8
+      expect(await expectError(await signedPost('{"event_type":"call.completed"}'), 400, 'invalid_request')).toMatch(/event id/)
+      expect(await expectError(await signedPost('{"event_id":"evt_1"}'), 400, 'invalid_request')).toMatch(/event type/)
+      expect(await expectError(await signedPost('{"event_id":"","event_type":"call.completed"}'), 400, 'invalid_request')).toMatch(/event id/)
+      expect(await countEvents(h.rt)).toBe(0)
+    })
+
+    it('404 for an unknown target', async () => {
+      h = await createHarness(dialect)
+      const body = JSON.stringify(makeEvent())
+      await expectError(await h.post(body, { 'x-formantai-signature': signFormant(body, SECRET) }, 'nope'), 404, 'not_found')
+    })
+
+    it('413 past WEBHOOK_MAX_BYTES, also when the body streams without a Content-Length', async () => {
+      h = await createHarness(dialect, { WEBHOOK_MAX_BYTES: '2048' })
+      // Exactly the limit is accepted; one byte more is not.
+      const sized = (bytes: number, id: string) => {
+        const base = JSON.stringify(makeEvent({ event_id: id, data: { results: { padding: '' } } }))
+        return base.replace('"padding":""', `"padding":"${'x'.repeat(bytes - Buffer.byteLength(base))}"`)
+      }
+      const exact = sized(2048, 'evt_exact')
+      expect(Buffer.byteLength(exact)).toBe(2048)
+      expect((await h.post(exact, { 'x-formantai-signature': signFormant(exact, SECRET), 'x-formantai-timestamp': String(h.clock.now() / 1000) })).status).toBe(204)
+      const over = sized(2049, 'evt_over')
+      await expectError(await h.post(over, { 'x-formantai-signature': signFormant(over, SECRET), 'x-formantai-timestamp': String(h.clock.now() / 1000) }), 413, 'payload_too_large')
+      // Chunked: no Content-Length to trust; the limit is counted while reading.
+      const server = serve(h.app, { port: 0, hostname: '127.0.0.1', silent: true, gracefulShutdown: false })
+      await server.ready()
+      try {
+        const stream = new ReadableStream<Uint8Array>({
+          start(controller) {
+            for (let i = 0; i < 8; i++) controller.enqueue(new TextEncoder().encode('x'.repeat(512)))
+            controller.close()
+          },
+        })
+        const res = await fetch(`${server.url!.replace(/\/$/, '')}/webhooks/formant`, {
+          method: 'POST', body: stream, headers: { 'content-type': 'application/json', 'x-formantai-signature': 'sha256=00' }, duplex: 'half',
+        } as RequestInit)
+        await expectError(res, 413, 'payload_too_large')
+      } finally {
+        await server.close(true)
+      }
+      expect(await countEvents(h.rt)).toBe(1)
+    })
+
+    it('503 + Retry-After when storage cannot commit, and 204 again once it can', async () => {
+      h = await createHarness(dialect)
+      await sql`ALTER TABLE webhook_events RENAME TO webhook_events_away`.execute(h.rt.store.db)
+      const event = makeEvent()
+      const res = await h.send(event)
+      await expectError(res, 503, 'unavailable')
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0)
+      await sql`ALTER TABLE webhook_events_away RENAME TO webhook_events`.execute(h.rt.store.db)
+      expect((await h.send(event)).status).toBe(204)
+      expect(await countEvents(h.rt)).toBe(1)
+    })
+  })
+
+  describe('provider signature (X-FormantAI-Signature)', () => {
+    const cases: Array<[string, (good: string) => string | undefined]> = [
+      ['missing header', () => undefined],
+      ['empty header', () => ''],
+      ['wrong prefix', (good) => good.replace('sha256=', 'sha1=')],
+      ['no prefix', (good) => good.slice('sha256='.length)],
+      ['truncated', (good) => good.slice(0, -2)],
+      ['one hex digit short', (good) => good.slice(0, -1)],
+      ['overlong', (good) => good + 'ab'],
+      ['non-hex', (good) => good.slice(0, -2) + 'zz'],
+      ['empty digest', () => 'sha256='],
+      ['upper-case prefix', (good) => good.replace('sha256=', 'SHA256=')],
+      ['one altered digit', (good) => good.slice(0, -1) + (good.endsWith('0') ? '1' : '0')],
+      ['garbage', () => '\u00e9\u00e9 ,,, sha256=='],
+    ]
+    for (const [name, mutate] of cases) {
+      it(`401 for ${name}`, async () => {
+        h = await createHarness(dialect)
+        const body = JSON.stringify(makeEvent())
+        const signature = mutate(signFormant(body, SECRET))
+        const headers: Record<string, string> = { 'x-formantai-timestamp': String(h.clock.now() / 1000) }
+        if (signature !== undefined) headers['x-formantai-signature'] = signature
+        await expectError(await h.post(body, headers), 401, 'authentication_error')
+        expect(await countEvents(h.rt)).toBe(0)
+      })
+    }
+
+    it('401 when one byte of the body is altered', async () => {
+      h = await createHarness(dialect)
+      const body = JSON.stringify(makeEvent())
+      const altered = body.replace('"agent_id":101', '"agent_id":102')
+      expect(altered).not.toBe(body)
+      await expectError(await h.post(altered, { 'x-formantai-signature': signFormant(body, SECRET), 'x-formantai-timestamp': String(h.clock.now() / 1000) }), 401, 'authentication_error')
+    })
+
+    it('verifies a multibyte UTF-8 body over its bytes and stores it unchanged', async () => {
+      h = await createHarness(dialect)
+      const event = makeEvent({ data: { results: { note: 'नमस्ते 👋 — café' } } })
+      const bytes = Buffer.from(JSON.stringify(event), 'utf8')
+      const res = await h.post(bytes, { 'x-formantai-signature': signFormant(bytes, SECRET), 'x-formantai-timestamp': String(h.clock.now() / 1000) })
+      expect(res.status).toBe(204)
+      const row = await h.rt.store.db.selectFrom('webhook_events').select('body').executeTakeFirstOrThrow()
+      expect(Buffer.from(row.body, 'utf8').equals(bytes)).toBe(true)
+    })
+
+    it('accepts any configured secret during rotation, and rejects others', async () => {
+      h = await createHarness(dialect, { WEBHOOK_SECRET: 'whsec_new_one, whsec_old_one' })
+      expect((await h.send(makeEvent(), { secret: 'whsec_old_one' })).status).toBe(204)
+      expect((await h.send(makeEvent(), { secret: 'whsec_new_one' })).status).toBe(204)
+      await expectError(await h.send(makeEvent(), { secret: SECRET }), 401, 'authentication_error')
+      // Several signatures in one header: any match is enough.
+      const body = JSON.stringify(makeEvent())
+      const both = `${signFormant(body, 'whsec_unknown')},${signFormant(body, 'whsec_old_one')}`
+      expect((await h.post(body, { 'x-formantai-signature': both, 'x-formantai-timestamp': String(h.clock.now() / 1000) })).status).toBe(204)
+    })
+  })
+
+  describe('timestamp tolerance (both directions, injected clock)', () => {
+    const at = async (offsetSeconds: number | string) => {
+      const body = JSON.stringify(makeEvent())
+      const ts = typeof offsetSeconds === 'string' ? offsetSeconds : String(h.clock.now() / 1000 + offsetSeconds)
+      return h.post(body, { 'x-formantai-signature': signFormant(body, SECRET), 'x-formantai-timestamp': ts })
+    }
+    it('accepts exactly ±tolerance and rejects one second beyond', async () => {
+      h = await createHarness(dialect, { WEBHOOK_TOLERANCE_SECONDS: '300' })
+      expect((await at(300)).status).toBe(204)
+      expect((await at(-300)).status).toBe(204)
+      expect((await at(0)).status).toBe(204)
+      await expectError(await at(301), 401, 'authentication_error')
+      await expectError(await at(-301), 401, 'authentication_error')
+      expect(await countEvents(h.rt)).toBe(3)
+    })
+    it('rejects non-integer and missing timestamps', async () => {
+      h = await createHarness(dialect)
+      const now = h.clock.now() / 1000
+      for (const ts of [`${now}.5`, 'abc', '-1', `${now}e0`, ' ', '1e9', '0x10']) await expectError(await at(ts), 401, 'authentication_error')
+      const body = JSON.stringify(makeEvent())
+      await expectError(await h.post(body, { 'x-formantai-signature': signFormant(body, SECRET) }), 401, 'authentication_error')
+    })
+    it('follows the injected clock', async () => {
+      h = await createHarness(dialect, { WEBHOOK_TOLERANCE_SECONDS: '60' })
+      const body = JSON.stringify(makeEvent())
+      const headers = { 'x-formantai-signature': signFormant(body, SECRET), 'x-formantai-timestamp': String(h.clock.now() / 1000) }
+      await h.clock.advance(61_000)
+      await expectError(await h.post(body, headers), 401, 'authentication_error')
+    })
+  })
+
+  describe('named targets', () => {
+    const stdSecret = `whsec_${randomBytes(32).toString('base64')}`
+    const targets = JSON.stringify({
+      std: { scheme: 'standard', secrets: stdSecret },
+      gh: { scheme: 'hmac', secrets: 'gh-secret', header: 'X-Hub-Signature-256', prefix: 'sha256=', encoding: 'hex' },
+      b64: { scheme: 'hmac', secrets: 'b64-secret', header: 'X-Sig', encoding: 'base64', algorithm: 'sha512', timestampHeader: 'X-Sig-Time' },
+    })
+
+    it('Standard Webhooks: webhook-id/timestamp/signature, whsec_ base64 keys, v1 list', async () => {
+      h = await createHarness(dialect, { WEBHOOK_TARGETS: targets })
+      const { event_id: _drop, ...noId } = makeEvent()
+      const body = JSON.stringify(noId)
+      const ts = h.clock.now() / 1000
+      const good = signStandard('msg_1', ts, body, stdSecret)
+      const headers = (sig: string, id = 'msg_1', t = ts) => ({ 'webhook-id': id, 'webhook-timestamp': String(t), 'webhook-signature': sig })
+      await expectError(await h.post(body, headers(signStandard('msg_1', ts, body, `whsec_${randomBytes(32).toString('base64')}`)), 'std'), 401, 'authentication_error')
+      await expectError(await h.post(body, headers(good, 'msg_2'), 'std'), 401, 'authentication_error') // id is signed
+      await expectError(await h.post(body, headers(good, 'msg_1', ts + 1), 'std'), 401, 'authentication_error') // timestamp is signed
+      await expectError(await h.post(body, headers(good.replace('v1,', 'v2,')), 'std'), 401, 'authentication_error')
+      await expectError(await h.post(body, headers('v1,'), 'std'), 401, 'authentication_error')
+      await expectError(await h.post(body, headers(good, 'msg_1', 'soon' as unknown as number), 'std'), 401, 'authentication_error')
+      const res = await h.post(body, headers(`v1a,bm90LWNoZWNrZWQ= v1,AAAA ${good}`), 'std')
+      expect(res.status).toBe(204)
+      const row = await h.rt.store.db.selectFrom('webhook_events').selectAll().executeTakeFirstOrThrow()
+      expect([row.event_id, row.target]).toEqual(['msg_1', 'std']) // webhook-id is the id when the body has none
+      const stale = ts - 301
+      await expectError(await h.post(body, headers(signStandard('msg_1', stale, body, stdSecret), 'msg_1', stale), 'std'), 401, 'authentication_error')
+    })
+
+    it('generic HMAC: configured header, prefix, hex or base64, algorithm and timestamp header', async () => {
+      h = await createHarness(dialect, { WEBHOOK_TARGETS: targets })
+      const body = JSON.stringify(makeEvent())
+      const hex = createHmac('sha256', 'gh-secret').update(body).digest('hex')
+      await expectError(await h.post(body, { 'x-hub-signature-256': hex }, 'gh'), 401, 'authentication_error') // prefix missing
+      await expectError(await h.post(body, { 'x-hub-signature-256': `sha256=${hex.slice(2)}` }, 'gh'), 401, 'authentication_error')
+      expect((await h.post(body, { 'x-hub-signature-256': `sha256=${hex}` }, 'gh')).status).toBe(204)
+
+      const body2 = JSON.stringify(makeEvent())
+      const b64 = createHmac('sha512', 'b64-secret').update(body2).digest('base64')
+      const now = String(h.clock.now() / 1000)
+      await expectError(await h.post(body2, { 'x-sig': b64 }, 'b64'), 401, 'authentication_error') // timestamp header required
+      await expectError(await h.post(body2, { 'x-sig': b64.slice(4), 'x-sig-time': now }, 'b64'), 401, 'authentication_error')
+      await expectError(await h.post(body2, { 'x-sig': b64, 'x-sig-time': String(h.clock.now() / 1000 - 400) }, 'b64'), 401, 'authentication_error')
+      expect((await h.post(body2, { 'x-sig': b64, 'x-sig-time': now }, 'b64')).status).toBe(204)
+      expect(await countEvents(h.rt)).toBe(2)
+    })
+
+    it('an unsigned target is served only with WEBHOOK_ALLOW_UNSIGNED=true', async () => {
+      h = await createHarness(dialect, { WEBHOOK_ALLOW_UNSIGNED: 'true', WEBHOOK_TARGETS: JSON.stringify({ open: { scheme: 'formant' } }) })
+      expect((await h.post(JSON.stringify(makeEvent()), {}, 'open')).status).toBe(204)
+    })
+  })
+
+  it('persists webhook health: received, duplicates, rejections by reason per minute', async () => {
+    h = await createHarness(dialect)
+    const event = makeEvent()
+    await h.send(event)
+    await h.send(event)
+    await h.send(event)
+    await h.send(makeEvent())
+    await h.send(makeEvent(), { secret: 'whsec_wrong' })
+    await h.send(makeEvent(), { secret: 'whsec_wrong' })
+    await h.post('{}', { 'x-formantai-timestamp': String(h.clock.now() / 1000) })
+    await h.send(makeEvent(), { headers: { 'x-formantai-timestamp': String(h.clock.now() / 1000 - 3600) } })
+    await h.send(makeEvent()) // flushes buffered rejection counts with its commit
+    const from = h.clock.now() - 60_000
+    const health = await webhookHealth(h.rt, from, h.clock.now() + 60_000)
+    expect(health).toEqual({ received: 3, duplicates: 2, rejected: { invalid_signature: 2, missing_signature: 1, stale_timestamp: 1 }, dead: 0, reconciled: 0 })
+    expect(await webhookHealth(h.rt, from - 3_600_000, from - 60_000)).toEqual({ received: 0, duplicates: 0, rejected: {}, dead: 0, reconciled: 0 })
+    const metrics = await h.rt.metrics.metrics()
+    expect(metrics).toMatch(/switchboard_webhooks_rejected_total\{target="formant",reason="invalid_signature"\} 2/)
+    expect(metrics).toMatch(/switchboard_webhooks_duplicates_total\{target="formant"\} 2/)
+    expect(metrics).toMatch(/switchboard_webhooks_accepted_total\{target="formant"\} 3/)
+    expect(metrics).toMatch(/switchboard_webhook_ingest_seconds_count\{outcome="accepted"\} 3/)
+  })
+})
