@@ -1,0 +1,79 @@
+import { serve } from 'h3'
+import { loadConfig } from '../config/load.ts'
+import { CliError, defineCommand, intFlag } from '../utils/cli-kit.ts'
+import { createLogger } from '../utils/logger.ts'
+import { DEMO_TENANTS } from './demo.ts'
+import { ALL_EVENTS, createSandbox } from './index.ts'
+
+/** `sandbox [--port N] [--host H] [--webhook-url U] [--webhook-secret S]`: the sandbox provider alone. */
+export const sandboxCommand = defineCommand({
+  name: 'sandbox',
+  usage: '[--port N] [--host H] [--webhook-url URL] [--webhook-secret S]',
+  summary: 'run the sandbox provider alone (the whole /v1 API with demo keys; webhooks to --webhook-url)',
+  options: {
+    port: { type: 'string' },
+    host: { type: 'string' },
+    'webhook-url': { type: 'string' },
+    'webhook-secret': { type: 'string' },
+  },
+  async run(ctx) {
+    const config = loadConfig({ env: { ...ctx.env, VOICE_API_KEY: undefined } })
+    const port = intFlag(ctx.values, 'port', 4010)!
+    if (port < 0 || port > 65535) throw new CliError('--port must be from 0 to 65535')
+    const host = typeof ctx.values.host === 'string' ? ctx.values.host : '127.0.0.1'
+    const webhookUrl = typeof ctx.values['webhook-url'] === 'string' ? ctx.values['webhook-url'] : undefined
+    if (webhookUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(webhookUrl)) {
+      throw new CliError(`--webhook-url must be an http(s) URL (got "${webhookUrl}")`)
+    }
+    const secret = (ctx.values['webhook-secret'] as string | undefined) ?? config.webhook.secrets[0]
+    let publicBase = ''
+    const sandbox = createSandbox({
+      speed: config.sandbox.speed,
+      faults: config.sandbox.faults,
+      rateLimit: config.sandbox.rateLimit,
+      numberLimit: config.sandbox.numberLimit,
+      maxCalls: config.sandbox.maxCalls,
+      log: createLogger({ level: config.logLevel }),
+      publicBaseUrl: () => publicBase,
+      webhookTargets: () =>
+        webhookUrl
+          ? [{ name: 'default', url: webhookUrl, secret, events: ALL_EVENTS, includeTranscript: true, includeRecordingUrl: true, active: true }]
+          : [],
+    })
+    const server = serve(sandbox.app, { port, hostname: host, silent: true, gracefulShutdown: false })
+    try {
+      await server.ready()
+    } catch (error) {
+      await sandbox.close()
+      throw new CliError(`cannot listen on ${host}:${port}: ${(error as Error).message}`)
+    }
+    const address = server.node?.server?.address()
+    const bound = typeof address === 'object' && address ? address.port : port
+    const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host
+    publicBase = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${bound}`
+    const keys = DEMO_TENANTS.map((t) =>
+      t.disabled ? `${t.apiKey} (disabled: 401)` : `${t.apiKey} (agents ${t.agents.map((a) => a.id).join(', ')})`,
+    ).join(' · ')
+    ctx.write(
+      [
+        '',
+        `  sandbox provider listening at ${publicBase}/v1   (speed ×${config.sandbox.speed})`,
+        `    demo API keys   ${keys}`,
+        webhookUrl
+          ? `    webhooks        every event type → ${webhookUrl}${secret ? ' (signed: X-FormantAI-Signature)' : ' (unsigned: no secret given)'}`
+          : '    webhooks        none (pass --webhook-url to receive call events)',
+        '',
+        `    curl -s ${publicBase}/v1/call -H 'Authorization: Bearer sk_test_acme' -H 'Content-Type: application/json' \\`,
+        `      -d '{"agent_id":101,"parameters":[{"name":"customer_phone","value":"+919876543210"}]}'`,
+        '',
+        '',
+      ].join('\n'),
+    )
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve)
+      process.once('SIGTERM', resolve)
+    })
+    await sandbox.close()
+    await server.close(true)
+  },
+})

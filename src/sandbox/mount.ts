@@ -1,0 +1,37 @@
+import type { H3 } from 'h3'
+import type { Runtime } from '../runtime.ts'
+import { ALL_EVENTS, createSandbox, type Sandbox } from './index.ts'
+
+/**
+ * Sandbox mode (no VOICE_API_KEY): the sandbox provider answers under `/sandbox`, and every demo agent
+ * delivers its webhooks to this server's own receiver, signed with the first WEBHOOK_SECRET. Port and
+ * secret are read at delivery time: the port is only known once the server listens.
+ */
+export function mountSandbox(app: H3, rt: Runtime): Sandbox | undefined {
+  if (!rt.config.sandboxMode) return undefined
+  const sandbox = createSandbox({
+    clock: rt.clock,
+    random: rt.random,
+    speed: rt.config.sandbox.speed,
+    faults: rt.config.sandbox.faults,
+    rateLimit: rt.config.sandbox.rateLimit,
+    numberLimit: rt.config.sandbox.numberLimit,
+    maxCalls: rt.config.sandbox.maxCalls,
+    log: rt.log.child({ component: 'sandbox' }),
+    publicBaseUrl: () => rt.config.upstreamBaseUrl,
+    webhookTargets: () => [
+      {
+        name: 'switchboard',
+        url: `http://127.0.0.1:${rt.config.port}/webhooks/formant`,
+        secret: rt.config.webhook.secrets[0],
+        events: ALL_EVENTS,
+        includeTranscript: true,
+        includeRecordingUrl: true,
+        active: true,
+      },
+    ],
+  })
+  app.mount('/sandbox', sandbox.app)
+  rt.onClose(() => sandbox.close())
+  return sandbox
+}
