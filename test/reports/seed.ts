@@ -66,13 +66,21 @@ export const OUT_OF_DAY: SeedConversation[] = [
   { conversation_id: 'conv_utc_same_next_local', agent_id: 201, contact_number: '+14155550134', status: 'busy', duration_seconds: 0, ended_at: h('2026-11-20T20:00:00Z'), trace_id: 'tr_34' },
 ]
 
+export function createdAtOf(c: SeedConversation): number {
+  return c.created_at ?? (c.ended_at ?? DAY_START) - 120_000
+}
+
+export function startedAtOf(c: SeedConversation): number {
+  return c.ended_at === null ? createdAtOf(c) : c.ended_at - (c.duration_seconds ?? 0) * 1000 - 5000
+}
+
 export async function insertConversations(rt: Runtime, list: SeedConversation[]): Promise<void> {
   if (list.length === 0) return
   await rt.store.db
     .insertInto('conversations')
     .values(
       list.map((c) => {
-        const created = c.created_at ?? (c.ended_at ?? DAY_START) - 120_000
+        const created = createdAtOf(c)
         return {
           conversation_id: c.conversation_id,
           agent_id: c.agent_id,
@@ -80,7 +88,7 @@ export async function insertConversations(rt: Runtime, list: SeedConversation[])
           status: c.status,
           terminal: c.ended_at === null ? 0 : 1,
           duration_seconds: c.duration_seconds,
-          started_at: c.ended_at === null ? created : c.ended_at - (c.duration_seconds ?? 0) * 1000 - 5000,
+          started_at: startedAtOf(c),
           ended_at: c.ended_at,
           failure_reason: c.failure_reason ?? null,
           trace_id: c.trace_id,
