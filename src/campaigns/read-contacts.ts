@@ -63,7 +63,8 @@ function toReadable(source: ContactsSource): Readable {
 /** Async iterator of the file's contact rows, in file order. Throws `ContactsError` for an unusable file. */
 export async function* readContacts(source: ContactsSource, options: ReadContactsOptions = {}): AsyncGenerator<ContactRow> {
   const name = options.name ?? (typeof source === 'string' ? source : 'the CSV')
-  const parser = toReadable(source).pipe(
+  const input = toReadable(source)
+  const parser = input.pipe(
     parse({
       bom: true,
       delimiter: options.delimiter ?? ',',
@@ -74,6 +75,8 @@ export async function* readContacts(source: ContactsSource, options: ReadContact
       info: true,
     }),
   )
+  // pipe() does not forward a source error (a missing file): without this the iterator would wait forever.
+  input.once('error', (error) => parser.destroy(error))
   let headers: string[] | undefined
   let phoneIndex = -1
   try {
@@ -108,6 +111,7 @@ export async function* readContacts(source: ContactsSource, options: ReadContact
     throw error
   } finally {
     parser.destroy()
+    input.destroy()
   }
   if (!headers) throw new ContactsError(`${name} is empty: expected a header row with a "customer_phone" column`)
 }

@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest'
+import { countryTimeZone, isWithinWindow, nextCallingTime, timeZoneForPhone, zonedTimeToEpoch } from '../../src/campaigns/index.ts'
+
+const at = (iso: string) => Date.parse(iso)
+const iso = (ms: number) => new Date(ms).toISOString()
+
+describe('calling window 09:00–21:00 in the recipient’s local time', () => {
+  describe('India (Asia/Kolkata, UTC+05:30, one zone)', () => {
+    const tz = timeZoneForPhone('+919876543210', { fallback: 'UTC', column: 'America/New_York' })
+    it('takes the zone from the number, not from the column', () => expect(tz).toBe('Asia/Kolkata'))
+    it.each([
+      ['08:59 → moved to 09:00 the same day', '2026-03-10T03:29:00Z', '2026-03-10T03:30:00.000Z'],
+      ['08:59:59 → 09:00', '2026-03-10T03:29:59Z', '2026-03-10T03:30:00.000Z'],
+      ['09:00 stays', '2026-03-10T03:30:00Z', '2026-03-10T03:30:00.000Z'],
+      ['20:59 stays', '2026-03-10T15:29:00Z', '2026-03-10T15:29:00.000Z'],
+      ['21:00 → next day 09:00', '2026-03-10T15:30:00Z', '2026-03-11T03:30:00.000Z'],
+      ['23:59 → next day 09:00', '2026-03-10T18:29:00Z', '2026-03-11T03:30:00.000Z'],
+      ['00:00 local (18:30 UTC the day before) → that local day 09:00', '2026-03-10T18:30:00Z', '2026-03-11T03:30:00.000Z'],
+      ['21:00 on the 31st → the 1st of next month', '2026-03-31T15:30:00Z', '2026-04-01T03:30:00.000Z'],
+    ])('%s', (_name, input, expected) => {
+      expect(iso(nextCallingTime(at(input), tz))).toBe(expected)
+    })
+  })
+
+  describe('United States (many zones): the timezone column decides', () => {
+    const tz = timeZoneForPhone('+12133734253', { fallback: 'Asia/Kolkata', column: 'America/Los_Angeles' })
+    it('uses the column', () => expect(tz).toBe('America/Los_Angeles'))
+    it.each([
+      ['08:59 PDT → 09:00 PDT', '2026-06-10T15:59:00Z', '2026-06-10T16:00:00.000Z'],
+      ['09:00 PDT stays', '2026-06-10T16:00:00Z', '2026-06-10T16:00:00.000Z'],
+      ['20:59 PDT stays', '2026-06-11T03:59:00Z', '2026-06-11T03:59:00.000Z'],
+      ['21:00 PDT → 09:00 PDT next day', '2026-06-11T04:00:00Z', '2026-06-11T16:00:00.000Z'],
+    ])('%s', (_name, input, expected) => {
+      expect(iso(nextCallingTime(at(input), tz))).toBe(expected)
+    })
+    it('falls back to the recipe zone without a column, or with a column that is not a zone', () => {
+      expect(timeZoneForPhone('+12133734253', { fallback: 'Asia/Kolkata' })).toBe('Asia/Kolkata')
+      expect(timeZoneForPhone('+12133734253', { fallback: 'Asia/Kolkata', column: 'Pacific Time' })).toBe('Asia/Kolkata')
+    })
+  })
+
+  describe('United Kingdom (one zone, with DST)', () => {
+    const tz = timeZoneForPhone('+442079460018', { fallback: 'UTC' })
+    it('uses Europe/London', () => expect(tz).toBe('Europe/London'))
+    it('21:30 GMT on the eve of the spring change → 09:00 BST, which is 08:00 UTC', () => {
+      expect(iso(nextCallingTime(at('2026-03-28T21:30:00Z'), tz))).toBe('2026-03-29T08:00:00.000Z')
+    })
+    it('on the change day itself, 08:59 BST → 09:00 BST; 20:59 BST stays; 21:00 BST moves', () => {
+      expect(iso(nextCallingTime(at('2026-03-29T07:59:00Z'), tz))).toBe('2026-03-29T08:00:00.000Z')
+      // 08:30 UTC is 09:30 BST: inside, although it would be 08:30 in winter time.
+      expect(iso(nextCallingTime(at('2026-03-29T08:30:00Z'), tz))).toBe('2026-03-29T08:30:00.000Z')
+      expect(isWithinWindow(at('2026-03-29T19:59:00Z'), tz)).toBe(true)
+      expect(iso(nextCallingTime(at('2026-03-29T20:00:00Z'), tz))).toBe('2026-03-30T08:00:00.000Z')
+    })
+    it('21:00 BST on the eve of the autumn change → 09:00 GMT, which is 09:00 UTC', () => {
+      expect(iso(nextCallingTime(at('2026-10-24T20:00:00Z'), tz))).toBe('2026-10-25T09:00:00.000Z')
+    })
+  })
+
+  it('a wall time inside a DST gap resolves to just after it', () => {
+    // 02:30 does not exist in New York on 2026-03-08 (02:00 EST → 03:00 EDT).
+    expect(iso(zonedTimeToEpoch({ year: 2026, month: 3, day: 8 }, 150, 'America/New_York'))).toBe('2026-03-08T07:30:00.000Z')
+    // 01:30 happens twice on 2026-11-01: the first (EDT) is taken.
+    expect(iso(zonedTimeToEpoch({ year: 2026, month: 11, day: 1 }, 90, 'America/New_York'))).toBe('2026-11-01T05:30:00.000Z')
+  })
+
+  it('honours a custom window and refuses a malformed one', () => {
+    const w = { start: '10:30', end: '18:00' }
+    expect(iso(nextCallingTime(at('2026-03-10T04:59:00Z'), 'Asia/Kolkata', w))).toBe('2026-03-10T05:00:00.000Z')
+    expect(iso(nextCallingTime(at('2026-03-10T12:30:00Z'), 'Asia/Kolkata', w))).toBe('2026-03-11T05:00:00.000Z')
+    expect(() => nextCallingTime(0, 'UTC', { start: '9am', end: '21:00' })).toThrow(/look like "09:00"/)
+    expect(() => nextCallingTime(0, 'UTC', { start: '21:00', end: '09:00' })).toThrow(/ends .* before it starts/)
+  })
+
+  it('treats countries whose zones share one set of rules as one zone', () => {
+    expect(countryTimeZone('DE')).toBe('Europe/Berlin')
+    expect(countryTimeZone('US')).toBeUndefined()
+    expect(countryTimeZone('AU')).toBeUndefined()
+    expect(countryTimeZone('IN')).toBe('Asia/Kolkata')
+  })
+})

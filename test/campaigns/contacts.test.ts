@@ -1,0 +1,135 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { parse } from 'csv-parse/sync'
+import {
+  ContactsError,
+  batchCsv,
+  prepareContacts,
+  readContacts,
+  rejectsCsv,
+  writeBatchCsv,
+  type ContactRow,
+} from '../../src/campaigns/index.ts'
+
+const dir = mkdtempSync(join(tmpdir(), 'sb-contacts-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+let n = 0
+function file(text: string | Buffer): string {
+  const path = join(dir, `c${n++}.csv`)
+  writeFileSync(path, text)
+  return path
+}
+async function all(source: Parameters<typeof readContacts>[0]): Promise<ContactRow[]> {
+  const rows: ContactRow[] = []
+  for await (const r of readContacts(source)) rows.push(r)
+  return rows
+}
+
+describe('readContacts', () => {
+  it('reads a BOM-prefixed file with an aliased phone header, trimmed cells and quoted fields', async () => {
+    const path = file(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('Mobile , Name,Note\n 9876543210 , "Doe, Jane" ,"said ""hi""\nthen left"\n')]))
+    expect(await all(path)).toEqual([{ row: 3, phone: '9876543210', fields: { Name: 'Doe, Jane', Note: 'said "hi"\nthen left' } }])
+  })
+
+  it.each(['phone', 'Phone Number', 'MOBILE', 'contact_number', 'Contact-Number', 'msisdn', 'customer_phone'])('takes "%s" as the phone column', async (header) => {
+    const rows = await all(file(`${header},name\n9876543210,A\n`))
+    expect(rows).toEqual([{ row: 2, phone: '9876543210', fields: { name: 'A' } }])
+  })
+
+  it('prefers customer_phone over an alias, keeping the alias as an ordinary column', async () => {
+    const rows = await all(file('phone,customer_phone\n111,9876543210\n'))
+    expect(rows[0]).toEqual({ row: 2, phone: '9876543210', fields: { phone: '111' } })
+  })
+
+  it('skips empty lines and rows of empty cells, and numbers rows by file line', async () => {
+    const rows = await all(file('phone,name\r\n\r\n9876543210,A\r\n,\r\n\r\n9876543211,B\r\n'))
+    expect(rows.map((r) => [r.row, r.phone])).toEqual([
+      [3, '9876543210'],
+      [6, '9876543211'],
+    ])
+  })
+
+  it('tolerates short and long rows', async () => {
+    const rows = await all(file('phone,a,b\n9876543210\n9876543211,1,2,3\n'))
+    expect(rows.map((r) => r.fields)).toEqual([{ a: '', b: '' }, { a: '1', b: '2' }])
+  })
+
+  it('reads from a stream or an iterable of chunks (split anywhere, even inside the BOM)', async () => {
+    const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('phone,name\n9876543210,"A, B"\n')])
+    const chunks = [bytes.subarray(0, 2), bytes.subarray(2, 20), bytes.subarray(20)]
+    expect(await all(chunks)).toEqual([{ row: 2, phone: '9876543210', fields: { name: 'A, B' } }])
+  })
+
+  it('a file without a phone column is a clear error naming the columns found', async () => {
+    const path = file('name,email\nA,a@x\n')
+    await expect(all(path)).rejects.toThrow(ContactsError)
+    await expect(all(path)).rejects.toThrow(/has no phone column: name one "customer_phone" \(or phone, mobile, contact_number, msisdn\); found: name, email/)
+  })
+
+  it('an empty file and a missing file are clear errors', async () => {
+    await expect(all(file(''))).rejects.toThrow(/is empty: expected a header row/)
+    await expect(all(join(dir, 'nope.csv'))).rejects.toThrow(/cannot read .*nope\.csv: no such file/)
+  })
+
+  it('an unterminated quote is reported as an unreadable CSV', async () => {
+    await expect(all(file('phone,name\n9876543210,"open\n'))).rejects.toThrow(/is not a readable CSV/)
+  })
+})
+
+describe('prepareContacts: normalize, dedupe on E.164, DNC, rejects with row numbers', () => {
+  const csv = [
+    'phone,name,timezone',
+    '9876543210,A,',
+    '+91 98765-43210,A again,', // duplicate of row 2 in another spelling
+    '+,B,',
+    ',C,', // empty phone, other cells present
+    '9876543211,D,',
+    "'09876543212,E,",
+    '12345,F,',
+    '+1 (213) 373-4253,G,America/Los_Angeles',
+    '00919876543210,H,', // third spelling of row 2
+  ].join('\n')
+
+  it('keeps valid first occurrences and reports every other row', async () => {
+    const dnc = new Set(['+919876543211'])
+    const out = await prepareContacts(file(csv), { defaultCountry: 'IN', dnc: { has: (p) => dnc.has(p), size: dnc.size } })
+    expect(out.rows).toEqual([
+      { customer_phone: '+919876543210', name: 'A', timezone: '' },
+      { customer_phone: '+919876543212', name: 'E', timezone: '' },
+      { customer_phone: '+12133734253', name: 'G', timezone: 'America/Los_Angeles' },
+    ])
+    expect(out.columns).toEqual(['customer_phone', 'name', 'timezone'])
+    expect(out.rejects).toEqual([
+      { row: 3, raw: '+91 98765-43210', reason: 'duplicate of row 2' },
+      { row: 4, raw: '+', reason: 'not a phone number' },
+      { row: 5, raw: '', reason: 'phone number is empty' },
+      { row: 6, raw: '9876543211', reason: 'on the do-not-call list' },
+      { row: 8, raw: '12345', reason: 'not a valid IN number (wrong number of digits)' },
+      { row: 10, raw: '00919876543210', reason: 'duplicate of row 2' },
+    ])
+    expect(out.stats).toEqual({ read: 9, kept: 3, invalid: 3, duplicates: 2, blocked: 1 })
+    expect(out.stats.read).toBe(out.rows.length + out.rejects.length)
+  })
+
+  it('writes the batch CSV with customer_phone first, and a spreadsheet-safe rejects CSV', async () => {
+    const out = await prepareContacts(file('name,mobile\n"Doe, J",9876543210\nX,+\n'), { defaultCountry: 'IN' })
+    const text = batchCsv(out.rows, out.columns)
+    expect(text).toBe('customer_phone,name\n+919876543210,"Doe, J"\n')
+    const path = join(dir, 'out.csv')
+    expect(await writeBatchCsv(path, out.rows, out.columns)).toBe(1)
+    expect(parse(await import('node:fs').then((fs) => fs.readFileSync(path)), { columns: true })).toEqual([{ customer_phone: '+919876543210', name: 'Doe, J' }])
+    const rejects = rejectsCsv([...out.rejects, { row: 9, raw: '=HYPERLINK("x")', reason: 'not a phone number' }])
+    expect(parse(rejects, { columns: true })).toEqual([
+      { row: '3', raw: "'+", reason: 'not a phone number' },
+      { row: '9', raw: '\'=HYPERLINK("x")', reason: 'not a phone number' },
+    ])
+  })
+
+  it('a batch CSV built from mixed rows has the union of columns, blanks where a row lacks one', () => {
+    expect(batchCsv([{ name: 'A', customer_phone: '+919876543210' }, { customer_phone: '+919876543211', city: 'Pune' }])).toBe(
+      'customer_phone,name,city\n+919876543210,A,\n+919876543211,,Pune\n',
+    )
+  })
+})

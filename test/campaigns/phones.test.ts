@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest'
+import { countryOfPhone, createPhoneNormalizer, normalizePhone } from '../../src/campaigns/index.ts'
+
+describe('normalizePhone (DEFAULT_COUNTRY=IN)', () => {
+  const IN = { defaultCountry: 'IN' }
+  it.each([
+    ['9876543210', 'national mobile'],
+    ['09876543210', 'national with trunk 0'],
+    ['919876543210', 'country code without +'],
+    ['0919876543210', 'trunk 0 before the country code'],
+    ['00919876543210', '00 international prefix'],
+    ['+91 98765-43210', 'formatted international'],
+    ["'9876543210", 'spreadsheet apostrophe'],
+    ["'+91 98765 43210", 'apostrophe before +'],
+    ['="09876543210"', 'Excel formula wrapper'],
+    ['  98765 43210  ', 'padded'],
+  ])('%s (%s) → +919876543210', (raw) => {
+    expect(normalizePhone(raw, IN)).toEqual({ ok: true, e164: '+919876543210', country: 'IN' })
+  })
+
+  it('reads a +1 number whatever the default country', () => {
+    expect(normalizePhone('+1 (213) 373-4253', IN)).toEqual({ ok: true, e164: '+12133734253', country: 'US' })
+    expect(normalizePhone('(213) 373-4253', { defaultCountry: 'US' })).toEqual({ ok: true, e164: '+12133734253', country: 'US' })
+  })
+
+  it.each([
+    ['+', 'not a phone number'],
+    ['', 'phone number is empty'],
+    ['   ', 'phone number is empty'],
+    ["'", 'phone number is empty'],
+    ['abc', 'not a phone number (contains letters)'],
+    ['call me', 'not a phone number (contains letters)'],
+    ['12345', 'not a valid IN number (wrong number of digits)'],
+    ['98765432101234', 'not a valid IN number (wrong number of digits)'],
+    // Right length, but no Indian number range starts like this: only strict metadata rejects them.
+    ['5000000000', 'not a valid IN number'],
+    ['0000000000', 'not a valid IN number'],
+    ['+1 213 111 4253', 'not a valid +1 number'],
+    ['+91 12345', 'not a valid IN number (wrong number of digits)'],
+  ])('rejects %j with a reason', (raw, reason) => {
+    expect(normalizePhone(raw, IN)).toEqual({ ok: false, reason })
+  })
+
+  it('never throws, whatever it is given', () => {
+    for (const raw of [null, undefined, '+++', '00', '0', '+0000000000', '=', '"', '\u0000', 'x'.repeat(10_000), '9'.repeat(500)]) {
+      const result = normalizePhone(raw as string, IN)
+      expect(result.ok).toBe(false)
+      if (!result.ok) expect(result.reason).toMatch(/\w/)
+    }
+  })
+
+  it('without a default country, a national number cannot be read', () => {
+    expect(normalizePhone('9876543210')).toMatchObject({ ok: false })
+    expect(normalizePhone('+919876543210')).toMatchObject({ ok: true, e164: '+919876543210' })
+  })
+
+  it('the cached normalizer gives the same answers and caches each distinct input once', () => {
+    const normalize = createPhoneNormalizer(IN)
+    expect(normalize('09876543210')).toEqual(normalizePhone('09876543210', IN))
+    expect(normalize('09876543210')).toEqual(normalizePhone('09876543210', IN))
+    expect(normalize('+')).toEqual(normalizePhone('+', IN))
+    expect(normalize.cacheSize).toBe(2)
+  })
+
+  it('finds the country of an E.164 number', () => {
+    expect(countryOfPhone('+442079460018')).toBe('GB')
+    expect(countryOfPhone('+12133734253')).toBe('US')
+  })
+})
