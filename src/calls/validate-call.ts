@@ -42,7 +42,14 @@ export function validateCallRequest(body: unknown, now: number): CallValidation 
       return fail('metadata must be a string or an object of string values')
     }
   }
-  if (body.retry_context !== undefined && !isRecord(body.retry_context)) return fail('retry_context must be an object')
+  const rc = body.retry_context
+  if (rc !== undefined && !isRecord(rc)) return fail('retry_context must be an object')
+  if (isRecord(rc)) {
+    if (rc.collected_data !== undefined && !isRecord(rc.collected_data)) return fail('retry_context.collected_data must be an object')
+    for (const k of ['retry_initial_message', 'retry_language', 'retry_stage_id']) {
+      if (rc[k] !== undefined && typeof rc[k] !== 'string') return fail(`retry_context.${k} must be a string`)
+    }
+  }
   if (body.scheduled_for !== undefined && body.scheduled_for !== null) {
     if (typeof body.scheduled_for !== 'string' || !ISO_DATETIME.test(body.scheduled_for) || !Number.isFinite(Date.parse(body.scheduled_for))) {
       return fail('scheduled_for must be an ISO 8601 datetime with a time zone')
