@@ -16,6 +16,14 @@ export function fmtSeconds(n: number | null): string {
   return `${m} min ${String(s).padStart(2, '0')} s`
 }
 
+/** Short form for table cells: "59.2 s", "1:05". */
+export function fmtSecondsShort(n: number | null): string {
+  if (n === null) return '—'
+  if (n < 60) return `${n.toFixed(1)} s`
+  const m = Math.floor(n / 60)
+  return `${m}:${String(Math.round(n - m * 60)).padStart(2, '0')}`
+}
+
 /** A signed change: "+12", "−3", "±0"; points for rates. */
 export function fmtDelta(n: number | null, unit: '' | ' pts' = ''): string {
   if (n === null) return '—'

@@ -1,6 +1,6 @@
 import type { DailyReport } from './build-report.ts'
 import type { CountItem, Figures } from './figures.ts'
-import { fmtDelta, fmtInt, fmtPct, fmtSeconds, subjectFor } from './format.ts'
+import { fmtDelta, fmtInt, fmtPct, fmtSeconds, fmtSecondsShort, subjectFor } from './format.ts'
 import { escapeHtml as e } from './html-escape.ts'
 
 /**
@@ -24,9 +24,11 @@ const STATUS_COLORS: Record<string, string> = {
   telephony_failed: '#9333ea',
   unreachable: '#64748b',
 }
+/** Calls still under way, and statuses the provider may add. */
+const OTHER_COLOR = '#3b82f6'
 
 function statusColor(status: string): string {
-  return STATUS_COLORS[status] ?? '#3b82f6'
+  return STATUS_COLORS[status] ?? OTHER_COLOR
 }
 
 function section(title: string, body: string): string {
@@ -118,7 +120,7 @@ function groupTable(title: string, rows: Array<{ name: string; figures: Figures 
         .map((s) => `<span style="display:inline-block;width:${Math.max(1, (s.count / f.calls) * 100).toFixed(1)}%;height:6px;background:${statusColor(s.value)}"></span>`)
         .join('')
       const strip = `<div style="margin-top:4px;height:6px;width:100%;background:#f3f4f6;font-size:0;line-height:0;white-space:nowrap;overflow:hidden">${statuses}</div>`
-      return `<tr>${td(`${e(name)}${sub}${strip}`, 'left')}${td(fmtInt(f.calls))}${td(fmtPct(f.connectRate))}${td(fmtPct(f.successRate))}${td(fmtSeconds(f.avgDurationSeconds))}</tr>`
+      return `<tr>${td(`${e(name)}${sub}${strip}`, 'left')}${td(fmtInt(f.calls))}${td(fmtPct(f.connectRate))}${td(fmtPct(f.successRate))}${td(fmtSecondsShort(f.avgDurationSeconds))}</tr>`
     })
     .join('\n')
   return section(
@@ -130,7 +132,7 @@ ${body}</table>`,
 }
 
 function legend(): string {
-  return Object.entries(STATUS_COLORS)
+  return [...Object.entries(STATUS_COLORS), ['in progress / other', OTHER_COLOR] as const]
     .map(([s, c]) => `<span style="display:inline-block;margin:0 10px 4px 0;font-size:11px;line-height:14px;color:${MUTED};${FONT};white-space:nowrap"><span style="display:inline-block;width:8px;height:8px;border-radius:2px;background:${c};margin-right:4px"></span>${e(s)}</span>`)
     .join('')
 }
