@@ -141,6 +141,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     return router.handle(event.req, matched.replace(/\/?\*\*$/, ''))
   })
 
+  let seedCounter = 1
   const perTenant = (f: (tenantId: string) => number) => Object.fromEntries(tenants.map((t) => [t.id, f(t.id)]))
 
   return {
@@ -168,14 +169,23 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
       const tenant = state.tenantByKey(apiKey)
       const agent = tenant && state.agentOf(tenant, agentId)
       if (!tenant || !agent) throw new Error(`no agent ${agentId} for that key`)
-      const now = clock.now()
+      const now = Math.floor(clock.now())
+      // Seeded records share content per outcome and derive their trace id from the chain: 100k in well under a second.
+      const contents = new Map<string, ReturnType<typeof contentFor>>()
+      const seedBase = ids.chainId()
+      const traceBase = ids.traceId()
       for (let i = 0; i < count; i++) {
         const phone = `+9198765${String(i % 100_000).padStart(5, '0')}`
         const status = outcomeFor(phone, false)
         const duration = status === 'completed' ? 30 + (i % 90) : 0
         const startedAt = now - (count - i) * 60_000
-        const content = contentFor({ status, phone, parameters: { customer_phone: phone }, retryContext: undefined, durationSeconds: duration })
-        const chain = ids.chainId()
+        const digit = phone.at(-1)!
+        let content = contents.get(digit)
+        if (!content) {
+          content = contentFor({ status, phone, parameters: {}, retryContext: undefined, durationSeconds: duration })
+          contents.set(digit, content)
+        }
+        const chain = `${seedBase.slice(0, 24)}${(seedCounter++).toString(16).padStart(12, '0')}`
         const record: ConversationRecord = {
           id: ids.conversationId(chain, 1),
           chain,
@@ -191,7 +201,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
           failureReason: FAILURE_REASONS[status],
           results: content.results,
           transcript: content.transcript,
-          traceId: ids.traceId(),
+          traceId: `${traceBase.slice(0, 24)}${(seedCounter - 1).toString(16).padStart(12, '0')}`,
           parameters: { customer_phone: phone },
           retryContext: undefined,
           metadata: undefined,
