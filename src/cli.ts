@@ -10,6 +10,7 @@ import { CliError, defineCommand, formatTable, type CliCommand, type CliContext 
 import { callsCommands } from './calls/commands.ts'
 import { reportSendCommand } from './reports/cli.ts'
 import { webhookCommands } from './webhooks/commands.ts'
+import { recipeCommands } from './recipes/cli.ts'
 
 const serveCommand = defineCommand({
   name: 'serve',
@@ -44,7 +45,7 @@ const migrateCommand = defineCommand({
 })
 
 /** Every command; features add theirs here. */
-export const commands: CliCommand[] = [serveCommand, migrateCommand, reportSendCommand, ...webhookCommands, ...callsCommands]
+export const commands: CliCommand[] = [serveCommand, migrateCommand, reportSendCommand, ...webhookCommands, ...callsCommands, ...recipeCommands]
 
 function help(): string {
   const width = Math.max(...commands.map((c) => (c.name + (c.usage ? ` ${c.usage}` : '')).length))

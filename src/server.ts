@@ -3,6 +3,8 @@ import { ensureSandboxSecret, withListenPort, type Config, type LoadConfigOption
 import { resolveConfig } from './config/file.ts'
 import { isMigrated, ping } from './db/connect.ts'
 import { createRuntime, type Runtime, type RuntimeOverrides } from './runtime.ts'
+import { startRecipes } from './recipes/background.ts'
+import { registerRecipeRoutes } from './recipes/routes.ts'
 import { mountProxy, startProxyMaintenance } from './proxy/mount.ts'
 
 /**
@@ -36,6 +38,7 @@ export function createApp(rt: Runtime): H3 {
 
   // ── feature routes ──────────────────────────────────────────────────────────────────────────
   mountProxy(app, rt)
+  registerRecipeRoutes(app, rt)
   return app
 }
 
@@ -44,6 +47,7 @@ export async function startBackground(rt: Runtime): Promise<() => Promise<void>>
   const stops: Array<() => Promise<void> | void> = []
   // ── feature background work ─────────────────────────────────────────────────────────────────
   stops.push(startProxyMaintenance(rt))
+  stops.push(await startRecipes(rt))
   return async () => {
     for (const stop of stops.reverse()) await stop()
   }

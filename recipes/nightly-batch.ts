@@ -1,0 +1,97 @@
+import { existsSync } from 'node:fs'
+import { mkdir, readdir, rename, stat, writeFile } from 'node:fs/promises'
+import { basename, extname, join } from 'node:path'
+import { defineRecipe } from 'switchboard'
+
+// ── Settings: edit these ────────────────────────────────────────────────────────────────────────
+/** The agent that calls every batch (sandbox: 101 is Acme's outbound agent). */
+const AGENT_ID = 101
+/** When to pick up the files: 01:00 every night, in RECIPES_TIMEZONE (or TIMEZONE below). */
+const SCHEDULE = '0 1 * * *'
+/** Leave undefined to use RECIPES_TIMEZONE. */
+const TIMEZONE: string | undefined = undefined
+/** Drop contact CSVs here (relative to DATA_DIR). Write them elsewhere and move them in, so a half-copied file is never read. */
+const INBOX = 'inbox'
+/** Extra header names to read as the phone column, beyond customer_phone/phone/mobile/contact_number/msisdn/… */
+const PHONE_ALIASES: string[] = []
+
+interface FileOutcome {
+  file: string
+  batch_id: number | null
+  batch: string
+  rows: number
+  rejects: number
+  moved_to: string | null
+  error?: string
+}
+
+/** `name.csv` → a free path in `dir` (a second `name.csv` on another night becomes `name-2.csv`). */
+function freePath(dir: string, file: string): string {
+  const ext = extname(file)
+  const stem = basename(file, ext)
+  let candidate = join(dir, file)
+  for (let i = 2; existsSync(candidate); i++) candidate = join(dir, `${stem}-${i}${ext}`)
+  return candidate
+}
+
+export default defineRecipe({
+  description: `Every CSV in DATA_DIR/${INBOX}/ becomes one cleaned batch for agent ${AGENT_ID}; the file then moves to ${INBOX}/done/ beside its rejects CSV`,
+  schedule: SCHEDULE,
+  timezone: TIMEZONE,
+  async run(ctx) {
+    const inbox = join(ctx.config.dataDir, INBOX)
+    const done = join(inbox, 'done')
+    const failed = join(inbox, 'failed')
+    const files = existsSync(inbox)
+      ? (await readdir(inbox, { withFileTypes: true }))
+          .filter((e) => e.isFile() && e.name.toLowerCase().endsWith('.csv') && !e.name.startsWith('.'))
+          .map((e) => e.name)
+          .sort()
+      : []
+    const day = new Intl.DateTimeFormat('en-CA', { timeZone: ctx.timezone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(ctx.now)
+    const outcomes: FileOutcome[] = []
+    for (const file of files) {
+      const path = join(inbox, file)
+      const name = `${basename(file, extname(file))}-${day}`
+      // A launch that succeeded before a crash (file not yet moved) must not be launched again.
+      const info = await stat(path)
+      const launchedKey = `launched:${file}:${info.size}:${Math.trunc(info.mtimeMs)}`
+      try {
+        const prepared = await ctx.campaigns.prepareBatch(path, { phoneAliases: PHONE_ALIASES, name: file })
+        const earlier = await ctx.state.get<{ batch_id: number | null }>(launchedKey)
+        const result = earlier && !ctx.dryRun
+          ? { batch: null, rows: prepared.rows, rejects: prepared.rejects, reused: earlier.batch_id }
+          : await ctx.campaigns.launchBatch({ agentId: AGENT_ID, name, rows: prepared.rows, rejects: prepared.rejects, columns: prepared.columns })
+        const batchId = 'reused' in result ? result.reused : (result.batch?.id ?? null)
+        let movedTo: string | null = null
+        if (!ctx.dryRun) {
+          await ctx.state.set(launchedKey, { batch_id: batchId })
+          await mkdir(done, { recursive: true })
+          movedTo = freePath(done, file)
+          await ctx.campaigns.writeRejectsCsv(movedTo.replace(/\.csv$/i, '.rejects.csv'), result.rejects)
+          await rename(path, movedTo)
+          await ctx.state.delete(launchedKey)
+        }
+        outcomes.push({ file, batch_id: batchId, batch: name, rows: result.rows.length, rejects: result.rejects.length, moved_to: movedTo })
+        ctx.log.info({ file, batch_id: batchId, rows: result.rows.length, rejects: result.rejects.length }, 'inbox file processed')
+      } catch (error) {
+        const message = (error as Error).message
+        ctx.log.error({ file, err: error }, 'inbox file could not be processed')
+        let movedTo: string | null = null
+        // A file that cannot be read as contacts (no phone column) would fail every night: park it with the reason.
+        if (!ctx.dryRun && (error as Error).name === 'ContactsError') {
+          await mkdir(failed, { recursive: true })
+          movedTo = freePath(failed, file)
+          await rename(path, movedTo)
+          await writeFile(`${movedTo}.error.txt`, message + '\n')
+        }
+        outcomes.push({ file, batch_id: null, batch: name, rows: 0, rejects: 0, moved_to: movedTo, error: message })
+      }
+    }
+    if (outcomes.some((o) => o.error && !o.moved_to)) {
+      // Files left in place are retried next night; say so loudly.
+      throw new Error(`could not process ${outcomes.filter((o) => o.error && !o.moved_to).map((o) => `${o.file} (${o.error})`).join('; ')}`)
+    }
+    return { files: outcomes.length, batches: outcomes }
+  },
+})

@@ -1,0 +1,53 @@
+import { CliError, defineCommand, type CliCommand } from '../utils/cli-kit.ts'
+import { BrokenRecipeError, recipeEngineFor, UnknownRecipeError } from './engine.ts'
+import { recipeInfoJson, renderRun, runJson } from './present.ts'
+
+const recipesList = defineCommand({
+  name: 'recipes list',
+  summary: 'recipes in RECIPES_DIR: triggers, next run, last run, and why a broken one is broken',
+  usage: '[--json]',
+  options: { json: { type: 'boolean' } },
+  async run(ctx) {
+    const rt = await ctx.runtime()
+    const infos = (await recipeEngineFor(rt).list()).map(recipeInfoJson)
+    if (ctx.values.json) return void ctx.json(infos)
+    if (infos.length === 0) return void ctx.write(`no recipes in ${rt.config.recipes.dir}\n`)
+    ctx.table(
+      infos.map((r) => ({
+        name: r.name,
+        schedule: r.schedule ? `${r.schedule} (${r.timezone})` : '',
+        on: r.on.join(', '),
+        next_run: r.next_run ?? '',
+        last_run: r.last_run ? `${r.last_run.status} ${r.last_run.started_at} (${r.last_run.trigger})` : '',
+        broken: r.broken ? 'BROKEN (see below)' : '',
+      })),
+    )
+    // Reasons are often longer than a table cell: print them whole.
+    for (const r of infos) if (r.broken) ctx.write(`\n${r.name} is broken: ${r.broken}\n  file: ${r.file}\n`)
+  },
+})
+
+const recipesRun = defineCommand({
+  name: 'recipes run',
+  summary: 'run a recipe now and print what it did; with --dry-run it only plans (no call, batch or mail)',
+  usage: '<name> [--dry-run] [--json]',
+  options: { 'dry-run': { type: 'boolean' }, json: { type: 'boolean' } },
+  async run(ctx) {
+    const [name, ...extra] = ctx.positionals
+    if (!name) throw new CliError('which recipe? usage: recipes run <name> [--dry-run] [--json] (see "recipes list")')
+    if (extra.length) throw new CliError(`unexpected argument "${extra[0]}": run one recipe at a time`)
+    const rt = await ctx.runtime()
+    let run
+    try {
+      run = await recipeEngineFor(rt).run(name, { dryRun: ctx.values['dry-run'] === true })
+    } catch (error) {
+      if (error instanceof UnknownRecipeError || error instanceof BrokenRecipeError) throw new CliError(error.message)
+      throw error
+    }
+    if (ctx.values.json) ctx.json(runJson(run))
+    else ctx.write(renderRun(run))
+    return run.status === 'failed' ? 1 : 0
+  },
+})
+
+export const recipeCommands: CliCommand[] = [recipesList, recipesRun]

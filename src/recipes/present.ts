@@ -1,0 +1,84 @@
+import type { PlannedEffect } from '../utils/effects.ts'
+import type { RecipeInfo } from './engine.ts'
+import type { RecipeRun } from './runner.ts'
+
+const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString())
+
+/** A recipe listing as JSON (CLI --json and GET /admin/recipes): times as ISO 8601. */
+export function recipeInfoJson(info: RecipeInfo) {
+  return {
+    name: info.name,
+    description: info.description,
+    file: info.file,
+    schedule: info.schedule,
+    timezone: info.timezone,
+    on: info.on,
+    broken: info.broken,
+    next_run: iso(info.nextRun),
+    last_run: info.lastRun
+      ? {
+          id: info.lastRun.id,
+          trigger: info.lastRun.trigger,
+          status: info.lastRun.status,
+          started_at: iso(info.lastRun.startedAt),
+          ended_at: iso(info.lastRun.endedAt),
+          summary: info.lastRun.summary,
+          error: info.lastRun.error,
+        }
+      : null,
+  }
+}
+
+export function runJson(run: RecipeRun) {
+  return {
+    id: run.id,
+    recipe: run.recipe,
+    trigger: run.trigger,
+    event_id: run.eventId,
+    dry_run: run.dryRun,
+    status: run.status,
+    started_at: iso(run.startedAt),
+    ended_at: iso(run.endedAt),
+    summary: run.summary,
+    error: run.error,
+    plan: run.plan,
+  }
+}
+
+function phoneOf(effect: Extract<PlannedEffect, { kind: 'call' }>): string {
+  return effect.request.parameters.find((p) => p.name === 'customer_phone')?.value ?? '(no customer_phone)'
+}
+
+/** The plan for people: each batch with its rows and rejects, each call, each mail. */
+export function renderPlan(plan: PlannedEffect[]): string {
+  if (plan.length === 0) return 'plan: nothing (no call, batch or mail)\n'
+  const lines: string[] = [`plan: ${plan.length} side effect${plan.length === 1 ? '' : 's'}`]
+  for (const effect of plan) {
+    if (effect.kind === 'batch') {
+      lines.push(`  batch "${effect.name}" for agent ${effect.agent_id}: ${effect.rows.length} row${effect.rows.length === 1 ? '' : 's'}, ${effect.rejects.length} rejected`)
+      for (const row of effect.rows) lines.push(`    ${JSON.stringify(row)}`)
+      for (const r of effect.rejects) lines.push(`    rejected row ${r.row}: ${JSON.stringify(r.raw)} — ${r.reason}`)
+    } else if (effect.kind === 'call') {
+      const r = effect.request
+      const when = r.scheduled_for ? `at ${r.scheduled_for}` : 'now'
+      lines.push(`  call ${phoneOf(effect)} with agent ${r.agent_id} ${when}${effect.note ? ` (${effect.note})` : ''}`)
+      lines.push(`    idempotency_key: ${r.idempotency_key ?? '(auto)'}${r.conversation_id ? ` · continues ${r.conversation_id}` : ''}${effect.campaign ? ` · campaign ${effect.campaign}` : ''}`)
+      const params = r.parameters.filter((p) => p.name !== 'customer_phone')
+      if (params.length) lines.push(`    parameters: ${JSON.stringify(Object.fromEntries(params.map((p) => [p.name, p.value])))}`)
+      if (r.retry_context) lines.push(`    retry_context: ${JSON.stringify(r.retry_context)}`)
+    } else {
+      lines.push(`  mail to ${effect.to.join(', ')}: "${effect.subject}"${effect.attachments?.length ? ` (attachments: ${effect.attachments.join(', ')})` : ''}`)
+    }
+  }
+  return lines.join('\n') + '\n'
+}
+
+export function renderRun(run: RecipeRun): string {
+  const took = run.endedAt !== null ? `${run.endedAt - run.startedAt} ms` : 'still running'
+  const lines = [
+    `recipe ${run.recipe}: ${run.status}${run.dryRun ? ' (dry run: nothing was called, launched or mailed)' : ''} · ${run.trigger} · ${iso(run.startedAt)} · ${took}`,
+  ]
+  if (run.error) lines.push(`error: ${run.error}`)
+  if (run.summary) lines.push(`summary: ${run.summary}`)
+  return lines.join('\n') + '\n' + renderPlan(run.plan)
+}

@@ -1,0 +1,49 @@
+import { HTTPError, type H3 } from 'h3'
+import type { Runtime } from '../runtime.ts'
+import { requireAdmin } from '../utils/admin-auth.ts'
+import { BrokenRecipeError, recipeEngineFor, UnknownRecipeError } from './engine.ts'
+import { recipeInfoJson, runJson } from './present.ts'
+import { listRuns } from './runner.ts'
+
+function truthy(value: unknown): boolean {
+  return value === true || value === 1 || (typeof value === 'string' && ['1', 'true', 'yes'].includes(value.toLowerCase()))
+}
+
+/** `/admin/recipes`: list, recent runs, run now (optionally dry) — the same as `recipes list` / `recipes run`. */
+export function registerRecipeRoutes(app: H3, rt: Runtime): void {
+  app.get('/admin/recipes', async (event) => {
+    requireAdmin(event, rt.config.adminToken)
+    return { data: (await recipeEngineFor(rt).list()).map(recipeInfoJson) }
+  })
+
+  app.get('/admin/recipes/:name/runs', async (event) => {
+    requireAdmin(event, rt.config.adminToken)
+    const name = decodeURIComponent(event.context.params?.name ?? '')
+    const limit = Number(event.url.searchParams.get('limit') ?? 20)
+    if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new HTTPError({ status: 400, message: 'limit must be a whole number from 1 to 500' })
+    return { data: (await listRuns(rt, { recipe: name, limit })).map(runJson) }
+  })
+
+  app.post('/admin/recipes/:name/run', async (event) => {
+    requireAdmin(event, rt.config.adminToken)
+    const name = decodeURIComponent(event.context.params?.name ?? '')
+    let body: unknown = {}
+    const text = await event.req.text()
+    if (text.trim()) {
+      try {
+        body = JSON.parse(text)
+      } catch {
+        throw new HTTPError({ status: 400, message: 'body must be JSON, e.g. {"dry_run": true}' })
+      }
+    }
+    const dryRun = truthy(event.url.searchParams.get('dry_run')) || truthy((body as { dry_run?: unknown } | null)?.dry_run)
+    try {
+      const run = await recipeEngineFor(rt).run(name, { dryRun })
+      return { data: runJson(run) }
+    } catch (error) {
+      if (error instanceof UnknownRecipeError) throw new HTTPError({ status: 404, message: error.message })
+      if (error instanceof BrokenRecipeError) throw new HTTPError({ status: 409, message: error.message })
+      throw error
+    }
+  })
+}
