@@ -1,0 +1,104 @@
+import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest'
+import { listCalls } from '../../src/calls/list-calls.ts'
+import { placeCall } from '../../src/calls/place-call.ts'
+import { main } from '../../src/cli.ts'
+import { createManualClock } from '../../src/utils/clock.ts'
+import { startRecordingUpstream, type RecordingUpstream } from '../campaigns/recording-upstream.ts'
+import { describeEachDialect } from '../helpers/db.ts'
+import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+
+let upstream: RecordingUpstream
+beforeAll(async () => {
+  upstream = await startRecordingUpstream()
+})
+afterAll(async () => {
+  await upstream.close()
+})
+
+const START = Date.parse('2026-03-10T06:00:00Z')
+
+describeEachDialect('calls list', (dialect) => {
+  let rt: TestRuntime
+  let env: Record<string, string>
+  beforeEach(async () => {
+    env = { VOICE_API_KEY: 'sk_test_acme', VOICE_API_BASE_URL: upstream.url, WEBHOOK_SECRET: 'whsec_test', LOG_LEVEL: 'silent' }
+    rt = await createTestRuntime({ dialect, clock: createManualClock(START), env })
+    env = { ...env, DATA_DIR: rt.dataDir, DATABASE_URL: rt.store.url }
+    const clock = rt.clock as ReturnType<typeof createManualClock>
+    await placeCall(rt, {
+      apiKey: 'sk_test_acme',
+      request: { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543210' }], idempotency_key: 'k-1' },
+      recipe: 'nightly-batch',
+      campaign: 'march',
+    })
+    await clock.advance(1000)
+    await placeCall(rt, {
+      apiKey: 'sk_test_acme',
+      request: {
+        agent_id: 101,
+        parameters: [{ name: 'customer_phone', value: '+919876543211' }],
+        idempotency_key: 'k-2',
+        scheduled_for: '2026-03-11T03:30:00.000Z',
+        conversation_id: 'abc_1',
+        retry_context: { collected_data: { name: 'Asha' }, retry_stage_id: 'intro' },
+      },
+      recipe: 'no-answer-followup',
+      campaign: 'march',
+      previousConversationId: 'abc_1',
+    })
+    await clock.advance(1000)
+    // Through the proxy: no recipe.
+    await placeCall(rt, { apiKey: 'sk_test_acme', request: { agent_id: 201, parameters: [{ name: 'customer_phone', value: '+12133734253' }], idempotency_key: 'k-3' } })
+  })
+  afterEach(async () => {
+    await rt.close()
+  })
+
+  it('lists newest first, filtered by status and recipe, limited', async () => {
+    const all = await listCalls(rt)
+    expect(all.map((c) => c.idempotency_key)).toEqual(['k-3', 'k-2', 'k-1'])
+    expect((await listCalls(rt, { status: 'scheduled' })).map((c) => c.idempotency_key)).toEqual(['k-2'])
+    expect((await listCalls(rt, { recipe: 'nightly-batch' })).map((c) => c.idempotency_key)).toEqual(['k-1'])
+    expect((await listCalls(rt, { limit: 1 })).map((c) => c.idempotency_key)).toEqual(['k-3'])
+    expect((await listCalls(rt, { agentId: 201 })).map((c) => c.idempotency_key)).toEqual(['k-3'])
+    expect(await listCalls(rt, { status: 'rejected' })).toEqual([])
+  })
+
+  it('`calls list --json` prints trace id, agent, number, scheduled_for, recipe, key, retry_context and status', async () => {
+    let out = ''
+    const code = await main(['calls', 'list', '--recipe', 'no-answer-followup', '--json'], { env, stdout: (t) => (out += t), stderr: () => {} })
+    expect(code).toBe(0)
+    const rows = JSON.parse(out)
+    expect(rows).toEqual([
+      {
+        trace_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        agent_id: 101,
+        customer_phone: '+919876543211',
+        scheduled_for: '2026-03-11T03:30:00.000Z',
+        recipe: 'no-answer-followup',
+        campaign: 'march',
+        idempotency_key: 'k-2',
+        retry_context: { collected_data: { name: 'Asha' }, retry_stage_id: 'intro' },
+        previous_conversation_id: 'abc_1',
+        status: 'scheduled',
+        error: null,
+        created_at: new Date(START + 1000).toISOString(),
+      },
+    ])
+  })
+
+  it('prints a table, and one clear line for a bad flag', async () => {
+    let out = ''
+    expect(await main(['calls', 'list', '--status', 'initiated'], { env, stdout: (t) => (out += t), stderr: () => {} })).toBe(0)
+    const lines = out.trim().split('\n')
+    expect(lines[0]).toMatch(/^created_at\s+status\s+agent_id\s+customer_phone\s+scheduled_for\s+recipe\s+trace_id\s+idempotency_key\s+retry_context$/)
+    expect(lines.slice(2).map((l) => l.split(/\s+/)[1])).toEqual(['initiated', 'initiated'])
+
+    let err = ''
+    expect(await main(['calls', 'list', '--status', 'done'], { env, stdout: () => {}, stderr: (t) => (err += t) })).toBe(2)
+    expect(err).toBe('error: --status must be one of pending, initiated, scheduled, failed, rejected (got "done")\n')
+    err = ''
+    expect(await main(['calls', 'list', '--limit', '0'], { env, stdout: () => {}, stderr: (t) => (err += t) })).toBe(2)
+    expect(err).toBe('error: --limit must be from 1 to 1000 (got 0)\n')
+  })
+})

@@ -1,0 +1,271 @@
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest'
+import { parse } from 'csv-parse/sync'
+import {
+  addToDnc,
+  isBlocked,
+  launchBatch,
+  loadDncList,
+  loadFollowUpInputs,
+  planFollowUps,
+  prepareBatch,
+  removeFromDnc,
+  runFollowUps,
+  scheduleCall,
+} from '../../src/campaigns/index.ts'
+import type { ConversationsTable } from '../../src/db/schema.ts'
+import { createManualClock } from '../../src/utils/clock.ts'
+import type { Effects } from '../../src/utils/effects.ts'
+import { describeEachDialect } from '../helpers/db.ts'
+import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+import { startRecordingUpstream, uploadedCsv, type RecordingUpstream } from './recording-upstream.ts'
+
+const PHONE = '+919876543210'
+// 22:00 IST, 10 March 2026: a no_answer now gets its follow-up at 09:00 IST tomorrow.
+const EVENING = Date.parse('2026-03-10T16:30:00Z')
+const NEXT_OPENING = '2026-03-11T03:30:00.000Z'
+
+let upstream: RecordingUpstream
+beforeAll(async () => {
+  upstream = await startRecordingUpstream()
+})
+afterAll(async () => {
+  await upstream.close()
+})
+
+const dry = (): Effects => ({ dryRun: true, plan: [] })
+const live = (): Effects => ({ dryRun: false, plan: [] })
+
+function conversationRow(over: Partial<ConversationsTable> = {}): ConversationsTable {
+  return {
+    conversation_id: 'e36853de-9cbb-441e-ad75-d3c8ac82abfb_1',
+    agent_id: 101,
+    contact_number: PHONE,
+    status: 'no_answer',
+    terminal: 1,
+    duration_seconds: null,
+    started_at: EVENING - 60_000,
+    ended_at: EVENING,
+    failure_reason: null,
+    trace_id: 'trace-original',
+    from_phone: '+918035550101',
+    recording_url: null,
+    transcript: null,
+    results: JSON.stringify({ stage_id: 'intro' }),
+    call_parameters: JSON.stringify({ customer_phone: PHONE, name: 'Asha' }),
+    retry: null,
+    retry_context: null,
+    last_event_at: EVENING,
+    last_event_id: 'evt_1',
+    source: 'webhook',
+    created_at: EVENING - 60_000,
+    updated_at: EVENING,
+    ...over,
+  }
+}
+
+describeEachDialect('campaign toolkit with storage', (dialect) => {
+  let rt: TestRuntime
+  beforeEach(async () => {
+    upstream.requests.length = 0
+    rt = await createTestRuntime({
+      dialect,
+      clock: createManualClock(EVENING + 60_000),
+      env: { VOICE_API_KEY: 'sk_test_acme', VOICE_API_BASE_URL: upstream.url, DEFAULT_COUNTRY: 'IN', RECIPES_TIMEZONE: 'Asia/Kolkata' },
+    })
+  })
+  afterEach(async () => {
+    await rt.close()
+  })
+
+  async function seedNoAnswer(over: Partial<ConversationsTable> = {}) {
+    await rt.store.db.insertInto('conversations').values(conversationRow(over)).execute()
+  }
+
+  it('schedules a no_answer follow-up once: a re-run places no second call', async () => {
+    await seedNoAnswer()
+    const first = await runFollowUps(rt, { recipe: 'no-answer-followup' }, live())
+    expect(first.summary).toMatchObject({ placed: 1, failed: 0 })
+    expect(upstream.requests).toHaveLength(1)
+    const sent = JSON.parse(upstream.requests[0]!.body.toString('utf8'))
+    expect(sent).toEqual({
+      agent_id: 101,
+      parameters: [
+        { name: 'customer_phone', value: PHONE },
+        { name: 'name', value: 'Asha' },
+      ],
+      conversation_id: 'e36853de-9cbb-441e-ad75-d3c8ac82abfb_1',
+      idempotency_key: first.plans[0]!.idempotencyKey,
+      retry_context: { collected_data: { name: 'Asha', stage_id: 'intro' }, retry_stage_id: 'intro' },
+      scheduled_for: NEXT_OPENING,
+    })
+    const rows = await rt.store.db.selectFrom('calls').selectAll().execute()
+    expect(rows).toHaveLength(1)
+    expect(rows[0]).toMatchObject({
+      status: 'scheduled',
+      recipe: 'no-answer-followup',
+      campaign: 'agent:101',
+      previous_conversation_id: 'e36853de-9cbb-441e-ad75-d3c8ac82abfb_1',
+      scheduled_for: Date.parse(NEXT_OPENING),
+      idempotency_key: first.plans[0]!.idempotencyKey,
+    })
+
+    // The sweep runs again: the ledger shows the follow-up, so nothing is planned or sent.
+    const second = await runFollowUps(rt, { recipe: 'no-answer-followup' }, live())
+    expect(second.plans).toEqual([])
+    expect(second.skips).toMatchObject([{ code: 'already_followed_up' }])
+    expect(upstream.requests).toHaveLength(1)
+  })
+
+  it('a plan made from stale inputs (e.g. on another replica) is refused by its deterministic key, with no upstream request', async () => {
+    await seedNoAnswer()
+    const inputs = await loadFollowUpInputs(rt, { since: 0 })
+    const dnc = await loadDncList(rt)
+    const opts = { defaultCountry: 'IN', timeZone: 'Asia/Kolkata' }
+    const planA = planFollowUps({ ...inputs, dnc, now: rt.clock.now(), options: opts }).plans[0]!
+    const planB = planFollowUps({ ...inputs, dnc, now: rt.clock.now(), options: opts }).plans[0]!
+    expect(planB.idempotencyKey).toBe(planA.idempotencyKey)
+    expect((await scheduleCall(rt, planA, live(), { recipe: 'r' })).status).toBe('placed')
+    const again = await scheduleCall(rt, planB, live(), { recipe: 'r' })
+    expect(again.status).toBe('duplicate')
+    expect(upstream.requests).toHaveLength(1)
+    expect(await rt.store.db.selectFrom('calls').selectAll().execute()).toHaveLength(1)
+  })
+
+  it('a follow-up of a follow-up continues the chain and the shared cap stops the fourth call', async () => {
+    await seedNoAnswer()
+    const first = await runFollowUps(rt, {}, live())
+    const trace1 = (await rt.store.db.selectFrom('calls').select('trace_id').executeTakeFirstOrThrow()).trace_id!
+    // The follow-up ran at 09:00 and was busy; the provider continued the chain.
+    await seedNoAnswer({ conversation_id: 'e36853de-9cbb-441e-ad75-d3c8ac82abfb_2', trace_id: trace1, status: 'busy', ended_at: Date.parse(NEXT_OPENING) + 60_000, updated_at: Date.parse(NEXT_OPENING) + 60_000 })
+    await (rt.clock as ReturnType<typeof createManualClock>).advanceTo(Date.parse(NEXT_OPENING) + 5 * 60_000)
+    const second = await runFollowUps(rt, {}, live())
+    expect(second.plans.map((p) => [p.previousConversationId, p.attempt])).toEqual([['e36853de-9cbb-441e-ad75-d3c8ac82abfb_2', 3]])
+    // busy → at least 2 h later
+    expect(second.plans[0]!.scheduledFor).toBe(Date.parse(NEXT_OPENING) + 60_000 + 2 * 3_600_000)
+    expect(JSON.parse(upstream.requests[1]!.body.toString('utf8')).conversation_id).toBe('e36853de-9cbb-441e-ad75-d3c8ac82abfb_2')
+    expect(second.plans[0]!.idempotencyKey).not.toBe(first.plans[0]!.idempotencyKey)
+
+    const trace2 = (await rt.store.db.selectFrom('calls').select('trace_id').where('trace_id', '!=', trace1).executeTakeFirstOrThrow()).trace_id!
+    const later = Date.parse(NEXT_OPENING) + 3 * 3_600_000
+    await seedNoAnswer({ conversation_id: 'e36853de-9cbb-441e-ad75-d3c8ac82abfb_3', trace_id: trace2, status: 'no_answer', ended_at: later, updated_at: later })
+    await (rt.clock as ReturnType<typeof createManualClock>).advanceTo(later + 60_000)
+    const third = await runFollowUps(rt, {}, live())
+    expect(third.plans).toEqual([])
+    expect(third.skips.find((s) => s.conversationId.endsWith('_3'))).toMatchObject({ code: 'attempt_cap' })
+    expect(upstream.requests).toHaveLength(2)
+  })
+
+  it('a dry run plans the call and sends nothing, writes nothing', async () => {
+    await seedNoAnswer()
+    const effects = dry()
+    const result = await runFollowUps(rt, { recipe: 'no-answer-followup' }, effects)
+    expect(result.summary.planned).toBe(1)
+    expect(effects.plan).toEqual([
+      {
+        kind: 'call',
+        request: result.plans[0]!.request,
+        recipe: 'no-answer-followup',
+        campaign: 'agent:101',
+        note: `follow-up 2/3 after no_answer (e36853de-9cbb-441e-ad75-d3c8ac82abfb_1)`,
+      },
+    ])
+    expect(upstream.requests).toHaveLength(0)
+    expect(await rt.store.db.selectFrom('calls').selectAll().execute()).toEqual([])
+  })
+
+  it('do-not-call: the table blocks follow-ups and direct calls; results asking not to be called add the number (live runs only)', async () => {
+    await seedNoAnswer({ conversation_id: 'x_1', status: 'completed', results: JSON.stringify({ intent: 'do_not_call' }) })
+    await runFollowUps(rt, {}, dry())
+    expect(await isBlocked(rt, '09876543210')).toBe(false)
+    await runFollowUps(rt, {}, live())
+    expect(await isBlocked(rt, '09876543210')).toBe(true)
+    expect(await rt.store.db.selectFrom('dnc').selectAll().execute()).toMatchObject([{ phone: PHONE, source: 'conversation:x_1' }])
+
+    await seedNoAnswer({ conversation_id: 'y_1', contact_number: '+919876543211', trace_id: 't-y', updated_at: EVENING + 1 })
+    expect((await addToDnc(rt, '+91 98765 43211', { reason: 'asked by email' })).added).toBe(true)
+    expect((await addToDnc(rt, '09876543211')).added).toBe(false)
+    const r = await runFollowUps(rt, {}, live())
+    expect(r.skips.find((s) => s.conversationId === 'y_1')).toMatchObject({ code: 'dnc' })
+
+    const direct = await scheduleCall(rt, { request: { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543211' }] } }, live())
+    expect(direct).toMatchObject({ status: 'blocked', reason: 'on the do-not-call list' })
+    expect(upstream.requests).toHaveLength(0)
+    expect(await removeFromDnc(rt, '+919876543211')).toBe(true)
+    expect(await isBlocked(rt, '+919876543211')).toBe(false)
+  })
+
+  it('a DNC file (default $DATA_DIR/dnc.csv) is honoured along with the table', async () => {
+    writeFileSync(join(rt.dataDir, 'dnc.csv'), 'phone\n098765 43210\nnot a number\n+1 (213) 373-4253\n')
+    expect(await isBlocked(rt, '+919876543210')).toBe(true)
+    expect(await isBlocked(rt, '+12133734253')).toBe(true)
+    expect(await isBlocked(rt, '+919876543211')).toBe(false)
+    expect(await isBlocked(rt, '+919876543210', { file: false })).toBe(false)
+    expect((await loadDncList(rt)).size).toBe(2)
+  })
+
+  it('scheduleCall keeps a direct call inside the window and refuses one beyond 30 days', async () => {
+    const tooLate = new Date(rt.clock.now() + 31 * 24 * 3_600_000).toISOString()
+    const far = await scheduleCall(rt, { request: { agent_id: 101, parameters: [{ name: 'customer_phone', value: PHONE }], scheduled_for: tooLate } }, live())
+    expect(far.status).toBe('blocked')
+    const windowed = await scheduleCall(rt, { request: { agent_id: 101, parameters: [{ name: 'customer_phone', value: PHONE }] }, timeZone: 'Asia/Kolkata' }, dry())
+    expect(windowed.request.scheduled_for).toBe(NEXT_OPENING)
+    expect(upstream.requests).toHaveLength(0)
+  })
+
+  it('loads one conversation’s contact history for an event-triggered run', async () => {
+    await seedNoAnswer({ conversation_id: 'a_1', trace_id: 'ta', ended_at: EVENING - 3_600_000, updated_at: EVENING - 3_600_000 })
+    await seedNoAnswer({ conversation_id: 'a_2', trace_id: 'tb', contact_number: '09876543210' })
+    await seedNoAnswer({ conversation_id: 'b_1', trace_id: 'tc', contact_number: '+919876543299' })
+    const inputs = await loadFollowUpInputs(rt, { since: 0, conversationIds: ['a_2'] })
+    expect(inputs.conversations.map((c) => c.conversation_id).sort()).toEqual(['a_1', 'a_2'])
+    const r = await runFollowUps(rt, { conversationIds: ['a_2'] }, dry())
+    expect(r.plans.map((p) => [p.previousConversationId, p.attempt])).toEqual([['a_2', 3]])
+  })
+
+  it('prepares a batch from a CSV with the DNC table, and launches it (dry run: plan only; live: the upload)', async () => {
+    await addToDnc(rt, '9876543212')
+    const path = join(rt.dataDir, 'contacts.csv')
+    writeFileSync(path, '\uFEFFMobile,Name\n9876543210,A\n09876543210,A2\n+,B\n9876543212,C\n9876543213,"D, E"\n')
+    const prepared = await prepareBatch(rt, path)
+    expect(prepared.rejects).toEqual([
+      { row: 3, raw: '09876543210', reason: 'duplicate of row 2' },
+      { row: 4, raw: '+', reason: 'not a phone number' },
+      { row: 5, raw: '9876543212', reason: 'on the do-not-call list' },
+    ])
+
+    const effects = dry()
+    const planned = await launchBatch(rt, { agentId: 101, name: 'March list', rows: prepared.rows, rejects: prepared.rejects }, effects)
+    expect(planned).toMatchObject({ batch: null, skipped: 'dry_run' })
+    expect(effects.plan).toEqual([
+      {
+        kind: 'batch',
+        agent_id: 101,
+        name: 'March list',
+        rows: [
+          { customer_phone: '+919876543210', Name: 'A' },
+          { customer_phone: '+919876543213', Name: 'D, E' },
+        ],
+        rejects: prepared.rejects,
+      },
+    ])
+    expect(upstream.requests).toHaveLength(0)
+
+    // Rows from code are checked too: a number added to the DNC list since preparing is left out.
+    await addToDnc(rt, '+919876543213')
+    const launched = await launchBatch(rt, { agentId: 101, name: 'March list', rows: prepared.rows }, live())
+    expect(launched.batch).toMatchObject({ name: 'March list', agent_id: 101 })
+    expect(launched.rejects).toEqual([{ row: 2, raw: '+919876543213', reason: 'on the do-not-call list' }])
+    expect(upstream.requests).toHaveLength(1)
+    expect(upstream.requests[0]!.path).toBe('/v1/batch-call')
+    expect(upstream.requests[0]!.headers.authorization).toBe('Bearer sk_test_acme')
+    expect(parse(uploadedCsv(upstream.requests[0]!), { columns: true })).toEqual([{ customer_phone: '+919876543210', Name: 'A' }])
+  })
+
+  it('a batch with no callable rows is not uploaded', async () => {
+    const r = await launchBatch(rt, { agentId: 101, name: 'empty', rows: [{ customer_phone: 'nope' }] }, live())
+    expect(r).toMatchObject({ batch: null, skipped: 'no_rows', rejects: [{ row: 1, raw: 'nope', reason: 'not a phone number (contains letters)' }] })
+    expect(upstream.requests).toHaveLength(0)
+  })
+})
