@@ -11,6 +11,7 @@ import { callsCommands } from './calls/commands.ts'
 import { reportSendCommand } from './reports/cli.ts'
 import { webhookCommands } from './webhooks/commands.ts'
 import { recipeCommands } from './recipes/cli.ts'
+import { sandboxCommand } from './sandbox/commands.ts'
 
 const serveCommand = defineCommand({
   name: 'serve',
@@ -45,7 +46,7 @@ const migrateCommand = defineCommand({
 })
 
 /** Every command; features add theirs here. */
-export const commands: CliCommand[] = [serveCommand, migrateCommand, reportSendCommand, ...webhookCommands, ...callsCommands, ...recipeCommands]
+export const commands: CliCommand[] = [serveCommand, sandboxCommand, migrateCommand, reportSendCommand, ...webhookCommands, ...callsCommands, ...recipeCommands]
 
 function help(): string {
   const width = Math.max(...commands.map((c) => (c.name + (c.usage ? ` ${c.usage}` : '')).length))
