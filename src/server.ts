@@ -6,6 +6,7 @@ import { createRuntime, type Runtime, type RuntimeOverrides } from './runtime.ts
 import { startRecipes } from './recipes/background.ts'
 import { registerRecipeRoutes } from './recipes/routes.ts'
 import { mountProxy, startProxyMaintenance } from './proxy/mount.ts'
+import { mountSandbox } from './sandbox/mount.ts'
 
 /**
  * The HTTP surface: operations endpoints here, each feature's routes from its own module. Background
@@ -37,6 +38,7 @@ export function createApp(rt: Runtime): H3 {
   })
 
   // ── feature routes ──────────────────────────────────────────────────────────────────────────
+  mountSandbox(app, rt)
   mountProxy(app, rt)
   registerRecipeRoutes(app, rt)
   return app
