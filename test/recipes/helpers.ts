@@ -29,3 +29,47 @@ export default defineRecipe({
 })
 `
 }
+
+/**
+ * A clock for end-to-end tests over real sockets: time flows at real speed from `start`, and `jumpTo`
+ * moves it forward at once. Timers are kept by due time, so after a jump each one due fires once (a
+ * 1-second poll does not replay the hours skipped) — the way a machine waking from sleep behaves.
+ */
+export interface WarpClock {
+  now(): number
+  setTimeout(fn: () => void, ms: number): () => void
+  jumpTo(at: number | string): void
+}
+
+export function createWarpClock(start: number | string): WarpClock {
+  let offset = (typeof start === 'number' ? start : Date.parse(start)) - Date.now()
+  const now = () => Date.now() + offset
+  interface Timer { at: number; fn: () => void; handle?: ReturnType<typeof setTimeout> }
+  const timers = new Set<Timer>()
+  const arm = (t: Timer) => {
+    if (t.handle) clearTimeout(t.handle)
+    t.handle = setTimeout(() => {
+      if (now() < t.at) return arm(t)
+      timers.delete(t)
+      t.fn()
+    }, Math.min(Math.max(0, t.at - now()), 2 ** 31 - 1))
+    t.handle.unref?.()
+  }
+  return {
+    now,
+    setTimeout(fn, ms) {
+      const t: Timer = { at: now() + Math.max(0, ms), fn }
+      timers.add(t)
+      arm(t)
+      return () => {
+        if (t.handle) clearTimeout(t.handle)
+        timers.delete(t)
+      }
+    },
+    jumpTo(at) {
+      const target = typeof at === 'number' ? at : Date.parse(at)
+      offset += Math.max(0, target - now())
+      for (const t of timers) arm(t)
+    },
+  }
+}
