@@ -74,6 +74,7 @@ export function createState(tenants: DemoTenant[]) {
   const chains = new Map<string, number>()
   /** `tenant:agent:key` → expiry (epoch ms). */
   const idempotency = new Map<string, number>()
+  let idempotencyWrites = 0
 
   const tenantState = (tenantId: string): TenantState => {
     let s = perTenant.get(tenantId)
@@ -148,6 +149,11 @@ export function createState(tenants: DemoTenant[]) {
       return expiry !== undefined && expiry > now
     },
     rememberIdempotency(tenantId: string, agentId: number, key: string, expiresAt: number) {
+      // Sweep expired keys now and then, so a long-running sandbox does not grow without bound.
+      if (++idempotencyWrites % 1000 === 0) {
+        const now = expiresAt - 24 * 60 * 60 * 1000
+        for (const [k, expiry] of idempotency) if (expiry <= now) idempotency.delete(k)
+      }
       idempotency.set(`${tenantId}:${agentId}:${key}`, expiresAt)
     },
 

@@ -1,0 +1,93 @@
+import { spawn } from 'node:child_process'
+import { createHmac } from 'node:crypto'
+import { H3, serve } from 'h3'
+import { describe, expect, it } from 'vitest'
+import { main } from '../../src/cli.ts'
+import { withListenPort } from '../../src/config/load.ts'
+import { mountSandbox } from '../../src/sandbox/mount.ts'
+import { createManualClock } from '../../src/utils/clock.ts'
+import { createTestRuntime } from '../helpers/runtime.ts'
+
+describe('sandbox inside switchboard', () => {
+  it('answers under /sandbox and delivers signed webhooks to this server’s receiver on the port bound later', async () => {
+    const clock = createManualClock('2026-03-18T10:00:00Z')
+    const rt = await createTestRuntime({ clock })
+    const received: Array<{ signature: string | null; body: string }> = []
+    const app = new H3()
+    expect(mountSandbox(app, rt)).toBeDefined()
+    app.post('/webhooks/formant', async (event) => {
+      received.push({ signature: event.req.headers.get('x-formantai-signature'), body: await event.req.text() })
+      return new Response(null, { status: 204 })
+    })
+    const server = serve(app, { port: 0, hostname: '127.0.0.1', silent: true, gracefulShutdown: false })
+    try {
+      await server.ready()
+      const address = server.node?.server?.address()
+      rt.config = withListenPort(rt.config, typeof address === 'object' && address ? address.port : 0)
+      const res = await fetch(`${rt.config.upstreamBaseUrl}/v1/call`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer sk_test_acme', 'content-type': 'application/json' },
+        body: JSON.stringify({ agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543210' }] }),
+      })
+      expect(res.status).toBe(200)
+      expect((await res.json()).data.status).toBe('initiated')
+      await clock.advance(10 * 60_000)
+      await expect.poll(() => received.length).toBe(1)
+      const { signature, body } = received[0]!
+      expect(signature).toBe(`sha256=${createHmac('sha256', 'whsec_test_secret').update(body).digest('hex')}`)
+      const event = JSON.parse(body)
+      expect(event.data.call.recording_url).toBe(`${rt.config.upstreamBaseUrl}/v1/conversations/${event.data.call.conversation_id}/recording`)
+      const rec = await fetch(event.data.call.recording_url, { headers: { authorization: 'Bearer sk_test_acme' } })
+      expect(rec.headers.get('content-type')).toBe('audio/wav')
+      const unknown = await fetch(`${rt.config.upstreamBaseUrl}/v2/x`)
+      expect(unknown.status).toBe(404)
+      expect((await unknown.json()).error.type).toBe('not_found')
+    } finally {
+      await server.close(true)
+      await rt.close()
+    }
+  })
+
+  it('is not mounted when a VOICE_API_KEY is set', async () => {
+    const rt = await createTestRuntime({ env: { VOICE_API_KEY: 'sk_live_x' } })
+    try {
+      expect(mountSandbox(new H3(), rt)).toBeUndefined()
+    } finally {
+      await rt.close()
+    }
+  })
+})
+
+describe('cli sandbox', () => {
+  it('refuses bad flags with one line', async () => {
+    let err = ''
+    const code = await main(['sandbox', '--port', 'abc'], { env: {}, stderr: (t) => (err += t), stdout: () => {} })
+    expect(code).toBe(2)
+    expect(err).toBe('error: --port must be a whole number (got "abc")\n')
+    err = ''
+    expect(await main(['sandbox', '--webhook-url', 'ftp://x'], { env: {}, stderr: (t) => (err += t), stdout: () => {} })).toBe(2)
+    expect(err).toContain('--webhook-url must be an http(s) URL')
+  })
+
+  it('runs standalone: prints its URL, the demo keys and the webhook target, and answers /v1', async () => {
+    const child = spawn(process.execPath, ['src/bin.mjs', 'sandbox', '--port', '0', '--webhook-url', 'http://127.0.0.1:9/hook', '--webhook-secret', 's3cret'], {
+      env: { ...process.env, LOG_LEVEL: 'silent', VOICE_API_KEY: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    try {
+      let out = ''
+      child.stdout.on('data', (c: Buffer) => (out += c.toString()))
+      await expect.poll(() => out, { timeout: 15_000 }).toMatch(/listening at (http:\/\/127\.0\.0\.1:\d+)\/v1/)
+      const base = /listening at (http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(out)![1]!
+      expect(out).toContain('sk_test_acme (agents 101, 102, 103)')
+      expect(out).toContain('sk_test_disabled (disabled: 401)')
+      expect(out).toContain('every event type → http://127.0.0.1:9/hook (signed')
+      const res = await fetch(`${base}/v1/conversations`, { headers: { authorization: 'Bearer sk_test_globex' } })
+      expect(res.status).toBe(200)
+      expect(await res.json()).toEqual({ data: [], has_more: false, total: 0 })
+    } finally {
+      child.kill('SIGTERM')
+      await new Promise((resolve) => child.once('exit', resolve))
+    }
+  })
+})
