@@ -176,9 +176,10 @@ export async function replayEvent(rt: Runtime, eventId: string): Promise<Process
  * process with every hook that service registered. Returns false when there is no such event.
  */
 export async function requeueEvent(rt: Runtime, eventId: string): Promise<boolean> {
+  // Due at once for every replica, whatever the skew between this process's clock and theirs.
   const result = await rt.store.db
     .updateTable('webhook_events')
-    .set({ status: 'pending', attempts: 0, next_attempt_at: rt.clock.now(), claimed_by: null, claimed_until: null, last_error: null })
+    .set({ status: 'pending', attempts: 0, next_attempt_at: 0, claimed_by: null, claimed_until: null, last_error: null })
     .where('event_id', '=', eventId)
     .executeTakeFirst()
   return Number(result.numUpdatedRows) > 0

@@ -89,3 +89,17 @@ export async function countEvents(rt: TestRuntime): Promise<number> {
   const { n } = await rt.store.db.selectFrom('webhook_events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
   return Number(n)
 }
+
+/** Environment for a CLI run (`main()`) against the harness's own store. */
+export function cliEnv(rt: TestRuntime, extra: Record<string, string> = {}): Record<string, string> {
+  return { DATABASE_URL: rt.store.url, DATA_DIR: rt.dataDir, WEBHOOK_SECRET: SECRET, LOG_LEVEL: 'silent', RECONCILE_INTERVAL_SECONDS: '0', ...extra }
+}
+
+/** Runs the CLI in-process and captures its output. */
+export async function runCli(argv: string[], env: Record<string, string>): Promise<{ code: number; out: string; err: string }> {
+  const { main } = await import('../../src/cli.ts')
+  let out = ''
+  let err = ''
+  const code = await main(argv, { env, stdout: (t) => void (out += t), stderr: (t) => void (err += t) })
+  return { code, out, err }
+}

@@ -1,0 +1,267 @@
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { createRuntime } from '../../src/runtime.ts'
+import { createSilentLogger } from '../../src/utils/logger.ts'
+import {
+  getConversation,
+  listConversations,
+  purgeOldEvents,
+  startWebhookWorkers,
+  webhookHealth,
+  type ProcessedEvent,
+} from '../../src/webhooks/index.ts'
+import { describeEachDialect } from '../helpers/db.ts'
+import { cliEnv, countEvents, createHarness, makeEvent, runCli, type Harness } from './helpers.ts'
+
+async function statusOf(h: Harness, eventId: string): Promise<string | undefined> {
+  const row = await h.rt.store.db.selectFrom('webhook_events').select('status').where('event_id', '=', eventId).executeTakeFirst()
+  return row?.status
+}
+
+async function waitForStatus(h: Harness, eventId: string, status: string): Promise<void> {
+  await vi.waitFor(async () => expect(await statusOf(h, eventId)).toBe(status), { timeout: 5000, interval: 10 })
+}
+
+describeEachDialect('webhook processing', (dialect) => {
+  let h: Harness
+  let stop: (() => Promise<void>) | undefined
+  afterEach(async () => {
+    await stop?.()
+    stop = undefined
+    await h?.close()
+  })
+
+  it('processes right after the commit: read model (transcript array, call_parameters) and hooks', async () => {
+    h = await createHarness(dialect)
+    const seen: ProcessedEvent[] = []
+    h.rt.hooks.on('test', (e) => void seen.push(e))
+    stop = startWebhookWorkers(h.rt)
+    const event = makeEvent()
+    expect((await h.send(event)).status).toBe(204)
+    await waitForStatus(h, event.event_id, 'processed')
+    expect(seen).toHaveLength(1)
+    expect(seen[0]).toMatchObject({ eventId: event.event_id, eventType: 'call.completed', target: 'formant', source: 'webhook', receivedAt: h.clock.now() })
+    expect(seen[0]!.event.data.call.conversation_id).toBe(event.data.call.conversation_id)
+    const conv = await getConversation(h.rt, event.data.call.conversation_id)
+    expect(conv).toMatchObject({
+      agent_id: 101, status: 'completed', terminal: true, contact_number: '+919876543210', duration_seconds: 42,
+      started_at: Date.parse('2026-03-01T09:58:00Z'), ended_at: Date.parse('2026-03-01T09:58:42Z'),
+      call_parameters: { customer_phone: '+919876543210', name: 'Asha' }, results: { intent: 'pay_later' },
+      trace_id: event.data.call.trace_id, source: 'webhook', last_event_id: event.event_id,
+      retry: { attempt_number: 1, is_final_attempt: true, max_attempts: 1, next_retry_at: null },
+    })
+    expect(conv!.transcript).toEqual([
+      { role: 'agent', message: 'Namaste, am I speaking with Asha?' },
+      { role: 'human', message: 'Yes — हाँ, बोलिए' },
+    ])
+    expect((await listConversations(h.rt, { agentId: 101, terminal: true })).map((c) => c.conversation_id)).toEqual([event.data.call.conversation_id])
+    expect(await listConversations(h.rt, { agentId: 999 })).toEqual([])
+  })
+
+  it('concurrent duplicates are stored once and processed once', async () => {
+    h = await createHarness(dialect)
+    let calls = 0
+    h.rt.hooks.on('count', () => void calls++)
+    stop = startWebhookWorkers(h.rt)
+    const event = makeEvent()
+    await Promise.all(Array.from({ length: 10 }, () => h.send(event)))
+    await waitForStatus(h, event.event_id, 'processed')
+    await h.send(event) // a late retry from the provider
+    await h.clock.advance(5_000)
+    expect(calls).toBe(1)
+    expect(await countEvents(h.rt)).toBe(1)
+  })
+
+  it('out-of-order events keep the terminal status and the newest outcome; missing fields are filled', async () => {
+    h = await createHarness(dialect)
+    stop = startWebhookWorkers(h.rt)
+    const conversation_id = 'conv-order_1'
+    const completed = makeEvent({ event_id: 'evt_done', timestamp: '2026-03-01T09:59:00Z', call: { conversation_id } })
+    const earlier = makeEvent({
+      event_id: 'evt_early', event_type: 'call.no_answer', timestamp: '2026-03-01T09:50:00Z',
+      call: { conversation_id, call_parameters: {}, duration_seconds: null, recording_url: 'https://rec.example/1.wav' },
+    })
+    const lateNonTerminal = makeEvent({ event_id: 'evt_live', timestamp: '2026-03-01T10:05:00Z', call: { conversation_id, status: 'in_progress' } })
+    for (const e of [completed, earlier, lateNonTerminal]) {
+      expect((await h.send(e)).status).toBe(204)
+      await waitForStatus(h, e.event_id, 'processed')
+    }
+    const conv = await getConversation(h.rt, conversation_id)
+    expect(conv).toMatchObject({ status: 'completed', terminal: true, duration_seconds: 42, last_event_id: 'evt_done', recording_url: 'https://rec.example/1.wav' })
+    expect(conv!.call_parameters).toEqual({ customer_phone: '+919876543210', name: 'Asha' })
+    expect(conv!.transcript).toHaveLength(2)
+    // A newer terminal outcome does replace an older one.
+    const later = makeEvent({ event_id: 'evt_later', event_type: 'call.busy', timestamp: '2026-03-01T10:10:00Z', call: { conversation_id } })
+    await h.send(later)
+    await waitForStatus(h, 'evt_later', 'processed')
+    expect((await getConversation(h.rt, conversation_id))!.status).toBe('busy')
+  })
+
+  it('a failing hook retries with backoff, dead-letters, and replay then succeeds (admin and CLI)', async () => {
+    h = await createHarness(dialect, { PROCESSING_MAX_ATTEMPTS: '3' })
+    let broken = true
+    let calls = 0
+    h.rt.hooks.on('flaky', () => {
+      calls++
+      if (broken) throw new Error('downstream is down')
+    })
+    stop = startWebhookWorkers(h.rt)
+    const event = makeEvent()
+    await h.send(event)
+    await waitForStatus(h, event.event_id, 'failed')
+    const first = await h.rt.store.db.selectFrom('webhook_events').selectAll().where('event_id', '=', event.event_id).executeTakeFirstOrThrow()
+    expect(first.attempts).toBe(1)
+    expect(first.last_error).toMatch(/hook "flaky" failed: downstream is down/)
+    expect(first.next_attempt_at).toBeGreaterThan(h.clock.now())
+    await h.clock.advance(500) // not yet due
+    expect(calls).toBe(1)
+    await h.clock.advance(first.next_attempt_at - h.clock.now() + 1_000)
+    await vi.waitFor(async () => {
+      await h.clock.advance(100)
+      expect(calls).toBe(2)
+    }, { timeout: 8000, interval: 20 })
+    await vi.waitFor(async () => {
+      await h.clock.advance(5_000)
+      expect(await statusOf(h, event.event_id)).toBe('dead')
+    }, { timeout: 8000, interval: 20 })
+    expect(calls).toBe(3)
+    await h.clock.advance(3_600_000)
+    expect(calls).toBe(3) // dead stays dead
+    expect((await webhookHealth(h.rt, 0, h.clock.now() + 1)).dead).toBe(1)
+
+    // Admin replay runs it now, in this process.
+    broken = false
+    const res = await h.app.fetch(new Request(`http://localhost/admin/events/${event.event_id}/replay`, { method: 'POST' }))
+    expect(res.status).toBe(200)
+    expect(((await res.json()) as { data: { status: string } }).data.status).toBe('processed')
+    expect(await statusOf(h, event.event_id)).toBe('processed')
+    expect(await getConversation(h.rt, event.data.call.conversation_id)).toBeDefined()
+
+    // CLI replay hands it to the running service (this harness's worker) and reports the outcome.
+    broken = true
+    const cli = runCli(['events', 'replay', event.event_id, '--wait', '10'], cliEnv(h.rt))
+    await vi.waitFor(async () => expect(await statusOf(h, event.event_id)).not.toBe('processed'), { timeout: 5000, interval: 20 })
+    broken = false
+    await vi.waitFor(async () => {
+      await h.clock.advance(1_000)
+      expect(await statusOf(h, event.event_id)).toBe('processed')
+    }, { timeout: 8000, interval: 50 })
+    const done = await cli
+    expect(done.code).toBe(0)
+    expect(done.out).toContain(`${event.event_id}: processed`)
+  })
+
+  it('a payload processing cannot understand is dead at once, without retries', async () => {
+    h = await createHarness(dialect)
+    stop = startWebhookWorkers(h.rt)
+    await h.send({ event_id: 'evt_odd', event_type: 'call.transferred', data: { something: 1 } })
+    await waitForStatus(h, 'evt_odd', 'dead')
+    const row = await h.rt.store.db.selectFrom('webhook_events').selectAll().where('event_id', '=', 'evt_odd').executeTakeFirstOrThrow()
+    expect(row.attempts).toBe(1)
+    expect(row.last_error).toMatch(/not a call event/)
+  })
+
+  it('events left pending (no worker running, as after a crash) are processed when the worker starts', async () => {
+    h = await createHarness(dialect)
+    const events = Array.from({ length: 30 }, () => makeEvent())
+    for (const e of events) await h.send(e)
+    expect(await statusOf(h, events[0]!.event_id)).toBe('pending')
+    stop = startWebhookWorkers(h.rt)
+    await vi.waitFor(async () => {
+      const n = await h.rt.store.db.selectFrom('webhook_events').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'processed').executeTakeFirstOrThrow()
+      expect(Number(n.n)).toBe(30)
+    }, { timeout: 10_000, interval: 20 })
+    expect(await listConversations(h.rt, { limit: 100 })).toHaveLength(30)
+  })
+
+  it('two replicas sharing the database process each event exactly once', async () => {
+    h = await createHarness(dialect)
+    const other = await createRuntime(h.rt.config, { store: h.rt.store, skipMigrate: true, clock: h.clock, log: createSilentLogger() })
+    const counts = new Map<string, number>()
+    const hook = (e: ProcessedEvent) => void counts.set(e.eventId, (counts.get(e.eventId) ?? 0) + 1)
+    h.rt.hooks.on('count', hook)
+    other.hooks.on('count', hook)
+    const events = Array.from({ length: 60 }, () => makeEvent())
+    for (const e of events) await h.send(e)
+    const stopA = startWebhookWorkers(h.rt)
+    const stopB = startWebhookWorkers(other)
+    try {
+      await vi.waitFor(() => expect(counts.size).toBe(60), { timeout: 10_000, interval: 20 })
+      await h.clock.advance(5_000)
+      expect([...counts.values()].every((n) => n === 1)).toBe(true)
+    } finally {
+      await stopA()
+      await stopB()
+    }
+  })
+
+  it('purge removes processed and dead events past retention, never pending ones or recent ones', async () => {
+    h = await createHarness(dialect, { EVENT_RETENTION_DAYS: '30' })
+    const old = makeEvent()
+    const oldPending = makeEvent()
+    await h.send(old)
+    await h.send(oldPending)
+    await h.rt.store.db.updateTable('webhook_events').set({ status: 'processed' }).where('event_id', '=', old.event_id).execute()
+    await h.clock.advance(29 * 86_400_000)
+    const recent = makeEvent()
+    await h.send(recent)
+    await h.rt.store.db.updateTable('webhook_events').set({ status: 'processed' }).where('event_id', '=', recent.event_id).execute()
+    expect((await purgeOldEvents(h.rt)).events).toBe(0) // 29 days: everything kept
+    await h.clock.advance(2 * 86_400_000)
+    expect((await purgeOldEvents(h.rt)).events).toBe(1)
+    const left = (await h.rt.store.db.selectFrom('webhook_events').select('event_id').execute()).map((r) => r.event_id).sort()
+    expect(left).toEqual([oldPending.event_id, recent.event_id].sort())
+  })
+
+  describe('admin and CLI', () => {
+    it('lists, filters and shows events over HTTP, with the ADMIN_TOKEN rules', async () => {
+      h = await createHarness(dialect, { ADMIN_TOKEN: 'a-long-admin-token-123' })
+      const a = makeEvent()
+      const b = makeEvent({ event_type: 'call.busy' })
+      await h.send(a)
+      await h.clock.advance(1000)
+      await h.send(b)
+      const get = (path: string, token?: string) =>
+        h.app.fetch(new Request(`http://localhost${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {} }))
+      expect((await get('/admin/events')).status).toBe(401)
+      expect((await get('/admin/events', 'wrong-token-wrong-token')).status).toBe(401)
+      const all = (await (await get('/admin/events', 'a-long-admin-token-123')).json()) as { data: Array<{ event_id: string }> }
+      expect(all.data.map((e) => e.event_id)).toEqual([b.event_id, a.event_id])
+      const busy = (await (await get('/admin/events?type=call.busy&status=pending', 'a-long-admin-token-123')).json()) as { data: Array<{ event_id: string }> }
+      expect(busy.data.map((e) => e.event_id)).toEqual([b.event_id])
+      expect((await get('/admin/events?status=weird', 'a-long-admin-token-123')).status).toBe(400)
+      const one = (await (await get(`/admin/events/${a.event_id}`, 'a-long-admin-token-123')).json()) as { data: { body: { event_id: string }; headers: Record<string, string> } }
+      expect(one.data.body.event_id).toBe(a.event_id)
+      expect(Object.keys(one.data.headers)).not.toContain('x-formantai-signature')
+      expect((await get('/admin/events/evt_missing', 'a-long-admin-token-123')).status).toBe(404)
+      expect((await h.app.fetch(new Request('http://localhost/admin/events/evt_missing/replay', { method: 'POST', headers: { authorization: 'Bearer a-long-admin-token-123' } }))).status).toBe(404)
+    })
+
+    it('events list/show with --json, and clear errors', async () => {
+      h = await createHarness(dialect)
+      const a = makeEvent()
+      const b = makeEvent({ event_type: 'call.no_answer' })
+      await h.send(a)
+      await h.send(b)
+      const env = cliEnv(h.rt)
+      const list = await runCli(['events', 'list', '--json'], env)
+      expect(list.err.slice(0, 400)).toBe('')
+      expect(list.code).toBe(0)
+      expect((JSON.parse(list.out) as Array<{ event_id: string }>).map((e) => e.event_id).sort()).toEqual([a.event_id, b.event_id].sort())
+      const filtered = await runCli(['events', 'list', '--type', 'call.no_answer', '--status', 'pending', '--limit', '5', '--json'], env)
+      expect((JSON.parse(filtered.out) as Array<{ event_id: string }>).map((e) => e.event_id)).toEqual([b.event_id])
+      const table = await runCli(['events', 'list'], env)
+      expect(table.out).toContain(a.event_id)
+      const show = await runCli(['events', 'show', a.event_id, '--json'], env)
+      expect((JSON.parse(show.out) as { body: { data: { call: { conversation_id: string } } } }).body.data.call.conversation_id).toBe(a.data.call.conversation_id)
+      const bad = await runCli(['events', 'list', '--status', 'weird'], env)
+      expect(bad.code).toBe(2)
+      expect(bad.err).toMatch(/^error: --status must be one of/)
+      expect(bad.err).not.toContain('    at ')
+      const missing = await runCli(['events', 'show', 'evt_nope'], env)
+      expect(missing.code).toBe(1)
+      expect(missing.err).toMatch(/no webhook event with id "evt_nope"/)
+      const replayMissing = await runCli(['events', 'replay', 'evt_nope'], env)
+      expect(replayMissing.code).toBe(1)
+    })
+  })
+})
