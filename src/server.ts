@@ -5,6 +5,7 @@ import { isMigrated, ping } from './db/connect.ts'
 import { createRuntime, type Runtime, type RuntimeOverrides } from './runtime.ts'
 import { startRecipes } from './recipes/background.ts'
 import { registerRecipeRoutes } from './recipes/routes.ts'
+import { registerWebhookRoutes, startWebhookWorkers } from './webhooks/index.ts'
 import { mountProxy, startProxyMaintenance } from './proxy/mount.ts'
 import { mountSandbox } from './sandbox/mount.ts'
 
@@ -39,6 +40,7 @@ export function createApp(rt: Runtime): H3 {
 
   // ── feature routes ──────────────────────────────────────────────────────────────────────────
   mountSandbox(app, rt)
+  registerWebhookRoutes(app, rt)
   mountProxy(app, rt)
   registerRecipeRoutes(app, rt)
   return app
@@ -48,6 +50,7 @@ export function createApp(rt: Runtime): H3 {
 export async function startBackground(rt: Runtime): Promise<() => Promise<void>> {
   const stops: Array<() => Promise<void> | void> = []
   // ── feature background work ─────────────────────────────────────────────────────────────────
+  stops.push(startWebhookWorkers(rt))
   stops.push(startProxyMaintenance(rt))
   stops.push(await startRecipes(rt))
   return async () => {
