@@ -5,7 +5,8 @@ export const DIRECT_CAMPAIGN = '(direct)'
 
 /** Reads one call parameter from the stored JSON (the webhook's object form or the request's array form). */
 export function callParameter(json: string | null, name: string): string | undefined {
-  if (!json) return undefined
+  // Most rows carry no such parameter: skip the parse (this runs for every row of a 100,000-call day).
+  if (!json || !json.includes(`"${name}"`)) return undefined
   let value: unknown
   try {
     value = JSON.parse(json)

@@ -1,0 +1,81 @@
+import { existsSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterEach, expect, it } from 'vitest'
+import { main } from '../../src/cli.ts'
+import { listMailLog } from '../../src/reports/index.ts'
+import { describeEachDialect } from '../helpers/db.ts'
+import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+import { startSmtp } from './smtp.ts'
+import { DAY, EXPECTED, seedKnownDay } from './seed.ts'
+
+async function run(argv: string[], env: Record<string, string>) {
+  let stdout = ''
+  let stderr = ''
+  const code = await main(argv, { env, stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t) })
+  return { code, stdout, stderr }
+}
+
+describeEachDialect('report send (CLI)', (dialect) => {
+  let rt: TestRuntime | undefined
+  let smtp: Awaited<ReturnType<typeof startSmtp>> | undefined
+  afterEach(async () => {
+    await rt?.close()
+    await smtp?.close()
+    rt = smtp = undefined
+  })
+
+  async function setup(extra: Record<string, string> = {}) {
+    rt = await createTestRuntime({ dialect })
+    await seedKnownDay(rt)
+    return {
+      DATABASE_URL: rt.store.url,
+      DATA_DIR: rt.dataDir,
+      WEBHOOK_SECRET: 'whsec_test_secret',
+      VOICE_API_KEY: 'sk_live_report',
+      VOICE_API_BASE_URL: 'http://127.0.0.1:9',
+      RECIPES_TIMEZONE: 'Asia/Kolkata',
+      LOG_LEVEL: 'silent',
+      ...extra,
+    }
+  }
+
+  it('--dry-run prints what would be sent and sends, writes and records nothing', async () => {
+    smtp = await startSmtp()
+    const env = await setup({ SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, REPORT_TO: 'ops@example.com' })
+    const { code, stdout, stderr } = await run(['report', 'send', '--date', DAY, '--dry-run'], env)
+    expect(stderr).toBe('')
+    expect(code).toBe(0)
+    expect(stdout).toContain('dry run — nothing sent or written')
+    expect(stdout).toContain('to:       ops@example.com')
+    expect(stdout).toContain('subject:  switchboard daily report — 2026-11-20 (Asia/Kolkata)')
+    expect(stdout).toContain(`${EXPECTED.calls} calls · connect ${EXPECTED.connectRate}% · success ${EXPECTED.successRate}%`)
+    expect(smtp.messages).toHaveLength(0)
+    expect(await listMailLog(rt!)).toEqual([])
+    expect(existsSync(join(rt!.dataDir, 'outbox'))).toBe(false)
+
+    const json = await run(['report', 'send', '--date', DAY, '--dry-run', '--json', '--to', 'a@example.com', '--to', 'b@example.com'], env)
+    expect(json.code).toBe(0)
+    const out = JSON.parse(json.stdout) as { dryRun: boolean; status: string; to: string[]; plan: unknown[]; report: { totals: { calls: number; successRate: number } } }
+    expect(out).toMatchObject({ dryRun: true, status: 'planned', to: ['a@example.com', 'b@example.com'] })
+    expect(out.plan).toEqual([{ kind: 'mail', to: ['a@example.com', 'b@example.com'], subject: 'switchboard daily report — 2026-11-20 (Asia/Kolkata)', attachments: ['conversations-2026-11-20.csv'] }])
+    expect(out.report.totals).toMatchObject({ calls: EXPECTED.calls, successRate: EXPECTED.successRate })
+    expect(smtp.messages).toHaveLength(0)
+  })
+
+  it('sends for real into the outbox without SMTP_URL', async () => {
+    const env = await setup({ REPORT_TO: 'ops@example.com' })
+    const { code, stdout } = await run(['report', 'send', '--date', DAY], env)
+    expect(code).toBe(0)
+    expect(stdout).toMatch(/^written:/)
+    const files = readdirSync(join(rt!.dataDir, 'outbox'))
+    expect(files).toHaveLength(1)
+    expect((await listMailLog(rt!))[0]).toMatchObject({ status: 'written', recipients: ['ops@example.com'] })
+  })
+
+  it('user mistakes are one line and exit 2', async () => {
+    const env = await setup()
+    expect(await run(['report', 'send', '--date', '2026-13-01', '--dry-run'], { ...env, REPORT_TO: 'x@example.com' })).toMatchObject({ code: 2, stderr: 'error: --date: date must be a real calendar day (got "2026-13-01")\n' })
+    expect(await run(['report', 'send', '--timezone', 'Nowhere/City', '--dry-run'], { ...env, REPORT_TO: 'x@example.com' })).toMatchObject({ code: 2, stderr: 'error: --timezone: unknown time zone "Nowhere/City" (use an IANA name such as Asia/Kolkata)\n' })
+    expect(await run(['report', 'send', '--dry-run'], env)).toMatchObject({ code: 2, stderr: 'error: no recipient: set REPORT_TO or pass --to someone@example.com\n' })
+  })
+})
