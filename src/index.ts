@@ -14,4 +14,5 @@ export {
 } from './recipes/define.ts'
 export type { RecipeQueries, StoredCall, StoredConversation, StoredEvent } from './recipes/queries.ts'
 export type { RecipeState } from './recipes/state.ts'
+export type { RecipeCampaigns, RecipeMail, RecipeReports } from './recipes/bindings.ts'
 export type { PlannedEffect } from './utils/effects.ts'

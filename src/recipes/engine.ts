@@ -123,6 +123,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       .select('id')
       .where('recipe', '=', name)
       .where('status', '=', 'running')
+      .where('dry_run', '=', 0)
       .where('started_at', '>', rt.clock.now() - RUN_STALE_MS)
       .executeTakeFirst()
     return row !== undefined
@@ -238,6 +239,13 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
     async start(startOptions = {}) {
       await ensureLoaded()
       if (scheduler || stopped) return
+      // Runs a crashed process left `running` would read as in progress forever: close them.
+      await rt.store.db
+        .updateTable('recipe_runs')
+        .set({ status: 'failed', error: 'interrupted: the process stopped during the run', ended_at: rt.clock.now() })
+        .where('status', '=', 'running')
+        .where('started_at', '<=', rt.clock.now() - RUN_STALE_MS)
+        .execute()
       scheduler = createScheduler(rt.clock, (name, tickAt) => void track(runTick(name, tickAt, 'cron')))
       await noteSchedulesSeen()
       scheduler.set(scheduledEntries())
