@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
+import type { BatchMetrics } from '../../src/upstream/schemas.ts'
 import { GLOBEX, harness, type Harness } from './helpers.ts'
 
 let h: Harness
@@ -63,7 +64,7 @@ describe('batch calls', () => {
     })
     const get = async () => (await h.json(await h.request(`/v1/batch-calls/${batch.id}`))).data
     const metrics = async () => (await h.json(await h.request(`/v1/batch-calls/${batch.id}/metrics`))).data
-    const check = (m: Record<string, number>) => {
+    const check = (m: BatchMetrics) => {
       expect(m.total_processed).toBe(m.completed_count + m.failed_count + m.busy_count + m.no_answer_count + m.socket_failure_count + m.unreachable_count)
       expect(m.total_processed + m.in_progress_count + m.pending_retry_count).toBe(8)
       expect(m.success_count).toBe(m.completed_count)
