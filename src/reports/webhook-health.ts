@@ -1,33 +1,30 @@
 import type { Runtime } from '../runtime.ts'
+import { webhookHealth } from '../webhooks/index.ts'
 
 export interface WebhookHealth {
+  /** Distinct events the provider delivered in the window. */
   received: number
-  /** null: not known from the inbox alone (the receiver counts them). */
+  /** Extra copies of those events; null when unknown. */
   duplicates: number | null
+  /** Refused deliveries by reason; null when unknown. */
   rejected: Record<string, number> | null
   dead: number
+  /** Events reconciliation synthesized because no webhook brought them. */
   reconciled: number
-  /** Where the figures came from: the receiver's own counters, or the inbox table. */
+  /** Where the figures came from: the receiver's counters, or (when those fail) the inbox table alone. */
   source: 'receiver' | 'inbox'
 }
 
-type ReceiverHealth = (rt: Runtime, fromMs: number, toMs: number) => Promise<Omit<WebhookHealth, 'source'>>
-
 /**
- * The receiver (src/webhooks) owns these figures and exports `webhookHealth`; it is looked up at run time
- * so reports work with or without it. Without it, what the inbox shows: events delivered by the provider,
- * events synthesized by reconciliation, and those dead. Duplicates and rejections leave no inbox
- * row, so they are reported as unknown rather than as zero.
+ * Webhook health for [fromMs, toMs) from the receiver (src/webhooks `webhookHealth`). If that fails, the
+ * report still goes out with what the inbox table shows — received, reconciled, dead — and duplicates and
+ * rejections as unknown (null), never as a misleading zero.
  */
 export async function loadWebhookHealth(rt: Runtime, fromMs: number, toMs: number): Promise<WebhookHealth> {
-  const receiver = await findReceiverHealth(rt)
-  if (receiver) {
-    try {
-      const h = await receiver(rt, fromMs, toMs)
-      return { ...h, source: 'receiver' }
-    } catch (error) {
-      rt.log.warn({ err: error }, 'reports: webhookHealth failed; webhook health comes from the inbox')
-    }
+  try {
+    return { ...(await webhookHealth(rt, fromMs, toMs)), source: 'receiver' }
+  } catch (error) {
+    rt.log.warn({ err: error }, 'reports: webhookHealth failed; webhook health comes from the inbox table')
   }
   const rows = await rt.store.db
     .selectFrom('webhook_events')
@@ -46,24 +43,4 @@ export async function loadWebhookHealth(rt: Runtime, fromMs: number, toMs: numbe
     else received += n
   }
   return { received, duplicates: null, rejected: null, dead, reconciled, source: 'inbox' }
-}
-
-let cached: Promise<ReceiverHealth | undefined> | undefined
-
-async function findReceiverHealth(rt: Runtime): Promise<ReceiverHealth | undefined> {
-  cached ??= (async () => {
-    const url = new URL('../webhooks/index.ts', import.meta.url).href
-    try {
-      // A computed specifier: the module may not exist in this build, and that is fine.
-      const mod = (await import(url)) as { webhookHealth?: unknown }
-      return typeof mod.webhookHealth === 'function' ? (mod.webhookHealth as ReceiverHealth) : undefined
-    } catch (error) {
-      const code = (error as { code?: string }).code
-      if (code !== 'ERR_MODULE_NOT_FOUND' && !/Cannot find module|Failed to load url|does not exist/i.test(String(error))) {
-        rt.log.warn({ err: error }, 'reports: the webhook receiver module failed to load; webhook health comes from the inbox')
-      }
-      return undefined
-    }
-  })()
-  return cached
 }

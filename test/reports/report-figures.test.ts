@@ -84,7 +84,7 @@ describeEachDialect('daily report figures', (dialect) => {
     expect(campaigns['(direct)']?.calls).toBe(14)
 
     expect(report.followUps).toEqual({ scheduled: 2, completed: 1, outcomes: [{ value: 'completed', count: 1 }, { value: 'scheduled', count: 1 }] })
-    expect(report.webhooks).toMatchObject({ received: 4, dead: 1, reconciled: 1 })
+    expect(report.webhooks).toEqual({ received: 4, duplicates: 2, rejected: { invalid_signature: 3, stale_timestamp: 1 }, dead: 1, reconciled: 1, source: 'receiver' })
 
     expect(report.trend.map((d) => d.date)).toEqual(['2026-11-14', '2026-11-15', '2026-11-16', '2026-11-17', '2026-11-18', '2026-11-19', '2026-11-20'])
     expect(report.trend.map((d) => d.calls)).toEqual([0, 0, 0, 0, 0, 2, 21])
@@ -100,6 +100,8 @@ describeEachDialect('daily report figures', (dialect) => {
     expect(rendered.subject).toBe('switchboard daily report — 2026-11-20 (Asia/Kolkata)')
     expect(rendered.text).toContain('Success rate   38.1%')
     expect(rendered.text).toContain('Connect rate   42.9%')
+    expect(rendered.text).toContain('Webhooks: received 4 · duplicates 2 · rejected 4 · dead 1 · reconciled 1')
+    expect(rendered.text).toContain('rejected by reason: invalid_signature 3, stale_timestamp 1')
     expect(rendered.html).toContain('38.1%')
     expect(rendered.html).toContain('diwali-offer')
     expect(rendered.html).not.toMatch(/<script|<img|<link|url\(|src=|@import/i)

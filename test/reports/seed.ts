@@ -169,6 +169,16 @@ export async function seedKnownDay(rt: Runtime): Promise<void> {
       event('evt_out', DAY_END, 'processed', 'webhook'),
     ])
     .execute()
+  // The receiver's own counters: two extra copies of evt_1, and refused deliveries per minute.
+  await rt.store.db.updateTable('webhook_events').set({ duplicates: 2 }).where('event_id', '=', 'evt_1').execute()
+  await rt.store.db
+    .insertInto('webhook_rejections')
+    .values([
+      { bucket_at: DAY_START, target: 'formant', reason: 'invalid_signature', count: 3 },
+      { bucket_at: DAY_END - 60_000, target: 'formant', reason: 'stale_timestamp', count: 1 },
+      { bucket_at: DAY_END, target: 'formant', reason: 'invalid_signature', count: 5 },
+    ])
+    .execute()
 }
 
 /** What the figures of the known day must be. */
