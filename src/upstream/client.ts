@@ -93,6 +93,16 @@ function toBlob(file: UploadFile, fallbackType: string): Blob {
   return new Blob([typeof file.data === 'string' ? file.data : new Uint8Array(file.data)], { type })
 }
 
+async function readErrorBody(stream: ReadableStream<Uint8Array> | undefined): Promise<unknown> {
+  if (!stream) return undefined
+  const text = await new Response(stream).text().catch(() => '')
+  try {
+    return JSON.parse(text) as unknown
+  } catch {
+    return text
+  }
+}
+
 /** A typed client for the provider's 10 endpoints, with the spec's retry rules. */
 export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
   const baseUrl = (options.baseUrl ?? REGION_BASE_URLS[options.region ?? 'global']).replace(/\/+$/, '').replace(/\/v1$/, '')
@@ -127,8 +137,9 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
         })
         lastRateLimit = readRateLimit(response.headers)
         if (response.ok) return response
-        error = errorFromResponse(response.status, response.headers, response._data)
-        if (req.stream) await (response._data as ReadableStream | undefined)?.cancel().catch(() => {})
+        // A streamed request's error body is still a stream: read it so the error comes back typed.
+        const body = req.stream ? await readErrorBody(response._data as ReadableStream<Uint8Array> | undefined) : response._data
+        error = errorFromResponse(response.status, response.headers, body)
       } catch (cause) {
         if (cause instanceof VoiceApiError) throw cause
         const name = (cause as { name?: string; cause?: { name?: string } }).name

@@ -58,11 +58,10 @@ describe('contract: the spec’s Errors table (each row, through the client)', (
       const e = await failure(p)
       expect([e.status, e.type]).toEqual([404, 'not_found'])
     }
-    // Recordings: the client reads error answers of streamed downloads as http_error (it does not parse
-    // the body of a stream response), so the body is checked over the wire as well.
+    // Recordings: the error body of a streamed download comes back typed too; checked over the wire as well.
     for (const [client, key] of [[acme, 'sk_test_acme'], [globex, 'sk_test_globex']] as const) {
       const e = await failure(client.downloadRecording(theirs!.conversation_id)) // acme: not theirs; globex: busy, no recording
-      expect(e.status).toBe(404)
+      expect([e.status, e.type]).toEqual([404, 'not_found'])
       const raw = await fetch(`${c.baseUrl}/v1/conversations/${theirs!.conversation_id}/recording`, { headers: { authorization: `Bearer ${key}` } })
       expect(raw.status).toBe(404)
       expect((await raw.json()).error.type).toBe('not_found')
