@@ -132,3 +132,11 @@ describeEachDialect('daily report figures', (dialect) => {
     expect(rendered.csv.trim().split('\r\n')).toHaveLength(1)
   })
 })
+
+describe('formula neutralisation', () => {
+  it('prefixes exactly the cells a spreadsheet would run', async () => {
+    const { neutraliseCell } = await import('../../src/reports/index.ts')
+    for (const v of ['=1+1', '+91 98', '-2', '@SUM(A1)', '\t=1', '\r=1', '＝1', '＋1', '－1', '＠x']) expect(neutraliseCell(v)).toBe(`'${v}`)
+    for (const v of ['', 'ok', ' =1', "'=1", '1-2', 'a=b', '91']) expect(neutraliseCell(v)).toBe(v)
+  })
+})
