@@ -58,10 +58,10 @@ function describe(error: unknown): string {
  */
 export async function sendMail(rt: Runtime, message: MailMessage, effects: Effects): Promise<MailResult> {
   const to = recipients(message.to)
+  if (to.length === 0) throw new Error('mail has no recipient: pass one, or set REPORT_TO')
   const id = rt.random.uuid()
   effects.plan.push({ kind: 'mail', to, subject: message.subject, attachments: (message.attachments ?? []).map((a) => a.filename) })
   if (effects.dryRun) return { id, status: 'planned' }
-  if (to.length === 0) throw new Error('mail has no recipient: pass one, or set REPORT_TO')
 
   await insertMailLog(rt, { id, recipients: to, subject: message.subject })
   const { kind, transporter } = createMailTransport(rt.config)

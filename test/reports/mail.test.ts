@@ -117,6 +117,15 @@ describeEachDialect('report mail', (dialect) => {
     expect(smtp.messages[0]?.subject).toBe('hello')
   })
 
+  it('speaks implicit TLS for smtps:// URLs', async () => {
+    // smtp-server's built-in self-signed certificate; the URL's query relaxes verification for it.
+    smtp = await startSmtp({ secure: true })
+    rt = await createTestRuntime({ dialect, env: { ...NO_PROVIDER, SMTP_URL: `smtps://127.0.0.1:${smtp.port}/?tls.rejectUnauthorized=false` } })
+    const result = await sendMail(rt, { to: 'ops@example.com', subject: 'over tls', text: 'hi' }, liveEffects())
+    expect(result.status).toBe('sent')
+    expect(smtp.messages[0]?.subject).toBe('over tls')
+  })
+
   it('writes an .eml to DATA_DIR/outbox without SMTP_URL, which parses back to the same report', async () => {
     rt = await createTestRuntime({ dialect, env: { ...NO_PROVIDER, MAIL_FROM: 'Switchboard <reports@switchboard.test>' }, clock: createManualClock('2026-11-21T02:30:00Z') })
     await seedKnownDay(rt)
