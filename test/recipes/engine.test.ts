@@ -189,4 +189,61 @@ export default defineRecipe({ description: '${version}', schedule: '${schedule}'
     expect((await engine.run('edited')).summary).toBe('v3')
     expect((await engine.run('added')).summary).toBe('new')
   })
+
+  it('gives run(ctx) typed read access to stored conversations, events and calls, and persisted state', async () => {
+    const t = Date.parse('2026-01-01T00:00:00Z')
+    const db = rt.store.db
+    for (const [id, status, ended] of [['c1', 'no_answer', t - 3_600_000], ['c2', 'completed', t - 60_000], ['c3', 'busy', t - 86_400_000 * 3]] as const) {
+      await db.insertInto('conversations').values({
+        conversation_id: id, agent_id: 101, contact_number: '+919876543215', status, terminal: 1, duration_seconds: 0,
+        started_at: ended - 1000, ended_at: ended, failure_reason: null, trace_id: `tr_${id}`, from_phone: null, recording_url: null,
+        transcript: JSON.stringify([{ role: 'agent', message: 'hello' }]), results: JSON.stringify({ intent: 'later' }),
+        call_parameters: JSON.stringify({ customer_phone: '+919876543215' }),
+        retry: JSON.stringify({ attempt_number: 1, is_final_attempt: true, max_attempts: 1, next_retry_at: null }), retry_context: null,
+        last_event_at: ended, last_event_id: null, source: 'webhook', created_at: ended, updated_at: ended,
+      }).execute()
+    }
+    const body = JSON.stringify(processed('evt_q', 'call.no_answer', 'c1').event)
+    await db.insertInto('webhook_events').values({
+      event_id: 'evt_q', target: 'formant', event_type: 'call.no_answer', conversation_id: 'c1', trace_id: 'tr_c1', agent_id: 101, body,
+      headers: '{}', source: 'webhook', received_at: t - 3_000_000, status: 'processed', attempts: 1, next_attempt_at: t, claimed_by: null,
+      claimed_until: null, last_error: null, processed_at: t,
+    }).execute()
+    await db.insertInto('calls').values({
+      id: 'call_1', tenant: 'acme', agent_id: 101, customer_phone: '+919876543215', idempotency_key: 'k1', trace_id: 'tr_c1',
+      conversation_id: 'c1', previous_conversation_id: null, scheduled_for: null,
+      parameters: JSON.stringify([{ name: 'customer_phone', value: '+919876543215' }]), retry_context: null, metadata: null,
+      recipe: 'nightly-batch', campaign: 'leads', status: 'initiated', error: null, created_at: t - 3_700_000, updated_at: t - 3_700_000,
+    }).execute()
+    folder.write('reader', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({
+  description: 'reads what is stored',
+  async run(ctx) {
+    const recent = await ctx.data.conversations({ status: ['no_answer', 'busy', 'completed'], endedSince: ctx.now.getTime() - 86_400_000 })
+    const one = await ctx.data.conversation('c1')
+    const events = await ctx.data.events({ type: 'call.no_answer' })
+    const calls = await ctx.data.calls({ recipe: 'nightly-batch' })
+    const runs = ((await ctx.state.get<number>('runs')) ?? 0) + 1
+    await ctx.state.set('runs', runs)
+    return {
+      recent: recent.map((c) => c.conversation_id),
+      transcript: one?.transcript?.[0]?.message,
+      final: one?.retry?.is_final_attempt,
+      phone: events[0]?.event.data.call.to_phone,
+      callPhone: calls[0]?.parameters[0]?.value,
+      missing: (await ctx.data.conversation('nope')) ?? null,
+      runs,
+    }
+  },
+})
+`)
+    const engine = createRecipeEngine(rt)
+    cleanups.push(() => engine.stop())
+    expect(JSON.parse((await engine.run('reader')).summary!)).toEqual({
+      recent: ['c2', 'c1'], transcript: 'hello', final: true, phone: '+919876543215', callPhone: '+919876543215', missing: null, runs: 1,
+    })
+    expect(JSON.parse((await engine.run('reader', { dryRun: true })).summary!).runs).toBe(2)
+    const stored = await db.selectFrom('kv_state').select(['namespace', 'key', 'value']).where('namespace', '=', 'recipe:reader').execute()
+    expect(stored).toEqual([{ namespace: 'recipe:reader', key: 'runs', value: '2' }])
+  })
 })
