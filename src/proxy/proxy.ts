@@ -70,7 +70,11 @@ function errorFromVoiceApi(error: VoiceApiError): Response {
     const status = error.type === 'timeout' ? 504 : 502
     return withCache(apiErrorResponse(status, 'internal_error', error.message, { headers }), 'BYPASS')
   }
-  const body = typeof error.body === 'object' && error.body !== null ? error.body : { error: { message: error.message, type: error.type } }
+  // An answer without the provider's error body (a gateway's HTML page) is reported in the spec's shape.
+  const body =
+    typeof error.body === 'object' && error.body !== null && 'error' in error.body
+      ? error.body
+      : { error: { message: error.message, type: error.status >= 500 ? 'internal_error' : 'invalid_request' } }
   return new Response(JSON.stringify(body), { status: error.status, headers })
 }
 

@@ -1,4 +1,5 @@
 import { afterEach, expect, it } from 'vitest'
+import { DEMO_TENANTS } from '../../src/sandbox/index.ts'
 import { drainDue } from '../../src/webhooks/index.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { ACME, DISABLED, GLOBEX, MADE_UP, phoneCall, proxyHarness, type ProxyHarness } from './helpers.ts'
@@ -94,6 +95,22 @@ describeEachDialect('proxy cache', (dialect) => {
     expect((await h.request(`/v1/conversations/${id}`)).headers.get('x-cache')).toBe('MISS')
     expect(h.sandbox.stats().requests).toBe(before + 1)
     expect((await h.request(`/v1/conversations/${id}`)).headers.get('x-cache')).toBe('HIT')
+  })
+
+  it('a key disabled after it was accepted gets 401 for its own cached data once the window has passed', async () => {
+    const tenants = DEMO_TENANTS.map((t) => ({ ...t, agents: [...t.agents] }))
+    h = await proxyHarness({ dialect, sandbox: { tenants } })
+    const id = await finishedCall(h, '+919876543210')
+    await h.request(`/v1/conversations/${id}`)
+    tenants.find((t) => t.apiKey === ACME)!.disabled = true
+    await h.clock.advance(61_000)
+    const denied = await h.request(`/v1/conversations/${id}`)
+    expect(denied.status).toBe(401)
+    expect((await denied.json()).error.type).toBe('authentication_error')
+    expect((await h.request(`/v1/conversations/${id}`)).status).toBe(401)
+    // Refused keys get no STALE data either.
+    await h.stopSandbox()
+    expect((await h.request(`/v1/conversations/${id}`)).status).toBe(502)
   })
 
   it('serves STALE while the upstream is down, and 502 in the spec error shape when nothing is cached', async () => {
