@@ -105,9 +105,26 @@ export interface MigrationReport {
   applied: string[]
 }
 
+async function createMigrator(store: Store): Promise<Migrator> {
+  // On Postgres, kysely's Migrator looks for its tables in every schema unless told which one: name
+  // the connection's own schema, so databases shared by several schemas (or test runs) never mix.
+  let migrationTableSchema: string | undefined
+  if (store.dialect === 'postgres') {
+    const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(store.db)
+    migrationTableSchema = rows[0]?.schema ?? 'public'
+  }
+  return new Migrator({
+    db: store.db,
+    provider: migrationProvider,
+    migrationTableName: 'switchboard_migrations',
+    migrationLockTableName: 'switchboard_migrations_lock',
+    ...(migrationTableSchema ? { migrationTableSchema } : {}),
+  })
+}
+
 /** Brings the schema up to date. Safe to run concurrently from several replicas on Postgres. */
 export async function migrate(store: Store): Promise<MigrationReport> {
-  const migrator = new Migrator({ db: store.db, provider: migrationProvider, migrationTableName: 'switchboard_migrations', migrationLockTableName: 'switchboard_migrations_lock' })
+  const migrator = await createMigrator(store)
   const { error, results } = await migrator.migrateToLatest()
   if (error) throw error instanceof Error ? error : new Error(String(error))
   return { applied: (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName) }
@@ -115,8 +132,7 @@ export async function migrate(store: Store): Promise<MigrationReport> {
 
 /** True when every migration has been applied (readiness). */
 export async function isMigrated(store: Store): Promise<boolean> {
-  const migrator = new Migrator({ db: store.db, provider: migrationProvider, migrationTableName: 'switchboard_migrations', migrationLockTableName: 'switchboard_migrations_lock' })
-  const list = await migrator.getMigrations()
+  const list = await (await createMigrator(store)).getMigrations()
   return list.every((m) => m.executedAt !== undefined)
 }
 

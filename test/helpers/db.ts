@@ -45,7 +45,15 @@ export async function openTestStore(dialect: Dialect, options: { migrate?: boole
       }
     }
   }
-  if (options.migrate !== false) await migrate(store)
+  if (options.migrate !== false) {
+    try {
+      await migrate(store)
+    } catch (error) {
+      await store.close()
+      await cleanup()
+      throw error
+    }
+  }
   const close = store.close
   return {
     ...store,

@@ -9,6 +9,8 @@ import { createSilentLogger } from '../../src/utils/logger.ts'
 import { createSeededRandom, type Random } from '../../src/utils/random.ts'
 import { openTestStore, type TestStore } from './db.ts'
 
+let seed = 42
+
 export interface TestRuntime extends Runtime {
   store: TestStore
   dataDir: string
@@ -30,7 +32,8 @@ export async function createTestRuntime(
     store,
     skipMigrate: true,
     clock: options.clock ?? createManualClock(),
-    random: options.random ?? createSeededRandom(42),
+    // Each runtime its own seed: two runtimes on one database (replica tests) must not mint the same ids.
+    random: options.random ?? createSeededRandom(seed++),
     log: createSilentLogger(),
   })
   const close = rt.close
