@@ -8,8 +8,11 @@ import { applyEventToReadModel } from './read-model.ts'
 
 export type EventRow = Selectable<WebhookEventsTable>
 
-/** How long a claim protects an event from other workers; processing one event takes far less. */
-export const CLAIM_MS = 60_000
+/**
+ * How long a claim protects an event from other workers. Short, so the claims of a replica that crashed
+ * lapse quickly; a worker renews the rest of its batch when hooks run long (`renewClaims`).
+ */
+export const CLAIM_MS = 10_000
 const BACKOFF_BASE_MS = 2_000
 const BACKOFF_MAX_MS = 15 * 60_000
 
@@ -137,6 +140,17 @@ export async function claimDue(rt: Runtime, owner: string, limit: number): Promi
     .returningAll()
     .execute()
   return rows.sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.received_at - b.received_at)
+}
+
+/** Extends this owner's claims on `eventIds` (a batch whose hooks run long). */
+export async function renewClaims(rt: Runtime, owner: string, eventIds: string[]): Promise<void> {
+  if (eventIds.length === 0) return
+  await rt.store.db
+    .updateTable('webhook_events')
+    .set({ claimed_until: rt.clock.now() + CLAIM_MS })
+    .where('event_id', 'in', eventIds)
+    .where('claimed_by', '=', owner)
+    .execute()
 }
 
 /** Claims one event whatever its status (replay); undefined if missing or claimed by a live worker. */

@@ -1,5 +1,5 @@
 import type { Runtime } from '../runtime.ts'
-import { claimDue, processClaimed } from './processing.ts'
+import { CLAIM_MS, claimDue, processClaimed, renewClaims } from './processing.ts'
 
 /** The periodic sweep picks up retries that fell due and events requeued by another process. */
 export const SWEEP_MS = 1_000
@@ -34,8 +34,13 @@ export function startWorker(rt: Runtime): Worker {
         rt.log.error({ err: (error as Error).message }, 'webhook worker could not claim events')
         return
       }
-      for (const row of rows) {
+      let renewedAt = rt.clock.now()
+      for (const [i, row] of rows.entries()) {
         if (stopped) break
+        if (rt.clock.now() - renewedAt > CLAIM_MS / 3) {
+          renewedAt = rt.clock.now()
+          await renewClaims(rt, owner, rows.slice(i).map((r) => r.event_id)).catch(() => {})
+        }
         try {
           await processClaimed(rt, row, owner)
         } catch (error) {

@@ -24,8 +24,14 @@ export async function createHarness(dialect: Dialect, env: Record<string, string
   const rt = await createTestRuntime({ dialect, clock, env: { RECONCILE_INTERVAL_SECONDS: '0', ...env } })
   const app = new H3()
   registerWebhookRoutes(app, rt)
-  const post = (body: string | Uint8Array, headers: Record<string, string> = {}, target = 'formant') =>
-    app.fetch(new Request(`http://localhost/webhooks/${target}`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } }))
+  const post = async (body: string | Uint8Array, headers: Record<string, string> = {}, target = 'formant') =>
+    app.fetch(
+      new Request(`http://localhost/webhooks/${target}`, {
+        method: 'POST',
+        body: typeof body === 'string' ? body : Buffer.from(body),
+        headers: { 'content-type': 'application/json', ...headers },
+      }),
+    )
   return {
     rt,
     clock,
@@ -91,7 +97,7 @@ export async function countEvents(rt: TestRuntime): Promise<number> {
 }
 
 /** Environment for a CLI run (`main()`) against the harness's own store. */
-export function cliEnv(rt: TestRuntime, extra: Record<string, string> = {}): Record<string, string> {
+export function cliEnv(rt: { store: { url: string }; dataDir: string }, extra: Record<string, string> = {}): Record<string, string> {
   return { DATABASE_URL: rt.store.url, DATA_DIR: rt.dataDir, WEBHOOK_SECRET: SECRET, LOG_LEVEL: 'silent', RECONCILE_INTERVAL_SECONDS: '0', ...extra }
 }
 

@@ -1,0 +1,241 @@
+/**
+ * Webhook ingest benchmark (DESIGN.md → Budgets): signed unique events against the real receiver (real
+ * port, real SQLite file with synchronous=FULL, verify + durable dedup commit + 204) and against a bare
+ * h3 handler that reads the same bodies, measured in the same run. Prints the throughput ratio, p50/p99
+ * latency at a fixed 1,000 events/s offered load, and a duplicate storm (one event ten times at once →
+ * exactly one stored). The servers run in a child process so the load generator does not share their
+ * event loop. Loopback only; every loop is bounded.
+ *
+ * Budgets: ingest ≥ 0.6 × bare throughput; p99 ≤ 20 ms at 1,000 events/s.
+ */
+import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import http from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const SECRET = 'whsec_bench_secret'
+const CONCURRENCY = 32
+const THROUGHPUT_MS = 3_000
+const RATE = 1_000
+const RATE_MS = 3_000
+
+// ── server side (child process) ───────────────────────────────────────────────────────────────────
+async function serveBoth(dataDir: string): Promise<void> {
+  const { H3, serve } = await import('h3')
+  const { loadConfig } = await import('../../src/config/load.ts')
+  const { createRuntime } = await import('../../src/runtime.ts')
+  const { createSilentLogger } = await import('../../src/utils/logger.ts')
+  const { registerWebhookRoutes } = await import('../../src/webhooks/index.ts')
+  const config = loadConfig({ env: { DATA_DIR: dataDir, WEBHOOK_SECRET: SECRET, LOG_LEVEL: 'silent', PORT: '0' } })
+  const rt = await createRuntime(config, { log: createSilentLogger() })
+  const sync = rt.store.sqlite?.pragma('synchronous', { simple: true })
+  const app = new H3()
+  registerWebhookRoutes(app, rt)
+  const bare = new H3()
+  bare.post('/webhooks/formant', async (event) => {
+    await event.req.arrayBuffer()
+    return new Response(null, { status: 204 })
+  })
+  const a = serve(app, { port: 0, hostname: '127.0.0.1', silent: true, gracefulShutdown: false })
+  const b = serve(bare, { port: 0, hostname: '127.0.0.1', silent: true, gracefulShutdown: false })
+  await Promise.all([a.ready(), b.ready()])
+  const port = (s: typeof a) => {
+    const address = s.node?.server?.address()
+    return typeof address === 'object' && address ? address.port : 0
+  }
+  process.stdout.write(JSON.stringify({ receiver: port(a), bare: port(b), synchronous: sync, database: config.databaseUrl }) + '\n')
+  process.stdin.resume()
+  process.stdin.on('end', async () => {
+    await a.close(true)
+    await b.close(true)
+    await rt.close()
+    process.exit(0)
+  })
+}
+
+// ── load side (parent) ────────────────────────────────────────────────────────────────────────────
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
+
+interface Sent {
+  status: number
+  duplicate: boolean
+  ms: number
+}
+
+function send(port: number, path: string, body: Buffer, headers: Record<string, string>): Promise<Sent> {
+  const started = performance.now()
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: '127.0.0.1', port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': String(body.length), ...headers } },
+      (res) => {
+        res.resume()
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, duplicate: res.headers['x-switchboard-duplicate'] === 'true', ms: performance.now() - started }))
+      },
+    )
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+let seq = 0
+async function signedEvent(): Promise<{ body: Buffer; headers: Record<string, string> }> {
+  const { signFormant } = await import('../../src/webhooks/verify.ts')
+  seq++
+  const id = `evt_bench_${process.pid}_${seq}`
+  const event = {
+    event_id: id,
+    event_type: 'call.completed',
+    timestamp: new Date().toISOString(),
+    data: {
+      call: {
+        agent_id: 101, call_parameters: { customer_phone: '+919876543210', name: 'Asha' }, conversation_id: `conv-bench-${seq}_1`,
+        duration_seconds: 42, started_at: new Date().toISOString(), ended_at: new Date().toISOString(), failure_reason: null,
+        from_phone: '+918035550101', to_phone: '+919876543210', recording_url: null, status: 'completed', trace_id: `trace-${seq}`,
+      },
+      results: { intent: 'pay_later', amount_promised: 2500 },
+      retry: { attempt_number: 1, is_final_attempt: true, max_attempts: 1, next_retry_at: null },
+      retry_context: null,
+      transcript: 'BOT: Namaste, am I speaking with Asha?\nHUMAN: Yes, tell me.\nBOT: This is about your payment due on the 5th.',
+    },
+  }
+  const body = Buffer.from(JSON.stringify(event))
+  return {
+    body,
+    headers: { 'x-formantai-signature': signFormant(body, SECRET), 'x-formantai-timestamp': String(Math.floor(Date.now() / 1000)), 'x-formantai-event-id': id },
+  }
+}
+
+async function makeEvents(n: number) {
+  const out = []
+  for (let i = 0; i < n; i++) out.push(await signedEvent())
+  return out
+}
+
+/** Closed loop: CONCURRENCY requests in flight for `ms`; returns requests/second and non-204 count. */
+async function throughput(port: number, events: Array<{ body: Buffer; headers: Record<string, string> }>, ms: number) {
+  let next = 0
+  let done = 0
+  let bad = 0
+  const deadline = performance.now() + ms
+  const started = performance.now()
+  const lane = async () => {
+    while (performance.now() < deadline && next < events.length) {
+      const e = events[next++]!
+      const r = await send(port, '/webhooks/formant', e.body, e.headers)
+      if (r.status !== 204) bad++
+      done++
+    }
+  }
+  await Promise.all(Array.from({ length: CONCURRENCY }, lane))
+  const seconds = (performance.now() - started) / 1000
+  return { rps: done / seconds, done, bad }
+}
+
+/** Open loop at a fixed offered rate; returns latency percentiles. */
+async function atRate(port: number, events: Array<{ body: Buffer; headers: Record<string, string> }>, rate: number, ms: number) {
+  const total = Math.min(events.length, Math.floor((rate * ms) / 1000))
+  const latencies: number[] = []
+  const pending: Promise<void>[] = []
+  let bad = 0
+  const started = performance.now()
+  let sent = 0
+  while (sent < total) {
+    const due = Math.min(total, Math.floor(((performance.now() - started) * rate) / 1000) + 1)
+    while (sent < due) {
+      const e = events[sent++]!
+      pending.push(
+        send(port, '/webhooks/formant', e.body, e.headers).then((r) => {
+          latencies.push(r.ms)
+          if (r.status !== 204) bad++
+        }),
+      )
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1))
+  }
+  await Promise.all(pending)
+  latencies.sort((a, b) => a - b)
+  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!
+  return { p50: pct(50), p99: pct(99), max: latencies[latencies.length - 1]!, n: latencies.length, bad, seconds: (performance.now() - started) / 1000 }
+}
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-bench-ingest-'))
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve', dataDir], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+    env: { ...process.env, LOG_LEVEL: 'silent' },
+  })
+  let failed = false
+  try {
+    const info = await new Promise<{ receiver: number; bare: number; synchronous: number; database: string }>((resolve, reject) => {
+      let buffer = ''
+      child.stdout!.on('data', (chunk: Buffer) => {
+        buffer += chunk.toString()
+        const line = buffer.split('\n')[0]
+        if (buffer.includes('\n') && line) resolve(JSON.parse(line))
+      })
+      child.on('exit', (code) => reject(new Error(`bench server exited (${code})`)))
+    })
+    console.log(`receiver on :${info.receiver} (${info.database}, synchronous=${info.synchronous === 2 ? 'FULL' : info.synchronous}); bare h3 on :${info.bare}`)
+
+    // Warm both (JIT, connections, SQLite pages), then measure alternately.
+    const warm = await makeEvents(600)
+    await throughput(info.bare, warm.slice(0, 300), 1_000)
+    await throughput(info.receiver, warm.slice(300), 1_000)
+
+    const rounds = 2
+    let bareRps = 0
+    let recvRps = 0
+    let recvBad = 0
+    for (let r = 0; r < rounds; r++) {
+      const events = await makeEvents(20_000)
+      const b = await throughput(info.bare, events, THROUGHPUT_MS)
+      const fresh = await makeEvents(20_000)
+      const v = await throughput(info.receiver, fresh, THROUGHPUT_MS)
+      bareRps += b.rps / rounds
+      recvRps += v.rps / rounds
+      recvBad += v.bad
+    }
+    const ratio = recvRps / bareRps
+    console.log(`throughput (${CONCURRENCY} in flight): bare h3 ${bareRps.toFixed(0)} req/s · receiver ${recvRps.toFixed(0)} events/s → ratio ${ratio.toFixed(2)} (budget ≥ 0.60)${recvBad ? ` · ${recvBad} non-204!` : ''}`)
+
+    const bareRate = await atRate(info.bare, await makeEvents(RATE * 3), RATE, RATE_MS)
+    const recvRate = await atRate(info.receiver, await makeEvents(RATE * 3), RATE, RATE_MS)
+    console.log(`at ${RATE}/s offered for ${RATE_MS / 1000} s: bare p50 ${bareRate.p50.toFixed(2)} ms p99 ${bareRate.p99.toFixed(2)} ms · receiver p50 ${recvRate.p50.toFixed(2)} ms p99 ${recvRate.p99.toFixed(2)} ms max ${recvRate.max.toFixed(1)} ms (budget p99 ≤ 20 ms)${recvRate.bad ? ` · ${recvRate.bad} non-204!` : ''}`)
+
+    // Duplicate storm: one event ten times at once.
+    const one = await signedEvent()
+    const storm = await Promise.all(Array.from({ length: 10 }, () => send(info.receiver, '/webhooks/formant', one.body, one.headers)))
+    const id = one.headers['x-formantai-event-id']!
+    const stored = await new Promise<{ duplicates: number } | undefined>((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port: info.receiver, path: `/admin/events/${encodeURIComponent(id)}`, agent }, (res) => {
+        let text = ''
+        res.on('data', (c: Buffer) => (text += c.toString()))
+        res.on('end', () => resolve(res.statusCode === 200 ? (JSON.parse(text) as { data: { duplicates: number } }).data : undefined))
+      }).on('error', reject)
+    })
+    const okStorm = storm.every((s) => s.status === 204) && storm.filter((s) => !s.duplicate).length === 1 && stored?.duplicates === 9
+    console.log(`duplicate storm: 10 × one event → ${storm.filter((s) => s.status === 204).length} × 204, ${storm.filter((s) => !s.duplicate).length} stored, ${storm.filter((s) => s.duplicate).length} flagged duplicate, duplicates counter ${stored?.duplicates} ${okStorm ? '✓' : '✗'}`)
+
+    if (ratio < 0.6) {
+      failed = true
+      console.error(`✗ ingest throughput ratio ${ratio.toFixed(2)} is below 0.60`)
+    }
+    if (recvRate.p99 > 20) {
+      failed = true
+      console.error(`✗ ingest p99 ${recvRate.p99.toFixed(2)} ms at ${RATE}/s is above 20 ms`)
+    }
+    if (!okStorm || recvBad || recvRate.bad) failed = true
+    if (!failed) console.log('✓ ingest within budget')
+  } finally {
+    child.stdin!.end()
+    await new Promise((resolve) => child.once('exit', resolve))
+    agent.destroy()
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+  process.exit(failed ? 1 : 0)
+}
+
+if (process.argv[2] === '--serve') await serveBoth(process.argv[3]!)
+else await main()
