@@ -220,7 +220,7 @@ export function renderHtml(report: DailyReport): string {
       report,
       `No calls on ${report.date}.`,
       `<tr><td style="padding:22px 16px 6px 16px">
-<p style="margin:0;font-size:16px;line-height:23px;color:${INK};${FONT}">No calls ended on ${e(report.date)} — a quiet day. Nothing needed your attention.</p>
+<p style="margin:0;font-size:16px;line-height:23px;color:${INK};${FONT}">No calls ended on ${e(report.date)} — a quiet day.</p>
 </td></tr>
 ${section('Last 7 days', trendChart(report))}
 ${followUpSection(report)}

@@ -63,7 +63,7 @@ export function renderText(report: DailyReport): string {
   ]
 
   if (t.calls === 0) {
-    out.push(`No calls ended on ${report.date} — a quiet day. Nothing needed your attention.`, '', ...trend, '', ...followUps, '', ...batches, '', ...webhooks, '')
+    out.push(`No calls ended on ${report.date} — a quiet day.`, '', ...trend, '', ...followUps, '', ...batches, '', ...webhooks, '')
     return out.join('\n')
   }
   out.push(
