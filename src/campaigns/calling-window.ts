@@ -61,16 +61,38 @@ interface LocalTime {
   second: number
 }
 
-export function localTime(at: number, timeZone: string): LocalTime {
+function intlLocalTime(at: number, timeZone: string): LocalTime {
   const parts: Record<string, number> = {}
   for (const p of formatter(timeZone).formatToParts(at)) if (p.type !== 'literal') parts[p.type] = Number(p.value)
   return { year: parts.year!, month: parts.month!, day: parts.day!, hour: parts.hour!, minute: parts.minute!, second: parts.second! }
 }
 
+// Intl is slow (a formatToParts per question) and planning 100,000 follow-ups asks it the same questions
+// again and again. So the zone's offset, as Intl reports it, is memoized per 15-minute slot: UTC offsets
+// and transition instants in the IANA database fall on quarter hours, so a slot never straddles one.
+const SLOT = 15 * 60_000
+const offsets = new Map<string, Map<number, number>>()
+
 /** The zone's offset from UTC at instant `at`, in ms, as Intl reports it. */
 function offsetAt(at: number, timeZone: string): number {
-  const l = localTime(at, timeZone)
-  return Date.UTC(l.year, l.month - 1, l.day, l.hour, l.minute, l.second) - Math.floor(at / 1000) * 1000
+  let zone = offsets.get(timeZone)
+  if (!zone) offsets.set(timeZone, (zone = new Map()))
+  const slot = Math.floor(at / SLOT)
+  let offset = zone.get(slot)
+  if (offset === undefined) {
+    const probe = slot * SLOT
+    const l = intlLocalTime(probe, timeZone)
+    offset = Date.UTC(l.year, l.month - 1, l.day, l.hour, l.minute, l.second) - probe
+    if (zone.size > 100_000) zone.clear()
+    zone.set(slot, offset)
+  }
+  return offset
+}
+
+/** Wall-clock time in `timeZone` at instant `at`. */
+export function localTime(at: number, timeZone: string): LocalTime {
+  const d = new Date(at + offsetAt(at, timeZone))
+  return { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate(), hour: d.getUTCHours(), minute: d.getUTCMinutes(), second: d.getUTCSeconds() }
 }
 
 /**

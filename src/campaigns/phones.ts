@@ -52,36 +52,45 @@ function isCountryCode(code: string | undefined): code is CountryCode {
 
 /** Normalizes one number. Pure; see `createPhoneNormalizer` for the cached form used on large lists. */
 export function normalizePhone(raw: string | null | undefined, options: PhoneOptions = {}): PhoneResult {
-  const text = clean(raw ?? '')
-  if (!text) return { ok: false, reason: 'phone number is empty' }
-  if (/[a-z]{2,}/i.test(text)) return { ok: false, reason: 'not a phone number (contains letters)' }
-  const country = options.defaultCountry?.toUpperCase()
+  return compile(options.defaultCountry)(raw)
+}
+
+const PLAIN = /^\+?\d+$/
+
+/** Resolves the default country once, not per number. */
+function compile(defaultCountryOption: string | undefined): (raw: string | null | undefined) => PhoneResult {
+  const country = defaultCountryOption?.toUpperCase()
   const defaultCountry = isCountryCode(country) ? country : undefined
+  const callingCode = defaultCountry ? getCountryCallingCode(defaultCountry) : undefined
+  return (raw) => {
+    // Most cells are plain digits (maybe with +): skip the spreadsheet clean-up for them.
+    const text = raw && PLAIN.test(raw) ? raw : clean(raw ?? '')
+    if (!text) return { ok: false, reason: 'phone number is empty' }
+    if (/[a-z]{2,}/i.test(text)) return { ok: false, reason: 'not a phone number (contains letters)' }
 
-  const first = tryParse(text, defaultCountry)
-  if (first.parsed?.isValid()) return { ok: true, e164: first.parsed.number, country: first.parsed.country }
+    const first = tryParse(text, defaultCountry)
+    if (first.parsed?.isValid()) return { ok: true, e164: first.parsed.number, country: first.parsed.country }
 
-  // Alternative readings, each accepted only if it yields a VALID number:
-  // "00 91 98765…" (international 00 prefix where the default country dials something else) and
-  // "0 91 98765…" (a trunk 0 typed before the country code, common in exported lists).
-  const digits = text.replace(/[\s\-().\/]/g, '')
-  const alternatives: string[] = []
-  if (/^00\d+$/.test(digits)) alternatives.push(`+${digits.slice(2)}`)
-  if (defaultCountry && /^0\d+$/.test(digits)) {
-    const cc = getCountryCallingCode(defaultCountry)
-    const rest = digits.replace(/^0+/, '')
-    if (rest.startsWith(cc)) alternatives.push(`+${rest}`)
+    // Alternative readings, each accepted only if it yields a VALID number:
+    // "00 91 98765…" (international 00 prefix where the default country dials something else) and
+    // "0 91 98765…" (a trunk 0 typed before the country code, common in exported lists).
+    const digits = text.replace(/[\s\-().\/]/g, '')
+    const alternatives: string[] = []
+    if (/^00\d+$/.test(digits)) alternatives.push(`+${digits.slice(2)}`)
+    if (callingCode && /^0\d+$/.test(digits)) {
+      const rest = digits.replace(/^0+/, '')
+      if (rest.startsWith(callingCode)) alternatives.push(`+${rest}`)
+    }
+    for (const alt of alternatives) {
+      const { parsed } = tryParse(alt, defaultCountry)
+      if (parsed?.isValid()) return { ok: true, e164: parsed.number, country: parsed.country }
+    }
+
+    if (first.error) return { ok: false, reason: REASONS[first.error] ?? 'not a phone number' }
+    const parsed = first.parsed!
+    const where = parsed.country ?? `+${parsed.countryCallingCode}`
+    return { ok: false, reason: parsed.isPossible() ? `not a valid ${where} number` : `not a valid ${where} number (wrong number of digits)` }
   }
-  for (const alt of alternatives) {
-    const { parsed } = tryParse(alt, defaultCountry)
-    if (parsed?.isValid()) return { ok: true, e164: parsed.number, country: parsed.country }
-  }
-
-  if (first.error) return { ok: false, reason: REASONS[first.error] ?? 'not a phone number' }
-  const parsed = first.parsed!
-  const where = parsed.country ?? `+${parsed.countryCallingCode}`
-  const possible = parsed.isPossible()
-  return { ok: false, reason: possible ? `not a valid ${where} number` : `not a valid ${where} number (wrong number of digits)` }
 }
 
 export interface PhoneNormalizer {
@@ -97,11 +106,12 @@ export interface PhoneNormalizer {
 export function createPhoneNormalizer(options: PhoneOptions & { maxCacheEntries?: number } = {}): PhoneNormalizer {
   const cache = new Map<string, PhoneResult>()
   const max = options.maxCacheEntries ?? 500_000
+  const normalize = compile(options.defaultCountry)
   const fn = ((raw: string | null | undefined) => {
     const key = raw ?? ''
     let hit = cache.get(key)
     if (hit === undefined) {
-      hit = normalizePhone(key, options)
+      hit = normalize(key)
       if (cache.size >= max) cache.clear()
       cache.set(key, hit)
     }

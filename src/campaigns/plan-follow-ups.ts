@@ -115,6 +115,8 @@ export const DEFAULT_FOLLOW_UP = {
   immediateWithinMs: 60_000,
 }
 
+const E164 = /^\+[1-9]\d{6,14}$/
+
 /** Calls the provider refused or that never reached it do not count as attempts and do not block. */
 const DEAD_CALL = new Set(['failed', 'rejected'])
 
@@ -144,8 +146,13 @@ function paramsObject(params: CallParameter[] | null): Record<string, string> {
 
 function stringRecord(value: unknown): Record<string, string> | null {
   if (!value || typeof value !== 'object' || Array.isArray(value)) return null
+  const record = value as Record<string, unknown>
+  let plain = true
+  for (const k in record) if (typeof record[k] !== 'string') plain = false
+  // The usual case (the provider sends strings): no copy.
+  if (plain) return record as Record<string, string>
   const out: Record<string, string> = {}
-  for (const [k, v] of Object.entries(value)) if (v !== null && v !== undefined) out[k] = typeof v === 'string' ? v : JSON.stringify(v)
+  for (const [k, v] of Object.entries(record)) if (v !== null && v !== undefined) out[k] = typeof v === 'string' ? v : JSON.stringify(v)
   return out
 }
 
@@ -169,7 +176,10 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
   const onlyAgents = o.agentIds ? new Set(o.agentIds) : undefined
   const onlyCampaigns = o.campaigns ? new Set(o.campaigns) : undefined
 
+  // Grouping only needs one spelling per number. Numbers from the provider are E.164 already, so they
+  // are taken as they are here; full validation runs for the numbers actually about to be called.
   const phoneKey = (raw: string | null | undefined) => {
+    if (raw && E164.test(raw)) return raw
     const r = normalize(raw)
     return r.ok ? r.e164 : (raw ?? '')
   }
@@ -238,10 +248,12 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
       if (onlyAgents && !onlyAgents.has(row.agent_id)) continue
       if (onlyCampaigns && !onlyCampaigns.has(m.campaign)) continue
       const results = parse<Record<string, unknown>>(row.results)
-      const valid = normalize(m.phone)
-      if (valid.ok && asksNotToCall(results)) optOuts.push({ phone: valid.e164, conversationId: row.conversation_id })
+      if (asksNotToCall(results)) {
+        const valid = normalize(m.phone)
+        if (valid.ok) optOuts.push({ phone: valid.e164, conversationId: row.conversation_id })
+      }
       const decision = decide(m, latest, g, results)
-      if ('code' in decision) skips.push({ conversationId: row.conversation_id, phone: valid.ok ? valid.e164 : null, campaign: m.campaign, ...decision })
+      if ('code' in decision) skips.push({ conversationId: row.conversation_id, phone: m.phone || null, campaign: m.campaign, ...decision })
       else plans.push(decision)
     }
   }

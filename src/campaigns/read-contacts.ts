@@ -69,8 +69,8 @@ export async function* readContacts(source: ContactsSource, options: ReadContact
       bom: true,
       delimiter: options.delimiter ?? ',',
       skip_empty_lines: true,
-      skip_records_with_empty_values: true,
       relax_column_count: true,
+      // Also lets a quoted cell follow a space (`a, "b, c"`), as hand-edited files have.
       trim: true,
       info: true,
     }),
@@ -81,7 +81,10 @@ export async function* readContacts(source: ContactsSource, options: ReadContact
   let phoneIndex = -1
   try {
     for await (const item of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
-      const { record, info } = item
+      const { info } = item
+      const record = item.record
+      // A row of empty cells (",,,") is an empty line to a spreadsheet user.
+      if (record.every((cell) => cell === '')) continue
       if (!headers) {
         headers = record.map((h) => h.replace(/^\uFEFF/, '').trim())
         phoneIndex = findPhoneColumn(headers, options.phoneAliases)

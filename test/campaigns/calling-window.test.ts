@@ -79,3 +79,38 @@ describe('calling window 09:00–21:00 in the recipient’s local time', () => {
     expect(countryTimeZone('IN')).toBe('Asia/Kolkata')
   })
 })
+
+describe('localTime agrees with Intl everywhere, including around every DST change', () => {
+  const zones = ['Europe/London', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe', 'Asia/Kathmandu', 'America/St_Johns', 'Pacific/Chatham']
+  it.each(zones)('%s', async (tz) => {
+    const { localTime } = await import('../../src/campaigns/index.ts')
+    const f = new Intl.DateTimeFormat('en-US', { timeZone: tz, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' })
+    const intl = (ms: number) => {
+      const p = Object.fromEntries(f.formatToParts(ms).filter((x) => x.type !== 'literal').map((x) => [x.type, Number(x.value)]))
+      return { year: p.year, month: p.month, day: p.day, hour: p.hour, minute: p.minute, second: p.second }
+    }
+    const offset = (ms: number) => {
+      const l = intl(ms)
+      return Date.UTC(l.year!, l.month! - 1, l.day, l.hour, l.minute, l.second) - Math.floor(ms / 1000) * 1000
+    }
+    const mismatches: string[] = []
+    let transitionDays = 0
+    const check = (ms: number) => {
+      if (JSON.stringify(localTime(ms, tz)) !== JSON.stringify(intl(ms))) mismatches.push(new Date(ms).toISOString())
+    }
+    const start = Date.parse('2026-01-01T00:00:00Z')
+    for (let day = 0; day < 366; day++) {
+      const from = start + day * 86_400_000
+      if (offset(from) !== offset(from + 86_400_000)) {
+        transitionDays++
+        // Every minute (and second 59 of it) of a day with a change.
+        for (let ms = from; ms < from + 86_400_000; ms += 60_000) {
+          check(ms)
+          check(ms + 59_000)
+        }
+      } else for (let ms = from + 1_234_000; ms < from + 86_400_000; ms += 6 * 3_600_000) check(ms)
+    }
+    expect(mismatches).toEqual([])
+    expect(transitionDays).toBe(['Asia/Kolkata', 'Asia/Kathmandu'].includes(tz) ? 0 : 2)
+  })
+})

@@ -15,7 +15,8 @@ const t = (iso: string) => Date.parse(iso)
 const EVENING = t('2026-03-10T16:30:00Z')
 
 let seq = 0
-function conversation(over: Partial<ConversationInput> & { results?: unknown; call_parameters?: unknown; retry?: unknown; retry_context?: unknown } = {}): ConversationInput {
+type Json = 'results' | 'call_parameters' | 'retry' | 'retry_context'
+function conversation(over: Partial<Omit<ConversationInput, Json>> & Partial<Record<Json, unknown>> = {}): ConversationInput {
   seq++
   const json = (v: unknown) => (v === undefined ? null : typeof v === 'string' ? v : JSON.stringify(v))
   return {
