@@ -16,7 +16,7 @@ import { createApp } from '../../src/server.ts'
 import { createSilentLogger } from '../../src/utils/logger.ts'
 
 const UPSTREAM_LATENCY_MS = 50
-const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 3000)
+const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 5000)
 const CONCURRENCY = 16
 const KEY = 'sk_bench_key'
 
@@ -132,20 +132,28 @@ async function main(): Promise<number> {
       hit.push(h.ms)
     }
 
-    // Throughput: the cached entry vs the bare handler, each under the same load, bare first and last.
+    // Throughput: the cached entry vs the bare handler, alternating in short rounds so that load from
+    // anything else on the machine hits both alike; the ratio is the median of the rounds.
     await timed(`${base}/v1/conversations/bench-hot_1`)
     await load(`${bareBase}/v1/conversations/bench-hot_1`, 500)
     await load(`${base}/v1/conversations/bench-hot_1`, 500)
-    const bare1 = await load(`${bareBase}/v1/conversations/bench-hot_1`, DURATION_MS)
-    const hits = await load(`${base}/v1/conversations/bench-hot_1`, DURATION_MS)
-    const bare2 = await load(`${bareBase}/v1/conversations/bench-hot_1`, DURATION_MS)
-    const bareRps = (bare1.rps + bare2.rps) / 2
-    if (hits.failed || bare1.failed || bare2.failed) throw new Error(`failed requests: proxy ${hits.failed}, bare ${bare1.failed + bare2.failed}`)
-
-    const throughputRatio = hits.rps / bareRps
+    const ratios: number[] = []
+    let bareRps = 0
+    let hitRps = 0
+    const rounds = 5
+    for (let round = 0; round < rounds; round++) {
+      const b = await load(`${bareBase}/v1/conversations/bench-hot_1`, DURATION_MS / rounds)
+      const p = await load(`${base}/v1/conversations/bench-hot_1`, DURATION_MS / rounds)
+      if (b.failed || p.failed) throw new Error(`failed requests: proxy ${p.failed}, bare ${b.failed}`)
+      ratios.push(p.rps / b.rps)
+      bareRps += b.rps / rounds
+      hitRps += p.rps / rounds
+    }
+    const hits = { rps: hitRps }
+    const throughputRatio = median(ratios)
     const speedup = median(miss) / median(hit)
     console.log(`bare h3          ${bareRps.toFixed(0)} req/s`)
-    console.log(`proxy cache HIT  ${hits.rps.toFixed(0)} req/s  → ${(throughputRatio * 100).toFixed(0)} % of bare h3 (budget ≥ 50 %)`)
+    console.log(`proxy cache HIT  ${hits.rps.toFixed(0)} req/s  → ${(throughputRatio * 100).toFixed(0)} % of bare h3, median of ${rounds} alternating rounds (budget ≥ 50 %)`)
     console.log(`latency (median) MISS ${median(miss).toFixed(2)} ms (upstream ${UPSTREAM_LATENCY_MS} ms) · HIT ${median(hit).toFixed(2)} ms → HIT ${speedup.toFixed(0)}× faster (budget ≥ 20×)`)
     const ok = throughputRatio >= 0.5 && speedup >= 20
     if (!ok) console.error('proxy benchmark missed a budget')
