@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
+import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Runtime } from '../runtime.ts'
+import type { WebhookEvent } from '../upstream/schemas.ts'
 import { createPhoneNormalizer, normalizePhone } from './phones.ts'
 
 /**
@@ -24,8 +25,23 @@ export function defaultDncFile(rt: Runtime): string {
   return join(rt.config.dataDir, 'dnc.csv')
 }
 
-/** Numbers in a DNC file, normalized; lines that are not numbers (a header, notes) are skipped. */
+const fileCache = new Map<string, { version: string; numbers: Set<string> }>()
+
+/**
+ * Numbers in a DNC file, normalized; lines that are not numbers (a header, notes) are skipped. Re-read
+ * only when the file changes (size or modification time), since it is checked before every call.
+ */
 export async function readDncFile(path: string, defaultCountry: string): Promise<Set<string>> {
+  const info = await stat(path)
+  const version = `${defaultCountry}:${info.size}:${info.mtimeMs}`
+  const cached = fileCache.get(path)
+  if (cached?.version === version) return cached.numbers
+  const numbers = await parseDncFile(path, defaultCountry)
+  fileCache.set(path, { version, numbers })
+  return numbers
+}
+
+async function parseDncFile(path: string, defaultCountry: string): Promise<Set<string>> {
   const normalize = createPhoneNormalizer({ defaultCountry })
   const numbers = new Set<string>()
   const text = await readFile(path, 'utf8')
@@ -112,4 +128,16 @@ export function asksNotToCall(results: Record<string, unknown> | null | undefine
     }
   }
   return false
+}
+
+/**
+ * For the event pipeline: a terminal call event whose results ask not to be called adds the number at
+ * once (the follow-up sweep also catches these, from the conversations read model). Idempotent.
+ */
+export async function optOutFromEvent(rt: Runtime, event: WebhookEvent): Promise<boolean> {
+  if (!asksNotToCall(event.data.results ?? null)) return false
+  const phone = event.data.call.to_phone
+  if (!normalizePhone(phone, { defaultCountry: rt.config.defaultCountry }).ok) return false
+  const { added } = await addToDnc(rt, phone, { reason: 'results asked not to be called', source: `conversation:${event.data.call.conversation_id}` })
+  return added
 }

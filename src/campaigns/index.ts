@@ -25,6 +25,7 @@ export {
   readDncFile,
   defaultDncFile,
   asksNotToCall,
+  optOutFromEvent,
   type DncList,
   type DncOptions,
 } from './dnc.ts'

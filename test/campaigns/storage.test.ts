@@ -10,6 +10,7 @@ import {
   loadFollowUpInputs,
   planFollowUps,
   prepareBatch,
+  optOutFromEvent,
   removeFromDnc,
   runFollowUps,
   scheduleCall,
@@ -203,6 +204,30 @@ describeEachDialect('campaign toolkit with storage', (dialect) => {
     expect(await isBlocked(rt, '+919876543211')).toBe(false)
     expect(await isBlocked(rt, '+919876543210', { file: false })).toBe(false)
     expect((await loadDncList(rt)).size).toBe(2)
+    // Edited while running: the next check sees it.
+    writeFileSync(join(rt.dataDir, 'dnc.csv'), '+91 98765 43211\n')
+    expect(await isBlocked(rt, '+919876543211')).toBe(true)
+    expect(await isBlocked(rt, '+919876543210')).toBe(false)
+  })
+
+  it('an event whose results ask not to be called adds the number (once)', async () => {
+    const event = (results: Record<string, unknown>) => ({
+      event_id: 'evt_x',
+      event_type: 'call.completed' as const,
+      timestamp: '2026-03-10T16:30:00Z',
+      data: {
+        call: {
+          agent_id: 101, call_parameters: {}, conversation_id: 'z_1', duration_seconds: 30, started_at: null, ended_at: null,
+          failure_reason: null, from_phone: null, to_phone: '+919876543219', recording_url: null, status: 'completed', trace_id: 't',
+        },
+        results,
+      },
+    })
+    expect(await optOutFromEvent(rt, event({ intent: 'paid' }))).toBe(false)
+    expect(await isBlocked(rt, '+919876543219')).toBe(false)
+    expect(await optOutFromEvent(rt, event({ do_not_call: true }))).toBe(true)
+    expect(await optOutFromEvent(rt, event({ do_not_call: true }))).toBe(false)
+    expect(await isBlocked(rt, '+919876543219')).toBe(true)
   })
 
   it('scheduleCall keeps a direct call inside the window and refuses one beyond 30 days', async () => {
