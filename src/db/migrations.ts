@@ -1,4 +1,4 @@
-import type { Kysely, Migration, MigrationProvider } from 'kysely'
+import { PostgresAdapter, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely'
 
 /**
  * In-code migrations, portable to SQLite and Postgres: BIGINT for epoch-ms times, INTEGER 0/1 for
@@ -9,6 +9,20 @@ import type { Kysely, Migration, MigrationProvider } from 'kysely'
 // Kysely<any> is what kysely's Migration interface takes: migrations must not depend on today's schema type.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>
+
+/**
+ * Whether a table of the connection's own schema has a column. kysely's introspection lists every schema
+ * on Postgres, so a database holding several schemas (replica tests, shared servers) would mislead it.
+ */
+async function hasColumn(db: AnyDb, table: string, column: string): Promise<boolean> {
+  if (db.getExecutor().adapter instanceof PostgresAdapter) {
+    const { rows } = await sql<{ n: number }>`select count(*)::int as n from information_schema.columns
+      where table_schema = current_schema() and table_name = ${table} and column_name = ${column}`.execute(db)
+    return (rows[0]?.n ?? 0) > 0
+  }
+  const tables = await db.introspection.getTables()
+  return Boolean(tables.find((t) => t.name === table)?.columns.some((c) => c.name === column))
+}
 
 const m0001: Migration = {
   async up(db: AnyDb) {
@@ -228,9 +242,7 @@ const m0001: Migration = {
 const m0002: Migration = {
   async up(db: AnyDb) {
     // SQLite has no ADD COLUMN IF NOT EXISTS and runs migrations without a transaction: check first.
-    const tables = await db.introspection.getTables()
-    const events = tables.find((t) => t.name === 'webhook_events')
-    if (!events?.columns.some((c) => c.name === 'duplicates')) {
+    if (!(await hasColumn(db, 'webhook_events', 'duplicates'))) {
       await db.schema.alterTable('webhook_events').addColumn('duplicates', 'integer', (c) => c.notNull().defaultTo(0)).execute()
     }
     await db.schema
