@@ -8,6 +8,7 @@ import { registerRecipeRoutes } from './recipes/routes.ts'
 import { registerWebhookRoutes, startWebhookWorkers } from './webhooks/index.ts'
 import { mountProxy, startProxyMaintenance } from './proxy/mount.ts'
 import { mountSandbox } from './sandbox/mount.ts'
+import { registerOptOutHook } from './campaigns/opt-out-hook.ts'
 
 /**
  * The HTTP surface: operations endpoints here, each feature's routes from its own module. Background
@@ -43,6 +44,7 @@ export function createApp(rt: Runtime): H3 {
   registerWebhookRoutes(app, rt)
   mountProxy(app, rt)
   registerRecipeRoutes(app, rt)
+  registerOptOutHook(rt)
   return app
 }
 
