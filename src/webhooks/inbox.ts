@@ -1,6 +1,7 @@
 import type { Insertable, Transaction } from 'kysely'
 import type { Database, WebhookEventsTable } from '../db/schema.ts'
 import type { Store } from '../db/connect.ts'
+import { startSqliteWriter, type CompiledStatement, type SqliteWriter } from './sqlite-writer.ts'
 
 export type InboxRow = Insertable<WebhookEventsTable>
 
@@ -28,6 +29,15 @@ export interface Inbox {
   onCommitted(fn: () => void): () => void
   /** Waits for everything queued so far to be committed. */
   flush(): Promise<void>
+  /** Flushes, then stops the writer thread (SQLite). */
+  close(): Promise<void>
+}
+
+interface RejectionRow {
+  bucket_at: number
+  target: string
+  reason: string
+  count: number
 }
 
 interface Waiter {
@@ -41,51 +51,70 @@ const MAX_BATCH = 400
 
 export function createInbox(store: Store): Inbox {
   let queue: Waiter[] = []
-  let rejections = new Map<string, { bucket_at: number; target: string; reason: string; count: number }>()
+  let rejections = new Map<string, RejectionRow>()
+  const file = store.dialect === 'sqlite' ? store.sqlite?.name : undefined
+  const writer = file && file !== ':memory:' && !store.sqlite?.memory ? startSqliteWriter(file) : undefined
   let running: Promise<void> | undefined
   let scheduled = false
   const listeners = new Set<() => void>()
 
-  async function write(trx: Transaction<Database>, batch: Waiter[], stats: typeof rejections): Promise<Map<string, boolean>> {
-    const outcome = new Map<string, boolean>()
+  /** Splits a batch into first copies (to insert) and copies already known to repeat within it. */
+  function plan(batch: Waiter[]): { firsts: InboxRow[]; repeats: Map<string, number> } {
     const firsts: InboxRow[] = []
     const repeats = new Map<string, number>()
+    const seen = new Set<string>()
     for (const w of batch) {
-      if (outcome.has(w.row.event_id)) {
-        repeats.set(w.row.event_id, (repeats.get(w.row.event_id) ?? 0) + 1)
-        continue
-      }
-      outcome.set(w.row.event_id, false)
-      firsts.push(w.row)
-    }
-    if (firsts.length > 0) {
-      const inserted = await trx
-        .insertInto('webhook_events')
-        .values(firsts)
-        .onConflict((oc) => oc.column('event_id').doNothing())
-        .returning('event_id')
-        .execute()
-      const stored = new Set(inserted.map((r) => r.event_id))
-      for (const row of firsts) {
-        if (stored.has(row.event_id)) outcome.set(row.event_id, true)
-        else repeats.set(row.event_id, (repeats.get(row.event_id) ?? 0) + 1)
+      if (seen.has(w.row.event_id)) repeats.set(w.row.event_id, (repeats.get(w.row.event_id) ?? 0) + 1)
+      else {
+        seen.add(w.row.event_id)
+        firsts.push(w.row)
       }
     }
-    for (const [eventId, n] of repeats) {
-      await trx
-        .updateTable('webhook_events')
-        .set((eb) => ({ duplicates: eb('duplicates', '+', n) }))
-        .where('event_id', '=', eventId)
-        .execute()
+    return { firsts, repeats }
+  }
+
+  const insertQuery = (db: Store['db'] | Transaction<Database>, firsts: InboxRow[]) =>
+    db.insertInto('webhook_events').values(firsts).onConflict((oc) => oc.column('event_id').doNothing()).returning('event_id')
+  const duplicateQuery = (db: Store['db'] | Transaction<Database>, eventId: string, n: number) =>
+    db.updateTable('webhook_events').set((eb) => ({ duplicates: eb('duplicates', '+', n) })).where('event_id', '=', eventId)
+  const rejectionQuery = (db: Store['db'] | Transaction<Database>, r: RejectionRow) =>
+    db
+      .insertInto('webhook_rejections')
+      .values(r)
+      .onConflict((oc) => oc.columns(['bucket_at', 'target', 'reason']).doUpdateSet((eb) => ({ count: eb('webhook_rejections.count', '+', eb.ref('excluded.count')) })))
+
+  // The writer binds (count, event_id) in this order; checked once here rather than assumed.
+  const probe = duplicateQuery(store.db, '?id', 7).compile()
+  if (probe.parameters[0] !== 7 || probe.parameters[1] !== '?id') throw new Error('unexpected parameter order in the duplicates update')
+  const duplicateSql = probe.sql
+
+  /** Postgres (and in-memory SQLite): one kysely transaction. Returns the ids actually inserted. */
+  async function writeWithTransaction(batch: Waiter[], stats: Map<string, RejectionRow>): Promise<Set<string>> {
+    return store.db.transaction().execute(async (trx) => {
+      const { firsts, repeats } = plan(batch)
+      const stored = new Set(firsts.length > 0 ? (await insertQuery(trx, firsts).execute()).map((r) => r.event_id) : [])
+      for (const row of firsts) if (!stored.has(row.event_id)) repeats.set(row.event_id, (repeats.get(row.event_id) ?? 0) + 1)
+      for (const [eventId, n] of repeats) await duplicateQuery(trx, eventId, n).execute()
+      for (const r of stats.values()) await rejectionQuery(trx, r).execute()
+      return stored
+    })
+  }
+
+  /** SQLite file: the same statements, compiled here, committed on the writer thread. */
+  async function writeWithThread(w: SqliteWriter, batch: Waiter[], stats: Map<string, RejectionRow>): Promise<Set<string>> {
+    const { firsts, repeats } = plan(batch)
+    const compiled = (q: { compile(): { sql: string; parameters: readonly unknown[] } }): CompiledStatement => {
+      const c = q.compile()
+      return { sql: c.sql, parameters: c.parameters }
     }
-    for (const r of stats.values()) {
-      await trx
-        .insertInto('webhook_rejections')
-        .values(r)
-        .onConflict((oc) => oc.columns(['bucket_at', 'target', 'reason']).doUpdateSet((eb) => ({ count: eb('webhook_rejections.count', '+', eb.ref('excluded.count')) })))
-        .execute()
-    }
-    return outcome
+    const inserted = await w.write({
+      insert: firsts.length > 0 ? compiled(insertQuery(store.db, firsts)) : undefined,
+      duplicateSql: duplicateSql,
+      offered: firsts.map((r) => r.event_id),
+      repeats: [...repeats],
+      extra: [...stats.values()].map((r) => compiled(rejectionQuery(store.db, r))),
+    })
+    return new Set(inserted)
   }
 
   async function drain(): Promise<void> {
@@ -94,9 +123,9 @@ export function createInbox(store: Store): Inbox {
       queue = queue.slice(batch.length)
       const stats = rejections
       rejections = new Map()
-      let outcome: Map<string, boolean>
+      let stored: Set<string>
       try {
-        outcome = await store.db.transaction().execute((trx) => write(trx, batch, stats))
+        stored = writer ? await writeWithThread(writer, batch, stats) : await writeWithTransaction(batch, stats)
       } catch (error) {
         const failure = new StorageUnavailableError(`storage could not commit: ${(error as Error).message}`, { cause: error })
         for (const w of batch) w.reject(failure)
@@ -108,7 +137,7 @@ export function createInbox(store: Store): Inbox {
       for (const w of batch) {
         const first = !seen.has(w.row.event_id)
         seen.add(w.row.event_id)
-        const isNew = first && outcome.get(w.row.event_id) === true
+        const isNew = first && stored.has(w.row.event_id)
         if (isNew) storedAny = true
         w.resolve({ duplicate: !isNew })
       }
@@ -127,6 +156,13 @@ export function createInbox(store: Store): Inbox {
         if (queue.length > 0 || rejections.size > 0) schedule()
       })
     })
+  }
+
+  async function flush(): Promise<void> {
+    for (let i = 0; i < 1000 && (running || scheduled || queue.length > 0); i++) {
+      if (running) await running.catch(() => {})
+      else await new Promise<void>((resolve) => setImmediate(resolve))
+    }
   }
 
   return {
@@ -148,11 +184,10 @@ export function createInbox(store: Store): Inbox {
       listeners.add(fn)
       return () => listeners.delete(fn)
     },
-    async flush() {
-      for (let i = 0; i < 1000 && (running || scheduled || queue.length > 0); i++) {
-        if (running) await running.catch(() => {})
-        else await new Promise<void>((resolve) => setImmediate(resolve))
-      }
+    flush,
+    async close() {
+      await flush()
+      await writer?.close()
     },
   }
 }

@@ -1,6 +1,7 @@
 import type { H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import { registerEventAdminRoutes } from './admin.ts'
+import { webhookMetrics } from './metrics.ts'
 import { registerReceiverRoutes } from './receiver.ts'
 
 /**
@@ -8,6 +9,8 @@ import { registerReceiverRoutes } from './receiver.ts'
  * read-model helpers and webhook health for other features (recipes, reports).
  */
 export function registerWebhookRoutes(app: H3, rt: Runtime): void {
+  // Registered up front so /metrics lists the series (at zero) before the first delivery.
+  webhookMetrics(rt.metrics)
   registerReceiverRoutes(app, rt)
   registerEventAdminRoutes(app, rt)
 }
@@ -21,4 +24,5 @@ export { getConversation, listConversations, type StoredConversation, type Conve
 export { listEvents, getEvent, EVENT_STATUSES, type StoredEvent, type StoredEventDetail, type EventFilter, type EventStatus } from './events.ts'
 export { webhookHealth, type WebhookHealth } from './health.ts'
 export { signFormant, signStandard } from './verify.ts'
+export { acquireLease, releaseLease } from './lease.ts'
 export { webhookCommands } from './commands.ts'

@@ -15,6 +15,7 @@ export function webhookState(rt: Runtime): WebhookState {
   if (!state) {
     const created: WebhookState = { inbox: createInbox(rt.store), worker: undefined }
     created.inbox.onCommitted(() => created.worker?.wake())
+    rt.onClose(() => created.inbox.close())
     states.set(rt, created)
     state = created
   }

@@ -2,7 +2,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createRuntime } from '../../src/runtime.ts'
 import { createSilentLogger } from '../../src/utils/logger.ts'
 import {
+  acquireLease,
   getConversation,
+  reconcile,
   listConversations,
   purgeOldEvents,
   startWebhookWorkers,
@@ -210,6 +212,18 @@ describeEachDialect('webhook processing', (dialect) => {
     expect((await purgeOldEvents(h.rt)).events).toBe(1)
     const left = (await h.rt.store.db.selectFrom('webhook_events').select('event_id').execute()).map((r) => r.event_id).sort()
     expect(left).toEqual([oldPending.event_id, recent.event_id].sort())
+  })
+
+  it('reconciliation runs on one replica at a time (lease)', async () => {
+    h = await createHarness(dialect)
+    expect(await acquireLease(h.rt, 'webhooks:reconcile', 60_000, 'other-replica')).toBe(true)
+    // Held by another replica: skipped without calling upstream (there is no upstream in this test).
+    expect(await reconcile(h.rt)).toMatchObject({ skipped: true, pages: 0 })
+    expect(await acquireLease(h.rt, 'webhooks:reconcile', 60_000)).toBe(false)
+    await h.clock.advance(61_000)
+    // Lapsed (the other replica died): this one takes it over, and then the other cannot.
+    expect(await acquireLease(h.rt, 'webhooks:reconcile', 60_000)).toBe(true)
+    expect(await acquireLease(h.rt, 'webhooks:reconcile', 60_000, 'other-replica')).toBe(false)
   })
 
   describe('admin and CLI', () => {

@@ -1,0 +1,147 @@
+import { createRequire } from 'node:module'
+import { Worker } from 'node:worker_threads'
+
+/**
+ * A dedicated thread with its own connection to the SQLite file, for the inbox's commits. better-sqlite3
+ * is synchronous: on the main thread every `synchronous=FULL` commit would stop the event loop for the
+ * fsync, and requests arriving meanwhile could not even be read. On this thread the fsync overlaps with
+ * request handling, and the next group commit fills up while the previous one syncs.
+ *
+ * The SQL is compiled by kysely on the main thread (typed schema, same queries as on Postgres); this
+ * thread only binds and runs it, inside one BEGIN IMMEDIATE transaction per batch.
+ */
+
+export interface CompiledStatement {
+  sql: string
+  parameters: readonly unknown[]
+}
+
+export interface WriterBatch {
+  /** Multi-row INSERT … ON CONFLICT DO NOTHING RETURNING event_id. */
+  insert: CompiledStatement | undefined
+  /** UPDATE … SET duplicates = duplicates + ? WHERE event_id = ? (bound per id). */
+  duplicateSql: string
+  /** Ids offered for insertion; the ones not returned were already stored. */
+  offered: string[]
+  /** Copies within the batch itself, already known to be duplicates. */
+  repeats: Array<[string, number]>
+  /** Statements that do not depend on the insert's outcome (rejection counters). */
+  extra: CompiledStatement[]
+}
+
+export interface SqliteWriter {
+  /** Runs one batch in one transaction; resolves with the ids actually inserted, after the commit. */
+  write(batch: WriterBatch): Promise<string[]>
+  close(): Promise<void>
+}
+
+// Plain CommonJS, evaluated in the worker: no TypeScript loader needed there.
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads')
+const Database = require(workerData.driver)
+const db = new Database(workerData.file)
+db.pragma('journal_mode = WAL')
+db.pragma('synchronous = FULL')
+db.pragma('busy_timeout = 5000')
+const cache = new Map()
+const prepare = (sql) => {
+  let stmt = cache.get(sql)
+  if (!stmt) {
+    if (cache.size > 64) cache.clear()
+    stmt = db.prepare(sql)
+    cache.set(sql, stmt)
+  }
+  return stmt
+}
+const run = db.transaction((batch) => {
+  const inserted = batch.insert ? prepare(batch.insert.sql).all(...batch.insert.parameters).map((r) => r.event_id) : []
+  const stored = new Set(inserted)
+  const dups = new Map(batch.repeats)
+  for (const id of batch.offered) if (!stored.has(id)) dups.set(id, (dups.get(id) || 0) + 1)
+  if (dups.size > 0) {
+    const up = prepare(batch.duplicateSql)
+    for (const [id, n] of dups) up.run(n, id)
+  }
+  for (const q of batch.extra) prepare(q.sql).run(...q.parameters)
+  return inserted
+})
+parentPort.on('message', (msg) => {
+  if (msg.close) { db.close(); parentPort.postMessage({ closed: true }); return }
+  try {
+    parentPort.postMessage({ id: msg.id, ok: true, inserted: run.immediate(msg.batch) })
+  } catch (error) {
+    parentPort.postMessage({ id: msg.id, ok: false, message: String(error && error.message || error) })
+  }
+})
+`
+
+interface Reply {
+  id?: number
+  ok?: boolean
+  inserted?: string[]
+  message?: string
+  closed?: boolean
+}
+
+export function startSqliteWriter(file: string): SqliteWriter {
+  const driver = createRequire(import.meta.url).resolve('better-sqlite3')
+  let worker: Worker | undefined
+  let seq = 0
+  const waiting = new Map<number, { resolve(ids: string[]): void; reject(error: Error): void }>()
+
+  const failAll = (error: Error) => {
+    for (const w of waiting.values()) w.reject(error)
+    waiting.clear()
+    worker = undefined
+  }
+
+  const ensure = (): Worker => {
+    if (worker) return worker
+    const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { file, driver } })
+    w.unref()
+    w.on('message', (reply: Reply) => {
+      if (reply.id === undefined) return
+      const entry = waiting.get(reply.id)
+      waiting.delete(reply.id)
+      if (!entry) return
+      if (reply.ok) entry.resolve(reply.inserted ?? [])
+      else entry.reject(new Error(reply.message ?? 'write failed'))
+    })
+    w.on('error', (error) => failAll(error))
+    w.on('exit', (code) => {
+      if (worker === w) failAll(new Error(`the inbox writer thread exited (${code})`))
+    })
+    worker = w
+    return w
+  }
+
+  return {
+    write(batch) {
+      return new Promise<string[]>((resolve, reject) => {
+        const id = ++seq
+        waiting.set(id, { resolve, reject })
+        try {
+          ensure().postMessage({ id, batch })
+        } catch (error) {
+          waiting.delete(id)
+          reject(error as Error)
+        }
+      })
+    },
+    async close() {
+      const w = worker
+      if (!w) return
+      worker = undefined
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => void w.terminate().then(() => resolve()), 2_000)
+        w.on('message', (reply: Reply) => {
+          if (reply.closed) {
+            clearTimeout(timer)
+            void w.terminate().then(() => resolve())
+          }
+        })
+        w.postMessage({ close: true })
+      })
+    },
+  }
+}
