@@ -4,7 +4,7 @@ import type { WebhookEventsTable } from '../db/schema.ts'
 import { webhookEventSchema } from '../upstream/schemas.ts'
 import type { ProcessedEvent } from './hooks.ts'
 import { webhookMetrics } from './metrics.ts'
-import { applyEventToReadModel } from './read-model.ts'
+import { applyEventInTransaction } from './read-model.ts'
 
 export type EventRow = Selectable<WebhookEventsTable>
 
@@ -33,7 +33,7 @@ export function backoffMs(attempts: number, random: () => number): number {
 /** A payload that can never be processed: it is dead at once (retrying cannot help). */
 class UnprocessableError extends Error {}
 
-async function runEvent(rt: Runtime, row: EventRow): Promise<void> {
+function parseRow(row: EventRow): ProcessedEvent {
   let json: unknown
   try {
     json = JSON.parse(row.body)
@@ -45,17 +45,17 @@ async function runEvent(rt: Runtime, row: EventRow): Promise<void> {
     const issue = parsed.error.issues[0]
     throw new UnprocessableError(`not a call event this version understands: ${issue ? `${issue.path.join('.') || 'body'}: ${issue.message}` : 'invalid'}`)
   }
-  const event = parsed.data
-  const source = row.source === 'reconcile' ? 'reconcile' : 'webhook'
-  await applyEventToReadModel(rt, event, source, row.received_at)
-  const processed: ProcessedEvent = {
+  return {
     eventId: row.event_id,
     eventType: row.event_type,
     target: row.target,
-    source,
+    source: row.source === 'reconcile' ? 'reconcile' : 'webhook',
     receivedAt: row.received_at,
-    event,
+    event: parsed.data,
   }
+}
+
+async function runHooks(rt: Runtime, processed: ProcessedEvent): Promise<void> {
   for (const { name, hook } of rt.hooks.list()) {
     try {
       await hook(processed)
@@ -66,51 +66,114 @@ async function runEvent(rt: Runtime, row: EventRow): Promise<void> {
 }
 
 /**
- * Processes one claimed event and records the outcome, guarded by the claim so a worker whose claim
- * lapsed cannot overwrite a newer one. `force` (replay) ignores the attempt budget.
+ * Applies the read-model updates of several events in one transaction — one commit (one fsync on
+ * SQLite) per batch instead of one per event — in conversation order, so replicas locking rows on
+ * Postgres always lock in the same order. If the batch fails, each event is retried on its own so one
+ * bad event cannot hold back the others. Returns the error of each event that failed.
  */
-export async function processClaimed(rt: Runtime, row: EventRow, claimedBy: string, options: { force?: boolean } = {}): Promise<ProcessOutcome> {
-  const metrics = webhookMetrics(rt.metrics)
-  const log = rt.log.child({ event_id: row.event_id, conversation_id: row.conversation_id, trace_id: row.trace_id, event_type: row.event_type })
-  const attempts = row.attempts + 1
-  let outcome: ProcessOutcome
+async function applyReadModel(rt: Runtime, items: ProcessedEvent[]): Promise<Map<string, Error>> {
+  const errors = new Map<string, Error>()
+  if (items.length === 0) return errors
+  const ordered = [...items].sort((a, b) => (a.event.data.call.conversation_id < b.event.data.call.conversation_id ? -1 : 1))
+  const now = rt.clock.now()
   try {
-    await runEvent(rt, row)
-    outcome = { eventId: row.event_id, status: 'processed', attempts }
-    metrics.processed.inc({ source: row.source })
-    log.debug({ attempts }, 'webhook event processed')
-  } catch (error) {
-    const message = (error as Error)?.message ?? String(error)
-    const unprocessable = error instanceof UnprocessableError
-    const exhausted = attempts >= rt.config.webhook.maxAttempts && !options.force
-    metrics.failures.inc({ source: row.source })
-    if (unprocessable || exhausted || options.force) {
-      // A forced replay that fails goes back to dead rather than into a retry loop nobody asked for.
-      outcome = { eventId: row.event_id, status: 'dead', attempts, error: message }
-      metrics.dead.inc({ source: row.source })
-      log.error({ attempts, err: message }, 'webhook event dead-lettered')
-    } else {
-      const nextAttemptAt = rt.clock.now() + backoffMs(attempts, rt.random.next)
-      outcome = { eventId: row.event_id, status: 'failed', attempts, error: message, nextAttemptAt }
-      log.warn({ attempts, err: message, next_attempt_at: nextAttemptAt }, 'webhook event processing failed; will retry')
+    await rt.store.db.transaction().execute(async (trx) => {
+      for (const p of ordered) await applyEventInTransaction(trx, rt.store.dialect, p.event, p.source, p.receivedAt, now)
+    })
+    return errors
+  } catch {
+    for (const p of ordered) {
+      try {
+        await rt.store.db.transaction().execute((trx) => applyEventInTransaction(trx, rt.store.dialect, p.event, p.source, p.receivedAt, now))
+      } catch (error) {
+        errors.set(p.eventId, error as Error)
+      }
+    }
+    return errors
+  }
+}
+
+/**
+ * Processes claimed events — read model, then every hook, per event — and records all outcomes in one
+ * transaction, guarded by the claim so a worker whose claim lapsed cannot overwrite a newer one.
+ * `force` (replay) ignores the attempt budget and never schedules a retry.
+ */
+export async function processClaimedBatch(rt: Runtime, rows: EventRow[], claimedBy: string, options: { force?: boolean } = {}): Promise<ProcessOutcome[]> {
+  const metrics = webhookMetrics(rt.metrics)
+  const failures = new Map<string, Error>()
+  const parsed = new Map<string, ProcessedEvent>()
+  for (const row of rows) {
+    try {
+      parsed.set(row.event_id, parseRow(row))
+    } catch (error) {
+      failures.set(row.event_id, error as Error)
     }
   }
+  for (const [id, error] of await applyReadModel(rt, [...parsed.values()])) failures.set(id, error)
+  let renewedAt = rt.clock.now()
+  for (const [i, row] of rows.entries()) {
+    const p = parsed.get(row.event_id)
+    if (!p || failures.has(row.event_id)) continue
+    if (rt.clock.now() - renewedAt > CLAIM_MS / 3) {
+      // Slow hooks: keep the rest of the batch claimed.
+      renewedAt = rt.clock.now()
+      await renewClaims(rt, claimedBy, rows.slice(i).map((r) => r.event_id)).catch(() => {})
+    }
+    try {
+      await runHooks(rt, p)
+    } catch (error) {
+      failures.set(row.event_id, error as Error)
+    }
+  }
+
   const now = rt.clock.now()
-  await rt.store.db
-    .updateTable('webhook_events')
-    .set({
-      status: outcome.status,
-      attempts: outcome.attempts,
-      last_error: outcome.error ?? null,
-      processed_at: outcome.status === 'processed' ? now : null,
-      next_attempt_at: outcome.nextAttemptAt ?? now,
-      claimed_by: null,
-      claimed_until: null,
-    })
-    .where('event_id', '=', row.event_id)
-    .where('claimed_by', '=', claimedBy)
-    .execute()
-  return outcome
+  const outcomes: ProcessOutcome[] = rows.map((row) => {
+    const log = rt.log.child({ event_id: row.event_id, conversation_id: row.conversation_id, trace_id: row.trace_id, event_type: row.event_type })
+    const attempts = row.attempts + 1
+    const error = failures.get(row.event_id)
+    if (!error) {
+      metrics.processed.inc({ source: row.source })
+      log.debug({ attempts }, 'webhook event processed')
+      return { eventId: row.event_id, status: 'processed', attempts }
+    }
+    const message = error.message ?? String(error)
+    metrics.failures.inc({ source: row.source })
+    if (error instanceof UnprocessableError || options.force || attempts >= rt.config.webhook.maxAttempts) {
+      // A forced replay that fails goes back to dead rather than into a retry loop nobody asked for.
+      metrics.dead.inc({ source: row.source })
+      log.error({ attempts, err: message }, 'webhook event dead-lettered')
+      return { eventId: row.event_id, status: 'dead', attempts, error: message }
+    }
+    const nextAttemptAt = now + backoffMs(attempts, rt.random.next)
+    log.warn({ attempts, err: message, next_attempt_at: nextAttemptAt }, 'webhook event processing failed; will retry')
+    return { eventId: row.event_id, status: 'failed', attempts, error: message, nextAttemptAt }
+  })
+
+  await rt.store.db.transaction().execute(async (trx) => {
+    for (const o of outcomes) {
+      await trx
+        .updateTable('webhook_events')
+        .set({
+          status: o.status,
+          attempts: o.attempts,
+          last_error: o.error ?? null,
+          processed_at: o.status === 'processed' ? now : null,
+          next_attempt_at: o.nextAttemptAt ?? now,
+          claimed_by: null,
+          claimed_until: null,
+        })
+        .where('event_id', '=', o.eventId)
+        .where('claimed_by', '=', claimedBy)
+        .execute()
+    }
+  })
+  return outcomes
+}
+
+/** One claimed event (replay). */
+export async function processClaimed(rt: Runtime, row: EventRow, claimedBy: string, options: { force?: boolean } = {}): Promise<ProcessOutcome> {
+  const [outcome] = await processClaimedBatch(rt, [row], claimedBy, options)
+  return outcome!
 }
 
 /**
@@ -206,7 +269,7 @@ export async function drainDue(rt: Runtime, options: { owner?: string; batch?: n
   for (let round = 0; round < (options.maxRounds ?? 10_000); round++) {
     const rows = await claimDue(rt, owner, options.batch ?? 50)
     if (rows.length === 0) break
-    for (const row of rows) outcomes.push(await processClaimed(rt, row, owner))
+    outcomes.push(...(await processClaimedBatch(rt, rows, owner)))
   }
   return outcomes
 }

@@ -134,7 +134,32 @@ export function mergeConversation(existing: Row, incoming: Row): Row {
   }
 }
 
-/** Applies one event to the conversations read model, in one transaction (row-locked on Postgres). */
+/** Applies one event inside a caller's transaction (row-locked on Postgres). */
+export async function applyEventInTransaction(
+  trx: Transaction<Database>,
+  dialect: 'sqlite' | 'postgres',
+  event: WebhookEvent,
+  source: 'webhook' | 'reconcile',
+  receivedAt: number,
+  now: number,
+): Promise<Row> {
+  const incoming = rowFromEvent(event, source, eventTimeMs(event, receivedAt), now)
+  const inserted = await trx
+    .insertInto('conversations')
+    .values(incoming)
+    .onConflict((oc) => oc.column('conversation_id').doNothing())
+    .executeTakeFirst()
+  if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) return incoming
+  let select = trx.selectFrom('conversations').selectAll().where('conversation_id', '=', incoming.conversation_id)
+  if (dialect === 'postgres') select = select.forUpdate()
+  const existing = await select.executeTakeFirstOrThrow()
+  const merged = mergeConversation(existing, incoming)
+  const { conversation_id: _id, ...changes } = merged
+  await trx.updateTable('conversations').set(changes).where('conversation_id', '=', incoming.conversation_id).execute()
+  return merged
+}
+
+/** Applies one event to the conversations read model, in its own transaction. */
 export async function applyEventToReadModel(
   rt: Runtime,
   event: WebhookEvent,
@@ -142,22 +167,7 @@ export async function applyEventToReadModel(
   receivedAt: number,
 ): Promise<StoredConversation> {
   const now = rt.clock.now()
-  const incoming = rowFromEvent(event, source, eventTimeMs(event, receivedAt), now)
-  const row = await rt.store.db.transaction().execute(async (trx: Transaction<Database>) => {
-    const inserted = await trx
-      .insertInto('conversations')
-      .values(incoming)
-      .onConflict((oc) => oc.column('conversation_id').doNothing())
-      .executeTakeFirst()
-    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) return incoming
-    let select = trx.selectFrom('conversations').selectAll().where('conversation_id', '=', incoming.conversation_id)
-    if (rt.store.dialect === 'postgres') select = select.forUpdate()
-    const existing = await select.executeTakeFirstOrThrow()
-    const merged = mergeConversation(existing, incoming)
-    const { conversation_id: _id, ...changes } = merged
-    await trx.updateTable('conversations').set(changes).where('conversation_id', '=', incoming.conversation_id).execute()
-    return merged
-  })
+  const row = await rt.store.db.transaction().execute((trx) => applyEventInTransaction(trx, rt.store.dialect, event, source, receivedAt, now))
   return toStoredConversation(row)
 }
 

@@ -1,5 +1,5 @@
 import type { Runtime } from '../runtime.ts'
-import { CLAIM_MS, claimDue, processClaimed, renewClaims } from './processing.ts'
+import { claimDue, processClaimedBatch } from './processing.ts'
 
 /** The periodic sweep picks up retries that fell due and events requeued by another process. */
 export const SWEEP_MS = 1_000
@@ -34,18 +34,12 @@ export function startWorker(rt: Runtime): Worker {
         rt.log.error({ err: (error as Error).message }, 'webhook worker could not claim events')
         return
       }
-      let renewedAt = rt.clock.now()
-      for (const [i, row] of rows.entries()) {
-        if (stopped) break
-        if (rt.clock.now() - renewedAt > CLAIM_MS / 3) {
-          renewedAt = rt.clock.now()
-          await renewClaims(rt, owner, rows.slice(i).map((r) => r.event_id)).catch(() => {})
-        }
+      if (rows.length > 0 && !stopped) {
         try {
-          await processClaimed(rt, row, owner)
+          await processClaimedBatch(rt, rows, owner)
         } catch (error) {
-          // Recording the outcome failed (storage down): the claim lapses and another pass retries.
-          rt.log.error({ event_id: row.event_id, err: (error as Error).message }, 'webhook worker could not record an outcome')
+          // Recording the outcomes failed (storage down): the claims lapse and a later pass retries.
+          rt.log.error({ events: rows.length, err: (error as Error).message }, 'webhook worker could not record outcomes')
         }
       }
       if (rows.length === BATCH) again = true
