@@ -1,4 +1,4 @@
-import type { H3, H3Event } from 'h3'
+import { HTTPResponse, type H3, type H3Event } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import type { WebhookTargetConfig } from '../config/schema.ts'
 import { StorageUnavailableError } from './inbox.ts'
@@ -100,7 +100,7 @@ function record(value: unknown): Record<string, unknown> | undefined {
 }
 
 /** Handles one delivery: limit, verify over raw bytes, parse, commit durably, then answer. */
-export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: string): Promise<Response> {
+export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: string): Promise<Response | HTTPResponse> {
   const started = performance.now()
   const metrics = webhookMetrics(rt.metrics)
   const { inbox } = webhookState(rt)
@@ -134,8 +134,10 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   if (!verified.ok) return reject(401, verified.reason, 'authentication_error', verified.message)
 
   let parsed: Record<string, unknown> | undefined
+  let text = ''
   try {
-    parsed = record(JSON.parse(utf8.decode(body)))
+    text = utf8.decode(body)
+    parsed = record(JSON.parse(text))
   } catch {
     parsed = undefined
   }
@@ -166,7 +168,7 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
       conversation_id: conversationId,
       trace_id: traceId,
       agent_id: agentId,
-      body: body.toString('utf8'),
+      body: text,
       headers: JSON.stringify(audit),
       source: 'webhook',
       received_at: now,
@@ -190,12 +192,13 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
     metrics.duplicates.inc({ target: label })
     rt.log.info(log, 'duplicate webhook acknowledged')
     observe('duplicate')
-    return new Response(null, { status: 204, headers: { 'x-switchboard-duplicate': 'true' } })
+    return new HTTPResponse(null, { status: 204, headers: { 'x-switchboard-duplicate': 'true' } })
   }
   metrics.accepted.inc({ target: label })
   rt.log.info(log, 'webhook stored')
   observe('accepted')
-  return new Response(null, { status: 204 })
+  // An h3 HTTPResponse goes straight to the Node response; a web Response costs a conversion.
+  return new HTTPResponse(null, { status: 204 })
 }
 
 /** `POST /webhooks/formant` (the provider's default target) and `POST /webhooks/:target`. */
