@@ -28,7 +28,9 @@ async function serveBoth(dataDir: string): Promise<void> {
   const { createRuntime } = await import('../../src/runtime.ts')
   const { createSilentLogger } = await import('../../src/utils/logger.ts')
   const { registerWebhookRoutes } = await import('../../src/webhooks/index.ts')
-  const config = loadConfig({ env: { DATA_DIR: dataDir, WEBHOOK_SECRET: SECRET, LOG_LEVEL: 'silent', PORT: '0' } })
+  // DATABASE_URL=postgres://… measures the same path on Postgres (README → Running on Postgres).
+  const database = process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}
+  const config = loadConfig({ env: { DATA_DIR: dataDir, WEBHOOK_SECRET: SECRET, LOG_LEVEL: 'silent', PORT: '0', ...database } })
   const rt = await createRuntime(config, { log: createSilentLogger() })
   const sync = rt.store.sqlite?.pragma('synchronous', { simple: true })
   const app = new H3()
@@ -71,8 +73,7 @@ interface Sent {
   ms: number
 }
 
-function send(port: number, path: string, body: Buffer, headers: Record<string, string>): Promise<Sent> {
-  const started = performance.now()
+function send(port: number, path: string, body: Buffer, headers: Record<string, string>, started = performance.now()): Promise<Sent> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       { host: '127.0.0.1', port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': String(body.length), ...headers } },
@@ -81,7 +82,12 @@ function send(port: number, path: string, body: Buffer, headers: Record<string, 
         res.on('end', () => resolve({ status: res.statusCode ?? 0, duplicate: res.headers['x-switchboard-duplicate'] === 'true', ms: performance.now() - started }))
       },
     )
-    req.on('error', reject)
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      // A kept-alive socket the server closed while idle (keepAliveTimeout) fails on reuse; Node's
+      // documented remedy is to send again (the receiver de-duplicates, so this is safe).
+      if (req.reusedSocket && error.code === 'ECONNRESET') send(port, path, body, headers, started).then(resolve, reject)
+      else reject(error)
+    })
     req.end(body)
   })
 }
@@ -175,7 +181,7 @@ async function main(): Promise<void> {
   })
   let failed = false
   try {
-    const info = await new Promise<{ receiver: number; bare: number; synchronous: number; database: string }>((resolve, reject) => {
+    const info = await new Promise<{ receiver: number; bare: number; synchronous?: number; database: string }>((resolve, reject) => {
       let buffer = ''
       child.stdout!.on('data', (chunk: Buffer) => {
         buffer += chunk.toString()
@@ -184,7 +190,7 @@ async function main(): Promise<void> {
       })
       child.on('exit', (code) => reject(new Error(`bench server exited (${code})`)))
     })
-    console.log(`receiver on :${info.receiver} (${info.database}, synchronous=${info.synchronous === 2 ? 'FULL' : info.synchronous}); bare h3 on :${info.bare}`)
+    console.log(`receiver on :${info.receiver} (${info.database.replace(/\/\/[^@/]*@/, '//')}${info.synchronous === undefined ? '' : `, synchronous=${info.synchronous === 2 ? 'FULL' : info.synchronous}`}); bare h3 on :${info.bare}`)
 
     // Warm both (JIT, connections, SQLite pages), then measure alternately.
     const warm = await makeEvents(600)
