@@ -1,5 +1,6 @@
 import { getTimezonesForCountry } from 'countries-and-timezones'
 import { countryOfPhone } from './phones.ts'
+import { localParts, type LocalParts } from '../utils/time-zone.ts'
 
 /**
  * Calling windows in the RECIPIENT's local time. All local-time arithmetic goes through Intl (the IANA
@@ -33,38 +34,10 @@ export function isValidTimeZone(tz: string | null | undefined): tz is string {
   }
 }
 
-const formatters = new Map<string, Intl.DateTimeFormat>()
-function formatter(timeZone: string): Intl.DateTimeFormat {
-  let f = formatters.get(timeZone)
-  if (!f) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    })
-    formatters.set(timeZone, f)
-  }
-  return f
-}
-
-interface LocalTime {
-  year: number
-  month: number
-  day: number
-  hour: number
-  minute: number
-  second: number
-}
+type LocalTime = LocalParts
 
 function intlLocalTime(at: number, timeZone: string): LocalTime {
-  const parts: Record<string, number> = {}
-  for (const p of formatter(timeZone).formatToParts(at)) if (p.type !== 'literal') parts[p.type] = Number(p.value)
-  return { year: parts.year!, month: parts.month!, day: parts.day!, hour: parts.hour!, minute: parts.minute!, second: parts.second! }
+  return localParts(at, timeZone)
 }
 
 // Intl is slow (a formatToParts per question) and planning 100,000 follow-ups asks it the same questions

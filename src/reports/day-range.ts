@@ -4,6 +4,8 @@
  * whose midnight is skipped starts at the transition.
  */
 
+import { localParts, zoneFormatter } from '../utils/time-zone.ts'
+
 const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/
 
 export interface DayRange {
@@ -13,40 +15,13 @@ export interface DayRange {
   endMs: number
 }
 
-const formatters = new Map<string, Intl.DateTimeFormat>()
-
-function formatterFor(timezone: string): Intl.DateTimeFormat {
-  let f = formatters.get(timezone)
-  if (!f) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone: timezone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-      second: '2-digit',
-    })
-    formatters.set(timezone, f)
-  }
-  return f
-}
-
 /** Throws a one-line error unless `timezone` is an IANA zone this runtime knows. */
 export function assertTimeZone(timezone: string): void {
   try {
-    formatterFor(timezone)
+    zoneFormatter(timezone)
   } catch {
     throw new Error(`unknown time zone "${timezone}" (use an IANA name such as Asia/Kolkata)`)
   }
-}
-
-/** Local wall-clock fields of an instant. */
-export function localParts(ms: number, timezone: string): { year: number; month: number; day: number; hour: number; minute: number; second: number } {
-  const parts = formatterFor(timezone).formatToParts(new Date(ms))
-  const get = (type: string) => Number(parts.find((p) => p.type === type)?.value ?? 0)
-  return { year: get('year'), month: get('month'), day: get('day'), hour: get('hour'), minute: get('minute'), second: get('second') }
 }
 
 /** The offset of local time from UTC at an instant, in ms (Asia/Kolkata: +5h30). */
