@@ -5,6 +5,24 @@ import { startSqliteWriter, type CompiledStatement, type SqliteWriter } from './
 
 export type InboxRow = Insertable<WebhookEventsTable>
 
+/** The identifying fields of a new event; `pendingRow` adds the state every new event starts in. */
+export type NewEvent = Pick<InboxRow, 'event_id' | 'target' | 'event_type' | 'conversation_id' | 'trace_id' | 'agent_id' | 'body' | 'headers' | 'source'>
+
+/** A row for an event just received (or synthesized): pending, due now, never attempted. */
+export function pendingRow(event: NewEvent, now: number): InboxRow {
+  return {
+    ...event,
+    received_at: now,
+    status: 'pending',
+    attempts: 0,
+    next_attempt_at: now,
+    claimed_by: null,
+    claimed_until: null,
+    last_error: null,
+    processed_at: null,
+  }
+}
+
 export interface CommitResult {
   duplicate: boolean
 }

@@ -1,7 +1,7 @@
 import { HTTPResponse, type H3, type H3Event } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import type { WebhookTargetConfig } from '../config/schema.ts'
-import { StorageUnavailableError } from './inbox.ts'
+import { StorageUnavailableError, pendingRow } from './inbox.ts'
 import { webhookMetrics } from './metrics.ts'
 import { webhookState } from './state.ts'
 import { verifyRequest, type SignedRequest } from './verify.ts'
@@ -161,25 +161,22 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   const now = rt.clock.now()
   let duplicate: boolean
   try {
-    ;({ duplicate } = await inbox.commit({
-      event_id: eventId,
-      target: targetName,
-      event_type: eventType,
-      conversation_id: conversationId,
-      trace_id: traceId,
-      agent_id: agentId,
-      body: text,
-      headers: JSON.stringify(audit),
-      source: 'webhook',
-      received_at: now,
-      status: 'pending',
-      attempts: 0,
-      next_attempt_at: now,
-      claimed_by: null,
-      claimed_until: null,
-      last_error: null,
-      processed_at: null,
-    }))
+    ;({ duplicate } = await inbox.commit(
+      pendingRow(
+        {
+          event_id: eventId,
+          target: targetName,
+          event_type: eventType,
+          conversation_id: conversationId,
+          trace_id: traceId,
+          agent_id: agentId,
+          body: text,
+          headers: JSON.stringify(audit),
+          source: 'webhook',
+        },
+        now,
+      ),
+    ))
   } catch (error) {
     const message = error instanceof StorageUnavailableError ? error.message : `storage error: ${(error as Error).message}`
     metrics.rejected.inc({ target: label, reason: 'storage_unavailable' })

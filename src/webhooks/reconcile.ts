@@ -7,6 +7,7 @@ import {
   type ConversationListItem,
   type WebhookEvent,
 } from '../upstream/schemas.ts'
+import { pendingRow } from './inbox.ts'
 import { acquireLease, releaseLease } from './lease.ts'
 import { webhookMetrics } from './metrics.ts'
 import { webhookState } from './state.ts'
@@ -107,25 +108,22 @@ export async function reconcile(rt: Runtime, options: ReconcileOptions = {}): Pr
           result.fetched++
           if (!isTerminalStatus(detail.status)) continue
           const event = synthesizeEvent(item, detail, now)
-          const { duplicate } = await inbox.commit({
-            event_id: event.event_id,
-            target: 'reconcile',
-            event_type: event.event_type,
-            conversation_id: detail.conversation_id,
-            trace_id: detail.trace_id,
-            agent_id: detail.agent_id,
-            body: JSON.stringify(event),
-            headers: '{}',
-            source: 'reconcile',
-            received_at: now,
-            status: 'pending',
-            attempts: 0,
-            next_attempt_at: now,
-            claimed_by: null,
-            claimed_until: null,
-            last_error: null,
-            processed_at: null,
-          })
+          const { duplicate } = await inbox.commit(
+            pendingRow(
+              {
+                event_id: event.event_id,
+                target: 'reconcile',
+                event_type: event.event_type,
+                conversation_id: detail.conversation_id,
+                trace_id: detail.trace_id,
+                agent_id: detail.agent_id,
+                body: JSON.stringify(event),
+                headers: '{}',
+                source: 'reconcile',
+              },
+              now,
+            ),
+          )
           if (!duplicate) {
             result.synthesized++
             result.eventIds.push(event.event_id)
