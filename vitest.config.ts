@@ -7,6 +7,7 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    globalSetup: ['test/helpers/global-setup.ts'],
     // Two cores: more workers only add contention.
     maxWorkers: 2,
     env: { LOG_LEVEL: 'silent' },

@@ -7,8 +7,8 @@ import { migrate, openStore, type Dialect, type Store } from '../../src/db/conne
 
 /**
  * Storage-touching tests run once per dialect: SQLite always (a real file), Postgres when
- * DATABASE_URL_TEST is set (CI sets it). Each Postgres store gets its own schema, dropped on close, so
- * runs never collide.
+ * DATABASE_URL_TEST is set (CI sets it). Each Postgres store gets its own schema, named after the test
+ * run and dropped by the global teardown, so runs never collide.
  */
 export const DIALECTS: Dialect[] = process.env.DATABASE_URL_TEST ? ['sqlite', 'postgres'] : ['sqlite']
 
@@ -32,18 +32,12 @@ export async function openTestStore(dialect: Dialect, options: { migrate?: boole
   } else {
     const base = process.env.DATABASE_URL_TEST
     if (!base) throw new Error('DATABASE_URL_TEST is not set')
-    schema = `sb_test_${process.pid}_${randomBytes(4).toString('hex')}`
+    // Named after the test run; global teardown drops the run's schemas once every worker is done.
+    schema = `sb_test_${process.env.SB_TEST_RUN ?? 'adhoc'}_${process.pid}_${randomBytes(4).toString('hex')}`
     // The schema travels in the URL too, so child processes (replica tests) land in the same one.
     url = `${base}${base.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`
     store = await openStore(base, { schema })
-    cleanup = async () => {
-      const admin = await openStore(base)
-      try {
-        await admin.pool!.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
-      } finally {
-        await admin.close()
-      }
-    }
+    cleanup = async () => {}
   }
   if (options.migrate !== false) {
     try {
