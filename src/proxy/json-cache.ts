@@ -2,6 +2,7 @@ import type { Selectable } from 'kysely'
 import type { CacheEntriesTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
 import { STALE_MAX_MS, type CachePlan } from './cache-policy.ts'
+import { createAccessTimes } from './access-times.ts'
 
 export type CacheEntry = Selectable<CacheEntriesTable>
 
@@ -15,7 +16,6 @@ export interface JsonCache {
   evict(): Promise<number>
 }
 
-const TOUCH_FLUSH_MS = 1_000
 const CHUNK = 200
 
 /**
@@ -24,8 +24,7 @@ const CHUNK = 200
  */
 export function createJsonCache(rt: Runtime): JsonCache {
   const db = rt.store.db
-  const touched = new Set<string>()
-  let flushTimer: (() => void) | undefined
+  const accessTimes = createAccessTimes(rt, 'cache_entries')
   let bytesSinceEvict = 0
   let lastEvictAt = 0
   // The hot path of every HIT: compiled once, run with a new parameter (building it again costs as much as running it).
@@ -33,16 +32,7 @@ export function createJsonCache(rt: Runtime): JsonCache {
   // On SQLite the same kysely-built SQL runs as a statement prepared once (kysely prepares per query).
   const preparedByKey = rt.store.sqlite?.prepare(selectByKey.sql)
 
-  async function flushTouches(): Promise<void> {
-    flushTimer = undefined
-    if (touched.size === 0) return
-    const keys = [...touched]
-    touched.clear()
-    const now = rt.clock.now()
-    for (let i = 0; i < keys.length; i += CHUNK) {
-      await db.updateTable('cache_entries').set({ last_access_at: now }).where('key', 'in', keys.slice(i, i + CHUNK)).execute()
-    }
-  }
+  const flushTouches = () => accessTimes.flush()
 
   async function evict(): Promise<number> {
     await flushTouches()
@@ -108,8 +98,7 @@ export function createJsonCache(rt: Runtime): JsonCache {
       if (bytesSinceEvict > rt.config.proxy.cacheMaxBytes / 20 || now - lastEvictAt >= 1_000) await evict()
     },
     touch(key) {
-      touched.add(key)
-      flushTimer ??= rt.clock.setTimeout(() => void flushTouches().catch((err) => rt.log.warn({ err }, 'cache touch flush failed')), TOUCH_FLUSH_MS)
+      accessTimes.touch(key)
     },
     flushTouches,
     evict,

@@ -8,6 +8,7 @@ import type { Selectable } from 'kysely'
 import type { RecordingsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
 import type { CacheStatus } from './upstream.ts'
+import { createAccessTimes } from './access-times.ts'
 
 export type RecordingRow = Selectable<RecordingsTable>
 
@@ -57,19 +58,9 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
   const dir = join(rt.config.dataDir, 'recordings')
   const tmp = join(dir, 'tmp')
   mkdirSync(tmp, { recursive: true })
-  const touched = new Set<string>()
-  let flushTimer: (() => void) | undefined
+  const accessTimes = createAccessTimes(rt, 'recordings')
 
-  async function flush(): Promise<void> {
-    flushTimer = undefined
-    if (touched.size === 0) return
-    const keys = [...touched]
-    touched.clear()
-    const now = rt.clock.now()
-    for (let i = 0; i < keys.length; i += CHUNK) {
-      await db.updateTable('recordings').set({ last_access_at: now }).where('key', 'in', keys.slice(i, i + CHUNK)).execute()
-    }
-  }
+  const flush = () => accessTimes.flush()
 
   async function removeUnreferenced(files: string[]): Promise<void> {
     for (const file of new Set(files)) {
@@ -174,8 +165,7 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
     },
 
     touch(key) {
-      touched.add(key)
-      flushTimer ??= rt.clock.setTimeout(() => void flush().catch((err) => rt.log.warn({ err }, 'recording touch flush failed')), 1_000)
+      accessTimes.touch(key)
     },
     evict,
   }
