@@ -48,6 +48,17 @@ function customerPhone(request: CallRequest): string {
  * (older than the window, refused by the provider, or ambiguous so the provider must decide) is taken
  * over with a compare-and-set on its last update.
  */
+/** The ledger row of a tenant + agent + idempotency key (the unique index). */
+function findByKey(db: Runtime['store']['db'], key: { tenant: string; agent_id: number; idempotency_key: string }) {
+  return db
+    .selectFrom('calls')
+    .selectAll()
+    .where('tenant', '=', key.tenant)
+    .where('agent_id', '=', key.agent_id)
+    .where('idempotency_key', '=', key.idempotency_key)
+    .executeTakeFirst()
+}
+
 async function claim(rt: Runtime, row: Insertable<CallsTable> & { id: string; created_at: number }): Promise<Claim> {
   const db = rt.store.db
   for (let round = 0; round < 3; round++) {
@@ -57,13 +68,7 @@ async function claim(rt: Runtime, row: Insertable<CallsTable> & { id: string; cr
       .onConflict((oc) => oc.columns(['tenant', 'agent_id', 'idempotency_key']).doNothing())
       .executeTakeFirst()
     if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) return { kind: 'claimed', id: row.id, resumesAmbiguous: false }
-    const existing = await db
-      .selectFrom('calls')
-      .selectAll()
-      .where('tenant', '=', row.tenant)
-      .where('agent_id', '=', row.agent_id)
-      .where('idempotency_key', '=', row.idempotency_key)
-      .executeTakeFirst()
+    const existing = await findByKey(db, row)
     if (!existing) continue
     const now = row.created_at
     const expired = existing.created_at <= now - IDEMPOTENCY_WINDOW_MS
@@ -82,13 +87,8 @@ async function claim(rt: Runtime, row: Insertable<CallsTable> & { id: string; cr
     // Within the window, a failed or pending row may already have created the call upstream.
     return { kind: 'claimed', id: existing.id, resumesAmbiguous: !expired && (existing.status === 'failed' || stalePending) }
   }
-  const record = await db
-    .selectFrom('calls')
-    .selectAll()
-    .where('tenant', '=', row.tenant)
-    .where('agent_id', '=', row.agent_id)
-    .where('idempotency_key', '=', row.idempotency_key)
-    .executeTakeFirstOrThrow()
+  const record = await findByKey(db, row)
+  if (!record) throw new Error(`calls ledger: no row for idempotency key "${row.idempotency_key}" after repeated conflicts`)
   return { kind: 'duplicate', record: toCallRecord(record) }
 }
 

@@ -1,30 +1,19 @@
 import type { Selectable } from 'kysely'
-import type { CallsTable, ConversationsTable, WebhookEventsTable } from '../db/schema.ts'
-import { fromJson } from '../db/json.ts'
+import { toCallRecord, type CallRecord } from '../calls/record.ts'
+import type { WebhookEventsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
-import type { CallParameter, RetryContext, TranscriptTurn, WebhookEvent, WebhookRetry } from '../upstream/schemas.ts'
+import type { WebhookEvent } from '../upstream/schemas.ts'
+import { toStoredConversation, type StoredConversation } from '../webhooks/read-model.ts'
 
-/** A row of the conversations read model with its JSON columns parsed. */
-export interface StoredConversation
-  extends Omit<Selectable<ConversationsTable>, 'transcript' | 'results' | 'call_parameters' | 'retry' | 'retry_context'> {
-  transcript: TranscriptTurn[] | null
-  results: Record<string, unknown> | null
-  call_parameters: Record<string, string> | null
-  retry: WebhookRetry | null
-  retry_context: RetryContext | null
-}
+export type { StoredConversation }
 
 /** A stored webhook event with its body parsed. */
 export interface StoredEvent extends Omit<Selectable<WebhookEventsTable>, 'body' | 'headers'> {
   event: WebhookEvent
 }
 
-/** A call switchboard placed or scheduled, with its JSON columns parsed. */
-export interface StoredCall extends Omit<Selectable<CallsTable>, 'parameters' | 'retry_context' | 'metadata'> {
-  parameters: CallParameter[]
-  retry_context: RetryContext | null
-  metadata: unknown
-}
+/** A call switchboard placed or scheduled (the ledger's record). */
+export type StoredCall = CallRecord
 
 export interface ConversationQuery {
   status?: string | string[]
@@ -65,17 +54,6 @@ export interface RecipeQueries {
 const ms = (t: number | Date) => (typeof t === 'number' ? t : t.getTime())
 const list = (v: string | string[]) => (Array.isArray(v) ? v : [v])
 
-function toConversation(row: Selectable<ConversationsTable>): StoredConversation {
-  return {
-    ...row,
-    transcript: fromJson<TranscriptTurn[]>(row.transcript),
-    results: fromJson<Record<string, unknown>>(row.results),
-    call_parameters: fromJson<Record<string, string>>(row.call_parameters),
-    retry: fromJson<WebhookRetry>(row.retry),
-    retry_context: fromJson<RetryContext>(row.retry_context),
-  }
-}
-
 export function createQueries(rt: Runtime): RecipeQueries {
   const db = rt.store.db
   return {
@@ -93,11 +71,11 @@ export function createQueries(rt: Runtime): RecipeQueries {
         query = query.where((eb) => eb.or([eb('ended_at', '<', before), eb.and([eb('ended_at', 'is', null), eb('updated_at', '<', before)])]))
       }
       const rows = await query.orderBy('updated_at', 'desc').orderBy('conversation_id').limit(q.limit ?? 1000).execute()
-      return rows.map(toConversation)
+      return rows.map(toStoredConversation)
     },
     async conversation(conversationId) {
       const row = await db.selectFrom('conversations').selectAll().where('conversation_id', '=', conversationId).executeTakeFirst()
-      return row ? toConversation(row) : undefined
+      return row ? toStoredConversation(row) : undefined
     },
     async events(q = {}) {
       let query = db.selectFrom('webhook_events').selectAll()
@@ -116,12 +94,7 @@ export function createQueries(rt: Runtime): RecipeQueries {
       if (q.customerPhone !== undefined) query = query.where('customer_phone', '=', q.customerPhone)
       if (q.since !== undefined) query = query.where('created_at', '>=', ms(q.since))
       const rows = await query.orderBy('created_at', 'desc').orderBy('id').limit(q.limit ?? 1000).execute()
-      return rows.map((row) => ({
-        ...row,
-        parameters: fromJson<CallParameter[]>(row.parameters) ?? [],
-        retry_context: fromJson<RetryContext>(row.retry_context),
-        metadata: fromJson(row.metadata),
-      }))
+      return rows.map(toCallRecord)
     },
   }
 }
