@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config'
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: ['test/bench/**', 'node_modules/**'],
+    exclude: ['test/bench/**', 'test/faults/**', 'node_modules/**'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
     pool: 'forks',

@@ -22,8 +22,13 @@ interface FileOutcome {
   rows: number
   rejects: number
   moved_to: string | null
+  /** The file was read, but not as written (a Latin-1 CSV transcoded): check the names in the batch. */
+  warnings?: string[]
   error?: string
 }
+
+/** Files still being written by a copy or a download: left alone until they are renamed. */
+const IN_PROGRESS = /\.(part|partial|tmp|temp|crdownload|download|swp)$|~$/i
 
 /** `name.csv` → a free path in `dir` (a second `name.csv` on another night becomes `name-2.csv`). */
 function freePath(dir: string, file: string): string {
@@ -35,21 +40,37 @@ function freePath(dir: string, file: string): string {
 }
 
 export default defineRecipe({
-  description: `Every CSV in DATA_DIR/${INBOX}/ becomes one cleaned batch for agent ${AGENT_ID}; the file then moves to ${INBOX}/done/ beside its rejects CSV`,
+  description: `Every CSV in DATA_DIR/${INBOX}/ becomes one cleaned batch for agent ${AGENT_ID}; the file then moves to ${INBOX}/done/ beside its rejects CSV (unreadable files to ${INBOX}/failed/)`,
   schedule: SCHEDULE,
   timezone: TIMEZONE,
   async run(ctx) {
     const inbox = join(ctx.config.dataDir, INBOX)
     const done = join(inbox, 'done')
     const failed = join(inbox, 'failed')
-    const files = existsSync(inbox)
+    const entries = existsSync(inbox)
       ? (await readdir(inbox, { withFileTypes: true }))
-          .filter((e) => e.isFile() && e.name.toLowerCase().endsWith('.csv') && !e.name.startsWith('.'))
+          .filter((e) => e.isFile() && !e.name.startsWith('.') && !IN_PROGRESS.test(e.name))
           .map((e) => e.name)
           .sort()
       : []
-    const day = new Intl.DateTimeFormat('en-CA', { timeZone: ctx.timezone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(ctx.now)
+    const files = entries.filter((f) => f.toLowerCase().endsWith('.csv'))
     const outcomes: FileOutcome[] = []
+    /** Parks a file that can never become a batch in failed/, with its reason beside it, so it fails one night only. */
+    const park = async (file: string, reason: string): Promise<string | null> => {
+      if (ctx.dryRun) return null
+      await mkdir(failed, { recursive: true })
+      const movedTo = freePath(failed, file)
+      await rename(join(inbox, file), movedTo)
+      await writeFile(`${movedTo}.error.txt`, reason + '\n')
+      return movedTo
+    }
+    for (const file of entries.filter((f) => !files.includes(f))) {
+      const reason = `${file} is not a CSV file (the inbox reads *.csv only); export it as "CSV UTF-8" and drop the .csv in`
+      ctx.log.warn({ file }, reason)
+      outcomes.push({ file, batch_id: null, batch: '', rows: 0, rejects: 0, moved_to: await park(file, reason), error: reason })
+    }
+    const day = new Intl.DateTimeFormat('en-CA', { timeZone: ctx.timezone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(ctx.now)
+    const unparked: FileOutcome[] = []
     for (const file of files) {
       const path = join(inbox, file)
       const name = `${basename(file, extname(file))}-${day}`
@@ -72,25 +93,24 @@ export default defineRecipe({
           await rename(path, movedTo)
           await ctx.state.delete(launchedKey)
         }
-        outcomes.push({ file, batch_id: batchId, batch: name, rows: result.rows.length, rejects: result.rejects.length, moved_to: movedTo })
+        const warnings = prepared.warnings.length ? { warnings: prepared.warnings } : {}
+        outcomes.push({ file, batch_id: batchId, batch: name, rows: result.rows.length, rejects: result.rejects.length, moved_to: movedTo, ...warnings })
+        for (const warning of prepared.warnings) ctx.log.warn({ file }, warning)
         ctx.log.info({ file, batch_id: batchId, rows: result.rows.length, rejects: result.rejects.length }, 'inbox file processed')
       } catch (error) {
+        // ContactsError messages are one printable line, whatever the file holds (a binary file's "header").
         const message = (error as Error).message
-        ctx.log.error({ file, err: error }, 'inbox file could not be processed')
-        let movedTo: string | null = null
-        // A file that cannot be read as contacts (no phone column) would fail every night: park it with the reason.
-        if (!ctx.dryRun && (error as Error).name === 'ContactsError') {
-          await mkdir(failed, { recursive: true })
-          movedTo = freePath(failed, file)
-          await rename(path, movedTo)
-          await writeFile(`${movedTo}.error.txt`, message + '\n')
-        }
-        outcomes.push({ file, batch_id: null, batch: name, rows: 0, rejects: 0, moved_to: movedTo, error: message })
+        // A file that cannot be read as contacts (binary, no phone column) would fail every night: park it.
+        const parkable = (error as Error).name === 'ContactsError'
+        ctx.log.error({ file, err: parkable ? message : error }, 'inbox file could not be processed')
+        const outcome = { file, batch_id: null, batch: name, rows: 0, rejects: 0, moved_to: parkable ? await park(file, message) : null, error: message }
+        outcomes.push(outcome)
+        if (!parkable) unparked.push(outcome)
       }
     }
-    if (outcomes.some((o) => o.error && !o.moved_to)) {
-      // Files left in place are retried next night; say so loudly.
-      throw new Error(`could not process ${outcomes.filter((o) => o.error && !o.moved_to).map((o) => `${o.file} (${o.error})`).join('; ')}`)
+    if (unparked.length) {
+      // Files left in place (the provider failed, say) are retried next night; say so loudly.
+      throw new Error(`could not process ${unparked.map((o) => `${o.file} (${o.error})`).join('; ')}`)
     }
     return { files: outcomes.length, batches: outcomes }
   },

@@ -19,8 +19,9 @@ export default defineRecipe({
   on: ['call.no_answer', 'call.busy'],
   schedule: SWEEP,
   async run(ctx) {
-    // On an event, plan for that conversation only (its contact's history still counts); on the sweep, everything recent.
-    const conversationId = ctx.trigger.event?.event.data.call.conversation_id
+    // On events, plan the whole batch in one pass — just those conversations (their contacts' history
+    // still counts); on the sweep, everything recent.
+    const conversationIds = ctx.trigger.events?.map((e) => e.event.data.call.conversation_id)
     const result = await ctx.campaigns.runFollowUps({
       maxAttempts: MAX_ATTEMPTS,
       agentId: FOLLOW_UP_AGENT_ID,
@@ -28,7 +29,7 @@ export default defineRecipe({
       window: WINDOW,
       technicalFailures: TECHNICAL_FAILURES,
       timeZone: ctx.timezone,
-      ...(conversationId ? { conversationIds: [conversationId] } : {}),
+      ...(conversationIds ? { conversationIds } : {}),
     })
     for (const skip of result.skips) ctx.log.debug({ conversation_id: skip.conversationId, code: skip.code }, skip.reason)
     return {

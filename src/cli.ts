@@ -3,28 +3,37 @@ import { ConfigError, ensureSandboxSecret } from './config/load.ts'
 import { resolveConfig } from './config/file.ts'
 import { migrate, openStore } from './db/connect.ts'
 import pino from 'pino'
-import { createRuntime, type Runtime } from './runtime.ts'
+import { createRuntime, type Runtime, type RuntimeOverrides } from './runtime.ts'
 import { createLogger } from './utils/logger.ts'
-import { startServer } from './server.ts'
+import { ROLES, startServer, type Role } from './server.ts'
+import { waitForStopSignal } from './utils/stop-signal.ts'
 import { CliError, defineCommand, formatTable, type CliCommand, type CliContext } from './utils/cli-kit.ts'
 import { callsCommands } from './calls/commands.ts'
-import { reportSendCommand } from './reports/cli.ts'
+import { mailListCommand, reportSendCommand } from './reports/cli.ts'
 import { webhookCommands } from './webhooks/commands.ts'
 import { recipeCommands } from './recipes/cli.ts'
 import { sandboxCommand } from './sandbox/commands.ts'
+import { doctorCommand } from './doctor/command.ts'
+import { destinationCommands } from './destinations/commands.ts'
 
 const serveCommand = defineCommand({
   name: 'serve',
+  usage: '[--role receiver|worker|all]',
   summary: 'run the service (webhook receiver, /v1 proxy, recipes; the sandbox too when no VOICE_API_KEY is set)',
+  options: { role: { type: 'string' } },
   async run(ctx) {
-    const server = await startServer({ env: ctx.env, banner: true })
-    await new Promise<void>((resolve) => {
-      const stop = () => resolve()
-      process.once('SIGINT', stop)
-      process.once('SIGTERM', stop)
-    })
-    process.stdout.write('\nshutting down…\n')
-    await server.close()
+    const role = (ctx.values.role as string | undefined) ?? 'all'
+    if (!ROLES.includes(role as Role)) throw new CliError(`--role must be one of ${ROLES.join(', ')} (got "${role}")`, 2)
+    const signal = waitForStopSignal()
+    try {
+      const server = await startServer({ env: ctx.env, banner: role !== 'worker', role: role as Role, processing: 'thread' })
+      const received = await signal.stopped
+      process.stdout.write(`\n${received}: shutting down…\n`)
+      await server.close()
+      process.stdout.write('switchboard stopped\n')
+    } finally {
+      signal.release()
+    }
   },
 })
 
@@ -46,18 +55,34 @@ const migrateCommand = defineCommand({
 })
 
 /** Every command; features add theirs here. */
-export const commands: CliCommand[] = [serveCommand, sandboxCommand, migrateCommand, reportSendCommand, ...webhookCommands, ...callsCommands, ...recipeCommands]
+export const commands: CliCommand[] = [serveCommand, sandboxCommand, migrateCommand, reportSendCommand, mailListCommand, ...webhookCommands, ...callsCommands, ...recipeCommands, ...destinationCommands, doctorCommand]
+
+const usageOf = (c: CliCommand) => c.name + (c.usage ? ` ${c.usage}` : '')
+
+function listing(list: CliCommand[]): string[] {
+  const width = Math.max(...list.map((c) => usageOf(c).length))
+  return list.map((c) => `  ${usageOf(c).padEnd(width)}  ${c.summary}`)
+}
 
 function help(): string {
-  const width = Math.max(...commands.map((c) => (c.name + (c.usage ? ` ${c.usage}` : '')).length))
   return [
     'usage: switchboard <command> [options]   (from a checkout: npm run -s cli -- <command>)',
     '',
-    ...commands.map((c) => `  ${(c.name + (c.usage ? ` ${c.usage}` : '')).padEnd(width)}  ${c.summary}`),
+    ...listing(commands),
     '',
     'Listings accept --json. Configuration comes from the environment (see README → Configuration).',
+    'Exit codes: 0 done, 1 failed, 2 a mistake in the command or the configuration.',
     '',
   ].join('\n')
+}
+
+/** The commands of a group such as "events" (the first word of "events list", "events show", …). */
+function groupOf(word: string | undefined): CliCommand[] {
+  return word ? commands.filter((c) => c.name.split(' ').length > 1 && c.name.split(' ')[0] === word) : []
+}
+
+function groupHelp(group: string, members: CliCommand[]): string {
+  return [`usage: switchboard ${group} <command> [options]`, '', ...listing(members), '', `Run "switchboard ${group} <command> --help" for one command.`, ''].join('\n')
 }
 
 function findCommand(argv: string[]): { command: CliCommand; rest: string[] } | undefined {
@@ -72,6 +97,8 @@ function findCommand(argv: string[]): { command: CliCommand; rest: string[] } | 
 
 export interface MainOptions {
   env?: Record<string, string | undefined>
+  /** Replaces parts of the runtime a command opens (tests inject a clock). */
+  overrides?: Pick<RuntimeOverrides, 'clock' | 'random'>
   stdout?: (text: string) => void
   stderr?: (text: string) => void
 }
@@ -87,6 +114,17 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
   }
   const found = findCommand(argv)
   if (!found) {
+    const members = groupOf(argv[0])
+    const asksHelp = argv.length === 2 && ['--help', '-h', 'help'].includes(argv[1]!)
+    if (members.length > 0 && (argv.length === 1 || asksHelp)) {
+      // "events" or "events --help": the group's commands (a bare group is an incomplete command: exit 2).
+      out(groupHelp(argv[0]!, members))
+      return asksHelp ? 0 : 2
+    }
+    if (members.length > 0) {
+      err(`error: unknown command "${argv.join(' ')}". ${argv[0]} commands: ${members.map((c) => c.name.split(' ').slice(1).join(' ')).join(', ')}.\n`)
+      return 2
+    }
     err(`error: unknown command "${argv.join(' ')}". Run "switchboard help" for the list.\n`)
     return 2
   }
@@ -106,7 +144,7 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
         if (!runtime) {
           const config = ensureSandboxSecret(await resolveConfig({ env }))
           // Logs go to stderr so a command's stdout (tables, --json) stays clean.
-          runtime = await createRuntime(config, { log: createLogger({ level: config.logLevel, destination: pino.destination({ dest: 2, sync: true }) }) })
+          runtime = await createRuntime(config, { ...options.overrides, log: createLogger({ level: config.logLevel, destination: pino.destination({ dest: 2, sync: true }) }) })
         }
         return runtime
       },

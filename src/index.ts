@@ -11,8 +11,40 @@ export {
   type RecipeDefinition,
   type RecipeTrigger,
   type RecipeTriggerType,
+  type RecipeSubscription,
 } from './recipes/define.ts'
-export type { RecipeQueries, StoredCall, StoredConversation, StoredEvent } from './recipes/queries.ts'
+export type { ProcessedEvent, TargetEvent, PipelineEvent } from './webhooks/hooks.ts'
+export type {
+  CallQuery,
+  ConversationQuery,
+  ConversationStatus,
+  EventQuery,
+  Instant,
+  RecipeQueries,
+  StoredCall,
+  StoredConversation,
+  StoredEvent,
+} from './recipes/queries.ts'
 export type { RecipeState } from './recipes/state.ts'
 export type { RecipeCampaigns, RecipeMail, RecipeReports } from './recipes/bindings.ts'
+export type {
+  CallPlan,
+  NewCall,
+  ScheduleCallOptions,
+  ScheduleCallOutcome,
+  LaunchBatchInput,
+  LaunchBatchResult,
+  RunFollowUpsOptions,
+  RunFollowUpsResult,
+  PreparedBatch,
+  BatchRow,
+  Reject,
+  CallingWindow,
+  PhoneResult,
+} from './campaigns/index.ts'
+export type { MailMessage, MailResult } from './reports/index.ts'
+export { ArgumentError } from './utils/argument-error.ts'
+export { testRecipe, type TestRecipeOptions, type TestRecipeResult } from './recipes/test-recipe.ts'
 export type { PlannedEffect } from './utils/effects.ts'
+export { defineDestination, type DestinationInput, type ForwardedEvent, type ForwardedBody, type DestinationFilter } from './destinations/config.ts'
+export type { RecipeDestinations, PublishOptions, PublishResult } from './destinations/publish.ts'

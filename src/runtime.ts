@@ -43,19 +43,23 @@ export interface RuntimeOverrides {
 }
 
 export async function createRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<Runtime> {
+  const log = overrides.log ?? createLogger({ level: config.logLevel })
   const store = overrides.store ?? (await openStore(config.databaseUrl))
+  // Connections lost outside a query (database restart, network cut): the pool replaces them by itself.
+  const unwatch = store.onConnectionError((error) => log.warn({ err: error.message }, 'database connection lost; reconnecting on next use'))
   if (!overrides.skipMigrate) await migrate(store)
   const clock = overrides.clock ?? systemClock
   const random = overrides.random ?? systemRandom
   const metrics = overrides.metrics ?? new Registry()
-  if (!overrides.metrics) collectDefaultMetrics({ register: metrics, prefix: 'switchboard_process_' })
+  // prom-client's default metrics are already named process_* / nodejs_*: the prefix is only ours.
+  if (!overrides.metrics) collectDefaultMetrics({ register: metrics, prefix: 'switchboard_' })
   const closers: Array<() => Promise<void> | void> = []
   const rt: Runtime = {
     config,
     store,
     clock,
     random,
-    log: overrides.log ?? createLogger({ level: config.logLevel }),
+    log,
     metrics,
     hooks: createEventHooks(),
     instanceId: `${process.pid}-${random.hex(4)}`,
@@ -78,6 +82,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     async close() {
       for (const fn of closers.reverse()) await fn()
       closers.length = 0
+      unwatch()
       if (!overrides.store) await store.close()
     },
   }

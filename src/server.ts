@@ -1,14 +1,120 @@
-import { H3, serve } from 'h3'
+import { H3 } from 'h3'
+import { Gauge } from 'prom-client'
 import { ensureSandboxSecret, withListenPort, type Config, type LoadConfigOptions } from './config/load.ts'
 import { resolveConfig } from './config/file.ts'
-import { isMigrated, ping } from './db/connect.ts'
+import { readiness } from './health/readiness.ts'
+import { registerDependencyMetrics } from './health/dependencies.ts'
 import { createRuntime, type Runtime, type RuntimeOverrides } from './runtime.ts'
 import { startRecipes } from './recipes/background.ts'
 import { registerRecipeRoutes } from './recipes/routes.ts'
 import { registerWebhookRoutes, startWebhookWorkers } from './webhooks/index.ts'
 import { mountProxy, startProxyMaintenance } from './proxy/mount.ts'
 import { mountSandbox } from './sandbox/mount.ts'
-import { registerOptOutHook } from './campaigns/opt-out-hook.ts'
+import { registerAdminGate } from './ui/gate.ts'
+import { registerUi } from './ui/index.ts'
+import { adminTokenFile, ensureAdminToken, type AdminTokenSource } from './utils/admin-token.ts'
+import { startMailOutbox } from './reports/mail-outbox.ts'
+import { isMalformedPath, malformedPathAnswer } from './utils/malformed-path.ts'
+import { serveApp } from './utils/serve-app.ts'
+import { registerDestinationRoutes, startDestinations } from './destinations/index.ts'
+import { inboxBacklog } from './webhooks/backlog.ts'
+import { pendingFires } from './recipes/claims.ts'
+import { recipeMetrics } from './recipes/metrics.ts'
+import { startCallQueue } from './calls/call-queue.ts'
+import { callMetrics } from './calls/metrics.ts'
+import { canRunInThread, startProcessingThread, type ProcessingThread } from './processing-host.ts'
+import { registerConsumers } from './pipeline.ts'
+import { recipeEngineFor } from './recipes/engine.ts'
+
+/**
+ * Where a process sits in the event pipeline. `receiver`: the webhook receiver, proxy, sandbox, admin and
+ * dashboard — no processing. `worker`: processing (read model, consumers, recipes, the call queue,
+ * reconciliation), with only the operations endpoints on HTTP. `all`: both — processing in a worker
+ * thread when the database allows it, so the receiver's event loop never runs it.
+ */
+export type Role = 'receiver' | 'worker' | 'all'
+export const ROLES: readonly Role[] = ['receiver', 'worker', 'all']
+
+/** Per-process hooks the operations endpoints read (the processing thread's metrics, when there is one). */
+interface OpsState {
+  role: Role
+  thread?: ProcessingThread
+}
+const opsStates = new WeakMap<Runtime, OpsState>()
+const opsState = (rt: Runtime): OpsState => {
+  let state = opsStates.get(rt)
+  if (!state) opsStates.set(rt, (state = { role: 'all' }))
+  return state
+}
+
+/** Backlog gauges, read from the database at scrape time and labelled with the answering process's role. */
+function registerBacklogMetrics(rt: Runtime): void {
+  if (rt.metrics.getSingleMetric('switchboard_events_pending')) return
+  // Registered up front so every series is listed (at zero) before its first sample.
+  recipeMetrics(rt.metrics)
+  callMetrics(rt.metrics)
+  const registers = [rt.metrics]
+  new Gauge({
+    name: 'switchboard_events_pending',
+    help: 'Stored events not yet processed (pending, or failed awaiting a retry)',
+    labelNames: ['role'],
+    registers,
+    async collect() {
+      const backlog = await inboxBacklog(rt).catch(() => undefined)
+      this.reset()
+      if (backlog) this.set({ role: opsState(rt).role }, backlog.pending)
+      const queued = recipeMetrics(rt.metrics).queued
+      queued.reset()
+      for (const r of await pendingFires(rt).catch(() => [])) queued.set({ recipe: r.recipe }, r.n)
+    },
+  })
+  new Gauge({
+    name: 'switchboard_events_oldest_pending_age_seconds',
+    help: 'Age of the oldest unprocessed event',
+    labelNames: ['role'],
+    registers,
+    async collect() {
+      const backlog = await inboxBacklog(rt).catch(() => undefined)
+      this.reset()
+      if (backlog) this.set({ role: opsState(rt).role }, backlog.oldestAgeMs / 1000)
+    },
+  })
+}
+
+/** /healthz, /readyz and /metrics: every role serves them. */
+function registerOpsRoutes(app: H3, rt: Runtime): void {
+  registerBacklogMetrics(rt)
+  app.get('/healthz', () => ({ status: 'ok' }))
+  registerDependencyMetrics(rt)
+  app.get('/readyz', async (event) => {
+    // Dependencies first (database down → 503; relay or provider down → degraded), then the backlog.
+    const ready = await readiness(rt)
+    event.res.status = ready.httpStatus
+    if (ready.httpStatus !== 200) return ready.body
+    const role = opsState(rt).role
+    const backlog = await inboxBacklog(rt)
+    const threshold = rt.config.pipeline.backlogDegradedMs
+    const body = { ...ready.body, role, backlog: { pending: backlog.pending, oldest_age_seconds: Math.round(backlog.oldestAgeMs / 1000) } }
+    // Still 200: the receiver keeps accepting (taking it out of rotation would lose deliveries); degraded
+    // tells the operator that processing is behind (BACKLOG_DEGRADED_SECONDS).
+    if (backlog.oldestAgeMs > threshold) {
+      return { ...body, status: 'degraded', reason: `the oldest unprocessed event is ${Math.round(backlog.oldestAgeMs / 1000)} s old (BACKLOG_DEGRADED_SECONDS=${threshold / 1000})` }
+    }
+    return body
+  })
+  app.get('/metrics', async (event) => {
+    event.res.headers.set('content-type', rt.metrics.contentType)
+    const thread = opsState(rt).thread
+    return thread ? thread.metrics() : rt.metrics.metrics()
+  })
+}
+
+/** The worker role's HTTP surface: operations endpoints only. */
+export function createOpsApp(rt: Runtime): H3 {
+  const app = new H3()
+  registerOpsRoutes(app, rt)
+  return app
+}
 
 /**
  * The HTTP surface: operations endpoints here, each feature's routes from its own module. Background
@@ -17,44 +123,53 @@ import { registerOptOutHook } from './campaigns/opt-out-hook.ts'
  */
 export function createApp(rt: Runtime): H3 {
   const app = new H3({
-    onError(error) {
+    onError(error, event) {
       const status = (error as { status?: number }).status ?? 500
       if (status >= 500) rt.log.error({ err: error }, 'unhandled error')
+      const path = event.url.pathname
+      if (status === 400 && /^\/(sandbox\/)?v1(\/|$)/.test(path) && isMalformedPath(path)) {
+        const answer = malformedPathAnswer(path)
+        if (path.startsWith('/v1')) answer.headers.set('x-cache', 'BYPASS')
+        return answer
+      }
+      return undefined
     },
   })
 
-  app.get('/healthz', () => ({ status: 'ok' }))
-  app.get('/readyz', async (event) => {
-    try {
-      await ping(rt.store)
-      if (!(await isMigrated(rt.store))) throw new Error('migrations pending')
-      return { status: 'ready', database: rt.store.dialect }
-    } catch (error) {
-      event.res.status = 503
-      return { status: 'unavailable', error: (error as Error).message }
-    }
-  })
-  app.get('/metrics', async (event) => {
-    event.res.headers.set('content-type', rt.metrics.contentType)
-    return rt.metrics.metrics()
-  })
+  // Before every route: /admin and /ui need the token or a session, whoever registers the route.
+  registerAdminGate(app, rt)
+
+  registerOpsRoutes(app, rt)
 
   // ── feature routes ──────────────────────────────────────────────────────────────────────────
   mountSandbox(app, rt)
   registerWebhookRoutes(app, rt)
   mountProxy(app, rt)
   registerRecipeRoutes(app, rt)
-  registerOptOutHook(rt)
+  registerUi(app, rt)
+  registerDestinationRoutes(app, rt)
+  registerConsumers(rt)
   return app
 }
 
-/** Starts each feature's background work; returns a function that stops it all. */
-export async function startBackground(rt: Runtime): Promise<() => Promise<void>> {
+/**
+ * Starts each feature's background work for a role; returns a function that stops it all. `all` here is
+ * inline (one event loop: tests, embedders); the CLI's `serve` moves the worker role to a thread.
+ */
+export async function startBackground(rt: Runtime, options: { role?: Role } = {}): Promise<() => Promise<void>> {
+  const role = options.role ?? 'all'
   const stops: Array<() => Promise<void> | void> = []
   // ── feature background work ─────────────────────────────────────────────────────────────────
-  stops.push(startWebhookWorkers(rt))
-  stops.push(startProxyMaintenance(rt))
-  stops.push(await startRecipes(rt))
+  if (role !== 'worker') stops.push(startProxyMaintenance(rt))
+  if (role !== 'receiver') {
+    registerConsumers(rt, { recipes: recipeEngineFor(rt) })
+    stops.push(startWebhookWorkers(rt))
+    const calls = startCallQueue(rt)
+    stops.push(() => calls.stop())
+    stops.push(await startRecipes(rt))
+    stops.push(startMailOutbox(rt))
+    stops.push(startDestinations(rt))
+  }
   return async () => {
     for (const stop of stops.reverse()) await stop()
   }
@@ -73,24 +188,43 @@ export interface StartOptions extends LoadConfigOptions {
   overrides?: RuntimeOverrides
   /** Start background work (default true). */
   background?: boolean
+  /** Default `all`. */
+  role?: Role
+  /** For `all`: processing in a worker thread (the CLI) or inline on the HTTP event loop (default). */
+  processing?: 'thread' | 'inline'
+
   /** Print the start banner (default false; the CLI turns it on). */
   banner?: boolean
 }
 
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
-  const config = ensureSandboxSecret(options.config ?? (await resolveConfig(options)))
+  // The admin token always exists: ADMIN_TOKEN, or one generated into DATA_DIR (shown once in the banner).
+  const { config, source: adminTokenSource } = ensureAdminToken(ensureSandboxSecret(options.config ?? (await resolveConfig(options))))
   const rt = await createRuntime(config, options.overrides)
-  const app = createApp(rt)
-  const server = serve(app, { port: config.port, hostname: config.host, silent: true, gracefulShutdown: false })
+  const role = options.role ?? 'all'
+  opsState(rt).role = role
+  const app = role === 'worker' ? createOpsApp(rt) : createApp(rt)
+  const server = serveApp(app, { port: config.port, hostname: config.host })
   await server.ready()
   const address = server.node?.server?.address()
   const port = typeof address === 'object' && address ? address.port : config.port
   rt.config = withListenPort(rt.config, port)
   const hostForUrl = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
   const url = `http://${hostForUrl.includes(':') ? `[${hostForUrl}]` : hostForUrl}:${port}`
-  const stopBackground = options.background === false ? async () => {} : await startBackground(rt)
-  if (options.banner) process.stdout.write(renderBanner(rt.config, url))
-  rt.log.info({ url, sandbox: rt.config.sandboxMode, database: rt.store.dialect }, 'switchboard ready')
+  let stopBackground: () => Promise<void> = async () => {}
+  if (options.background !== false) {
+    if (role === 'all' && options.processing === 'thread' && canRunInThread(rt)) {
+      const stopOwn = await startBackground(rt, { role: 'receiver' })
+      const thread = await startProcessingThread(rt)
+      opsState(rt).thread = thread
+      stopBackground = async () => {
+        await thread.stop()
+        await stopOwn()
+      }
+    } else stopBackground = await startBackground(rt, { role })
+  }
+  if (options.banner) process.stdout.write(renderBanner(rt.config, url, { adminTokenSource }))
+  rt.log.info({ url, role, sandbox: rt.config.sandboxMode, database: rt.store.dialect, processing: opsState(rt).thread ? 'thread' : role === 'receiver' ? 'none' : 'inline' }, 'switchboard ready')
   let closed = false
   return {
     url,
@@ -107,7 +241,14 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   }
 }
 
-export function renderBanner(config: Config, url: string): string {
+/** Named webhook targets and the config file, when there are any: what a user set beyond the defaults. */
+function sourceLines(config: Config, url: string): string[] {
+  const lines = Object.entries(config.webhook.targets).map(([name, target]) => `    webhook target      ${url}/webhooks/${name}   (${target.scheme})`)
+  if (config.configFile) lines.push(`    config file         ${config.configFile}`)
+  return lines
+}
+
+export function renderBanner(config: Config, url: string, options: { adminTokenSource?: AdminTokenSource } = {}): string {
   const lines = [
     '',
     `  switchboard is running at ${url}`,
@@ -118,7 +259,8 @@ export function renderBanner(config: Config, url: string): string {
       '  Sandbox mode: no VOICE_API_KEY is set, so the embedded sandbox provider answers every call.',
       `    sandbox provider    ${url}/sandbox/v1`,
       `    proxy (use this)    ${url}/v1`,
-      `    webhook receiver    ${url}/webhooks/formant   (signed with the secret in ${config.dataDir}/webhook-secret)`,
+      `    webhook receiver    ${url}/webhooks/formant   (signed with ${config.webhook.secretSource ?? 'no secret'})`,
+      ...sourceLines(config, url),
       '    demo API keys       sk_test_acme (agents 101, 102, 103) · sk_test_globex (agent 201) · sk_test_disabled (401)',
       '',
       '  Place a call (numbers ending 0-4 complete, 5 no_answer, 6 busy, 7 failed, 8 unreachable, 9 socket_failure):',
@@ -131,9 +273,18 @@ export function renderBanner(config: Config, url: string): string {
     lines.push(
       `    provider            ${config.upstreamBaseUrl}`,
       `    proxy               ${url}/v1`,
-      `    webhook receiver    ${url}/webhooks/formant   (paste this URL into the provider dashboard)`,
+      `    webhook receiver    ${url}/webhooks/formant   (paste this URL into the provider dashboard; verified with ${config.webhook.secretSource ?? 'no secret'})`,
+      ...sourceLines(config, url),
       '',
     )
+  }
+  lines.push(`  Dashboard: ${url}/ui   (log in with the admin token)`)
+  if (options.adminTokenSource === 'generated' && config.adminToken) {
+    lines.push(`    admin token         ${config.adminToken}`, `                        (generated now and shown only this once; kept in ${adminTokenFile(config.dataDir)})`)
+  } else if (options.adminTokenSource === 'file') {
+    lines.push(`    admin token         in ${adminTokenFile(config.dataDir)}`)
+  } else if (options.adminTokenSource === 'config') {
+    lines.push('    admin token         ADMIN_TOKEN')
   }
   lines.push(`  Health: ${url}/healthz · readiness: ${url}/readyz · metrics: ${url}/metrics`, '', '')
   return lines.join('\n')

@@ -1,5 +1,5 @@
 import { CliError, defineCommand, intFlag } from '../utils/cli-kit.ts'
-import { CALL_STATUSES, LIST_CALLS_MAX, listCalls } from './list-calls.ts'
+import { CALL_STATUSES, decodeCallsCursor, encodeCallsCursor, LIST_CALLS_MAX, listCalls } from './list-calls.ts'
 import type { CallStatus } from './record.ts'
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
@@ -7,8 +7,8 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 export const callsListCommand = defineCommand({
   name: 'calls list',
   summary: 'calls switchboard placed or scheduled (trace id, agent, number, scheduled_for, recipe, idempotency key, retry_context, status)',
-  usage: '[--status S] [--recipe NAME] [--limit N] [--json]',
-  options: { status: { type: 'string' }, recipe: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } },
+  usage: '[--status S] [--recipe NAME] [--limit N] [--before CURSOR] [--json]',
+  options: { status: { type: 'string' }, recipe: { type: 'string' }, limit: { type: 'string' }, before: { type: 'string' }, json: { type: 'boolean' } },
   async run(ctx) {
     const status = ctx.values.status as string | undefined
     if (status !== undefined && !CALL_STATUSES.includes(status as CallStatus)) {
@@ -16,8 +16,14 @@ export const callsListCommand = defineCommand({
     }
     const limit = intFlag(ctx.values, 'limit', 50)!
     if (limit < 1 || limit > LIST_CALLS_MAX) throw new CliError(`--limit must be from 1 to ${LIST_CALLS_MAX} (got ${limit})`)
+    const beforeText = ctx.values.before as string | undefined
+    const before = beforeText === undefined ? undefined : decodeCallsCursor(beforeText)
+    if (beforeText !== undefined && !before) throw new CliError(`--before takes the cursor a previous page printed (got "${beforeText}")`)
     const rt = await ctx.runtime()
-    const calls = await listCalls(rt, { status: status as CallStatus | undefined, recipe: ctx.values.recipe as string | undefined, limit })
+    // One row more than the page tells whether another page follows, without a count over the ledger.
+    const found = await listCalls(rt, { status: status as CallStatus | undefined, recipe: ctx.values.recipe as string | undefined, limit: limit + 1, before })
+    const calls = found.slice(0, limit)
+    const more = found.length > limit
     const rows = calls.map((c) => ({
       trace_id: c.trace_id,
       agent_id: c.agent_id,
@@ -31,9 +37,14 @@ export const callsListCommand = defineCommand({
       status: c.status,
       error: c.error,
       created_at: iso(c.created_at),
+      /** Pass to --before for the calls after this one. */
+      cursor: encodeCallsCursor(c),
     }))
     if (ctx.values.json) return void ctx.json(rows)
     ctx.table(rows, ['created_at', 'status', 'agent_id', 'customer_phone', 'scheduled_for', 'recipe', 'trace_id', 'idempotency_key', 'retry_context'])
+    const last = rows.at(-1)
+    if (more && last) ctx.write(`${rows.length} call(s) shown, newest first; older ones: calls list --before ${last.cursor}${limit === 50 ? '' : ` --limit ${limit}`}\n`)
+    else ctx.write(`${rows.length} call(s)${before ? ' on this page' : ''}; no more\n`)
   },
 })
 

@@ -2,26 +2,105 @@ import type { Runtime } from '../runtime.ts'
 import { toCallRecord, type CallRecord, type CallStatus } from './record.ts'
 
 /** Read side of the calls ledger: what switchboard placed or scheduled, newest first. */
-export const CALL_STATUSES: CallStatus[] = ['pending', 'initiated', 'scheduled', 'failed', 'rejected']
+export const CALL_STATUSES: CallStatus[] = ['queued', 'pending', 'initiated', 'scheduled', 'failed', 'rejected']
 
 export interface ListCallsQuery {
   status?: CallStatus
   recipe?: string
   campaign?: string
   agentId?: number
-  /** Default 50, at most 1000. */
+  /** E.164, as the ledger stores it. */
+  customerPhone?: string
+  /** Default 50, at most 1000 per page. */
   limit?: number
+  /** Only calls older than this position (a `cursor` from an earlier page): the next page. */
+  before?: CallsCursor
+}
+
+/** A position in the newest-first order: ties on `created_at` are broken by id. */
+export interface CallsCursor {
+  createdAt: number
+  id: string
+}
+
+/** The cursor is opaque to users: base64url of the position, so a shell passes it around unquoted. */
+export function encodeCallsCursor(call: Pick<CallRecord, 'created_at' | 'id'>): string {
+  return Buffer.from(JSON.stringify([Number(call.created_at), call.id])).toString('base64url')
+}
+
+export function decodeCallsCursor(text: string): CallsCursor | undefined {
+  try {
+    const value = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown
+    if (Array.isArray(value) && value.length === 2 && Number.isInteger(value[0]) && typeof value[1] === 'string') {
+      return { createdAt: value[0] as number, id: value[1] }
+    }
+  } catch {
+    // not ours
+  }
+  return undefined
 }
 
 export const LIST_CALLS_MAX = 1000
 
 export async function listCalls(rt: Runtime, query: ListCallsQuery = {}): Promise<CallRecord[]> {
-  const limit = Math.min(Math.max(query.limit ?? 50, 1), LIST_CALLS_MAX)
+  // One over the page size is allowed: callers ask for a row more to learn whether another page follows.
+  const limit = Math.min(Math.max(query.limit ?? 50, 1), LIST_CALLS_MAX + 1)
   let q = rt.store.db.selectFrom('calls').selectAll()
   if (query.status) q = q.where('status', '=', query.status)
   if (query.recipe) q = q.where('recipe', '=', query.recipe)
   if (query.campaign) q = q.where('campaign', '=', query.campaign)
   if (query.agentId !== undefined) q = q.where('agent_id', '=', query.agentId)
+  if (query.customerPhone) q = q.where('customer_phone', '=', query.customerPhone)
+  const before = query.before
+  if (before) {
+    q = q.where((eb) => eb.or([eb('created_at', '<', before.createdAt), eb.and([eb('created_at', '=', before.createdAt), eb('id', '<', before.id)])]))
+  }
   const rows = await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute()
   return rows.map(toCallRecord)
+}
+
+/** Calls created in [fromMs, toMs) by status (the dashboard's "calls today"). */
+export async function countCallsByStatus(rt: Runtime, fromMs: number, toMs: number): Promise<Array<{ status: CallStatus; count: number }>> {
+  const rows = await rt.store.db
+    .selectFrom('calls')
+    .select((eb) => ['status', eb.fn.countAll<number>().as('n')])
+    .where('created_at', '>=', fromMs)
+    .where('created_at', '<', toMs)
+    .groupBy('status')
+    .execute()
+  return rows.map((r) => ({ status: r.status as CallStatus, count: Number(r.n) }))
+}
+
+export async function getCall(rt: Runtime, id: string): Promise<CallRecord | undefined> {
+  const row = await rt.store.db.selectFrom('calls').selectAll().where('id', '=', id).executeTakeFirst()
+  return row ? toCallRecord(row) : undefined
+}
+
+/**
+ * The follow-up chain a call belongs to, first attempt first: each follow-up names the conversation it
+ * continues (`previous_conversation_id`), so the chain is walked back to its start and then forward.
+ */
+export async function followUpChain(rt: Runtime, id: string, maxLength = 20): Promise<CallRecord[]> {
+  const db = rt.store.db
+  const start = await getCall(rt, id)
+  if (!start) return []
+  const chain: CallRecord[] = [start]
+  const seen = new Set([start.id])
+  let first = start
+  while (first.previous_conversation_id && chain.length < maxLength) {
+    const row = await db.selectFrom('calls').selectAll().where('conversation_id', '=', first.previous_conversation_id).orderBy('created_at').executeTakeFirst()
+    if (!row || seen.has(row.id)) break
+    first = toCallRecord(row)
+    seen.add(first.id)
+    chain.unshift(first)
+  }
+  let last = start
+  while (last.conversation_id && chain.length < maxLength) {
+    const row = await db.selectFrom('calls').selectAll().where('previous_conversation_id', '=', last.conversation_id).orderBy('created_at').executeTakeFirst()
+    if (!row || seen.has(row.id)) break
+    last = toCallRecord(row)
+    seen.add(last.id)
+    chain.push(last)
+  }
+  return chain
 }

@@ -36,7 +36,7 @@ export type PlaceCallResult =
   | { ok: false; duplicate: true; record: CallRecord }
   | { ok: false; duplicate: false; error: VoiceApiError; record: CallRecord | null }
 
-type Claim = { kind: 'claimed'; id: string; resumesAmbiguous: boolean } | { kind: 'duplicate'; record: CallRecord }
+export type Claim = { kind: 'claimed'; id: string; resumesAmbiguous: boolean } | { kind: 'duplicate'; record: CallRecord }
 
 function customerPhone(request: CallRequest): string {
   return request.parameters.find((p) => p.name === 'customer_phone')?.value ?? ''
@@ -59,8 +59,7 @@ function findByKey(db: Runtime['store']['db'], key: { tenant: string; agent_id: 
     .executeTakeFirst()
 }
 
-async function claim(rt: Runtime, row: Insertable<CallsTable> & { id: string; created_at: number }): Promise<Claim> {
-  const db = rt.store.db
+export async function claim(db: Runtime['store']['db'], row: Insertable<CallsTable> & { id: string; created_at: number }): Promise<Claim> {
   for (let round = 0; round < 3; round++) {
     const inserted = await db
       .insertInto('calls')
@@ -92,7 +91,7 @@ async function claim(rt: Runtime, row: Insertable<CallsTable> & { id: string; cr
   return { kind: 'duplicate', record: toCallRecord(record) }
 }
 
-async function finish(
+export async function finish(
   rt: Runtime,
   id: string,
   fields: { status: CallStatus; trace_id?: string | null; conversation_id?: string | null; error?: string | null },
@@ -106,7 +105,7 @@ async function finish(
   return toCallRecord(row)
 }
 
-function rateLimitHeaders(info: { limit?: number | undefined; remaining?: number | undefined; reset?: string | undefined; retryAfter?: number | undefined } | undefined): Headers {
+export function rateLimitHeaders(info: { limit?: number | undefined; remaining?: number | undefined; reset?: string | undefined; retryAfter?: number | undefined } | undefined): Headers {
   const headers = new Headers()
   if (info?.limit !== undefined) headers.set('x-ratelimit-limit', String(info.limit))
   if (info?.remaining !== undefined) headers.set('x-ratelimit-remaining', String(info.remaining))
@@ -116,7 +115,7 @@ function rateLimitHeaders(info: { limit?: number | undefined; remaining?: number
 }
 
 /** Transient failures leave it open whether the provider created the call. */
-function isAmbiguous(error: VoiceApiError): boolean {
+export function isAmbiguous(error: VoiceApiError): boolean {
   return error.status >= 500 || error.status === 0 || error.type === 'invalid_response'
 }
 
@@ -126,7 +125,8 @@ function isAmbiguous(error: VoiceApiError): boolean {
  * errors with that same key, and records the outcome. A 429 is not waited for: it is returned, with its
  * Retry-After, and the key stays usable.
  */
-export async function placeCall(rt: Runtime, input: PlaceCallInput): Promise<PlaceCallResult> {
+/** The ledger row for a call about to be sent or queued (its idempotency key added when missing). */
+export function ledgerRow(rt: Runtime, input: PlaceCallInput, status: CallStatus) {
   const now = rt.clock.now()
   const key = input.request.idempotency_key ?? rt.random.uuid()
   const request: CallRequest = { ...input.request, idempotency_key: key }
@@ -146,12 +146,17 @@ export async function placeCall(rt: Runtime, input: PlaceCallInput): Promise<Pla
     metadata: toJson(request.metadata),
     recipe: input.recipe ?? null,
     campaign: input.campaign ?? null,
-    status: 'pending',
+    status,
     error: null,
     created_at: now,
     updated_at: now,
   }
-  const claimed = await claim(rt, row)
+  return { request, row, key }
+}
+
+export async function placeCall(rt: Runtime, input: PlaceCallInput): Promise<PlaceCallResult> {
+  const { request, row, key } = ledgerRow(rt, input, 'pending')
+  const claimed = await claim(rt.store.db, row)
   if (claimed.kind === 'duplicate') return { ok: false, duplicate: true, record: claimed.record }
 
   let ambiguous = claimed.resumesAmbiguous

@@ -5,8 +5,11 @@ import type { CallParameter, RetryContext } from '../upstream/schemas.ts'
 
 export type CallRow = Selectable<CallsTable>
 
-/** Local call status: pending (sent, no answer yet), initiated | scheduled (accepted), failed (ambiguous), rejected (refused). */
-export type CallStatus = 'pending' | 'initiated' | 'scheduled' | 'failed' | 'rejected'
+/**
+ * Local call status: queued (waiting in the paced queue), pending (sent, no answer yet), initiated | scheduled
+ * (accepted), failed (ambiguous), rejected (refused).
+ */
+export type CallStatus = 'queued' | 'pending' | 'initiated' | 'scheduled' | 'failed' | 'rejected'
 
 /** A `calls` row with its JSON columns parsed. */
 export interface CallRecord extends Omit<CallRow, 'parameters' | 'retry_context' | 'metadata' | 'status'> {

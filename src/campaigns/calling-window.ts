@@ -14,6 +14,7 @@ export interface CallingWindow {
   end: string
 }
 
+/** The default calling hours: 09:00–21:00 in the recipient's local time. */
 export const DEFAULT_WINDOW: CallingWindow = { start: '09:00', end: '21:00' }
 
 function minutesOf(hhmm: string): number {
@@ -24,6 +25,7 @@ function minutesOf(hhmm: string): number {
   return minutes
 }
 
+/** Whether a string names an IANA time zone this Node knows (e.g. "Asia/Kolkata"). */
 export function isValidTimeZone(tz: string | null | undefined): tz is string {
   if (!tz) return false
   try {
@@ -91,6 +93,7 @@ function addDays(date: { year: number; month: number; day: number }, days: numbe
   return { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate() }
 }
 
+/** Whether instant `at` (epoch ms) falls inside the calling window in `timeZone`. */
 export function isWithinWindow(at: number, timeZone: string, window: CallingWindow = DEFAULT_WINDOW): boolean {
   const l = localTime(at, timeZone)
   const m = l.hour * 60 + l.minute

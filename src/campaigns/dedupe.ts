@@ -8,6 +8,7 @@ export interface Deduper {
   readonly size: number
 }
 
+/** Remembers the first row of each key (an E.164 number), to report later rows as duplicates of it. */
 export function createDeduper(): Deduper {
   const seen = new Map<string, number>()
   return {

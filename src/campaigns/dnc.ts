@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Runtime } from '../runtime.ts'
+import { parse } from 'csv-parse/sync'
 import type { WebhookEvent } from '../upstream/schemas.ts'
 import { createPhoneNormalizer, normalizePhone } from './phones.ts'
 
@@ -101,6 +102,58 @@ export async function removeFromDnc(rt: Runtime, phone: string): Promise<boolean
   const e164 = normalized.ok ? normalized.e164 : phone
   const result = await rt.store.db.deleteFrom('dnc').where('phone', '=', e164).executeTakeFirst()
   return Number(result.numDeletedRows) > 0
+}
+
+export interface DncEntry {
+  phone: string
+  reason: string | null
+  source: string | null
+  addedAt: number
+}
+
+/** Entries of the table, newest first; `search` matches any part of the number (digits compared). */
+export async function listDnc(rt: Runtime, query: { search?: string; limit?: number } = {}): Promise<DncEntry[]> {
+  let q = rt.store.db.selectFrom('dnc').selectAll()
+  const digits = (query.search ?? '').replace(/\D/g, '')
+  if (digits) q = q.where('phone', 'like', `%${digits}%`)
+  const rows = await q.orderBy('added_at', 'desc').orderBy('phone').limit(Math.min(Math.max(query.limit ?? 100, 1), 1000)).execute()
+  return rows.map((r) => ({ phone: r.phone, reason: r.reason, source: r.source, addedAt: Number(r.added_at) }))
+}
+
+export interface DncImportResult {
+  added: number
+  /** Numbers already listed. */
+  existing: number
+  /** Rows that could not be read, with their row number (1 = the first line), raw value and reason. */
+  errors: Array<{ row: number; raw: string; reason: string }>
+}
+
+/**
+ * Adds the numbers of a CSV (first column the number, an optional second column the reason; a header row
+ * is recognised and skipped). Every row that is not a number is reported, never silently dropped.
+ */
+export async function importDncCsv(rt: Runtime, text: string, source = 'csv import'): Promise<DncImportResult> {
+  let records: string[][]
+  try {
+    records = parse(text.replace(/^\uFEFF/, ''), { relax_column_count: true, skip_empty_lines: false, trim: true }) as string[][]
+  } catch (error) {
+    return { added: 0, existing: 0, errors: [{ row: 0, raw: '', reason: `not a CSV file: ${(error as Error).message}` }] }
+  }
+  const result: DncImportResult = { added: 0, existing: 0, errors: [] }
+  for (const [index, record] of records.entries()) {
+    const raw = record[0] ?? ''
+    if (record.every((c) => c === '')) continue
+    if (index === 0 && /^[a-z _-]+$/i.test(raw)) continue // a header such as "phone,reason"
+    const normalized = normalizePhone(raw, { defaultCountry: rt.config.defaultCountry })
+    if (!normalized.ok) {
+      result.errors.push({ row: index + 1, raw, reason: normalized.reason })
+      continue
+    }
+    const { added } = await addToDnc(rt, normalized.e164, { reason: record[1] || null, source })
+    if (added) result.added++
+    else result.existing++
+  }
+  return result
 }
 
 const TRUTHY = new Set(['true', 'yes', 'y', '1'])

@@ -29,7 +29,7 @@ export interface RunFollowUpsOptions extends FollowUpOptions {
 
 export interface RunFollowUpsResult extends FollowUpResult {
   outcomes: ScheduleCallOutcome[]
-  summary: { planned: number; placed: number; duplicates: number; blocked: number; failed: number; skipped: number; optOuts: number }
+  summary: { planned: number; queued: number; placed: number; duplicates: number; blocked: number; rejected: number; failed: number; skipped: number; optOuts: number }
 }
 
 const CONVERSATION_COLUMNS = [
@@ -93,7 +93,7 @@ export async function runFollowUps(rt: Runtime, options: RunFollowUpsOptions, ef
   }
   const outcomes: ScheduleCallOutcome[] = []
   for (const plan of result.plans) {
-    outcomes.push(await scheduleCall(rt, plan, effects, { recipe: options.recipe ?? null, apiKey: options.apiKey, dnc: options.dnc }))
+    outcomes.push(await scheduleCall(rt, plan, effects, { recipe: options.recipe ?? null, apiKey: options.apiKey, dnc: options.dnc, timeZone: options.timeZone }))
   }
   const count = (s: ScheduleCallOutcome['status']) => outcomes.filter((o) => o.status === s).length
   return {
@@ -101,9 +101,11 @@ export async function runFollowUps(rt: Runtime, options: RunFollowUpsOptions, ef
     outcomes,
     summary: {
       planned: count('planned'),
+      queued: count('queued'),
       placed: count('placed'),
       duplicates: count('duplicate'),
       blocked: count('blocked'),
+      rejected: count('rejected'),
       failed: count('failed'),
       skipped: result.skips.length,
       optOuts: result.optOuts.length,

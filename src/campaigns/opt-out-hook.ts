@@ -1,12 +1,22 @@
 import type { Runtime } from '../runtime.ts'
+import { isProviderEvent, type EventConsumer } from '../webhooks/hooks.ts'
 import { optOutFromEvent } from './dnc.ts'
 
 /**
  * Adds a number to the do-not-call list as soon as a processed event's results ask for it, instead of
- * waiting for the follow-up sweep. Idempotent (the DNC insert is), as event hooks must be.
+ * waiting for the follow-up sweep. Idempotent (the DNC insert is), as consumers must be.
  */
-export function registerOptOutHook(rt: Runtime): void {
-  rt.hooks.on('dnc-opt-out', async ({ event }) => {
-    await optOutFromEvent(rt, event)
-  })
+export function optOutConsumer(rt: Runtime): EventConsumer {
+  return async (batch) => {
+    const failures = new Map<string, Error>()
+    for (const e of batch) {
+      if (!isProviderEvent(e)) continue
+      try {
+        await optOutFromEvent(rt, e.event)
+      } catch (error) {
+        failures.set(e.eventId, new Error(`do-not-call opt-out failed: ${(error as Error).message}`, { cause: error }))
+      }
+    }
+    return failures
+  }
 }

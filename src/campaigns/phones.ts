@@ -1,4 +1,5 @@
 import { getCountryCallingCode, parsePhoneNumberWithError, ParseError, type CountryCode } from 'libphonenumber-js/max'
+import { isValidPhoneNumber } from './phone-validity.ts'
 
 /**
  * Phone numbers to E.164 with libphonenumber-js's full ("max") metadata, so a number is accepted only if
@@ -69,7 +70,7 @@ function compile(defaultCountryOption: string | undefined): (raw: string | null 
     if (/[a-z]{2,}/i.test(text)) return { ok: false, reason: 'not a phone number (contains letters)' }
 
     const first = tryParse(text, defaultCountry)
-    if (first.parsed?.isValid()) return { ok: true, e164: first.parsed.number, country: first.parsed.country }
+    if (first.parsed && isValidPhoneNumber(first.parsed)) return { ok: true, e164: first.parsed.number, country: first.parsed.country }
 
     // Alternative readings, each accepted only if it yields a VALID number:
     // "00 91 98765…" (international 00 prefix where the default country dials something else) and
@@ -83,7 +84,7 @@ function compile(defaultCountryOption: string | undefined): (raw: string | null 
     }
     for (const alt of alternatives) {
       const { parsed } = tryParse(alt, defaultCountry)
-      if (parsed?.isValid()) return { ok: true, e164: parsed.number, country: parsed.country }
+      if (parsed && isValidPhoneNumber(parsed)) return { ok: true, e164: parsed.number, country: parsed.country }
     }
 
     if (first.error) return { ok: false, reason: REASONS[first.error] ?? 'not a phone number' }

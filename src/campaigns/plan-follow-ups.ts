@@ -28,6 +28,7 @@ export type CallInput = Pick<
 
 export type FollowUpStatus = 'no_answer' | 'busy' | 'technical'
 
+/** Outcomes that are technical failures: followed up sooner, and only when a recipe asks for it. */
 export const TECHNICAL_FAILURES = ['failed', 'socket_failure', 'telephony_failed'] as const
 
 export interface FollowUpOptions {
@@ -107,6 +108,7 @@ export interface FollowUpResult {
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
+/** The follow-up defaults (attempt cap, gaps, horizon, max age) every option overrides. */
 export const DEFAULT_FOLLOW_UP = {
   maxAttempts: 3,
   minGapMs: { no_answer: HOUR, busy: 2 * HOUR, technical: 10 * 60_000 } satisfies Record<FollowUpStatus, number>,
@@ -161,6 +163,7 @@ interface Group {
   calls: CallInput[]
 }
 
+/** Plans follow-ups from conversations, the calls ledger and the DNC list at `now`: pure, so the same inputs give the same plans. */
 export function planFollowUps(input: FollowUpInput): FollowUpResult {
   const o = input.options ?? {}
   const now = input.now

@@ -18,6 +18,8 @@ export interface PreparedBatch {
   columns: string[]
   rejects: Reject[]
   stats: { read: number; kept: number; invalid: number; duplicates: number; blocked: number }
+  /** What was read other than as written (a Latin-1 file transcoded), for the run summary. */
+  warnings: string[]
 }
 
 export interface PrepareOptions extends ReadContactsOptions {
@@ -28,6 +30,7 @@ export interface PrepareOptions extends ReadContactsOptions {
   normalizer?: PhoneNormalizer
 }
 
+/** The reasons batch cleaning gives for duplicates and do-not-call numbers. */
 export const REJECT_REASONS = {
   duplicate: (firstRow: number) => `duplicate of row ${firstRow}`,
   dnc: 'on the do-not-call list',
@@ -40,8 +43,13 @@ export async function prepareContacts(source: ContactsSource, options: PrepareOp
   const rows: BatchRow[] = []
   const rejects: Reject[] = []
   const stats = { read: 0, kept: 0, invalid: 0, duplicates: 0, blocked: 0 }
+  const warnings: string[] = []
   let columns: string[] | undefined
-  for await (const contact of readContacts(source, options)) {
+  const onWarning = (message: string) => {
+    warnings.push(message)
+    options.onWarning?.(message)
+  }
+  for await (const contact of readContacts(source, { ...options, onWarning })) {
     stats.read++
     columns ??= [PHONE_COLUMN, ...Object.keys(contact.fields).filter((c) => c !== PHONE_COLUMN)]
     const phone = normalize(contact.phone)
@@ -66,7 +74,7 @@ export async function prepareContacts(source: ContactsSource, options: PrepareOp
     rows.push(row)
     stats.kept++
   }
-  return { rows, columns: columns ?? [PHONE_COLUMN], rejects, stats }
+  return { rows, columns: columns ?? [PHONE_COLUMN], rejects, stats, warnings }
 }
 
 /** `prepareContacts` with DEFAULT_COUNTRY and the do-not-call table + file of the running service. */

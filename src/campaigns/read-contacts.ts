@@ -1,6 +1,8 @@
 import { createReadStream } from 'node:fs'
 import { Readable } from 'node:stream'
 import { parse } from 'csv-parse'
+import { printable } from '../utils/printable.ts'
+import { NotTextError, toUtf8 } from './csv-encoding.ts'
 
 /**
  * Contacts from a CSV, streamed (a 100,000-row file is never held as text), with the spreadsheet quirks
@@ -25,21 +27,34 @@ export interface ReadContactsOptions {
   delimiter?: string
   /** Used in error messages (a path is named automatically). */
   name?: string
+  /**
+   * Told when the file was readable but not as written: bytes that are not UTF-8 were read as Windows-1252
+   * (Latin-1). Without it such a file is still read; the caller decides whether to surface the warning.
+   */
+  onWarning?: (message: string) => void
 }
 
 /** The standard column the provider requires, and what spreadsheets usually call it instead. */
 export const PHONE_COLUMN = 'customer_phone'
+/** Header names read as the phone column (compared with `headerKey`). */
 export const PHONE_ALIASES = [
   'customer_phone', 'customer_phone_number', 'phone', 'phone_number', 'phone_no', 'phonenumber', 'mobile',
   'mobile_number', 'mobile_no', 'mobileno', 'cell', 'cell_phone', 'cellphone', 'contact_number', 'contact_no',
   'contact', 'msisdn', 'number', 'tel', 'telephone', 'to', 'to_phone',
 ]
 
-/** A CSV that cannot be read as a contact list (as opposed to a bad row, which is a reject). */
+/**
+ * A CSV that cannot be read as a contact list (as opposed to a bad row, which is a reject). Its message is
+ * one printable line: it may quote what the file holds, and a binary file must not reach the terminal raw.
+ */
 export class ContactsError extends Error {
   override readonly name = 'ContactsError'
+  constructor(message: string) {
+    super(printable(message, 500))
+  }
 }
 
+/** A header as compared with the aliases: lower case, spaces, dashes and dots as `_`. */
 export function headerKey(header: string): string {
   return header.replace(/^\uFEFF/, '').trim().toLowerCase().replace(/[\s\-.]+/g, '_')
 }
@@ -64,7 +79,8 @@ function toReadable(source: ContactsSource): Readable {
 export async function* readContacts(source: ContactsSource, options: ReadContactsOptions = {}): AsyncGenerator<ContactRow> {
   const name = options.name ?? (typeof source === 'string' ? source : 'the CSV')
   const input = toReadable(source)
-  const parser = input.pipe(
+  const text = toUtf8({ name, onWarning: options.onWarning })
+  const parser = input.pipe(text).pipe(
     parse({
       bom: true,
       delimiter: options.delimiter ?? ',',
@@ -77,6 +93,7 @@ export async function* readContacts(source: ContactsSource, options: ReadContact
   )
   // pipe() does not forward a source error (a missing file): without this the iterator would wait forever.
   input.once('error', (error) => parser.destroy(error))
+  text.once('error', (error) => parser.destroy(error))
   let headers: string[] | undefined
   let phoneIndex = -1
   try {
@@ -108,12 +125,14 @@ export async function* readContacts(source: ContactsSource, options: ReadContact
     }
   } catch (error) {
     if (error instanceof ContactsError) throw error
+    if (error instanceof NotTextError) throw new ContactsError(error.message)
     const code = (error as { code?: string }).code
     if (code === 'ENOENT') throw new ContactsError(`cannot read ${name}: no such file`)
     if (typeof code === 'string' && code.startsWith('CSV_')) throw new ContactsError(`${name} is not a readable CSV: ${(error as Error).message}`)
     throw error
   } finally {
     parser.destroy()
+    text.destroy()
     input.destroy()
   }
   if (!headers) throw new ContactsError(`${name} is empty: expected a header row with a "customer_phone" column`)

@@ -18,6 +18,7 @@ function spreadsheetSafe(value: string): string {
   return /^[=+\-@\t\r]/.test(value) ? `'${value}` : value
 }
 
+/** Rejected rows as CSV text (row, raw, reason), safe to open in a spreadsheet. */
 export function rejectsCsv(rejects: Reject[]): string {
   return stringify(
     rejects.map((r) => [String(r.row), spreadsheetSafe(r.raw), spreadsheetSafe(r.reason)]),
@@ -25,6 +26,7 @@ export function rejectsCsv(rejects: Reject[]): string {
   )
 }
 
+/** Writes rejected rows as a CSV file (see `rejectsCsv`). */
 export async function writeRejectsCsv(path: string, rejects: Reject[]): Promise<void> {
   await writeFile(path, rejectsCsv(rejects))
 }

@@ -36,6 +36,7 @@ function firstString(...values: unknown[]): string | undefined {
   return undefined
 }
 
+/** The `retry_context` of a follow-up, from the previous call's results and parameters. */
 export function buildRetryContext(source: RetryContextSource, options: RetryContextOptions = {}): RetryContext {
   const exclude = new Set(['customer_phone', ...(options.excludeParameters ?? [])])
   const collected: Record<string, unknown> = {}

@@ -1,4 +1,4 @@
-import { placeCall } from '../calls/place-call.ts'
+import { enqueueCall } from '../calls/call-queue.ts'
 import type { CallRecord } from '../calls/record.ts'
 import type { Runtime } from '../runtime.ts'
 import { SANDBOX_WORKSPACE_KEY } from '../sandbox/demo.ts'
@@ -7,7 +7,11 @@ import type { CallRequest, CallResponse } from '../upstream/schemas.ts'
 import type { Effects } from '../utils/effects.ts'
 import { isBlocked, type DncOptions } from './dnc.ts'
 import { DEFAULT_FOLLOW_UP } from './plan-follow-ups.ts'
-import { DEFAULT_WINDOW, nextCallingTime, type CallingWindow } from './calling-window.ts'
+import { DEFAULT_WINDOW, nextCallingTime, timeZoneForPhone, type CallingWindow } from './calling-window.ts'
+import { toCallPlan, type NewCall } from './call-input.ts'
+import { normalizePhone } from './phones.ts'
+
+export type { NewCall }
 
 /** What `scheduleCall` needs: a follow-up plan fits, and so does any call a recipe builds itself. */
 export interface CallPlan {
@@ -15,7 +19,7 @@ export interface CallPlan {
   campaign?: string | null
   /** The conversation this call continues (also sent as the request's conversation_id). */
   previousConversationId?: string | null
-  /** The recipient's time zone: when given, the calling window is enforced again at send time. */
+  /** The recipient's time zone; default: the number's country, else a `timezone` parameter, else the recipe's. */
   timeZone?: string
   window?: CallingWindow
   note?: string
@@ -27,50 +31,75 @@ export interface ScheduleCallOptions {
   /** Default: the workspace key (VOICE_API_KEY, or the sandbox's demo key). */
   apiKey?: string
   dnc?: DncOptions
+  /** The fallback time zone of the calling window (the recipe's); default RECIPES_TIMEZONE. */
+  timeZone?: string
 }
 
 export type ScheduleCallOutcome =
   | { status: 'planned'; request: CallRequest }
+  /** The number is not a callable phone number: nothing was sent. */
+  | { status: 'rejected'; request: CallRequest; reason: string }
   | { status: 'placed'; request: CallRequest; call: CallResponse; record: CallRecord }
+  /** In the paced queue (durable): the provider gets it as its limits allow; `calls list` shows the outcome. */
+  | { status: 'queued'; request: CallRequest; record: CallRecord }
   /** The same idempotency key was already used within 24 h: nothing was sent. */
   | { status: 'duplicate'; request: CallRequest; record: CallRecord }
   | { status: 'blocked'; request: CallRequest; reason: string }
   | { status: 'failed'; request: CallRequest; error: VoiceApiError; record: CallRecord | null }
 
-function phoneOf(request: CallRequest): string {
-  return request.parameters.find((p) => p.name === 'customer_phone')?.value ?? ''
-}
-
 /**
- * Places or schedules one call through the ledger (`placeCall`), after checking the do-not-call list
- * once more. The plan's idempotency key is kept as is — for follow-ups it is derived from campaign,
- * contact and attempt number, so running the same plan twice never calls twice. A `scheduled_for` that
- * has slipped into the past (a slow run) becomes an immediate call; one beyond the provider's 30 days is
- * refused here rather than by the provider. In a dry run the call goes into the plan instead.
+ * Queues one call in the paced outbound queue (`enqueueCall`: ledger row + queue row) under the campaign
+ * rules: the number becomes E.164 (or the call is rejected with the reason), the do-not-call list is
+ * checked, and the time is moved into the recipient's calling window (09:00–21:00 local unless the plan
+ * says otherwise) — the same rules batches and follow-ups follow. The idempotency key is kept as is — for
+ * follow-ups it is derived from campaign, contact and attempt number, so running the same plan twice never
+ * calls twice. A `scheduled_for` that has slipped into the past (a slow run) becomes an immediate call; one
+ * beyond the provider's 30 days is refused here rather than by the provider. In a dry run the call goes
+ * into the plan instead. `call` is either the short form (`{ agentId, phone, … }`) or a plan (`{ request, … }`).
  */
-export async function scheduleCall(rt: Runtime, plan: CallPlan, effects: Effects, options: ScheduleCallOptions = {}): Promise<ScheduleCallOutcome> {
+export async function scheduleCall(
+  rt: Runtime,
+  call: NewCall | CallPlan,
+  effects: Effects,
+  options: ScheduleCallOptions = {},
+): Promise<ScheduleCallOutcome> {
+  const plan = toCallPlan(call)
   const now = rt.clock.now()
-  const request: CallRequest = { ...plan.request }
+  const request: CallRequest = { ...plan.request, parameters: [...plan.request.parameters] }
   if (request.scheduled_for !== undefined && !Number.isFinite(Date.parse(request.scheduled_for))) {
     throw new Error(`scheduled_for "${request.scheduled_for}" is not an ISO 8601 time`)
   }
-  if (plan.timeZone) {
-    // The plan may be older than now (a slow run, a dry run replayed): keep the call inside the window.
-    const wanted = request.scheduled_for ? Math.max(Date.parse(request.scheduled_for), now) : now
-    const at = nextCallingTime(wanted, plan.timeZone, plan.window ?? DEFAULT_WINDOW)
-    if (at - now > DEFAULT_FOLLOW_UP.immediateWithinMs) request.scheduled_for = new Date(at).toISOString()
-    else delete request.scheduled_for
+  const phoneAt = request.parameters.findIndex((p) => p.name === 'customer_phone')
+  const raw = phoneAt >= 0 ? request.parameters[phoneAt]!.value : ''
+  const phone = normalizePhone(raw, { defaultCountry: rt.config.defaultCountry })
+  if (!phone.ok) {
+    const reason = phoneAt < 0 ? 'customer_phone: the call has no customer_phone parameter' : `customer_phone "${raw}": ${phone.reason}`
+    rt.log.warn({ agent_id: request.agent_id, recipe: options.recipe ?? null, reason }, 'call rejected')
+    return { status: 'rejected', request, reason }
   }
+  request.parameters[phoneAt] = { name: 'customer_phone', value: phone.e164 }
+
+  // The plan may be older than now (a slow run, a dry run replayed): keep the call inside the window.
+  const zone =
+    plan.timeZone ??
+    timeZoneForPhone(phone.e164, {
+      country: phone.country,
+      column: request.parameters.find((p) => p.name === 'timezone')?.value,
+      fallback: options.timeZone ?? rt.config.recipes.timezone,
+    })
+  const wanted = request.scheduled_for ? Math.max(Date.parse(request.scheduled_for), now) : now
+  const at = nextCallingTime(wanted, zone, plan.window ?? DEFAULT_WINDOW)
+  if (at - now > DEFAULT_FOLLOW_UP.immediateWithinMs) request.scheduled_for = new Date(at).toISOString()
+  else delete request.scheduled_for
   if (request.scheduled_for) {
     const at = Date.parse(request.scheduled_for)
     if (at - now > DEFAULT_FOLLOW_UP.horizonMs) {
       return { status: 'blocked', request, reason: `scheduled_for ${request.scheduled_for} is beyond the provider's 30-day horizon` }
     }
-    if (at <= now) delete request.scheduled_for
   }
   if (plan.previousConversationId && !request.conversation_id) request.conversation_id = plan.previousConversationId
 
-  if (await isBlocked(rt, phoneOf(request), options.dnc)) {
+  if (await isBlocked(rt, phone.e164, options.dnc)) {
     return { status: 'blocked', request, reason: 'on the do-not-call list' }
   }
   const effect = { kind: 'call' as const, request, recipe: options.recipe ?? null, campaign: plan.campaign ?? null, ...(plan.note ? { note: plan.note } : {}) }
@@ -78,18 +107,14 @@ export async function scheduleCall(rt: Runtime, plan: CallPlan, effects: Effects
     effects.plan.push(effect)
     return { status: 'planned', request }
   }
-  const result = await placeCall(rt, {
+  const result = await enqueueCall(rt, {
     apiKey: options.apiKey ?? rt.config.voiceApiKey ?? SANDBOX_WORKSPACE_KEY,
     request,
     recipe: options.recipe ?? null,
     campaign: plan.campaign ?? null,
     previousConversationId: plan.previousConversationId ?? request.conversation_id ?? null,
   })
-  if (result.ok) {
-    effects.plan.push(effect)
-    return { status: 'placed', request, call: result.call, record: result.record }
-  }
-  if (result.duplicate) return { status: 'duplicate', request, record: result.record }
-  rt.log.warn({ agent_id: request.agent_id, idempotency_key: request.idempotency_key, error: result.error.message }, 'call not placed')
-  return { status: 'failed', request, error: result.error, record: result.record }
+  if (!result.ok) return { status: 'duplicate', request, record: result.record }
+  effects.plan.push(effect)
+  return { status: 'queued', request, record: result.record }
 }

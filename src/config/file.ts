@@ -28,12 +28,31 @@ export async function resolveConfig(options: LoadConfigOptions = {}): Promise<Co
   let loaded: unknown
   try {
     const jiti = createJiti(import.meta.url, { moduleCache: false, fsCache: false, alias: { switchboard: resolve(import.meta.dirname, '../index.ts') } })
-    loaded = await jiti.import(file, { default: true })
+    loaded = await jiti.import(file)
   } catch (error) {
-    throw new ConfigError('SWITCHBOARD_CONFIG', `could not load ${file}: ${(error as Error).message.split('\n')[0]}`)
+    throw new ConfigError('SWITCHBOARD_CONFIG', `could not load ${describeLoadError(file, error)}`)
   }
-  if (typeof loaded !== 'object' || loaded === null || Array.isArray(loaded)) {
-    throw new ConfigError('SWITCHBOARD_CONFIG', `${file} must export default defineConfig({ … })`)
+  const module = loaded as { default?: unknown } | null
+  if (typeof module !== 'object' || module === null || !('default' in module)) {
+    throw new ConfigError('SWITCHBOARD_CONFIG', `${file} has no default export: write export default defineConfig({ … })`)
   }
-  return loadConfig({ ...options, env, cwd, file: { ...(loaded as SwitchboardConfig), ...options.file } })
+  const config = module.default
+  if (typeof config !== 'object' || config === null || Array.isArray(config)) {
+    throw new ConfigError('SWITCHBOARD_CONFIG', `${file} must export default defineConfig({ … }) (its default export is not an object)`)
+  }
+  return loadConfig({ ...options, env, cwd, file: { ...(config as SwitchboardConfig), ...options.file }, fileName: file })
+}
+
+/**
+ * One line for a file that does not load: where (file:line:col, which jiti puts on a line of its own for a
+ * syntax error, or the first frame in the file for a throw) and what.
+ */
+function describeLoadError(file: string, error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error)
+  const lines = message.split('\n').map((l) => l.trim()).filter(Boolean)
+  const text = `${message}\n${error instanceof Error ? (error.stack ?? '') : ''}`
+  const escaped = file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  const where = new RegExp(`${escaped}:\\d+:\\d+`).exec(text)?.[0] ?? file
+  const what = (lines.find((l) => !l.startsWith(file) && !l.includes(`${file}:`)) ?? 'unknown error').replace(/^ParseError:\s*/, '').trim()
+  return `${where}: ${what}`
 }

@@ -1,10 +1,12 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { isAbsolute, join, resolve } from 'node:path'
 import type { z } from 'zod'
 import { REGION_BASE_URLS } from '../upstream/regions.ts'
+import { didYouMean } from '../utils/did-you-mean.ts'
+import { knownKeysAt } from './known-keys.ts'
 import { envSchema, type EnvInput, type WebhookTargetConfig, type SandboxFaults } from './schema.ts'
-
+import type { DestinationConfig } from '../destinations/config.ts'
 
 export interface Config {
   port: number
@@ -18,8 +20,12 @@ export interface Config {
   /** Provider base address without the /v1 suffix. In sandbox mode, filled in once the port is known. */
   upstreamBaseUrl: string
   upstreamTimeoutMs: number
+  /** The switchboard.config.ts that was loaded, if any. */
+  configFile: string | undefined
   webhook: {
     secrets: string[]
+    /** Where the default target's secret comes from, for the start banner; undefined when there is none. */
+    secretSource: string | undefined
     toleranceSeconds: number
     maxBytes: number
     allowUnsigned: boolean
@@ -28,7 +34,17 @@ export interface Config {
     maxAttempts: number
     reconcileIntervalSeconds: number
   }
+  /** The event pipeline: recipe event batches and runs, the paced call queue, the backlog readiness threshold. */
+  pipeline: {
+    recipeTimeoutMs: number
+    recipeBatchMax: number
+    recipeBatchWaitMs: number
+    callConcurrency: number
+    backlogDegradedMs: number
+  }
   adminToken: string | undefined
+  /** Forwarding (src/destinations). */
+  destinations: { list: DestinationConfig[]; allowPrivate: boolean }
   proxy: {
     keyWindowSeconds: number
     cacheMaxBytes: number
@@ -36,7 +52,8 @@ export interface Config {
     maxUploadBytes: number
   }
   mail: { smtpUrl: string | undefined; from: string; reportTo: string[] }
-  recipes: { dir: string; timezone: string }
+  /** `typeCheck`: recipes with type errors are reported broken (RECIPES_TYPECHECK). */
+  recipes: { dir: string; timezone: string; typeCheck: boolean }
   defaultCountry: string
   sandbox: {
     speed: number
@@ -60,8 +77,15 @@ export class ConfigError extends Error {
 
 function describeIssue(issue: z.core.$ZodIssue, input: Record<string, unknown>): ConfigError {
   const variable = String(issue.path[0] ?? 'configuration')
+  if (issue.code === 'unrecognized_keys') {
+    const key = issue.keys[0]!
+    const guess = didYouMean(key, knownKeysAt(envSchema, issue.path))
+    const at = issue.path.length > 1 ? `at ${issue.path.slice(1).join('.')} ` : ''
+    return new ConfigError(variable, `${at}has an unknown key "${key}"${guess ? ` (did you mean "${guess}"?)` : ''}`)
+  }
   const raw = input[variable]
-  const shown = typeof raw === 'string' && variable !== 'VOICE_API_KEY' && !variable.includes('SECRET') && !variable.includes('TOKEN') && !variable.includes('SMTP')
+  // A nested problem is located by its path; the whole value (JSON that may hold secrets) is not echoed.
+  const shown = typeof raw === 'string' && issue.path.length === 1 && variable !== 'VOICE_API_KEY' && !variable.includes('SECRET') && !variable.includes('TOKEN') && !variable.includes('SMTP') && variable !== 'DESTINATIONS'
     ? ` (got "${raw.length > 60 ? raw.slice(0, 60) + '…' : raw}")`
     : ''
   const sub = issue.path.length > 1 ? ` at ${issue.path.slice(1).join('.')}` : ''
@@ -73,15 +97,33 @@ export interface LoadConfigOptions {
   env?: Record<string, string | undefined>
   /** Values from switchboard.config.ts; the environment overrides them. */
   file?: Partial<Record<keyof EnvInput, unknown>>
+  /** Where `file` came from, to name it in errors. */
+  fileName?: string
   cwd?: string
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory()
+  } catch {
+    return false
+  }
 }
 
 /** Reads and validates the configuration. Throws ConfigError on the first bad setting. */
 export function loadConfig(options: LoadConfigOptions = {}): Config {
   const cwd = options.cwd ?? process.cwd()
   const env = options.env ?? process.env
+  const known = Object.keys(envSchema.shape)
+  // The config file is ours alone (unlike the environment), so a key the schema does not have is a
+  // mistake — usually a typo that would otherwise leave the setting at its default without a word.
+  for (const key of Object.keys(options.file ?? {})) {
+    if (known.includes(key)) continue
+    const guess = didYouMean(key, known)
+    throw new ConfigError(key, `is not a setting${options.fileName ? ` (in ${options.fileName})` : ''}${guess ? `; did you mean ${guess}?` : ''}`)
+  }
   const input: Record<string, unknown> = { ...(options.file ?? {}) }
-  for (const key of Object.keys(envSchema.shape)) {
+  for (const key of known) {
     const value = env[key]
     if (value !== undefined && value !== '') input[key] = value
   }
@@ -90,6 +132,10 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   const e = parsed.data
   const dataDir = isAbsolute(e.DATA_DIR) ? e.DATA_DIR : resolve(cwd, e.DATA_DIR)
   const recipesDir = isAbsolute(e.RECIPES_DIR) ? e.RECIPES_DIR : resolve(cwd, e.RECIPES_DIR)
+  // Set on purpose but absent is a mistake (a typo in a path); the default folder may be missing (no recipes).
+  if (input.RECIPES_DIR !== undefined && !isDirectory(recipesDir)) {
+    throw new ConfigError('RECIPES_DIR', `is not a directory: ${recipesDir}`)
+  }
   const sandboxMode = !e.VOICE_API_KEY
   const upstreamBaseUrl = (e.VOICE_API_BASE_URL ?? REGION_BASE_URLS[e.VOICE_API_REGION]).replace(/\/+$/, '').replace(/\/v1$/, '')
   for (const [name, target] of Object.entries(e.WEBHOOK_TARGETS)) {
@@ -110,8 +156,15 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     voiceApiKey: e.VOICE_API_KEY,
     upstreamBaseUrl: sandboxMode ? `http://${e.HOST}:${e.PORT}/sandbox` : upstreamBaseUrl,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
+    configFile: options.fileName,
     webhook: {
       secrets: e.WEBHOOK_SECRET,
+      secretSource:
+        e.WEBHOOK_SECRET.length === 0
+          ? undefined
+          : env.WEBHOOK_SECRET
+            ? 'WEBHOOK_SECRET from the environment'
+            : `WEBHOOK_SECRET in ${options.fileName ?? 'the config file'}`,
       toleranceSeconds: e.WEBHOOK_TOLERANCE_SECONDS,
       maxBytes: e.WEBHOOK_MAX_BYTES,
       allowUnsigned: e.WEBHOOK_ALLOW_UNSIGNED,
@@ -120,7 +173,15 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       maxAttempts: e.PROCESSING_MAX_ATTEMPTS,
       reconcileIntervalSeconds: e.RECONCILE_INTERVAL_SECONDS,
     },
+    pipeline: {
+      recipeTimeoutMs: e.RECIPE_TIMEOUT_SECONDS * 1000,
+      recipeBatchMax: e.RECIPE_BATCH_MAX,
+      recipeBatchWaitMs: e.RECIPE_BATCH_WAIT_MS,
+      callConcurrency: e.CALL_QUEUE_CONCURRENCY,
+      backlogDegradedMs: e.BACKLOG_DEGRADED_SECONDS * 1000,
+    },
     adminToken: e.ADMIN_TOKEN,
+    destinations: { list: e.DESTINATIONS, allowPrivate: e.ALLOW_PRIVATE_DESTINATIONS },
     proxy: {
       keyWindowSeconds: e.PROXY_KEY_WINDOW_SECONDS,
       cacheMaxBytes: e.PROXY_CACHE_MAX_BYTES,
@@ -128,7 +189,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       maxUploadBytes: e.PROXY_MAX_UPLOAD_BYTES,
     },
     mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM, reportTo: e.REPORT_TO },
-    recipes: { dir: recipesDir, timezone: e.RECIPES_TIMEZONE },
+    recipes: { dir: recipesDir, timezone: e.RECIPES_TIMEZONE, typeCheck: e.RECIPES_TYPECHECK },
     defaultCountry: e.DEFAULT_COUNTRY,
     sandbox: {
       speed: e.SANDBOX_SPEED,
@@ -153,7 +214,7 @@ export function ensureSandboxSecret(config: Config): Config {
     secret = `whsec_${randomBytes(24).toString('hex')}`
     writeFileSync(file, secret + '\n', { mode: 0o600 })
   }
-  return { ...config, webhook: { ...config.webhook, secrets: [secret] } }
+  return { ...config, webhook: { ...config.webhook, secrets: [secret], secretSource: `the secret kept in ${file}` } }
 }
 
 /** Sets the sandbox upstream to the port the server actually bound (PORT=0 picks a free one). */

@@ -1,4 +1,6 @@
+import { isSupportedCountry } from 'libphonenumber-js/max'
 import { z } from 'zod'
+import { destinationsSchema } from '../destinations/config.ts'
 
 /**
  * Every setting switchboard reads, keyed by its environment variable. `switchboard.config.ts` may set the
@@ -20,6 +22,19 @@ const list = z
   .union([z.string(), z.array(z.string())])
   .transform((v) => (Array.isArray(v) ? v : v.split(',')).map((s) => s.trim()).filter(Boolean))
 
+/**
+ * Webhook secrets. A `whsec_` secret is the Standard Webhooks form, `whsec_` + base64 of the key: one that
+ * does not decode would never verify a signature, so it is refused at start-up.
+ */
+export const secretList = list.refine((secrets) => secrets.every((s) => !s.startsWith('whsec_') || /^[A-Za-z0-9+/_-]+={0,2}$/.test(s.slice(6))), {
+  error: 'has a whsec_ secret that is not valid base64 (whsec_ is followed by the base64 of the key)',
+})
+
+/** Comma-separated email addresses. */
+const emailList = list.refine((addresses) => addresses.every((a) => z.email().safeParse(a.replace(/^.*<([^>]+)>\s*$/, '$1')).success), {
+  error: 'must be email addresses, comma-separated',
+})
+
 const timeZone = z.string().refine(
   (tz) => {
     try {
@@ -33,20 +48,21 @@ const timeZone = z.string().refine(
 )
 
 /** How one named webhook target verifies what it receives. */
+/** Strict: a misspelled key (`secret` for `secrets`) is refused instead of silently ignored. */
 export const webhookTargetSchema = z.discriminatedUnion('scheme', [
-  z.object({
+  z.strictObject({
     scheme: z.literal('formant'),
-    secrets: list.default([]),
+    secrets: secretList.default([]),
   }),
-  z.object({
+  z.strictObject({
     /** Standard Webhooks: webhook-id / webhook-timestamp / webhook-signature, whsec_ secrets. */
     scheme: z.literal('standard'),
-    secrets: list.default([]),
+    secrets: secretList.default([]),
   }),
-  z.object({
+  z.strictObject({
     /** A generic HMAC over the raw body; header, prefix, encoding and algorithm are configurable. */
     scheme: z.literal('hmac'),
-    secrets: list.default([]),
+    secrets: secretList.default([]),
     header: z.string().min(1).transform((h) => h.toLowerCase()),
     prefix: z.string().default(''),
     encoding: z.enum(['hex', 'base64']).default('hex'),
@@ -122,7 +138,7 @@ export const envSchema = z.object({
   VOICE_API_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
   UPSTREAM_TIMEOUT_MS: int(100, 600_000).default(15_000),
 
-  WEBHOOK_SECRET: list.default([]),
+  WEBHOOK_SECRET: secretList.default([]),
   WEBHOOK_TOLERANCE_SECONDS: int(0, 86_400 * 7).default(300),
   WEBHOOK_MAX_BYTES: int(256, 64 * 1024 * 1024).default(1_048_576),
   WEBHOOK_ALLOW_UNSIGNED: bool.default(false),
@@ -130,6 +146,15 @@ export const envSchema = z.object({
   EVENT_RETENTION_DAYS: int(30, 3650).default(30),
   PROCESSING_MAX_ATTEMPTS: int(1, 100).default(8),
   RECONCILE_INTERVAL_SECONDS: int(0, 86_400).default(300),
+
+  DESTINATIONS: destinationsSchema.default([]),
+  ALLOW_PRIVATE_DESTINATIONS: bool.default(false),
+  // Event pipeline (processing, recipe event batches, the paced call queue, readiness).
+  RECIPE_TIMEOUT_SECONDS: int(1, 86_400).default(300),
+  RECIPE_BATCH_MAX: int(1, 10_000).default(500),
+  RECIPE_BATCH_WAIT_MS: int(0, 60_000).default(0),
+  CALL_QUEUE_CONCURRENCY: int(1, 1_000).default(32),
+  BACKLOG_DEGRADED_SECONDS: int(1, 86_400).default(60),
 
   ADMIN_TOKEN: z.string().min(16, { error: 'must be at least 16 characters' }).optional(),
 
@@ -143,14 +168,16 @@ export const envSchema = z.object({
     .refine((u) => /^smtps?:\/\//.test(u), { error: 'must start with smtp:// or smtps://' })
     .optional(),
   MAIL_FROM: z.string().min(3).default('switchboard <switchboard@localhost>'),
-  REPORT_TO: list.default([]),
+  REPORT_TO: emailList.default([]),
 
   RECIPES_DIR: z.string().min(1).default('./recipes'),
   RECIPES_TIMEZONE: timeZone.default('Asia/Kolkata'),
+  RECIPES_TYPECHECK: bool.default(true),
   DEFAULT_COUNTRY: z
     .string()
     .regex(/^[A-Za-z]{2}$/, { error: 'must be a two-letter country code such as IN' })
     .transform((c) => c.toUpperCase())
+    .refine((c) => isSupportedCountry(c), { error: 'is not a country libphonenumber knows (use an ISO 3166 code such as IN, US, GB)' })
     .default('IN'),
 
   SANDBOX_SPEED: z.coerce.number({ error: 'must be a number' }).positive({ error: 'must be above 0' }).max(100_000).default(60),

@@ -15,6 +15,12 @@ export interface Store {
   sqlite: BetterSqlite3.Database | undefined
   /** The pg pool (Postgres only). */
   pool: pg.Pool | undefined
+  /**
+   * Listens for connections lost outside a query (Postgres restart, network cut). They are already
+   * handled — the pool drops the client and opens a new one when the database answers again — so this
+   * is for logs and health only. Returns a function that stops listening.
+   */
+  onConnectionError(fn: (error: Error) => void): () => void
   close(): Promise<void>
 }
 
@@ -49,6 +55,7 @@ function openSqlite(file: string): Store {
     dialect: 'sqlite',
     sqlite,
     pool: undefined,
+    onConnectionError: () => () => {},
     async close() {
       await db.destroy()
     },
@@ -66,6 +73,39 @@ const pgTypes = {
   },
 }
 
+/**
+ * Bounds on waiting for Postgres. While the database is unreachable every query fails within these
+ * instead of hanging, so the receiver answers 503 + Retry-After well inside the provider's 10 s timeout.
+ * A refused or reset connection fails at once; these cover a database that does not answer at all.
+ */
+export const PG_CONNECT_TIMEOUT_MS = 3_000
+/** Server side: a statement stuck behind locks or load is cancelled (the connection stays usable). */
+export const PG_STATEMENT_TIMEOUT_MS = 15_000
+/** Client side: no answer at all (a silent network) — the connection is then discarded. */
+export const PG_QUERY_TIMEOUT_MS = 20_000
+
+/**
+ * Makes a pooled client safe to lose. pg emits 'error' on a client whose connection drops; the pool
+ * listens only while the client is idle, so a drop while a query is out (the usual case during a cut)
+ * was an unhandled 'error' event that killed the process. The query itself still rejects, and pg marks
+ * the client unusable, so the pool discards it on release. After a client-side read timeout pg keeps the
+ * connection (the server may answer later); we close it instead, so a silent connection is never reused.
+ */
+function guardClient(client: pg.PoolClient, report: (error: Error) => void): void {
+  client.on('error', report)
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown
+  const guarded = (...args: unknown[]): unknown => {
+    const result = query(...args)
+    if (result instanceof Promise) {
+      result.catch((error: unknown) => {
+        if (error instanceof Error && error.message === 'Query read timeout') client.connection.stream.destroy()
+      })
+    }
+    return result
+  }
+  client.query = guarded as typeof client.query
+}
+
 async function openPostgres(url: string, options: OpenOptions): Promise<Store> {
   const schema = options.schema
   if (schema && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error(`invalid schema name "${schema}"`)
@@ -73,8 +113,22 @@ async function openPostgres(url: string, options: OpenOptions): Promise<Store> {
     connectionString: url,
     max: options.poolSize ?? 10,
     types: pgTypes,
+    connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
+    statement_timeout: PG_STATEMENT_TIMEOUT_MS,
+    query_timeout: PG_QUERY_TIMEOUT_MS,
+    // Idle connections are probed, so a half-open one is noticed and replaced between bursts.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   })
+  const listeners = new Set<(error: Error) => void>()
+  const report = (error: Error) => {
+    for (const fn of listeners) fn(error)
+  }
+  // An idle client lost: the pool has already removed it, and the client's own listener (below) has
+  // reported it. Without a listener here the pool's re-emitted 'error' would crash the process.
+  pool.on('error', () => {})
+  pool.on('connect', (client) => guardClient(client, report))
   if (schema) {
     const client = await pool.connect()
     try {
@@ -89,6 +143,10 @@ async function openPostgres(url: string, options: OpenOptions): Promise<Store> {
     dialect: 'postgres',
     sqlite: undefined,
     pool,
+    onConnectionError(fn) {
+      listeners.add(fn)
+      return () => listeners.delete(fn)
+    },
     async close() {
       await db.destroy()
     },

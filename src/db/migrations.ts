@@ -1,3 +1,4 @@
+import { destinationsMigration } from '../destinations/migration.ts'
 import { PostgresAdapter, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely'
 
 /**
@@ -263,9 +264,121 @@ const m0002: Migration = {
   },
 }
 
+/**
+ * The event pipeline: recipe event fires become a per-recipe queue (claimed in batches, retried, dead after
+ * the attempt budget), and calls switchboard places wait in a durable, paced queue.
+ */
+const m0003: Migration = {
+  async up(db: AnyDb) {
+    // Fires recorded before this migration ran were fired at once: they are done.
+    const columns: Array<[string, 'text' | 'integer' | 'bigint', string | number | null]> = [
+      ['status', 'text', 'done'],
+      ['attempts', 'integer', 0],
+      ['next_attempt_at', 'bigint', 0],
+      ['claimed_by', 'text', null],
+      ['claimed_until', 'bigint', null],
+      ['run_id', 'text', null],
+      ['last_error', 'text', null],
+    ]
+    for (const [name, type, fallback] of columns) {
+      if (await hasColumn(db, 'recipe_event_fires', name)) continue
+      await db.schema
+        .alterTable('recipe_event_fires')
+        .addColumn(name, type, (c) => (fallback === null ? c : c.notNull().defaultTo(fallback)))
+        .execute()
+    }
+    await db.schema.createIndex('recipe_event_fires_due').ifNotExists().on('recipe_event_fires').columns(['recipe', 'status', 'next_attempt_at']).execute()
+
+    await db.schema
+      .createTable('call_queue')
+      .ifNotExists()
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('tenant', 'text', (c) => c.notNull())
+      .addColumn('request', 'text', (c) => c.notNull())
+      .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('next_attempt_at', 'bigint', (c) => c.notNull())
+      .addColumn('claimed_by', 'text')
+      .addColumn('claimed_until', 'bigint')
+      .addColumn('enqueued_at', 'bigint', (c) => c.notNull())
+      .addColumn('last_error', 'text')
+      .execute()
+    await db.schema.createIndex('call_queue_due').ifNotExists().on('call_queue').column('next_attempt_at').execute()
+  },
+  async down(db: AnyDb) {
+    await db.schema.dropTable('call_queue').ifExists().execute()
+    await db.schema.dropIndex('recipe_event_fires_due').ifExists().execute()
+    for (const name of ['status', 'attempts', 'next_attempt_at', 'claimed_by', 'claimed_until', 'run_id', 'last_error']) {
+      await db.schema.alterTable('recipe_event_fires').dropColumn(name).execute()
+    }
+  },
+}
+
+/**
+ * The mail outbox: a message that could not be delivered waits in mail_log with its bytes, and the
+ * running service retries it on a backoff until the relay answers. Forward-compatible (README →
+ * Operations): new columns are nullable, so a previous version still inserts and updates mail_log.
+ */
+const m0004: Migration = {
+  async up(db: AnyDb) {
+    for (const [column, type] of [
+      ['raw', 'text'],
+      ['next_attempt_at', 'bigint'],
+      ['claimed_by', 'text'],
+      ['claimed_until', 'bigint'],
+    ] as const) {
+      if (!(await hasColumn(db, 'mail_log', column))) await db.schema.alterTable('mail_log').addColumn(column, type).execute()
+    }
+    await db.schema.createIndex('mail_log_due').ifNotExists().on('mail_log').columns(['status', 'next_attempt_at']).execute()
+  },
+  async down(db: AnyDb) {
+    await db.schema.dropIndex('mail_log_due').ifExists().execute()
+    for (const column of ['claimed_until', 'claimed_by', 'next_attempt_at', 'raw']) await db.schema.alterTable('mail_log').dropColumn(column).execute()
+  },
+}
+
+/**
+ * The dashboard's event searches over millions of rows: by status or type newest first, and by trace id
+ * (the call id), each answered from an index instead of a scan.
+ */
+const m0005: Migration = {
+  async up(db: AnyDb) {
+    await db.schema.createIndex('webhook_events_status_received').ifNotExists().on('webhook_events').columns(['status', 'received_at']).execute()
+    await db.schema.createIndex('webhook_events_type_received').ifNotExists().on('webhook_events').columns(['event_type', 'received_at']).execute()
+    await db.schema.createIndex('webhook_events_trace').ifNotExists().on('webhook_events').column('trace_id').execute()
+    // The overview's per-hour counts by type and status read the index alone. It replaces the plain
+    // received_at index (its leading column serves the same range scans), so ingest keeps as many indexes.
+    await db.schema.createIndex('webhook_events_received_type_status').ifNotExists().on('webhook_events').columns(['received_at', 'event_type', 'status']).execute()
+    await db.schema.dropIndex('webhook_events_received').ifExists().execute()
+  },
+  async down(db: AnyDb) {
+    await db.schema.createIndex('webhook_events_received').ifNotExists().on('webhook_events').column('received_at').execute()
+    await db.schema.dropIndex('webhook_events_received_type_status').ifExists().execute()
+    await db.schema.dropIndex('webhook_events_trace').ifExists().execute()
+    await db.schema.dropIndex('webhook_events_type_received').ifExists().execute()
+    await db.schema.dropIndex('webhook_events_status_received').ifExists().execute()
+  },
+}
+
+/** The provider's headers a recording is served with (Content-Disposition, Cache-Control), kept with the file. */
+const m0007: Migration = {
+  async up(db: AnyDb) {
+    if (!(await hasColumn(db, 'recordings', 'headers'))) {
+      await db.schema.alterTable('recordings').addColumn('headers', 'text').execute()
+    }
+  },
+  async down(db: AnyDb) {
+    await db.schema.alterTable('recordings').dropColumn('headers').execute()
+  },
+}
+
 export const migrations: Record<string, Migration> = {
   '0001_initial': m0001,
   '0002_webhooks_stats': m0002,
+  '0003_event_pipeline': m0003,
+  '0004_mail_outbox': m0004,
+  '0005_dashboard_indexes': m0005,
+  '0006_destinations': destinationsMigration,
+  '0007_recording_headers': m0007,
 }
 
 export const migrationProvider: MigrationProvider = {

@@ -133,6 +133,8 @@ export interface RecordingsTable {
   conversation_id: string
   file: string
   content_type: string
+  /** JSON object of the provider's headers replayed with the file (Content-Disposition, Cache-Control); null before 0003. */
+  headers: string | null
   size: number
   stored_at: number
   last_access_at: number
@@ -164,11 +166,39 @@ export interface RecipeTicksTable {
   claimed_at: number
 }
 
-/** One row per (recipe, event): event triggers fire once per event even if it is delivered again. */
+/**
+ * One row per (recipe, event): event triggers fire once per event even if it is delivered again. Also the
+ * recipe's queue of events to run on (0003): claimed in batches like webhook events.
+ */
 export interface RecipeEventFiresTable {
   recipe: string
   event_id: string
+  /** When the event was queued for the recipe. */
   fired_at: number
+  /** pending | failed (due again at next_attempt_at) | done | dead */
+  status: Generated<string>
+  attempts: Generated<number>
+  next_attempt_at: Generated<number>
+  claimed_by: string | null
+  claimed_until: number | null
+  /** The run that completed it. */
+  run_id: string | null
+  last_error: string | null
+}
+
+/** Calls waiting to be sent to the provider (0003): the paced outbound queue; the ledger row shares the id. */
+export interface CallQueueTable {
+  /** calls.id */
+  id: string
+  tenant: string
+  /** JSON CallRequest, idempotency key included. */
+  request: string
+  attempts: number
+  next_attempt_at: number
+  claimed_by: string | null
+  claimed_until: number | null
+  enqueued_at: number
+  last_error: string | null
 }
 
 /** Small persisted key/value state per namespace (recipes' ctx.state). */
@@ -200,6 +230,13 @@ export interface MailLogTable {
   error: string | null
   created_at: number
   updated_at: number
+  /** The RFC 822 bytes while the message waits for delivery (SMTP); cleared once sent (0004_mail_outbox). */
+  raw: string | null
+  /** When the outbox tries a queued message next (epoch ms). */
+  next_attempt_at: number | null
+  /** The process delivering it right now, and when that claim lapses. */
+  claimed_by: string | null
+  claimed_until: number | null
 }
 
 /** Named leases for jobs that one replica at a time should run (reconcile, purge). */
@@ -207,6 +244,54 @@ export interface LeasesTable {
   name: string
   owner: string
   expires_at: number
+}
+
+/** Forwarding outbox (src/destinations): one row per (event, destination), written with the event's outcome. */
+export interface DestinationDeliveriesTable {
+  /** Stable per event and destination; sent as `webhook-id`, so receivers dedupe retries and replays. */
+  id: string
+  destination: string
+  event_id: string
+  event_type: string
+  conversation_id: string | null
+  /** The exact JSON body sent on every attempt. */
+  payload: string
+  /** Delivery order within a conversation: the event's receipt time (epoch ms) × 1000 + its place in its batch. */
+  order_at: number
+  /** pending | delivered | dead */
+  status: string
+  /** Attempts in all (history) and in the current round (the retry schedule restarts on replay). */
+  attempts: number
+  round_attempts: number
+  next_attempt_at: number
+  claimed_by: string | null
+  claimed_until: number | null
+  last_status: number | null
+  last_error: string | null
+  created_at: number
+  delivered_at: number | null
+}
+
+/** Every attempt of a delivery (src/destinations): kept for dead letters and for the record. */
+export interface DestinationAttemptsTable {
+  delivery_id: string
+  attempt: number
+  started_at: number
+  latency_ms: number
+  /** HTTP status, or null when no answer came (timeout, refused, blocked address). */
+  status: number | null
+  /** delivered | retry | dead | disabled */
+  result: string
+  error: string | null
+  /** The first KB of the response body. */
+  response: string | null
+}
+
+/** Per-destination state shared by replicas (src/destinations): disabled after a 410 until re-enabled. */
+export interface DestinationStateTable {
+  name: string
+  disabled_at: number | null
+  disabled_reason: string | null
 }
 
 export interface Database {
@@ -220,10 +305,14 @@ export interface Database {
   recipe_runs: RecipeRunsTable
   recipe_ticks: RecipeTicksTable
   recipe_event_fires: RecipeEventFiresTable
+  call_queue: CallQueueTable
   kv_state: KvStateTable
   dnc: DncTable
   mail_log: MailLogTable
   leases: LeasesTable
+  destination_deliveries: DestinationDeliveriesTable
+  destination_attempts: DestinationAttemptsTable
+  destination_state: DestinationStateTable
 }
 
 export type { Generated }

@@ -3,16 +3,20 @@ import type { Runtime } from '../runtime.ts'
 import { createJsonCache } from './json-cache.ts'
 import { createProxy, type Proxy } from './proxy.ts'
 import { createRecordingCache } from './recordings.ts'
+import { proxyCacheResults } from './metrics.ts'
 
-export const PROXY_HOOK_NAME = 'proxy-cache'
 /** How often the caches are swept and trimmed to their byte budgets in the background. */
 export const MAINTENANCE_INTERVAL_MS = 60_000
 
-/** Serves /v1/** from the proxy and registers its cache-invalidation hook. */
+/** Serves /v1/** from the proxy (its cache invalidation is a pipeline consumer: src/pipeline.ts). */
 export function mountProxy(app: H3, rt: Runtime): Proxy {
   const proxy = createProxy(rt)
-  app.all('/v1/**', (event) => proxy.handle(event.req, event.url))
-  if (!rt.hooks.list().some((h) => h.name === PROXY_HOOK_NAME)) rt.hooks.on(PROXY_HOOK_NAME, proxy.invalidate)
+  const results = proxyCacheResults(rt.metrics)
+  app.all('/v1/**', async (event) => {
+    const reply = await proxy.handle(event.req, event.url)
+    results.inc({ result: reply.headers.get('x-cache') ?? 'BYPASS' })
+    return reply
+  })
   rt.onClose(() => proxy.flush().catch(() => {}))
   return proxy
 }

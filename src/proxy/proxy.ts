@@ -5,9 +5,10 @@ import { validateCallRequest } from '../calls/validate-call.ts'
 import type { Runtime } from '../runtime.ts'
 import { apiErrorResponse } from '../utils/api-error.ts'
 import type { VoiceApiError } from '../upstream/errors.ts'
-import type { EventHook } from '../webhooks/hooks.ts'
 import { CACHE_TTL_MS, planCache } from './cache-policy.ts'
-import { createJsonCache, invalidateForConversation, invalidateTenantLists, type CacheEntry } from './json-cache.ts'
+import { createJsonCache, invalidateTenantLists, type CacheEntry } from './json-cache.ts'
+import { applyIdempotencyHeader } from './idempotency-header.ts'
+import { parseJsonBody } from './json-body.ts'
 import { createRecordingCache } from './recordings.ts'
 import { matchRoute, type ProxyRoute } from './routes-table.ts'
 import { streamThrough } from './stream-through.ts'
@@ -20,8 +21,6 @@ export const MAX_JSON_BODY_BYTES = 1024 * 1024
 export interface Proxy {
   /** Answers one request under /v1. */
   handle(request: Request, url?: URL): Promise<ProxyReply>
-  /** The cache-invalidation hook for processed webhook events. */
-  invalidate: EventHook
   /** Sweeps expired entries and enforces both byte budgets. */
   maintain(): Promise<void>
   /** Writes pending LRU touches (called on close). */
@@ -163,7 +162,7 @@ export function createProxy(rt: Runtime): Proxy {
     await learn(tenant, upstream.status)
     if (upstream.status === 200 && upstream.body) {
       try {
-        const row = await recordings.store({ tenant, conversationId: id, contentType: upstream.headers.get('content-type') ?? 'application/octet-stream', body: upstream.body })
+        const row = await recordings.store({ tenant, conversationId: id, headers: upstream.headers, body: upstream.body })
         const response = recordings.respond(row, request, 'MISS')
         passHeaders(upstream.headers, response.headers)
         response.headers.set('content-type', row.content_type)
@@ -185,16 +184,13 @@ export function createProxy(rt: Runtime): Proxy {
     if (!/^application\/(.+\+)?json\b/i.test(type.trim())) return withCache(apiErrorResponse(400, 'invalid_request', 'Content-Type must be application/json'), 'BYPASS')
     const declared = Number(request.headers.get('content-length') ?? 0)
     if (declared > MAX_JSON_BODY_BYTES) return withCache(apiErrorResponse(413, 'invalid_request', `request body is larger than ${MAX_JSON_BODY_BYTES} bytes`), 'BYPASS')
-    const text = await request.text()
-    if (Buffer.byteLength(text) > MAX_JSON_BODY_BYTES) return withCache(apiErrorResponse(413, 'invalid_request', `request body is larger than ${MAX_JSON_BODY_BYTES} bytes`), 'BYPASS')
-    if (!text.trim()) return withCache(apiErrorResponse(400, 'invalid_request', 'request body must be a JSON object'), 'BYPASS')
-    let body: unknown
-    try {
-      body = JSON.parse(text)
-    } catch (error) {
-      return withCache(apiErrorResponse(400, 'invalid_request', `request body is not valid JSON: ${(error as Error).message}`), 'BYPASS')
-    }
-    const checked = validateCallRequest(body, rt.clock.now())
+    const bytes = new Uint8Array(await request.arrayBuffer())
+    if (bytes.byteLength > MAX_JSON_BODY_BYTES) return withCache(apiErrorResponse(413, 'invalid_request', `request body is larger than ${MAX_JSON_BODY_BYTES} bytes`), 'BYPASS')
+    const parsed = parseJsonBody(bytes)
+    if (!parsed.ok) return withCache(apiErrorResponse(400, 'invalid_request', parsed.message), 'BYPASS')
+    const keyed = applyIdempotencyHeader(parsed.value, request.headers.get('idempotency-key'))
+    if (!keyed.ok) return withCache(apiErrorResponse(400, 'invalid_request', keyed.message), 'BYPASS')
+    const checked = validateCallRequest(keyed.body, rt.clock.now())
     if (!checked.ok) return withCache(apiErrorResponse(400, 'invalid_request', checked.message), 'BYPASS')
     const result = await placeCall(rt, { apiKey, request: checked.request })
     if (result.ok) {
@@ -241,10 +237,6 @@ export function createProxy(rt: Runtime): Proxy {
         rt.log.error({ err: error, path: url?.pathname }, 'proxy request failed')
         return withCache(apiErrorResponse(500, 'internal_error', 'switchboard could not answer this request; see its logs'), 'BYPASS')
       }
-    },
-    async invalidate(processed) {
-      const call = processed.event.data.call
-      await invalidateForConversation(rt, call.conversation_id, call.agent_id)
     },
     async maintain() {
       await json.evict()

@@ -15,8 +15,8 @@ export type RecordingRow = Selectable<RecordingsTable>
 export interface RecordingCache {
   /** The cached recording of a tenant's conversation, if its file is still on disk. */
   lookup(tenant: string, conversationId: string): Promise<RecordingRow | undefined>
-  /** Writes a downloaded recording to disk under its content hash and records it. */
-  store(input: { tenant: string; conversationId: string; contentType: string; body: ReadableStream<Uint8Array> }): Promise<RecordingRow>
+  /** Writes a downloaded recording to disk under its content hash and records it with the provider's headers. */
+  store(input: { tenant: string; conversationId: string; headers: Headers; body: ReadableStream<Uint8Array> }): Promise<RecordingRow>
   /** A 200, 206 or 416 for the request's method and Range header. */
   respond(row: RecordingRow, request: Request, cache: CacheStatus): Response
   touch(key: string): void
@@ -48,6 +48,21 @@ export function parseRange(header: string | null, size: number): ByteRange | 'un
 }
 
 const CHUNK = 200
+
+/**
+ * The provider's headers that describe the file rather than the moment: kept with it and replayed on every
+ * answer (HIT, STALE, Range), so a browser still saves `<id>.wav` and caches it as the provider allows.
+ */
+export const RECORDING_HEADERS = ['content-disposition', 'cache-control'] as const
+
+function keptHeaders(from: Headers): string | null {
+  const kept: Record<string, string> = {}
+  for (const name of RECORDING_HEADERS) {
+    const value = from.get(name)
+    if (value !== null) kept[name] = value
+  }
+  return Object.keys(kept).length ? JSON.stringify(kept) : null
+}
 
 /**
  * Recordings cached on disk under DATA_DIR/recordings, each file named by the SHA-256 of its bytes (so
@@ -109,7 +124,7 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
       return undefined
     },
 
-    async store({ tenant, conversationId, contentType, body }) {
+    async store({ tenant, conversationId, headers: upstreamHeaders, body }) {
       const temp = join(tmp, `${process.pid}-${rt.random.hex(8)}`)
       const hash = createHash('sha256')
       let size = 0
@@ -130,7 +145,17 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
         const file = hash.digest('hex')
         await rename(temp, join(dir, file))
         const now = rt.clock.now()
-        const row: RecordingRow = { key: `${tenant}:${conversationId}`, tenant, conversation_id: conversationId, file, content_type: contentType, size, stored_at: now, last_access_at: now }
+        const row: RecordingRow = {
+          key: `${tenant}:${conversationId}`,
+          tenant,
+          conversation_id: conversationId,
+          file,
+          content_type: upstreamHeaders.get('content-type') ?? 'application/octet-stream',
+          headers: keptHeaders(upstreamHeaders),
+          size,
+          stored_at: now,
+          last_access_at: now,
+        }
         await db.insertInto('recordings').values(row).onConflict((oc) => oc.column('key').doUpdateSet({ ...row })).execute()
         await evict()
         return row
@@ -154,6 +179,7 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
         const body = JSON.stringify({ error: { message: `requested range not satisfiable (size ${size} bytes)`, type: 'invalid_request' } })
         return new Response(request.method === 'HEAD' ? null : body, { status: 416, headers })
       }
+      for (const [name, value] of Object.entries(row.headers ? (JSON.parse(row.headers) as Record<string, string>) : {})) headers.set(name, value)
       const { start, end } = range ?? { start: 0, end: size - 1 }
       const length = size === 0 ? 0 : end - start + 1
       headers.set('content-length', String(length))

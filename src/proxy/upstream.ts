@@ -1,5 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import { apiErrorResponse } from '../utils/api-error.ts'
+import { noteUpstream } from '../health/dependencies.ts'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'BYPASS'
 
@@ -7,8 +8,8 @@ export type UpstreamResult =
   | { ok: true; response: Response }
   | { ok: false; failure: 'unreachable' | 'timeout'; message: string }
 
-/** Headers the provider sends that the caller must see on a live answer. */
-export const PASS_HEADERS = ['content-type', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after'] as const
+/** Headers the provider sends that the caller must see on a live answer (`allow` on a 405, RFC 9110 §15.5.6). */
+export const PASS_HEADERS = ['content-type', 'allow', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after'] as const
 const RATE_LIMIT_HEADERS = new Set(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after'])
 
 export function upstreamUrl(rt: Runtime, pathAndQuery: string): string {
@@ -39,9 +40,12 @@ export async function fetchUpstream(
       redirect: 'manual',
       ...(init.body ? { duplex: 'half' } : {}),
     } as RequestInit)
+    noteUpstream(rt, response.status < 500, response.status >= 500 ? `HTTP ${response.status}` : undefined)
     return { ok: true, response }
   } catch (error) {
-    return failureOf(error, timeoutMs)
+    const failure = failureOf(error, timeoutMs)
+    noteUpstream(rt, false, failure.message)
+    return failure
   }
 }
 

@@ -1,3 +1,5 @@
+import type { Selectable } from 'kysely'
+import type { RecipeEventFiresTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
 
 /**
@@ -23,11 +25,119 @@ export async function lastClaimedTick(rt: Runtime, recipe: string): Promise<numb
   return row?.last === null || row?.last === undefined ? undefined : Number(row.last)
 }
 
-export async function claimEventFire(rt: Runtime, recipe: string, eventId: string): Promise<boolean> {
-  const result = await rt.store.db
-    .insertInto('recipe_event_fires')
-    .values({ recipe, event_id: eventId, fired_at: rt.clock.now() })
-    .onConflict((oc) => oc.columns(['recipe', 'event_id']).doNothing())
-    .executeTakeFirst()
-  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0
+/** Which recipes an event triggered, and when (the dashboard's event detail). */
+export async function firesForEvent(rt: Runtime, eventId: string): Promise<Array<{ recipe: string; firedAt: number }>> {
+  const rows = await rt.store.db.selectFrom('recipe_event_fires').select(['recipe', 'fired_at']).where('event_id', '=', eventId).orderBy('recipe').execute()
+  return rows.map((r) => ({ recipe: r.recipe, firedAt: Number(r.fired_at) }))
+}
+
+/** A recipe's queued event (a `recipe_event_fires` row). */
+export type FireRow = Selectable<RecipeEventFiresTable>
+
+/** Rows per insert: well under SQLite's bound-variable limit. */
+const ENQUEUE_CHUNK = 100
+
+/**
+ * Queues events for recipes: one row per (recipe, event), so an event queued before — redelivered,
+ * replayed, or processed by another replica — is never queued again. Returns the pairs that were new.
+ */
+export async function enqueueEventFires(rt: Runtime, fires: Array<{ recipe: string; eventId: string }>): Promise<Array<{ recipe: string; eventId: string }>> {
+  const now = rt.clock.now()
+  const fresh: Array<{ recipe: string; eventId: string }> = []
+  for (let i = 0; i < fires.length; i += ENQUEUE_CHUNK) {
+    const chunk = fires.slice(i, i + ENQUEUE_CHUNK)
+    const inserted = await rt.store.db
+      .insertInto('recipe_event_fires')
+      .values(chunk.map((f) => ({ recipe: f.recipe, event_id: f.eventId, fired_at: now, status: 'pending', attempts: 0, next_attempt_at: now })))
+      .onConflict((oc) => oc.columns(['recipe', 'event_id']).doNothing())
+      .returning(['recipe', 'event_id'])
+      .execute()
+    for (const r of inserted) fresh.push({ recipe: r.recipe, eventId: r.event_id })
+  }
+  return fresh
+}
+
+/**
+ * Claims a batch of a recipe's queued events for `owner`, oldest first. A retry that fell due is claimed
+ * alone, before new events: a batch that failed is retried event by event, so one bad event cannot keep
+ * failing the rest. Atomic like the inbox's claims (FOR UPDATE SKIP LOCKED on Postgres).
+ */
+export async function claimFireBatch(rt: Runtime, recipe: string, owner: string, limit: number, claimMs: number): Promise<FireRow[]> {
+  const now = rt.clock.now()
+  const db = rt.store.db
+  const isPg = rt.store.dialect === 'postgres'
+  for (const retries of [true, false]) {
+    let due = db
+      .selectFrom('recipe_event_fires')
+      .select('event_id')
+      .where('recipe', '=', recipe)
+      .where('status', 'in', ['pending', 'failed'])
+      .where('next_attempt_at', '<=', now)
+      .where('attempts', retries ? '>' : '=', 0)
+      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+      .orderBy('fired_at')
+      .orderBy('event_id')
+      .limit(retries ? 1 : limit)
+    if (isPg) due = due.forUpdate().skipLocked()
+    const rows = await db
+      .updateTable('recipe_event_fires')
+      .set({ claimed_by: owner, claimed_until: now + claimMs })
+      .where('recipe', '=', recipe)
+      .where('event_id', 'in', due)
+      .where('status', 'in', ['pending', 'failed'])
+      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+      .returningAll()
+      .execute()
+    if (rows.length > 0) return rows.sort((a, b) => a.fired_at - b.fired_at || (a.event_id < b.event_id ? -1 : 1))
+  }
+  return []
+}
+
+/** Extends this owner's claim on a batch whose run is still going. */
+export async function renewFireClaims(rt: Runtime, recipe: string, owner: string, claimMs: number): Promise<void> {
+  await rt.store.db
+    .updateTable('recipe_event_fires')
+    .set({ claimed_until: rt.clock.now() + claimMs })
+    .where('recipe', '=', recipe)
+    .where('claimed_by', '=', owner)
+    .where('status', 'in', ['pending', 'failed'])
+    .execute()
+}
+
+export type FireOutcome =
+  | { status: 'done'; runId: string }
+  | { status: 'failed'; runId: string | null; error: string; nextAttemptAt: number }
+  | { status: 'dead'; runId: string | null; error: string }
+
+/** Records how a claimed batch ended, guarded by the claim (a run whose claim lapsed cannot overwrite). */
+export async function finishFires(rt: Runtime, recipe: string, owner: string, eventIds: string[], outcome: FireOutcome): Promise<void> {
+  for (let i = 0; i < eventIds.length; i += ENQUEUE_CHUNK) {
+    const ids = eventIds.slice(i, i + ENQUEUE_CHUNK)
+    await rt.store.db
+      .updateTable('recipe_event_fires')
+      .set((eb) => ({
+        status: outcome.status,
+        attempts: outcome.status === 'done' ? eb.ref('attempts') : eb('attempts', '+', 1),
+        next_attempt_at: outcome.status === 'failed' ? outcome.nextAttemptAt : eb.ref('next_attempt_at'),
+        run_id: outcome.runId,
+        last_error: outcome.status === 'done' ? null : outcome.error,
+        claimed_by: null,
+        claimed_until: null,
+      }))
+      .where('recipe', '=', recipe)
+      .where('event_id', 'in', ids)
+      .where('claimed_by', '=', owner)
+      .execute()
+  }
+}
+
+/** Queued events not yet run, per recipe (metrics, readiness). */
+export async function pendingFires(rt: Runtime): Promise<Array<{ recipe: string; n: number; oldest: number | null }>> {
+  const rows = await rt.store.db
+    .selectFrom('recipe_event_fires')
+    .select((eb) => ['recipe', eb.fn.countAll<number>().as('n'), eb.fn.min<number>('fired_at').as('oldest')])
+    .where('status', 'in', ['pending', 'failed'])
+    .groupBy('recipe')
+    .execute()
+  return rows.map((r) => ({ recipe: r.recipe, n: Number(r.n), oldest: r.oldest === null ? null : Number(r.oldest) }))
 }

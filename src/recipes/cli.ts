@@ -1,6 +1,9 @@
 import { CliError, defineCommand, type CliCommand } from '../utils/cli-kit.ts'
 import { BrokenRecipeError, recipeEngineFor, UnknownRecipeError } from './engine.ts'
 import { recipeInfoJson, renderRun, runJson } from './present.ts'
+import { recipesCheck } from './check-command.ts'
+import { recipesTest } from './test-command.ts'
+import { recipesNew } from './new-command.ts'
 
 const recipesList = defineCommand({
   name: 'recipes list',
@@ -50,4 +53,4 @@ const recipesRun = defineCommand({
   },
 })
 
-export const recipeCommands: CliCommand[] = [recipesList, recipesRun]
+export const recipeCommands: CliCommand[] = [recipesList, recipesRun, recipesCheck, recipesTest, recipesNew]

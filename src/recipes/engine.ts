@@ -1,12 +1,16 @@
+import { decodeSummary } from './summary.ts'
 import { watch, type FSWatcher } from 'node:fs'
 import type { Runtime } from '../runtime.ts'
-import type { ProcessedEvent } from '../webhooks/hooks.ts'
+import type { PipelineEvent } from '../webhooks/hooks.ts'
 import { createKvState } from './state.ts'
-import { claimEventFire, claimTick, lastClaimedTick } from './claims.ts'
+import { claimTick, lastClaimedTick } from './claims.ts'
+import { createEventDispatch } from './event-dispatch.ts'
 import type { RecipeTrigger, RecipeTriggerType } from './define.ts'
 import { loadRecipes, type LoadedRecipe } from './loader.ts'
 import { executeRun, recordSkipped, type RecipeRun } from './runner.ts'
 import { createScheduler, nextTick, previousTick, type Scheduler } from './scheduler.ts'
+import { createTypeVerdicts, typeCacheFile } from './type-verdicts.ts'
+import { formatDiagnostic, type RecipeDiagnostic } from './typecheck.ts'
 
 /** A recipe as `recipes list` shows it. */
 export interface RecipeInfo {
@@ -20,12 +24,12 @@ export interface RecipeInfo {
   broken: string | null
   /** Next scheduled tick (epoch ms). */
   nextRun: number | null
-  lastRun: { id: string; trigger: string; status: string; startedAt: number; endedAt: number | null; summary: string | null; error: string | null } | null
+  lastRun: { id: string; trigger: string; status: string; startedAt: number; endedAt: number | null; summary: unknown; error: string | null } | null
 }
 
 export interface RunRequest {
   dryRun?: boolean
-  trigger?: RecipeTrigger
+  trigger?: RecipeTrigger<PipelineEvent>
 }
 
 export interface RecipeEngine {
@@ -37,8 +41,11 @@ export interface RecipeEngine {
   run(name: string, request?: RunRequest): Promise<RecipeRun>
   /** Starts schedules, the missed-tick catch-up and (optionally) the folder watch. */
   start(options?: { watch?: boolean }): Promise<void>
-  /** The event-trigger hook: runs each recipe whose `on` lists the event's type, once per event. */
-  handleEvent(event: ProcessedEvent): Promise<void>
+  /**
+   * The pipeline's recipe-trigger consumer: queues a batch of processed events for each recipe whose `on`
+   * subscribes to them (once per recipe and event); the recipes' queues run after `start`.
+   */
+  enqueueEvents(batch: PipelineEvent[]): Promise<void>
   /** Resolves when every run started so far has finished (tests, shutdown). */
   idle(): Promise<void>
   stop(): Promise<void>
@@ -66,6 +73,8 @@ const SCHEDULER_NS = 'switchboard:scheduler'
 export interface RecipeEngineOptions {
   /** Defaults to RECIPES_DIR. */
   dir?: string
+  /** Report recipes with type errors as broken; defaults to RECIPES_TYPECHECK. */
+  typeCheck?: boolean
 }
 
 export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {}): RecipeEngine {
@@ -73,6 +82,10 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
   const fallbackTz = rt.config.recipes.timezone
   const log = rt.log.child({ component: 'recipes' })
   const schedulerState = createKvState(rt, SCHEDULER_NS)
+  const verdicts = (options.typeCheck ?? rt.config.recipes.typeCheck) ? createTypeVerdicts({ cacheFile: typeCacheFile(rt.config.dataDir) }) : undefined
+  // Settles when the last load's recipes all have a type verdict; runs and listings wait for it.
+  let typeChecked: Promise<void> = Promise.resolve()
+  let typeCheckFailed = false
   let loaded: LoadedRecipe[] = []
   let loadedOnce: Promise<void> | undefined
   let scheduler: Scheduler | undefined
@@ -112,9 +125,53 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
     return track(next)
   }
 
-  const runNow = (recipe: LoadedRecipe, trigger: RecipeTrigger, dryRun: boolean) => {
-    if (!recipe.definition) throw new BrokenRecipeError(recipe.name, recipe.error ?? 'not loaded')
+  const runNow = async (recipe: LoadedRecipe, trigger: RecipeTrigger<PipelineEvent>, dryRun: boolean): Promise<RecipeRun> => {
+    // A recipe with type errors never runs: wait for its verdict (immediate when cached).
+    await typeChecked
+    if (!recipe.definition) {
+      if (trigger.type === 'manual') throw new BrokenRecipeError(recipe.name, recipe.error ?? 'not loaded')
+      return recordSkipped(rt, recipe.name, trigger, `skipped: recipe is broken: ${recipe.error ?? 'not loaded'}`)
+    }
     return executeRun(rt, recipe.name, recipe.definition, { trigger, dryRun, timezone: recipe.timezone })
+  }
+
+  const markTypeError = (recipe: LoadedRecipe, diagnostic: RecipeDiagnostic) => {
+    recipe.definition = undefined
+    recipe.error = `type error at ${formatDiagnostic(diagnostic)}`
+  }
+
+  /**
+   * Applies cached verdicts at once (so a known-bad recipe is never scheduled) and sends the rest to the
+   * type-check thread; when they come back, recipes with errors turn broken and leave the schedule.
+   */
+  const checkTypes = (recipes: LoadedRecipe[]) => {
+    if (!verdicts) return
+    const pending: LoadedRecipe[] = []
+    for (const r of recipes) {
+      if (!r.definition) continue
+      const cached = verdicts.cached(r.file)
+      if (cached) markTypeError(r, cached)
+      else if (cached === undefined) pending.push(r)
+    }
+    if (pending.length === 0) return
+    typeChecked = verdicts
+      .check(pending.map((r) => r.file))
+      .then((found) => {
+        for (const r of pending) {
+          const diagnostic = found.get(r.file)
+          if (diagnostic && r.definition) markTypeError(r, diagnostic)
+        }
+        if (scheduler && !stopped && loaded === recipes) {
+          reportBroken()
+          scheduler.set(scheduledEntries())
+        }
+      })
+      .catch((error: unknown) => {
+        // Without a verdict (TypeScript missing from a production install, a crashed thread) recipes run as
+        // before the check existed: type errors then surface at run time.
+        if (!typeCheckFailed) log.warn({ err: error }, 'recipes could not be type-checked; they run unchecked')
+        typeCheckFailed = true
+      })
   }
 
   const runningElsewhere = async (name: string): Promise<boolean> => {
@@ -134,7 +191,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
     if (stopped) return
     try {
       if (!(await claimTick(rt, name, tickAt))) return
-      const trigger: RecipeTrigger = { type, scheduledAt: tickAt }
+      const trigger: RecipeTrigger<PipelineEvent> = { type, scheduledAt: tickAt }
       if (tails.has(name) || (await runningElsewhere(name))) {
         await recordSkipped(rt, name, trigger, `skipped: the previous run was still in progress at ${new Date(tickAt).toISOString()}`)
         log.warn({ recipe: name, tick_at: tickAt }, 'tick skipped: previous run still in progress')
@@ -173,6 +230,24 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
     }
   }
 
+  /**
+   * The service logs each broken recipe once (again only when its reason changes, e.g. after an edit).
+   * One-shot commands do not: `recipes list` shows the reasons itself, and a healthy recipe's run must not
+   * be preceded by errors about other files.
+   */
+  const reported = new Map<string, string>()
+  const reportBroken = () => {
+    for (const r of loaded) {
+      if (!r.error) {
+        reported.delete(r.name)
+        continue
+      }
+      if (reported.get(r.name) === r.error) continue
+      reported.set(r.name, r.error)
+      log.error({ recipe: r.name, file: r.file, reason: r.error }, `recipe ${r.name} is broken: ${r.error}`)
+    }
+  }
+
   const scheduleReload = () => {
     if (debounce) clearTimeout(debounce)
     // Real time on purpose: this coalesces bursts of real file-system events (editors write in steps).
@@ -182,16 +257,24 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
     }, WATCH_DEBOUNCE_MS)
   }
 
+  // Event batches run like any other run of the recipe: one at a time in this process, recorded, timed out.
+  const dispatch = createEventDispatch(rt, {
+    recipes: () => loaded,
+    run: (recipe, events) => exclusive(recipe.name, () => runNow(recipe, { type: 'event', events, event: events[0] }, false)),
+  })
+
   const engine: RecipeEngine = {
     async reload() {
       // Serialize reloads; a reload requested during one runs after it with the newest files.
       const run = async () => {
         const next = await loadRecipes(dir, fallbackTz)
+        checkTypes(next)
         loaded = next
-        for (const r of next) if (r.error) log.error({ recipe: r.name, file: r.file, reason: r.error }, 'recipe is broken')
         if (scheduler && !stopped) {
+          reportBroken()
           await noteSchedulesSeen()
           scheduler.set(scheduledEntries())
+          dispatch.start()
         }
         return next
       }
@@ -202,6 +285,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
     recipes: () => loaded,
     async list() {
       await ensureLoaded()
+      await typeChecked
       const infos: RecipeInfo[] = []
       for (const r of loaded) {
         const def = r.definition
@@ -224,7 +308,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
           broken: r.error ?? null,
           nextRun: def?.schedule ? (scheduler?.nextRun(r.name) ?? nextTick(def.schedule, r.timezone, rt.clock.now()) ?? null) : null,
           lastRun: last
-            ? { id: last.id, trigger: last.trigger, status: last.status, startedAt: last.started_at, endedAt: last.ended_at, summary: last.summary, error: last.error }
+            ? { id: last.id, trigger: last.trigger, status: last.status, startedAt: last.started_at, endedAt: last.ended_at, summary: decodeSummary(last.summary), error: last.error }
             : null,
         })
       }
@@ -247,9 +331,11 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
         .where('started_at', '<=', rt.clock.now() - RUN_STALE_MS)
         .execute()
       scheduler = createScheduler(rt.clock, (name, tickAt) => void track(runTick(name, tickAt, 'cron')))
+      reportBroken()
       await noteSchedulesSeen()
       scheduler.set(scheduledEntries())
       await catchUp()
+      dispatch.start()
       if (startOptions.watch) {
         try {
           watcher = watch(dir, () => scheduleReload())
@@ -259,24 +345,24 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
         }
       }
     },
-    async handleEvent(event) {
+    async enqueueEvents(batch) {
       await ensureLoaded()
-      for (const recipe of loaded) {
-        if (!recipe.definition?.on?.includes(event.eventType as never)) continue
-        // Claim before running: a redelivered or replayed event finds the claim and does nothing.
-        if (!(await claimEventFire(rt, recipe.name, event.eventId))) continue
-        await exclusive(recipe.name, () => runNow(recipe, { type: 'event', event }, false))
-      }
+      await dispatch.enqueue(batch)
     },
     async idle() {
-      while (inFlight.size) await Promise.allSettled([...inFlight])
+      do {
+        await dispatch.idle()
+        while (inFlight.size) await Promise.allSettled([...inFlight])
+      } while (inFlight.size)
     },
     async stop() {
       stopped = true
       scheduler?.stop()
       watcher?.close()
       if (debounce) clearTimeout(debounce)
+      await dispatch.stop()
       await engine.idle()
+      await verdicts?.close()
     },
   }
   return engine

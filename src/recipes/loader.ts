@@ -40,38 +40,45 @@ function firstLine(error: unknown): string {
  * and file caches are off so an edited file is read afresh on the next load.
  */
 export async function loadRecipes(dir: string, fallbackTimezone: string): Promise<LoadedRecipe[]> {
-  const jiti = createJiti(import.meta.url, {
+  const jiti = createRecipeJiti()
+  const out: LoadedRecipe[] = []
+  for (const file of listRecipeFiles(dir)) out.push(await loadOne(jiti, file, fallbackTimezone))
+  return out
+}
+
+/** One recipe file, outside any folder listing (`recipes test`, `testRecipe`). */
+export async function loadRecipeFile(file: string, fallbackTimezone: string): Promise<LoadedRecipe> {
+  return loadOne(createRecipeJiti(), file, fallbackTimezone)
+}
+
+function createRecipeJiti() {
+  return createJiti(import.meta.url, {
     moduleCache: false,
     fsCache: false,
     virtualModules: { switchboard: publicApi },
     // Kept as well, so helper files a recipe imports can `import … from 'switchboard'` the same way.
     alias: { switchboard: publicApiPath() },
   })
-  const out: LoadedRecipe[] = []
-  for (const file of listRecipeFiles(dir)) {
-    const name = basename(file, '.ts')
-    const base = { name, file, definition: undefined, error: undefined, timezone: fallbackTimezone }
-    if (!NAME.test(name)) {
-      out.push({ ...base, error: 'file name must use letters, digits, "-" or "_" only' })
-      continue
-    }
-    let exported: unknown
-    try {
-      const mod = await jiti.import<Record<string, unknown> | undefined>(file)
-      // jiti answers `.default` with the whole module when there is none; ask whether it exists.
-      exported = mod && 'default' in mod ? mod.default : undefined
-    } catch (error) {
-      out.push({ ...base, error: `failed to load: ${firstLine(error)}` })
-      continue
-    }
-    try {
-      const definition = validateRecipe(exported, fallbackTimezone)
-      out.push({ ...base, definition, timezone: definition.timezone ?? fallbackTimezone })
-    } catch (error) {
-      out.push({ ...base, error: firstLine(error) })
-    }
+}
+
+async function loadOne(jiti: ReturnType<typeof createJiti>, file: string, fallbackTimezone: string): Promise<LoadedRecipe> {
+  const name = basename(file, '.ts')
+  const base = { name, file, definition: undefined, error: undefined, timezone: fallbackTimezone }
+  if (!NAME.test(name)) return { ...base, error: 'file name must use letters, digits, "-" or "_" only' }
+  let exported: unknown
+  try {
+    const mod = await jiti.import<Record<string, unknown> | undefined>(file)
+    // jiti answers `.default` with the whole module when there is none; ask whether it exists.
+    exported = mod && 'default' in mod ? mod.default : undefined
+  } catch (error) {
+    return { ...base, error: `failed to load: ${firstLine(error)}` }
   }
-  return out
+  try {
+    const definition = validateRecipe(exported, fallbackTimezone)
+    return { ...base, definition, timezone: definition.timezone ?? fallbackTimezone }
+  } catch (error) {
+    return { ...base, error: firstLine(error) }
+  }
 }
 
 function publicApiPath(): string {

@@ -1,6 +1,7 @@
 import type { PlannedEffect } from '../utils/effects.ts'
 import type { RecipeInfo } from './engine.ts'
 import type { RecipeRun } from './runner.ts'
+import { summaryText } from './summary.ts'
 
 const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString())
 
@@ -66,6 +67,8 @@ export function renderPlan(plan: PlannedEffect[]): string {
       const params = r.parameters.filter((p) => p.name !== 'customer_phone')
       if (params.length) lines.push(`    parameters: ${JSON.stringify(Object.fromEntries(params.map((p) => [p.name, p.value])))}`)
       if (r.retry_context) lines.push(`    retry_context: ${JSON.stringify(r.retry_context)}`)
+    } else if (effect.kind === 'publish') {
+      lines.push(`  publish ${effect.event_type} (${effect.event_id}) to ${effect.destinations.length ? effect.destinations.join(', ') : 'no destination'}`)
     } else {
       lines.push(`  mail to ${effect.to.join(', ')}: "${effect.subject}"${effect.attachments?.length ? ` (attachments: ${effect.attachments.join(', ')})` : ''}`)
     }
@@ -79,6 +82,6 @@ export function renderRun(run: RecipeRun): string {
     `recipe ${run.recipe}: ${run.status}${run.dryRun ? ' (dry run: nothing was called, launched or mailed)' : ''} · ${run.trigger} · ${iso(run.startedAt)} · ${took}`,
   ]
   if (run.error) lines.push(`error: ${run.error}`)
-  if (run.summary) lines.push(`summary: ${run.summary}`)
+  if (run.summary !== null && run.summary !== undefined) lines.push(`summary: ${summaryText(run.summary)}`)
   return lines.join('\n') + '\n' + renderPlan(run.plan)
 }

@@ -1,8 +1,10 @@
 import type { Selectable } from 'kysely'
-import { toCallRecord, type CallRecord } from '../calls/record.ts'
+import { z } from 'zod'
+import { toCallRecord, type CallRecord, type CallStatus } from '../calls/record.ts'
 import type { WebhookEventsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
-import type { WebhookEvent } from '../upstream/schemas.ts'
+import { NON_TERMINAL_STATUSES, TERMINAL_STATUSES, WEBHOOK_EVENT_TYPES, type WebhookEvent, type WebhookEventType } from '../upstream/schemas.ts'
+import { checkArgument, type ArgumentSite } from '../utils/argument-error.ts'
 import { toStoredConversation, type StoredConversation } from '../webhooks/read-model.ts'
 
 export type { StoredConversation }
@@ -15,40 +17,101 @@ export interface StoredEvent extends Omit<Selectable<WebhookEventsTable>, 'body'
 /** A call switchboard placed or scheduled (the ledger's record). */
 export type StoredCall = CallRecord
 
+/** A conversation status: the provider's outcomes and the live statuses before one. */
+export type ConversationStatus = (typeof TERMINAL_STATUSES)[number] | (typeof NON_TERMINAL_STATUSES)[number]
+
+/** An instant: epoch milliseconds or a Date. */
+export type Instant = number | Date
+
 export interface ConversationQuery {
-  status?: string | string[]
+  /** One status or several, e.g. `'no_answer'` or `['no_answer', 'busy']`. */
+  status?: ConversationStatus | ConversationStatus[]
   agentId?: number
+  /** The number called, as stored (E.164 when switchboard placed the call). */
   contactNumber?: string
-  /** Only conversations whose end (ended_at, else last update) is at or after this instant (epoch ms or Date). */
-  endedSince?: number | Date
-  endedBefore?: number | Date
-  /** Default 1000, newest first. */
+  /** Only conversations whose end (ended_at, else last update) is at or after this instant. */
+  endedSince?: Instant
+  /** Only conversations whose end is before this instant. */
+  endedBefore?: Instant
+  /** 1–10000; default 1000, newest first. */
   limit?: number
 }
 
 export interface EventQuery {
-  type?: string | string[]
-  status?: string
+  /** One event type or several, e.g. `'call.no_answer'`. */
+  type?: WebhookEventType | WebhookEventType[]
+  /** Processing status: `pending`, `processed`, `failed` or `dead`. */
+  status?: 'pending' | 'processed' | 'failed' | 'dead'
   conversationId?: string
-  since?: number | Date
+  /** Received at or after this instant. */
+  since?: Instant
+  /** 1–10000; default 1000, newest first. */
   limit?: number
 }
 
 export interface CallQuery {
+  /** The recipe that placed the calls (its file name). */
   recipe?: string
   campaign?: string
-  status?: string | string[]
+  status?: CallStatus | CallStatus[]
+  /** E.164, e.g. `+919876543210`. */
   customerPhone?: string
-  since?: number | Date
+  /** Created at or after this instant. */
+  since?: Instant
+  /** 1–10000; default 1000, newest first. */
   limit?: number
 }
 
 /** `ctx.data`: read-only helpers over what switchboard has stored. */
 export interface RecipeQueries {
+  /** Conversations from the read model (kept up to date by webhooks and reconciliation), newest first. */
   conversations(query?: ConversationQuery): Promise<StoredConversation[]>
+  /** One conversation by id, or undefined. */
   conversation(conversationId: string): Promise<StoredConversation | undefined>
+  /** Stored webhook events (bodies parsed), newest first. */
   events(query?: EventQuery): Promise<StoredEvent[]>
+  /** Calls switchboard placed or scheduled (the calls ledger), newest first. */
   calls(query?: CallQuery): Promise<StoredCall[]>
+}
+
+const instant = z.union([z.number().finite(), z.date()], { error: 'must be an instant: epoch milliseconds or a Date' })
+const limit = z.number().int().min(1).max(10_000, { error: 'must be at most 10000' }).optional()
+const oneOrMany = <T extends z.ZodType>(item: T) => z.union([item, z.array(item).min(1)])
+// Provider-specific statuses exist beyond the documented ones, so any status word is accepted at run time.
+const statusWord = z.string().regex(/^[a-z_]+$/, { error: 'must be a status such as "no_answer"' })
+
+const conversationQuerySchema = z.strictObject({
+  status: oneOrMany(statusWord).optional(),
+  agentId: z.number().int().optional(),
+  contactNumber: z.string().optional(),
+  endedSince: instant.optional(),
+  endedBefore: instant.optional(),
+  limit,
+})
+const eventQuerySchema = z.strictObject({
+  type: oneOrMany(z.enum(WEBHOOK_EVENT_TYPES)).optional(),
+  status: z.enum(['pending', 'processed', 'failed', 'dead']).optional(),
+  conversationId: z.string().optional(),
+  since: instant.optional(),
+  limit,
+})
+const callQuerySchema = z.strictObject({
+  recipe: z.string().optional(),
+  campaign: z.string().optional(),
+  status: oneOrMany(z.enum(['pending', 'initiated', 'scheduled', 'failed', 'rejected'])).optional(),
+  customerPhone: z.string().optional(),
+  since: instant.optional(),
+  limit,
+})
+
+const site = (fn: string, arg: string, expected: string, hint?: ArgumentSite['hint']): ArgumentSite => ({ fn: `ctx.data.${fn}`, arg, expected, hint })
+const SITES = {
+  conversations: site('conversations', 'query', '{ status?, agentId?, contactNumber?, endedSince?, endedBefore?, limit? }', (v) =>
+    typeof v === 'string' ? 'To read one conversation by id use ctx.data.conversation(id)' : undefined),
+  conversation: site('conversation', 'conversationId', 'a conversation id (a string)', (v) =>
+    typeof v === 'object' && v !== null ? 'To filter conversations use ctx.data.conversations({ status, … })' : undefined),
+  events: site('events', 'query', '{ type?, status?, conversationId?, since?, limit? }'),
+  calls: site('calls', 'query', '{ recipe?, campaign?, status?, customerPhone?, since?, limit? }'),
 }
 
 const ms = (t: number | Date) => (typeof t === 'number' ? t : t.getTime())
@@ -57,7 +120,8 @@ const list = (v: string | string[]) => (Array.isArray(v) ? v : [v])
 export function createQueries(rt: Runtime): RecipeQueries {
   const db = rt.store.db
   return {
-    async conversations(q = {}) {
+    async conversations(input) {
+      const q = checkArgument(conversationQuerySchema.optional(), input, SITES.conversations) ?? {}
       let query = db.selectFrom('conversations').selectAll()
       if (q.status !== undefined) query = query.where('status', 'in', list(q.status))
       if (q.agentId !== undefined) query = query.where('agent_id', '=', q.agentId)
@@ -73,11 +137,13 @@ export function createQueries(rt: Runtime): RecipeQueries {
       const rows = await query.orderBy('updated_at', 'desc').orderBy('conversation_id').limit(q.limit ?? 1000).execute()
       return rows.map(toStoredConversation)
     },
-    async conversation(conversationId) {
+    async conversation(input) {
+      const conversationId = checkArgument(z.string().min(1), input, SITES.conversation)
       const row = await db.selectFrom('conversations').selectAll().where('conversation_id', '=', conversationId).executeTakeFirst()
       return row ? toStoredConversation(row) : undefined
     },
-    async events(q = {}) {
+    async events(input) {
+      const q = checkArgument(eventQuerySchema.optional(), input, SITES.events) ?? {}
       let query = db.selectFrom('webhook_events').selectAll()
       if (q.type !== undefined) query = query.where('event_type', 'in', list(q.type))
       if (q.status !== undefined) query = query.where('status', '=', q.status)
@@ -86,7 +152,8 @@ export function createQueries(rt: Runtime): RecipeQueries {
       const rows = await query.orderBy('received_at', 'desc').orderBy('event_id').limit(q.limit ?? 1000).execute()
       return rows.map(({ body, headers: _headers, ...rest }) => ({ ...rest, event: JSON.parse(body) as WebhookEvent }))
     },
-    async calls(q = {}) {
+    async calls(input) {
+      const q = checkArgument(callQuerySchema.optional(), input, SITES.calls) ?? {}
       let query = db.selectFrom('calls').selectAll()
       if (q.recipe !== undefined) query = query.where('recipe', '=', q.recipe)
       if (q.campaign !== undefined) query = query.where('campaign', '=', q.campaign)

@@ -1,6 +1,6 @@
 import { HTTPError, type H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
-import { requireAdmin } from '../utils/admin-auth.ts'
+import { adminRoute } from '../utils/admin-auth.ts'
 import { BrokenRecipeError, recipeEngineFor, UnknownRecipeError } from './engine.ts'
 import { recipeInfoJson, runJson } from './present.ts'
 import { listRuns } from './runner.ts'
@@ -11,21 +11,18 @@ function truthy(value: unknown): boolean {
 
 /** `/admin/recipes`: list, recent runs, run now (optionally dry) — the same as `recipes list` / `recipes run`. */
 export function registerRecipeRoutes(app: H3, rt: Runtime): void {
-  app.get('/admin/recipes', async (event) => {
-    requireAdmin(event, rt.config.adminToken)
+  app.get('/admin/recipes', adminRoute(rt, async (event) => {
     return { data: (await recipeEngineFor(rt).list()).map(recipeInfoJson) }
-  })
+  }))
 
-  app.get('/admin/recipes/:name/runs', async (event) => {
-    requireAdmin(event, rt.config.adminToken)
+  app.get('/admin/recipes/:name/runs', adminRoute(rt, async (event) => {
     const name = decodeURIComponent(event.context.params?.name ?? '')
     const limit = Number(event.url.searchParams.get('limit') ?? 20)
     if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new HTTPError({ status: 400, message: 'limit must be a whole number from 1 to 500' })
     return { data: (await listRuns(rt, { recipe: name, limit })).map(runJson) }
-  })
+  }))
 
-  app.post('/admin/recipes/:name/run', async (event) => {
-    requireAdmin(event, rt.config.adminToken)
+  app.post('/admin/recipes/:name/run', adminRoute(rt, async (event) => {
     const name = decodeURIComponent(event.context.params?.name ?? '')
     let body: unknown = {}
     const text = await event.req.text()
@@ -45,5 +42,5 @@ export function registerRecipeRoutes(app: H3, rt: Runtime): void {
       if (error instanceof BrokenRecipeError) throw new HTTPError({ status: 409, message: error.message })
       throw error
     }
-  })
+  }))
 }

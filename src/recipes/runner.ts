@@ -1,10 +1,13 @@
 import type { Runtime } from '../runtime.ts'
 import type { Effects, PlannedEffect } from '../utils/effects.ts'
 import { fromJson, toJson } from '../db/json.ts'
+import type { PipelineEvent } from '../webhooks/hooks.ts'
 import type { RecipeContext, RecipeDefinition, RecipeTrigger, RecipeTriggerType } from './define.ts'
+import { recipeMetrics } from './metrics.ts'
 import { createBindings } from './bindings.ts'
 import { createQueries } from './queries.ts'
 import { createKvState, recipeStateNamespace } from './state.ts'
+import { decodeSummary, encodeSummary } from './summary.ts'
 
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'skipped'
 
@@ -18,22 +21,12 @@ export interface RecipeRun {
   status: RunStatus
   startedAt: number
   endedAt: number | null
-  /** What `run` returned (a string as is, anything else as JSON), or why the run was skipped. */
-  summary: string | null
+  /** What `run` returned (a JSON value), or why the run was skipped; null when nothing. */
+  summary: unknown
   plan: PlannedEffect[]
   error: string | null
   /** What `run` returned, unserialized (only on the run that just happened). */
   result?: unknown
-}
-
-function summarize(value: unknown): string | null {
-  if (value === undefined || value === null) return null
-  if (typeof value === 'string') return value
-  try {
-    return JSON.stringify(value)
-  } catch {
-    return String(value)
-  }
 }
 
 function errorText(error: unknown): string {
@@ -42,7 +35,7 @@ function errorText(error: unknown): string {
 }
 
 /** Records a tick that did not run because the previous run is still going. */
-export async function recordSkipped(rt: Runtime, recipe: string, trigger: RecipeTrigger, reason: string): Promise<RecipeRun> {
+export async function recordSkipped(rt: Runtime, recipe: string, trigger: RecipeTrigger<PipelineEvent>, reason: string): Promise<RecipeRun> {
   const now = rt.clock.now()
   const run: RecipeRun = {
     id: rt.random.uuid(),
@@ -57,25 +50,52 @@ export async function recordSkipped(rt: Runtime, recipe: string, trigger: Recipe
     plan: [],
     error: null,
   }
+  recipeMetrics(rt.metrics).runs.inc({ recipe, trigger: trigger.type, outcome: 'skipped' })
   await rt.store.db
     .insertInto('recipe_runs')
     .values({
       id: run.id, recipe, trigger: run.trigger, event_id: run.eventId, dry_run: 0, status: 'skipped',
-      started_at: now, ended_at: now, summary: reason, plan: null, error: null,
+      started_at: now, ended_at: now, summary: encodeSummary(reason), plan: null, error: null,
     })
     .execute()
   return run
 }
 
+/** A run that outlived RECIPE_TIMEOUT_SECONDS. */
+export class RecipeTimeoutError extends Error {
+  override readonly name = 'RecipeTimeoutError'
+}
+
+/**
+ * Settles with the run, or rejects once `ms` have passed on the runtime's clock. JavaScript cannot cancel
+ * the run itself: a hung run keeps its promise, but the recipe, its events and the service move on.
+ */
+function withTimeout<T>(rt: Runtime, work: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const cancel = rt.clock.setTimeout(() => reject(new RecipeTimeoutError(`timed out after ${Math.round(ms / 1000)} s (RECIPE_TIMEOUT_SECONDS)`)), ms)
+    work.then(
+      (value) => {
+        cancel()
+        resolve(value)
+      },
+      (error: unknown) => {
+        cancel()
+        reject(error)
+      },
+    )
+  })
+}
+
 /**
  * Runs a recipe once and records it: a `running` row first (so other replicas see it), then the outcome.
- * A throw from the recipe is captured as a failed run; it never escapes.
+ * A throw from the recipe is captured as a failed run; it never escapes. An event-triggered run longer
+ * than RECIPE_TIMEOUT_SECONDS is recorded failed ("timed out") and returns, so it holds nothing back.
  */
 export async function executeRun(
   rt: Runtime,
   name: string,
   definition: RecipeDefinition,
-  options: { trigger: RecipeTrigger; dryRun: boolean; timezone: string },
+  options: { trigger: RecipeTrigger<PipelineEvent>; dryRun: boolean; timezone: string },
 ): Promise<RecipeRun> {
   const { trigger, dryRun, timezone } = options
   const startedAt = rt.clock.now()
@@ -89,8 +109,8 @@ export async function executeRun(
       status: 'running', started_at: startedAt, ended_at: null, summary: null, plan: null, error: null,
     })
     .execute()
-  const bindings = createBindings(rt, effects, name)
-  const ctx: RecipeContext = {
+  const bindings = createBindings(rt, effects, name, timezone)
+  const ctx: RecipeContext<PipelineEvent> = {
     name,
     trigger,
     dryRun,
@@ -102,6 +122,7 @@ export async function executeRun(
     campaigns: bindings.campaigns,
     reports: bindings.reports,
     mail: bindings.mail,
+    destinations: bindings.destinations,
     state: createKvState(rt, recipeStateNamespace(name)),
     plan: effects.plan,
     config: rt.config,
@@ -109,18 +130,35 @@ export async function executeRun(
   let status: RunStatus = 'succeeded'
   let result: unknown
   let error: string | null = null
+  let timedOut = false
   try {
-    result = await definition.run(ctx)
+    // The loader matched the trigger's events to the recipe's `on`, which is what types them for the recipe.
+    const running = Promise.resolve().then(() => definition.run(ctx as RecipeContext))
+    // Event batches hold their events' queue: a hung one is cut off. Cron runs have the overlap rule instead
+    // (a tick during a run is skipped), and manual runs have someone waiting for them.
+    result = trigger.type === 'event' ? await withTimeout(rt, running, rt.config.pipeline.recipeTimeoutMs) : await running
   } catch (thrown) {
     status = 'failed'
     error = errorText(thrown)
-    log.error({ err: thrown }, 'recipe run failed')
+    if (thrown instanceof RecipeTimeoutError) {
+      timedOut = true
+      log.error({ timeout_ms: rt.config.pipeline.recipeTimeoutMs, events: trigger.events?.length ?? 0 },
+        `recipe "${name}" timed out after ${Math.round(rt.config.pipeline.recipeTimeoutMs / 1000)} s: run recorded failed; its events are retried with backoff (README → Recipes → Failures and retries)`)
+    } else log.error({ err: thrown }, 'recipe run failed')
   }
   const endedAt = rt.clock.now()
-  const summary = summarize(result)
+  const outcome = timedOut ? 'timed_out' : status
+  const metrics = recipeMetrics(rt.metrics)
+  if (!dryRun) {
+    metrics.runs.inc({ recipe: name, trigger: trigger.type, outcome })
+    metrics.runSeconds.observe({ recipe: name, outcome }, (endedAt - startedAt) / 1000)
+    if (trigger.events) metrics.batchSize.observe({ recipe: name }, trigger.events.length)
+  }
+  const stored = encodeSummary(result)
+  const summary = decodeSummary(stored)
   await rt.store.db
     .updateTable('recipe_runs')
-    .set({ status, ended_at: endedAt, summary, plan: effects.plan.length ? toJson(effects.plan) : null, error })
+    .set({ status, ended_at: endedAt, summary: stored, plan: effects.plan.length ? toJson(effects.plan) : null, error })
     .where('id', '=', id)
     .execute()
   if (status === 'succeeded') log.info({ summary }, 'recipe run succeeded')
@@ -131,9 +169,10 @@ export async function executeRun(
 }
 
 /** Recorded runs, newest first. */
-export async function listRuns(rt: Runtime, query: { recipe?: string; limit?: number } = {}): Promise<RecipeRun[]> {
+export async function listRuns(rt: Runtime, query: { recipe?: string; eventId?: string; limit?: number } = {}): Promise<RecipeRun[]> {
   let q = rt.store.db.selectFrom('recipe_runs').selectAll()
   if (query.recipe !== undefined) q = q.where('recipe', '=', query.recipe)
+  if (query.eventId !== undefined) q = q.where('event_id', '=', query.eventId)
   const rows = await q.orderBy('started_at', 'desc').orderBy('id', 'desc').limit(query.limit ?? 50).execute()
   return rows.map((r) => ({
     id: r.id,
@@ -144,7 +183,7 @@ export async function listRuns(rt: Runtime, query: { recipe?: string; limit?: nu
     status: r.status as RunStatus,
     startedAt: Number(r.started_at),
     endedAt: r.ended_at === null ? null : Number(r.ended_at),
-    summary: r.summary,
+    summary: decodeSummary(r.summary),
     plan: fromJson<PlannedEffect[]>(r.plan) ?? [],
     error: r.error,
   }))

@@ -1,32 +1,43 @@
+import { z } from 'zod'
 import type { Runtime } from '../runtime.ts'
 import { fromJson, toJson } from '../db/json.ts'
+import { checkArgument } from '../utils/argument-error.ts'
 
 /** A recipe's persisted key/value store (kv_state, namespaced by recipe). Values are JSON. */
 export interface RecipeState {
+  /** The value stored under `key`, or undefined. */
   get<T = unknown>(key: string): Promise<T | undefined>
+  /** Stores a JSON value under `key` (replacing any), kept between runs. Dry runs write too. */
   set(key: string, value: unknown): Promise<void>
+  /** Removes `key` (nothing happens if it is not there). */
   delete(key: string): Promise<void>
 }
+
+const keySchema = z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' })
+const key = (fn: string, value: unknown) => checkArgument(keySchema, value, { fn: `ctx.state.${fn}`, arg: 'key', expected: 'a non-empty string key' })
 
 export function createKvState(rt: Runtime, namespace: string): RecipeState {
   const db = rt.store.db
   return {
-    async get<T>(key: string) {
-      const row = await db.selectFrom('kv_state').select('value').where('namespace', '=', namespace).where('key', '=', key).executeTakeFirst()
+    async get<T>(input: string) {
+      const k = key('get', input)
+      const row = await db.selectFrom('kv_state').select('value').where('namespace', '=', namespace).where('key', '=', k).executeTakeFirst()
       return row ? (fromJson<T>(row.value) ?? undefined) : undefined
     },
-    async set(key, value) {
-      if (value === undefined) throw new Error(`state.set("${key}") needs a value; use state.delete to remove it`)
+    async set(input, value) {
+      const k = key('set', input)
+      if (value === undefined) throw new Error(`ctx.state.set("${k}", value): value is undefined; use ctx.state.delete to remove a key`)
       const text = toJson(value) ?? 'null'
       const now = rt.clock.now()
       await db
         .insertInto('kv_state')
-        .values({ namespace, key, value: text, updated_at: now })
+        .values({ namespace, key: k, value: text, updated_at: now })
         .onConflict((oc) => oc.columns(['namespace', 'key']).doUpdateSet({ value: text, updated_at: now }))
         .execute()
     },
-    async delete(key) {
-      await db.deleteFrom('kv_state').where('namespace', '=', namespace).where('key', '=', key).execute()
+    async delete(input) {
+      const k = key('delete', input)
+      await db.deleteFrom('kv_state').where('namespace', '=', namespace).where('key', '=', k).execute()
     },
   }
 }

@@ -42,8 +42,10 @@ export function validateRecipe(value: unknown, fallbackTimezone: string): Recipe
   if (def.on !== undefined) {
     if (!Array.isArray(def.on)) throw new Error('`on` must be a list of event types, e.g. [\'call.no_answer\']')
     for (const type of def.on) {
-      if (!(WEBHOOK_EVENT_TYPES as readonly unknown[]).includes(type)) {
-        throw new Error(`\`on\` lists unknown event type ${JSON.stringify(type)} (known: ${WEBHOOK_EVENT_TYPES.join(', ')})`)
+      // `<target>:<type>` subscribes to a named target's events; anything else must be a provider event type.
+      const targetEvent = typeof type === 'string' && /^[a-z0-9][a-z0-9_-]{0,62}:\S+$/i.test(type)
+      if (!targetEvent && !(WEBHOOK_EVENT_TYPES as readonly unknown[]).includes(type)) {
+        throw new Error(`\`on\` lists unknown event type ${JSON.stringify(type)} (known: ${WEBHOOK_EVENT_TYPES.join(', ')}, or <target>:<type> for a named target)`)
       }
     }
   }

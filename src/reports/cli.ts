@@ -1,8 +1,10 @@
-import { CliError, defineCommand } from '../utils/cli-kit.ts'
+import { CliError, defineCommand, intFlag } from '../utils/cli-kit.ts'
 import type { Effects } from '../utils/effects.ts'
+import { snakeCaseKeys } from '../utils/snake-case.ts'
 import { assertTimeZone, parseDate } from './day-range.ts'
 import { fmtPct, fmtSeconds } from './format.ts'
 import { sendDailyReport } from './send-report.ts'
+import { listMailLog, type MailStatus } from './mail-log.ts'
 
 /** `report send [--date YYYY-MM-DD] [--timezone Zone] [--to a@x,b@y] [--dry-run] [--json]` */
 export const reportSendCommand = defineCommand({
@@ -31,13 +33,14 @@ export const reportSendCommand = defineCommand({
     if (date !== undefined) check('date', () => parseDate(date))
     if (timezone !== undefined) check('timezone', () => assertTimeZone(timezone))
     const rt = await ctx.runtime()
-    if (!to?.length && rt.config.mail.reportTo.length === 0) throw new CliError('no recipient: set REPORT_TO or pass --to someone@example.com')
+    // A dry run sends nothing, so it needs no recipient: it shows what the report would say.
+    if (!dryRun && !to?.length && rt.config.mail.reportTo.length === 0) throw new CliError('no recipient: set REPORT_TO or pass --to someone@example.com')
     const effects: Effects = { dryRun, plan: [] }
     const result = await sendDailyReport(rt, { date, timezone, to }, effects)
     const t = result.report.totals
     if (ctx.values.json) {
       const { conversations: _rows, ...figures } = result.report
-      ctx.json({
+      ctx.json(snakeCaseKeys({
         dryRun,
         status: result.status,
         mailId: result.mailId,
@@ -48,13 +51,21 @@ export const reportSendCommand = defineCommand({
         subject: result.subject,
         plan: effects.plan,
         report: figures,
-      })
+      }))
+    } else if (result.status === 'queued') {
+      // One line: what happened, that nothing is lost, and where to look.
+      const when = result.nextAttemptAt ? ` next attempt ${new Date(result.nextAttemptAt).toISOString()}` : ''
+      ctx.write(
+        `queued: the SMTP relay did not take the report (${result.error ?? 'busy'}); it waits in the outbox and the running service retries it (mail ${result.mailId},${when}; see "switchboard mail list")\n`,
+      )
+    } else if (result.status === 'failed') {
+      throw new CliError(`the report was not sent: ${result.error ?? 'unknown error'} (mail ${result.mailId})`, 1)
     } else {
       const head = dryRun ? 'dry run — nothing sent or written. Would send:' : `${result.status}:`
       ctx.write(
         [
           `${head}`,
-          `  to:       ${result.to.join(', ')}`,
+          `  to:       ${result.to.length ? result.to.join(', ') : '(nobody: set REPORT_TO or pass --to to send it)'}`,
           `  subject:  ${result.subject}`,
           `  attached: conversations-${result.date}.csv (${t.calls} rows)`,
           `  figures:  ${t.calls} calls · connect ${fmtPct(t.connectRate)} · success ${fmtPct(t.successRate)} · avg ${fmtSeconds(t.avgDurationSeconds)}`,
@@ -66,5 +77,35 @@ export const reportSendCommand = defineCommand({
       )
     }
     if (result.status === 'failed') return 1
+  },
+})
+
+/** `mail list [--status queued|sent|written|failed] [--limit N] [--json]`: the mail log, the outbox first. */
+export const mailListCommand = defineCommand({
+  name: 'mail list',
+  usage: '[--status queued|sent|written|failed] [--limit N] [--json]',
+  summary: 'list sent and pending mail (queued = waiting in the outbox for the SMTP relay, with its next attempt)',
+  options: { status: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } },
+  async run(ctx) {
+    const status = ctx.values.status as string | undefined
+    const statuses: MailStatus[] = ['queued', 'sent', 'written', 'failed']
+    if (status !== undefined && !statuses.includes(status as MailStatus)) throw new CliError(`--status must be one of ${statuses.join(', ')} (got "${status}")`)
+    const limit = intFlag(ctx.values, 'limit', 50)!
+    const rt = await ctx.runtime()
+    const rows = await listMailLog(rt, limit, status as MailStatus | undefined)
+    if (ctx.values.json) return ctx.json(snakeCaseKeys(rows))
+    const iso = (ms: number | null) => (ms === null ? '' : new Date(ms).toISOString())
+    ctx.table(
+      rows.map((r) => ({
+        id: r.id,
+        status: r.status,
+        attempts: r.attempts,
+        next_attempt: iso(r.nextAttemptAt),
+        created: iso(r.createdAt),
+        to: r.recipients.join(', '),
+        subject: r.subject,
+        error: r.error ?? '',
+      })),
+    )
   },
 })

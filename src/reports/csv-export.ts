@@ -1,6 +1,7 @@
 import { stringify } from 'csv-stringify/sync'
 import type { DailyReport } from './build-report.ts'
 import { createLocalTimeFormatter } from './day-range.ts'
+import { csvCell } from './csv-cell.ts'
 import { neutraliseCell } from './neutralise.ts'
 
 /** The fixed columns of the conversations CSV; each scalar results key follows as `result.<key>`. */
@@ -20,35 +21,34 @@ export function renderCsv(report: DailyReport): string {
   const time = createLocalTimeFormatter(report.timezone)
   const header = [...CSV_COLUMNS, ...keys.map((k) => `result.${k}`)]
   const keyIndex = new Map(keys.map((k, i) => [k, CSV_COLUMNS.length + i]))
-  // Stringified in chunks: short-lived record arrays die young instead of 100,000 of them reaching the old
-  // generation (less work for the garbage collector on a big day).
+  // The header through csv-stringify (BOM and all); each row is then joined by hand from cells quoted the
+  // same way (see csvCell), in chunks so no 13 MB of row arrays is ever alive at once.
   const parts: string[] = [stringify([header.map(neutraliseCell)], { bom: true, record_delimiter: 'windows' })]
   const CHUNK = 5000
+  const rec: string[] = new Array<string>(header.length)
   for (let start = 0; start < report.conversations.length; start += CHUNK) {
-    const records: string[][] = []
+    const lines: string[] = []
     const end = Math.min(report.conversations.length, start + CHUNK)
     for (let n = start; n < end; n++) {
       const c = report.conversations[n]!
-      const rec: string[] = [
-        c.conversation_id,
-        String(c.agent_id),
-        c.campaign,
-        c.contact_number ?? '',
-        c.status,
-        c.duration_seconds === null ? '' : String(c.duration_seconds),
-        time(c.started_at),
-        time(c.ended_at),
-        c.failure_reason ?? '',
-        c.trace_id ?? '',
-        c.call_recipe ?? '',
-        c.previous_conversation_id ?? '',
-      ]
-      for (let i = 0; i < keys.length; i++) rec.push('')
+      rec[0] = c.conversation_id
+      rec[1] = String(c.agent_id)
+      rec[2] = c.campaign
+      rec[3] = c.contact_number ?? ''
+      rec[4] = c.status
+      rec[5] = c.duration_seconds === null ? '' : String(c.duration_seconds)
+      rec[6] = time(c.started_at)
+      rec[7] = time(c.ended_at)
+      rec[8] = c.failure_reason ?? ''
+      rec[9] = c.trace_id ?? ''
+      rec[10] = c.call_recipe ?? ''
+      rec[11] = c.previous_conversation_id ?? ''
+      rec.fill('', CSV_COLUMNS.length)
       for (const [k, v] of c.resultEntries) rec[keyIndex.get(k)!] = v
-      for (let i = 0; i < rec.length; i++) rec[i] = neutraliseCell(rec[i]!)
-      records.push(rec)
+      for (let i = 0; i < rec.length; i++) rec[i] = csvCell(neutraliseCell(rec[i]!))
+      lines.push(rec.join(','))
     }
-    parts.push(stringify(records, { record_delimiter: 'windows' }))
+    if (lines.length) parts.push(lines.join('\r\n') + '\r\n')
   }
   return parts.join('')
 }

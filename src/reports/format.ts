@@ -35,3 +35,9 @@ export function fmtDelta(n: number | null, unit: '' | ' pts' = ''): string {
 export function subjectFor(date: string, timezone: string): string {
   return `switchboard daily report — ${date} (${timezone})`
 }
+
+/** The day and zone of a daily-report subject (`subjectFor`'s inverse), or undefined for other mail. */
+export function reportOfSubject(subject: string): { date: string; timezone: string } | undefined {
+  const match = /^switchboard daily report — (\d{4}-\d{2}-\d{2}) \(([^()]+)\)$/.exec(subject)
+  return match ? { date: match[1]!, timezone: match[2]! } : undefined
+}

@@ -20,6 +20,8 @@ export interface SendReportResult {
   messageId?: string
   file?: string
   error?: string
+  /** A queued report: when the outbox tries it next (epoch ms). */
+  nextAttemptAt?: number
   date: string
   timezone: string
   to: string[]
@@ -37,7 +39,7 @@ export async function sendDailyReport(rt: Runtime, options: SendReportOptions, e
     .flatMap((t) => t.split(','))
     .map((t) => t.trim())
     .filter(Boolean)
-  if (to.length === 0) throw new Error('no recipient for the daily report: set REPORT_TO (or pass --to)')
+  if (to.length === 0 && !effects.dryRun) throw new Error('no recipient for the daily report: set REPORT_TO (or pass --to)')
   const report = await buildDailyReport(rt, { date, timezone })
   const rendered = renderDailyReport(report)
   const result = await sendMail(
@@ -57,6 +59,7 @@ export async function sendDailyReport(rt: Runtime, options: SendReportOptions, e
     ...(result.messageId ? { messageId: result.messageId } : {}),
     ...(result.file ? { file: result.file } : {}),
     ...(result.error ? { error: result.error } : {}),
+    ...(result.nextAttemptAt ? { nextAttemptAt: result.nextAttemptAt } : {}),
     date,
     timezone,
     to,

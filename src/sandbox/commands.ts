@@ -1,7 +1,8 @@
-import { serve } from 'h3'
+import { serveApp } from '../utils/serve-app.ts'
 import { loadConfig } from '../config/load.ts'
 import { CliError, defineCommand, intFlag } from '../utils/cli-kit.ts'
 import { createLogger } from '../utils/logger.ts'
+import { waitForStopSignal } from '../utils/stop-signal.ts'
 import { DEMO_TENANTS } from './demo.ts'
 import { ALL_EVENTS, createSandbox } from './index.ts'
 
@@ -25,55 +26,65 @@ export const sandboxCommand = defineCommand({
     if (webhookUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(webhookUrl)) {
       throw new CliError(`--webhook-url must be an http(s) URL (got "${webhookUrl}")`)
     }
-    const secret = (ctx.values['webhook-secret'] as string | undefined) ?? config.webhook.secrets[0]
-    let publicBase = ''
-    const sandbox = createSandbox({
-      speed: config.sandbox.speed,
-      faults: config.sandbox.faults,
-      rateLimit: config.sandbox.rateLimit,
-      numberLimit: config.sandbox.numberLimit,
-      maxCalls: config.sandbox.maxCalls,
-      log: createLogger({ level: config.logLevel }),
-      publicBaseUrl: () => publicBase,
-      webhookTargets: () =>
-        webhookUrl
-          ? [{ name: 'default', url: webhookUrl, secret, events: ALL_EVENTS, includeTranscript: true, includeRecordingUrl: true, active: true }]
-          : [],
-    })
-    const server = serve(sandbox.app, { port, hostname: host, silent: true, gracefulShutdown: false })
-    try {
-      await server.ready()
-    } catch (error) {
-      await sandbox.close()
-      throw new CliError(`cannot listen on ${host}:${port}: ${(error as Error).message}`)
+    if (ctx.values['webhook-secret'] === '') {
+      // Usually `--webhook-secret "$WEBHOOK_SECRET"` with the variable unset: deliveries would go out unsigned
+      // and the receiver would refuse every one.
+      throw new CliError('--webhook-secret is empty (is the variable you passed set?); leave it out to use WEBHOOK_SECRET')
     }
-    const address = server.node?.server?.address()
-    const bound = typeof address === 'object' && address ? address.port : port
-    const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host
-    publicBase = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${bound}`
-    const keys = DEMO_TENANTS.map((t) =>
-      t.disabled ? `${t.apiKey} (disabled: 401)` : `${t.apiKey} (agents ${t.agents.map((a) => a.id).join(', ')})`,
-    ).join(' · ')
-    ctx.write(
-      [
-        '',
-        `  sandbox provider listening at ${publicBase}/v1   (speed ×${config.sandbox.speed})`,
-        `    demo API keys   ${keys}`,
-        webhookUrl
-          ? `    webhooks        every event type → ${webhookUrl}${secret ? ' (signed: X-FormantAI-Signature)' : ' (unsigned: no secret given)'}`
-          : '    webhooks        none (pass --webhook-url to receive call events)',
-        '',
-        `    curl -s ${publicBase}/v1/call -H 'Authorization: Bearer sk_test_acme' -H 'Content-Type: application/json' \\`,
-        `      -d '{"agent_id":101,"parameters":[{"name":"customer_phone","value":"+919876543210"}]}'`,
-        '',
-        '',
-      ].join('\n'),
-    )
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', resolve)
-      process.once('SIGTERM', resolve)
-    })
-    await sandbox.close()
-    await server.close(true)
+    // Listening for the stop signal from the start: a SIGTERM during start-up must still shut down cleanly.
+    const signal = waitForStopSignal()
+    try {
+      const secret = (ctx.values['webhook-secret'] as string | undefined) ?? config.webhook.secrets[0]
+      let publicBase = ''
+      const sandbox = createSandbox({
+        speed: config.sandbox.speed,
+        faults: config.sandbox.faults,
+        rateLimit: config.sandbox.rateLimit,
+        numberLimit: config.sandbox.numberLimit,
+        maxCalls: config.sandbox.maxCalls,
+        log: createLogger({ level: config.logLevel }),
+        publicBaseUrl: () => publicBase,
+        webhookTargets: () =>
+          webhookUrl
+            ? [{ name: 'default', url: webhookUrl, secret, events: ALL_EVENTS, includeTranscript: true, includeRecordingUrl: true, active: true }]
+            : [],
+      })
+      const server = serveApp(sandbox.app, { port, hostname: host })
+      try {
+        await server.ready()
+      } catch (error) {
+        await sandbox.close()
+        throw new CliError(`cannot listen on ${host}:${port}: ${(error as Error).message}`)
+      }
+      const address = server.node?.server?.address()
+      const bound = typeof address === 'object' && address ? address.port : port
+      const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host
+      publicBase = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${bound}`
+      const keys = DEMO_TENANTS.map((t) =>
+        t.disabled ? `${t.apiKey} (disabled: 401)` : `${t.apiKey} (agents ${t.agents.map((a) => a.id).join(', ')})`,
+      ).join(' · ')
+      ctx.write(
+        [
+          '',
+          `  sandbox provider listening at ${publicBase}/v1   (speed ×${config.sandbox.speed})`,
+          `    demo API keys   ${keys}`,
+          webhookUrl
+            ? `    webhooks        every event type → ${webhookUrl}${secret ? ' (signed: X-FormantAI-Signature)' : ' (unsigned: no secret given)'}`
+            : '    webhooks        none (pass --webhook-url to receive call events)',
+          '',
+          `    curl -s ${publicBase}/v1/call -H 'Authorization: Bearer sk_test_acme' -H 'Content-Type: application/json' \\`,
+          `      -d '{"agent_id":101,"parameters":[{"name":"customer_phone","value":"+919876543210"}]}'`,
+          '',
+          '',
+        ].join('\n'),
+      )
+      const received = await signal.stopped
+      ctx.write(`\n${received}: sandbox stopping…\n`)
+      await sandbox.close()
+      await server.close(true)
+      ctx.write('sandbox stopped\n')
+    } finally {
+      signal.release()
+    }
   },
 })

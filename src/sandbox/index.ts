@@ -1,6 +1,7 @@
 import { H3 } from 'h3'
 import type { SandboxFaults } from '../config/schema.ts'
 import { systemClock, type Clock } from '../utils/clock.ts'
+import { isMalformedPath, malformedPathAnswer } from '../utils/malformed-path.ts'
 import { createSilentLogger, type Logger } from '../utils/logger.ts'
 import { systemRandom, type Random } from '../utils/random.ts'
 import { createBatchRunner } from './batches.ts'
@@ -133,7 +134,10 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     onBase: (b) => void (lastBase = b),
   })
 
-  const app = new H3()
+  const app = new H3({
+    // Alone (`cli sandbox`), a malformed path gets the provider's error shape rather than h3's.
+    onError: (error, event) => (error.status === 400 && isMalformedPath(event.url.pathname) ? malformedPathAnswer(event.url.pathname) : undefined),
+  })
   // One catch-all route: unknown paths get the provider's error body, and the mount base is read back
   // from the matched route ('/sandbox/**' when mounted, '/**' alone).
   app.all('/**', (event) => {

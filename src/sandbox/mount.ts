@@ -2,6 +2,9 @@ import type { H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import { ALL_EVENTS, createSandbox, type Sandbox } from './index.ts'
 
+/** `http://127.0.0.1:3000/sandbox` → `http://127.0.0.1:3000`: this server's own origin. */
+const serverOrigin = (sandboxBase: string) => sandboxBase.replace(/\/sandbox\/?$/, '')
+
 /**
  * Sandbox mode (no VOICE_API_KEY): the sandbox provider answers under `/sandbox`, and every demo agent
  * delivers its webhooks to this server's own receiver, signed with the first WEBHOOK_SECRET. Port and
@@ -18,7 +21,10 @@ export function mountSandbox(app: H3, rt: Runtime): Sandbox | undefined {
     numberLimit: rt.config.sandbox.numberLimit,
     maxCalls: rt.config.sandbox.maxCalls,
     log: rt.log.child({ component: 'sandbox' }),
-    publicBaseUrl: () => rt.config.upstreamBaseUrl,
+    // Recording URLs (in conversations and webhooks) point at the proxy's /v1, the address clients are
+    // told to use, not at the sandbox's own /sandbox/v1: as with the real provider, a recording_url is
+    // fetched with the same base as every other call, and through the proxy it is cached.
+    publicBaseUrl: () => serverOrigin(rt.config.upstreamBaseUrl),
     webhookTargets: () => [
       {
         name: 'switchboard',

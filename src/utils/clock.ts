@@ -5,15 +5,19 @@
 export interface Clock {
   /** Milliseconds since the Unix epoch. */
   now(): number
-  /** Runs `fn` after `ms`; returns a function that cancels it. */
-  setTimeout(fn: () => void, ms: number): () => void
+  /**
+   * Runs `fn` after `ms`; returns a function that cancels it. By default the timer does not keep the
+   * process alive (background ticks must not hold a finished CLI command open); `keepAlive` is for a
+   * wait that something is awaiting, which is work in progress.
+   */
+  setTimeout(fn: () => void, ms: number, options?: { keepAlive?: boolean }): () => void
 }
 
 export const systemClock: Clock = {
   now: () => Date.now(),
-  setTimeout(fn, ms) {
+  setTimeout(fn, ms, options) {
     const timer = setTimeout(fn, Math.max(0, ms))
-    timer.unref?.()
+    if (!options?.keepAlive) timer.unref?.()
     return () => clearTimeout(timer)
   },
 }
@@ -72,7 +76,11 @@ export function createManualClock(start: number | Date | string = '2026-01-01T00
   return clock
 }
 
-/** Resolves after `ms` on the given clock. */
+/**
+ * Resolves after `ms` on the given clock. The wait keeps the process alive: someone awaits it, so
+ * an event loop that empties meanwhile would end the process mid-command (Node's exit code 13,
+ * "unsettled top-level await", with nothing printed).
+ */
 export function sleep(clock: Clock, ms: number): Promise<void> {
-  return new Promise((resolve) => clock.setTimeout(resolve, ms))
+  return new Promise((resolve) => clock.setTimeout(resolve, ms, { keepAlive: true }))
 }

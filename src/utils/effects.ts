@@ -27,6 +27,13 @@ export type PlannedEffect =
       subject: string
       attachments?: string[]
     }
+  | {
+      /** An event a recipe published to destinations (src/destinations). */
+      kind: 'publish'
+      event_type: string
+      event_id: string
+      destinations: string[]
+    }
 
 export interface Effects {
   dryRun: boolean

@@ -1,6 +1,6 @@
 import { HTTPError, type H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
-import { requireAdmin } from '../utils/admin-auth.ts'
+import { adminRoute } from '../utils/admin-auth.ts'
 import { EVENT_STATUSES, getEvent, listEvents } from './events.ts'
 import { EventBusyError, EventNotFoundError, replayEvent } from './processing.ts'
 
@@ -12,8 +12,7 @@ function intParam(value: string | null, name: string): number | undefined {
 
 /** `/admin/events`: list (filters), show, replay — behind the ADMIN_TOKEN rules. */
 export function registerEventAdminRoutes(app: H3, rt: Runtime): void {
-  app.get('/admin/events', async (event) => {
-    requireAdmin(event, rt.config.adminToken)
+  app.get('/admin/events', adminRoute(rt, async (event) => {
     const q = event.url.searchParams
     const status = q.get('status') ?? undefined
     if (status && !(EVENT_STATUSES as readonly string[]).includes(status)) {
@@ -28,18 +27,16 @@ export function registerEventAdminRoutes(app: H3, rt: Runtime): void {
       offset: intParam(q.get('offset'), 'offset'),
     })
     return { data: events }
-  })
+  }))
 
-  app.get('/admin/events/:id', async (event) => {
-    requireAdmin(event, rt.config.adminToken)
+  app.get('/admin/events/:id', adminRoute(rt, async (event) => {
     const id = decodeURIComponent(event.context.params?.id ?? '')
     const found = await getEvent(rt, id)
     if (!found) throw new HTTPError({ status: 404, message: `no webhook event with id "${id}"` })
     return { data: found }
-  })
+  }))
 
-  app.post('/admin/events/:id/replay', async (event) => {
-    requireAdmin(event, rt.config.adminToken)
+  app.post('/admin/events/:id/replay', adminRoute(rt, async (event) => {
     const id = decodeURIComponent(event.context.params?.id ?? '')
     try {
       return { data: await replayEvent(rt, id) }
@@ -48,5 +45,5 @@ export function registerEventAdminRoutes(app: H3, rt: Runtime): void {
       if (error instanceof EventBusyError) throw new HTTPError({ status: 409, message: error.message })
       throw error
     }
-  })
+  }))
 }

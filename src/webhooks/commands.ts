@@ -21,7 +21,7 @@ const eventsList = defineCommand({
     if (ctx.values.json) return ctx.json(events)
     ctx.table(
       events.map((e) => ({ ...e, error: e.last_error })),
-      ['event_id', 'event_type', 'status', 'attempts', 'duplicates', 'source', 'conversation_id', 'received_at', 'error'],
+      ['event_id', 'event_type', 'status', 'attempts', 'duplicates', 'source', 'customer_phone', 'conversation_id', 'received_at', 'error'],
     )
   },
 })
@@ -36,7 +36,7 @@ const eventsShow = defineCommand({
     if (!id) throw new CliError('give the event id: events show <id>')
     const rt = await ctx.runtime()
     const event = await getEvent(rt, id)
-    if (!event) throw new CliError(`no webhook event with id "${id}" (see: events list)`, 1)
+    if (!event) throw new CliError(`no webhook event with id "${id}" (see: events list)`)
     if (ctx.values.json) return ctx.json(event)
     const { body, headers, ...fields } = event
     for (const [key, value] of Object.entries(fields)) ctx.write(`${key.padEnd(16)} ${value ?? ''}\n`)
@@ -58,10 +58,10 @@ const eventsReplay = defineCommand({
     const rt = await ctx.runtime()
     // The running service processes it, so every hook it registered (cache invalidation, recipe
     // triggers) runs; this process has none of them.
-    if (!(await requeueEvent(rt, id))) throw new CliError(`no webhook event with id "${id}" (see: events list)`, 1)
-    const deadline = Date.now() + waitSeconds * 1000
+    if (!(await requeueEvent(rt, id))) throw new CliError(`no webhook event with id "${id}" (see: events list)`)
+    const deadline = rt.clock.now() + waitSeconds * 1000
     let event = await getEvent(rt, id)
-    while (event && event.status === 'pending' && Date.now() < deadline) {
+    while (event && event.status === 'pending' && rt.clock.now() < deadline) {
       await sleep(rt.clock, 200)
       event = await getEvent(rt, id)
     }
@@ -84,8 +84,8 @@ const reconcileCommand = defineCommand({
     const result = await reconcile(rt)
     if (ctx.values.json) return ctx.json(result)
     if (result.skipped) return void ctx.write('another replica is reconciling right now; nothing done\n')
+    for (const id of result.eventIds) ctx.write(`  queued ${id}\n`)
     ctx.write(`listed ${result.listed} conversation(s) in ${result.pages} page(s); fetched ${result.fetched}; queued ${result.synthesized} missed event(s)\n`)
-    for (const id of result.eventIds) ctx.write(`  ${id}\n`)
   },
 })
 

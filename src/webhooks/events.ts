@@ -1,5 +1,7 @@
+import { sql } from 'kysely'
 import type { Runtime } from '../runtime.ts'
 import { fromJson } from '../db/json.ts'
+import { normalizePhone } from '../campaigns/phones.ts'
 import type { EventRow } from './processing.ts'
 
 export const EVENT_STATUSES = ['pending', 'processed', 'failed', 'dead'] as const
@@ -17,6 +19,8 @@ export interface StoredEvent {
   conversation_id: string | null
   trace_id: string | null
   agent_id: number | null
+  /** The number called (`data.call.to_phone`, else the `customer_phone` call parameter), when the body has one. */
+  customer_phone: string | null
   received_at: string
   next_attempt_at: string | null
   processed_at: string | null
@@ -30,6 +34,19 @@ export interface StoredEventDetail extends StoredEvent {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
+/** The number an event is about. Read from the stored body: the row has no column for it. */
+function phoneOf(body: string): string | null {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(body)
+  } catch {
+    return null
+  }
+  const call = (parsed as { data?: { call?: { to_phone?: unknown; call_parameters?: { customer_phone?: unknown } } } } | null)?.data?.call
+  const phone = call?.to_phone ?? call?.call_parameters?.customer_phone
+  return typeof phone === 'string' && phone ? phone : null
+}
+
 export function toStoredEvent(row: EventRow): StoredEvent {
   return {
     event_id: row.event_id,
@@ -42,6 +59,7 @@ export function toStoredEvent(row: EventRow): StoredEvent {
     conversation_id: row.conversation_id,
     trace_id: row.trace_id,
     agent_id: row.agent_id,
+    customer_phone: phoneOf(row.body),
     received_at: iso(row.received_at)!,
     next_attempt_at: row.status === 'pending' || row.status === 'failed' ? iso(row.next_attempt_at) : null,
     processed_at: iso(row.processed_at),
@@ -51,20 +69,48 @@ export function toStoredEvent(row: EventRow): StoredEvent {
 
 export interface EventFilter {
   type?: string
-  status?: string
+  status?: string | string[]
   conversationId?: string
   source?: string
+  /** The call's trace id (what the provider calls the call id). */
+  traceId?: string
+  /** A phone number (any form; normalized): events of conversations with it, or of calls placed to it. */
+  phone?: string
+  /** Received at or after / before (epoch ms). */
+  since?: number
+  until?: number
+  /** Keyset pagination: events after this one in the listing order (newest first). */
+  after?: { receivedAt: number; eventId: string }
   limit?: number
   offset?: number
 }
 
-/** Stored events, newest first. */
+/** Stored events, newest first (ties by id); keyset pagination with `after` stays fast deep into millions. */
 export async function listEvents(rt: Runtime, filter: EventFilter = {}): Promise<StoredEvent[]> {
   let q = rt.store.db.selectFrom('webhook_events').selectAll()
   if (filter.type) q = q.where('event_type', '=', filter.type)
-  if (filter.status) q = q.where('status', '=', filter.status)
+  if (filter.status) q = Array.isArray(filter.status) ? q.where('status', 'in', filter.status) : q.where('status', '=', filter.status)
   if (filter.conversationId) q = q.where('conversation_id', '=', filter.conversationId)
   if (filter.source) q = q.where('source', '=', filter.source)
+  if (filter.traceId) q = q.where('trace_id', '=', filter.traceId)
+  if (filter.since !== undefined) q = q.where('received_at', '>=', filter.since)
+  if (filter.until !== undefined) q = q.where('received_at', '<', filter.until)
+  if (filter.phone) {
+    const normalized = normalizePhone(filter.phone, { defaultCountry: rt.config.defaultCountry })
+    const phone = normalized.ok ? normalized.e164 : filter.phone
+    // Events carry no phone column: go through the read model and the calls ledger (both indexed by phone).
+    q = q.where((eb) =>
+      eb.or([
+        eb('conversation_id', 'in', eb.selectFrom('conversations').select('conversation_id').where('contact_number', '=', phone)),
+        eb('trace_id', 'in', eb.selectFrom('calls').select('trace_id').where('customer_phone', '=', phone).where('trace_id', 'is not', null)),
+      ]),
+    )
+  }
+  if (filter.after) {
+    const { receivedAt, eventId } = filter.after
+    // `received_at <= r` first, so the time index bounds the scan; the OR only settles ties.
+    q = q.where('received_at', '<=', receivedAt).where((eb) => eb.or([eb('received_at', '<', receivedAt), eb('event_id', '>', eventId)]))
+  }
   const rows = await q
     .orderBy('received_at', 'desc')
     .orderBy('event_id')
@@ -72,6 +118,38 @@ export async function listEvents(rt: Runtime, filter: EventFilter = {}): Promise
     .offset(Math.max(filter.offset ?? 0, 0))
     .execute()
   return rows.map(toStoredEvent)
+}
+
+export interface EventHourCount {
+  /** Start of the hour (epoch ms). */
+  hour: number
+  event_type: string
+  status: string
+  count: number
+}
+
+/** Events received in [fromMs, toMs) counted per hour, type and status (the dashboard's 24 h chart). */
+export async function countEventsByHour(rt: Runtime, fromMs: number, toMs: number): Promise<EventHourCount[]> {
+  const hour = sql<number>`(received_at / 3600000)`
+  const rows = await rt.store.db
+    .selectFrom('webhook_events')
+    .select((eb) => [hour.as('h'), 'event_type', 'status', eb.fn.countAll<number>().as('n')])
+    .where('received_at', '>=', fromMs)
+    .where('received_at', '<', toMs)
+    .groupBy([hour, 'event_type', 'status'])
+    .execute()
+  return rows.map((r) => ({ hour: Math.floor(Number(r.h)) * 3_600_000, event_type: r.event_type, status: r.status, count: Number(r.n) }))
+}
+
+/** Events received in [fromMs, toMs) (ingest rate). */
+export async function countReceived(rt: Runtime, fromMs: number, toMs: number): Promise<number> {
+  const row = await rt.store.db
+    .selectFrom('webhook_events')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('received_at', '>=', fromMs)
+    .where('received_at', '<', toMs)
+    .executeTakeFirst()
+  return Number(row?.n ?? 0)
 }
 
 /** One stored event with its body and audit headers, or undefined. */

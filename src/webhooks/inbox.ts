@@ -2,6 +2,7 @@ import type { Insertable, Transaction } from 'kysely'
 import type { Database, WebhookEventsTable } from '../db/schema.ts'
 import type { Store } from '../db/connect.ts'
 import { startSqliteWriter, type CompiledStatement, type SqliteWriter } from './sqlite-writer.ts'
+import { classifyStorageError } from './storage-errors.ts'
 
 export type InboxRow = Insertable<WebhookEventsTable>
 
@@ -27,9 +28,21 @@ export interface CommitResult {
   duplicate: boolean
 }
 
-/** Storage could not commit; the receiver answers 503 + Retry-After. */
+/** Storage could not commit; the receiver answers 503 + Retry-After. `full`: out of disk space. */
 export class StorageUnavailableError extends Error {
   override readonly name = 'StorageUnavailableError'
+  constructor(
+    message: string,
+    readonly reason: 'unavailable' | 'full' = 'unavailable',
+    options?: ErrorOptions,
+  ) {
+    super(message, options)
+  }
+}
+
+/** The database refused this one event (alone, in its own transaction): bad input, answered 400. */
+export class EventRefusedError extends Error {
+  override readonly name = 'EventRefusedError'
 }
 
 /**
@@ -49,6 +62,11 @@ export interface Inbox {
   flush(): Promise<void>
   /** Flushes, then stops the writer thread (SQLite). */
   close(): Promise<void>
+  /**
+   * Runs a PRAGMA on every connection the inbox writes with (the writer thread's and the store's own,
+   * SQLite only): per-connection settings such as `max_page_count` (a cap on the database's size).
+   */
+  sqlitePragma(statement: string): Promise<void>
 }
 
 interface RejectionRow {
@@ -135,29 +153,68 @@ export function createInbox(store: Store): Inbox {
     return new Set(inserted)
   }
 
+  const write = (batch: Waiter[], stats: Map<string, RejectionRow>) => (writer ? writeWithThread(writer, batch, stats) : writeWithTransaction(batch, stats))
+
+  /** Settles each waiter of a committed batch: the first copy of a stored id is new, the rest duplicates. */
+  function settle(batch: Waiter[], stored: Set<string>): boolean {
+    const seen = new Set<string>()
+    let storedAny = false
+    for (const w of batch) {
+      const first = !seen.has(w.row.event_id)
+      seen.add(w.row.event_id)
+      const isNew = first && stored.has(w.row.event_id)
+      if (isNew) storedAny = true
+      w.resolve({ duplicate: !isNew })
+    }
+    return storedAny
+  }
+
+  const unavailable = (error: unknown): StorageUnavailableError => {
+    const reason = classifyStorageError(error) === 'full' ? 'full' : 'unavailable'
+    const what = reason === 'full' ? 'storage is full' : 'storage could not commit'
+    return new StorageUnavailableError(`${what}: ${(error as Error).message}`, reason, { cause: error })
+  }
+
+  /**
+   * A batch the database refused for its rows (not for being down): one bad event must not fail the
+   * others, so each is committed alone. The refused ones get EventRefusedError (400); if the database
+   * goes away meanwhile, the rest get 503 as usual. Rejection counters are statistics: tried once more.
+   */
+  async function commitOneByOne(batch: Waiter[], stats: Map<string, RejectionRow>): Promise<boolean> {
+    let storedAny = false
+    const byId = new Map<string, Waiter[]>()
+    for (const w of batch) byId.set(w.row.event_id, [...(byId.get(w.row.event_id) ?? []), w])
+    for (const copies of byId.values()) {
+      try {
+        if (settle(copies, await write(copies, new Map()))) storedAny = true
+      } catch (error) {
+        const failure =
+          classifyStorageError(error) === 'refused'
+            ? new EventRefusedError(`the database refused this event: ${(error as Error).message}`, { cause: error })
+            : unavailable(error)
+        for (const w of copies) w.reject(failure)
+      }
+    }
+    if (stats.size > 0) await write([], stats).catch(() => {})
+    return storedAny
+  }
+
   async function drain(): Promise<void> {
     while (queue.length > 0 || rejections.size > 0) {
       const batch = queue.slice(0, MAX_BATCH)
       queue = queue.slice(batch.length)
       const stats = rejections
       rejections = new Map()
-      let stored: Set<string>
+      let storedAny: boolean
       try {
-        stored = writer ? await writeWithThread(writer, batch, stats) : await writeWithTransaction(batch, stats)
+        storedAny = settle(batch, await write(batch, stats))
       } catch (error) {
-        const failure = new StorageUnavailableError(`storage could not commit: ${(error as Error).message}`, { cause: error })
-        for (const w of batch) w.reject(failure)
-        continue
-      }
-      // Within a batch the first copy of an id is the stored one; later copies are duplicates.
-      const seen = new Set<string>()
-      let storedAny = false
-      for (const w of batch) {
-        const first = !seen.has(w.row.event_id)
-        seen.add(w.row.event_id)
-        const isNew = first && stored.has(w.row.event_id)
-        if (isNew) storedAny = true
-        w.resolve({ duplicate: !isNew })
+        if (classifyStorageError(error) === 'refused' && batch.length > 0) storedAny = await commitOneByOne(batch, stats)
+        else {
+          const failure = unavailable(error)
+          for (const w of batch) w.reject(failure)
+          continue
+        }
       }
       if (storedAny) for (const fn of listeners) fn()
     }
@@ -206,6 +263,10 @@ export function createInbox(store: Store): Inbox {
     async close() {
       await flush()
       await writer?.close()
+    },
+    async sqlitePragma(statement) {
+      store.sqlite?.pragma(statement)
+      await writer?.pragma(statement)
     },
   }
 }

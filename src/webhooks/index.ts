@@ -16,7 +16,7 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
 }
 
 export { startWebhookWorkers } from './background.ts'
-export { createEventHooks, type EventHook, type EventHooks, type ProcessedEvent } from './hooks.ts'
+export { createEventHooks, isProviderEvent, type EventConsumer, type EventHook, type EventHooks, type PipelineEvent, type ProcessedEvent, type TargetEvent } from './hooks.ts'
 export { replayEvent, requeueEvent, drainDue, type ProcessOutcome, EventNotFoundError, EventBusyError } from './processing.ts'
 export { reconcile, synthesizeEvent, type ReconcileOptions, type ReconcileResult } from './reconcile.ts'
 export { purgeOldEvents, type PurgeResult } from './retention.ts'

@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from 'prom-client'
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 
 /** The receiver's Prometheus metrics, registered once per registry (apps and workers share them). */
 export interface WebhookMetrics {
@@ -11,6 +11,10 @@ export interface WebhookMetrics {
   dead: Counter<'source'>
   reconciled: Counter
   ingestSeconds: Histogram<'outcome'>
+  /** 1 while commits fail for lack of space (SQLITE_FULL / disk_full); back to 0 at the next commit. */
+  storageFull: Gauge
+  /** From receipt to processed. */
+  lagSeconds: Histogram<'source'>
 }
 
 const cache = new WeakMap<Registry, WebhookMetrics>()
@@ -33,6 +37,18 @@ export function webhookMetrics(registry: Registry): WebhookMetrics {
       help: 'Time from request to answer at the receiver',
       labelNames: ['outcome'],
       buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    }),
+    storageFull: new Gauge({
+      name: 'switchboard_storage_full',
+      help: '1 while the database refuses writes for lack of space (webhooks are answered 503 meanwhile)',
+      registers,
+    }),
+    lagSeconds: new Histogram({
+      name: 'switchboard_processing_lag_seconds',
+      help: 'Time from an event being stored to it being processed (read model and every consumer)',
+      labelNames: ['source'],
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
       registers,
     }),
   }

@@ -2,9 +2,13 @@ import type { Selectable } from 'kysely'
 import type { Runtime } from '../runtime.ts'
 import type { WebhookEventsTable } from '../db/schema.ts'
 import { webhookEventSchema } from '../upstream/schemas.ts'
-import type { ProcessedEvent } from './hooks.ts'
+import { isProviderEvent, type PipelineEvent } from './hooks.ts'
 import { webhookMetrics } from './metrics.ts'
-import { applyEventInTransaction } from './read-model.ts'
+import { backoffMs } from '../utils/backoff.ts'
+
+export { backoffMs }
+import { applyReadModelBatch } from './read-model.ts'
+import { enqueueDeliveries } from '../destinations/outbox.ts'
 
 export type EventRow = Selectable<WebhookEventsTable>
 
@@ -13,8 +17,6 @@ export type EventRow = Selectable<WebhookEventsTable>
  * lapse quickly; a worker renews the rest of its batch when hooks run long (`renewClaims`).
  */
 export const CLAIM_MS = 10_000
-const BACKOFF_BASE_MS = 2_000
-const BACKOFF_MAX_MS = 15 * 60_000
 
 export interface ProcessOutcome {
   eventId: string
@@ -24,21 +26,27 @@ export interface ProcessOutcome {
   nextAttemptAt?: number
 }
 
-/** Delay before attempt `attempts + 1`: exponential, capped, with jitter so replicas do not align. */
-export function backoffMs(attempts: number, random: () => number): number {
-  const base = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, attempts - 1))
-  return Math.round(base * (0.75 + random() * 0.5))
-}
 
 /** A payload that can never be processed: it is dead at once (retrying cannot help). */
 class UnprocessableError extends Error {}
 
-function parseRow(row: EventRow): ProcessedEvent {
+/** Events of targets whose scheme is the provider's (the default `formant` target, or a named one) are provider events. */
+export function isProviderTarget(rt: Runtime, target: string): boolean {
+  const configured = rt.config.webhook.targets[target]
+  return configured ? configured.scheme === 'formant' : target === DEFAULT_PROVIDER_TARGET
+}
+const DEFAULT_PROVIDER_TARGET = 'formant'
+
+/** A stored row as the pipeline sees it: a zod-typed provider event, or a named target's JSON body. */
+export function parseRow(rt: Runtime, row: EventRow): PipelineEvent {
   let json: unknown
   try {
     json = JSON.parse(row.body)
   } catch {
     throw new UnprocessableError('stored body is not JSON')
+  }
+  if (row.source !== 'reconcile' && !isProviderTarget(rt, row.target)) {
+    return { kind: 'target', eventId: row.event_id, eventType: row.event_type, target: row.target, source: 'webhook', receivedAt: row.received_at, body: json }
   }
   const parsed = webhookEventSchema.safeParse(json)
   if (!parsed.success) {
@@ -55,41 +63,22 @@ function parseRow(row: EventRow): ProcessedEvent {
   }
 }
 
-async function runHooks(rt: Runtime, processed: ProcessedEvent): Promise<void> {
-  for (const { name, hook } of rt.hooks.list()) {
-    try {
-      await hook(processed)
-    } catch (error) {
-      throw new Error(`hook "${name}" failed: ${(error as Error)?.message ?? String(error)}`, { cause: error })
-    }
-  }
-}
-
 /**
- * Applies the read-model updates of several events in one transaction — one commit (one fsync on
- * SQLite) per batch instead of one per event — in conversation order, so replicas locking rows on
- * Postgres always lock in the same order. If the batch fails, each event is retried on its own so one
- * bad event cannot hold back the others. Returns the error of each event that failed.
+ * The pipeline after the read model: every registered consumer, in order, with the events no earlier step
+ * failed. A consumer that throws fails the batch it was given.
  */
-async function applyReadModel(rt: Runtime, items: ProcessedEvent[]): Promise<Map<string, Error>> {
-  const errors = new Map<string, Error>()
-  if (items.length === 0) return errors
-  const ordered = [...items].sort((a, b) => (a.event.data.call.conversation_id < b.event.data.call.conversation_id ? -1 : 1))
-  const now = rt.clock.now()
-  try {
-    await rt.store.db.transaction().execute(async (trx) => {
-      for (const p of ordered) await applyEventInTransaction(trx, rt.store.dialect, p.event, p.source, p.receivedAt, now)
-    })
-    return errors
-  } catch {
-    for (const p of ordered) {
-      try {
-        await rt.store.db.transaction().execute((trx) => applyEventInTransaction(trx, rt.store.dialect, p.event, p.source, p.receivedAt, now))
-      } catch (error) {
-        errors.set(p.eventId, error as Error)
-      }
+async function runConsumers(rt: Runtime, batch: PipelineEvent[], failures: Map<string, Error>, keepClaimed: () => Promise<void>): Promise<void> {
+  for (const { name, consume } of rt.hooks.list()) {
+    const alive = batch.filter((e) => !failures.has(e.eventId))
+    if (alive.length === 0) return
+    await keepClaimed()
+    try {
+      const failed = await consume(alive)
+      if (failed) for (const [id, error] of failed) failures.set(id, error)
+    } catch (error) {
+      const wrapped = new Error(`consumer "${name}" failed: ${(error as Error)?.message ?? String(error)}`, { cause: error })
+      for (const e of alive) failures.set(e.eventId, wrapped)
     }
-    return errors
   }
 }
 
@@ -101,30 +90,23 @@ async function applyReadModel(rt: Runtime, items: ProcessedEvent[]): Promise<Map
 export async function processClaimedBatch(rt: Runtime, rows: EventRow[], claimedBy: string, options: { force?: boolean } = {}): Promise<ProcessOutcome[]> {
   const metrics = webhookMetrics(rt.metrics)
   const failures = new Map<string, Error>()
-  const parsed = new Map<string, ProcessedEvent>()
+  const parsed: PipelineEvent[] = []
   for (const row of rows) {
     try {
-      parsed.set(row.event_id, parseRow(row))
+      parsed.push(parseRow(rt, row))
     } catch (error) {
       failures.set(row.event_id, error as Error)
     }
   }
-  for (const [id, error] of await applyReadModel(rt, [...parsed.values()])) failures.set(id, error)
+  for (const [id, error] of await applyReadModelBatch(rt, parsed.filter(isProviderEvent))) failures.set(id, error)
   let renewedAt = rt.clock.now()
-  for (const [i, row] of rows.entries()) {
-    const p = parsed.get(row.event_id)
-    if (!p || failures.has(row.event_id)) continue
-    if (rt.clock.now() - renewedAt > CLAIM_MS / 3) {
-      // Slow hooks: keep the rest of the batch claimed.
-      renewedAt = rt.clock.now()
-      await renewClaims(rt, claimedBy, rows.slice(i).map((r) => r.event_id)).catch(() => {})
-    }
-    try {
-      await runHooks(rt, p)
-    } catch (error) {
-      failures.set(row.event_id, error as Error)
-    }
+  const keepClaimed = async () => {
+    if (rt.clock.now() - renewedAt <= CLAIM_MS / 3) return
+    // Slow consumers: keep the batch claimed.
+    renewedAt = rt.clock.now()
+    await renewClaims(rt, claimedBy, rows.map((r) => r.event_id)).catch(() => {})
   }
+  await runConsumers(rt, parsed, failures, keepClaimed)
 
   const now = rt.clock.now()
   const outcomes: ProcessOutcome[] = rows.map((row) => {
@@ -133,6 +115,7 @@ export async function processClaimedBatch(rt: Runtime, rows: EventRow[], claimed
     const error = failures.get(row.event_id)
     if (!error) {
       metrics.processed.inc({ source: row.source })
+      metrics.lagSeconds.observe({ source: row.source }, Math.max(0, rt.clock.now() - row.received_at) / 1000)
       log.debug({ attempts }, 'webhook event processed')
       return { eventId: row.event_id, status: 'processed', attempts }
     }
@@ -166,6 +149,8 @@ export async function processClaimedBatch(rt: Runtime, rows: EventRow[], claimed
         .where('claimed_by', '=', claimedBy)
         .execute()
     }
+    // Forwarding: the deliveries processed events owe, committed with their outcome (src/destinations).
+    await enqueueDeliveries(trx, rt, rows.filter((r) => !failures.has(r.event_id)))
   })
   return outcomes
 }

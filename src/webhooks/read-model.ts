@@ -2,6 +2,7 @@ import type { Selectable, Transaction } from 'kysely'
 import type { Runtime } from '../runtime.ts'
 import type { ConversationsTable, Database } from '../db/schema.ts'
 import { fromJson, toJson } from '../db/json.ts'
+import type { ProcessedEvent } from './hooks.ts'
 import {
   isTerminalStatus,
   parseWebhookTranscript,
@@ -157,6 +158,34 @@ export async function applyEventInTransaction(
   const { conversation_id: _id, ...changes } = merged
   await trx.updateTable('conversations').set(changes).where('conversation_id', '=', incoming.conversation_id).execute()
   return merged
+}
+
+/**
+ * The read model's step of the pipeline: the provider events of a batch in one transaction — one commit
+ * (one fsync on SQLite) per batch — in conversation order, so replicas locking rows on Postgres always
+ * lock in the same order. If the batch fails, each event is retried on its own so one bad event cannot
+ * hold back the others. Named targets' events never reach it. Returns the error of each event that failed.
+ */
+export async function applyReadModelBatch(rt: Runtime, items: ProcessedEvent[]): Promise<Map<string, Error>> {
+  const errors = new Map<string, Error>()
+  if (items.length === 0) return errors
+  const ordered = [...items].sort((a, b) => (a.event.data.call.conversation_id < b.event.data.call.conversation_id ? -1 : 1))
+  const now = rt.clock.now()
+  try {
+    await rt.store.db.transaction().execute(async (trx) => {
+      for (const p of ordered) await applyEventInTransaction(trx, rt.store.dialect, p.event, p.source, p.receivedAt, now)
+    })
+    return errors
+  } catch {
+    for (const p of ordered) {
+      try {
+        await rt.store.db.transaction().execute((trx) => applyEventInTransaction(trx, rt.store.dialect, p.event, p.source, p.receivedAt, now))
+      } catch (error) {
+        errors.set(p.eventId, error as Error)
+      }
+    }
+    return errors
+  }
 }
 
 /** Applies one event to the conversations read model, in its own transaction. */

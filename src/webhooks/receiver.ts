@@ -1,10 +1,11 @@
 import { HTTPResponse, type H3, type H3Event } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import type { WebhookTargetConfig } from '../config/schema.ts'
-import { StorageUnavailableError, pendingRow } from './inbox.ts'
+import { EventRefusedError, StorageUnavailableError, pendingRow } from './inbox.ts'
 import { webhookMetrics } from './metrics.ts'
 import { webhookState } from './state.ts'
 import { verifyRequest, type SignedRequest } from './verify.ts'
+import { MAX_CONVERSATION_ID_LENGTH, MAX_EVENT_ID_LENGTH, MAX_EVENT_TYPE_LENGTH, MAX_TRACE_ID_LENGTH, checkId, containsNul, type IdCheck } from './storable.ts'
 
 export const DEFAULT_TARGET = 'formant'
 /** Headers kept with each event for audit. Signatures are never stored. */
@@ -12,8 +13,26 @@ const AUDIT_HEADERS = [
   'content-type', 'content-length', 'user-agent', 'x-formantai-event-id', 'x-formantai-event-type', 'x-formantai-timestamp',
   'webhook-id', 'webhook-timestamp', 'x-request-id', 'x-forwarded-for',
 ]
-const MAX_ID_LENGTH = 255
 const RETRY_AFTER_SECONDS = 5
+/**
+ * The longest a delivery waits for its commit. The provider gives up after 10 s and counts that as a
+ * failure; answering 503 first tells it to retry. A commit that still lands after the deadline makes the
+ * retry a duplicate (204), never a loss.
+ */
+export const COMMIT_DEADLINE_MS = 5_000
+
+class CommitDeadlineError extends Error {
+  override readonly name = 'CommitDeadlineError'
+}
+
+/** Settles with the commit, or rejects once the deadline passes on the runtime's clock. */
+function withDeadline<T>(rt: Runtime, work: Promise<T>): Promise<T> {
+  let cancel: (() => void) | undefined
+  const deadline = new Promise<never>((_, reject) => {
+    cancel = rt.clock.setTimeout(() => reject(new CommitDeadlineError(`no commit within ${COMMIT_DEADLINE_MS} ms`)), COMMIT_DEADLINE_MS)
+  })
+  return Promise.race([work, deadline]).finally(() => cancel?.())
+}
 
 /** The target a path names: `formant` is the provider's default unless configured explicitly. */
 export function resolveTarget(rt: Runtime, name: string): WebhookTargetConfig | undefined {
@@ -89,10 +108,13 @@ async function readBodyLimited(event: H3Event, max: number): Promise<BodyResult>
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 
-function idFrom(value: unknown): string | undefined {
-  if (typeof value === 'string' && value.trim() !== '' && value.length <= MAX_ID_LENGTH) return value
-  if (typeof value === 'number' && Number.isFinite(value)) return String(value)
-  return undefined
+/** The first of the candidates that is present (not blank); its check decides (a too-long id is refused, not skipped). */
+function firstId(max: number, ...candidates: unknown[]): IdCheck {
+  for (const c of candidates) {
+    const check = checkId(c, max)
+    if (check.ok || check.problem === 'too_long') return check
+  }
+  return { ok: false, problem: 'missing' }
 }
 
 function record(value: unknown): Record<string, unknown> | undefined {
@@ -142,16 +164,36 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
     parsed = undefined
   }
   if (!parsed) return reject(400, 'invalid_json', 'invalid_request', 'body must be a JSON object')
-  const eventId =
-    idFrom(parsed.event_id) ?? idFrom(headers.get('x-formantai-event-id')) ?? (target.scheme === 'standard' ? idFrom(headers.get('webhook-id')) : undefined)
-  const eventType =
-    idFrom(parsed.event_type) ?? idFrom(headers.get('x-formantai-event-type')) ?? (target.scheme === 'standard' ? idFrom(parsed.type) : undefined)
-  if (!eventId) return reject(400, 'missing_event_id', 'invalid_request', 'event id missing: send event_id in the body or an X-FormantAI-Event-Id header')
-  if (!eventType) return reject(400, 'missing_event_type', 'invalid_request', 'event type missing: send event_type in the body or an X-FormantAI-Event-Type header')
+  if (containsNul(text, parsed)) {
+    return reject(400, 'unstorable', 'invalid_request', 'body contains U+0000 (a NUL character), which cannot be stored; remove it')
+  }
+  const idCheck = firstId(
+    MAX_EVENT_ID_LENGTH,
+    parsed.event_id,
+    headers.get('x-formantai-event-id'),
+    target.scheme === 'standard' ? headers.get('webhook-id') : undefined,
+  )
+  if (!idCheck.ok && idCheck.problem === 'too_long') {
+    return reject(400, 'event_id_too_long', 'invalid_request', `event id is longer than ${MAX_EVENT_ID_LENGTH} characters`)
+  }
+  if (!idCheck.ok) return reject(400, 'missing_event_id', 'invalid_request', 'event id missing: send event_id in the body or an X-FormantAI-Event-Id header')
+  const typeCheck = firstId(MAX_EVENT_TYPE_LENGTH, parsed.event_type, headers.get('x-formantai-event-type'), target.scheme === 'standard' ? parsed.type : undefined)
+  if (!typeCheck.ok && typeCheck.problem === 'too_long') {
+    return reject(400, 'event_type_too_long', 'invalid_request', `event type is longer than ${MAX_EVENT_TYPE_LENGTH} characters`)
+  }
+  if (!typeCheck.ok) return reject(400, 'missing_event_type', 'invalid_request', 'event type missing: send event_type in the body or an X-FormantAI-Event-Type header')
+  const eventId = idCheck.value
+  const eventType = typeCheck.value
 
   const call = record(record(parsed.data)?.call)
   const conversationId = typeof call?.conversation_id === 'string' ? call.conversation_id : null
   const traceId = typeof call?.trace_id === 'string' ? call.trace_id : null
+  if (conversationId !== null && conversationId.length > MAX_CONVERSATION_ID_LENGTH) {
+    return reject(400, 'conversation_id_too_long', 'invalid_request', `data.call.conversation_id is longer than ${MAX_CONVERSATION_ID_LENGTH} characters`)
+  }
+  if (traceId !== null && traceId.length > MAX_TRACE_ID_LENGTH) {
+    return reject(400, 'trace_id_too_long', 'invalid_request', `data.call.trace_id is longer than ${MAX_TRACE_ID_LENGTH} characters`)
+  }
   const agentId = typeof call?.agent_id === 'number' && Number.isSafeInteger(call.agent_id) ? call.agent_id : null
   const audit: Record<string, string> = {}
   for (const name of AUDIT_HEADERS) {
@@ -161,7 +203,7 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   const now = rt.clock.now()
   let duplicate: boolean
   try {
-    ;({ duplicate } = await inbox.commit(
+    ;({ duplicate } = await withDeadline(rt, inbox.commit(
       pendingRow(
         {
           event_id: eventId,
@@ -176,14 +218,20 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
         },
         now,
       ),
-    ))
+    )))
   } catch (error) {
-    const message = error instanceof StorageUnavailableError ? error.message : `storage error: ${(error as Error).message}`
-    metrics.rejected.inc({ target: label, reason: 'storage_unavailable' })
-    rt.log.error({ event_id: eventId, conversation_id: conversationId, trace_id: traceId, err: message }, 'webhook not stored; answered 503')
+    if (error instanceof EventRefusedError) return reject(400, 'unstorable', 'invalid_request', error.message)
+    const full = error instanceof StorageUnavailableError && error.reason === 'full'
+    const message = error instanceof StorageUnavailableError || error instanceof CommitDeadlineError ? error.message : `storage error: ${(error as Error).message}`
+    metrics.rejected.inc({ target: label, reason: full ? 'storage_full' : 'storage_unavailable' })
+    if (full) {
+      metrics.storageFull.set(1)
+      rt.log.error({ event_id: eventId, err: message }, 'storage is full: free disk space (or raise the database size cap); webhooks are answered 503 until then')
+    } else rt.log.error({ event_id: eventId, conversation_id: conversationId, trace_id: traceId, err: message }, 'webhook not stored; answered 503')
     observe('unavailable')
-    return errorResponse(503, 'unavailable', 'storage is unavailable; retry later', { 'retry-after': String(RETRY_AFTER_SECONDS) })
+    return errorResponse(503, 'unavailable', full ? 'storage is full; retry later' : 'storage is unavailable; retry later', { 'retry-after': String(RETRY_AFTER_SECONDS) })
   }
+  metrics.storageFull.set(0)
   const log = { event_id: eventId, event_type: eventType, conversation_id: conversationId, trace_id: traceId, target: targetName }
   if (duplicate) {
     metrics.duplicates.inc({ target: label })

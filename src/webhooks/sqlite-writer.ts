@@ -32,6 +32,11 @@ export interface WriterBatch {
 export interface SqliteWriter {
   /** Runs one batch in one transaction; resolves with the ids actually inserted, after the commit. */
   write(batch: WriterBatch): Promise<string[]>
+  /**
+   * Runs a PRAGMA on the writer's own connection (per-connection settings such as `max_page_count`,
+   * which caps the database's size and makes SQLite fail writes with SQLITE_FULL, as a full disk does).
+   */
+  pragma(statement: string): Promise<unknown>
   close(): Promise<void>
 }
 
@@ -67,10 +72,15 @@ const run = db.transaction((batch) => {
 })
 parentPort.on('message', (msg) => {
   if (msg.close) { db.close(); parentPort.postMessage({ closed: true }); return }
+  if (msg.pragma) {
+    try { parentPort.postMessage({ id: msg.id, ok: true, result: db.pragma(msg.pragma) }) }
+    catch (error) { parentPort.postMessage({ id: msg.id, ok: false, message: String(error && error.message || error), code: error && error.code }) }
+    return
+  }
   try {
     parentPort.postMessage({ id: msg.id, ok: true, inserted: run.immediate(msg.batch) })
   } catch (error) {
-    parentPort.postMessage({ id: msg.id, ok: false, message: String(error && error.message || error) })
+    parentPort.postMessage({ id: msg.id, ok: false, message: String(error && error.message || error), code: error && typeof error.code === 'string' ? error.code : undefined })
   }
 })
 `
@@ -80,14 +90,27 @@ interface Reply {
   ok?: boolean
   inserted?: string[]
   message?: string
+  code?: string
+  result?: unknown
   closed?: boolean
+}
+
+/** A failed write, with the SQLite result code (SQLITE_FULL, SQLITE_BUSY, …) for the caller to sort. */
+export class SqliteWriteError extends Error {
+  override readonly name = 'SqliteWriteError'
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+  ) {
+    super(message)
+  }
 }
 
 export function startSqliteWriter(file: string): SqliteWriter {
   const driver = createRequire(import.meta.url).resolve('better-sqlite3')
   let worker: Worker | undefined
   let seq = 0
-  const waiting = new Map<number, { resolve(ids: string[]): void; reject(error: Error): void }>()
+  const waiting = new Map<number, { resolve(reply: Reply): void; reject(error: Error): void }>()
 
   const failAll = (error: Error) => {
     for (const w of waiting.values()) w.reject(error)
@@ -104,8 +127,8 @@ export function startSqliteWriter(file: string): SqliteWriter {
       const entry = waiting.get(reply.id)
       waiting.delete(reply.id)
       if (!entry) return
-      if (reply.ok) entry.resolve(reply.inserted ?? [])
-      else entry.reject(new Error(reply.message ?? 'write failed'))
+      if (reply.ok) entry.resolve(reply)
+      else entry.reject(new SqliteWriteError(reply.message ?? 'write failed', reply.code))
     })
     w.on('error', (error) => failAll(error))
     w.on('exit', (code) => {
@@ -115,18 +138,24 @@ export function startSqliteWriter(file: string): SqliteWriter {
     return w
   }
 
+  const send = (message: Record<string, unknown>): Promise<Reply> =>
+    new Promise<Reply>((resolve, reject) => {
+      const id = ++seq
+      waiting.set(id, { resolve, reject })
+      try {
+        ensure().postMessage({ id, ...message })
+      } catch (error) {
+        waiting.delete(id)
+        reject(error as Error)
+      }
+    })
+
   return {
-    write(batch) {
-      return new Promise<string[]>((resolve, reject) => {
-        const id = ++seq
-        waiting.set(id, { resolve, reject })
-        try {
-          ensure().postMessage({ id, batch })
-        } catch (error) {
-          waiting.delete(id)
-          reject(error as Error)
-        }
-      })
+    async write(batch) {
+      return (await send({ batch })).inserted ?? []
+    },
+    async pragma(statement) {
+      return (await send({ pragma: statement })).result
     },
     async close() {
       const w = worker

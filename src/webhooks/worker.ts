@@ -3,7 +3,8 @@ import { claimDue, processClaimedBatch } from './processing.ts'
 
 /** The periodic sweep picks up retries that fell due and events requeued by another process. */
 export const SWEEP_MS = 1_000
-const BATCH = 25
+// Large enough that a burst is a few read-model commits and recipe batches, not thousands.
+const BATCH = 200
 
 export interface Worker {
   /** Processes due events now (called right after a commit). */

@@ -8,6 +8,7 @@
  *
  * Budgets: ingest ≥ 0.6 × bare throughput; p99 ≤ 20 ms at 1,000 events/s.
  */
+import { createBareWebhookApp } from './bare-webhook-app.ts'
 import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import http from 'node:http'
@@ -16,6 +17,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const SECRET = 'whsec_bench_secret'
+const BENCH_ADMIN_TOKEN = 'bench-admin-token-0123456789'
 const CONCURRENCY = 128
 const THROUGHPUT_MS = 3_000
 const RATE = 1_000
@@ -30,23 +32,12 @@ async function serveBoth(dataDir: string): Promise<void> {
   const { registerWebhookRoutes } = await import('../../src/webhooks/index.ts')
   // DATABASE_URL=postgres://… measures the same path on Postgres (README → Running on Postgres).
   const database = process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}
-  const config = loadConfig({ env: { DATA_DIR: dataDir, WEBHOOK_SECRET: SECRET, LOG_LEVEL: 'silent', PORT: '0', ...database } })
+  const config = loadConfig({ env: { DATA_DIR: dataDir, WEBHOOK_SECRET: SECRET, LOG_LEVEL: 'silent', PORT: '0', ADMIN_TOKEN: BENCH_ADMIN_TOKEN, ...database } })
   const rt = await createRuntime(config, { log: createSilentLogger() })
   const sync = rt.store.sqlite?.pragma('synchronous', { simple: true })
   const app = new H3()
   registerWebhookRoutes(app, rt)
-  const bare = new H3()
-  // The strictest baseline: read the body straight off the Node stream (faster than srvx's
-  // req.arrayBuffer()), then answer.
-  bare.post('/webhooks/formant', async (event) => {
-    const node = event.runtime?.node?.req
-    if (node) {
-      const chunks: Buffer[] = []
-      for await (const chunk of node) chunks.push(chunk as Buffer)
-      Buffer.concat(chunks)
-    } else await event.req.arrayBuffer()
-    return new Response(null, { status: 204 })
-  })
+  const bare = createBareWebhookApp()
   const a = serve(app, { port: 0, hostname: '127.0.0.1', silent: true, gracefulShutdown: false })
   const b = serve(bare, { port: 0, hostname: '127.0.0.1', silent: true, gracefulShutdown: false })
   await Promise.all([a.ready(), b.ready()])
@@ -233,7 +224,7 @@ async function main(): Promise<void> {
     const storm = await Promise.all(Array.from({ length: 10 }, () => send(info.receiver, '/webhooks/formant', one.body, one.headers)))
     const id = one.headers['x-formantai-event-id']!
     const stored = await new Promise<{ duplicates: number } | undefined>((resolve, reject) => {
-      http.get({ host: '127.0.0.1', port: info.receiver, path: `/admin/events/${encodeURIComponent(id)}`, agent }, (res) => {
+      http.get({ host: '127.0.0.1', port: info.receiver, path: `/admin/events/${encodeURIComponent(id)}`, agent, headers: { authorization: `Bearer ${BENCH_ADMIN_TOKEN}` } }, (res) => {
         let text = ''
         res.on('data', (c: Buffer) => (text += c.toString()))
         res.on('end', () => resolve(res.statusCode === 200 ? (JSON.parse(text) as { data: { duplicates: number } }).data : undefined))

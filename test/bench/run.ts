@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- name…]`: runs each test/bench/*.bench.ts in its own process, one after another
+ * `npm run bench [-- name…]` (e.g. `-- pipeline` for the whole service under a burst): runs each test/bench/*.bench.ts in its own process, one after another
  * (two cores: running them together would measure contention). Each prints its own figures as ratios
  * against a baseline it measures in the same run.
  */
@@ -10,9 +10,11 @@ import { fileURLToPath } from 'node:url'
 
 const dir = dirname(fileURLToPath(import.meta.url))
 const wanted = process.argv.slice(2)
+/** Long runs that only start when named (`npm run bench -- soak`). */
+const ON_REQUEST = new Set(['soak.bench.ts'])
 const benches = readdirSync(dir)
   .filter((f) => f.endsWith('.bench.ts'))
-  .filter((f) => wanted.length === 0 || wanted.some((w) => f.startsWith(w)))
+  .filter((f) => (wanted.length === 0 ? !ON_REQUEST.has(f) : wanted.some((w) => f.startsWith(w))))
   .sort()
 
 if (benches.length === 0) {

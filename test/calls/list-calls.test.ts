@@ -83,6 +83,7 @@ describeEachDialect('calls list', (dialect) => {
         status: 'scheduled',
         error: null,
         created_at: new Date(START + 1000).toISOString(),
+        cursor: expect.any(String),
       },
     ])
   })
@@ -92,13 +93,44 @@ describeEachDialect('calls list', (dialect) => {
     expect(await main(['calls', 'list', '--status', 'initiated'], { env, stdout: (t) => (out += t), stderr: () => {} })).toBe(0)
     const lines = out.trim().split('\n')
     expect(lines[0]).toMatch(/^created_at\s+status\s+agent_id\s+customer_phone\s+scheduled_for\s+recipe\s+trace_id\s+idempotency_key\s+retry_context$/)
-    expect(lines.slice(2).map((l) => l.split(/\s+/)[1])).toEqual(['initiated', 'initiated'])
+    expect(lines.slice(2, -1).map((l) => l.split(/\s+/)[1])).toEqual(['initiated', 'initiated'])
+    expect(lines.at(-1)).toBe('2 call(s); no more')
 
     let err = ''
     expect(await main(['calls', 'list', '--status', 'done'], { env, stdout: () => {}, stderr: (t) => (err += t) })).toBe(2)
-    expect(err).toBe('error: --status must be one of pending, initiated, scheduled, failed, rejected (got "done")\n')
+    expect(err).toBe('error: --status must be one of queued, pending, initiated, scheduled, failed, rejected (got "done")\n')
     err = ''
     expect(await main(['calls', 'list', '--limit', '0'], { env, stdout: () => {}, stderr: (t) => (err += t) })).toBe(2)
     expect(err).toBe('error: --limit must be from 1 to 1000 (got 0)\n')
+  })
+
+  it('pages with --limit and --before instead of stopping silently: the last line says how to get the next page', async () => {
+    const keys: string[] = []
+    let before: string[] = []
+    for (let page = 0; page < 5; page++) {
+      let out = ''
+      expect(await main(['calls', 'list', '--limit', '1', ...before], { env, stdout: (t) => (out += t), stderr: () => {} })).toBe(0)
+      const lines = out.trim().split('\n')
+      keys.push(...lines.slice(2, -1).map((l) => /k-\d/.exec(l)![0]))
+      const next = /older ones: calls list --before (\S+) --limit 1$/.exec(lines.at(-1)!)
+      if (!next) {
+        expect(lines.at(-1)).toMatch(/^\d+ call\(s\) on this page; no more$/)
+        break
+      }
+      before = ['--before', next[1]!]
+    }
+    expect(keys).toEqual(['k-3', 'k-2', 'k-1'])
+
+    // --json rows carry the cursor of each row.
+    let out = ''
+    await main(['calls', 'list', '--json', '--limit', '2'], { env, stdout: (t) => (out += t), stderr: () => {} })
+    const rows = JSON.parse(out) as Array<{ idempotency_key: string; cursor: string }>
+    out = ''
+    await main(['calls', 'list', '--json', '--before', rows[1]!.cursor], { env, stdout: (t) => (out += t), stderr: () => {} })
+    expect((JSON.parse(out) as Array<{ idempotency_key: string }>).map((r) => r.idempotency_key)).toEqual(['k-1'])
+
+    let err = ''
+    expect(await main(['calls', 'list', '--before', 'nonsense'], { env, stdout: () => {}, stderr: (t) => (err += t) })).toBe(2)
+    expect(err).toBe('error: --before takes the cursor a previous page printed (got "nonsense")\n')
   })
 })

@@ -78,6 +78,63 @@ describe('readContacts', () => {
   })
 })
 
+describe('readContacts: encodings and files that are not CSV', () => {
+  const latin1 = (text: string) => Buffer.from(text, 'latin1')
+  async function read(source: Parameters<typeof readContacts>[0]): Promise<{ rows: ContactRow[]; warnings: string[] }> {
+    const rows: ContactRow[] = []
+    const warnings: string[] = []
+    for await (const r of readContacts(source, { name: 'clientes.csv', onWarning: (w) => warnings.push(w) })) rows.push(r)
+    return { rows, warnings }
+  }
+
+  it('a Latin-1 (Windows-1252) file is transcoded, with one warning quoting the first affected text', async () => {
+    const { rows, warnings } = await read(file(latin1('phone,name,city\n9876543210,José Núñez,São Paulo\n9876543211,Zoë,Köln\n')))
+    expect(rows.map((r) => r.fields)).toEqual([{ name: 'José Núñez', city: 'São Paulo' }, { name: 'Zoë', city: 'Köln' }])
+    expect(warnings).toEqual([
+      'clientes.csv is not UTF-8: 6 bytes were read as Windows-1252 (Latin-1), the first in "José Núñez"; check the names, or save it as "CSV UTF-8"',
+    ])
+  })
+
+  it('UTF-8 passes untouched, even split inside a character, and a UTF-8 file gets no warning', async () => {
+    const bytes = Buffer.from('phone,name\n9876543210,José 日本\n')
+    const at = bytes.indexOf(Buffer.from('日')) + 1
+    const { rows, warnings } = await read([bytes.subarray(0, at), bytes.subarray(at, at + 1), bytes.subarray(at + 1)])
+    expect(rows[0]!.fields).toEqual({ name: 'José 日本' })
+    expect(warnings).toEqual([])
+  })
+
+  it('one Latin-1 row pasted into a UTF-8 file is mended without garbling the rest', async () => {
+    const bytes = Buffer.concat([Buffer.from('phone,name\n9876543210,Jürgen\n'), latin1('9876543211,Mañana\n')])
+    const { rows, warnings } = await read(bytes.length ? [bytes] : [])
+    expect(rows.map((r) => r.fields.name)).toEqual(['Jürgen', 'Mañana'])
+    expect(warnings).toHaveLength(1)
+  })
+
+  it('a UTF-16 file with a byte-order mark is read', async () => {
+    const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('phone,name\r\n9876543210,Zoë\r\n', 'utf16le')])
+    const { rows } = await read(file(utf16))
+    expect(rows).toEqual([{ row: 2, phone: '9876543210', fields: { name: 'Zoë' } }])
+  })
+
+  it('a binary file is refused with one printable line naming what it looks like, never its bytes', async () => {
+    const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d]), Buffer.from('IHDR\x1b[2J\x07')])
+    const xlsx = Buffer.concat([Buffer.from('PK\x03\x04'), Buffer.alloc(30, 0x14)])
+    const noisy = Buffer.from(Array.from({ length: 600 }, (_, i) => (i % 7 === 0 ? 0x1b : 0x41 + (i % 26))))
+    for (const [bytes, looks] of [[png, 'a PNG image'], [xlsx, 'a ZIP archive'], [noisy, 'binary data']] as const) {
+      const error = await read(file(bytes)).then(() => undefined, (e: Error) => e)
+      expect(error).toBeInstanceOf(ContactsError)
+      expect(error!.message).toContain(`is not a CSV file: it looks like ${looks}`)
+      expect(error!.message).not.toMatch(/[\u0000-\u001f\u007f-\u009f\ufffd]/)
+    }
+  })
+
+  it('quotes from a garbled header are escaped in the error, not printed raw', async () => {
+    const error = await read(file(Buffer.from('na\x1b[31mme,em\x07ail\nA,b\n'))).then(() => undefined, (e: Error) => e)
+    expect(error).toBeInstanceOf(ContactsError)
+    expect(error!.message).toContain('found: na\\x1b[31mme, em\\x07ail')
+  })
+})
+
 describe('prepareContacts: normalize, dedupe on E.164, DNC, rejects with row numbers', () => {
   const csv = [
     'phone,name,timezone',

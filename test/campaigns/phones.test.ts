@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest'
+import examples from 'libphonenumber-js/examples.mobile.json'
+import { getCountries, getCountryCallingCode, parsePhoneNumberFromString } from 'libphonenumber-js/max'
 import { countryOfPhone, createPhoneNormalizer, normalizePhone } from '../../src/campaigns/index.ts'
+import { isValidPhoneNumber } from '../../src/campaigns/phone-validity.ts'
 
 describe('normalizePhone (DEFAULT_COUNTRY=IN)', () => {
   const IN = { defaultCountry: 'IN' }
@@ -65,5 +68,40 @@ describe('normalizePhone (DEFAULT_COUNTRY=IN)', () => {
   it('finds the country of an E.164 number', () => {
     expect(countryOfPhone('+442079460018')).toBe('GB')
     expect(countryOfPhone('+12133734253')).toBe('US')
+  })
+})
+
+describe('isValidPhoneNumber: the answer of libphonenumber-js isValid(), with compiled patterns', () => {
+  it('agrees with PhoneNumber.isValid() on every country’s example numbers and altered copies of them', () => {
+    let seed = 1
+    const next = () => (seed = (seed * 48271) % 2147483647)
+    let compared = 0
+    let valid = 0
+    for (const country of getCountries()) {
+      const example = examples[country]
+      const variants = new Set<string>()
+      if (example) {
+        variants.add(example)
+        for (let i = 0; i < example.length; i++) {
+          variants.add(example.slice(0, i) + String(next() % 10) + example.slice(i + 1))
+          variants.add(example.slice(0, i) + example.slice(i + 1))
+        }
+        variants.add(`${example}${next() % 10}`)
+      }
+      for (let length = 4; length <= 13; length++) {
+        variants.add(Array.from({ length }, () => String(next() % 10)).join(''))
+      }
+      for (const national of variants) {
+        const parsed = parsePhoneNumberFromString(`+${getCountryCallingCode(country)}${national}`)
+        if (!parsed) continue
+        expect(isValidPhoneNumber(parsed), `${country} ${parsed.number}`).toBe(parsed.isValid())
+        compared++
+        if (parsed.isValid()) valid++
+      }
+    }
+    // Both answers occur plenty of times: the comparison is not vacuous.
+    expect(compared).toBeGreaterThan(5000)
+    expect(valid).toBeGreaterThan(500)
+    expect(compared - valid).toBeGreaterThan(2000)
   })
 })

@@ -87,7 +87,7 @@ describeEachDialect('campaign toolkit with storage', (dialect) => {
   it('schedules a no_answer follow-up once: a re-run places no second call', async () => {
     await seedNoAnswer()
     const first = await runFollowUps(rt, { recipe: 'no-answer-followup' }, live())
-    expect(first.summary).toMatchObject({ placed: 1, failed: 0 })
+    expect(first.summary).toMatchObject({ queued: 1, failed: 0 })
     expect(upstream.requests).toHaveLength(1)
     const sent = JSON.parse(upstream.requests[0]!.body.toString('utf8'))
     expect(sent).toEqual({
@@ -127,7 +127,7 @@ describeEachDialect('campaign toolkit with storage', (dialect) => {
     const planA = planFollowUps({ ...inputs, dnc, now: rt.clock.now(), options: opts }).plans[0]!
     const planB = planFollowUps({ ...inputs, dnc, now: rt.clock.now(), options: opts }).plans[0]!
     expect(planB.idempotencyKey).toBe(planA.idempotencyKey)
-    expect((await scheduleCall(rt, planA, live(), { recipe: 'r' })).status).toBe('placed')
+    expect((await scheduleCall(rt, planA, live(), { recipe: 'r' })).status).toBe('queued')
     const again = await scheduleCall(rt, planB, live(), { recipe: 'r' })
     expect(again.status).toBe('duplicate')
     expect(upstream.requests).toHaveLength(1)

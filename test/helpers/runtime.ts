@@ -8,6 +8,7 @@ import { createManualClock, type Clock } from '../../src/utils/clock.ts'
 import { createSilentLogger } from '../../src/utils/logger.ts'
 import { createSeededRandom, type Random } from '../../src/utils/random.ts'
 import { openTestStore, type TestStore } from './db.ts'
+import { FIXTURE_RECIPES_DIR } from './recipes.ts'
 
 let seed = 42
 
@@ -26,7 +27,9 @@ export async function createTestRuntime(
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-data-'))
   const store = await openTestStore(options.dialect ?? 'sqlite')
   const config: Config = loadConfig({
-    env: { DATA_DIR: dataDir, WEBHOOK_SECRET: 'whsec_test_secret', PORT: '0', LOG_LEVEL: 'silent', ...options.env },
+    // The fixture recipes folder unless a test names its own: never the user's `recipes/`. Type-checking
+    // (a second of CPU per new recipe) only where a test asks for it (test/recipes/typecheck.test.ts).
+    env: { DATA_DIR: dataDir, WEBHOOK_SECRET: 'whsec_test_secret', PORT: '0', LOG_LEVEL: 'silent', RECIPES_DIR: FIXTURE_RECIPES_DIR, RECIPES_TYPECHECK: 'false', ...options.env },
   })
   const rt = await createRuntime(config, {
     store,

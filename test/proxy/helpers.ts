@@ -1,4 +1,4 @@
-import { serve } from 'h3'
+import { serveApp } from '../../src/utils/serve-app.ts'
 import type { Dialect } from '../../src/db/connect.ts'
 import { ALL_EVENTS, createSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.ts'
 import { createApp } from '../../src/server.ts'
@@ -12,7 +12,7 @@ export const DISABLED = 'sk_test_disabled'
 export const MADE_UP = 'sk_live_made_up_key'
 export const WEBHOOK_SECRET = 'whsec_test_secret'
 
-type Served = ReturnType<typeof serve>
+type Served = ReturnType<typeof serveApp>
 
 export interface ProxyHarness {
   rt: TestRuntime
@@ -50,7 +50,7 @@ export async function proxyHarness(
     ],
     ...options.sandbox,
   })
-  const sandboxServer: Served = serve(sandbox.app, { port: 0, hostname: '127.0.0.1', silent: true, gracefulShutdown: false })
+  const sandboxServer: Served = serveApp(sandbox.app, { port: 0, hostname: '127.0.0.1' })
   await sandboxServer.ready()
   const sandboxUrl = sandboxServer.url!.replace(/\/$/, '')
   const upstream = options.upstreamUrl ? await options.upstreamUrl(sandboxUrl) : sandboxUrl
@@ -61,7 +61,7 @@ export async function proxyHarness(
     random: createSeededRandom(11),
     env: { VOICE_API_KEY: ACME, VOICE_API_BASE_URL: upstream, WEBHOOK_SECRET, UPSTREAM_TIMEOUT_MS: '3000', ...options.env },
   })
-  const proxyServer: Served = serve(createApp(rt), { port: 0, hostname: '127.0.0.1', silent: true, gracefulShutdown: false })
+  const proxyServer: Served = serveApp(createApp(rt), { port: 0, hostname: '127.0.0.1' })
   await proxyServer.ready()
   proxyUrl = proxyServer.url!.replace(/\/$/, '')
   let sandboxStopped = false

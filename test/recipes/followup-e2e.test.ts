@@ -1,10 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { afterAll, beforeAll, expect, it, vi } from 'vitest'
 import { listRuns } from '../../src/recipes/runner.ts'
 import { startServer, type RunningServer } from '../../src/server.ts'
 import { createSilentLogger } from '../../src/utils/logger.ts'
+import { shippedRecipesDir } from '../helpers/recipes.ts'
 import { createWarpClock, type WarpClock } from './helpers.ts'
 
 /**
@@ -12,7 +13,8 @@ import { createWarpClock, type WarpClock } from './helpers.ts'
  * not answered; the recipe (fired by the stored webhook) schedules the follow-up at the next opening of
  * the recipient's calling window; when that time comes the sandbox places it and it completes.
  */
-const SHIPPED = resolve(import.meta.dirname, '../../recipes')
+// The shipped recipes by name: recipes a user adds beside them are not part of this test.
+const SHIPPED = shippedRecipesDir('daily-report', 'nightly-batch', 'no-answer-followup')
 // 20:15 in Kolkata: a follow-up one hour later would fall after the 21:00 close.
 const START = '2026-01-15T14:45:00Z'
 const NEXT_OPENING = Date.parse('2026-01-16T03:30:00Z') // 09:00 IST on the 16th
@@ -27,7 +29,7 @@ beforeAll(async () => {
   clock = createWarpClock(START)
   server = await startServer({
     env: {
-      PORT: '0', DATA_DIR: dataDir, RECIPES_DIR: SHIPPED, RECIPES_TIMEZONE: 'Asia/Kolkata', SANDBOX_SPEED: '600',
+      PORT: '0', DATA_DIR: dataDir, RECIPES_DIR: SHIPPED.dir, RECIPES_TIMEZONE: 'Asia/Kolkata', RECIPES_TYPECHECK: 'false', SANDBOX_SPEED: '600',
       WEBHOOK_SECRET: 'whsec_e2e_secret', LOG_LEVEL: 'silent', RECONCILE_INTERVAL_SECONDS: '0',
     },
     overrides: { clock, log: createSilentLogger() },
@@ -37,6 +39,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close()
   rmSync(dataDir, { recursive: true, force: true })
+  SHIPPED.cleanup()
 })
 
 it('no_answer → follow-up scheduled at the next window opening → it runs and completes', async () => {
@@ -53,7 +56,7 @@ it('no_answer → follow-up scheduled at the next window opening → it runs and
   const followUp = await vi.waitFor(
     async () => {
       const row = await db.selectFrom('calls').selectAll().where('recipe', '=', 'no-answer-followup').executeTakeFirst()
-      if (!row || row.status === 'pending') throw new Error('no follow-up accepted by the provider yet')
+      if (!row || row.status === 'pending' || row.status === 'queued') throw new Error('no follow-up accepted by the provider yet')
       return row
     },
     { timeout: 15_000, interval: 50 },
@@ -101,20 +104,22 @@ it('/admin/recipes lists, dry-runs and runs nightly-batch: a batch in the sandbo
   const inbox = join(dataDir, 'inbox')
   mkdirSync(inbox, { recursive: true })
   writeFileSync(join(inbox, 'leads.csv'), 'name,phone\nAsha,9876543210\nRavi,98765 43211\nBad,555\nAsha again,+919876543210\n')
-  const list = (await (await fetch(`${server.url}/admin/recipes`)).json()) as { data: Array<{ name: string; broken: string | null }> }
+  // The admin token switchboard generated into DATA_DIR at start-up.
+  const admin = { authorization: `Bearer ${readFileSync(join(dataDir, 'admin-token'), 'utf8').trim()}` }
+  const list = (await (await fetch(`${server.url}/admin/recipes`, { headers: admin })).json()) as { data: Array<{ name: string; broken: string | null }> }
   expect(list.data.map((r) => [r.name, r.broken])).toEqual([['daily-report', null], ['nightly-batch', null], ['no-answer-followup', null]])
 
-  const dry = await fetch(`${server.url}/admin/recipes/nightly-batch/run?dry_run=1`, { method: 'POST' })
+  const dry = await fetch(`${server.url}/admin/recipes/nightly-batch/run?dry_run=1`, { method: 'POST', headers: admin })
   expect(dry.status).toBe(200)
   const dryRun = ((await dry.json()) as { data: { dry_run: boolean; status: string; plan: Array<{ kind: string; rows: unknown[]; rejects: unknown[] }> } }).data
   expect(dryRun).toMatchObject({ dry_run: true, status: 'succeeded' })
   expect(dryRun.plan.map((p) => [p.kind, p.rows.length, p.rejects.length])).toEqual([['batch', 2, 2]])
   expect(readdirSync(inbox)).toEqual(['leads.csv'])
 
-  const live = await fetch(`${server.url}/admin/recipes/nightly-batch/run`, { method: 'POST', body: '{}' })
-  const run = ((await live.json()) as { data: { status: string; summary: string } }).data
+  const live = await fetch(`${server.url}/admin/recipes/nightly-batch/run`, { method: 'POST', body: '{}', headers: admin })
+  const run = ((await live.json()) as { data: { status: string; summary: { batches: Array<{ batch_id: number | null; rows: number; rejects: number }> } } }).data
   expect(run.status).toBe('succeeded')
-  const summary = JSON.parse(run.summary) as { batches: Array<{ batch_id: number | null; rows: number; rejects: number }> }
+  const summary = run.summary
   expect(summary.batches).toHaveLength(1)
   expect(summary.batches[0]).toMatchObject({ rows: 2, rejects: 2 })
   expect(summary.batches[0]!.batch_id).toEqual(expect.any(Number))
@@ -129,5 +134,5 @@ it('/admin/recipes lists, dry-runs and runs nightly-batch: a batch in the sandbo
   expect(batch.status).toBe(200)
   expect(((await batch.json()) as { data: { total_recipients: number } }).data.total_recipients).toBe(2)
 
-  expect((await fetch(`${server.url}/admin/recipes/nope/run`, { method: 'POST' })).status).toBe(404)
+  expect((await fetch(`${server.url}/admin/recipes/nope/run`, { method: 'POST', headers: admin })).status).toBe(404)
 })

@@ -6,6 +6,9 @@ import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { tempRecipesDir, tickRecipe } from './helpers.ts'
 
+/** A run's summary is the JSON value the test recipe returned. */
+type Summary = { at: string; tz: string; runs: number } & Record<string, unknown>
+
 type Gate = { release(): void; started: boolean }
 declare global {
   // A recipe file and the test meet here to hold a run open.
@@ -59,19 +62,19 @@ describeEachDialect('recipe scheduler', (dialect) => {
     // Thursday 1 Jan to Monday 5 Jan: Kolkata every day at 03:30Z; New York weekdays at 14:30Z (EST).
     await advanceHourly(clock, engine, '2026-01-05T23:59:00Z')
     const kol = await cronRunsOf(rt, 'kolkata')
-    expect(kol.map((r) => JSON.parse(r.summary!).at)).toEqual([
+    expect(kol.map((r) => (r.summary as Summary).at)).toEqual([
       '2026-01-01T03:30:00.000Z', '2026-01-02T03:30:00.000Z', '2026-01-03T03:30:00.000Z', '2026-01-04T03:30:00.000Z', '2026-01-05T03:30:00.000Z',
     ])
-    expect(kol.every((r) => r.status === 'succeeded' && JSON.parse(r.summary!).tz === 'Asia/Kolkata')).toBe(true)
+    expect(kol.every((r) => r.status === 'succeeded' && (r.summary as Summary).tz === 'Asia/Kolkata')).toBe(true)
     // The run starts at its tick on the injected clock, never before it (later only by the claim's I/O).
     for (const r of kol) {
-      const at = Date.parse(JSON.parse(r.summary!).at)
+      const at = Date.parse((r.summary as Summary).at)
       expect(r.startedAt).toBeGreaterThanOrEqual(at)
       expect(r.startedAt - at).toBeLessThan(3_600_000)
       if (dialect === 'sqlite') expect(r.startedAt).toBe(at)
     }
     const ny = await cronRunsOf(rt, 'newyork')
-    expect(ny.map((r) => JSON.parse(r.summary!).at)).toEqual(['2026-01-01T14:30:00.000Z', '2026-01-02T14:30:00.000Z', '2026-01-05T14:30:00.000Z'])
+    expect(ny.map((r) => (r.summary as Summary).at)).toEqual(['2026-01-01T14:30:00.000Z', '2026-01-02T14:30:00.000Z', '2026-01-05T14:30:00.000Z'])
     const listed = await engine.list()
     expect(listed.find((r) => r.name === 'newyork')?.nextRun).toBe(Date.parse('2026-01-06T14:30:00Z'))
     expect(listed.find((r) => r.name === 'kolkata')?.lastRun?.status).toBe('succeeded')
@@ -84,13 +87,13 @@ describeEachDialect('recipe scheduler', (dialect) => {
     await boot('2026-03-06T00:00:00Z')
     await engine.start()
     await advanceHourly(clock, engine, '2026-03-10T00:00:00Z')
-    expect((await cronRunsOf(rt, 'morning')).map((r) => JSON.parse(r.summary!).at)).toEqual([
+    expect((await cronRunsOf(rt, 'morning')).map((r) => (r.summary as Summary).at)).toEqual([
       '2026-03-06T13:00:00.000Z', // EST, UTC-5
       '2026-03-07T13:00:00.000Z',
       '2026-03-08T12:00:00.000Z', // EDT from 8 March, UTC-4
       '2026-03-09T12:00:00.000Z',
     ])
-    const gap = (await cronRunsOf(rt, 'gap')).map((r) => JSON.parse(r.summary!).at as string)
+    const gap = (await cronRunsOf(rt, 'gap')).map((r) => (r.summary as Summary).at as string)
     expect(gap.map((t) => t.slice(0, 10))).toEqual(['2026-03-06', '2026-03-07', '2026-03-08', '2026-03-09'])
     expect(gap[0]).toBe('2026-03-06T07:30:00.000Z')
     expect(gap[3]).toBe('2026-03-09T06:30:00.000Z')
@@ -124,7 +127,7 @@ export default defineRecipe({
     await clock.advanceTo(Date.parse('2026-01-01T00:15:00Z'))
     await engine.idle()
     const runs = (await listRuns(rt, { recipe: 'slow' })).reverse()
-    expect(runs.map((r) => [r.status, r.summary?.startsWith('skipped') ? 'skipped…' : r.summary])).toEqual([
+    expect(runs.map((r) => [r.status, typeof r.summary === 'string' && r.summary.startsWith('skipped') ? 'skipped…' : r.summary])).toEqual([
       ['succeeded', 'released'],
       ['skipped', 'skipped…'],
       ['succeeded', 'no gate'],
@@ -158,7 +161,7 @@ export default defineRecipe({
     await restarted.start()
     await restarted.idle()
     let runs = (await listRuns(rt, { recipe: 'daily' })).reverse()
-    expect(runs.map((r) => [r.trigger, JSON.parse(r.summary!).at])).toEqual([
+    expect(runs.map((r) => [r.trigger, (r.summary as Summary).at])).toEqual([
       ['cron', '2026-01-01T08:00:00.000Z'],
       ['catchup', '2026-01-04T08:00:00.000Z'],
     ])
@@ -171,7 +174,7 @@ export default defineRecipe({
     await clock.advanceTo(Date.parse('2026-01-05T08:00:00Z'))
     await again.idle()
     runs = (await listRuns(rt, { recipe: 'daily' })).reverse()
-    expect(runs.map((r) => [r.trigger, JSON.parse(r.summary!).at])).toEqual([
+    expect(runs.map((r) => [r.trigger, (r.summary as Summary).at])).toEqual([
       ['cron', '2026-01-01T08:00:00.000Z'],
       ['catchup', '2026-01-04T08:00:00.000Z'],
       ['cron', '2026-01-05T08:00:00.000Z'],
@@ -214,7 +217,7 @@ export default defineRecipe({
     const runs = (await listRuns(rt, { recipe: 'flaky' })).reverse()
     expect(runs.map((r) => [r.status, r.error, r.summary])).toEqual([
       ['failed', 'upstream said no', null],
-      ['succeeded', null, '{"n":2}'],
+      ['succeeded', null, { n: 2 }],
     ])
     expect(runs.every((r) => r.endedAt !== null)).toBe(true)
   })

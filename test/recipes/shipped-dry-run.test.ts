@@ -1,17 +1,19 @@
 import { createServer, type Server } from 'node:http'
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { main } from '../../src/cli.ts'
 import { migrate, openStore } from '../../src/db/connect.ts'
 import type { PlannedEffect } from '../../src/utils/effects.ts'
+import { shippedRecipesDir } from '../helpers/recipes.ts'
 
 /**
  * Each shipped recipe, dry-run through the CLI against a temp DATA_DIR: it prints its plan and makes no
  * call, batch or mail. The provider is a local server that counts what it is asked: writes must be zero.
  */
-const SHIPPED = resolve(import.meta.dirname, '../../recipes')
+// The shipped recipes by name: recipes a user adds beside them are not part of this test.
+const SHIPPED = shippedRecipesDir('daily-report', 'nightly-batch', 'no-answer-followup')
 let dataDir: string
 let upstream: Server
 const requests: string[] = []
@@ -35,7 +37,7 @@ beforeAll(async () => {
   const port = (upstream.address() as { port: number }).port
   env = {
     DATA_DIR: dataDir,
-    RECIPES_DIR: SHIPPED,
+    RECIPES_DIR: SHIPPED.dir,
     RECIPES_TIMEZONE: 'Asia/Kolkata',
     REPORT_TO: 'ops@example.com',
     VOICE_API_KEY: 'sk_test_acme',
@@ -69,6 +71,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await new Promise<void>((r) => upstream.close(() => r()))
   rmSync(dataDir, { recursive: true, force: true })
+  SHIPPED.cleanup()
 })
 
 async function nothingWasSent() {
@@ -121,7 +124,7 @@ it('nightly-batch --dry-run prints each batch row and each reject, and moves not
 it('no-answer-followup --dry-run plans the follow-up call and places none', async () => {
   const { code, out } = await cli(['recipes', 'run', 'no-answer-followup', '--dry-run', '--json'])
   expect(code).toBe(0)
-  const run = JSON.parse(out) as { plan: PlannedEffect[]; summary: string }
+  const run = JSON.parse(out) as { plan: PlannedEffect[]; summary: unknown }
   expect(run.plan).toHaveLength(1)
   const call = run.plan[0] as Extract<PlannedEffect, { kind: 'call' }>
   expect(call.kind).toBe('call')
@@ -130,7 +133,7 @@ it('no-answer-followup --dry-run plans the follow-up call and places none', asyn
   expect(call.request.conversation_id).toBe('conv_noanswer_1')
   expect(call.request.idempotency_key).toBeTruthy()
   expect(call.recipe).toBe('no-answer-followup')
-  expect(JSON.parse(run.summary)).toMatchObject({ planned: 1, placed: 0 })
+  expect(run.summary).toMatchObject({ planned: 1, placed: 0 })
   const text = await cli(['recipes', 'run', 'no-answer-followup', '--dry-run'])
   expect(text.out).toMatch(/call \+919876543215 with agent 101 (now|at \S+)/)
   expect(text.out).toMatch(/continues conv_noanswer_1/)

@@ -55,10 +55,10 @@ describeEachDialect('report send (CLI)', (dialect) => {
 
     const json = await run(['report', 'send', '--date', DAY, '--dry-run', '--json', '--to', 'a@example.com', '--to', 'b@example.com'], env)
     expect(json.code).toBe(0)
-    const out = JSON.parse(json.stdout) as { dryRun: boolean; status: string; to: string[]; plan: unknown[]; report: { totals: { calls: number; successRate: number } } }
-    expect(out).toMatchObject({ dryRun: true, status: 'planned', to: ['a@example.com', 'b@example.com'] })
+    const out = JSON.parse(json.stdout) as { dry_run: boolean; status: string; to: string[]; plan: unknown[]; report: { totals: { calls: number; success_rate: number } } }
+    expect(out).toMatchObject({ dry_run: true, status: 'planned', to: ['a@example.com', 'b@example.com'] })
     expect(out.plan).toEqual([{ kind: 'mail', to: ['a@example.com', 'b@example.com'], subject: 'switchboard daily report — 2026-11-20 (Asia/Kolkata)', attachments: ['conversations-2026-11-20.csv'] }])
-    expect(out.report.totals).toMatchObject({ calls: EXPECTED.calls, successRate: EXPECTED.successRate })
+    expect(out.report.totals).toMatchObject({ calls: EXPECTED.calls, success_rate: EXPECTED.successRate })
     expect(smtp.messages).toHaveLength(0)
   })
 
@@ -76,6 +76,6 @@ describeEachDialect('report send (CLI)', (dialect) => {
     const env = await setup()
     expect(await run(['report', 'send', '--date', '2026-13-01', '--dry-run'], { ...env, REPORT_TO: 'x@example.com' })).toMatchObject({ code: 2, stderr: 'error: --date: date must be a real calendar day (got "2026-13-01")\n' })
     expect(await run(['report', 'send', '--timezone', 'Nowhere/City', '--dry-run'], { ...env, REPORT_TO: 'x@example.com' })).toMatchObject({ code: 2, stderr: 'error: --timezone: unknown time zone "Nowhere/City" (use an IANA name such as Asia/Kolkata)\n' })
-    expect(await run(['report', 'send', '--dry-run'], env)).toMatchObject({ code: 2, stderr: 'error: no recipient: set REPORT_TO or pass --to someone@example.com\n' })
+    expect(await run(['report', 'send'], env)).toMatchObject({ code: 2, stderr: 'error: no recipient: set REPORT_TO or pass --to someone@example.com\n' })
   })
 })

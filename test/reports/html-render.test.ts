@@ -1,13 +1,13 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { chromium, type Browser } from 'playwright-core'
+import type { Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildDailyReport, renderDailyReport } from '../../src/reports/index.ts'
+import { launchBrowser } from '../helpers/browser.ts'
 import { createTestRuntime } from '../helpers/runtime.ts'
 import { metrics, startBatchProvider } from './fake-provider.ts'
 import { DAY, insertConversations, seedKnownDay, TZ } from './seed.ts'
 
-const CHROMIUM = '/usr/bin/chromium'
 const OUT = join(process.cwd(), 'test-output', 'reports')
 
 /** The seeded day, plus the things that break narrow layouts: long unbroken ids, names and reasons. */
@@ -43,13 +43,7 @@ describe('report HTML in headless Chromium', () => {
   let samples: Record<string, string> = {}
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(`Chromium is required for this test and was not found at ${CHROMIUM}: install Debian's "chromium" package (.ci/run does).`)
-    }
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    })
+    browser = await launchBrowser()
     samples = await renderSamples()
     mkdirSync(OUT, { recursive: true })
     for (const [name, html] of Object.entries(samples)) writeFileSync(join(OUT, `report-${name}.html`), html)

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { parse } from 'csv-parse/sync'
 import { simpleParser, type ParsedMail } from 'mailparser'
 import { afterEach, expect, it, vi } from 'vitest'
-import { listMailLog, MAIL_MAX_ATTEMPTS, MAIL_RETRY_DELAYS_MS, sendDailyReport, sendMail } from '../../src/reports/index.ts'
+import { deliverDue, listMailLog, MAIL_GIVE_UP_MS, MAIL_RETRY_DELAYS_MS, sendDailyReport, sendMail } from '../../src/reports/index.ts'
 import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
 import { liveEffects, type Effects } from '../../src/utils/effects.ts'
 import { describeEachDialect } from '../helpers/db.ts'
@@ -142,27 +142,30 @@ describeEachDialect('report mail', (dialect) => {
     expect(await counter(rt, 'switchboard_mail_sent_total')).toBe(1)
   })
 
-  it('retries a closed SMTP port with backoff on the clock, then records failed and counts it', async () => {
+  it('a closed SMTP port queues the message at once; the outbox retries on the documented backoff and gives up after a day', async () => {
     const port = await closedPort()
     const clock: ManualClock = createManualClock('2026-11-21T02:30:00Z')
     rt = await createTestRuntime({ dialect, clock, env: { ...NO_PROVIDER, SMTP_URL: `smtp://127.0.0.1:${port}`, REPORT_TO: 'ops@example.com' } })
-    const pending = sendDailyReport(rt, { date: DAY }, liveEffects())
-    const attempts = async () => (await listMailLog(rt!))[0]?.attempts ?? 0
-    // Each wait is exactly the documented delay: one ms early, nothing happens; on time, the next attempt.
-    for (const [i, delay] of MAIL_RETRY_DELAYS_MS.entries()) {
-      await vi.waitFor(async () => {
-        expect(await attempts()).toBe(i + 1)
-        expect(clock.pending()).toBe(1)
-      }, { timeout: 10_000, interval: 5 })
-      await clock.advance(delay - 1)
-      expect(await attempts()).toBe(i + 1)
-      await clock.advance(1)
-    }
-    const result = await pending
-    expect(result.status).toBe('failed')
+    const result = await sendDailyReport(rt, { date: DAY }, liveEffects())
+    expect(result.status).toBe('queued')
     expect(result.error).toMatch(/ECONNREFUSED/)
+    let entry = (await listMailLog(rt))[0]!
+    expect(entry).toMatchObject({ id: result.mailId, status: 'queued', attempts: 1 })
+    // Each wait is exactly the documented delay: one ms early, nothing is due; on time, the next attempt.
+    for (const [i, delay] of MAIL_RETRY_DELAYS_MS.entries()) {
+      expect(entry.nextAttemptAt).toBe(clock.now() + delay)
+      await clock.advance(delay - 1)
+      expect(await deliverDue(rt, 'test')).toEqual([])
+      await clock.advance(1)
+      expect((await deliverDue(rt, 'test'))[0]).toMatchObject({ status: 'queued', attempts: i + 2 })
+      entry = (await listMailLog(rt))[0]!
+    }
+    expect(await counter(rt, 'switchboard_mail_failures_total')).toBe(0)
+    // After a day without a relay, the message is given up on: failed, logged and counted.
+    await clock.advanceTo(entry.createdAt + MAIL_GIVE_UP_MS)
+    expect((await deliverDue(rt, 'test'))[0]).toMatchObject({ status: 'failed' })
     const log = await listMailLog(rt)
-    expect(log[0]).toMatchObject({ id: result.mailId, status: 'failed', attempts: MAIL_MAX_ATTEMPTS, messageId: null })
+    expect(log[0]).toMatchObject({ id: result.mailId, status: 'failed', nextAttemptAt: null })
     expect(log[0]?.error).toMatch(/ECONNREFUSED/)
     expect(await counter(rt, 'switchboard_mail_failures_total')).toBe(1)
     expect(await counter(rt, 'switchboard_mail_sent_total')).toBe(0)

@@ -36,8 +36,10 @@ describe('sandbox inside switchboard', () => {
       const { signature, body } = received[0]!
       expect(signature).toBe(`sha256=${createHmac('sha256', 'whsec_test_secret').update(body).digest('hex')}`)
       const event = JSON.parse(body)
-      expect(event.data.call.recording_url).toBe(`${rt.config.upstreamBaseUrl}/v1/conversations/${event.data.call.conversation_id}/recording`)
-      const rec = await fetch(event.data.call.recording_url, { headers: { authorization: 'Bearer sk_test_acme' } })
+      // The recording URL names the proxy's /v1 (this server's origin), the address clients use.
+      const origin = rt.config.upstreamBaseUrl.replace(/\/sandbox$/, '')
+      expect(event.data.call.recording_url).toBe(`${origin}/v1/conversations/${event.data.call.conversation_id}/recording`)
+      const rec = await fetch(`${rt.config.upstreamBaseUrl}/v1/conversations/${event.data.call.conversation_id}/recording`, { headers: { authorization: 'Bearer sk_test_acme' } })
       expect(rec.headers.get('content-type')).toBe('audio/wav')
       const unknown = await fetch(`${rt.config.upstreamBaseUrl}/v2/x`)
       expect(unknown.status).toBe(404)

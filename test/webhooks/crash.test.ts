@@ -8,6 +8,7 @@ import { afterEach, expect, it, vi } from 'vitest'
 import { signFormant } from '../../src/webhooks/index.ts'
 import { describeEachDialect, openTestStore, type TestStore } from '../helpers/db.ts'
 import { makeEvent } from './helpers.ts'
+import { FIXTURE_RECIPES_DIR } from '../helpers/recipes.ts'
 
 const BIN = resolve(import.meta.dirname, '../../src/bin.mjs')
 const SECRET = 'whsec_crash_secret'
@@ -34,8 +35,10 @@ function post(port: number, path: string, body: string, headers: Record<string, 
   })
 }
 
+const ADMIN_TOKEN = 'crash-test-admin-token-0123'
+
 async function getJson<T>(url: string): Promise<T> {
-  const res = await fetch(url)
+  const res = await fetch(url, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
   return (await res.json()) as T
 }
 
@@ -55,7 +58,7 @@ describeEachDialect('webhooks survive a crash (SIGKILL mid-load)', (dialect) => 
     const child = spawn(process.execPath, [BIN, 'serve'], {
       env: {
         ...process.env, PORT: String(port), DATA_DIR: dataDir!, DATABASE_URL: store!.url, WEBHOOK_SECRET: SECRET,
-        RECONCILE_INTERVAL_SECONDS: '0', LOG_LEVEL: 'silent',
+        RECONCILE_INTERVAL_SECONDS: '0', LOG_LEVEL: 'silent', ADMIN_TOKEN, RECIPES_DIR: FIXTURE_RECIPES_DIR,
       },
       stdio: 'ignore',
     })

@@ -9,6 +9,8 @@ import {
   purgeOldEvents,
   startWebhookWorkers,
   webhookHealth,
+  signStandard,
+  type PipelineEvent,
   type ProcessedEvent,
 } from '../../src/webhooks/index.ts'
 import { describeEachDialect } from '../helpers/db.ts'
@@ -99,7 +101,7 @@ describeEachDialect('webhook processing', (dialect) => {
   })
 
   it('a failing hook retries with backoff, dead-letters, and replay then succeeds (admin and CLI)', async () => {
-    h = await createHarness(dialect, { PROCESSING_MAX_ATTEMPTS: '3' })
+    h = await createHarness(dialect, { PROCESSING_MAX_ATTEMPTS: '3', ADMIN_TOKEN: 'a-long-admin-token-123' })
     let broken = true
     let calls = 0
     h.rt.hooks.on('flaky', () => {
@@ -132,7 +134,7 @@ describeEachDialect('webhook processing', (dialect) => {
 
     // Admin replay runs it now, in this process.
     broken = false
-    const res = await h.app.fetch(new Request(`http://localhost/admin/events/${event.event_id}/replay`, { method: 'POST' }))
+    const res = await h.app.fetch(new Request(`http://localhost/admin/events/${event.event_id}/replay`, { method: 'POST', headers: { authorization: 'Bearer a-long-admin-token-123' } }))
     expect(res.status).toBe(200)
     expect(((await res.json()) as { data: { status: string } }).data.status).toBe('processed')
     expect(await statusOf(h, event.event_id)).toBe('processed')
@@ -160,6 +162,25 @@ describeEachDialect('webhook processing', (dialect) => {
     const row = await h.rt.store.db.selectFrom('webhook_events').selectAll().where('event_id', '=', 'evt_odd').executeTakeFirstOrThrow()
     expect(row.attempts).toBe(1)
     expect(row.last_error).toMatch(/not a call event/)
+  })
+
+  it('a named target\'s events (a CRM on Standard Webhooks) are processed, not failed: the read model ignores them, consumers get them', async () => {
+    const secret = `whsec_${Buffer.from('crm-secret-crm-secret-crm-secret').toString('base64')}`
+    h = await createHarness(dialect, { WEBHOOK_TARGETS: JSON.stringify({ crm: { scheme: 'standard', secrets: secret } }) })
+    const seen: PipelineEvent[] = []
+    h.rt.hooks.consume('test', (batch) => void seen.push(...batch))
+    stop = startWebhookWorkers(h.rt)
+    const body = JSON.stringify({ type: 'contact.updated', event_type: 'contact.updated', data: { id: 'ct_1', phone: '+919876543210' } })
+    const ts = Math.floor(h.clock.now() / 1000)
+    const res = await h.post(body, { 'webhook-id': 'msg_crm_1', 'webhook-timestamp': String(ts), 'webhook-signature': signStandard('msg_crm_1', ts, body, secret) }, 'crm')
+    expect(res.status).toBe(204)
+    const provider = makeEvent()
+    await h.send(provider)
+    await waitForStatus(h, 'msg_crm_1', 'processed')
+    await waitForStatus(h, provider.event_id, 'processed')
+    expect(seen.find((e) => e.eventId === 'msg_crm_1')).toMatchObject({ kind: 'target', target: 'crm', eventType: 'contact.updated', body: { data: { id: 'ct_1' } } })
+    expect(await listConversations(h.rt)).toHaveLength(1)
+    expect((await webhookHealth(h.rt, 0, h.clock.now() + 1)).dead).toBe(0)
   })
 
   it('events left pending (no worker running, as after a crash) are processed when the worker starts', async () => {
@@ -271,11 +292,12 @@ describeEachDialect('webhook processing', (dialect) => {
       expect(bad.code).toBe(2)
       expect(bad.err).toMatch(/^error: --status must be one of/)
       expect(bad.err).not.toContain('    at ')
+      // An unknown id is a user mistake: exit 2, like every other mistake.
       const missing = await runCli(['events', 'show', 'evt_nope'], env)
-      expect(missing.code).toBe(1)
+      expect(missing.code).toBe(2)
       expect(missing.err).toMatch(/no webhook event with id "evt_nope"/)
       const replayMissing = await runCli(['events', 'replay', 'evt_nope'], env)
-      expect(replayMissing.code).toBe(1)
+      expect(replayMissing.code).toBe(2)
     })
   })
 })

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, expect, it, vi } from 'vitest'
+import { FIXTURE_RECIPES_DIR } from '../helpers/recipes.ts'
 import { startServer, type RunningServer } from '../../src/server.ts'
 import { createSilentLogger } from '../../src/utils/logger.ts'
 import { listConversations, listEvents, reconcile } from '../../src/webhooks/index.ts'
@@ -27,7 +28,7 @@ describeEachDialect('webhooks end to end with the sandbox', (dialect) => {
     store = await openTestStore(dialect)
     dataDir = mkdtempSync(join(tmpdir(), 'sb-e2e-'))
     server = await startServer({
-      env: { PORT: '0', DATA_DIR: dataDir, DATABASE_URL: store.url, WEBHOOK_SECRET: 'whsec_e2e_secret', SANDBOX_SPEED: '3000', LOG_LEVEL: 'silent', ...env },
+      env: { PORT: '0', DATA_DIR: dataDir, RECIPES_DIR: FIXTURE_RECIPES_DIR, DATABASE_URL: store.url, WEBHOOK_SECRET: 'whsec_e2e_secret', SANDBOX_SPEED: '3000', LOG_LEVEL: 'silent', ...env },
       overrides: { store, skipMigrate: true, log: createSilentLogger() },
     })
     return server

@@ -1,0 +1,286 @@
+import { performance } from 'node:perf_hooks'
+import type { Selectable } from 'kysely'
+import type { CallQueueTable } from '../db/schema.ts'
+import type { Runtime } from '../runtime.ts'
+import { SANDBOX_WORKSPACE_KEY } from '../sandbox/demo.ts'
+import { VoiceApiError } from '../upstream/errors.ts'
+import type { CallRequest } from '../upstream/schemas.ts'
+import { backoffMs } from '../utils/backoff.ts'
+import { callMetrics } from './metrics.ts'
+import { createPacer, type Pacer } from './pacer.ts'
+import { claim, finish, isAmbiguous, ledgerRow, type PlaceCallInput } from './place-call.ts'
+import type { CallRecord } from './record.ts'
+import { tenantOf } from './tenant.ts'
+import { toCallRecord } from './record.ts'
+
+type QueueRow = Selectable<CallQueueTable>
+
+const claimMs = (rt: Runtime) => rt.config.upstreamTimeoutMs + CLAIM_MARGIN_MS
+
+/**
+ * A claimed call is protected for one send (UPSTREAM_TIMEOUT_MS) and this margin; the client does not
+ * retry on its own (the queue requeues transient failures), so a send never outlives its claim, and the
+ * calls of a killed process are sent again soon.
+ */
+const CLAIM_MARGIN_MS = 15_000
+const SWEEP_MS = 1_000
+/** Transient failures (5xx, network) are retried this many sends in all; 429s never count against it. */
+const MAX_TRANSIENT_ATTEMPTS = 8
+/** A 429 without Retry-After or X-RateLimit-Reset waits this long. */
+const DEFAULT_429_WAIT_MS = 5_000
+
+export type EnqueueResult = { ok: true; record: CallRecord } | { ok: false; duplicate: true; record: CallRecord }
+
+interface QueueState {
+  /** API keys by tenant hash: keys are never stored, so only the workspace key survives a restart. */
+  keys: Map<string, string>
+  pacer: Pacer
+  runner: CallQueue | undefined
+}
+
+const states = new WeakMap<Runtime, QueueState>()
+
+function stateOf(rt: Runtime): QueueState {
+  let s = states.get(rt)
+  if (!s) {
+    const workspaceKey = rt.config.voiceApiKey ?? SANDBOX_WORKSPACE_KEY
+    states.set(rt, (s = { keys: new Map([[tenantOf(workspaceKey), workspaceKey]]), pacer: createPacer(), runner: undefined }))
+  }
+  return s
+}
+
+/**
+ * Queues one call: the ledger row (status `queued`, the idempotency key fixed now) and the queue row in
+ * one transaction, so a crash keeps both or neither. The same key queued again within 24 h is a duplicate.
+ * In a process where no queue runs (a CLI command), the call is sent at once; a 429 leaves it queued for
+ * the service.
+ */
+export async function enqueueCall(rt: Runtime, input: PlaceCallInput): Promise<EnqueueResult> {
+  const { request, row } = ledgerRow(rt, input, 'queued')
+  const state = stateOf(rt)
+  state.keys.set(row.tenant, input.apiKey)
+  const now = rt.clock.now()
+  const result = await rt.store.db.transaction().execute(async (trx): Promise<EnqueueResult> => {
+    const claimed = await claim(trx, row)
+    if (claimed.kind === 'duplicate') return { ok: false, duplicate: true, record: claimed.record }
+    await trx
+      .insertInto('call_queue')
+      .values({ id: claimed.id, tenant: row.tenant, request: JSON.stringify(request), attempts: 0, next_attempt_at: now, claimed_by: null, claimed_until: null, enqueued_at: now, last_error: null })
+      .onConflict((oc) => oc.column('id').doUpdateSet({ request: JSON.stringify(request), attempts: 0, next_attempt_at: now, claimed_by: null, claimed_until: null, last_error: null }))
+      .execute()
+    const stored = await trx.selectFrom('calls').selectAll().where('id', '=', claimed.id).executeTakeFirstOrThrow()
+    return { ok: true, record: toCallRecord(stored) }
+  })
+  if (result.ok) {
+    if (state.runner) state.runner.wake()
+    else await sendNow(rt, result.record.id)
+  }
+  return result
+}
+
+/** Claims up to `limit` due calls for `owner` (each claim counts as a send attempt). */
+async function claimDueCalls(rt: Runtime, owner: string, limit: number): Promise<QueueRow[]> {
+  const now = rt.clock.now()
+  const db = rt.store.db
+  let due = db
+    .selectFrom('call_queue')
+    .select('id')
+    .where('next_attempt_at', '<=', now)
+    .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+    .orderBy('next_attempt_at')
+    .orderBy('enqueued_at')
+    .limit(limit)
+  if (rt.store.dialect === 'postgres') due = due.forUpdate().skipLocked()
+  return db
+    .updateTable('call_queue')
+    .set((eb) => ({ claimed_by: owner, claimed_until: now + claimMs(rt), attempts: eb('attempts', '+', 1) }))
+    .where('id', 'in', due)
+    .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+    .returningAll()
+    .execute()
+}
+
+async function requeue(rt: Runtime, row: QueueRow, owner: string, at: number, error: string | null): Promise<void> {
+  await rt.store.db
+    .updateTable('call_queue')
+    .set({ next_attempt_at: at, claimed_by: null, claimed_until: null, last_error: error })
+    .where('id', '=', row.id)
+    .where('claimed_by', '=', owner)
+    .execute()
+}
+
+async function done(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
+  await rt.store.db.deleteFrom('call_queue').where('id', '=', row.id).where('claimed_by', '=', owner).execute()
+}
+
+/** Seconds from a 429: Retry-After, else X-RateLimit-Reset, else a default. */
+function waitFor429(error: VoiceApiError, now: number): number {
+  if (error.rateLimit.retryAfter !== undefined) return Math.max(1_000, error.rateLimit.retryAfter * 1000)
+  const reset = error.rateLimit.reset ? Date.parse(error.rateLimit.reset) : NaN
+  if (Number.isFinite(reset) && reset > now) return reset - now
+  return DEFAULT_429_WAIT_MS
+}
+
+/**
+ * Sends one claimed call with its idempotency key and records the outcome. A 429 is never a failure: the
+ * call waits (the whole tenant for a rate or concurrency limit, just this call for its number's limit)
+ * and goes again with the same key. A `duplicate_request` on a call sent before (a send whose answer was
+ * lost, or a process killed mid-send) means the provider already has it: recorded as accepted.
+ */
+async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
+  const state = stateOf(rt)
+  const metrics = callMetrics(rt.metrics)
+  const log = rt.log.child({ component: 'call-queue', call_id: row.id })
+  const request = JSON.parse(row.request) as CallRequest
+  const apiKey = state.keys.get(row.tenant)
+  if (!apiKey) {
+    await finish(rt, row.id, { status: 'failed', error: 'queued with an API key this process does not know (keys are never stored); place it again' })
+    await done(rt, row, owner)
+    metrics.failed.inc({ reason: 'no_api_key' })
+    return
+  }
+  const notBefore = state.pacer.notBefore(row.tenant, rt.clock.now())
+  if (notBefore > rt.clock.now()) {
+    await requeue(rt, row, owner, notBefore, row.last_error)
+    return
+  }
+  const client = rt.clientFor(apiKey, { idempotency: 'never', retry: { retries: 0, maxRetryAfterMs: 0 } })
+  state.pacer.started(row.tenant)
+  const started = performance.now()
+  try {
+    const call = await client.createCall(request)
+    metrics.upstreamSeconds.observe({ endpoint: 'POST /v1/call', status: '200' }, (performance.now() - started) / 1000)
+    state.pacer.finished(row.tenant, client.lastRateLimit, rt.clock.now())
+    const status = call.status === 'scheduled' ? 'scheduled' : 'initiated'
+    await finish(rt, row.id, { status, trace_id: call.trace_id, conversation_id: call.conversation_id, error: null })
+    await done(rt, row, owner)
+    metrics.placed.inc({ status })
+  } catch (cause) {
+    const error =
+      cause instanceof VoiceApiError ? cause : new VoiceApiError({ type: 'network_error', status: 0, message: (cause as Error).message ?? String(cause), cause })
+    metrics.upstreamSeconds.observe({ endpoint: 'POST /v1/call', status: String(error.status) }, (performance.now() - started) / 1000)
+    const now = rt.clock.now()
+    state.pacer.finished(row.tenant, error.rateLimit, now)
+    if (error.status === 429) {
+      const wait = waitFor429(error, now)
+      const reason = error.type === 'concurrent_call_limit_exceeded' ? 'concurrency_limit' : /number/i.test(error.message) ? 'number_rate_limit' : 'rate_limit'
+      if (reason !== 'number_rate_limit') state.pacer.block(row.tenant, now + wait)
+      metrics.retried.inc({ reason })
+      log.info({ reason, wait_ms: wait, current_calls: error.currentCalls, max_calls: error.maxCalls }, 'provider limit reached; the call waits and goes again with the same idempotency key')
+      await requeue(rt, row, owner, now + wait, `${error.type}: ${error.message}`)
+      return
+    }
+    if (error.type === 'duplicate_request' && row.attempts > 1) {
+      const status = request.scheduled_for ? 'scheduled' : 'initiated'
+      await finish(rt, row.id, { status, trace_id: null, error: 'accepted by an earlier attempt whose answer was lost; trace id unknown' })
+      await done(rt, row, owner)
+      metrics.placed.inc({ status: 'recovered' })
+      return
+    }
+    if (isAmbiguous(error) && row.attempts < MAX_TRANSIENT_ATTEMPTS) {
+      metrics.retried.inc({ reason: 'transient' })
+      await requeue(rt, row, owner, now + backoffMs(row.attempts, rt.random.next), `${error.type}: ${error.message}`)
+      return
+    }
+    await finish(rt, row.id, { status: isAmbiguous(error) ? 'failed' : 'rejected', error: `${error.type}: ${error.message}` })
+    await done(rt, row, owner)
+    metrics.failed.inc({ reason: error.type })
+    log.warn({ type: error.type, status: error.status }, 'queued call not placed')
+  }
+}
+
+/** A process with no queue running sends a call it just queued itself (once; a 429 leaves it queued). */
+async function sendNow(rt: Runtime, id: string): Promise<void> {
+  const owner = `${rt.instanceId}:direct`
+  const now = rt.clock.now()
+  const row = await rt.store.db
+    .updateTable('call_queue')
+    .set((eb) => ({ claimed_by: owner, claimed_until: now + claimMs(rt), attempts: eb('attempts', '+', 1) }))
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+    .returningAll()
+    .executeTakeFirst()
+  if (row) await send(rt, row, owner)
+}
+
+export interface CallQueue {
+  wake(): void
+  /** Resolves when nothing is being claimed or sent. */
+  idle(): Promise<void>
+  stop(): Promise<void>
+}
+
+/**
+ * The paced outbound queue's runner (worker role): up to CALL_QUEUE_CONCURRENCY sends at once, each
+ * tenant paced by what the provider's answers said (remaining quota until its reset, Retry-After after a
+ * 429). Woken when a call is queued here; a sweep on the runtime's clock picks up retries that fell due,
+ * calls queued by other processes and calls a killed process had claimed (their claims lapse).
+ */
+export function startCallQueue(rt: Runtime): CallQueue {
+  const state = stateOf(rt)
+  const owner = `${rt.instanceId}:calls`
+  const concurrency = rt.config.pipeline.callConcurrency
+  const metrics = callMetrics(rt.metrics)
+  const sending = new Set<Promise<void>>()
+  let pass: Promise<void> | undefined
+  let again = false
+  let stopped = false
+  let cancelSweep: (() => void) | undefined
+
+  async function pump(): Promise<void> {
+    do {
+      again = false
+      while (!stopped && sending.size < concurrency) {
+        const rows = await claimDueCalls(rt, owner, concurrency - sending.size)
+        if (rows.length === 0) break
+        for (const row of rows) {
+          const p: Promise<void> = send(rt, row, owner)
+            .catch((error) => rt.log.error({ err: (error as Error).message, call_id: row.id }, 'sending a queued call failed; its claim lapses and it is retried'))
+            .finally(() => {
+              sending.delete(p)
+              wake()
+            })
+          sending.add(p)
+        }
+      }
+      const depth = await rt.store.db.selectFrom('call_queue').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst()
+      metrics.queueDepth.set(Number(depth?.n ?? 0))
+    } while (again && !stopped)
+  }
+
+  function wake(): void {
+    if (stopped) return
+    if (pass) {
+      again = true
+      return
+    }
+    pass = pump()
+      .catch((error) => rt.log.error({ err: (error as Error).message }, 'call queue pass failed; will try again'))
+      .finally(() => {
+        pass = undefined
+        if (again) wake()
+      })
+  }
+
+  function sweep(): void {
+    if (stopped) return
+    wake()
+    cancelSweep = rt.clock.setTimeout(sweep, SWEEP_MS)
+  }
+
+  const queue: CallQueue = {
+    wake,
+    async idle() {
+      for (let i = 0; i < 1000 && (pass || sending.size > 0); i++) await Promise.allSettled([pass, ...sending])
+    },
+    async stop() {
+      stopped = true
+      cancelSweep?.()
+      if (state.runner === queue) state.runner = undefined
+      await Promise.allSettled([pass, ...sending])
+    },
+  }
+  state.runner = queue
+  sweep()
+  return queue
+}

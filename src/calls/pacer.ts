@@ -1,0 +1,54 @@
+import type { RateLimitInfo } from '../upstream/errors.ts'
+
+/**
+ * What the provider said about a tenant's limits, and so when the next request may go. Fed from every
+ * answer's X-RateLimit-Remaining/Reset and from 429s (Retry-After, concurrent_call_limit_exceeded).
+ */
+export interface Pacer {
+  /** Epoch ms before which no request for this tenant should start (0: now). */
+  notBefore(tenant: string, now: number): number
+  started(tenant: string): void
+  finished(tenant: string, info: RateLimitInfo | undefined, now: number): void
+  /** A 429 for the whole tenant (rate or concurrency limit): nothing goes before `until`. */
+  block(tenant: string, until: number): void
+}
+
+interface TenantState {
+  inFlight: number
+  remaining: number | undefined
+  resetAt: number
+  blockedUntil: number
+}
+
+export function createPacer(): Pacer {
+  const tenants = new Map<string, TenantState>()
+  const stateOf = (tenant: string): TenantState => {
+    let s = tenants.get(tenant)
+    if (!s) tenants.set(tenant, (s = { inFlight: 0, remaining: undefined, resetAt: 0, blockedUntil: 0 }))
+    return s
+  }
+  return {
+    notBefore(tenant, now) {
+      const s = stateOf(tenant)
+      if (s.blockedUntil > now) return s.blockedUntil
+      // Requests already in flight spend the remaining quota too: wait for the window's reset when they would use it up.
+      if (s.remaining !== undefined && s.resetAt > now && s.remaining - s.inFlight <= 0) return s.resetAt
+      return 0
+    },
+    started(tenant) {
+      stateOf(tenant).inFlight++
+    },
+    finished(tenant, info, now) {
+      const s = stateOf(tenant)
+      s.inFlight = Math.max(0, s.inFlight - 1)
+      if (info?.remaining !== undefined) s.remaining = info.remaining
+      const reset = info?.reset ? Date.parse(info.reset) : NaN
+      if (Number.isFinite(reset)) s.resetAt = reset
+      else if (s.resetAt <= now) s.remaining = undefined
+    },
+    block(tenant, until) {
+      const s = stateOf(tenant)
+      s.blockedUntil = Math.max(s.blockedUntil, until)
+    },
+  }
+}

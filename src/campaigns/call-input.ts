@@ -1,0 +1,111 @@
+import { z } from 'zod'
+import { callRequestSchema, retryContextSchema, metadataSchema } from '../upstream/schemas.ts'
+import { checkArgument } from '../utils/argument-error.ts'
+import { isValidTimeZone, type CallingWindow } from './calling-window.ts'
+
+/**
+ * What `scheduleCall` accepts. A recipe usually writes the short form (`{ agentId, phone, … }`); the
+ * follow-up planner hands over a full plan (`{ request, … }`). Both are checked here, at the boundary,
+ * so a mistake is named by its argument instead of surfacing later as a driver or provider error.
+ */
+export interface NewCall {
+  /** The agent that places the call (sandbox: 101). */
+  agentId: number
+  /** The number to call, in any common form (`98765 43211`, `+91 98765-43211`); it becomes E.164. */
+  phone: string
+  /** Call parameters besides `customer_phone` (values become strings). */
+  parameters?: Record<string, string | number | boolean>
+  /** When to call (ISO 8601 or a Date); moved into the recipient's calling window. Default: now (or the next opening). */
+  scheduledFor?: string | Date
+  /** Campaign label on the calls ledger and in reports. */
+  campaign?: string
+  /** Makes re-runs safe: a key used within 24 h is never called again. Default: a fresh key per call. */
+  idempotencyKey?: string
+  /** Context for a follow-up (`collected_data`, `retry_initial_message`, …). */
+  retryContext?: z.input<typeof retryContextSchema>
+  /** The conversation this call continues (sent as `conversation_id`). */
+  conversationId?: string
+  metadata?: string | Record<string, string>
+  /** The recipient's time zone, when the number's country has several (else from the number, else the recipe's). */
+  timeZone?: string
+  /** Local calling hours; default 09:00–21:00. */
+  window?: CallingWindow
+  /** Why this call, shown in the plan. */
+  note?: string
+}
+
+const hhmm = z.string().regex(/^\d{1,2}:\d{2}$/, { error: 'must look like "09:00"' })
+export const callingWindowSchema = z.object({ start: hhmm, end: hhmm })
+
+const timeZone = z.string().refine(isValidTimeZone, { error: 'must be an IANA time zone such as "Asia/Kolkata"' })
+
+export const newCallSchema = z.strictObject({
+  agentId: z.number({ error: 'must be the agent id (a whole number, e.g. 101)' }).int({ error: 'must be a whole number' }),
+  phone: z.string({ error: 'must be the phone number as a string, e.g. "98765 43210" or "+919876543210"' }),
+  parameters: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+  scheduledFor: z
+    .union([z.date(), z.string().refine((s) => Number.isFinite(Date.parse(s)), { error: 'must be an ISO 8601 time, e.g. "2026-01-15T10:00:00+05:30"' })])
+    .optional(),
+  campaign: z.string().optional(),
+  idempotencyKey: z.string().min(1).optional(),
+  retryContext: retryContextSchema.optional(),
+  conversationId: z.string().min(1).optional(),
+  metadata: metadataSchema.optional(),
+  timeZone: timeZone.optional(),
+  window: callingWindowSchema.optional(),
+  note: z.string().optional(),
+})
+
+export const callPlanSchema = z.object({
+  request: callRequestSchema,
+  campaign: z.string().nullable().optional(),
+  previousConversationId: z.string().nullable().optional(),
+  timeZone: timeZone.optional(),
+  window: callingWindowSchema.optional(),
+  note: z.string().optional(),
+})
+
+export type CheckedPlan = z.output<typeof callPlanSchema>
+
+/** Validates either form and returns a plan (the short form's phone still raw: `scheduleCall` normalizes it). */
+export function toCallPlan(value: unknown): CheckedPlan {
+  const isPlan = typeof value === 'object' && value !== null && 'request' in value
+  if (isPlan) {
+    return checkArgument(callPlanSchema, value, {
+      fn: 'scheduleCall',
+      arg: 'call',
+      expected: 'a plan { request: { agent_id, parameters: [{ name: "customer_phone", value }] }, campaign?, timeZone? }',
+    })
+  }
+  const call = checkArgument(newCallSchema, value, {
+    fn: 'scheduleCall',
+    arg: 'call',
+    expected: '{ agentId: number, phone: string, parameters?, scheduledFor?, campaign?, idempotencyKey?, retryContext?, conversationId?, timeZone?, window?, note? }',
+    hint: (v) =>
+      typeof v === 'object' && v !== null && ('agent_id' in v || 'customer_phone' in v)
+        ? 'The short form is camelCase ({ agentId, phone }); the provider\'s snake_case request goes inside { request: … }'
+        : undefined,
+  })
+  const parameters = [
+    { name: 'customer_phone', value: call.phone },
+    ...Object.entries(call.parameters ?? {}).map(([name, value]) => ({ name, value: String(value) })),
+  ]
+  return {
+    request: {
+      agent_id: call.agentId,
+      parameters,
+      ...(call.scheduledFor !== undefined
+        ? { scheduled_for: call.scheduledFor instanceof Date ? call.scheduledFor.toISOString() : call.scheduledFor }
+        : {}),
+      ...(call.idempotencyKey ? { idempotency_key: call.idempotencyKey } : {}),
+      ...(call.retryContext ? { retry_context: call.retryContext } : {}),
+      ...(call.conversationId ? { conversation_id: call.conversationId } : {}),
+      ...(call.metadata !== undefined ? { metadata: call.metadata } : {}),
+    },
+    campaign: call.campaign ?? null,
+    previousConversationId: call.conversationId ?? null,
+    ...(call.timeZone ? { timeZone: call.timeZone } : {}),
+    ...(call.window ? { window: call.window } : {}),
+    ...(call.note ? { note: call.note } : {}),
+  }
+}

@@ -1,0 +1,88 @@
+import { HTTPError, type H3 } from 'h3'
+import type { Runtime } from '../runtime.ts'
+import { adminRoute } from '../utils/admin-auth.ts'
+import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, getDelivery, listDeliveries, replayDelivery, replayFailed, summarizeDestinations } from './deliveries.ts'
+import { enableDestination } from './state.ts'
+
+function time(value: unknown, name: string): number | undefined {
+  if (value === undefined || value === null || value === '') return undefined
+  const ms = typeof value === 'string' ? Date.parse(value) : NaN
+  if (Number.isNaN(ms)) throw new HTTPError({ status: 400, message: `${name} must be an ISO time` })
+  return ms
+}
+
+/**
+ * `/admin/destinations`: list, deliveries (dead letters with `?status=dead`), one delivery with its
+ * attempts, replay of one delivery or of a destination's failures in a time range, re-enable — behind
+ * the ADMIN_TOKEN rules.
+ */
+export function registerDestinationAdminRoutes(app: H3, rt: Runtime): void {
+  app.get('/admin/destinations', adminRoute(rt, async (event) => {
+    return { data: await summarizeDestinations(rt) }
+  }))
+
+  app.get('/admin/destinations/deliveries', adminRoute(rt, async (event) => {
+    const q = event.url.searchParams
+    const status = q.get('status') ?? undefined
+    if (status && !(DELIVERY_STATUSES as readonly string[]).includes(status)) throw new HTTPError({ status: 400, message: `status must be one of ${DELIVERY_STATUSES.join(', ')}` })
+    const limit = q.get('limit')
+    if (limit !== null && !/^\d+$/.test(limit)) throw new HTTPError({ status: 400, message: 'limit must be a whole number' })
+    return {
+      data: await listDeliveries(rt, {
+        destination: q.get('destination') ?? undefined,
+        status,
+        since: time(q.get('since'), 'since'),
+        until: time(q.get('until'), 'until'),
+        limit: limit === null ? undefined : Number(limit),
+      }),
+    }
+  }))
+
+  app.get('/admin/destinations/deliveries/:id', adminRoute(rt, async (event) => {
+    const id = decodeURIComponent(event.context.params?.id ?? '')
+    const found = await getDelivery(rt, id)
+    if (!found) throw new HTTPError({ status: 404, message: `no delivery with id "${id}"` })
+    return { data: found }
+  }))
+
+  app.post('/admin/destinations/deliveries/:id/replay', adminRoute(rt, async (event) => {
+    const id = decodeURIComponent(event.context.params?.id ?? '')
+    try {
+      await replayDelivery(rt, id)
+    } catch (error) {
+      if (error instanceof DeliveryNotFoundError) throw new HTTPError({ status: 404, message: error.message })
+      if (error instanceof DeliveryBusyError) throw new HTTPError({ status: 409, message: error.message })
+      throw error
+    }
+    event.res.status = 202
+    return { data: { queued: 1, ids: [id] } }
+  }))
+
+  /** Body (JSON, optional): `{ "since": ISO, "until": ISO }`; default: everything failed or dead. */
+  app.post('/admin/destinations/:name/replay', adminRoute(rt, async (event) => {
+    const name = decodeURIComponent(event.context.params?.name ?? '')
+    const text = await event.req.text()
+    let body: Record<string, unknown> = {}
+    if (text.trim()) {
+      try {
+        const parsed = JSON.parse(text) as unknown
+        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object')
+        body = parsed as Record<string, unknown>
+      } catch {
+        throw new HTTPError({ status: 400, message: 'body must be a JSON object: { "since": ISO, "until": ISO }' })
+      }
+    }
+    const since = time(body.since, 'since') ?? 0
+    const until = time(body.until, 'until') ?? Number.MAX_SAFE_INTEGER
+    if (!rt.config.destinations.list.some((d) => d.name === name) && (await listDeliveries(rt, { destination: name, limit: 1 })).length === 0) {
+      throw new HTTPError({ status: 404, message: `no destination named "${name}"` })
+    }
+    event.res.status = 202
+    return { data: { queued: await replayFailed(rt, name, since, until) } }
+  }))
+
+  app.post('/admin/destinations/:name/enable', adminRoute(rt, async (event) => {
+    const name = decodeURIComponent(event.context.params?.name ?? '')
+    return { data: { enabled: await enableDestination(rt, name) } }
+  }))
+}

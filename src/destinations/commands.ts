@@ -1,0 +1,134 @@
+import { CliError, defineCommand, intFlag, type CliCommand, type CliContext } from '../utils/cli-kit.ts'
+import type { Runtime } from '../runtime.ts'
+import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, getDelivery, listDeliveries, replayDelivery, replayFailed, summarizeDestinations } from './deliveries.ts'
+import { enableDestination } from './state.ts'
+import { sendTestEvent } from './test-send.ts'
+
+function isoFlag(ctx: CliContext, name: string): number | undefined {
+  const raw = ctx.values[name]
+  if (raw === undefined) return undefined
+  const ms = typeof raw === 'string' ? Date.parse(raw) : NaN
+  if (Number.isNaN(ms)) throw new CliError(`--${name} must be an ISO date or time such as 2026-03-01T00:00:00Z (got "${String(raw)}")`)
+  return ms
+}
+
+function configured(rt: Runtime, name: string | undefined) {
+  if (!name) throw new CliError('give the destination name (see: destinations list)')
+  const d = rt.config.destinations.list.find((x) => x.name === name)
+  if (!d) throw new CliError(`no destination named "${name}" in DESTINATIONS (configured: ${rt.config.destinations.list.map((x) => x.name).join(', ') || 'none'})`)
+  return d
+}
+
+const list = defineCommand({
+  name: 'destinations list',
+  usage: '[--json]',
+  summary: 'configured destinations with state and pending / delivered / dead counts',
+  options: { json: { type: 'boolean' } },
+  async run(ctx) {
+    const rt = await ctx.runtime()
+    const rows = await summarizeDestinations(rt)
+    if (ctx.values.json) return ctx.json(rows)
+    ctx.table(rows.map((r) => ({ ...r, events: Array.isArray(r.events) ? r.events.join(',') : r.events })), ['name', 'url', 'events', 'ordered', 'state', 'pending', 'delivered', 'dead', 'oldest_pending_at'])
+  },
+})
+
+const test = defineCommand({
+  name: 'destinations test',
+  usage: '<name> [--json]',
+  summary: 'send one signed switchboard.test event to a destination now; prints status and latency',
+  options: { json: { type: 'boolean' } },
+  async run(ctx) {
+    const rt = await ctx.runtime()
+    const result = await sendTestEvent(rt, configured(rt, ctx.positionals[0]))
+    if (ctx.values.json) ctx.json(result)
+    else if (result.ok) ctx.write(`${result.destination}: ${result.status} in ${result.latency_ms} ms (webhook-id ${result.webhook_id})\n`)
+    else ctx.write(`${result.destination}: failed${result.status !== null ? ` with ${result.status}` : ''} in ${result.latency_ms} ms: ${result.error}${result.response ? `\n  response: ${result.response.slice(0, 200)}` : ''}\n`)
+    return result.ok ? 0 : 1
+  },
+})
+
+const deliveries = defineCommand({
+  name: 'destinations deliveries',
+  usage: '[--destination NAME] [--status pending|delivered|dead] [--limit N] [--json]',
+  summary: 'deliveries, newest first (dead ones are the dead letters)',
+  options: { destination: { type: 'string' }, status: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } },
+  async run(ctx) {
+    const status = ctx.values.status as string | undefined
+    if (status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(status)) throw new CliError(`--status must be one of ${DELIVERY_STATUSES.join(', ')} (got "${status}")`)
+    const limit = intFlag(ctx.values, 'limit', 50)!
+    if (limit < 1 || limit > 10_000) throw new CliError('--limit must be from 1 to 10000')
+    const rt = await ctx.runtime()
+    const rows = await listDeliveries(rt, { destination: ctx.values.destination as string | undefined, status, limit })
+    if (ctx.values.json) return ctx.json(rows)
+    ctx.table(rows.map((r) => ({ ...r, error: r.last_error })), ['id', 'destination', 'event_type', 'status', 'attempts', 'last_status', 'created_at', 'next_attempt_at', 'error'])
+  },
+})
+
+const show = defineCommand({
+  name: 'destinations show',
+  usage: '<delivery-id> [--json]',
+  summary: 'one delivery with every attempt (status, latency, first KB of the response)',
+  options: { json: { type: 'boolean' } },
+  async run(ctx) {
+    const id = ctx.positionals[0]
+    if (!id) throw new CliError('give the delivery id: destinations show <delivery-id>')
+    const rt = await ctx.runtime()
+    const found = await getDelivery(rt, id)
+    if (!found) throw new CliError(`no delivery with id "${id}" (see: destinations deliveries)`)
+    if (ctx.values.json) return ctx.json(found)
+    const { payload, attempt_log, ...fields } = found
+    for (const [key, value] of Object.entries(fields)) ctx.write(`${key.padEnd(16)} ${value ?? ''}\n`)
+    ctx.write('attempts\n')
+    ctx.table(attempt_log.map((a) => ({ ...a, response: a.response?.slice(0, 60) })), ['attempt', 'started_at', 'status', 'latency_ms', 'result', 'error', 'response'])
+    ctx.write(`payload\n${JSON.stringify(payload, null, 2)}\n`)
+  },
+})
+
+const replay = defineCommand({
+  name: 'destinations replay',
+  usage: '<delivery-id> | --destination NAME --since ISO [--until ISO] [--json]',
+  summary: 'queue one delivery again, or every failed/dead one of a destination in a time range (sent by the running service)',
+  options: { destination: { type: 'string' }, since: { type: 'string' }, until: { type: 'string' }, json: { type: 'boolean' } },
+  async run(ctx) {
+    const id = ctx.positionals[0]
+    const destination = ctx.values.destination as string | undefined
+    if (id && destination) throw new CliError('give either a delivery id or --destination, not both')
+    if (!id && !destination) throw new CliError('give a delivery id, or --destination NAME --since ISO [--until ISO]')
+    const rt = await ctx.runtime()
+    if (id) {
+      try {
+        await replayDelivery(rt, id)
+      } catch (error) {
+        if (error instanceof DeliveryNotFoundError) throw new CliError(error.message)
+        if (error instanceof DeliveryBusyError) throw new CliError(error.message, 1)
+        throw error
+      }
+      if (ctx.values.json) return ctx.json({ queued: 1, ids: [id] })
+      return void ctx.write(`${id}: queued; the running service sends it with the same webhook-id\n`)
+    }
+    const since = isoFlag(ctx, 'since')
+    if (since === undefined) throw new CliError('--since is required with --destination (an ISO time such as 2026-03-01T00:00:00Z)')
+    const until = isoFlag(ctx, 'until') ?? Number.MAX_SAFE_INTEGER
+    if (until <= since) throw new CliError('--until must be after --since')
+    const known = rt.config.destinations.list.some((d) => d.name === destination) || (await listDeliveries(rt, { destination, limit: 1 })).length > 0
+    if (!known) throw new CliError(`no destination named "${destination}" (see: destinations list)`)
+    const queued = await replayFailed(rt, destination!, since, until)
+    if (ctx.values.json) return ctx.json({ queued })
+    ctx.write(`${queued} failed or dead deliveries of "${destination}" queued again\n`)
+  },
+})
+
+const enable = defineCommand({
+  name: 'destinations enable',
+  usage: '<name>',
+  summary: 're-enable a destination disabled after it answered 410 Gone; its waiting deliveries go out',
+  async run(ctx) {
+    const name = ctx.positionals[0]
+    if (!name) throw new CliError('give the destination name: destinations enable <name>')
+    const rt = await ctx.runtime()
+    configured(rt, name)
+    ctx.write((await enableDestination(rt, name)) ? `${name}: enabled\n` : `${name}: was not disabled\n`)
+  },
+})
+
+export const destinationCommands: CliCommand[] = [list, test, deliveries, show, replay, enable]

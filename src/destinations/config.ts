@@ -1,0 +1,136 @@
+import { z } from 'zod'
+import type { WebhookEvent } from '../upstream/schemas.ts'
+
+/**
+ * `DESTINATIONS`: where verified events are forwarded. Declared in switchboard.config.ts (typed, and the
+ * only place a `filter` function can live) or as a JSON array in the environment.
+ */
+
+/** What a destination's `filter` sees: one event about to be forwarded. */
+export interface ForwardedEvent {
+  /** The event id (provider `event_id`, or the id of an event a recipe published). */
+  id: string
+  type: string
+  agentId: number | null
+  conversationId: string | null
+  /** 'provider' for verified webhook events, 'recipe' for events a recipe published. */
+  source: 'provider' | 'recipe'
+  /** The body that will be sent: `{ event_id, event_type, timestamp, data }`. */
+  body: ForwardedBody
+}
+
+export interface ForwardedBody {
+  event_id: string
+  event_type: string
+  timestamp: string
+  data: WebhookEvent['data'] | Record<string, unknown>
+  [key: string]: unknown
+}
+
+export type DestinationFilter = (event: ForwardedEvent) => boolean
+
+/**
+ * About 10 attempts over ~23 h: quick retries for blips, then hours for outages. Each wait is jittered
+ * ±20 % so a recovering sink is not hit by every queued delivery at the same instant.
+ */
+export const DEFAULT_RETRY_SCHEDULE_MS = [
+  10_000, 60_000, 5 * 60_000, 15 * 60_000, 30 * 60_000, 60 * 60_000, 3 * 3_600_000, 6 * 3_600_000, 12 * 3_600_000,
+]
+
+const WHSEC = /^whsec_([A-Za-z0-9+/]+={0,2})$/
+
+const secret = z.string().refine(
+  (s) => {
+    const m = WHSEC.exec(s)
+    return Boolean(m && Buffer.from(m[1]!, 'base64').length >= 16)
+  },
+  { error: 'must be whsec_ followed by base64 of at least 16 bytes (e.g. whsec_$(openssl rand -base64 32))' },
+)
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+/** Headers switchboard sets itself; a destination may not override them. */
+const RESERVED_HEADERS = new Set(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-type', 'content-length', 'host', 'transfer-encoding', 'connection'])
+
+export const destinationSchema = z
+  .object({
+    name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/i, { error: 'must be letters, digits, - or _ (at most 63)' }),
+    url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
+    /** One secret, or several during rotation (the first signs; all are sent as signatures). */
+    secret: z.union([secret, z.array(secret).min(1, { error: 'needs at least one secret' })]).transform((s) => (Array.isArray(s) ? s : [s])),
+    /** Event types to forward (provider types and types recipes publish); all when omitted. */
+    events: z.array(z.string().min(1)).min(1, { error: 'list at least one event type, or leave it out for all' }).optional(),
+    agentIds: z.array(z.number().int()).min(1).optional(),
+    filter: z.custom<DestinationFilter>((v) => typeof v === 'function', { error: 'must be a function (config file only)' }).optional(),
+    timeoutMs: z.number().int().min(100).max(120_000).default(10_000),
+    retryScheduleMs: z.array(z.number().int().min(0).max(7 * 86_400_000)).max(50).default(DEFAULT_RETRY_SCHEDULE_MS),
+    /** Events of one conversation are delivered one at a time, in the order they were received. */
+    ordered: z.boolean().default(false),
+    /** Requests in flight at once to this destination (per replica). */
+    concurrency: z.number().int().min(1).max(256).default(16),
+    headers: z
+      .record(z.string().regex(HEADER_NAME, { error: 'header names must be tokens' }), z.string())
+      .refine((h) => Object.keys(h).every((k) => !RESERVED_HEADERS.has(k.toLowerCase())), { error: `may not set ${[...RESERVED_HEADERS].join(', ')}` })
+      .default({}),
+    /** Plain http is refused unless this is true (a same-host or private-network app without TLS). */
+    allowHttp: z.boolean().default(false),
+    /** Redirects are failed attempts unless this is set; each hop is checked like the first address. */
+    followRedirects: z.number().int().min(0).max(5).default(0),
+  })
+  .strict()
+  .superRefine((d, ctx) => {
+    if (d.url.startsWith('http:') && !d.allowHttp) {
+      ctx.addIssue({ code: 'custom', path: ['url'], message: 'must be https (set allowHttp: true to allow plain http)' })
+    }
+  })
+
+export type DestinationInput = z.input<typeof destinationSchema>
+export type DestinationConfig = z.output<typeof destinationSchema>
+
+/** Declares one destination with its types (`DESTINATIONS: [defineDestination({ … })]`). */
+export function defineDestination(destination: DestinationInput): DestinationInput {
+  return destination
+}
+
+function describe(issue: z.core.$ZodIssue): string {
+  const field = issue.path.length ? issue.path.join('.') : 'entry'
+  return `${field} ${issue.message}`
+}
+
+/**
+ * The `DESTINATIONS` key: a JSON array (environment) or an array (config file). Errors name the
+ * destination and the field, e.g. `destination "crm": url must be https …`.
+ */
+export const destinationsSchema = z.union([z.string(), z.array(z.custom<DestinationInput>())]).transform((value, ctx): DestinationConfig[] => {
+  let list: unknown = value
+  if (typeof value === 'string') {
+    if (!value.trim()) return []
+    try {
+      list = JSON.parse(value)
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be a JSON array of destinations' })
+      return z.NEVER
+    }
+  }
+  if (!Array.isArray(list)) {
+    ctx.addIssue({ code: 'custom', message: 'must be an array of destinations' })
+    return z.NEVER
+  }
+  const out: DestinationConfig[] = []
+  const seen = new Set<string>()
+  for (const [i, item] of list.entries()) {
+    const rawName = typeof item === 'object' && item !== null ? (item as { name?: unknown }).name : undefined
+    const label = typeof rawName === 'string' && rawName ? `destination "${rawName}"` : `destination #${i + 1}`
+    const parsed = destinationSchema.safeParse(item)
+    if (!parsed.success) {
+      ctx.addIssue({ code: 'custom', message: `${label}: ${describe(parsed.error.issues[0]!)}` })
+      return z.NEVER
+    }
+    if (seen.has(parsed.data.name)) {
+      ctx.addIssue({ code: 'custom', message: `${label}: name is used twice` })
+      return z.NEVER
+    }
+    seen.add(parsed.data.name)
+    out.push(parsed.data)
+  }
+  return out
+})

@@ -1,0 +1,178 @@
+import http from 'node:http'
+import https from 'node:https'
+import { performance } from 'node:perf_hooks'
+import type { Clock } from '../utils/clock.ts'
+import { BlockedAddressError, checkLiteralHost, guardedLookup } from './address-guard.ts'
+
+/** How much of a response is read at most; the rest is cut off (a sink cannot make us buffer it). */
+export const MAX_RESPONSE_BYTES = 64 * 1024
+/** How much of a response is kept with the attempt. */
+export const KEPT_RESPONSE_BYTES = 1024
+
+export interface SendRequest {
+  url: string
+  body: string
+  headers: Record<string, string>
+  /** Overall limit: connect, headers and body together (a slow-loris sink is cut off here). */
+  timeoutMs: number
+  allowPrivate: boolean
+  allowHttp: boolean
+  /** Redirect hops to follow (0: a redirect is a failed attempt). */
+  followRedirects: number
+  clock: Clock
+  agents?: Agents
+  /** Aborts the attempt (shutdown); the result then has `aborted: true`. */
+  signal?: AbortSignal
+}
+
+export interface SendResult {
+  /** The final HTTP status, or null when no answer came. */
+  status: number | null
+  latencyMs: number
+  /** Why the attempt failed without a status (timeout, refused, blocked address, redirect refused). */
+  error?: string
+  /** The first KB of the response body. */
+  response: string
+  retryAfter?: string
+  /** The address was refused by the private-address guard. */
+  blocked?: boolean
+  /** Cut short by `signal` (shutdown): not an answer from the destination. */
+  aborted?: boolean
+}
+
+export interface Agents {
+  http: http.Agent
+  https: https.Agent
+  close(): void
+}
+
+/** Keep-alive agents per destination: reused connections are most of forwarding's throughput. */
+export function createAgents(maxSockets: number, allowPrivate: boolean): Agents {
+  const lookup = guardedLookup(allowPrivate)
+  const httpAgent = new http.Agent({ keepAlive: true, maxSockets, lookup } as http.AgentOptions)
+  const httpsAgent = new https.Agent({ keepAlive: true, maxSockets, lookup } as https.AgentOptions)
+  return {
+    http: httpAgent,
+    https: httpsAgent,
+    close() {
+      httpAgent.destroy()
+      httpsAgent.destroy()
+    },
+  }
+}
+
+interface HopResult {
+  status: number | null
+  error?: string
+  response: string
+  retryAfter?: string
+  location?: string
+  blocked?: boolean
+}
+
+function hop(url: URL, request: SendRequest, deadline: { signal: AbortSignal }): Promise<HopResult> {
+  return new Promise((resolve) => {
+    let settled = false
+    const done = (result: HopResult) => {
+      if (settled) return
+      settled = true
+      resolve(result)
+    }
+    try {
+      if (url.protocol !== 'https:' && !(url.protocol === 'http:' && request.allowHttp)) {
+        return done({ status: null, error: `refused ${url.protocol}// URL (https required)`, response: '' })
+      }
+      checkLiteralHost(url.hostname, request.allowPrivate)
+    } catch (error) {
+      return done({ status: null, error: (error as Error).message, response: '', blocked: error instanceof BlockedAddressError })
+    }
+    const isHttps = url.protocol === 'https:'
+    const body = Buffer.from(request.body)
+    const options: http.RequestOptions = {
+      method: 'POST',
+      headers: { ...request.headers, 'content-type': 'application/json', 'content-length': String(body.length), 'user-agent': 'switchboard-destinations/1' },
+      lookup: guardedLookup(request.allowPrivate),
+      signal: deadline.signal,
+      ...(request.agents ? { agent: isHttps ? request.agents.https : request.agents.http } : {}),
+    }
+    // Once a status line arrived it is the answer, even if the body is then cut off by the deadline.
+    let finishResponse: ((error?: string) => void) | undefined
+    const req = (isHttps ? https : http).request(url, options, (res) => {
+      const status = res.statusCode ?? 0
+      const chunks: Buffer[] = []
+      let size = 0
+      const header = (name: string) => {
+        const v = res.headers[name]
+        return Array.isArray(v) ? v[0] : v
+      }
+      const finish = (error?: string) =>
+        done({
+          status,
+          response: Buffer.concat(chunks).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8'),
+          ...(error ? { error } : {}),
+          ...(header('retry-after') ? { retryAfter: header('retry-after') } : {}),
+          ...(header('location') ? { location: header('location') } : {}),
+        })
+      finishResponse = finish
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length
+        if (chunks.reduce((n, c) => n + c.length, 0) < KEPT_RESPONSE_BYTES) chunks.push(chunk)
+        if (size > MAX_RESPONSE_BYTES) {
+          // Enough: the status is the answer; a huge body is not read (nor kept alive).
+          res.destroy()
+          finish(`response body over ${MAX_RESPONSE_BYTES} bytes; cut off`)
+        }
+      })
+      res.on('end', () => finish())
+      res.on('error', () => finish(deadline.signal.aborted ? `timed out reading the response after ${request.timeoutMs} ms` : 'response interrupted'))
+      res.on('close', () => finish(deadline.signal.aborted ? `timed out reading the response after ${request.timeoutMs} ms` : undefined))
+    })
+    req.on('error', (error: Error & { code?: string }) => {
+      if (finishResponse) return finishResponse(deadline.signal.aborted ? `timed out reading the response after ${request.timeoutMs} ms` : 'response interrupted')
+      if (deadline.signal.aborted) return done({ status: null, error: `timed out after ${request.timeoutMs} ms`, response: '' })
+      done({ status: null, error: error.message || error.code || 'request failed', response: '', blocked: error instanceof BlockedAddressError })
+    })
+    req.end(body)
+  })
+}
+
+/**
+ * One delivery attempt: POST the signed body, no redirects unless allowed (each hop re-checked), one
+ * overall deadline on the injected clock, response read up to a limit. Never throws.
+ */
+export async function sendOnce(request: SendRequest): Promise<SendResult> {
+  const started = performance.now()
+  const controller = new AbortController()
+  const cancel = request.clock.setTimeout(() => controller.abort(), request.timeoutMs)
+  const onShutdown = () => controller.abort()
+  request.signal?.addEventListener('abort', onShutdown, { once: true })
+  try {
+    let url: URL
+    try {
+      url = new URL(request.url)
+    } catch {
+      return { status: null, latencyMs: 0, error: 'invalid URL', response: '' }
+    }
+    for (let hops = 0; ; hops++) {
+      const result = await hop(url, request, controller)
+      const redirect = result.status !== null && result.status >= 300 && result.status < 400
+      if (!redirect || !result.location || hops >= request.followRedirects) {
+        const latencyMs = Math.round(performance.now() - started)
+        const error = result.error ?? (redirect ? `redirect to ${result.location ?? '(no location)'} not followed` : undefined)
+        return {
+          status: result.status,
+          latencyMs,
+          response: result.response,
+          ...(error ? { error } : {}),
+          ...(result.retryAfter ? { retryAfter: result.retryAfter } : {}),
+          ...(result.blocked ? { blocked: true } : {}),
+          ...(request.signal?.aborted ? { aborted: true } : {}),
+        }
+      }
+      url = new URL(result.location, url)
+    }
+  } finally {
+    cancel()
+    request.signal?.removeEventListener('abort', onShutdown)
+  }
+}

@@ -1,0 +1,267 @@
+import { sql, type Selectable, type Transaction } from 'kysely'
+import type { Database, DestinationDeliveriesTable, WebhookEventsTable } from '../db/schema.ts'
+import type { Runtime } from '../runtime.ts'
+import type { DestinationConfig, ForwardedBody, ForwardedEvent } from './config.ts'
+import { deliveryId } from './sign.ts'
+
+/**
+ * The durable outbox: one `destination_deliveries` row per (event, destination). Rows are written in the
+ * transaction that records the event as processed, with an id derived from both, so a crash can neither
+ * lose a delivery (no commit, no processed event: it is processed again) nor invent one (a second
+ * enqueue of the same pair is ignored).
+ */
+
+export type DeliveryRow = Selectable<DestinationDeliveriesTable>
+
+/** An event to forward: a stored webhook event's columns, or an event a recipe published. */
+export type OutboxEvent = Pick<Selectable<WebhookEventsTable>, 'event_id' | 'event_type' | 'agent_id' | 'conversation_id' | 'received_at' | 'body'> & {
+  origin?: 'provider' | 'recipe'
+}
+
+function wildcard(pattern: string, type: string): boolean {
+  return pattern === '*' || pattern === type || (pattern.endsWith('.*') && type.startsWith(pattern.slice(0, -1)))
+}
+
+/** Whether `destination` wants `event` (types, agents, then its filter function). */
+export function wants(rt: Runtime, destination: DestinationConfig, event: OutboxEvent, parsed: () => ForwardedEvent | undefined): boolean {
+  if (destination.events && !destination.events.some((p) => wildcard(p, event.event_type))) return false
+  if (destination.agentIds && (event.agent_id === null || !destination.agentIds.includes(Number(event.agent_id)))) return false
+  if (!destination.filter) return true
+  const forwarded = parsed()
+  if (!forwarded) return false
+  try {
+    return destination.filter(forwarded) === true
+  } catch (error) {
+    // A throwing filter is a bug in the config file; the event is skipped for this destination, loudly.
+    rt.log.error({ destination: destination.name, event_id: event.event_id, err: (error as Error)?.message ?? String(error) }, 'destination filter threw; event not forwarded')
+    return false
+  }
+}
+
+function forwardedEvent(event: OutboxEvent): ForwardedEvent | undefined {
+  try {
+    const body = JSON.parse(event.body) as ForwardedBody
+    return {
+      id: event.event_id,
+      type: event.event_type,
+      agentId: event.agent_id === null ? null : Number(event.agent_id),
+      conversationId: event.conversation_id,
+      source: event.origin ?? 'provider',
+      body,
+    }
+  } catch {
+    return undefined
+  }
+}
+
+const INSERT_CHUNK = 500
+
+/**
+ * Writes the deliveries `events` owe to the configured destinations, inside `trx` (the transaction that
+ * marks them processed). Safe to call twice for the same events. Returns how many rows it wrote.
+ */
+export async function enqueueDeliveries(trx: Transaction<Database>, rt: Runtime, events: OutboxEvent[]): Promise<number> {
+  const rows = planDeliveries(rt, events)
+  let written = 0
+  for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+    const result = await trx
+      .insertInto('destination_deliveries')
+      .values(rows.slice(i, i + INSERT_CHUNK))
+      .onConflict((oc) => oc.column('id').doNothing())
+      .executeTakeFirst()
+    written += Number(result.numInsertedOrUpdatedRows ?? 0)
+  }
+  if (written > 0) notifyEnqueued(rt)
+  return written
+}
+
+/** The delivery rows `events` owe to the configured destinations (nothing written). */
+export function planDeliveries(rt: Runtime, events: OutboxEvent[]): DeliveryRow[] {
+  const destinations = rt.config.destinations.list
+  if (destinations.length === 0 || events.length === 0) return []
+  const now = rt.clock.now()
+  const rows: DeliveryRow[] = []
+  for (const [index, event] of events.entries()) {
+    let parsed: ForwardedEvent | undefined | null = null
+    const lazy = () => (parsed === null ? (parsed = forwardedEvent(event)) : parsed)
+    for (const destination of destinations) {
+      if (!wants(rt, destination, event, lazy)) continue
+      rows.push({
+        id: deliveryId(destination.name, event.event_id),
+        destination: destination.name,
+        event_id: event.event_id,
+        event_type: event.event_type,
+        conversation_id: event.conversation_id,
+        payload: event.body,
+        // Receipt time in µs-sized steps: events received in the same millisecond keep the order given.
+        order_at: Number(event.received_at) * 1000 + Math.min(index, 999),
+        status: 'pending',
+        attempts: 0,
+        round_attempts: 0,
+        next_attempt_at: now,
+        claimed_by: null,
+        claimed_until: null,
+        last_status: null,
+        last_error: null,
+        created_at: now,
+        delivered_at: null,
+      })
+    }
+  }
+  return rows
+}
+
+const listeners = new WeakMap<Runtime, () => void>()
+
+/** The delivery worker of this process registers here to be woken when rows are written. */
+export function onEnqueued(rt: Runtime, listener: (() => void) | undefined): void {
+  if (listener) listeners.set(rt, listener)
+  else listeners.delete(rt)
+}
+
+function notifyEnqueued(rt: Runtime): void {
+  const listener = listeners.get(rt)
+  // After the commit, not inside the transaction: the wake must find the rows. The sweep covers the rare
+  // case where the timer fires first.
+  if (listener) rt.clock.setTimeout(listener, 5)
+}
+
+/**
+ * Claims up to `limit` due deliveries of one destination for `owner`: one UPDATE over a sub-select that
+ * re-checks the claim, FOR UPDATE SKIP LOCKED on Postgres, so replicas never claim the same row. With
+ * ordering, only the earliest pending delivery of each conversation is claimable.
+ */
+export async function claimDeliveries(rt: Runtime, destination: DestinationConfig, owner: string, limit: number, claimMs: number): Promise<DeliveryRow[]> {
+  const now = rt.clock.now()
+  const db = rt.store.db
+  let due = db
+    .selectFrom('destination_deliveries as d')
+    .select('d.id')
+    .where('d.destination', '=', destination.name)
+    .where('d.status', '=', 'pending')
+    .where('d.next_attempt_at', '<=', now)
+    .where((eb) => eb.or([eb('d.claimed_until', 'is', null), eb('d.claimed_until', '<', now)]))
+  if (destination.ordered) {
+    due = due.where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('destination_deliveries as e')
+            .select(sql.lit(1).as('one'))
+            .whereRef('e.destination', '=', 'd.destination')
+            .whereRef('e.conversation_id', '=', 'd.conversation_id')
+            .where('e.status', '=', 'pending')
+            .where((eb) => eb.or([eb('e.order_at', '<', eb.ref('d.order_at')), eb.and([eb('e.order_at', '=', eb.ref('d.order_at')), eb('e.id', '<', eb.ref('d.id'))])])),
+        ),
+      ),
+    )
+  }
+  // Ordered by the index alone, so the scan stops at `limit` (a second sort key would sort the whole backlog).
+  due = due.orderBy('d.next_attempt_at').limit(limit)
+  if (rt.store.dialect === 'postgres') due = due.forUpdate().skipLocked()
+  const rows = await db
+    .updateTable('destination_deliveries')
+    .set({ claimed_by: owner, claimed_until: now + claimMs })
+    .where('id', 'in', due)
+    .where('status', '=', 'pending')
+    .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+    .returningAll()
+    .execute()
+  return rows.sort((a, b) => a.order_at - b.order_at || (a.id < b.id ? -1 : 1))
+}
+
+/** Gives claimed rows back (a paused destination, a stale buffer, shutdown). */
+export async function releaseClaims(rt: Runtime, owner: string, ids: string[]): Promise<void> {
+  if (ids.length === 0) return
+  await rt.store.db.updateTable('destination_deliveries').set({ claimed_by: null, claimed_until: null }).where('id', 'in', ids).where('claimed_by', '=', owner).execute()
+}
+
+/** One finished attempt, ready to be recorded. */
+export interface AttemptRecord {
+  row: DeliveryRow
+  result: 'delivered' | 'retry' | 'dead' | 'disabled'
+  startedAt: number
+  latencyMs: number
+  status: number | null
+  error: string | null
+  response: string | null
+  nextAttemptAt: number
+  /** Whether the attempt counts against the retry schedule (a 410 does not: the destination is off). */
+  countsInRound: boolean
+}
+
+/**
+ * Records attempts in one transaction (group commit: one fsync for many deliveries), each guarded by
+ * the claim so a worker whose claim lapsed cannot overwrite a newer outcome.
+ */
+export async function recordAttempts(rt: Runtime, owner: string, records: AttemptRecord[]): Promise<void> {
+  if (records.length === 0) return
+  const now = rt.clock.now()
+  await rt.store.db.transaction().execute(async (trx) => {
+    // The common case — delivered — in one statement per status code; the rest row by row.
+    const delivered = new Map<number, string[]>()
+    for (const r of records) {
+      if (r.result !== 'delivered' || r.status === null) continue
+      delivered.set(r.status, [...(delivered.get(r.status) ?? []), r.row.id])
+    }
+    for (const [status, ids] of delivered) {
+      for (let i = 0; i < ids.length; i += INSERT_CHUNK) {
+        await trx
+          .updateTable('destination_deliveries')
+          .set((eb) => ({
+            status: 'delivered',
+            attempts: eb('attempts', '+', 1),
+            round_attempts: eb('round_attempts', '+', 1),
+            next_attempt_at: now,
+            last_status: status,
+            last_error: null,
+            delivered_at: now,
+            claimed_by: null,
+            claimed_until: null,
+          }))
+          .where('id', 'in', ids.slice(i, i + INSERT_CHUNK))
+          .where('claimed_by', '=', owner)
+          .execute()
+      }
+    }
+    for (const r of records) {
+      if (r.result === 'delivered' && r.status !== null) continue
+      const attempts = r.row.attempts + 1
+      await trx
+        .updateTable('destination_deliveries')
+        .set({
+          status: r.result === 'delivered' ? 'delivered' : r.result === 'dead' ? 'dead' : 'pending',
+          attempts,
+          round_attempts: r.row.round_attempts + (r.countsInRound ? 1 : 0),
+          next_attempt_at: r.nextAttemptAt,
+          last_status: r.status,
+          last_error: r.error,
+          delivered_at: r.result === 'delivered' ? now : null,
+          claimed_by: null,
+          claimed_until: null,
+        })
+        .where('id', '=', r.row.id)
+        .where('claimed_by', '=', owner)
+        .execute()
+    }
+    // A first-try success is fully described by its delivery row (last_status, delivered_at; latency is in
+    // the histogram): only deliveries that ever failed keep an attempt log — half the writes on the hot path.
+    const attemptRows = records.filter((r) => !(r.result === 'delivered' && r.row.attempts === 0)).map((r) => ({
+      delivery_id: r.row.id,
+      attempt: r.row.attempts + 1,
+      started_at: r.startedAt,
+      latency_ms: r.latencyMs,
+      status: r.status,
+      result: r.result,
+      error: r.error,
+      response: r.response,
+    }))
+    for (let i = 0; i < attemptRows.length; i += INSERT_CHUNK) {
+      if (attemptRows.length === 0) break
+      await trx
+        .insertInto('destination_attempts')
+        .values(attemptRows.slice(i, i + INSERT_CHUNK))
+        .onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing())
+        .execute()
+    }
+  })
+}

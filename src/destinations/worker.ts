@@ -1,0 +1,240 @@
+import type { Runtime } from '../runtime.ts'
+import { createCircuitBreaker, type BreakerOptions } from './circuit-breaker.ts'
+import type { DestinationConfig } from './config.ts'
+import { createAgents, sendOnce } from './http-send.ts'
+import { destinationMetrics, type DestinationMetrics } from './metrics.ts'
+import { classify } from './outcome.ts'
+import { claimDeliveries, onEnqueued, releaseClaims, type DeliveryRow } from './outbox.ts'
+import { createAttemptRecorder, type AttemptRecorder } from './recorder.ts'
+import { signedHeaders, signingKeys } from './sign.ts'
+import { disableDestination, disabledDestinations } from './state.ts'
+
+/** The sweep picks up retries that fell due, replays, and rows other replicas enqueued. */
+export const SWEEP_MS = 250
+/** A claim outlives the request's own timeout by this much, so it never lapses while a request is out. */
+const CLAIM_GRACE_MS = 15_000
+/** A claimed row still waiting in the buffer is given back when less than this is left of its claim. */
+const START_MARGIN_MS = 5_000
+/** Rows claimed beyond the free slots, in multiples of the concurrency: fewer, larger claim transactions. */
+const CLAIM_AHEAD = 8
+/** How often a lane re-reads whether its destination was disabled or re-enabled (by any replica). */
+const STATE_CHECK_MS = 5_000
+
+export interface DeliveryWorker {
+  /** Looks for due deliveries now. */
+  wake(): void
+  /** Resolves when no lane has a request in flight, an outcome unrecorded or a claim running. */
+  idle(): Promise<void>
+  stop(): Promise<void>
+  /** Destinations whose circuit breaker pauses them in this replica. */
+  paused(): string[]
+}
+
+export interface DeliveryWorkerOptions {
+  breaker?: BreakerOptions
+}
+
+interface Lane {
+  pump(): void
+  busy(): boolean
+  settle(): Promise<void>
+  paused(): boolean
+  stop(): Promise<void>
+}
+
+/**
+ * One lane per destination, each with its own claims, concurrency limit, keep-alive connections and
+ * circuit breaker, so a slow or failing destination only ever occupies its own lane.
+ */
+function startLane(rt: Runtime, destination: DestinationConfig, owner: string, metrics: DestinationMetrics, recorder: AttemptRecorder, options: DeliveryWorkerOptions): Lane {
+  const keys = signingKeys(destination.secret)
+  const agents = createAgents(destination.concurrency, rt.config.destinations.allowPrivate)
+  const breaker = createCircuitBreaker(options.breaker)
+  const claimMs = destination.timeoutMs + CLAIM_GRACE_MS
+  const labels = { destination: destination.name }
+  const log = rt.log.child({ destination: destination.name })
+  const buffer: DeliveryRow[] = []
+  const running = new Set<Promise<void>>()
+  let pumping: Promise<void> | undefined
+  let again = false
+  let probeInFlight = false
+  let disabled = false
+  let stateCheckedAt = -Infinity
+  let disableSeq = 0
+  let stopped = false
+  // Shutdown cuts requests short instead of waiting out their timeouts; their claims are given back.
+  const shutdown = new AbortController()
+
+  async function giveBack(rows: DeliveryRow[]): Promise<void> {
+    await releaseClaims(rt, owner, rows.map((r) => r.id)).catch((error) => log.warn({ err: (error as Error).message }, 'could not release delivery claims; they lapse on their own'))
+  }
+
+  async function refreshState(now: number): Promise<void> {
+    if (now - stateCheckedAt < STATE_CHECK_MS) return
+    stateCheckedAt = now
+    const seq = disableSeq
+    const off = (await disabledDestinations(rt)).has(destination.name)
+    // A read that overlapped this lane's own 410 (before its write committed) is stale: keep the local truth.
+    if (seq !== disableSeq) return
+    disabled = off
+    metrics.disabled.set(labels, disabled ? 1 : 0)
+  }
+
+  function start(row: DeliveryRow, probe: boolean): void {
+    if (probe) probeInFlight = true
+    const task = (async () => {
+      const startedAt = rt.clock.now()
+      const headers = { ...destination.headers, ...signedHeaders(keys, row.id, startedAt, row.payload) }
+      const sent = await sendOnce({
+        url: destination.url,
+        body: row.payload,
+        headers,
+        timeoutMs: destination.timeoutMs,
+        allowPrivate: rt.config.destinations.allowPrivate,
+        allowHttp: destination.allowHttp,
+        followRedirects: destination.followRedirects,
+        clock: rt.clock,
+        agents,
+        signal: shutdown.signal,
+      })
+      if (sent.aborted) return giveBack([row])
+      const now = rt.clock.now()
+      const outcome = classify(destination, row.round_attempts, sent, now, rt.random.next)
+      if (outcome.result === 'delivered') breaker.success()
+      else if (outcome.result !== 'disabled') breaker.failure(now)
+      metrics.deliveries.inc({ ...labels, result: outcome.result })
+      metrics.attemptSeconds.observe(labels, sent.latencyMs / 1000)
+      const context = { delivery_id: row.id, event_id: row.event_id, attempt: row.attempts + 1, status: sent.status, latency_ms: sent.latencyMs }
+      if (outcome.result === 'disabled') {
+        disabled = true
+        disableSeq++
+        metrics.disabled.set(labels, 1)
+        log.error(context, 'destination answered 410 Gone: disabled until `destinations enable`')
+        await disableDestination(rt, destination.name, `410 Gone from ${destination.url}`).catch((error) => log.error({ err: (error as Error).message }, 'could not record the disabled destination'))
+        disableSeq++
+      } else if (outcome.result === 'dead') log.error({ ...context, err: outcome.error }, 'delivery dead-lettered: retry schedule exhausted')
+      else if (outcome.result === 'retry') log.warn({ ...context, err: outcome.error, next_attempt_at: outcome.nextAttemptAt }, 'delivery attempt failed; will retry')
+      recorder.push({
+        row,
+        result: outcome.result,
+        startedAt,
+        latencyMs: sent.latencyMs,
+        status: sent.status,
+        error: outcome.error,
+        response: sent.response || null,
+        nextAttemptAt: outcome.nextAttemptAt,
+        countsInRound: outcome.countsInRound,
+      })
+    })()
+      .catch((error) => log.error({ delivery_id: row.id, err: (error as Error).message }, 'delivery attempt crashed'))
+      .finally(() => {
+        if (probe) probeInFlight = false
+        running.delete(task)
+        pump()
+      })
+    running.add(task)
+  }
+
+  async function pass(): Promise<void> {
+    for (;;) {
+      again = false
+      const now = rt.clock.now()
+      await refreshState(now)
+      const state = breaker.state(now)
+      metrics.paused.set(labels, state === 'closed' ? 0 : 1)
+      if (disabled || state === 'open' || stopped) {
+        if (buffer.length) await giveBack(buffer.splice(0))
+        return
+      }
+      const slots = state === 'closed' ? destination.concurrency - running.size : probeInFlight ? 0 : 1
+      if (slots <= 0) return
+      // Rows whose claim is nearly spent go back rather than risk a second replica sending them too.
+      const stale = buffer.filter((r) => (r.claimed_until ?? 0) - now < destination.timeoutMs + START_MARGIN_MS)
+      if (stale.length) {
+        buffer.splice(0, buffer.length, ...buffer.filter((r) => !stale.includes(r)))
+        await giveBack(stale)
+      }
+      if (buffer.length < slots) {
+        // Claim ahead (one transaction per several deliveries), but only one at a time while probing.
+        const want = state === 'closed' ? slots + CLAIM_AHEAD * destination.concurrency - buffer.length : 1 - buffer.length
+        buffer.push(...(await claimDeliveries(rt, destination, owner, want, claimMs)))
+      }
+      if (buffer.length === 0) return
+      for (const row of buffer.splice(0, Math.min(slots, buffer.length))) start(row, state === 'half-open')
+      if (!again && running.size >= destination.concurrency) return
+    }
+  }
+
+  function pump(): void {
+    if (stopped) return
+    if (pumping) {
+      again = true
+      return
+    }
+    pumping = pass()
+      .catch((error) => log.error({ err: (error as Error).message }, 'destination lane could not claim deliveries'))
+      .finally(() => {
+        pumping = undefined
+        if (again && !stopped) pump()
+      })
+  }
+
+  return {
+    pump,
+    busy: () => running.size > 0 || Boolean(pumping),
+    async settle() {
+      await Promise.all([...running])
+      await pumping
+    },
+    paused: () => breaker.state(rt.clock.now()) !== 'closed',
+    async stop() {
+      stopped = true
+      shutdown.abort()
+      await pumping
+      await Promise.all([...running])
+      await recorder.settle()
+      if (buffer.length) await giveBack(buffer.splice(0))
+      agents.close()
+    },
+  }
+}
+
+/**
+ * The delivery worker: a lane per configured destination, woken when rows are enqueued and by a sweep on
+ * the runtime's clock. Claims make it safe to run one per replica.
+ */
+export function startDeliveryWorker(rt: Runtime, options: DeliveryWorkerOptions = {}): DeliveryWorker {
+  const owner = `${rt.instanceId}:destinations`
+  const metrics = destinationMetrics(rt)
+  let stopped = false
+  const recorder = createAttemptRecorder(rt, owner, () => wake())
+  const lanes = new Map(rt.config.destinations.list.map((d) => [d.name, startLane(rt, d, owner, metrics, recorder, options)]))
+  let cancelSweep: (() => void) | undefined
+  const wake = () => {
+    if (stopped) return
+    for (const lane of lanes.values()) lane.pump()
+  }
+  const sweep = () => {
+    if (stopped) return
+    wake()
+    cancelSweep = rt.clock.setTimeout(sweep, SWEEP_MS)
+  }
+  onEnqueued(rt, wake)
+  sweep()
+  return {
+    wake,
+    async idle() {
+      for (let i = 0; i < 100 && (recorder.busy() || [...lanes.values()].some((l) => l.busy())); i++) {
+        await Promise.all([...lanes.values()].map((l) => l.settle()))
+        await recorder.settle()
+      }
+    },
+    paused: () => [...lanes].filter(([, l]) => l.paused()).map(([name]) => name),
+    async stop() {
+      stopped = true
+      cancelSweep?.()
+      onEnqueued(rt, undefined)
+      await Promise.all([...lanes.values()].map((l) => l.stop()))
+    },
+  }
+}

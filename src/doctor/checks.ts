@@ -1,0 +1,112 @@
+import type { Config } from '../config/load.ts'
+import { isMigrated, ping, type Store } from '../db/connect.ts'
+import { recipeEngineFor } from '../recipes/engine.ts'
+import { createMailTransport } from '../reports/mail-transport.ts'
+import type { Runtime } from '../runtime.ts'
+import { VoiceApiError } from '../upstream/errors.ts'
+import { signFormant } from '../webhooks/verify.ts'
+import { describeError, ok, problem, skipped, type CheckResult } from './check.ts'
+
+/** Reachable and migrated; the store is closed by the caller. */
+export async function checkDatabase(store: Store): Promise<CheckResult> {
+  try {
+    await ping(store)
+  } catch (error) {
+    return problem('database', `${store.dialect} does not answer: ${describeError(error)}`, 'check DATABASE_URL and that the database is up')
+  }
+  if (!(await isMigrated(store))) return problem('database', `${store.dialect} is reachable but not migrated`, 'run: npm run -s cli -- migrate (serve also migrates at start-up)')
+  return ok('database', `${store.dialect} reachable, migrations applied`)
+}
+
+export async function checkRecipes(rt: Runtime): Promise<CheckResult> {
+  const recipes = await recipeEngineFor(rt).list()
+  const broken = recipes.filter((r) => r.broken)
+  if (broken.length > 0) {
+    const first = broken[0]!
+    return problem('recipes', `${broken.length} of ${recipes.length} do not load: ${first.name}: ${first.broken}`, `fix ${first.file} (see: npm run -s cli -- recipes list)`)
+  }
+  return ok('recipes', recipes.length ? `${recipes.length} load (${recipes.map((r) => r.name).join(', ')})` : `none in ${rt.config.recipes.dir}`)
+}
+
+/** A recipe that mails a report: the shipped daily-report, or any recipe named for a report. */
+const isReportRecipe = (name: string) => /report/i.test(name)
+
+/** Connect + EHLO (+ AUTH) through nodemailer's verify(), when mail would go over SMTP for a report. */
+export async function checkSmtp(rt: Runtime): Promise<CheckResult> {
+  if (!rt.config.mail.smtpUrl) return skipped('smtp', `SMTP_URL is not set: mail is written to ${rt.config.dataDir}/outbox`)
+  const reports = (await recipeEngineFor(rt).list()).filter((r) => !r.broken && isReportRecipe(r.name))
+  if (reports.length === 0) return skipped('smtp', 'no report recipe is enabled')
+  const { transporter } = createMailTransport(rt.config)
+  const host = new URL(rt.config.mail.smtpUrl).host
+  try {
+    await transporter.verify()
+    return ok('smtp', `${host} accepts connections (for ${reports.map((r) => r.name).join(', ')})`)
+  } catch (error) {
+    return problem('smtp', `${host}: ${describeError(error)}`, 'check SMTP_URL (host, port, user:password, smtp:// or smtps://) and that the relay is up')
+  } finally {
+    transporter.close()
+  }
+}
+
+/** True when the service answers on its own port: checks that go through it need it running. */
+export async function serviceIsUp(config: Config, fetcher: typeof fetch = fetch): Promise<boolean> {
+  try {
+    const res = await fetcher(`${localUrl(config)}/healthz`, { signal: AbortSignal.timeout(3_000) })
+    return res.ok
+  } catch {
+    return false
+  }
+}
+
+/** The running service's address as seen from this machine. */
+export function localUrl(config: Config): string {
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
+  return `http://${host.includes(':') ? `[${host}]` : host}:${config.port}`
+}
+
+/** The workspace key is accepted: one cheap authenticated GET through the typed client. */
+export async function checkUpstreamKey(rt: Runtime, serviceUp: boolean): Promise<CheckResult> {
+  if (rt.config.sandboxMode && !serviceUp) return skipped('upstream key', `sandbox mode: the provider is the service's embedded sandbox, and the service is not running at ${localUrl(rt.config)}`)
+  const client = rt.workspaceClient({ timeoutMs: 10_000, retry: { retries: 0 } })
+  const who = rt.config.sandboxMode ? 'the sandbox demo key' : 'VOICE_API_KEY'
+  try {
+    await client.listConversations({ limit: 1 })
+    return ok('upstream key', `${who} is accepted by ${rt.config.upstreamBaseUrl}`)
+  } catch (error) {
+    if (error instanceof VoiceApiError && error.status === 401) {
+      return problem('upstream key', `${who} is refused by ${rt.config.upstreamBaseUrl} (401)`, 'copy the workspace key from the provider dashboard into VOICE_API_KEY')
+    }
+    const fix = rt.config.sandboxMode ? 'see the service log' : 'check VOICE_API_REGION / VOICE_API_BASE_URL and the network path to the provider'
+    return problem('upstream key', `${rt.config.upstreamBaseUrl} did not answer usefully: ${describeError(error)}`, fix)
+  }
+}
+
+/**
+ * The webhook URL reaches the running receiver and the secret matches: a probe signed with the default
+ * target's secret, without an event id. The receiver verifies the signature first, so 400 "event id
+ * missing" proves reachability and the secret, and nothing is stored (it counts as one rejection).
+ */
+export async function checkWebhookUrl(rt: Runtime, serviceUp: boolean, fetcher: typeof fetch = fetch): Promise<CheckResult> {
+  const url = `${localUrl(rt.config)}/webhooks/formant`
+  if (!serviceUp) return skipped('webhook url', `service not running at ${localUrl(rt.config)}: start it (npm start), then run doctor again`)
+  const secret = rt.config.webhook.secrets[0]
+  if (!secret) return skipped('webhook url', 'the default target has no secret (WEBHOOK_ALLOW_UNSIGNED)')
+  const body = JSON.stringify({ switchboard_doctor: true })
+  let res: Response
+  try {
+    res = await fetcher(url, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json', 'x-formantai-signature': signFormant(body, secret), 'x-formantai-timestamp': String(Math.floor(rt.clock.now() / 1000)) },
+      signal: AbortSignal.timeout(10_000),
+    })
+  } catch (error) {
+    return problem('webhook url', `${url} cannot be reached: ${describeError(error)}`, 'check HOST/PORT and that the service is running')
+  }
+  await res.body?.cancel()
+  if (res.status === 400) return ok('webhook url', `${url} answers and accepts this secret (${rt.config.webhook.secretSource ?? 'WEBHOOK_SECRET'})`)
+  if (res.status === 401) {
+    return problem('webhook url', `${url} refused a delivery signed with ${rt.config.webhook.secretSource ?? 'WEBHOOK_SECRET'}`, 'give doctor and the service the same WEBHOOK_SECRET (and DATA_DIR)')
+  }
+  return problem('webhook url', `${url} answered ${res.status}, not a switchboard receiver`, 'check PORT: another program may be listening there')
+}

@@ -1,0 +1,75 @@
+import { ConfigError, ensureSandboxSecret, type Config } from '../config/load.ts'
+import { resolveConfig } from '../config/file.ts'
+import { openStore, type Store } from '../db/connect.ts'
+import { createRuntime, type Runtime } from '../runtime.ts'
+import { defineCommand } from '../utils/cli-kit.ts'
+import { createSilentLogger } from '../utils/logger.ts'
+import { describeError, ok, problem, skipped, type CheckResult } from './check.ts'
+import { checkDatabase, checkRecipes, checkSmtp, checkUpstreamKey, checkWebhookUrl, serviceIsUp } from './checks.ts'
+
+const CHECKS = ['configuration', 'database', 'recipes', 'smtp', 'upstream key', 'webhook url'] as const
+
+/** Runs every check in order; a check that needs what an earlier one found broken is skipped with that reason. */
+export async function runDoctor(env: Record<string, string | undefined>): Promise<CheckResult[]> {
+  const results: CheckResult[] = []
+  const skipRest = (reason: string) => {
+    for (const name of CHECKS) if (!results.some((r) => r.name === name)) results.push(skipped(name, reason))
+    return results
+  }
+  let config: Config
+  try {
+    config = ensureSandboxSecret(await resolveConfig({ env }))
+    const source = config.configFile ? `, config file ${config.configFile}` : ''
+    results.push(ok('configuration', `${config.sandboxMode ? 'sandbox mode (no VOICE_API_KEY)' : `provider ${config.upstreamBaseUrl}`}${source}`))
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error
+    results.push(problem('configuration', error.message.replace(/^Invalid configuration: /, ''), 'fix that setting (README → Configuration)'))
+    return skipRest('needs a valid configuration')
+  }
+
+  let store: Store
+  try {
+    store = await openStore(config.databaseUrl)
+  } catch (error) {
+    results.push(problem('database', `cannot open ${config.databaseUrl.split(':')[0]}: ${describeError(error)}`, 'check DATABASE_URL and that the database is up'))
+    return skipRest('needs the database')
+  }
+  let rt: Runtime | undefined
+  try {
+    const database = await checkDatabase(store)
+    results.push(database)
+    if (database.status === 'problem') return skipRest('needs a reachable, migrated database')
+    // The runtime borrows the store: doctor never migrates, it only reports.
+    rt = await createRuntime(config, { store, skipMigrate: true, log: createSilentLogger() })
+    results.push(await checkRecipes(rt))
+    results.push(await checkSmtp(rt))
+    const up = await serviceIsUp(config)
+    results.push(await checkUpstreamKey(rt, up))
+    results.push(await checkWebhookUrl(rt, up))
+    return results
+  } finally {
+    await rt?.close()
+    await store.close()
+  }
+}
+
+const MARK = { ok: 'ok     ', problem: 'PROBLEM', skipped: 'skipped' } as const
+
+export const doctorCommand = defineCommand({
+  name: 'doctor',
+  usage: '[--json]',
+  summary: 'check configuration, recipes, database, SMTP, the provider key and the webhook URL; one line each, exit 1 on a problem',
+  options: { json: { type: 'boolean' } },
+  async run(ctx) {
+    const results = await runDoctor(ctx.env)
+    const problems = results.filter((r) => r.status === 'problem')
+    if (ctx.values.json) {
+      ctx.json({ ok: problems.length === 0, checks: results.map((r) => ({ name: r.name, status: r.status, detail: r.detail, fix: r.fix ?? null })) })
+    } else {
+      const width = Math.max(...results.map((r) => r.name.length))
+      for (const r of results) ctx.write(`${MARK[r.status]}  ${r.name.padEnd(width)}  ${r.detail}${r.fix ? ` → ${r.fix}` : ''}\n`)
+      ctx.write(problems.length ? `doctor: ${problems.length} problem(s) to fix\n` : 'doctor: no problems found\n')
+    }
+    return problems.length ? 1 : 0
+  },
+})

@@ -1,0 +1,161 @@
+import { readdirSync } from 'node:fs'
+import { connect } from 'node:net'
+import { Gauge } from 'prom-client'
+import { ping } from '../db/connect.ts'
+import type { Runtime } from '../runtime.ts'
+
+/**
+ * What switchboard depends on, and whether each answers: the database (probed), the SMTP relay (probed
+ * when a report recipe will mail through it), the provider (observed from the proxy's own requests —
+ * probing it would spend the tenant's rate limit). Probe results are cached for a few seconds so
+ * /readyz and /metrics stay cheap under frequent polling, yet reflect an outage within 5 s. Ages are
+ * real time: health is about the wall clock, even under a test's manual clock.
+ */
+export type DependencyName = 'database' | 'smtp' | 'upstream'
+
+export interface DependencyStatus {
+  up: boolean
+  error?: string
+}
+
+const DATABASE_TTL_MS = 1_000
+const SMTP_TTL_MS = 3_000
+const PROBE_TIMEOUT_MS = 2_000
+
+interface Cached {
+  status: DependencyStatus
+  at: number
+  pending?: Promise<DependencyStatus>
+}
+
+interface Health {
+  cache: Map<DependencyName, Cached>
+  upstream: DependencyStatus
+}
+
+const states = new WeakMap<Runtime, Health>()
+
+function health(rt: Runtime): Health {
+  let h = states.get(rt)
+  if (!h) {
+    h = { cache: new Map(), upstream: { up: true } }
+    states.set(rt, h)
+  }
+  return h
+}
+
+function withTimeout<T>(work: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS)
+    timer.unref()
+  })
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer))
+}
+
+/** Connects to the relay and waits for its greeting, then says QUIT: no mail, no authentication. */
+function probeSmtp(url: string): Promise<void> {
+  const parsed = new URL(url)
+  const port = Number(parsed.port || (parsed.protocol === 'smtps:' ? 465 : 25))
+  return new Promise<void>((resolve, reject) => {
+    const socket = connect(port, parsed.hostname)
+    const done = (error?: Error) => {
+      socket.removeAllListeners()
+      socket.on('error', () => {})
+      if (error) {
+        socket.destroy()
+        reject(error)
+      } else {
+        socket.end('QUIT\r\n')
+        resolve()
+      }
+    }
+    socket.setTimeout(PROBE_TIMEOUT_MS, () => done(new Error(`no greeting within ${PROBE_TIMEOUT_MS} ms`)))
+    socket.once('error', (error) => done(error))
+    // smtps:// speaks TLS first, so a greeting is not readable here; an accepted connection is enough.
+    if (parsed.protocol === 'smtps:') socket.once('connect', () => done())
+    else socket.once('data', (chunk: Buffer) => (chunk.toString('latin1').startsWith('220') ? done() : done(new Error(`unexpected greeting "${chunk.toString('latin1').slice(0, 40).trim()}"`))))
+  })
+}
+
+let recipeScan: { dir: string; at: number; found: boolean } | undefined
+
+/** True when a recipe that mails the report is in RECIPES_DIR (a file named *report*). */
+function reportRecipeEnabled(rt: Runtime): boolean {
+  const dir = rt.config.recipes.dir
+  const now = Date.now()
+  if (recipeScan && recipeScan.dir === dir && now - recipeScan.at < 30_000) return recipeScan.found
+  let found = false
+  try {
+    found = readdirSync(dir).some((f) => /report/i.test(f) && /\.(ts|mts|js|mjs)$/.test(f))
+  } catch {
+    found = false
+  }
+  recipeScan = { dir, at: now, found }
+  return found
+}
+
+/** Dependencies that apply to this configuration. */
+export function dependencyNames(rt: Runtime): DependencyName[] {
+  const names: DependencyName[] = ['database', 'upstream']
+  if (rt.config.mail.smtpUrl && reportRecipeEnabled(rt)) names.push('smtp')
+  return names
+}
+
+async function probe(rt: Runtime, name: DependencyName): Promise<DependencyStatus> {
+  try {
+    if (name === 'database') await withTimeout(ping(rt.store), 'the database')
+    else if (name === 'smtp') await withTimeout(probeSmtp(rt.config.mail.smtpUrl!), 'the SMTP relay')
+    return { up: true }
+  } catch (error) {
+    return { up: false, error: (error as Error).message }
+  }
+}
+
+/** The status of one dependency: a cached probe result, or the last observed upstream outcome. */
+export async function checkDependency(rt: Runtime, name: DependencyName): Promise<DependencyStatus> {
+  const h = health(rt)
+  if (name === 'upstream') return h.upstream
+  const ttl = name === 'database' ? DATABASE_TTL_MS : SMTP_TTL_MS
+  const cached = h.cache.get(name)
+  const now = Date.now()
+  if (cached && now - cached.at < ttl) return cached.status
+  if (cached?.pending) return cached.pending
+  const entry: Cached = cached ?? { status: { up: true }, at: 0 }
+  entry.pending = probe(rt, name).then((status) => {
+    entry.status = status
+    entry.at = Date.now()
+    entry.pending = undefined
+    return status
+  })
+  h.cache.set(name, entry)
+  return entry.pending
+}
+
+export async function checkDependencies(rt: Runtime): Promise<Record<string, DependencyStatus>> {
+  const names = dependencyNames(rt)
+  const results = await Promise.all(names.map((n) => checkDependency(rt, n)))
+  return Object.fromEntries(names.map((n, i) => [n, results[i]!]))
+}
+
+/**
+ * The proxy reports each upstream request: an answer below 500 means the provider is up; a 5xx, a
+ * refused connection or a timeout means down until the next good answer.
+ */
+export function noteUpstream(rt: Runtime, up: boolean, error?: string): void {
+  health(rt).upstream = up ? { up: true } : { up: false, ...(error ? { error } : {}) }
+}
+
+/** `switchboard_dependency_up{dependency}`: 1 up, 0 down, refreshed at each scrape (probes cached). */
+export function registerDependencyMetrics(rt: Runtime): void {
+  if (rt.metrics.getSingleMetric('switchboard_dependency_up')) return
+  new Gauge({
+    name: 'switchboard_dependency_up',
+    help: 'Whether a dependency answers (1) or not (0): database, smtp (when a report recipe mails), upstream (the provider)',
+    labelNames: ['dependency'],
+    registers: [rt.metrics],
+    async collect() {
+      for (const [name, status] of Object.entries(await checkDependencies(rt))) this.set({ dependency: name }, status.up ? 1 : 0)
+    },
+  })
+}

@@ -1,0 +1,33 @@
+import type { Runtime } from '../runtime.ts'
+import { isProviderEvent, type EventConsumer } from '../webhooks/hooks.ts'
+
+const KINDS_BY_AGENT = ['batch', 'batch_list', 'batch_metrics']
+/** Ids per statement: well under SQLite's bound-variable limit. */
+const CHUNK = 400
+
+/**
+ * The proxy cache's step of the pipeline: what a batch of provider events touched — each conversation
+ * (and its not-found entry), every conversation list, and the batches of the agents involved — is deleted
+ * in one statement per chunk instead of one per event.
+ */
+export function cacheInvalidationConsumer(rt: Runtime): EventConsumer {
+  return async (batch) => {
+    const calls = batch.filter(isProviderEvent).map((e) => e.event.data.call)
+    if (calls.length === 0) return
+    const conversations = [...new Set(calls.map((c) => c.conversation_id))]
+    const agents = [...new Set(calls.map((c) => c.agent_id))]
+    for (let i = 0; i < conversations.length; i += CHUNK) {
+      const ids = conversations.slice(i, i + CHUNK)
+      await rt.store.db
+        .deleteFrom('cache_entries')
+        .where((eb) =>
+          eb.or([
+            eb.and([eb('kind', 'in', ['conversation', 'not_found']), eb('resource_id', 'in', ids)]),
+            eb('kind', '=', 'conversation_list'),
+            eb.and([eb('kind', 'in', KINDS_BY_AGENT), eb.or([eb('agent_id', 'in', agents.slice(0, CHUNK)), eb('agent_id', 'is', null)])]),
+          ]),
+        )
+        .execute()
+    }
+  }
+}

@@ -1,0 +1,196 @@
+import type { Runtime } from '../runtime.ts'
+import { backoffMs } from '../utils/backoff.ts'
+import { sleep } from '../utils/clock.ts'
+import type { PipelineEvent } from '../webhooks/hooks.ts'
+import { parseRow } from '../webhooks/processing.ts'
+import { claimFireBatch, enqueueEventFires, finishFires, renewFireClaims, type FireRow } from './claims.ts'
+import type { LoadedRecipe } from './loader.ts'
+import type { RecipeRun } from './runner.ts'
+import { summaryText } from './summary.ts'
+
+/** How long a claimed batch is protected from other workers; renewed while its run lasts. */
+export const FIRE_CLAIM_MS = 10_000
+/** The sweep picks up retries that fell due and events queued by another process. */
+const SWEEP_MS = 1_000
+/** Events kept in memory between queueing and running (beyond this, a run reads them back from storage). */
+const MEMO_LIMIT = 20_000
+
+/** Whether a recipe's `on` list subscribes to an event: provider types as is, named targets as `<target>:<type>`. */
+export function subscribes(on: readonly string[], event: PipelineEvent): boolean {
+  if (event.kind !== 'target') return on.includes(event.eventType)
+  return on.includes(`${event.target}:${event.eventType}`) || on.includes(`${event.target}:*`)
+}
+
+export interface EventDispatch {
+  /** The pipeline's recipe-trigger consumer: queues each event for every recipe subscribed to it. */
+  enqueue(batch: PipelineEvent[]): Promise<void>
+  /** Starts the per-recipe runners and the sweep. */
+  start(): void
+  wake(recipe?: string): void
+  /** Resolves when no batch is being claimed or run. */
+  idle(): Promise<void>
+  stop(): Promise<void>
+}
+
+export interface DispatchDeps {
+  recipes(): LoadedRecipe[]
+  /** Runs one batch (the engine: one run at a time per recipe, recorded, timed out). */
+  run(recipe: LoadedRecipe, events: PipelineEvent[]): Promise<RecipeRun>
+}
+
+/**
+ * Event triggers as a per-recipe queue. The pipeline only records (recipe, event) pairs — durable, once per
+ * pair whatever the redeliveries — and each recipe drains its own queue: everything queued when its
+ * previous run ended (up to RECIPE_BATCH_MAX, after RECIPE_BATCH_WAIT_MS) is one run. A slow, failing or
+ * hung recipe therefore holds back only its own queue, never processing, the receiver or other recipes.
+ * A failed run's events are retried with backoff, one event per run, and are dead after
+ * PROCESSING_MAX_ATTEMPTS.
+ */
+export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispatch {
+  const owner = `${rt.instanceId}:recipes`
+  const log = rt.log.child({ component: 'recipes' })
+  const { recipeBatchMax, recipeBatchWaitMs } = rt.config.pipeline
+  const memo = new Map<string, PipelineEvent>()
+  const passes = new Map<string, Promise<void>>()
+  const again = new Set<string>()
+  let started = false
+  let stopped = false
+  let cancelSweep: (() => void) | undefined
+
+  async function load(rows: FireRow[]): Promise<PipelineEvent[]> {
+    const key = (id: string) => `${rows[0]?.recipe ?? ''}\u0000${id}`
+    const missing = rows.filter((r) => !memo.has(key(r.event_id))).map((r) => r.event_id)
+    const loaded = new Map<string, PipelineEvent>()
+    for (let i = 0; i < missing.length; i += 200) {
+      const found = await rt.store.db.selectFrom('webhook_events').selectAll().where('event_id', 'in', missing.slice(i, i + 200)).execute()
+      for (const row of found) {
+        try {
+          loaded.set(row.event_id, parseRow(rt, row))
+        } catch {
+          // Unparseable events never reach recipes (processing dead-letters them).
+        }
+      }
+    }
+    return rows.map((r) => memo.get(key(r.event_id)) ?? loaded.get(r.event_id)).filter((e): e is PipelineEvent => e !== undefined)
+  }
+
+  async function runBatch(recipe: LoadedRecipe, rows: FireRow[]): Promise<void> {
+    const ids = rows.map((r) => r.event_id)
+    const events = await load(rows)
+    if (events.length === 0) {
+      await finishFires(rt, recipe.name, owner, ids, { status: 'dead', runId: null, error: 'event no longer stored' })
+      return
+    }
+    // Renew the claim while the run lasts, so a long run is not taken over; a killed process stops renewing.
+    let renewing = true
+    let cancelRenew: (() => void) | undefined
+    const renew = () => {
+      cancelRenew = rt.clock.setTimeout(() => {
+        if (!renewing) return
+        // Re-armed at once, not after the write: a slow database must not let the claim lapse meanwhile.
+        renew()
+        void renewFireClaims(rt, recipe.name, owner, FIRE_CLAIM_MS).catch(() => {})
+      }, FIRE_CLAIM_MS / 3)
+    }
+    renew()
+    let run: RecipeRun
+    try {
+      run = await deps.run(recipe, events)
+    } finally {
+      renewing = false
+      cancelRenew?.()
+    }
+    for (const id of ids) memo.delete(`${recipe.name}\u0000${id}`)
+    if (run.status === 'succeeded') {
+      await finishFires(rt, recipe.name, owner, ids, { status: 'done', runId: run.id })
+      return
+    }
+    const attempts = Math.max(...rows.map((r) => r.attempts)) + 1
+    const error = run.error ?? (run.summary === null || run.summary === undefined ? 'run did not succeed' : summaryText(run.summary))
+    if (attempts >= rt.config.webhook.maxAttempts) {
+      log.error({ recipe: recipe.name, events: ids.length, attempts, err: error }, 'recipe gave up on these events (dead)')
+      await finishFires(rt, recipe.name, owner, ids, { status: 'dead', runId: run.id, error })
+      return
+    }
+    const nextAttemptAt = rt.clock.now() + backoffMs(attempts, rt.random.next)
+    log.warn({ recipe: recipe.name, events: ids.length, attempts, next_attempt_at: nextAttemptAt, err: error }, 'recipe run failed; its events will be retried one by one')
+    await finishFires(rt, recipe.name, owner, ids, { status: 'failed', runId: run.id, error, nextAttemptAt })
+  }
+
+  async function drain(name: string): Promise<void> {
+    if (recipeBatchWaitMs > 0) await sleep(rt.clock, recipeBatchWaitMs)
+    while (!stopped) {
+      const recipe = deps.recipes().find((r) => r.name === name)
+      // A recipe removed or broken keeps its queue until it is back.
+      if (!recipe?.definition?.on?.length) return
+      const rows = await claimFireBatch(rt, name, owner, recipeBatchMax, FIRE_CLAIM_MS)
+      if (rows.length === 0) return
+      await runBatch(recipe, rows)
+    }
+  }
+
+  function wakeOne(name: string): void {
+    if (stopped || !started) return
+    if (passes.has(name)) {
+      again.add(name)
+      return
+    }
+    const pass = drain(name)
+      .catch((error) => log.error({ recipe: name, err: (error as Error).message }, 'recipe event queue failed; will try again'))
+      .finally(() => {
+        passes.delete(name)
+        if (again.delete(name)) wakeOne(name)
+      })
+    passes.set(name, pass)
+  }
+
+  function wake(recipe?: string): void {
+    if (recipe) return wakeOne(recipe)
+    for (const r of deps.recipes()) if (r.definition?.on?.length) wakeOne(r.name)
+  }
+
+  const hasEventRecipes = () => deps.recipes().some((r) => r.definition?.on?.length)
+
+  /** Armed only while some recipe has `on`: a service of cron recipes keeps no timer ticking every second. */
+  function sweep(): void {
+    cancelSweep = undefined
+    if (stopped || !hasEventRecipes()) return
+    wake()
+    cancelSweep = rt.clock.setTimeout(sweep, SWEEP_MS)
+  }
+
+  return {
+    async enqueue(batch) {
+      const pairs: Array<{ recipe: string; eventId: string }> = []
+      const byId = new Map(batch.map((e) => [e.eventId, e]))
+      for (const recipe of deps.recipes()) {
+        const on = recipe.definition?.on
+        if (!on?.length) continue
+        for (const e of batch) if (subscribes(on, e)) pairs.push({ recipe: recipe.name, eventId: e.eventId })
+      }
+      if (pairs.length === 0) return
+      const fresh = await enqueueEventFires(rt, pairs)
+      const woken = new Set<string>()
+      for (const f of fresh) {
+        if (memo.size < MEMO_LIMIT) memo.set(`${f.recipe}\u0000${f.eventId}`, byId.get(f.eventId)!)
+        woken.add(f.recipe)
+      }
+      for (const name of woken) wakeOne(name)
+    },
+    start() {
+      if (stopped) return
+      started = true
+      // Also called after each reload: arms the sweep when the first event recipe appears.
+      if (!cancelSweep) sweep()
+    },
+    wake,
+    async idle() {
+      for (let i = 0; i < 1000 && passes.size > 0; i++) await Promise.allSettled([...passes.values()])
+    },
+    async stop() {
+      stopped = true
+      cancelSweep?.()
+      await Promise.allSettled([...passes.values()])
+    },
+  }
+}

@@ -1,0 +1,50 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join, relative } from 'node:path'
+import { resolveConfig } from '../config/file.ts'
+import { CliError, defineCommand } from '../utils/cli-kit.ts'
+
+/** The starting points `recipes new --from` offers: each a commented recipe in ./templates that type-checks as is. */
+export const RECIPE_TEMPLATES = ['followup', 'batch', 'report', 'webhook-forward'] as const
+export type RecipeTemplate = (typeof RECIPE_TEMPLATES)[number]
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]*$/
+
+export function recipeTemplate(template: RecipeTemplate, name: string): string {
+  return readFileSync(new URL(`./templates/${template}.ts`, import.meta.url), 'utf8').replaceAll('__NAME__', name)
+}
+
+/** `recipes new <name> [--from followup|batch|report|webhook-forward]`: writes RECIPES_DIR/<name>.ts. */
+export const recipesNew = defineCommand({
+  name: 'recipes new',
+  summary: `write a commented recipe to start from (--from ${RECIPE_TEMPLATES.join('|')}; default followup)`,
+  usage: `<name> [--from ${RECIPE_TEMPLATES.join('|')}]`,
+  options: { from: { type: 'string' } },
+  async run(ctx) {
+    const [name, ...extra] = ctx.positionals
+    if (!name) throw new CliError(`which name? usage: recipes new <name> [--from ${RECIPE_TEMPLATES.join('|')}]`)
+    if (extra.length) throw new CliError(`unexpected argument "${extra[0]}": one recipe at a time`)
+    if (!NAME.test(name)) throw new CliError(`"${name}" cannot be a recipe name: use letters, digits, "-" or "_" (it becomes ${name}.ts)`)
+    const from = (ctx.values.from ?? 'followup') as string
+    if (!(RECIPE_TEMPLATES as readonly string[]).includes(from)) {
+      throw new CliError(`--from must be one of ${RECIPE_TEMPLATES.join(', ')} (got "${from}")`)
+    }
+    const config = await resolveConfig({ env: ctx.env })
+    const dir = config.recipes.dir
+    const file = join(dir, `${name}.ts`)
+    if (existsSync(file)) throw new CliError(`${file} already exists: pick another name or edit that file`)
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(file, recipeTemplate(from as RecipeTemplate, name))
+    const shown = relative(process.cwd(), file).startsWith('..') ? file : relative(process.cwd(), file)
+    ctx.write(
+      [
+        `wrote ${shown} (from the ${from} template)`,
+        'next:',
+        `  npm run -s cli -- recipes check ${name}            # type errors, as file:line:col`,
+        `  npm run -s cli -- recipes run ${name} --dry-run    # the plan: calls, batches, mails`,
+        `  npm run -s cli -- recipes test ${name} --events data/samples/no-answer-events.json   # or --csv data/samples/leads.csv`,
+        'reference: docs/recipes.md',
+        '',
+      ].join('\n'),
+    )
+  },
+})

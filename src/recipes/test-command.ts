@@ -1,0 +1,47 @@
+import { resolveConfig } from '../config/file.ts'
+import { ArgumentError } from '../utils/argument-error.ts'
+import { CliError, defineCommand } from '../utils/cli-kit.ts'
+import { renderPlan } from './present.ts'
+import { testRecipe } from './test-recipe.ts'
+
+/**
+ * `recipes test <name> --events file.json | --csv file.csv [--now ISO] [--json]`: a dry run against
+ * fixtures on a frozen clock, in a throw-away data folder — no provider, no running service.
+ */
+export const recipesTest = defineCommand({
+  name: 'recipes test',
+  summary: 'dry-run a recipe against sample events (--events) or a contacts CSV (--csv) on a frozen clock; prints the plan',
+  usage: '<name> [--events file.json] [--csv file.csv] [--now ISO] [--json]',
+  options: { events: { type: 'string' }, csv: { type: 'string' }, now: { type: 'string' }, json: { type: 'boolean' } },
+  async run(ctx) {
+    const [name, ...extra] = ctx.positionals
+    if (!name) throw new CliError('which recipe? usage: recipes test <name> [--events file.json] [--csv file.csv] [--now ISO] [--json]')
+    if (extra.length) throw new CliError(`unexpected argument "${extra[0]}": test one recipe at a time`)
+    const config = await resolveConfig({ env: ctx.env })
+    let result
+    try {
+      result = await testRecipe({
+        recipe: name,
+        recipesDir: config.recipes.dir,
+        env: ctx.env,
+        ...(typeof ctx.values.events === 'string' ? { events: ctx.values.events } : {}),
+        ...(typeof ctx.values.csv === 'string' ? { csv: ctx.values.csv } : {}),
+        ...(typeof ctx.values.now === 'string' ? { now: ctx.values.now } : {}),
+      })
+    } catch (error) {
+      if (error instanceof ArgumentError) throw new CliError(error.message)
+      throw error
+    }
+    if (ctx.values.json) {
+      const { result: value, ...rest } = result
+      ctx.json({ ...rest, summary: value ?? null })
+    } else {
+      const lines = [`recipe ${result.recipe}: ${result.status} (dry run on a frozen clock at ${result.now}; nothing was called, launched or mailed)`]
+      for (const w of result.warnings) lines.push(`warning: ${w}`)
+      if (result.error) lines.push(`error: ${result.error}`)
+      if (result.result !== undefined && result.result !== null) lines.push(`summary: ${typeof result.result === 'string' ? result.result : JSON.stringify(result.result)}`)
+      ctx.write(lines.join('\n') + '\n' + renderPlan(result.plan))
+    }
+    return result.status === 'failed' ? 1 : 0
+  },
+})

@@ -1,0 +1,162 @@
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { basename, isAbsolute, join, resolve } from 'node:path'
+import { z } from 'zod'
+import { loadConfig } from '../config/load.ts'
+import { WEBHOOK_EVENT_TYPES, webhookEventSchema, type WebhookEvent } from '../upstream/schemas.ts'
+import type { PlannedEffect } from '../utils/effects.ts'
+import { ArgumentError, checkArgument } from '../utils/argument-error.ts'
+import type { ProcessedEvent } from '../webhooks/hooks.ts'
+import type { RecipeTrigger } from './define.ts'
+
+/**
+ * `testRecipe()`: runs one recipe in a dry run against fixture events or a contacts CSV, on a frozen
+ * clock, with a throw-away data folder (its own SQLite file, empty do-not-call list) — no provider and no
+ * running service needed. What `recipes test` prints, and what an author's own vitest test asserts on.
+ */
+export interface TestRecipeOptions {
+  /** A recipe name in RECIPES_DIR (or `recipesDir`), or a path to a recipe file. */
+  recipe: string
+  /**
+   * Webhook events as the provider sends them (`{ event_id, event_type, timestamp, data: { call, … } }`),
+   * or the path of a JSON file holding a list of them. They are applied to the conversations read model
+   * and delivered together as one event trigger (`ctx.trigger.events`).
+   */
+  events?: WebhookEvent[] | string
+  /** A contacts CSV (path), copied to `$DATA_DIR/inbox/` of the test's data folder (where batch recipes read). */
+  csv?: string
+  /** The frozen clock (ISO 8601, epoch ms or Date). Default: a minute after the last event, else now. */
+  now?: string | number | Date
+  /** Configuration (DEFAULT_COUNTRY, RECIPES_TIMEZONE, REPORT_TO, …); default process.env. DATA_DIR is always a temp folder. */
+  env?: Record<string, string | undefined>
+  /** Where recipe names are looked up; default RECIPES_DIR. */
+  recipesDir?: string
+}
+
+export interface TestRecipeResult {
+  recipe: string
+  status: 'succeeded' | 'failed'
+  /** Why the run failed (the recipe threw). */
+  error: string | null
+  /** What `run` returned. */
+  result: unknown
+  /** The frozen clock, ISO 8601. */
+  now: string
+  /** Calls (with scheduled_for and retry_context), batches (rows and rejects) and mails the run planned. */
+  plan: PlannedEffect[]
+  /** Things worth knowing, e.g. an event type the recipe does not list in `on`. */
+  warnings: string[]
+}
+
+const optionsSchema = z.strictObject({
+  recipe: z.string().min(1, { error: 'must name the recipe' }),
+  events: z.union([z.string(), z.array(z.unknown())]).optional(),
+  csv: z.string().optional(),
+  now: z.union([z.string(), z.number(), z.date()]).optional(),
+  // process.env is an exotic object zod's record() refuses; any object of strings will do.
+  env: z.custom<Record<string, string | undefined>>((v) => typeof v === 'object' && v !== null, { error: 'must be an object of variables' }).optional(),
+  recipesDir: z.string().optional(),
+})
+
+/** A file of events: a list, or `{ events: [...] }`; each checked as a provider webhook event. */
+export function readEventsFile(path: string): WebhookEvent[] {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'))
+  } catch (error) {
+    throw new ArgumentError(`events file ${path}: ${(error as Error).message}`)
+  }
+  return parseEvents(parsed, path)
+}
+
+function parseEvents(value: unknown, where: string): WebhookEvent[] {
+  const list = Array.isArray(value) ? value : (value as { events?: unknown } | null)?.events
+  return checkArgument(z.array(webhookEventSchema).min(1, { error: 'must hold at least one event' }), list, {
+    fn: 'testRecipe',
+    arg: `events (${where})`,
+    expected: `a list of webhook events { event_id, event_type (${WEBHOOK_EVENT_TYPES[0]}, …), timestamp, data: { call: { … } } }`,
+  })
+}
+
+function instantOf(value: string | number | Date): number {
+  const at = value instanceof Date ? value.getTime() : typeof value === 'number' ? value : Date.parse(value)
+  if (!Number.isFinite(at)) throw new ArgumentError(`testRecipe(now): "${String(value)}" is not an ISO 8601 time`)
+  return at
+}
+
+export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeResult> {
+  const options = checkArgument(optionsSchema, input, { fn: 'testRecipe', arg: 'options', expected: '{ recipe, events?, csv?, now?, env?, recipesDir? }' })
+  // Loaded here, not at import: the public API (what recipes import) stays light.
+  const [{ createRuntime }, { createManualClock }, { createSilentLogger }, { applyEventToReadModel }, { loadRecipeFile }, { executeRun }] = await Promise.all([
+    import('../runtime.ts'),
+    import('../utils/clock.ts'),
+    import('../utils/logger.ts'),
+    import('../webhooks/read-model.ts'),
+    import('./loader.ts'),
+    import('./runner.ts'),
+  ])
+  const env = options.env ?? process.env
+  const events = options.events === undefined ? [] : typeof options.events === 'string' ? readEventsFile(options.events) : parseEvents(options.events, 'argument')
+  const lastEvent = events.reduce((max, e) => Math.max(max, Date.parse(e.data.call.ended_at ?? '') || 0, Date.parse(e.timestamp) || 0), 0)
+  const now = options.now !== undefined ? instantOf(options.now) : lastEvent ? lastEvent + 60_000 : Date.now()
+
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-recipe-test-'))
+  try {
+    const config = loadConfig({
+      env: {
+        ...env,
+        DATA_DIR: dataDir,
+        DATABASE_URL: `sqlite:${join(dataDir, 'test.db')}`,
+        WEBHOOK_SECRET: env.WEBHOOK_SECRET || 'whsec_recipe_test',
+        RECIPES_TYPECHECK: 'false',
+      },
+    })
+    const file = recipeFile(options.recipe, options.recipesDir ?? config.recipes.dir)
+    const loaded = await loadRecipeFile(file, config.recipes.timezone)
+    if (!loaded.definition) throw new ArgumentError(`recipe "${loaded.name}" is broken: ${loaded.error ?? 'not loaded'}`)
+    if (options.csv) {
+      if (!existsSync(options.csv)) throw new ArgumentError(`testRecipe(csv): no file at ${options.csv}`)
+      mkdirSync(join(dataDir, 'inbox'), { recursive: true })
+      copyFileSync(options.csv, join(dataDir, 'inbox', basename(options.csv)))
+    }
+    const rt = await createRuntime(config, { clock: createManualClock(now), log: createSilentLogger() })
+    try {
+      const processed: ProcessedEvent[] = []
+      for (const event of events) {
+        const receivedAt = Date.parse(event.timestamp) || now
+        await applyEventToReadModel(rt, event, 'webhook', receivedAt)
+        processed.push({ eventId: event.event_id, eventType: event.event_type, target: 'formant', source: 'webhook', receivedAt, event })
+      }
+      const on = loaded.definition.on ?? []
+      const warnings = [...new Set(processed.map((e) => e.eventType))]
+        .filter((type) => !on.includes(type as never))
+        .map((type) => `the recipe does not list ${type} in \`on\` (it lists ${on.length ? on.join(', ') : 'no event types'}), so the service would not run it for these events`)
+      const trigger: RecipeTrigger = processed.length ? { type: 'event', events: processed, event: processed[0] } : { type: 'manual' }
+      const run = await executeRun(rt, loaded.name, loaded.definition, { trigger, dryRun: true, timezone: loaded.timezone })
+      return {
+        recipe: loaded.name,
+        status: run.status === 'failed' ? 'failed' : 'succeeded',
+        error: run.error,
+        result: run.result,
+        now: new Date(now).toISOString(),
+        plan: run.plan,
+        warnings,
+      }
+    } finally {
+      await rt.close()
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+}
+
+function recipeFile(recipe: string, dir: string): string {
+  if (recipe.endsWith('.ts')) {
+    const path = isAbsolute(recipe) ? recipe : resolve(recipe)
+    if (!existsSync(path)) throw new ArgumentError(`no recipe file at ${path}`)
+    return path
+  }
+  const path = join(dir, `${recipe}.ts`)
+  if (!existsSync(path)) throw new ArgumentError(`no recipe named "${recipe}" in ${dir}`)
+  return path
+}

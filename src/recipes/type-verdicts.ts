@@ -1,0 +1,198 @@
+import { createHash } from 'node:crypto'
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { Worker } from 'node:worker_threads'
+import type { RecipeDiagnostic } from './typecheck.ts'
+
+/**
+ * The service's view of recipe type errors: the first error of each recipe file, or none. Checking
+ * needs TypeScript's compiler (about a second of CPU, more on a busy machine), so it never runs on the
+ * start path or the event loop: verdicts are cached by content hash (the recipe, its folder's `_` helper
+ * files, and switchboard's own sources) in `$DATA_DIR/cache/recipe-types.json`, and anything not cached is
+ * checked on a worker thread while the service is already up. Runs of a recipe wait for its verdict.
+ */
+export interface TypeVerdicts {
+  /** First error per file (undefined: clean). Cached verdicts answer at once; the rest go to the worker. */
+  check(files: string[]): Promise<Map<string, RecipeDiagnostic | undefined>>
+  /** A cached verdict, if there is one (null: clean); undefined when the file needs checking. */
+  cached(file: string): RecipeDiagnostic | null | undefined
+  close(): Promise<void>
+}
+
+const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+const CACHE_VERSION = 1
+const MAX_ENTRIES = 500
+
+let fingerprint: string | undefined
+/** Changes when switchboard's sources (hence the types recipes are checked against) or TypeScript change. */
+function apiFingerprint(): string {
+  if (fingerprint) return fingerprint
+  const hash = createHash('sha256')
+  const require = createRequire(import.meta.url)
+  hash.update((require('typescript/package.json') as { version: string }).version)
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const path = join(dir, entry.name)
+      if (entry.isDirectory()) walk(path)
+      else if (entry.name.endsWith('.ts')) hash.update(path).update(readFileSync(path))
+    }
+  }
+  walk(SRC)
+  fingerprint = hash.digest('hex')
+  return fingerprint
+}
+
+/** The recipe's content, its folder's helper files (`_*.ts`) and the API: what its verdict depends on. */
+function keyOf(file: string): string | undefined {
+  try {
+    const hash = createHash('sha256').update(apiFingerprint()).update(readFileSync(file))
+    const dir = dirname(file)
+    for (const name of readdirSync(dir).filter((n) => n.startsWith('_') && n.endsWith('.ts')).sort()) {
+      hash.update(name).update(readFileSync(join(dir, name)))
+    }
+    return hash.digest('hex')
+  } catch {
+    return undefined
+  }
+}
+
+// Plain CommonJS evaluated in the worker: it registers tsx there, then loads the checker module.
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads')
+const ready = (async () => {
+  const { register } = await import(workerData.tsx)
+  register()
+  return import(workerData.checker)
+})()
+parentPort.on('message', async ({ id, files }) => {
+  try {
+    const checker = await ready
+    parentPort.postMessage({ id, diagnostics: checker.typeCheckFiles(files) })
+  } catch (error) {
+    parentPort.postMessage({ id, error: String((error && error.message) || error) })
+  }
+})
+`
+
+/** tsx's ESM `register` (its CommonJS build cannot register ESM hooks from an eval'd worker). */
+function tsxEsmApi(): string {
+  const require = createRequire(import.meta.url)
+  const pkg = require.resolve('tsx/package.json')
+  const exported = (require(pkg) as { exports: Record<string, { import: { default: string } }> }).exports['./esm/api']!
+  return join(dirname(pkg), exported.import.default)
+}
+
+interface Reply {
+  id: number
+  diagnostics?: RecipeDiagnostic[]
+  error?: string
+}
+
+export function createTypeVerdicts(options: { cacheFile?: string } = {}): TypeVerdicts {
+  let entries: Record<string, RecipeDiagnostic | null> = {}
+  if (options.cacheFile && existsSync(options.cacheFile)) {
+    try {
+      const saved = JSON.parse(readFileSync(options.cacheFile, 'utf8')) as { version?: number; entries?: Record<string, RecipeDiagnostic | null> }
+      if (saved.version === CACHE_VERSION && saved.entries) entries = saved.entries
+    } catch {
+      // A damaged cache is only a slower start: everything is checked again.
+    }
+  }
+  const save = () => {
+    if (!options.cacheFile) return
+    const keys = Object.keys(entries)
+    for (const k of keys.slice(0, Math.max(0, keys.length - MAX_ENTRIES))) delete entries[k]
+    try {
+      mkdirSync(dirname(options.cacheFile), { recursive: true })
+      writeFileSync(options.cacheFile, JSON.stringify({ version: CACHE_VERSION, entries }))
+    } catch {
+      // Read-only data folder: verdicts stay in memory.
+    }
+  }
+
+  let worker: Worker | undefined
+  let seq = 0
+  const waiting = new Map<number, { resolve(d: RecipeDiagnostic[]): void; reject(e: Error): void }>()
+  const failAll = (error: Error) => {
+    for (const w of waiting.values()) w.reject(error)
+    waiting.clear()
+    worker = undefined
+  }
+  const ensure = (): Worker => {
+    if (worker) return worker
+    const w = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { tsx: pathToFileURL(tsxEsmApi()).href, checker: new URL('./typecheck.ts', import.meta.url).href },
+    })
+    // Never keeps the process alive on its own (a CLI command exits when its work is done).
+    w.unref()
+    w.on('message', (reply: Reply) => {
+      const entry = waiting.get(reply.id)
+      waiting.delete(reply.id)
+      if (!entry) return
+      if (reply.diagnostics) entry.resolve(reply.diagnostics)
+      else entry.reject(new Error(reply.error ?? 'type check failed'))
+    })
+    w.on('error', (error) => failAll(error))
+    w.on('exit', (code) => {
+      if (worker === w) failAll(new Error(`the type-check thread exited (${code})`))
+    })
+    worker = w
+    return w
+  }
+  const inWorker = (files: string[]) =>
+    new Promise<RecipeDiagnostic[]>((resolveCheck, reject) => {
+      const id = ++seq
+      waiting.set(id, { resolve: resolveCheck, reject })
+      const w = ensure()
+      // Referenced while a check is pending, so an awaiting CLI command is not cut short.
+      w.ref()
+      w.postMessage({ id, files })
+    }).finally(() => {
+      if (waiting.size === 0) worker?.unref()
+    })
+
+  // One check in flight at a time: requests made meanwhile are merged into the next one.
+  let running: Promise<void> = Promise.resolve()
+
+  return {
+    cached(file) {
+      const key = keyOf(file)
+      return key === undefined ? undefined : entries[key]
+    },
+    async check(files) {
+      const verdicts = new Map<string, RecipeDiagnostic | undefined>()
+      const todo: Array<{ file: string; key: string }> = []
+      for (const file of files) {
+        const key = keyOf(file)
+        if (key !== undefined && key in entries) verdicts.set(file, entries[key] ?? undefined)
+        else if (key !== undefined) todo.push({ file, key })
+      }
+      if (todo.length === 0) return verdicts
+      const job = running.then(() => inWorker(todo.map((t) => t.file)))
+      running = job.then(() => undefined, () => undefined)
+      const diagnostics = await job
+      for (const { file, key } of todo) {
+        const first = diagnostics.find((d) => resolve(d.file) === resolve(file)) ?? null
+        entries[key] = first
+        verdicts.set(file, first ?? undefined)
+      }
+      save()
+      return verdicts
+    },
+    async close() {
+      const w = worker
+      worker = undefined
+      failAll(new Error('closed'))
+      await w?.terminate()
+    },
+  }
+}
+
+/** Where the service keeps verdicts. */
+export function typeCacheFile(dataDir: string): string {
+  return join(dataDir, 'cache', `recipe-types.json`)
+}
+

@@ -1,0 +1,93 @@
+import { dirname, isAbsolute, relative, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import ts from 'typescript'
+
+/**
+ * Type-checks recipe files with TypeScript's compiler API against the running service's public API:
+ * `switchboard` maps to this checkout's `src/index.ts`, and `node:*` to the service's @types/node, so a
+ * recipe folder anywhere (RECIPES_DIR=/elsewhere) is checked the same way, with no tsconfig of its own.
+ * This module loads the compiler (large): the service reaches it only off its start path (a worker).
+ */
+export interface RecipeDiagnostic {
+  file: string
+  /** 1-based. */
+  line: number
+  /** 1-based. */
+  column: number
+  message: string
+  /** TS error code, e.g. 2345. */
+  code: number
+}
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
+export const PUBLIC_API_FILE = resolve(ROOT, 'src/index.ts')
+
+/**
+ * Close to the project's tsconfig, minus what suits a codebase but not a user's recipe folder:
+ * `Bundler` resolution (a folder outside the checkout has no package.json saying it is ESM, and NodeNext
+ * would read its files as CommonJS), no `verbatimModuleSyntax`, no `noUncheckedIndexedAccess`.
+ */
+const OPTIONS: ts.CompilerOptions = {
+  target: ts.ScriptTarget.ES2022,
+  module: ts.ModuleKind.ESNext,
+  moduleResolution: ts.ModuleResolutionKind.Bundler,
+  lib: ['lib.es2023.d.ts', 'lib.dom.d.ts', 'lib.dom.iterable.d.ts'],
+  allowImportingTsExtensions: true,
+  noEmit: true,
+  strict: true,
+  skipLibCheck: true,
+  esModuleInterop: true,
+  resolveJsonModule: true,
+  isolatedModules: true,
+  types: ['node'],
+  typeRoots: [resolve(ROOT, 'node_modules/@types')],
+  paths: { switchboard: [PUBLIC_API_FILE] },
+}
+
+let previous: ts.Program | undefined
+
+/**
+ * Diagnostics of `files` (and of helper files they import from the same folders), errors only, in file
+ * order. Keeps the last program so a second check in the same process reuses the parsed service types.
+ */
+export function typeCheckFiles(files: string[]): RecipeDiagnostic[] {
+  const roots = files.map((f) => resolve(f))
+  const program = ts.createProgram({ rootNames: roots, options: OPTIONS, oldProgram: previous })
+  previous = program
+  const folders = new Set(roots.map((f) => dirname(f)))
+  const ours = (file: string) => [...folders].some((dir) => !relative(dir, file).startsWith('..'))
+  const out: RecipeDiagnostic[] = []
+  const seen = new Set<string>()
+  const add = (d: ts.Diagnostic) => {
+    if (d.category !== ts.DiagnosticCategory.Error) return
+    const message = ts.flattenDiagnosticMessageText(d.messageText, '\n').split('\n')[0]!.trim()
+    let file = ''
+    let line = 0
+    let column = 0
+    if (d.file && d.start !== undefined) {
+      file = resolve(d.file.fileName)
+      const pos = d.file.getLineAndCharacterOfPosition(d.start)
+      line = pos.line + 1
+      column = pos.character + 1
+    }
+    const key = `${file}:${line}:${column}:${d.code}`
+    if (seen.has(key)) return
+    seen.add(key)
+    out.push({ file, line, column, message, code: d.code })
+  }
+  for (const d of program.getOptionsDiagnostics()) add(d)
+  for (const sf of program.getSourceFiles()) {
+    if (sf.isDeclarationFile || !ours(resolve(sf.fileName)) || resolve(sf.fileName) === PUBLIC_API_FILE) continue
+    for (const d of program.getSyntacticDiagnostics(sf)) add(d)
+    for (const d of program.getSemanticDiagnostics(sf)) add(d)
+  }
+  return out
+}
+
+/** `file:line:col message`, the file relative to `cwd` when it is inside it. */
+export function formatDiagnostic(d: RecipeDiagnostic, cwd = process.cwd()): string {
+  if (!d.file) return d.message
+  const rel = relative(cwd, d.file)
+  const shown = rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : d.file
+  return `${shown}:${d.line}:${d.column} ${d.message}`
+}

@@ -1,0 +1,25 @@
+/**
+ * Notices after an action travel as a code in the redirect (`?done=…&n=…`), never as text from the URL,
+ * so a crafted link cannot put words on the page.
+ */
+const MESSAGES: Record<string, (n: string | null, s: string | null) => string> = {
+  'replayed-one': (_n, s) => `Replayed: the event is now ${s ?? 'processed'}.`,
+  'replay-busy': () => 'That event is being processed right now; try again in a minute.',
+  'requeued': (n) => `Queued ${n ?? 0} failed or dead event(s) for processing again.`,
+  'dnc-added': (n) => (n === '1' ? 'Added to the do-not-call list.' : 'That number was already on the list.'),
+  'dnc-removed': (n) => (n === '1' ? 'Removed from the do-not-call list.' : 'That number was not on the list.'),
+  'dnc-invalid': () => 'That is not a phone number.',
+  'resent': (_n, s) => `Report sent again: ${s ?? 'done'}.`,
+  'resend-failed': (_n, s) => `Resend failed: ${s === 'failed' ? 'the mail could not be delivered' : 'only daily reports can be resent'}.`,
+}
+
+const STATUS_WORDS = new Set(['processed', 'failed', 'dead', 'pending', 'sent', 'written', 'queued'])
+
+export function flashMessage(params: URLSearchParams): string | null {
+  const code = params.get('done')
+  const make = code ? MESSAGES[code] : undefined
+  if (!make) return null
+  const n = params.get('n')
+  const s = params.get('s')
+  return make(n && /^\d+$/.test(n) ? n : null, s && STATUS_WORDS.has(s) ? s : null)
+}

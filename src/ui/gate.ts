@@ -1,0 +1,55 @@
+import { HTTPError, type H3, type H3Event } from 'h3'
+import type { Runtime } from '../runtime.ts'
+import { adminErrorResponse, authenticateAdmin, csrfValid, requireAdmin } from '../utils/admin-auth.ts'
+import { field, formOf } from './form.ts'
+import { html } from './html.ts'
+import { page } from './layout.ts'
+import { seeOther } from './responses.ts'
+
+const PUBLIC_UI = ['/ui/login', '/ui/assets/']
+const SAFE = new Set(['GET', 'HEAD', 'OPTIONS'])
+
+function under(path: string, prefix: string): boolean {
+  return path === prefix || path.startsWith(`${prefix}/`)
+}
+
+/**
+ * One gate in front of every `/admin` route and every dashboard page, registered before all routes so a
+ * route that forgets its own check is still covered. Requests carry the token (bearer) or a session —
+ * never admitted for their address alone, since a reverse proxy on the same host makes every remote
+ * client look local. Dashboard pages without a session redirect to the login; everything else is 401.
+ * Session requests that change state need the CSRF token: `X-CSRF-Token`, or `_csrf` in a posted form.
+ */
+export function registerAdminGate(app: H3, rt: Runtime): void {
+  app.use(async (event: H3Event, next) => {
+    const path = event.url.pathname.toLowerCase()
+    if (under(path, '/admin')) {
+      try {
+        requireAdmin(event, rt.config.adminToken, rt.clock.now())
+      } catch (error) {
+        return adminErrorResponse(error, rt.log)
+      }
+      return next()
+    }
+    if (!under(path, '/ui') || PUBLIC_UI.some((p) => path === p || (p.endsWith('/') && path.startsWith(p)))) return next()
+    const access = authenticateAdmin(event, rt.config.adminToken, rt.clock.now())
+    if (!access) {
+      if (SAFE.has(event.req.method) && !event.req.headers.has('hx-request')) {
+        return seeOther(event, `/ui/login?next=${encodeURIComponent(event.url.pathname + event.url.search)}`)
+      }
+      throw new HTTPError({ status: 401, message: 'log in at /ui/login (or send Authorization: Bearer $ADMIN_TOKEN)' })
+    }
+    if (!csrfValid(event, access) && !csrfValid(event, access, field(await formOf(event), '_csrf'))) {
+      throw new HTTPError({ status: 403, message: 'CSRF token missing or invalid' })
+    }
+    try {
+      return await next()
+    } catch (error) {
+      // A page's own errors (unknown id, bad filter) as a page, not as JSON; server errors go on to onError.
+      const status = (error as { status?: number }).status
+      if (!(error instanceof HTTPError) || status === undefined || status >= 500 || event.req.headers.has('hx-request')) throw error
+      event.res.status = status
+      return page(event, { title: status === 404 ? 'Not found' : 'Cannot do that', active: '', body: html`<p class="flash error" role="alert">${error.message}</p><p><a href="/ui">Back to the overview</a></p>` })
+    }
+  })
+}

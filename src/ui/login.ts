@@ -1,0 +1,84 @@
+import { randomBytes } from 'node:crypto'
+import { getCookie, type H3, type H3Event } from 'h3'
+import type { Runtime } from '../runtime.ts'
+import { authenticateAdmin, isHttps, issueSession, sameSecret, SESSION_TTL_MS, sessionCookieHeader } from '../utils/admin-auth.ts'
+import { field, formOf } from './form.ts'
+import { html } from './html.ts'
+import { barePage } from './layout.ts'
+import { createLoginLimiter, loginClientKey } from './login-limiter.ts'
+import { safeNext, seeOther } from './responses.ts'
+
+/**
+ * `GET/POST /ui/login` and `POST /ui/logout`. The form carries a one-time value also set as a cookie
+ * (double submit), so another site cannot log a browser in with its own token; failed attempts are
+ * rate-limited on the runtime's clock.
+ */
+const LOGIN_COOKIE = 'sb_login'
+
+function loginCookie(event: H3Event, value: string, maxAge: number): string {
+  return [`${LOGIN_COOKIE}=${value}`, 'Path=/ui/login', `Max-Age=${maxAge}`, 'HttpOnly', 'SameSite=Strict', ...(isHttps(event) ? ['Secure'] : [])].join('; ')
+}
+
+function loginForm(event: H3Event, next: string, error?: string): string {
+  const nonce = randomBytes(16).toString('base64url')
+  event.res.headers.append('set-cookie', loginCookie(event, nonce, 600))
+  return barePage(
+    event,
+    'Log in',
+    html`${error ? html`<p class="flash error" role="alert">${error}</p>` : ''}
+<form method="post" action="/ui/login">
+<input type="hidden" name="_login" value="${nonce}">
+<input type="hidden" name="next" value="${next}">
+<label for="token">Admin token</label>
+<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
+<small>ADMIN_TOKEN, or the token switchboard generated into DATA_DIR/admin-token (printed once in the start banner).</small>
+<button type="submit">Log in</button>
+</form>`,
+  )
+}
+
+export function registerLoginRoutes(app: H3, rt: Runtime): void {
+  const limiter = createLoginLimiter(rt.clock)
+
+  app.get('/ui/login', (event) => {
+    const next = safeNext(event.url.searchParams.get('next'))
+    if (authenticateAdmin(event, rt.config.adminToken, rt.clock.now())) return seeOther(event, next)
+    return loginForm(event, next)
+  })
+
+  app.post('/ui/login', async (event) => {
+    const client = loginClientKey(event)
+    const form = await formOf(event)
+    const next = safeNext(field(form, 'next'))
+    const wait = limiter.retryAfterMs(client)
+    if (wait > 0) {
+      event.res.status = 429
+      event.res.headers.set('retry-after', String(Math.ceil(wait / 1000)))
+      return loginForm(event, next, `Too many failed attempts. Try again in ${Math.ceil(wait / 60_000)} min.`)
+    }
+    const expected = getCookie(event, LOGIN_COOKIE) ?? ''
+    const given = field(form, '_login')
+    if (!expected || !sameSecret(given, expected)) {
+      event.res.status = 403
+      return loginForm(event, next, 'The form expired. Please try again.')
+    }
+    const token = rt.config.adminToken
+    if (!token || !sameSecret(field(form, 'token'), token)) {
+      limiter.recordFailure(client)
+      rt.log.warn({ client }, 'dashboard login failed')
+      event.res.status = 401
+      return loginForm(event, next, 'That token is not right.')
+    }
+    limiter.recordSuccess(client)
+    const { cookie } = issueSession(token, rt.clock.now())
+    event.res.headers.append('set-cookie', sessionCookieHeader(event, cookie, Math.floor(SESSION_TTL_MS / 1000)))
+    event.res.headers.append('set-cookie', loginCookie(event, '', 0))
+    rt.log.info({ client }, 'dashboard login')
+    return seeOther(event, next)
+  })
+
+  app.post('/ui/logout', (event) => {
+    event.res.headers.append('set-cookie', sessionCookieHeader(event, '', 0))
+    return seeOther(event, '/ui/login')
+  })
+}

@@ -1,0 +1,116 @@
+import { HTTPError, type H3 } from 'h3'
+import { z } from 'zod'
+import { addToDnc, importDncCsv, listDnc, removeFromDnc, type DncImportResult } from '../campaigns/dnc.ts'
+import { normalizePhone } from '../campaigns/phones.ts'
+import { buildDailyReport } from '../reports/build-report.ts'
+import { localDate } from '../reports/day-range.ts'
+import { reportOfSubject } from '../reports/format.ts'
+import { getMailLog, listMailLog } from '../reports/mail-log.ts'
+import { renderDailyReport } from '../reports/render-report.ts'
+import { sendDailyReport } from '../reports/send-report.ts'
+import type { Runtime } from '../runtime.ts'
+import { liveEffects } from '../utils/effects.ts'
+import { clip, status, table } from './components.ts'
+import { flashMessage } from './flash.ts'
+import { field, formOf } from './form.ts'
+import { fmtTime, html } from './html.ts'
+import { csrfField, page } from './layout.ts'
+import { seeOther } from './responses.ts'
+
+const dateSchema = z.string().regex(/^\d{4}-\d{2}-\d{2}$/)
+const MAX_CSV_BYTES = 5 * 1024 * 1024
+
+/** `/ui/mail`: the mail log with resend of a failed report, a report preview for any day, and the DNC list. */
+export function registerMailPage(app: H3, rt: Runtime): void {
+  const render = async (event: Parameters<typeof page>[0], imported?: DncImportResult) => {
+    const params = event.url.searchParams
+    const search = (params.get('q') ?? '').slice(0, 40)
+    const tz = rt.config.recipes.timezone
+    const previewDate = dateSchema.safeParse(params.get('date')).data ?? localDate(rt.clock.now() - 86_400_000, tz)
+    const [mails, dnc] = await Promise.all([listMailLog(rt, 50), listDnc(rt, { search, limit: 100 })])
+    return page(event, {
+      title: 'Mail & DNC',
+      flash: flashMessage(params),
+      body: html`<h2>Mail</h2>
+${table('Mail log', ['Created', 'Subject', 'To', 'Status', 'Attempts', 'Error', ''], mails.map((m) => [
+  fmtTime(m.createdAt), m.subject, m.recipients.join(', '), status(m.status), String(m.attempts), clip(m.error, 80),
+  m.status === 'failed' && reportOfSubject(m.subject)
+    ? html`<form method="post" action="${`/ui/mail/${encodeURIComponent(m.id)}/resend`}" class="inline" data-confirm="Send this report again?">${csrfField(event)}<button type="submit">Resend</button></form>`
+    : '',
+]), 'Nothing sent yet.')}
+<h2>Report preview</h2>
+<form method="get" action="/ui/mail" class="filters" aria-label="Preview a report">
+<label>Day (${tz})<input type="date" name="date" value="${previewDate}"></label><button type="submit">Preview</button>
+</form>
+<iframe class="preview" title="${`Daily report for ${previewDate}`}" sandbox src="${`/ui/mail/preview?date=${previewDate}`}"></iframe>
+<h2>Do-not-call list</h2>
+${imported ? html`<div id="dnc-import-result" role="status" class="flash${imported.errors.length ? ' error' : ''}">
+<p>Imported: ${imported.added} added, ${imported.existing} already listed, ${imported.errors.length} row(s) with errors.</p>
+${imported.errors.length ? table('Import errors', ['Row', 'Value', 'Reason'], imported.errors.map((e) => [String(e.row), e.raw, e.reason])) : ''}
+</div>` : ''}
+<form method="get" action="/ui/mail" class="filters" role="search" aria-label="Search the do-not-call list">
+<label>Search numbers<input name="q" type="search" value="${search}"></label><button type="submit">Search</button>
+</form>
+<form method="post" action="/ui/dnc/add" class="filters" aria-label="Add a number">${csrfField(event)}
+<label>Phone<input name="phone" type="tel" required></label>
+<label>Reason<input name="reason"></label>
+<button type="submit">Add</button>
+</form>
+<form method="post" action="/ui/dnc/import" enctype="multipart/form-data" class="filters" aria-label="Import a CSV">${csrfField(event)}
+<label>CSV (number, reason)<input name="file" type="file" accept=".csv,text/csv" required></label>
+<button type="submit">Import</button>
+</form>
+${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', ''], dnc.map((d) => [
+  d.phone, d.reason ?? '', d.source ?? '', fmtTime(d.addedAt),
+  html`<form method="post" action="/ui/dnc/remove" class="inline" data-confirm="${`Remove ${d.phone} from the do-not-call list?`}">${csrfField(event)}<input type="hidden" name="phone" value="${d.phone}"><button type="submit" class="secondary">Remove</button></form>`,
+]), search ? 'No number matches.' : 'The list is empty.')}`,
+    })
+  }
+
+  app.get('/ui/mail', (event) => render(event))
+
+  // The report exactly as mailed. It has inline styles (mail clients need them), so it gets its own CSP
+  // that allows styles but no script at all, and is shown in a sandboxed frame of the mail page.
+  app.get('/ui/mail/preview', async (event) => {
+    const date = dateSchema.safeParse(event.url.searchParams.get('date'))
+    if (!date.success) throw new HTTPError({ status: 400, message: 'date must be YYYY-MM-DD' })
+    const report = renderDailyReport(await buildDailyReport(rt, { date: date.data }))
+    event.res.headers.set('content-type', 'text/html; charset=utf-8')
+    event.res.headers.set('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'")
+    event.res.headers.set('x-content-type-options', 'nosniff')
+    event.res.headers.set('cache-control', 'no-store')
+    return report.html
+  })
+
+  app.post('/ui/mail/:id/resend', async (event) => {
+    const mail = await getMailLog(rt, decodeURIComponent(event.context.params?.id ?? ''))
+    if (!mail) throw new HTTPError({ status: 404, message: 'no such mail' })
+    const report = reportOfSubject(mail.subject)
+    if (mail.status !== 'failed' || !report) return seeOther(event, '/ui/mail?done=resend-failed')
+    // Mail bodies are not kept: the report is built again for its day and sent to the same people.
+    const result = await sendDailyReport(rt, { date: report.date, timezone: report.timezone, to: mail.recipients }, liveEffects())
+    rt.log.info({ mail_id: mail.id, resent_as: result.mailId, status: result.status }, 'dashboard: report resent')
+    return seeOther(event, result.status === 'failed' ? '/ui/mail?done=resend-failed&s=failed' : `/ui/mail?done=resent&s=${result.status}`)
+  })
+
+  app.post('/ui/dnc/add', async (event) => {
+    const form = await formOf(event)
+    const phone = field(form, 'phone')
+    if (!normalizePhone(phone, { defaultCountry: rt.config.defaultCountry }).ok) return seeOther(event, '/ui/mail?done=dnc-invalid')
+    const { added } = await addToDnc(rt, phone, { reason: field(form, 'reason') || null, source: 'dashboard' })
+    return seeOther(event, `/ui/mail?done=dnc-added&n=${added ? 1 : 0}`)
+  })
+
+  app.post('/ui/dnc/remove', async (event) => {
+    const removed = await removeFromDnc(rt, field(await formOf(event), 'phone'))
+    return seeOther(event, `/ui/mail?done=dnc-removed&n=${removed ? 1 : 0}`)
+  })
+
+  app.post('/ui/dnc/import', async (event) => {
+    const file = (await formOf(event)).get('file')
+    if (!file || typeof file === 'string') throw new HTTPError({ status: 400, message: 'choose a CSV file' })
+    if (file.size > MAX_CSV_BYTES) throw new HTTPError({ status: 413, message: 'the CSV is larger than 5 MB' })
+    const result = await importDncCsv(rt, await file.text(), `dashboard import: ${file.name}`.slice(0, 200))
+    return render(event, result)
+  })
+}

@@ -1,0 +1,92 @@
+import type { H3, H3Event } from 'h3'
+import { countCallsByStatus } from '../calls/list-calls.ts'
+import { readiness as serviceReadiness } from '../health/readiness.ts'
+import { recipeEngineFor } from '../recipes/engine.ts'
+import { dayRange, localDate } from '../reports/day-range.ts'
+import { countMailByStatus } from '../reports/mail-log.ts'
+import type { Runtime } from '../runtime.ts'
+import { countEventsByHour, countReceived, type EventHourCount } from '../webhooks/events.ts'
+import { inboxBacklog } from './backlog.ts'
+import { card, chart, status, table } from './components.ts'
+import { fmtAge, fmtTime, html, type SafeHtml } from './html.ts'
+import { page } from './layout.ts'
+
+const HOUR = 3_600_000
+export const OVERVIEW_REFRESH_SECONDS = 15
+
+/** What GET /readyz says, in one line for the overview card. */
+async function readiness(rt: Runtime): Promise<{ ok: boolean; detail: string }> {
+  const { httpStatus, body } = await serviceReadiness(rt)
+  const dependencies = Object.entries((body.dependencies ?? {}) as Record<string, string>).map(([name, state]) => `${name} ${state}`)
+  const ok = httpStatus === 200 && body.status === 'ready'
+  const detail = ok ? `${rt.store.dialect} reachable, migrations applied` : String(body.error ?? body.status)
+  return { ok, detail: [detail, ...dependencies].join(' · ') }
+}
+
+/** 24 hourly buckets ending with the current hour; one series per key (type or status). */
+function hourlySeries(counts: EventHourCount[], key: 'event_type' | 'status', firstHour: number) {
+  const x = Array.from({ length: 24 }, (_, i) => (firstHour + i * HOUR) / 1000)
+  const names = [...new Set(counts.map((c) => c[key]))].sort()
+  const series = names.map((name) => {
+    const values = new Array<number>(24).fill(0)
+    for (const c of counts) if (c[key] === name) {
+      const i = Math.round((c.hour - firstHour) / HOUR)
+      if (i >= 0 && i < 24) values[i]! += c.count
+    }
+    return { label: name, values }
+  })
+  return { x, series }
+}
+
+const hourLabel = (x: number) => `${new Date(x * 1000).toISOString().slice(11, 16)} UTC`
+
+/** The part of the overview that refreshes itself (htmx polls `/ui/overview/live`). */
+async function live(rt: Runtime): Promise<SafeHtml> {
+  const now = rt.clock.now()
+  const tz = rt.config.recipes.timezone
+  const today = dayRange(localDate(now, tz), tz)
+  const firstHour = Math.floor(now / HOUR) * HOUR - 23 * HOUR
+  const [ready, backlog, last5, lastHour, hourly, recipes, mail, calls] = await Promise.all([
+    readiness(rt),
+    inboxBacklog(rt),
+    countReceived(rt, now - 5 * 60_000, now + 1),
+    countReceived(rt, now - HOUR, now + 1),
+    countEventsByHour(rt, firstHour, now + 1),
+    recipeEngineFor(rt).list(),
+    countMailByStatus(rt, now - 7 * 24 * HOUR),
+    countCallsByStatus(rt, today.startMs, today.endMs),
+  ])
+  const byType = hourlySeries(hourly, 'event_type', firstHour)
+  const byStatus = hourlySeries(hourly, 'status', firstHour)
+  const oldestAge = backlog.oldestReceivedAt === null ? null : now - backlog.oldestReceivedAt
+  return html`<div id="overview-live" hx-get="/ui/overview/live" hx-trigger="${`every ${OVERVIEW_REFRESH_SECONDS}s`}" hx-swap="outerHTML">
+<div class="cards">
+${card('Service', ready.ok ? 'ready' : 'not ready', ready.detail)}
+${card('Ingest', `${(last5 / 5).toFixed(1)}/min`, `${lastHour} in the last hour`)}
+${card('Backlog', String(backlog.pending + backlog.failed), `${backlog.pending} pending · ${backlog.failed} retrying · oldest ${fmtAge(oldestAge)}`)}
+${card('Dead events', String(backlog.dead), html`<a href="/ui/events?status=dead">see them</a>`)}
+${card('Mail (7 days)', `${mail.sent + mail.written} sent`, `${mail.failed} failed · ${mail.queued} queued`)}
+${card('Calls today', String(calls.reduce((s, c) => s + c.count, 0)), calls.map((c) => `${c.status} ${c.count}`).join(' · ') || 'none yet')}
+</div>
+<h2>Events, last 24 hours</h2>
+${chart('Events by type per hour', byType, hourLabel)}
+${chart('Events by status per hour', byStatus, hourLabel)}
+<h2>Recipes</h2>
+${table('Recipes', ['Recipe', 'Last run', 'Result', 'Next run'], recipes.map((r) => [
+  html`<a href="/ui/recipes">${r.name}</a>`,
+  r.lastRun ? fmtTime(r.lastRun.startedAt) : '—',
+  r.broken ? html`<span class="status-failed">broken</span>` : r.lastRun ? status(r.lastRun.status) : '—',
+  fmtTime(r.nextRun),
+]), 'No recipes in RECIPES_DIR.')}
+<p><small>Updated ${fmtTime(now)}; refreshes every ${OVERVIEW_REFRESH_SECONDS} s.</small></p>
+</div>`
+}
+
+export function registerOverviewPage(app: H3, rt: Runtime): void {
+  app.get('/ui', async (event: H3Event) => page(event, { title: 'Overview', body: await live(rt) }))
+  app.get('/ui/overview/live', async (event: H3Event) => {
+    event.res.headers.set('content-type', 'text/html; charset=utf-8')
+    event.res.headers.set('cache-control', 'no-store')
+    return (await live(rt)).value
+  })
+}

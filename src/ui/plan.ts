@@ -1,0 +1,43 @@
+import type { PlannedEffect } from '../utils/effects.ts'
+import { fields, table } from './components.ts'
+import { html, type SafeHtml } from './html.ts'
+
+/**
+ * A run's plan for people (the HTML form of `renderPlan` in recipes/present.ts): each batch with its rows
+ * and rejected rows with reasons, each call with its schedule, idempotency key and retry_context, each mail.
+ */
+export function renderPlanHtml(plan: PlannedEffect[]): SafeHtml {
+  if (plan.length === 0) return html`<p><em>Nothing planned: no call, batch or mail.</em></p>`
+  return html`${plan.map((effect, i) => {
+    if (effect.kind === 'batch') {
+      const columns = [...new Set(effect.rows.flatMap((r) => Object.keys(r)))]
+      return html`<section aria-label="${`Batch ${effect.name}`}">
+<h3>Batch “${effect.name}” for agent ${effect.agent_id}: ${effect.rows.length} row(s), ${effect.rejects.length} rejected</h3>
+${table(`Batch ${effect.name} rows`, columns, effect.rows.map((r) => columns.map((c) => r[c] ?? '')), 'No rows.')}
+${effect.rejects.length ? html`<h4>Rejected rows</h4>${table(`Batch ${effect.name} rejected rows`, ['Row', 'Value', 'Reason'], effect.rejects.map((r) => [String(r.row), r.raw, r.reason]))}` : ''}
+</section>`
+    }
+    if (effect.kind === 'call') {
+      const r = effect.request
+      const phone = r.parameters.find((p) => p.name === 'customer_phone')?.value ?? '(no customer_phone)'
+      return html`<section aria-label="${`Call ${i + 1}`}">
+<h3>Call ${phone}${effect.note ? ` — ${effect.note}` : ''}</h3>
+${fields(`Call ${i + 1}`, [
+  ['Agent', String(r.agent_id)],
+  ['scheduled_for', r.scheduled_for ?? 'now'],
+  ['Idempotency key', r.idempotency_key ?? '(generated)'],
+  ['Continues conversation', r.conversation_id ?? '—'],
+  ['Campaign', effect.campaign ?? '—'],
+  ['Parameters', html`<code>${JSON.stringify(Object.fromEntries(r.parameters.map((p) => [p.name, p.value])))}</code>`],
+  ['retry_context', r.retry_context ? html`<pre tabindex="0"><code>${JSON.stringify(r.retry_context, null, 2)}</code></pre>` : '—'],
+])}
+</section>`
+    }
+    if (effect.kind === 'publish') {
+      return html`<section aria-label="${`Publish ${i + 1}`}"><h3>Publish “${effect.event_type}”</h3>
+${fields(`Publish ${i + 1}`, [['Event id', effect.event_id], ['Destinations', effect.destinations.join(', ') || '—']])}</section>`
+    }
+    return html`<section aria-label="${`Mail ${i + 1}`}"><h3>Mail “${effect.subject}”</h3>
+${fields(`Mail ${i + 1}`, [['To', effect.to.join(', ')], ['Attachments', (effect.attachments ?? []).join(', ') || '—']])}</section>`
+  })}`
+}

@@ -1,0 +1,76 @@
+import { HTTPError, type H3 } from 'h3'
+import { BrokenRecipeError, recipeEngineFor, UnknownRecipeError } from '../recipes/engine.ts'
+import { listRuns, type RecipeRun } from '../recipes/runner.ts'
+import type { Runtime } from '../runtime.ts'
+import { clip, fields, status, table } from './components.ts'
+import { field, formOf } from './form.ts'
+import { fmtTime, html } from './html.ts'
+import { csrfField, page } from './layout.ts'
+import { renderPlanHtml } from './plan.ts'
+import { summaryText } from '../recipes/summary.ts'
+
+const RUNS_SHOWN = 5
+
+function duration(run: RecipeRun): string {
+  return run.endedAt === null ? 'running' : `${run.endedAt - run.startedAt} ms`
+}
+
+/** `/ui/recipes`: triggers, next run, last runs, a broken recipe's error; dry run (shows the plan) and run now. */
+export function registerRecipesPage(app: H3, rt: Runtime): void {
+  app.get('/ui/recipes', async (event) => {
+    const recipes = await recipeEngineFor(rt).list()
+    const runs = await Promise.all(recipes.map((r) => listRuns(rt, { recipe: r.name, limit: RUNS_SHOWN })))
+    return page(event, {
+      title: 'Recipes',
+      body: recipes.length === 0
+        ? html`<p>No recipes in <code>${rt.config.recipes.dir}</code>.</p>`
+        : recipes.map((r, i) => html`<article aria-label="${`Recipe ${r.name}`}">
+<header><h2>${r.name}</h2>${r.description ? html`<p>${r.description}</p>` : ''}</header>
+${r.broken ? html`<p class="flash error" role="alert"><strong>Broken:</strong> ${r.broken}<br><small>${r.file}</small></p>` : ''}
+${fields(`Recipe ${r.name}`, [
+  ['Schedule', r.schedule ? `${r.schedule} (${r.timezone})` : '—'],
+  ['On events', r.on.join(', ') || '—'],
+  ['Next run', fmtTime(r.nextRun)],
+  ['File', r.file],
+])}
+<div class="actions">
+<form method="post" action="${`/ui/recipes/${encodeURIComponent(r.name)}/run`}">${csrfField(event)}<input type="hidden" name="dry_run" value="1"><button type="submit" class="secondary"${r.broken ? html` disabled` : ''}>Dry run</button></form>
+<form method="post" action="${`/ui/recipes/${encodeURIComponent(r.name)}/run`}" data-confirm="${`Run ${r.name} now? Its calls, batches and mail are real.`}">${csrfField(event)}<input type="hidden" name="dry_run" value="0"><button type="submit"${r.broken ? html` disabled` : ''}>Run now</button></form>
+</div>
+<h3>Last runs</h3>
+${table(`Runs of ${r.name}`, ['Started', 'Trigger', 'Status', 'Duration', 'Summary', 'Error'], runs[i]!.map((run) => [
+  fmtTime(run.startedAt), `${run.trigger}${run.dryRun ? ' (dry run)' : ''}`, status(run.status), duration(run), clip(run.summary === null ? null : summaryText(run.summary), 140), clip(run.error, 140),
+]), 'Not run yet.')}
+</article>`),
+    })
+  })
+
+  app.post('/ui/recipes/:name/run', async (event) => {
+    const name = decodeURIComponent(event.context.params?.name ?? '')
+    const dryRun = field(await formOf(event), 'dry_run') !== '0'
+    let run: RecipeRun
+    try {
+      run = await recipeEngineFor(rt).run(name, { dryRun })
+    } catch (error) {
+      if (error instanceof UnknownRecipeError) throw new HTTPError({ status: 404, message: error.message })
+      if (error instanceof BrokenRecipeError) throw new HTTPError({ status: 409, message: error.message })
+      throw error
+    }
+    rt.log.info({ recipe: name, dry_run: dryRun, run_id: run.id, status: run.status }, 'dashboard: recipe run')
+    return page(event, {
+      title: dryRun ? `Dry run: ${name}` : `Run: ${name}`,
+      active: 'Recipes',
+      body: html`<p><a href="/ui/recipes">← Recipes</a></p>
+${dryRun ? html`<p class="flash" role="status">Dry run: nothing was called, launched or mailed. This is what a run would do.</p>` : ''}
+${fields('Run', [
+  ['Status', html`<span id="run-status">${status(run.status)}</span>`],
+  ['Started', fmtTime(run.startedAt)],
+  ['Duration', duration(run)],
+  ['Summary', run.summary === null ? '—' : summaryText(run.summary)],
+  ['Error', run.error ?? '—'],
+])}
+<h2>Plan</h2>
+<div id="plan">${renderPlanHtml(run.plan)}</div>`,
+    })
+  })
+}

@@ -1,0 +1,15 @@
+import type { H3Event } from 'h3'
+
+/** 303 See Other: after a form post, and for pages asked for without a session. */
+export function seeOther(event: H3Event, location: string): string {
+  event.res.status = 303
+  event.res.headers.set('location', location)
+  event.res.headers.set('cache-control', 'no-store')
+  return ''
+}
+
+/** A local path to return to after login: only `/ui…`, never another origin (`//host`, `/\host`). */
+export function safeNext(value: string | null | undefined): string {
+  if (!value || !value.startsWith('/ui') || value.startsWith('//') || /[\\\r\n]/.test(value)) return '/ui'
+  return value
+}

@@ -1,0 +1,48 @@
+/* switchboard dashboard: confirmation prompts and charts. No inline script anywhere (CSP script-src 'self'). */
+(function () {
+  'use strict'
+
+  // Forms that change a lot (replay all, run now, remove) ask first: <form data-confirm="…">.
+  document.addEventListener('submit', function (event) {
+    var form = event.target
+    var message = form && form.getAttribute && form.getAttribute('data-confirm')
+    if (message && !window.confirm(message)) event.preventDefault()
+  }, true)
+
+  var COLORS = ['#0172ad', '#d93526', '#2f9e44', '#e8590c', '#7048e8', '#0c8599', '#c2255c', '#5c940d', '#868e96']
+
+  // <div data-chart='{"x":[unix seconds…],"series":[{"label":"…","values":[…]}],"time":true}'>
+  function draw(el) {
+    if (el.getAttribute('data-drawn') === '1' || typeof window.uPlot !== 'function') return
+    var spec
+    try { spec = JSON.parse(el.getAttribute('data-chart')) } catch (e) { return }
+    var width = Math.max(240, el.clientWidth || 320)
+    var opts = {
+      width: width,
+      height: spec.height || 220,
+      scales: { x: { time: spec.time !== false } },
+      legend: { show: true },
+      cursor: { drag: { x: false, y: false } },
+      axes: [{ stroke: 'currentColor' }, { stroke: 'currentColor' }],
+      series: [{}].concat(spec.series.map(function (s, i) {
+        return { label: s.label, stroke: COLORS[i % COLORS.length], width: 2, points: { show: spec.x.length < 40 } }
+      })),
+    }
+    var data = [spec.x].concat(spec.series.map(function (s) { return s.values }))
+    el.textContent = ''
+    var plot = new window.uPlot(opts, data, el)
+    el.setAttribute('data-drawn', '1')
+    window.addEventListener('resize', function () {
+      plot.setSize({ width: Math.max(240, el.clientWidth || 320), height: opts.height })
+    })
+  }
+
+  function drawAll(root) {
+    var nodes = (root || document).querySelectorAll('[data-chart]')
+    for (var i = 0; i < nodes.length; i++) draw(nodes[i])
+  }
+
+  document.addEventListener('DOMContentLoaded', function () { drawAll(document) })
+  // htmx swaps in fresh fragments (the overview refreshes itself): draw their charts too.
+  document.addEventListener('htmx:load', function (event) { drawAll(event.detail && event.detail.elt ? event.detail.elt : document) })
+})()

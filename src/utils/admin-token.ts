@@ -1,0 +1,28 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import type { Config } from '../config/load.ts'
+
+export function adminTokenFile(dataDir: string): string {
+  return join(dataDir, 'admin-token')
+}
+
+/**
+ * The admin token: ADMIN_TOKEN, else the one kept in DATA_DIR/admin-token, else a new one written there
+ * (mode 0600). The token is shown only by the start that generated it (the banner); later starts name the file.
+ */
+export type AdminTokenSource = 'config' | 'file' | 'generated'
+
+export function ensureAdminToken(config: Config): { config: Config; generated: boolean; source: AdminTokenSource } {
+  if (config.adminToken) return { config, generated: false, source: 'config' }
+  const file = adminTokenFile(config.dataDir)
+  let token = existsSync(file) ? readFileSync(file, 'utf8').trim() : ''
+  let generated = false
+  if (token.length < 16) {
+    mkdirSync(config.dataDir, { recursive: true })
+    token = `sbadm_${randomBytes(24).toString('base64url')}`
+    writeFileSync(file, token + '\n', { mode: 0o600 })
+    generated = true
+  }
+  return { config: { ...config, adminToken: token }, generated, source: generated ? 'generated' : 'file' }
+}

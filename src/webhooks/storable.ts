@@ -1,0 +1,41 @@
+/**
+ * What the inbox can store, checked before the commit so a bad body is a 400 with its reason (the
+ * provider stops retrying it) instead of a database error reported as an outage (503, retried for
+ * minutes) that also fails every valid event sharing its group commit.
+ *
+ * - U+0000 anywhere in the body: Postgres text cannot hold it (SQLite can), and the body's fields become
+ *   columns (ids, type, status, phone numbers, failure reasons). Refused on both dialects alike.
+ * - Id lengths: event id, type, conversation id and trace id are keys or indexed columns; the limits are
+ *   far above anything the provider sends (ids are UUID-sized) and keep index entries small.
+ */
+export const MAX_EVENT_ID_LENGTH = 255
+export const MAX_EVENT_TYPE_LENGTH = 100
+export const MAX_CONVERSATION_ID_LENGTH = 255
+export const MAX_TRACE_ID_LENGTH = 255
+
+/** True when some string in the parsed JSON (a key or a value) contains U+0000. */
+export function containsNul(rawJson: string, parsed: unknown): boolean {
+  // JSON can carry U+0000 only as the escape \u0000 (a raw NUL byte is invalid JSON), so bodies without
+  // that text — all of them, in practice — skip the walk. "\\u0000" (an escaped backslash) also matches
+  // here, which is why the walk decides.
+  if (!rawJson.includes('\\u0000')) return false
+  const walk = (value: unknown): boolean => {
+    if (typeof value === 'string') return value.includes('\u0000')
+    if (Array.isArray(value)) return value.some(walk)
+    if (value !== null && typeof value === 'object') {
+      for (const [key, child] of Object.entries(value)) if (key.includes('\u0000') || walk(child)) return true
+    }
+    return false
+  }
+  return walk(parsed)
+}
+
+export type IdCheck = { ok: true; value: string } | { ok: false; problem: 'missing' | 'too_long' }
+
+/** An id from the body or a header: a non-blank string (or a finite number) of at most `max` characters. */
+export function checkId(value: unknown, max: number): IdCheck {
+  if (typeof value === 'number' && Number.isFinite(value)) return { ok: true, value: String(value) }
+  if (typeof value !== 'string' || value.trim() === '') return { ok: false, problem: 'missing' }
+  if (value.length > max) return { ok: false, problem: 'too_long' }
+  return { ok: true, value }
+}

@@ -1,0 +1,99 @@
+/**
+ * Dashboard benchmark (issue 11): 1,000,000 stored webhook events in a real SQLite file, then the
+ * dashboard's pages served in-process through the app (`app.fetch`, bearer token) — server time, no
+ * browser. Budgets: the events page's first page and a filtered search ≤ 150 ms each, the overview
+ * ≤ 300 ms (median of several requests after a warm-up). Baseline, measured in the same run: /healthz.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { loadConfig } from '../../src/config/load.ts'
+import { createRuntime } from '../../src/runtime.ts'
+import { createApp } from '../../src/server.ts'
+import { createManualClock } from '../../src/utils/clock.ts'
+import { createSilentLogger } from '../../src/utils/logger.ts'
+import { createSeededRandom } from '../../src/utils/random.ts'
+
+const N = Number(process.env.BENCH_DASHBOARD_EVENTS ?? 1_000_000)
+const NOW = Date.parse('2026-11-21T06:00:00Z')
+const SPAN_MS = 30 * 86_400_000
+const TOKEN = 'bench-dashboard-token-0123456789'
+const TYPES = ['call.completed', 'call.completed', 'call.completed', 'call.no_answer', 'call.busy', 'call.failed', 'call.initiated', 'call.ringing', 'call.in_progress']
+const STATUSES = [...Array(90).fill('processed'), ...Array(5).fill('failed'), ...Array(3).fill('dead'), ...Array(2).fill('pending')] as string[]
+const REPEATS = 9
+
+const dir = mkdtempSync(join(tmpdir(), 'sb-bench-dashboard-'))
+let failed = false
+try {
+  const rt = await createRuntime(
+    loadConfig({ env: { DATA_DIR: dir, DATABASE_URL: `sqlite:${join(dir, 'bench.db')}`, WEBHOOK_SECRET: 'whsec_bench', ADMIN_TOKEN: TOKEN, RECIPES_DIR: join(dir, 'recipes'), LOG_LEVEL: 'silent' } }),
+    { clock: createManualClock(NOW), random: createSeededRandom(11), log: createSilentLogger() },
+  )
+  const sqlite = rt.store.sqlite!
+  const random = createSeededRandom(3)
+
+  // Bulk insert: one transaction, one prepared statement, no fsync per row, and the secondary indexes
+  // built once afterwards (a sorted build) instead of updated row by row.
+  const seedStart = performance.now()
+  sqlite.pragma('synchronous = OFF')
+  sqlite.pragma('cache_size = -200000')
+  const indexes = sqlite.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'webhook_events' AND sql IS NOT NULL`).all() as Array<{ name: string; sql: string }>
+  for (const index of indexes) sqlite.exec(`DROP INDEX "${index.name}"`)
+  const insert = sqlite.prepare(`INSERT INTO webhook_events (event_id, target, event_type, conversation_id, trace_id, agent_id, body, headers, source, received_at, status, attempts, next_attempt_at, claimed_by, claimed_until, last_error, processed_at, duplicates)
+    VALUES (?, 'formant', ?, ?, ?, 101, ?, '{}', 'webhook', ?, ?, ?, ?, NULL, NULL, ?, ?, 0)`)
+  sqlite.transaction(() => {
+    for (let i = 0; i < N; i++) {
+      const type = TYPES[i % TYPES.length]!
+      const status = STATUSES[Math.floor(random.next() * STATUSES.length)]!
+      const at = NOW - Math.floor(random.next() * SPAN_MS)
+      const conv = `conv_${Math.floor(i / 3)}`
+      const trace = `tr_${Math.floor(i / 3)}`
+      const body = `{"event_id":"evt_${i}","event_type":"${type}","data":{"call":{"conversation_id":"${conv}","trace_id":"${trace}","to_phone":"+9198${String(i % 1e8).padStart(8, '0')}"}}}`
+      insert.run(`evt_${String(i).padStart(7, '0')}`, type, conv, trace, body, at, status, status === 'processed' ? 1 : 3, at, status === 'processed' ? null : 'hook "x" failed', status === 'processed' ? at : null)
+    }
+  })()
+  for (const index of indexes) sqlite.exec(index.sql)
+  sqlite.pragma('synchronous = NORMAL')
+  sqlite.exec('ANALYZE')
+  const seedMs = performance.now() - seedStart
+  console.log(`seeded ${N.toLocaleString('en-US')} events in ${(seedMs / 1000).toFixed(1)} s (${Math.round(N / (seedMs / 1000)).toLocaleString('en-US')}/s)`)
+
+  const app = createApp(rt)
+  const get = async (path: string): Promise<number> => {
+    const start = performance.now()
+    const res = await app.fetch(new Request(`http://127.0.0.1${path}`, { headers: { authorization: `Bearer ${TOKEN}` } }))
+    await res.text()
+    const ms = performance.now() - start
+    if (res.status !== 200) throw new Error(`${path} answered ${res.status}`)
+    return ms
+  }
+  const measure = async (path: string) => {
+    await get(path) // warm: JIT, SQLite pages
+    const times: number[] = []
+    for (let i = 0; i < REPEATS; i++) times.push(await get(path))
+    times.sort((a, b) => a - b)
+    return { median: times[Math.floor(times.length / 2)]!, max: times[times.length - 1]! }
+  }
+
+  const baseline = await measure('/healthz')
+  const deep = `/ui/events?after=${Buffer.from(`${NOW - 20 * 86_400_000}:evt_0500000`).toString('base64url')}`
+  const cases: Array<{ name: string; path: string; budget: number }> = [
+    { name: 'events, first page', path: '/ui/events', budget: 150 },
+    { name: 'events, filtered (status=failed, type=call.busy)', path: '/ui/events?status=failed&type=call.busy', budget: 150 },
+    { name: 'events, filtered (date range + status=dead)', path: '/ui/events?status=dead&from=2026-11-01&to=2026-11-03', budget: 150 },
+    { name: 'events, by trace id', path: '/ui/events?trace_id=tr_123456', budget: 150 },
+    { name: 'events, a page deep in the keyset', path: deep, budget: 150 },
+    { name: 'overview', path: '/ui', budget: 300 },
+  ]
+  console.log(`baseline /healthz: median ${baseline.median.toFixed(2)} ms`)
+  for (const c of cases) {
+    const r = await measure(c.path)
+    const ok = r.median <= c.budget
+    if (!ok) failed = true
+    console.log(`${c.name}: median ${r.median.toFixed(1)} ms, max ${r.max.toFixed(1)} ms (budget ≤ ${c.budget} ms) ${ok ? '✓' : '✗'}`)
+  }
+  await rt.close()
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}
+if (failed) process.exit(1)

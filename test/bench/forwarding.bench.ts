@@ -1,0 +1,145 @@
+/**
+ * Forwarding benchmark (DESIGN.md → Budgets: forwarding ≥ 50 % of a local sink's own capacity).
+ * Two sinks run in a child process (their own event loop). In the same run we measure:
+ *   1. the sinks' own capacity: a bare keep-alive client POSTing the same signed-size bodies to both
+ *      sinks with the same total concurrency the worker uses (2 destinations × FWD_CONCURRENCY, 32);
+ *   2. forwarding: 10,000 events enqueued in the outbox (fanned out to both destinations: 20,000
+ *      deliveries) on a real SQLite file (synchronous=FULL), drained by the delivery worker — claims,
+ *      Standard Webhooks signing, HTTP, and the group-committed outcome of every attempt.
+ * Prints deliveries/s and the ratio. Budgets: ratio ≥ 0.5 and ≥ 2,000 deliveries/s. Loopback only.
+ * FWD_EVENTS and FWD_CONCURRENCY change the size of the run (for quick local checks).
+ */
+import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import http from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const EVENTS = Number(process.env.FWD_EVENTS ?? 10_000)
+const CONCURRENCY = Number(process.env.FWD_CONCURRENCY ?? 32)
+const CAPACITY_MS = 3_000
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'
+
+// ── sinks (child process) ─────────────────────────────────────────────────────────────────────────
+async function serveSinks(): Promise<void> {
+  const ports: number[] = []
+  for (let i = 0; i < 2; i++) {
+    const server = http.createServer((req, res) => {
+      req.resume()
+      req.on('end', () => res.writeHead(204).end())
+    })
+    server.keepAliveTimeout = 60_000
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    ports.push((server.address() as { port: number }).port)
+  }
+  process.stdout.write(JSON.stringify({ ports }) + '\n')
+  process.stdin.resume()
+  process.stdin.on('end', () => process.exit(0))
+}
+
+// ── load side (parent) ────────────────────────────────────────────────────────────────────────────
+function body(i: number): string {
+  const at = new Date().toISOString()
+  return JSON.stringify({
+    event_id: `evt_fwd_${i}`,
+    event_type: 'call.completed',
+    timestamp: at,
+    data: {
+      call: {
+        agent_id: 101, call_parameters: { customer_phone: '+919876543210', name: 'Asha' }, conversation_id: `conv-fwd-${i}_1`, duration_seconds: 42,
+        started_at: at, ended_at: at, failure_reason: null, from_phone: '+918035550101', to_phone: '+919876543210', recording_url: null, status: 'completed', trace_id: `trace-${i}`,
+      },
+      results: { intent: 'pay_later', amount_promised: 2500 },
+      retry: { attempt_number: 1, is_final_attempt: true, max_attempts: 1, next_retry_at: null },
+      retry_context: null,
+      transcript: 'BOT: Namaste, am I speaking with Asha?\nHUMAN: Yes, tell me.\nBOT: This is about your payment due on the 5th.',
+    },
+  })
+}
+
+async function sinkCapacity(ports: number[]): Promise<number> {
+  const { signedHeaders, signingKeys } = await import('../../src/destinations/sign.ts')
+  const keys = signingKeys([SECRET])
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY * ports.length })
+  const payload = Buffer.from(body(0))
+  let done = 0
+  const deadline = performance.now() + CAPACITY_MS
+  const started = performance.now()
+  const lane = async (port: number) => {
+    while (performance.now() < deadline) {
+      await new Promise<void>((resolve, reject) => {
+        const headers = { 'content-type': 'application/json', 'content-length': String(payload.length), ...signedHeaders(keys, `msg_${done}`, Date.now(), payload.toString()) }
+        const req = http.request({ host: '127.0.0.1', port, path: '/', method: 'POST', agent, headers }, (res) => {
+          res.resume()
+          res.on('end', () => resolve())
+        })
+        req.on('error', reject)
+        req.end(payload)
+      })
+      done++
+    }
+  }
+  await Promise.all(ports.flatMap((p) => Array.from({ length: CONCURRENCY }, () => lane(p))))
+  agent.destroy()
+  return done / ((performance.now() - started) / 1000)
+}
+
+async function forwarding(ports: number[], dataDir: string): Promise<{ perSecond: number; delivered: number; ms: number }> {
+  const { loadConfig } = await import('../../src/config/load.ts')
+  const { createRuntime } = await import('../../src/runtime.ts')
+  const { createSilentLogger } = await import('../../src/utils/logger.ts')
+  const { enqueueDeliveries } = await import('../../src/destinations/outbox.ts')
+  const { startDeliveryWorker } = await import('../../src/destinations/worker.ts')
+  const destinations = ports.map((port, i) => ({ name: `sink${i + 1}`, url: `http://127.0.0.1:${port}/hooks`, secret: SECRET, allowHttp: true, concurrency: CONCURRENCY }))
+  const config = loadConfig({ env: { DATA_DIR: dataDir, LOG_LEVEL: 'silent', PORT: '0', ALLOW_PRIVATE_DESTINATIONS: '1', DESTINATIONS: JSON.stringify(destinations) } })
+  const rt = await createRuntime(config, { log: createSilentLogger() })
+  const now = Date.now()
+  const events = Array.from({ length: EVENTS }, (_, i) => ({ event_id: `evt_fwd_${i}`, event_type: 'call.completed', agent_id: 101, conversation_id: `conv-fwd-${i}_1`, received_at: now, body: body(i) }))
+  for (let i = 0; i < events.length; i += 1000) await rt.store.db.transaction().execute((trx) => enqueueDeliveries(trx, rt, events.slice(i, i + 1000)))
+  const total = EVENTS * destinations.length
+  const count = async () =>
+    Number((await rt.store.db.selectFrom('destination_deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'delivered').executeTakeFirstOrThrow()).n)
+  const started = performance.now()
+  const worker = startDeliveryWorker(rt)
+  let delivered = 0
+  const limit = performance.now() + 120_000
+  while (delivered < total && performance.now() < limit) {
+    await new Promise((r) => setTimeout(r, 50))
+    delivered = await count()
+  }
+  const ms = performance.now() - started
+  await worker.stop()
+  await rt.close()
+  return { perSecond: delivered / (ms / 1000), delivered, ms }
+}
+
+async function main(): Promise<void> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--sinks'], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const ports = await new Promise<number[]>((resolve) => {
+    let buffer = ''
+    child.stdout!.on('data', (c: Buffer) => {
+      buffer += c.toString()
+      if (buffer.includes('\n')) resolve((JSON.parse(buffer.split('\n')[0]!) as { ports: number[] }).ports)
+    })
+  })
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-bench-fwd-'))
+  try {
+    await sinkCapacity(ports) // warm-up
+    const capacity = await sinkCapacity(ports)
+    const fwd = await forwarding(ports, dataDir)
+    const ratio = fwd.perSecond / capacity
+    console.log(`sinks' own capacity (bare client, ${CONCURRENCY}×2 in flight): ${capacity.toFixed(0)} requests/s`)
+    console.log(`forwarding: ${fwd.delivered} deliveries (${EVENTS} events × 2 destinations) in ${(fwd.ms / 1000).toFixed(2)} s = ${fwd.perSecond.toFixed(0)} deliveries/s`)
+    console.log(`ratio: ${ratio.toFixed(2)}× the sinks' capacity (budget ≥ 0.50×; ≥ 2,000 deliveries/s)`)
+    const pass = fwd.delivered === EVENTS * 2 && ratio >= 0.5 && fwd.perSecond >= 2000
+    console.log(pass ? 'PASS' : 'FAIL')
+    process.exitCode = pass ? 0 : 1
+  } finally {
+    child.stdin!.end()
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+}
+
+if (process.argv.includes('--sinks')) await serveSinks()
+else await main()

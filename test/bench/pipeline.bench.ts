@@ -1,0 +1,279 @@
+/**
+ * The whole service under a burst (DESIGN.md → Budgets), started as a user does: `node src/bin.mjs serve`
+ * in its own process (processing in its thread), the shipped recipes, the embedded sandbox. Measured
+ * against a bare h3 handler that reads the same bodies, in the same run:
+ *   1. ingest while processing: a burst of signed events (one third each completed / no_answer / busy, distinct
+ *      contacts) — receiver throughput vs bare, then p99 at 1,000 events/s offered while the backlog drains;
+ *   2. end to end: events fully processed (read model, every consumer, recipe queues empty) per second vs bare;
+ *   3. the real flow: 3,000 calls placed through the proxy to distinct numbers ending in 5, sandbox at
+ *      SANDBOX_FAULTS=latency_ms=100 with its limits raised — lag from the last call.no_answer stored to the
+ *      last follow-up scheduled, duplicates, failures;
+ *   4. the sandbox's default limits (600 requests/min, 10 concurrent calls): follow-ups wait on 429s, none fail.
+ * Budgets: 1 ≥ 0.6× bare and p99 ≤ 20 ms; 2 ≥ 0.25× bare; 3 ≤ 10 s, 0 duplicates, 0 failed; 4 0 failed.
+ * Loopback only; every wait is bounded.
+ */
+import { createBareWebhookApp } from './bare-webhook-app.ts'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import http from 'node:http'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import BetterSqlite3 from 'better-sqlite3'
+
+const ROOT = resolve(fileURLToPath(import.meta.url), '../../..')
+const SECRET = 'whsec_bench_pipeline'
+const CONCURRENCY = 128
+const BURST = Number(process.env.BENCH_BURST ?? 15_000)
+const RATE = 1_000
+const RATE_MS = 3_000
+const FLOW_CALLS = Number(process.env.BENCH_FLOW_CALLS ?? 3_000)
+const LIMITS_CALLS = Number(process.env.BENCH_LIMITS_CALLS ?? 400)
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 })
+
+function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const srv = createServer()
+    srv.once('error', fail)
+    srv.listen(0, '127.0.0.1', () => {
+      const a = srv.address()
+      srv.close(() => done(typeof a === 'object' && a ? a.port : 0))
+    })
+  })
+}
+
+async function serveBare(): Promise<void> {
+  const { serve } = await import('h3')
+  const bare = createBareWebhookApp()
+  const s = serve(bare, { port: 0, hostname: '127.0.0.1', silent: true, gracefulShutdown: false })
+  await s.ready()
+  const a = s.node?.server?.address()
+  process.stdout.write(JSON.stringify({ port: typeof a === 'object' && a ? a.port : 0 }) + '\n')
+  process.stdin.resume()
+  process.stdin.on('end', () => process.exit(0))
+}
+
+interface Sent {
+  status: number
+  ms: number
+  headers: http.IncomingHttpHeaders
+  body: string
+}
+
+function request(port: number, method: string, path: string, body: Buffer | undefined, headers: Record<string, string>, started = performance.now()): Promise<Sent> {
+  return new Promise((done, fail) => {
+    const req = http.request({ host: '127.0.0.1', port, path, method, agent, headers: { 'content-type': 'application/json', ...(body ? { 'content-length': String(body.length) } : {}), ...headers } }, (res) => {
+      let text = ''
+      res.on('data', (c: Buffer) => (text += c.toString()))
+      res.on('end', () => done({ status: res.statusCode ?? 0, ms: performance.now() - started, headers: res.headers, body: text }))
+    })
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      if (req.reusedSocket && error.code === 'ECONNRESET') request(port, method, path, body, headers, started).then(done, fail)
+      else fail(error)
+    })
+    req.end(body)
+  })
+}
+
+let seq = 0
+async function burstEvents(n: number): Promise<Array<{ body: Buffer; headers: Record<string, string> }>> {
+  const { signFormant } = await import('../../src/webhooks/verify.ts')
+  const out = []
+  const now = new Date().toISOString()
+  for (let i = 0; i < n; i++) {
+    seq++
+    const status = (['completed', 'no_answer', 'busy'] as const)[seq % 3]!
+    const phone = `+9190${String(seq).padStart(7, '0')}${status === 'busy' ? 6 : status === 'no_answer' ? 5 : 1}`
+    const id = `evt_pipe_${process.pid}_${seq}`
+    const body = Buffer.from(JSON.stringify({
+      event_id: id, event_type: `call.${status}`, timestamp: now,
+      data: {
+        call: {
+          agent_id: 101, call_parameters: { customer_phone: phone, name: 'Asha' }, conversation_id: `conv-pipe-${seq}_1`,
+          duration_seconds: status === 'completed' ? 42 : null, started_at: now, ended_at: now, failure_reason: status === 'completed' ? null : status,
+          from_phone: '+918035550101', to_phone: phone, recording_url: null, status, trace_id: `trace-pipe-${seq}`,
+        },
+        results: status === 'completed' ? { intent: 'pay_later' } : {},
+        retry: { attempt_number: 1, is_final_attempt: true, max_attempts: 1, next_retry_at: null },
+        retry_context: null,
+        transcript: status === 'completed' ? 'BOT: Namaste?\nHUMAN: Yes.' : null,
+      },
+    }))
+    out.push({ body, headers: { 'x-formantai-signature': signFormant(body, SECRET), 'x-formantai-timestamp': String(Math.floor(Date.now() / 1000)), 'x-formantai-event-id': id } })
+  }
+  return out
+}
+
+async function throughput(port: number, events: Array<{ body: Buffer; headers: Record<string, string> }>) {
+  let next = 0
+  let bad = 0
+  const started = performance.now()
+  const lane = async () => {
+    while (next < events.length) {
+      const e = events[next++]!
+      if ((await request(port, 'POST', '/webhooks/formant', e.body, e.headers)).status !== 204) bad++
+    }
+  }
+  await Promise.all(Array.from({ length: CONCURRENCY }, lane))
+  const seconds = (performance.now() - started) / 1000
+  return { rps: events.length / seconds, seconds, bad, started }
+}
+
+async function atRate(port: number, events: Array<{ body: Buffer; headers: Record<string, string> }>) {
+  const total = Math.min(events.length, Math.floor((RATE * RATE_MS) / 1000))
+  const latencies: number[] = []
+  const pending: Promise<void>[] = []
+  const started = performance.now()
+  let sent = 0
+  while (sent < total) {
+    const due = Math.min(total, Math.floor(((performance.now() - started) * RATE) / 1000) + 1)
+    while (sent < due) {
+      const e = events[sent++]!
+      pending.push(request(port, 'POST', '/webhooks/formant', e.body, e.headers).then((r) => void latencies.push(r.ms)))
+    }
+    await new Promise((r) => setTimeout(r, 1))
+  }
+  await Promise.all(pending)
+  latencies.sort((a, b) => a - b)
+  return { p50: latencies[Math.floor(latencies.length / 2)]!, p99: latencies[Math.floor(latencies.length * 0.99)]! }
+}
+
+async function gauge(port: number, name: string): Promise<number> {
+  const r = await request(port, 'GET', '/metrics', undefined, {})
+  let sum = 0
+  for (const line of r.body.split('\n')) if (line.startsWith(name + '{') || line.startsWith(name + ' ')) sum += Number(line.split(' ').at(-1))
+  return sum
+}
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs: number, everyMs = 100): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (await check()) return
+    await new Promise((r) => setTimeout(r, everyMs))
+  }
+  throw new Error(`timed out waiting for ${what}`)
+}
+
+interface Service {
+  port: number
+  dataDir: string
+  child: ChildProcess
+  db(): BetterSqlite3.Database
+  stop(): Promise<void>
+}
+
+async function startService(env: Record<string, string>): Promise<Service> {
+  const port = await freePort()
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-bench-pipeline-'))
+  const child = spawn(process.execPath, [join(ROOT, 'src/bin.mjs'), 'serve'], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, WEBHOOK_SECRET: SECRET, RECIPES_DIR: join(ROOT, 'recipes'), LOG_LEVEL: 'silent', RECONCILE_INTERVAL_SECONDS: '0', ...env },
+    stdio: 'ignore',
+  })
+  await until('the service to be ready', async () => (await request(port, 'GET', '/readyz', undefined, {}).catch(() => ({ status: 0 }))).status === 200, 30_000)
+  let handle: BetterSqlite3.Database | undefined
+  return {
+    port,
+    dataDir,
+    child,
+    db: () => (handle ??= new BetterSqlite3(join(dataDir, 'switchboard.db'), { readonly: true, fileMustExist: true })),
+    async stop() {
+      handle?.close()
+      child.kill('SIGTERM')
+      await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)))
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** Places calls through the proxy to distinct numbers ending in 5 (a 429 is waited out, as a client should). */
+async function placeCalls(port: number, n: number, prefix: string): Promise<void> {
+  let next = 0
+  const lane = async () => {
+    while (next < n) {
+      const i = next++
+      const body = Buffer.from(JSON.stringify({ agent_id: 101, parameters: [{ name: 'customer_phone', value: `+91${prefix}${String(i).padStart(8, '0')}5` }] }))
+      for (let attempt = 0; attempt < 100; attempt++) {
+        const r = await request(port, 'POST', '/v1/call', body, { authorization: 'Bearer sk_test_acme' })
+        if (r.status === 200) break
+        if (r.status !== 429) throw new Error(`placing a call: ${r.status} ${r.body}`)
+        await new Promise((res) => setTimeout(res, Number(r.headers['retry-after'] ?? 1) * 1000))
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: 32 }, lane))
+}
+
+const verdict = (ok: boolean) => (ok ? 'pass ✓' : 'FAIL ✗')
+
+async function main(): Promise<void> {
+  const bare = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--bare'], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const barePort = await new Promise<number>((done, fail) => {
+    let buffer = ''
+    bare.stdout!.on('data', (c: Buffer) => {
+      buffer += c.toString()
+      if (buffer.includes('\n')) done((JSON.parse(buffer.split('\n')[0]!) as { port: number }).port)
+    })
+    bare.on('exit', (code) => fail(new Error(`bare server exited (${code})`)))
+  })
+  let failed = false
+  const services: Service[] = []
+  try {
+    // ── 1 + 2: the burst ─────────────────────────────────────────────────────────────────────
+    await throughput(barePort, await burstEvents(500))
+    const bareBurst = await throughput(barePort, await burstEvents(BURST))
+    const svc = await startService({})
+    services.push(svc)
+    const burst = await burstEvents(BURST)
+    const during = await burstEvents(RATE * (RATE_MS / 1000))
+    const ingest = await throughput(svc.port, burst)
+    const lat = await atRate(svc.port, during)
+    const total = burst.length + during.length
+    await until('the backlog to drain', async () => (await gauge(svc.port, 'switchboard_events_pending')) === 0 && (await gauge(svc.port, 'switchboard_recipe_events_queued')) === 0, 300_000, 50)
+    const e2eSeconds = (performance.now() - ingest.started) / 1000
+    const e2e = total / e2eSeconds
+    const ingestRatio = ingest.rps / bareBurst.rps
+    const e2eRatio = e2e / bareBurst.rps
+    console.log(`bare h3: ${bareBurst.rps.toFixed(0)} req/s over ${BURST} events`)
+    console.log(`1. ingest while processing: ${ingest.rps.toFixed(0)} events/s → ${ingestRatio.toFixed(2)}× bare (budget ≥ 0.60) ${verdict(ingestRatio >= 0.6)}${ingest.bad ? ` · ${ingest.bad} non-204` : ''}`)
+    console.log(`   at ${RATE}/s while the backlog drains: p50 ${lat.p50.toFixed(2)} ms, p99 ${lat.p99.toFixed(2)} ms (budget ≤ 20 ms) ${verdict(lat.p99 <= 20)}`)
+    console.log(`2. end to end: ${total} events fully processed in ${e2eSeconds.toFixed(1)} s = ${e2e.toFixed(0)}/s → ${e2eRatio.toFixed(2)}× bare (budget ≥ 0.25) ${verdict(e2eRatio >= 0.25)}`)
+    failed ||= ingestRatio < 0.6 || lat.p99 > 20 || e2eRatio < 0.25 || ingest.bad > 0
+    await svc.stop()
+    services.pop()
+
+    // ── 3: the real flow ─────────────────────────────────────────────────────────────────────
+    const flow = await startService({ SANDBOX_FAULTS: 'latency_ms=100', SANDBOX_RATE_LIMIT: '1000000', SANDBOX_MAX_CALLS: '1000000', SANDBOX_NUMBER_LIMIT: '100', SANDBOX_SPEED: '6000' })
+    services.push(flow)
+    await placeCalls(flow.port, FLOW_CALLS, '7')
+    const followUps = () => flow.db().prepare(`select count(*) n, sum(status in ('failed','rejected')) failed, count(distinct customer_phone) phones, max(updated_at) last from calls where recipe = 'no-answer-followup' and status in ('scheduled','initiated','failed','rejected')`).get() as { n: number; failed: number; phones: number; last: number }
+    await until(`${FLOW_CALLS} follow-ups`, async () => followUps().n >= FLOW_CALLS, 600_000, 200)
+    const f = followUps()
+    const lastNoAnswer = (flow.db().prepare(`select max(received_at) t from webhook_events where event_type = 'call.no_answer'`).get() as { t: number }).t
+    const lag = (f.last - lastNoAnswer) / 1000
+    const dupes = f.n - f.phones
+    console.log(`3. real flow: ${FLOW_CALLS} calls → ${f.n} follow-ups scheduled; last ${lag.toFixed(1)} s after the last no_answer (budget ≤ 10 s) ${verdict(lag <= 10)}; duplicates ${dupes}, failed ${f.failed ?? 0} ${verdict(dupes === 0 && !f.failed)}`)
+    failed ||= lag > 10 || dupes > 0 || Boolean(f.failed)
+    await flow.stop()
+    services.pop()
+
+    // ── 4: default limits ────────────────────────────────────────────────────────────────────
+    const limited = await startService({ SANDBOX_SPEED: '6000', SANDBOX_NUMBER_LIMIT: '100' })
+    services.push(limited)
+    await placeCalls(limited.port, LIMITS_CALLS, '8')
+    const l = () => limited.db().prepare(`select sum(status in ('scheduled','initiated')) ok, sum(status in ('failed','rejected')) failed from calls where recipe = 'no-answer-followup'`).get() as { ok: number; failed: number }
+    await until(`${LIMITS_CALLS} follow-ups at default limits`, async () => (l().ok ?? 0) + (l().failed ?? 0) >= LIMITS_CALLS, 600_000, 500)
+    const retried = await gauge(limited.port, 'switchboard_calls_retried_total')
+    console.log(`4. default limits (600/min, 10 concurrent): ${LIMITS_CALLS} calls + follow-ups → ${l().ok} follow-ups accepted, ${l().failed ?? 0} failed, ${retried} waited on a 429 ${verdict(!l().failed)}`)
+    failed ||= Boolean(l().failed)
+  } finally {
+    for (const s of services) await s.stop().catch(() => {})
+    bare.stdin!.end()
+    agent.destroy()
+  }
+  process.exit(failed ? 1 : 0)
+}
+
+if (process.argv[2] === '--bare') await serveBare()
+else await main()

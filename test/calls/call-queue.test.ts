@@ -1,0 +1,133 @@
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterEach, expect, it, vi } from 'vitest'
+import { enqueueCall, startCallQueue, type CallQueue } from '../../src/calls/call-queue.ts'
+import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
+import { describeEachDialect } from '../helpers/db.ts'
+import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+
+/**
+ * A provider stand-in with the provider's limits: answers 429s as scripted (rate limit with Retry-After,
+ * concurrency limit with current_calls/max_calls), remembers idempotency keys (a reused key is 409
+ * duplicate_request), and counts what it created.
+ */
+interface FakeProvider {
+  url: string
+  created: Map<string, number>
+  requests: number
+  script: Array<'rate' | 'concurrency'>
+  close(): Promise<void>
+}
+
+async function startFakeProvider(): Promise<FakeProvider> {
+  const fake: FakeProvider = { url: '', created: new Map(), requests: 0, script: [], close: async () => {} }
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      fake.requests++
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { agent_id: number; idempotency_key: string }
+      res.setHeader('content-type', 'application/json')
+      const next = fake.script.shift()
+      if (next === 'rate') {
+        res.writeHead(429, { 'retry-after': '30', 'x-ratelimit-remaining': '0' })
+        return res.end(JSON.stringify({ error: { message: 'rate limit exceeded', type: 'rate_limit_exceeded' } }))
+      }
+      if (next === 'concurrency') {
+        res.writeHead(429, { 'retry-after': '10' })
+        return res.end(JSON.stringify({ error: { message: 'concurrent call limit reached. 10 simultaneous calls allowed.', type: 'concurrent_call_limit_exceeded', current_calls: 10, max_calls: 10 } }))
+      }
+      if (fake.created.has(body.idempotency_key)) {
+        res.writeHead(409)
+        return res.end(JSON.stringify({ error: { message: 'idempotency key already used', type: 'duplicate_request' } }))
+      }
+      fake.created.set(body.idempotency_key, fake.created.size + 1)
+      res.end(JSON.stringify({ data: { agent_id: body.agent_id, conversation_id: null, scheduled_for: null, status: 'initiated', trace_id: `tr_${fake.created.size}` } }))
+    })
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  fake.close = () => new Promise((r) => server.close(() => r()))
+  return fake
+}
+
+const call = (n: number) => ({
+  apiKey: 'sk_live_queue_test',
+  request: { agent_id: 101, idempotency_key: `key-${n}`, parameters: [{ name: 'customer_phone', value: `+91987654321${n}` }] },
+  recipe: 'test',
+})
+
+describeEachDialect('paced call queue', (dialect) => {
+  let rt: TestRuntime
+  let clock: ManualClock
+  let fake: FakeProvider
+  let queue: CallQueue | undefined
+  afterEach(async () => {
+    await queue?.stop()
+    queue = undefined
+    await rt?.close()
+    await fake?.close()
+  })
+
+  async function boot(): Promise<void> {
+    fake = await startFakeProvider()
+    clock = createManualClock('2026-03-01T10:00:00Z')
+    rt = await createTestRuntime({ dialect, clock, env: { VOICE_API_KEY: 'sk_live_queue_test', VOICE_API_BASE_URL: fake.url, CALL_QUEUE_CONCURRENCY: '2' } })
+  }
+
+  const statuses = async () => (await rt.store.db.selectFrom('calls').select(['idempotency_key', 'status']).orderBy('idempotency_key').execute()).map((r) => `${r.idempotency_key}:${r.status}`)
+
+  it('waits out a 429 (Retry-After, concurrency limit) and sends again with the same key: none failed, none twice', async () => {
+    await boot()
+    fake.script = ['rate']
+    queue = startCallQueue(rt)
+    for (let i = 0; i < 5; i++) expect((await enqueueCall(rt, call(i))).ok).toBe(true)
+    expect((await enqueueCall(rt, call(0))).ok).toBe(false) // the same key again: a duplicate, not a second call
+    await vi.waitFor(() => expect(fake.requests).toBeGreaterThanOrEqual(1))
+    await queue.idle()
+    // The rate limit blocks the whole workspace for Retry-After (30 s): nothing more is sent meanwhile.
+    const during = fake.requests
+    await clock.advance(20_000)
+    await queue.idle()
+    expect(fake.requests).toBe(during)
+    expect((await statuses()).filter((s) => s.endsWith(':queued')).length).toBeGreaterThan(0)
+    fake.script = ['concurrency']
+    await clock.advance(11_000)
+    await vi.waitFor(async () => {
+      await clock.advance(11_000)
+      await queue!.idle()
+      expect(await statuses()).toEqual(['key-0:initiated', 'key-1:initiated', 'key-2:initiated', 'key-3:initiated', 'key-4:initiated'])
+    }, { timeout: 10_000, interval: 50 })
+    expect([...fake.created.keys()].sort()).toEqual(['key-0', 'key-1', 'key-2', 'key-3', 'key-4'])
+    expect(await rt.store.db.selectFrom('call_queue').selectAll().execute()).toEqual([])
+    const metrics = await rt.metrics.metrics()
+    expect(metrics).toMatch(/switchboard_calls_retried_total\{reason="rate_limit"\} 1/)
+    expect(metrics).toMatch(/switchboard_calls_retried_total\{reason="concurrency_limit"\} 1/)
+    expect(metrics).toMatch(/switchboard_calls_placed_total\{status="initiated"\} 5/)
+    expect(metrics).not.toMatch(/switchboard_calls_failed_total\{/)
+  })
+
+  it('a call claimed by a process killed mid-send is sent again after its claim lapses, and not placed twice', async () => {
+    await boot()
+    expect((await enqueueCall(rt, call(7))).ok).toBe(true) // no queue runs here: sent at once
+    expect(fake.created.size).toBe(1)
+    // What a kill -9 between the provider's answer and the ledger update leaves behind.
+    const id = (await rt.store.db.selectFrom('calls').select('id').executeTakeFirstOrThrow()).id
+    await rt.store.db.updateTable('calls').set({ status: 'queued', trace_id: null }).execute()
+    await rt.store.db.insertInto('call_queue').values({
+      id, tenant: (await rt.store.db.selectFrom('calls').select('tenant').executeTakeFirstOrThrow()).tenant,
+      request: JSON.stringify(call(7).request), attempts: 1, next_attempt_at: clock.now(), claimed_by: 'dead-process', claimed_until: clock.now() + 60_000,
+      enqueued_at: clock.now(), last_error: null,
+    }).execute()
+    queue = startCallQueue(rt)
+    await queue.idle()
+    expect(await statuses()).toEqual(['key-7:queued']) // still claimed by the dead process
+    await clock.advance(61_000)
+    await vi.waitFor(async () => {
+      await queue!.idle()
+      expect(await statuses()).toEqual(['key-7:initiated'])
+    })
+    expect(fake.created.size).toBe(1)
+    expect(await rt.store.db.selectFrom('call_queue').selectAll().execute()).toEqual([])
+  })
+})

@@ -1,0 +1,183 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { main } from '../../src/cli.ts'
+import { resolveConfig } from '../../src/config/file.ts'
+import { ensureSandboxSecret } from '../../src/config/load.ts'
+import { createApp, renderBanner } from '../../src/server.ts'
+import { signFormant } from '../../src/webhooks/index.ts'
+import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+import { childEnv, spawnCollecting } from './processes.ts'
+
+const cleanups: Array<() => Promise<void> | void> = []
+afterEach(async () => {
+  for (const fn of cleanups.splice(0).reverse()) await fn()
+})
+const tempDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-edges-'))
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+async function testRuntime(env: Record<string, string> = {}): Promise<TestRuntime> {
+  const rt = await createTestRuntime({ env })
+  cleanups.push(() => rt.close())
+  return rt
+}
+
+async function run(argv: string[], env: Record<string, string>) {
+  let stdout = ''
+  let stderr = ''
+  const code = await main(argv, { env, stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t) })
+  return { code, stdout, stderr }
+}
+
+/** Every key of a JSON value, at any depth. */
+function keysOf(value: unknown): string[] {
+  if (Array.isArray(value)) return value.flatMap(keysOf)
+  if (value === null || typeof value !== 'object') return []
+  return Object.entries(value).flatMap(([k, v]) => [k, ...keysOf(v)])
+}
+
+const RECIPE = `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'returns an object', async run() { return { counted: 3, names: ['a', 'b'] } } })
+`
+
+describe('report send', () => {
+  const env = (dir: string) => ({ DATA_DIR: dir, VOICE_API_KEY: 'sk_live_x', VOICE_API_BASE_URL: 'http://127.0.0.1:9', WEBHOOK_SECRET: 'whsec_x', LOG_LEVEL: 'silent' })
+
+  it('--dry-run works without a recipient', async () => {
+    const r = await run(['report', 'send', '--date', '2026-11-20', '--dry-run'], env(tempDir()))
+    expect(r.stderr).toBe('')
+    expect(r.code).toBe(0)
+    expect(r.stdout).toContain('to:       (nobody: set REPORT_TO or pass --to to send it)')
+    expect(r.stdout).toContain('subject:  switchboard daily report — 2026-11-20')
+  })
+
+  it('--json is snake_case throughout, like every other --json', async () => {
+    const r = await run(['report', 'send', '--date', '2026-11-20', '--dry-run', '--json', '--to', 'ops@example.com'], env(tempDir()))
+    expect(r.code).toBe(0)
+    const out = JSON.parse(r.stdout) as Record<string, unknown> & { report: { totals: Record<string, unknown> } }
+    expect(out).toMatchObject({ dry_run: true, status: 'planned', mail_id: expect.any(String), message_id: null, to: ['ops@example.com'] })
+    expect(out.report.totals).toHaveProperty('connect_rate')
+    expect(keysOf(out).filter((k) => /[A-Z]/.test(k))).toEqual([])
+  })
+})
+
+describe('recipe summaries are JSON values', () => {
+  it('recipes run --json, and the log line of the run, carry summary as a value (real bin)', { timeout: 60_000 }, async () => {
+    const recipes = tempDir()
+    writeFileSync(join(recipes, 'counter.ts'), RECIPE)
+    const spawned = spawnCollecting(process.execPath, ['src/bin.mjs', 'recipes', 'run', 'counter', '--json'], childEnv({ DATA_DIR: tempDir(), RECIPES_DIR: recipes, LOG_LEVEL: 'info', PORT: '0' }))
+    expect((await spawned.exited).code).toBe(0)
+    expect(JSON.parse(spawned.stdout())).toMatchObject({ status: 'succeeded', summary: { counted: 3, names: ['a', 'b'] } })
+    const logLine = spawned
+      .stderr()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { msg?: string; summary?: unknown })
+      .find((l) => l.msg === 'recipe run succeeded')
+    expect(logLine?.summary).toEqual({ counted: 3, names: ['a', 'b'] })
+  })
+
+  it('GET /admin/recipes gives the last run summary as a value', async () => {
+    const recipes = tempDir()
+    writeFileSync(join(recipes, 'counter.ts'), RECIPE)
+    const rt = await testRuntime({ RECIPES_DIR: recipes, ADMIN_TOKEN: ADMIN })
+    const app = createApp(rt)
+    expect((await app.fetch(new Request('http://localhost/admin/recipes/counter/run', { method: 'POST', headers: bearer }))).status).toBe(200)
+    const list = (await (await app.fetch(new Request('http://localhost/admin/recipes', { headers: bearer }))).json()) as { data: Array<{ last_run: { summary: unknown } }> }
+    expect(list.data[0]!.last_run.summary).toEqual({ counted: 3, names: ['a', 'b'] })
+  })
+})
+
+const ADMIN = 'a-token-of-sixteen-chars'
+const bearer = { authorization: `Bearer ${ADMIN}` }
+
+describe('/admin errors', () => {
+  it('use the service\'s one error body, {"error": {"message", "type"}}, like the proxy and the receiver', async () => {
+    const rt = await testRuntime({ ADMIN_TOKEN: ADMIN })
+    const app = createApp(rt)
+    const shape = { error: { message: expect.any(String), type: expect.any(String) } }
+    const proxy = await app.fetch(new Request('http://localhost/v1/conversations'))
+    expect(await proxy.json()).toEqual(shape)
+    const receiver = await app.fetch(new Request('http://localhost/webhooks/formant', { method: 'POST', body: '{}' }))
+    expect(await receiver.json()).toEqual(shape)
+
+    const missing = await app.fetch(new Request('http://localhost/admin/events/evt_nope', { headers: bearer }))
+    expect(missing.status).toBe(404)
+    expect(await missing.json()).toEqual({ error: { message: 'no webhook event with id "evt_nope"', type: 'not_found' } })
+    const bad = await app.fetch(new Request('http://localhost/admin/events?status=weird', { headers: bearer }))
+    expect(bad.status).toBe(400)
+    expect(await bad.json()).toEqual({ error: { message: expect.stringContaining('status must be one of'), type: 'invalid_request' } })
+    const unknownRecipe = await app.fetch(new Request('http://localhost/admin/recipes/nope/run', { method: 'POST', headers: bearer }))
+    expect(unknownRecipe.status).toBe(404)
+    expect(await unknownRecipe.json()).toEqual({ error: { message: expect.any(String), type: 'not_found' } })
+
+    const noToken = await app.fetch(new Request('http://localhost/admin/events'))
+    expect(noToken.status).toBe(401)
+    expect(await noToken.json()).toEqual({ error: { message: expect.stringContaining('admin token required'), type: 'authentication_error' } })
+  })
+})
+
+describe('the start banner', () => {
+  it('says where the webhook secret comes from, and names a loaded config file and named targets', async () => {
+    const dataDir = tempDir()
+    const fromEnv = ensureSandboxSecret(await resolveConfig({ env: { DATA_DIR: dataDir, WEBHOOK_SECRET: 'whsec_c2VjcmV0' }, cwd: dataDir }))
+    const banner = renderBanner(fromEnv, 'http://127.0.0.1:3000')
+    expect(banner).toContain('/webhooks/formant   (signed with WEBHOOK_SECRET from the environment)')
+    expect(banner).not.toContain('webhook-secret')
+
+    const generated = ensureSandboxSecret(await resolveConfig({ env: { DATA_DIR: dataDir }, cwd: dataDir }))
+    expect(renderBanner(generated, 'http://127.0.0.1:3000')).toContain(`(signed with the secret kept in ${join(dataDir, 'webhook-secret')})`)
+
+    const file = join(dataDir, 'switchboard.config.ts')
+    writeFileSync(file, "export default { WEBHOOK_SECRET: 'whsec_c2VjcmV0', WEBHOOK_TARGETS: { crm: { scheme: 'standard', secrets: 'whsec_c2VjcmV0' } } }\n")
+    const fromFile = ensureSandboxSecret(await resolveConfig({ env: { DATA_DIR: dataDir }, cwd: dataDir }))
+    const withFile = renderBanner(fromFile, 'http://127.0.0.1:3000')
+    expect(withFile).toContain(`(signed with WEBHOOK_SECRET in ${file})`)
+    expect(withFile).toContain('webhook target      http://127.0.0.1:3000/webhooks/crm   (standard)')
+    expect(withFile).toContain(`config file         ${file}`)
+  })
+})
+
+describe('events list --json', () => {
+  it('rows include the phone number', async () => {
+    const rt = await testRuntime()
+    const app = createApp(rt)
+    const body = JSON.stringify({
+      event_id: 'evt_phone_1',
+      event_type: 'call.no_answer',
+      timestamp: '2026-01-01T00:00:00Z',
+      data: { call: { agent_id: 101, conversation_id: 'c_1', status: 'no_answer', to_phone: '+919876543215', call_parameters: { customer_phone: '+919876543215' } } },
+    })
+    const res = await app.fetch(
+      new Request('http://localhost/webhooks/formant', {
+        method: 'POST',
+        body,
+        headers: { 'x-formantai-signature': signFormant(body, 'whsec_test_secret'), 'x-formantai-timestamp': String(Math.floor(rt.clock.now() / 1000)) },
+      }),
+    )
+    expect(res.status).toBe(204)
+    const r = await run(['events', 'list', '--json'], { DATA_DIR: rt.dataDir, DATABASE_URL: rt.store.url, WEBHOOK_SECRET: 'whsec_test_secret', LOG_LEVEL: 'silent' })
+    expect(r.code).toBe(0)
+    expect(JSON.parse(r.stdout)).toEqual([expect.objectContaining({ event_id: 'evt_phone_1', customer_phone: '+919876543215' })])
+  })
+})
+
+describe('metrics', () => {
+  it('process metrics are switchboard_process_*, not switchboard_process_process_*', async () => {
+    const rt = await testRuntime()
+    const text = await (await createApp(rt).fetch(new Request('http://localhost/metrics'))).text()
+    expect(text).toMatch(/^switchboard_process_cpu_user_seconds_total /m)
+    expect(text).not.toContain('switchboard_process_process_')
+  })
+})
+
+describe('cli sandbox', () => {
+  it('refuses an empty --webhook-secret (an unset variable) instead of sending unsigned webhooks', async () => {
+    const r = await run(['sandbox', '--webhook-url', 'http://127.0.0.1:3000/webhooks/formant', '--webhook-secret', ''], { LOG_LEVEL: 'silent' })
+    expect(r.code).toBe(2)
+    expect(r.stderr).toBe('error: --webhook-secret is empty (is the variable you passed set?); leave it out to use WEBHOOK_SECRET\n')
+  })
+})

@@ -1,0 +1,81 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { main } from '../../src/cli.ts'
+import { createManualClock } from '../../src/utils/clock.ts'
+import { closedPort } from '../reports/smtp.ts'
+import { childEnv, spawnCollecting } from './processes.ts'
+
+async function run(argv: string[], env: Record<string, string> = {}, clock?: ReturnType<typeof createManualClock>) {
+  let stdout = ''
+  let stderr = ''
+  const code = main(argv, { env, stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t), ...(clock ? { overrides: { clock } } : {}) })
+  return { code: await code, stdout: () => stdout, stderr: () => stderr }
+}
+
+const dirs: string[] = []
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true })
+})
+const tempDir = () => {
+  const d = mkdtempSync(join(tmpdir(), 'sb-cli-'))
+  dirs.push(d)
+  return d
+}
+
+describe('sub-command help', () => {
+  it('"recipes --help" and "events --help" list the group\'s commands (exit 0)', async () => {
+    const recipes = await run(['recipes', '--help'])
+    expect(recipes.code).toBe(0)
+    expect(recipes.stdout()).toMatch(/^usage: switchboard recipes <command>/)
+    expect(recipes.stdout()).toContain('recipes list')
+    expect(recipes.stdout()).toContain('recipes run <name>')
+    expect(recipes.stderr()).toBe('')
+    const events = await run(['events', '--help'])
+    expect(events.code).toBe(0)
+    for (const c of ['events list', 'events show <id>', 'events replay <id>']) expect(events.stdout()).toContain(c)
+  })
+
+  it('a bare group lists its commands and exits 2 (an incomplete command); an unknown one names the known ones', async () => {
+    const bare = await run(['events'])
+    expect(bare.code).toBe(2)
+    expect(bare.stdout()).toContain('events replay <id>')
+    const unknown = await run(['events', 'frobnicate'])
+    expect(unknown.code).toBe(2)
+    expect(unknown.stderr()).toBe('error: unknown command "events frobnicate". events commands: list, show, replay.\n')
+  })
+
+  it('the top-level help documents the exit codes', async () => {
+    const help = await run(['--help'])
+    expect(help.code).toBe(0)
+    expect(help.stdout()).toContain('Exit codes: 0 done, 1 failed, 2 a mistake')
+  })
+})
+
+describe('commands that wait', () => {
+  it('a wait on the system clock keeps the process alive until it ends (no silent exit 13)', async () => {
+    const script = "import { sleep, systemClock } from './src/utils/clock.ts'\nawait sleep(systemClock, 20)\nconsole.log('woke')\n"
+    const spawned = spawnCollecting(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], childEnv({}))
+    expect(await spawned.exited).toEqual({ code: 0, signal: null })
+    expect(spawned.stdout()).toBe('woke\n')
+  })
+
+  it('report send with the SMTP relay down says in one line that the report is queued, and exits 0', async () => {
+    const clock = createManualClock('2026-11-21T03:00:00Z')
+    const port = await closedPort()
+    const env = {
+      DATA_DIR: tempDir(),
+      VOICE_API_KEY: 'sk_live_x',
+      VOICE_API_BASE_URL: 'http://127.0.0.1:9',
+      WEBHOOK_SECRET: 'whsec_x',
+      SMTP_URL: `smtp://127.0.0.1:${port}`,
+      REPORT_TO: 'ops@example.com',
+      LOG_LEVEL: 'silent',
+    }
+    const result = await run(['report', 'send', '--date', '2026-11-20'], env, clock)
+    // The outbox keeps it; the running service retries (test/faults/smtp-down.test.ts follows it to delivery).
+    expect(result.code).toBe(0)
+    expect(result.stdout().trimEnd().split('\n')).toEqual([expect.stringMatching(/^queued: .*ECONNREFUSED.*mail list/)])
+  })
+})

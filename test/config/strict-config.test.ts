@@ -1,0 +1,105 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { main } from '../../src/cli.ts'
+
+// Start-up refuses each mistake with one line naming the key (exit 2), through the CLI.
+
+const dirs: string[] = []
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true })
+})
+const tempDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-strict-'))
+  dirs.push(dir)
+  return dir
+}
+
+async function startWith(env: Record<string, string>, configFile?: string) {
+  const dir = tempDir()
+  const extra: Record<string, string> = {}
+  if (configFile !== undefined) {
+    writeFileSync(join(dir, 'switchboard.config.ts'), configFile)
+    extra.SWITCHBOARD_CONFIG = join(dir, 'switchboard.config.ts')
+  }
+  let stderr = ''
+  let stdout = ''
+  const code = await main(['migrate'], { env: { DATA_DIR: dir, LOG_LEVEL: 'silent', ...extra, ...env }, stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t) })
+  return { code, stderr, stdout, file: extra.SWITCHBOARD_CONFIG ?? '' }
+}
+
+const config = (body: string) => `import { defineConfig } from 'switchboard'\nexport default defineConfig(${body})\n`
+
+describe('switchboard.config.ts is strict', () => {
+  it.each([
+    ['{ PROT: 8080 }', 'PROT', 'PORT'],
+    ['{ port: 8080 }', 'port', 'PORT'],
+    ["{ WEBHOOK_TARGET: { crm: { scheme: 'standard', secrets: 'whsec_c2VjcmV0' } } }", 'WEBHOOK_TARGET', 'WEBHOOK_TARGETS'],
+  ])('%s → one line naming the key with a suggestion', async (body, key, guess) => {
+    const r = await startWith({}, config(body))
+    expect(r.code).toBe(2)
+    expect(r.stdout).toBe('')
+    expect(r.stderr).toBe(`error: Invalid configuration: ${key} is not a setting (in ${r.file}); did you mean ${guess}?\n`)
+  })
+
+  it('an unknown key with nothing close gets no guess', async () => {
+    const r = await startWith({}, config('{ TOTALLY_UNRELATED_THING: 1 }'))
+    expect(r.stderr).toBe(`error: Invalid configuration: TOTALLY_UNRELATED_THING is not a setting (in ${r.file})\n`)
+  })
+
+  it('a misspelled key inside a webhook target is refused too', async () => {
+    const r = await startWith({}, config("{ WEBHOOK_TARGETS: { crm: { scheme: 'standard', secret: 'whsec_c2VjcmV0' } } }"))
+    expect(r.code).toBe(2)
+    expect(r.stderr).toBe('error: Invalid configuration: WEBHOOK_TARGETS at crm has an unknown key "secret" (did you mean "secrets"?)\n')
+  })
+
+  it('a file with no default export', async () => {
+    const r = await startWith({}, "export const config = { PORT: 8080 }\n")
+    expect(r.code).toBe(2)
+    expect(r.stderr).toBe(`error: Invalid configuration: SWITCHBOARD_CONFIG ${r.file} has no default export: write export default defineConfig({ … })\n`)
+  })
+
+  it('a syntax error names file:line:col', async () => {
+    const r = await startWith({}, "import { defineConfig } from 'switchboard'\nexport default defineConfig({ PORT: 8080 \n")
+    expect(r.code).toBe(2)
+    expect(r.stderr).toMatch(new RegExp(`^error: Invalid configuration: SWITCHBOARD_CONFIG could not load ${r.file.replace(/[.]/g, '\\.')}:3:0: Unexpected token`))
+    expect(r.stderr.trim().split('\n')).toHaveLength(1)
+  })
+
+  it('a file that throws names where', async () => {
+    const r = await startWith({}, "const x = 1\nthrow new Error('boom')\n")
+    expect(r.stderr).toMatch(new RegExp(`could not load ${r.file.replace(/[.]/g, '\\.')}:2:\\d+: .*boom`))
+    expect(r.stderr.trim().split('\n')).toHaveLength(1)
+  })
+})
+
+describe('values that look fine but are not', () => {
+  it.each([
+    [{ DEFAULT_COUNTRY: 'XX' }, 'error: Invalid configuration: DEFAULT_COUNTRY is not a country libphonenumber knows (use an ISO 3166 code such as IN, US, GB) (got "XX")\n'],
+    [{ REPORT_TO: 'bob' }, 'error: Invalid configuration: REPORT_TO must be email addresses, comma-separated (got "bob")\n'],
+    [{ REPORT_TO: 'ops@example.com, bob' }, 'error: Invalid configuration: REPORT_TO must be email addresses, comma-separated (got "ops@example.com, bob")\n'],
+    [{ WEBHOOK_SECRET: 'whsec_not*base64!' }, 'error: Invalid configuration: WEBHOOK_SECRET has a whsec_ secret that is not valid base64 (whsec_ is followed by the base64 of the key)\n'],
+  ])('%o', async (env, line) => {
+    const r = await startWith(env)
+    expect(r.code).toBe(2)
+    expect(r.stderr).toBe(line)
+  })
+
+  it('a whsec_ secret of a named target that is not base64', async () => {
+    const r = await startWith({ WEBHOOK_TARGETS: JSON.stringify({ std: { scheme: 'standard', secrets: 'whsec_%%%' } }) })
+    expect(r.stderr).toBe('error: Invalid configuration: WEBHOOK_TARGETS has a whsec_ secret that is not valid base64 (whsec_ is followed by the base64 of the key) at std.secrets\n')
+  })
+
+  it('RECIPES_DIR that does not exist: one line, no stack', async () => {
+    const r = await startWith({ RECIPES_DIR: '/nonexistent/recipes' })
+    expect(r.code).toBe(2)
+    expect(r.stderr).toBe('error: Invalid configuration: RECIPES_DIR is not a directory: /nonexistent/recipes\n')
+  })
+
+  it('good values still pass: a real country, named recipients, a base64 whsec_ secret', async () => {
+    const r = await startWith({ DEFAULT_COUNTRY: 'us', REPORT_TO: 'ops@example.com, Team <team@example.com>', WEBHOOK_SECRET: 'whsec_c2VjcmV0,plain-secret' })
+    expect(r.stderr).toBe('')
+    expect(r.code).toBe(0)
+  })
+})

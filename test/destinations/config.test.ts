@@ -1,0 +1,76 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { resolveConfig } from '../../src/config/file.ts'
+import { loadConfig } from '../../src/config/load.ts'
+import { DEFAULT_RETRY_SCHEDULE_MS } from '../../src/destinations/config.ts'
+import { DEST_SECRET } from './helpers.ts'
+
+const load = (env: Record<string, string>) => loadConfig({ env, cwd: '/srv/app' })
+const dirs: string[] = []
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true })
+})
+
+describe('DESTINATIONS', () => {
+  it('is empty by default, and ALLOW_PRIVATE_DESTINATIONS is off', () => {
+    expect(load({}).destinations).toEqual({ list: [], allowPrivate: false })
+    expect(load({ ALLOW_PRIVATE_DESTINATIONS: '1' }).destinations.allowPrivate).toBe(true)
+  })
+
+  it('reads a JSON array from the environment, with defaults: all events, 10 s timeout, ~10 attempts over about a day', () => {
+    const [d] = load({ DESTINATIONS: JSON.stringify([{ name: 'crm', url: 'https://crm.example.com/hooks', secret: DEST_SECRET }]) }).destinations.list
+    expect(d).toMatchObject({ name: 'crm', secret: [DEST_SECRET], timeoutMs: 10_000, ordered: false, headers: {}, followRedirects: 0 })
+    expect(d!.events).toBeUndefined()
+    expect(d!.retryScheduleMs).toEqual(DEFAULT_RETRY_SCHEDULE_MS)
+    expect(DEFAULT_RETRY_SCHEDULE_MS.length + 1).toBe(10)
+    const total = DEFAULT_RETRY_SCHEDULE_MS.reduce((a, b) => a + b, 0)
+    expect(total).toBeGreaterThan(20 * 3_600_000)
+    expect(total).toBeLessThan(26 * 3_600_000)
+  })
+
+  it('names the destination and the field in one line, and never echoes the value (it holds secrets)', () => {
+    const bad = (d: Record<string, unknown>) => () => load({ DESTINATIONS: JSON.stringify([{ name: 'crm', url: 'https://crm.example.com', secret: DEST_SECRET, ...d }]) })
+    expect(bad({ url: 'http://crm.example.com' })).toThrow('Invalid configuration: DESTINATIONS destination "crm": url must be https (set allowHttp: true to allow plain http)')
+    expect(bad({ secret: 'not-a-secret' })).toThrow(/^Invalid configuration: DESTINATIONS destination "crm": secret must be whsec_/)
+    expect(bad({ timeoutMs: 5 })).toThrow(/destination "crm": timeoutMs /)
+    expect(bad({ headers: { 'webhook-id': 'x' } })).toThrow(/destination "crm": headers may not set webhook-id/)
+    expect(bad({ colour: 'red' })).toThrow(/destination "crm": entry Unrecognized key/)
+    expect(() => load({ DESTINATIONS: '[{"url":"https://x.example"}]' })).toThrow(/destination #1: name /)
+    expect(() => load({ DESTINATIONS: '{' })).toThrow('Invalid configuration: DESTINATIONS must be a JSON array of destinations')
+    expect(() => load({ DESTINATIONS: JSON.stringify([{ name: 'a', url: 'https://x.example', secret: DEST_SECRET }, { name: 'a', url: 'https://y.example', secret: DEST_SECRET }]) })).toThrow(
+      /destination "a": name is used twice/,
+    )
+    try {
+      bad({ timeoutMs: 5 })()
+    } catch (error) {
+      expect((error as Error).message).not.toContain('whsec_')
+    }
+    expect(load({ DESTINATIONS: JSON.stringify([{ name: 'local', url: 'http://127.0.0.1:9/h', secret: DEST_SECRET, allowHttp: true }]) }).destinations.list).toHaveLength(1)
+  })
+
+  it('takes a typed filter function and rotation secrets from switchboard.config.ts', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-dest-cfg-'))
+    dirs.push(dir)
+    writeFileSync(
+      join(dir, 'switchboard.config.ts'),
+      `import { defineConfig, defineDestination } from 'switchboard'
+export default defineConfig({
+  DESTINATIONS: [
+    defineDestination({
+      name: 'warehouse', url: 'https://wh.example.com/in', secret: ['${DEST_SECRET}', 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD'],
+      events: ['call.completed', 'followup.*'], ordered: true,
+      filter: (event) => event.agentId === 101,
+    }),
+  ],
+})
+`,
+    )
+    const config = await resolveConfig({ env: {}, cwd: dir })
+    const [d] = config.destinations.list
+    expect(d!.secret).toHaveLength(2)
+    expect(typeof d!.filter).toBe('function')
+    expect(d!.ordered).toBe(true)
+  })
+})

@@ -1,0 +1,205 @@
+import { expect, it, vi } from 'vitest'
+import { deliveryId } from '../../src/destinations/sign.ts'
+import { describeEachDialect } from '../helpers/db.ts'
+import { cliEnv, runCli } from '../webhooks/helpers.ts'
+import { adminHeaders, closedAfterEach, createForwardHarness, DEST_SECRET, destination, makeEvent, OLD_SECRET, ok, startSink, verifyStandard, WAIT, type ForwardHarness } from './helpers.ts'
+
+// Real HTTP on a shared, busy machine.
+vi.setConfig({ testTimeout: 60_000 })
+
+describeEachDialect('destinations: delivery', (dialect) => {
+  let h: ForwardHarness | undefined
+  const sink = closedAfterEach(() => {
+    const current = h
+    h = undefined
+    return current
+  })
+
+  it('forwards a processed event signed the Standard Webhooks way; the official library verifies it, with either secret during rotation', async () => {
+    const s = await sink()
+    h = await createForwardHarness(dialect, [destination(s, { secret: [DEST_SECRET, OLD_SECRET], headers: { 'x-team': 'ops' } })])
+    const event = makeEvent()
+    await h.ingest([event])
+    await vi.waitFor(async () => expect((await h!.status())[0]?.status).toBe('delivered'), WAIT)
+    expect(s.requests).toHaveLength(1)
+    const [req] = s.requests
+    expect(req!.headers['webhook-id']).toBe(deliveryId('crm', event.event_id))
+    expect(req!.headers['x-team']).toBe('ops')
+    expect(String(req!.headers['webhook-signature']).split(' ')).toHaveLength(2)
+    expect(verifyStandard(req!, DEST_SECRET)).toEqual(event)
+    expect(verifyStandard(req!, OLD_SECRET)).toEqual(event)
+    expect(() => verifyStandard(req!, 'whsec_' + Buffer.alloc(24, 7).toString('base64'))).toThrow()
+    // Timestamp is the service clock's, in seconds.
+    expect(Number(req!.headers['webhook-timestamp'])).toBe(Math.floor(h.clock.now() / 1000))
+  })
+
+  it('only forwards the types and agents a destination asks for', async () => {
+    const s = await sink()
+    h = await createForwardHarness(dialect, [destination(s, { events: ['call.completed'], agentIds: [101] })])
+    await h.ingest([
+      makeEvent({ event_type: 'call.completed' }),
+      makeEvent({ event_type: 'call.no_answer' }),
+      makeEvent({ event_type: 'call.completed', call: { agent_id: 201 } }),
+    ])
+    await vi.waitFor(async () => expect((await h!.status()).map((r) => r.status)).toEqual(['delivered']), WAIT)
+    expect(s.requests).toHaveLength(1)
+  })
+
+  it('a sink failing 3 times then succeeding gets the event exactly once as a 2xx, with the same webhook-id on every attempt', async () => {
+    const s = await sink((n, _req, res) => res.writeHead(n < 3 ? 500 : 200).end(n < 3 ? 'boom' : 'ok'))
+    h = await createForwardHarness(dialect, [destination(s)])
+    const event = makeEvent()
+    await h.ingest([event])
+    for (let i = 1; i <= 3; i++) {
+      await vi.waitFor(async () => {
+        const [row] = await h!.status()
+        expect(row!.attempts).toBe(i)
+        expect(row!.status).toBe('pending')
+      }, WAIT)
+      // The schedule's wait (1 s, 2 s, 3 s, ±20 %): nothing goes out before it.
+      await h.clock.advance(500)
+      expect(s.requests).toHaveLength(i)
+      await h.clock.advance(i * 1_000 * 1.2)
+    }
+    await vi.waitFor(async () => expect((await h!.status())[0]?.status).toBe('delivered'), WAIT)
+    expect(s.requests).toHaveLength(4)
+    expect(new Set(s.requests.map((r) => r.headers['webhook-id']))).toEqual(new Set([deliveryId('crm', event.event_id)]))
+    for (const r of s.requests) expect(verifyStandard(r)).toEqual(event)
+    const shown = await runCli(['destinations', 'show', deliveryId('crm', event.event_id), '--json'], cliEnv(h.rt, { DESTINATIONS: JSON.stringify([destination(s)]), ALLOW_PRIVATE_DESTINATIONS: '1' }))
+    const detail = JSON.parse(shown.out) as { attempt_log: Array<{ status: number; result: string; response: string }> }
+    expect(detail.attempt_log.map((a) => [a.status, a.result, a.response])).toEqual([
+      [500, 'retry', 'boom'], [500, 'retry', 'boom'], [500, 'retry', 'boom'], [200, 'delivered', 'ok'],
+    ])
+  })
+
+  it('a sink down for the whole schedule ends dead with every attempt kept; replay delivers it with the same webhook-id', async () => {
+    const s = await sink((_n, _req, res) => res.writeHead(503).end('x'.repeat(5000)))
+    const dests = [destination(s)]
+    h = await createForwardHarness(dialect, dests)
+    const event = makeEvent()
+    await h.ingest([event])
+    for (let i = 1; i <= 3; i++) {
+      await vi.waitFor(async () => expect((await h!.status())[0]?.attempts).toBe(i), WAIT)
+      await h.clock.advance(i * 1_000 * 1.2)
+    }
+    await vi.waitFor(async () => expect((await h!.status())[0]?.status).toBe('dead'), WAIT)
+    const env = cliEnv(h.rt, { DESTINATIONS: JSON.stringify(dests), ALLOW_PRIVATE_DESTINATIONS: '1' })
+    const dead = JSON.parse((await runCli(['destinations', 'deliveries', '--status', 'dead', '--json'], env)).out) as Array<{ id: string; attempts: number }>
+    expect(dead).toMatchObject([{ id: deliveryId('crm', event.event_id), attempts: 4 }])
+    const detail = JSON.parse((await runCli(['destinations', 'show', dead[0]!.id, '--json'], env)).out) as { attempt_log: Array<{ status: number; response: string }> }
+    expect(detail.attempt_log).toHaveLength(4)
+    expect(detail.attempt_log[0]!.response).toHaveLength(1024)
+
+    s.behave(ok)
+    const replay = await runCli(['destinations', 'replay', '--destination', 'crm', '--since', '2026-01-01T00:00:00Z'], env)
+    expect(replay.out).toMatch(/^1 failed or dead/)
+    await h.clock.advance(300)
+    await vi.waitFor(async () => expect((await h!.status())[0]?.status).toBe('delivered'), WAIT)
+    expect(s.requests).toHaveLength(5)
+    expect(s.requests[4]!.headers['webhook-id']).toBe(deliveryId('crm', event.event_id))
+
+    // One delivery by id, from the admin route: sent again (the receiving app dedupes on webhook-id).
+    const res = await h.app.fetch(new Request(`http://localhost/admin/destinations/deliveries/${dead[0]!.id}/replay`, { method: 'POST', headers: adminHeaders }))
+    expect(res.status).toBe(202)
+    await h.clock.advance(300)
+    await vi.waitFor(() => expect(s.requests).toHaveLength(6), WAIT)
+    expect(s.requests[5]!.headers['webhook-id']).toBe(deliveryId('crm', event.event_id))
+    const missing = await h.app.fetch(new Request('http://localhost/admin/destinations/deliveries/msg_nope/replay', { method: 'POST', headers: adminHeaders }))
+    expect(missing.status).toBe(404)
+    const byRange = await h.app.fetch(new Request('http://localhost/admin/destinations/crm/replay', { method: 'POST', body: '{"since":"2026-01-01T00:00:00Z"}', headers: adminHeaders }))
+    expect(await byRange.json()).toEqual({ data: { queued: 0 } })
+  })
+
+  it('honours Retry-After on 429, and a 410 disables the destination until it is enabled again', async () => {
+    const s = await sink((n, _req, res) => (n === 0 ? res.writeHead(429, { 'retry-after': '120' }).end() : n === 1 ? res.writeHead(410).end() : res.writeHead(200).end()))
+    const dests = [destination(s)]
+    h = await createForwardHarness(dialect, dests)
+    await h.ingest([makeEvent()])
+    await vi.waitFor(async () => expect((await h!.status())[0]?.attempts).toBe(1), WAIT)
+    expect((await h.status())[0]!.next_attempt_at).toBe(h.clock.now() + 120_000)
+    await h.clock.advance(119_000)
+    expect(s.requests).toHaveLength(1)
+    await h.clock.advance(1_500)
+    await vi.waitFor(async () => expect((await h!.status())[0]?.attempts).toBe(2), WAIT)
+    await h.ingest([makeEvent()])
+    await h.clock.advance(10_000)
+    expect(s.requests).toHaveLength(2)
+    const env = cliEnv(h.rt, { DESTINATIONS: JSON.stringify(dests), ALLOW_PRIVATE_DESTINATIONS: '1' })
+    const listed = JSON.parse((await runCli(['destinations', 'list', '--json'], env)).out) as Array<{ state: string; pending: number }>
+    expect(listed).toMatchObject([{ name: 'crm', state: 'disabled', pending: 2 }])
+    const enabled = await runCli(['destinations', 'enable', 'crm'], env)
+    expect(enabled.err).toBe('')
+    expect(enabled.out).toBe('crm: enabled\n')
+    await h.clock.advance(6_000)
+    await vi.waitFor(async () => expect((await h!.status()).map((r) => r.status)).toEqual(['delivered', 'delivered']), WAIT)
+  })
+
+  it('keeps per-conversation order under retries; a failing conversation holds only itself', async () => {
+    const failFirstOf = new Set(['evt_a1'])
+    const s = await sink((_n, _req, res, body) => {
+      const id = (JSON.parse(body) as { event_id: string }).event_id
+      if (failFirstOf.delete(id)) return void res.writeHead(500).end()
+      res.writeHead(200).end()
+    })
+    h = await createForwardHarness(dialect, [destination(s, { ordered: true })])
+    const a = (i: number) => makeEvent({ event_id: `evt_a${i}`, call: { conversation_id: 'conv-a_1' } })
+    const b = (i: number) => makeEvent({ event_id: `evt_b${i}`, call: { conversation_id: 'conv-b_1' } })
+    await h.ingest([a(1), b(1), a(2), b(2), a(3), b(3)])
+    // Conversation b goes through while a waits for its first event's retry.
+    await vi.waitFor(() => expect(s.requests.map((r) => JSON.parse(r.body).event_id).filter((id: string) => id.startsWith('evt_b'))).toEqual(['evt_b1', 'evt_b2', 'evt_b3']), WAIT)
+    expect(s.requests.map((r) => JSON.parse(r.body).event_id).filter((id: string) => id.startsWith('evt_a'))).toEqual(['evt_a1'])
+    await h.clock.advance(1_300)
+    await vi.waitFor(async () => expect((await h!.status()).every((r) => r.status === 'delivered')).toBe(true), WAIT)
+    expect(s.requests.map((r) => JSON.parse(r.body).event_id).filter((id: string) => id.startsWith('evt_a'))).toEqual(['evt_a1', 'evt_a1', 'evt_a2', 'evt_a3'])
+  })
+
+  it('a paused (failing, hanging) destination does not slow a healthy one', async () => {
+    const hanging = await sink(() => {}) // never answers
+    const healthy = await sink()
+    h = await createForwardHarness(dialect, [destination(hanging, { name: 'slow', concurrency: 2 }), destination(healthy, { name: 'fast' })], {
+      worker: { breaker: { threshold: 2, basePauseMs: 60_000 } },
+    })
+    const events = Array.from({ length: 40 }, () => makeEvent())
+    await h.ingest(events)
+    await vi.waitFor(() => expect(healthy.requests).toHaveLength(40), WAIT)
+    expect(hanging.requests).toHaveLength(2)
+    // The hanging requests time out on the service clock; the breaker then pauses "slow".
+    await h.clock.advance(2_000)
+    await vi.waitFor(async () => expect(h!.worker.paused()).toEqual(['slow']), WAIT)
+    await h.clock.advance(2_000)
+    const sentBeforePause = hanging.requests.length
+    expect(sentBeforePause).toBeLessThanOrEqual(3)
+    await h.ingest(Array.from({ length: 10 }, () => makeEvent()))
+    await vi.waitFor(() => expect(healthy.requests).toHaveLength(50), WAIT)
+    await h.clock.advance(3_000)
+    expect(hanging.requests).toHaveLength(sentBeforePause)
+    // Received is not yet recorded: wait for the outcomes' commit before reading the metrics.
+    await vi.waitFor(async () => expect((await h!.status()).filter((r) => r.destination === 'fast' && r.status === 'delivered')).toHaveLength(50), WAIT)
+    const metrics = await h.rt.metrics.metrics()
+    expect(metrics).toMatch(/switchboard_destination_paused\{destination="slow"\} 1/)
+    expect(metrics).toMatch(/switchboard_destination_deliveries_total\{destination="fast",result="delivered"\} 50/)
+    expect(metrics.split('\n').filter((l) => l.startsWith('switchboard_destination_queue_depth{'))).toEqual([
+      'switchboard_destination_queue_depth{destination="slow"} 50', 'switchboard_destination_queue_depth{destination="fast"} 0',
+    ])
+    expect(metrics).toMatch(/switchboard_destination_oldest_undelivered_seconds\{destination="slow"\} [1-9]/)
+    expect(metrics).toMatch(/switchboard_destination_attempt_seconds_count\{destination="fast"\} 50/)
+    // The pause ends: one probe goes out; it succeeds and the backlog drains.
+    hanging.behave(ok)
+    await h.clock.advance(60_000)
+    await vi.waitFor(async () => expect((await h!.status()).filter((r) => r.status !== 'delivered')).toEqual([]), { timeout: 10_000 })
+  })
+
+  it('publishes events a recipe sends (ctx.destinations.publish)', async () => {
+    const s = await sink()
+    h = await createForwardHarness(dialect, [destination(s, { events: ['followup.*'] })])
+    const { publishEvent } = await import('../../src/destinations/publish.ts')
+    const first = await publishEvent(h.rt, 'no-answer-followup', 'followup.scheduled', { phone: '+919876543210' }, { idempotencyKey: 'k1' })
+    const again = await publishEvent(h.rt, 'no-answer-followup', 'followup.scheduled', { phone: '+919876543210' }, { idempotencyKey: 'k1' })
+    expect(again.eventId).toBe(first.eventId)
+    expect(first.destinations).toEqual(['crm'])
+    expect((await publishEvent(h.rt, 'r', 'report.sent', {})).destinations).toEqual([])
+    h.worker.wake()
+    await vi.waitFor(() => expect(s.requests).toHaveLength(1), WAIT)
+    expect(verifyStandard(s.requests[0]!)).toMatchObject({ event_id: first.eventId, event_type: 'followup.scheduled', data: { phone: '+919876543210' } })
+  })
+})

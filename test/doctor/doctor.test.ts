@@ -1,0 +1,98 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { main } from '../../src/cli.ts'
+import { startServer, type RunningServer } from '../../src/server.ts'
+import { closedPort, startSmtp } from '../reports/smtp.ts'
+
+// doctor against real things: a SQLite file, the service with its sandbox running in-process, a real
+// SMTP server (smtp-server), and ports with nothing behind them.
+
+const SECRET = 'whsec_doctor_secret'
+const RECIPES = new URL('../../recipes', import.meta.url).pathname
+let server: RunningServer
+let smtp: Awaited<ReturnType<typeof startSmtp>>
+const dirs: string[] = []
+let dataDir: string
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), 'sb-doctor-'))
+  dirs.push(dataDir)
+  smtp = await startSmtp()
+  server = await startServer({ env: { DATA_DIR: dataDir, PORT: '0', WEBHOOK_SECRET: SECRET, LOG_LEVEL: 'silent', RECIPES_DIR: RECIPES, RECONCILE_INTERVAL_SECONDS: '0' }, background: false })
+})
+afterAll(async () => {
+  await server?.close()
+  await smtp?.close()
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+})
+
+async function doctor(env: Record<string, string>, json = false) {
+  let stdout = ''
+  let stderr = ''
+  const base = { DATA_DIR: dataDir, PORT: String(server.port), WEBHOOK_SECRET: SECRET, LOG_LEVEL: 'silent', RECIPES_DIR: RECIPES, SMTP_URL: `smtp://127.0.0.1:${smtp.port}` }
+  const code = await main(['doctor', ...(json ? ['--json'] : [])], { env: { ...base, ...env }, stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t) })
+  return { code, stdout, stderr, lines: stdout.trimEnd().split('\n') }
+}
+
+describe('doctor', () => {
+  it('all is well: one ok line per check, exit 0', async () => {
+    const r = await doctor({})
+    expect(r.stderr).toBe('')
+    expect(r.code).toBe(0)
+    expect(r.lines).toHaveLength(7)
+    expect(r.lines[0]).toMatch(/^ok\s+configuration\s+sandbox mode/)
+    expect(r.lines[1]).toMatch(/^ok\s+database\s+sqlite reachable, migrations applied$/)
+    expect(r.lines[2]).toMatch(/^ok\s+recipes\s+3 load \(daily-report, nightly-batch, no-answer-followup\)$/)
+    expect(r.lines[3]).toMatch(/^ok\s+smtp\s+127\.0\.0\.1:\d+ accepts connections \(for daily-report\)$/)
+    expect(r.lines[4]).toMatch(/^ok\s+upstream key\s+the sandbox demo key is accepted by http:\/\/127\.0\.0\.1:\d+\/sandbox$/)
+    expect(r.lines[5]).toMatch(/^ok\s+webhook url\s+http:\/\/127\.0\.0\.1:\d+\/webhooks\/formant answers and accepts this secret \(WEBHOOK_SECRET from the environment\)$/)
+    expect(r.lines[6]).toBe('doctor: no problems found')
+  })
+
+  it('--json gives the same checks as objects', async () => {
+    const r = await doctor({}, true)
+    expect(r.code).toBe(0)
+    const out = JSON.parse(r.stdout) as { ok: boolean; checks: Array<{ name: string; status: string; fix: string | null }> }
+    expect(out.ok).toBe(true)
+    expect(out.checks.map((c) => [c.name, c.status])).toEqual([
+      ['configuration', 'ok'], ['database', 'ok'], ['recipes', 'ok'], ['smtp', 'ok'], ['upstream key', 'ok'], ['webhook url', 'ok'],
+    ])
+  })
+
+  it('a refused key, a different secret and a relay that is down are problems with what to fix; exit 1', async () => {
+    const r = await doctor({
+      VOICE_API_KEY: 'sk_test_disabled',
+      VOICE_API_BASE_URL: `${server.url}/sandbox`,
+      WEBHOOK_SECRET: 'whsec_some_other_secret',
+      SMTP_URL: `smtp://127.0.0.1:${await closedPort()}`,
+    })
+    expect(r.code).toBe(1)
+    expect(r.lines.find((l) => l.includes('smtp'))).toMatch(/^PROBLEM\s+smtp\s+127\.0\.0\.1:\d+: .*ECONNREFUSED.* → check SMTP_URL/)
+    expect(r.lines.find((l) => l.includes('upstream key'))).toMatch(/^PROBLEM\s+upstream key\s+VOICE_API_KEY is refused by .*\(401\) → copy the workspace key/)
+    expect(r.lines.find((l) => l.includes('webhook url'))).toMatch(/^PROBLEM\s+webhook url\s+.*refused a delivery signed with WEBHOOK_SECRET from the environment → give doctor and the service the same WEBHOOK_SECRET/)
+    expect(r.lines.at(-1)).toBe('doctor: 3 problem(s) to fix')
+  })
+
+  it('service not running: says so, and skips what needs it', async () => {
+    const r = await doctor({ PORT: String(await closedPort()) })
+    expect(r.code).toBe(0)
+    expect(r.lines.find((l) => l.includes('webhook url'))).toMatch(/^skipped\s+webhook url\s+service not running at http:\/\/127\.0\.0\.1:\d+: start it/)
+    expect(r.lines.find((l) => l.includes('upstream key'))).toMatch(/^skipped\s+upstream key\s+sandbox mode/)
+  })
+
+  it('a database that is not migrated, and invalid configuration, stop the checks that need them', async () => {
+    const fresh = mkdtempSync(join(tmpdir(), 'sb-doctor-fresh-'))
+    dirs.push(fresh)
+    const unmigrated = await doctor({ DATA_DIR: fresh })
+    expect(unmigrated.code).toBe(1)
+    expect(unmigrated.lines[1]).toMatch(/^PROBLEM\s+database\s+sqlite is reachable but not migrated → run: npm run -s cli -- migrate/)
+    expect(unmigrated.lines[2]).toMatch(/^skipped\s+recipes\s+needs a reachable, migrated database$/)
+
+    const badConfig = await doctor({ DEFAULT_COUNTRY: 'XX' })
+    expect(badConfig.code).toBe(1)
+    expect(badConfig.lines[0]).toMatch(/^PROBLEM\s+configuration\s+DEFAULT_COUNTRY is not a country .* → fix that setting/)
+    expect(badConfig.lines.slice(1, -1).every((l) => l.startsWith('skipped'))).toBe(true)
+  })
+})

@@ -1,0 +1,99 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+
+const BIN = resolve(import.meta.dirname, '../../../src/bin.mjs')
+
+export function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const srv = createServer()
+    srv.once('error', fail)
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address()
+      srv.close(() => done(typeof address === 'object' && address ? address.port : 0))
+    })
+  })
+}
+
+/** A real `switchboard serve` process, its log lines kept for assertions. */
+export interface ServeChild {
+  child: ChildProcess
+  url: string
+  port: number
+  dataDir: string
+  lines: string[]
+  alive(): boolean
+  /** Log objects whose `msg` matches. */
+  logs(msg: RegExp): Array<Record<string, unknown>>
+  stop(): Promise<void>
+}
+
+export async function startServe(env: Record<string, string>, options: { dataDir?: string; keepDataDir?: boolean; /** Another checkout's bin (a previous version). */ bin?: string; /** `serve` options, e.g. `['--role', 'worker']`. */ args?: string[] } = {}): Promise<ServeChild> {
+  const port = await freePort()
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'sb-fault-'))
+  const lines: string[] = []
+  const child = spawn(process.execPath, [options.bin ?? BIN, 'serve', ...(options.args ?? [])], {
+    env: {
+      ...process.env,
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      RECONCILE_INTERVAL_SECONDS: '0',
+      LOG_LEVEL: 'info',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let buffer = ''
+  child.stdout!.on('data', (chunk: Buffer) => {
+    buffer += chunk.toString('utf8')
+    const parts = buffer.split('\n')
+    buffer = parts.pop() ?? ''
+    lines.push(...parts)
+  })
+  child.stderr!.on('data', (chunk: Buffer) => lines.push(...chunk.toString('utf8').split('\n')))
+  const url = `http://127.0.0.1:${port}`
+  const started = Date.now()
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`serve exited early (${child.exitCode}): ${lines.join('\n').slice(-2000)}`)
+    if (Date.now() - started > 20_000) throw new Error('serve not ready after 20 s')
+    try {
+      if ((await fetch(`${url}/readyz`)).status === 200) break
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return {
+    child,
+    url,
+    port,
+    dataDir,
+    lines,
+    alive: () => child.exitCode === null && child.signalCode === null,
+    logs(msg) {
+      const out: Array<Record<string, unknown>> = []
+      for (const line of lines) {
+        if (!line.startsWith('{')) continue
+        try {
+          const obj = JSON.parse(line) as Record<string, unknown>
+          if (typeof obj.msg === 'string' && msg.test(obj.msg)) out.push(obj)
+        } catch {
+          // banner or partial line
+        }
+      }
+      return out
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once('exit', r))
+        child.kill('SIGTERM')
+        const timer = setTimeout(() => child.kill('SIGKILL'), 5_000)
+        await exited
+        clearTimeout(timer)
+      }
+      if (!options.keepDataDir && !options.dataDir) rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}

@@ -1,0 +1,34 @@
+import { afterEach, beforeEach, expect, it } from 'vitest'
+import { createRecipeEngine } from '../../src/recipes/engine.ts'
+import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+import { tempRecipesDir } from './helpers.ts'
+
+/** A wrong argument fails with a message naming the function, the argument and the expected shape. */
+let rt: TestRuntime
+let folder: ReturnType<typeof tempRecipesDir>
+beforeEach(async () => {
+  folder = tempRecipesDir()
+  rt = await createTestRuntime({ env: { RECIPES_DIR: folder.dir } })
+})
+afterEach(async () => {
+  await rt.close()
+  folder.cleanup()
+})
+
+async function errorOf(body: string): Promise<string | null> {
+  folder.write('r', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'x', async run(ctx) { ${body} } })\n`)
+  return (await createRecipeEngine(rt).run('r', { dryRun: true })).error
+}
+
+it('names the argument instead of surfacing a driver error', async () => {
+  const conversation = await errorOf(`await ctx.data.conversation({ status: 'no_answer' } as never)`)
+  expect(conversation).toMatch(/^ctx\.data\.conversation\(conversationId\): conversationId: .*expected a conversation id \(a string\), got \{"status":"no_answer"\}\. To filter conversations use ctx\.data\.conversations/)
+  expect(conversation).not.toMatch(/SQLite|bind/)
+  expect(await errorOf(`await ctx.data.conversations({ limit: '5' } as never)`)).toMatch(/^ctx\.data\.conversations\(query\): query\.limit: /)
+  expect(await errorOf(`await ctx.data.conversations({ stauts: 'busy' } as never)`)).toMatch(/^ctx\.data\.conversations\(query\): .*stauts/)
+  expect(await errorOf(`await ctx.data.events({ type: 'call.no_anwser' } as never)`)).toMatch(/^ctx\.data\.events\(query\): query\.type/)
+  expect(await errorOf(`await ctx.campaigns.launchBatch({ agentId: '101', name: 'x', rows: [] } as never)`)).toMatch(/^ctx\.campaigns\.launchBatch\(input\): input\.agentId: must be the agent id/)
+  expect(await errorOf(`await ctx.mail.send({ to: 'a@b.c', subject: 's' } as never)`)).toMatch(/^ctx\.mail\.send\(message\): message\.text: must be the plain-text body/)
+  expect(await errorOf(`await ctx.state.get(42 as never)`)).toMatch(/^ctx\.state\.get\(key\): key: must be a string/)
+  expect(await errorOf(`await ctx.campaigns.runFollowUps({ maxAttempt: 2 } as never)`)).toMatch(/^ctx\.campaigns\.runFollowUps\(options\): .*maxAttempt/)
+})

@@ -1,0 +1,50 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, expect, it } from 'vitest'
+import { main } from '../../src/cli.ts'
+import { RECIPE_TEMPLATES } from '../../src/recipes/new-command.ts'
+
+/** `recipes new` writes a recipe that passes `recipes check` and runs in `--dry-run` as it is. */
+const dir = mkdtempSync(join(tmpdir(), 'sb-new-'))
+const recipesDir = join(dir, 'recipes')
+// A set RECIPES_DIR must exist (configuration refuses a missing one at start-up).
+mkdirSync(recipesDir)
+const env = {
+  DATA_DIR: join(dir, 'data'), RECIPES_DIR: recipesDir, LOG_LEVEL: 'silent', REPORT_TO: 'ops@example.com',
+  // Nothing may need the provider: this address refuses connections.
+  VOICE_API_KEY: 'sk_test_acme', VOICE_API_BASE_URL: 'http://127.0.0.1:9', WEBHOOK_SECRET: 'whsec_x', UPSTREAM_TIMEOUT_MS: '1000',
+  // `recipes check` below is the type check; the runs skip the service's own (same verdict, less CPU).
+  RECIPES_TYPECHECK: 'false',
+}
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+async function cli(...argv: string[]) {
+  let out = ''
+  let err = ''
+  const code = await main(argv, { env, stdout: (t) => void (out += t), stderr: (t) => void (err += t) })
+  return { code, out, err }
+}
+
+it('writes each template; all pass recipes check and run in --dry-run', async () => {
+  for (const template of RECIPE_TEMPLATES) {
+    const written = await cli('recipes', 'new', `my-${template}`, '--from', template)
+    expect(written).toMatchObject({ code: 0, err: '' })
+    expect(written.out).toContain(`my-${template}.ts (from the ${template} template)`)
+    expect(readFileSync(join(recipesDir, `my-${template}.ts`), 'utf8')).toMatch(/^import .*\n/)
+  }
+  const check = await cli('recipes', 'check')
+  expect(check).toMatchObject({ code: 0, out: `${RECIPE_TEMPLATES.length} recipes checked: no type errors\n` })
+  for (const template of RECIPE_TEMPLATES) {
+    const run = await cli('recipes', 'run', `my-${template}`, '--dry-run')
+    expect(run.err).toBe('')
+    expect(run.out).toMatch(new RegExp(`^recipe my-${template}: succeeded`))
+  }
+})
+
+it('refuses a bad name, an unknown template and an existing file, in one line', async () => {
+  expect(await cli('recipes', 'new', 'bad name')).toMatchObject({ code: 2, err: expect.stringMatching(/^error: "bad name" cannot be a recipe name/) })
+  expect(await cli('recipes', 'new', 'x', '--from', 'nope')).toMatchObject({ code: 2, err: expect.stringMatching(/^error: --from must be one of followup, batch, report, webhook-forward/) })
+  await cli('recipes', 'new', 'twice')
+  expect(await cli('recipes', 'new', 'twice')).toMatchObject({ code: 2, err: expect.stringMatching(/already exists/) })
+})

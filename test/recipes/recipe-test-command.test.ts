@@ -1,0 +1,85 @@
+import { resolve } from 'node:path'
+import { afterAll, expect, it } from 'vitest'
+import { main } from '../../src/cli.ts'
+import { testRecipe, type PlannedEffect } from '../../src/index.ts'
+import { shippedRecipesDir } from '../helpers/recipes.ts'
+import { tempRecipesDir } from './helpers.ts'
+
+/**
+ * `recipes test` and `testRecipe()`: a dry run against fixture events or a CSV, on a frozen clock, in a
+ * throw-away data folder. The provider address points nowhere: nothing may need it.
+ */
+const SAMPLES = resolve(import.meta.dirname, '../../data/samples')
+const shipped = shippedRecipesDir('no-answer-followup', 'nightly-batch')
+afterAll(() => shipped.cleanup())
+const env = { RECIPES_DIR: shipped.dir, LOG_LEVEL: 'silent', VOICE_API_KEY: 'sk_test_acme', VOICE_API_BASE_URL: 'http://127.0.0.1:9', WEBHOOK_SECRET: 'whsec_x', DEFAULT_COUNTRY: 'IN', RECIPES_TIMEZONE: 'Asia/Kolkata' }
+
+async function cli(...argv: string[]) {
+  let out = ''
+  let err = ''
+  const code = await main(argv, { env, stdout: (t) => void (out += t), stderr: (t) => void (err += t) })
+  return { code, out, err }
+}
+
+it('recipes test no-answer-followup --events sample.json prints the follow-up plan without a provider', async () => {
+  const { code, out, err } = await cli('recipes', 'test', 'no-answer-followup', '--events', `${SAMPLES}/no-answer-events.json`)
+  expect(err).toBe('')
+  expect(code).toBe(0)
+  expect(out).toMatch(/^recipe no-answer-followup: succeeded \(dry run on a frozen clock at 2026-01-15T10:01:05\.000Z/)
+  // Ended 15:30 IST; no_answer waits an hour: 16:30 IST, inside the window.
+  expect(out).toContain('call +919876543215 with agent 101 at 2026-01-15T11:00:00.000Z')
+  expect(out).toContain('continues conv_sample_1')
+  expect(out).toContain('retry_context: {"collected_data":{"name":"Meera","plan":"gold"}}')
+
+  const json = await cli('recipes', 'test', 'no-answer-followup', '--events', `${SAMPLES}/no-answer-events.json`, '--now', '2026-01-15T15:50:00Z', '--json')
+  const parsed = JSON.parse(json.out) as { now: string; plan: PlannedEffect[] }
+  expect(parsed.now).toBe('2026-01-15T15:50:00.000Z')
+  const call = parsed.plan.find((p): p is Extract<PlannedEffect, { kind: 'call' }> => p.kind === 'call')!
+  // 21:20 IST: after the window closes, so the call moves to 09:00 IST the next day.
+  expect(call.request.scheduled_for).toBe('2026-01-16T03:30:00.000Z')
+  expect(call.request.retry_context).toBeTruthy()
+})
+
+it('recipes test nightly-batch --csv prints the batch with its rows and rejects', async () => {
+  const { code, out } = await cli('recipes', 'test', 'nightly-batch', '--csv', `${SAMPLES}/leads.csv`, '--now', '2026-01-15T19:30:00Z')
+  expect(code).toBe(0)
+  expect(out).toMatch(/batch "leads-2026-01-16" for agent 101: \d+ rows?, \d+ rejected/)
+  expect(out).toMatch(/rejected row \d+: /)
+})
+
+it('explains a mistake in one line', async () => {
+  expect(await cli('recipes', 'test', 'nope', '--events', `${SAMPLES}/no-answer-events.json`)).toMatchObject({ code: 2, err: expect.stringMatching(/^error: no recipe named "nope"/) })
+  expect(await cli('recipes', 'test', 'no-answer-followup', '--events', `${SAMPLES}/leads.csv`)).toMatchObject({ code: 2, err: expect.stringMatching(/^error: events file .*leads\.csv: /) })
+})
+
+it('testRecipe() runs an author’s recipe against inline events, for their own vitest tests', async () => {
+  const folder = tempRecipesDir()
+  try {
+    folder.write(
+      'thank-you',
+      `import { defineRecipe } from 'switchboard'
+export default defineRecipe({
+  description: 'calls back interested customers the next morning',
+  on: ['call.completed'],
+  async run(ctx) {
+    for (const e of ctx.trigger.events ?? []) {
+      if (e.event.data.results?.intent !== 'interested') continue
+      await ctx.campaigns.scheduleCall({ agentId: 101, phone: e.event.data.call.to_phone, scheduledFor: '2026-01-16T04:00:00Z', campaign: 'thank-you' })
+    }
+  },
+})
+`,
+    )
+    const event = (id: string, phone: string, intent: string) => ({
+      event_id: id, event_type: 'call.completed' as const, timestamp: '2026-01-15T10:00:00Z',
+      data: { call: { agent_id: 101, call_parameters: {}, conversation_id: `c_${id}`, duration_seconds: 40, started_at: null, ended_at: '2026-01-15T10:00:00Z', failure_reason: null, from_phone: null, to_phone: phone, recording_url: null, status: 'completed', trace_id: 't' }, results: { intent } },
+    })
+    const result = await testRecipe({ recipe: 'thank-you', recipesDir: folder.dir, env, events: [event('a', '09876543210', 'interested'), event('b', '+919876543211', 'not_interested')] })
+    expect(result).toMatchObject({ status: 'succeeded', warnings: [] })
+    expect(result.plan).toEqual([
+      expect.objectContaining({ kind: 'call', campaign: 'thank-you', request: expect.objectContaining({ scheduled_for: '2026-01-16T04:00:00.000Z', parameters: [{ name: 'customer_phone', value: '+919876543210' }] }) }),
+    ])
+  } finally {
+    folder.cleanup()
+  }
+})

@@ -1,0 +1,98 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { main } from '../../src/cli.ts'
+import { BrokenRecipeError, createRecipeEngine, type RecipeEngine } from '../../src/recipes/engine.ts'
+import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+import { tempRecipesDir } from './helpers.ts'
+
+/**
+ * Recipes are type-checked against the service's own API: `recipes check` prints `file:line:col message`
+ * for a folder anywhere (these folders are temp folders outside the checkout), and the running service
+ * reports a recipe with a type error as broken — at load and after an edit — instead of running it.
+ */
+const TYPO = `import { defineRecipe } from 'switchboard'
+
+export default defineRecipe({
+  description: 'looks up a conversation the wrong way',
+  async run(ctx) {
+    const missed = await ctx.data.conversation({ status: 'no_answer' })
+    return { missed }
+  },
+})
+`
+const FIXED = TYPO.replace("ctx.data.conversation({ status: 'no_answer' })", "ctx.data.conversations({ status: 'no_answer' })")
+const HEALTHY = `import { defineRecipe } from 'switchboard'
+import { join } from 'node:path'
+export default defineRecipe({ description: 'fine', run: (ctx) => join(ctx.config.dataDir, 'x') })
+`
+
+let folder: ReturnType<typeof tempRecipesDir>
+let dataDir: string
+beforeAll(() => {
+  dataDir = mkdtempSync(join(tmpdir(), 'sb-check-'))
+})
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
+
+async function cli(...argv: string[]) {
+  let out = ''
+  let err = ''
+  const code = await main(argv, { env: { DATA_DIR: dataDir, RECIPES_DIR: folder.dir, LOG_LEVEL: 'silent' }, stdout: (t) => void (out += t), stderr: (t) => void (err += t) })
+  return { code, out, err }
+}
+
+describe('recipes check', () => {
+  beforeEach(() => {
+    folder = tempRecipesDir()
+  })
+  afterEach(() => folder.cleanup())
+
+  it('prints file:line:col and the message for the typo, exits 1; a clean folder exits 0', async () => {
+    const file = folder.write('missed-calls', TYPO)
+    folder.write('healthy', HEALTHY)
+    const bad = await cli('recipes', 'check')
+    expect(bad.code).toBe(1)
+    expect(bad.out).toContain(`${file}:6:48 Argument of type '{ status: string; }' is not assignable to parameter of type 'string'.`)
+    expect(bad.out).toMatch(/1 type error in 1 file\n$/)
+    const one = await cli('recipes', 'check', 'healthy')
+    expect(one).toMatchObject({ code: 0, out: '1 recipe checked: no type errors\n' })
+    folder.write('missed-calls', FIXED)
+    expect(await cli('recipes', 'check')).toMatchObject({ code: 0, out: '2 recipes checked: no type errors\n' })
+    expect(await cli('recipes', 'check', 'nope')).toMatchObject({ code: 2, err: expect.stringMatching(/^error: no recipe named "nope"/) })
+  })
+})
+
+describe('the service', () => {
+  let rt: TestRuntime
+  let engine: RecipeEngine
+  beforeEach(async () => {
+    folder = tempRecipesDir()
+    rt = await createTestRuntime({ env: { RECIPES_DIR: folder.dir, RECIPES_TYPECHECK: 'true' } })
+    engine = createRecipeEngine(rt)
+  })
+  afterEach(async () => {
+    await engine.stop()
+    await rt.close()
+    folder.cleanup()
+  })
+
+  it('reports a recipe with a type error as broken (first error) at load and after an edit, and never runs it', async () => {
+    const file = folder.write('missed-calls', TYPO)
+    folder.write('healthy', HEALTHY)
+    await engine.start()
+    const broken = (await engine.list()).find((r) => r.name === 'missed-calls')!
+    expect(broken.broken).toBe(`type error at ${file}:6:48 Argument of type '{ status: string; }' is not assignable to parameter of type 'string'.`)
+    await expect(engine.run('missed-calls', { dryRun: true })).rejects.toBeInstanceOf(BrokenRecipeError)
+    expect((await engine.run('healthy', { dryRun: true })).status).toBe('succeeded')
+
+    // Hot reload (what the folder watch calls): the fix is picked up, the verdict comes from the cache next time.
+    folder.write('missed-calls', FIXED)
+    await engine.reload()
+    expect((await engine.list()).find((r) => r.name === 'missed-calls')!.broken).toBeNull()
+    expect((await engine.run('missed-calls', { dryRun: true })).status).toBe('succeeded')
+    folder.write('missed-calls', TYPO)
+    await engine.reload()
+    expect((await engine.list()).find((r) => r.name === 'missed-calls')!.broken).toMatch(/^type error at .*:6:48 /)
+  })
+})

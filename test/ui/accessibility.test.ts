@@ -1,0 +1,100 @@
+import { mkdirSync, readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { resolve } from 'node:path'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { launchBrowser } from '../helpers/browser.ts'
+import { login, startUiServer, TOKEN, type UiServer } from './helpers.ts'
+import { deliver, XSS } from './seed.ts'
+
+/**
+ * Every page in a real Chromium: axe-core finds no serious or critical violation, nothing is wider than
+ * a 375 px phone, and a `<script>` stored in an event renders as text. The overview's screenshot for the
+ * README is taken here (docs/dashboard.png).
+ */
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
+const SCREENSHOT = resolve(import.meta.dirname, '../../docs/dashboard.png')
+
+let ui: UiServer
+let browser: Browser
+let context: BrowserContext
+let page: Page
+let xssEvent: string
+const PAGES = ['/ui', '/ui/events', '', '/ui/recipes', '/ui/calls', '/ui/campaigns', '/ui/mail']
+
+beforeAll(async () => {
+  ui = await startUiServer({ ADMIN_TOKEN: TOKEN })
+  xssEvent = await deliver(ui.server, ui.clock, {
+    event_id: 'evt_xss',
+    call: { call_parameters: { customer_phone: '+919876543210', customer_name: XSS } },
+    data: { results: { customer_name: XSS, intent: 'pay_later' } },
+  })
+  // A few hours of traffic, so the charts (and the README's screenshot) have a shape.
+  const types = ['call.completed', 'call.no_answer', 'call.busy', 'call.completed', 'call.failed'] as const
+  for (let hour = 0; hour < 10; hour++) {
+    for (let i = 0; i <= (hour * 7) % 5; i++) await deliver(ui.server, ui.clock, { event_type: types[(hour + i) % types.length] })
+    await ui.clock.advance(3_600_000)
+  }
+  PAGES[2] = `/ui/events/${xssEvent}`
+  const { jar } = await login(ui.server.url)
+  browser = await launchBrowser()
+  context = await browser.newContext({ locale: 'en-US', viewport: { width: 375, height: 800 } })
+  await context.addCookies([...jar].map(([name, value]) => ({ name, value, url: ui.server.url })))
+  page = await context.newPage()
+}, 60_000)
+
+afterAll(async () => {
+  await browser?.close()
+  await ui?.close()
+})
+
+async function seriousViolations(p: Page): Promise<string[]> {
+  // evaluate() is not subject to the page's CSP (an injected <script> tag would be, rightly).
+  await p.evaluate(axeSource)
+  const result = await p.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(ctx: Document, opts: object): Promise<{ violations: Array<{ id: string; impact: string | null; nodes: Array<{ target: unknown }> }> }> } }).axe
+    const r = await axe.run(document, { resultTypes: ['violations'] })
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.slice(0, 3).map((n) => JSON.stringify(n.target)) }))
+  })
+  return result.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}) at ${v.targets.join(', ')}`)
+}
+
+describe('every page', () => {
+  for (const index of PAGES.keys()) {
+    it(`page ${index}: no serious/critical axe violation; no horizontal scroll at 375 px`, async () => {
+      const path = PAGES[index]!
+      await page.goto(`${ui.server.url}${path}`)
+      await page.waitForLoadState('load')
+      expect(new URL(page.url()).pathname).toBe(path)
+      expect(await seriousViolations(page), path).toEqual([])
+      const widths = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }))
+      expect(widths.scroll, path).toBeLessThanOrEqual(widths.client)
+    })
+  }
+
+  it('the login page too', async () => {
+    const fresh = await browser.newPage({ locale: 'en-US', viewport: { width: 375, height: 800 } })
+    await fresh.goto(`${ui.server.url}/ui/login`)
+    expect(await seriousViolations(fresh)).toEqual([])
+    expect(await fresh.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth)).toBe(true)
+    await fresh.close()
+  })
+})
+
+it('a <script> stored in an event (customer_name) renders as inert text', async () => {
+  await page.goto(`${ui.server.url}/ui/events/${xssEvent}`)
+  const body = await page.locator('pre').textContent()
+  expect(body).toContain('<script>window.__xss = 1</script>')
+  expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined()
+  expect(await page.locator('pre script, pre img').count()).toBe(0)
+})
+
+it('saves a screenshot of the overview for the README', async () => {
+  const wide = await browser.newPage({ locale: 'en-US', viewport: { width: 1100, height: 760 } })
+  await wide.context().addCookies(await context.cookies())
+  await wide.goto(`${ui.server.url}/ui`)
+  await wide.locator('figure .uplot canvas').first().waitFor()
+  mkdirSync(resolve(SCREENSHOT, '..'), { recursive: true })
+  await wide.screenshot({ path: SCREENSHOT, type: 'png' })
+  await wide.close()
+})

@@ -1,0 +1,136 @@
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Browser, Page } from 'playwright-core'
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { launchBrowser } from '../helpers/browser.ts'
+import { insertMailLog, updateMailLog } from '../../src/reports/mail-log.ts'
+import { subjectFor } from '../../src/reports/format.ts'
+import { startUiServer, TOKEN, type UiServer } from './helpers.ts'
+import { deliver } from './seed.ts'
+
+/**
+ * The dashboard in a real Chromium (from npm: @sparticuz/chromium) against the service on a real port:
+ * one browser, one signed-in page, each flow an operator would follow.
+ */
+let ui: UiServer
+let browser: Browser
+let page: Page
+let base: string
+const ids: Record<string, string> = {}
+
+beforeAll(async () => {
+  ui = await startUiServer({ ADMIN_TOKEN: TOKEN })
+  base = ui.server.url
+  ids.completed = await deliver(ui.server, ui.clock, { event_id: 'evt_ui_completed', event_type: 'call.completed' })
+  ids.noAnswer = await deliver(ui.server, ui.clock, { event_id: 'evt_ui_no_answer', event_type: 'call.no_answer', call: { to_phone: '+919876543215' } })
+  ids.busy = await deliver(ui.server, ui.clock, { event_id: 'evt_ui_busy', event_type: 'call.busy' })
+  browser = await launchBrowser()
+  // An explicit locale: the sandbox's POSIX locale ("en-US@posix") is not a tag Intl accepts, and uPlot formats with Intl.
+  page = await browser.newPage({ locale: 'en-US' })
+}, 60_000)
+
+afterAll(async () => {
+  await browser?.close()
+  await ui?.close()
+})
+
+it('logs in with the admin token', async () => {
+  await page.goto(`${base}/ui/events`)
+  expect(new URL(page.url()).pathname).toBe('/ui/login')
+  await page.getByLabel('Admin token').fill('wrong-token-wrong-token')
+  await page.getByRole('button', { name: 'Log in' }).click()
+  await expect.poll(() => page.getByRole('alert').textContent()).toContain('not right')
+  await page.getByLabel('Admin token').fill(TOKEN)
+  await page.getByRole('button', { name: 'Log in' }).click()
+  await page.waitForURL(`${base}/ui/events`)
+  expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Events')
+})
+
+it('filters events, opens one, replays it and sees its status change', async () => {
+  await page.goto(`${base}/ui/events`)
+  await page.getByLabel('Type').selectOption('call.no_answer')
+  await page.getByRole('button', { name: 'Filter' }).click()
+  await page.waitForURL(/type=call.no_answer/)
+  const links = page.locator('table a[href^="/ui/events/"]')
+  expect(await links.allTextContents()).toEqual([ids.noAnswer])
+
+  await links.first().click()
+  await page.waitForURL(`${base}/ui/events/${ids.noAnswer}`)
+  expect(await page.locator('#event-status').textContent()).toBe('pending')
+  expect(await page.locator('pre').textContent()).toContain('"event_type": "call.no_answer"')
+  page.once('dialog', (d) => void d.accept())
+  await page.getByRole('button', { name: 'Replay', exact: true }).click()
+  await page.waitForURL(/done=replayed-one/)
+  expect(await page.locator('#event-status').textContent()).toBe('processed')
+  expect(await page.getByRole('status').textContent()).toContain('now processed')
+})
+
+it('dry-runs a recipe and shows its plan: batch rows and rejected rows with reasons', async () => {
+  const inbox = join(ui.dataDir, 'inbox')
+  mkdirSync(inbox, { recursive: true })
+  writeFileSync(join(inbox, 'leads.csv'), 'name,phone\nAsha,9876543210\nRavi,98765 43211\nBad,555\n')
+  await page.goto(`${base}/ui/recipes`)
+  const recipe = page.getByRole('article', { name: 'Recipe nightly-batch' })
+  await recipe.getByRole('button', { name: 'Dry run' }).click()
+  await page.waitForURL(`${base}/ui/recipes/nightly-batch/run`)
+  expect(await page.locator('#run-status').textContent()).toBe('succeeded')
+  const plan = page.locator('#plan')
+  expect(await plan.getByRole('heading', { level: 3 }).first().textContent()).toMatch(/Batch “leads.*” for agent 101: 2 row\(s\), 1 rejected/)
+  const rejects = plan.getByRole('region', { name: /rejected rows/ })
+  expect(await rejects.locator('tbody tr').allInnerTexts()).toEqual([expect.stringMatching(/^4\s+555\s+\S/)])
+  expect(await plan.textContent()).toContain('+919876543210')
+})
+
+it('draws the overview charts (a canvas with the data)', async () => {
+  await page.goto(`${base}/ui`)
+  const canvas = page.locator('figure .uplot canvas').first()
+  await canvas.waitFor()
+  const painted = await canvas.evaluate((el) => {
+    const c = el as HTMLCanvasElement
+    const data = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data
+    let n = 0
+    for (let i = 3; i < data.length; i += 4) if (data[i]! > 0) n++
+    return { width: c.width, height: c.height, painted: n }
+  })
+  expect(painted.width).toBeGreaterThan(100)
+  expect(painted.painted).toBeGreaterThan(50)
+  // The legend names the series drawn: the types and statuses of the stored events.
+  const legend = await page.locator('figure').first().locator('.u-legend').innerText()
+  expect(legend).toContain('call.completed')
+  expect(legend).toContain('call.no_answer')
+})
+
+it('resends a failed report mail', async () => {
+  const rt = ui.server.rt
+  await insertMailLog(rt, { id: 'mail_failed_1', recipients: ['ops@example.com'], subject: subjectFor('2026-03-01', 'Asia/Kolkata') })
+  await updateMailLog(rt, 'mail_failed_1', { status: 'failed', attempts: 4, error: 'ECONNREFUSED: smtp down' })
+  await page.goto(`${base}/ui/mail`)
+  const row = page.locator('tr', { hasText: 'ECONNREFUSED' })
+  expect(await row.locator('td').nth(3).textContent()).toBe('failed')
+  page.once('dialog', (d) => void d.accept())
+  await row.getByRole('button', { name: 'Resend' }).click()
+  await page.waitForURL(/done=resent/)
+  expect(await page.getByRole('status').first().textContent()).toContain('Report sent again: written')
+  // A new send, written to the outbox (no SMTP_URL here), for the same people.
+  const sends = await rt.store.db.selectFrom('mail_log').selectAll().orderBy('created_at').execute()
+  expect(sends.map((m) => [m.status, m.recipients])).toEqual([['failed', 'ops@example.com'], ['written', 'ops@example.com']])
+  // The preview frame shows the report of a day.
+  const frame = page.frameLocator('iframe.preview')
+  await expect.poll(() => frame.locator('body').textContent(), { timeout: 10_000 }).toMatch(/report|calls/i)
+})
+
+it('imports a DNC CSV and reports its one bad row', async () => {
+  await page.goto(`${base}/ui/mail`)
+  await page.getByLabel('CSV (number, reason)').setInputFiles({
+    name: 'dnc.csv',
+    mimeType: 'text/csv',
+    buffer: Buffer.from('phone,reason\n+919876543210,asked\n98765 43219,complaint\nnot-a-number,oops\n'),
+  })
+  await page.getByRole('button', { name: 'Import' }).click()
+  const result = page.locator('#dnc-import-result')
+  await result.waitFor()
+  expect(await result.locator('p').textContent()).toBe('Imported: 2 added, 0 already listed, 1 row(s) with errors.')
+  expect(await result.locator('tbody tr').allInnerTexts()).toEqual([expect.stringMatching(/^4\s+not-a-number\s+not a phone number/)])
+  const listed = await page.getByRole('region', { name: 'Do-not-call numbers' }).locator('tbody tr td:first-child').allTextContents()
+  expect(listed.sort()).toEqual(['+919876543210', '+919876543219'])
+})
