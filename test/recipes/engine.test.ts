@@ -9,10 +9,14 @@ import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
 import { createSilentLogger } from '../../src/utils/logger.ts'
 import { createSeededRandom } from '../../src/utils/random.ts'
 import type { WebhookEvent } from '../../src/upstream/schemas.ts'
-import type { ProcessedEvent } from '../../src/webhooks/hooks.ts'
+import type { PipelineEvent, ProcessedEvent } from '../../src/webhooks/hooks.ts'
+import { registerConsumers } from '../../src/pipeline.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { tempRecipesDir, tickRecipe } from './helpers.ts'
+
+/** A run's summary is the JSON value the test recipe returned. */
+type Summary = { at: string; tz: string; runs: number } & Record<string, unknown>
 
 function processed(eventId: string, type: WebhookEvent['event_type'], conversationId = 'conv_1'): ProcessedEvent {
   const event: WebhookEvent = {
@@ -31,9 +35,19 @@ function processed(eventId: string, type: WebhookEvent['event_type'], conversati
   return { eventId, eventType: type, target: 'formant', source: 'webhook', receivedAt: Date.parse('2026-01-01T10:00:01Z'), event }
 }
 
-/** What the receiver does after applying a stored event: call every registered hook with it. */
-async function deliver(rt: Runtime, event: ProcessedEvent): Promise<void> {
-  for (const { hook } of rt.hooks.list()) await hook(event)
+/** Stores events as the receiver would (recipes read events queued by another replica back from storage). */
+async function store(rt: Runtime, events: PipelineEvent[]): Promise<void> {
+  await rt.store.db.insertInto('webhook_events').values(events.map((e) => ({
+    event_id: e.eventId, target: e.target, event_type: e.eventType, conversation_id: null, trace_id: null, agent_id: null,
+    body: JSON.stringify(e.kind === 'target' ? e.body : e.event), headers: '{}', source: 'webhook', received_at: e.receivedAt,
+    status: 'processed', attempts: 1, next_attempt_at: 0, claimed_by: null, claimed_until: null, last_error: null, processed_at: e.receivedAt,
+  }))).onConflict((oc) => oc.column('event_id').doNothing()).execute()
+}
+
+/** What processing does with a claimed batch after the read model: hand it to every registered consumer. */
+async function deliver(rt: Runtime, batch: PipelineEvent[]): Promise<void> {
+  await store(rt, batch)
+  for (const { consume } of rt.hooks.list()) await consume(batch)
 }
 
 describeEachDialect('recipe engine', (dialect) => {
@@ -80,7 +94,7 @@ describeEachDialect('recipe engine', (dialect) => {
       await Promise.all([a.idle(), b.idle()])
     }
     const runs = (await listRuns(rt, { recipe: 'sweep', limit: 100 })).reverse()
-    expect(runs.map((r) => JSON.parse(r.summary!).at)).toEqual(
+    expect(runs.map((r) => (r.summary as Summary).at)).toEqual(
       Array.from({ length: 8 }, (_, i) => new Date(Date.parse('2026-01-01T00:30:00Z') + i * 30 * 60_000).toISOString()),
     )
     expect(runs.every((r) => r.status === 'succeeded' && r.trigger === 'cron')).toBe(true)
@@ -90,32 +104,120 @@ describeEachDialect('recipe engine', (dialect) => {
     expect(owners.every((o) => o.owner === rt.instanceId || o.owner === other.instanceId)).toBe(true)
   })
 
-  it('fires an event trigger once per event, also when delivered twice, replayed, or seen by two replicas', async () => {
+  it('runs an event trigger on the batch that arrived together, once per event across redelivery, replay and replicas', async () => {
     folder.write('followup', `import { defineRecipe } from 'switchboard'
 export default defineRecipe({
   description: 'reacts to unanswered calls',
   on: ['call.no_answer', 'call.busy'],
-  run(ctx) { return ctx.trigger.type + ':' + ctx.trigger.event?.eventId + ':' + ctx.trigger.event?.event.data.call.to_phone },
+  run(ctx) { return ctx.trigger.type + ':' + ctx.trigger.events!.map((e) => e.eventId + '/' + e.event.data.call.to_phone).join(',') + ':first=' + ctx.trigger.event?.eventId },
 })
 `)
     folder.write('completed', `import { defineRecipe } from 'switchboard'
-export default defineRecipe({ description: 'completed only', on: ['call.completed'], run: () => 'done' })
+export default defineRecipe({ description: 'completed only', on: ['call.completed'], run: (ctx) => ctx.trigger.events!.length })
 `)
     const other = await replica()
-    cleanups.push(await startRecipes(rt, { watch: false }), await startRecipes(other, { watch: false }))
+    for (const r of [rt, other]) {
+      registerConsumers(r, { recipes: recipeEngineFor(r) })
+      cleanups.push(await startRecipes(r, { watch: false }))
+    }
     expect(rt.hooks.list().map((h) => h.name)).toContain('recipes')
-    const first = processed('evt_a', 'call.no_answer')
-    await deliver(rt, first)
-    await deliver(rt, first) // a duplicate delivery
-    await deliver(other, first) // the same event processed on another replica (or replayed)
-    await Promise.all([deliver(rt, processed('evt_b', 'call.busy')), deliver(other, processed('evt_b', 'call.busy'))])
-    await deliver(rt, processed('evt_c', 'call.completed'))
+    const a = processed('evt_a', 'call.no_answer', 'conv_a')
+    const b = processed('evt_b', 'call.busy', 'conv_b')
+    await deliver(rt, [a, b, processed('evt_c', 'call.completed')])
+    await deliver(rt, [a]) // a duplicate delivery
+    await deliver(other, [a, b]) // the same events processed on another replica (or replayed)
+    await recipeEngineFor(rt).idle()
+    await recipeEngineFor(other).idle()
     const runs = (await listRuns(rt, { recipe: 'followup' })).reverse()
     expect(runs.map((r) => [r.trigger, r.eventId, r.status, r.summary])).toEqual([
-      ['event', 'evt_a', 'succeeded', 'event:evt_a:+919876543215'],
-      ['event', 'evt_b', 'succeeded', 'event:evt_b:+919876543215'],
+      ['event', 'evt_a', 'succeeded', 'event:evt_a/+919876543215,evt_b/+919876543215:first=evt_a'],
     ])
-    expect((await listRuns(rt, { recipe: 'completed' })).map((r) => r.eventId)).toEqual(['evt_c'])
+    expect((await listRuns(rt, { recipe: 'completed' })).map((r) => [r.eventId, r.summary])).toEqual([['evt_c', 1]])
+    const fires = await rt.store.db.selectFrom('recipe_event_fires').select(['recipe', 'event_id', 'status', 'run_id']).orderBy('recipe').orderBy('event_id').execute()
+    expect(fires.map((f) => [f.recipe, f.event_id, f.status])).toEqual([['completed', 'evt_c', 'done'], ['followup', 'evt_a', 'done'], ['followup', 'evt_b', 'done']])
+    expect(fires.find((f) => f.event_id === 'evt_a')!.run_id).toBe(runs[0]!.id)
+  })
+
+  it('a named target\'s events reach recipes subscribed as <target>:<type>', async () => {
+    folder.write('crm', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({
+  description: 'CRM updates',
+  on: ['crm:contact.updated'],
+  run(ctx) { return ctx.trigger.events!.map((e) => e.target + ':' + e.eventType + ':' + (e.body as { id: string }).id).join(',') },
+})
+`)
+    folder.write('calls', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'provider only', on: ['call.completed'], run: () => 'provider' })
+`)
+    registerConsumers(rt, { recipes: recipeEngineFor(rt) })
+    cleanups.push(await startRecipes(rt, { watch: false }))
+    const crm = (id: string, type: string): PipelineEvent => ({ kind: 'target', eventId: `msg_${id}`, eventType: type, target: 'crm', source: 'webhook', receivedAt: clock.now(), body: { id } })
+    await deliver(rt, [crm('1', 'contact.updated'), crm('2', 'contact.deleted'), crm('3', 'contact.updated')])
+    await recipeEngineFor(rt).idle()
+    expect((await listRuns(rt, { recipe: 'crm' })).map((r) => r.summary)).toEqual(['crm:contact.updated:1,crm:contact.updated:3'])
+    expect(await listRuns(rt, { recipe: 'calls' })).toEqual([])
+  })
+
+  it('a recipe that throws or hangs holds back only its own events: timed out, retried one by one, then done', async () => {
+    await rt.close()
+    rt = await createTestRuntime({ dialect, clock, env: { RECIPES_DIR: folder.dir, RECIPES_TIMEZONE: 'UTC', RECIPE_TIMEOUT_SECONDS: '30' } })
+    folder.write('flaky', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({
+  description: 'fails on its first run',
+  on: ['call.no_answer'],
+  async run(ctx) {
+    const n = ((await ctx.state.get<number>('runs')) ?? 0) + 1
+    await ctx.state.set('runs', n)
+    if (n === 1) throw new Error('CRM is down')
+    return ctx.trigger.events!.map((e) => e.eventId).join(',')
+  },
+})
+`)
+    folder.write('hangs', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({
+  description: 'hangs on its first run',
+  on: ['call.no_answer'],
+  async run(ctx) {
+    const n = ((await ctx.state.get<number>('runs')) ?? 0) + 1
+    await ctx.state.set('runs', n)
+    if (n === 1) await new Promise(() => {})
+    return ctx.trigger.events!.map((e) => e.eventId).join(',')
+  },
+})
+`)
+    folder.write('steady', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'fine', on: ['call.no_answer'], run: (ctx) => ctx.trigger.events!.map((e) => e.eventId).join(',') })
+`)
+    registerConsumers(rt, { recipes: recipeEngineFor(rt) })
+    cleanups.push(await startRecipes(rt, { watch: false }))
+    await deliver(rt, [processed('evt_1', 'call.no_answer', 'c1'), processed('evt_2', 'call.no_answer', 'c2')])
+    // The steady recipe is not held back by the other two.
+    await vi.waitFor(async () => expect((await listRuns(rt, { recipe: 'steady' })).map((r) => r.summary)).toEqual(['evt_1,evt_2']))
+    await vi.waitFor(async () => expect((await listRuns(rt, { recipe: 'flaky' })).map((r) => [r.status, r.error])).toEqual([['failed', 'CRM is down']]))
+    expect((await listRuns(rt, { recipe: 'hangs' })).map((r) => r.status)).toEqual(['running'])
+    // The hung run times out; both failed batches are retried event by event after the backoff.
+    await clock.advance(30_000)
+    await vi.waitFor(async () => expect((await listRuns(rt, { recipe: 'hangs' })).at(-1)).toMatchObject({ status: 'failed', error: 'timed out after 30 s (RECIPE_TIMEOUT_SECONDS)' }))
+    // The failure (and its next_attempt_at) is written after the run is recorded, so keep the clock moving
+    // until the retries have landed: a fixed number of advances can all pass before that write on a slow database.
+    const retried = async () => {
+      for (const name of ['flaky', 'hangs']) {
+        const runs = (await listRuns(rt, { recipe: name })).reverse()
+        expect(runs[0]!.status).toBe('failed')
+        // Each event succeeded exactly once after the failure (retried one by one; on a slow database a
+        // retry claimed while the hung run still held the recipe may carry both).
+        const succeeded = runs.filter((r) => r.status === 'succeeded').flatMap((r) => String(r.summary).split(','))
+        expect(succeeded.sort()).toEqual(['evt_1', 'evt_2'])
+      }
+    }
+    await vi.waitFor(async () => {
+      await clock.advance(10_000)
+      await recipeEngineFor(rt).idle()
+      await retried()
+    }, { timeout: 20_000, interval: 20 })
+    const fires = await rt.store.db.selectFrom('recipe_event_fires').select(['recipe', 'status', 'attempts']).execute()
+    expect(fires.every((f) => f.status === 'done')).toBe(true)
+    expect(fires.filter((f) => f.recipe !== 'steady').every((f) => f.attempts >= 1)).toBe(true)
   })
 
   it('reports a broken recipe by name, with the reason, and loads the others', async () => {
@@ -239,10 +341,10 @@ export default defineRecipe({
 `)
     const engine = createRecipeEngine(rt)
     cleanups.push(() => engine.stop())
-    expect(JSON.parse((await engine.run('reader')).summary!)).toEqual({
+    expect((await engine.run('reader')).summary).toEqual({
       recent: ['c2', 'c1'], transcript: 'hello', final: true, phone: '+919876543215', callPhone: '+919876543215', missing: null, runs: 1,
     })
-    expect(JSON.parse((await engine.run('reader', { dryRun: true })).summary!).runs).toBe(2)
+    expect(((await engine.run('reader', { dryRun: true })).summary as Summary).runs).toBe(2)
     const stored = await db.selectFrom('kv_state').select(['namespace', 'key', 'value']).where('namespace', '=', 'recipe:reader').execute()
     expect(stored).toEqual([{ namespace: 'recipe:reader', key: 'runs', value: '2' }])
   })
