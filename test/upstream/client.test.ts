@@ -31,9 +31,16 @@ beforeAll(async () => {
 afterAll(() => server.close(true))
 
 async function run<T>(fn: () => Promise<T>, clock: ReturnType<typeof createManualClock>): Promise<T> {
-  const promise = fn()
-  // Let backoff timers fire without real waiting.
-  for (let i = 0; i < 20; i++) await clock.advance(20_000)
+  // Let backoff timers fire without real waiting: keep the clock moving until the call settles (each
+  // attempt is a real HTTP exchange, so a fixed number of advances could pass before a retry is armed).
+  let settled = false
+  const promise = fn().finally(() => {
+    settled = true
+  })
+  while (!settled) {
+    await clock.advance(20_000)
+    await new Promise((resolve) => setImmediate(resolve))
+  }
   return promise
 }
 
