@@ -1,10 +1,10 @@
 import { Worker } from 'node:worker_threads'
 import { AggregatorRegistry, type Registry } from 'prom-client'
-
-type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>
 import type { Runtime } from './runtime.ts'
 import type { ThreadMessage, ThreadReply } from './processing-thread.ts'
 import { webhookState } from './webhooks/state.ts'
+
+type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>
 
 export interface ProcessingThread {
   /** This runtime's metrics and the thread's, summed, as Prometheus text. */
@@ -12,30 +12,76 @@ export interface ProcessingThread {
   stop(): Promise<void>
 }
 
+/** How long `/metrics` waits for the thread's share before answering with the main thread's alone. */
+const METRICS_WAIT_MS = 2_000
+/** Restart backoff after the thread dies: 1 s doubling to 30 s, reset once a thread has run for a minute. */
+const RESTART_MIN_MS = 1_000
+const RESTART_MAX_MS = 30_000
+const HEALTHY_AFTER_MS = 60_000
+
 /** Whether the database can be opened a second time by a thread (an in-memory SQLite database cannot). */
 export function canRunInThread(rt: Runtime): boolean {
   return rt.store.dialect === 'postgres' || (rt.store.sqlite !== undefined && !rt.store.sqlite.memory)
 }
 
-/** Starts the worker role in a worker thread and wakes it after every inbox commit. */
+/**
+ * Starts the worker role in a worker thread, wakes it after every inbox commit, and keeps it running: a
+ * thread that dies (an uncaught error in a recipe's promise, an out-of-memory in the thread) is logged and
+ * restarted with backoff while the receiver goes on accepting — the events wait in the inbox. Resolves once
+ * the first thread is processing; rejects only if the first thread cannot even build its runtime (a
+ * configuration problem, not a passing one).
+ */
 export async function startProcessingThread(rt: Runtime): Promise<ProcessingThread> {
-  const worker = new Worker(new URL('./worker-thread.mjs', import.meta.url), { workerData: { config: rt.config } })
-  const pending = new Map<number, (json: MetricsJson) => void>()
+  const pending = new Map<number, (json: MetricsJson | undefined) => void>()
   let seq = 0
+  let current: Worker | undefined
+  let stopping = false
   let stopped: (() => void) | undefined
-  await new Promise<void>((resolve, reject) => {
-    worker.on('message', (reply: ThreadReply) => {
-      if (reply.type === 'ready') resolve()
-      else if (reply.type === 'failed') reject(new Error(`the processing thread could not start: ${reply.error}`))
-      else if (reply.type === 'metrics') {
-        pending.get(reply.id)?.(reply.json as MetricsJson)
-        pending.delete(reply.id)
-      } else if (reply.type === 'stopped') stopped?.()
+  let backoff = RESTART_MIN_MS
+  let cancelRestart: (() => void) | undefined
+
+  const send = (message: ThreadMessage) => current?.postMessage(message)
+
+  function spawn(): Promise<void> {
+    const worker = new Worker(new URL('./worker-thread.mjs', import.meta.url), { workerData: { config: rt.config } })
+    current = worker
+    const startedAt = rt.clock.now()
+    return new Promise<void>((resolve, reject) => {
+      let ready = false
+      worker.on('message', (reply: ThreadReply) => {
+        if (reply.type === 'ready') {
+          ready = true
+          resolve()
+        } else if (reply.type === 'failed') reject(new Error(`the processing thread could not start: ${reply.error}`))
+        else if (reply.type === 'metrics') {
+          pending.get(reply.id)?.(reply.json as MetricsJson)
+          pending.delete(reply.id)
+        } else if (reply.type === 'stopped') stopped?.()
+      })
+      worker.on('error', (error) => rt.log.error({ err: error.message }, 'the processing thread failed'))
+      worker.on('exit', (code) => {
+        if (current === worker) current = undefined
+        // Metrics requests the dead thread will never answer.
+        for (const [id, answer] of pending) {
+          answer(undefined)
+          pending.delete(id)
+        }
+        if (!ready) reject(new Error(`the processing thread exited while starting (code ${code})`))
+        if (stopping) return
+        if (rt.clock.now() - startedAt > HEALTHY_AFTER_MS) backoff = RESTART_MIN_MS
+        const wait = backoff
+        backoff = Math.min(RESTART_MAX_MS, backoff * 2)
+        rt.log.error({ code, restartInMs: wait }, 'the processing thread stopped; restarting it (events wait in the inbox meanwhile)')
+        cancelRestart = rt.clock.setTimeout(() => {
+          if (stopping) return
+          spawn().catch((error: Error) => rt.log.error({ err: error.message }, 'the processing thread could not restart'))
+        }, wait)
+      })
     })
-    worker.once('error', reject)
-  })
-  worker.on('error', (error) => rt.log.error({ err: error }, 'the processing thread failed'))
-  const send = (message: ThreadMessage) => worker.postMessage(message)
+  }
+
+  await spawn()
+
   // Coalesced: one wake per tick however many commits landed in it.
   let waking = false
   const off = webhookState(rt).inbox.onCommitted(() => {
@@ -49,16 +95,32 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
   return {
     async metrics() {
       const id = seq++
-      const theirs = new Promise<MetricsJson>((resolve) => {
-        pending.set(id, resolve)
+      const theirs = new Promise<MetricsJson | undefined>((resolve) => {
+        if (!current) return resolve(undefined)
+        const cancel = rt.clock.setTimeout(() => {
+          pending.delete(id)
+          resolve(undefined)
+        }, METRICS_WAIT_MS)
+        pending.set(id, (json) => {
+          cancel()
+          resolve(json)
+        })
         send({ type: 'metrics', id })
       })
       const [own, other] = await Promise.all([rt.metrics.getMetricsAsJSON(), theirs])
+      if (!other) return rt.metrics.metrics()
       return AggregatorRegistry.aggregate([own, other] as Parameters<typeof AggregatorRegistry.aggregate>[0]).metrics()
     },
     async stop() {
+      stopping = true
       off()
-      const done = new Promise<void>((resolve) => (stopped = resolve))
+      cancelRestart?.()
+      const worker = current
+      if (!worker) return
+      const done = new Promise<void>((resolve) => {
+        stopped = resolve
+        worker.once('exit', () => resolve())
+      })
       send({ type: 'stop' })
       await Promise.race([done, new Promise((r) => setTimeout(r, 30_000).unref())])
       await worker.terminate()

@@ -1,44 +1,68 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { Registry } from 'prom-client'
 import type { Config } from './config/load.ts'
-import { createRuntime } from './runtime.ts'
+import { createRuntime, type Runtime } from './runtime.ts'
 import { startBackground } from './server.ts'
+import { sleep } from './utils/clock.ts'
 import { webhookState } from './webhooks/state.ts'
 
 /**
  * The worker role inside `serve --role all`: read model, consumers, recipes, the call queue and
  * reconciliation on their own event loop and database connection (SQLite WAL lets the receiver's writer
  * and this thread share the file; Postgres gives it its own pool), so the receiver's event loop only
- * verifies, commits and answers. The main thread wakes it after each commit and asks it for its metrics.
+ * verifies, commits and answers. The main thread wakes it after each commit, asks it for its metrics, and
+ * restarts it if it dies (src/processing-host.ts).
  */
 export type ThreadMessage = { type: 'wake' } | { type: 'metrics'; id: number } | { type: 'stop' }
 export type ThreadReply = { type: 'ready' } | { type: 'metrics'; id: number; json: unknown } | { type: 'stopped' } | { type: 'failed'; error: string }
 
+/** Backoff while the background work cannot start (the database is unreachable): 500 ms doubling to 15 s. */
+const START_RETRY_MIN_MS = 500
+const START_RETRY_MAX_MS = 15_000
+
 const port = parentPort
 if (!port) throw new Error('processing-thread.ts runs only as a worker thread')
 const { config } = workerData as { config: Config }
+
+let rt: Runtime
 try {
-  // The main thread migrated already.
-  // Its own registry without process metrics: the main thread reports the process, and sums the rest.
-  const rt = await createRuntime(config, { skipMigrate: true, metrics: new Registry() })
-  // This connection writes what is derived from the inbox (read model, recipe queues, queued calls). In WAL
-  // mode NORMAL survives a killed process; only an OS crash or power loss can drop its last commits, which
-  // processing then redoes from the inbox (the receiver's own connection stays FULL: a 2xx is a promise).
-  rt.store.sqlite?.pragma('synchronous = NORMAL')
-  const stop = await startBackground(rt, { role: 'worker' })
-  port.on('message', (message: ThreadMessage) => {
-    if (message.type === 'wake') webhookState(rt).worker?.wake()
-    else if (message.type === 'metrics') {
-      void rt.metrics.getMetricsAsJSON().then((json) => port.postMessage({ type: 'metrics', id: message.id, json } satisfies ThreadReply))
-    } else if (message.type === 'stop') {
-      void (async () => {
-        await stop()
-        await rt.close()
-        port.postMessage({ type: 'stopped' } satisfies ThreadReply)
-      })()
-    }
-  })
-  port.postMessage({ type: 'ready' } satisfies ThreadReply)
+  // The main thread migrated already. Its own registry without process metrics: the main thread reports
+  // the process, and sums the rest.
+  rt = await createRuntime(config, { skipMigrate: true, metrics: new Registry() })
 } catch (error) {
   port.postMessage({ type: 'failed', error: (error as Error).message } satisfies ThreadReply)
+  process.exit(1)
 }
+// This connection writes what is derived from the inbox (read model, recipe queues, queued calls). In WAL
+// mode NORMAL survives a killed process; only an OS crash or power loss can drop its last commits, which
+// processing then redoes from the inbox (the receiver's own connection stays FULL: a 2xx is a promise).
+rt.store.sqlite?.pragma('synchronous = NORMAL')
+
+let stopBackground: (() => Promise<void>) | undefined
+let stopping = false
+port.on('message', (message: ThreadMessage) => {
+  if (message.type === 'wake') webhookState(rt).worker?.wake()
+  else if (message.type === 'metrics') {
+    void rt.metrics.getMetricsAsJSON().then((json) => port.postMessage({ type: 'metrics', id: message.id, json } satisfies ThreadReply))
+  } else if (message.type === 'stop') {
+    stopping = true
+    void (async () => {
+      await stopBackground?.()
+      await rt.close()
+      port.postMessage({ type: 'stopped' } satisfies ThreadReply)
+    })()
+  }
+})
+
+// Starting reads the database (recipe schedules, queues): a database that is down right now — a restart,
+// a failover — is waited out here rather than leaving the service without processing.
+for (let wait = START_RETRY_MIN_MS; !stopping; wait = Math.min(START_RETRY_MAX_MS, wait * 2)) {
+  try {
+    stopBackground = await startBackground(rt, { role: 'worker' })
+    break
+  } catch (error) {
+    rt.log.error({ err: (error as Error).message, retryInMs: wait }, 'processing could not start; retrying')
+    await sleep(rt.clock, wait)
+  }
+}
+if (!stopping) port.postMessage({ type: 'ready' } satisfies ThreadReply)

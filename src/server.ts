@@ -159,20 +159,27 @@ export function createApp(rt: Runtime): H3 {
 export async function startBackground(rt: Runtime, options: { role?: Role } = {}): Promise<() => Promise<void>> {
   const role = options.role ?? 'all'
   const stops: Array<() => Promise<void> | void> = []
-  // ── feature background work ─────────────────────────────────────────────────────────────────
-  if (role !== 'worker') stops.push(startProxyMaintenance(rt))
-  if (role !== 'receiver') {
-    registerConsumers(rt, { recipes: recipeEngineFor(rt) })
-    stops.push(startWebhookWorkers(rt))
-    const calls = startCallQueue(rt)
-    stops.push(() => calls.stop())
-    stops.push(await startRecipes(rt))
-    stops.push(startMailOutbox(rt))
-    stops.push(startDestinations(rt))
-  }
-  return async () => {
+  const stopAll = async () => {
     for (const stop of stops.reverse()) await stop()
   }
+  try {
+    // ── feature background work ───────────────────────────────────────────────────────────────
+    if (role !== 'worker') stops.push(startProxyMaintenance(rt))
+    if (role !== 'receiver') {
+      registerConsumers(rt, { recipes: recipeEngineFor(rt) })
+      stops.push(startWebhookWorkers(rt))
+      const calls = startCallQueue(rt)
+      stops.push(() => calls.stop())
+      stops.push(await startRecipes(rt))
+      stops.push(startMailOutbox(rt))
+      stops.push(startDestinations(rt))
+    }
+  } catch (error) {
+    // Half started is not started: stop what is running so a retry starts clean.
+    await stopAll()
+    throw error
+  }
+  return stopAll
 }
 
 export interface RunningServer {
@@ -212,16 +219,26 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const hostForUrl = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
   const url = `http://${hostForUrl.includes(':') ? `[${hostForUrl}]` : hostForUrl}:${port}`
   let stopBackground: () => Promise<void> = async () => {}
-  if (options.background !== false) {
-    if (role === 'all' && options.processing === 'thread' && canRunInThread(rt)) {
-      const stopOwn = await startBackground(rt, { role: 'receiver' })
-      const thread = await startProcessingThread(rt)
-      opsState(rt).thread = thread
-      stopBackground = async () => {
-        await thread.stop()
-        await stopOwn()
-      }
-    } else stopBackground = await startBackground(rt, { role })
+  try {
+    if (options.background !== false) {
+      if (role === 'all' && options.processing === 'thread' && canRunInThread(rt)) {
+        const stopOwn = await startBackground(rt, { role: 'receiver' })
+        const thread = await startProcessingThread(rt).catch(async (error: unknown) => {
+          await stopOwn()
+          throw error
+        })
+        opsState(rt).thread = thread
+        stopBackground = async () => {
+          await thread.stop()
+          await stopOwn()
+        }
+      } else stopBackground = await startBackground(rt, { role })
+    }
+  } catch (error) {
+    // Never a half-started service: a listener with nothing behind it would accept events nobody processes.
+    await server.close(true)
+    await rt.close()
+    throw error
   }
   if (options.banner) process.stdout.write(renderBanner(rt.config, url, { adminTokenSource }))
   rt.log.info({ url, role, sandbox: rt.config.sandboxMode, database: rt.store.dialect, processing: opsState(rt).thread ? 'thread' : role === 'receiver' ? 'none' : 'inline' }, 'switchboard ready')
