@@ -10,7 +10,7 @@ export type InboxRow = Insertable<WebhookEventsTable>
 export type NewEvent = Pick<InboxRow, 'event_id' | 'target' | 'event_type' | 'conversation_id' | 'trace_id' | 'agent_id' | 'body' | 'headers' | 'source'>
 
 /** A row for an event just received (or synthesized): pending, due now, never attempted. */
-export function pendingRow(event: NewEvent, now: number): InboxRow {
+export function pendingRow(event: NewEvent, now: number) {
   return {
     ...event,
     received_at: now,
@@ -23,6 +23,17 @@ export function pendingRow(event: NewEvent, now: number): InboxRow {
     processed_at: null,
   }
 }
+
+export type PendingRow = ReturnType<typeof pendingRow>
+
+/**
+ * Every column a new event row sets, in the order the SQLite writer binds them (`satisfies` makes the
+ * compiler check the list against `pendingRow`: none missing, none extra).
+ */
+const ROW_COLUMNS = Object.keys({
+  event_id: 1, target: 1, event_type: 1, conversation_id: 1, trace_id: 1, agent_id: 1, body: 1, headers: 1, source: 1,
+  received_at: 1, status: 1, attempts: 1, next_attempt_at: 1, claimed_by: 1, claimed_until: 1, last_error: 1, processed_at: 1,
+} satisfies Record<keyof PendingRow, 1>) as Array<keyof PendingRow>
 
 export interface CommitResult {
   duplicate: boolean
@@ -53,7 +64,7 @@ export class EventRefusedError extends Error {
  * transaction (they are statistics, so they are also flushed on their own when no event is pending).
  */
 export interface Inbox {
-  commit(row: InboxRow): Promise<CommitResult>
+  commit(row: PendingRow): Promise<CommitResult>
   /** Counts a rejected delivery in its per-minute bucket (buffered; flushed with the next commit). */
   countRejection(target: string, reason: string, atMs: number): void
   /** Called after each successful commit that stored at least one new event. */
@@ -77,7 +88,7 @@ interface RejectionRow {
 }
 
 interface Waiter {
-  row: InboxRow
+  row: PendingRow
   resolve(result: CommitResult): void
   reject(error: Error): void
 }
@@ -95,8 +106,8 @@ export function createInbox(store: Store): Inbox {
   const listeners = new Set<() => void>()
 
   /** Splits a batch into first copies (to insert) and copies already known to repeat within it. */
-  function plan(batch: Waiter[]): { firsts: InboxRow[]; repeats: Map<string, number> } {
-    const firsts: InboxRow[] = []
+  function plan(batch: Waiter[]): { firsts: PendingRow[]; repeats: Map<string, number> } {
+    const firsts: PendingRow[] = []
     const repeats = new Map<string, number>()
     const seen = new Set<string>()
     for (const w of batch) {
@@ -109,7 +120,7 @@ export function createInbox(store: Store): Inbox {
     return { firsts, repeats }
   }
 
-  const insertQuery = (db: Store['db'] | Transaction<Database>, firsts: InboxRow[]) =>
+  const insertQuery = (db: Store['db'] | Transaction<Database>, firsts: PendingRow[]) =>
     db.insertInto('webhook_events').values(firsts).onConflict((oc) => oc.column('event_id').doNothing()).returning('event_id')
   const duplicateQuery = (db: Store['db'] | Transaction<Database>, eventId: string, n: number) =>
     db.updateTable('webhook_events').set((eb) => ({ duplicates: eb('duplicates', '+', n) })).where('event_id', '=', eventId)
@@ -123,6 +134,11 @@ export function createInbox(store: Store): Inbox {
   const probe = duplicateQuery(store.db, '?id', 7).compile()
   if (probe.parameters[0] !== 7 || probe.parameters[1] !== '?id') throw new Error('unexpected parameter order in the duplicates update')
   const duplicateSql = probe.sql
+  // The single-row insert the writer prepares once; its parameters must come out in ROW_COLUMNS order.
+  const sampleRow = Object.fromEntries(ROW_COLUMNS.map((c) => [c, `?${c}`])) as unknown as PendingRow
+  const insertProbe = store.db.insertInto('webhook_events').values(sampleRow).onConflict((oc) => oc.column('event_id').doNothing()).compile()
+  if (insertProbe.parameters.join(',') !== ROW_COLUMNS.map((c) => `?${c}`).join(',')) throw new Error('unexpected parameter order in the inbox insert')
+  const insertSql = insertProbe.sql
 
   /** Postgres (and in-memory SQLite): one kysely transaction. Returns the ids actually inserted. */
   async function writeWithTransaction(batch: Waiter[], stats: Map<string, RejectionRow>): Promise<Set<string>> {
@@ -144,9 +160,9 @@ export function createInbox(store: Store): Inbox {
       return { sql: c.sql, parameters: c.parameters }
     }
     const inserted = await w.write({
-      insert: firsts.length > 0 ? compiled(insertQuery(store.db, firsts)) : undefined,
-      duplicateSql: duplicateSql,
-      offered: firsts.map((r) => r.event_id),
+      insertSql,
+      rows: firsts.map((row) => ROW_COLUMNS.map((c) => row[c])),
+      duplicateSql,
       repeats: [...repeats],
       extra: [...stats.values()].map((r) => compiled(rejectionQuery(store.db, r))),
     })

@@ -8,7 +8,9 @@ import { Worker } from 'node:worker_threads'
  * request handling, and the next group commit fills up while the previous one syncs.
  *
  * The SQL is compiled by kysely on the main thread (typed schema, same queries as on Postgres); this
- * thread only binds and runs it, inside one BEGIN IMMEDIATE transaction per batch.
+ * thread only binds and runs it, inside one BEGIN IMMEDIATE transaction per batch. New events arrive as
+ * rows of values for one prepared single-row INSERT: the statement is prepared once, whatever the batch
+ * size (a multi-row INSERT is a new statement to compile for every size).
  */
 
 export interface CompiledStatement {
@@ -17,12 +19,12 @@ export interface CompiledStatement {
 }
 
 export interface WriterBatch {
-  /** Multi-row INSERT … ON CONFLICT DO NOTHING RETURNING event_id. */
-  insert: CompiledStatement | undefined
+  /** Single-row INSERT … ON CONFLICT (event_id) DO NOTHING, bound once per row. */
+  insertSql: string
+  /** The rows to insert, each its values in the statement's order, the event id first. */
+  rows: unknown[][]
   /** UPDATE … SET duplicates = duplicates + ? WHERE event_id = ? (bound per id). */
   duplicateSql: string
-  /** Ids offered for insertion; the ones not returned were already stored. */
-  offered: string[]
   /** Copies within the batch itself, already known to be duplicates. */
   repeats: Array<[string, number]>
   /** Statements that do not depend on the insert's outcome (rejection counters). */
@@ -59,10 +61,16 @@ const prepare = (sql) => {
   return stmt
 }
 const run = db.transaction((batch) => {
-  const inserted = batch.insert ? prepare(batch.insert.sql).all(...batch.insert.parameters).map((r) => r.event_id) : []
-  const stored = new Set(inserted)
+  const inserted = []
   const dups = new Map(batch.repeats)
-  for (const id of batch.offered) if (!stored.has(id)) dups.set(id, (dups.get(id) || 0) + 1)
+  if (batch.rows.length > 0) {
+    const insert = prepare(batch.insertSql)
+    for (const row of batch.rows) {
+      // No change: the id was stored before (by an earlier batch or another process) — a duplicate.
+      if (insert.run(...row).changes > 0) inserted.push(row[0])
+      else dups.set(row[0], (dups.get(row[0]) || 0) + 1)
+    }
+  }
   if (dups.size > 0) {
     const up = prepare(batch.duplicateSql)
     for (const [id, n] of dups) up.run(n, id)

@@ -10,7 +10,7 @@
  */
 import { createBareWebhookApp } from './bare-webhook-app.ts'
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import http from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -164,9 +164,20 @@ async function atRate(port: number, events: Array<{ body: Buffer; headers: Recor
   return { p50: pct(50), p99: pct(99), max: latencies[latencies.length - 1]!, n: latencies.length, bad, seconds: (performance.now() - started) / 1000 }
 }
 
+/** The child's CPU time (user + system) in ms, from /proc (Linux); undefined elsewhere. */
+function cpuMs(pid: number | undefined): number | undefined {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
+  } catch {
+    return undefined
+  }
+}
+
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-bench-ingest-'))
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve', dataDir], {
+  // BENCH_PROF=<dir>: the server process writes V8 CPU profiles there (one per thread) for profiling.
+  const child = spawn(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : []), '--import', 'tsx', fileURLToPath(import.meta.url), '--serve', dataDir], {
     stdio: ['pipe', 'pipe', 'inherit'],
     env: { ...process.env, LOG_LEVEL: 'silent' },
   })
@@ -195,9 +206,16 @@ async function main(): Promise<void> {
     let recvRps = 0
     let recvBad = 0
     for (let r = 0; r < rounds; r++) {
-      const b = await throughput(info.bare, await makeEvents(20_000), THROUGHPUT_MS)
-      const v = await throughput(info.receiver, await makeEvents(20_000), THROUGHPUT_MS)
-      console.log(`  round ${r + 1}: bare ${b.rps.toFixed(0)} req/s · receiver ${v.rps.toFixed(0)} events/s`)
+      const bareEvents = await makeEvents(20_000)
+      const c0 = cpuMs(child.pid)
+      const b = await throughput(info.bare, bareEvents, THROUGHPUT_MS)
+      const recvEvents = await makeEvents(20_000)
+      const c1 = cpuMs(child.pid)
+      const v = await throughput(info.receiver, recvEvents, THROUGHPUT_MS)
+      const c2 = cpuMs(child.pid)
+      // Server CPU per request: where the time goes when the two cores are shared with the load generator.
+      const perRequest = c0 !== undefined && c1 !== undefined && c2 !== undefined ? ` · server CPU per request: bare ${(((c1 - c0) * 1000) / b.done).toFixed(0)} µs, receiver ${(((c2 - c1) * 1000) / v.done).toFixed(0)} µs` : ''
+      console.log(`  round ${r + 1}: bare ${b.rps.toFixed(0)} req/s · receiver ${v.rps.toFixed(0)} events/s${perRequest}`)
       bareRps = Math.max(bareRps, b.rps)
       recvRps = Math.max(recvRps, v.rps)
       recvBad += v.bad
