@@ -68,11 +68,12 @@ export async function buildDailyReport(rt: Runtime, options: BuildReportOptions)
     conversations[i] = conversation
   }
 
+  const dayTotals = totals.finish()
   const [followUps, batches, webhooks, trend] = await Promise.all([
     loadFollowUps(rt, range),
     loadBatchSection(rt, range),
     loadWebhookHealth(rt, range.startMs, range.endMs),
-    buildTrend(rt, options.date, timezone),
+    buildTrend(rt, options.date, timezone, 7, dayTotals),
   ])
 
   return {
@@ -81,7 +82,7 @@ export async function buildDailyReport(rt: Runtime, options: BuildReportOptions)
     startMs: range.startMs,
     endMs: range.endMs,
     generatedAt: rt.clock.now(),
-    totals: totals.finish(),
+    totals: dayTotals,
     agents: agents.finish(),
     campaigns: campaigns.finish(),
     followUps,
