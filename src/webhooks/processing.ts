@@ -109,16 +109,18 @@ export async function processClaimedBatch(rt: Runtime, rows: EventRow[], claimed
   await runConsumers(rt, parsed, failures, keepClaimed)
 
   const now = rt.clock.now()
+  const debug = rt.log.isLevelEnabled('debug')
   const outcomes: ProcessOutcome[] = rows.map((row) => {
-    const log = rt.log.child({ event_id: row.event_id, conversation_id: row.conversation_id, trace_id: row.trace_id, event_type: row.event_type })
+    const logFor = () => rt.log.child({ event_id: row.event_id, conversation_id: row.conversation_id, trace_id: row.trace_id, event_type: row.event_type })
     const attempts = row.attempts + 1
     const error = failures.get(row.event_id)
     if (!error) {
       metrics.processed.inc({ source: row.source })
       metrics.lagSeconds.observe({ source: row.source }, Math.max(0, rt.clock.now() - row.received_at) / 1000)
-      log.debug({ attempts }, 'webhook event processed')
+      if (debug) logFor().debug({ attempts }, 'webhook event processed')
       return { eventId: row.event_id, status: 'processed', attempts }
     }
+    const log = logFor()
     const message = error.message ?? String(error)
     metrics.failures.inc({ source: row.source })
     if (error instanceof UnprocessableError || options.force || attempts >= rt.config.webhook.maxAttempts) {
@@ -132,15 +134,33 @@ export async function processClaimedBatch(rt: Runtime, rows: EventRow[], claimed
     return { eventId: row.event_id, status: 'failed', attempts, error: message, nextAttemptAt }
   })
 
+  // Processed events share their new state but for `attempts`: one UPDATE per attempts value (almost
+  // always one for the whole batch) instead of one per event.
+  const processedByAttempts = new Map<number, string[]>()
+  for (const o of outcomes) {
+    if (o.status !== 'processed') continue
+    const ids = processedByAttempts.get(o.attempts)
+    if (ids) ids.push(o.eventId)
+    else processedByAttempts.set(o.attempts, [o.eventId])
+  }
   await rt.store.db.transaction().execute(async (trx) => {
+    for (const [attempts, ids] of processedByAttempts) {
+      await trx
+        .updateTable('webhook_events')
+        .set({ status: 'processed', attempts, last_error: null, processed_at: now, next_attempt_at: now, claimed_by: null, claimed_until: null })
+        .where('event_id', 'in', ids)
+        .where('claimed_by', '=', claimedBy)
+        .execute()
+    }
     for (const o of outcomes) {
+      if (o.status === 'processed') continue
       await trx
         .updateTable('webhook_events')
         .set({
           status: o.status,
           attempts: o.attempts,
           last_error: o.error ?? null,
-          processed_at: o.status === 'processed' ? now : null,
+          processed_at: null,
           next_attempt_at: o.nextAttemptAt ?? now,
           claimed_by: null,
           claimed_until: null,
