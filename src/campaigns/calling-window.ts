@@ -25,15 +25,24 @@ function minutesOf(hhmm: string): number {
   return minutes
 }
 
+// Verdicts by zone name: building an Intl.DateTimeFormat to ask costs more than a follow-up plan's own work.
+const zoneVerdicts = new Map<string, boolean>()
+
 /** Whether a string names an IANA time zone this Node knows (e.g. "Asia/Kolkata"). */
 export function isValidTimeZone(tz: string | null | undefined): tz is string {
   if (!tz) return false
+  const known = zoneVerdicts.get(tz)
+  if (known !== undefined) return known
+  let valid: boolean
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: tz })
-    return true
+    valid = true
   } catch {
-    return false
+    valid = false
   }
+  // Bounded: zone names come from data (a contact's column), so junk must not grow this forever.
+  if (zoneVerdicts.size < 1_000) zoneVerdicts.set(tz, valid)
+  return valid
 }
 
 type LocalTime = LocalParts

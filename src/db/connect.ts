@@ -5,6 +5,7 @@ import pg from 'pg'
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import type { Database } from './schema.ts'
 import { migrationProvider } from './migrations.ts'
+import { withStatementCache } from './statement-cache.ts'
 
 export type Dialect = 'sqlite' | 'postgres'
 
@@ -49,7 +50,7 @@ function openSqlite(file: string): Store {
   sqlite.pragma('synchronous = FULL')
   sqlite.pragma('busy_timeout = 5000')
   sqlite.pragma('foreign_keys = ON')
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) })
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) })
   return {
     db,
     dialect: 'sqlite',

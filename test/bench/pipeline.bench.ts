@@ -166,7 +166,7 @@ interface Service {
 async function startService(env: Record<string, string>): Promise<Service> {
   const port = await freePort()
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-bench-pipeline-'))
-  const child = spawn(process.execPath, [join(ROOT, 'src/bin.mjs'), 'serve'], {
+  const child = spawn(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : []), join(ROOT, 'src/bin.mjs'), 'serve'], {
     cwd: ROOT,
     env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, WEBHOOK_SECRET: SECRET, RECIPES_DIR: join(ROOT, 'recipes'), LOG_LEVEL: 'silent', RECONCILE_INTERVAL_SECONDS: '0', ...env },
     stdio: 'ignore',
