@@ -3,17 +3,8 @@ import { openTestStore, type TestStore } from '../helpers/db.ts'
 import { makeEvent } from '../webhooks/helpers.ts'
 import { printFigures } from './helpers/figures.ts'
 import { sendWithRetries, type Delivery } from './helpers/sender.ts'
-import { startServe, type ServeChild } from './helpers/serve-child.ts'
+import { startServe, waitForLog, type ServeChild } from './helpers/serve-child.ts'
 import { startTcpGate, type TcpGate } from './helpers/tcp-gate.ts'
-
-async function waitForLog(child: ServeChild, msg: RegExp, timeoutMs = 30_000): Promise<void> {
-  const started = Date.now()
-  while (child.logs(msg).length === 0) {
-    if (!child.alive()) throw new Error(`serve exited: ${child.lines.join('\n').slice(-2000)}`)
-    if (Date.now() - started > timeoutMs) throw new Error(`no log line ${msg} after ${timeoutMs} ms`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 /**
  * Promise: Postgres restarting or unreachable during a webhook burst never kills the process, never gets

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { makeEvent } from '../webhooks/helpers.ts'
 import { printFigures } from './helpers/figures.ts'
 import { sendWithRetries } from './helpers/sender.ts'
-import { startServe, type ServeChild } from './helpers/serve-child.ts'
+import { startServe, waitForLog, type ServeChild } from './helpers/serve-child.ts'
 
 /**
  * Promise: in `serve` as shipped (`--role all`), processing runs in a worker thread; when that thread dies
@@ -48,14 +48,14 @@ describe('fault: the processing thread dies', () => {
       ].join('\n'),
     )
     serve = await startServe({ WEBHOOK_SECRET: SECRET, RECIPES_DIR: recipesDir, RECIPES_TIMEZONE: 'UTC', VOICE_API_KEY: 'sk_fault_thread', VOICE_API_BASE_URL: 'http://127.0.0.1:9' })
-    await until(() => serve!.logs(/switchboard ready/).length > 0, 'the service to be ready')
+    await waitForLog(serve, /switchboard ready/)
 
     const body = (i: number) => {
       const event = makeEvent({ event_id: `evt_crash_${i}` })
       return { eventId: event.event_id, body: JSON.stringify(event) }
     }
     const first = await sendWithRetries({ port: serve.port, secret: SECRET, bodies: [body(0)], lanes: 1, retryMs: 100 })
-    await until(() => serve!.logs(/processing thread stopped; restarting/).length > 0, 'the thread to die and be restarted')
+    await waitForLog(serve, /processing thread stopped; restarting/)
     // While the thread is down or restarting, the receiver still accepts.
     const rest = await sendWithRetries({ port: serve.port, secret: SECRET, bodies: Array.from({ length: 40 }, (_, i) => body(i + 1)), lanes: 4, retryMs: 100 })
 

@@ -97,3 +97,13 @@ export async function startServe(env: Record<string, string>, options: { dataDir
     },
   }
 }
+
+/** Waits until `child` has logged a line whose `msg` matches (polls its captured lines; fails if it exits). */
+export async function waitForLog(child: ServeChild, msg: RegExp, timeoutMs = 30_000): Promise<void> {
+  const started = Date.now()
+  while (child.logs(msg).length === 0) {
+    if (!child.alive()) throw new Error(`serve exited: ${child.lines.join('\n').slice(-2000)}`)
+    if (Date.now() - started > timeoutMs) throw new Error(`no log line ${msg} after ${timeoutMs} ms`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
