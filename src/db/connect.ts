@@ -48,7 +48,8 @@ function openSqlite(file: string): Store {
   sqlite.pragma('journal_mode = WAL')
   // FULL: a 2xx is answered only after the commit, so the commit must survive a power loss too.
   sqlite.pragma('synchronous = FULL')
-  sqlite.pragma('busy_timeout = 5000')
+  // Lock waits are polled per statement (src/db/busy-wait.ts) instead of by SQLite's busy handler.
+  sqlite.pragma('busy_timeout = 0')
   sqlite.pragma('foreign_keys = ON')
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) })
   return {
