@@ -40,6 +40,8 @@ export interface Config {
     recipeBatchMax: number
     recipeBatchWaitMs: number
     callConcurrency: number
+    /** Scheduling priority (Linux nice, 0–19) of the processing thread under `serve`: the receiver goes first. */
+    processingNice: number
     backlogDegradedMs: number
   }
   adminToken: string | undefined
@@ -178,6 +180,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       recipeBatchMax: e.RECIPE_BATCH_MAX,
       recipeBatchWaitMs: e.RECIPE_BATCH_WAIT_MS,
       callConcurrency: e.CALL_QUEUE_CONCURRENCY,
+      processingNice: e.PROCESSING_NICE,
       backlogDegradedMs: e.BACKLOG_DEGRADED_SECONDS * 1000,
     },
     adminToken: e.ADMIN_TOKEN,

@@ -183,6 +183,17 @@ async function createMigrator(store: Store): Promise<Migrator> {
 }
 
 /** Brings the schema up to date. Safe to run concurrently from several replicas on Postgres. */
+/**
+ * The durability of the processing side's SQLite connection (`serve`'s processing thread): what it writes is
+ * derived from the inbox (read model, recipe queues, queued calls, delivery outcomes). In WAL mode
+ * `synchronous = NORMAL` survives a killed process; only an OS crash or power loss can drop its last
+ * commits, which processing then redoes from the inbox, and a delivery whose outcome is lost is sent again
+ * (at least once). The receiver's own connection stays FULL: a 2xx is a promise. No-op on Postgres.
+ */
+export function useDerivedDurability(store: Store): void {
+  store.sqlite?.pragma('synchronous = NORMAL')
+}
+
 export async function migrate(store: Store): Promise<MigrationReport> {
   const migrator = await createMigrator(store)
   const { error, results } = await migrator.migrateToLatest()

@@ -4,8 +4,9 @@
  *   1. the sinks' own capacity: a bare keep-alive client POSTing the same signed-size bodies to both
  *      sinks with the same total concurrency the worker uses (2 destinations × FWD_CONCURRENCY, 32);
  *   2. forwarding: 10,000 events enqueued in the outbox (fanned out to both destinations: 20,000
- *      deliveries) on a real SQLite file (synchronous=FULL), drained by the delivery worker — claims,
- *      Standard Webhooks signing, HTTP, and the group-committed outcome of every attempt.
+ *      deliveries) on a real SQLite file, drained by the delivery worker — claims, Standard Webhooks
+ *      signing, HTTP, and the group-committed outcome of every attempt — on a connection set up as in
+ *      `serve`, where the worker runs in the processing thread (synchronous=NORMAL: useDerivedDurability).
  * Prints deliveries/s and the ratio. Budgets: ratio ≥ 0.5 and ≥ 2,000 deliveries/s. Loopback only.
  * FWD_EVENTS and FWD_CONCURRENCY change the size of the run (for quick local checks).
  */
@@ -94,6 +95,8 @@ async function forwarding(ports: number[], dataDir: string): Promise<{ perSecond
   const destinations = ports.map((port, i) => ({ name: `sink${i + 1}`, url: `http://127.0.0.1:${port}/hooks`, secret: SECRET, allowHttp: true, concurrency: CONCURRENCY }))
   const config = loadConfig({ env: { DATA_DIR: dataDir, LOG_LEVEL: 'silent', PORT: '0', ALLOW_PRIVATE_DESTINATIONS: '1', DESTINATIONS: JSON.stringify(destinations) } })
   const rt = await createRuntime(config, { log: createSilentLogger() })
+  const { useDerivedDurability } = await import('../../src/db/connect.ts')
+  useDerivedDurability(rt.store)
   const now = Date.now()
   const events = Array.from({ length: EVENTS }, (_, i) => ({ event_id: `evt_fwd_${i}`, event_type: 'call.completed', agent_id: 101, conversation_id: `conv-fwd-${i}_1`, received_at: now, body: body(i) }))
   for (let i = 0; i < events.length; i += 1000) await rt.store.db.transaction().execute((trx) => enqueueDeliveries(trx, rt, events.slice(i, i + 1000)))

@@ -1,0 +1,52 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { getPriority, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { startServer, type RunningServer } from '../../src/server.ts'
+import { FIXTURE_RECIPES_DIR } from '../helpers/recipes.ts'
+
+/** The nice value of each thread of this process (Linux: /proc/self/task/<tid>/stat, field 19). */
+function threadNices(): number[] {
+  return readdirSync('/proc/self/task').map((tid) => {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
+    // The command name is in parentheses and may hold spaces: count fields after its closing one.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return Number(fields[16])
+  })
+}
+
+describe.runIf(process.platform === 'linux')('processing thread priority', () => {
+  let server: RunningServer | undefined
+  let dataDir: string | undefined
+  afterEach(async () => {
+    await server?.close()
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true })
+    server = dataDir = undefined
+  })
+
+  async function start(env: Record<string, string>): Promise<void> {
+    dataDir = mkdtempSync(join(tmpdir(), 'sb-nice-'))
+    server = await startServer({
+      env: { PORT: '0', DATA_DIR: dataDir, RECIPES_DIR: FIXTURE_RECIPES_DIR, WEBHOOK_SECRET: 'whsec_nice_test', LOG_LEVEL: 'silent', ...env },
+      processing: 'thread',
+    })
+  }
+
+  it('runs the processing thread at PROCESSING_NICE and leaves the receiver at its own priority', async () => {
+    // Relative to whatever priority the test runner itself has.
+    const base = getPriority()
+    const target = Math.min(18, base + 7)
+    expect(threadNices().every((n) => n === base)).toBe(true)
+    await start({ PROCESSING_NICE: String(target) })
+    const nices = threadNices()
+    // One thread (processing) lowered; the rest — this event loop, the receiver's writer — unchanged.
+    expect(nices.filter((n) => n === target)).toHaveLength(1)
+    expect(nices.filter((n) => n !== base && n !== target)).toEqual([])
+    expect((await fetch(`${server!.url}/readyz`)).status).toBe(200)
+  })
+
+  it('PROCESSING_NICE=0 leaves every thread alone', async () => {
+    await start({ PROCESSING_NICE: '0' })
+    expect(threadNices().every((n) => n === getPriority())).toBe(true)
+  })
+})
