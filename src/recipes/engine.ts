@@ -10,7 +10,7 @@ import { loadRecipes, type LoadedRecipe } from './loader.ts'
 import { executeRun, recordSkipped, type RecipeRun } from './runner.ts'
 import { createScheduler, nextTick, previousTick, type Scheduler } from './scheduler.ts'
 import { createTypeVerdicts, typeCacheFile } from './type-verdicts.ts'
-import { formatDiagnostic, type RecipeDiagnostic } from './typecheck.ts'
+import { formatDiagnostic, type RecipeDiagnostic } from './diagnostic.ts'
 
 /** A recipe as `recipes list` shows it. */
 export interface RecipeInfo {

@@ -4,7 +4,7 @@ import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { Worker } from 'node:worker_threads'
-import type { RecipeDiagnostic } from './typecheck.ts'
+import type { RecipeDiagnostic } from './diagnostic.ts'
 
 /**
  * The service's view of recipe type errors: the first error of each recipe file, or none. Checking
@@ -58,7 +58,8 @@ function keyOf(file: string): string | undefined {
   }
 }
 
-// Plain CommonJS evaluated in the worker: it registers tsx there, then loads the checker module.
+// Plain CommonJS evaluated in the worker: it registers tsx there, then loads the checker module. It runs at
+// normal priority: runs of a recipe wait for its verdict, and at nice 19 on a busy machine they waited long.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads')
 const ready = (async () => {

@@ -1,4 +1,5 @@
-import { dirname, isAbsolute, relative, resolve } from 'node:path'
+import { dirname, relative, resolve } from 'node:path'
+import type { RecipeDiagnostic } from './diagnostic.ts'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 
@@ -8,16 +9,7 @@ import ts from 'typescript'
  * recipe folder anywhere (RECIPES_DIR=/elsewhere) is checked the same way, with no tsconfig of its own.
  * This module loads the compiler (large): the service reaches it only off its start path (a worker).
  */
-export interface RecipeDiagnostic {
-  file: string
-  /** 1-based. */
-  line: number
-  /** 1-based. */
-  column: number
-  message: string
-  /** TS error code, e.g. 2345. */
-  code: number
-}
+export { formatDiagnostic, type RecipeDiagnostic } from './diagnostic.ts'
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 export const PUBLIC_API_FILE = resolve(ROOT, 'src/index.ts')
@@ -82,12 +74,4 @@ export function typeCheckFiles(files: string[]): RecipeDiagnostic[] {
     for (const d of program.getSemanticDiagnostics(sf)) add(d)
   }
   return out
-}
-
-/** `file:line:col message`, the file relative to `cwd` when it is inside it. */
-export function formatDiagnostic(d: RecipeDiagnostic, cwd = process.cwd()): string {
-  if (!d.file) return d.message
-  const rel = relative(cwd, d.file)
-  const shown = rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : d.file
-  return `${shown}:${d.line}:${d.column} ${d.message}`
 }

@@ -1,11 +1,15 @@
+import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { main } from '../../src/cli.ts'
 import { BrokenRecipeError, createRecipeEngine, type RecipeEngine } from '../../src/recipes/engine.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { tempRecipesDir } from './helpers.ts'
+
+const ROOT = resolve(fileURLToPath(import.meta.url), '../../..')
 
 /**
  * Recipes are type-checked against the service's own API: `recipes check` prints `file:line:col message`
@@ -94,5 +98,21 @@ describe('the service', () => {
     folder.write('missed-calls', TYPO)
     await engine.reload()
     expect((await engine.list()).find((r) => r.name === 'missed-calls')!.broken).toMatch(/^type error at .*:6:48 /)
+  })
+})
+
+describe('start-up cost', () => {
+  it('the service does not load TypeScript’s compiler on its start path (only the type-check thread does)', () => {
+    // A child process: this one has loaded the compiler for the tests above.
+    const script = [
+      "await import('./src/cli.ts')",
+      "await import('./src/server.ts')",
+      "await import('./src/processing-host.ts')",
+      "const { createRequire } = await import('node:module')",
+      'const cache = createRequire(import.meta.url).cache',
+      "console.log(JSON.stringify(Object.keys(cache).filter((k) => k.includes('/node_modules/typescript/'))))",
+    ].join(';')
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' })
+    expect(JSON.parse(out.trim().split('\n').at(-1)!)).toEqual([])
   })
 })
