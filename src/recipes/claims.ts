@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely'
+import { sql, type Selectable } from 'kysely'
 import type { RecipeEventFiresTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
 
@@ -61,30 +61,34 @@ export async function enqueueEventFires(rt: Runtime, fires: Array<{ recipe: stri
  * Claims a batch of a recipe's queued events for `owner`, oldest first. A retry that fell due is claimed
  * alone, before new events: a batch that failed is retried event by event, so one bad event cannot keep
  * failing the rest. Atomic like the inbox's claims (FOR UPDATE SKIP LOCKED on Postgres).
+ *
+ * A queued event is `pending` until its first run and `failed` (attempts ≥ 1) while it waits for a retry,
+ * so each arm reads one status in the order of the (recipe, status, next_attempt_at) index and stops at
+ * its limit — it never reads or sorts the rest of the queue.
  */
 export async function claimFireBatch(rt: Runtime, recipe: string, owner: string, limit: number, claimMs: number): Promise<FireRow[]> {
   const now = rt.clock.now()
   const db = rt.store.db
   const isPg = rt.store.dialect === 'postgres'
-  for (const retries of [true, false]) {
+  for (const status of ['failed', 'pending'] as const) {
     let due = db
       .selectFrom('recipe_event_fires')
       .select('event_id')
       .where('recipe', '=', recipe)
-      .where('status', 'in', ['pending', 'failed'])
+      .where('status', '=', status)
       .where('next_attempt_at', '<=', now)
-      .where('attempts', retries ? '>' : '=', 0)
       .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
-      .orderBy('fired_at')
-      .orderBy('event_id')
-      .limit(retries ? 1 : limit)
+      .orderBy('next_attempt_at')
+      .limit(status === 'failed' ? 1 : limit)
     if (isPg) due = due.forUpdate().skipLocked()
     const rows = await db
       .updateTable('recipe_event_fires')
       .set({ claimed_by: owner, claimed_until: now + claimMs })
       .where('recipe', '=', recipe)
       .where('event_id', 'in', due)
-      .where('status', 'in', ['pending', 'failed'])
+      // Through an expression no index serves, so each id is found by the primary key (with `status = ?`
+      // SQLite walked the status index over the recipe's whole queue, testing each row against the list).
+      .where((eb) => eb.fn.coalesce('status', sql.lit('')), '=', status)
       .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
       .returningAll()
       .execute()
