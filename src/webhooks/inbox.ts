@@ -9,10 +9,35 @@ export type InboxRow = Insertable<WebhookEventsTable>
 /** The identifying fields of a new event; `pendingRow` adds the state every new event starts in. */
 export type NewEvent = Pick<InboxRow, 'event_id' | 'target' | 'event_type' | 'conversation_id' | 'trace_id' | 'agent_id' | 'body' | 'headers' | 'source'>
 
-/** A row for an event just received (or synthesized): pending, due now, never attempted. */
-export function pendingRow(event: NewEvent, now: number) {
+/** The state every new event starts in: pending, due now, never attempted. */
+interface NewEventState {
+  received_at: number
+  status: 'pending'
+  attempts: 0
+  next_attempt_at: number
+  claimed_by: null
+  claimed_until: null
+  last_error: null
+  processed_at: null
+}
+
+/**
+ * A row for an event just received (or synthesized). Written out field by field, not `{ ...event, … }`: V8
+ * (Node 20) builds an object spread followed by eight more properties about twenty times slower than this
+ * literal — on the receiver's hot path that was 20–30 µs of every request. ROW_COLUMNS below checks the
+ * result against the table's columns.
+ */
+export function pendingRow(event: NewEvent, now: number): NewEvent & NewEventState {
   return {
-    ...event,
+    event_id: event.event_id,
+    target: event.target,
+    event_type: event.event_type,
+    conversation_id: event.conversation_id,
+    trace_id: event.trace_id,
+    agent_id: event.agent_id,
+    body: event.body,
+    headers: event.headers,
+    source: event.source,
     received_at: now,
     status: 'pending',
     attempts: 0,
