@@ -135,51 +135,119 @@ export function mergeConversation(existing: Row, incoming: Row): Row {
   }
 }
 
-/** Applies one event inside a caller's transaction (row-locked on Postgres). */
-export async function applyEventInTransaction(
+/** One event as the read model takes it. */
+export interface ReadModelFact {
+  event: WebhookEvent
+  source: 'webhook' | 'reconcile'
+  receivedAt: number
+}
+
+/** Columns an existing conversation takes from the merged row: all but its key and when it was created. */
+type MergedColumn = Exclude<keyof Row, 'conversation_id' | 'created_at'>
+
+/**
+ * Splits `items` into chunks whose sizes are powers of two up to `max` (200 → 128, 64, 8): statements per
+ * batch stay few, and their SQL texts few enough to stay prepared (src/db/statement-cache.ts).
+ */
+function powerOfTwoChunks<T>(items: T[], max = 256): T[][] {
+  const chunks: T[][] = []
+  let at = 0
+  while (at < items.length) {
+    let size = max
+    while (size > items.length - at) size >>= 1
+    chunks.push(items.slice(at, at + size))
+    at += size
+  }
+  return chunks
+}
+
+/**
+ * Applies events inside a caller's transaction, set-based: the events of each conversation are merged in
+ * memory (in the order given — the merge does not depend on it), new conversations are inserted in one
+ * statement per chunk, and the existing ones read (row-locked on Postgres, in key order), merged and
+ * written back with one upsert per chunk. Returns each touched conversation as stored.
+ */
+export async function applyEventsInTransaction(
   trx: Transaction<Database>,
   dialect: 'sqlite' | 'postgres',
-  event: WebhookEvent,
-  source: 'webhook' | 'reconcile',
-  receivedAt: number,
+  facts: ReadModelFact[],
   now: number,
-): Promise<Row> {
-  const incoming = rowFromEvent(event, source, eventTimeMs(event, receivedAt), now)
-  const inserted = await trx
-    .insertInto('conversations')
-    .values(incoming)
-    .onConflict((oc) => oc.column('conversation_id').doNothing())
-    .executeTakeFirst()
-  if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) return incoming
-  let select = trx.selectFrom('conversations').selectAll().where('conversation_id', '=', incoming.conversation_id)
-  if (dialect === 'postgres') select = select.forUpdate()
-  const existing = await select.executeTakeFirstOrThrow()
-  const merged = mergeConversation(existing, incoming)
-  const { conversation_id: _id, ...changes } = merged
-  await trx.updateTable('conversations').set(changes).where('conversation_id', '=', incoming.conversation_id).execute()
-  return merged
+): Promise<Map<string, Row>> {
+  const incoming = new Map<string, Row>()
+  for (const { event, source, receivedAt } of facts) {
+    const row = rowFromEvent(event, source, eventTimeMs(event, receivedAt), now)
+    const earlier = incoming.get(row.conversation_id)
+    incoming.set(row.conversation_id, earlier ? mergeConversation(earlier, row) : row)
+  }
+  const rows = [...incoming.values()].sort((a, b) => (a.conversation_id < b.conversation_id ? -1 : a.conversation_id > b.conversation_id ? 1 : 0))
+  const stored = new Map<string, Row>()
+  // Insert first: a conversation another replica creates meanwhile conflicts here (and waits for its
+  // commit on Postgres) instead of being overwritten by an upsert that never saw it.
+  for (const chunk of powerOfTwoChunks(rows)) {
+    const inserted = await trx
+      .insertInto('conversations')
+      .values(chunk)
+      .onConflict((oc) => oc.column('conversation_id').doNothing())
+      .returning('conversation_id')
+      .execute()
+    for (const { conversation_id } of inserted) stored.set(conversation_id, incoming.get(conversation_id)!)
+  }
+  const existingIds = rows.filter((r) => !stored.has(r.conversation_id)).map((r) => r.conversation_id)
+  for (const ids of powerOfTwoChunks(existingIds)) {
+    let select = trx.selectFrom('conversations').selectAll().where('conversation_id', 'in', ids).orderBy('conversation_id')
+    if (dialect === 'postgres') select = select.forUpdate()
+    const merged = (await select.execute()).map((existing) => mergeConversation(existing, incoming.get(existing.conversation_id)!))
+    if (merged.length === 0) continue
+    await trx
+      .insertInto('conversations')
+      .values(merged)
+      .onConflict((oc) =>
+        oc.column('conversation_id').doUpdateSet((eb) => ({
+          agent_id: eb.ref('excluded.agent_id'),
+          contact_number: eb.ref('excluded.contact_number'),
+          status: eb.ref('excluded.status'),
+          terminal: eb.ref('excluded.terminal'),
+          duration_seconds: eb.ref('excluded.duration_seconds'),
+          started_at: eb.ref('excluded.started_at'),
+          ended_at: eb.ref('excluded.ended_at'),
+          failure_reason: eb.ref('excluded.failure_reason'),
+          trace_id: eb.ref('excluded.trace_id'),
+          from_phone: eb.ref('excluded.from_phone'),
+          recording_url: eb.ref('excluded.recording_url'),
+          transcript: eb.ref('excluded.transcript'),
+          results: eb.ref('excluded.results'),
+          call_parameters: eb.ref('excluded.call_parameters'),
+          retry: eb.ref('excluded.retry'),
+          retry_context: eb.ref('excluded.retry_context'),
+          last_event_at: eb.ref('excluded.last_event_at'),
+          last_event_id: eb.ref('excluded.last_event_id'),
+          source: eb.ref('excluded.source'),
+          updated_at: eb.ref('excluded.updated_at'),
+        }) satisfies Record<MergedColumn, unknown>),
+      )
+      .execute()
+    for (const row of merged) stored.set(row.conversation_id, row)
+  }
+  return stored
 }
 
 /**
  * The read model's step of the pipeline: the provider events of a batch in one transaction — one commit
- * (one fsync on SQLite) per batch — in conversation order, so replicas locking rows on Postgres always
- * lock in the same order. If the batch fails, each event is retried on its own so one bad event cannot
- * hold back the others. Named targets' events never reach it. Returns the error of each event that failed.
+ * (one fsync on SQLite) per batch, a few statements rather than several per event. If the batch fails,
+ * each event is retried on its own so one bad event cannot hold back the others. Named targets' events
+ * never reach it. Returns the error of each event that failed.
  */
 export async function applyReadModelBatch(rt: Runtime, items: ProcessedEvent[]): Promise<Map<string, Error>> {
   const errors = new Map<string, Error>()
   if (items.length === 0) return errors
-  const ordered = [...items].sort((a, b) => (a.event.data.call.conversation_id < b.event.data.call.conversation_id ? -1 : 1))
   const now = rt.clock.now()
   try {
-    await rt.store.db.transaction().execute(async (trx) => {
-      for (const p of ordered) await applyEventInTransaction(trx, rt.store.dialect, p.event, p.source, p.receivedAt, now)
-    })
+    await rt.store.db.transaction().execute((trx) => applyEventsInTransaction(trx, rt.store.dialect, items, now))
     return errors
   } catch {
-    for (const p of ordered) {
+    for (const p of items) {
       try {
-        await rt.store.db.transaction().execute((trx) => applyEventInTransaction(trx, rt.store.dialect, p.event, p.source, p.receivedAt, now))
+        await rt.store.db.transaction().execute((trx) => applyEventsInTransaction(trx, rt.store.dialect, [p], now))
       } catch (error) {
         errors.set(p.eventId, error as Error)
       }
@@ -196,8 +264,8 @@ export async function applyEventToReadModel(
   receivedAt: number,
 ): Promise<StoredConversation> {
   const now = rt.clock.now()
-  const row = await rt.store.db.transaction().execute((trx) => applyEventInTransaction(trx, rt.store.dialect, event, source, receivedAt, now))
-  return toStoredConversation(row)
+  const stored = await rt.store.db.transaction().execute((trx) => applyEventsInTransaction(trx, rt.store.dialect, [{ event, source, receivedAt }], now))
+  return toStoredConversation(stored.get(event.data.call.conversation_id)!)
 }
 
 /** One conversation from the read model, or undefined. */

@@ -205,10 +205,13 @@ describeEachDialect('two replicas on one database', (dialect) => {
     const logDeadline = Date.now() + 10_000
     while (processedLines().length < UNIQUE && Date.now() < logDeadline) await new Promise((r) => setTimeout(r, 50))
     await new Promise((r) => setTimeout(r, 500))
-    expect(processedLines()).toHaveLength(UNIQUE)
+    const twice = processedLines().filter((id, i, all) => all.indexOf(id) !== i)
+    const trouble = replicas.flatMap((r, i) => r.lines.filter((l) => /"level":(40|50|60)/.test(l)).map((l) => `replica ${i}: ${l.slice(0, 300)}`)).slice(0, 10)
+    expect(processedLines(), `processed twice: ${twice.slice(0, 5).join(', ')}\n${trouble.join('\n')}`).toHaveLength(UNIQUE)
     expect(new Set(processedLines()).size).toBe(UNIQUE)
-    // …and the work was shared, not done by one replica alone.
-    for (const r of replicas) expect(r.lines.some((l) => l.includes('"webhook event processed"'))).toBe(true)
+    // Which replica processes an event is whichever claims it first: with batches of 200 one of them may
+    // take them all, so sharing is reported, not asserted.
+    console.log(`processed per replica: ${replicas.map((r) => r.lines.filter((l) => l.includes('"webhook event processed"')).length).join(' / ')}`)
   }, 120_000)
 
   it('runs a recipe scheduled every second once per tick across both replicas', async () => {

@@ -56,9 +56,12 @@ describeEachDialect('webhooks end to end with the sandbox', (dialect) => {
     expect(conv!.call_parameters).toMatchObject({ customer_phone: '+919876543210', name: 'Asha' })
     expect(conv!.transcript!.length).toBeGreaterThan(0)
     expect(conv!.transcript!.every((t) => t.role === 'agent' || t.role === 'human')).toBe(true)
-    const events = await listEvents(s.rt, { conversationId: conv!.conversation_id })
-    expect(events).toHaveLength(1)
-    expect(events[0]).toMatchObject({ source: 'webhook', status: 'processed', event_type: 'call.completed', trace_id: traceId })
+    // The read model commits before the event's outcome (a separate transaction): wait for that too.
+    await vi.waitFor(async () => {
+      const events = await listEvents(s.rt, { conversationId: conv!.conversation_id })
+      expect(events).toHaveLength(1)
+      expect(events[0]).toMatchObject({ source: 'webhook', status: 'processed', event_type: 'call.completed', trace_id: traceId })
+    }, { timeout: 10_000, interval: 50 })
   })
 
   it('with SANDBOX_FAULTS=webhook_drop=1, periodic reconciliation still fills the read model, once', async () => {
@@ -79,12 +82,14 @@ describeEachDialect('webhooks end to end with the sandbox', (dialect) => {
       [`reconcile:${done!.conversation_id}:completed`, `reconcile:${(await listConversations(s.rt, { traceId: busy }))[0]!.conversation_id}:busy`].sort(),
     )
     await vi.waitFor(async () => expect((await listEvents(s.rt, { source: 'reconcile', status: 'processed' })).length).toBe(2))
-    // Running it again (as the CLI does) finds nothing new.
-    const again = await reconcile(s.rt)
-    expect(again).toMatchObject({ skipped: false, synthesized: 0 })
-    const cli = await runCli(['reconcile', '--json'], { ...cliEnv({ store: store!, dataDir: dataDir! }), PORT: String(s.port), SANDBOX_SPEED: '3000' })
-    expect(cli.err).toBe('')
-    expect(JSON.parse(cli.out)).toMatchObject({ skipped: false, synthesized: 0 })
-    expect(cli.code).toBe(0)
+    // Running it again (as the CLI does) finds nothing new. The periodic job (every second here) holds the
+    // reconciliation lease while it runs, and a run that meets it is skipped: try until one gets the lease.
+    await vi.waitFor(async () => expect(await reconcile(s.rt)).toMatchObject({ skipped: false, synthesized: 0 }), { timeout: 10_000, interval: 50 })
+    await vi.waitFor(async () => {
+      const cli = await runCli(['reconcile', '--json'], { ...cliEnv({ store: store!, dataDir: dataDir! }), PORT: String(s.port), SANDBOX_SPEED: '3000' })
+      expect(cli.err).toBe('')
+      expect(cli.code).toBe(0)
+      expect(JSON.parse(cli.out)).toMatchObject({ skipped: false, synthesized: 0 })
+    }, { timeout: 30_000, interval: 50 })
   })
 })
