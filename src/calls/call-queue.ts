@@ -49,33 +49,88 @@ function stateOf(rt: Runtime): QueueState {
   return s
 }
 
+/** Calls queued per transaction: one commit for many, yet the write lock is never held for long. */
+const ENQUEUE_CHUNK = 100
+
 /**
- * Queues one call: the ledger row (status `queued`, the idempotency key fixed now) and the queue row in
- * one transaction, so a crash keeps both or neither. The same key queued again within 24 h is a duplicate.
- * In a process where no queue runs (a CLI command), the call is sent at once; a 429 leaves it queued for
- * the service.
+ * Queues calls: for each, the ledger row (status `queued`, the idempotency key fixed now) and the queue row
+ * in one transaction — up to ENQUEUE_CHUNK calls per transaction — so a crash keeps both or neither. The
+ * same key queued again within 24 h is a duplicate. In a process where no queue runs (a CLI command), the
+ * calls are sent at once; a 429 leaves them queued for the service. Results are in the order given.
  */
-export async function enqueueCall(rt: Runtime, input: PlaceCallInput): Promise<EnqueueResult> {
-  const { request, row } = ledgerRow(rt, input, 'queued')
+export async function enqueueCalls(rt: Runtime, inputs: PlaceCallInput[]): Promise<EnqueueResult[]> {
   const state = stateOf(rt)
-  state.keys.set(row.tenant, input.apiKey)
-  const now = rt.clock.now()
-  const result = await rt.store.db.transaction().execute(async (trx): Promise<EnqueueResult> => {
-    const claimed = await claim(trx, row)
-    if (claimed.kind === 'duplicate') return { ok: false, duplicate: true, record: claimed.record }
-    await trx
-      .insertInto('call_queue')
-      .values({ id: claimed.id, tenant: row.tenant, request: JSON.stringify(request), attempts: 0, next_attempt_at: now, claimed_by: null, claimed_until: null, enqueued_at: now, last_error: null })
-      .onConflict((oc) => oc.column('id').doUpdateSet({ request: JSON.stringify(request), attempts: 0, next_attempt_at: now, claimed_by: null, claimed_until: null, last_error: null }))
-      .execute()
-    const stored = await trx.selectFrom('calls').selectAll().where('id', '=', claimed.id).executeTakeFirstOrThrow()
-    return { ok: true, record: toCallRecord(stored) }
-  })
-  if (result.ok) {
-    if (state.runner) state.runner.wake()
-    else await sendNow(rt, result.record.id)
+  const results: EnqueueResult[] = []
+  for (let i = 0; i < inputs.length; i += ENQUEUE_CHUNK) {
+    const chunk = inputs.slice(i, i + ENQUEUE_CHUNK).map((input) => {
+      state.keys.set(tenantOf(input.apiKey), input.apiKey)
+      return ledgerRow(rt, input, 'queued')
+    })
+    const now = rt.clock.now()
+    results.push(
+      ...(await rt.store.db.transaction().execute(async (trx) => {
+        // One multi-row INSERT for the chunk's ledger rows and one for their queue rows: the write lock is
+        // held for two statements, not two hundred (the receiver's commits wait on this same lock).
+        const fresh = new Set(
+          (
+            await trx
+              .insertInto('calls')
+              .values(chunk.map((c) => c.row))
+              .onConflict((oc) => oc.columns(['tenant', 'agent_id', 'idempotency_key']).doNothing())
+              .returning('id')
+              .execute()
+          ).map((r) => r.id),
+        )
+        const done: EnqueueResult[] = []
+        const queued: Array<{ id: string; tenant: string; request: CallRequest }> = []
+        for (const { request, row } of chunk) {
+          if (fresh.has(row.id)) {
+            done.push({ ok: true, record: toCallRecord(row) })
+            queued.push({ id: row.id, tenant: row.tenant, request })
+            continue
+          }
+          // The key is taken (an earlier call, or a copy within this chunk): the one-row path decides
+          // between a duplicate and a reusable row (expired, failed, refused).
+          const claimed = await claim(trx, row)
+          if (claimed.kind === 'duplicate') {
+            done.push({ ok: false, duplicate: true, record: claimed.record })
+            continue
+          }
+          const stored = await trx.selectFrom('calls').selectAll().where('id', '=', claimed.id).executeTakeFirstOrThrow()
+          done.push({ ok: true, record: toCallRecord(stored) })
+          queued.push({ id: claimed.id, tenant: row.tenant, request })
+        }
+        if (queued.length > 0) {
+          await trx
+            .insertInto('call_queue')
+            .values(queued.map((q) => ({ id: q.id, tenant: q.tenant, request: JSON.stringify(q.request), attempts: 0, next_attempt_at: now, claimed_by: null, claimed_until: null, enqueued_at: now, last_error: null })))
+            .onConflict((oc) =>
+              oc.column('id').doUpdateSet((eb) => ({
+                request: eb.ref('excluded.request'),
+                attempts: 0,
+                next_attempt_at: eb.ref('excluded.next_attempt_at'),
+                claimed_by: null,
+                claimed_until: null,
+                last_error: null,
+              })),
+            )
+            .execute()
+        }
+        return done
+      })),
+    )
   }
-  return result
+  if (results.some((r) => r.ok)) {
+    if (state.runner) state.runner.wake()
+    else for (const r of results) if (r.ok) await sendNow(rt, r.record.id)
+  }
+  return results
+}
+
+/** Queues one call (see `enqueueCalls`). */
+export async function enqueueCall(rt: Runtime, input: PlaceCallInput): Promise<EnqueueResult> {
+  const [result] = await enqueueCalls(rt, [input])
+  return result!
 }
 
 /** Claims up to `limit` due calls for `owner` (each claim counts as a send attempt). */

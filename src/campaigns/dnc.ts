@@ -81,6 +81,22 @@ export async function isBlocked(rt: Runtime, phone: string, options: DncOptions 
   return file ? (await readDncFile(file, rt.config.defaultCountry)).has(e164) : false
 }
 
+/** Which of `phones` (already E.164) are on the do-not-call list: one query per 500 numbers, the file once. */
+export async function blockedAmong(rt: Runtime, phones: string[], options: DncOptions = {}): Promise<Set<string>> {
+  const blocked = new Set<string>()
+  if (phones.length === 0) return blocked
+  const unique = [...new Set(phones)]
+  for (let i = 0; i < unique.length; i += 500) {
+    for (const row of await rt.store.db.selectFrom('dnc').select('phone').where('phone', 'in', unique.slice(i, i + 500)).execute()) blocked.add(row.phone)
+  }
+  const file = fileOf(rt, options)
+  if (file) {
+    const listed = await readDncFile(file, rt.config.defaultCountry)
+    for (const phone of unique) if (listed.has(phone)) blocked.add(phone)
+  }
+  return blocked
+}
+
 /** Adds a number; `added` is false when it was already listed (the first reason is kept). */
 export async function addToDnc(
   rt: Runtime,

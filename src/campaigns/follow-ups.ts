@@ -10,7 +10,7 @@ import {
   type FollowUpOptions,
   type FollowUpResult,
 } from './plan-follow-ups.ts'
-import { scheduleCall, type ScheduleCallOutcome } from './schedule-call.ts'
+import { scheduleCalls, type ScheduleCallOutcome } from './schedule-call.ts'
 
 /**
  * The follow-up sweep: read the conversations read model and the calls ledger, plan with
@@ -91,10 +91,7 @@ export async function runFollowUps(rt: Runtime, options: RunFollowUpsOptions, ef
   if (!effects.dryRun) {
     for (const o of result.optOuts) await addToDnc(rt, o.phone, { reason: 'results asked not to be called', source: `conversation:${o.conversationId}` })
   }
-  const outcomes: ScheduleCallOutcome[] = []
-  for (const plan of result.plans) {
-    outcomes.push(await scheduleCall(rt, plan, effects, { recipe: options.recipe ?? null, apiKey: options.apiKey, dnc: options.dnc, timeZone: options.timeZone }))
-  }
+  const outcomes = await scheduleCalls(rt, result.plans, effects, { recipe: options.recipe ?? null, apiKey: options.apiKey, dnc: options.dnc, timeZone: options.timeZone })
   const count = (s: ScheduleCallOutcome['status']) => outcomes.filter((o) => o.status === s).length
   return {
     ...result,

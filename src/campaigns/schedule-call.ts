@@ -1,11 +1,11 @@
-import { enqueueCall } from '../calls/call-queue.ts'
+import { enqueueCalls } from '../calls/call-queue.ts'
 import type { CallRecord } from '../calls/record.ts'
 import type { Runtime } from '../runtime.ts'
 import { SANDBOX_WORKSPACE_KEY } from '../sandbox/demo.ts'
 import type { VoiceApiError } from '../upstream/errors.ts'
 import type { CallRequest, CallResponse } from '../upstream/schemas.ts'
 import type { Effects } from '../utils/effects.ts'
-import { isBlocked, type DncOptions } from './dnc.ts'
+import { blockedAmong, type DncOptions } from './dnc.ts'
 import { DEFAULT_FOLLOW_UP } from './plan-follow-ups.ts'
 import { DEFAULT_WINDOW, nextCallingTime, timeZoneForPhone, type CallingWindow } from './calling-window.ts'
 import { toCallPlan, type NewCall } from './call-input.ts'
@@ -47,22 +47,18 @@ export type ScheduleCallOutcome =
   | { status: 'blocked'; request: CallRequest; reason: string }
   | { status: 'failed'; request: CallRequest; error: VoiceApiError; record: CallRecord | null }
 
+/** A call that passed the campaign rules, ready for the queue. */
+interface Accepted {
+  request: CallRequest
+  phone: string
+  plan: CallPlan
+}
+
 /**
- * Queues one call in the paced outbound queue (`enqueueCall`: ledger row + queue row) under the campaign
- * rules: the number becomes E.164 (or the call is rejected with the reason), the do-not-call list is
- * checked, and the time is moved into the recipient's calling window (09:00–21:00 local unless the plan
- * says otherwise) — the same rules batches and follow-ups follow. The idempotency key is kept as is — for
- * follow-ups it is derived from campaign, contact and attempt number, so running the same plan twice never
- * calls twice. A `scheduled_for` that has slipped into the past (a slow run) becomes an immediate call; one
- * beyond the provider's 30 days is refused here rather than by the provider. In a dry run the call goes
- * into the plan instead. `call` is either the short form (`{ agentId, phone, … }`) or a plan (`{ request, … }`).
+ * The campaign rules for one call, before the do-not-call list: the number becomes E.164 (or the call is
+ * rejected with the reason) and the time moves into the recipient's calling window.
  */
-export async function scheduleCall(
-  rt: Runtime,
-  call: NewCall | CallPlan,
-  effects: Effects,
-  options: ScheduleCallOptions = {},
-): Promise<ScheduleCallOutcome> {
+function applyRules(rt: Runtime, call: NewCall | CallPlan, options: ScheduleCallOptions): Accepted | ScheduleCallOutcome {
   const plan = toCallPlan(call)
   const now = rt.clock.now()
   const request: CallRequest = { ...plan.request, parameters: [...plan.request.parameters] }
@@ -98,23 +94,72 @@ export async function scheduleCall(
     }
   }
   if (plan.previousConversationId && !request.conversation_id) request.conversation_id = plan.previousConversationId
+  return { request, phone: phone.e164, plan }
+}
 
-  if (await isBlocked(rt, phone.e164, options.dnc)) {
-    return { status: 'blocked', request, reason: 'on the do-not-call list' }
+/**
+ * Queues calls in the paced outbound queue (`enqueueCalls`: ledger row + queue row, many calls per
+ * commit) under the campaign rules: the number becomes E.164 (or the call is rejected with the reason),
+ * the do-not-call list is checked, and the time is moved into the recipient's calling window (09:00–21:00
+ * local unless the plan says otherwise) — the same rules batches and follow-ups follow. The idempotency key
+ * is kept as is — for follow-ups it is derived from campaign, contact and attempt number, so running the
+ * same plan twice never calls twice. A `scheduled_for` that has slipped into the past (a slow run) becomes an
+ * immediate call; one beyond the provider's 30 days is refused here rather than by the provider. In a dry
+ * run the calls go into the plan instead. Each call is either the short form (`{ agentId, phone, … }`) or a
+ * plan (`{ request, … }`). Outcomes are in the order given.
+ */
+export async function scheduleCalls(
+  rt: Runtime,
+  calls: Array<NewCall | CallPlan>,
+  effects: Effects,
+  options: ScheduleCallOptions = {},
+): Promise<ScheduleCallOutcome[]> {
+  const outcomes: Array<ScheduleCallOutcome | undefined> = []
+  const accepted: Array<Accepted & { at: number }> = []
+  for (const call of calls) {
+    const ruled = applyRules(rt, call, options)
+    if ('status' in ruled) outcomes.push(ruled)
+    else {
+      accepted.push({ ...ruled, at: outcomes.length })
+      outcomes.push(undefined)
+    }
   }
-  const effect = { kind: 'call' as const, request, recipe: options.recipe ?? null, campaign: plan.campaign ?? null, ...(plan.note ? { note: plan.note } : {}) }
-  if (effects.dryRun) {
-    effects.plan.push(effect)
-    return { status: 'planned', request }
+  const blocked = await blockedAmong(rt, accepted.map((a) => a.phone), options.dnc)
+  const toQueue: Array<Accepted & { at: number; effect: Effects['plan'][number] }> = []
+  for (const a of accepted) {
+    if (blocked.has(a.phone)) {
+      outcomes[a.at] = { status: 'blocked', request: a.request, reason: 'on the do-not-call list' }
+      continue
+    }
+    const effect = { kind: 'call' as const, request: a.request, recipe: options.recipe ?? null, campaign: a.plan.campaign ?? null, ...(a.plan.note ? { note: a.plan.note } : {}) }
+    if (effects.dryRun) {
+      effects.plan.push(effect)
+      outcomes[a.at] = { status: 'planned', request: a.request }
+    } else toQueue.push({ ...a, effect })
   }
-  const result = await enqueueCall(rt, {
-    apiKey: options.apiKey ?? rt.config.voiceApiKey ?? SANDBOX_WORKSPACE_KEY,
-    request,
-    recipe: options.recipe ?? null,
-    campaign: plan.campaign ?? null,
-    previousConversationId: plan.previousConversationId ?? request.conversation_id ?? null,
+  const results = await enqueueCalls(
+    rt,
+    toQueue.map((a) => ({
+      apiKey: options.apiKey ?? rt.config.voiceApiKey ?? SANDBOX_WORKSPACE_KEY,
+      request: a.request,
+      recipe: options.recipe ?? null,
+      campaign: a.plan.campaign ?? null,
+      previousConversationId: a.plan.previousConversationId ?? a.request.conversation_id ?? null,
+    })),
+  )
+  results.forEach((result, i) => {
+    const a = toQueue[i]!
+    if (!result.ok) outcomes[a.at] = { status: 'duplicate', request: a.request, record: result.record }
+    else {
+      effects.plan.push(a.effect)
+      outcomes[a.at] = { status: 'queued', request: a.request, record: result.record }
+    }
   })
-  if (!result.ok) return { status: 'duplicate', request, record: result.record }
-  effects.plan.push(effect)
-  return { status: 'queued', request, record: result.record }
+  return outcomes.map((o) => o!)
+}
+
+/** Queues one call under the campaign rules (see `scheduleCalls`). */
+export async function scheduleCall(rt: Runtime, call: NewCall | CallPlan, effects: Effects, options: ScheduleCallOptions = {}): Promise<ScheduleCallOutcome> {
+  const [outcome] = await scheduleCalls(rt, [call], effects, options)
+  return outcome!
 }

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, expect, it, vi } from 'vitest'
-import { enqueueCall, startCallQueue, type CallQueue } from '../../src/calls/call-queue.ts'
+import { enqueueCall, enqueueCalls, startCallQueue, type CallQueue } from '../../src/calls/call-queue.ts'
 import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
@@ -128,6 +128,24 @@ describeEachDialect('paced call queue', (dialect) => {
       expect(await statuses()).toEqual(['key-7:initiated'])
     })
     expect(fake.created.size).toBe(1)
+    expect(await rt.store.db.selectFrom('call_queue').selectAll().execute()).toEqual([])
+  })
+
+  it('queues a batch in one go: a copy within the batch and a key already used are duplicates; a refused key is used again', async () => {
+    await boot()
+    // No queue runs here, so each queued call is sent at once.
+    expect((await enqueueCall(rt, call(1))).ok).toBe(true)
+    await rt.store.db.insertInto('calls').values({
+      id: 'refused-1', tenant: (await rt.store.db.selectFrom('calls').select('tenant').executeTakeFirstOrThrow()).tenant, agent_id: 101, customer_phone: '+919876543213',
+      idempotency_key: 'key-3', trace_id: null, conversation_id: null, previous_conversation_id: null, scheduled_for: null, parameters: '[]', retry_context: null,
+      metadata: null, recipe: 'test', campaign: null, status: 'rejected', error: 'invalid_request', created_at: clock.now() - 60_000, updated_at: clock.now() - 60_000,
+    }).execute()
+    const results = await enqueueCalls(rt, [call(0), call(1), call(2), call(0), call(3)])
+    expect(results.map((r) => (r.ok ? `ok:${r.record.idempotency_key}` : `duplicate:${r.record.idempotency_key}`))).toEqual(['ok:key-0', 'duplicate:key-1', 'ok:key-2', 'duplicate:key-0', 'ok:key-3'])
+    // The refused key's ledger row is taken over (same id), not duplicated.
+    expect(results[4]!.record.id).toBe('refused-1')
+    expect(await statuses()).toEqual(['key-0:initiated', 'key-1:initiated', 'key-2:initiated', 'key-3:initiated'])
+    expect([...fake.created.keys()].sort()).toEqual(['key-0', 'key-1', 'key-2', 'key-3'])
     expect(await rt.store.db.selectFrom('call_queue').selectAll().execute()).toEqual([])
   })
 })
