@@ -2,7 +2,11 @@ import type { H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import { registerDestinationAdminRoutes } from './admin.ts'
 import { destinationMetrics } from './metrics.ts'
+import { purgeOldDeliveries } from './retention.ts'
 import { startDeliveryWorker } from './worker.ts'
+import { every } from '../utils/every.ts'
+
+const PURGE_EVERY_MS = 60 * 60_000
 
 /**
  * Forwarding verified events to the team's own systems: config (`DESTINATIONS`), the durable outbox,
@@ -14,15 +18,22 @@ export function registerDestinationRoutes(app: H3, rt: Runtime): void {
   registerDestinationAdminRoutes(app, rt)
 }
 
-/** Starts the delivery worker (nothing when no destination is configured); returns its stop function. */
+/**
+ * Starts the delivery worker (when a destination is configured) and the hourly purge of finished
+ * deliveries (always: rows outlive a destination removed from the config); returns their stop function.
+ */
 export function startDestinations(rt: Runtime): () => Promise<void> {
-  if (rt.config.destinations.list.length === 0) return async () => {}
-  const worker = startDeliveryWorker(rt)
-  return () => worker.stop()
+  const stopPurge = every(rt.clock, rt.log, 'delivery purge', 90_000, PURGE_EVERY_MS, () => purgeOldDeliveries(rt))
+  const worker = rt.config.destinations.list.length > 0 ? startDeliveryWorker(rt) : undefined
+  return async () => {
+    await stopPurge()
+    await worker?.stop()
+  }
 }
 
 export { enqueueDeliveries, type OutboxEvent } from './outbox.ts'
 export { startDeliveryWorker, type DeliveryWorker } from './worker.ts'
+export { purgeOldDeliveries, type DeliveryPurgeResult } from './retention.ts'
 export { destinationCommands } from './commands.ts'
 export { publishEvent, type RecipeDestinations } from './publish.ts'
 export { defineDestination, type DestinationConfig, type DestinationInput } from './config.ts'

@@ -1,31 +1,11 @@
 import type { Runtime } from '../runtime.ts'
 import { reconcile } from './reconcile.ts'
 import { purgeOldEvents } from './retention.ts'
+import { every } from '../utils/every.ts'
 import { webhookState } from './state.ts'
 import { startWorker } from './worker.ts'
 
 const PURGE_EVERY_MS = 60 * 60_000
-
-/** Runs `job` every `everyMs` on the runtime's clock, never overlapping itself; returns a stop function. */
-function every(rt: Runtime, name: string, firstMs: number, everyMs: number, job: () => Promise<unknown>): () => Promise<void> {
-  let cancel: (() => void) | undefined
-  let running: Promise<unknown> | undefined
-  let stopped = false
-  const tick = () => {
-    running = job()
-      .catch((error) => rt.log.warn({ job: name, err: (error as Error)?.message ?? String(error) }, `${name} failed; will try again`))
-      .finally(() => {
-        running = undefined
-        if (!stopped) cancel = rt.clock.setTimeout(tick, everyMs)
-      })
-  }
-  cancel = rt.clock.setTimeout(tick, firstMs)
-  return async () => {
-    stopped = true
-    cancel?.()
-    await running
-  }
-}
 
 /**
  * Starts the webhook background work: the processing worker (which first catches up on events left
@@ -38,8 +18,8 @@ export function startWebhookWorkers(rt: Runtime): () => Promise<void> {
   state.worker = worker
   const stops: Array<() => Promise<void>> = []
   const interval = rt.config.webhook.reconcileIntervalSeconds * 1000
-  if (interval > 0) stops.push(every(rt, 'reconciliation', Math.min(interval, 10_000), interval, () => reconcile(rt)))
-  stops.push(every(rt, 'webhook purge', 60_000, PURGE_EVERY_MS, () => purgeOldEvents(rt)))
+  if (interval > 0) stops.push(every(rt.clock, rt.log, 'reconciliation', Math.min(interval, 10_000), interval, () => reconcile(rt)))
+  stops.push(every(rt.clock, rt.log, 'webhook purge', 60_000, PURGE_EVERY_MS, () => purgeOldEvents(rt)))
   return async () => {
     for (const stop of stops) await stop()
     await state.inbox.flush()

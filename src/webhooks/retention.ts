@@ -3,6 +3,14 @@ import { acquireLease, releaseLease } from './lease.ts'
 
 const DAY_MS = 86_400_000
 
+/**
+ * The oldest time kept: EVENT_RETENTION_DAYS back, and never less than 30 days (a replayed or re-sent id is
+ * still recognised long after the provider's ~5.5 minutes of retries). Events and their deliveries share it.
+ */
+export function retentionCutoff(rt: Runtime): number {
+  return rt.clock.now() - Math.max(30, rt.config.webhook.retentionDays) * DAY_MS
+}
+
 export interface PurgeResult {
   events: number
   rejections: number
@@ -17,7 +25,7 @@ export interface PurgeResult {
 export async function purgeOldEvents(rt: Runtime): Promise<PurgeResult> {
   if (!(await acquireLease(rt, 'webhooks:purge', 10 * 60_000))) return { events: 0, rejections: 0, skipped: true }
   try {
-    const cutoff = rt.clock.now() - Math.max(30, rt.config.webhook.retentionDays) * DAY_MS
+    const cutoff = retentionCutoff(rt)
     const events = await rt.store.db
       .deleteFrom('webhook_events')
       .where('received_at', '<', cutoff)

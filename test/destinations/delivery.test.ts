@@ -1,4 +1,5 @@
 import { expect, it, vi } from 'vitest'
+import { purgeOldDeliveries } from '../../src/destinations/index.ts'
 import { deliveryId } from '../../src/destinations/sign.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { cliEnv, runCli } from '../webhooks/helpers.ts'
@@ -108,6 +109,26 @@ describeEachDialect('destinations: delivery', (dialect) => {
     expect(missing.status).toBe(404)
     const byRange = await h.app.fetch(new Request('http://localhost/admin/destinations/crm/replay', { method: 'POST', body: '{"since":"2026-01-01T00:00:00Z"}', headers: adminHeaders }))
     expect(await byRange.json()).toEqual({ data: { queued: 0 } })
+  })
+
+  it('purges finished deliveries and their attempt logs once past the retention window; pending ones stay', async () => {
+    const s = await sink((n, _req, res) => res.writeHead(n === 0 ? 500 : 204).end())
+    const down = await sink((_n, _req, res) => res.writeHead(503).end())
+    const days = 86_400_000
+    h = await createForwardHarness(dialect, [destination(s), destination(down, { name: 'warehouse', retryScheduleMs: [7 * days] })])
+    await h.ingest([makeEvent()])
+    await vi.waitFor(async () => expect((await h!.status()).map((r) => r.attempts)).toEqual([1, 1]), WAIT)
+    await h.clock.advance(1_300)
+    await vi.waitFor(async () => expect((await h!.status()).find((r) => r.destination === 'crm')?.status).toBe('delivered'), WAIT)
+    const attemptLogs = async () => (await h!.rt.store.db.selectFrom('destination_attempts').select('delivery_id').execute()).length
+    expect(await attemptLogs()).toBe(3)
+    // Within the window (EVENT_RETENTION_DAYS, 30): nothing goes.
+    expect(await purgeOldDeliveries(h.rt)).toEqual({ deliveries: 0, attempts: 0, skipped: false })
+    await h.worker.stop()
+    await h.clock.advance(31 * days)
+    expect(await purgeOldDeliveries(h.rt)).toEqual({ deliveries: 1, attempts: 2, skipped: false })
+    expect((await h.status()).map((r) => [r.destination, r.status])).toEqual([['warehouse', 'pending']])
+    expect(await attemptLogs()).toBe(1)
   })
 
   it('honours Retry-After on 429, and a 410 disables the destination until it is enabled again', async () => {
