@@ -1,7 +1,7 @@
 import type { Runtime } from '../runtime.ts'
 import { createCircuitBreaker, type BreakerOptions } from './circuit-breaker.ts'
 import type { DestinationConfig } from './config.ts'
-import { createAgents, sendOnce } from './http-send.ts'
+import { createAgents, createCancelGroup, sendOnce } from './http-send.ts'
 import { destinationMetrics, type DestinationMetrics } from './metrics.ts'
 import { classify } from './outcome.ts'
 import { claimDeliveries, onEnqueued, releaseClaims, type DeliveryRow } from './outbox.ts'
@@ -63,7 +63,15 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
   let disableSeq = 0
   let stopped = false
   // Shutdown cuts requests short instead of waiting out their timeouts; their claims are given back.
-  const shutdown = new AbortController()
+  const shutdown = createCancelGroup()
+  // Label sets bound once: prom-client hashes the labels on every call otherwise.
+  const attemptSeconds = metrics.attemptSeconds.labels(labels)
+  const deliveriesBy = new Map<string, { inc(): void }>()
+  const countDelivery = (result: string) => {
+    let counter = deliveriesBy.get(result)
+    if (!counter) deliveriesBy.set(result, (counter = metrics.deliveries.labels({ ...labels, result })))
+    counter.inc()
+  }
 
   async function giveBack(rows: DeliveryRow[]): Promise<void> {
     await releaseClaims(rt, owner, rows.map((r) => r.id)).catch((error) => log.warn({ err: (error as Error).message }, 'could not release delivery claims; they lapse on their own'))
@@ -84,7 +92,7 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
     if (probe) probeInFlight = true
     const task = (async () => {
       const startedAt = rt.clock.now()
-      const headers = { ...destination.headers, ...signedHeaders(keys, row.id, startedAt, row.payload) }
+      const headers: Record<string, string> = { ...destination.headers, ...signedHeaders(keys, row.id, startedAt, row.payload) }
       const sent = await sendOnce({
         url: destination.url,
         body: row.payload,
@@ -95,15 +103,15 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
         followRedirects: destination.followRedirects,
         clock: rt.clock,
         agents,
-        signal: shutdown.signal,
+        cancel: shutdown,
       })
       if (sent.aborted) return giveBack([row])
       const now = rt.clock.now()
       const outcome = classify(destination, row.round_attempts, sent, now, rt.random.next)
       if (outcome.result === 'delivered') breaker.success()
       else if (outcome.result !== 'disabled') breaker.failure(now)
-      metrics.deliveries.inc({ ...labels, result: outcome.result })
-      metrics.attemptSeconds.observe(labels, sent.latencyMs / 1000)
+      countDelivery(outcome.result)
+      attemptSeconds.observe(sent.latencyMs / 1000)
       const context = { delivery_id: row.id, event_id: row.event_id, attempt: row.attempts + 1, status: sent.status, latency_ms: sent.latencyMs }
       if (outcome.result === 'disabled') {
         disabled = true
@@ -189,7 +197,7 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
     paused: () => breaker.state(rt.clock.now()) !== 'closed',
     async stop() {
       stopped = true
-      shutdown.abort()
+      shutdown.cancelAll()
       await pumping
       await Promise.all([...running])
       await recorder.settle()
