@@ -4,7 +4,7 @@
  * browser. Budgets: the events page's first page and a filtered search ≤ 150 ms each, the overview
  * ≤ 300 ms (median of several requests after a warm-up). Baseline, measured in the same run: /healthz.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../../src/config/load.ts'
@@ -23,6 +23,8 @@ const STATUSES = [...Array(90).fill('processed'), ...Array(5).fill('failed'), ..
 const REPEATS = 9
 
 const dir = mkdtempSync(join(tmpdir(), 'sb-bench-dashboard-'))
+// An empty recipes folder: the dashboard's pages are measured, not recipes (a missing folder is refused).
+mkdirSync(join(dir, 'recipes'))
 let failed = false
 try {
   const rt = await createRuntime(

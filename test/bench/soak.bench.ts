@@ -149,8 +149,8 @@ const sample = async () => {
   const f = fds(child.pid!)
   samples.push({
     t: Date.now(),
-    rssMb: metric(text, 'switchboard_process_process_resident_memory_bytes') / 1e6,
-    lagP99Ms: metric(text, 'switchboard_process_nodejs_eventloop_lag_p99_seconds') * 1000,
+    rssMb: metric(text, 'switchboard_process_resident_memory_bytes') / 1e6,
+    lagP99Ms: metric(text, 'switchboard_nodejs_eventloop_lag_p99_seconds') * 1000,
     fds: f.total,
     sockets: f.sockets,
   })
@@ -194,6 +194,8 @@ console.log(`RSS        ${first.rssMb.toFixed(0)} MB → ${last.rssMb.toFixed(0)
 console.log(`loop p99   ${first.lagP99Ms.toFixed(1)} ms → ${last.lagP99Ms.toFixed(1)} ms · slope ${lagSlope.toFixed(3)} ms/min`)
 console.log(`fds        ${first.fds} → ${last.fds} (limit +${MAX_FD_GROWTH}) · sockets (HTTP + database connections) ${first.sockets} → ${last.sockets}`)
 const failures = [
+  // A renamed metric would read as NaN and make every slope "flat": refuse to judge without figures.
+  ...(warm.some((s) => !Number.isFinite(s.rssMb) || !Number.isFinite(s.lagP99Ms)) ? ['RSS or event-loop delay missing from /metrics'] : []),
   ...(counts.other > 0 ? [`${counts.other} deliveries not acknowledged`] : []),
   ...(rssSlope > MAX_RSS_MB_PER_MIN ? [`RSS grows ${rssSlope.toFixed(2)} MB/min`] : []),
   ...(last.fds - first.fds > MAX_FD_GROWTH ? [`file descriptors grew by ${last.fds - first.fds}`] : []),
