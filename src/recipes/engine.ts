@@ -190,6 +190,11 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
   const runTick = async (name: string, tickAt: number, type: RecipeTriggerType) => {
     if (stopped) return
     try {
+      // Claim only once the recipe's type verdict is in: a tick claimed and then held behind a slow first
+      // type check would make this replica skip the ticks that follow (a run still queued), while another
+      // replica that already has its verdict could have run them.
+      await typeChecked
+      if (stopped || !loaded.find((r) => r.name === name)?.definition) return
       if (!(await claimTick(rt, name, tickAt))) return
       const trigger: RecipeTrigger<PipelineEvent> = { type, scheduledAt: tickAt }
       if (tails.has(name) || (await runningElsewhere(name))) {

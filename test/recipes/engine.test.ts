@@ -104,6 +104,27 @@ describeEachDialect('recipe engine', (dialect) => {
     expect(owners.every((o) => o.owner === rt.instanceId || o.owner === other.instanceId)).toBe(true)
   })
 
+  it('a replica still waiting for its first type verdict leaves the ticks to one that has it (none skipped)', async () => {
+    folder.write('sweep', tickRecipe({ schedule: '*/30 * * * *' }))
+    const other = await replica()
+    // The replica that starts with a cold verdict cache (a new version in a rolling deploy) is armed first,
+    // so before the fix it won the claims, held the runs behind its type check and skipped the next ticks.
+    const cold = createRecipeEngine(other, { typeCheck: true })
+    const warm = createRecipeEngine(rt, { typeCheck: false })
+    cleanups.push(() => cold.stop(), () => warm.stop())
+    await cold.start()
+    await warm.start()
+    for (let i = 0; i < 3; i++) {
+      await clock.advance(30 * 60_000)
+      await warm.idle()
+    }
+    await cold.idle()
+    const runs = (await listRuns(rt, { recipe: 'sweep', limit: 100 })).reverse()
+    expect(runs.map((r) => [r.status, (r.summary as Summary | null)?.at])).toEqual(
+      Array.from({ length: 3 }, (_, i) => ['succeeded', new Date(Date.parse('2026-01-01T00:30:00Z') + i * 30 * 60_000).toISOString()]),
+    )
+  })
+
   it('runs an event trigger on the batch that arrived together, once per event across redelivery, replay and replicas', async () => {
     folder.write('followup', `import { defineRecipe } from 'switchboard'
 export default defineRecipe({
