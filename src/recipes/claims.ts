@@ -135,6 +135,19 @@ export async function finishFires(rt: Runtime, recipe: string, owner: string, ev
   }
 }
 
+/** Hands claimed events back to the queue untouched (status, attempts and due time as they were). */
+export async function releaseFires(rt: Runtime, recipe: string, owner: string, eventIds: string[]): Promise<void> {
+  for (let i = 0; i < eventIds.length; i += ENQUEUE_CHUNK) {
+    await rt.store.db
+      .updateTable('recipe_event_fires')
+      .set({ claimed_by: null, claimed_until: null })
+      .where('recipe', '=', recipe)
+      .where('event_id', 'in', eventIds.slice(i, i + ENQUEUE_CHUNK))
+      .where('claimed_by', '=', owner)
+      .execute()
+  }
+}
+
 /** Queued events not yet run, per recipe (metrics, readiness). */
 export async function pendingFires(rt: Runtime): Promise<Array<{ recipe: string; n: number; oldest: number | null }>> {
   const rows = await rt.store.db

@@ -9,6 +9,7 @@ import type { RecipeTrigger, RecipeTriggerType } from './define.ts'
 import { loadRecipes, type LoadedRecipe } from './loader.ts'
 import { executeRun, recordSkipped, type RecipeRun } from './runner.ts'
 import { createScheduler, nextTick, previousTick, type Scheduler } from './scheduler.ts'
+import { createRecipeSubscriptions } from './subscriptions.ts'
 import { createTypeVerdicts, typeCacheFile } from './type-verdicts.ts'
 import { formatDiagnostic, type RecipeDiagnostic } from './diagnostic.ts'
 
@@ -87,6 +88,9 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
   let typeChecked: Promise<void> = Promise.resolve()
   let typeCheckFailed = false
   let loaded: LoadedRecipe[] = []
+  // Each loaded recipe's `on`, or the last known one for a recipe that does not load (see subscriptions.ts).
+  let subscriptions = new Map<string, readonly string[]>()
+  const subscriptionMemory = createRecipeSubscriptions(rt)
   let loadedOnce: Promise<void> | undefined
   let scheduler: Scheduler | undefined
   let watcher: FSWatcher | undefined
@@ -265,6 +269,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
   // Event batches run like any other run of the recipe: one at a time in this process, recorded, timed out.
   const dispatch = createEventDispatch(rt, {
     recipes: () => loaded,
+    subscriptions: (name) => subscriptions.get(name),
     run: (recipe, events) => exclusive(recipe.name, () => runNow(recipe, { type: 'event', events, event: events[0] }, false)),
   })
 
@@ -273,8 +278,11 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       // Serialize reloads; a reload requested during one runs after it with the newest files.
       const run = async () => {
         const next = await loadRecipes(dir, fallbackTz)
+        // Before the type verdicts: a recipe with type errors still subscribes to what its definition says.
+        const nextSubscriptions = await subscriptionMemory.refresh(next)
         checkTypes(next)
         loaded = next
+        subscriptions = nextSubscriptions
         if (scheduler && !stopped) {
           reportBroken()
           await noteSchedulesSeen()

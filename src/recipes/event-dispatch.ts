@@ -3,7 +3,7 @@ import { backoffMs } from '../utils/backoff.ts'
 import { sleep } from '../utils/clock.ts'
 import type { PipelineEvent } from '../webhooks/hooks.ts'
 import { parseRow } from '../webhooks/processing.ts'
-import { claimFireBatch, enqueueEventFires, finishFires, renewFireClaims, type FireRow } from './claims.ts'
+import { claimFireBatch, enqueueEventFires, finishFires, releaseFires, renewFireClaims, type FireRow } from './claims.ts'
 import type { LoadedRecipe } from './loader.ts'
 import type { RecipeRun } from './runner.ts'
 import { summaryText } from './summary.ts'
@@ -34,6 +34,8 @@ export interface EventDispatch {
 
 export interface DispatchDeps {
   recipes(): LoadedRecipe[]
+  /** What a loaded recipe subscribes to: its own `on`, or the last known one while it is broken. */
+  subscriptions(name: string): readonly string[] | undefined
   /** Runs one batch (the engine: one run at a time per recipe, recorded, timed out). */
   run(recipe: LoadedRecipe, events: PipelineEvent[]): Promise<RecipeRun>
 }
@@ -101,6 +103,13 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
       cancelRenew?.()
     }
     for (const id of ids) memo.delete(`${recipe.name}\u0000${id}`)
+    if (run.status === 'skipped') {
+      // Not run: the recipe turned out broken (its type verdict came in after the claim). The events go back
+      // to its queue as they were, no attempt spent, and wait for the fix.
+      log.warn({ recipe: recipe.name, events: ids.length, reason: run.summary ?? null }, 'recipe is broken; its events wait in its queue until it is fixed')
+      await releaseFires(rt, recipe.name, owner, ids)
+      return
+    }
     if (run.status === 'succeeded') {
       await finishFires(rt, recipe.name, owner, ids, { status: 'done', runId: run.id })
       return
@@ -164,7 +173,8 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
       const pairs: Array<{ recipe: string; eventId: string }> = []
       const byId = new Map(batch.map((e) => [e.eventId, e]))
       for (const recipe of deps.recipes()) {
-        const on = recipe.definition?.on
+        // A broken recipe keeps getting its events (under its last known subscriptions); it runs them once fixed.
+        const on = deps.subscriptions(recipe.name)
         if (!on?.length) continue
         for (const e of batch) if (subscribes(on, e)) pairs.push({ recipe: recipe.name, eventId: e.eventId })
       }

@@ -159,6 +159,62 @@ export default defineRecipe({ description: 'completed only', on: ['call.complete
     expect(fires.find((f) => f.event_id === 'evt_a')!.run_id).toBe(runs[0]!.id)
   })
 
+  it('a recipe that stops loading keeps its events queued (as it last subscribed) and runs them once fixed', async () => {
+    const source = (version: string) => `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'follow-ups', on: ['call.no_answer'], run: (ctx) => '${version}:' + ctx.trigger.events!.map((e) => e.eventId).join(',') })
+`
+    folder.write('followup', source('v1'))
+    const engine = recipeEngineFor(rt)
+    registerConsumers(rt, { recipes: engine })
+    cleanups.push(await startRecipes(rt, { watch: false }))
+    await deliver(rt, [processed('evt_1', 'call.no_answer', 'conv_1')])
+    await engine.idle()
+
+    folder.write('followup', 'export default {{')
+    await engine.reload()
+    expect(engine.recipes()[0]!.error).toMatch(/failed to load/)
+    await deliver(rt, [processed('evt_2', 'call.no_answer', 'conv_2'), processed('evt_3', 'call.no_answer', 'conv_3')])
+    await clock.advance(5_000)
+    await engine.idle()
+    const fires = async () => (await rt.store.db.selectFrom('recipe_event_fires').select(['event_id', 'status', 'attempts']).orderBy('event_id').execute()).map((f) => [f.event_id, f.status, Number(f.attempts)])
+    expect(await fires()).toEqual([['evt_1', 'done', 0], ['evt_2', 'pending', 0], ['evt_3', 'pending', 0]])
+
+    folder.write('followup', source('v2'))
+    await engine.reload()
+    await engine.idle()
+    expect((await listRuns(rt, { recipe: 'followup' })).reverse().map((r) => [r.status, r.summary])).toEqual([
+      ['succeeded', 'v1:evt_1'],
+      ['succeeded', 'v2:evt_2,evt_3'],
+    ])
+    expect(await fires()).toEqual([['evt_1', 'done', 0], ['evt_2', 'done', 0], ['evt_3', 'done', 0]])
+  })
+
+  it('events claimed before a type error is found go back to the queue without spending an attempt', async () => {
+    const source = (body: string) => `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'follow-ups', on: ['call.no_answer'], run: (ctx) => { ${body} } })
+`
+    folder.write('followup', source(`const n: number = 'not a number'; return n`))
+    const engine = createRecipeEngine(rt, { typeCheck: true })
+    registerConsumers(rt, { recipes: engine })
+    cleanups.push(() => engine.stop())
+    await engine.start()
+    // Queued and claimed at once (the definition loaded); the run waits for the type verdict, which fails it.
+    await deliver(rt, [processed('evt_1', 'call.no_answer', 'conv_1')])
+    await engine.idle()
+    expect(engine.recipes()[0]!.error).toMatch(/type error/)
+    const fires = async () => (await rt.store.db.selectFrom('recipe_event_fires').select(['event_id', 'status', 'attempts', 'claimed_by']).execute()).map((f) => [f.event_id, f.status, Number(f.attempts), f.claimed_by])
+    expect(await fires()).toEqual([['evt_1', 'pending', 0, null]])
+    expect((await listRuns(rt, { recipe: 'followup' })).map((r) => r.status)).toEqual(['skipped'])
+
+    folder.write('followup', source(`return 'fixed:' + ctx.trigger.events!.length`))
+    await engine.reload()
+    await engine.idle()
+    await clock.advance(1_000)
+    await engine.idle()
+    expect((await listRuns(rt, { recipe: 'followup' })).map((r) => [r.status, r.summary])[0]).toEqual(['succeeded', 'fixed:1'])
+    expect(await fires()).toEqual([['evt_1', 'done', 0, null]])
+  })
+
   it('a named target\'s events reach recipes subscribed as <target>:<type>', async () => {
     folder.write('crm', `import { defineRecipe } from 'switchboard'
 export default defineRecipe({
