@@ -22,6 +22,10 @@ export default defineRecipe({
     }
     const result = await ctx.reports.sendDailyReport({ timezone: ctx.timezone, to })
     if (result.status === 'failed') throw new Error(`the daily report for ${result.date} was not delivered: ${result.error ?? 'unknown error'}`)
-    return { date: result.date, mailed: result.status !== 'planned', status: result.status, to: result.to, subject: result.subject, file: result.file ?? null }
+    // `mailed` only once the relay took it (or, with no SMTP_URL, the .eml is in DATA_DIR/outbox). A queued
+    // report waits in the outbox and the running service retries it: the summary says when.
+    const mailed = result.status === 'sent' || result.status === 'written'
+    const retry = result.status === 'queued' && result.nextAttemptAt !== undefined ? { next_attempt_at: new Date(result.nextAttemptAt).toISOString(), error: result.error ?? null } : {}
+    return { date: result.date, mailed, status: result.status, to: result.to, subject: result.subject, file: result.file ?? null, ...retry }
   },
 })
