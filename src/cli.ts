@@ -7,6 +7,7 @@ import { createRuntime, type Runtime, type RuntimeOverrides } from './runtime.ts
 import { createLogger } from './utils/logger.ts'
 import { ROLES, startServer, type Role } from './server.ts'
 import { waitForStopSignal } from './utils/stop-signal.ts'
+import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
 import { CliError, defineCommand, formatTable, type CliCommand, type CliContext } from './utils/cli-kit.ts'
 import { callsCommands } from './calls/commands.ts'
 import { mailListCommand, reportSendCommand } from './reports/cli.ts'
@@ -27,7 +28,9 @@ const serveCommand = defineCommand({
     const signal = waitForStopSignal()
     try {
       const server = await startServer({ env: ctx.env, banner: role !== 'worker', role: role as Role, processing: 'thread' })
+      const stopLoggingRejections = logUnhandledRejections(server.rt)
       const received = await signal.stopped
+      stopLoggingRejections()
       process.stdout.write(`\n${received}: shutting down…\n`)
       await server.close()
       process.stdout.write('switchboard stopped\n')

@@ -4,6 +4,7 @@ import { Registry } from 'prom-client'
 import type { Config } from './config/load.ts'
 import { createRuntime, type Runtime } from './runtime.ts'
 import { useDerivedDurability } from './db/connect.ts'
+import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
 import { startBackground } from './server.ts'
 import { sleep } from './utils/clock.ts'
 import { webhookState } from './webhooks/state.ts'
@@ -37,6 +38,7 @@ try {
 }
 // This connection writes only what is derived from the inbox (see useDerivedDurability).
 useDerivedDurability(rt.store)
+logUnhandledRejections(rt)
 // PROCESSING_NICE (off by default): the receiver's threads get a core first, since its answers are what the
 // provider waits for while processing only has to keep up over seconds. Measured under a burst on two
 // cores, nice 10 took the receiver's p50 from 8–10 ms to 5 ms and its p99 from 35–120 ms to 30 ms, with the
