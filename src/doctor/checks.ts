@@ -1,6 +1,7 @@
 import type { Config } from '../config/load.ts'
 import { isMigrated, ping, type Store } from '../db/connect.ts'
 import { recipeEngineFor } from '../recipes/engine.ts'
+import { recipeSendsMail } from '../recipes/sends-mail.ts'
 import { createMailTransport } from '../reports/mail-transport.ts'
 import type { Runtime } from '../runtime.ts'
 import { VoiceApiError } from '../upstream/errors.ts'
@@ -28,14 +29,12 @@ export async function checkRecipes(rt: Runtime): Promise<CheckResult> {
   return ok('recipes', recipes.length ? `${recipes.length} load (${recipes.map((r) => r.name).join(', ')})` : `none in ${rt.config.recipes.dir}`)
 }
 
-/** A recipe that mails a report: the shipped daily-report, or any recipe named for a report. */
-const isReportRecipe = (name: string) => /report/i.test(name)
 
 /** Connect + EHLO (+ AUTH) through nodemailer's verify(), when mail would go over SMTP for a report. */
 export async function checkSmtp(rt: Runtime): Promise<CheckResult> {
   if (!rt.config.mail.smtpUrl) return skipped('smtp', `SMTP_URL is not set: mail is written to ${rt.config.dataDir}/outbox`)
-  const reports = (await recipeEngineFor(rt).list()).filter((r) => !r.broken && isReportRecipe(r.name))
-  if (reports.length === 0) return skipped('smtp', 'no report recipe is enabled')
+  const reports = (await recipeEngineFor(rt).list()).filter((r) => !r.broken && recipeSendsMail(r.file))
+  if (reports.length === 0) return skipped('smtp', 'no recipe sends mail')
   const { transporter } = createMailTransport(rt.config)
   const host = new URL(rt.config.mail.smtpUrl).host
   try {

@@ -1,12 +1,13 @@
-import { readdirSync } from 'node:fs'
 import { connect } from 'node:net'
 import { Gauge } from 'prom-client'
 import { ping } from '../db/connect.ts'
 import type { Runtime } from '../runtime.ts'
+import { listRecipeFiles } from '../recipes/loader.ts'
+import { recipeSendsMail } from '../recipes/sends-mail.ts'
 
 /**
  * What switchboard depends on, and whether each answers: the database (probed), the SMTP relay (probed
- * when a report recipe will mail through it), the provider (observed from the proxy's own requests —
+ * when a recipe mails through it), the provider (observed from the proxy's own requests —
  * probing it would spend the tenant's rate limit). Probe results are cached for a few seconds so
  * /readyz and /metrics stay cheap under frequent polling, yet reflect an outage within 5 s. Ages are
  * real time: health is about the wall clock, even under a test's manual clock.
@@ -80,17 +81,12 @@ function probeSmtp(url: string): Promise<void> {
 
 let recipeScan: { dir: string; at: number; found: boolean } | undefined
 
-/** True when a recipe that mails the report is in RECIPES_DIR (a file named *report*). */
-function reportRecipeEnabled(rt: Runtime): boolean {
+/** True when a recipe in RECIPES_DIR mails (the daily report or ctx.mail.send); rescanned every 30 s. */
+function mailingRecipeEnabled(rt: Runtime): boolean {
   const dir = rt.config.recipes.dir
   const now = Date.now()
   if (recipeScan && recipeScan.dir === dir && now - recipeScan.at < 30_000) return recipeScan.found
-  let found = false
-  try {
-    found = readdirSync(dir).some((f) => /report/i.test(f) && /\.(ts|mts|js|mjs)$/.test(f))
-  } catch {
-    found = false
-  }
+  const found = listRecipeFiles(dir).some((file) => recipeSendsMail(file))
   recipeScan = { dir, at: now, found }
   return found
 }
@@ -98,7 +94,7 @@ function reportRecipeEnabled(rt: Runtime): boolean {
 /** Dependencies that apply to this configuration. */
 export function dependencyNames(rt: Runtime): DependencyName[] {
   const names: DependencyName[] = ['database', 'upstream']
-  if (rt.config.mail.smtpUrl && reportRecipeEnabled(rt)) names.push('smtp')
+  if (rt.config.mail.smtpUrl && mailingRecipeEnabled(rt)) names.push('smtp')
   return names
 }
 
@@ -151,7 +147,7 @@ export function registerDependencyMetrics(rt: Runtime): void {
   if (rt.metrics.getSingleMetric('switchboard_dependency_up')) return
   new Gauge({
     name: 'switchboard_dependency_up',
-    help: 'Whether a dependency answers (1) or not (0): database, smtp (when a report recipe mails), upstream (the provider)',
+    help: 'Whether a dependency answers (1) or not (0): database, smtp (when a recipe mails), upstream (the provider)',
     labelNames: ['dependency'],
     registers: [rt.metrics],
     async collect() {

@@ -10,7 +10,7 @@ import { startTcpGate, type TcpGate } from './helpers/tcp-gate.ts'
 
 /**
  * Promise: /readyz reflects a dependency going down within 5 s, and /metrics has an up/down gauge per
- * dependency. SMTP counts when a report recipe is in RECIPES_DIR (the shipped daily-report is); the
+ * dependency. SMTP counts when a recipe in RECIPES_DIR mails (the shipped daily-report does); the
  * database going down is covered by the Postgres cut case (503 within 5 s).
  */
 describe('fault: readiness follows the dependencies', () => {
