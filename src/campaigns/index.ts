@@ -59,5 +59,5 @@ export {
   type CallInput,
   type SkipCode,
 } from './plan-follow-ups.ts'
-export { scheduleCall, type CallPlan, type NewCall, type ScheduleCallOptions, type ScheduleCallOutcome } from './schedule-call.ts'
+export { scheduleCall, scheduleCalls, type CallPlan, type NewCall, type ScheduleCallOptions, type ScheduleCallOutcome } from './schedule-call.ts'
 export { runFollowUps, loadFollowUpInputs, type RunFollowUpsOptions, type RunFollowUpsResult } from './follow-ups.ts'

@@ -12,7 +12,7 @@ type Drop<F> = F extends (rt: Runtime, ...rest: infer A) => infer R ? (...args: 
 
 /** Toolkit members that need the service: bound below, so a recipe never passes the runtime itself. */
 type Bound =
-  | 'launchBatch' | 'scheduleCall' | 'runFollowUps' | 'prepareBatch' | 'loadDncList' | 'isBlocked' | 'addToDnc'
+  | 'launchBatch' | 'scheduleCall' | 'scheduleCalls' | 'runFollowUps' | 'prepareBatch' | 'loadDncList' | 'isBlocked' | 'addToDnc'
   | 'removeFromDnc' | 'loadFollowUpInputs' | 'defaultDncFile'
   // The webhook pipeline's own hook (it takes the runtime); a recipe records opt-outs with addToDnc.
   | 'optOutFromEvent'
@@ -32,6 +32,12 @@ export interface RecipeCampaigns extends Omit<Toolkit, Bound> {
    * or a follow-up plan `{ request, … }`.
    */
   scheduleCall(call: toolkit.NewCall | toolkit.CallPlan, options?: toolkit.ScheduleCallOptions): Promise<toolkit.ScheduleCallOutcome>
+  /**
+   * `scheduleCall` for many calls at once, with the same rules and outcomes (in the order given): the
+   * do-not-call list is read once and the calls are queued a hundred per commit, so a recipe planning
+   * thousands of calls does not pay a transaction per call.
+   */
+  scheduleCalls(calls: Array<toolkit.NewCall | toolkit.CallPlan>, options?: toolkit.ScheduleCallOptions): Promise<toolkit.ScheduleCallOutcome[]>
   /**
    * Uploads one batch (POST /v1/batch-call) after normalizing, deduping and DNC-checking its rows again;
    * rows that fail become rejects. A dry run records the batch (rows and rejects) in the plan.
@@ -153,6 +159,8 @@ export function createBindings(rt: Runtime, effects: Effects, recipe: string, ti
     launchBatch: (input) =>
       toolkit.launchBatch(rt, checkArgument(launchBatchSchema, input, site('ctx.campaigns.launchBatch', 'input', '{ agentId: number, name: string, rows: [{ customer_phone, … }], rejects?, columns? }')), effects),
     scheduleCall: (call, options = {}) => toolkit.scheduleCall(rt, call, effects, { recipe, timeZone, ...options }),
+    scheduleCalls: (calls, options = {}) =>
+      toolkit.scheduleCalls(rt, checkArgument(z.array(z.unknown(), { error: 'must be an array of calls' }), calls, site('ctx.campaigns.scheduleCalls', 'calls', 'an array of calls ({ agentId, phone, … } or follow-up plans)')) as Array<toolkit.NewCall | toolkit.CallPlan>, effects, { recipe, timeZone, ...options }),
     runFollowUps: (options = {}) => {
       const checked = checkArgument(followUpsSchema, options, site('ctx.campaigns.runFollowUps', 'options', '{ maxAttempts?, minGapMs?, window?, timeZone?, agentId?, conversationIds?, … }'))
       return toolkit.runFollowUps(rt, { recipe, timeZone, ...checked }, effects)

@@ -28,6 +28,7 @@ it('names the argument instead of surfacing a driver error', async () => {
   expect(await errorOf(`await ctx.data.conversations({ stauts: 'busy' } as never)`)).toMatch(/^ctx\.data\.conversations\(query\): .*stauts/)
   expect(await errorOf(`await ctx.data.events({ type: 'call.no_anwser' } as never)`)).toMatch(/^ctx\.data\.events\(query\): query\.type/)
   expect(await errorOf(`await ctx.campaigns.launchBatch({ agentId: '101', name: 'x', rows: [] } as never)`)).toMatch(/^ctx\.campaigns\.launchBatch\(input\): input\.agentId: must be the agent id/)
+  expect(await errorOf(`await ctx.campaigns.scheduleCalls({ agentId: 101, phone: '9876543210' } as never)`)).toMatch(/^ctx\.campaigns\.scheduleCalls\(calls\): calls: must be an array of calls/)
   expect(await errorOf(`await ctx.mail.send({ to: 'a@b.c', subject: 's' } as never)`)).toMatch(/^ctx\.mail\.send\(message\): message\.text: must be the plain-text body/)
   expect(await errorOf(`await ctx.state.get(42 as never)`)).toMatch(/^ctx\.state\.get\(key\): key: must be a string/)
   expect(await errorOf(`await ctx.campaigns.runFollowUps({ maxAttempt: 2 } as never)`)).toMatch(/^ctx\.campaigns\.runFollowUps\(options\): .*maxAttempt/)
