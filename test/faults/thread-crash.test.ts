@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { makeEvent } from '../webhooks/helpers.ts'
 import { printFigures } from './helpers/figures.ts'
 import { sendWithRetries } from './helpers/sender.ts'
-import { startServe, waitForLog, type ServeChild } from './helpers/serve-child.ts'
+import { startServe, until, waitForLog, type ServeChild } from './helpers/serve-child.ts'
 
 /**
  * Promise: in `serve` as shipped (`--role all`), processing runs in a worker thread; when that thread dies
@@ -14,14 +14,6 @@ import { startServe, waitForLog, type ServeChild } from './helpers/serve-child.t
  * receiver keeps answering, the thread is restarted with a log line, and processing goes on.
  */
 const SECRET = 'whsec_fault_thread'
-
-async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const started = Date.now()
-  while (!check()) {
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 describe('fault: the processing thread dies', () => {
   let serve: ServeChild | undefined

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { makeEvent } from '../webhooks/helpers.ts'
 import { printFigures } from './helpers/figures.ts'
 import { sendWithRetries } from './helpers/sender.ts'
-import { startServe, waitForLog, type ServeChild } from './helpers/serve-child.ts'
+import { startServe, until, waitForLog, type ServeChild } from './helpers/serve-child.ts'
 
 /**
  * Promise: a recipe that leaves a rejected promise behind (`void fetch(…)` that fails) does not end the
@@ -15,14 +15,6 @@ import { startServe, waitForLog, type ServeChild } from './helpers/serve-child.t
  */
 const SECRET = 'whsec_fault_rejection'
 const EVENTS = 20
-
-async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const started = Date.now()
-  while (!check()) {
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 describe('fault: a recipe leaves an unhandled rejection', () => {
   const procs: ServeChild[] = []
