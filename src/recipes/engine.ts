@@ -173,7 +173,8 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       .catch((error: unknown) => {
         // Without a verdict (TypeScript missing from a production install, a crashed thread) recipes run as
         // before the check existed: type errors then surface at run time.
-        if (!typeCheckFailed) log.warn({ err: error }, 'recipes could not be type-checked; they run unchecked')
+        // Stopping closes the checker under a check still running: that is not a failure worth a warning.
+        if (!typeCheckFailed && !stopped) log.warn({ err: error }, 'recipes could not be type-checked; they run unchecked')
         typeCheckFailed = true
       })
   }
