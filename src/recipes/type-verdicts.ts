@@ -24,6 +24,8 @@ export interface TypeVerdicts {
 const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const CACHE_VERSION = 1
 const MAX_ENTRIES = 500
+/** How long the type-check thread lives without a check before it is ended (real time: this is about memory). */
+const CHECKER_IDLE_MS = 30_000
 
 let fingerprint: string | undefined
 /** Changes when switchboard's sources (hence the types recipes are checked against) or TypeScript change. */
@@ -91,7 +93,7 @@ interface Reply {
   error?: string
 }
 
-export function createTypeVerdicts(options: { cacheFile?: string } = {}): TypeVerdicts {
+export function createTypeVerdicts(options: { cacheFile?: string; /** Default CHECKER_IDLE_MS. */ idleMs?: number } = {}): TypeVerdicts {
   let entries: Record<string, RecipeDiagnostic | null> = {}
   if (options.cacheFile && existsSync(options.cacheFile)) {
     try {
@@ -114,6 +116,10 @@ export function createTypeVerdicts(options: { cacheFile?: string } = {}): TypeVe
   }
 
   let worker: Worker | undefined
+  // The checker holds TypeScript's compiler and the recipes' program: hundreds of MB. It is ended once idle and
+  // started again for the next check (a recipe edited under a running service): a service whose recipes do
+  // not change should not carry it.
+  let idleTimer: ReturnType<typeof setTimeout> | undefined
   let seq = 0
   const waiting = new Map<number, { resolve(d: RecipeDiagnostic[]): void; reject(e: Error): void }>()
   const failAll = (error: Error) => {
@@ -122,6 +128,8 @@ export function createTypeVerdicts(options: { cacheFile?: string } = {}): TypeVe
     worker = undefined
   }
   const ensure = (): Worker => {
+    if (idleTimer) clearTimeout(idleTimer)
+    idleTimer = undefined
     if (worker) return worker
     const w = new Worker(WORKER_SOURCE, {
       eval: true,
@@ -152,7 +160,16 @@ export function createTypeVerdicts(options: { cacheFile?: string } = {}): TypeVe
       w.ref()
       w.postMessage({ id, files })
     }).finally(() => {
-      if (waiting.size === 0) worker?.unref()
+      if (waiting.size > 0 || !worker) return
+      worker.unref()
+      const idle = worker
+      idleTimer = setTimeout(() => {
+        idleTimer = undefined
+        if (worker !== idle || waiting.size > 0) return
+        worker = undefined
+        void idle.terminate()
+      }, options.idleMs ?? CHECKER_IDLE_MS)
+      idleTimer.unref()
     })
 
   // One check in flight at a time: requests made meanwhile are merged into the next one.
@@ -184,6 +201,8 @@ export function createTypeVerdicts(options: { cacheFile?: string } = {}): TypeVe
       return verdicts
     },
     async close() {
+      if (idleTimer) clearTimeout(idleTimer)
+      idleTimer = undefined
       const w = worker
       worker = undefined
       failAll(new Error('closed'))

@@ -143,13 +143,15 @@ const placeCall = async () => {
   await request(port, 'POST', '/v1/call', JSON.stringify({ agent_id: 101, parameters: [{ name: 'customer_phone', value: phone }] }), auth)
 }
 
-const samples: Array<{ t: number; rssMb: number; lagP99Ms: number; fds: number; sockets: number }> = []
+const samples: Array<{ t: number; rssMb: number; heapMb: number; lagP99Ms: number; fds: number; sockets: number }> = []
 const sample = async () => {
   const text = await fetch(`${base}/metrics`).then((r) => r.text(), () => '')
   const f = fds(child.pid!)
   samples.push({
     t: Date.now(),
     rssMb: metric(text, 'switchboard_process_resident_memory_bytes') / 1e6,
+    // The JavaScript heaps in use (the processing thread's is summed into /metrics): RSS beyond them is native.
+    heapMb: metric(text, 'switchboard_nodejs_heap_size_used_bytes') / 1e6,
     lagP99Ms: metric(text, 'switchboard_nodejs_eventloop_lag_p99_seconds') * 1000,
     fds: f.total,
     sockets: f.sockets,
@@ -191,6 +193,9 @@ console.log(`events     sent ${counts.sent} (${achieved.toFixed(0)}/s) · acknow
 console.log(`proxy      ${counts.proxy} requests · ${counts.proxyErrors} not 200 · calls placed ${counts.calls}`)
 console.log(`(start = first sample after the ${((end - start) * 0.1 / 1000).toFixed(0)} s warm-up)`)
 console.log(`RSS        ${first.rssMb.toFixed(0)} MB → ${last.rssMb.toFixed(0)} MB · slope after warm-up ${rssSlope.toFixed(2)} MB/min (limit ${MAX_RSS_MB_PER_MIN})`)
+// The shape over time, a sample a minute: a plateau reads differently from a steady climb.
+const perMinute = samples.filter((s, i) => i === 0 || Math.floor((s.t - start) / 60_000) !== Math.floor((samples[i - 1]!.t - start) / 60_000))
+console.log(`RSS/heap   by minute (MB): ${perMinute.map((s) => `${s.rssMb.toFixed(0)}/${s.heapMb.toFixed(0)}`).join(' ')}`)
 console.log(`loop p99   ${first.lagP99Ms.toFixed(1)} ms → ${last.lagP99Ms.toFixed(1)} ms · slope ${lagSlope.toFixed(3)} ms/min`)
 console.log(`fds        ${first.fds} → ${last.fds} (limit +${MAX_FD_GROWTH}) · sockets (HTTP + database connections) ${first.sockets} → ${last.sockets}`)
 const failures = [

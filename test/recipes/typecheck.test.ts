@@ -1,11 +1,12 @@
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { main } from '../../src/cli.ts'
 import { BrokenRecipeError, createRecipeEngine, type RecipeEngine } from '../../src/recipes/engine.ts'
+import { createTypeVerdicts } from '../../src/recipes/type-verdicts.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { tempRecipesDir } from './helpers.ts'
 
@@ -114,5 +115,27 @@ describe('start-up cost', () => {
     ].join(';')
     const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' })
     expect(JSON.parse(out.trim().split('\n').at(-1)!)).toEqual([])
+  })
+})
+
+describe.runIf(process.platform === 'linux')('the type-check thread', () => {
+  it('ends once idle (it holds TypeScript: hundreds of MB) and starts again for the next check', async () => {
+    const folder = tempRecipesDir()
+    const verdicts = createTypeVerdicts({ idleMs: 100 })
+    try {
+      const threads = () => readdirSync('/proc/self/task').length
+      const before = threads()
+      const typo = folder.write('typo', TYPO)
+      expect((await verdicts.check([typo])).get(typo)?.message).toMatch(/status/)
+      expect(threads()).toBeGreaterThan(before)
+      await vi.waitFor(() => expect(threads()).toBe(before), { timeout: 10_000, interval: 50 })
+      // A recipe edited under a running service: checked by a new thread.
+      const fixed = folder.write('fixed', FIXED)
+      expect((await verdicts.check([fixed])).has(fixed)).toBe(true)
+      expect((await verdicts.check([fixed])).get(fixed)).toBeUndefined()
+    } finally {
+      await verdicts.close()
+      folder.cleanup()
+    }
   })
 })
