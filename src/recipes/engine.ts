@@ -280,7 +280,11 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       const run = async () => {
         const next = await loadRecipes(dir, fallbackTz)
         // Before the type verdicts: a recipe with type errors still subscribes to what its definition says.
-        const nextSubscriptions = await subscriptionMemory.refresh(next)
+        // Remembering them is a database write: if it fails, the recipes still load, each with its own `on`.
+        const nextSubscriptions = await subscriptionMemory.refresh(next).catch((error: unknown) => {
+          log.warn({ err: error }, 'could not record the recipes\' event subscriptions; a broken recipe gets no events until it loads')
+          return new Map(next.flatMap((r) => (r.definition?.on ? [[r.name, r.definition.on] as const] : [])))
+        })
         checkTypes(next)
         loaded = next
         subscriptions = nextSubscriptions
