@@ -115,7 +115,11 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
 
   const ensureLoaded = async () => {
     loadedOnce ??= engine.reload().then(() => {})
-    await loadedOnce
+    // A first load that failed is tried again by the next caller, not remembered as failed for good.
+    await loadedOnce.catch((error: unknown) => {
+      loadedOnce = undefined
+      throw error
+    })
   }
 
   /** Queues a run behind any run of the same recipe in this process. */
