@@ -1,5 +1,7 @@
+import { fromJson } from '../db/json.ts'
 import type { Runtime } from '../runtime.ts'
 import type { LoadedRecipe } from './loader.ts'
+import { createKvState } from './state.ts'
 
 const NAMESPACE = 'switchboard:recipe-subscriptions'
 
@@ -15,29 +17,17 @@ export interface RecipeSubscriptions {
 }
 
 export function createRecipeSubscriptions(rt: Runtime): RecipeSubscriptions {
+  const state = createKvState(rt, NAMESPACE)
   return {
     async refresh(recipes) {
-      // Read on every (rare) reload: another replica may have recorded newer subscriptions.
+      // Read on every (rare) reload, all at once: another replica may have recorded newer subscriptions.
       const rows = await rt.store.db.selectFrom('kv_state').select(['key', 'value']).where('namespace', '=', NAMESPACE).execute()
-      const known = new Map(rows.map((r) => [r.key, r.value]))
+      const known = new Map(rows.map((r) => [r.key, fromJson<string[]>(r.value) ?? []]))
       const result = new Map<string, readonly string[]>()
       for (const recipe of recipes) {
-        if (recipe.definition) {
-          const on = recipe.definition.on ?? []
-          const text = JSON.stringify(on)
-          if (known.get(recipe.name) !== text) {
-            const now = rt.clock.now()
-            await rt.store.db
-              .insertInto('kv_state')
-              .values({ namespace: NAMESPACE, key: recipe.name, value: text, updated_at: now })
-              .onConflict((oc) => oc.columns(['namespace', 'key']).doUpdateSet({ value: text, updated_at: now }))
-              .execute()
-          }
-          result.set(recipe.name, on)
-        } else {
-          const text = known.get(recipe.name)
-          if (text !== undefined) result.set(recipe.name, JSON.parse(text) as string[])
-        }
+        const on = recipe.definition ? (recipe.definition.on ?? []) : known.get(recipe.name)
+        if (recipe.definition && JSON.stringify(known.get(recipe.name)) !== JSON.stringify(on)) await state.set(recipe.name, on)
+        if (on) result.set(recipe.name, on)
       }
       return result
     },
