@@ -2,8 +2,11 @@ import type { Runtime } from '../runtime.ts'
 import type { Effects } from '../utils/effects.ts'
 import { addToDnc, loadDncList, type DncOptions } from './dnc.ts'
 import { normalizePhone } from './phones.ts'
+import { chunks } from '../utils/chunks.ts'
 import {
+  DEAD_CALL_STATUSES,
   DEFAULT_FOLLOW_UP,
+  TECHNICAL_FAILURES,
   planFollowUps,
   type CallInput,
   type ConversationInput,
@@ -15,8 +18,8 @@ import { scheduleCalls, type ScheduleCallOutcome } from './schedule-call.ts'
 /**
  * The follow-up sweep: read the conversations read model and the calls ledger, plan with
  * `planFollowUps`, record opt-outs in the do-not-call list, and schedule each planned call. This is what
- * the `no-answer-followup` recipe runs, both on `call.no_answer` / `call.busy` events (restricted to that
- * conversation) and on its periodic sweep (everything recent).
+ * the `no-answer-followup` recipe runs, both on `call.no_answer` / `call.busy` events (restricted to those
+ * conversations) and on its periodic sweep (every recent candidate not yet followed up).
  */
 export interface RunFollowUpsOptions extends FollowUpOptions {
   /** Recorded on each call placed. */
@@ -41,6 +44,11 @@ const CALL_COLUMNS = [
   'status', 'created_at', 'scheduled_for', 'parameters',
 ] as const
 
+/** How many candidates are planned together: one page's conversations and their contacts' history are in memory at a time. */
+const PAGE = 500
+/** The most values one IN list carries (SQLite allows 32,766 bound values, Postgres 65,535). */
+const IN_LIST = 1_000
+
 /** The planner's inputs from the database: everything recent, or one set of conversations' contacts. */
 export async function loadFollowUpInputs(
   rt: Runtime,
@@ -54,8 +62,10 @@ export async function loadFollowUpInputs(
     ])
     return { conversations, calls }
   }
-  if (options.conversationIds.length === 0) return { conversations: [], calls: [] }
-  const targets = await db.selectFrom('conversations').select(CONVERSATION_COLUMNS).where('conversation_id', 'in', options.conversationIds).execute()
+  const targets: ConversationInput[] = []
+  for (const ids of chunks([...new Set(options.conversationIds)], IN_LIST)) {
+    targets.push(...(await db.selectFrom('conversations').select(CONVERSATION_COLUMNS).where('conversation_id', 'in', ids).execute()))
+  }
   // History is per contact: every spelling of the numbers involved.
   const numbers = new Set<string>()
   for (const t of targets) {
@@ -64,34 +74,84 @@ export async function loadFollowUpInputs(
     const n = normalizePhone(t.contact_number, { defaultCountry: rt.config.defaultCountry })
     if (n.ok) numbers.add(n.e164)
   }
-  if (numbers.size === 0) return { conversations: targets, calls: [] }
-  const list = [...numbers]
-  const [history, calls] = await Promise.all([
-    db.selectFrom('conversations').select(CONVERSATION_COLUMNS).where('contact_number', 'in', list).where('updated_at', '>=', options.since).execute(),
-    db.selectFrom('calls').select(CALL_COLUMNS).where('customer_phone', 'in', list).where('created_at', '>=', options.since).execute(),
-  ])
+  const history: ConversationInput[] = []
+  const calls: CallInput[] = []
+  for (const list of chunks([...numbers], IN_LIST)) {
+    const [h, c] = await Promise.all([
+      db.selectFrom('conversations').select(CONVERSATION_COLUMNS).where('contact_number', 'in', list).where('updated_at', '>=', options.since).execute(),
+      db.selectFrom('calls').select(CALL_COLUMNS).where('customer_phone', 'in', list).where('created_at', '>=', options.since).execute(),
+    ])
+    history.push(...h)
+    calls.push(...c)
+  }
   const seen = new Set(history.map((c) => c.conversation_id))
   return { conversations: [...history, ...targets.filter((t) => !seen.has(t.conversation_id))], calls }
 }
 
+/**
+ * The sweep's candidates, oldest first: terminal conversations of a status that is followed up, recent
+ * enough, that no live call in the ledger follows up yet. Everything else would only be skipped — and a
+ * month of conversations read at once is what made the sweep's memory grow with the data.
+ */
+export async function followUpCandidates(
+  rt: Runtime,
+  options: { endedSince: number; technicalFailures?: boolean; agentIds?: number[] },
+): Promise<string[]> {
+  if (options.agentIds?.length === 0) return []
+  const statuses: string[] = ['no_answer', 'busy', ...(options.technicalFailures ? TECHNICAL_FAILURES : [])]
+  let query = rt.store.db
+    .selectFrom('conversations')
+    .select('conversation_id')
+    .where('status', 'in', statuses)
+    .where('terminal', '=', 1)
+    .where('updated_at', '>=', options.endedSince)
+    .where(({ not, exists, selectFrom }) =>
+      not(exists(
+        selectFrom('calls')
+          .select('calls.id')
+          .whereRef('calls.previous_conversation_id', '=', 'conversations.conversation_id')
+          .where('calls.status', 'not in', DEAD_CALL_STATUSES),
+      )),
+    )
+  if (options.agentIds) query = query.where('agent_id', 'in', options.agentIds)
+  const rows = await query.orderBy('updated_at').orderBy('conversation_id').execute()
+  return rows.map((r) => r.conversation_id)
+}
+
+/**
+ * Plans and schedules follow-ups, a page of candidates at a time: the conversations given (an event
+ * batch), or on a sweep every recent terminal no_answer / busy (and technical, when asked) conversation
+ * not yet followed up. Each page reads its contacts' whole history, so the attempt cap and "a later
+ * call supersedes" hold across pages; memory is bounded by the page, not by the data.
+ */
 export async function runFollowUps(rt: Runtime, options: RunFollowUpsOptions, effects: Effects): Promise<RunFollowUpsResult> {
   const now = rt.clock.now()
   const maxAge = options.maxAgeMs ?? DEFAULT_FOLLOW_UP.maxAgeMs
   const since = now - maxAge - (options.historyMs ?? 30 * 24 * 3_600_000)
-  const [inputs, dnc] = await Promise.all([
-    loadFollowUpInputs(rt, { since, conversationIds: options.conversationIds }),
+  const [candidates, dnc] = await Promise.all([
+    options.conversationIds
+      ? [...new Set(options.conversationIds)]
+      : followUpCandidates(rt, { endedSince: now - maxAge, technicalFailures: options.technicalFailures, agentIds: options.agentIds }),
     loadDncList(rt, options.dnc),
   ])
-  const result = planFollowUps({
-    ...inputs,
-    dnc,
-    now,
-    options: { defaultCountry: rt.config.defaultCountry, timeZone: rt.config.recipes.timezone, ...options },
-  })
-  if (!effects.dryRun) {
-    for (const o of result.optOuts) await addToDnc(rt, o.phone, { reason: 'results asked not to be called', source: `conversation:${o.conversationId}` })
+  const result: FollowUpResult = { plans: [], skips: [], optOuts: [] }
+  const outcomes: ScheduleCallOutcome[] = []
+  for (const page of chunks(candidates, PAGE)) {
+    const inputs = await loadFollowUpInputs(rt, { since, conversationIds: page })
+    const planned = planFollowUps({
+      ...inputs,
+      dnc,
+      now,
+      options: { defaultCountry: rt.config.defaultCountry, timeZone: rt.config.recipes.timezone, ...options, conversationIds: page },
+    })
+    if (!effects.dryRun) {
+      for (const o of planned.optOuts) await addToDnc(rt, o.phone, { reason: 'results asked not to be called', source: `conversation:${o.conversationId}` })
+    }
+    outcomes.push(...(await scheduleCalls(rt, planned.plans, effects, { recipe: options.recipe ?? null, apiKey: options.apiKey, dnc: options.dnc, timeZone: options.timeZone })))
+    result.plans.push(...planned.plans)
+    result.skips.push(...planned.skips)
+    result.optOuts.push(...planned.optOuts)
   }
-  const outcomes = await scheduleCalls(rt, result.plans, effects, { recipe: options.recipe ?? null, apiKey: options.apiKey, dnc: options.dnc, timeZone: options.timeZone })
   const count = (s: ScheduleCallOutcome['status']) => outcomes.filter((o) => o.status === s).length
   return {
     ...result,

@@ -120,7 +120,8 @@ export const DEFAULT_FOLLOW_UP = {
 const E164 = /^\+[1-9]\d{6,14}$/
 
 /** Calls the provider refused or that never reached it do not count as attempts and do not block. */
-const DEAD_CALL = new Set(['failed', 'rejected'])
+export const DEAD_CALL_STATUSES = ['failed', 'rejected'] as const
+const DEAD_CALL = new Set<string>(DEAD_CALL_STATUSES)
 
 function parse<T>(text: string | null): T | null {
   if (!text) return null

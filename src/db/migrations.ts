@@ -371,6 +371,21 @@ const m0007: Migration = {
   },
 }
 
+/**
+ * The follow-up sweep reads only what it may act on: terminal conversations of a follow-up status, recent
+ * (status, updated_at), that no live call in the ledger follows up yet (previous_conversation_id).
+ */
+const m0008: Migration = {
+  async up(db: AnyDb) {
+    await db.schema.createIndex('conversations_status_updated').ifNotExists().on('conversations').columns(['status', 'updated_at']).execute()
+    await db.schema.createIndex('calls_previous_conversation').ifNotExists().on('calls').column('previous_conversation_id').execute()
+  },
+  async down(db: AnyDb) {
+    await db.schema.dropIndex('calls_previous_conversation').ifExists().execute()
+    await db.schema.dropIndex('conversations_status_updated').ifExists().execute()
+  },
+}
+
 export const migrations: Record<string, Migration> = {
   '0001_initial': m0001,
   '0002_webhooks_stats': m0002,
@@ -379,6 +394,7 @@ export const migrations: Record<string, Migration> = {
   '0005_dashboard_indexes': m0005,
   '0006_destinations': destinationsMigration,
   '0007_recording_headers': m0007,
+  '0008_follow_up_sweep_indexes': m0008,
 }
 
 export const migrationProvider: MigrationProvider = {

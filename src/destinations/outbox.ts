@@ -3,6 +3,7 @@ import type { Database, DestinationDeliveriesTable, WebhookEventsTable } from '.
 import type { Runtime } from '../runtime.ts'
 import type { DestinationConfig, ForwardedBody, ForwardedEvent } from './config.ts'
 import { deliveryId } from './sign.ts'
+import { chunks } from '../utils/chunks.ts'
 
 /**
  * The durable outbox: one `destination_deliveries` row per (event, destination). Rows are written in the
@@ -63,10 +64,10 @@ const INSERT_CHUNK = 500
 export async function enqueueDeliveries(trx: Transaction<Database>, rt: Runtime, events: OutboxEvent[]): Promise<number> {
   const rows = planDeliveries(rt, events)
   let written = 0
-  for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+  for (const chunk of chunks(rows, INSERT_CHUNK)) {
     const result = await trx
       .insertInto('destination_deliveries')
-      .values(rows.slice(i, i + INSERT_CHUNK))
+      .values(chunk)
       .onConflict((oc) => oc.column('id').doNothing())
       .executeTakeFirst()
     written += Number(result.numInsertedOrUpdatedRows ?? 0)
@@ -201,10 +202,12 @@ export async function recordAttempts(rt: Runtime, owner: string, records: Attemp
     const delivered = new Map<number, string[]>()
     for (const r of records) {
       if (r.result !== 'delivered' || r.status === null) continue
-      delivered.set(r.status, [...(delivered.get(r.status) ?? []), r.row.id])
+      const ids = delivered.get(r.status)
+      if (ids) ids.push(r.row.id)
+      else delivered.set(r.status, [r.row.id])
     }
     for (const [status, ids] of delivered) {
-      for (let i = 0; i < ids.length; i += INSERT_CHUNK) {
+      for (const chunk of chunks(ids, INSERT_CHUNK)) {
         await trx
           .updateTable('destination_deliveries')
           .set((eb) => ({
@@ -218,7 +221,7 @@ export async function recordAttempts(rt: Runtime, owner: string, records: Attemp
             claimed_by: null,
             claimed_until: null,
           }))
-          .where('id', 'in', ids.slice(i, i + INSERT_CHUNK))
+          .where('id', 'in', chunk)
           .where('claimed_by', '=', owner)
           .execute()
       }
@@ -255,11 +258,10 @@ export async function recordAttempts(rt: Runtime, owner: string, records: Attemp
       error: r.error,
       response: r.response,
     }))
-    for (let i = 0; i < attemptRows.length; i += INSERT_CHUNK) {
-      if (attemptRows.length === 0) break
+    for (const chunk of chunks(attemptRows, INSERT_CHUNK)) {
       await trx
         .insertInto('destination_attempts')
-        .values(attemptRows.slice(i, i + INSERT_CHUNK))
+        .values(chunk)
         .onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing())
         .execute()
     }

@@ -1,6 +1,7 @@
 import { sql, type Selectable } from 'kysely'
 import type { RecipeEventFiresTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
+import { chunks } from '../utils/chunks.ts'
 
 /**
  * Claims that make scheduled ticks and event triggers run once across replicas: the first to insert the
@@ -44,8 +45,7 @@ const ENQUEUE_CHUNK = 100
 export async function enqueueEventFires(rt: Runtime, fires: Array<{ recipe: string; eventId: string }>): Promise<Array<{ recipe: string; eventId: string }>> {
   const now = rt.clock.now()
   const fresh: Array<{ recipe: string; eventId: string }> = []
-  for (let i = 0; i < fires.length; i += ENQUEUE_CHUNK) {
-    const chunk = fires.slice(i, i + ENQUEUE_CHUNK)
+  for (const chunk of chunks(fires, ENQUEUE_CHUNK)) {
     const inserted = await rt.store.db
       .insertInto('recipe_event_fires')
       .values(chunk.map((f) => ({ recipe: f.recipe, event_id: f.eventId, fired_at: now, status: 'pending', attempts: 0, next_attempt_at: now })))
@@ -115,8 +115,7 @@ export type FireOutcome =
 
 /** Records how a claimed batch ended, guarded by the claim (a run whose claim lapsed cannot overwrite). */
 export async function finishFires(rt: Runtime, recipe: string, owner: string, eventIds: string[], outcome: FireOutcome): Promise<void> {
-  for (let i = 0; i < eventIds.length; i += ENQUEUE_CHUNK) {
-    const ids = eventIds.slice(i, i + ENQUEUE_CHUNK)
+  for (const ids of chunks(eventIds, ENQUEUE_CHUNK)) {
     await rt.store.db
       .updateTable('recipe_event_fires')
       .set((eb) => ({
@@ -137,12 +136,12 @@ export async function finishFires(rt: Runtime, recipe: string, owner: string, ev
 
 /** Hands claimed events back to the queue untouched (status, attempts and due time as they were). */
 export async function releaseFires(rt: Runtime, recipe: string, owner: string, eventIds: string[]): Promise<void> {
-  for (let i = 0; i < eventIds.length; i += ENQUEUE_CHUNK) {
+  for (const ids of chunks(eventIds, ENQUEUE_CHUNK)) {
     await rt.store.db
       .updateTable('recipe_event_fires')
       .set({ claimed_by: null, claimed_until: null })
       .where('recipe', '=', recipe)
-      .where('event_id', 'in', eventIds.slice(i, i + ENQUEUE_CHUNK))
+      .where('event_id', 'in', ids)
       .where('claimed_by', '=', owner)
       .execute()
   }

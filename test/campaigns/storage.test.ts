@@ -112,10 +112,14 @@ describeEachDialect('campaign toolkit with storage', (dialect) => {
       idempotency_key: first.plans[0]!.idempotencyKey,
     })
 
-    // The sweep runs again: the ledger shows the follow-up, so nothing is planned or sent.
+    // The sweep runs again: the ledger shows the follow-up, so the conversation is no longer a candidate.
     const second = await runFollowUps(rt, { recipe: 'no-answer-followup' }, live())
     expect(second.plans).toEqual([])
-    expect(second.skips).toMatchObject([{ code: 'already_followed_up' }])
+    expect(second.skips).toEqual([])
+    expect(upstream.requests).toHaveLength(1)
+    // Named explicitly (an event redelivered), it is decided and skipped as followed up.
+    const named = await runFollowUps(rt, { recipe: 'no-answer-followup', conversationIds: ['e36853de-9cbb-441e-ad75-d3c8ac82abfb_1'] }, live())
+    expect(named.skips).toMatchObject([{ code: 'already_followed_up' }])
     expect(upstream.requests).toHaveLength(1)
   })
 
@@ -158,6 +162,26 @@ describeEachDialect('campaign toolkit with storage', (dialect) => {
     expect(upstream.requests).toHaveLength(2)
   })
 
+  it('the sweep works candidates a page at a time: each is decided once, history spans pages, completed calls are not read', async () => {
+    const rows: ConversationsTable[] = []
+    for (let i = 0; i < 1_100; i++) {
+      const phone = `+9198000${String(i).padStart(5, '0')}`
+      rows.push(conversationRow({ conversation_id: `p${i}_1`, trace_id: `tp_${i}`, contact_number: phone, call_parameters: JSON.stringify({ customer_phone: phone }), updated_at: EVENING - 1_000 + i }))
+    }
+    // One contact with an early no_answer (first page) and a later one (last page): only the later is followed up.
+    rows.push(conversationRow({ conversation_id: 'y_1', trace_id: 'ty1', ended_at: EVENING - 3_600_000, updated_at: EVENING - 3_600_000 }))
+    rows.push(conversationRow({ conversation_id: 'y_2', trace_id: 'ty2', updated_at: EVENING + 1 }))
+    rows.push(conversationRow({ conversation_id: 'c_1', trace_id: 'tc1', contact_number: '+919800099999', status: 'completed' }))
+    for (let i = 0; i < rows.length; i += 200) await rt.store.db.insertInto('conversations').values(rows.slice(i, i + 200)).execute()
+
+    const result = await runFollowUps(rt, {}, dry())
+    expect(result.plans).toHaveLength(1_101)
+    expect(new Set(result.plans.map((p) => p.previousConversationId)).size).toBe(1_101)
+    expect(result.plans.find((p) => p.previousConversationId === 'y_2')).toMatchObject({ attempt: 3 })
+    expect(result.skips).toEqual([expect.objectContaining({ conversationId: 'y_1', code: 'not_latest' })])
+    expect(upstream.requests).toHaveLength(0)
+  })
+
   it('a dry run plans the call and sends nothing, writes nothing', async () => {
     await seedNoAnswer()
     const effects = dry()
@@ -177,7 +201,7 @@ describeEachDialect('campaign toolkit with storage', (dialect) => {
   })
 
   it('do-not-call: the table blocks follow-ups and direct calls; results asking not to be called add the number (live runs only)', async () => {
-    await seedNoAnswer({ conversation_id: 'x_1', status: 'completed', results: JSON.stringify({ intent: 'do_not_call' }) })
+    await seedNoAnswer({ conversation_id: 'x_1', status: 'busy', results: JSON.stringify({ intent: 'do_not_call' }) })
     await runFollowUps(rt, {}, dry())
     expect(await isBlocked(rt, '09876543210')).toBe(false)
     await runFollowUps(rt, {}, live())
