@@ -2,7 +2,7 @@ import type { Insertable, Transaction } from 'kysely'
 import type { Database, WebhookEventsTable } from '../db/schema.ts'
 import type { Store } from '../db/connect.ts'
 import { startSqliteWriter, type CompiledStatement, type SqliteWriter } from './sqlite-writer.ts'
-import { classifyStorageError } from './storage-errors.ts'
+import { classifyStorageError, isRetryableConflict } from './storage-errors.ts'
 
 export type InboxRow = Insertable<WebhookEventsTable>
 
@@ -92,8 +92,8 @@ export interface Inbox {
   commit(row: PendingRow): Promise<CommitResult>
   /** Counts a rejected delivery in its per-minute bucket (buffered; flushed with the next commit). */
   countRejection(target: string, reason: string, atMs: number): void
-  /** Called after each successful commit that stored at least one new event. */
-  onCommitted(fn: () => void): () => void
+  /** Called after each successful commit that stored at least one new event, with the deliveries it committed. */
+  onCommitted(fn: (deliveries: number) => void): () => void
   /** Waits for everything queued so far to be committed. */
   flush(): Promise<void>
   /** Flushes, then stops the writer thread (SQLite). */
@@ -118,17 +118,25 @@ interface Waiter {
   reject(error: Error): void
 }
 
+/** One order for every writer's rows: only its consistency across writers matters, not which order it is. */
+const byKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
+
 /** Rows per transaction; keeps a multi-row insert well under SQLite's variable limit. */
 const MAX_BATCH = 400
 
-export function createInbox(store: Store): Inbox {
+export interface InboxOptions {
+  /** Told the size of each group commit's batch (deliveries, duplicates included) as it is written. */
+  onBatch?(size: number): void
+}
+
+export function createInbox(store: Store, options: InboxOptions = {}): Inbox {
   let queue: Waiter[] = []
   let rejections = new Map<string, RejectionRow>()
   const file = store.dialect === 'sqlite' ? store.sqlite?.name : undefined
   const writer = file && file !== ':memory:' && !store.sqlite?.memory ? startSqliteWriter(file) : undefined
   let running: Promise<void> | undefined
   let scheduled = false
-  const listeners = new Set<() => void>()
+  const listeners = new Set<(deliveries: number) => void>()
 
   /** Splits a batch into first copies (to insert) and copies already known to repeat within it. */
   function plan(batch: Waiter[]): { firsts: PendingRow[]; repeats: Map<string, number> } {
@@ -165,16 +173,30 @@ export function createInbox(store: Store): Inbox {
   if (insertProbe.parameters.join(',') !== ROW_COLUMNS.map((c) => `?${c}`).join(',')) throw new Error('unexpected parameter order in the inbox insert')
   const insertSql = insertProbe.sql
 
-  /** Postgres (and in-memory SQLite): one kysely transaction. Returns the ids actually inserted. */
+  /**
+   * Postgres (and in-memory SQLite): one kysely transaction. Returns the ids actually inserted. Rows are
+   * written in key order, so two replicas committing batches that share event ids (the provider's retries
+   * reach either) wait for each other instead of deadlocking; a deadlock or serialization failure that
+   * still happens is run again, since Postgres rolled the whole transaction back.
+   */
   async function writeWithTransaction(batch: Waiter[], stats: Map<string, RejectionRow>): Promise<Set<string>> {
-    return store.db.transaction().execute(async (trx) => {
-      const { firsts, repeats } = plan(batch)
-      const stored = new Set(firsts.length > 0 ? (await insertQuery(trx, firsts).execute()).map((r) => r.event_id) : [])
-      for (const row of firsts) if (!stored.has(row.event_id)) repeats.set(row.event_id, (repeats.get(row.event_id) ?? 0) + 1)
-      for (const [eventId, n] of repeats) await duplicateQuery(trx, eventId, n).execute()
-      for (const r of stats.values()) await rejectionQuery(trx, r).execute()
-      return stored
-    })
+    const { firsts, repeats } = plan(batch)
+    firsts.sort((a, b) => byKey(a.event_id, b.event_id))
+    const rejectionRows = [...stats.entries()].sort(([a], [b]) => byKey(a, b)).map(([, r]) => r)
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await store.db.transaction().execute(async (trx) => {
+          const stored = new Set(firsts.length > 0 ? (await insertQuery(trx, firsts).execute()).map((r) => r.event_id) : [])
+          const duplicates = new Map(repeats)
+          for (const row of firsts) if (!stored.has(row.event_id)) duplicates.set(row.event_id, (duplicates.get(row.event_id) ?? 0) + 1)
+          for (const eventId of [...duplicates.keys()].sort(byKey)) await duplicateQuery(trx, eventId, duplicates.get(eventId)!).execute()
+          for (const r of rejectionRows) await rejectionQuery(trx, r).execute()
+          return stored
+        })
+      } catch (error) {
+        if (attempt >= 3 || !isRetryableConflict(error)) throw error
+      }
+    }
   }
 
   /** SQLite file: the same statements, compiled here, committed on the writer thread. */
@@ -246,6 +268,7 @@ export function createInbox(store: Store): Inbox {
       queue = queue.slice(batch.length)
       const stats = rejections
       rejections = new Map()
+      if (batch.length > 0) options.onBatch?.(batch.length)
       let storedAny: boolean
       try {
         storedAny = settle(batch, await write(batch, stats))
@@ -257,7 +280,7 @@ export function createInbox(store: Store): Inbox {
           continue
         }
       }
-      if (storedAny) for (const fn of listeners) fn()
+      if (storedAny) for (const fn of listeners) fn(batch.length)
     }
   }
 

@@ -15,6 +15,8 @@ export interface WebhookMetrics {
   storageFull: Gauge
   /** From receipt to processed. */
   lagSeconds: Histogram<'source'>
+  /** Deliveries per group commit of the inbox: small batches mean a commit (and a thread wake-up) per event. */
+  commitBatchSize: Histogram
 }
 
 const cache = new WeakMap<Registry, WebhookMetrics>()
@@ -49,6 +51,12 @@ export function webhookMetrics(registry: Registry): WebhookMetrics {
       help: 'Time from an event being stored to it being processed (read model and every consumer)',
       labelNames: ['source'],
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
+      registers,
+    }),
+    commitBatchSize: new Histogram({
+      name: 'switchboard_webhook_commit_batch_size',
+      help: 'Deliveries committed together by the inbox (group commit)',
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 400],
       registers,
     }),
   }

@@ -9,6 +9,7 @@ import { backoffMs } from '../utils/backoff.ts'
 export { backoffMs }
 import { applyReadModelBatch } from './read-model.ts'
 import { enqueueDeliveries } from '../destinations/outbox.ts'
+import { isRetryableConflict } from './storage-errors.ts'
 
 export type EventRow = Selectable<WebhookEventsTable>
 
@@ -133,12 +134,6 @@ function keepClaimedWhileRunning(rt: Runtime, owner: string, ids: string[]): () 
     cancel?.()
     await running
   }
-}
-
-/** Postgres aborted the transaction to break a deadlock (40P01) or a serialization conflict (40001): it can simply run again. */
-function isRetryableConflict(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code
-  return code === '40P01' || code === '40001'
 }
 
 /** Records every outcome of a batch in one transaction, with the deliveries its processed events owe. */

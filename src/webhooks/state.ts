@@ -1,5 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import { createInbox, type Inbox } from './inbox.ts'
+import { webhookMetrics } from './metrics.ts'
 import type { Worker } from './worker.ts'
 
 /** Per-runtime webhook machinery: one inbox (so all requests share group commits) and the worker, if started. */
@@ -13,7 +14,7 @@ const states = new WeakMap<Runtime, WebhookState>()
 export function webhookState(rt: Runtime): WebhookState {
   let state = states.get(rt)
   if (!state) {
-    const created: WebhookState = { inbox: createInbox(rt.store), worker: undefined }
+    const created: WebhookState = { inbox: createInbox(rt.store, { onBatch: (size) => webhookMetrics(rt.metrics).commitBatchSize.observe(size) }), worker: undefined }
     created.inbox.onCommitted(() => created.worker?.wake())
     rt.onClose(() => created.inbox.close())
     states.set(rt, created)

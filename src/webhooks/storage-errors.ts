@@ -28,3 +28,9 @@ export function classifyStorageError(error: unknown): StorageFailure {
   }
   return 'unavailable'
 }
+
+/** Postgres aborted the transaction to break a deadlock (40P01) or a serialization conflict (40001): it can simply run again. */
+export function isRetryableConflict(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code
+  return code === '40P01' || code === '40001'
+}

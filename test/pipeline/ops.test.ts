@@ -23,6 +23,9 @@ describeEachDialect('backlog you can see', (dialect) => {
     const metrics = await (await get('/metrics')).text()
     expect(metrics).toContain('switchboard_events_pending{role="all"} 3')
     expect(metrics).toContain('switchboard_events_oldest_pending_age_seconds{role="all"} 31')
+    // Three deliveries one after another: three group commits of one.
+    expect(metrics).toContain('switchboard_webhook_commit_batch_size_sum 3')
+    expect(metrics).toContain('switchboard_webhook_commit_batch_size_count 3')
     for (const name of ['switchboard_processing_lag_seconds', 'switchboard_recipe_runs_total', 'switchboard_recipe_run_seconds']) expect(metrics).toContain(`# TYPE ${name}`)
   })
 })
