@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads'
 import { AggregatorRegistry, type Registry } from 'prom-client'
 import type { Runtime } from './runtime.ts'
 import type { ThreadMessage, ThreadReply } from './processing-thread.ts'
+import { trackReceiverLoad } from './webhooks/receiver-load.ts'
 import { webhookState } from './webhooks/state.ts'
 
 type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>
@@ -9,6 +10,8 @@ type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>
 export interface ProcessingThread {
   /** This runtime's metrics and the thread's, summed, as Prometheus text. */
   metrics(): Promise<string>
+  /** False between a thread's death and its replacement being ready. */
+  running(): boolean
   stop(): Promise<void>
 }
 
@@ -35,15 +38,18 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
   const pending = new Map<number, (json: MetricsJson | undefined) => void>()
   let seq = 0
   let current: Worker | undefined
+  let readyWorker: Worker | undefined
   let stopping = false
   let stopped: (() => void) | undefined
   let backoff = RESTART_MIN_MS
   let cancelRestart: (() => void) | undefined
 
   const send = (message: ThreadMessage) => current?.postMessage(message)
+  // The receiver's commit rate, read by the thread to hold back during a burst (PROCESSING_YIELD_ABOVE).
+  const load = trackReceiverLoad(rt.config.pipeline.processingYieldAbove)
 
   function spawn(): Promise<void> {
-    const worker = new Worker(new URL('./worker-thread.mjs', import.meta.url), { workerData: { config: rt.config } })
+    const worker = new Worker(new URL('./worker-thread.mjs', import.meta.url), { workerData: { config: rt.config, receiverLoad: load.shared } })
     current = worker
     const startedAt = rt.clock.now()
     return new Promise<void>((resolve, reject) => {
@@ -51,6 +57,7 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
       worker.on('message', (reply: ThreadReply) => {
         if (reply.type === 'ready') {
           ready = true
+          readyWorker = worker
           resolve()
         } else if (reply.type === 'failed') reject(new Error(`the processing thread could not start: ${reply.error}`))
         else if (reply.type === 'metrics') {
@@ -61,6 +68,7 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
       worker.on('error', (error) => rt.log.error({ err: error.message }, 'the processing thread failed'))
       worker.on('exit', (code) => {
         if (current === worker) current = undefined
+        if (readyWorker === worker) readyWorker = undefined
         // Metrics requests the dead thread will never answer.
         for (const [id, answer] of pending) {
           answer(undefined)
@@ -84,7 +92,9 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
 
   // Coalesced: one wake per tick however many commits landed in it.
   let waking = false
-  const off = webhookState(rt).inbox.onCommitted(() => {
+  const off = webhookState(rt).inbox.onCommitted((deliveries) => {
+    // Wall-clock time, as the thread reads it (its runtime runs on the system clock).
+    load.committed(deliveries, Date.now())
     if (waking) return
     waking = true
     setImmediate(() => {
@@ -93,6 +103,7 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
     })
   })
   return {
+    running: () => readyWorker !== undefined && readyWorker === current,
     async metrics() {
       const id = seq++
       const theirs = new Promise<MetricsJson | undefined>((resolve) => {

@@ -1,4 +1,4 @@
-import { setPriority } from 'node:os'
+import { getPriority, setPriority } from 'node:os'
 import { parentPort, workerData } from 'node:worker_threads'
 import { Registry } from 'prom-client'
 import type { Config } from './config/load.ts'
@@ -7,6 +7,7 @@ import { useDerivedDurability } from './db/connect.ts'
 import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
 import { startBackground } from './server.ts'
 import { sleep } from './utils/clock.ts'
+import { createYieldGate, setYieldGate } from './webhooks/receiver-load.ts'
 import { webhookState } from './webhooks/state.ts'
 
 /**
@@ -25,7 +26,7 @@ const START_RETRY_MAX_MS = 15_000
 
 const port = parentPort
 if (!port) throw new Error('processing-thread.ts runs only as a worker thread')
-const { config } = workerData as { config: Config }
+const { config, receiverLoad } = workerData as { config: Config; receiverLoad?: SharedArrayBuffer }
 
 let rt: Runtime
 try {
@@ -39,12 +40,14 @@ try {
 // This connection writes only what is derived from the inbox (see useDerivedDurability).
 useDerivedDurability(rt.store)
 logUnhandledRejections(rt)
-// PROCESSING_NICE (off by default): the receiver's threads get a core first, since its answers are what the
-// provider waits for while processing only has to keep up over seconds. Measured under a burst on two
-// cores, nice 10 took the receiver's p50 from 8–10 ms to 5 ms and its p99 from 35–120 ms to 30 ms, with the
-// same throughput end to end; but beside other busy programs a niced thread falls far behind. On Linux a
-// nice value belongs to one thread (this one); elsewhere it would be the whole process.
-if (process.platform === 'linux' && config.pipeline.processingNice > 0) {
+// PROCESSING_NICE (default 5): the receiver's threads get a core first, since its answers are what the
+// provider waits for while processing only has to keep up over seconds. Measured under a burst on two cores
+// (README → Benchmarks): ingest while processing +25–40 %, p99 while draining 60–150 ms → 20–30 ms, end to end
+// the same or better. Nice 5 rather than 10: beside other busy programs (outside a container or service
+// cgroup, where nice only ranks this service's own threads) a niced thread gets a smaller share of a busy
+// core — about a quarter at 5, a tenth at 10. Never raises a priority: a process started at a higher nice
+// value keeps it. On Linux a nice value belongs to one thread (this one); elsewhere it would be the whole process.
+if (process.platform === 'linux' && config.pipeline.processingNice > getPriority(0)) {
   try {
     setPriority(0, config.pipeline.processingNice)
   } catch (error) {
@@ -54,8 +57,24 @@ if (process.platform === 'linux' && config.pipeline.processingNice > 0) {
 
 let stopBackground: (() => Promise<void>) | undefined
 let stopping = false
+// Webhook batches, queued calls and deliveries wait while the receiver takes a burst (PROCESSING_YIELD_ABOVE;
+// src/webhooks/receiver-load.ts); stopping ends the wait.
+if (receiverLoad && config.pipeline.processingYieldAbove > 0) {
+  setYieldGate(rt, createYieldGate(receiverLoad, { now: () => rt.clock.now(), sleep: (ms) => sleep(rt.clock, ms), stopping: () => stopping }))
+}
+// Wakes are coalesced: a pass of synchronous SQLite work does not yield to the message queue, so the wakes
+// of every commit during it arrive together afterwards — hundreds after a burst, each of which started a pass
+// whose claim (a write transaction, competing with the receiver's commits for the lock) found nothing.
+let wakeQueued = false
 port.on('message', (message: ThreadMessage) => {
-  if (message.type === 'wake') webhookState(rt).worker?.wake()
+  if (message.type === 'wake') {
+    if (wakeQueued) return
+    wakeQueued = true
+    setImmediate(() => {
+      wakeQueued = false
+      webhookState(rt).worker?.wake()
+    })
+  }
   else if (message.type === 'metrics') {
     void rt.metrics.getMetricsAsJSON().then((json) => port.postMessage({ type: 'metrics', id: message.id, json } satisfies ThreadReply))
   } else if (message.type === 'stop') {

@@ -39,6 +39,16 @@ export const ROLES: readonly Role[] = ['receiver', 'worker', 'all']
 interface OpsState {
   role: Role
   thread?: ProcessingThread
+  /** True until processing (thread or inline) has started: the receiver already accepts meanwhile. */
+  starting?: boolean
+}
+
+/** What `/readyz` says of processing: `none` on a receiver; `starting` while it loads; `restarting` after its thread died. */
+function processingState(state: OpsState): 'none' | 'starting' | 'running' | 'restarting' {
+  if (state.role === 'receiver') return 'none'
+  if (state.starting) return 'starting'
+  if (state.thread) return state.thread.running() ? 'running' : 'restarting'
+  return 'running'
 }
 const opsStates = new WeakMap<Runtime, OpsState>()
 const opsState = (rt: Runtime): OpsState => {
@@ -91,10 +101,11 @@ function registerOpsRoutes(app: H3, rt: Runtime): void {
     const ready = await readiness(rt)
     event.res.status = ready.httpStatus
     if (ready.httpStatus !== 200) return ready.body
-    const role = opsState(rt).role
+    const state = opsState(rt)
+    const role = state.role
     const backlog = await inboxBacklog(rt)
     const threshold = rt.config.pipeline.backlogDegradedMs
-    const body = { ...ready.body, role, backlog: { pending: backlog.pending, oldest_age_seconds: Math.round(backlog.oldestAgeMs / 1000) } }
+    const body = { ...ready.body, role, processing: processingState(state), backlog: { pending: backlog.pending, oldest_age_seconds: Math.round(backlog.oldestAgeMs / 1000) } }
     // Still 200: the receiver keeps accepting (taking it out of rotation would lose deliveries); degraded
     // tells the operator that processing is behind (BACKLOG_DEGRADED_SECONDS).
     if (backlog.oldestAgeMs > threshold) {
@@ -221,6 +232,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   let stopBackground: () => Promise<void> = async () => {}
   try {
     if (options.background !== false) {
+      opsState(rt).starting = true
       if (role === 'all' && options.processing === 'thread' && canRunInThread(rt)) {
         const stopOwn = await startBackground(rt, { role: 'receiver' })
         const thread = await startProcessingThread(rt).catch(async (error: unknown) => {
@@ -233,6 +245,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
           await stopOwn()
         }
       } else stopBackground = await startBackground(rt, { role })
+      opsState(rt).starting = false
     }
   } catch (error) {
     // Never a half-started service: a listener with nothing behind it would accept events nobody processes.

@@ -42,6 +42,8 @@ export interface Config {
     callConcurrency: number
     /** Scheduling priority (Linux nice, 0–19) of the processing thread under `serve`: the receiver goes first. */
     processingNice: number
+    /** Deliveries a second at the receiver above which the processing thread holds back (0: never). */
+    processingYieldAbove: number
     backlogDegradedMs: number
   }
   adminToken: string | undefined
@@ -181,6 +183,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       recipeBatchWaitMs: e.RECIPE_BATCH_WAIT_MS,
       callConcurrency: e.CALL_QUEUE_CONCURRENCY,
       processingNice: e.PROCESSING_NICE,
+      processingYieldAbove: e.PROCESSING_YIELD_ABOVE,
       backlogDegradedMs: e.BACKLOG_DEGRADED_SECONDS * 1000,
     },
     adminToken: e.ADMIN_TOKEN,

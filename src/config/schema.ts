@@ -154,7 +154,8 @@ export const envSchema = z.object({
   RECIPE_BATCH_MAX: int(1, 10_000).default(500),
   RECIPE_BATCH_WAIT_MS: int(0, 60_000).default(0),
   CALL_QUEUE_CONCURRENCY: int(1, 1_000).default(32),
-  PROCESSING_NICE: int(0, 19).default(0),
+  PROCESSING_NICE: int(0, 19).default(5),
+  PROCESSING_YIELD_ABOVE: int(0, 1_000_000).default(3_000),
   BACKLOG_DEGRADED_SECONDS: int(1, 86_400).default(60),
 
   ADMIN_TOKEN: z.string().min(16, { error: 'must be at least 16 characters' }).optional(),

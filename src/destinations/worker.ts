@@ -8,6 +8,7 @@ import { claimDeliveries, onEnqueued, releaseClaims, type DeliveryRow } from './
 import { createAttemptRecorder, type AttemptRecorder } from './recorder.ts'
 import { signedHeaders, signingKeys } from './sign.ts'
 import { disableDestination, disabledDestinations } from './state.ts'
+import { yieldToReceiver } from '../webhooks/receiver-load.ts'
 
 /** The sweep picks up retries that fell due, replays, and rows other replicas enqueued. */
 export const SWEEP_MS = 250
@@ -146,6 +147,8 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
   async function pass(): Promise<void> {
     for (;;) {
       again = false
+      // In the processing thread, a burst at the receiver goes first (src/webhooks/receiver-load.ts).
+      await yieldToReceiver(rt)
       const now = rt.clock.now()
       await refreshState(now)
       const state = breaker.state(now)

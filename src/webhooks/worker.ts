@@ -1,5 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import { claimDue, processClaimedBatch } from './processing.ts'
+import { yieldToReceiver } from './receiver-load.ts'
 
 /** The periodic sweep picks up retries that fell due and events requeued by another process. */
 export const SWEEP_MS = 1_000
@@ -28,6 +29,9 @@ export function startWorker(rt: Runtime): Worker {
   async function runPass(): Promise<void> {
     do {
       again = false
+      // In the processing thread, a burst at the receiver goes first (src/webhooks/receiver-load.ts).
+      await yieldToReceiver(rt)
+      if (stopped) return
       let rows
       try {
         rows = await claimDue(rt, owner, BATCH)

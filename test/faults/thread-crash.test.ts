@@ -48,6 +48,10 @@ describe('fault: the processing thread dies', () => {
     }
     const first = await sendWithRetries({ port: serve.port, secret: SECRET, bodies: [body(0)], lanes: 1, retryMs: 100 })
     await waitForLog(serve, /processing thread stopped; restarting/)
+    // /readyz stays 200 (the receiver accepts) and says processing is restarting.
+    const during = await fetch(`http://127.0.0.1:${serve.port}/readyz`)
+    expect(during.status).toBe(200)
+    expect(await during.json()).toMatchObject({ processing: 'restarting' })
     // While the thread is down or restarting, the receiver still accepts.
     const rest = await sendWithRetries({ port: serve.port, secret: SECRET, bodies: Array.from({ length: 40 }, (_, i) => body(i + 1)), lanes: 4, retryMs: 100 })
 
@@ -70,6 +74,7 @@ describe('fault: the processing thread dies', () => {
       expect(rest.deliveries.every((d) => d.status === 204)).toBe(true)
       expect(count(`where status = 'processed'`)).toBe(41)
       expect(serve.logs(/switchboard ready/).length).toBe(1)
+      expect(await (await fetch(`http://127.0.0.1:${serve.port}/readyz`)).json()).toMatchObject({ processing: 'running' })
     } finally {
       db.close()
     }

@@ -42,7 +42,19 @@ describe.runIf(process.platform === 'linux')('processing thread priority', () =>
     // One thread (processing) lowered; the rest — this event loop, the receiver's writer — unchanged.
     expect(nices.filter((n) => n === target)).toHaveLength(1)
     expect(nices.filter((n) => n !== base && n !== target)).toEqual([])
-    expect((await fetch(`${server!.url}/readyz`)).status).toBe(200)
+    const ready = await fetch(`${server!.url}/readyz`)
+    expect(ready.status).toBe(200)
+    expect(await ready.json()).toMatchObject({ role: 'all', processing: 'running' })
+  })
+
+  it('by default the processing thread runs at nice 5, and never at a higher priority than the process', async () => {
+    const base = getPriority()
+    await start({})
+    const nices = threadNices()
+    if (base < 5) {
+      expect(nices.filter((n) => n === 5)).toHaveLength(1)
+      expect(nices.filter((n) => n !== base && n !== 5)).toEqual([])
+    } else expect(nices.every((n) => n === base)).toBe(true)
   })
 
   it('PROCESSING_NICE=0 leaves every thread alone', async () => {
