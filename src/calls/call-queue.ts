@@ -6,6 +6,8 @@ import { SANDBOX_WORKSPACE_KEY } from '../sandbox/demo.ts'
 import { VoiceApiError } from '../upstream/errors.ts'
 import type { CallRequest } from '../upstream/schemas.ts'
 import { backoffMs } from '../utils/backoff.ts'
+import { chunks } from '../utils/chunks.ts'
+import { yieldToReceiver } from '../webhooks/receiver-load.ts'
 import { callMetrics } from './metrics.ts'
 import { createPacer, type Pacer } from './pacer.ts'
 import { claim, finish, isAmbiguous, ledgerRow, type PlaceCallInput } from './place-call.ts'
@@ -61,8 +63,8 @@ const ENQUEUE_CHUNK = 100
 export async function enqueueCalls(rt: Runtime, inputs: PlaceCallInput[]): Promise<EnqueueResult[]> {
   const state = stateOf(rt)
   const results: EnqueueResult[] = []
-  for (let i = 0; i < inputs.length; i += ENQUEUE_CHUNK) {
-    const chunk = inputs.slice(i, i + ENQUEUE_CHUNK).map((input) => {
+  for (const inputChunk of chunks(inputs, ENQUEUE_CHUNK)) {
+    const chunk = inputChunk.map((input) => {
       state.keys.set(tenantOf(input.apiKey), input.apiKey)
       return ledgerRow(rt, input, 'queued')
     })
@@ -133,8 +135,11 @@ export async function enqueueCall(rt: Runtime, input: PlaceCallInput): Promise<E
   return result!
 }
 
-/** Claims up to `limit` due calls for `owner` (each claim counts as a send attempt). */
-async function claimDueCalls(rt: Runtime, owner: string, limit: number): Promise<QueueRow[]> {
+/**
+ * Claims up to `limit` due calls for `owner` (each claim counts as a send attempt), leaving out the calls of
+ * `heldTenants` (waiting on the provider's limits: claimed now, they could only be put back).
+ */
+async function claimDueCalls(rt: Runtime, owner: string, limit: number, heldTenants: string[]): Promise<QueueRow[]> {
   const now = rt.clock.now()
   const db = rt.store.db
   let due = db
@@ -142,6 +147,8 @@ async function claimDueCalls(rt: Runtime, owner: string, limit: number): Promise
     .select('id')
     .where('next_attempt_at', '<=', now)
     .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+  if (heldTenants.length > 0) due = due.where('tenant', 'not in', heldTenants)
+  due = due
     .orderBy('next_attempt_at')
     .orderBy('enqueued_at')
     .limit(limit)
@@ -281,12 +288,35 @@ export function startCallQueue(rt: Runtime): CallQueue {
   let again = false
   let stopped = false
   let cancelSweep: (() => void) | undefined
+  let released: { at: number; cancel: () => void } | undefined
+  let depthReadAt = -Infinity
+
+  /** Looks again when a held tenant may send (sooner than the sweep would). */
+  function wakeWhenReleased(at: number): void {
+    if (released && released.at <= at) return
+    released?.cancel()
+    const cancel = rt.clock.setTimeout(() => {
+      released = undefined
+      wake()
+    }, Math.max(0, at - rt.clock.now()))
+    released = { at, cancel }
+  }
 
   async function pump(): Promise<void> {
     do {
       again = false
       while (!stopped && sending.size < concurrency) {
-        const rows = await claimDueCalls(rt, owner, concurrency - sending.size)
+        // In the processing thread, a burst at the receiver goes first (src/webhooks/receiver-load.ts).
+        await yieldToReceiver(rt)
+        if (stopped) break
+        // A tenant waiting on the provider's limits keeps its calls unclaimed: after a campaign's burst,
+        // thousands of follow-ups wait on a 600-a-minute limit, and claiming each only to put it back was a
+        // claim and a write per call, again and again, on the processing thread.
+        const held = state.pacer.held(rt.clock.now())
+        if (held.size > 0) wakeWhenReleased(Math.min(...held.values()))
+        // Calls of tenants this process has no key for are failed when sent; they can wait for a release.
+        if (held.size > 0 && [...state.keys.keys()].every((tenant) => held.has(tenant))) break
+        const rows = await claimDueCalls(rt, owner, concurrency - sending.size, [...held.keys()])
         if (rows.length === 0) break
         for (const row of rows) {
           const p: Promise<void> = send(rt, row, owner)
@@ -298,8 +328,12 @@ export function startCallQueue(rt: Runtime): CallQueue {
           sending.add(p)
         }
       }
-      const depth = await rt.store.db.selectFrom('call_queue').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst()
-      metrics.queueDepth.set(Number(depth?.n ?? 0))
+      // The depth gauge is read at most once a sweep: a pass runs after every send.
+      if (rt.clock.now() - depthReadAt >= SWEEP_MS) {
+        depthReadAt = rt.clock.now()
+        const depth = await rt.store.db.selectFrom('call_queue').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst()
+        metrics.queueDepth.set(Number(depth?.n ?? 0))
+      }
     } while (again && !stopped)
   }
 
@@ -331,6 +365,7 @@ export function startCallQueue(rt: Runtime): CallQueue {
     async stop() {
       stopped = true
       cancelSweep?.()
+      released?.cancel()
       if (state.runner === queue) state.runner = undefined
       await Promise.allSettled([pass, ...sending])
     },

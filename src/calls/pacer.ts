@@ -11,6 +11,8 @@ export interface Pacer {
   finished(tenant: string, info: RateLimitInfo | undefined, now: number): void
   /** A 429 for the whole tenant (rate or concurrency limit): nothing goes before `until`. */
   block(tenant: string, until: number): void
+  /** Tenants that may not send now, each with the time it may again. */
+  held(now: number): Map<string, number>
 }
 
 interface TenantState {
@@ -27,13 +29,21 @@ export function createPacer(): Pacer {
     if (!s) tenants.set(tenant, (s = { inFlight: 0, remaining: undefined, resetAt: 0, blockedUntil: 0 }))
     return s
   }
+  const notBefore = (s: TenantState, now: number): number => {
+    if (s.blockedUntil > now) return s.blockedUntil
+    // Requests already in flight spend the remaining quota too: wait for the window's reset when they would use it up.
+    if (s.remaining !== undefined && s.resetAt > now && s.remaining - s.inFlight <= 0) return s.resetAt
+    return 0
+  }
   return {
-    notBefore(tenant, now) {
-      const s = stateOf(tenant)
-      if (s.blockedUntil > now) return s.blockedUntil
-      // Requests already in flight spend the remaining quota too: wait for the window's reset when they would use it up.
-      if (s.remaining !== undefined && s.resetAt > now && s.remaining - s.inFlight <= 0) return s.resetAt
-      return 0
+    notBefore: (tenant, now) => notBefore(stateOf(tenant), now),
+    held(now) {
+      const held = new Map<string, number>()
+      for (const [tenant, s] of tenants) {
+        const at = notBefore(s, now)
+        if (at > now) held.set(tenant, at)
+      }
+      return held
     },
     started(tenant) {
       stateOf(tenant).inFlight++

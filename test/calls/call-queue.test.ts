@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { afterEach, expect, it, vi } from 'vitest'
 import { enqueueCall, enqueueCalls, startCallQueue, type CallQueue } from '../../src/calls/call-queue.ts'
 import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
+import { setYieldGate } from '../../src/webhooks/receiver-load.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 
@@ -16,11 +17,13 @@ interface FakeProvider {
   created: Map<string, number>
   requests: number
   script: Array<'rate' | 'concurrency'>
+  /** API keys answered 429 (rate limit, Retry-After 30 s) on every request. */
+  limited: Set<string>
   close(): Promise<void>
 }
 
 async function startFakeProvider(): Promise<FakeProvider> {
-  const fake: FakeProvider = { url: '', created: new Map(), requests: 0, script: [], close: async () => {} }
+  const fake: FakeProvider = { url: '', created: new Map(), requests: 0, script: [], limited: new Set(), close: async () => {} }
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
@@ -28,7 +31,7 @@ async function startFakeProvider(): Promise<FakeProvider> {
       fake.requests++
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { agent_id: number; idempotency_key: string }
       res.setHeader('content-type', 'application/json')
-      const next = fake.script.shift()
+      const next = fake.limited.has(String(req.headers.authorization).replace('Bearer ', '')) ? 'rate' : fake.script.shift()
       if (next === 'rate') {
         res.writeHead(429, { 'retry-after': '30', 'x-ratelimit-remaining': '0' })
         return res.end(JSON.stringify({ error: { message: 'rate limit exceeded', type: 'rate_limit_exceeded' } }))
@@ -51,8 +54,8 @@ async function startFakeProvider(): Promise<FakeProvider> {
   return fake
 }
 
-const call = (n: number) => ({
-  apiKey: 'sk_live_queue_test',
+const call = (n: number, apiKey = 'sk_live_queue_test') => ({
+  apiKey,
   request: { agent_id: 101, idempotency_key: `key-${n}`, parameters: [{ name: 'customer_phone', value: `+91987654321${n}` }] },
   recipe: 'test',
 })
@@ -91,6 +94,10 @@ describeEachDialect('paced call queue', (dialect) => {
     await queue.idle()
     expect(fake.requests).toBe(during)
     expect((await statuses()).filter((s) => s.endsWith(':queued')).length).toBeGreaterThan(0)
+    // ...and its calls stay unclaimed while it waits: every claim (an attempt) was a request to the provider,
+    // but for one more claimed while the 429 was on its way back (CALL_QUEUE_CONCURRENCY is 2 here).
+    const attempts = (await rt.store.db.selectFrom('call_queue').select('attempts').execute()).reduce((n, r) => n + r.attempts, 0)
+    expect(attempts).toBeLessThanOrEqual(fake.requests + 1)
     fake.script = ['concurrency']
     await clock.advance(11_000)
     await vi.waitFor(async () => {
@@ -105,6 +112,52 @@ describeEachDialect('paced call queue', (dialect) => {
     expect(metrics).toMatch(/switchboard_calls_retried_total\{reason="concurrency_limit"\} 1/)
     expect(metrics).toMatch(/switchboard_calls_placed_total\{status="initiated"\} 5/)
     expect(metrics).not.toMatch(/switchboard_calls_failed_total\{/)
+  })
+
+  it('a tenant waiting on its limits does not hold back another tenant; its calls stay unclaimed until it may send', async () => {
+    await boot()
+    fake.limited.add('sk_live_other_team')
+    queue = startCallQueue(rt)
+    await enqueueCalls(rt, [0, 1, 2].map((n) => call(n, 'sk_live_other_team')))
+    await vi.waitFor(() => expect(fake.requests).toBeGreaterThanOrEqual(1))
+    await queue.idle()
+    await enqueueCalls(rt, [3, 4, 5].map((n) => call(n)))
+    await vi.waitFor(async () => {
+      await queue!.idle()
+      expect((await statuses()).filter((s) => s.endsWith(':initiated'))).toEqual(['key-3:initiated', 'key-4:initiated', 'key-5:initiated'])
+    })
+    const held = await rt.store.db.selectFrom('call_queue').select(['attempts', 'claimed_by']).execute()
+    expect(held).toHaveLength(3)
+    expect(held.reduce((n, r) => n + r.attempts, 0)).toBeLessThanOrEqual(fake.requests - 3)
+    // Once the limit lifts (Retry-After 30 s), they go.
+    fake.limited.clear()
+    await vi.waitFor(async () => {
+      await clock.advance(10_000)
+      await queue!.idle()
+      expect(await statuses()).toEqual(['key-0', 'key-1', 'key-2', 'key-3', 'key-4', 'key-5'].map((k) => `${k}:initiated`))
+    }, { timeout: 10_000, interval: 50 })
+  })
+
+  it('waits at the receiver-first gate (the processing thread holds back during a burst), then sends', async () => {
+    await boot()
+    let open!: () => void
+    const burstOver = new Promise<void>((resolve) => (open = resolve))
+    let waited = 0
+    setYieldGate(rt, () => {
+      waited++
+      return burstOver
+    })
+    queue = startCallQueue(rt)
+    expect((await enqueueCall(rt, call(1))).ok).toBe(true)
+    await vi.waitFor(() => expect(waited).toBeGreaterThan(0))
+    // Held at the gate before claiming: the call is neither claimed nor sent.
+    expect(await rt.store.db.selectFrom('call_queue').select(['attempts', 'claimed_by']).execute()).toEqual([{ attempts: 0, claimed_by: null }])
+    expect(fake.requests).toBe(0)
+    open()
+    await vi.waitFor(async () => {
+      await queue!.idle()
+      expect(await statuses()).toEqual(['key-1:initiated'])
+    })
   })
 
   it('a call claimed by a process killed mid-send is sent again after its claim lapses, and not placed twice', async () => {
