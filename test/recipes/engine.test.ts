@@ -267,11 +267,15 @@ export default defineRecipe({ description: 'fine', on: ['call.no_answer'], run: 
 `)
     registerConsumers(rt, { recipes: recipeEngineFor(rt) })
     cleanups.push(await startRecipes(rt, { watch: false }))
+    // Stopping waits for runs in flight: should an assertion fail before the hung run timed out, time it out
+    // (cleanups run last-in first) instead of holding the next tests behind a run the manual clock never ends.
+    cleanups.push(() => clock.advance(30_000))
     await deliver(rt, [processed('evt_1', 'call.no_answer', 'c1'), processed('evt_2', 'call.no_answer', 'c2')])
     // The steady recipe is not held back by the other two.
     await vi.waitFor(async () => expect((await listRuns(rt, { recipe: 'steady' })).map((r) => r.summary)).toEqual(['evt_1,evt_2']))
     await vi.waitFor(async () => expect((await listRuns(rt, { recipe: 'flaky' })).map((r) => [r.status, r.error])).toEqual([['failed', 'CRM is down']]))
-    expect((await listRuns(rt, { recipe: 'hangs' })).map((r) => r.status)).toEqual(['running'])
+    // Each recipe claims its own events: on a loaded machine the hung run can start after the others ended.
+    await vi.waitFor(async () => expect((await listRuns(rt, { recipe: 'hangs' })).map((r) => r.status)).toEqual(['running']))
     // The hung run times out; both failed batches are retried event by event after the backoff.
     await clock.advance(30_000)
     await vi.waitFor(async () => expect((await listRuns(rt, { recipe: 'hangs' })).at(-1)).toMatchObject({ status: 'failed', error: 'timed out after 30 s (RECIPE_TIMEOUT_SECONDS)' }))
