@@ -4,6 +4,7 @@ import BetterSqlite3 from 'better-sqlite3'
 import pg from 'pg'
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import type { Database } from './schema.ts'
+import { schemaScopedPostgres } from './schema-introspector.ts'
 import { migrationProvider } from './migrations.ts'
 import { withStatementCache } from './statement-cache.ts'
 
@@ -139,7 +140,8 @@ async function openPostgres(url: string, options: OpenOptions): Promise<Store> {
       client.release()
     }
   }
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  // Introspection (the Migrator's, /readyz's) reads this connection's schema only: src/db/schema-introspector.ts.
+  const db = new Kysely<Database>({ dialect: schemaScopedPostgres(new PostgresDialect({ pool })) })
   return {
     db,
     dialect: 'postgres',
@@ -182,7 +184,6 @@ async function createMigrator(store: Store): Promise<Migrator> {
   })
 }
 
-/** Brings the schema up to date. Safe to run concurrently from several replicas on Postgres. */
 /**
  * The durability of the processing side's SQLite connection (`serve`'s processing thread): what it writes is
  * derived from the inbox (read model, recipe queues, queued calls, delivery outcomes). In WAL mode
@@ -194,6 +195,7 @@ export function useDerivedDurability(store: Store): void {
   store.sqlite?.pragma('synchronous = NORMAL')
 }
 
+/** Brings the schema up to date. Safe to run concurrently from several replicas on Postgres. */
 export async function migrate(store: Store): Promise<MigrationReport> {
   const migrator = await createMigrator(store)
   const { error, results } = await migrator.migrateToLatest()

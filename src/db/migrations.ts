@@ -1,5 +1,5 @@
 import { destinationsMigration } from '../destinations/migration.ts'
-import { PostgresAdapter, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely'
+import { type Kysely, type Migration, type MigrationProvider } from 'kysely'
 
 /**
  * In-code migrations, portable to SQLite and Postgres: BIGINT for epoch-ms times, INTEGER 0/1 for
@@ -11,16 +11,8 @@ import { PostgresAdapter, sql, type Kysely, type Migration, type MigrationProvid
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>
 
-/**
- * Whether a table of the connection's own schema has a column. kysely's introspection lists every schema
- * on Postgres, so a database holding several schemas (replica tests, shared servers) would mislead it.
- */
+/** Whether a table of the connection's own schema has a column (Postgres introspection: src/db/schema-introspector.ts). */
 async function hasColumn(db: AnyDb, table: string, column: string): Promise<boolean> {
-  if (db.getExecutor().adapter instanceof PostgresAdapter) {
-    const { rows } = await sql<{ n: number }>`select count(*)::int as n from information_schema.columns
-      where table_schema = current_schema() and table_name = ${table} and column_name = ${column}`.execute(db)
-    return (rows[0]?.n ?? 0) > 0
-  }
   const tables = await db.introspection.getTables()
   return Boolean(tables.find((t) => t.name === table)?.columns.some((c) => c.name === column))
 }

@@ -1,6 +1,7 @@
-import { afterEach, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
+import { sql } from 'kysely'
 import { isMigrated, migrate } from '../../src/db/connect.ts'
-import { describeEachDialect, openTestStore, type TestStore } from '../helpers/db.ts'
+import { DIALECTS, describeEachDialect, openTestStore, type TestStore } from '../helpers/db.ts'
 
 describeEachDialect('store', (dialect) => {
   let store: TestStore | undefined
@@ -33,5 +34,50 @@ describeEachDialect('store', (dialect) => {
     expect(stored.agent_id).toBe(101)
     const { n } = await store.db.selectFrom('webhook_events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
     expect(Number(n)).toBe(1)
+  })
+})
+
+describe.runIf(DIALECTS.includes('postgres'))('store [postgres]: introspection sees its own schema only', () => {
+  let ours: TestStore | undefined
+  let theirs: TestStore | undefined
+  afterEach(async () => {
+    await ours?.close()
+    await theirs?.close()
+    ours = theirs = undefined
+  })
+
+  it('migrations and readiness never fail on another schema renaming its tables at the same moment', async () => {
+    theirs = await openTestStore('postgres')
+    ours = await openTestStore('postgres', { migrate: false })
+    const other = theirs
+    // Another application (or test run) in the same database renames a table back and forth, at the same
+    // moment as each of our reads of the catalog.
+    const renameTwice = async () => {
+      await sql`ALTER TABLE webhook_events RENAME TO webhook_events_away`.execute(other.db)
+      await sql`ALTER TABLE webhook_events_away RENAME TO webhook_events`.execute(other.db)
+    }
+    let migrating = true
+    const migrated = migrate(ours).finally(() => (migrating = false))
+    while (migrating) await renameTwice()
+    expect((await migrated).applied).toContain('0001_initial')
+    for (let i = 0; i < 40; i++) {
+      const [ready] = await Promise.all([isMigrated(ours), renameTwice()])
+      expect(ready).toBe(true)
+    }
+  })
+
+  it('lists only its own tables, with their columns, serials and identities', async () => {
+    ours = await openTestStore('postgres')
+    await sql`create table intro_probe (id serial primary key, ident bigint generated always as identity, label text not null default 'x', note text)`.execute(ours.db)
+    const tables = await ours.db.introspection.getTables()
+    expect(tables.every((t) => t.schema === ours!.schema)).toBe(true)
+    expect(tables.map((t) => t.name)).toContain('webhook_events')
+    const probe = tables.find((t) => t.name === 'intro_probe')
+    expect(probe?.columns.map((c) => [c.name, c.dataType, c.isAutoIncrementing, c.isNullable, c.hasDefaultValue])).toEqual([
+      ['id', 'int4', true, false, true],
+      ['ident', 'int8', true, false, false],
+      ['label', 'text', false, false, true],
+      ['note', 'text', false, true, false],
+    ])
   })
 })
