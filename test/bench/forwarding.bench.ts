@@ -11,8 +11,10 @@
  *      signed webhooks (distinct contacts, no recipes), timed from the first webhook sent to the last delivery
  *      counted by the sinks — receiver, processing, outbox and delivery worker sharing the machine as a user
  *      runs them. Printed as a ratio to the same capacity (informational: the budget is on 2).
- * Prints deliveries/s and the ratio. Budgets: ratio ≥ 0.5 and ≥ 2,000 deliveries/s. Loopback only.
- * FWD_EVENTS, FWD_SERVICE_EVENTS and FWD_CONCURRENCY change the size of the run (for quick local checks).
+ * Steps 1 and 2 alternate for FWD_ROUNDS rounds (default 3) and each figure is the median: on a shared 2-core
+ * machine either one moves by a third between runs. Prints deliveries/s, the worker's CPU per delivery and the
+ * ratio. Budgets: ratio ≥ 0.5 and ≥ 2,000 deliveries/s. Loopback only. FWD_EVENTS, FWD_SERVICE_EVENTS
+ * (0 skips step 3) and FWD_CONCURRENCY change the size of the run (for quick local checks).
  */
 import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -27,6 +29,7 @@ const SERVICE_EVENTS = Number(process.env.FWD_SERVICE_EVENTS ?? 5_000)
 const WEBHOOK_SECRET = 'whsec_bench_forwarding'
 const CONCURRENCY = Number(process.env.FWD_CONCURRENCY ?? 32)
 const CAPACITY_MS = 3_000
+const ROUNDS = Number(process.env.FWD_ROUNDS ?? 3)
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'
 
 // ── sinks (child process) ─────────────────────────────────────────────────────────────────────────
@@ -99,7 +102,7 @@ async function sinkCapacity(ports: number[]): Promise<number> {
   return done / ((performance.now() - started) / 1000)
 }
 
-async function forwarding(ports: number[], dataDir: string): Promise<{ perSecond: number; delivered: number; ms: number }> {
+async function forwarding(ports: number[], dataDir: string): Promise<{ perSecond: number; delivered: number; ms: number; cpuUsPerDelivery: number }> {
   const { loadConfig } = await import('../../src/config/load.ts')
   const { createRuntime } = await import('../../src/runtime.ts')
   const { createSilentLogger } = await import('../../src/utils/logger.ts')
@@ -117,6 +120,7 @@ async function forwarding(ports: number[], dataDir: string): Promise<{ perSecond
   const count = async () =>
     Number((await rt.store.db.selectFrom('destination_deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'delivered').executeTakeFirstOrThrow()).n)
   const started = performance.now()
+  const cpu = process.cpuUsage()
   const worker = startDeliveryWorker(rt)
   let delivered = 0
   const limit = performance.now() + 120_000
@@ -125,9 +129,11 @@ async function forwarding(ports: number[], dataDir: string): Promise<{ perSecond
     delivered = await count()
   }
   const ms = performance.now() - started
+  const used = process.cpuUsage(cpu)
   await worker.stop()
   await rt.close()
-  return { perSecond: delivered / (ms / 1000), delivered, ms }
+  // This process runs only the worker (and the polling above); the sinks have their own.
+  return { perSecond: delivered / (ms / 1000), delivered, ms, cpuUsPerDelivery: (used.user + used.system) / Math.max(1, delivered) }
 }
 
 function post(agent: http.Agent, port: number, path: string, body: Buffer | undefined, headers: Record<string, string>, method = 'POST'): Promise<{ status: number; text: string }> {
@@ -208,16 +214,32 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-bench-fwd-'))
   try {
     await sinkCapacity(ports) // warm-up
-    const capacity = await sinkCapacity(ports)
-    const fwd = await forwarding(ports, dataDir)
+    // Alternating rounds, each figure the median: a busy neighbour on a shared 2-core machine moves either
+    // one by a third from one run to the next.
+    const capacities: number[] = []
+    const runs: Array<{ perSecond: number; delivered: number; ms: number; cpuUsPerDelivery: number }> = []
+    for (let round = 0; round < ROUNDS; round++) {
+      capacities.push(await sinkCapacity(ports))
+      const dir = join(dataDir, `round-${round}`)
+      runs.push(await forwarding(ports, dir))
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+    const capacity = median(capacities)
+    const fwd = runs.find((r) => r.perSecond === median(runs.map((x) => x.perSecond)))!
     const ratio = fwd.perSecond / capacity
-    console.log(`sinks' own capacity (bare client, ${CONCURRENCY}×2 in flight): ${capacity.toFixed(0)} requests/s`)
-    console.log(`forwarding: ${fwd.delivered} deliveries (${EVENTS} events × 2 destinations) in ${(fwd.ms / 1000).toFixed(2)} s = ${fwd.perSecond.toFixed(0)} deliveries/s`)
+    console.log(`sinks' own capacity (bare client, ${CONCURRENCY}×2 in flight): ${capacity.toFixed(0)} requests/s (median of ${ROUNDS}: ${capacities.map((c) => c.toFixed(0)).join(', ')})`)
+    console.log(`forwarding: ${fwd.delivered} deliveries (${EVENTS} events × 2 destinations) in ${(fwd.ms / 1000).toFixed(2)} s = ${fwd.perSecond.toFixed(0)} deliveries/s (median of ${ROUNDS}: ${runs.map((r) => r.perSecond.toFixed(0)).join(', ')}); worker CPU ${fwd.cpuUsPerDelivery.toFixed(0)} µs a delivery`)
     console.log(`ratio: ${ratio.toFixed(2)}× the sinks' capacity (budget ≥ 0.50×; ≥ 2,000 deliveries/s)`)
+    if (SERVICE_EVENTS === 0) {
+      const pass = runs.every((r) => r.delivered === EVENTS * 2) && ratio >= 0.5 && fwd.perSecond >= 2000
+      console.log(pass ? 'PASS (as shipped skipped: FWD_SERVICE_EVENTS=0)' : 'FAIL')
+      process.exitCode = pass ? 0 : 1
+      return
+    }
     const shipped = await forwardingAsShipped(ports)
     console.log(`as shipped (serve, ${SERVICE_EVENTS} signed webhooks → 2 destinations, from the first webhook to the last delivery): ${shipped.delivered} deliveries in ${(shipped.ms / 1000).toFixed(2)} s = ${shipped.perSecond.toFixed(0)} deliveries/s → ${(shipped.perSecond / capacity).toFixed(2)}× the sinks' capacity`)
     if (shipped.delivered !== SERVICE_EVENTS * 2) console.log(`as shipped: only ${shipped.delivered} of ${SERVICE_EVENTS * 2} deliveries arrived`)
-    const pass = fwd.delivered === EVENTS * 2 && ratio >= 0.5 && fwd.perSecond >= 2000 && shipped.delivered === SERVICE_EVENTS * 2
+    const pass = runs.every((r) => r.delivered === EVENTS * 2) && ratio >= 0.5 && fwd.perSecond >= 2000 && shipped.delivered === SERVICE_EVENTS * 2
     console.log(pass ? 'PASS' : 'FAIL')
     process.exitCode = pass ? 0 : 1
   } finally {
