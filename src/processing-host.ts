@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads'
 import { AggregatorRegistry, type Registry } from 'prom-client'
 import type { Runtime } from './runtime.ts'
 import type { ThreadMessage, ThreadReply } from './processing-thread.ts'
+import type { ProcessingTaskName, TaskArgs, TaskResult } from './processing-tasks.ts'
 import { trackReceiverLoad } from './webhooks/receiver-load.ts'
 import { webhookState } from './webhooks/state.ts'
 
@@ -12,7 +13,19 @@ export interface ProcessingThread {
   metrics(): Promise<string>
   /** False between a thread's death and its replacement being ready. */
   running(): boolean
+  /** Runs one of `processingTasks` in the thread; rejects if the thread dies first or takes over TASK_WAIT_MS. */
+  task<N extends ProcessingTaskName>(name: N, args: TaskArgs<N>): Promise<TaskResult<N>>
   stop(): Promise<void>
+}
+
+/** The longest a request waits on a task in the thread (a day's report takes seconds, not minutes). */
+const TASK_WAIT_MS = 120_000
+
+const threads = new WeakMap<Runtime, ProcessingThread>()
+
+/** The processing thread this runtime started, while it has one. */
+export function processingThreadOf(rt: Runtime): ProcessingThread | undefined {
+  return threads.get(rt)
 }
 
 /** How long `/metrics` waits for the thread's share before answering with the main thread's alone. */
@@ -36,6 +49,7 @@ export function canRunInThread(rt: Runtime): boolean {
  */
 export async function startProcessingThread(rt: Runtime): Promise<ProcessingThread> {
   const pending = new Map<number, (json: MetricsJson | undefined) => void>()
+  const tasks = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>()
   let seq = 0
   let current: Worker | undefined
   let readyWorker: Worker | undefined
@@ -63,6 +77,11 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
         else if (reply.type === 'metrics') {
           pending.get(reply.id)?.(reply.json as MetricsJson)
           pending.delete(reply.id)
+        } else if (reply.type === 'task') {
+          const waiting = tasks.get(reply.id)
+          tasks.delete(reply.id)
+          if (reply.ok) waiting?.resolve(reply.value)
+          else waiting?.reject(new Error(reply.error))
         } else if (reply.type === 'stopped') stopped?.()
       })
       worker.on('error', (error) => rt.log.error({ err: error.message }, 'the processing thread failed'))
@@ -73,6 +92,11 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
         for (const [id, answer] of pending) {
           answer(undefined)
           pending.delete(id)
+        }
+        // Nor the tasks it was running: the request gets an error it can show, and may be tried again.
+        for (const [id, waiting] of tasks) {
+          waiting.reject(new Error('the processing thread stopped before finishing; try again'))
+          tasks.delete(id)
         }
         if (!ready) reject(new Error(`the processing thread exited while starting (code ${code})`))
         if (stopping) return
@@ -102,8 +126,29 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
       send({ type: 'wake' })
     })
   })
-  return {
+  const thread: ProcessingThread = {
     running: () => readyWorker !== undefined && readyWorker === current,
+    task<N extends ProcessingTaskName>(name: N, args: TaskArgs<N>): Promise<TaskResult<N>> {
+      const id = seq++
+      return new Promise<TaskResult<N>>((resolve, reject) => {
+        if (!current) return reject(new Error('the processing thread is not running; try again'))
+        const cancel = rt.clock.setTimeout(() => {
+          tasks.delete(id)
+          reject(new Error(`the processing thread did not finish ${name} within ${TASK_WAIT_MS / 1000} s`))
+        }, TASK_WAIT_MS)
+        tasks.set(id, {
+          resolve: (value) => {
+            cancel()
+            resolve(value as TaskResult<N>)
+          },
+          reject: (error) => {
+            cancel()
+            reject(error)
+          },
+        })
+        send({ type: 'task', id, name, args })
+      })
+    },
     async metrics() {
       const id = seq++
       const theirs = new Promise<MetricsJson | undefined>((resolve) => {
@@ -124,6 +169,7 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
     },
     async stop() {
       stopping = true
+      threads.delete(rt)
       off()
       cancelRestart?.()
       const worker = current
@@ -137,4 +183,6 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
       await worker.terminate()
     },
   }
+  threads.set(rt, thread)
+  return thread
 }

@@ -8,6 +8,7 @@ import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
 import { startBackground } from './server.ts'
 import { sleep } from './utils/clock.ts'
 import { createYieldGate, setYieldGate } from './webhooks/receiver-load.ts'
+import { processingTasks, type ProcessingTaskName } from './processing-tasks.ts'
 import { webhookState } from './webhooks/state.ts'
 
 /**
@@ -17,8 +18,18 @@ import { webhookState } from './webhooks/state.ts'
  * verifies, commits and answers. The main thread wakes it after each commit, asks it for its metrics, and
  * restarts it if it dies (src/processing-host.ts).
  */
-export type ThreadMessage = { type: 'wake' } | { type: 'metrics'; id: number } | { type: 'stop' }
-export type ThreadReply = { type: 'ready' } | { type: 'metrics'; id: number; json: unknown } | { type: 'stopped' } | { type: 'failed'; error: string }
+export type ThreadMessage =
+  | { type: 'wake' }
+  | { type: 'metrics'; id: number }
+  | { type: 'task'; id: number; name: ProcessingTaskName; args: unknown }
+  | { type: 'stop' }
+export type ThreadReply =
+  | { type: 'ready' }
+  | { type: 'metrics'; id: number; json: unknown }
+  | { type: 'task'; id: number; ok: true; value: unknown }
+  | { type: 'task'; id: number; ok: false; error: string }
+  | { type: 'stopped' }
+  | { type: 'failed'; error: string }
 
 /** Backoff while the background work cannot start (the database is unreachable): 500 ms doubling to 15 s. */
 const START_RETRY_MIN_MS = 500
@@ -77,6 +88,13 @@ port.on('message', (message: ThreadMessage) => {
   }
   else if (message.type === 'metrics') {
     void rt.metrics.getMetricsAsJSON().then((json) => port.postMessage({ type: 'metrics', id: message.id, json } satisfies ThreadReply))
+  } else if (message.type === 'task') {
+    // Heavy work a request asked for (src/processing-tasks.ts), run here rather than on the receiver's loop.
+    const task = processingTasks[message.name] as (rt: Runtime, args: unknown) => Promise<unknown>
+    void task(rt, message.args).then(
+      (value) => port.postMessage({ type: 'task', id: message.id, ok: true, value } satisfies ThreadReply),
+      (error: unknown) => port.postMessage({ type: 'task', id: message.id, ok: false, error: error instanceof Error ? error.message : String(error) } satisfies ThreadReply),
+    )
   } else if (message.type === 'stop') {
     stopping = true
     void (async () => {

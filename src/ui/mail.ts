@@ -2,14 +2,11 @@ import { HTTPError, type H3 } from 'h3'
 import { z } from 'zod'
 import { addToDnc, importDncCsv, listDnc, removeFromDnc, type DncImportResult } from '../campaigns/dnc.ts'
 import { normalizePhone } from '../campaigns/phones.ts'
-import { buildDailyReport } from '../reports/build-report.ts'
 import { localDate } from '../reports/day-range.ts'
 import { reportOfSubject } from '../reports/format.ts'
 import { getMailLog, listMailLog } from '../reports/mail-log.ts'
-import { renderDailyReport } from '../reports/render-report.ts'
-import { sendDailyReport } from '../reports/send-report.ts'
+import { runProcessingTask } from '../processing-tasks.ts'
 import type { Runtime } from '../runtime.ts'
-import { liveEffects } from '../utils/effects.ts'
 import { clip, status, table } from './components.ts'
 import { flashMessage } from './flash.ts'
 import { field, formOf } from './form.ts'
@@ -74,12 +71,13 @@ ${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', ''], dnc.
   app.get('/ui/mail/preview', async (event) => {
     const date = dateSchema.safeParse(event.url.searchParams.get('date'))
     if (!date.success) throw new HTTPError({ status: 400, message: 'date must be YYYY-MM-DD' })
-    const report = renderDailyReport(await buildDailyReport(rt, { date: date.data }))
+    // Built in the processing thread under `serve`: the receiver's loop keeps answering webhooks meanwhile.
+    const html = await runProcessingTask(rt, 'reportPreview', { date: date.data })
     event.res.headers.set('content-type', 'text/html; charset=utf-8')
     event.res.headers.set('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'")
     event.res.headers.set('x-content-type-options', 'nosniff')
     event.res.headers.set('cache-control', 'no-store')
-    return report.html
+    return html
   })
 
   app.post('/ui/mail/:id/resend', async (event) => {
@@ -88,7 +86,7 @@ ${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', ''], dnc.
     const report = reportOfSubject(mail.subject)
     if (mail.status !== 'failed' || !report) return seeOther(event, '/ui/mail?done=resend-failed')
     // Mail bodies are not kept: the report is built again for its day and sent to the same people.
-    const result = await sendDailyReport(rt, { date: report.date, timezone: report.timezone, to: mail.recipients }, liveEffects())
+    const result = await runProcessingTask(rt, 'reportResend', { date: report.date, timezone: report.timezone, to: mail.recipients })
     rt.log.info({ mail_id: mail.id, resent_as: result.mailId, status: result.status }, 'dashboard: report resent')
     return seeOther(event, result.status === 'failed' ? '/ui/mail?done=resend-failed&s=failed' : `/ui/mail?done=resent&s=${result.status}`)
   })

@@ -1,0 +1,39 @@
+import type { Runtime } from './runtime.ts'
+import { processingThreadOf } from './processing-host.ts'
+import { buildDailyReport } from './reports/build-report.ts'
+import { renderHtml } from './reports/html-render.ts'
+import { sendDailyReport } from './reports/send-report.ts'
+import { liveEffects } from './utils/effects.ts'
+
+/**
+ * Work that an HTTP request asks for but that is too heavy for the receiver's event loop: building a day's
+ * report reads every conversation of the day (100,000 rows: a second or two of synchronous SQLite and
+ * JavaScript), and webhooks arriving meanwhile would wait for it. Under `serve` such a task runs in the
+ * processing thread, beside the recipes that build the same report; without one (`--role receiver`, an
+ * in-memory database, tests) it runs where it is asked. Arguments and results cross the thread boundary, so
+ * both are plain data.
+ */
+export const processingTasks = {
+  /** The report of a day as mailed (HTML only: the preview shows no attachment). */
+  async reportPreview(rt: Runtime, args: { date: string }): Promise<string> {
+    return renderHtml(await buildDailyReport(rt, { date: args.date }))
+  },
+  /** Builds a day's report again and mails it to the given recipients (the dashboard's Resend). */
+  async reportResend(rt: Runtime, args: { date: string; timezone: string; to: string[] }): Promise<{ mailId: string; status: string }> {
+    const result = await sendDailyReport(rt, args, liveEffects())
+    return { mailId: result.mailId, status: result.status }
+  },
+}
+
+export type ProcessingTasks = typeof processingTasks
+export type ProcessingTaskName = keyof ProcessingTasks
+export type TaskArgs<N extends ProcessingTaskName> = Parameters<ProcessingTasks[N]>[1]
+export type TaskResult<N extends ProcessingTaskName> = Awaited<ReturnType<ProcessingTasks[N]>>
+
+/** Runs a task in the processing thread when one is running, else on this thread. */
+export async function runProcessingTask<N extends ProcessingTaskName>(rt: Runtime, name: N, args: TaskArgs<N>): Promise<TaskResult<N>> {
+  const thread = processingThreadOf(rt)
+  if (thread?.running()) return thread.task(name, args)
+  const task = processingTasks[name] as (rt: Runtime, args: TaskArgs<N>) => Promise<TaskResult<N>>
+  return task(rt, args)
+}
