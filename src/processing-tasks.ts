@@ -4,6 +4,13 @@ import { buildDailyReport } from './reports/build-report.ts'
 import { renderHtml } from './reports/html-render.ts'
 import { sendDailyReport } from './reports/send-report.ts'
 import { liveEffects } from './utils/effects.ts'
+import { BrokenRecipeError, recipeEngineFor, UnknownRecipeError } from './recipes/engine.ts'
+import type { RecipeRun } from './recipes/runner.ts'
+
+/** A recipe run asked for by a request: the run as recorded, or why it could not start. */
+export type ManualRunOutcome =
+  | { ok: true; run: Omit<RecipeRun, 'result'> }
+  | { ok: false; problem: 'unknown' | 'broken'; message: string }
 
 /**
  * Work that an HTTP request asks for but that is too heavy for the receiver's event loop: building a day's
@@ -14,6 +21,18 @@ import { liveEffects } from './utils/effects.ts'
  * both are plain data.
  */
 export const processingTasks = {
+  /** "Run now" from the dashboard or `POST /admin/recipes/:name/run`: a nightly batch or a sweep is seconds of work. */
+  async recipeRun(rt: Runtime, args: { name: string; dryRun: boolean }): Promise<ManualRunOutcome> {
+    try {
+      // `result` is what `run` returned, unserialized: it may not cross a thread, and the recorded `summary` says it.
+      const { result: _result, ...run } = await recipeEngineFor(rt).run(args.name, { dryRun: args.dryRun })
+      return { ok: true, run }
+    } catch (error) {
+      if (error instanceof UnknownRecipeError) return { ok: false, problem: 'unknown', message: error.message }
+      if (error instanceof BrokenRecipeError) return { ok: false, problem: 'broken', message: error.message }
+      throw error
+    }
+  },
   /** The report of a day as mailed (HTML only: the preview shows no attachment). */
   async reportPreview(rt: Runtime, args: { date: string }): Promise<string> {
     return renderHtml(await buildDailyReport(rt, { date: args.date }))

@@ -1,8 +1,9 @@
 import { HTTPError, type H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import { adminRoute } from '../utils/admin-auth.ts'
-import { BrokenRecipeError, recipeEngineFor, UnknownRecipeError } from './engine.ts'
+import { recipeEngineFor } from './engine.ts'
 import { recipeInfoJson, runJson } from './present.ts'
+import { runRecipeNow } from './run-now.ts'
 import { listRuns } from './runner.ts'
 
 function truthy(value: unknown): boolean {
@@ -34,13 +35,6 @@ export function registerRecipeRoutes(app: H3, rt: Runtime): void {
       }
     }
     const dryRun = truthy(event.url.searchParams.get('dry_run')) || truthy((body as { dry_run?: unknown } | null)?.dry_run)
-    try {
-      const run = await recipeEngineFor(rt).run(name, { dryRun })
-      return { data: runJson(run) }
-    } catch (error) {
-      if (error instanceof UnknownRecipeError) throw new HTTPError({ status: 404, message: error.message })
-      if (error instanceof BrokenRecipeError) throw new HTTPError({ status: 409, message: error.message })
-      throw error
-    }
+    return { data: runJson(await runRecipeNow(rt, name, dryRun)) }
   }))
 }

@@ -1,5 +1,6 @@
 import { HTTPError, type H3 } from 'h3'
-import { BrokenRecipeError, recipeEngineFor, UnknownRecipeError } from '../recipes/engine.ts'
+import { recipeEngineFor } from '../recipes/engine.ts'
+import { runRecipeNow } from '../recipes/run-now.ts'
 import { listRuns, type RecipeRun } from '../recipes/runner.ts'
 import type { Runtime } from '../runtime.ts'
 import { clip, fields, status, table } from './components.ts'
@@ -48,14 +49,7 @@ ${table(`Runs of ${r.name}`, ['Started', 'Trigger', 'Status', 'Duration', 'Summa
   app.post('/ui/recipes/:name/run', async (event) => {
     const name = decodeURIComponent(event.context.params?.name ?? '')
     const dryRun = field(await formOf(event), 'dry_run') !== '0'
-    let run: RecipeRun
-    try {
-      run = await recipeEngineFor(rt).run(name, { dryRun })
-    } catch (error) {
-      if (error instanceof UnknownRecipeError) throw new HTTPError({ status: 404, message: error.message })
-      if (error instanceof BrokenRecipeError) throw new HTTPError({ status: 409, message: error.message })
-      throw error
-    }
+    const run = await runRecipeNow(rt, name, dryRun)
     rt.log.info({ recipe: name, dry_run: dryRun, run_id: run.id, status: run.status }, 'dashboard: recipe run')
     return page(event, {
       title: dryRun ? `Dry run: ${name}` : `Run: ${name}`,

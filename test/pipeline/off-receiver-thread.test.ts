@@ -5,7 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { dayRange } from '../../src/reports/day-range.ts'
 import { startServer, type RunningServer } from '../../src/server.ts'
 import { FIXTURE_RECIPES_DIR } from '../helpers/recipes.ts'
-import { cookieHeader, login, TOKEN } from './helpers.ts'
+import { cookieHeader, login, TOKEN } from '../ui/helpers.ts'
+import { tempRecipesDir } from '../recipes/helpers.ts'
 
 /** CPU time (ms) and nice value of each thread of this process (Linux /proc). */
 function threads(): Array<{ tid: number; nice: number; cpuMs: number }> {
@@ -20,7 +21,7 @@ const DAY = '2026-11-20'
 const TZ = 'Asia/Kolkata'
 const ROWS = 20_000
 
-describe.runIf(process.platform === 'linux')('the dashboard report preview under serve', () => {
+describe.runIf(process.platform === 'linux')('heavy work a request asks for runs off the receiver under serve', () => {
   let server: RunningServer | undefined
   let dataDir: string | undefined
   afterEach(async () => {
@@ -29,7 +30,7 @@ describe.runIf(process.platform === 'linux')('the dashboard report preview under
     server = dataDir = undefined
   })
 
-  it("is built in the processing thread, not on the receiver's", async () => {
+  it("the dashboard's report preview is built in the processing thread, not on the receiver's", async () => {
     // The processing thread is told apart by its nice value.
     const nice = Math.min(19, getPriority() + 7)
     dataDir = mkdtempSync(join(tmpdir(), 'sb-preview-'))
@@ -70,5 +71,39 @@ describe.runIf(process.platform === 'linux')('the dashboard report preview under
     expect(await res.text()).toContain('20,000')
     // The build's CPU was spent in the processing thread; the main thread only passed the request on.
     expect(processingMs).toBeGreaterThan(mainMs * 2)
+  }, 60_000)
+
+  it('"Run now" runs the recipe in the processing thread, from the dashboard and the admin API alike', async () => {
+    const recipes = tempRecipesDir()
+    recipes.write('where', `import { threadId } from 'node:worker_threads'
+import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'says which thread ran it', async run() { return { thread: threadId } } })
+`)
+    dataDir = mkdtempSync(join(tmpdir(), 'sb-run-now-'))
+    try {
+      server = await startServer({
+        env: { PORT: '0', DATA_DIR: dataDir, RECIPES_DIR: recipes.dir, WEBHOOK_SECRET: 'whsec_run_now_test', LOG_LEVEL: 'silent', ADMIN_TOKEN: TOKEN, RECONCILE_INTERVAL_SECONDS: '0' },
+        processing: 'thread',
+      })
+      const admin = await fetch(`${server.url}/admin/recipes/where/run`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })
+      expect(admin.status).toBe(200)
+      const { data } = (await admin.json()) as { data: { status: string; summary: { thread: number } } }
+      expect(data.status).toBe('succeeded')
+      expect(data.summary.thread).not.toBe(0)
+
+      const { jar, csrf } = await login(server.url)
+      const ui = await fetch(`${server.url}/ui/recipes/where/run`, {
+        method: 'POST', headers: { cookie: cookieHeader(jar), 'x-csrf-token': csrf, 'content-type': 'application/x-www-form-urlencoded' }, body: 'dry_run=0',
+      })
+      expect(ui.status).toBe(200)
+      const page = await ui.text()
+      expect(page).toContain('succeeded')
+      expect(page).toContain(`{&quot;thread&quot;:${data.summary.thread}}`)
+
+      // Mistakes keep their answers: unknown recipe 404.
+      expect((await fetch(`${server.url}/admin/recipes/nope/run`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(404)
+    } finally {
+      recipes.cleanup()
+    }
   }, 60_000)
 })
