@@ -4,6 +4,7 @@ import { buildDailyReport } from './reports/build-report.ts'
 import { renderHtml } from './reports/html-render.ts'
 import { sendDailyReport } from './reports/send-report.ts'
 import { liveEffects } from './utils/effects.ts'
+import { importDncCsv, type DncImportResult } from './campaigns/dnc.ts'
 import { BrokenRecipeError, recipeEngineFor, UnknownRecipeError } from './recipes/engine.ts'
 import type { RecipeRun } from './recipes/runner.ts'
 
@@ -32,6 +33,10 @@ export const processingTasks = {
       if (error instanceof BrokenRecipeError) return { ok: false, problem: 'broken', message: error.message }
       throw error
     }
+  },
+  /** A do-not-call CSV from the dashboard: up to 5 MB, every number parsed and normalised (seconds for the largest). */
+  async dncImport(rt: Runtime, args: { text: string; source: string }): Promise<DncImportResult> {
+    return importDncCsv(rt, args.text, args.source)
   },
   /** The report of a day as mailed (HTML only: the preview shows no attachment). */
   async reportPreview(rt: Runtime, args: { date: string }): Promise<string> {

@@ -71,6 +71,18 @@ describe.runIf(process.platform === 'linux')('heavy work a request asks for runs
     expect(await res.text()).toContain('20,000')
     // The build's CPU was spent in the processing thread; the main thread only passed the request on.
     expect(processingMs).toBeGreaterThan(mainMs * 2)
+
+    // A do-not-call CSV import goes the same way and reports each bad row by its number.
+    const { jar: jar2, csrf } = await login(server.url)
+    const form = new FormData()
+    form.append('file', new Blob(['phone,reason\n+919876543210,asked\nnot a number,x\n'], { type: 'text/csv' }), 'dnc.csv')
+    const imported = await fetch(`${server.url}/ui/dnc/import`, { method: 'POST', headers: { cookie: cookieHeader(jar2), 'x-csrf-token': csrf }, body: form })
+    expect(imported.status).toBe(200)
+    const text = await imported.text()
+    expect(text).toMatch(/1 added/)
+    expect(text).toContain('1 row(s) with errors')
+    expect(text).toMatch(/<td[^>]*>3<\/td><td[^>]*>not a number<\/td>/)
+    expect((await server.rt.store.db.selectFrom('dnc').select('phone').execute()).map((r) => r.phone)).toEqual(['+919876543210'])
   }, 60_000)
 
   it('"Run now" runs the recipe in the processing thread, from the dashboard and the admin API alike', async () => {
