@@ -7,6 +7,7 @@ import { liveEffects } from './utils/effects.ts'
 import { importDncCsv, type DncImportResult } from './campaigns/dnc.ts'
 import { BrokenRecipeError, recipeEngineFor, UnknownRecipeError } from './recipes/engine.ts'
 import type { RecipeRun } from './recipes/runner.ts'
+import { overviewCounts, type OverviewCounts } from './ui/overview-counts.ts'
 
 /** A recipe run asked for by a request: the run as recorded, or why it could not start. */
 export type ManualRunOutcome =
@@ -33,6 +34,10 @@ export const processingTasks = {
       if (error instanceof BrokenRecipeError) return { ok: false, problem: 'broken', message: error.message }
       throw error
     }
+  },
+  /** The dashboard overview's counts (refreshed every 15 s while it is open). */
+  async overviewCounts(rt: Runtime, args: { now: number }): Promise<OverviewCounts> {
+    return overviewCounts(rt, args.now)
   },
   /** A do-not-call CSV from the dashboard: up to 5 MB, every number parsed and normalised (seconds for the largest). */
   async dncImport(rt: Runtime, args: { text: string; source: string }): Promise<DncImportResult> {

@@ -1,12 +1,9 @@
 import type { H3, H3Event } from 'h3'
-import { countCallsByStatus } from '../calls/list-calls.ts'
 import { readiness as serviceReadiness } from '../health/readiness.ts'
 import { recipeEngineFor } from '../recipes/engine.ts'
-import { dayRange, localDate } from '../reports/day-range.ts'
-import { countMailByStatus } from '../reports/mail-log.ts'
+import { runProcessingTask } from '../processing-tasks.ts'
 import type { Runtime } from '../runtime.ts'
-import { countEventsByHour, countReceived, type EventHourCount } from '../webhooks/events.ts'
-import { inboxBacklog } from './backlog.ts'
+import type { EventHourCount } from '../webhooks/events.ts'
 import { card, chart, status, table } from './components.ts'
 import { fmtAge, fmtTime, html, type SafeHtml } from './html.ts'
 import { page } from './layout.ts'
@@ -43,19 +40,8 @@ const hourLabel = (x: number) => `${new Date(x * 1000).toISOString().slice(11, 1
 /** The part of the overview that refreshes itself (htmx polls `/ui/overview/live`). */
 async function live(rt: Runtime): Promise<SafeHtml> {
   const now = rt.clock.now()
-  const tz = rt.config.recipes.timezone
-  const today = dayRange(localDate(now, tz), tz)
-  const firstHour = Math.floor(now / HOUR) * HOUR - 23 * HOUR
-  const [ready, backlog, last5, lastHour, hourly, recipes, mail, calls] = await Promise.all([
-    readiness(rt),
-    inboxBacklog(rt),
-    countReceived(rt, now - 5 * 60_000, now + 1),
-    countReceived(rt, now - HOUR, now + 1),
-    countEventsByHour(rt, firstHour, now + 1),
-    recipeEngineFor(rt).list(),
-    countMailByStatus(rt, now - 7 * 24 * HOUR),
-    countCallsByStatus(rt, today.startMs, today.endMs),
-  ])
+  const [ready, counts, recipes] = await Promise.all([readiness(rt), runProcessingTask(rt, 'overviewCounts', { now }), recipeEngineFor(rt).list()])
+  const { firstHour, backlog, last5, lastHour, hourly, mail, calls } = counts
   const byType = hourlySeries(hourly, 'event_type', firstHour)
   const byStatus = hourlySeries(hourly, 'status', firstHour)
   const oldestAge = backlog.oldestReceivedAt === null ? null : now - backlog.oldestReceivedAt

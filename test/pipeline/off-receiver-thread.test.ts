@@ -83,6 +83,13 @@ describe.runIf(process.platform === 'linux')('heavy work a request asks for runs
     expect(text).toContain('1 row(s) with errors')
     expect(text).toMatch(/<td[^>]*>3<\/td><td[^>]*>not a number<\/td>/)
     expect((await server.rt.store.db.selectFrom('dnc').select('phone').execute()).map((r) => r.phone)).toEqual(['+919876543210'])
+
+    // The overview's counts come from the thread too (every 15 s while a dashboard is open).
+    const live = await fetch(`${server.url}/ui/overview/live`, { headers: { cookie } })
+    expect(live.status).toBe(200)
+    const overview = await live.text()
+    expect(overview).toContain('Dead events')
+    expect(overview).toMatch(/Mail \(7 days\)/)
   }, 60_000)
 
   it('"Run now" runs the recipe in the processing thread, from the dashboard and the admin API alike', async () => {
