@@ -20,7 +20,8 @@ export type ManualRunOutcome =
  * JavaScript), and webhooks arriving meanwhile would wait for it. Under `serve` such a task runs in the
  * processing thread, beside the recipes that build the same report; without one (`--role receiver`, an
  * in-memory database, tests) it runs where it is asked. Arguments and results cross the thread boundary, so
- * both are plain data.
+ * both are plain data. The trade: while the thread drains a burst these pages answer more slowly (the task
+ * waits for the thread's current batch), and the receiver's answers do not.
  */
 export const processingTasks = {
   /** "Run now" from the dashboard or `POST /admin/recipes/:name/run`: a nightly batch or a sweep is seconds of work. */
