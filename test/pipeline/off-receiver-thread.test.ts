@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { getPriority, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -7,15 +7,7 @@ import { startServer, type RunningServer } from '../../src/server.ts'
 import { FIXTURE_RECIPES_DIR } from '../helpers/recipes.ts'
 import { cookieHeader, login, TOKEN } from '../ui/helpers.ts'
 import { tempRecipesDir } from '../recipes/helpers.ts'
-
-/** CPU time (ms) and nice value of each thread of this process (Linux /proc). */
-function threads(): Array<{ tid: number; nice: number; cpuMs: number }> {
-  return readdirSync('/proc/self/task').map((tid) => {
-    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return { tid: Number(tid), nice: Number(fields[16]), cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / 100 }
-  })
-}
+import { threadStats as threads } from '../helpers/threads.ts'
 
 const DAY = '2026-11-20'
 const TZ = 'Asia/Kolkata'

@@ -1,19 +1,13 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { getPriority, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startServer, type RunningServer } from '../../src/server.ts'
 import { FIXTURE_RECIPES_DIR } from '../helpers/recipes.ts'
+import { threadStats } from '../helpers/threads.ts'
 
-/** The nice value of each thread of this process (Linux: /proc/self/task/<tid>/stat, field 19). */
-function threadNices(): number[] {
-  return readdirSync('/proc/self/task').map((tid) => {
-    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
-    // The command name is in parentheses and may hold spaces: count fields after its closing one.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return Number(fields[16])
-  })
-}
+/** The nice value of each thread of this process. */
+const threadNices = (): number[] => threadStats().map((t) => t.nice)
 
 describe.runIf(process.platform === 'linux')('processing thread priority', () => {
   let server: RunningServer | undefined
