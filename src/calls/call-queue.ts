@@ -171,8 +171,16 @@ async function requeue(rt: Runtime, row: QueueRow, owner: string, at: number, er
     .execute()
 }
 
-async function done(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
-  await rt.store.db.deleteFrom('call_queue').where('id', '=', row.id).where('claimed_by', '=', owner).execute()
+/**
+ * A queued call's outcome: its ledger row updated and its queue row removed in one transaction — one commit
+ * where three separate statements each made their own, and no crash between them that would leave a placed
+ * call queued (it would go out again, be answered `duplicate_request`, and lose its trace id).
+ */
+async function settle(rt: Runtime, row: QueueRow, owner: string, fields: Parameters<typeof finish>[2]): Promise<void> {
+  await rt.store.db.transaction().execute(async (trx) => {
+    await trx.updateTable('calls').set({ ...fields, updated_at: rt.clock.now() }).where('id', '=', row.id).execute()
+    await trx.deleteFrom('call_queue').where('id', '=', row.id).where('claimed_by', '=', owner).execute()
+  })
 }
 
 /** Seconds from a 429: Retry-After, else X-RateLimit-Reset, else a default. */
@@ -196,8 +204,7 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
   const request = JSON.parse(row.request) as CallRequest
   const apiKey = state.keys.get(row.tenant)
   if (!apiKey) {
-    await finish(rt, row.id, { status: 'failed', error: 'queued with an API key this process does not know (keys are never stored); place it again' })
-    await done(rt, row, owner)
+    await settle(rt, row, owner, { status: 'failed', error: 'queued with an API key this process does not know (keys are never stored); place it again' })
     metrics.failed.inc({ reason: 'no_api_key' })
     return
   }
@@ -214,8 +221,7 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
     metrics.upstreamSeconds.observe({ endpoint: 'POST /v1/call', status: '200' }, (performance.now() - started) / 1000)
     state.pacer.finished(row.tenant, client.lastRateLimit, rt.clock.now())
     const status = call.status === 'scheduled' ? 'scheduled' : 'initiated'
-    await finish(rt, row.id, { status, trace_id: call.trace_id, conversation_id: call.conversation_id, error: null })
-    await done(rt, row, owner)
+    await settle(rt, row, owner, { status, trace_id: call.trace_id, conversation_id: call.conversation_id, error: null })
     metrics.placed.inc({ status })
   } catch (cause) {
     const error =
@@ -234,8 +240,7 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
     }
     if (error.type === 'duplicate_request' && row.attempts > 1) {
       const status = request.scheduled_for ? 'scheduled' : 'initiated'
-      await finish(rt, row.id, { status, trace_id: null, error: 'accepted by an earlier attempt whose answer was lost; trace id unknown' })
-      await done(rt, row, owner)
+      await settle(rt, row, owner, { status, trace_id: null, error: 'accepted by an earlier attempt whose answer was lost; trace id unknown' })
       metrics.placed.inc({ status: 'recovered' })
       return
     }
@@ -244,8 +249,7 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
       await requeue(rt, row, owner, now + backoffMs(row.attempts, rt.random.next), `${error.type}: ${error.message}`)
       return
     }
-    await finish(rt, row.id, { status: isAmbiguous(error) ? 'failed' : 'rejected', error: `${error.type}: ${error.message}` })
-    await done(rt, row, owner)
+    await settle(rt, row, owner, { status: isAmbiguous(error) ? 'failed' : 'rejected', error: `${error.type}: ${error.message}` })
     metrics.failed.inc({ reason: error.type })
     log.warn({ type: error.type, status: error.status }, 'queued call not placed')
   }
