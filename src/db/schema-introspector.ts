@@ -11,6 +11,7 @@ import {
 } from 'kysely'
 
 interface ColumnRow {
+  schema: string
   table: string
   table_type: string
   column: string
@@ -37,7 +38,7 @@ interface ColumnRow {
 export function createSchemaIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
   async function getTables(options: DatabaseMetadataOptions = { withInternalKyselyTables: false }): Promise<TableMetadata[]> {
     const { rows } = await sql<ColumnRow>`
-      select c.relname as "table", c.relkind as table_type, a.attname as "column", a.attnotnull as not_null,
+      select ns.nspname as "schema", c.relname as "table", c.relkind as table_type, a.attname as "column", a.attnotnull as not_null,
         a.atthasdef as has_default, typ.typname as "type", tns.nspname as type_schema,
         col_description(a.attrelid, a.attnum) as "comment",
         (a.attidentity <> '' or coalesce(pg_get_expr(ad.adbin, ad.adrelid) like 'nextval(%', false)) as auto_incrementing
@@ -49,15 +50,13 @@ export function createSchemaIntrospector(db: Kysely<unknown>): DatabaseIntrospec
       left join pg_catalog.pg_attrdef ad on ad.adrelid = a.attrelid and ad.adnum = a.attnum
       where ns.nspname = current_schema() and c.relkind in ('r', 'v', 'p') and a.attnum > 0 and not a.attisdropped
       order by c.relname, a.attnum`.execute(db)
-    const { rows: schemaRows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db)
-    const schema = schemaRows[0]?.schema
     const internal = new Set<string>([DEFAULT_MIGRATION_TABLE, DEFAULT_MIGRATION_LOCK_TABLE])
     const tables = new Map<string, TableMetadata>()
     for (const row of rows) {
       if (!options.withInternalKyselyTables && internal.has(row.table)) continue
       let table = tables.get(row.table)
       if (!table) {
-        table = { name: row.table, isView: row.table_type === 'v', columns: [], ...(schema ? { schema } : {}) }
+        table = { name: row.table, isView: row.table_type === 'v', columns: [], schema: row.schema }
         tables.set(row.table, table)
       }
       table.columns.push({
