@@ -7,6 +7,7 @@ import { VoiceApiError } from '../upstream/errors.ts'
 import type { CallRequest } from '../upstream/schemas.ts'
 import { backoffMs } from '../utils/backoff.ts'
 import { chunks } from '../utils/chunks.ts'
+import { createGroupCommit, type GroupCommit } from '../utils/group-commit.ts'
 import { yieldToReceiver } from '../webhooks/receiver-load.ts'
 import { callMetrics } from './metrics.ts'
 import { createPacer, type Pacer } from './pacer.ts'
@@ -38,6 +39,16 @@ interface QueueState {
   keys: Map<string, string>
   pacer: Pacer
   runner: CallQueue | undefined
+  /** Sent calls' outcomes, committed together (see `settle`). */
+  outcomes: GroupCommit<Settlement>
+}
+
+/** A sent call's outcome: the fields its ledger row takes, and the claim its queue row is deleted under. */
+interface Settlement {
+  id: string
+  owner: string
+  fields: Parameters<typeof finish>[2]
+  at: number
 }
 
 const states = new WeakMap<Runtime, QueueState>()
@@ -46,7 +57,7 @@ function stateOf(rt: Runtime): QueueState {
   let s = states.get(rt)
   if (!s) {
     const workspaceKey = rt.config.voiceApiKey ?? SANDBOX_WORKSPACE_KEY
-    states.set(rt, (s = { keys: new Map([[tenantOf(workspaceKey), workspaceKey]]), pacer: createPacer(), runner: undefined }))
+    states.set(rt, (s = { keys: new Map([[tenantOf(workspaceKey), workspaceKey]]), pacer: createPacer(), runner: undefined, outcomes: createGroupCommit((batch) => writeSettlements(rt, batch)) }))
   }
   return s
 }
@@ -172,14 +183,32 @@ async function requeue(rt: Runtime, row: QueueRow, owner: string, at: number, er
 }
 
 /**
- * A queued call's outcome: its ledger row updated and its queue row removed in one transaction — one commit
- * where three separate statements each made their own, and no crash between them that would leave a placed
- * call queued (it would go out again, be answered `duplicate_request`, and lose its trace id).
+ * A queued call's outcome: its ledger row updated and its queue row removed in the same transaction, so no
+ * crash between them leaves a placed call queued (it would go out again, be answered `duplicate_request`,
+ * and lose its trace id). Outcomes that land together share the transaction (group commit): one commit per
+ * call was most of the queue's cost on the processing thread (two commits a call with the claim, ~0.7 ms
+ * each on SQLite). Resolves once committed.
  */
-async function settle(rt: Runtime, row: QueueRow, owner: string, fields: Parameters<typeof finish>[2]): Promise<void> {
+function settle(rt: Runtime, row: QueueRow, owner: string, fields: Parameters<typeof finish>[2]): Promise<void> {
+  return stateOf(rt).outcomes.add({ id: row.id, owner, fields, at: rt.clock.now() })
+}
+
+const SETTLE_CHUNK = 500
+
+async function writeSettlements(rt: Runtime, batch: Settlement[]): Promise<void> {
+  // Rows in id order, so two processes' transactions never take the same locks in opposite orders.
+  const sorted = [...batch].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  const byOwner = new Map<string, string[]>()
+  for (const s of sorted) {
+    const ids = byOwner.get(s.owner)
+    if (ids) ids.push(s.id)
+    else byOwner.set(s.owner, [s.id])
+  }
   await rt.store.db.transaction().execute(async (trx) => {
-    await trx.updateTable('calls').set({ ...fields, updated_at: rt.clock.now() }).where('id', '=', row.id).execute()
-    await trx.deleteFrom('call_queue').where('id', '=', row.id).where('claimed_by', '=', owner).execute()
+    for (const s of sorted) await trx.updateTable('calls').set({ ...s.fields, updated_at: s.at }).where('id', '=', s.id).execute()
+    for (const [owner, ids] of byOwner) {
+      for (const chunk of chunks(ids, SETTLE_CHUNK)) await trx.deleteFrom('call_queue').where('claimed_by', '=', owner).where('id', 'in', chunk).execute()
+    }
   })
 }
 
