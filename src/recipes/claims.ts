@@ -81,6 +81,9 @@ export async function claimFireBatch(rt: Runtime, recipe: string, owner: string,
       .orderBy('next_attempt_at')
       .limit(status === 'failed' ? 1 : limit)
     if (isPg) due = due.forUpdate().skipLocked()
+    // SQLite: look before writing. An UPDATE takes the database's one write lock even when it matches
+    // nothing, and the `failed` arm almost always does — a lock wait against the receiver's commits, per claim.
+    else if (!(await due.limit(1).executeTakeFirst())) continue
     const rows = await db
       .updateTable('recipe_event_fires')
       .set({ claimed_by: owner, claimed_until: now + claimMs })
