@@ -2,6 +2,8 @@ import { createHmac, randomBytes } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
 import { sql } from 'kysely'
 import { serve } from 'h3'
+import Database from 'better-sqlite3'
+import { COMMIT_DEADLINE_MS } from '../../src/webhooks/receiver.ts'
 import { signFormant, signStandard, webhookHealth } from '../../src/webhooks/index.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { countEvents, createHarness, makeEvent, SECRET, type Harness } from './helpers.ts'
@@ -147,6 +149,45 @@ describeEachDialect('webhook receiver', (dialect) => {
       expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0)
       await sql`ALTER TABLE webhook_events_away RENAME TO webhook_events`.execute(h.rt.store.db)
       expect((await h.send(event)).status).toBe(204)
+      expect(await countEvents(h.rt)).toBe(1)
+    })
+    it('a commit that hangs is answered 503 at the deadline, and lands later as the retry\'s duplicate, never a loss', async () => {
+      h = await createHarness(dialect)
+      // Another connection holds the write lock, so the inbox's commit waits (as behind a stuck disk or database).
+      let release: () => Promise<void>
+      if (dialect === 'sqlite') {
+        const holder = new Database(h.rt.store.sqlite!.name)
+        holder.exec('BEGIN IMMEDIATE')
+        release = async () => {
+          holder.exec('ROLLBACK')
+          holder.close()
+        }
+      } else {
+        const client = await h.rt.store.pool!.connect()
+        await client.query('BEGIN')
+        await client.query('LOCK TABLE webhook_events IN ACCESS EXCLUSIVE MODE')
+        release = async () => {
+          await client.query('ROLLBACK')
+          client.release()
+        }
+      }
+      const event = makeEvent()
+      const timersBefore = h.clock.pending()
+      const answer = h.send(event)
+      // The deadline is armed once the delivery is verified and handed to the inbox.
+      for (let i = 0; i < 1000 && h.clock.pending() === timersBefore; i++) await new Promise((resolve) => setImmediate(resolve))
+      expect(h.clock.pending()).toBeGreaterThan(timersBefore)
+      await h.clock.advance(COMMIT_DEADLINE_MS)
+      const res = await answer
+      expect(await expectError(res, 503, 'unavailable')).toMatch(/retry later/)
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0)
+      // The lock goes away: the commit that was waiting lands, and the provider's retry is its duplicate.
+      await release()
+      for (let i = 0; i < 2000 && (await countEvents(h.rt)) === 0; i++) await new Promise((resolve) => setTimeout(resolve, 1))
+      expect(await countEvents(h.rt)).toBe(1)
+      const retry = await h.send(event)
+      expect(retry.status).toBe(204)
+      expect(retry.headers.get('x-switchboard-duplicate')).toBe('true')
       expect(await countEvents(h.rt)).toBe(1)
     })
   })
