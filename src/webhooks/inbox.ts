@@ -3,6 +3,7 @@ import type { Database, WebhookEventsTable } from '../db/schema.ts'
 import type { Store } from '../db/connect.ts'
 import { startSqliteWriter, type CompiledStatement, type SqliteWriter } from './sqlite-writer.ts'
 import { classifyStorageError, isRetryableConflict } from './storage-errors.ts'
+import type { Clock } from '../utils/clock.ts'
 
 export type InboxRow = Insertable<WebhookEventsTable>
 
@@ -82,6 +83,18 @@ export class EventRefusedError extends Error {
 }
 
 /**
+ * The longest a delivery waits for its commit (the runtime's inbox is created with it: src/webhooks/state.ts).
+ * The provider gives up after 10 s and counts that as a failure; answering 503 first tells it to retry. A
+ * commit that still lands after the deadline makes the retry a duplicate (204), never a loss.
+ */
+export const COMMIT_DEADLINE_MS = 5_000
+
+/** No commit within the inbox's deadline (a stuck disk or database); the receiver answers 503. */
+export class CommitDeadlineError extends Error {
+  override readonly name = 'CommitDeadlineError'
+}
+
+/**
  * The durable inbox with group commit: every insert that arrives while the previous commit is running
  * (or within the same tick) joins one transaction, and each caller's promise settles only after that
  * transaction committed. Dedupe is the primary key: insert-or-ignore, so of concurrent copies exactly
@@ -114,6 +127,9 @@ interface RejectionRow {
 
 interface Waiter {
   row: PendingRow
+  /** When it was queued, on the deadline's clock. */
+  at: number
+  settled: boolean
   resolve(result: CommitResult): void
   reject(error: Error): void
 }
@@ -127,6 +143,12 @@ const MAX_BATCH = 400
 export interface InboxOptions {
   /** Told the size of each group commit's batch (deliveries, duplicates included) as it is written. */
   onBatch?(size: number): void
+  /**
+   * A commit that has not happened `ms` after the event was queued fails with CommitDeadlineError (the
+   * commit itself goes on: if it lands later, a retry of the event is its duplicate). One timer for the whole
+   * inbox, armed for the oldest event still waiting — not a timer per event.
+   */
+  deadline?: { clock: Clock; ms: number }
 }
 
 export function createInbox(store: Store, options: InboxOptions = {}): Inbox {
@@ -137,6 +159,29 @@ export function createInbox(store: Store, options: InboxOptions = {}): Inbox {
   let running: Promise<void> | undefined
   let scheduled = false
   const listeners = new Set<(deliveries: number) => void>()
+  /** The batch being written (its waiters settle when it commits, or at the deadline). */
+  let inflight: Waiter[] = []
+  let cancelDeadline: (() => void) | undefined
+  let closed = false
+
+  /** Fails the waiters past the deadline, then arms the timer for the oldest one still waiting. */
+  function checkDeadline(): void {
+    cancelDeadline = undefined
+    const deadline = options.deadline
+    if (!deadline || closed) return
+    const now = deadline.clock.now()
+    let oldest: Waiter | undefined
+    for (const list of [inflight, queue]) {
+      for (const w of list) {
+        if (w.settled) continue
+        if (now - w.at >= deadline.ms) {
+          w.settled = true
+          w.reject(new CommitDeadlineError(`no commit within ${deadline.ms} ms`))
+        } else if (!oldest) oldest = w
+      }
+    }
+    if (oldest) cancelDeadline = deadline.clock.setTimeout(checkDeadline, oldest.at + deadline.ms - now)
+  }
 
   /** Splits a batch into first copies (to insert) and copies already known to repeat within it. */
   function plan(batch: Waiter[]): { firsts: PendingRow[]; repeats: Map<string, number> } {
@@ -227,6 +272,7 @@ export function createInbox(store: Store, options: InboxOptions = {}): Inbox {
       seen.add(w.row.event_id)
       const isNew = first && stored.has(w.row.event_id)
       if (isNew) storedAny = true
+      w.settled = true
       w.resolve({ duplicate: !isNew })
     }
     return storedAny
@@ -255,7 +301,10 @@ export function createInbox(store: Store, options: InboxOptions = {}): Inbox {
           classifyStorageError(error) === 'refused'
             ? new EventRefusedError(`the database refused this event: ${(error as Error).message}`, { cause: error })
             : unavailable(error)
-        for (const w of copies) w.reject(failure)
+        for (const w of copies) {
+          w.settled = true
+          w.reject(failure)
+        }
       }
     }
     if (stats.size > 0) await write([], stats).catch(() => {})
@@ -266,6 +315,7 @@ export function createInbox(store: Store, options: InboxOptions = {}): Inbox {
     while (queue.length > 0 || rejections.size > 0) {
       const batch = queue.slice(0, MAX_BATCH)
       queue = queue.slice(batch.length)
+      inflight = batch
       const stats = rejections
       rejections = new Map()
       if (batch.length > 0) options.onBatch?.(batch.length)
@@ -276,12 +326,16 @@ export function createInbox(store: Store, options: InboxOptions = {}): Inbox {
         if (classifyStorageError(error) === 'refused' && batch.length > 0) storedAny = await commitOneByOne(batch, stats)
         else {
           const failure = unavailable(error)
-          for (const w of batch) w.reject(failure)
+          for (const w of batch) {
+            w.settled = true
+            w.reject(failure)
+          }
           continue
         }
       }
       if (storedAny) for (const fn of listeners) fn(batch.length)
     }
+    inflight = []
   }
 
   function schedule(): void {
@@ -307,7 +361,9 @@ export function createInbox(store: Store, options: InboxOptions = {}): Inbox {
   return {
     commit(row) {
       return new Promise<CommitResult>((resolve, reject) => {
-        queue.push({ row, resolve, reject })
+        const deadline = options.deadline
+        queue.push({ row, at: deadline ? deadline.clock.now() : 0, settled: false, resolve, reject })
+        if (deadline && !cancelDeadline) cancelDeadline = deadline.clock.setTimeout(checkDeadline, deadline.ms)
         schedule()
       })
     },
@@ -326,6 +382,8 @@ export function createInbox(store: Store, options: InboxOptions = {}): Inbox {
     flush,
     async close() {
       await flush()
+      closed = true
+      cancelDeadline?.()
       await writer?.close()
     },
     async sqlitePragma(statement) {

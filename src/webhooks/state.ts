@@ -1,5 +1,5 @@
 import type { Runtime } from '../runtime.ts'
-import { createInbox, type Inbox } from './inbox.ts'
+import { COMMIT_DEADLINE_MS, createInbox, type Inbox } from './inbox.ts'
 import { webhookMetrics } from './metrics.ts'
 import type { Worker } from './worker.ts'
 
@@ -14,7 +14,11 @@ const states = new WeakMap<Runtime, WebhookState>()
 export function webhookState(rt: Runtime): WebhookState {
   let state = states.get(rt)
   if (!state) {
-    const created: WebhookState = { inbox: createInbox(rt.store, { onBatch: (size) => webhookMetrics(rt.metrics).commitBatchSize.observe(size) }), worker: undefined }
+    const inbox = createInbox(rt.store, {
+      onBatch: (size) => webhookMetrics(rt.metrics).commitBatchSize.observe(size),
+      deadline: { clock: rt.clock, ms: COMMIT_DEADLINE_MS },
+    })
+    const created: WebhookState = { inbox, worker: undefined }
     created.inbox.onCommitted(() => created.worker?.wake())
     rt.onClose(() => created.inbox.close())
     states.set(rt, created)

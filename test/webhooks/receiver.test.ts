@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { sql } from 'kysely'
 import { serve } from 'h3'
 import Database from 'better-sqlite3'
-import { COMMIT_DEADLINE_MS } from '../../src/webhooks/receiver.ts'
+import { COMMIT_DEADLINE_MS } from '../../src/webhooks/inbox.ts'
 import { signFormant, signStandard, webhookHealth } from '../../src/webhooks/index.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { countEvents, createHarness, makeEvent, SECRET, type Harness } from './helpers.ts'
@@ -151,7 +151,7 @@ describeEachDialect('webhook receiver', (dialect) => {
       expect((await h.send(event)).status).toBe(204)
       expect(await countEvents(h.rt)).toBe(1)
     })
-    it('a commit that hangs is answered 503 at the deadline, and lands later as the retry\'s duplicate, never a loss', async () => {
+    it('a commit that hangs is answered 503 at each delivery\'s own deadline, and lands later as the retry\'s duplicate, never a loss', async () => {
       h = await createHarness(dialect)
       // Another connection holds the write lock, so the inbox's commit waits (as behind a stuck disk or database).
       let release: () => Promise<void>
@@ -171,24 +171,42 @@ describeEachDialect('webhook receiver', (dialect) => {
           client.release()
         }
       }
-      const event = makeEvent()
+      const turns = async (n: number) => {
+        for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve))
+      }
+      const first = makeEvent()
+      const second = makeEvent()
       const timersBefore = h.clock.pending()
-      const answer = h.send(event)
+      const firstAnswer = h.send(first)
       // The deadline is armed once the delivery is verified and handed to the inbox.
-      for (let i = 0; i < 1000 && h.clock.pending() === timersBefore; i++) await new Promise((resolve) => setImmediate(resolve))
+      for (let i = 0; i < 1000 && h.clock.pending() === timersBefore; i++) await turns(1)
       expect(h.clock.pending()).toBeGreaterThan(timersBefore)
-      await h.clock.advance(COMMIT_DEADLINE_MS)
-      const res = await answer
+      // A second delivery 3 s later gets its own 5 s, not what is left of the first one's.
+      await h.clock.advance(3_000)
+      let secondStatus = 0
+      const secondAnswer = h.send(second).then((res) => {
+        secondStatus = res.status
+        return res
+      })
+      await turns(100)
+      await h.clock.advance(COMMIT_DEADLINE_MS - 3_000)
+      const res = await firstAnswer
       expect(await expectError(res, 503, 'unavailable')).toMatch(/retry later/)
       expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0)
-      // The lock goes away: the commit that was waiting lands, and the provider's retry is its duplicate.
+      await turns(20)
+      expect(secondStatus).toBe(0)
+      await h.clock.advance(3_000)
+      await expectError(await secondAnswer, 503, 'unavailable')
+      // The lock goes away: the commits that were waiting land, and the provider's retries are their duplicates.
       await release()
-      for (let i = 0; i < 2000 && (await countEvents(h.rt)) === 0; i++) await new Promise((resolve) => setTimeout(resolve, 1))
-      expect(await countEvents(h.rt)).toBe(1)
-      const retry = await h.send(event)
-      expect(retry.status).toBe(204)
-      expect(retry.headers.get('x-switchboard-duplicate')).toBe('true')
-      expect(await countEvents(h.rt)).toBe(1)
+      for (let i = 0; i < 2000 && (await countEvents(h.rt)) < 2; i++) await new Promise((resolve) => setTimeout(resolve, 1))
+      expect(await countEvents(h.rt)).toBe(2)
+      for (const event of [first, second]) {
+        const retry = await h.send(event)
+        expect(retry.status).toBe(204)
+        expect(retry.headers.get('x-switchboard-duplicate')).toBe('true')
+      }
+      expect(await countEvents(h.rt)).toBe(2)
     })
   })
 
