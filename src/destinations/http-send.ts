@@ -94,6 +94,17 @@ export function createAgents(maxSockets: number, allowPrivate: boolean): Agents 
   }
 }
 
+/** The first value of a response header (Node gives arrays for repeated ones). */
+function firstHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value
+}
+
+/** Stops an attempt: the first reason given wins, and the request on the wire is destroyed. */
+function cutAttempt(attempt: Attempt, why: 'timeout' | 'cancelled'): void {
+  attempt.cut ??= why
+  attempt.request?.destroy(new Error(why))
+}
+
 interface HopResult {
   status: number | null
   error?: string
@@ -109,14 +120,26 @@ interface Attempt {
   cut?: 'timeout' | 'cancelled'
 }
 
+/**
+ * Per-attempt helpers are methods of small objects, and results are built field by field: under tsx
+ * (esbuild's keepNames) every named arrow made per delivery costs an Object.defineProperty of its name, and
+ * V8 builds `{ a, ...(x ? { b } : {}) }` far slower than an object given its fields one by one.
+ */
 function hop(url: URL, request: SendRequest, attempt: Attempt): Promise<HopResult> {
   return new Promise((resolve) => {
     let settled = false
-    const done = (result: HopResult) => {
-      if (settled) return
-      settled = true
-      resolve(result)
+    const once = {
+      done(result: HopResult) {
+        if (settled) return
+        settled = true
+        resolve(result)
+      },
+      timedOut() {
+        return attempt.cut === 'timeout'
+      },
     }
+    const done = once.done
+    const timedOut = once.timedOut
     try {
       if (url.protocol !== 'https:' && !(url.protocol === 'http:' && request.allowHttp)) {
         return done({ status: null, error: `refused ${url.protocol}// URL (https required)`, response: '' })
@@ -135,25 +158,24 @@ function hop(url: URL, request: SendRequest, attempt: Attempt): Promise<HopResul
     const options: http.RequestOptions = request.agents
       ? { method: 'POST', headers, agent: isHttps ? request.agents.https : request.agents.http }
       : { method: 'POST', headers, lookup: guardedLookup(request.allowPrivate) }
-    const timedOut = () => attempt.cut === 'timeout'
     // Once a status line arrived it is the answer, even if the body is then cut off by the deadline.
     let finishResponse: ((error?: string) => void) | undefined
     const req = (isHttps ? https : http).request(url, options, (res) => {
       const status = res.statusCode ?? 0
       const chunks: Buffer[] = []
       let size = 0
-      const header = (name: string) => {
-        const v = res.headers[name]
-        return Array.isArray(v) ? v[0] : v
+      const response = {
+        finish(error?: string) {
+          const result: HopResult = { status, response: Buffer.concat(chunks).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8') }
+          if (error) result.error = error
+          const retryAfter = firstHeader(res.headers['retry-after'])
+          if (retryAfter) result.retryAfter = retryAfter
+          const location = firstHeader(res.headers.location)
+          if (location) result.location = location
+          done(result)
+        },
       }
-      const finish = (error?: string) =>
-        done({
-          status,
-          response: Buffer.concat(chunks).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8'),
-          ...(error ? { error } : {}),
-          ...(header('retry-after') ? { retryAfter: header('retry-after') } : {}),
-          ...(header('location') ? { location: header('location') } : {}),
-        })
+      const finish = response.finish
       finishResponse = finish
       res.on('data', (chunk: Buffer) => {
         size += chunk.length
@@ -187,12 +209,16 @@ function hop(url: URL, request: SendRequest, attempt: Attempt): Promise<HopResul
 export async function sendOnce(request: SendRequest): Promise<SendResult> {
   const started = performance.now()
   const attempt: Attempt = {}
-  const cut = (why: 'timeout' | 'cancelled') => () => {
-    attempt.cut ??= why
-    attempt.request?.destroy(new Error(why))
+  const cuts = {
+    timeout() {
+      cutAttempt(attempt, 'timeout')
+    },
+    cancelled() {
+      cutAttempt(attempt, 'cancelled')
+    },
   }
-  const cancelTimer = request.clock.setTimeout(cut('timeout'), request.timeoutMs)
-  const leaveGroup = request.cancel?.add(cut('cancelled'))
+  const cancelTimer = request.clock.setTimeout(cuts.timeout, request.timeoutMs)
+  const leaveGroup = request.cancel?.add(cuts.cancelled)
   try {
     let url: URL
     try {
@@ -206,15 +232,12 @@ export async function sendOnce(request: SendRequest): Promise<SendResult> {
       if (!redirect || !result.location || hops >= request.followRedirects) {
         const latencyMs = Math.round(performance.now() - started)
         const error = result.error ?? (redirect ? `redirect to ${result.location ?? '(no location)'} not followed` : undefined)
-        return {
-          status: result.status,
-          latencyMs,
-          response: result.response,
-          ...(error ? { error } : {}),
-          ...(result.retryAfter ? { retryAfter: result.retryAfter } : {}),
-          ...(result.blocked ? { blocked: true } : {}),
-          ...(attempt.cut === 'cancelled' ? { aborted: true } : {}),
-        }
+        const sent: SendResult = { status: result.status, latencyMs, response: result.response }
+        if (error) sent.error = error
+        if (result.retryAfter) sent.retryAfter = result.retryAfter
+        if (result.blocked) sent.blocked = true
+        if (attempt.cut === 'cancelled') sent.aborted = true
+        return sent
       }
       url = new URL(result.location, url)
     }
