@@ -51,9 +51,25 @@ function isCountryCode(code: string | undefined): code is CountryCode {
   }
 }
 
-/** Normalizes one number. Pure; see `createPhoneNormalizer` for the cached form used on large lists. */
+/** One cached normalizer per default country for `normalizePhone` (configuration names one or two). */
+const normalizers = new Map<string, PhoneNormalizer>()
+const SHARED_CACHE_ENTRIES = 10_000
+const MAX_NORMALIZERS = 16
+
+/**
+ * Normalizes one number. Pure (same input, same result), so results are cached per default country: a
+ * follow-up's number is read by the planner, the scheduler and the do-not-call check, and parsing with full
+ * metadata is the expensive step. Results are shared: treat them as read-only.
+ */
 export function normalizePhone(raw: string | null | undefined, options: PhoneOptions = {}): PhoneResult {
-  return compile(options.defaultCountry)(raw)
+  const key = options.defaultCountry ?? ''
+  let normalize = normalizers.get(key)
+  if (!normalize) {
+    if (normalizers.size >= MAX_NORMALIZERS) normalizers.clear()
+    normalize = createPhoneNormalizer({ defaultCountry: options.defaultCountry, maxCacheEntries: SHARED_CACHE_ENTRIES })
+    normalizers.set(key, normalize)
+  }
+  return normalize(raw)
 }
 
 const PLAIN = /^\+?\d+$/

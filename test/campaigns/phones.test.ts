@@ -65,6 +65,16 @@ describe('normalizePhone (DEFAULT_COUNTRY=IN)', () => {
     expect(normalize.cacheSize).toBe(2)
   })
 
+  it('normalizePhone remembers answers per default country: the same national number reads differently under another', () => {
+    for (let i = 0; i < 2; i++) {
+      expect(normalizePhone('09876543210', IN)).toMatchObject({ ok: true, e164: '+919876543210' })
+      expect(normalizePhone('09876543210', { defaultCountry: 'GB' })).toMatchObject({ ok: false })
+      expect(normalizePhone('2133734253', { defaultCountry: 'US' })).toMatchObject({ ok: true, e164: '+12133734253' })
+      expect(normalizePhone('2133734253', IN)).not.toMatchObject({ e164: '+12133734253' })
+      expect(normalizePhone('9876543210')).toMatchObject({ ok: false })
+    }
+  })
+
   it('finds the country of an E.164 number', () => {
     expect(countryOfPhone('+442079460018')).toBe('GB')
     expect(countryOfPhone('+12133734253')).toBe('US')
