@@ -5,9 +5,8 @@
  * time, so one bad item fails alone; if the database itself is down, every item of the batch fails.
  */
 export interface GroupCommit<T> {
+  /** Resolves once the batch holding `item` is written; rejects with its error if it cannot be. */
   add(item: T): Promise<void>
-  /** Resolves when everything added so far has been written (or has failed). */
-  idle(): Promise<void>
 }
 
 interface Waiting<T> {
@@ -63,9 +62,6 @@ export function createGroupCommit<T>(write: (items: T[]) => Promise<void>): Grou
         queue.push({ item, resolve, reject })
         start()
       })
-    },
-    async idle() {
-      for (let i = 0; i < 1000 && (running || queue.length > 0); i++) await running
     },
   }
 }
