@@ -4,7 +4,8 @@
  * against a bare h3 handler that reads the same bodies, in the same run:
  *   1. ingest while processing: a burst of signed events (one third each completed / no_answer / busy, distinct
  *      contacts) — receiver throughput vs bare, then p99 at 1,000 events/s offered while the backlog drains;
- *   2. end to end: events fully processed (read model, every consumer, recipe queues empty) per second vs bare;
+ *   2. end to end: a second burst, once the first has drained, from its first event sent to its last one fully
+ *      processed (read model, every consumer, recipe queues empty) — events per second vs bare;
  *   3. the real flow: 3,000 calls placed through the proxy to distinct numbers ending in 5, sandbox at
  *      SANDBOX_FAULTS=latency_ms=100 with its limits raised — lag from the last call.no_answer stored to the
  *      last follow-up scheduled, duplicates, failures;
@@ -308,9 +309,16 @@ async function main(): Promise<void> {
     const cpu = cpuDuring(svc.child.pid!, cpuBefore, process.cpuUsage(loadBefore))
     const commits = { rows: await gauge(svc.port, 'switchboard_webhook_commit_batch_size_sum'), n: await gauge(svc.port, 'switchboard_webhook_commit_batch_size_count') }
     const lat = await atRate(svc.port, during)
-    const total = burst.length + during.length
-    await until('the backlog to drain', async () => (await gauge(svc.port, 'switchboard_events_pending')) === 0 && (await gauge(svc.port, 'switchboard_recipe_events_queued')) === 0, 300_000, 50)
-    const e2eSeconds = (performance.now() - ingest.started) / 1000
+    const drained = async () => (await gauge(svc.port, 'switchboard_events_pending')) === 0 && (await gauge(svc.port, 'switchboard_recipe_events_queued')) === 0
+    await until('the backlog to drain', drained, 300_000, 50)
+    // End to end on its own burst, from its first event sent to the last one processed: timed over phase 1 it
+    // also counted the ${RATE_MS / 1000} s paced at ${RATE}/s, which capped the figure at
+    // (burst + paced events) / (burst time + ${RATE_MS / 1000} s) whatever processing managed (0.2× bare on a fast host).
+    const e2eBurst = await burstEvents(BURST)
+    const e2eIngest = await throughput(svc.port, e2eBurst)
+    await until('the end-to-end burst to drain', drained, 300_000, 20)
+    const e2eSeconds = (performance.now() - e2eIngest.started) / 1000
+    const total = e2eBurst.length
     const e2e = total / e2eSeconds
     // The bare handler again, now the service is idle: on a shared machine one burst's figure moves by a third
     // from run to run, so the ratios use the mean of the two.
@@ -324,7 +332,7 @@ async function main(): Promise<void> {
     console.log(`   group commits during the burst: ${commits.n} of ${(commits.rows / Math.max(1, commits.n)).toFixed(1)} deliveries on average`)
     console.log(`   at ${RATE}/s while the backlog drains: p50 ${lat.p50.toFixed(2)} ms, p99 ${lat.p99.toFixed(2)} ms (budget ≤ 20 ms) ${verdict(lat.p99 <= 20)}`)
     console.log(`2. end to end: ${total} events fully processed in ${e2eSeconds.toFixed(1)} s = ${e2e.toFixed(0)}/s → ${e2eRatio.toFixed(2)}× bare (budget ≥ 0.25) ${verdict(e2eRatio >= 0.25)}`)
-    failed ||= ingestRatio < 0.6 || lat.p99 > 20 || e2eRatio < 0.25 || ingest.bad > 0
+    failed ||= ingestRatio < 0.6 || lat.p99 > 20 || e2eRatio < 0.25 || ingest.bad > 0 || e2eIngest.bad > 0
     await svc.stop()
     services.pop()
 
