@@ -154,7 +154,8 @@ async function forwardingAsShipped(ports: number[]): Promise<{ perSecond: number
   const recipesDir = mkdtempSync(join(tmpdir(), 'sb-bench-fwd-recipes-'))
   const destinations = ports.map((p, i) => ({ name: `sink${i + 1}`, url: `http://127.0.0.1:${p}/hooks`, secret: SECRET, allowHttp: true, concurrency: CONCURRENCY }))
   const service = await startServe({
-    RECIPES_DIR: recipesDir, WEBHOOK_SECRET, LOG_LEVEL: 'silent', ALLOW_PRIVATE_DESTINATIONS: '1', DESTINATIONS: JSON.stringify(destinations),
+    // Logging as shipped (info: a line per stored webhook, read from a pipe).
+    RECIPES_DIR: recipesDir, WEBHOOK_SECRET, LOG_LEVEL: 'info', ALLOW_PRIVATE_DESTINATIONS: '1', DESTINATIONS: JSON.stringify(destinations),
   })
   const port = service.port
   const agent = new http.Agent({ keepAlive: true, maxSockets: 128 })

@@ -202,9 +202,12 @@ async function startService(env: Record<string, string>): Promise<Service> {
   }
   const child = spawn(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : []), join(ROOT, 'src/bin.mjs'), 'serve'], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, WEBHOOK_SECRET: SECRET, RECIPES_DIR: join(ROOT, 'recipes'), LOG_LEVEL: 'silent', RECONCILE_INTERVAL_SECONDS: '0', ...env },
-    stdio: 'ignore',
+    // Logging as shipped: LOG_LEVEL's default (info: a line per stored webhook), stdout a pipe that is read,
+    // as a terminal, journald or a container's log driver reads it.
+    env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, WEBHOOK_SECRET: SECRET, RECIPES_DIR: join(ROOT, 'recipes'), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', RECONCILE_INTERVAL_SECONDS: '0', ...env },
+    stdio: ['ignore', 'pipe', 'ignore'],
   })
+  child.stdout!.resume()
   // Measured once the service is fully started: /readyz answers as soon as the listener opens, while the
   // processing thread still loads its modules for a few seconds (start-up has its own budget).
   await until('the service to be ready with processing running', async () => {
