@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads'
 import { AggregatorRegistry, type Registry } from 'prom-client'
 import type { Runtime } from './runtime.ts'
-import type { ThreadMessage, ThreadReply } from './processing-thread.ts'
-import type { ProcessingTaskName, TaskArgs, TaskResult } from './processing-tasks.ts'
+import type { ThreadMessage, ThreadReply } from './processing-messages.ts'
+import { processingTasks, type ProcessingTaskName, type TaskArgs, type TaskResult } from './processing-tasks.ts'
 import { trackReceiverLoad } from './webhooks/receiver-load.ts'
 import { webhookState } from './webhooks/state.ts'
 
@@ -185,4 +185,12 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
   }
   threads.set(rt, thread)
   return thread
+}
+
+/** Runs a task in the processing thread when one is running, else on this thread. */
+export async function runProcessingTask<N extends ProcessingTaskName>(rt: Runtime, name: N, args: TaskArgs<N>): Promise<TaskResult<N>> {
+  const thread = processingThreadOf(rt)
+  if (thread?.running()) return thread.task(name, args)
+  const task = processingTasks[name] as (rt: Runtime, args: TaskArgs<N>) => Promise<TaskResult<N>>
+  return task(rt, args)
 }

@@ -1,5 +1,4 @@
 import type { Runtime } from './runtime.ts'
-import { processingThreadOf } from './processing-host.ts'
 import { buildDailyReport } from './reports/build-report.ts'
 import { renderHtml } from './reports/html-render.ts'
 import { sendDailyReport } from './reports/send-report.ts'
@@ -59,11 +58,3 @@ export type ProcessingTasks = typeof processingTasks
 export type ProcessingTaskName = keyof ProcessingTasks
 export type TaskArgs<N extends ProcessingTaskName> = Parameters<ProcessingTasks[N]>[1]
 export type TaskResult<N extends ProcessingTaskName> = Awaited<ReturnType<ProcessingTasks[N]>>
-
-/** Runs a task in the processing thread when one is running, else on this thread. */
-export async function runProcessingTask<N extends ProcessingTaskName>(rt: Runtime, name: N, args: TaskArgs<N>): Promise<TaskResult<N>> {
-  const thread = processingThreadOf(rt)
-  if (thread?.running()) return thread.task(name, args)
-  const task = processingTasks[name] as (rt: Runtime, args: TaskArgs<N>) => Promise<TaskResult<N>>
-  return task(rt, args)
-}

@@ -1,16 +1,3 @@
-import { getPriority, setPriority } from 'node:os'
-import { parentPort, workerData } from 'node:worker_threads'
-import { Registry } from 'prom-client'
-import type { Config } from './config/load.ts'
-import { createRuntime, type Runtime } from './runtime.ts'
-import { useDerivedDurability } from './db/connect.ts'
-import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
-import { startBackground } from './server.ts'
-import { sleep } from './utils/clock.ts'
-import { createYieldGate, setYieldGate } from './webhooks/receiver-load.ts'
-import { processingTasks, type ProcessingTaskName } from './processing-tasks.ts'
-import { webhookState } from './webhooks/state.ts'
-
 /**
  * The worker role inside `serve --role all`: read model, consumers, recipes, the call queue and
  * reconciliation on their own event loop and database connection (SQLite WAL lets the receiver's writer
@@ -18,18 +5,19 @@ import { webhookState } from './webhooks/state.ts'
  * verifies, commits and answers. The main thread wakes it after each commit, asks it for its metrics, and
  * restarts it if it dies (src/processing-host.ts).
  */
-export type ThreadMessage =
-  | { type: 'wake' }
-  | { type: 'metrics'; id: number }
-  | { type: 'task'; id: number; name: ProcessingTaskName; args: unknown }
-  | { type: 'stop' }
-export type ThreadReply =
-  | { type: 'ready' }
-  | { type: 'metrics'; id: number; json: unknown }
-  | { type: 'task'; id: number; ok: true; value: unknown }
-  | { type: 'task'; id: number; ok: false; error: string }
-  | { type: 'stopped' }
-  | { type: 'failed'; error: string }
+import { getPriority, setPriority } from 'node:os'
+import { parentPort, workerData } from 'node:worker_threads'
+import { Registry } from 'prom-client'
+import type { Config } from './config/load.ts'
+import { createRuntime, type Runtime } from './runtime.ts'
+import { useDerivedDurability } from './db/connect.ts'
+import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
+import { startBackground } from './background.ts'
+import { sleep } from './utils/clock.ts'
+import { createYieldGate, setYieldGate } from './webhooks/receiver-load.ts'
+import { processingTasks } from './processing-tasks.ts'
+import type { ThreadMessage, ThreadReply } from './processing-messages.ts'
+import { webhookState } from './webhooks/state.ts'
 
 /** Backoff while the background work cannot start (the database is unreachable): 500 ms doubling to 15 s. */
 const START_RETRY_MIN_MS = 500

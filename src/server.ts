@@ -5,35 +5,24 @@ import { resolveConfig } from './config/file.ts'
 import { readiness } from './health/readiness.ts'
 import { registerDependencyMetrics } from './health/dependencies.ts'
 import { createRuntime, type Runtime, type RuntimeOverrides } from './runtime.ts'
-import { startRecipes } from './recipes/background.ts'
+import { startBackground, type Role } from './background.ts'
+import { registerConsumers } from './pipeline.ts'
 import { registerRecipeRoutes } from './recipes/routes.ts'
-import { registerWebhookRoutes, startWebhookWorkers } from './webhooks/index.ts'
-import { mountProxy, startProxyMaintenance } from './proxy/mount.ts'
+import { registerWebhookRoutes } from './webhooks/index.ts'
+import { mountProxy } from './proxy/mount.ts'
 import { mountSandbox } from './sandbox/mount.ts'
 import { registerAdminGate } from './ui/gate.ts'
 import { registerUi } from './ui/index.ts'
 import { adminTokenFile, ensureAdminToken, type AdminTokenSource } from './utils/admin-token.ts'
-import { startMailOutbox } from './reports/mail-outbox.ts'
 import { isMalformedPath, malformedPathAnswer } from './utils/malformed-path.ts'
 import { serveApp } from './utils/serve-app.ts'
-import { registerDestinationRoutes, startDestinations } from './destinations/index.ts'
+import { registerDestinationRoutes } from './destinations/index.ts'
 import { inboxBacklog } from './webhooks/backlog.ts'
 import { pendingFires } from './recipes/claims.ts'
 import { recipeMetrics } from './recipes/metrics.ts'
-import { startCallQueue } from './calls/call-queue.ts'
 import { callMetrics } from './calls/metrics.ts'
 import { canRunInThread, startProcessingThread, type ProcessingThread } from './processing-host.ts'
-import { registerConsumers } from './pipeline.ts'
-import { recipeEngineFor } from './recipes/engine.ts'
 
-/**
- * Where a process sits in the event pipeline. `receiver`: the webhook receiver, proxy, sandbox, admin and
- * dashboard — no processing. `worker`: processing (read model, consumers, recipes, the call queue,
- * reconciliation), with only the operations endpoints on HTTP. `all`: both — processing in a worker
- * thread when the database allows it, so the receiver's event loop never runs it.
- */
-export type Role = 'receiver' | 'worker' | 'all'
-export const ROLES: readonly Role[] = ['receiver', 'worker', 'all']
 
 /** Per-process hooks the operations endpoints read (the processing thread's metrics, when there is one). */
 interface OpsState {
@@ -161,36 +150,6 @@ export function createApp(rt: Runtime): H3 {
   registerDestinationRoutes(app, rt)
   registerConsumers(rt)
   return app
-}
-
-/**
- * Starts each feature's background work for a role; returns a function that stops it all. `all` here is
- * inline (one event loop: tests, embedders); the CLI's `serve` moves the worker role to a thread.
- */
-export async function startBackground(rt: Runtime, options: { role?: Role } = {}): Promise<() => Promise<void>> {
-  const role = options.role ?? 'all'
-  const stops: Array<() => Promise<void> | void> = []
-  const stopAll = async () => {
-    for (const stop of stops.reverse()) await stop()
-  }
-  try {
-    // ── feature background work ───────────────────────────────────────────────────────────────
-    if (role !== 'worker') stops.push(startProxyMaintenance(rt))
-    if (role !== 'receiver') {
-      registerConsumers(rt, { recipes: recipeEngineFor(rt) })
-      stops.push(startWebhookWorkers(rt))
-      const calls = startCallQueue(rt)
-      stops.push(() => calls.stop())
-      stops.push(await startRecipes(rt))
-      stops.push(startMailOutbox(rt))
-      stops.push(startDestinations(rt))
-    }
-  } catch (error) {
-    // Half started is not started: stop what is running so a retry starts clean.
-    await stopAll()
-    throw error
-  }
-  return stopAll
 }
 
 export interface RunningServer {

@@ -1,5 +1,5 @@
 import { HTTPError } from 'h3'
-import { runProcessingTask } from '../processing-tasks.ts'
+import { runProcessingTask } from '../processing-host.ts'
 import type { Runtime } from '../runtime.ts'
 import type { RecipeRun } from './runner.ts'
 

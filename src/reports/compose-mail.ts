@@ -1,5 +1,18 @@
 import nodemailer from 'nodemailer'
-import type { MailMessage } from './send-mail.ts'
+
+export interface MailAttachment {
+  filename: string
+  content: string | Buffer
+  contentType?: string
+}
+
+export interface MailMessage {
+  to: string | string[]
+  subject: string
+  text: string
+  html?: string
+  attachments?: MailAttachment[]
+}
 
 export interface ComposedMail {
   /** The RFC 822 bytes, exactly as they will be delivered (and retried). */

@@ -1,24 +1,12 @@
 import type { Runtime } from '../runtime.ts'
 import type { Effects } from '../utils/effects.ts'
-import { composeMail } from './compose-mail.ts'
+import { composeMail, type MailMessage } from './compose-mail.ts'
 import { insertMailLog, updateMailLog, type MailStatus } from './mail-log.ts'
 import { mailMetrics } from './mail-metrics.ts'
 import { MAIL_CLAIM_MS, deliverQueued, describeMailError } from './mail-outbox.ts'
 import { writeOutboxMessage } from './outbox.ts'
 
-export interface MailAttachment {
-  filename: string
-  content: string | Buffer
-  contentType?: string
-}
-
-export interface MailMessage {
-  to: string | string[]
-  subject: string
-  text: string
-  html?: string
-  attachments?: MailAttachment[]
-}
+export type { MailAttachment, MailMessage } from './compose-mail.ts'
 
 export interface MailResult {
   /** The mail_log id. */

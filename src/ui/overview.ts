@@ -1,7 +1,7 @@
 import type { H3, H3Event } from 'h3'
 import { readiness as serviceReadiness } from '../health/readiness.ts'
 import { recipeEngineFor } from '../recipes/engine.ts'
-import { runProcessingTask } from '../processing-tasks.ts'
+import { runProcessingTask } from '../processing-host.ts'
 import type { Runtime } from '../runtime.ts'
 import type { EventHourCount } from '../webhooks/events.ts'
 import { card, chart, status, table } from './components.ts'

@@ -1,0 +1,48 @@
+import type { Runtime } from './runtime.ts'
+import { startCallQueue } from './calls/call-queue.ts'
+import { startDestinations } from './destinations/index.ts'
+import { registerConsumers } from './pipeline.ts'
+import { startProxyMaintenance } from './proxy/mount.ts'
+import { startRecipes } from './recipes/background.ts'
+import { recipeEngineFor } from './recipes/engine.ts'
+import { startMailOutbox } from './reports/mail-outbox.ts'
+import { startWebhookWorkers } from './webhooks/index.ts'
+
+/**
+ * Where a process sits in the event pipeline. `receiver`: the webhook receiver, proxy, sandbox, admin and
+ * dashboard — no processing. `worker`: processing (read model, consumers, recipes, the call queue,
+ * reconciliation), with only the operations endpoints on HTTP. `all`: both — processing in a worker
+ * thread when the database allows it, so the receiver's event loop never runs it.
+ */
+export type Role = 'receiver' | 'worker' | 'all'
+export const ROLES: readonly Role[] = ['receiver', 'worker', 'all']
+
+/**
+ * Starts each feature's background work for a role; returns a function that stops it all. `all` here is
+ * inline (one event loop: tests, embedders); the CLI's `serve` moves the worker role to a thread.
+ */
+export async function startBackground(rt: Runtime, options: { role?: Role } = {}): Promise<() => Promise<void>> {
+  const role = options.role ?? 'all'
+  const stops: Array<() => Promise<void> | void> = []
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) await stop()
+  }
+  try {
+    // ── feature background work ───────────────────────────────────────────────────────────────
+    if (role !== 'worker') stops.push(startProxyMaintenance(rt))
+    if (role !== 'receiver') {
+      registerConsumers(rt, { recipes: recipeEngineFor(rt) })
+      stops.push(startWebhookWorkers(rt))
+      const calls = startCallQueue(rt)
+      stops.push(() => calls.stop())
+      stops.push(await startRecipes(rt))
+      stops.push(startMailOutbox(rt))
+      stops.push(startDestinations(rt))
+    }
+  } catch (error) {
+    // Half started is not started: stop what is running so a retry starts clean.
+    await stopAll()
+    throw error
+  }
+  return stopAll
+}

@@ -1,0 +1,17 @@
+import type { ProcessingTaskName } from './processing-tasks.ts'
+
+/** What the main thread tells the processing thread (src/processing-host.ts → src/processing-thread.ts). */
+export type ThreadMessage =
+  | { type: 'wake' }
+  | { type: 'metrics'; id: number }
+  | { type: 'task'; id: number; name: ProcessingTaskName; args: unknown }
+  | { type: 'stop' }
+
+/** What the processing thread answers. */
+export type ThreadReply =
+  | { type: 'ready' }
+  | { type: 'metrics'; id: number; json: unknown }
+  | { type: 'task'; id: number; ok: true; value: unknown }
+  | { type: 'task'; id: number; ok: false; error: string }
+  | { type: 'stopped' }
+  | { type: 'failed'; error: string }
