@@ -87,6 +87,9 @@ describeEachDialect('pipeline survives kill -9 mid-drain', (dialect) => {
         ...process.env, PORT: String(port), DATA_DIR: dataDir!, DATABASE_URL: store!.url, WEBHOOK_SECRET: SECRET,
         VOICE_API_KEY: 'sk_live_crash', VOICE_API_BASE_URL: provider!.url, RECIPES_DIR: SHIPPED, RECIPES_TIMEZONE: 'UTC',
         RECONCILE_INTERVAL_SECONDS: '0', LOG_LEVEL: 'silent', CALL_QUEUE_CONCURRENCY: '4',
+        // A queued call's claim is UPSTREAM_TIMEOUT_MS + 15 s: the killed process's claims lapse in 17 s
+        // instead of 30 s (the provider answers in 20 ms).
+        UPSTREAM_TIMEOUT_MS: '2000',
       },
       stdio: 'ignore',
     })
