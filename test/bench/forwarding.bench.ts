@@ -22,7 +22,7 @@ import http from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startServe } from '../faults/helpers/serve-child.ts'
+import { startServe } from '../helpers/serve-child.ts'
 
 const EVENTS = Number(process.env.FWD_EVENTS ?? 10_000)
 const SERVICE_EVENTS = Number(process.env.FWD_SERVICE_EVENTS ?? 5_000)

@@ -22,11 +22,11 @@ import { createBareWebhookApp } from './bare-webhook-app.ts'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
-import { createServer } from 'node:net'
 import { cpus, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import BetterSqlite3 from 'better-sqlite3'
+import { freePort } from '../helpers/free-port.ts'
 
 const ROOT = resolve(fileURLToPath(import.meta.url), '../../..')
 const SECRET = 'whsec_bench_pipeline'
@@ -38,17 +38,6 @@ const RATE_MS = 3_000
 const FLOW_CALLS = Number(process.env.BENCH_FLOW_CALLS ?? 3_000)
 const LIMITS_CALLS = Number(process.env.BENCH_LIMITS_CALLS ?? 400)
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 })
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const srv = createServer()
-    srv.once('error', fail)
-    srv.listen(0, '127.0.0.1', () => {
-      const a = srv.address()
-      srv.close(() => done(typeof a === 'object' && a ? a.port : 0))
-    })
-  })
-}
 
 async function serveBare(): Promise<void> {
   const { serve } = await import('h3')

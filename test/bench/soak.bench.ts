@@ -11,10 +11,10 @@ import { spawn } from 'node:child_process'
 import { createHmac } from 'node:crypto'
 import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs'
 import http from 'node:http'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { freePort } from '../helpers/free-port.ts'
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 30)
@@ -24,17 +24,6 @@ const SECRET = 'whsec_soak_secret'
 /** Growth that fails the soak: RSS per minute after warm-up, and descriptors end vs start. */
 const MAX_RSS_MB_PER_MIN = 2
 const MAX_FD_GROWTH = 50
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer()
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => res(port))
-    })
-    s.on('error', rej)
-  })
-}
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
 function request(port: number, method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<number> {

@@ -4,25 +4,14 @@
  */
 import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { freePort } from '../helpers/free-port.ts'
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 const RUNS = 5
 const BUDGET_MS = 3000
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer()
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => res(port))
-    })
-    s.on('error', rej)
-  })
-}
 
 async function timeToReady(args: string[], env: Record<string, string>, url: string): Promise<number> {
   const started = performance.now()

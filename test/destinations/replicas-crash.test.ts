@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import http from 'node:http'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterEach, expect, it, vi } from 'vitest'
@@ -14,20 +13,10 @@ import { createSeededRandom } from '../../src/utils/random.ts'
 import { signFormant } from '../../src/webhooks/index.ts'
 import { describeEachDialect, openTestStore, type TestStore } from '../helpers/db.ts'
 import { createForwardHarness, destination, makeEvent, startSink, verifyStandard, type ForwardHarness, type Sink } from './helpers.ts'
+import { freePort } from '../helpers/free-port.ts'
 
 const BIN = resolve(import.meta.dirname, '../../src/bin.mjs')
 const SECRET = 'whsec_crash_secret'
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const srv = createServer()
-    srv.once('error', fail)
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address()
-      srv.close(() => done(typeof address === 'object' && address ? address.port : 0))
-    })
-  })
-}
 
 function post(port: number, body: string, headers: Record<string, string>): Promise<number> {
   return new Promise((done, fail) => {

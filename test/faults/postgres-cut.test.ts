@@ -3,7 +3,7 @@ import { openTestStore, type TestStore } from '../helpers/db.ts'
 import { makeEvent } from '../webhooks/helpers.ts'
 import { printFigures } from './helpers/figures.ts'
 import { sendWithRetries, type Delivery } from './helpers/sender.ts'
-import { startServe, waitForLog, type ServeChild } from './helpers/serve-child.ts'
+import { startServe, waitForLog, type ServeChild } from '../helpers/serve-child.ts'
 import { startTcpGate, type TcpGate } from './helpers/tcp-gate.ts'
 
 /**

@@ -8,7 +8,7 @@ import { makeEvent } from '../webhooks/helpers.ts'
 import { printFigures } from './helpers/figures.ts'
 import { extractPreviousVersion } from './helpers/previous-version.ts'
 import { sendWithRetries } from './helpers/sender.ts'
-import { startServe, type ServeChild } from './helpers/serve-child.ts'
+import { startServe, type ServeChild } from '../helpers/serve-child.ts'
 
 /**
  * Promise: during a rolling deploy on one Postgres, the previous version keeps working while the next one

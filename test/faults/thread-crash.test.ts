@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { makeEvent } from '../webhooks/helpers.ts'
 import { printFigures } from './helpers/figures.ts'
 import { sendWithRetries } from './helpers/sender.ts'
-import { startServe, until, waitForLog, type ServeChild } from './helpers/serve-child.ts'
+import { startServe, until, waitForLog, type ServeChild } from '../helpers/serve-child.ts'
 
 /**
  * Promise: in `serve` as shipped (`--role all`), processing runs in a worker thread; when that thread dies

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { makeEvent } from '../webhooks/helpers.ts'
 import { printFigures } from './helpers/figures.ts'
 import { sendWithRetries } from './helpers/sender.ts'
-import { startServe, until, waitForLog, type ServeChild } from './helpers/serve-child.ts'
+import { startServe, until, waitForLog, type ServeChild } from '../helpers/serve-child.ts'
 
 /**
  * Promise: a recipe that leaves a rejected promise behind (`void fetch(…)` that fails) does not end the

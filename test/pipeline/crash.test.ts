@@ -2,13 +2,13 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import http, { createServer as createHttpServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterEach, expect, it, vi } from 'vitest'
 import { signFormant } from '../../src/webhooks/index.ts'
 import { describeEachDialect, openTestStore, type TestStore } from '../helpers/db.ts'
 import { makeEvent } from '../webhooks/helpers.ts'
+import { freePort } from '../helpers/free-port.ts'
 
 /**
  * Issue 14's acceptance: the service as shipped (processing in its thread, the shipped recipes) is
@@ -20,17 +20,6 @@ const BIN = resolve(import.meta.dirname, '../../src/bin.mjs')
 const SHIPPED = resolve(import.meta.dirname, '../../recipes')
 const SECRET = 'whsec_pipeline_crash'
 const EVENTS = 400
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const srv = createServer()
-    srv.once('error', fail)
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address()
-      srv.close(() => done(typeof address === 'object' && address ? address.port : 0))
-    })
-  })
-}
 
 function post(port: number, body: string, headers: Record<string, string>): Promise<number> {
   return new Promise((done, fail) => {

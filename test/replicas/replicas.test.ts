@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createHmac, randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { describeEachDialect, openTestStore, type TestStore } from '../helpers/db.ts'
+import { freePort } from '../helpers/free-port.ts'
 
 /**
  * Issue 7's acceptance: two real server processes on one database (Postgres in CI, and the same test on
@@ -18,17 +18,6 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 const SECRET = 'whsec_replica_test'
 const UNIQUE = 2000
 const DUPLICATES = UNIQUE / 5
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer()
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number }
-      s.close(() => res(port))
-    })
-    s.on('error', rej)
-  })
-}
 
 interface Replica {
   child: ChildProcess

@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import http from 'node:http'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterEach, expect, it, vi } from 'vitest'
@@ -9,20 +8,10 @@ import { signFormant } from '../../src/webhooks/index.ts'
 import { describeEachDialect, openTestStore, type TestStore } from '../helpers/db.ts'
 import { makeEvent } from './helpers.ts'
 import { FIXTURE_RECIPES_DIR } from '../helpers/recipes.ts'
+import { freePort } from '../helpers/free-port.ts'
 
 const BIN = resolve(import.meta.dirname, '../../src/bin.mjs')
 const SECRET = 'whsec_crash_secret'
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const srv = createServer()
-    srv.once('error', fail)
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address()
-      srv.close(() => done(typeof address === 'object' && address ? address.port : 0))
-    })
-  })
-}
 
 function post(port: number, path: string, body: string, headers: Record<string, string>): Promise<number> {
   return new Promise((done, fail) => {

@@ -1,21 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { freePort } from './free-port.ts'
 
-const BIN = resolve(import.meta.dirname, '../../../src/bin.mjs')
+export { freePort }
 
-export function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const srv = createServer()
-    srv.once('error', fail)
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address()
-      srv.close(() => done(typeof address === 'object' && address ? address.port : 0))
-    })
-  })
-}
+const BIN = resolve(import.meta.dirname, '../../src/bin.mjs')
 
 /** A real `switchboard serve` process, its log lines kept for assertions. */
 export interface ServeChild {
