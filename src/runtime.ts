@@ -1,6 +1,7 @@
 import { Registry, collectDefaultMetrics } from 'prom-client'
 import type { Config } from './config/load.ts'
 import { migrate, openStore, type Store } from './db/connect.ts'
+import { shortSql } from './db/short-sql.ts'
 import { SANDBOX_WORKSPACE_KEY } from './sandbox/demo.ts'
 import { createVoiceClient, type VoiceClient, type VoiceClientOptions } from './upstream/client.ts'
 import { systemClock, type Clock } from './utils/clock.ts'
@@ -44,7 +45,11 @@ export interface RuntimeOverrides {
 
 export async function createRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<Runtime> {
   const log = overrides.log ?? createLogger({ level: config.logLevel })
-  const store = overrides.store ?? (await openStore(config.databaseUrl))
+  const slowStatement = {
+    ms: config.slowStatementMs,
+    report: (sql: string, durationMs: number) => log.warn({ duration_ms: Math.round(durationMs), sql: shortSql(sql) }, 'slow database statement'),
+  }
+  const store = overrides.store ?? (await openStore(config.databaseUrl, { slowStatement }))
   // Connections lost outside a query (database restart, network cut): the pool replaces them by itself.
   const unwatch = store.onConnectionError((error) => log.warn({ err: error.message }, 'database connection lost; reconnecting on next use'))
   if (!overrides.skipMigrate) await migrate(store)

@@ -13,6 +13,8 @@ export interface Config {
   host: string
   dataDir: string
   databaseUrl: string
+  /** Statements at least this slow are logged (`slow database statement`); 0: never. */
+  slowStatementMs: number
   logLevel: string
   /** True when no VOICE_API_KEY is set: the embedded sandbox is the provider. */
   sandboxMode: boolean
@@ -155,6 +157,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     host: e.HOST,
     dataDir,
     databaseUrl: e.DATABASE_URL ?? `sqlite:${join(dataDir, 'switchboard.db')}`,
+    slowStatementMs: e.DB_SLOW_STATEMENT_MS,
     logLevel: e.LOG_LEVEL,
     sandboxMode,
     voiceApiKey: e.VOICE_API_KEY,

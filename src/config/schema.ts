@@ -132,6 +132,7 @@ export const envSchema = z.object({
     .refine((u) => /^(sqlite:|postgres(ql)?:\/\/)/.test(u), { error: 'must start with sqlite: or postgres://' })
     .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  DB_SLOW_STATEMENT_MS: int(0, 3_600_000).default(2_000),
 
   VOICE_API_KEY: z.string().min(1).optional(),
   VOICE_API_REGION: z.enum(['global', 'india']).default('global'),

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import pg from 'pg'
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely'
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type KyselyConfig } from 'kysely'
 import type { Database } from './schema.ts'
 import { schemaScopedPostgres } from './schema-introspector.ts'
 import { migrationProvider } from './migrations.ts'
@@ -31,6 +31,16 @@ export interface OpenOptions {
   schema?: string
   /** Postgres pool size. */
   poolSize?: number
+  /** Told of every statement that took `ms` or longer (0: off), with its SQL as compiled: placeholders, no values. */
+  slowStatement?: { ms: number; report(sql: string, durationMs: number): void }
+}
+
+/** kysely's query log, narrowed to the statements slower than the threshold; undefined (no logging) when off. */
+function slowStatementLog(slow: OpenOptions['slowStatement']): KyselyConfig['log'] {
+  if (!slow || slow.ms <= 0) return undefined
+  return (event) => {
+    if (event.level === 'query' && event.queryDurationMillis >= slow.ms) slow.report(event.query.sql, event.queryDurationMillis)
+  }
 }
 
 /** Parses `sqlite:<path>` (relative paths resolve against cwd) or `postgres://…`. */
@@ -43,7 +53,7 @@ export function parseDatabaseUrl(url: string): { dialect: Dialect; location: str
   throw new Error(`DATABASE_URL must start with sqlite: or postgres:// (got "${url.split(':')[0]}:…")`)
 }
 
-function openSqlite(file: string): Store {
+function openSqlite(file: string, options: OpenOptions): Store {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
   const sqlite = new BetterSqlite3(file)
   sqlite.pragma('journal_mode = WAL')
@@ -52,7 +62,7 @@ function openSqlite(file: string): Store {
   // Lock waits are polled per statement (src/db/busy-wait.ts) instead of by SQLite's busy handler.
   sqlite.pragma('busy_timeout = 0')
   sqlite.pragma('foreign_keys = ON')
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) })
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }), log: slowStatementLog(options.slowStatement) })
   return {
     db,
     dialect: 'sqlite',
@@ -141,7 +151,7 @@ async function openPostgres(url: string, options: OpenOptions): Promise<Store> {
     }
   }
   // Introspection (the Migrator's, /readyz's) reads this connection's schema only: src/db/schema-introspector.ts.
-  const db = new Kysely<Database>({ dialect: schemaScopedPostgres(new PostgresDialect({ pool })) })
+  const db = new Kysely<Database>({ dialect: schemaScopedPostgres(new PostgresDialect({ pool })), log: slowStatementLog(options.slowStatement) })
   return {
     db,
     dialect: 'postgres',
@@ -160,7 +170,7 @@ async function openPostgres(url: string, options: OpenOptions): Promise<Store> {
 /** Opens the database named by a DATABASE_URL. Does not migrate; call `migrate` for that. */
 export async function openStore(url: string, options: OpenOptions = {}): Promise<Store> {
   const { dialect, location } = parseDatabaseUrl(url)
-  return dialect === 'sqlite' ? openSqlite(location) : openPostgres(location, options)
+  return dialect === 'sqlite' ? openSqlite(location, options) : openPostgres(location, options)
 }
 
 export interface MigrationReport {

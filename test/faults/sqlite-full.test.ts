@@ -8,7 +8,7 @@ import { startServer, type RunningServer } from '../../src/server.ts'
 import { webhookState } from '../../src/webhooks/state.ts'
 import { makeEvent } from '../webhooks/helpers.ts'
 import { printFigures } from './helpers/figures.ts'
-import { captureLogs } from './helpers/log-capture.ts'
+import { captureLogs } from '../helpers/log-capture.ts'
 import { sendWithRetries, type Delivery } from './helpers/sender.ts'
 
 /**

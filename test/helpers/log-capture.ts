@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream'
-import { createLogger, type Logger } from '../../../src/utils/logger.ts'
+import { createLogger, type Logger } from '../../src/utils/logger.ts'
 
 /** A real JSON logger whose lines a test can read back. */
 export function captureLogs(level = 'info'): { log: Logger; lines: Array<Record<string, unknown>>; find(msg: RegExp): Array<Record<string, unknown>> } {
