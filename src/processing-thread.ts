@@ -10,7 +10,7 @@ import { parentPort, workerData } from 'node:worker_threads'
 import { Registry } from 'prom-client'
 import type { Config } from './config/load.ts'
 import { createRuntime, type Runtime } from './runtime.ts'
-import { useDerivedDurability } from './db/connect.ts'
+import { useAsProcessingConnection } from './db/connect.ts'
 import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
 import { startBackground } from './background.ts'
 import { sleep } from './utils/clock.ts'
@@ -36,8 +36,8 @@ try {
   port.postMessage({ type: 'failed', error: (error as Error).message } satisfies ThreadReply)
   process.exit(1)
 }
-// This connection writes only what is derived from the inbox (see useDerivedDurability).
-useDerivedDurability(rt.store)
+// This connection writes only what is derived from the inbox, and runs the file's checkpoints (see useAsProcessingConnection).
+useAsProcessingConnection(rt.store)
 logUnhandledRejections(rt)
 // PROCESSING_NICE (default 5): the receiver's threads get a core first, since its answers are what the
 // provider waits for while processing only has to keep up over seconds. Measured under a burst on two cores

@@ -5,6 +5,7 @@ import { resolveConfig } from './config/file.ts'
 import { readiness } from './health/readiness.ts'
 import { registerDependencyMetrics } from './health/dependencies.ts'
 import { createRuntime, type Runtime, type RuntimeOverrides } from './runtime.ts'
+import { checkpointOnlyAsBackstop } from './db/connect.ts'
 import { startBackground, type Role } from './background.ts'
 import { registerConsumers } from './pipeline.ts'
 import { registerRecipeRoutes } from './recipes/routes.ts'
@@ -192,6 +193,8 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   try {
     if (options.background !== false) {
       opsState(rt).starting = true
+      // Processing runs on another connection (the thread's, or a worker process's): it checkpoints the file.
+      if (role === 'receiver' || (role === 'all' && options.processing === 'thread' && canRunInThread(rt))) checkpointOnlyAsBackstop(rt.store)
       if (role === 'all' && options.processing === 'thread' && canRunInThread(rt)) {
         const stopOwn = await startBackground(rt, { role: 'receiver' })
         const thread = await startProcessingThread(rt).catch(async (error: unknown) => {

@@ -53,6 +53,20 @@ export function parseDatabaseUrl(url: string): { dialect: Dialect; location: str
   throw new Error(`DATABASE_URL must start with sqlite: or postgres:// (got "${url.split(':')[0]}:…")`)
 }
 
+/**
+ * WAL checkpoints run inside the commit that crosses SQLite's threshold (1,000 pages of log, ~4 MB, by default),
+ * on whichever connection makes it. Connections that processing uses keep that default; the receiver's (its
+ * event loop's, and the inbox writer's: src/webhooks/sqlite-writer.ts) checkpoint only past ~32 MB, a backstop
+ * for a file that no processing connection writes to — on the receiver a checkpoint holds up every request
+ * waiting on that commit for 5–15 ms.
+ */
+export const BACKSTOP_CHECKPOINT_PAGES = 8_000
+
+/** A connection of the receiver's, beside a processing connection that checkpoints (see BACKSTOP_CHECKPOINT_PAGES). No-op on Postgres. */
+export function checkpointOnlyAsBackstop(store: Store): void {
+  store.sqlite?.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`)
+}
+
 function openSqlite(file: string, options: OpenOptions): Store {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
   const sqlite = new BetterSqlite3(file)
@@ -195,13 +209,14 @@ async function createMigrator(store: Store): Promise<Migrator> {
 }
 
 /**
- * The durability of the processing side's SQLite connection (`serve`'s processing thread): what it writes is
- * derived from the inbox (read model, recipe queues, queued calls, delivery outcomes). In WAL mode
+ * The processing side's SQLite connection (`serve`'s processing thread). Durability: what it writes is derived
+ * from the inbox (read model, recipe queues, queued calls, delivery outcomes). In WAL mode
  * `synchronous = NORMAL` survives a killed process; only an OS crash or power loss can drop its last
  * commits, which processing then redoes from the inbox, and a delivery whose outcome is lost is sent again
- * (at least once). The receiver's own connection stays FULL: a 2xx is a promise. No-op on Postgres.
+ * (at least once). The receiver's own connection stays FULL: a 2xx is a promise. Checkpoints: this connection
+ * keeps SQLite's default and runs them, so the receiver's need not (BACKSTOP_CHECKPOINT_PAGES). No-op on Postgres.
  */
-export function useDerivedDurability(store: Store): void {
+export function useAsProcessingConnection(store: Store): void {
   store.sqlite?.pragma('synchronous = NORMAL')
 }
 

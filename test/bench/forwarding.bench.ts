@@ -6,7 +6,7 @@
  *   2. forwarding: 10,000 events enqueued in the outbox (fanned out to both destinations: 20,000
  *      deliveries) on a real SQLite file, drained by the delivery worker — claims, Standard Webhooks
  *      signing, HTTP, and the group-committed outcome of every attempt — on a connection set up as in
- *      `serve`, where the worker runs in the processing thread (synchronous=NORMAL: useDerivedDurability).
+ *      `serve`, where the worker runs in the processing thread (synchronous=NORMAL: useAsProcessingConnection).
  *   3. as shipped: `node src/bin.mjs serve` with the two sinks as DESTINATIONS, a burst of FWD_SERVICE_EVENTS
  *      signed webhooks (distinct contacts, no recipes), timed from the first webhook sent to the last delivery
  *      counted by the sinks — receiver, processing, outbox and delivery worker sharing the machine as a user
@@ -111,8 +111,8 @@ async function forwarding(ports: number[], dataDir: string): Promise<{ perSecond
   const destinations = ports.map((port, i) => ({ name: `sink${i + 1}`, url: `http://127.0.0.1:${port}/hooks`, secret: SECRET, allowHttp: true, concurrency: CONCURRENCY }))
   const config = loadConfig({ env: { DATA_DIR: dataDir, LOG_LEVEL: 'silent', PORT: '0', ALLOW_PRIVATE_DESTINATIONS: '1', DESTINATIONS: JSON.stringify(destinations) } })
   const rt = await createRuntime(config, { log: createSilentLogger() })
-  const { useDerivedDurability } = await import('../../src/db/connect.ts')
-  useDerivedDurability(rt.store)
+  const { useAsProcessingConnection } = await import('../../src/db/connect.ts')
+  useAsProcessingConnection(rt.store)
   const now = Date.now()
   const events = Array.from({ length: EVENTS }, (_, i) => ({ event_id: `evt_fwd_${i}`, event_type: 'call.completed', agent_id: 101, conversation_id: `conv-fwd-${i}_1`, received_at: now, body: body(i) }))
   for (let i = 0; i < events.length; i += 1000) await rt.store.db.transaction().execute((trx) => enqueueDeliveries(trx, rt, events.slice(i, i + 1000)))
