@@ -6,6 +6,7 @@ import { VoiceApiError } from '../upstream/errors.ts'
 import type { CallRequest, CallResponse } from '../upstream/schemas.ts'
 import { toCallRecord, type CallRecord, type CallStatus } from './record.ts'
 import { tenantOf } from './tenant.ts'
+import { timeOrderedId } from '../utils/time-ordered-id.ts'
 
 /** The provider's idempotency window (spec → Limits): a key may be used again after it. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000
@@ -128,11 +129,11 @@ export function isAmbiguous(error: VoiceApiError): boolean {
 /** The ledger row for a call about to be sent or queued (its idempotency key added when missing). */
 export function ledgerRow(rt: Runtime, input: PlaceCallInput, status: CallStatus) {
   const now = rt.clock.now()
-  const key = input.request.idempotency_key ?? rt.random.uuid()
+  const key = input.request.idempotency_key ?? timeOrderedId(now, rt.random)
   const request: CallRequest = { ...input.request, idempotency_key: key }
   const scheduledAt = request.scheduled_for ? Date.parse(request.scheduled_for) : NaN
   const row = {
-    id: rt.random.uuid(),
+    id: timeOrderedId(now, rt.random),
     tenant: tenantOf(input.apiKey),
     agent_id: request.agent_id,
     customer_phone: customerPhone(request),

@@ -8,6 +8,7 @@ import { createBindings } from './bindings.ts'
 import { createQueries } from './queries.ts'
 import { createKvState, recipeStateNamespace } from './state.ts'
 import { decodeSummary, encodeSummary } from './summary.ts'
+import { timeOrderedId } from '../utils/time-ordered-id.ts'
 
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'skipped'
 
@@ -38,7 +39,7 @@ function errorText(error: unknown): string {
 export async function recordSkipped(rt: Runtime, recipe: string, trigger: RecipeTrigger<PipelineEvent>, reason: string): Promise<RecipeRun> {
   const now = rt.clock.now()
   const run: RecipeRun = {
-    id: rt.random.uuid(),
+    id: timeOrderedId(now, rt.random),
     recipe,
     trigger: trigger.type,
     eventId: trigger.event?.eventId ?? null,
@@ -99,7 +100,7 @@ export async function executeRun(
 ): Promise<RecipeRun> {
   const { trigger, dryRun, timezone } = options
   const startedAt = rt.clock.now()
-  const id = rt.random.uuid()
+  const id = timeOrderedId(startedAt, rt.random)
   const effects: Effects = { dryRun, plan: [] }
   const log = rt.log.child({ recipe: name, run_id: id, trigger: trigger.type, dry_run: dryRun })
   await rt.store.db

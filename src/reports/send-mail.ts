@@ -5,6 +5,7 @@ import { insertMailLog, updateMailLog, type MailStatus } from './mail-log.ts'
 import { mailMetrics } from './mail-metrics.ts'
 import { MAIL_CLAIM_MS, deliverQueued, describeMailError } from './mail-outbox.ts'
 import { writeOutboxMessage } from './outbox.ts'
+import { timeOrderedId } from '../utils/time-ordered-id.ts'
 
 export type { MailAttachment, MailMessage } from './compose-mail.ts'
 
@@ -43,7 +44,7 @@ export async function sendMail(rt: Runtime, message: MailMessage, effects: Effec
   const to = recipients(message.to)
   // A dry run only plans the mail; a plan without a recipient still shows what would be sent.
   if (to.length === 0 && !effects.dryRun) throw new Error('mail has no recipient: pass one, or set REPORT_TO')
-  const id = rt.random.uuid()
+  const id = timeOrderedId(rt.clock.now(), rt.random)
   effects.plan.push({ kind: 'mail', to, subject: message.subject, attachments: (message.attachments ?? []).map((a) => a.filename) })
   if (effects.dryRun) return { id, status: 'planned' }
 
