@@ -9,7 +9,8 @@ import type { Random } from './random.ts'
  */
 export function timeOrderedId(unixMs: number, random: Random): string {
   const time = Math.max(0, Math.min(Math.floor(unixMs), 0xffff_ffff_ffff)).toString(16).padStart(12, '0')
-  const r = random.hex(10)
-  const variant = ((parseInt(r[3]!, 16) & 0x3) | 0x8).toString(16)
-  return `${time.slice(0, 8)}-${time.slice(8, 12)}-7${r.slice(0, 3)}-${variant}${r.slice(4, 7)}-${r.slice(7, 19)}`
+  // The random bits of a version-4 UUID (xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx; V carries the same variant bits
+  // as version 7's), whose source keeps a cache of random bytes: a random.hex() per id drew from the OS each time.
+  const v4 = random.uuid()
+  return `${time.slice(0, 8)}-${time.slice(8, 12)}-7${v4.slice(15, 18)}-${v4.slice(19)}`
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createSeededRandom } from '../../src/utils/random.ts'
+import { createSeededRandom, systemRandom } from '../../src/utils/random.ts'
 import { timeOrderedId } from '../../src/utils/time-ordered-id.ts'
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
@@ -30,5 +30,20 @@ describe('timeOrderedId (UUID version 7)', () => {
   it('clamps times outside 48 bits instead of producing a malformed id', () => {
     expect(timeOrderedId(-5, createSeededRandom(1))).toMatch(/^00000000-0000-7/)
     expect(timeOrderedId(2 ** 60, createSeededRandom(1))).toMatch(/^ffffffff-ffff-7/)
+  })
+})
+
+describe('systemRandom.hex (drawn from a pool of OS randomness)', () => {
+  it('gives hex of the asked length, never the same bytes twice, across pool refills and beyond the pool size', () => {
+    const seen = new Set<string>()
+    // 4 KB pools: 3,000 × 8 bytes crosses five refills, and 7-byte draws leave a remainder at each boundary.
+    for (let i = 0; i < 3_000; i++) {
+      const hex = systemRandom.hex(i % 2 ? 8 : 7)
+      expect(hex).toMatch(i % 2 ? /^[0-9a-f]{16}$/ : /^[0-9a-f]{14}$/)
+      expect(seen.has(hex)).toBe(false)
+      seen.add(hex)
+    }
+    expect(systemRandom.hex(10_000)).toMatch(/^[0-9a-f]{20000}$/)
+    expect(systemRandom.hex(0)).toBe('')
   })
 })
