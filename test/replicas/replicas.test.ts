@@ -1,12 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process'
 import { createHmac, randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { describeEachDialect, openTestStore, type TestStore } from '../helpers/db.ts'
-import { freePort } from '../helpers/free-port.ts'
+import { startServe, type ServeChild } from '../helpers/serve-child.ts'
 
 /**
  * Issue 7's acceptance: two real server processes on one database (Postgres in CI, and the same test on
@@ -14,72 +12,25 @@ import { freePort } from '../helpers/free-port.ts'
  * once; a recipe scheduled every second runs once per tick in all, not once per replica.
  * Real time is unavoidable here — the clocks are in other processes.
  */
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 const SECRET = 'whsec_replica_test'
 const UNIQUE = 2000
 const DUPLICATES = UNIQUE / 5
 
-interface Replica {
-  child: ChildProcess
-  url: string
-  lines: string[]
-  dataDir: string
-}
-
-async function startReplica(databaseUrl: string, recipesDir: string): Promise<Replica> {
-  const port = await freePort()
-  const dataDir = mkdtempSync(join(tmpdir(), 'sb-replica-'))
-  const lines: string[] = []
-  const child = spawn(process.execPath, ['src/bin.mjs', 'serve'], {
-    cwd: root,
-    env: {
-      ...process.env,
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      DATABASE_URL: databaseUrl,
-      // A workspace key (not sandbox mode) pointing nowhere: nothing in this test may call the provider.
-      VOICE_API_KEY: 'sk_replica_test',
-      VOICE_API_BASE_URL: 'http://127.0.0.1:9',
-      RECONCILE_INTERVAL_SECONDS: '0',
-      WEBHOOK_SECRET: SECRET,
-      RECIPES_DIR: recipesDir,
-      RECIPES_TIMEZONE: 'UTC',
-      // The first type check of a fresh DATA_DIR holds runs back for seconds on a loaded machine (it is
-      // cached afterwards); this test is about ticks across replicas, not about the check.
-      RECIPES_TYPECHECK: 'false',
-      LOG_LEVEL: 'debug',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+/** One replica: a real `switchboard serve` on the shared database. */
+function startReplica(databaseUrl: string, recipesDir: string): Promise<ServeChild> {
+  return startServe({
+    DATABASE_URL: databaseUrl,
+    // A workspace key (not sandbox mode) pointing nowhere: nothing in this test may call the provider.
+    VOICE_API_KEY: 'sk_replica_test',
+    VOICE_API_BASE_URL: 'http://127.0.0.1:9',
+    WEBHOOK_SECRET: SECRET,
+    RECIPES_DIR: recipesDir,
+    RECIPES_TIMEZONE: 'UTC',
+    // The first type check of a fresh DATA_DIR holds runs back for seconds on a loaded machine (it is
+    // cached afterwards); this test is about ticks across replicas, not about the check.
+    RECIPES_TYPECHECK: 'false',
+    LOG_LEVEL: 'debug',
   })
-  let buffer = ''
-  child.stdout!.on('data', (chunk: Buffer) => {
-    buffer += chunk.toString('utf8')
-    const parts = buffer.split('\n')
-    buffer = parts.pop() ?? ''
-    lines.push(...parts)
-  })
-  child.stderr!.on('data', (chunk: Buffer) => lines.push(chunk.toString('utf8')))
-  const url = `http://127.0.0.1:${port}`
-  const started = Date.now()
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`replica exited early: ${lines.join('\n').slice(-2000)}`)
-    if (Date.now() - started > 20_000) throw new Error('replica not ready after 20 s')
-    try {
-      if ((await fetch(`${url}/readyz`)).status === 200) break
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 50))
-  }
-  return { child, url, lines, dataDir }
-}
-
-async function stopReplica(replica: Replica): Promise<void> {
-  if (replica.child.exitCode === null) {
-    replica.child.kill('SIGTERM')
-    await new Promise((r) => replica.child.once('exit', r))
-  }
-  rmSync(replica.dataDir, { recursive: true, force: true })
 }
 
 function eventBody(i: number): string {
@@ -126,7 +77,7 @@ async function deliver(url: string, body: string): Promise<number> {
 describeEachDialect('two replicas on one database', (dialect) => {
   let store: TestStore
   let recipesDir: string
-  let replicas: Replica[] = []
+  let replicas: ServeChild[] = []
 
   beforeAll(async () => {
     store = await openTestStore(dialect)
@@ -139,7 +90,7 @@ describeEachDialect('two replicas on one database', (dialect) => {
   }, 60_000)
 
   afterAll(async () => {
-    await Promise.all(replicas.map(stopReplica))
+    await Promise.all(replicas.map((r) => r.stop()))
     rmSync(recipesDir, { recursive: true, force: true })
     await store.close()
   })
