@@ -13,6 +13,7 @@ import { createRuntime, type Runtime } from './runtime.ts'
 import { useAsProcessingConnection } from './db/connect.ts'
 import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
 import { startBackground } from './background.ts'
+import { registerBacklogMetrics } from './backlog-metrics.ts'
 import { sleep } from './utils/clock.ts'
 import { createYieldGate, setYieldGate } from './webhooks/receiver-load.ts'
 import { processingTasks } from './processing-tasks.ts'
@@ -38,6 +39,9 @@ try {
 }
 // This connection writes only what is derived from the inbox, and runs the file's checkpoints (see useAsProcessingConnection).
 useAsProcessingConnection(rt.store)
+// The backlog gauges are counted here, in full, off the receiver's event loop; /metrics sums this registry with
+// the main thread's, whose own backlog gauges stay empty while this thread runs (src/backlog-metrics.ts).
+registerBacklogMetrics(rt, { role: () => 'all' })
 logUnhandledRejections(rt)
 // PROCESSING_NICE (default 5): the receiver's threads get a core first, since its answers are what the
 // provider waits for while processing only has to keep up over seconds. Measured under a burst on two cores

@@ -1,5 +1,4 @@
 import { H3 } from 'h3'
-import { Gauge } from 'prom-client'
 import { ensureSandboxSecret, withListenPort, type Config, type LoadConfigOptions } from './config/load.ts'
 import { resolveConfig } from './config/file.ts'
 import { readiness } from './health/readiness.ts'
@@ -19,9 +18,7 @@ import { isMalformedPath, malformedPathAnswer } from './utils/malformed-path.ts'
 import { serveApp } from './utils/serve-app.ts'
 import { registerDestinationRoutes } from './destinations/index.ts'
 import { inboxBacklog } from './webhooks/backlog.ts'
-import { pendingFires } from './recipes/claims.ts'
-import { recipeMetrics } from './recipes/metrics.ts'
-import { callMetrics } from './calls/metrics.ts'
+import { registerBacklogMetrics } from './backlog-metrics.ts'
 import { canRunInThread, startProcessingThread, type ProcessingThread } from './processing-host.ts'
 
 
@@ -47,43 +44,18 @@ const opsState = (rt: Runtime): OpsState => {
   return state
 }
 
-/** Backlog gauges, read from the database at scrape time and labelled with the answering process's role. */
-function registerBacklogMetrics(rt: Runtime): void {
-  if (rt.metrics.getSingleMetric('switchboard_events_pending')) return
-  // Registered up front so every series is listed (at zero) before its first sample.
-  recipeMetrics(rt.metrics)
-  callMetrics(rt.metrics)
-  const registers = [rt.metrics]
-  new Gauge({
-    name: 'switchboard_events_pending',
-    help: 'Stored events not yet processed (pending, or failed awaiting a retry)',
-    labelNames: ['role'],
-    registers,
-    async collect() {
-      const backlog = await inboxBacklog(rt).catch(() => undefined)
-      this.reset()
-      if (backlog) this.set({ role: opsState(rt).role }, backlog.pending)
-      const queued = recipeMetrics(rt.metrics).queued
-      queued.reset()
-      for (const r of await pendingFires(rt).catch(() => [])) queued.set({ recipe: r.recipe }, r.n)
-    },
-  })
-  new Gauge({
-    name: 'switchboard_events_oldest_pending_age_seconds',
-    help: 'Age of the oldest unprocessed event',
-    labelNames: ['role'],
-    registers,
-    async collect() {
-      const backlog = await inboxBacklog(rt).catch(() => undefined)
-      this.reset()
-      if (backlog) this.set({ role: opsState(rt).role }, backlog.oldestAgeMs / 1000)
-    },
-  })
-}
+/** Events counted on the receiver's event loop at most (/readyz, and /metrics while no processing thread reports them). */
+const RECEIVER_COUNT_UP_TO = 10_000
 
 /** /healthz, /readyz and /metrics: every role serves them. */
 function registerOpsRoutes(app: H3, rt: Runtime): void {
-  registerBacklogMetrics(rt)
+  registerBacklogMetrics(rt, {
+    role: () => opsState(rt).role,
+    // `serve`'s processing thread counts the backlog on its own connection and event loop (src/processing-thread.ts).
+    reportedElsewhere: () => opsState(rt).thread?.running() === true,
+    // A process that receives webhooks counts only so far on its own loop; a worker's loop can afford the full count.
+    countUpTo: opsState(rt).role === 'worker' ? undefined : RECEIVER_COUNT_UP_TO,
+  })
   app.get('/healthz', () => ({ status: 'ok' }))
   registerDependencyMetrics(rt)
   app.get('/readyz', async (event) => {
@@ -93,9 +65,10 @@ function registerOpsRoutes(app: H3, rt: Runtime): void {
     if (ready.httpStatus !== 200) return ready.body
     const state = opsState(rt)
     const role = state.role
-    const backlog = await inboxBacklog(rt)
+    const backlog = await inboxBacklog(rt, { countUpTo: RECEIVER_COUNT_UP_TO })
     const threshold = rt.config.pipeline.backlogDegradedMs
-    const body = { ...ready.body, role, processing: processingState(state), backlog: { pending: backlog.pending, oldest_age_seconds: Math.round(backlog.oldestAgeMs / 1000) } }
+    const counted = { pending: backlog.pending, ...(backlog.capped ? { pending_counted_up_to: RECEIVER_COUNT_UP_TO } : {}), oldest_age_seconds: Math.round(backlog.oldestAgeMs / 1000) }
+    const body = { ...ready.body, role, processing: processingState(state), backlog: counted }
     // Still 200: the receiver keeps accepting (taking it out of rotation would lose deliveries); degraded
     // tells the operator that processing is behind (BACKLOG_DEGRADED_SECONDS).
     if (backlog.oldestAgeMs > threshold) {

@@ -1,5 +1,6 @@
 import { afterEach, expect, it } from 'vitest'
 import { createApp } from '../../src/server.ts'
+import { pendingRow } from '../../src/webhooks/inbox.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createHarness, makeEvent, type Harness } from '../webhooks/helpers.ts'
 
@@ -27,5 +28,29 @@ describeEachDialect('backlog you can see', (dialect) => {
     expect(metrics).toContain('switchboard_webhook_commit_batch_size_sum 3')
     expect(metrics).toContain('switchboard_webhook_commit_batch_size_count 3')
     for (const name of ['switchboard_processing_lag_seconds', 'switchboard_recipe_runs_total', 'switchboard_recipe_run_seconds']) expect(metrics).toContain(`# TYPE ${name}`)
+  })
+
+  it('a backlog too large to count on the receiver\'s event loop: counted up to 10,000, the oldest still exact', async () => {
+    h = await createHarness(dialect, { BACKLOG_DEGRADED_SECONDS: '30' })
+    const app = createApp(h.rt)
+    const get = (path: string) => app.fetch(new Request(`http://localhost${path}`))
+    const at = h.clock.now()
+    const rows = Array.from({ length: 10_005 }, (_, i) =>
+      pendingRow({ event_id: `evt_big_${i}`, target: 'formant', event_type: 'call.completed', conversation_id: null, trace_id: null, agent_id: null, body: '{}', headers: '{}', source: 'webhook' }, at + i),
+    )
+    for (let i = 0; i < rows.length; i += 500) await h.rt.store.db.insertInto('webhook_events').values(rows.slice(i, i + 500)).execute()
+    await h.clock.advance(45_000)
+    expect(await (await get('/readyz')).json()).toMatchObject({
+      status: 'degraded', backlog: { pending: 10_000, pending_counted_up_to: 10_000, oldest_age_seconds: 45 },
+    })
+    const metrics = await (await get('/metrics')).text()
+    expect(metrics).toContain('switchboard_events_pending{role="all"} 10000')
+    expect(metrics).toContain('switchboard_events_oldest_pending_age_seconds{role="all"} 45')
+    // Under the cap the count is exact and the body says nothing of a cap.
+    const deleted = await h.rt.store.db.deleteFrom('webhook_events').where('event_id', 'like', 'evt_big_1%').executeTakeFirst()
+    expect(Number(deleted.numDeletedRows)).toBe(1_116) // evt_big_1, _10…_19, _100…_199, _1000…_1999, _10000…_10004
+    const body = (await (await get('/readyz')).json()) as { backlog: Record<string, number> }
+    expect(body.backlog.pending).toBe(10_005 - 1_116)
+    expect(body.backlog).not.toHaveProperty('pending_counted_up_to')
   })
 })
