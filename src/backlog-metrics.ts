@@ -18,13 +18,23 @@ export interface BacklogMetricsOptions {
    * loop, where counting a backlog of 900,000 on SQLite held every request up for ~25 ms a scrape.
    */
   countUpTo?: number
+  /**
+   * Whether to count the recipe queues (`switchboard_recipe_events_queued`, a GROUP BY over every queued event)
+   * here: where processing runs (default), not on a receiver's loop that has a processing thread or worker to
+   * report them.
+   */
+  recipeQueues?(): boolean
 }
 
-/** Backlog gauges, read from the database at scrape time: the inbox's pending events and their oldest's age, recipe queues. */
+/**
+ * Backlog gauges, read from the database at scrape time: the inbox's pending events and their oldest's age, recipe
+ * queues. Each gauge reads in its own collect, so a scrape shows what the database holds now (the recipe queues
+ * were set from another gauge's collect, and so showed the previous scrape's figures).
+ */
 export function registerBacklogMetrics(rt: Runtime, options: BacklogMetricsOptions): void {
   if (rt.metrics.getSingleMetric('switchboard_events_pending')) return
   // Registered up front so every series is listed (at zero) before its first sample.
-  const queued = recipeMetrics(rt.metrics).queued
+  recipeMetrics(rt.metrics)
   callMetrics(rt.metrics)
   // One read of the backlog for both gauges of a scrape (prom-client collects them together).
   let reading: Promise<Backlog | undefined> | undefined
@@ -42,11 +52,20 @@ export function registerBacklogMetrics(rt: Runtime, options: BacklogMetricsOptio
     registers,
     async collect() {
       this.reset()
-      queued.reset()
       if (options.reportedElsewhere?.()) return
       const b = await backlog()
       if (b) this.set({ role: options.role() }, b.pending)
-      for (const r of await pendingFires(rt).catch(() => [])) queued.set({ recipe: r.recipe }, r.n)
+    },
+  })
+  new Gauge({
+    name: 'switchboard_recipe_events_queued',
+    help: 'Events queued for a recipe and not yet run',
+    labelNames: ['recipe'],
+    registers,
+    async collect() {
+      this.reset()
+      if (options.reportedElsewhere?.() || (options.recipeQueues && !options.recipeQueues())) return
+      for (const r of await pendingFires(rt).catch(() => [])) this.set({ recipe: r.recipe }, r.n)
     },
   })
   new Gauge({

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
+import { Counter, Histogram, type Registry } from 'prom-client'
 
 /** Recipes' Prometheus metrics, registered once per registry. */
 export interface RecipeMetrics {
@@ -6,8 +6,6 @@ export interface RecipeMetrics {
   runSeconds: Histogram<'recipe' | 'outcome'>
   /** Events per event-triggered run. */
   batchSize: Histogram<'recipe'>
-  /** Events queued for each recipe and not yet run (set by the backlog collector). */
-  queued: Gauge<'recipe'>
 }
 
 const cache = new WeakMap<Registry, RecipeMetrics>()
@@ -26,7 +24,6 @@ export function recipeMetrics(registry: Registry): RecipeMetrics {
       registers,
     }),
     batchSize: new Histogram({ name: 'switchboard_recipe_event_batch_size', help: 'Events per event-triggered run', labelNames: ['recipe'], buckets: [1, 5, 25, 100, 250, 500, 1000, 5000], registers }),
-    queued: new Gauge({ name: 'switchboard_recipe_events_queued', help: 'Events queued for a recipe and not yet run', labelNames: ['recipe'], registers }),
   }
   cache.set(registry, metrics)
   return metrics

@@ -32,4 +32,21 @@ describeEachDialect('backlog gauges across the two threads of `serve`', (dialect
     threadRunning = false
     expect(await main.metrics.metrics()).toContain('switchboard_events_pending{role="all"} 3\n')
   })
+
+  it('recipe queues are counted where processing runs, and left out on a receiver\'s loop', async () => {
+    h = await createHarness(dialect)
+    const now = h.clock.now()
+    await h.rt.store.db
+      .insertInto('recipe_event_fires')
+      .values(['evt_q1', 'evt_q2'].map((id) => ({ recipe: 'missed-calls', event_id: id, fired_at: now, status: 'pending', attempts: 0, next_attempt_at: now })))
+      .execute()
+    const processing: Runtime = { ...h.rt, metrics: new Registry() }
+    const receiver: Runtime = { ...h.rt, metrics: new Registry() }
+    registerBacklogMetrics(processing, { role: () => 'worker' })
+    registerBacklogMetrics(receiver, { role: () => 'receiver', countUpTo: 10_000, recipeQueues: () => false })
+    expect(await processing.metrics.metrics()).toContain('switchboard_recipe_events_queued{recipe="missed-calls"} 2\n')
+    const onReceiver = await receiver.metrics.metrics()
+    expect(onReceiver).toContain('switchboard_events_pending{role="receiver"} 0\n')
+    expect(onReceiver).not.toContain('switchboard_recipe_events_queued{')
+  })
 })
