@@ -45,18 +45,21 @@ export function registerBacklogMetrics(rt: Runtime, options: BacklogMetricsOptio
     return reading
   }
   const registers = [rt.metrics]
-  new Gauge({
-    name: 'switchboard_events_pending',
-    help: 'Stored events not yet processed (pending, or failed awaiting a retry)',
-    labelNames: ['role'],
-    registers,
-    async collect() {
-      this.reset()
-      if (options.reportedElsewhere?.()) return
-      const b = await backlog()
-      if (b) this.set({ role: options.role() }, b.pending)
-    },
-  })
+  const backlogGauge = (name: string, help: string, value: (b: Backlog) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['role'],
+      registers,
+      async collect() {
+        this.reset()
+        if (options.reportedElsewhere?.()) return
+        const b = await backlog()
+        if (b) this.set({ role: options.role() }, value(b))
+      },
+    })
+  backlogGauge('switchboard_events_pending', 'Stored events not yet processed (pending, or failed awaiting a retry)', (b) => b.pending)
+  backlogGauge('switchboard_events_oldest_pending_age_seconds', 'Age of the oldest unprocessed event', (b) => b.oldestAgeMs / 1000)
   new Gauge({
     name: 'switchboard_recipe_events_queued',
     help: 'Events queued for a recipe and not yet run',
@@ -66,18 +69,6 @@ export function registerBacklogMetrics(rt: Runtime, options: BacklogMetricsOptio
       this.reset()
       if (options.reportedElsewhere?.() || (options.recipeQueues && !options.recipeQueues())) return
       for (const r of await pendingFires(rt).catch(() => [])) this.set({ recipe: r.recipe }, r.n)
-    },
-  })
-  new Gauge({
-    name: 'switchboard_events_oldest_pending_age_seconds',
-    help: 'Age of the oldest unprocessed event',
-    labelNames: ['role'],
-    registers,
-    async collect() {
-      this.reset()
-      if (options.reportedElsewhere?.()) return
-      const b = await backlog()
-      if (b) this.set({ role: options.role() }, b.oldestAgeMs / 1000)
     },
   })
 }
