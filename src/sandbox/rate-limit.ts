@@ -27,6 +27,11 @@ export function createKeyRateLimiter(limit: number, windowMs = 60_000) {
 /** Calls per destination number: a sliding window, so a burst cannot straddle a window boundary. */
 export function createNumberRateLimiter(limit: number, windowMs = 10 * 60_000) {
   const hits = new Map<string, number[]>()
+  let records = 0
+  /** Numbers not called within the window are forgotten now and then: a long-running sandbox calls many once. */
+  const sweep = (now: number) => {
+    for (const [key, list] of hits) if (list[list.length - 1]! <= now - windowMs) hits.delete(key)
+  }
   const recent = (key: string, now: number) => {
     const list = (hits.get(key) ?? []).filter((t) => t > now - windowMs)
     if (list.length) hits.set(key, list)
@@ -43,7 +48,10 @@ export function createNumberRateLimiter(limit: number, windowMs = 10 * 60_000) {
     record(key: string, now: number) {
       recent(key, now).push(now)
       if (!hits.has(key)) hits.set(key, [now])
+      if (++records % 1_000 === 0) sweep(now)
     },
+    /** Numbers with a call inside the window (or not yet swept). */
+    tracked: () => hits.size,
   }
 }
 

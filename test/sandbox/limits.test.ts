@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { GLOBEX, harness, phoneCall, type Harness } from './helpers.ts'
+import { createNumberRateLimiter } from '../../src/sandbox/rate-limit.ts'
 
 let h: Harness
 afterEach(async () => h && (await h.sb.close()))
@@ -99,5 +100,21 @@ describe('limits', () => {
     expect(done).toBe(false)
     await h.clock.advance(1)
     expect((await pending).status).toBe(200)
+  })
+})
+
+describe('the per-number limiter over a long run', () => {
+  it('forgets numbers not called within its window, so a sandbox calling many numbers once does not grow', () => {
+    const limiter = createNumberRateLimiter(3, 10 * 60_000)
+    let now = Date.UTC(2026, 10, 25)
+    for (let i = 0; i < 999; i++) limiter.record(`+9198765${String(i).padStart(5, '0')}`, now)
+    expect(limiter.tracked()).toBe(999)
+    now += 10 * 60_000 + 1
+    // The next record sweeps: only the number just called is left.
+    limiter.record('+919999999999', now)
+    expect(limiter.tracked()).toBe(1)
+    // A number still inside its window keeps counting toward its limit.
+    for (let i = 0; i < 3; i++) limiter.record('+919999999999', now + i)
+    expect(limiter.retryAfter('+919999999999', now + 10)).toBeGreaterThan(0)
   })
 })
