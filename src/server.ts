@@ -168,9 +168,10 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   try {
     if (options.background !== false) {
       opsState(rt).starting = true
+      const threaded = role === 'all' && options.processing === 'thread' && canRunInThread(rt)
       // Processing runs on another connection (the thread's, or a worker process's): it checkpoints the file.
-      if (role === 'receiver' || (role === 'all' && options.processing === 'thread' && canRunInThread(rt))) checkpointOnlyAsBackstop(rt.store)
-      if (role === 'all' && options.processing === 'thread' && canRunInThread(rt)) {
+      if (role === 'receiver' || threaded) checkpointOnlyAsBackstop(rt.store)
+      if (threaded) {
         const stopOwn = await startBackground(rt, { role: 'receiver' })
         const thread = await startProcessingThread(rt).catch(async (error: unknown) => {
           await stopOwn()

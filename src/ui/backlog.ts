@@ -1,9 +1,9 @@
 import type { Runtime } from '../runtime.ts'
 
 /**
- * The processing backlog for the overview. No shared function gives the oldest waiting event's age yet
- * (pipeline metrics are being added elsewhere), so this small query lives with the dashboard; it reads
- * the (status, received_at) index, never the whole inbox.
+ * The processing backlog for the overview: counts per waiting status (dead included), which the one-figure
+ * backlog of /readyz and /metrics (src/webhooks/backlog.ts) does not split. It reads the (status, received_at)
+ * index, and runs in the processing thread under `serve` (src/processing-tasks.ts), off the receiver's loop.
  */
 export interface InboxBacklog {
   /** Events waiting for a first attempt, and events waiting for a retry. */
