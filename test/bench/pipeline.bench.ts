@@ -135,11 +135,32 @@ async function atRate(port: number, events: Array<{ body: Buffer; headers: Recor
   return { p50: latencies[Math.floor(latencies.length / 2)]!, p99: latencies[Math.floor(latencies.length * 0.99)]! }
 }
 
-async function gauge(port: number, name: string): Promise<number> {
+/** The sum of a metric's series; NaN when it has none (a scrape that missed the processing thread's share). */
+async function series(port: number, name: string): Promise<number> {
   const r = await request(port, 'GET', '/metrics', undefined, {})
   let sum = 0
-  for (const line of r.body.split('\n')) if (line.startsWith(name + '{') || line.startsWith(name + ' ')) sum += Number(line.split(' ').at(-1))
-  return sum
+  let found = false
+  for (const line of r.body.split('\n')) {
+    if (line.startsWith(name + '{') || line.startsWith(name + ' ')) {
+      sum += Number(line.split(' ').at(-1))
+      found = true
+    }
+  }
+  return found ? sum : NaN
+}
+
+/** The sum of a metric's series, 0 when it has none (a counter never incremented, a recipe queue never filled). */
+async function gauge(port: number, name: string): Promise<number> {
+  const sum = await series(port, name)
+  return Number.isNaN(sum) ? 0 : sum
+}
+
+/**
+ * Nothing left to process: the inbox's pending gauge present and at zero (absent, it proves nothing — under
+ * `serve` the processing thread counts it), and no recipe queue left.
+ */
+async function drainedAt(port: number): Promise<boolean> {
+  return (await series(port, 'switchboard_events_pending')) === 0 && (await gauge(port, 'switchboard_recipe_events_queued')) === 0
 }
 
 async function until(what: string, check: () => Promise<boolean>, timeoutMs: number, everyMs = 100): Promise<void> {
@@ -292,7 +313,7 @@ async function main(): Promise<void> {
     // Warmed like the bare handler: a service that has run takes the campaign's burst with its hot code
     // already compiled (a fresh one spends the first seconds compiling on V8's background threads).
     await throughput(svc.port, await burstEvents(WARMUP))
-    await until('the warm-up to drain', async () => (await gauge(svc.port, 'switchboard_events_pending')) === 0 && (await gauge(svc.port, 'switchboard_recipe_events_queued')) === 0, 60_000, 50)
+    await until('the warm-up to drain', () => drainedAt(svc.port), 60_000, 50)
     const burst = await burstEvents(BURST)
     const during = await burstEvents(RATE * (RATE_MS / 1000))
     const cpuBefore = threadCpuMs(svc.child.pid!)
@@ -301,7 +322,7 @@ async function main(): Promise<void> {
     const cpu = cpuDuring(svc.child.pid!, cpuBefore, process.cpuUsage(loadBefore))
     const commits = { rows: await gauge(svc.port, 'switchboard_webhook_commit_batch_size_sum'), n: await gauge(svc.port, 'switchboard_webhook_commit_batch_size_count') }
     const lat = await atRate(svc.port, during)
-    const drained = async () => (await gauge(svc.port, 'switchboard_events_pending')) === 0 && (await gauge(svc.port, 'switchboard_recipe_events_queued')) === 0
+    const drained = () => drainedAt(svc.port)
     await until('the backlog to drain', drained, 300_000, 50)
     // End to end on its own burst, from its first event sent to the last one processed: timed over phase 1 it
     // also counted the ${RATE_MS / 1000} s paced at ${RATE}/s, which capped the figure at
