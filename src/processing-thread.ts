@@ -37,7 +37,7 @@ try {
   port.postMessage({ type: 'failed', error: (error as Error).message } satisfies ThreadReply)
   process.exit(1)
 }
-// This connection writes only what is derived from the inbox, and runs the file's checkpoints (see useAsProcessingConnection).
+// This connection writes only what is derived from the inbox; the checkpoint thread runs the file's checkpoints (see useAsProcessingConnection).
 useAsProcessingConnection(rt.store)
 // The backlog gauges are counted here, in full, off the receiver's event loop; /metrics sums this registry with
 // the main thread's, whose own backlog gauges stay empty while this thread runs (src/backlog-metrics.ts).

@@ -4,7 +4,7 @@ import { resolveConfig } from './config/file.ts'
 import { readiness } from './health/readiness.ts'
 import { registerDependencyMetrics } from './health/dependencies.ts'
 import { createRuntime, type Runtime, type RuntimeOverrides } from './runtime.ts'
-import { checkpointOnlyAsBackstop } from './db/connect.ts'
+import { startWalCheckpoints } from './wal-checkpoints.ts'
 import { startBackground, type Role } from './background.ts'
 import { registerConsumers } from './pipeline.ts'
 import { registerRecipeRoutes } from './recipes/routes.ts'
@@ -169,20 +169,37 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     if (options.background !== false) {
       opsState(rt).starting = true
       const threaded = role === 'all' && options.processing === 'thread' && canRunInThread(rt)
-      // Processing runs on another connection (the thread's, or a worker process's): it checkpoints the file.
-      if (role === 'receiver' || threaded) checkpointOnlyAsBackstop(rt.store)
+      // SQLite: checkpoints on a thread of their own; every connection of the service only as a backstop.
+      const checkpoints = startWalCheckpoints(rt)
+      const stopCheckpoints = async () => {
+        await checkpoints?.close()
+      }
       if (threaded) {
-        const stopOwn = await startBackground(rt, { role: 'receiver' })
+        const stopOwn = await startBackground(rt, { role: 'receiver' }).catch(async (error: unknown) => {
+          await stopCheckpoints()
+          throw error
+        })
         const thread = await startProcessingThread(rt).catch(async (error: unknown) => {
           await stopOwn()
+          await stopCheckpoints()
           throw error
         })
         opsState(rt).thread = thread
         stopBackground = async () => {
           await thread.stop()
           await stopOwn()
+          await stopCheckpoints()
         }
-      } else stopBackground = await startBackground(rt, { role })
+      } else {
+        const stopOwn = await startBackground(rt, { role }).catch(async (error: unknown) => {
+          await stopCheckpoints()
+          throw error
+        })
+        stopBackground = async () => {
+          await stopOwn()
+          await stopCheckpoints()
+        }
+      }
       opsState(rt).starting = false
     }
   } catch (error) {

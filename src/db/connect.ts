@@ -55,14 +55,15 @@ export function parseDatabaseUrl(url: string): { dialect: Dialect; location: str
 
 /**
  * WAL checkpoints run inside the commit that crosses SQLite's threshold (1,000 pages of log, ~4 MB, by default),
- * on whichever connection makes it. Connections that processing uses keep that default; the receiver's (its
- * event loop's, and the inbox writer's: src/webhooks/sqlite-writer.ts) checkpoint only past ~32 MB, a backstop
- * for a file that no processing connection writes to — on the receiver a checkpoint holds up every request
- * waiting on that commit for 5–15 ms.
+ * on whichever connection makes it: the commit then copies the log into the database file and waits for two
+ * fsyncs (30–40 ms for ~1,300 pages on a 2-core VM's disk). A running service checkpoints on a thread of its own
+ * instead (src/db/checkpointer.ts), and its connections — the receiver's event loop, the inbox writer
+ * (src/webhooks/sqlite-writer.ts), processing — checkpoint only past ~32 MB: a backstop should that thread stop
+ * or fall behind. CLI commands and embedders that open a store without `serve` keep SQLite's default.
  */
 export const BACKSTOP_CHECKPOINT_PAGES = 8_000
 
-/** A connection of the receiver's, beside a processing connection that checkpoints (see BACKSTOP_CHECKPOINT_PAGES). No-op on Postgres. */
+/** A connection of a service whose checkpoints run on the checkpoint thread (see BACKSTOP_CHECKPOINT_PAGES). No-op on Postgres. */
 export function checkpointOnlyAsBackstop(store: Store): void {
   store.sqlite?.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`)
 }
@@ -213,11 +214,12 @@ async function createMigrator(store: Store): Promise<Migrator> {
  * from the inbox (read model, recipe queues, queued calls, delivery outcomes). In WAL mode
  * `synchronous = NORMAL` survives a killed process; only an OS crash or power loss can drop its last
  * commits, which processing then redoes from the inbox, and a delivery whose outcome is lost is sent again
- * (at least once). The receiver's own connection stays FULL: a 2xx is a promise. Checkpoints: this connection
- * keeps SQLite's default and runs them, so the receiver's need not (BACKSTOP_CHECKPOINT_PAGES). No-op on Postgres.
+ * (at least once). The receiver's own connection stays FULL: a 2xx is a promise. Checkpoints: only as a
+ * backstop, beside the service's checkpoint thread (BACKSTOP_CHECKPOINT_PAGES). No-op on Postgres.
  */
 export function useAsProcessingConnection(store: Store): void {
   store.sqlite?.pragma('synchronous = NORMAL')
+  checkpointOnlyAsBackstop(store)
 }
 
 /** Brings the schema up to date. Safe to run concurrently from several replicas on Postgres. */

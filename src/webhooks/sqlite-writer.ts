@@ -50,10 +50,11 @@ const Database = require(workerData.driver)
 const db = new Database(workerData.file)
 db.pragma('journal_mode = WAL')
 db.pragma('synchronous = FULL')
-// Checkpoints are left to the processing connection (src/db/connect.ts, BACKSTOP_CHECKPOINT_PAGES): run here,
-// at SQLite's default of every 1,000 pages, one held up a group commit (and every provider request waiting on
-// it) for 5-15 ms every ~4 MB of log. Measured on two cores (the pipeline benchmark, five alternating runs
-// each): p99 while the backlog drains 8.6-18 ms against 10.5-36 ms; commits over 5 ms 6-15 a run against 22-39.
+// Checkpoints are left to the service's checkpoint thread (src/db/checkpointer.ts; BACKSTOP_CHECKPOINT_PAGES in
+// src/db/connect.ts): run here, at SQLite's default of every 1,000 pages, one held up a group commit (and every
+// provider request waiting on it) for 5-15 ms every ~4 MB of log. Measured on two cores (the pipeline benchmark,
+// five alternating runs each): p99 while the backlog drains 8.6-18 ms against 10.5-36 ms; commits over 5 ms
+// 6-15 a run against 22-39.
 db.pragma('wal_autocheckpoint = ' + workerData.autocheckpointPages)
 // Lock waits are polled here rather than left to SQLite's busy handler, whose sleeps grow to 100 ms: against
 // the processing thread's stream of short write transactions it kept missing the gaps between them, and a

@@ -6,7 +6,8 @@
  *   2. forwarding: 10,000 events enqueued in the outbox (fanned out to both destinations: 20,000
  *      deliveries) on a real SQLite file, drained by the delivery worker — claims, Standard Webhooks
  *      signing, HTTP, and the group-committed outcome of every attempt — on a connection set up as in
- *      `serve`, where the worker runs in the processing thread (synchronous=NORMAL: useAsProcessingConnection).
+ *      `serve`, where the worker runs in the processing thread (synchronous=NORMAL: useAsProcessingConnection),
+ *      and the file's checkpoints on a thread of their own (src/db/checkpointer.ts).
  *   3. as shipped: `node src/bin.mjs serve` with the two sinks as DESTINATIONS, a burst of FWD_SERVICE_EVENTS
  *      signed webhooks (distinct contacts, no recipes), timed from the first webhook sent to the last delivery
  *      counted by the sinks — receiver, processing, outbox and delivery worker sharing the machine as a user
@@ -113,6 +114,9 @@ async function forwarding(ports: number[], dataDir: string): Promise<{ perSecond
   const rt = await createRuntime(config, { log: createSilentLogger() })
   const { useAsProcessingConnection } = await import('../../src/db/connect.ts')
   useAsProcessingConnection(rt.store)
+  // …with the file's checkpoints on a thread of their own, as `serve` runs them.
+  const { startCheckpointer } = await import('../../src/db/checkpointer.ts')
+  const checkpointer = startCheckpointer(rt.store.sqlite!.name)
   const now = Date.now()
   const events = Array.from({ length: EVENTS }, (_, i) => ({ event_id: `evt_fwd_${i}`, event_type: 'call.completed', agent_id: 101, conversation_id: `conv-fwd-${i}_1`, received_at: now, body: body(i) }))
   for (let i = 0; i < events.length; i += 1000) await rt.store.db.transaction().execute((trx) => enqueueDeliveries(trx, rt, events.slice(i, i + 1000)))
@@ -131,6 +135,7 @@ async function forwarding(ports: number[], dataDir: string): Promise<{ perSecond
   const ms = performance.now() - started
   const used = process.cpuUsage(cpu)
   await worker.stop()
+  await checkpointer.close()
   await rt.close()
   // This process runs only the worker (and the polling above); the sinks have their own.
   return { perSecond: delivered / (ms / 1000), delivered, ms, cpuUsPerDelivery: (used.user + used.system) / Math.max(1, delivered) }

@@ -7,9 +7,9 @@ import { BACKSTOP_CHECKPOINT_PAGES, migrate, openStore, type Store } from '../..
 import { createInbox, pendingRow, type Inbox } from '../../src/webhooks/inbox.ts'
 
 /**
- * The inbox's writer thread leaves WAL checkpoints to the processing connection: one run inside a group commit
- * held up every provider request waiting on it. It still checkpoints past the backstop, for a file that no
- * processing connection writes to.
+ * The inbox's writer thread leaves WAL checkpoints to the service's checkpoint thread (src/db/checkpointer.ts):
+ * one run inside a group commit held up every provider request waiting on it. It still checkpoints past the
+ * backstop, should that thread stop or fall behind.
  */
 describe('inbox writer and WAL checkpoints [sqlite]', () => {
   let dir: string | undefined
