@@ -31,7 +31,7 @@ export interface Checkpointer {
 
 export interface CheckpointerOptions {
   everyMs?: number
-  /** Told of every checkpoint that found frames in the log. */
+  /** Told of every periodic checkpoint whose figures changed since the last one (an idle log is not reported again). */
   onCheckpoint?(result: CheckpointResult): void
   /** Told when a checkpoint fails (other than the checkpoint lock being held: that one is just skipped). */
   onError?(message: string): void
@@ -63,10 +63,15 @@ const run = () => {
     return undefined
   }
 }
+// Reported when it changed: an idle log that was copied already answers the same figures every time.
+let last = { frames: 0, backfilled: 0 }
 const tick = () => {
   if (closed) return
   const result = run()
-  if (result && result.frames > 0) parentPort.postMessage({ result })
+  if (result && result.frames > 0 && (result.frames !== last.frames || result.backfilled !== last.backfilled)) {
+    last = result
+    parentPort.postMessage({ result })
+  }
   timer = setTimeout(tick, workerData.everyMs)
 }
 timer = setTimeout(tick, workerData.everyMs)
@@ -99,6 +104,7 @@ export function startCheckpointer(file: string, options: CheckpointerOptions = {
   worker.unref()
   let seq = 0
   let closed: Promise<void> | undefined
+  let exited = false
   const waiting = new Map<number, (result: CheckpointResult | undefined) => void>()
   worker.on('message', (reply: Reply) => {
     if (reply.id !== undefined) {
@@ -116,10 +122,13 @@ export function startCheckpointer(file: string, options: CheckpointerOptions = {
     options.onError?.(`the checkpoint thread failed: ${error.message}`)
     settleAll()
   })
-  worker.on('exit', settleAll)
+  worker.on('exit', () => {
+    exited = true
+    settleAll()
+  })
   return {
     checkpoint() {
-      if (closed) return Promise.resolve(undefined)
+      if (closed || exited) return Promise.resolve(undefined)
       return new Promise((resolve) => {
         const id = ++seq
         waiting.set(id, resolve)
@@ -128,6 +137,7 @@ export function startCheckpointer(file: string, options: CheckpointerOptions = {
     },
     close() {
       closed ??= new Promise<void>((resolve) => {
+        if (exited) return resolve()
         const timer = setTimeout(() => void worker.terminate().then(() => resolve()), 2_000)
         worker.on('message', (reply: Reply) => {
           if (!reply.closed) return

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { BACKSTOP_CHECKPOINT_PAGES, migrate, openStore, type Store } from '../../src/db/connect.ts'
 import { startCheckpointer, type Checkpointer, type CheckpointResult } from '../../src/db/checkpointer.ts'
 import { startServer, type RunningServer } from '../../src/server.ts'
@@ -77,6 +77,30 @@ describe('WAL checkpoint thread [sqlite]', () => {
     expect(result.frames).toBeGreaterThanOrEqual(200)
     expect(result.ms).toBeGreaterThanOrEqual(0)
     sqlite.close()
+  })
+
+  it('a thread that cannot open the file is reported, answers nothing and closes at once', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sb-ckpt-thread-'))
+    const errors: string[] = []
+    const failed = new Promise<void>((resolve) => {
+      checkpointer = startCheckpointer(join(dir!, 'no-such-folder', 'db.sqlite'), {
+        everyMs: 3_600_000,
+        onError(message) {
+          errors.push(message)
+          resolve()
+        },
+      })
+    })
+    await failed
+    expect(errors[0]).toMatch(/checkpoint thread failed: .*open/i)
+    expect(await checkpointer!.checkpoint()).toBeUndefined()
+    // Not by its 2 s fallback: with the clock stopped, closing resolves all the same.
+    vi.useFakeTimers({ toFake: ['setTimeout'] })
+    try {
+      await checkpointer!.close()
+    } finally {
+      vi.useRealTimers()
+    }
   })
 
   it('a service on a SQLite file checkpoints on the thread: its connections only past the backstop', async () => {
