@@ -53,6 +53,8 @@ export interface SandboxStats {
   conversations: number
   batches: number
   transcriptionJobs: number
+  /** Idempotency keys remembered (those of the last 24 h). */
+  idempotencyKeys: number
   requests: number
   requestsByStatus: Record<number, number>
   timersPending: number
@@ -161,7 +163,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
       callsStarted: engine.started(),
       activeCalls: perTenant(engine.activeCount),
       queuedCalls: perTenant(engine.queued),
-      ...(({ conversations, batches: b, jobs }) => ({ conversations, batches: b, transcriptionJobs: jobs }))(state.counts()),
+      ...(({ conversations, batches: b, jobs, idempotencyKeys }) => ({ conversations, batches: b, transcriptionJobs: jobs, idempotencyKeys }))(state.counts()),
       requests: router.requests.total,
       requestsByStatus: Object.fromEntries(router.requests.byStatus),
       timersPending: timers.pending(),

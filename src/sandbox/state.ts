@@ -72,9 +72,11 @@ export function createState(tenants: DemoTenant[]) {
   const jobs = new Map<string, TranscriptionJobRecord>()
   /** Highest attempt number per conversation chain. */
   const chains = new Map<string, number>()
-  /** `tenant:agent:key` → expiry (epoch ms). */
+  /**
+   * `tenant:agent:key` → expiry (epoch ms). Kept in expiry order (every key gets the same window, and a key is
+   * re-inserted rather than updated in place), so the expired ones are always at the front.
+   */
   const idempotency = new Map<string, number>()
-  let idempotencyWrites = 0
 
   const tenantState = (tenantId: string): TenantState => {
     let s = perTenant.get(tenantId)
@@ -148,16 +150,20 @@ export function createState(tenants: DemoTenant[]) {
       const expiry = idempotency.get(`${tenantId}:${agentId}:${key}`)
       return expiry !== undefined && expiry > now
     },
-    rememberIdempotency(tenantId: string, agentId: number, key: string, expiresAt: number) {
-      // Sweep expired keys now and then, so a long-running sandbox does not grow without bound.
-      if (++idempotencyWrites % 1000 === 0) {
-        const now = expiresAt - 24 * 60 * 60 * 1000
-        for (const [k, expiry] of idempotency) if (expiry <= now) idempotency.delete(k)
+    rememberIdempotency(tenantId: string, agentId: number, key: string, now: number, windowMs: number) {
+      // Expired keys are dropped from the front as new ones arrive: a long-running sandbox keeps only the last
+      // window's keys, and no write ever scans them all (a full sweep every 1,000 calls read a day of keys on the
+      // event loop the receiver shares).
+      for (const [k, expiry] of idempotency) {
+        if (expiry > now) break
+        idempotency.delete(k)
       }
-      idempotency.set(`${tenantId}:${agentId}:${key}`, expiresAt)
+      const id = `${tenantId}:${agentId}:${key}`
+      idempotency.delete(id)
+      idempotency.set(id, now + windowMs)
     },
 
-    counts: () => ({ conversations: conversations.size, batches: batches.size, jobs: jobs.size }),
+    counts: () => ({ conversations: conversations.size, batches: batches.size, jobs: jobs.size, idempotencyKeys: idempotency.size }),
   }
 }
 export type SandboxState = ReturnType<typeof createState>

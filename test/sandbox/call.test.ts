@@ -99,6 +99,22 @@ describe('POST /v1/call', () => {
       expect(h.sb.stats().callsAccepted).toBe(2)
     })
 
+    it('forgets keys once their window has passed, without scanning the ones still in it', async () => {
+      h = harness()
+      for (let i = 0; i < 5; i++) expect((await h.call(phoneCall(`+91100000000${i}`, { idempotency_key: `old-${i}` }))).status).toBe(200)
+      await h.clock.advance(12 * 3600_000)
+      // Re-using a key inside its window is refused and does not move it.
+      expect((await h.call(phoneCall('+911000000000', { idempotency_key: 'old-0' }))).status).toBe(409)
+      for (let i = 0; i < 3; i++) expect((await h.call(phoneCall(`+91200000000${i}`, { idempotency_key: `new-${i}` }))).status).toBe(200)
+      expect(h.sb.stats().idempotencyKeys).toBe(8)
+      await h.clock.advance(12 * 3600_000)
+      // The first five have expired: the next call's key drops them, and the last three are kept.
+      expect((await h.call(phoneCall('+913000000000', { idempotency_key: 'later' }))).status).toBe(200)
+      expect(h.sb.stats().idempotencyKeys).toBe(4)
+      expect((await h.call(phoneCall('+912000000000', { idempotency_key: 'new-0' }))).status).toBe(409)
+      expect((await h.call(phoneCall('+911000000000', { idempotency_key: 'old-0' }))).status).toBe(200)
+    })
+
     it('scopes keys to tenant and agent', async () => {
       h = harness()
       expect((await h.call(phoneCall('+911', { idempotency_key: 'same' }, 101))).status).toBe(200)

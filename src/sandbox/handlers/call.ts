@@ -114,7 +114,7 @@ export const createCall: ApiHandler = async (ctx, { req, tenant }) => {
     ctx.numberLimiter.record(numberKey, now)
   }
   // Only an accepted call uses up its key: a caller retrying a 429 with the same key must get through.
-  if (call.idempotencyKey) ctx.state.rememberIdempotency(tenant.id, agent.id, call.idempotencyKey, now + IDEMPOTENCY_WINDOW_MS)
+  if (call.idempotencyKey) ctx.state.rememberIdempotency(tenant.id, agent.id, call.idempotencyKey, now, IDEMPOTENCY_WINDOW_MS)
   const order = {
     tenant,
     agent,
