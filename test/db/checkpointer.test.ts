@@ -18,33 +18,40 @@ describe('WAL checkpoint thread [sqlite]', () => {
   let store: Store | undefined
   let checkpointer: Checkpointer | undefined
   let server: RunningServer | undefined
+  let sqlite: BetterSqlite3.Database | undefined
   afterEach(async () => {
     await checkpointer?.close()
+    sqlite?.close()
     await server?.close()
     await store?.close()
     if (dir) rmSync(dir, { recursive: true, force: true })
-    dir = store = checkpointer = server = undefined
+    dir = store = checkpointer = server = sqlite = undefined
   })
 
   const autocheckpoint = (sqlite: BetterSqlite3.Database) => sqlite.pragma('wal_autocheckpoint', { simple: true }) as number
 
-  /** A table of wide rows, written `n` at a time in one transaction: about a page of log per row. */
-  const writer = (sqlite: BetterSqlite3.Database) => {
-    sqlite.exec('CREATE TABLE IF NOT EXISTS wide (id INTEGER PRIMARY KEY, body TEXT)')
-    const insert = sqlite.prepare('INSERT INTO wide (body) VALUES (?)')
+  /**
+   * A database file in WAL mode whose connection checkpoints only past the backstop, as a service's do, and a
+   * table of wide rows written `n` at a time in one transaction: about a page of log per row.
+   */
+  const walFile = () => {
+    dir = mkdtempSync(join(tmpdir(), 'sb-ckpt-thread-'))
+    const file = join(dir, 'db.sqlite')
+    const opened = new BetterSqlite3(file)
+    sqlite = opened
+    opened.pragma('journal_mode = WAL')
+    opened.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`)
+    opened.exec('CREATE TABLE wide (id INTEGER PRIMARY KEY, body TEXT)')
+    const insert = opened.prepare('INSERT INTO wide (body) VALUES (?)')
     const body = 'x'.repeat(3_000)
-    return sqlite.transaction((n: number) => {
+    const write = opened.transaction((n: number) => {
       for (let i = 0; i < n; i++) insert.run(body)
     })
+    return { file, sqlite: opened, write }
   }
 
   it('copies the log into the database file, and the next write starts the log over', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'sb-ckpt-thread-'))
-    const file = join(dir, 'db.sqlite')
-    const sqlite = new BetterSqlite3(file)
-    sqlite.pragma('journal_mode = WAL')
-    sqlite.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`)
-    const write = writer(sqlite)
+    const { file, sqlite: db, write } = walFile()
     // Only on demand here: no timer fires within the test.
     checkpointer = startCheckpointer(file, { everyMs: 3_600_000 })
     write(1_500)
@@ -55,20 +62,14 @@ describe('WAL checkpoint thread [sqlite]', () => {
     write(10)
     const second = await checkpointer.checkpoint()
     expect(second!.frames).toBeLessThan(100)
-    expect(sqlite.prepare('SELECT count(*) AS n FROM wide').get()).toEqual({ n: 1_510 })
-    sqlite.close()
+    expect(db.prepare('SELECT count(*) AS n FROM wide').get()).toEqual({ n: 1_510 })
     await checkpointer.close()
     // After close it answers nothing (and never throws).
     expect(await checkpointer.checkpoint()).toBeUndefined()
   })
 
   it('runs on its own every few milliseconds when told to, reporting each checkpoint that found frames', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'sb-ckpt-thread-'))
-    const file = join(dir, 'db.sqlite')
-    const sqlite = new BetterSqlite3(file)
-    sqlite.pragma('journal_mode = WAL')
-    sqlite.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`)
-    const write = writer(sqlite)
+    const { file, write } = walFile()
     write(200)
     const reported = new Promise<CheckpointResult>((resolve) => {
       checkpointer = startCheckpointer(file, { everyMs: 5, onCheckpoint: resolve })
@@ -76,7 +77,6 @@ describe('WAL checkpoint thread [sqlite]', () => {
     const result = await reported
     expect(result.frames).toBeGreaterThanOrEqual(200)
     expect(result.ms).toBeGreaterThanOrEqual(0)
-    sqlite.close()
   })
 
   it('a thread that cannot open the file is reported, answers nothing and closes at once', async () => {
