@@ -24,7 +24,7 @@ export interface CheckpointResult {
 }
 
 export interface Checkpointer {
-  /** Runs a checkpoint now (tests, and shutdown); resolves with its result. */
+  /** Runs a checkpoint now; resolves with its result (undefined: skipped, failed, or the thread is gone). */
   checkpoint(): Promise<CheckpointResult | undefined>
   close(): Promise<void>
 }
