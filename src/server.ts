@@ -5,6 +5,7 @@ import { readiness } from './health/readiness.ts'
 import { registerDependencyMetrics } from './health/dependencies.ts'
 import { createRuntime, type Runtime, type RuntimeOverrides } from './runtime.ts'
 import { startWalCheckpoints } from './wal-checkpoints.ts'
+import type { Checkpointer } from './db/checkpointer.ts'
 import { startBackground, type Role } from './background.ts'
 import { registerConsumers } from './pipeline.ts'
 import { registerRecipeRoutes } from './recipes/routes.ts'
@@ -165,45 +166,35 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const hostForUrl = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
   const url = `http://${hostForUrl.includes(':') ? `[${hostForUrl}]` : hostForUrl}:${port}`
   let stopBackground: () => Promise<void> = async () => {}
+  let checkpoints: Checkpointer | undefined
   try {
     if (options.background !== false) {
       opsState(rt).starting = true
       const threaded = role === 'all' && options.processing === 'thread' && canRunInThread(rt)
       // SQLite: checkpoints on a thread of their own; every connection of the service only as a backstop.
-      const checkpoints = startWalCheckpoints(rt)
-      const stopCheckpoints = async () => {
-        await checkpoints?.close()
-      }
+      checkpoints = startWalCheckpoints(rt)
+      let stopWork: () => Promise<void>
       if (threaded) {
-        const stopOwn = await startBackground(rt, { role: 'receiver' }).catch(async (error: unknown) => {
-          await stopCheckpoints()
-          throw error
-        })
+        const stopOwn = await startBackground(rt, { role: 'receiver' })
         const thread = await startProcessingThread(rt).catch(async (error: unknown) => {
           await stopOwn()
-          await stopCheckpoints()
           throw error
         })
         opsState(rt).thread = thread
-        stopBackground = async () => {
+        stopWork = async () => {
           await thread.stop()
           await stopOwn()
-          await stopCheckpoints()
         }
-      } else {
-        const stopOwn = await startBackground(rt, { role }).catch(async (error: unknown) => {
-          await stopCheckpoints()
-          throw error
-        })
-        stopBackground = async () => {
-          await stopOwn()
-          await stopCheckpoints()
-        }
+      } else stopWork = await startBackground(rt, { role })
+      stopBackground = async () => {
+        await stopWork()
+        await checkpoints?.close()
       }
       opsState(rt).starting = false
     }
   } catch (error) {
     // Never a half-started service: a listener with nothing behind it would accept events nobody processes.
+    await checkpoints?.close()
     await server.close(true)
     await rt.close()
     throw error

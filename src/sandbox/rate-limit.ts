@@ -26,11 +26,16 @@ export function createKeyRateLimiter(limit: number, windowMs = 60_000) {
 
 /** Calls per destination number: a sliding window, so a burst cannot straddle a window boundary. */
 export function createNumberRateLimiter(limit: number, windowMs = 10 * 60_000) {
+  /**
+   * Numbers in the order they were last called, so those not called within the window are always at the front:
+   * each call forgets them from there (a long-running sandbox calls many numbers once), never scanning the rest.
+   */
   const hits = new Map<string, number[]>()
-  let records = 0
-  /** Numbers not called within the window are forgotten now and then: a long-running sandbox calls many once. */
-  const sweep = (now: number) => {
-    for (const [key, list] of hits) if (list[list.length - 1]! <= now - windowMs) hits.delete(key)
+  const forgetExpired = (now: number) => {
+    for (const [key, list] of hits) {
+      if (list[list.length - 1]! > now - windowMs) break
+      hits.delete(key)
+    }
   }
   const recent = (key: string, now: number) => {
     const list = (hits.get(key) ?? []).filter((t) => t > now - windowMs)
@@ -46,11 +51,13 @@ export function createNumberRateLimiter(limit: number, windowMs = 10 * 60_000) {
       return Math.max(1, Math.ceil((list[list.length - limit]! + windowMs - now) / 1000))
     },
     record(key: string, now: number) {
-      recent(key, now).push(now)
-      if (!hits.has(key)) hits.set(key, [now])
-      if (++records % 1_000 === 0) sweep(now)
+      forgetExpired(now)
+      const list = recent(key, now)
+      list.push(now)
+      hits.delete(key)
+      hits.set(key, list)
     },
-    /** Numbers with a call inside the window (or not yet swept). */
+    /** Numbers with a call inside the window. */
     tracked: () => hits.size,
   }
 }
