@@ -2,7 +2,6 @@ import { existsSync, readdirSync, statSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createJiti } from 'jiti'
-import * as publicApi from '../index.ts'
 import type { RecipeDefinition } from './define.ts'
 import { validateRecipe } from './validate.ts'
 
@@ -40,7 +39,7 @@ function firstLine(error: unknown): string {
  * and file caches are off so an edited file is read afresh on the next load.
  */
 export async function loadRecipes(dir: string, fallbackTimezone: string): Promise<LoadedRecipe[]> {
-  const jiti = createRecipeJiti()
+  const jiti = await createRecipeJiti()
   const out: LoadedRecipe[] = []
   for (const file of listRecipeFiles(dir)) out.push(await loadOne(jiti, file, fallbackTimezone))
   return out
@@ -48,10 +47,13 @@ export async function loadRecipes(dir: string, fallbackTimezone: string): Promis
 
 /** One recipe file, outside any folder listing (`recipes test`, `testRecipe`). */
 export async function loadRecipeFile(file: string, fallbackTimezone: string): Promise<LoadedRecipe> {
-  return loadOne(createRecipeJiti(), file, fallbackTimezone)
+  return loadOne(await createRecipeJiti(), file, fallbackTimezone)
 }
 
-function createRecipeJiti() {
+async function createRecipeJiti() {
+  // Imported here rather than at the top: the public API exports `testRecipe`, which loads recipes with
+  // this very module, and a static import both ways would make the two modules a cycle.
+  const publicApi = await import('../index.ts')
   return createJiti(import.meta.url, {
     moduleCache: false,
     fsCache: false,
@@ -61,7 +63,7 @@ function createRecipeJiti() {
   })
 }
 
-async function loadOne(jiti: ReturnType<typeof createJiti>, file: string, fallbackTimezone: string): Promise<LoadedRecipe> {
+async function loadOne(jiti: Awaited<ReturnType<typeof createRecipeJiti>>, file: string, fallbackTimezone: string): Promise<LoadedRecipe> {
   const name = basename(file, '.ts')
   const base = { name, file, definition: undefined, error: undefined, timezone: fallbackTimezone }
   if (!NAME.test(name)) return { ...base, error: 'file name must use letters, digits, "-" or "_" only' }
