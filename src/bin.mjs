@@ -1,8 +1,20 @@
 #!/usr/bin/env node
-// The package's executable: registers tsx's loader so the TypeScript sources run as they are
-// (Node 20 has no type stripping), then hands over to the CLI.
-import { register } from 'tsx/esm/api'
+// The package's executable. It runs the CLI from a bundle of the TypeScript sources, built on first use
+// (src/bundle.mjs); where no bundle can be had, or with SWITCHBOARD_BUNDLE=0, it registers tsx's loader so
+// the sources run as they are (Node 20 has no type stripping).
+import { bundledEntries } from './bundle.mjs'
 
-register()
-const { main } = await import('./cli.ts')
-process.exitCode = await main(process.argv.slice(2))
+const bundle = process.env.SWITCHBOARD_BUNDLE === '0' ? undefined : await bundledEntries()
+let cli
+if (bundle) {
+  // Stack traces name the sources, not the bundle.
+  process.setSourceMapsEnabled(true)
+  // The processing thread (src/worker-thread.mjs) starts from the same bundle.
+  process.env.SWITCHBOARD_PROCESSING_ENTRY = bundle['processing-thread']
+  cli = await import(bundle.cli)
+} else {
+  const { register } = await import('tsx/esm/api')
+  register()
+  cli = await import('./cli.ts')
+}
+process.exitCode = await cli.main(process.argv.slice(2))

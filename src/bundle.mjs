@@ -1,0 +1,128 @@
+// Plain JavaScript: this runs before any TypeScript loader is registered.
+import { createHash } from 'node:crypto'
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { dirname, join, relative, resolve } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+
+/**
+ * switchboard runs from its TypeScript sources. Loading them one module at a time through tsx's loader
+ * costs about a second of CPU per start — every CLI command, `serve`, and `serve`'s processing thread —
+ * while the same sources as one esbuild bundle load in about a third of that. So the executable bundles
+ * `src/` on first use (~0.2 s) into `node_modules/.cache/switchboard/<fingerprint>/` and runs the bundle;
+ * an edited source changes the fingerprint and the next start bundles again. Nothing of it is committed
+ * or needed: when esbuild is missing or the folder is not writable, the sources run through tsx as before
+ * (and `SWITCHBOARD_BUNDLE=0` asks for that).
+ *
+ * Each module keeps its own `import.meta.url` (a plugin writes it in as a literal), so files found next to
+ * a module — dashboard assets, recipe templates, worker entries, `src/index.ts` for recipes — are found
+ * where they are. npm packages stay outside the bundle and resolve from `node_modules` as usual.
+ */
+
+const SRC = dirname(fileURLToPath(import.meta.url))
+/** Changes whenever the way the bundle is built changes. */
+const FORMAT = 1
+/** The bundle's entry points, by output name. */
+const ENTRIES = { cli: 'cli.ts', 'processing-thread': 'processing-thread.ts' }
+/** Bundles of other fingerprints are removed once this old (a long-running process may still load chunks from its own). */
+const STALE_MS = 7 * 24 * 3600_000
+
+/** Where bundles are kept: inside node_modules, so `npm ci` starts afresh and git never sees them. */
+export function defaultCacheDir(srcDir = SRC) {
+  return resolve(srcDir, '../node_modules/.cache/switchboard')
+}
+
+function sourceFiles(dir, out = []) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) sourceFiles(path, out)
+    else if (entry.name.endsWith('.ts')) out.push(path)
+  }
+  return out
+}
+
+/** Names the sources as they are now: each file's path, size and modification time, and esbuild's version. */
+export function fingerprint(srcDir, esbuildVersion) {
+  const hash = createHash('sha256').update(`${FORMAT}\0${esbuildVersion}\0`)
+  for (const file of sourceFiles(srcDir).sort()) {
+    const stat = statSync(file)
+    hash.update(`${relative(srcDir, file)}\0${stat.size}\0${stat.mtimeMs}\0`)
+  }
+  return hash.digest('hex').slice(0, 20)
+}
+
+/** Gives every module of `srcDir` its own file's URL for `import.meta.url` (and `dirname`/`filename`). */
+function ownModuleUrls(srcDir) {
+  return {
+    name: 'own-module-urls',
+    setup(build) {
+      build.onLoad({ filter: /\.ts$/ }, (args) => {
+        if (relative(srcDir, args.path).startsWith('..')) return undefined
+        const contents = readFileSync(args.path, 'utf8')
+          .replaceAll('import.meta.url', JSON.stringify(pathToFileURL(args.path).href))
+          .replaceAll('import.meta.dirname', JSON.stringify(dirname(args.path)))
+          .replaceAll('import.meta.filename', JSON.stringify(args.path))
+        return { contents, loader: 'ts' }
+      })
+    },
+  }
+}
+
+function removeStale(cacheDir, keep, now) {
+  for (const name of readdirSync(cacheDir)) {
+    if (name === keep) continue
+    const path = join(cacheDir, name)
+    try {
+      if (now - statSync(path).mtimeMs > STALE_MS) rmSync(path, { recursive: true, force: true })
+    } catch {
+      // Another process removed it first.
+    }
+  }
+}
+
+/**
+ * The bundle of the current sources, built first if there is none: file URLs of its entry points, or
+ * undefined when it cannot be had (the caller then runs the sources through tsx). Never throws.
+ */
+export async function bundledEntries({ srcDir = SRC, cacheDir = defaultCacheDir(srcDir) } = {}) {
+  let esbuild
+  try {
+    esbuild = await import('esbuild')
+  } catch {
+    return undefined
+  }
+  try {
+    const dir = join(cacheDir, fingerprint(srcDir, esbuild.version))
+    const entries = () => Object.fromEntries(Object.keys(ENTRIES).map((name) => [name, pathToFileURL(join(dir, `${name}.js`)).href]))
+    if (existsSync(join(dir, 'complete'))) return entries()
+    mkdirSync(cacheDir, { recursive: true })
+    // Built aside and renamed into place: a process starting meanwhile never sees half a bundle, and of two
+    // building at once (two CLI commands, two test workers) the first rename wins and the other is dropped.
+    const building = `${dir}.${process.pid}.tmp`
+    rmSync(building, { recursive: true, force: true })
+    await esbuild.build({
+      entryPoints: Object.fromEntries(Object.entries(ENTRIES).map(([name, file]) => [name, join(srcDir, file)])),
+      outdir: building,
+      bundle: true,
+      splitting: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      packages: 'external',
+      sourcemap: 'linked',
+      sourcesContent: false,
+      plugins: [ownModuleUrls(srcDir)],
+      logLevel: 'silent',
+    })
+    writeFileSync(join(building, 'complete'), '')
+    try {
+      renameSync(building, dir)
+    } catch (error) {
+      rmSync(building, { recursive: true, force: true })
+      if (!existsSync(join(dir, 'complete'))) throw error
+    }
+    removeStale(cacheDir, dir.slice(cacheDir.length + 1), Date.now())
+    return entries()
+  } catch {
+    return undefined
+  }
+}

@@ -1,0 +1,93 @@
+import { execFile } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { promisify } from 'node:util'
+import { afterEach, describe, expect, it } from 'vitest'
+// @ts-expect-error: plain JavaScript (it runs before any TypeScript loader), without declarations
+import { bundledEntries, fingerprint } from '../../src/bundle.mjs'
+import { ROOT } from './processes.ts'
+
+type Entries = { cli: string; 'processing-thread': string } | undefined
+const bundle = bundledEntries as (options?: { srcDir?: string; cacheDir?: string }) => Promise<Entries>
+const run = promisify(execFile)
+
+const dirs: string[] = []
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true })
+})
+
+/** A small source tree with the two entry points; the CLI entry reads a file next to a nested module. */
+function sources(): { src: string; cache: string } {
+  const root = mkdtempSync(join(tmpdir(), 'sb-bundle-'))
+  dirs.push(root)
+  const src = join(root, 'src')
+  mkdirSync(join(src, 'nested'), { recursive: true })
+  writeFileSync(join(src, 'nested', 'where.ts'), `import { readFileSync } from 'node:fs'\nexport const where: string = import.meta.url\nexport const dir: string = import.meta.dirname\nexport const note = (): string => readFileSync(new URL('./note.txt', import.meta.url), 'utf8')\n`)
+  writeFileSync(join(src, 'nested', 'note.txt'), 'found next to its module')
+  writeFileSync(join(src, 'cli.ts'), `import { where, dir, note } from './nested/where.ts'\nexport const main = async (): Promise<unknown> => ({ where, dir, note: note(), lazy: (await import('./lazy.ts')).lazy })\n`)
+  writeFileSync(join(src, 'lazy.ts'), `export const lazy = 'loaded when asked'\n`)
+  writeFileSync(join(src, 'processing-thread.ts'), `export const thread = true\n`)
+  return { src, cache: join(root, 'cache') }
+}
+
+describe('the executable runs a bundle of the sources (src/bundle.mjs)', () => {
+  it('builds once; each module keeps its own import.meta.url, so files next to it are found; dynamic imports load lazily', async () => {
+    const { src, cache } = sources()
+    const entries = await bundle({ srcDir: src, cacheDir: cache })
+    expect(entries).toBeDefined()
+    const cli = (await import(entries!.cli)) as { main(): Promise<Record<string, string>> }
+    expect(await cli.main()).toEqual({
+      where: pathToFileURL(join(src, 'nested', 'where.ts')).href,
+      dir: join(src, 'nested'),
+      note: 'found next to its module',
+      lazy: 'loaded when asked',
+    })
+    expect(existsSync(new URL(entries!['processing-thread']))).toBe(true)
+    const built = readdirSync(cache)
+    expect(built).toHaveLength(1)
+    const builtAt = statSync(join(cache, built[0]!)).mtimeMs
+
+    // Unchanged sources: the same bundle, not built again.
+    expect(await bundle({ srcDir: src, cacheDir: cache })).toEqual(entries)
+    expect(readdirSync(cache)).toEqual(built)
+    expect(statSync(join(cache, built[0]!)).mtimeMs).toBe(builtAt)
+  })
+
+  it('an edited source is a new fingerprint and a new bundle; bundles a week old are removed', async () => {
+    const { src, cache } = sources()
+    const first = await bundle({ srcDir: src, cacheDir: cache })
+    const before = fingerprint(src, 'v') as string
+    writeFileSync(join(src, 'lazy.ts'), `export const lazy = 'edited'\n`)
+    expect(fingerprint(src, 'v')).not.toBe(before)
+    const old = readdirSync(cache)[0]!
+    const weekAgo = new Date(Date.now() - 8 * 24 * 3600_000)
+    utimesSync(join(cache, old), weekAgo, weekAgo)
+    const second = await bundle({ srcDir: src, cacheDir: cache })
+    expect(second!.cli).not.toBe(first!.cli)
+    expect(await ((await import(second!.cli)) as { main(): Promise<{ lazy: string }> }).main()).toMatchObject({ lazy: 'edited' })
+    expect(readdirSync(cache)).toEqual([second!.cli.split('/').at(-2)])
+  })
+
+  it('two processes building at once both get a complete bundle', async () => {
+    const { src, cache } = sources()
+    const [a, b] = await Promise.all([bundle({ srcDir: src, cacheDir: cache }), bundle({ srcDir: src, cacheDir: cache })])
+    expect(a).toEqual(b)
+    expect(readdirSync(cache).filter((n) => n.endsWith('.tmp'))).toEqual([])
+  })
+
+  it('where no bundle can be written the answer is "none", so the sources run through tsx', async () => {
+    const { src } = sources()
+    // A cache folder that cannot be made (it would sit under a file): refused for every user, root too.
+    expect(await bundle({ srcDir: src, cacheDir: join(src, 'cli.ts', 'cache') })).toBeUndefined()
+  })
+
+  it('the CLI answers the same from the bundle and, with SWITCHBOARD_BUNDLE=0, from the sources through tsx', async () => {
+    const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' }
+    const bundled = await run(process.execPath, [join(ROOT, 'src/bin.mjs'), 'recipes', '--help'], { env })
+    const sourced = await run(process.execPath, [join(ROOT, 'src/bin.mjs'), 'recipes', '--help'], { env: { ...env, SWITCHBOARD_BUNDLE: '0' } })
+    expect(bundled.stdout).toMatch(/^usage: switchboard recipes <command>/)
+    expect(sourced.stdout).toBe(bundled.stdout)
+  })
+})
