@@ -40,9 +40,12 @@ function sourceFiles(dir, out = []) {
   return out
 }
 
-/** Names the sources as they are now: each file's path, size and modification time, and esbuild's version. */
+/**
+ * Names the sources as they are now: where they are (the bundle points back at them), each file's path, size
+ * and modification time, and esbuild's version.
+ */
 export function fingerprint(srcDir, esbuildVersion) {
-  const hash = createHash('sha256').update(`${FORMAT}\0${esbuildVersion}\0`)
+  const hash = createHash('sha256').update(`${FORMAT}\0${esbuildVersion}\0${resolve(srcDir)}\0`)
   for (const file of sourceFiles(srcDir).sort()) {
     const stat = statSync(file)
     hash.update(`${relative(srcDir, file)}\0${stat.size}\0${stat.mtimeMs}\0`)

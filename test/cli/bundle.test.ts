@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -61,6 +61,11 @@ describe('the executable runs a bundle of the sources (src/bundle.mjs)', () => {
     const before = fingerprint(src, 'v') as string
     writeFileSync(join(src, 'lazy.ts'), `export const lazy = 'edited'\n`)
     expect(fingerprint(src, 'v')).not.toBe(before)
+    // The same files, times and all, elsewhere (another checkout sharing node_modules) are another bundle: a
+    // bundle points back at its own sources.
+    const copy = join(src, '..', 'copy')
+    cpSync(src, copy, { recursive: true, preserveTimestamps: true })
+    expect(fingerprint(copy, 'v')).not.toBe(fingerprint(src, 'v'))
     const old = readdirSync(cache)[0]!
     const weekAgo = new Date(Date.now() - 8 * 24 * 3600_000)
     utimesSync(join(cache, old), weekAgo, weekAgo)
