@@ -1,7 +1,12 @@
 import { dirname, relative, resolve } from 'node:path'
 import type { RecipeDiagnostic } from './diagnostic.ts'
+import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
-import ts from 'typescript'
+import type TypeScript from 'typescript'
+
+// Required, not imported: TypeScript is one 9 MB CommonJS file, and an ESM import of it first has Node scan the
+// whole file for its export names (loaded alone: 0.6 s imported against 0.25 s required; `recipes check` 0.1 s faster).
+const ts = createRequire(import.meta.url)('typescript') as typeof TypeScript
 
 /**
  * Type-checks recipe files with TypeScript's compiler API against the running service's public API:
@@ -19,7 +24,7 @@ export const PUBLIC_API_FILE = resolve(ROOT, 'src/index.ts')
  * `Bundler` resolution (a folder outside the checkout has no package.json saying it is ESM, and NodeNext
  * would read its files as CommonJS), no `verbatimModuleSyntax`, no `noUncheckedIndexedAccess`.
  */
-const OPTIONS: ts.CompilerOptions = {
+const OPTIONS: TypeScript.CompilerOptions = {
   target: ts.ScriptTarget.ES2022,
   module: ts.ModuleKind.ESNext,
   moduleResolution: ts.ModuleResolutionKind.Bundler,
@@ -36,7 +41,7 @@ const OPTIONS: ts.CompilerOptions = {
   paths: { switchboard: [PUBLIC_API_FILE] },
 }
 
-let previous: ts.Program | undefined
+let previous: TypeScript.Program | undefined
 
 /**
  * Diagnostics of `files` (and of helper files they import from the same folders), errors only, in file
@@ -50,7 +55,7 @@ export function typeCheckFiles(files: string[]): RecipeDiagnostic[] {
   const ours = (file: string) => [...folders].some((dir) => !relative(dir, file).startsWith('..'))
   const out: RecipeDiagnostic[] = []
   const seen = new Set<string>()
-  const add = (d: ts.Diagnostic) => {
+  const add = (d: TypeScript.Diagnostic) => {
     if (d.category !== ts.DiagnosticCategory.Error) return
     const message = ts.flattenDiagnosticMessageText(d.messageText, '\n').split('\n')[0]!.trim()
     let file = ''
