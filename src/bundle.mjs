@@ -1,5 +1,6 @@
 // Plain JavaScript: this runs before any TypeScript loader is registered.
 import { createHash } from 'node:crypto'
+import { createRequire } from 'node:module'
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -87,16 +88,14 @@ function removeStale(cacheDir, keep, now) {
  * undefined when it cannot be had (the caller then runs the sources through tsx). Never throws.
  */
 export async function bundledEntries({ srcDir = SRC, cacheDir = defaultCacheDir(srcDir) } = {}) {
-  let esbuild
   try {
-    esbuild = await import('esbuild')
-  } catch {
-    return undefined
-  }
-  try {
-    const dir = join(cacheDir, fingerprint(srcDir, esbuild.version))
+    // The version from its package.json: importing esbuild itself (~20 ms) waits until there is something to build.
+    const require = createRequire(import.meta.url)
+    const version = JSON.parse(readFileSync(require.resolve('esbuild/package.json'), 'utf8')).version
+    const dir = join(cacheDir, fingerprint(srcDir, version))
     const entries = () => Object.fromEntries(Object.keys(ENTRIES).map((name) => [name, pathToFileURL(join(dir, `${name}.js`)).href]))
     if (existsSync(join(dir, 'complete'))) return entries()
+    const esbuild = await import('esbuild')
     mkdirSync(cacheDir, { recursive: true })
     // Built aside and renamed into place: a process starting meanwhile never sees half a bundle, and of two
     // building at once (two CLI commands, two test workers) the first rename wins and the other is dropped.
