@@ -13,6 +13,8 @@ if (bundle) {
   process.env.SWITCHBOARD_PROCESSING_ENTRY = bundle['processing-thread']
   cli = await import(bundle.cli)
 } else {
+  // Not a bundle this process inherited from the one that started it.
+  delete process.env.SWITCHBOARD_PROCESSING_ENTRY
   const { register } = await import('tsx/esm/api')
   register()
   cli = await import('./cli.ts')
