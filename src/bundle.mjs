@@ -1,5 +1,5 @@
 // Plain JavaScript: this runs before any TypeScript loader is registered.
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
@@ -99,8 +99,7 @@ export async function bundledEntries({ srcDir = SRC, cacheDir = defaultCacheDir(
     mkdirSync(cacheDir, { recursive: true })
     // Built aside and renamed into place: a process starting meanwhile never sees half a bundle, and of two
     // building at once (two CLI commands, two test workers) the first rename wins and the other is dropped.
-    const building = `${dir}.${process.pid}.tmp`
-    rmSync(building, { recursive: true, force: true })
+    const building = `${dir}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`
     await esbuild.build({
       entryPoints: Object.fromEntries(Object.entries(ENTRIES).map(([name, file]) => [name, join(srcDir, file)])),
       outdir: building,
