@@ -8,7 +8,6 @@ import { readdirSync, rmSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
-// @ts-expect-error: plain JavaScript (it runs before any TypeScript loader), without declarations
 import { ownModuleUrls } from '../../src/bundle.mjs'
 
 const dir = dirname(fileURLToPath(import.meta.url))

@@ -5,12 +5,9 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
 import { afterEach, describe, expect, it } from 'vitest'
-// @ts-expect-error: plain JavaScript (it runs before any TypeScript loader), without declarations
-import { bundledEntries, fingerprint } from '../../src/bundle.mjs'
+import { bundledEntries as bundle, fingerprint } from '../../src/bundle.mjs'
 import { ROOT } from './processes.ts'
 
-type Entries = { cli: string; 'processing-thread': string } | undefined
-const bundle = bundledEntries as (options?: { srcDir?: string; cacheDir?: string }) => Promise<Entries>
 const run = promisify(execFile)
 
 const dirs: string[] = []
@@ -58,7 +55,7 @@ describe('the executable runs a bundle of the sources (src/bundle.mjs)', () => {
   it('an edited source is a new fingerprint and a new bundle; bundles a week old are removed', async () => {
     const { src, cache } = sources()
     const first = await bundle({ srcDir: src, cacheDir: cache })
-    const before = fingerprint(src, 'v') as string
+    const before = fingerprint(src, 'v')
     writeFileSync(join(src, 'lazy.ts'), `export const lazy = 'edited'\n`)
     expect(fingerprint(src, 'v')).not.toBe(before)
     // The same files, times and all, elsewhere (another checkout sharing node_modules) are another bundle: a
