@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
+import { closeWorker } from '../utils/close-worker.ts'
 
 /**
  * WAL checkpoints on a thread of their own. SQLite runs a checkpoint inside the commit that crosses its
@@ -93,7 +94,6 @@ interface Reply {
   id?: number
   result?: CheckpointResult
   error?: string
-  closed?: boolean
 }
 
 /** Starts the checkpoint thread for a SQLite database file. */
@@ -136,20 +136,7 @@ export function startCheckpointer(file: string, options: CheckpointerOptions = {
       })
     },
     close() {
-      closed ??= new Promise<void>((resolve) => {
-        if (exited) return resolve()
-        const timer = setTimeout(() => void worker.terminate().then(() => resolve()), 2_000)
-        worker.on('message', (reply: Reply) => {
-          if (!reply.closed) return
-          clearTimeout(timer)
-          void worker.terminate().then(() => resolve())
-        })
-        worker.on('exit', () => {
-          clearTimeout(timer)
-          resolve()
-        })
-        worker.postMessage({ close: true })
-      })
+      closed ??= exited ? Promise.resolve() : closeWorker(worker)
       return closed
     },
   }

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 import { BACKSTOP_CHECKPOINT_PAGES } from '../db/connect.ts'
+import { closeWorker } from '../utils/close-worker.ts'
 
 /**
  * A dedicated thread with its own connection to the SQLite file, for the inbox's commits. better-sqlite3
@@ -126,7 +127,6 @@ interface Reply {
   message?: string
   code?: string
   result?: unknown
-  closed?: boolean
 }
 
 /** A failed write, with the SQLite result code (SQLITE_FULL, SQLITE_BUSY, …) for the caller to sort. */
@@ -195,16 +195,7 @@ export function startSqliteWriter(file: string): SqliteWriter {
       const w = worker
       if (!w) return
       worker = undefined
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => void w.terminate().then(() => resolve()), 2_000)
-        w.on('message', (reply: Reply) => {
-          if (reply.closed) {
-            clearTimeout(timer)
-            void w.terminate().then(() => resolve())
-          }
-        })
-        w.postMessage({ close: true })
-      })
+      await closeWorker(w)
     },
   }
 }
