@@ -230,6 +230,14 @@ export async function migrate(store: Store): Promise<MigrationReport> {
   return { applied: (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName) }
 }
 
+/** Applies migrations up to and including `name` (tests of a migration over the schema before it). */
+export async function migrateTo(store: Store, name: string): Promise<MigrationReport> {
+  const migrator = await createMigrator(store)
+  const { error, results } = await migrator.migrateTo(name)
+  if (error) throw error instanceof Error ? error : new Error(String(error))
+  return { applied: (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName) }
+}
+
 /** True when every migration has been applied (readiness). */
 export async function isMigrated(store: Store): Promise<boolean> {
   const list = await (await createMigrator(store)).getMigrations()

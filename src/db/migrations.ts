@@ -1,4 +1,4 @@
-import { destinationsMigration } from '../destinations/migration.ts'
+import { destinationPayloadsMigration, destinationsMigration } from '../destinations/migration.ts'
 import { type Kysely, type Migration, type MigrationProvider } from 'kysely'
 
 /**
@@ -387,6 +387,7 @@ export const migrations: Record<string, Migration> = {
   '0006_destinations': destinationsMigration,
   '0007_recording_headers': m0007,
   '0008_follow_up_sweep_indexes': m0008,
+  '0009_destination_payloads': destinationPayloadsMigration,
 }
 
 export const migrationProvider: MigrationProvider = {

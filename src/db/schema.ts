@@ -254,7 +254,12 @@ export interface DestinationDeliveriesTable {
   event_id: string
   event_type: string
   conversation_id: string | null
-  /** The exact JSON body sent on every attempt. */
+  /**
+   * The body's copy in the row, kept while a previous version may still claim the row and send it: the
+   * narrow-rows change is an expand/contract over three releases (README → Rolling deploys). This release
+   * (migration 0009) also writes the body to `destination_payloads` and reads it from there; the next writes
+   * '' here and claims narrow rows; the one after drops the column.
+   */
   payload: string
   /** Delivery order within a conversation: the event's receipt time (epoch ms) × 1000 + its place in its batch. */
   order_at: number
@@ -270,6 +275,17 @@ export interface DestinationDeliveriesTable {
   last_error: string | null
   created_at: number
   delivered_at: number | null
+}
+
+/**
+ * The exact JSON body of an event sent to destinations, once per event however many destinations it goes
+ * to. Kept apart from the delivery rows, which are rewritten on every claim and outcome: rows of a few
+ * hundred bytes instead of the body's kilobyte are most of the outbox's write cost.
+ */
+export interface DestinationPayloadsTable {
+  event_id: string
+  payload: string
+  created_at: number
 }
 
 /** Every attempt of a delivery (src/destinations): kept for dead letters and for the record. */
@@ -311,6 +327,7 @@ export interface Database {
   mail_log: MailLogTable
   leases: LeasesTable
   destination_deliveries: DestinationDeliveriesTable
+  destination_payloads: DestinationPayloadsTable
   destination_attempts: DestinationAttemptsTable
   destination_state: DestinationStateTable
 }

@@ -27,7 +27,7 @@ export type AttemptView = Omit<Selectable<DestinationAttemptsTable>, 'started_at
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString())
 
-function view(row: DeliveryRow): DeliveryView {
+function view(row: Omit<DeliveryRow, 'payload'>): DeliveryView {
   return {
     id: row.id,
     destination: row.destination,
@@ -53,7 +53,10 @@ export interface DeliveryFilter {
 }
 
 export async function listDeliveries(rt: Runtime, filter: DeliveryFilter = {}): Promise<DeliveryView[]> {
-  let q = rt.store.db.selectFrom('destination_deliveries').selectAll()
+  // Every column but the body: a list never shows it.
+  let q = rt.store.db
+    .selectFrom('destination_deliveries')
+    .select(['id', 'destination', 'event_id', 'event_type', 'conversation_id', 'order_at', 'status', 'attempts', 'round_attempts', 'next_attempt_at', 'claimed_by', 'claimed_until', 'last_status', 'last_error', 'created_at', 'delivered_at'])
   if (filter.destination) q = q.where('destination', '=', filter.destination)
   if (filter.status) q = q.where('status', '=', filter.status)
   if (filter.since !== undefined) q = q.where('created_at', '>=', filter.since)
@@ -64,12 +67,18 @@ export async function listDeliveries(rt: Runtime, filter: DeliveryFilter = {}): 
 
 /** One delivery with every attempt (status, latency, first KB of the response). */
 export async function getDelivery(rt: Runtime, id: string): Promise<(DeliveryView & { payload: unknown; attempt_log: AttemptView[] }) | undefined> {
-  const row = await rt.store.db.selectFrom('destination_deliveries').selectAll().where('id', '=', id).executeTakeFirst()
+  const row = await rt.store.db
+    .selectFrom('destination_deliveries as d')
+    .selectAll('d')
+    // The event's body from destination_payloads; the row's own copy for a row the previous version wrote.
+    .select((eb) => eb.fn.coalesce(eb.selectFrom('destination_payloads as p').select('p.payload').whereRef('p.event_id', '=', 'd.event_id'), 'd.payload').as('body'))
+    .where('d.id', '=', id)
+    .executeTakeFirst()
   if (!row) return undefined
   const attempts = await rt.store.db.selectFrom('destination_attempts').selectAll().where('delivery_id', '=', id).orderBy('attempt').execute()
-  let payload: unknown = row.payload
+  let payload: unknown = row.body
   try {
-    payload = JSON.parse(row.payload)
+    payload = JSON.parse(row.body)
   } catch {
     // kept as text
   }

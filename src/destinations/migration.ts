@@ -1,4 +1,4 @@
-import type { Migration } from 'kysely'
+import { sql, type Migration } from 'kysely'
 
 /**
  * `0006_destinations`: the forwarding outbox, every attempt, and per-destination state. Portable like
@@ -62,5 +62,43 @@ export const destinationsMigration: Migration = {
   },
   async down(db) {
     for (const table of ['destination_state', 'destination_attempts', 'destination_deliveries']) await db.schema.dropTable(table).ifExists().execute()
+  },
+}
+
+/**
+ * `0009_destination_payloads`: an event's body once, in `destination_payloads`, however many destinations it
+ * goes to — the first step of narrow delivery rows. The rows are rewritten on every claim and outcome, and a
+ * kilobyte of body in each is most of the outbox's write cost; but the previous version reads the body from
+ * the row while a deploy runs both, so the column goes in three releases (README → Rolling deploys): this one
+ * adds the table, copies the bodies of existing rows into it and writes both; the next stops filling the
+ * row's copy; the one after drops it. The copy can run again after a crash half-way (SQLite migrates
+ * without a transaction): bodies already copied are skipped.
+ */
+export const destinationPayloadsMigration: Migration = {
+  async up(db) {
+    await db.schema
+      .createTable('destination_payloads')
+      .ifNotExists()
+      .addColumn('event_id', 'text', (c) => c.primaryKey())
+      .addColumn('payload', 'text', (c) => c.notNull())
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .execute()
+    await db.schema.createIndex('destination_payloads_created').ifNotExists().on('destination_payloads').column('created_at').execute()
+    await db
+      .insertInto('destination_payloads')
+      .columns(['event_id', 'payload', 'created_at'])
+      .expression(
+        db
+          .selectFrom('destination_deliveries')
+          .select(['event_id', (eb) => eb.fn.min('payload').as('payload'), (eb) => eb.fn.min('created_at').as('created_at')])
+          // SQLite needs a WHERE before an upsert's ON CONFLICT (else it reads ON as a join's).
+          .where(sql<boolean>`1 = 1`)
+          .groupBy('event_id'),
+      )
+      .onConflict((oc) => oc.column('event_id').doNothing())
+      .execute()
+  },
+  async down(db) {
+    await db.schema.dropTable('destination_payloads').ifExists().execute()
   },
 }

@@ -63,6 +63,19 @@ const INSERT_CHUNK = 500
  */
 export async function enqueueDeliveries(trx: Transaction<Database>, rt: Runtime, events: OutboxEvent[]): Promise<number> {
   const rows = planDeliveries(rt, events)
+  if (rows.length === 0) return 0
+  // The body once per event in destination_payloads, however many destinations it goes to (a second enqueue
+  // keeps the first); the rows still carry their copy for the previous version (migration 0009).
+  const owed = new Set(rows.map((r) => r.event_id))
+  const createdAt = rows[0]!.created_at
+  const payloads = events.filter((e) => owed.delete(e.event_id)).map((e) => ({ event_id: e.event_id, payload: e.body, created_at: createdAt }))
+  for (const chunk of chunks(payloads, INSERT_CHUNK)) {
+    await trx
+      .insertInto('destination_payloads')
+      .values(chunk)
+      .onConflict((oc) => oc.column('event_id').doNothing())
+      .execute()
+  }
   let written = 0
   for (const chunk of chunks(rows, INSERT_CHUNK)) {
     const result = await trx

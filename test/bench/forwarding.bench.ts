@@ -15,7 +15,8 @@
  * Steps 1 and 2 alternate for FWD_ROUNDS rounds (default 3) and each figure is the median: on a shared 2-core
  * machine either one moves by a third between runs. Prints deliveries/s, the worker's CPU per delivery and the
  * ratio. Budgets: ratio ≥ 0.5 and ≥ 2,000 deliveries/s. Loopback only. FWD_EVENTS, FWD_SERVICE_EVENTS
- * (0 skips step 3) and FWD_CONCURRENCY change the size of the run (for quick local checks).
+ * (0 skips step 3) and FWD_CONCURRENCY change the size of the run (for quick local checks); BENCH_PROF=<dir> writes a
+ * CPU profile of each drain (step 2 alone) there.
  */
 import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -103,6 +104,26 @@ async function sinkCapacity(ports: number[]): Promise<number> {
   return done / ((performance.now() - started) / 1000)
 }
 
+/** BENCH_PROF=<dir>: a V8 CPU profile of the drain alone (step 2) is written there, one per round. */
+async function startProfile(): Promise<{ stop(): Promise<void> } | undefined> {
+  const dir = process.env.BENCH_PROF
+  if (!dir) return undefined
+  const { Session } = await import('node:inspector/promises')
+  const { mkdirSync, writeFileSync } = await import('node:fs')
+  const session = new Session()
+  session.connect()
+  await session.post('Profiler.enable')
+  await session.post('Profiler.start')
+  return {
+    async stop() {
+      const { profile } = await session.post('Profiler.stop')
+      mkdirSync(dir, { recursive: true })
+      writeFileSync(join(dir, `forwarding-${Date.now()}.cpuprofile`), JSON.stringify(profile))
+      session.disconnect()
+    },
+  }
+}
+
 async function forwarding(ports: number[], dataDir: string): Promise<{ perSecond: number; delivered: number; ms: number; cpuUsPerDelivery: number }> {
   const { loadConfig } = await import('../../src/config/load.ts')
   const { createRuntime } = await import('../../src/runtime.ts')
@@ -123,6 +144,7 @@ async function forwarding(ports: number[], dataDir: string): Promise<{ perSecond
   const total = EVENTS * destinations.length
   const count = async () =>
     Number((await rt.store.db.selectFrom('destination_deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'delivered').executeTakeFirstOrThrow()).n)
+  const profile = await startProfile()
   const started = performance.now()
   const cpu = process.cpuUsage()
   const worker = startDeliveryWorker(rt)
@@ -134,6 +156,7 @@ async function forwarding(ports: number[], dataDir: string): Promise<{ perSecond
   }
   const ms = performance.now() - started
   const used = process.cpuUsage(cpu)
+  await profile?.stop()
   await worker.stop()
   await checkpointer.close()
   await rt.close()

@@ -111,7 +111,7 @@ describeEachDialect('destinations: delivery', (dialect) => {
     expect(await byRange.json()).toEqual({ data: { queued: 0 } })
   })
 
-  it('purges finished deliveries and their attempt logs once past the retention window; pending ones stay', async () => {
+  it('purges finished deliveries, their attempt logs and unneeded bodies once past the retention window; pending ones stay', async () => {
     const s = await sink((n, _req, res) => res.writeHead(n === 0 ? 500 : 204).end())
     const down = await sink((_n, _req, res) => res.writeHead(503).end())
     const days = 86_400_000
@@ -123,12 +123,17 @@ describeEachDialect('destinations: delivery', (dialect) => {
     const attemptLogs = async () => (await h!.rt.store.db.selectFrom('destination_attempts').select('delivery_id').execute()).length
     expect(await attemptLogs()).toBe(3)
     // Within the window (EVENT_RETENTION_DAYS, 30): nothing goes.
-    expect(await purgeOldDeliveries(h.rt)).toEqual({ deliveries: 0, attempts: 0, skipped: false })
+    expect(await purgeOldDeliveries(h.rt)).toEqual({ deliveries: 0, attempts: 0, payloads: 0, skipped: false })
     await h.worker.stop()
     await h.clock.advance(31 * days)
-    expect(await purgeOldDeliveries(h.rt)).toEqual({ deliveries: 1, attempts: 2, skipped: false })
+    // The event's body stays while its pending delivery needs it…
+    expect(await purgeOldDeliveries(h.rt)).toEqual({ deliveries: 1, attempts: 2, payloads: 0, skipped: false })
     expect((await h.status()).map((r) => [r.destination, r.status])).toEqual([['warehouse', 'pending']])
     expect(await attemptLogs()).toBe(1)
+    // …and goes with its last delivery.
+    await h.rt.store.db.updateTable('destination_deliveries').set({ status: 'dead' }).execute()
+    expect(await purgeOldDeliveries(h.rt)).toEqual({ deliveries: 1, attempts: 1, payloads: 1, skipped: false })
+    expect(await h.rt.store.db.selectFrom('destination_payloads').select('event_id').execute()).toEqual([])
   })
 
   it('honours Retry-After on 429, and a 410 disables the destination until it is enabled again', async () => {

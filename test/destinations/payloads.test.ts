@@ -1,0 +1,73 @@
+import { afterEach, expect, it, vi } from 'vitest'
+import { migrate, migrateTo } from '../../src/db/connect.ts'
+import { getDelivery } from '../../src/destinations/deliveries.ts'
+import { destinationPayloadsMigration } from '../../src/destinations/migration.ts'
+import { deliveryId } from '../../src/destinations/sign.ts'
+import { describeEachDialect, openTestStore, type TestStore } from '../helpers/db.ts'
+import { closedAfterEach, createForwardHarness, destination, makeEvent, WAIT, type ForwardHarness } from './helpers.ts'
+
+vi.setConfig({ testTimeout: 60_000 })
+
+/**
+ * Event bodies live once per event in destination_payloads (migration 0009), the first step of narrow
+ * delivery rows; the rows keep their own copy for a previous version running beside this one.
+ */
+describeEachDialect('destinations: event bodies kept once per event', (dialect) => {
+  let h: ForwardHarness | undefined
+  let store: TestStore | undefined
+  afterEach(async () => {
+    await store?.close()
+    store = undefined
+  })
+  const sink = closedAfterEach(() => {
+    const current = h
+    h = undefined
+    return current
+  })
+
+  it('one body per event however many destinations; the row keeps its copy for the previous version; show reads it', async () => {
+    const crm = await sink()
+    const warehouse = await sink()
+    h = await createForwardHarness(dialect, [destination(crm), destination(warehouse, { name: 'warehouse' })])
+    const event = makeEvent()
+    await h.ingest([event])
+    await vi.waitFor(async () => expect((await h!.status()).map((r) => r.status)).toEqual(['delivered', 'delivered']), WAIT)
+    const payloads = await h.rt.store.db.selectFrom('destination_payloads').selectAll().execute()
+    expect(payloads.map((p) => [p.event_id, JSON.parse(p.payload)])).toEqual([[event.event_id, event]])
+    // What both sinks received is that body, byte for byte.
+    expect(crm.requests.map((r) => r.body)).toEqual([payloads[0]!.payload])
+    expect(warehouse.requests.map((r) => r.body)).toEqual([payloads[0]!.payload])
+    const rows = await h.rt.store.db.selectFrom('destination_deliveries').select(['destination', 'payload']).orderBy('destination').execute()
+    expect(rows).toEqual([
+      { destination: 'crm', payload: payloads[0]!.payload },
+      { destination: 'warehouse', payload: payloads[0]!.payload },
+    ])
+    // Ingesting the same event again writes nothing new.
+    await h.ingest([event])
+    expect(await h.rt.store.db.selectFrom('destination_payloads').select('event_id').execute()).toHaveLength(1)
+    expect((await getDelivery(h.rt, deliveryId('warehouse', event.event_id)))?.payload).toEqual(event)
+  })
+
+  it('migration 0009 copies the bodies of deliveries written before it, once per event, and can run again', async () => {
+    store = await openTestStore(dialect, { migrate: false })
+    await migrateTo(store, '0008_follow_up_sweep_indexes')
+    const row = (destination: string, eventId: string, payload: string, createdAt: number) => ({
+      id: deliveryId(destination, eventId), destination, event_id: eventId, event_type: 'call.completed', conversation_id: null, payload,
+      order_at: createdAt * 1000, status: 'pending', attempts: 0, round_attempts: 0, next_attempt_at: createdAt, claimed_by: null,
+      claimed_until: null, last_status: null, last_error: null, created_at: createdAt, delivered_at: null,
+    })
+    await store.db
+      .insertInto('destination_deliveries')
+      .values([row('crm', 'evt_a', '{"a":1}', 1_000), row('warehouse', 'evt_a', '{"a":1}', 1_001), row('crm', 'evt_b', '{"b":"é"}', 2_000)])
+      .execute()
+    expect((await migrate(store)).applied).toEqual(['0009_destination_payloads'])
+    const copied = async () => await store!.db.selectFrom('destination_payloads').selectAll().orderBy('event_id').execute()
+    expect(await copied()).toEqual([
+      { event_id: 'evt_a', payload: '{"a":1}', created_at: 1_000 },
+      { event_id: 'evt_b', payload: '{"b":"é"}', created_at: 2_000 },
+    ])
+    // A crash half-way on SQLite (no transaction) runs the step again: nothing doubles, nothing fails.
+    await destinationPayloadsMigration.up(store.db)
+    expect(await copied()).toHaveLength(2)
+  })
+})
