@@ -1,6 +1,6 @@
-import http from 'node:http'
-import https from 'node:https'
+import { EventEmitter } from 'node:events'
 import { performance } from 'node:perf_hooks'
+import { Agent, type Dispatcher } from 'undici'
 import type { Clock } from '../utils/clock.ts'
 import { BlockedAddressError, checkLiteralHost, guardedLookup } from './address-guard.ts'
 
@@ -74,35 +74,39 @@ export interface SendResult {
 }
 
 export interface Agents {
-  http: http.Agent
-  https: https.Agent
-  close(): void
+  dispatcher: Dispatcher
+  close(): Promise<void>
 }
 
-/** Keep-alive agents per destination: reused connections are most of forwarding's throughput. */
-export function createAgents(maxSockets: number, allowPrivate: boolean): Agents {
-  const lookup = guardedLookup(allowPrivate)
-  const httpAgent = new http.Agent({ keepAlive: true, maxSockets, lookup } as http.AgentOptions)
-  const httpsAgent = new https.Agent({ keepAlive: true, maxSockets, lookup } as https.AgentOptions)
+/**
+ * Keep-alive connections per destination, at most `maxConnections` per origin, each resolved through the
+ * guarded lookup (a name that resolves to a private address is refused at connect time, redirects too).
+ * undici rather than node:http: the same request costs about a third less CPU, and reused connections are
+ * most of forwarding's throughput.
+ */
+export function createAgents(maxConnections: number, allowPrivate: boolean): Agents {
+  const dispatcher = new Agent({ connections: maxConnections, keepAliveTimeout: 30_000, connect: { lookup: guardedLookup(allowPrivate) } })
   return {
-    http: httpAgent,
-    https: httpsAgent,
-    close() {
-      httpAgent.destroy()
-      httpsAgent.destroy()
+    dispatcher,
+    async close() {
+      await dispatcher.destroy()
     },
   }
 }
 
-/** The first value of a response header (Node gives arrays for repeated ones). */
+/** The first value of a response header (repeated ones come as arrays). */
 function firstHeader(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value
 }
 
-/** Stops an attempt: the first reason given wins, and the request on the wire is destroyed. */
+/** Stops an attempt: the first reason given wins, and the request on the wire is aborted. */
 function cutAttempt(attempt: Attempt, why: 'timeout' | 'cancelled'): void {
   attempt.cut ??= why
-  attempt.request?.destroy(new Error(why))
+  const signal = attempt.signal
+  if (signal.aborted) return
+  signal.aborted = true
+  signal.reason = new Error(why)
+  signal.emit('abort')
 }
 
 interface HopResult {
@@ -114,10 +118,70 @@ interface HopResult {
   blocked?: boolean
 }
 
-/** One attempt's state shared by its hops: the request on the wire, and why it was cut (if it was). */
+/**
+ * What undici listens to for an abort: an EventEmitter with `aborted`/`reason`, which undici accepts in place
+ * of an AbortSignal. An AbortController per attempt (signal, EventTarget listeners) cost ~15 µs a delivery.
+ */
+type AbortSwitch = EventEmitter & { aborted: boolean; reason: Error | undefined }
+
+function createAbortSwitch(): AbortSwitch {
+  return Object.assign(new EventEmitter(), { aborted: false, reason: undefined as Error | undefined })
+}
+
+/** One attempt's state shared by its hops: its abort switch, and why it was cut (if it was). */
 interface Attempt {
-  request?: http.ClientRequest
+  signal: AbortSwitch
   cut?: 'timeout' | 'cancelled'
+}
+
+function failure(attempt: Attempt, request: SendRequest, error: unknown): HopResult {
+  if (attempt.cut) return { status: null, error: attempt.cut === 'timeout' ? `timed out after ${request.timeoutMs} ms` : 'cancelled', response: '' }
+  const e = error as (Error & { code?: string; cause?: unknown }) | undefined
+  // A connect-time refusal (the guarded lookup) may come wrapped by the client.
+  const blocked = e instanceof BlockedAddressError ? e : e?.cause instanceof BlockedAddressError ? e.cause : undefined
+  if (blocked) return { status: null, error: blocked.message, response: '', blocked: true }
+  return { status: null, error: e?.message || e?.code || 'request failed', response: '' }
+}
+
+/**
+ * Reads at most MAX_RESPONSE_BYTES of a response, keeping the first KEPT_RESPONSE_BYTES. Resolves with an
+ * error text when the body was cut off, interrupted or outlived the deadline; never rejects. Stream events
+ * rather than an async iterator: most answers are empty, and the iterator costs more than they do.
+ */
+function readResponse(body: Dispatcher.ResponseData['body'], attempt: Attempt, request: SendRequest): Promise<{ text: string; error?: string }> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = []
+    let kept = 0
+    let size = 0
+    let settled = false
+    const reader = {
+      finish(error?: string) {
+        if (settled) return
+        settled = true
+        const text = kept === 0 ? '' : Buffer.concat(chunks).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8')
+        resolve(error ? { text, error } : { text })
+      },
+      interrupted() {
+        reader.finish(attempt.cut === 'timeout' ? `timed out reading the response after ${request.timeoutMs} ms` : 'response interrupted')
+      },
+      data(chunk: Buffer) {
+        size += chunk.length
+        if (kept < KEPT_RESPONSE_BYTES) {
+          chunks.push(chunk)
+          kept += chunk.length
+        }
+        if (size > MAX_RESPONSE_BYTES) {
+          // Enough: the status is the answer; a huge body is not read (nor its connection kept).
+          reader.finish(`response body over ${MAX_RESPONSE_BYTES} bytes; cut off`)
+          body.destroy()
+        }
+      },
+    }
+    body.on('data', reader.data)
+    body.on('end', () => reader.finish())
+    body.on('error', reader.interrupted)
+    body.on('close', () => (settled ? undefined : reader.interrupted()))
+  })
 }
 
 /**
@@ -125,81 +189,33 @@ interface Attempt {
  * (esbuild's keepNames) every named arrow made per delivery costs an Object.defineProperty of its name, and
  * V8 builds `{ a, ...(x ? { b } : {}) }` far slower than an object given its fields one by one.
  */
-function hop(url: URL, request: SendRequest, attempt: Attempt): Promise<HopResult> {
-  return new Promise((resolve) => {
-    let settled = false
-    const once = {
-      done(result: HopResult) {
-        if (settled) return
-        settled = true
-        resolve(result)
-      },
-      timedOut() {
-        return attempt.cut === 'timeout'
-      },
+async function hop(url: URL, request: SendRequest, attempt: Attempt, dispatcher: Dispatcher): Promise<HopResult> {
+  try {
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && request.allowHttp)) {
+      return { status: null, error: `refused ${url.protocol}// URL (https required)`, response: '' }
     }
-    const done = once.done
-    const timedOut = once.timedOut
-    try {
-      if (url.protocol !== 'https:' && !(url.protocol === 'http:' && request.allowHttp)) {
-        return done({ status: null, error: `refused ${url.protocol}// URL (https required)`, response: '' })
-      }
-      checkLiteralHost(url.hostname, request.allowPrivate)
-    } catch (error) {
-      return done({ status: null, error: (error as Error).message, response: '', blocked: error instanceof BlockedAddressError })
-    }
-    const isHttps = url.protocol === 'https:'
-    const body = Buffer.from(request.body)
-    const headers = request.headers
-    headers['content-type'] = 'application/json'
-    headers['content-length'] = String(body.length)
-    headers['user-agent'] = 'switchboard-destinations/1'
-    // The agents resolve through the guarded lookup themselves; a lone request is given it.
-    const options: http.RequestOptions = request.agents
-      ? { method: 'POST', headers, agent: isHttps ? request.agents.https : request.agents.http }
-      : { method: 'POST', headers, lookup: guardedLookup(request.allowPrivate) }
-    // Once a status line arrived it is the answer, even if the body is then cut off by the deadline.
-    let finishResponse: ((error?: string) => void) | undefined
-    const req = (isHttps ? https : http).request(url, options, (res) => {
-      const status = res.statusCode ?? 0
-      const chunks: Buffer[] = []
-      let size = 0
-      const response = {
-        finish(error?: string) {
-          const result: HopResult = { status, response: Buffer.concat(chunks).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8') }
-          if (error) result.error = error
-          const retryAfter = firstHeader(res.headers['retry-after'])
-          if (retryAfter) result.retryAfter = retryAfter
-          const location = firstHeader(res.headers.location)
-          if (location) result.location = location
-          done(result)
-        },
-      }
-      const finish = response.finish
-      finishResponse = finish
-      res.on('data', (chunk: Buffer) => {
-        size += chunk.length
-        if (chunks.reduce((n, c) => n + c.length, 0) < KEPT_RESPONSE_BYTES) chunks.push(chunk)
-        if (size > MAX_RESPONSE_BYTES) {
-          // Enough: the status is the answer; a huge body is not read (nor kept alive).
-          res.destroy()
-          finish(`response body over ${MAX_RESPONSE_BYTES} bytes; cut off`)
-        }
-      })
-      res.on('end', () => finish())
-      res.on('error', () => finish(timedOut() ? `timed out reading the response after ${request.timeoutMs} ms` : 'response interrupted'))
-      res.on('close', () => finish(timedOut() ? `timed out reading the response after ${request.timeoutMs} ms` : undefined))
-    })
-    req.on('error', (error: Error & { code?: string }) => {
-      if (finishResponse) return finishResponse(timedOut() ? `timed out reading the response after ${request.timeoutMs} ms` : 'response interrupted')
-      if (attempt.cut) return done({ status: null, error: attempt.cut === 'timeout' ? `timed out after ${request.timeoutMs} ms` : 'cancelled', response: '' })
-      done({ status: null, error: error.message || error.code || 'request failed', response: '', blocked: error instanceof BlockedAddressError })
-    })
-    attempt.request = req
-    // Cut before this hop started (a timeout during the previous hop's redirect, or shutdown).
-    if (attempt.cut) req.destroy(new Error(attempt.cut))
-    else req.end(body)
-  })
+    checkLiteralHost(url.hostname, request.allowPrivate)
+  } catch (error) {
+    return { status: null, error: (error as Error).message, response: '', blocked: error instanceof BlockedAddressError }
+  }
+  const headers = request.headers
+  headers['content-type'] = 'application/json'
+  headers['user-agent'] = 'switchboard-destinations/1'
+  let answer: Dispatcher.ResponseData
+  try {
+    answer = await dispatcher.request({ origin: url.origin, path: url.pathname + url.search, method: 'POST', headers, body: request.body, signal: attempt.signal })
+  } catch (error) {
+    return failure(attempt, request, error)
+  }
+  // Once a status line arrived it is the answer, even if the body is then cut off by the deadline.
+  const read = await readResponse(answer.body, attempt, request)
+  const result: HopResult = { status: answer.statusCode, response: read.text }
+  if (read.error) result.error = read.error
+  const retryAfter = firstHeader(answer.headers['retry-after'])
+  if (retryAfter) result.retryAfter = retryAfter
+  const location = firstHeader(answer.headers.location)
+  if (location) result.location = location
+  return result
 }
 
 /**
@@ -208,7 +224,7 @@ function hop(url: URL, request: SendRequest, attempt: Attempt): Promise<HopResul
  */
 export async function sendOnce(request: SendRequest): Promise<SendResult> {
   const started = performance.now()
-  const attempt: Attempt = {}
+  const attempt: Attempt = { signal: createAbortSwitch() }
   const cuts = {
     timeout() {
       cutAttempt(attempt, 'timeout')
@@ -219,6 +235,9 @@ export async function sendOnce(request: SendRequest): Promise<SendResult> {
   }
   const cancelTimer = request.clock.setTimeout(cuts.timeout, request.timeoutMs)
   const leaveGroup = request.cancel?.add(cuts.cancelled)
+  // A lone attempt (`destinations test`) gets connections of its own, closed when it is done.
+  const own = request.agents ? undefined : createAgents(1, request.allowPrivate)
+  const dispatcher = (request.agents ?? own!).dispatcher
   try {
     let url: URL
     try {
@@ -227,7 +246,7 @@ export async function sendOnce(request: SendRequest): Promise<SendResult> {
       return { status: null, latencyMs: 0, error: 'invalid URL', response: '' }
     }
     for (let hops = 0; ; hops++) {
-      const result = await hop(url, request, attempt)
+      const result = await hop(url, request, attempt, dispatcher)
       const redirect = result.status !== null && result.status >= 300 && result.status < 400
       if (!redirect || !result.location || hops >= request.followRedirects) {
         const latencyMs = Math.round(performance.now() - started)
@@ -244,5 +263,6 @@ export async function sendOnce(request: SendRequest): Promise<SendResult> {
   } finally {
     cancelTimer()
     leaveGroup?.()
+    await own?.close()
   }
 }

@@ -205,7 +205,7 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
       await Promise.all([...running])
       await recorder.settle()
       if (buffer.length) await giveBack(buffer.splice(0))
-      agents.close()
+      await agents.close()
     },
   }
 }
