@@ -85,7 +85,9 @@ export interface Agents {
  * most of forwarding's throughput.
  */
 export function createAgents(maxConnections: number, allowPrivate: boolean): Agents {
-  const dispatcher = new Agent({ connections: maxConnections, keepAliveTimeout: 30_000, connect: { lookup: guardedLookup(allowPrivate) } })
+  // undici's default idle timeout (4 s, or the server's Keep-Alive hint less 1 s) stays: a longer one races
+  // servers that close idle connections without saying when.
+  const dispatcher = new Agent({ connections: maxConnections, connect: { lookup: guardedLookup(allowPrivate) } })
   return {
     dispatcher,
     async close() {
