@@ -33,6 +33,26 @@ describe('address guard', () => {
   })
 })
 
+describe('redirects', () => {
+  it('are followed only as far as followRedirects allows, each hop a POST of the same signed body', async () => {
+    const target = await startSink()
+    const hop2 = await startSink((_n, _req, res) => res.writeHead(308, { location: target.url }).end())
+    const hop1 = await startSink((_n, _req, res) => res.writeHead(307, { location: hop2.url }).end())
+    try {
+      const clock = createManualClock()
+      const base = { url: hop1.url, body: '{"a":1}', headers: { 'webhook-id': 'msg_1' }, timeoutMs: 2_000, allowHttp: true, allowPrivate: true, clock }
+      const one = await sendOnce({ ...base, headers: { ...base.headers }, followRedirects: 1 })
+      expect(one).toMatchObject({ status: 308, error: `redirect to ${target.url} not followed` })
+      expect(target.requests).toHaveLength(0)
+      const two = await sendOnce({ ...base, headers: { ...base.headers }, followRedirects: 2 })
+      expect(two.status).toBe(204)
+      expect(target.requests.map((r) => [r.body, r.headers['webhook-id'], r.headers['content-type']])).toEqual([['{"a":1}', 'msg_1', 'application/json']])
+    } finally {
+      for (const s of [target, hop1, hop2]) await s.close()
+    }
+  })
+})
+
 // Real HTTP on a shared, busy machine.
 vi.setConfig({ testTimeout: 60_000 })
 
