@@ -257,8 +257,8 @@ export interface DestinationDeliveriesTable {
   /**
    * The body's copy in the row, kept while a previous version may still claim the row and send it: the
    * narrow-rows change is an expand/contract over three releases (README → Rolling deploys). This release
-   * (migration 0009) also writes the body to `destination_payloads` and reads it from there; the next writes
-   * '' here and claims narrow rows; the one after drops the column.
+   * (migration 0009) also writes the body to `destination_payloads` and sends it from there (this copy only
+   * for a row the previous version wrote); the next writes '' here; the one after drops the column.
    */
   payload: string
   /** Delivery order within a conversation: the event's receipt time (epoch ms) × 1000 + its place in its batch. */

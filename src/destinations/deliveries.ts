@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely'
 import type { DestinationAttemptsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
-import type { DeliveryRow } from './outbox.ts'
+import { DELIVERY_COLUMNS, type DeliveryRow } from './outbox.ts'
 import { disabledDestinations } from './state.ts'
 
 /** Reading the outbox and putting deliveries back in it (CLI, admin routes). */
@@ -54,9 +54,7 @@ export interface DeliveryFilter {
 
 export async function listDeliveries(rt: Runtime, filter: DeliveryFilter = {}): Promise<DeliveryView[]> {
   // Every column but the body: a list never shows it.
-  let q = rt.store.db
-    .selectFrom('destination_deliveries')
-    .select(['id', 'destination', 'event_id', 'event_type', 'conversation_id', 'order_at', 'status', 'attempts', 'round_attempts', 'next_attempt_at', 'claimed_by', 'claimed_until', 'last_status', 'last_error', 'created_at', 'delivered_at'])
+  let q = rt.store.db.selectFrom('destination_deliveries').select(DELIVERY_COLUMNS)
   if (filter.destination) q = q.where('destination', '=', filter.destination)
   if (filter.status) q = q.where('status', '=', filter.status)
   if (filter.since !== undefined) q = q.where('created_at', '>=', filter.since)

@@ -48,6 +48,26 @@ describeEachDialect('destinations: event bodies kept once per event', (dialect) 
     expect((await getDelivery(h.rt, deliveryId('warehouse', event.event_id)))?.payload).toEqual(event)
   })
 
+  it('sends the body from destination_payloads, and the row’s own copy only for a row the previous version wrote', async () => {
+    const s = await sink()
+    h = await createForwardHarness(dialect, [destination(s)])
+    const now = h.clock.now()
+    const row = (eventId: string, payload: string) => ({
+      id: deliveryId('crm', eventId), destination: 'crm', event_id: eventId, event_type: 'call.completed', conversation_id: null, payload,
+      order_at: now * 1000, status: 'pending', attempts: 0, round_attempts: 0, next_attempt_at: now, claimed_by: null,
+      claimed_until: null, last_status: null, last_error: null, created_at: now, delivered_at: null,
+    })
+    // As the next release writes it (no copy in the row), and as the previous version wrote it (no table entry).
+    await h.rt.store.db.insertInto('destination_payloads').values({ event_id: 'evt_next', payload: '{"from":"table"}', created_at: now }).execute()
+    await h.rt.store.db.insertInto('destination_deliveries').values([row('evt_next', ''), row('evt_previous', '{"from":"row"}')]).execute()
+    h.worker.wake()
+    await vi.waitFor(async () => expect((await h!.status()).map((r) => r.status)).toEqual(['delivered', 'delivered']), WAIT)
+    expect(Object.fromEntries(s.requests.map((r) => [r.headers['webhook-id'], r.body]))).toEqual({
+      [deliveryId('crm', 'evt_next')]: '{"from":"table"}',
+      [deliveryId('crm', 'evt_previous')]: '{"from":"row"}',
+    })
+  })
+
   it('migration 0009 copies the bodies of deliveries written before it, once per event, and can run again', async () => {
     store = await openTestStore(dialect, { migrate: false })
     await migrateTo(store, '0008_follow_up_sweep_indexes')

@@ -9,6 +9,8 @@ import { printFigures } from './helpers/figures.ts'
 import { extractPreviousVersion } from './helpers/previous-version.ts'
 import { sendWithRetries } from './helpers/sender.ts'
 import { startServe, type ServeChild } from '../helpers/serve-child.ts'
+import { deliveryId } from '../../src/destinations/sign.ts'
+import { DEST_SECRET, startSink, type Sink } from '../destinations/helpers.ts'
 
 /**
  * Promise: during a rolling deploy on one Postgres, the previous version keeps working while the next one
@@ -24,9 +26,11 @@ const EVENTS = 600
 describe.skipIf(!pgUrl || !previous)('fault: two versions side by side on one Postgres', () => {
   let store: TestStore | undefined
   const procs: ServeChild[] = []
+  let sink: Sink | undefined
   const recipesDir = mkdtempSync(join(tmpdir(), 'sb-rolling-recipes-'))
   afterAll(async () => {
     for (const p of procs) await p.stop()
+    await sink?.close()
     await store?.close()
     previous?.remove()
     rmSync(recipesDir, { recursive: true, force: true })
@@ -38,9 +42,13 @@ describe.skipIf(!pgUrl || !previous)('fault: two versions side by side on one Po
       join(recipesDir, 'every-second.ts'),
       `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({\n  description: 'ticks every second',\n  schedule: '* * * * * *',\n  run: (ctx) => ({ tick: ctx.trigger.scheduledAt ?? null }),\n})\n`,
     )
+    // Both versions forward every event to one sink: the outbox's body moves between releases (migration 0009).
+    // A slow sink and two requests in flight per version, so that each version also sends rows the other wrote.
+    sink = await startSink((_n, _req, res) => void setTimeout(() => res.writeHead(204).end(), 20))
     const env = {
       DATABASE_URL: store.url, WEBHOOK_SECRET: SECRET, VOICE_API_KEY: 'sk_fault_rolling', VOICE_API_BASE_URL: 'http://127.0.0.1:9',
       RECIPES_DIR: recipesDir, RECIPES_TIMEZONE: 'UTC', LOG_LEVEL: 'debug',
+      ALLOW_PRIVATE_DESTINATIONS: '1', DESTINATIONS: JSON.stringify([{ name: 'sink', url: sink.url, secret: DEST_SECRET, allowHttp: true, concurrency: 2 }]),
     }
     const old = await startServe(env, { bin: join(previous!.dir, 'src/bin.mjs') })
     procs.push(old)
@@ -103,6 +111,13 @@ describe.skipIf(!pgUrl || !previous)('fault: two versions side by side on one Po
       .filter((r) => r.status === 'succeeded')
       .map((r) => (JSON.parse(r.summary ?? '{}') as { tick?: number }).tick)
       .filter((t): t is number => typeof t === 'number' && t >= from && t < to)
+    // Every event reached the sink with its body intact, whichever version sent it.
+    const expected = new Map(bodies.map((b) => [deliveryId('sink', b.eventId), b.body]))
+    for (const until = Date.now() + 30_000; Date.now() < until; await new Promise((r) => setTimeout(r, 200))) {
+      if (new Set(sink.requests.map((r) => r.headers['webhook-id'])).size >= EVENTS) break
+    }
+    const forwarded = new Map(sink.requests.map((r) => [String(r.headers['webhook-id']), r.body]))
+    const intact = [...expected].filter(([id, body]) => forwarded.get(id) === body).length
     const rows = await store.db.selectFrom('webhook_events').select(['event_id', 'duplicates']).execute()
     const stored = new Set(rows.map((r) => r.event_id))
     const oldProcessedAfter = old.logs(/webhook event processed/).filter((l) => Number(l.time) > migratedAt).length
@@ -121,6 +136,7 @@ describe.skipIf(!pgUrl || !previous)('fault: two versions side by side on one Po
         'old answered after the migration': oldAfterMigration,
         'old processed after the migration': oldProcessedAfter,
         'ticks in window': `${ticks.length} (${new Set(ticks).size} distinct)`,
+        'forwarded intact': intact,
       },
     })
     const tail = (c: typeof old) => c.lines.filter(Boolean).slice(-6).join('\n')
@@ -128,6 +144,7 @@ describe.skipIf(!pgUrl || !previous)('fault: two versions side by side on one Po
     expect(notOk).toEqual([])
     expect(rows.length).toBe(EVENTS)
     expect(processed).toBe(EVENTS)
+    expect(intact).toBe(EVENTS)
     expect(oldProcessedAfter).toBeGreaterThan(0)
     const owners = new Map((await store.db.selectFrom('recipe_ticks').select(['tick_at', 'owner', 'claimed_at']).where('recipe', '=', 'every-second').execute()).map((t) => [Number(t.tick_at), `${t.owner} claimed ${new Date(Number(t.claimed_at)).toISOString()}`]))
     const windowRuns = runs
