@@ -8,6 +8,15 @@ import { closedAfterEach, createForwardHarness, destination, makeEvent, WAIT, ty
 
 vi.setConfig({ testTimeout: 60_000 })
 
+/** A pending delivery row as a version of switchboard writes it (`payload`: the row's own copy of the body). */
+function deliveryRow(destination: string, eventId: string, payload: string, at: number) {
+  return {
+    id: deliveryId(destination, eventId), destination, event_id: eventId, event_type: 'call.completed', conversation_id: null, payload,
+    order_at: at * 1000, status: 'pending', attempts: 0, round_attempts: 0, next_attempt_at: at, claimed_by: null,
+    claimed_until: null, last_status: null, last_error: null, created_at: at, delivered_at: null,
+  }
+}
+
 /**
  * Event bodies live once per event in destination_payloads (migration 0009), the first step of narrow
  * delivery rows; the rows keep their own copy for a previous version running beside this one.
@@ -52,11 +61,7 @@ describeEachDialect('destinations: event bodies kept once per event', (dialect) 
     const s = await sink()
     h = await createForwardHarness(dialect, [destination(s)])
     const now = h.clock.now()
-    const row = (eventId: string, payload: string) => ({
-      id: deliveryId('crm', eventId), destination: 'crm', event_id: eventId, event_type: 'call.completed', conversation_id: null, payload,
-      order_at: now * 1000, status: 'pending', attempts: 0, round_attempts: 0, next_attempt_at: now, claimed_by: null,
-      claimed_until: null, last_status: null, last_error: null, created_at: now, delivered_at: null,
-    })
+    const row = (eventId: string, payload: string) => deliveryRow('crm', eventId, payload, now)
     // As the next release writes it (no copy in the row), and as the previous version wrote it (no table entry).
     await h.rt.store.db.insertInto('destination_payloads').values({ event_id: 'evt_next', payload: '{"from":"table"}', created_at: now }).execute()
     await h.rt.store.db.insertInto('destination_deliveries').values([row('evt_next', ''), row('evt_previous', '{"from":"row"}')]).execute()
@@ -71,11 +76,7 @@ describeEachDialect('destinations: event bodies kept once per event', (dialect) 
   it('migration 0009 copies the bodies of deliveries written before it, once per event, and can run again', async () => {
     store = await openTestStore(dialect, { migrate: false })
     await migrateTo(store, '0008_follow_up_sweep_indexes')
-    const row = (destination: string, eventId: string, payload: string, createdAt: number) => ({
-      id: deliveryId(destination, eventId), destination, event_id: eventId, event_type: 'call.completed', conversation_id: null, payload,
-      order_at: createdAt * 1000, status: 'pending', attempts: 0, round_attempts: 0, next_attempt_at: createdAt, claimed_by: null,
-      claimed_until: null, last_status: null, last_error: null, created_at: createdAt, delivered_at: null,
-    })
+    const row = deliveryRow
     await store.db
       .insertInto('destination_deliveries')
       .values([row('crm', 'evt_a', '{"a":1}', 1_000), row('warehouse', 'evt_a', '{"a":1}', 1_001), row('crm', 'evt_b', '{"b":"é"}', 2_000)])
