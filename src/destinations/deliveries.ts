@@ -3,6 +3,7 @@ import type { DestinationAttemptsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
 import { DELIVERY_COLUMNS, type DeliveryRow } from './outbox.ts'
 import { disabledDestinations } from './state.ts'
+import { shownUrl } from './shown-url.ts'
 
 /** Reading the outbox and putting deliveries back in it (CLI, admin routes). */
 
@@ -155,7 +156,7 @@ export async function summarizeDestinations(rt: Runtime): Promise<DestinationSum
     const off = disabled.get(name)
     return {
       name,
-      url: d?.url ?? '(no longer configured)',
+      url: d ? shownUrl(d.url) : '(no longer configured)',
       events: d?.events ?? 'all',
       ordered: d?.ordered ?? false,
       state: off ? 'disabled' : 'active',

@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks'
 import { Agent, type Dispatcher } from 'undici'
 import type { Clock } from '../utils/clock.ts'
 import { BlockedAddressError, checkLiteralHost, guardedLookup } from './address-guard.ts'
+import { basicAuthOf } from './shown-url.ts'
 
 /** How much of a response is read at most; the rest is cut off (a sink cannot make us buffer it). */
 export const MAX_RESPONSE_BYTES = 64 * 1024
@@ -203,6 +204,9 @@ async function hop(url: URL, request: SendRequest, attempt: Attempt, dispatcher:
   const headers = request.headers
   headers['content-type'] = 'application/json'
   headers['user-agent'] = 'switchboard-destinations/1'
+  // Credentials in the URL go out as Basic auth (as node:http did), unless the destination's own headers set one.
+  const auth = basicAuthOf(url)
+  if (auth && !Object.keys(headers).some((name) => name.toLowerCase() === 'authorization')) headers.authorization = auth
   let answer: Dispatcher.ResponseData
   try {
     answer = await dispatcher.request({ origin: url.origin, path: url.pathname + url.search, method: 'POST', headers, body: request.body, signal: attempt.signal })

@@ -7,6 +7,7 @@ import { classify } from './outcome.ts'
 import { claimDeliveries, onEnqueued, releaseClaims, type DeliveryRow } from './outbox.ts'
 import { createAttemptRecorder, type AttemptRecorder } from './recorder.ts'
 import { signedHeaders, signingKeys } from './sign.ts'
+import { shownUrl } from './shown-url.ts'
 import { disableDestination, disabledDestinations } from './state.ts'
 import { yieldToReceiver } from '../webhooks/receiver-load.ts'
 
@@ -119,7 +120,7 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
         disableSeq++
         metrics.disabled.set(labels, 1)
         log.error(context, 'destination answered 410 Gone: disabled until `destinations enable`')
-        await disableDestination(rt, destination.name, `410 Gone from ${destination.url}`).catch((error) => log.error({ err: (error as Error).message }, 'could not record the disabled destination'))
+        await disableDestination(rt, destination.name, `410 Gone from ${shownUrl(destination.url)}`).catch((error) => log.error({ err: (error as Error).message }, 'could not record the disabled destination'))
         disableSeq++
       } else if (outcome.result === 'dead') log.error({ ...context, err: outcome.error }, 'delivery dead-lettered: retry schedule exhausted')
       else if (outcome.result === 'retry') log.warn({ ...context, err: outcome.error, next_attempt_at: outcome.nextAttemptAt }, 'delivery attempt failed; will retry')

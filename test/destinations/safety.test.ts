@@ -80,6 +80,20 @@ describeEachDialect('destinations: safety', (dialect) => {
     expect(s.requests).toHaveLength(0)
   })
 
+  it('credentials in a destination URL go out as Basic auth (unless headers set one) and are never shown', async () => {
+    const s = await sink()
+    const url = s.url.replace('http://', 'http://ops:p%40ss@')
+    const withAuth = [destination(url), destination(url, { name: 'own', headers: { Authorization: 'Bearer own-token' } })]
+    h = await createForwardHarness(dialect, withAuth)
+    await h.ingest([makeEvent()])
+    await vi.waitFor(async () => expect((await h!.status()).map((r) => r.status)).toEqual(['delivered', 'delivered']), WAIT)
+    expect(s.requests.map((r) => r.headers.authorization).sort()).toEqual([`Basic ${Buffer.from('ops:p@ss').toString('base64')}`, 'Bearer own-token'])
+    const listed = await runCli(['destinations', 'list', '--json'], cliEnv(h.rt, { DESTINATIONS: JSON.stringify(withAuth) }))
+    expect(listed.code).toBe(0)
+    expect(listed.out).toContain('http://ops:***@127.0.0.1')
+    expect(listed.out).not.toContain('p%40ss')
+  })
+
   it('413, redirects and a slow-loris sink are failed attempts that cannot stall deliveries to others', async () => {
     const tooLarge = await sink((_n, _req, res) => res.writeHead(413).end())
     const target = await sink()

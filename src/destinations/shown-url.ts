@@ -1,0 +1,20 @@
+/**
+ * A destination's URL as shown in lists, logs and stored reasons: a password in it (`https://user:pass@host/`,
+ * sent as Basic auth) is replaced by `***`; everything else is kept, so the URL stays recognisable.
+ */
+export function shownUrl(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (!parsed.password) return url
+    parsed.password = '***'
+    return parsed.href
+  } catch {
+    return url
+  }
+}
+
+/** The `Authorization: Basic …` value for a URL that carries credentials, or undefined. */
+export function basicAuthOf(url: URL): string | undefined {
+  if (!url.username && !url.password) return undefined
+  return `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`
+}
