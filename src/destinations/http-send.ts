@@ -149,7 +149,9 @@ function failure(attempt: Attempt, request: SendRequest, error: unknown): HopRes
 /**
  * Reads at most MAX_RESPONSE_BYTES of a response, keeping the first KEPT_RESPONSE_BYTES. Resolves with an
  * error text when the body was cut off, interrupted or outlived the deadline; never rejects. Stream events
- * rather than an async iterator: most answers are empty, and the iterator costs more than they do.
+ * rather than an async iterator: most answers are empty, and the iterator costs more than they do. The
+ * listeners are methods of one object: under tsx (esbuild's keepNames) every named arrow made per delivery
+ * costs an Object.defineProperty of its name.
  */
 function readResponse(body: Dispatcher.ResponseData['body'], attempt: Attempt, request: SendRequest): Promise<{ text: string; error?: string }> {
   return new Promise((resolve) => {
@@ -188,9 +190,8 @@ function readResponse(body: Dispatcher.ResponseData['body'], attempt: Attempt, r
 }
 
 /**
- * Per-attempt helpers are methods of small objects, and results are built field by field: under tsx
- * (esbuild's keepNames) every named arrow made per delivery costs an Object.defineProperty of its name, and
- * V8 builds `{ a, ...(x ? { b } : {}) }` far slower than an object given its fields one by one.
+ * One hop of an attempt: the checks, the POST, the answer. Results are built field by field: V8 builds
+ * `{ a, ...(x ? { b } : {}) }` far slower than an object given its fields one by one.
  */
 async function hop(url: URL, request: SendRequest, attempt: Attempt, dispatcher: Dispatcher): Promise<HopResult> {
   try {
