@@ -1,7 +1,7 @@
 import type { Runtime } from '../runtime.ts'
 import { createCircuitBreaker, type BreakerOptions } from './circuit-breaker.ts'
 import type { DestinationConfig } from './config.ts'
-import { createAgents, createCancelGroup, sendOnce } from './http-send.ts'
+import { createAgents, createCancelGroup, sendOnce, type SendResult } from './http-send.ts'
 import { destinationMetrics, type DestinationMetrics } from './metrics.ts'
 import { classify } from './outcome.ts'
 import { claimDeliveries, onEnqueued, releaseClaims, type DeliveryRow } from './outbox.ts'
@@ -21,6 +21,8 @@ const START_MARGIN_MS = 5_000
 const CLAIM_AHEAD = 8
 /** How often a lane re-reads whether its destination was disabled or re-enabled (by any replica). */
 const STATE_CHECK_MS = 5_000
+
+const MISSING_BODY: SendResult = { status: null, latencyMs: 0, error: 'the event body is missing (destination_payloads); not sent', response: '' }
 
 export interface DeliveryWorker {
   /** Looks for due deliveries now. */
@@ -94,19 +96,22 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
     if (probe) probeInFlight = true
     const task = (async () => {
       const startedAt = rt.clock.now()
-      const headers: Record<string, string> = { ...destination.headers, ...signedHeaders(keys, row.id, startedAt, row.payload) }
-      const sent = await sendOnce({
-        url: destination.url,
-        body: row.payload,
-        headers,
-        timeoutMs: destination.timeoutMs,
-        allowPrivate: rt.config.destinations.allowPrivate,
-        allowHttp: destination.allowHttp,
-        followRedirects: destination.followRedirects,
-        clock: rt.clock,
-        agents,
-        cancel: shutdown,
-      })
+      // An event body is never empty: an empty one is a body lost from destination_payloads, and is a failed
+      // attempt (kept, retried, dead-lettered, replayable) rather than an empty POST the receiver would accept.
+      const sent = row.payload
+        ? await sendOnce({
+            url: destination.url,
+            body: row.payload,
+            headers: { ...destination.headers, ...signedHeaders(keys, row.id, startedAt, row.payload) },
+            timeoutMs: destination.timeoutMs,
+            allowPrivate: rt.config.destinations.allowPrivate,
+            allowHttp: destination.allowHttp,
+            followRedirects: destination.followRedirects,
+            clock: rt.clock,
+            agents,
+            cancel: shutdown,
+          })
+        : MISSING_BODY
       if (sent.aborted) return giveBack([row])
       const now = rt.clock.now()
       const outcome = classify(destination, row.round_attempts, sent, now, rt.random.next)

@@ -73,6 +73,17 @@ describeEachDialect('destinations: event bodies kept once per event', (dialect) 
     })
   })
 
+  it('a delivery whose body is lost is a failed attempt with a clear error, never an empty POST', async () => {
+    const s = await sink()
+    h = await createForwardHarness(dialect, [destination(s)])
+    await h.rt.store.db.insertInto('destination_deliveries').values(deliveryRow('crm', 'evt_lost', '', h.clock.now())).execute()
+    h.worker.wake()
+    await vi.waitFor(async () => expect((await h!.status())[0]?.attempts).toBe(1), WAIT)
+    const [attempt] = await h.rt.store.db.selectFrom('destination_attempts').selectAll().execute()
+    expect(attempt).toMatchObject({ status: null, result: 'retry', error: 'the event body is missing (destination_payloads); not sent' })
+    expect(s.requests).toEqual([])
+  })
+
   it('migration 0009 copies the bodies of deliveries written before it, once per event, and can run again', async () => {
     store = await openTestStore(dialect, { migrate: false })
     await migrateTo(store, '0008_follow_up_sweep_indexes')
