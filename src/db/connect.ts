@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import pg from 'pg'
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type KyselyConfig } from 'kysely'
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type KyselyConfig, type MigrationResultSet } from 'kysely'
 import type { Database } from './schema.ts'
 import { schemaScopedPostgres } from './schema-introspector.ts'
 import { migrationProvider } from './migrations.ts'
@@ -224,16 +224,15 @@ export function useAsProcessingConnection(store: Store): void {
 
 /** Brings the schema up to date. Safe to run concurrently from several replicas on Postgres. */
 export async function migrate(store: Store): Promise<MigrationReport> {
-  const migrator = await createMigrator(store)
-  const { error, results } = await migrator.migrateToLatest()
-  if (error) throw error instanceof Error ? error : new Error(String(error))
-  return { applied: (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName) }
+  return report(await (await createMigrator(store)).migrateToLatest())
 }
 
 /** Applies migrations up to and including `name` (tests of a migration over the schema before it). */
 export async function migrateTo(store: Store, name: string): Promise<MigrationReport> {
-  const migrator = await createMigrator(store)
-  const { error, results } = await migrator.migrateTo(name)
+  return report(await (await createMigrator(store)).migrateTo(name))
+}
+
+function report({ error, results }: MigrationResultSet): MigrationReport {
   if (error) throw error instanceof Error ? error : new Error(String(error))
   return { applied: (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName) }
 }

@@ -139,10 +139,9 @@ interface Attempt {
 
 function failure(attempt: Attempt, request: SendRequest, error: unknown): HopResult {
   if (attempt.cut) return { status: null, error: attempt.cut === 'timeout' ? `timed out after ${request.timeoutMs} ms` : 'cancelled', response: '' }
-  const e = error as (Error & { code?: string; cause?: unknown }) | undefined
-  // A connect-time refusal (the guarded lookup) may come wrapped by the client.
-  const blocked = e instanceof BlockedAddressError ? e : e?.cause instanceof BlockedAddressError ? e.cause : undefined
-  if (blocked) return { status: null, error: blocked.message, response: '', blocked: true }
+  // A connect-time refusal by the guarded lookup reaches us as the lookup's own error.
+  if (error instanceof BlockedAddressError) return { status: null, error: error.message, response: '', blocked: true }
+  const e = error as (Error & { code?: string }) | undefined
   return { status: null, error: e?.message || e?.code || 'request failed', response: '' }
 }
 
@@ -243,8 +242,8 @@ export async function sendOnce(request: SendRequest): Promise<SendResult> {
   const cancelTimer = request.clock.setTimeout(cuts.timeout, request.timeoutMs)
   const leaveGroup = request.cancel?.add(cuts.cancelled)
   // A lone attempt (`destinations test`) gets connections of its own, closed when it is done.
-  const own = request.agents ? undefined : createAgents(1, request.allowPrivate)
-  const dispatcher = (request.agents ?? own!).dispatcher
+  const agents = request.agents ?? createAgents(1, request.allowPrivate)
+  const dispatcher = agents.dispatcher
   try {
     let url: URL
     try {
@@ -270,6 +269,6 @@ export async function sendOnce(request: SendRequest): Promise<SendResult> {
   } finally {
     cancelTimer()
     leaveGroup?.()
-    await own?.close()
+    if (agents !== request.agents) await agents.close()
   }
 }

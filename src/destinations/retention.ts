@@ -13,7 +13,8 @@ export interface DeliveryPurgeResult {
 /**
  * Deletes finished deliveries (delivered, or dead-lettered) created before the retention window
  * (EVENT_RETENTION_DAYS, ≥ 30 days — as long as the events themselves are kept), with their attempt
- * logs and the event bodies no delivery needs any more. Pending deliveries are never purged, however old. One replica at a time (a lease).
+ * logs and the event bodies no delivery needs any more. Pending deliveries are never purged, however old.
+ * One replica at a time (a lease).
  */
 export async function purgeOldDeliveries(rt: Runtime): Promise<DeliveryPurgeResult> {
   if (!(await acquireLease(rt, 'destinations:purge', 10 * 60_000))) return { deliveries: 0, attempts: 0, payloads: 0, skipped: true }

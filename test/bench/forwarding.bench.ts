@@ -88,7 +88,7 @@ async function sinkCapacity(ports: number[], client: 'node:http' | 'undici'): Pr
   const keys = signingKeys([SECRET])
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY * ports.length })
   const { Pool } = await import('undici')
-  const pools = ports.map((p) => new Pool(`http://127.0.0.1:${p}`, { connections: CONCURRENCY }))
+  const pools = client === 'undici' ? ports.map((p) => new Pool(`http://127.0.0.1:${p}`, { connections: CONCURRENCY })) : []
   const payload = Buffer.from(body(0))
   let done = 0
   const deadline = performance.now() + CAPACITY_MS
