@@ -255,10 +255,10 @@ export interface DestinationDeliveriesTable {
   event_type: string
   conversation_id: string | null
   /**
-   * The body's copy in the row, kept while a previous version may still claim the row and send it: the
-   * narrow-rows change is an expand/contract over three releases (README → Rolling deploys). This release
-   * (migration 0009) also writes the body to `destination_payloads` and sends it from there (this copy only
-   * for a row the previous version wrote); the next writes '' here; the one after drops the column.
+   * The body's copy in rows written before migration 0009; '' in rows written since (the body is in
+   * `destination_payloads`). The narrow-rows change is an expand/contract over three releases (README →
+   * Rolling deploys): 0009 wrote both and read the table; this release writes '' here; the next drops the
+   * column.
    */
   payload: string
   /** Delivery order within a conversation: the event's receipt time (epoch ms) × 1000 + its place in its batch. */

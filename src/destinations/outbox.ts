@@ -65,7 +65,7 @@ export async function enqueueDeliveries(trx: Transaction<Database>, rt: Runtime,
   const rows = planDeliveries(rt, events)
   if (rows.length === 0) return 0
   // The body once per event in destination_payloads, however many destinations it goes to (a second enqueue
-  // keeps the first); the rows still carry their copy for the previous version (migration 0009).
+  // keeps the first). The rows carry none: the previous release reads the body from this table too.
   const owed = new Set(rows.map((r) => r.event_id))
   const createdAt = rows[0]!.created_at
   const payloads = events.filter((e) => owed.delete(e.event_id)).map((e) => ({ event_id: e.event_id, payload: e.body, created_at: createdAt }))
@@ -106,7 +106,8 @@ export function planDeliveries(rt: Runtime, events: OutboxEvent[]): DeliveryRow[
         event_id: event.event_id,
         event_type: event.event_type,
         conversation_id: event.conversation_id,
-        payload: event.body,
+        // Not the body: that is in destination_payloads (the column goes in the next release; README → Rolling deploys).
+        payload: '',
         // Receipt time in µs-sized steps: events received in the same millisecond keep the order given.
         order_at: Number(event.received_at) * 1000 + Math.min(index, 999),
         status: 'pending',
@@ -179,8 +180,8 @@ export async function claimDeliveries(rt: Runtime, destination: DestinationConfi
     .where('status', '=', 'pending')
     .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
     .returning(DELIVERY_COLUMNS)
-    // The body from destination_payloads (the next release stops filling the row's copy, and this one may run
-    // beside it during a deploy); the row's copy for a row the previous version wrote. A sub-select in
+    // The body from destination_payloads; the row's copy for a row a release before 0009 wrote (the next
+    // release drops the column: by then every such row is long delivered or dead). A sub-select in
     // RETURNING: one statement, on SQLite (≥ 3.35) and Postgres alike.
     .returning((eb) =>
       eb.fn

@@ -18,8 +18,8 @@ function deliveryRow(destination: string, eventId: string, payload: string, at: 
 }
 
 /**
- * Event bodies live once per event in destination_payloads (migration 0009), the first step of narrow
- * delivery rows; the rows keep their own copy for a previous version running beside this one.
+ * Event bodies live once per event in destination_payloads (migration 0009), and no longer in the delivery
+ * rows (the second step of narrow rows: the previous release already reads the table).
  */
 describeEachDialect('destinations: event bodies kept once per event', (dialect) => {
   let h: ForwardHarness | undefined
@@ -34,7 +34,7 @@ describeEachDialect('destinations: event bodies kept once per event', (dialect) 
     return current
   })
 
-  it('one body per event however many destinations; the row keeps its copy for the previous version; show reads it', async () => {
+  it('one body per event however many destinations, none in the rows; show reads it', async () => {
     const crm = await sink()
     const warehouse = await sink()
     h = await createForwardHarness(dialect, [destination(crm), destination(warehouse, { name: 'warehouse' })])
@@ -48,8 +48,8 @@ describeEachDialect('destinations: event bodies kept once per event', (dialect) 
     expect(warehouse.requests.map((r) => r.body)).toEqual([payloads[0]!.payload])
     const rows = await h.rt.store.db.selectFrom('destination_deliveries').select(['destination', 'payload']).orderBy('destination').execute()
     expect(rows).toEqual([
-      { destination: 'crm', payload: payloads[0]!.payload },
-      { destination: 'warehouse', payload: payloads[0]!.payload },
+      { destination: 'crm', payload: '' },
+      { destination: 'warehouse', payload: '' },
     ])
     // Ingesting the same event again writes nothing new.
     await h.ingest([event])
@@ -57,12 +57,12 @@ describeEachDialect('destinations: event bodies kept once per event', (dialect) 
     expect((await getDelivery(h.rt, deliveryId('warehouse', event.event_id)))?.payload).toEqual(event)
   })
 
-  it('sends the body from destination_payloads, and the row’s own copy only for a row the previous version wrote', async () => {
+  it('sends the body from destination_payloads, and the row’s own copy only for a row written before 0009', async () => {
     const s = await sink()
     h = await createForwardHarness(dialect, [destination(s)])
     const now = h.clock.now()
     const row = (eventId: string, payload: string) => deliveryRow('crm', eventId, payload, now)
-    // As the next release writes it (no copy in the row), and as the previous version wrote it (no table entry).
+    // As this release writes it (no copy in the row), and as a release before 0009 wrote it (no table entry).
     await h.rt.store.db.insertInto('destination_payloads').values({ event_id: 'evt_next', payload: '{"from":"table"}', created_at: now }).execute()
     await h.rt.store.db.insertInto('destination_deliveries').values([row('evt_next', ''), row('evt_previous', '{"from":"row"}')]).execute()
     h.worker.wake()

@@ -32,6 +32,7 @@ it('ctx.destinations.publish only plans in a dry run, and queues for the matchin
   expect(sent.eventId).toBe(planned.eventId)
   const rows = await rt.store.db.selectFrom('destination_deliveries').selectAll().execute()
   expect(rows).toMatchObject([{ destination: 'crm', event_type: 'followup.scheduled', conversation_id: 'conv-1_1', status: 'pending' }])
-  expect(JSON.parse(rows[0]!.payload)).toMatchObject({ event_id: sent.eventId, event_type: 'followup.scheduled', data: { phone: '+919876543210' } })
+  const body = await rt.store.db.selectFrom('destination_payloads').select('payload').where('event_id', '=', sent.eventId).executeTakeFirstOrThrow()
+  expect(JSON.parse(body.payload)).toMatchObject({ event_id: sent.eventId, event_type: 'followup.scheduled', data: { phone: '+919876543210' } })
   await expect(recipeDestinations(rt, live, 'r').publish('bad type!', {})).rejects.toThrow(/must be letters/)
 })
