@@ -1,4 +1,3 @@
-import { EventEmitter } from 'node:events'
 import { performance } from 'node:perf_hooks'
 import { Agent, type Dispatcher } from 'undici'
 import type { Clock } from '../utils/clock.ts'
@@ -102,14 +101,11 @@ function firstHeader(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value
 }
 
-/** Stops an attempt: the first reason given wins, and the request on the wire is aborted. */
+/** Stops an attempt: the first reason given wins; the exchange in flight settles at once and is aborted. */
 function cutAttempt(attempt: Attempt, why: 'timeout' | 'cancelled'): void {
-  attempt.cut ??= why
-  const signal = attempt.signal
-  if (signal.aborted) return
-  signal.aborted = true
-  signal.reason = new Error(why)
-  signal.emit('abort')
+  if (attempt.cut) return
+  attempt.cut = why
+  attempt.onCut?.()
 }
 
 interface HopResult {
@@ -121,20 +117,10 @@ interface HopResult {
   blocked?: boolean
 }
 
-/**
- * What undici listens to for an abort: an EventEmitter with `aborted`/`reason`, which undici accepts in place
- * of an AbortSignal. An AbortController per attempt (signal, EventTarget listeners) cost ~15 µs a delivery.
- */
-type AbortSwitch = EventEmitter & { aborted: boolean; reason: Error | undefined }
-
-function createAbortSwitch(): AbortSwitch {
-  return Object.assign(new EventEmitter(), { aborted: false, reason: undefined as Error | undefined })
-}
-
-/** One attempt's state shared by its hops: its abort switch, and why it was cut (if it was). */
+/** One attempt's state shared by its hops: why it was cut (if it was), and how to stop the exchange in flight. */
 interface Attempt {
-  signal: AbortSwitch
   cut?: 'timeout' | 'cancelled'
+  onCut?: () => void
 }
 
 function failure(attempt: Attempt, request: SendRequest, error: unknown): HopResult {
@@ -146,45 +132,84 @@ function failure(attempt: Attempt, request: SendRequest, error: unknown): HopRes
 }
 
 /**
- * Reads at most MAX_RESPONSE_BYTES of a response, keeping the first KEPT_RESPONSE_BYTES. Resolves with an
- * error text when the body was cut off, interrupted or outlived the deadline; never rejects. Stream events
- * rather than an async iterator: most answers are empty, and the iterator costs more than they do. The
- * listeners are methods of one object: under tsx (esbuild's keepNames) every named arrow made per delivery
- * costs an Object.defineProperty of its name.
+ * One POST through undici's dispatch interface: the answer's status and the headers we use, at most
+ * MAX_RESPONSE_BYTES of its body read (the first KEPT_RESPONSE_BYTES kept). Settles once and never rejects: at
+ * the end of the body, on an error, or as soon as the attempt is cut (the exchange is then aborted, or refused
+ * when undici starts it). Once a status line has arrived it is the answer, even if the body is then cut off.
+ * A handler rather than `dispatcher.request()`: no response stream, async resource or signal listener per
+ * delivery — most answers are an empty 2xx. Its callbacks are methods of one object: under tsx (esbuild's
+ * keepNames) every named arrow made per delivery costs an Object.defineProperty of its name.
  */
-function readResponse(body: Dispatcher.ResponseData['body'], attempt: Attempt, request: SendRequest): Promise<{ text: string; error?: string }> {
+function exchange(dispatcher: Dispatcher, url: URL, request: SendRequest, attempt: Attempt): Promise<HopResult> {
   return new Promise((resolve) => {
+    let controller: Dispatcher.DispatchController | undefined
+    let settled = false
+    let result: HopResult | undefined
     const chunks: Buffer[] = []
     let kept = 0
     let size = 0
-    let settled = false
-    const reader = {
-      finish(error?: string) {
+    const handler = {
+      settle(answer: HopResult) {
         if (settled) return
         settled = true
-        const text = kept === 0 ? '' : Buffer.concat(chunks).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8')
-        resolve(error ? { text, error } : { text })
+        attempt.onCut = undefined
+        resolve(answer)
       },
-      interrupted() {
-        reader.finish(attempt.cut === 'timeout' ? `timed out reading the response after ${request.timeoutMs} ms` : 'response interrupted')
+      answered(error?: string) {
+        if (settled) return
+        const answer = result!
+        if (kept > 0) answer.response = Buffer.concat(chunks).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8')
+        if (error) answer.error = error
+        handler.settle(answer)
       },
-      data(chunk: Buffer) {
+      cut() {
+        if (result) handler.answered(attempt.cut === 'timeout' ? `timed out reading the response after ${request.timeoutMs} ms` : 'response interrupted')
+        else handler.settle(failure(attempt, request, undefined))
+        controller?.abort(new Error(attempt.cut))
+      },
+      onRequestStart(c: Dispatcher.DispatchController) {
+        controller = c
+        if (settled) c.abort(new Error(attempt.cut ?? 'settled'))
+      },
+      onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>) {
+        // 1xx answers are informational: the final status follows.
+        if (statusCode < 200) return
+        const answer: HopResult = { status: statusCode, response: '' }
+        const retryAfter = firstHeader(headers['retry-after'])
+        if (retryAfter) answer.retryAfter = retryAfter
+        const location = firstHeader(headers.location)
+        if (location) answer.location = location
+        result = answer
+      },
+      onResponseData(c: Dispatcher.DispatchController, chunk: Buffer) {
         size += chunk.length
         if (kept < KEPT_RESPONSE_BYTES) {
           chunks.push(chunk)
           kept += chunk.length
         }
-        if (size > MAX_RESPONSE_BYTES) {
+        if (size > MAX_RESPONSE_BYTES && !settled) {
           // Enough: the status is the answer; a huge body is not read (nor its connection kept).
-          reader.finish(`response body over ${MAX_RESPONSE_BYTES} bytes; cut off`)
-          body.destroy()
+          handler.answered(`response body over ${MAX_RESPONSE_BYTES} bytes; cut off`)
+          c.abort(new Error('response too large'))
         }
       },
+      onResponseEnd() {
+        if (settled) return
+        if (result) handler.answered()
+        else handler.settle({ status: null, error: 'no response', response: '' })
+      },
+      onResponseError(_c: Dispatcher.DispatchController, error: Error) {
+        if (settled) return
+        if (result) handler.answered(attempt.cut === 'timeout' ? `timed out reading the response after ${request.timeoutMs} ms` : 'response interrupted')
+        else handler.settle(failure(attempt, request, error))
+      },
     }
-    body.on('data', reader.data)
-    body.on('end', () => reader.finish())
-    body.on('error', reader.interrupted)
-    body.on('close', () => (settled ? undefined : reader.interrupted()))
+    attempt.onCut = handler.cut
+    try {
+      dispatcher.dispatch({ origin: url.origin, path: url.pathname + url.search, method: 'POST', headers: request.headers, body: request.body }, handler)
+    } catch (error) {
+      handler.settle(failure(attempt, request, error))
+    }
   })
 }
 
@@ -201,27 +226,14 @@ async function hop(url: URL, request: SendRequest, attempt: Attempt, dispatcher:
   } catch (error) {
     return { status: null, error: (error as Error).message, response: '', blocked: error instanceof BlockedAddressError }
   }
+  if (attempt.cut) return failure(attempt, request, undefined)
   const headers = request.headers
   headers['content-type'] = 'application/json'
   headers['user-agent'] = 'switchboard-destinations/1'
   // Credentials in the URL go out as Basic auth (as node:http did), unless the destination's own headers set one.
   const auth = basicAuthOf(url)
   if (auth && !Object.keys(headers).some((name) => name.toLowerCase() === 'authorization')) headers.authorization = auth
-  let answer: Dispatcher.ResponseData
-  try {
-    answer = await dispatcher.request({ origin: url.origin, path: url.pathname + url.search, method: 'POST', headers, body: request.body, signal: attempt.signal })
-  } catch (error) {
-    return failure(attempt, request, error)
-  }
-  // Once a status line arrived it is the answer, even if the body is then cut off by the deadline.
-  const read = await readResponse(answer.body, attempt, request)
-  const result: HopResult = { status: answer.statusCode, response: read.text }
-  if (read.error) result.error = read.error
-  const retryAfter = firstHeader(answer.headers['retry-after'])
-  if (retryAfter) result.retryAfter = retryAfter
-  const location = firstHeader(answer.headers.location)
-  if (location) result.location = location
-  return result
+  return exchange(dispatcher, url, request, attempt)
 }
 
 /**
@@ -230,7 +242,7 @@ async function hop(url: URL, request: SendRequest, attempt: Attempt, dispatcher:
  */
 export async function sendOnce(request: SendRequest): Promise<SendResult> {
   const started = performance.now()
-  const attempt: Attempt = { signal: createAbortSwitch() }
+  const attempt: Attempt = {}
   const cuts = {
     timeout() {
       cutAttempt(attempt, 'timeout')
