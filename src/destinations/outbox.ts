@@ -236,6 +236,10 @@ export async function recordAttempts(rt: Runtime, owner: string, records: Attemp
     }
     for (const [status, ids] of delivered) {
       for (const chunk of chunks(ids, INSERT_CHUNK)) {
+        // IN lists padded to a power of two (the last id repeated): a handful of statement texts, each
+        // prepared once, rather than one per group size.
+        const size = Math.max(8, 2 ** Math.ceil(Math.log2(chunk.length)))
+        while (chunk.length < size) chunk.push(chunk[chunk.length - 1]!)
         await trx
           .updateTable('destination_deliveries')
           .set((eb) => ({

@@ -13,16 +13,36 @@ export interface AttemptRecorder {
   settle(): Promise<void>
 }
 
+/**
+ * How long outcomes gather before their commit. better-sqlite3 commits synchronously, so no answer lands while
+ * a commit runs: committing at the next turn of the event loop carried ~30 outcomes at full speed, and every
+ * commit rewrites the same index and table pages into the log. A few milliseconds make it a few hundred.
+ */
+export const GATHER_MS = 5
+/** A commit starts at once when this many outcomes wait. */
+export const GATHER_MAX = 256
+
 export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: () => void): AttemptRecorder {
   const pending: AttemptRecord[] = []
   let flushing: Promise<void> | undefined
+  let gathered: (() => void) | undefined
+
+  function gather(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, GATHER_MS)
+      gathered = () => {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+  }
 
   function flush(): void {
     if (flushing) return
     flushing = (async () => {
-      // Let every answer already on the wire land first: better-sqlite3 commits synchronously, so without
-      // this yield each commit would carry one outcome and block the loop for its fsync.
-      await new Promise<void>((resolve) => setImmediate(resolve))
+      // Let the answers on the wire land first (GATHER_MS), unless enough are already waiting.
+      if (pending.length < GATHER_MAX) await gather()
+      gathered = undefined
       while (pending.length > 0) {
         const batch = pending.splice(0)
         try {
@@ -42,6 +62,7 @@ export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: (
   return {
     push(record) {
       pending.push(record)
+      if (pending.length >= GATHER_MAX) gathered?.()
       flush()
     },
     busy: () => pending.length > 0 || Boolean(flushing),
