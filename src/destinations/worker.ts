@@ -4,7 +4,7 @@ import type { DestinationConfig } from './config.ts'
 import { createAgents, createCancelGroup, sendOnce, type SendResult } from './http-send.ts'
 import { destinationMetrics, type DestinationMetrics } from './metrics.ts'
 import { classify } from './outcome.ts'
-import { claimDeliveries, onEnqueued, releaseClaims, type DeliveryRow } from './outbox.ts'
+import { claimDeliveries, onEnqueued, releaseClaims, type ClaimedDelivery } from './outbox.ts'
 import { createAttemptRecorder, type AttemptRecorder } from './recorder.ts'
 import { signedHeaders, signingKeys } from './sign.ts'
 import { shownUrl } from './shown-url.ts'
@@ -57,7 +57,7 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
   const claimMs = destination.timeoutMs + CLAIM_GRACE_MS
   const labels = { destination: destination.name }
   const log = rt.log.child({ destination: destination.name })
-  const buffer: DeliveryRow[] = []
+  const buffer: ClaimedDelivery[] = []
   const running = new Set<Promise<void>>()
   let pumping: Promise<void> | undefined
   let again = false
@@ -77,7 +77,7 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
     counter.inc()
   }
 
-  async function giveBack(rows: DeliveryRow[]): Promise<void> {
+  async function giveBack(rows: ClaimedDelivery[]): Promise<void> {
     await releaseClaims(rt, owner, rows.map((r) => r.id)).catch((error) => log.warn({ err: (error as Error).message }, 'could not release delivery claims; they lapse on their own'))
   }
 
@@ -92,7 +92,7 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
     metrics.disabled.set(labels, disabled ? 1 : 0)
   }
 
-  function start(row: DeliveryRow, probe: boolean): void {
+  function start(row: ClaimedDelivery, probe: boolean): void {
     if (probe) probeInFlight = true
     const task = (async () => {
       const startedAt = rt.clock.now()
