@@ -38,6 +38,11 @@ export interface DeliveryWorkerOptions {
   breaker?: BreakerOptions
 }
 
+/** What a failed attempt's log line says about it (built only for the outcomes that log). */
+function logContext(row: ClaimedDelivery, sent: SendResult) {
+  return { delivery_id: row.id, event_id: row.event_id, attempt: row.attempts + 1, status: sent.status, latency_ms: sent.latencyMs }
+}
+
 interface Lane {
   pump(): void
   busy(): boolean
@@ -70,6 +75,8 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
   const shutdown = createCancelGroup()
   // Label sets bound once: prom-client hashes the labels on every call otherwise.
   const attemptSeconds = metrics.attemptSeconds.labels(labels)
+  const pausedGauge = metrics.paused.labels(labels)
+  let shownPaused = -1
   const deliveriesBy = new Map<string, { inc(): void }>()
   const countDelivery = (result: string) => {
     let counter = deliveriesBy.get(result)
@@ -119,16 +126,15 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
       else if (outcome.result !== 'disabled') breaker.failure(now)
       countDelivery(outcome.result)
       attemptSeconds.observe(sent.latencyMs / 1000)
-      const context = { delivery_id: row.id, event_id: row.event_id, attempt: row.attempts + 1, status: sent.status, latency_ms: sent.latencyMs }
       if (outcome.result === 'disabled') {
         disabled = true
         disableSeq++
         metrics.disabled.set(labels, 1)
-        log.error(context, 'destination answered 410 Gone: disabled until `destinations enable`')
+        log.error(logContext(row, sent), 'destination answered 410 Gone: disabled until `destinations enable`')
         await disableDestination(rt, destination.name, `410 Gone from ${shownUrl(destination.url)}`).catch((error) => log.error({ err: (error as Error).message }, 'could not record the disabled destination'))
         disableSeq++
-      } else if (outcome.result === 'dead') log.error({ ...context, err: outcome.error }, 'delivery dead-lettered: retry schedule exhausted')
-      else if (outcome.result === 'retry') log.warn({ ...context, err: outcome.error, next_attempt_at: outcome.nextAttemptAt }, 'delivery attempt failed; will retry')
+      } else if (outcome.result === 'dead') log.error({ ...logContext(row, sent), err: outcome.error }, 'delivery dead-lettered: retry schedule exhausted')
+      else if (outcome.result === 'retry') log.warn({ ...logContext(row, sent), err: outcome.error, next_attempt_at: outcome.nextAttemptAt }, 'delivery attempt failed; will retry')
       recorder.push({
         row,
         result: outcome.result,
@@ -158,7 +164,9 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
       const now = rt.clock.now()
       await refreshState(now)
       const state = breaker.state(now)
-      metrics.paused.set(labels, state === 'closed' ? 0 : 1)
+      // Set on a change only: a gauge set hashes its labels, and a pass runs every few deliveries.
+      const paused = state === 'closed' ? 0 : 1
+      if (paused !== shownPaused) pausedGauge.set((shownPaused = paused))
       if (disabled || state === 'open' || stopped) {
         if (buffer.length) await giveBack(buffer.splice(0))
         return
