@@ -140,7 +140,7 @@ function failure(attempt: Attempt, request: SendRequest, error: unknown): HopRes
  * delivery — most answers are an empty 2xx. Its callbacks are methods of one object: under tsx (esbuild's
  * keepNames) every named arrow made per delivery costs an Object.defineProperty of its name.
  */
-function exchange(dispatcher: Dispatcher, url: URL, request: SendRequest, attempt: Attempt): Promise<HopResult> {
+function exchange(dispatcher: Dispatcher, target: Target, request: SendRequest, attempt: Attempt): Promise<HopResult> {
   return new Promise((resolve) => {
     let controller: Dispatcher.DispatchController | undefined
     let settled = false
@@ -206,23 +206,51 @@ function exchange(dispatcher: Dispatcher, url: URL, request: SendRequest, attemp
     }
     attempt.onCut = handler.cut
     try {
-      dispatcher.dispatch({ origin: url.origin, path: url.pathname + url.search, method: 'POST', headers: request.headers, body: request.body }, handler)
+      dispatcher.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers: request.headers, body: request.body }, handler)
     } catch (error) {
       handler.settle(failure(attempt, request, error))
     }
   })
 }
 
+/** What each attempt needs of a destination URL, read once per URL: a lane posts to the same one thousands of times. */
+interface Target {
+  url: URL
+  protocol: string
+  hostname: string
+  origin: string
+  path: string
+  auth: string | undefined
+}
+
+const targets = new Map<string, Target>()
+/** Destinations are a handful of URLs; a bound all the same (redirect targets come from the network). */
+const MAX_TARGETS = 256
+
+function targetOf(url: URL): Target {
+  const known = targets.get(url.href)
+  if (known) return known
+  const target: Target = { url, protocol: url.protocol, hostname: url.hostname, origin: url.origin, path: url.pathname + url.search, auth: basicAuthOf(url) }
+  if (targets.size >= MAX_TARGETS) targets.clear()
+  targets.set(url.href, target)
+  return target
+}
+
+/** A URL string parsed once (see targetOf); throws on an invalid one. */
+function parsedTarget(href: string): Target {
+  return targets.get(href) ?? targetOf(new URL(href))
+}
+
 /**
  * One hop of an attempt: the checks, the POST, the answer. Results are built field by field: V8 builds
  * `{ a, ...(x ? { b } : {}) }` far slower than an object given its fields one by one.
  */
-async function hop(url: URL, request: SendRequest, attempt: Attempt, dispatcher: Dispatcher): Promise<HopResult> {
+async function hop(target: Target, request: SendRequest, attempt: Attempt, dispatcher: Dispatcher): Promise<HopResult> {
   try {
-    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && request.allowHttp)) {
-      return { status: null, error: `refused ${url.protocol}// URL (https required)`, response: '' }
+    if (target.protocol !== 'https:' && !(target.protocol === 'http:' && request.allowHttp)) {
+      return { status: null, error: `refused ${target.protocol}// URL (https required)`, response: '' }
     }
-    checkLiteralHost(url.hostname, request.allowPrivate)
+    checkLiteralHost(target.hostname, request.allowPrivate)
   } catch (error) {
     return { status: null, error: (error as Error).message, response: '', blocked: error instanceof BlockedAddressError }
   }
@@ -231,9 +259,9 @@ async function hop(url: URL, request: SendRequest, attempt: Attempt, dispatcher:
   headers['content-type'] = 'application/json'
   headers['user-agent'] = 'switchboard-destinations/1'
   // Credentials in the URL go out as Basic auth (as node:http did), unless the destination's own headers set one.
-  const auth = basicAuthOf(url)
+  const auth = target.auth
   if (auth && !Object.keys(headers).some((name) => name.toLowerCase() === 'authorization')) headers.authorization = auth
-  return exchange(dispatcher, url, request, attempt)
+  return exchange(dispatcher, target, request, attempt)
 }
 
 /**
@@ -257,14 +285,14 @@ export async function sendOnce(request: SendRequest): Promise<SendResult> {
   const agents = request.agents ?? createAgents(1, request.allowPrivate)
   const dispatcher = agents.dispatcher
   try {
-    let url: URL
+    let target: Target
     try {
-      url = new URL(request.url)
+      target = parsedTarget(request.url)
     } catch {
       return { status: null, latencyMs: 0, error: 'invalid URL', response: '' }
     }
     for (let hops = 0; ; hops++) {
-      const result = await hop(url, request, attempt, dispatcher)
+      const result = await hop(target, request, attempt, dispatcher)
       const redirect = result.status !== null && result.status >= 300 && result.status < 400
       if (!redirect || !result.location || hops >= request.followRedirects) {
         const latencyMs = Math.round(performance.now() - started)
@@ -276,7 +304,11 @@ export async function sendOnce(request: SendRequest): Promise<SendResult> {
         if (attempt.cut === 'cancelled') sent.aborted = true
         return sent
       }
-      url = new URL(result.location, url)
+      try {
+        target = targetOf(new URL(result.location, target.url))
+      } catch {
+        return { status: result.status, latencyMs: Math.round(performance.now() - started), error: `redirect to an invalid URL: ${result.location}`, response: result.response }
+      }
     }
   } finally {
     cancelTimer()

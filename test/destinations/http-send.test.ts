@@ -122,6 +122,12 @@ describe('sendOnce', () => {
     expect(sent.error).toMatch(/ECONNREFUSED|connect/)
   })
 
+  it('a redirect to a URL that does not parse is a failed attempt, never a throw', async () => {
+    const url = await serve((_req, res) => res.writeHead(307, { location: 'http://[not-an-address' }).end())
+    const sent = await sendOnce(attempt(url, { followRedirects: 1 }))
+    expect(sent).toMatchObject({ status: 307, error: 'redirect to an invalid URL: http://[not-an-address' })
+  })
+
   it('keeps its connections between attempts on a shared agent', async () => {
     const ports = new Set<number>()
     const url = await serve((req, res) => {
