@@ -105,20 +105,28 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
       const startedAt = rt.clock.now()
       // An event body is never empty: an empty one is a body lost from destination_payloads, and is a failed
       // attempt (kept, retried, dead-lettered, replayable) rather than an empty POST the receiver would accept.
-      const sent = row.payload
-        ? await sendOnce({
-            url: destination.url,
-            body: row.payload,
-            headers: { ...destination.headers, ...signedHeaders(keys, row.id, startedAt, row.payload) },
-            timeoutMs: destination.timeoutMs,
-            allowPrivate: rt.config.destinations.allowPrivate,
-            allowHttp: destination.allowHttp,
-            followRedirects: destination.followRedirects,
-            clock: rt.clock,
-            agents,
-            cancel: shutdown,
-          })
-        : MISSING_BODY
+      let sent: SendResult
+      try {
+        sent = row.payload
+          ? await sendOnce({
+              url: destination.url,
+              body: row.payload,
+              headers: { ...destination.headers, ...signedHeaders(keys, row.id, startedAt, row.payload) },
+              timeoutMs: destination.timeoutMs,
+              allowPrivate: rt.config.destinations.allowPrivate,
+              allowHttp: destination.allowHttp,
+              followRedirects: destination.followRedirects,
+              clock: rt.clock,
+              agents,
+              cancel: shutdown,
+            })
+          : MISSING_BODY
+      } catch (error) {
+        // sendOnce never throws by design; should a bug make it, the attempt is still a recorded failure (retried,
+        // then dead-lettered) rather than an outcome never written, which would bring the delivery back after
+        // every claim lapse, forever.
+        sent = { status: null, latencyMs: 0, error: `delivery attempt crashed: ${(error as Error).message}`, response: '' }
+      }
       if (sent.aborted) return giveBack([row])
       const now = rt.clock.now()
       const outcome = classify(destination, row.round_attempts, sent, now, rt.random.next)
