@@ -105,7 +105,7 @@ function firstHeader(value: string | string[] | undefined): string | undefined {
 function cutAttempt(attempt: Attempt, why: 'timeout' | 'cancelled'): void {
   if (attempt.cut) return
   attempt.cut = why
-  attempt.onCut?.()
+  attempt.exchange?.cut()
 }
 
 interface HopResult {
@@ -117,10 +117,10 @@ interface HopResult {
   blocked?: boolean
 }
 
-/** One attempt's state shared by its hops: why it was cut (if it was), and how to stop the exchange in flight. */
+/** One attempt's state shared by its hops: why it was cut (if it was), and the exchange in flight. */
 interface Attempt {
   cut?: 'timeout' | 'cancelled'
-  onCut?: () => void
+  exchange?: { cut(): void }
 }
 
 function failure(attempt: Attempt, request: SendRequest, error: unknown): HopResult {
@@ -137,78 +137,104 @@ function failure(attempt: Attempt, request: SendRequest, error: unknown): HopRes
  * the end of the body, on an error, or as soon as the attempt is cut (the exchange is then aborted, or refused
  * when undici starts it). Once a status line has arrived it is the answer, even if the body is then cut off.
  * A handler rather than `dispatcher.request()`: no response stream, async resource or signal listener per
- * delivery — most answers are an empty 2xx. Its callbacks are methods of one object: under tsx (esbuild's
- * keepNames) every named arrow made per delivery costs an Object.defineProperty of its name.
+ * delivery — most answers are an empty 2xx. A class, as undici's own handlers are: its callbacks live on the
+ * prototype, one object per attempt instead of a closure per callback.
  */
+class Exchange {
+  private controller: Dispatcher.DispatchController | undefined = undefined
+  private settled = false
+  private result: HopResult | undefined = undefined
+  private chunks: Buffer[] | undefined = undefined
+  private kept = 0
+  private size = 0
+
+  constructor(
+    private readonly attempt: Attempt,
+    private readonly request: SendRequest,
+    private readonly resolve: (result: HopResult) => void,
+  ) {}
+
+  private settle(answer: HopResult): void {
+    if (this.settled) return
+    this.settled = true
+    this.attempt.exchange = undefined
+    this.resolve(answer)
+  }
+
+  private answered(error?: string): void {
+    if (this.settled) return
+    const answer = this.result!
+    if (this.chunks) answer.response = Buffer.concat(this.chunks).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8')
+    if (error) answer.error = error
+    this.settle(answer)
+  }
+
+  private interrupted(): string {
+    return this.attempt.cut === 'timeout' ? `timed out reading the response after ${this.request.timeoutMs} ms` : 'response interrupted'
+  }
+
+  /** The attempt was cut (deadline, shutdown): settle now, and stop the exchange if it started. */
+  cut(): void {
+    if (this.result) this.answered(this.interrupted())
+    else this.settle(failure(this.attempt, this.request, undefined))
+    this.controller?.abort(new Error(this.attempt.cut))
+  }
+
+  /** A dispatch that throws before it starts. */
+  refused(error: unknown): void {
+    this.settle(failure(this.attempt, this.request, error))
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller
+    if (this.settled) controller.abort(new Error(this.attempt.cut ?? 'settled'))
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    // 1xx answers are informational: the final status follows.
+    if (statusCode < 200) return
+    const answer: HopResult = { status: statusCode, response: '' }
+    const retryAfter = firstHeader(headers['retry-after'])
+    if (retryAfter) answer.retryAfter = retryAfter
+    const location = firstHeader(headers.location)
+    if (location) answer.location = location
+    this.result = answer
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.size += chunk.length
+    if (this.kept < KEPT_RESPONSE_BYTES) {
+      ;(this.chunks ??= []).push(chunk)
+      this.kept += chunk.length
+    }
+    if (this.size > MAX_RESPONSE_BYTES && !this.settled) {
+      // Enough: the status is the answer; a huge body is not read (nor its connection kept).
+      this.answered(`response body over ${MAX_RESPONSE_BYTES} bytes; cut off`)
+      controller.abort(new Error('response too large'))
+    }
+  }
+
+  onResponseEnd(): void {
+    if (this.settled) return
+    if (this.result) this.answered()
+    else this.settle({ status: null, error: 'no response', response: '' })
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (this.settled) return
+    if (this.result) this.answered(this.interrupted())
+    else this.settle(failure(this.attempt, this.request, error))
+  }
+}
+
 function exchange(dispatcher: Dispatcher, target: Target, request: SendRequest, attempt: Attempt): Promise<HopResult> {
   return new Promise((resolve) => {
-    let controller: Dispatcher.DispatchController | undefined
-    let settled = false
-    let result: HopResult | undefined
-    const chunks: Buffer[] = []
-    let kept = 0
-    let size = 0
-    const handler = {
-      settle(answer: HopResult) {
-        if (settled) return
-        settled = true
-        attempt.onCut = undefined
-        resolve(answer)
-      },
-      answered(error?: string) {
-        if (settled) return
-        const answer = result!
-        if (kept > 0) answer.response = Buffer.concat(chunks).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8')
-        if (error) answer.error = error
-        handler.settle(answer)
-      },
-      cut() {
-        if (result) handler.answered(attempt.cut === 'timeout' ? `timed out reading the response after ${request.timeoutMs} ms` : 'response interrupted')
-        else handler.settle(failure(attempt, request, undefined))
-        controller?.abort(new Error(attempt.cut))
-      },
-      onRequestStart(c: Dispatcher.DispatchController) {
-        controller = c
-        if (settled) c.abort(new Error(attempt.cut ?? 'settled'))
-      },
-      onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>) {
-        // 1xx answers are informational: the final status follows.
-        if (statusCode < 200) return
-        const answer: HopResult = { status: statusCode, response: '' }
-        const retryAfter = firstHeader(headers['retry-after'])
-        if (retryAfter) answer.retryAfter = retryAfter
-        const location = firstHeader(headers.location)
-        if (location) answer.location = location
-        result = answer
-      },
-      onResponseData(c: Dispatcher.DispatchController, chunk: Buffer) {
-        size += chunk.length
-        if (kept < KEPT_RESPONSE_BYTES) {
-          chunks.push(chunk)
-          kept += chunk.length
-        }
-        if (size > MAX_RESPONSE_BYTES && !settled) {
-          // Enough: the status is the answer; a huge body is not read (nor its connection kept).
-          handler.answered(`response body over ${MAX_RESPONSE_BYTES} bytes; cut off`)
-          c.abort(new Error('response too large'))
-        }
-      },
-      onResponseEnd() {
-        if (settled) return
-        if (result) handler.answered()
-        else handler.settle({ status: null, error: 'no response', response: '' })
-      },
-      onResponseError(_c: Dispatcher.DispatchController, error: Error) {
-        if (settled) return
-        if (result) handler.answered(attempt.cut === 'timeout' ? `timed out reading the response after ${request.timeoutMs} ms` : 'response interrupted')
-        else handler.settle(failure(attempt, request, error))
-      },
-    }
-    attempt.onCut = handler.cut
+    const handler = new Exchange(attempt, request, resolve)
+    attempt.exchange = handler
     try {
       dispatcher.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers: request.headers, body: request.body }, handler)
     } catch (error) {
-      handler.settle(failure(attempt, request, error))
+      handler.refused(error)
     }
   })
 }
