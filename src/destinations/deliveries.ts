@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely'
 import type { DestinationAttemptsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
-import { DELIVERY_COLUMNS, type DeliveryRow } from './outbox.ts'
+import { DELIVERY_COLUMNS, eventBody, type DeliveryRow } from './outbox.ts'
 import { disabledDestinations } from './state.ts'
 import { shownUrl } from './shown-url.ts'
 
@@ -67,11 +67,10 @@ export async function listDeliveries(rt: Runtime, filter: DeliveryFilter = {}): 
 /** One delivery with every attempt (status, latency, first KB of the response). */
 export async function getDelivery(rt: Runtime, id: string): Promise<(DeliveryView & { payload: unknown; attempt_log: AttemptView[] }) | undefined> {
   const row = await rt.store.db
-    .selectFrom('destination_deliveries as d')
-    .selectAll('d')
-    // The event's body from destination_payloads; the row's own copy for a row the previous version wrote.
-    .select((eb) => eb.fn.coalesce(eb.selectFrom('destination_payloads as p').select('p.payload').whereRef('p.event_id', '=', 'd.event_id'), 'd.payload').as('body'))
-    .where('d.id', '=', id)
+    .selectFrom('destination_deliveries')
+    .select(DELIVERY_COLUMNS)
+    .select((eb) => eventBody(eb).as('body'))
+    .where('id', '=', id)
     .executeTakeFirst()
   if (!row) return undefined
   const attempts = await rt.store.db.selectFrom('destination_attempts').selectAll().where('delivery_id', '=', id).orderBy('attempt').execute()

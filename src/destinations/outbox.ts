@@ -1,4 +1,4 @@
-import { sql, type Selectable, type Transaction } from 'kysely'
+import { sql, type ExpressionBuilder, type Selectable, type Transaction } from 'kysely'
 import type { Database, DestinationDeliveriesTable, WebhookEventsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
 import type { DestinationConfig, ForwardedBody, ForwardedEvent } from './config.ts'
@@ -184,16 +184,22 @@ export async function claimDeliveries(rt: Runtime, destination: DestinationConfi
     .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
     // Only what the worker uses: each returned row is an object built per claim, a few hundred a second.
     .returning(CLAIMED_COLUMNS)
-    // The body from destination_payloads; the row's copy for a row a release before 0009 wrote (the next
-    // release drops the column: by then every such row is long delivered or dead). A sub-select in
-    // RETURNING: one statement, on SQLite (≥ 3.35) and Postgres alike.
-    .returning((eb) =>
-      eb.fn
-        .coalesce(eb.selectFrom('destination_payloads as p').select('p.payload').whereRef('p.event_id', '=', 'destination_deliveries.event_id'), 'destination_deliveries.payload')
-        .as('payload'),
-    )
+    // A sub-select in RETURNING: one statement, on SQLite (≥ 3.35) and Postgres alike.
+    .returning((eb) => eventBody(eb).as('payload'))
     .execute()
   return rows.sort((a, b) => a.order_at - b.order_at || (a.id < b.id ? -1 : 1))
+}
+
+/**
+ * The body a delivery sends, read with its row: from destination_payloads, or the row's own copy for a row a
+ * release before migration 0009 wrote (the next release drops that column — by then every such row is long
+ * delivered or dead — and this becomes the sub-select alone).
+ */
+export function eventBody(eb: ExpressionBuilder<Database, 'destination_deliveries'>) {
+  return eb.fn.coalesce(
+    eb.selectFrom('destination_payloads as p').select('p.payload').whereRef('p.event_id', '=', 'destination_deliveries.event_id'),
+    'destination_deliveries.payload',
+  )
 }
 
 /** The columns of a claimed delivery the worker reads (its body is added from destination_payloads). */

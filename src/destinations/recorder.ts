@@ -18,9 +18,9 @@ export interface AttemptRecorder {
  * a commit runs: committing at the next turn of the event loop carried ~30 outcomes at full speed, and every
  * commit rewrites the same index and table pages into the log. A few milliseconds make it a few hundred.
  */
-export const GATHER_MS = 5
+const GATHER_MS = 5
 /** A commit starts at once when this many outcomes wait. */
-export const GATHER_MAX = 256
+const GATHER_MAX = 256
 
 export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: () => void): AttemptRecorder {
   const pending: AttemptRecord[] = []
