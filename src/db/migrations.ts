@@ -1,4 +1,4 @@
-import { destinationPayloadsMigration, destinationsMigration } from '../destinations/migration.ts'
+import { destinationPayloadsMigration, destinationPendingIndexesMigration, destinationsMigration } from '../destinations/migration.ts'
 import { type Kysely, type Migration, type MigrationProvider } from 'kysely'
 
 /**
@@ -388,6 +388,7 @@ export const migrations: Record<string, Migration> = {
   '0007_recording_headers': m0007,
   '0008_follow_up_sweep_indexes': m0008,
   '0009_destination_payloads': destinationPayloadsMigration,
+  '0010_destination_pending_indexes': destinationPendingIndexesMigration,
 }
 
 export const migrationProvider: MigrationProvider = {

@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import { Counter, Gauge, Histogram } from 'prom-client'
 import type { Runtime } from '../runtime.ts'
 
@@ -27,7 +28,8 @@ export function destinationMetrics(rt: Runtime): DestinationMetrics {
     (backlog ??= rt.store.db
       .selectFrom('destination_deliveries')
       .select((eb) => ['destination', eb.fn.countAll<number>().as('n'), eb.fn.min<number>('created_at').as('oldest')])
-      .where('status', '=', 'pending')
+      // A literal: it names the partial index's condition (migration 0010).
+      .where('status', '=', sql.lit('pending'))
       .groupBy('destination')
       .execute()
       .then((rows) => new Map(rows.map((r) => [r.destination, { depth: Number(r.n), oldest: r.oldest === null ? null : Number(r.oldest) }])))

@@ -102,3 +102,37 @@ export const destinationPayloadsMigration: Migration = {
     await db.schema.dropTable('destination_payloads').ifExists().execute()
   },
 }
+
+/**
+ * `0010_destination_pending_indexes`: the outbox's two hot indexes hold pending deliveries only. Every outcome
+ * moved a delivered row within both (status is in each key): now it leaves them, one index write instead of two
+ * each, and the claim scans an index no larger than the backlog however long deliveries are kept. The queries
+ * that read pending rows say `status = 'pending'` as a literal, which is what lets SQLite choose a partial index.
+ * The counts by status (`destinations list`) read the table instead; they run on demand, not per delivery.
+ */
+export const destinationPendingIndexesMigration: Migration = {
+  async up(db) {
+    await db.schema
+      .createIndex('destination_deliveries_pending_due')
+      .ifNotExists()
+      .on('destination_deliveries')
+      .columns(['destination', 'next_attempt_at'])
+      .where(sql.ref('status'), '=', sql.lit('pending'))
+      .execute()
+    await db.schema
+      .createIndex('destination_deliveries_pending_conversation')
+      .ifNotExists()
+      .on('destination_deliveries')
+      .columns(['destination', 'conversation_id', 'order_at'])
+      .where(sql.ref('status'), '=', sql.lit('pending'))
+      .execute()
+    await db.schema.dropIndex('destination_deliveries_due').ifExists().execute()
+    await db.schema.dropIndex('destination_deliveries_conversation').ifExists().execute()
+  },
+  async down(db) {
+    await db.schema.createIndex('destination_deliveries_due').ifNotExists().on('destination_deliveries').columns(['destination', 'status', 'next_attempt_at']).execute()
+    await db.schema.createIndex('destination_deliveries_conversation').ifNotExists().on('destination_deliveries').columns(['destination', 'conversation_id', 'status', 'order_at']).execute()
+    await db.schema.dropIndex('destination_deliveries_pending_conversation').ifExists().execute()
+    await db.schema.dropIndex('destination_deliveries_pending_due').ifExists().execute()
+  },
+}

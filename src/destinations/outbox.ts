@@ -156,7 +156,8 @@ export async function claimDeliveries(rt: Runtime, destination: DestinationConfi
     .selectFrom('destination_deliveries as d')
     .select('d.id')
     .where('d.destination', '=', destination.name)
-    .where('d.status', '=', 'pending')
+    // A literal, not a parameter: it names the partial index's condition (migration 0010).
+    .where('d.status', '=', sql.lit('pending'))
     .where('d.next_attempt_at', '<=', now)
     .where((eb) => eb.or([eb('d.claimed_until', 'is', null), eb('d.claimed_until', '<', now)]))
   if (destination.ordered) {
@@ -167,7 +168,7 @@ export async function claimDeliveries(rt: Runtime, destination: DestinationConfi
             .select(sql.lit(1).as('one'))
             .whereRef('e.destination', '=', 'd.destination')
             .whereRef('e.conversation_id', '=', 'd.conversation_id')
-            .where('e.status', '=', 'pending')
+            .where('e.status', '=', sql.lit('pending'))
             .where((eb) => eb.or([eb('e.order_at', '<', eb.ref('d.order_at')), eb.and([eb('e.order_at', '=', eb.ref('d.order_at')), eb('e.id', '<', eb.ref('d.id'))])])),
         ),
       ),

@@ -169,8 +169,9 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
       again = false
       // In the processing thread, a burst at the receiver goes first (src/webhooks/receiver-load.ts).
       await yieldToReceiver(rt)
+      await refreshState(rt.clock.now())
+      // Read after the awaits: a pass that waited on the database must not judge claims by an earlier moment.
       const now = rt.clock.now()
-      await refreshState(now)
       const state = breaker.state(now)
       // Set on a change only: a gauge set hashes its labels, and a pass runs every few deliveries.
       const paused = state === 'closed' ? 0 : 1
@@ -181,12 +182,11 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
       }
       const slots = state === 'closed' ? destination.concurrency - running.size : probeInFlight ? 0 : 1
       if (slots <= 0) return
-      // Rows whose claim is nearly spent go back rather than risk a second replica sending them too.
-      const stale = buffer.filter((r) => (r.claimed_until ?? 0) - now < destination.timeoutMs + START_MARGIN_MS)
-      if (stale.length) {
-        buffer.splice(0, buffer.length, ...buffer.filter((r) => !stale.includes(r)))
-        await giveBack(stale)
-      }
+      // Rows whose claim is nearly spent go back rather than risk a second replica sending them too. The
+      // buffer is in claim order, so they are its head (a pass runs per delivery: no scan of the whole buffer).
+      let stale = 0
+      while (stale < buffer.length && (buffer[stale]!.claimed_until ?? 0) - now < destination.timeoutMs + START_MARGIN_MS) stale++
+      if (stale) await giveBack(buffer.splice(0, stale))
       if (buffer.length < slots) {
         // Claim ahead (one transaction per several deliveries), but only one at a time while probing.
         const want = state === 'closed' ? slots + CLAIM_AHEAD * destination.concurrency - buffer.length : 1 - buffer.length

@@ -215,6 +215,26 @@ describeEachDialect('destinations: delivery', (dialect) => {
     await vi.waitFor(async () => expect((await h!.status()).filter((r) => r.status !== 'delivered')).toEqual([]), { timeout: 10_000 })
   })
 
+  it('a claimed delivery that waited in the buffer until its claim ran low is claimed afresh before it is sent', async () => {
+    const held: Array<{ end(): void }> = []
+    const s = await sink((_n, _req, res) => void held.push({ end: () => res.writeHead(204).end() }))
+    h = await createForwardHarness(dialect, [destination(s, { concurrency: 1, timeoutMs: 20_000 })])
+    await h.ingest([makeEvent(), makeEvent(), makeEvent()])
+    await vi.waitFor(() => expect(s.requests).toHaveLength(1), WAIT)
+    const claims = async () => await h!.rt.store.db.selectFrom('destination_deliveries').select(['claimed_until']).orderBy('order_at').execute()
+    // One in flight, two claimed ahead into the buffer: one claim of 35 s (the timeout and 15 s of grace).
+    expect(new Set((await claims()).map((r) => r.claimed_until))).toEqual(new Set([h.clock.now() + 35_000]))
+    // 10.5 s on, less than the timeout and the start margin (5 s) is left of that claim: when the first answers,
+    // the next row is given back and claimed again before it goes out.
+    await h.clock.advance(10_500)
+    expect(s.requests).toHaveLength(1)
+    held[0]!.end()
+    await vi.waitFor(() => expect(s.requests).toHaveLength(2), WAIT)
+    const [, second, third] = await claims()
+    expect(second!.claimed_until).toBe(h.clock.now() + 35_000)
+    expect(third!.claimed_until).toBe(h.clock.now() + 35_000)
+  })
+
   it('publishes events a recipe sends (ctx.destinations.publish)', async () => {
     const s = await sink()
     h = await createForwardHarness(dialect, [destination(s, { events: ['followup.*'] })])
