@@ -7,6 +7,7 @@ import { startRecipes } from './recipes/background.ts'
 import { recipeEngineFor } from './recipes/engine.ts'
 import { startMailOutbox } from './reports/mail-outbox.ts'
 import { startWebhookWorkers } from './webhooks/index.ts'
+import { startInstanceRegistry } from './instances.ts'
 
 /**
  * Where a process sits in the event pipeline. `receiver`: the webhook receiver, proxy, sandbox, admin and
@@ -28,6 +29,9 @@ export async function startBackground(rt: Runtime, options: { role?: Role } = {}
     for (const stop of stops.reverse()) await stop()
   }
   try {
+    // Registered first, and a first look for killed instances on this machine: their claims are claimable again
+    // before this one's workers start (src/instances.ts).
+    stops.push(await startInstanceRegistry(rt))
     // ── feature background work ───────────────────────────────────────────────────────────────
     if (role !== 'worker') stops.push(startProxyMaintenance(rt))
     if (role !== 'receiver') {

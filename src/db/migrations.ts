@@ -378,6 +378,23 @@ const m0008: Migration = {
   },
 }
 
+/** The running instances of `serve`, so a killed one's claims are given back at once (src/instances.ts). */
+const m0011: Migration = {
+  async up(db: AnyDb) {
+    await db.schema
+      .createTable('instances')
+      .ifNotExists()
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('process', 'text', (c) => c.notNull())
+      .addColumn('host', 'text', (c) => c.notNull())
+      .addColumn('started_at', 'bigint', (c) => c.notNull())
+      .execute()
+  },
+  async down(db: AnyDb) {
+    await db.schema.dropTable('instances').ifExists().execute()
+  },
+}
+
 export const migrations: Record<string, Migration> = {
   '0001_initial': m0001,
   '0002_webhooks_stats': m0002,
@@ -389,6 +406,7 @@ export const migrations: Record<string, Migration> = {
   '0008_follow_up_sweep_indexes': m0008,
   '0009_destination_payloads': destinationPayloadsMigration,
   '0010_destination_pending_indexes': destinationPendingIndexesMigration,
+  '0011_instances': m0011,
 }
 
 export const migrationProvider: MigrationProvider = {

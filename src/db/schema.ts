@@ -239,6 +239,19 @@ export interface MailLogTable {
   claimed_until: number | null
 }
 
+/**
+ * The runtimes of `serve` now running (0011): each registers on start and leaves on a clean stop, so one that
+ * was killed can be recognised and its claims given back at once (src/instances.ts).
+ */
+export interface InstancesTable {
+  /** The runtime's instance id: its claims are `<id>:<worker>`, its leases `<id>`. */
+  id: string
+  /** The process's exact identity (src/utils/process-identity.ts): `<boot>/<pid namespace>/<pid>/<start>`. */
+  process: string
+  host: string
+  started_at: number
+}
+
 /** Named leases for jobs that one replica at a time should run (reconcile, purge). */
 export interface LeasesTable {
   name: string
@@ -326,6 +339,7 @@ export interface Database {
   dnc: DncTable
   mail_log: MailLogTable
   leases: LeasesTable
+  instances: InstancesTable
   destination_deliveries: DestinationDeliveriesTable
   destination_payloads: DestinationPayloadsTable
   destination_attempts: DestinationAttemptsTable

@@ -1,0 +1,100 @@
+import { hostname } from 'node:os'
+import { sql, type Kysely } from 'kysely'
+import type { Database } from './db/schema.ts'
+import type { Runtime } from './runtime.ts'
+import { isProcessAlive, processIdentity } from './utils/process-identity.ts'
+
+/**
+ * Claims of a killed instance, given back at once. Work is claimed for a while (an event's processing, a queued
+ * call, a delivery, a recipe's events, a mail): a process killed with claims out leaves them to lapse, 17–25 s
+ * later, before anyone does that work again. But a process that stopped running is known for certain on its own
+ * machine: each runtime of `serve` registers its exact process identity (boot, pid namespace, pid, start time);
+ * when it starts, and every REAP_MS after, each one looks at the registered instances it can judge — same boot,
+ * same pid namespace — and for each whose process is gone, clears its claims and leases and its row. Instances
+ * on other machines (or in other containers' namespaces) cannot be judged from here: their claims lapse as
+ * before. A live instance is never judged dead (its process exists), so nothing is sent twice by two live
+ * replicas; what the killed one had in flight goes out again — at least once, as after a lapse.
+ */
+
+/** How often a running instance looks for killed ones on its machine. */
+export const REAP_MS = 10_000
+
+/** The tables whose rows are claimed as `<instance id>:<worker>` (claimed_by) until claimed_until. */
+const CLAIM_TABLES = ['webhook_events', 'recipe_event_fires', 'call_queue', 'mail_log', 'destination_deliveries'] as const
+
+/** Registers this runtime as a running instance (no-op where a process cannot be identified). */
+export async function registerInstance(rt: Runtime): Promise<boolean> {
+  const process = processIdentity()
+  if (!process) return false
+  await rt.store.db
+    .insertInto('instances')
+    .values({ id: rt.instanceId, process, host: hostname(), started_at: rt.clock.now() })
+    .onConflict((oc) => oc.column('id').doUpdateSet({ process, host: hostname(), started_at: rt.clock.now() }))
+    .execute()
+  return true
+}
+
+export async function unregisterInstance(rt: Runtime): Promise<void> {
+  await rt.store.db.deleteFrom('instances').where('id', '=', rt.instanceId).execute()
+}
+
+/** Gives back the claims and leases of every registered instance on this machine whose process is gone; returns their ids. */
+export async function reapDeadInstances(rt: Runtime): Promise<string[]> {
+  const rows = await rt.store.db.selectFrom('instances').select(['id', 'process']).where('id', '!=', rt.instanceId).execute()
+  const dead = rows.filter((r) => isProcessAlive(r.process) === false).map((r) => r.id)
+  for (const id of dead) {
+    await rt.store.db.transaction().execute(async (trx) => {
+      for (const table of CLAIM_TABLES) await releaseClaimsOf(trx, table, id)
+      await trx.deleteFrom('leases').where('owner', '=', id).execute()
+      await trx.deleteFrom('instances').where('id', '=', id).execute()
+    })
+  }
+  if (dead.length) rt.log.warn({ instances: dead }, 'instances on this machine stopped without giving back their claims; their work is claimable again')
+  return dead
+}
+
+/**
+ * Every claim `<id>:…` in one table. An exact prefix by substr: LIKE would need its wildcards escaped (and is
+ * case-blind on SQLite), and a range compares by the column's collation, which on Postgres may skip punctuation.
+ */
+async function releaseClaimsOf(db: Kysely<Database>, table: (typeof CLAIM_TABLES)[number], id: string): Promise<void> {
+  const prefix = `${id}:`
+  await db
+    .updateTable(table)
+    .set({ claimed_by: null, claimed_until: null })
+    .where(sql<string>`substr(claimed_by, 1, ${prefix.length})`, '=', prefix)
+    .execute()
+}
+
+/**
+ * Background work: registers the runtime, reaps at once (a restart after a kill finds its predecessor's claims)
+ * and every REAP_MS; the stop unregisters it.
+ */
+export async function startInstanceRegistry(rt: Runtime): Promise<() => Promise<void>> {
+  // Not registered (no /proc, or the database refused the row): this instance's claims lapse as before if it is
+  // killed, and it still reaps others — starting is not held up for it.
+  const registered = await registerInstance(rt).catch((error: Error) => {
+    rt.log.warn({ err: error.message }, 'could not register this instance; if it is killed its claims lapse on their own')
+    return false
+  })
+  if (!registered && !processIdentity()) return async () => {}
+  let stopped = false
+  let cancel: (() => void) | undefined
+  let running: Promise<unknown> | undefined
+  const reap = () => {
+    running = reapDeadInstances(rt)
+      .catch((error: Error) => rt.log.warn({ err: error.message }, 'could not look for stopped instances; their claims lapse on their own'))
+      .finally(() => {
+        running = undefined
+        if (!stopped) cancel = rt.clock.setTimeout(reap, REAP_MS)
+      })
+  }
+  await reapDeadInstances(rt).catch((error: Error) => rt.log.warn({ err: error.message }, 'could not look for stopped instances; their claims lapse on their own'))
+  cancel = rt.clock.setTimeout(reap, REAP_MS)
+  return async () => {
+    stopped = true
+    cancel?.()
+    await running
+    if (registered) await unregisterInstance(rt).catch(() => {})
+  }
+}
