@@ -42,15 +42,21 @@ export async function unregisterInstance(rt: Runtime): Promise<void> {
 export async function reapDeadInstances(rt: Runtime): Promise<string[]> {
   const rows = await rt.store.db.selectFrom('instances').select(['id', 'process']).where('id', '!=', rt.instanceId).execute()
   const dead = rows.filter((r) => isProcessAlive(r.process) === false).map((r) => r.id)
-  for (const id of dead) {
-    await rt.store.db.transaction().execute(async (trx) => {
-      for (const table of CLAIM_TABLES) await releaseClaimsOf(trx, table, id)
-      await trx.deleteFrom('leases').where('owner', '=', id).execute()
-      await trx.deleteFrom('instances').where('id', '=', id).execute()
-    })
-  }
+  for (const id of dead) await releaseInstance(rt, id)
   if (dead.length) rt.log.warn({ instances: dead }, 'instances on this machine stopped without giving back their claims; their work is claimable again')
   return dead
+}
+
+/**
+ * Gives back everything instance `id` holds — its claims in every table and its leases — and forgets it. Only for
+ * an instance known to have stopped: its process is gone, or it was the processing thread that died.
+ */
+export async function releaseInstance(rt: Runtime, id: string): Promise<void> {
+  await rt.store.db.transaction().execute(async (trx) => {
+    for (const table of CLAIM_TABLES) await releaseClaimsOf(trx, table, id)
+    await trx.deleteFrom('leases').where('owner', '=', id).execute()
+    await trx.deleteFrom('instances').where('id', '=', id).execute()
+  })
 }
 
 /**

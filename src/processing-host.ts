@@ -4,6 +4,7 @@ import type { Runtime } from './runtime.ts'
 import type { ThreadMessage, ThreadReply } from './processing-messages.ts'
 import { processingTasks, type ProcessingTaskName, type TaskArgs, type TaskResult } from './processing-tasks.ts'
 import { trackReceiverLoad } from './webhooks/receiver-load.ts'
+import { releaseInstance } from './instances.ts'
 import { webhookState } from './webhooks/state.ts'
 
 type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>
@@ -68,9 +69,11 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
     const startedAt = rt.clock.now()
     return new Promise<void>((resolve, reject) => {
       let ready = false
+      let instanceId: string | undefined
       worker.on('message', (reply: ThreadReply) => {
         if (reply.type === 'ready') {
           ready = true
+          instanceId = reply.instanceId
           readyWorker = worker
           resolve()
         } else if (reply.type === 'failed') reject(new Error(`the processing thread could not start: ${reply.error}`))
@@ -104,6 +107,8 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
         const wait = backoff
         backoff = Math.min(RESTART_MAX_MS, backoff * 2)
         rt.log.error({ code, restartInMs: wait }, 'the processing thread stopped; restarting it (events wait in the inbox meanwhile)')
+        // What the dead thread had claimed is claimable at once (its process lives on, so no reaper would judge it).
+        if (instanceId) void releaseInstance(rt, instanceId).catch((error: Error) => rt.log.warn({ err: error.message }, 'could not give back the stopped thread\'s claims; they lapse on their own'))
         cancelRestart = rt.clock.setTimeout(() => {
           if (stopping) return
           spawn().catch((error: Error) => rt.log.error({ err: error.message }, 'the processing thread could not restart'))

@@ -9,7 +9,8 @@ export type ThreadMessage =
 
 /** What the processing thread answers. */
 export type ThreadReply =
-  | { type: 'ready' }
+  /** `instanceId`: the thread's runtime, whose claims the host gives back should the thread die. */
+  | { type: 'ready'; instanceId: string }
   | { type: 'metrics'; id: number; json: unknown }
   | { type: 'task'; id: number; ok: true; value: unknown }
   | { type: 'task'; id: number; ok: false; error: string }

@@ -108,4 +108,4 @@ for (let wait = START_RETRY_MIN_MS; !stopping; wait = Math.min(START_RETRY_MAX_M
     await sleep(rt.clock, wait)
   }
 }
-if (!stopping) port.postMessage({ type: 'ready' } satisfies ThreadReply)
+if (!stopping) port.postMessage({ type: 'ready', instanceId: rt.instanceId } satisfies ThreadReply)
