@@ -113,12 +113,12 @@ describeEachDialect('destinations: replicas and crashes', (dialect) => {
     expect(atCrash).toBeLessThan(300)
 
     await serve()
-    // Claims held by the killed process lapse (timeout + 15 s), then the rest goes out.
+    // The restart gives back the killed process's claims (src/instances.ts), then the rest goes out.
     await vi.waitFor(() => expect(new Set(s.requests.map((r) => r.headers['webhook-id'])).size).toBe(300), { timeout: 60_000, interval: 200 })
     const expected = new Set(events.map((e) => deliveryId('crm', e.event_id)))
     expect(new Set(s.requests.map((r) => String(r.headers['webhook-id'])))).toEqual(expected)
     for (const r of s.requests.slice(0, 3)) expect(verifyStandard(r)).toMatchObject({ event_type: 'call.completed' })
-    // Deliveries in flight at the kill were received but not recorded: once their claims lapse they go
+    // Deliveries in flight at the kill were received but not recorded: once their claims are given back they go
     // out again (at least once, same webhook-id), and only those.
     await vi.waitFor(async () => {
       const rows = await store!.db.selectFrom('destination_deliveries').select('status').execute()

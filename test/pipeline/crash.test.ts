@@ -76,8 +76,8 @@ describeEachDialect('pipeline survives kill -9 mid-drain', (dialect) => {
         ...process.env, PORT: String(port), DATA_DIR: dataDir!, DATABASE_URL: store!.url, WEBHOOK_SECRET: SECRET,
         VOICE_API_KEY: 'sk_live_crash', VOICE_API_BASE_URL: provider!.url, RECIPES_DIR: SHIPPED, RECIPES_TIMEZONE: 'UTC',
         RECONCILE_INTERVAL_SECONDS: '0', LOG_LEVEL: 'silent', CALL_QUEUE_CONCURRENCY: '4',
-        // A queued call's claim is UPSTREAM_TIMEOUT_MS + 15 s: the killed process's claims lapse in 17 s
-        // instead of 30 s (the provider answers in 20 ms).
+        // The restart gives back the killed process's claims at once (src/instances.ts); were it to miss one, a
+        // queued call's claim (UPSTREAM_TIMEOUT_MS + 15 s) lapses in 17 s instead of 30 s (the provider answers in 20 ms).
         UPSTREAM_TIMEOUT_MS: '2000',
       },
       stdio: 'ignore',
@@ -120,7 +120,7 @@ describeEachDialect('pipeline survives kill -9 mid-drain', (dialect) => {
       const calls = await store!.db.selectFrom('calls').select(['idempotency_key', 'status']).where('recipe', '=', 'no-answer-followup').execute()
       expect(calls.filter((c) => c.status === 'scheduled' || c.status === 'initiated')).toHaveLength(EVENTS)
       expect(await store!.db.selectFrom('call_queue').selectAll().execute()).toEqual([])
-    }, { timeout: 60_000, interval: 250 }) // claims held by the killed process lapse first
+    }, { timeout: 60_000, interval: 250 })
     // Each follow-up reached the provider once (a re-send after the kill met the provider's idempotency).
     expect(provider.created.size).toBe(EVENTS)
     const fires = await store.db.selectFrom('recipe_event_fires').select(['recipe', 'event_id', 'status', 'run_id']).where('recipe', '=', 'no-answer-followup').execute()

@@ -101,7 +101,7 @@ describeEachDialect('webhooks survive a crash (SIGKILL mid-load)', (dialect) => 
     await vi.waitFor(async () => {
       const { data } = await getJson<{ data: Array<{ event_id: string }> }>(`http://127.0.0.1:${port}/admin/events?status=processed&limit=10000`)
       expect(data.length).toBe(stored.length)
-    }, { timeout: 45_000, interval: 200 }) // claims held by the killed process lapse after 10 s
+    }, { timeout: 45_000, interval: 200 }) // the restart gives back the killed process's claims (src/instances.ts)
     const conversations = await store.db.selectFrom('conversations').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
     expect(Number(conversations.n)).toBe(stored.length)
     expect(pendingAtCrash + acked.size).toBeGreaterThan(0)
