@@ -1,6 +1,5 @@
 import { hostname } from 'node:os'
-import { sql, type Kysely } from 'kysely'
-import type { Database } from './db/schema.ts'
+import { sql } from 'kysely'
 import type { Runtime } from './runtime.ts'
 import { isProcessAlive, processIdentity } from './utils/process-identity.ts'
 
@@ -18,9 +17,6 @@ import { isProcessAlive, processIdentity } from './utils/process-identity.ts'
 
 /** How often a running instance looks for killed ones on its machine. */
 export const REAP_MS = 10_000
-
-/** The tables whose rows are claimed as `<instance id>:<worker>` (claimed_by) until claimed_until. */
-const CLAIM_TABLES = ['webhook_events', 'recipe_event_fires', 'call_queue', 'mail_log', 'destination_deliveries'] as const
 
 /** Registers this runtime as a running instance (no-op where a process cannot be identified). */
 export async function registerInstance(rt: Runtime): Promise<boolean> {
@@ -49,27 +45,28 @@ export async function reapDeadInstances(rt: Runtime): Promise<string[]> {
 
 /**
  * Gives back everything instance `id` holds — its claims in every table and its leases — and forgets it. Only for
- * an instance known to have stopped: its process is gone, or it was the processing thread that died.
+ * an instance known to have stopped: its process is gone, or it was the processing thread that died. Each table
+ * is read through an index over the rows that can be claimed (never its whole history: on SQLite a statement
+ * holds the one write lock the receiver's commits wait for), one statement at a time; a crash half-way leaves the
+ * instance registered, and the next look finishes the job.
  */
 export async function releaseInstance(rt: Runtime, id: string): Promise<void> {
-  await rt.store.db.transaction().execute(async (trx) => {
-    for (const table of CLAIM_TABLES) await releaseClaimsOf(trx, table, id)
-    await trx.deleteFrom('leases').where('owner', '=', id).execute()
-    await trx.deleteFrom('instances').where('id', '=', id).execute()
-  })
-}
-
-/**
- * Every claim `<id>:…` in one table. An exact prefix by substr: LIKE would need its wildcards escaped (and is
- * case-blind on SQLite), and a range compares by the column's collation, which on Postgres may skip punctuation.
- */
-async function releaseClaimsOf(db: Kysely<Database>, table: (typeof CLAIM_TABLES)[number], id: string): Promise<void> {
+  const db = rt.store.db
   const prefix = `${id}:`
-  await db
-    .updateTable(table)
-    .set({ claimed_by: null, claimed_until: null })
-    .where(sql<string>`substr(claimed_by, 1, ${prefix.length})`, '=', prefix)
-    .execute()
+  // An exact prefix by substr: LIKE would need its wildcards escaped (and is case-blind on SQLite), and a range
+  // compares by the column's collation, which on Postgres may skip punctuation.
+  const claimedByIt = sql<string>`substr(claimed_by, 1, ${prefix.length})`
+  const free = { claimed_by: null, claimed_until: null }
+  await db.updateTable('webhook_events').set(free).where('status', 'in', ['pending', 'failed']).where(claimedByIt, '=', prefix).execute()
+  // The queue's index leads with the recipe: its names first (a read, which never waits on or holds the lock).
+  const recipes = (await db.selectFrom('recipe_event_fires').select('recipe').distinct().execute()).map((r) => r.recipe)
+  if (recipes.length) await db.updateTable('recipe_event_fires').set(free).where('recipe', 'in', recipes).where('status', 'in', ['pending', 'failed']).where(claimedByIt, '=', prefix).execute()
+  // The call queue holds only calls not yet settled.
+  await db.updateTable('call_queue').set(free).where(claimedByIt, '=', prefix).execute()
+  await db.updateTable('mail_log').set(free).where('status', '=', 'queued').where(claimedByIt, '=', prefix).execute()
+  await db.updateTable('destination_deliveries').set(free).where('status', '=', sql.lit('pending')).where(claimedByIt, '=', prefix).execute()
+  await db.deleteFrom('leases').where('owner', '=', id).execute()
+  await db.deleteFrom('instances').where('id', '=', id).execute()
 }
 
 /**

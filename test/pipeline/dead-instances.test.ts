@@ -63,7 +63,7 @@ describeEachDialect('killed instances', (dialect) => {
     const event = makeEvent({ event_id: `evt_${tag}` })
     expect((await h!.send(event)).status).toBe(204)
     await db.updateTable('webhook_events').set({ claimed_by: owner, claimed_until: now + 60_000 }).where('event_id', '=', event.event_id).execute()
-    await db.insertInto('recipe_event_fires').values({ recipe: 'r', event_id: event.event_id, fired_at: now, claimed_by: owner, claimed_until: now + 60_000, run_id: null, last_error: null }).execute()
+    await db.insertInto('recipe_event_fires').values({ recipe: 'r', event_id: event.event_id, fired_at: now, status: 'pending', claimed_by: owner, claimed_until: now + 60_000, run_id: null, last_error: null }).execute()
     await db.insertInto('call_queue').values({ id: `call_${tag}`, tenant: 't', request: '{}', attempts: 1, next_attempt_at: now, claimed_by: owner, claimed_until: now + 60_000, enqueued_at: now, last_error: null }).execute()
     await db
       .insertInto('mail_log')
