@@ -395,6 +395,16 @@ const m0011: Migration = {
   },
 }
 
+/** The hourly purge of recipe fires finds the old ones by an index, not by reading the whole queue (src/recipes/retention.ts). */
+const m0012: Migration = {
+  async up(db: AnyDb) {
+    await db.schema.createIndex('recipe_event_fires_fired').ifNotExists().on('recipe_event_fires').column('fired_at').execute()
+  },
+  async down(db: AnyDb) {
+    await db.schema.dropIndex('recipe_event_fires_fired').ifExists().execute()
+  },
+}
+
 export const migrations: Record<string, Migration> = {
   '0001_initial': m0001,
   '0002_webhooks_stats': m0002,
@@ -407,6 +417,7 @@ export const migrations: Record<string, Migration> = {
   '0009_destination_payloads': destinationPayloadsMigration,
   '0010_destination_pending_indexes': destinationPendingIndexesMigration,
   '0011_instances': m0011,
+  '0012_recipe_fires_fired_index': m0012,
 }
 
 export const migrationProvider: MigrationProvider = {
