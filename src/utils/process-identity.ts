@@ -9,8 +9,8 @@ export function processIdentity(pid: number = process.pid): string | undefined {
   try {
     const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()
     const namespace = readlinkSync('/proc/self/ns/pid')
-    const start = startTicks(pid)
-    return start === undefined ? undefined : `${boot}/${namespace}/${pid}/${start}`
+    const stat = readStat(pid)
+    return !stat || stat.zombie ? undefined : `${boot}/${namespace}/${pid}/${stat.start}`
   } catch {
     return undefined
   }
@@ -19,26 +19,36 @@ export function processIdentity(pid: number = process.pid): string | undefined {
 /**
  * Whether the process an identity names still runs: true or false when it belongs to this boot and pid namespace
  * (the same kernel, seeing the same pids), undefined when this process cannot tell (another machine, another
- * container's namespace, an earlier boot, a malformed identity).
+ * container's namespace, an earlier boot, a process it may not look at, a malformed identity).
  */
 export function isProcessAlive(identity: string): boolean | undefined {
   const own = processIdentity()
   if (!own) return undefined
-  const [boot, namespace, pid, start] = identity.split('/')
+  const [boot, namespace, pidText, start] = identity.split('/')
   const [ownBoot, ownNamespace] = own.split('/')
-  if (!boot || !namespace || !pid || !start || boot !== ownBoot || namespace !== ownNamespace || !/^\d+$/.test(pid)) return undefined
-  return startTicks(Number(pid)) === start
+  if (!boot || !namespace || !pidText || !start || boot !== ownBoot || namespace !== ownNamespace || !/^\d+$/.test(pidText)) return undefined
+  const pid = Number(pidText)
+  if (pid <= 0) return undefined
+  const stat = readStat(pid)
+  // A zombie was killed and runs no more (its parent has not collected it yet).
+  if (stat) return !stat.zombie && stat.start === start
+  // No /proc entry: gone — or hidden (/proc mounted with hidepid, another user's process). Signal 0 tells which.
+  try {
+    process.kill(pid, 0)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ESRCH') return false
+  }
+  return undefined
 }
 
-/**
- * Field 22 of /proc/<pid>/stat (after the parenthesised name, which may itself hold spaces); undefined for a pid
- * that does not exist or a zombie (killed, not yet collected by its parent: it runs no more).
- */
-function startTicks(pid: number): string | undefined {
+/** From /proc/<pid>/stat: field 22 (start time) and whether it is a zombie; undefined when it cannot be read. */
+function readStat(pid: number): { start: string; zombie: boolean } | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // After the parenthesised name, which may itself hold spaces and parentheses.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return fields[0] === 'Z' || fields[0] === 'X' ? undefined : fields[19]
+    const start = fields[19]
+    return start ? { start, zombie: fields[0] === 'Z' || fields[0] === 'X' } : undefined
   } catch {
     return undefined
   }
