@@ -1,6 +1,7 @@
 import { hostname } from 'node:os'
 import { sql } from 'kysely'
 import type { Runtime } from './runtime.ts'
+import { every } from './utils/every.ts'
 import { isProcessAlive, processIdentity } from './utils/process-identity.ts'
 
 /**
@@ -71,33 +72,21 @@ export async function releaseInstance(rt: Runtime, id: string): Promise<void> {
 
 /**
  * Background work: registers the runtime, reaps at once (a restart after a kill finds its predecessor's claims)
- * and every REAP_MS; the stop unregisters it.
+ * and every REAP_MS; the stop unregisters it. Where a process cannot be identified (no /proc) there is nothing to
+ * register and no one can be judged.
  */
 export async function startInstanceRegistry(rt: Runtime): Promise<() => Promise<void>> {
-  // Not registered (no /proc, or the database refused the row): this instance's claims lapse as before if it is
-  // killed, and it still reaps others — starting is not held up for it.
+  if (!processIdentity()) return async () => {}
+  // Not registered (the database refused the row): if this instance is killed its claims lapse as before; it still
+  // reaps others, and starting is not held up for it.
   const registered = await registerInstance(rt).catch((error: Error) => {
     rt.log.warn({ err: error.message }, 'could not register this instance; if it is killed its claims lapse on their own')
     return false
   })
-  if (!registered && !processIdentity()) return async () => {}
-  let stopped = false
-  let cancel: (() => void) | undefined
-  let running: Promise<unknown> | undefined
-  const reap = () => {
-    running = reapDeadInstances(rt)
-      .catch((error: Error) => rt.log.warn({ err: error.message }, 'could not look for stopped instances; their claims lapse on their own'))
-      .finally(() => {
-        running = undefined
-        if (!stopped) cancel = rt.clock.setTimeout(reap, REAP_MS)
-      })
-  }
   await reapDeadInstances(rt).catch((error: Error) => rt.log.warn({ err: error.message }, 'could not look for stopped instances; their claims lapse on their own'))
-  cancel = rt.clock.setTimeout(reap, REAP_MS)
+  const stopReaping = every(rt.clock, rt.log, 'looking for stopped instances', REAP_MS, REAP_MS, () => reapDeadInstances(rt))
   return async () => {
-    stopped = true
-    cancel?.()
-    await running
+    await stopReaping()
     if (registered) await unregisterInstance(rt).catch(() => {})
   }
 }

@@ -269,9 +269,9 @@ export interface DestinationDeliveriesTable {
   conversation_id: string | null
   /**
    * The body's copy in rows written before migration 0009; '' in rows written since (the body is in
-   * `destination_payloads`). The narrow-rows change is an expand/contract over three releases (README →
-   * Rolling deploys): 0009 wrote both and read the table; this release writes '' here; the next drops the
-   * column.
+   * `destination_payloads`). The narrow-rows change is an expand/contract over several releases (README →
+   * Rolling deploys): 0009 wrote both and read the table; 0.2.0 and 0.3.0 write '' here; dropping the column
+   * waits for a release that gives it a default and stops naming it.
    */
   payload: string
   /** Delivery order within a conversation: the event's receipt time (epoch ms) × 1000 + its place in its batch. */

@@ -69,9 +69,10 @@ export const destinationsMigration: Migration = {
  * `0009_destination_payloads`: an event's body once, in `destination_payloads`, however many destinations it
  * goes to — the first step of narrow delivery rows. The rows are rewritten on every claim and outcome, and a
  * kilobyte of body in each is most of the outbox's write cost; but the previous version reads the body from
- * the row while a deploy runs both, so the column goes in three releases (README → Rolling deploys): this one
- * adds the table, copies the bodies of existing rows into it and writes both; the next stops filling the
- * row's copy; the one after drops it. The copy can run again after a crash half-way (SQLite migrates
+ * the row while a deploy runs both, so the column goes over several releases (README → Rolling deploys): this
+ * one adds the table, copies the bodies of existing rows into it and writes both; 0.2.0 stops filling the row's
+ * copy (it still names the column, which has no default); a later release gives it a default and stops naming
+ * it, and the one after drops it. The copy can run again after a crash half-way (SQLite migrates
  * without a transaction): bodies already copied are skipped.
  */
 export const destinationPayloadsMigration: Migration = {

@@ -193,8 +193,8 @@ export async function claimDeliveries(rt: Runtime, destination: DestinationConfi
 
 /**
  * The body a delivery sends, read with its row: from destination_payloads, or the row's own copy for a row a
- * release before migration 0009 wrote (the next release drops that column — by then every such row is long
- * delivered or dead — and this becomes the sub-select alone).
+ * release before migration 0009 wrote (once the column is gone — README → Rolling deploys — this becomes the
+ * sub-select alone).
  */
 export function eventBody(eb: ExpressionBuilder<Database, 'destination_deliveries'>) {
   return eb.fn.coalesce(

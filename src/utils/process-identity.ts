@@ -6,14 +6,22 @@ import { readFileSync, readlinkSync } from 'node:fs'
  * it is not, within one boot and one namespace. Undefined elsewhere (no /proc).
  */
 export function processIdentity(pid: number = process.pid): string | undefined {
-  try {
-    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()
-    const namespace = readlinkSync('/proc/self/ns/pid')
-    const stat = readStat(pid)
-    return !stat || stat.zombie ? undefined : `${boot}/${namespace}/${pid}/${stat.start}`
-  } catch {
-    return undefined
+  const scope = ownScope()
+  const stat = scope ? readStat(pid) : undefined
+  return !stat || stat.zombie ? undefined : `${scope}/${pid}/${stat.start}`
+}
+
+/** `<boot>/<pid namespace>` of this process: fixed for its lifetime, so read once. */
+let scope: string | null | undefined
+function ownScope(): string | undefined {
+  if (scope === undefined) {
+    try {
+      scope = `${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()}/${readlinkSync('/proc/self/ns/pid')}`
+    } catch {
+      scope = null
+    }
   }
+  return scope ?? undefined
 }
 
 /**
@@ -22,11 +30,10 @@ export function processIdentity(pid: number = process.pid): string | undefined {
  * container's namespace, an earlier boot, a process it may not look at, a malformed identity).
  */
 export function isProcessAlive(identity: string): boolean | undefined {
-  const own = processIdentity()
+  const own = ownScope()
   if (!own) return undefined
   const [boot, namespace, pidText, start] = identity.split('/')
-  const [ownBoot, ownNamespace] = own.split('/')
-  if (!boot || !namespace || !pidText || !start || boot !== ownBoot || namespace !== ownNamespace || !/^\d+$/.test(pidText)) return undefined
+  if (!boot || !namespace || !pidText || !start || `${boot}/${namespace}` !== own || !/^\d+$/.test(pidText)) return undefined
   const pid = Number(pidText)
   if (pid <= 0) return undefined
   const stat = readStat(pid)
