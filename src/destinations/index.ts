@@ -5,8 +5,7 @@ import { destinationMetrics } from './metrics.ts'
 import { purgeOldDeliveries } from './retention.ts'
 import { startDeliveryWorker } from './worker.ts'
 import { every } from '../utils/every.ts'
-
-const PURGE_EVERY_MS = 60 * 60_000
+import { PURGE_EVERY_MS } from '../db/delete-in-chunks.ts'
 
 /**
  * Forwarding verified events to the team's own systems: config (`DESTINATIONS`), the durable outbox,
@@ -23,7 +22,7 @@ export function registerDestinationRoutes(app: H3, rt: Runtime): void {
  * deliveries (always: rows outlive a destination removed from the config); returns their stop function.
  */
 export function startDestinations(rt: Runtime): () => Promise<void> {
-  const stopPurge = every(rt.clock, rt.log, 'delivery purge', 90_000, PURGE_EVERY_MS, () => purgeOldDeliveries(rt))
+  const stopPurge = every(rt.clock, rt.log, 'delivery purge', 90_000, PURGE_EVERY_MS, (signal) => purgeOldDeliveries(rt, { signal }))
   const worker = rt.config.destinations.list.length > 0 ? startDeliveryWorker(rt) : undefined
   return async () => {
     await stopPurge()

@@ -1,4 +1,6 @@
 import type { Runtime } from '../runtime.ts'
+import { deleteInChunks, PURGE_LEASE_MS, purgeRun, type ChunkedDeletion, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
+import { leadingKeys } from '../db/leading-keys.ts'
 import { acquireLease, releaseLease } from '../webhooks/lease.ts'
 import { retentionCutoff } from '../webhooks/retention.ts'
 
@@ -14,25 +16,66 @@ export interface DeliveryPurgeResult {
  * Deletes finished deliveries (delivered, or dead-lettered) created before the retention window
  * (EVENT_RETENTION_DAYS, ≥ 30 days — as long as the events themselves are kept), with their attempt
  * logs and the event bodies no delivery needs any more. Pending deliveries are never purged, however old.
- * One replica at a time (a lease).
+ * One replica at a time (a lease); in chunks (src/db/delete-in-chunks.ts): a delivery and its attempts go
+ * in one transaction, a destination at a time through its (destination, created_at) index.
  */
-export async function purgeOldDeliveries(rt: Runtime): Promise<DeliveryPurgeResult> {
-  if (!(await acquireLease(rt, 'destinations:purge', 10 * 60_000))) return { deliveries: 0, attempts: 0, payloads: 0, skipped: true }
+export async function purgeOldDeliveries(rt: Runtime, options: DeleteInChunksOptions = {}): Promise<DeliveryPurgeResult> {
+  if (!(await acquireLease(rt, 'destinations:purge', PURGE_LEASE_MS))) return { deliveries: 0, attempts: 0, payloads: 0, skipped: true }
   try {
     const cutoff = retentionCutoff(rt)
-    const result = await rt.store.db.transaction().execute(async (trx) => {
-      const finished = trx.selectFrom('destination_deliveries').select('id').where('created_at', '<', cutoff).where('status', 'in', ['delivered', 'dead'])
-      const attempts = await trx.deleteFrom('destination_attempts').where('delivery_id', 'in', finished).executeTakeFirst()
-      const deliveries = await trx.deleteFrom('destination_deliveries').where('created_at', '<', cutoff).where('status', 'in', ['delivered', 'dead']).executeTakeFirst()
-      // A body goes with its event's last delivery (a pending one, however old, keeps it).
-      const payloads = await trx
+    // One deadline for all of this run's deletions.
+    const run = purgeRun(options)
+    const db = rt.store.db
+    let attempts = 0
+    let deliveries = 0
+    let more = false
+    const count = (done: ChunkedDeletion) => {
+      deliveries += done.rows
+      more ||= done.more
+    }
+    // Destinations no longer configured included.
+    for (const destination of await leadingKeys(db, 'destination_deliveries', 'destination')) {
+      count(
+        await deleteInChunks(
+          (limit) =>
+            db.transaction().execute(async (trx) => {
+              const ids = (
+                await trx
+                  .selectFrom('destination_deliveries')
+                  .select('id')
+                  .where('destination', '=', destination)
+                  .where('created_at', '<', cutoff)
+                  .where('status', 'in', ['delivered', 'dead'])
+                  .limit(limit)
+                  .execute()
+              ).map((r) => r.id)
+              if (ids.length === 0) return 0
+              attempts += Number((await trx.deleteFrom('destination_attempts').where('delivery_id', 'in', ids).executeTakeFirst()).numDeletedRows)
+              return Number((await trx.deleteFrom('destination_deliveries').where('id', 'in', ids).executeTakeFirst()).numDeletedRows)
+            }),
+          run,
+        ),
+      )
+    }
+    // A body goes with its event's last delivery (a pending one, however old, keeps it).
+    const payloads = await deleteInChunks(async (limit) => {
+      const deleted = await db
         .deleteFrom('destination_payloads')
-        .where('created_at', '<', cutoff)
-        .where(({ not, exists, selectFrom }) => not(exists(selectFrom('destination_deliveries as d').select('d.id').whereRef('d.event_id', '=', 'destination_payloads.event_id'))))
+        .where(
+          'event_id',
+          'in',
+          db
+            .selectFrom('destination_payloads as p')
+            .select('p.event_id')
+            .where('p.created_at', '<', cutoff)
+            .where(({ not, exists, selectFrom }) => not(exists(selectFrom('destination_deliveries as d').select('d.id').whereRef('d.event_id', '=', 'p.event_id'))))
+            .limit(limit),
+        )
         .executeTakeFirst()
-      return { deliveries: Number(deliveries.numDeletedRows), attempts: Number(attempts.numDeletedRows), payloads: Number(payloads.numDeletedRows), skipped: false }
-    })
-    if (result.deliveries || result.attempts) rt.log.info(result, 'purged old deliveries')
+      return Number(deleted.numDeletedRows)
+    }, run)
+    const result = { deliveries, attempts, payloads: payloads.rows, skipped: false }
+    if (result.deliveries || result.attempts || result.payloads) rt.log.info({ ...result, more: more || payloads.more }, 'purged old deliveries')
     return result
   } finally {
     await releaseLease(rt, 'destinations:purge')

@@ -1,33 +1,41 @@
 import { sql } from 'kysely'
 import type { Runtime } from '../runtime.ts'
+import { deleteInChunks, PURGE_LEASE_MS, purgeRun, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
+import { leadingKeys } from '../db/leading-keys.ts'
 import { acquireLease, releaseLease } from '../webhooks/lease.ts'
 import { retentionCutoff } from '../webhooks/retention.ts'
 
-/** Fires deleted per statement: each a short write, so the receiver's commits never wait long for the lock. */
-export const FIRES_PURGE_CHUNK = 2_000
-/** Statements per purge run: at most this × FIRES_PURGE_CHUNK rows an hour (the rest waits for the next run). */
-const MAX_CHUNKS = 250
-
-export interface FiresPurgeResult {
+export interface RecipeHistoryPurgeResult {
+  /** Event-triggered recipes' queue rows (`recipe_event_fires`). */
   fires: number
+  /** Recorded runs (`recipe_runs`). */
+  runs: number
+  /** Claimed schedule ticks (`recipe_ticks`). */
+  ticks: number
   skipped: boolean
 }
 
 /**
- * Deletes the queue rows of event-triggered recipes (`recipe_event_fires`) once they can no longer matter: run or
- * dead-lettered, fired before the retention window (EVENT_RETENTION_DAYS, ≥ 30 days), and their event itself
- * purged. While its event is kept a fire is what makes the recipe run once per event (a redelivered or replayed
- * event finds it and does not fire again), so it stays exactly as long as the event does. Without this the table
- * grew by a row per event and subscribed recipe for ever. Deleted in chunks, each its own statement.
+ * Purges what the recipes engine keeps per event, run and tick once it can no longer matter, past the retention
+ * window (EVENT_RETENTION_DAYS, ≥ 30 days). Without it each of these tables grew for ever:
+ * - queue rows of event-triggered recipes (`recipe_event_fires`): run or dead-lettered, and their event itself
+ *   purged. While its event is kept a fire is what makes the recipe run once per event (a redelivered or replayed
+ *   event finds it and does not fire again), so it stays exactly as long as the event does;
+ * - recorded runs (`recipe_runs`, what `recipes runs` and the dashboard list) started before the window;
+ * - claimed schedule ticks (`recipe_ticks`) before the window, except each recipe's newest: the missed-tick
+ *   catch-up at start-up reads it.
+ * One replica at a time (a lease); in chunks (src/db/delete-in-chunks.ts), runs and ticks a recipe at a time
+ * through their (recipe, …) indexes.
  */
-export async function purgeOldFires(rt: Runtime, options: { chunk?: number } = {}): Promise<FiresPurgeResult> {
-  if (!(await acquireLease(rt, 'recipes:purge-fires', 10 * 60_000))) return { fires: 0, skipped: true }
-  const chunk = options.chunk ?? FIRES_PURGE_CHUNK
+export async function purgeRecipeHistory(rt: Runtime, options: DeleteInChunksOptions = {}): Promise<RecipeHistoryPurgeResult> {
+  if (!(await acquireLease(rt, 'recipes:purge', PURGE_LEASE_MS))) return { fires: 0, runs: 0, ticks: 0, skipped: true }
   try {
     const cutoff = retentionCutoff(rt)
-    let fires = 0
-    for (let i = 0; i < MAX_CHUNKS; i++) {
-      const result = await rt.store.db
+    // One deadline for all of this run's deletions.
+    const run = purgeRun(options)
+    const db = rt.store.db
+    const fires = await deleteInChunks(async (limit) => {
+      const deleted = await db
         .deleteFrom('recipe_event_fires')
         .where(({ eb, refTuple, selectFrom }) =>
           eb(
@@ -38,18 +46,47 @@ export async function purgeOldFires(rt: Runtime, options: { chunk?: number } = {
               .where('f.fired_at', '<', cutoff)
               .where('f.status', 'in', ['done', 'dead'])
               .where(({ not, exists, selectFrom: inner }) => not(exists(inner('webhook_events as e').select(sql.lit(1).as('one')).whereRef('e.event_id', '=', 'f.event_id'))))
-              .limit(chunk)
+              .limit(limit)
               .$asTuple('recipe', 'event_id'),
           ),
         )
         .executeTakeFirst()
-      const n = Number(result.numDeletedRows)
-      fires += n
-      if (n < chunk) break
+      return Number(deleted.numDeletedRows)
+    }, run)
+
+    let runs = 0
+    let ticks = 0
+    let more = fires.more
+    // Recipes whose files are gone included.
+    for (const recipe of await leadingKeys(db, 'recipe_runs', 'recipe')) {
+      const done = await deleteInChunks(async (limit) => {
+        const deleted = await db
+          .deleteFrom('recipe_runs')
+          .where('id', 'in', db.selectFrom('recipe_runs').select('id').where('recipe', '=', recipe).where('started_at', '<', cutoff).limit(limit))
+          .executeTakeFirst()
+        return Number(deleted.numDeletedRows)
+      }, run)
+      runs += done.rows
+      more ||= done.more
     }
-    if (fires) rt.log.info({ fires }, 'purged old recipe fires')
-    return { fires, skipped: false }
+    for (const recipe of await leadingKeys(db, 'recipe_ticks', 'recipe')) {
+      const newest = await db.selectFrom('recipe_ticks').select((eb) => eb.fn.max('tick_at').as('tick_at')).where('recipe', '=', recipe).executeTakeFirst()
+      const keepFrom = Math.min(cutoff, Number(newest?.tick_at ?? cutoff))
+      const done = await deleteInChunks(async (limit) => {
+        const deleted = await db
+          .deleteFrom('recipe_ticks')
+          .where('recipe', '=', recipe)
+          .where('tick_at', 'in', db.selectFrom('recipe_ticks').select('tick_at').where('recipe', '=', recipe).where('tick_at', '<', keepFrom).limit(limit))
+          .executeTakeFirst()
+        return Number(deleted.numDeletedRows)
+      }, run)
+      ticks += done.rows
+      more ||= done.more
+    }
+    const result = { fires: fires.rows, runs, ticks, skipped: false }
+    if (result.fires || result.runs || result.ticks) rt.log.info({ ...result, more }, 'purged old recipe history')
+    return result
   } finally {
-    await releaseLease(rt, 'recipes:purge-fires')
+    await releaseLease(rt, 'recipes:purge')
   }
 }

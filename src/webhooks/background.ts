@@ -4,8 +4,7 @@ import { purgeOldEvents } from './retention.ts'
 import { every } from '../utils/every.ts'
 import { webhookState } from './state.ts'
 import { startWorker } from './worker.ts'
-
-const PURGE_EVERY_MS = 60 * 60_000
+import { PURGE_EVERY_MS } from '../db/delete-in-chunks.ts'
 
 /**
  * Starts the webhook background work: the processing worker (which first catches up on events left
@@ -19,7 +18,7 @@ export function startWebhookWorkers(rt: Runtime): () => Promise<void> {
   const stops: Array<() => Promise<void>> = []
   const interval = rt.config.webhook.reconcileIntervalSeconds * 1000
   if (interval > 0) stops.push(every(rt.clock, rt.log, 'reconciliation', Math.min(interval, 10_000), interval, () => reconcile(rt)))
-  stops.push(every(rt.clock, rt.log, 'webhook purge', 60_000, PURGE_EVERY_MS, () => purgeOldEvents(rt)))
+  stops.push(every(rt.clock, rt.log, 'webhook purge', 60_000, PURGE_EVERY_MS, (signal) => purgeOldEvents(rt, { signal })))
   return async () => {
     for (const stop of stops) await stop()
     await state.inbox.flush()

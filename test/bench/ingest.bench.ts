@@ -3,16 +3,20 @@
  * port, real SQLite file with synchronous=FULL, verify + durable dedup commit + 204) and against a bare
  * h3 handler that reads the same bodies, measured in the same run. Prints the throughput ratio, p50/p99
  * latency at a fixed 1,000 events/s offered load, and a duplicate storm (one event ten times at once →
- * exactly one stored). The servers run in a child process so the load generator does not share their
- * event loop. Loopback only; every loop is bounded.
+ * exactly one stored), and p99 at 1,000 events/s again with PURGE_ROWS events past the retention window stored,
+ * before and while the hourly purge deletes them (from a process of its own, as the service runs it off the
+ * receiver's thread, at the processing thread's priority and with its connection's settings). The
+ * servers run in a child process so the load generator does not share their event loop. Loopback only; every
+ * loop is bounded.
  *
- * Budgets: ingest ≥ 0.6 × bare throughput; p99 ≤ 20 ms at 1,000 events/s.
+ * Budgets: ingest ≥ 0.6 × bare throughput; p99 ≤ 20 ms at 1,000 events/s, the purge running or not.
  */
 import { createBareWebhookApp } from './bare-webhook-app.ts'
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { randomUUID } from 'node:crypto'
+import { closeSync, fsyncSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import http from 'node:http'
-import { tmpdir } from 'node:os'
+import { setPriority, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -22,6 +26,9 @@ const CONCURRENCY = 128
 const THROUGHPUT_MS = 3_000
 const RATE = 1_000
 const RATE_MS = 3_000
+/** Old events stored for the purge phase (~11 minutes of a campaign at 300 events/s), and how long it is measured. */
+const PURGE_ROWS = 200_000
+const PURGE_WINDOW_MS = 5_000
 
 // ── server side (child process) ───────────────────────────────────────────────────────────────────
 async function serveBoth(dataDir: string): Promise<void> {
@@ -33,7 +40,10 @@ async function serveBoth(dataDir: string): Promise<void> {
   // DATABASE_URL=postgres://… measures the same path on Postgres (README → Running on Postgres).
   const database = process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}
   const config = loadConfig({ env: { DATA_DIR: dataDir, WEBHOOK_SECRET: SECRET, LOG_LEVEL: 'silent', PORT: '0', ADMIN_TOKEN: BENCH_ADMIN_TOKEN, ...database } })
+  const { startWalCheckpoints } = await import('../../src/wal-checkpoints.ts')
   const rt = await createRuntime(config, { log: createSilentLogger() })
+  // As `serve` does: WAL checkpoints on a thread of their own, the receiver's commits checkpoint only as a backstop.
+  const checkpoints = startWalCheckpoints(rt)
   const sync = rt.store.sqlite?.pragma('synchronous', { simple: true })
   const app = new H3()
   registerWebhookRoutes(app, rt)
@@ -50,8 +60,72 @@ async function serveBoth(dataDir: string): Promise<void> {
   process.stdin.on('end', async () => {
     await a.close(true)
     await b.close(true)
+    await checkpoints?.close()
     await rt.close()
     process.exit(0)
+  })
+}
+
+// ── purge side (a second child) ──────────────────────────────────────────────────────────────────
+/**
+ * Seeds PURGE_ROWS processed events received 40 days ago (past the 30-day window) into the receiver's database
+ * (not timed), says `seeded`, waits for `go` on stdin, runs the retention purge as the service does for
+ * PURGE_WINDOW_MS and prints what it did.
+ */
+async function seedAndPurge(dataDir: string): Promise<void> {
+  const { loadConfig } = await import('../../src/config/load.ts')
+  const { createRuntime } = await import('../../src/runtime.ts')
+  const { createSilentLogger } = await import('../../src/utils/logger.ts')
+  const { purgeOldEvents } = await import('../../src/webhooks/retention.ts')
+  const database = process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}
+  const { useAsProcessingConnection } = await import('../../src/db/connect.ts')
+  const rt = await createRuntime(loadConfig({ env: { DATA_DIR: dataDir, WEBHOOK_SECRET: SECRET, LOG_LEVEL: 'silent', ...database } }), { log: createSilentLogger() })
+  // Set up as the service's processing thread's connection, where the purge runs (synchronous=NORMAL, checkpoints
+  // left to the checkpoint thread).
+  useAsProcessingConnection(rt.store)
+  const receivedAt = Date.now() - 40 * 86_400_000
+  const body = (await signedEvent()).body.toString()
+  for (let i = 0; i < PURGE_ROWS; i += 1_000) {
+    const rows = Array.from({ length: 1_000 }, (_, j) => ({
+      // Random ids, as a provider's are: their index entries are spread over whole indexes, as in production.
+      event_id: `evt_${randomUUID()}`, target: 'formant', event_type: 'call.completed', conversation_id: randomUUID(), trace_id: randomUUID(), agent_id: 101,
+      body, headers: '{}', source: 'webhook', received_at: receivedAt + i + j, status: 'processed', attempts: 1, next_attempt_at: receivedAt,
+      claimed_by: null, claimed_until: null, last_error: null, processed_at: receivedAt,
+    }))
+    await rt.store.db.insertInto('webhook_events').values(rows).execute()
+  }
+  // The seeding's ~250 MB on disk before anything is measured: its log checkpointed, the file's pages written out.
+  const sqlite = rt.store.sqlite
+  if (sqlite) {
+    sqlite.pragma('wal_checkpoint(TRUNCATE)')
+    const fd = openSync(sqlite.name, 'r')
+    fsyncSync(fd)
+    closeSync(fd)
+  }
+  process.stdout.write('seeded\n')
+  await new Promise((resolve) => process.stdin.once('data', resolve))
+  const started = performance.now()
+  // The service's purge, its run cut to the measured window (a real run goes on for up to PURGE_RUN_MS).
+  const result = await purgeOldEvents(rt, { deadline: started + PURGE_WINDOW_MS })
+  process.stdout.write(JSON.stringify({ ...result, ms: performance.now() - started }) + '\n')
+  await rt.close()
+  process.exit(0)
+}
+
+/** The first line a child writes to stdout, parsed by `parse`; rejects if the child exits first. */
+function firstLine<T>(child: ReturnType<typeof spawn>, parse: (line: string) => T): Promise<T> {
+  return new Promise((resolve, reject) => {
+    let buffer = ''
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString()
+      const line = buffer.split('\n')[0]
+      if (buffer.includes('\n') && line) {
+        buffer = buffer.slice(buffer.indexOf('\n') + 1)
+        child.stdout!.removeAllListeners('data')
+        resolve(parse(line))
+      }
+    })
+    child.once('exit', (code) => reject(new Error(`bench child exited (${code})`)))
   })
 }
 
@@ -183,15 +257,7 @@ async function main(): Promise<void> {
   })
   let failed = false
   try {
-    const info = await new Promise<{ receiver: number; bare: number; synchronous?: number; database: string }>((resolve, reject) => {
-      let buffer = ''
-      child.stdout!.on('data', (chunk: Buffer) => {
-        buffer += chunk.toString()
-        const line = buffer.split('\n')[0]
-        if (buffer.includes('\n') && line) resolve(JSON.parse(line))
-      })
-      child.on('exit', (code) => reject(new Error(`bench server exited (${code})`)))
-    })
+    const info = await firstLine(child, (line) => JSON.parse(line) as { receiver: number; bare: number; synchronous?: number; database: string })
     console.log(`receiver on :${info.receiver} (${info.database.replace(/\/\/[^@/]*@/, '//')}${info.synchronous === undefined ? '' : `, synchronous=${info.synchronous === 2 ? 'FULL' : info.synchronous}`}); bare h3 on :${info.bare}`)
 
     // Warm both (JIT, connections, SQLite pages), then measure alternately.
@@ -251,6 +317,28 @@ async function main(): Promise<void> {
     const okStorm = storm.every((s) => s.status === 204) && storm.filter((s) => !s.duplicate).length === 1 && stored?.duplicates === 9
     console.log(`duplicate storm: 10 × one event → ${storm.filter((s) => s.status === 204).length} × 204, ${storm.filter((s) => !s.duplicate).length} stored, ${storm.filter((s) => s.duplicate).length} flagged duplicate, duplicates counter ${stored?.duplicates} ${okStorm ? '✓' : '✗'}`)
 
+    // The hourly retention purge, with PURGE_ROWS expired events stored, while events arrive at RATE.
+    const purger = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--purge', dataDir], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, LOG_LEVEL: 'silent' } })
+    // At the processing thread's priority in `serve` (PROCESSING_NICE, default 5), where the purge runs.
+    if (process.platform === 'linux' && purger.pid) setPriority(purger.pid, 5)
+    await firstLine(purger, (line) => line)
+    // The same database just before the purge starts (the control), then while it runs.
+    const before = await atRate(info.receiver, await makeEvents(RATE * 3), RATE, RATE_MS)
+    const duringEvents = await makeEvents((RATE * PURGE_WINDOW_MS) / 1000)
+    purger.stdin!.write('go\n')
+    const purged = firstLine(purger, (line) => JSON.parse(line) as { events: number; ms: number })
+    const during = await atRate(info.receiver, duringEvents, RATE, PURGE_WINDOW_MS)
+    const purge = await purged
+    console.log(`at ${RATE}/s with ${PURGE_ROWS.toLocaleString('en')} events past the window stored: receiver p50 ${before.p50.toFixed(2)} ms p99 ${before.p99.toFixed(2)} ms max ${before.max.toFixed(1)} ms`)
+    console.log(`at ${RATE}/s for ${PURGE_WINDOW_MS / 1000} s of the retention purge (it deleted ${purge.events.toLocaleString('en')} old events, ${Math.round(purge.events / (purge.ms / 1000)).toLocaleString('en')}/s): receiver p50 ${during.p50.toFixed(2)} ms p99 ${during.p99.toFixed(2)} ms max ${during.max.toFixed(1)} ms (budget p99 ≤ 20 ms)${during.bad ? ` · ${during.bad} non-204!` : ''}`)
+    if (purge.events === 0) {
+      failed = true
+      console.error('✗ the purge deleted nothing')
+    }
+    if (during.p99 > 20) {
+      failed = true
+      console.error(`✗ ingest p99 ${during.p99.toFixed(2)} ms at ${RATE}/s during the purge is above 20 ms`)
+    }
     if (ratio < 0.6) {
       failed = true
       console.error(`✗ ingest throughput ratio ${ratio.toFixed(2)} is below 0.60`)
@@ -259,7 +347,7 @@ async function main(): Promise<void> {
       failed = true
       console.error(`✗ ingest p99 ${recvRate.p99.toFixed(2)} ms at ${RATE}/s is above 20 ms`)
     }
-    if (!okStorm || recvBad || recvRate.bad) failed = true
+    if (!okStorm || recvBad || recvRate.bad || before.bad || during.bad) failed = true
     if (!failed) console.log('✓ ingest within budget')
   } finally {
     child.stdin!.end()
@@ -271,4 +359,5 @@ async function main(): Promise<void> {
 }
 
 if (process.argv[2] === '--serve') await serveBoth(process.argv[3]!)
+else if (process.argv[2] === '--purge') await seedAndPurge(process.argv[3]!)
 else await main()

@@ -136,6 +136,31 @@ describeEachDialect('destinations: delivery', (dialect) => {
     expect(await h.rt.store.db.selectFrom('destination_payloads').select('event_id').execute()).toEqual([])
   })
 
+  it('purges in chunks, every destination with rows (one no longer configured too), a delivery with its attempts', async () => {
+    const s = await sink()
+    const days = 86_400_000
+    h = await createForwardHarness(dialect, [destination(s)])
+    await h.worker.stop()
+    const db = h.rt.store.db
+    const created = h.clock.now()
+    const row = (destinationName: string, i: number, status: string) => ({
+      id: `msg_${destinationName}_${i}`, destination: destinationName, event_id: `evt_${i}`, event_type: 'call.completed', conversation_id: null, payload: '',
+      order_at: created * 1000 + i, status, attempts: 1, round_attempts: 1, next_attempt_at: created, claimed_by: null, claimed_until: null,
+      last_status: 200, last_error: null, created_at: created, delivered_at: status === 'delivered' ? created : null,
+    })
+    // crm: 5 delivered and a pending one; retired (no longer configured): 3 dead. Each with one attempt logged.
+    const rows = [...[0, 1, 2, 3, 4].map((i) => row('crm', i, 'delivered')), row('crm', 5, 'pending'), ...[0, 1, 2].map((i) => row('retired', i, 'dead'))]
+    await db.insertInto('destination_deliveries').values(rows).execute()
+    await db.insertInto('destination_attempts').values(rows.map((r) => ({ delivery_id: r.id, attempt: 1, started_at: created, latency_ms: 3, status: 200, result: 'delivered', error: null, response: null }))).execute()
+    await db.insertInto('destination_payloads').values([0, 1, 2, 3, 4, 5].map((i) => ({ event_id: `evt_${i}`, payload: '{}', created_at: created }))).execute()
+    await h.clock.advance(31 * days)
+    // Chunks of 2: crm's five in three transactions, retired's three in two; evt_5's body stays with its pending delivery.
+    expect(await purgeOldDeliveries(h.rt, { chunk: 2 })).toEqual({ deliveries: 8, attempts: 8, payloads: 5, skipped: false })
+    expect((await db.selectFrom('destination_deliveries').select('id').execute()).map((r) => r.id)).toEqual(['msg_crm_5'])
+    expect((await db.selectFrom('destination_attempts').select('delivery_id').execute()).map((r) => r.delivery_id)).toEqual(['msg_crm_5'])
+    expect((await db.selectFrom('destination_payloads').select('event_id').execute()).map((r) => r.event_id)).toEqual(['evt_5'])
+  })
+
   it('honours Retry-After on 429, and a 410 disables the destination until it is enabled again', async () => {
     const s = await sink((n, _req, res) => (n === 0 ? res.writeHead(429, { 'retry-after': '120' }).end() : n === 1 ? res.writeHead(410).end() : res.writeHead(200).end()))
     const dests = [destination(s)]

@@ -268,6 +268,21 @@ describeEachDialect('webhook processing', (dialect) => {
     expect(left).toEqual([oldPending.event_id, recent.event_id].sort())
   })
 
+  it('purge deletes in chunks, each its own statement, until nothing past the window is left', async () => {
+    h = await createHarness(dialect)
+    const old = Array.from({ length: 7 }, () => makeEvent())
+    for (const e of old) await h.send(e)
+    await h.rt.store.db.updateTable('webhook_events').set({ status: 'processed' }).execute()
+    await h.rt.store.db.updateTable('webhook_events').set({ status: 'dead' }).where('event_id', '=', old[0]!.event_id).execute()
+    const pending = makeEvent()
+    await h.send(pending)
+    await h.clock.advance(31 * 86_400_000)
+    // Chunks of 2: three full ones and a last one of 1 (a chunk short of its limit ends the run).
+    expect(await purgeOldEvents(h.rt, { chunk: 2 })).toEqual({ events: 7, rejections: 0, skipped: false })
+    expect((await h.rt.store.db.selectFrom('webhook_events').select('event_id').execute()).map((r) => r.event_id)).toEqual([pending.event_id])
+    expect(await purgeOldEvents(h.rt, { chunk: 2 })).toEqual({ events: 0, rejections: 0, skipped: false })
+  })
+
   it('reconciliation runs on one replica at a time (lease)', async () => {
     h = await createHarness(dialect)
     expect(await acquireLease(h.rt, 'webhooks:reconcile', 60_000, 'other-replica')).toBe(true)
