@@ -1,6 +1,7 @@
 import type { Runtime } from '../runtime.ts'
 import { deleteInChunks, PURGE_LEASE_MS, purgeRun, type ChunkedDeletion, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
 import { leadingKeys } from '../db/leading-keys.ts'
+import { recordPurge } from '../db/purge-metrics.ts'
 import { acquireLease, releaseLease } from '../webhooks/lease.ts'
 import { retentionCutoff } from '../webhooks/retention.ts'
 
@@ -75,7 +76,9 @@ export async function purgeOldDeliveries(rt: Runtime, options: DeleteInChunksOpt
       return Number(deleted.numDeletedRows)
     }, run)
     const result = { deliveries, attempts, payloads: payloads.rows, skipped: false }
-    if (result.deliveries || result.attempts || result.payloads) rt.log.info({ ...result, more: more || payloads.more }, 'purged old deliveries')
+    more ||= payloads.more
+    recordPurge(rt.metrics, 'destinations', { destination_deliveries: deliveries, destination_attempts: attempts, destination_payloads: payloads.rows }, more)
+    if (result.deliveries || result.attempts || result.payloads) rt.log.info({ ...result, more }, 'purged old deliveries')
     return result
   } finally {
     await releaseLease(rt, 'destinations:purge')

@@ -2,6 +2,7 @@ import { sql } from 'kysely'
 import type { Runtime } from '../runtime.ts'
 import { deleteInChunks, PURGE_LEASE_MS, purgeRun, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
 import { leadingKeys } from '../db/leading-keys.ts'
+import { recordPurge } from '../db/purge-metrics.ts'
 import { acquireLease, releaseLease } from '../webhooks/lease.ts'
 import { retentionCutoff } from '../webhooks/retention.ts'
 
@@ -84,6 +85,7 @@ export async function purgeRecipeHistory(rt: Runtime, options: DeleteInChunksOpt
       more ||= done.more
     }
     const result = { fires: fires.rows, runs, ticks, skipped: false }
+    recordPurge(rt.metrics, 'recipes', { recipe_event_fires: result.fires, recipe_runs: runs, recipe_ticks: ticks }, more)
     if (result.fires || result.runs || result.ticks) rt.log.info({ ...result, more }, 'purged old recipe history')
     return result
   } finally {

@@ -1,5 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import { deleteInChunks, PURGE_LEASE_MS, purgeRun, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
+import { recordPurge } from '../db/purge-metrics.ts'
 import { acquireLease, releaseLease } from './lease.ts'
 
 const DAY_MS = 86_400_000
@@ -41,6 +42,7 @@ export async function purgeOldEvents(rt: Runtime, options: DeleteInChunksOptions
     // A row per minute, target and reason at most: one statement.
     const rejections = await db.deleteFrom('webhook_rejections').where('bucket_at', '<', cutoff).executeTakeFirst()
     const result = { events: events.rows, rejections: Number(rejections.numDeletedRows), skipped: false }
+    recordPurge(rt.metrics, 'webhooks', { webhook_events: result.events, webhook_rejections: result.rejections }, events.more)
     if (result.events || result.rejections) rt.log.info({ ...result, more: events.more }, 'purged old webhook events')
     return result
   } finally {

@@ -281,6 +281,15 @@ describeEachDialect('webhook processing', (dialect) => {
     expect(await purgeOldEvents(h.rt, { chunk: 2 })).toEqual({ events: 7, rejections: 0, skipped: false })
     expect((await h.rt.store.db.selectFrom('webhook_events').select('event_id').execute()).map((r) => r.event_id)).toEqual([pending.event_id])
     expect(await purgeOldEvents(h.rt, { chunk: 2 })).toEqual({ events: 0, rejections: 0, skipped: false })
+    const metrics = await h.rt.metrics.metrics()
+    expect(metrics).toContain('switchboard_retention_purged_rows_total{table="webhook_events"} 7')
+    expect(metrics).toContain('switchboard_retention_purge_behind{purge="webhooks"} 0')
+    // A run that reaches its time limit with rows left says so (the next run goes on).
+    await h.send(makeEvent())
+    await h.rt.store.db.updateTable('webhook_events').set({ status: 'processed' }).execute()
+    await h.clock.advance(31 * 86_400_000)
+    expect(await purgeOldEvents(h.rt, { now: () => 1, deadline: 0 })).toEqual({ events: 0, rejections: 0, skipped: false })
+    expect(await h.rt.metrics.metrics()).toContain('switchboard_retention_purge_behind{purge="webhooks"} 1')
   })
 
   it('reconciliation runs on one replica at a time (lease)', async () => {
