@@ -4,6 +4,7 @@ import { deleteInChunks, PURGE_LEASE_MS, purgeRun, type DeleteInChunksOptions } 
 import { leadingKeys } from '../db/leading-keys.ts'
 import { recordPurge } from '../db/purge-metrics.ts'
 import { acquireLease, releaseLease } from '../webhooks/lease.ts'
+import { lastClaimedTick } from './claims.ts'
 import { retentionCutoff } from '../webhooks/retention.ts'
 
 export interface RecipeHistoryPurgeResult {
@@ -55,35 +56,33 @@ export async function purgeRecipeHistory(rt: Runtime, options: DeleteInChunksOpt
       return Number(deleted.numDeletedRows)
     }, run)
 
-    let runs = 0
-    let ticks = 0
     let more = fires.more
-    // Recipes whose files are gone included.
-    for (const recipe of await leadingKeys(db, 'recipe_runs', 'recipe')) {
-      const done = await deleteInChunks(async (limit) => {
-        const deleted = await db
-          .deleteFrom('recipe_runs')
-          .where('id', 'in', db.selectFrom('recipe_runs').select('id').where('recipe', '=', recipe).where('started_at', '<', cutoff).limit(limit))
-          .executeTakeFirst()
-        return Number(deleted.numDeletedRows)
-      }, run)
-      runs += done.rows
-      more ||= done.more
+    /** Deletes through `deleteChunk`, a recipe at a time — recipes whose files are gone included. */
+    const perRecipe = async (table: 'recipe_runs' | 'recipe_ticks', deleteChunk: (recipe: string, limit: number) => Promise<bigint>) => {
+      let rows = 0
+      for (const recipe of await leadingKeys(db, table, 'recipe')) {
+        const done = await deleteInChunks(async (limit) => Number(await deleteChunk(recipe, limit)), run)
+        rows += done.rows
+        more ||= done.more
+      }
+      return rows
     }
-    for (const recipe of await leadingKeys(db, 'recipe_ticks', 'recipe')) {
-      const newest = await db.selectFrom('recipe_ticks').select((eb) => eb.fn.max('tick_at').as('tick_at')).where('recipe', '=', recipe).executeTakeFirst()
-      const keepFrom = Math.min(cutoff, Number(newest?.tick_at ?? cutoff))
-      const done = await deleteInChunks(async (limit) => {
-        const deleted = await db
-          .deleteFrom('recipe_ticks')
-          .where('recipe', '=', recipe)
-          .where('tick_at', 'in', db.selectFrom('recipe_ticks').select('tick_at').where('recipe', '=', recipe).where('tick_at', '<', keepFrom).limit(limit))
-          .executeTakeFirst()
-        return Number(deleted.numDeletedRows)
-      }, run)
-      ticks += done.rows
-      more ||= done.more
-    }
+    const runs = await perRecipe('recipe_runs', async (recipe, limit) => {
+      const deleted = await db
+        .deleteFrom('recipe_runs')
+        .where('id', 'in', db.selectFrom('recipe_runs').select('id').where('recipe', '=', recipe).where('started_at', '<', cutoff).limit(limit))
+        .executeTakeFirst()
+      return deleted.numDeletedRows
+    })
+    const ticks = await perRecipe('recipe_ticks', async (recipe, limit) => {
+      const keepFrom = Math.min(cutoff, (await lastClaimedTick(rt, recipe)) ?? cutoff)
+      const deleted = await db
+        .deleteFrom('recipe_ticks')
+        .where('recipe', '=', recipe)
+        .where('tick_at', 'in', db.selectFrom('recipe_ticks').select('tick_at').where('recipe', '=', recipe).where('tick_at', '<', keepFrom).limit(limit))
+        .executeTakeFirst()
+      return deleted.numDeletedRows
+    })
     const result = { fires: fires.rows, runs, ticks, skipped: false }
     recordPurge(rt.metrics, 'recipes', { recipe_event_fires: result.fires, recipe_runs: runs, recipe_ticks: ticks }, more)
     if (result.fires || result.runs || result.ticks) rt.log.info({ ...result, more }, 'purged old recipe history')
