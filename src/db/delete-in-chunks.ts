@@ -1,5 +1,8 @@
-/** How often the retention purges run (events, deliveries, recipes' queues and history). */
-export const PURGE_EVERY_MS = 60 * 60_000
+/**
+ * How often the retention purges run (events, deliveries, recipes' queues and history), counted from the end of
+ * the last run: each run deletes what expired since, a few minutes' worth in small paced statements.
+ */
+export const PURGE_EVERY_MS = 10 * 60_000
 
 /**
  * How long one purge statement may hold the database, aimed for. One statement deleting an hour of a campaign's
@@ -15,19 +18,21 @@ const FIRST_CHUNK = 200
 const MIN_CHUNK = 20
 const MAX_CHUNK = 5_000
 /**
- * After each chunk the purge waits nineteen times as long as the chunk took (at most PAUSE_MAX_MS): a twentieth of
- * the database's time at most. Measured at 1,000 events/s (`npm run bench -- ingest`, 200,000 events past the
- * window with random ids): at a third of the time the purge wrote the log faster than the checkpoint thread could
- * copy it, the log sat at its 8,000-page backstop and the receiver's p99 went from 4–5 ms to 45–70 ms; at a tenth,
- * 21–35 ms; at a twentieth, 15–17 ms, deleting ~1,000–1,200 events a second (each ~30 µs of work: an entry in
- * every index, several of them on random keys).
+ * After each chunk the purge waits 29 times as long as the chunk took (at most PAUSE_MAX_MS): a thirtieth of the
+ * database's time at most. Measured at 1,000 events/s (`npm run bench -- ingest`, 200,000 events past the window
+ * with random ids), the receiver's p99 with the purge running, against 4–17 ms with none: at a third of the time,
+ * 45–70 ms (the purge wrote the log faster than the checkpoint thread could copy it; the log sat at its
+ * 8,000-page backstop, and the receiver's commits ran checkpoints); at a tenth, 21–35 ms; at a twentieth, 15–21 ms;
+ * at a thirtieth, 11–13 ms, deleting ~750 events a second (each ~30 µs of work: an entry in every index, several of
+ * them on random keys). What is left is the purge holding the lock while the scheduler runs something else: its
+ * thread runs at PROCESSING_NICE, below the receiver's, and the less of the time it holds the lock, the rarer that is.
  */
-const PAUSE_FACTOR = 19
+const PAUSE_FACTOR = 29
 const PAUSE_MAX_MS = 250
 
 /**
- * The longest one purge run goes on; what is left goes in the next run, an hour after this one ends: ~3 million
- * events with random ids every 110 minutes on the reference machine (~500 a second, sustained).
+ * The longest one purge run goes on; what is left goes in the next run, PURGE_EVERY_MS after this one ends. A purge
+ * that is behind thus deletes ~620 events with random ids a second, sustained, on the reference machine's disk.
  */
 export const PURGE_RUN_MS = 50 * 60_000
 /** The lease a purge holds while it runs (one replica at a time): longer than a run. */
@@ -61,7 +66,7 @@ export function nextChunkSize(limit: number, tookMs: number): number {
 /**
  * Calls `deleteChunk(limit)` — one short statement or transaction that deletes at most `limit` rows and says how
  * many it deleted — until a call deletes fewer than `limit`, the deadline passes or the signal is aborted. Each chunk is sized to take
- * about PURGE_CHUNK_TARGET_MS and followed by a pause nineteen times as long: other connections (the receiver's commits
+ * about PURGE_CHUNK_TARGET_MS and followed by a pause 29 times as long: other connections (the receiver's commits
  * above all) get the lock between chunks, and the log the purge writes stays within what checkpoints copy.
  */
 export async function deleteInChunks(deleteChunk: (limit: number) => Promise<number>, options: DeleteInChunksOptions = {}): Promise<ChunkedDeletion> {

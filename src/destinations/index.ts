@@ -18,7 +18,7 @@ export function registerDestinationRoutes(app: H3, rt: Runtime): void {
 }
 
 /**
- * Starts the delivery worker (when a destination is configured) and the hourly purge of finished
+ * Starts the delivery worker (when a destination is configured) and the retention purge (every 10 minutes) of finished
  * deliveries (always: rows outlive a destination removed from the config); returns their stop function.
  */
 export function startDestinations(rt: Runtime): () => Promise<void> {

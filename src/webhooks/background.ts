@@ -9,7 +9,7 @@ import { PURGE_EVERY_MS } from '../db/delete-in-chunks.ts'
 /**
  * Starts the webhook background work: the processing worker (which first catches up on events left
  * pending by a crash), periodic reconciliation (RECONCILE_INTERVAL_SECONDS; 0 turns it off) and the
- * hourly purge. Returns a function that stops it all.
+ * retention purge (every 10 minutes). Returns a function that stops it all.
  */
 export function startWebhookWorkers(rt: Runtime): () => Promise<void> {
   const state = webhookState(rt)

@@ -4,7 +4,7 @@
  * h3 handler that reads the same bodies, measured in the same run. Prints the throughput ratio, p50/p99
  * latency at a fixed 1,000 events/s offered load, and a duplicate storm (one event ten times at once →
  * exactly one stored), and p99 at 1,000 events/s again with PURGE_ROWS events past the retention window stored,
- * before and while the hourly purge deletes them (from a process of its own, as the service runs it off the
+ * before and while the retention purge deletes them (from a process of its own, as the service runs it off the
  * receiver's thread, at the processing thread's priority and with its connection's settings). The
  * servers run in a child process so the load generator does not share their event loop. Loopback only; every
  * loop is bounded.
@@ -317,7 +317,7 @@ async function main(): Promise<void> {
     const okStorm = storm.every((s) => s.status === 204) && storm.filter((s) => !s.duplicate).length === 1 && stored?.duplicates === 9
     console.log(`duplicate storm: 10 × one event → ${storm.filter((s) => s.status === 204).length} × 204, ${storm.filter((s) => !s.duplicate).length} stored, ${storm.filter((s) => s.duplicate).length} flagged duplicate, duplicates counter ${stored?.duplicates} ${okStorm ? '✓' : '✗'}`)
 
-    // The hourly retention purge, with PURGE_ROWS expired events stored, while events arrive at RATE.
+    // The retention purge, with PURGE_ROWS expired events stored, while events arrive at RATE.
     const purger = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--purge', dataDir], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, LOG_LEVEL: 'silent' } })
     // At the processing thread's priority in `serve` (PROCESSING_NICE, default 5), where the purge runs.
     if (process.platform === 'linux' && purger.pid) setPriority(purger.pid, 5)
