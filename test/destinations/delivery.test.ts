@@ -1,6 +1,7 @@
 import { expect, it, vi } from 'vitest'
 import { purgeOldDeliveries } from '../../src/destinations/index.ts'
 import { deliveryId } from '../../src/destinations/sign.ts'
+import { SWEEP_MS } from '../../src/destinations/worker.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { cliEnv, runCli } from '../webhooks/helpers.ts'
 import { adminHeaders, closedAfterEach, createForwardHarness, DEST_SECRET, destination, makeEvent, OLD_SECRET, ok, startSink, verifyStandard, WAIT, type ForwardHarness } from './helpers.ts'
@@ -81,7 +82,9 @@ describeEachDialect('destinations: delivery', (dialect) => {
     await h.ingest([event])
     for (let i = 1; i <= 3; i++) {
       await vi.waitFor(async () => expect((await h!.status())[0]?.attempts).toBe(i), WAIT)
-      await h.clock.advance(i * 1_000 * 1.2)
+      // The longest wait (i s + 20 % jitter) and one sweep more: the worker looks for rows fallen due every
+      // SWEEP_MS of the clock, so a row due just after the last sweep inside the advance waits for the next one.
+      await h.clock.advance(i * 1_000 * 1.2 + SWEEP_MS)
     }
     await vi.waitFor(async () => expect((await h!.status())[0]?.status).toBe('dead'), WAIT)
     const env = cliEnv(h.rt, { DESTINATIONS: JSON.stringify(dests), ALLOW_PRIVATE_DESTINATIONS: '1' })
