@@ -55,6 +55,8 @@ export interface DeleteInChunksOptions {
   sleep?: (ms: number) => Promise<void>
   /** Aborted when the service stops: the run ends after the chunk under way (more: true). */
   signal?: AbortSignal
+  /** Awaited before each chunk: the purges wait there while the receiver takes a burst (src/webhooks/receiver-load.ts). */
+  beforeChunk?: () => Promise<void> | undefined
 }
 
 /** The next chunk's size: scaled by how far the last one was from the target, at most doubling. */
@@ -76,6 +78,7 @@ export async function deleteInChunks(deleteChunk: (limit: number) => Promise<num
   let limit = options.chunk ?? FIRST_CHUNK
   let rows = 0
   while (now() < deadline && !options.signal?.aborted) {
+    await options.beforeChunk?.()
     const started = now()
     const n = await deleteChunk(limit)
     rows += n

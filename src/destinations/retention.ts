@@ -4,6 +4,7 @@ import { leadingKeys } from '../db/leading-keys.ts'
 import { recordPurge } from '../db/purge-metrics.ts'
 import { acquireLease, releaseLease } from '../webhooks/lease.ts'
 import { retentionCutoff } from '../webhooks/retention.ts'
+import { yieldToReceiver } from '../webhooks/receiver-load.ts'
 
 export interface DeliveryPurgeResult {
   deliveries: number
@@ -24,8 +25,8 @@ export async function purgeOldDeliveries(rt: Runtime, options: DeleteInChunksOpt
   if (!(await acquireLease(rt, 'destinations:purge', PURGE_LEASE_MS))) return { deliveries: 0, attempts: 0, payloads: 0, skipped: true }
   try {
     const cutoff = retentionCutoff(rt)
-    // One deadline for all of this run's deletions.
-    const run = purgeRun(options)
+    // One deadline for all of this run's deletions; a burst at the receiver goes first, as for processing.
+    const run = purgeRun({ beforeChunk: () => yieldToReceiver(rt), ...options })
     const db = rt.store.db
     let attempts = 0
     let deliveries = 0

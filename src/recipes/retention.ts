@@ -6,6 +6,7 @@ import { recordPurge } from '../db/purge-metrics.ts'
 import { acquireLease, releaseLease } from '../webhooks/lease.ts'
 import { lastClaimedTick } from './claims.ts'
 import { retentionCutoff } from '../webhooks/retention.ts'
+import { yieldToReceiver } from '../webhooks/receiver-load.ts'
 
 export interface RecipeHistoryPurgeResult {
   /** Event-triggered recipes' queue rows (`recipe_event_fires`). */
@@ -33,8 +34,8 @@ export async function purgeRecipeHistory(rt: Runtime, options: DeleteInChunksOpt
   if (!(await acquireLease(rt, 'recipes:purge', PURGE_LEASE_MS))) return { fires: 0, runs: 0, ticks: 0, skipped: true }
   try {
     const cutoff = retentionCutoff(rt)
-    // One deadline for all of this run's deletions.
-    const run = purgeRun(options)
+    // One deadline for all of this run's deletions; a burst at the receiver goes first, as for processing.
+    const run = purgeRun({ beforeChunk: () => yieldToReceiver(rt), ...options })
     const db = rt.store.db
     const fires = await deleteInChunks(async (limit) => {
       const deleted = await db

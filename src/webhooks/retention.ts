@@ -2,6 +2,7 @@ import type { Runtime } from '../runtime.ts'
 import { deleteInChunks, PURGE_LEASE_MS, purgeRun, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
 import { recordPurge } from '../db/purge-metrics.ts'
 import { acquireLease, releaseLease } from './lease.ts'
+import { yieldToReceiver } from './receiver-load.ts'
 
 const DAY_MS = 86_400_000
 
@@ -29,8 +30,8 @@ export async function purgeOldEvents(rt: Runtime, options: DeleteInChunksOptions
   if (!(await acquireLease(rt, 'webhooks:purge', PURGE_LEASE_MS))) return { events: 0, rejections: 0, skipped: true }
   try {
     const cutoff = retentionCutoff(rt)
-    // One deadline for all of this run's deletions.
-    const run = purgeRun(options)
+    // One deadline for all of this run's deletions; a burst at the receiver goes first, as for processing.
+    const run = purgeRun({ beforeChunk: () => yieldToReceiver(rt), ...options })
     const db = rt.store.db
     const events = await deleteInChunks(async (limit) => {
       const deleted = await db

@@ -84,4 +84,24 @@ describe('deleteInChunks', () => {
     )
     expect(result).toEqual({ rows: 200 + 40 + 40 + 40, more: true })
   })
+
+  it('waits at beforeChunk before every chunk (the purges wait there while the receiver takes a burst)', async () => {
+    const table = fakeTable(100, 0.1)
+    const order: string[] = []
+    const result = await deleteInChunks(
+      async (limit) => {
+        order.push(`delete ${limit}`)
+        return table.deleteChunk(limit)
+      },
+      {
+        ...table.options,
+        chunk: 40,
+        async beforeChunk() {
+          order.push('wait')
+        },
+      },
+    )
+    expect(result).toEqual({ rows: 100, more: false })
+    expect(order).toEqual(['wait', 'delete 40', 'wait', 'delete 40', 'wait', 'delete 40'])
+  })
 })
