@@ -1,6 +1,7 @@
 import { hostname } from 'node:os'
 import { sql } from 'kysely'
 import type { Runtime } from './runtime.ts'
+import { leadingKeys } from './db/leading-keys.ts'
 import { every } from './utils/every.ts'
 import { isProcessAlive, processIdentity } from './utils/process-identity.ts'
 
@@ -60,7 +61,7 @@ export async function releaseInstance(rt: Runtime, id: string): Promise<void> {
   const free = { claimed_by: null, claimed_until: null }
   await db.updateTable('webhook_events').set(free).where('status', 'in', ['pending', 'failed']).where(claimedByIt, '=', prefix).execute()
   // The queue's index leads with the recipe: its names first (a read, which never waits on or holds the lock).
-  const recipes = (await db.selectFrom('recipe_event_fires').select('recipe').distinct().execute()).map((r) => r.recipe)
+  const recipes = await leadingKeys(db, 'recipe_event_fires', 'recipe')
   if (recipes.length) await db.updateTable('recipe_event_fires').set(free).where('recipe', 'in', recipes).where('status', 'in', ['pending', 'failed']).where(claimedByIt, '=', prefix).execute()
   // The call queue holds only calls not yet settled.
   await db.updateTable('call_queue').set(free).where(claimedByIt, '=', prefix).execute()

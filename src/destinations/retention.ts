@@ -1,10 +1,7 @@
 import type { Runtime } from '../runtime.ts'
-import { deleteInChunks, PURGE_LEASE_MS, purgeRun, type ChunkedDeletion, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
+import { deleteInChunks, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
 import { leadingKeys } from '../db/leading-keys.ts'
-import { recordPurge } from '../db/purge-metrics.ts'
-import { acquireLease, releaseLease } from '../webhooks/lease.ts'
-import { retentionCutoff } from '../webhooks/retention.ts'
-import { yieldToReceiver } from '../webhooks/receiver-load.ts'
+import { runRetentionPurge } from '../webhooks/retention.ts'
 
 export interface DeliveryPurgeResult {
   deliveries: number
@@ -21,23 +18,14 @@ export interface DeliveryPurgeResult {
  * One replica at a time (a lease); in chunks (src/db/delete-in-chunks.ts): a delivery and its attempts go
  * in one transaction, a destination at a time through its (destination, created_at) index.
  */
-export async function purgeOldDeliveries(rt: Runtime, options: DeleteInChunksOptions = {}): Promise<DeliveryPurgeResult> {
-  if (!(await acquireLease(rt, 'destinations:purge', PURGE_LEASE_MS))) return { deliveries: 0, attempts: 0, payloads: 0, skipped: true }
-  try {
-    const cutoff = retentionCutoff(rt)
-    // One deadline for all of this run's deletions; a burst at the receiver goes first, as for processing.
-    const run = purgeRun({ beforeChunk: () => yieldToReceiver(rt), ...options })
+export function purgeOldDeliveries(rt: Runtime, options: DeleteInChunksOptions = {}): Promise<DeliveryPurgeResult> {
+  return runRetentionPurge(rt, 'destinations', 'deliveries', { deliveries: 0, attempts: 0, payloads: 0 }, options, async ({ cutoff, chunks, counted }) => {
     const db = rt.store.db
     let attempts = 0
     let deliveries = 0
-    let more = false
-    const count = (done: ChunkedDeletion) => {
-      deliveries += done.rows
-      more ||= done.more
-    }
     // Destinations no longer configured included.
     for (const destination of await leadingKeys(db, 'destination_deliveries', 'destination')) {
-      count(
+      deliveries += counted(
         await deleteInChunks(
           (limit) =>
             db.transaction().execute(async (trx) => {
@@ -55,33 +43,32 @@ export async function purgeOldDeliveries(rt: Runtime, options: DeleteInChunksOpt
               attempts += Number((await trx.deleteFrom('destination_attempts').where('delivery_id', 'in', ids).executeTakeFirst()).numDeletedRows)
               return Number((await trx.deleteFrom('destination_deliveries').where('id', 'in', ids).executeTakeFirst()).numDeletedRows)
             }),
-          run,
+          chunks,
         ),
       )
     }
     // A body goes with its event's last delivery (a pending one, however old, keeps it).
-    const payloads = await deleteInChunks(async (limit) => {
-      const deleted = await db
-        .deleteFrom('destination_payloads')
-        .where(
-          'event_id',
-          'in',
-          db
-            .selectFrom('destination_payloads as p')
-            .select('p.event_id')
-            .where('p.created_at', '<', cutoff)
-            .where(({ not, exists, selectFrom }) => not(exists(selectFrom('destination_deliveries as d').select('d.id').whereRef('d.event_id', '=', 'p.event_id'))))
-            .limit(limit),
-        )
-        .executeTakeFirst()
-      return Number(deleted.numDeletedRows)
-    }, run)
-    const result = { deliveries, attempts, payloads: payloads.rows, skipped: false }
-    more ||= payloads.more
-    recordPurge(rt.metrics, 'destinations', { destination_deliveries: deliveries, destination_attempts: attempts, destination_payloads: payloads.rows }, more)
-    if (result.deliveries || result.attempts || result.payloads) rt.log.info({ ...result, more }, 'purged old deliveries')
-    return result
-  } finally {
-    await releaseLease(rt, 'destinations:purge')
-  }
+    const payloads = counted(
+      await deleteInChunks(async (limit) => {
+        const deleted = await db
+          .deleteFrom('destination_payloads')
+          .where(
+            'event_id',
+            'in',
+            db
+              .selectFrom('destination_payloads as p')
+              .select('p.event_id')
+              .where('p.created_at', '<', cutoff)
+              .where(({ not, exists, selectFrom }) => not(exists(selectFrom('destination_deliveries as d').select('d.id').whereRef('d.event_id', '=', 'p.event_id'))))
+              .limit(limit),
+          )
+          .executeTakeFirst()
+        return Number(deleted.numDeletedRows)
+      }, chunks),
+    )
+    return {
+      counts: { deliveries, attempts, payloads },
+      tables: { destination_deliveries: deliveries, destination_attempts: attempts, destination_payloads: payloads },
+    }
+  })
 }

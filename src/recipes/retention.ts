@@ -1,12 +1,9 @@
 import { sql } from 'kysely'
 import type { Runtime } from '../runtime.ts'
-import { deleteInChunks, PURGE_LEASE_MS, purgeRun, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
+import { deleteInChunks, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
 import { leadingKeys } from '../db/leading-keys.ts'
-import { recordPurge } from '../db/purge-metrics.ts'
-import { acquireLease, releaseLease } from '../webhooks/lease.ts'
+import { runRetentionPurge } from '../webhooks/retention.ts'
 import { lastClaimedTick } from './claims.ts'
-import { retentionCutoff } from '../webhooks/retention.ts'
-import { yieldToReceiver } from '../webhooks/receiver-load.ts'
 
 export interface RecipeHistoryPurgeResult {
   /** Event-triggered recipes' queue rows (`recipe_event_fires`). */
@@ -30,42 +27,34 @@ export interface RecipeHistoryPurgeResult {
  * One replica at a time (a lease); in chunks (src/db/delete-in-chunks.ts), runs and ticks a recipe at a time
  * through their (recipe, …) indexes.
  */
-export async function purgeRecipeHistory(rt: Runtime, options: DeleteInChunksOptions = {}): Promise<RecipeHistoryPurgeResult> {
-  if (!(await acquireLease(rt, 'recipes:purge', PURGE_LEASE_MS))) return { fires: 0, runs: 0, ticks: 0, skipped: true }
-  try {
-    const cutoff = retentionCutoff(rt)
-    // One deadline for all of this run's deletions; a burst at the receiver goes first, as for processing.
-    const run = purgeRun({ beforeChunk: () => yieldToReceiver(rt), ...options })
+export function purgeRecipeHistory(rt: Runtime, options: DeleteInChunksOptions = {}): Promise<RecipeHistoryPurgeResult> {
+  return runRetentionPurge(rt, 'recipes', 'recipe history', { fires: 0, runs: 0, ticks: 0 }, options, async ({ cutoff, chunks, counted }) => {
     const db = rt.store.db
-    const fires = await deleteInChunks(async (limit) => {
-      const deleted = await db
-        .deleteFrom('recipe_event_fires')
-        .where(({ eb, refTuple, selectFrom }) =>
-          eb(
-            refTuple('recipe', 'event_id'),
-            'in',
-            selectFrom('recipe_event_fires as f')
-              .select(['f.recipe', 'f.event_id'])
-              .where('f.fired_at', '<', cutoff)
-              .where('f.status', 'in', ['done', 'dead'])
-              .where(({ not, exists, selectFrom: inner }) => not(exists(inner('webhook_events as e').select(sql.lit(1).as('one')).whereRef('e.event_id', '=', 'f.event_id'))))
-              .limit(limit)
-              .$asTuple('recipe', 'event_id'),
-          ),
-        )
-        .executeTakeFirst()
-      return Number(deleted.numDeletedRows)
-    }, run)
-
-    let more = fires.more
+    const fires = counted(
+      await deleteInChunks(async (limit) => {
+        const deleted = await db
+          .deleteFrom('recipe_event_fires')
+          .where(({ eb, refTuple, selectFrom }) =>
+            eb(
+              refTuple('recipe', 'event_id'),
+              'in',
+              selectFrom('recipe_event_fires as f')
+                .select(['f.recipe', 'f.event_id'])
+                .where('f.fired_at', '<', cutoff)
+                .where('f.status', 'in', ['done', 'dead'])
+                .where(({ not, exists, selectFrom: inner }) => not(exists(inner('webhook_events as e').select(sql.lit(1).as('one')).whereRef('e.event_id', '=', 'f.event_id'))))
+                .limit(limit)
+                .$asTuple('recipe', 'event_id'),
+            ),
+          )
+          .executeTakeFirst()
+        return Number(deleted.numDeletedRows)
+      }, chunks),
+    )
     /** Deletes through `deleteChunk`, a recipe at a time — recipes whose files are gone included. */
     const perRecipe = async (table: 'recipe_runs' | 'recipe_ticks', deleteChunk: (recipe: string, limit: number) => Promise<bigint>) => {
       let rows = 0
-      for (const recipe of await leadingKeys(db, table, 'recipe')) {
-        const done = await deleteInChunks(async (limit) => Number(await deleteChunk(recipe, limit)), run)
-        rows += done.rows
-        more ||= done.more
-      }
+      for (const recipe of await leadingKeys(db, table, 'recipe')) rows += counted(await deleteInChunks(async (limit) => Number(await deleteChunk(recipe, limit)), chunks))
       return rows
     }
     const runs = await perRecipe('recipe_runs', async (recipe, limit) => {
@@ -84,11 +73,6 @@ export async function purgeRecipeHistory(rt: Runtime, options: DeleteInChunksOpt
         .executeTakeFirst()
       return deleted.numDeletedRows
     })
-    const result = { fires: fires.rows, runs, ticks, skipped: false }
-    recordPurge(rt.metrics, 'recipes', { recipe_event_fires: result.fires, recipe_runs: runs, recipe_ticks: ticks }, more)
-    if (result.fires || result.runs || result.ticks) rt.log.info({ ...result, more }, 'purged old recipe history')
-    return result
-  } finally {
-    await releaseLease(rt, 'recipes:purge')
-  }
+    return { counts: { fires, runs, ticks }, tables: { recipe_event_fires: fires, recipe_runs: runs, recipe_ticks: ticks } }
+  })
 }

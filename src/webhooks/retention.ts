@@ -1,5 +1,5 @@
 import type { Runtime } from '../runtime.ts'
-import { deleteInChunks, PURGE_LEASE_MS, purgeRun, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
+import { deleteInChunks, PURGE_LEASE_MS, purgeRun, type ChunkedDeletion, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
 import { recordPurge } from '../db/purge-metrics.ts'
 import { acquireLease, releaseLease } from './lease.ts'
 import { yieldToReceiver } from './receiver-load.ts'
@@ -14,6 +14,51 @@ export function retentionCutoff(rt: Runtime): number {
   return rt.clock.now() - Math.max(30, rt.config.webhook.retentionDays) * DAY_MS
 }
 
+/** What a purge's deletions share within one run. */
+export interface PurgeRun {
+  /** Rows older than this are past the retention window. */
+  cutoff: number
+  /** For every deleteInChunks of the run: one deadline, the signal, and a burst at the receiver going first. */
+  chunks: DeleteInChunksOptions
+  /** Notes a deletion's outcome (whether it stopped with rows left) and returns the rows it deleted. */
+  counted(done: ChunkedDeletion): number
+}
+
+/**
+ * One run of a retention purge (`webhooks`, `destinations`, `recipes`): on one replica at a time (the lease
+ * `<name>:purge`; `skipped` when another holds it), its rows per table recorded in the metrics and logged as
+ * `purged old <what>`. `body` returns the counts the caller reports and the rows per table they came from.
+ */
+export async function runRetentionPurge<Counts extends Record<string, number>>(
+  rt: Runtime,
+  name: string,
+  what: string,
+  none: Counts,
+  options: DeleteInChunksOptions,
+  body: (run: PurgeRun) => Promise<{ counts: Counts; tables: Record<string, number> }>,
+): Promise<Counts & { skipped: boolean }> {
+  const lease = `${name}:purge`
+  if (!(await acquireLease(rt, lease, PURGE_LEASE_MS))) return { ...none, skipped: true }
+  try {
+    let more = false
+    const run: PurgeRun = {
+      cutoff: retentionCutoff(rt),
+      chunks: purgeRun({ beforeChunk: () => yieldToReceiver(rt), ...options }),
+      counted(done) {
+        more ||= done.more
+        return done.rows
+      },
+    }
+    const { counts, tables } = await body(run)
+    recordPurge(rt.metrics, name, tables, more)
+    const fields: Record<string, number | boolean> = { ...counts, more }
+    if (Object.values(tables).some((n) => n > 0)) rt.log.info(fields, `purged old ${what}`)
+    return { ...counts, skipped: false }
+  } finally {
+    await releaseLease(rt, lease)
+  }
+}
+
 export interface PurgeResult {
   events: number
   rejections: number
@@ -26,27 +71,20 @@ export interface PurgeResult {
  * (pending, failed) are never purged; neither is anything inside the window. In chunks (src/db/delete-in-chunks.ts),
  * each through the (status, received_at) index, so the receiver's commits are never held up for long.
  */
-export async function purgeOldEvents(rt: Runtime, options: DeleteInChunksOptions = {}): Promise<PurgeResult> {
-  if (!(await acquireLease(rt, 'webhooks:purge', PURGE_LEASE_MS))) return { events: 0, rejections: 0, skipped: true }
-  try {
-    const cutoff = retentionCutoff(rt)
-    // One deadline for all of this run's deletions; a burst at the receiver goes first, as for processing.
-    const run = purgeRun({ beforeChunk: () => yieldToReceiver(rt), ...options })
+export function purgeOldEvents(rt: Runtime, options: DeleteInChunksOptions = {}): Promise<PurgeResult> {
+  return runRetentionPurge(rt, 'webhooks', 'webhook events', { events: 0, rejections: 0 }, options, async ({ cutoff, chunks, counted }) => {
     const db = rt.store.db
-    const events = await deleteInChunks(async (limit) => {
-      const deleted = await db
-        .deleteFrom('webhook_events')
-        .where('event_id', 'in', db.selectFrom('webhook_events').select('event_id').where('status', 'in', ['processed', 'dead']).where('received_at', '<', cutoff).limit(limit))
-        .executeTakeFirst()
-      return Number(deleted.numDeletedRows)
-    }, run)
+    const events = counted(
+      await deleteInChunks(async (limit) => {
+        const deleted = await db
+          .deleteFrom('webhook_events')
+          .where('event_id', 'in', db.selectFrom('webhook_events').select('event_id').where('status', 'in', ['processed', 'dead']).where('received_at', '<', cutoff).limit(limit))
+          .executeTakeFirst()
+        return Number(deleted.numDeletedRows)
+      }, chunks),
+    )
     // A row per minute, target and reason at most: one statement.
-    const rejections = await db.deleteFrom('webhook_rejections').where('bucket_at', '<', cutoff).executeTakeFirst()
-    const result = { events: events.rows, rejections: Number(rejections.numDeletedRows), skipped: false }
-    recordPurge(rt.metrics, 'webhooks', { webhook_events: result.events, webhook_rejections: result.rejections }, events.more)
-    if (result.events || result.rejections) rt.log.info({ ...result, more: events.more }, 'purged old webhook events')
-    return result
-  } finally {
-    await releaseLease(rt, 'webhooks:purge')
-  }
+    const rejections = Number((await db.deleteFrom('webhook_rejections').where('bucket_at', '<', cutoff).executeTakeFirst()).numDeletedRows)
+    return { counts: { events, rejections }, tables: { webhook_events: events, webhook_rejections: rejections } }
+  })
 }
