@@ -14,7 +14,10 @@
  * campaign's burst meets a service that has run, whose hot code V8 has compiled — cold, the first seconds of
  * a burst spent over a core on V8's background compiler threads, and the bare handler ran slower too.
  * The bare figure is the mean of a burst before the service's and one after its backlog drained.
- * Step 1 also prints where the cores went (the service's main thread, its other threads, this load generator).
+ * Step 1 also prints where the cores went (the service's main thread, its other threads, this load generator)
+ * during the burst, during the bare handler's burst (CPU per event, service against bare, is steadier than the
+ * throughput ratio on a host whose speed moves by a third between minutes) and over the paced seconds.
+ * BENCH_NODE_FLAGS (space-separated) adds Node/V8 flags to the service's process, for experiments.
  * Budgets: 1 ≥ 0.6× bare and p99 ≤ 20 ms; 2 ≥ 0.25× bare; 3 ≤ 10 s, 0 duplicates, 0 failed; 4 0 failed.
  * Loopback only; every wait is bounded.
  */
@@ -210,7 +213,7 @@ async function startService(env: Record<string, string>): Promise<Service> {
     mkdirSync(join(dataDir, 'cache'), { recursive: true })
     writeFileSync(join(dataDir, 'cache', 'recipe-types.json'), typeCache)
   }
-  const child = spawn(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : []), join(ROOT, 'src/bin.mjs'), 'serve'], {
+  const child = spawn(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : []), ...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : []), join(ROOT, 'src/bin.mjs'), 'serve'], {
     cwd: ROOT,
     // Logging as shipped: LOG_LEVEL's default (info: a line per stored webhook), stdout a pipe that is read,
     // as a terminal, journald or a container's log driver reads it.
@@ -301,13 +304,18 @@ async function main(): Promise<void> {
     })
     bare.on('exit', (code) => fail(new Error(`bare server exited (${code})`)))
   })
+  const barePid = bare.pid!
   let failed = false
   const services: Service[] = []
   try {
     await warmTypeCache()
     // ── 1 + 2: the burst ─────────────────────────────────────────────────────────────────────
     await throughput(barePort, await burstEvents(WARMUP))
-    const bareBurst = await throughput(barePort, await burstEvents(BURST))
+    const bareEvents = await burstEvents(BURST)
+    const bareCpuBefore = threadCpuMs(barePid)
+    const bareLoadBefore = process.cpuUsage()
+    const bareBurst = await throughput(barePort, bareEvents)
+    const bareCpu = cpuDuring(barePid, bareCpuBefore, process.cpuUsage(bareLoadBefore))
     const svc = await startService({})
     services.push(svc)
     // Warmed like the bare handler: a service that has run takes the campaign's burst with its hot code
@@ -321,7 +329,10 @@ async function main(): Promise<void> {
     const ingest = await throughput(svc.port, burst)
     const cpu = cpuDuring(svc.child.pid!, cpuBefore, process.cpuUsage(loadBefore))
     const commits = { rows: await gauge(svc.port, 'switchboard_webhook_commit_batch_size_sum'), n: await gauge(svc.port, 'switchboard_webhook_commit_batch_size_count') }
+    const rateCpuBefore = threadCpuMs(svc.child.pid!)
+    const rateLoadBefore = process.cpuUsage()
     const lat = await atRate(svc.port, during)
+    const rateCpu = cpuDuring(svc.child.pid!, rateCpuBefore, process.cpuUsage(rateLoadBefore))
     const drained = () => drainedAt(svc.port)
     await until('the backlog to drain', drained, 300_000, 50)
     // End to end on its own burst, from its first event sent to the last one processed: timed over phase 1 it
@@ -342,8 +353,10 @@ async function main(): Promise<void> {
     console.log(`bare h3: ${bare.toFixed(0)} req/s over ${BURST} events (mean of ${bareBurst.rps.toFixed(0)} before the service's burst and ${bareAfter.rps.toFixed(0)} after it drained)`)
     console.log(`1. ingest while processing: ${ingest.rps.toFixed(0)} events/s → ${ingestRatio.toFixed(2)}× bare (budget ≥ 0.60) ${verdict(ingestRatio >= 0.6)}${ingest.bad ? ` · ${ingest.bad} non-204` : ''}`)
     if (cpu) console.log(`   CPU during the burst (${ingest.seconds.toFixed(2)} s on ${cpus().length} cores): service ${cpu.service} (main thread ${cpu.main}; other threads ${cpu.others}), load generator ${cpu.load}`)
+    if (bareCpu) console.log(`   CPU during the bare handler's first burst (${bareBurst.seconds.toFixed(2)} s): bare handler ${bareCpu.service} (main thread ${bareCpu.main}), load generator ${bareCpu.load}`)
     console.log(`   group commits during the burst: ${commits.n} of ${(commits.rows / Math.max(1, commits.n)).toFixed(1)} deliveries on average`)
     console.log(`   at ${RATE}/s while the backlog drains: p50 ${lat.p50.toFixed(2)} ms, p99 ${lat.p99.toFixed(2)} ms (budget ≤ 20 ms) ${verdict(lat.p99 <= 20)}`)
+    if (rateCpu) console.log(`   CPU over those ${RATE_MS / 1000} s: service ${rateCpu.service} (main thread ${rateCpu.main}; other threads ${rateCpu.others}), load generator ${rateCpu.load}`)
     console.log(`2. end to end: ${total} events fully processed in ${e2eSeconds.toFixed(1)} s = ${e2e.toFixed(0)}/s → ${e2eRatio.toFixed(2)}× bare (budget ≥ 0.25) ${verdict(e2eRatio >= 0.25)}`)
     failed ||= ingestRatio < 0.6 || lat.p99 > 20 || e2eRatio < 0.25 || ingest.bad > 0 || e2eIngest.bad > 0
     await svc.stop()
