@@ -16,7 +16,8 @@
  * The bare figure is the mean of a burst before the service's and one after its backlog drained.
  * Step 1 also prints where the cores went (the service's main thread, its other threads, this load generator)
  * during the burst, during the bare handler's burst (CPU per event, service against bare, is steadier than the
- * throughput ratio on a host whose speed moves by a third between minutes) and over the paced seconds.
+ * throughput ratio on a host whose speed moves by a third between minutes) and over the paced seconds; step 2
+ * prints it for its burst and for the drain after it (processing alone, on one core).
  * BENCH_NODE_FLAGS (space-separated) adds Node/V8 flags to the service's process, for experiments.
  * Budgets: 1 ≥ 0.6× bare and p99 ≤ 20 ms; 2 ≥ 0.25× bare; 3 ≤ 10 s, 0 duplicates, 0 failed; 4 0 failed.
  * Loopback only; every wait is bounded.
@@ -339,9 +340,14 @@ async function main(): Promise<void> {
     // also counted the ${RATE_MS / 1000} s paced at ${RATE}/s, which capped the figure at
     // (burst + paced events) / (burst time + ${RATE_MS / 1000} s) whatever processing managed (0.2× bare on a fast host).
     const e2eBurst = await burstEvents(BURST)
+    const e2eCpuBefore = threadCpuMs(svc.child.pid!)
+    const e2eLoadBefore = process.cpuUsage()
     const e2eIngest = await throughput(svc.port, e2eBurst)
+    const e2eBurstCpu = cpuDuring(svc.child.pid!, e2eCpuBefore, process.cpuUsage(e2eLoadBefore))
+    const drainCpuBefore = threadCpuMs(svc.child.pid!)
     await until('the end-to-end burst to drain', drained, 300_000, 20)
     const e2eSeconds = (performance.now() - e2eIngest.started) / 1000
+    const drainCpu = cpuDuring(svc.child.pid!, drainCpuBefore, process.cpuUsage())
     const total = e2eBurst.length
     const e2e = total / e2eSeconds
     // The bare handler again, now the service is idle: on a shared machine one burst's figure moves by a third
@@ -358,6 +364,7 @@ async function main(): Promise<void> {
     console.log(`   at ${RATE}/s while the backlog drains: p50 ${lat.p50.toFixed(2)} ms, p99 ${lat.p99.toFixed(2)} ms (budget ≤ 20 ms) ${verdict(lat.p99 <= 20)}`)
     if (rateCpu) console.log(`   CPU over those ${RATE_MS / 1000} s: service ${rateCpu.service} (main thread ${rateCpu.main}; other threads ${rateCpu.others}), load generator ${rateCpu.load}`)
     console.log(`2. end to end: ${total} events fully processed in ${e2eSeconds.toFixed(1)} s = ${e2e.toFixed(0)}/s → ${e2eRatio.toFixed(2)}× bare (budget ≥ 0.25) ${verdict(e2eRatio >= 0.25)}`)
+    if (e2eBurstCpu && drainCpu) console.log(`   the burst ${e2eIngest.seconds.toFixed(2)} s: service ${e2eBurstCpu.service} (main thread ${e2eBurstCpu.main}; other threads ${e2eBurstCpu.others}); the drain after it ${(e2eSeconds - e2eIngest.seconds).toFixed(2)} s: service ${drainCpu.service} (main thread ${drainCpu.main}; other threads ${drainCpu.others})`)
     failed ||= ingestRatio < 0.6 || lat.p99 > 20 || e2eRatio < 0.25 || ingest.bad > 0 || e2eIngest.bad > 0
     await svc.stop()
     services.pop()
