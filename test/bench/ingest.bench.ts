@@ -9,7 +9,8 @@
  * servers run in a child process so the load generator does not share their event loop. Loopback only; every
  * loop is bounded.
  *
- * Budgets: ingest ≥ 0.6 × bare throughput; p99 ≤ 20 ms at 1,000 events/s, the purge running or not.
+ * Budgets: ingest ≥ 0.6 × bare throughput; p99 ≤ 20 ms at 1,000 events/s, the purge running or not. The purge
+ * phase also prints what the checkpoint thread did in each window (its checkpoints, their time, those over 50 ms).
  */
 import { createBareWebhookApp } from './bare-webhook-app.ts'
 import { spawn } from 'node:child_process'
@@ -47,6 +48,8 @@ async function serveBoth(dataDir: string): Promise<void> {
   const sync = rt.store.sqlite?.pragma('synchronous', { simple: true })
   const app = new H3()
   registerWebhookRoutes(app, rt)
+  // The checkpoint thread's figures (switchboard_sqlite_checkpoint_seconds), read around the purge phase's windows.
+  app.get('/metrics', async () => new Response(await rt.metrics.metrics(), { headers: { 'content-type': 'text/plain' } }))
   const bare = createBareWebhookApp()
   const a = serve(app, { port: 0, hostname: '127.0.0.1', silent: true, gracefulShutdown: false })
   const b = serve(bare, { port: 0, hostname: '127.0.0.1', silent: true, gracefulShutdown: false })
@@ -155,6 +158,28 @@ function send(port: number, path: string, body: Buffer, headers: Record<string, 
     })
     req.end(body)
   })
+}
+
+/** The checkpoint thread's checkpoints so far: how many, their total time, how many took over 50 ms. */
+function checkpointsSoFar(port: number): Promise<{ n: number; ms: number; over50: number }> {
+  return new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port, path: '/metrics', agent }, (res) => {
+      let text = ''
+      res.on('data', (c: Buffer) => (text += c.toString()))
+      res.on('end', () => {
+        const value = (name: string) => Number(/^(\S+) (\S+)$/m.exec(text.split('\n').find((l) => l.startsWith(name + ' ')) ?? '')?.[2] ?? 0)
+        const n = value('switchboard_sqlite_checkpoint_seconds_count')
+        const upTo50 = value('switchboard_sqlite_checkpoint_seconds_bucket{le="0.05"}')
+        resolve({ n, ms: value('switchboard_sqlite_checkpoint_seconds_sum') * 1000, over50: n - upTo50 })
+      })
+    }).on('error', reject)
+  })
+}
+
+/** What the checkpoint thread did between two readings, as printed beside a window's latencies. */
+function checkpointsBetween(a: { n: number; ms: number; over50: number }, b: { n: number; ms: number; over50: number }): string {
+  const n = b.n - a.n
+  return `checkpoints: ${n}, ${(b.ms - a.ms).toFixed(0)} ms in all, ${b.over50 - a.over50} over 50 ms`
 }
 
 let seq = 0
@@ -323,14 +348,19 @@ async function main(): Promise<void> {
     if (process.platform === 'linux' && purger.pid) setPriority(purger.pid, 5)
     await firstLine(purger, (line) => line)
     // The same database just before the purge starts (the control), then while it runs.
-    const before = await atRate(info.receiver, await makeEvents(RATE * 3), RATE, RATE_MS)
+    const controlEvents = await makeEvents(RATE * 3)
+    const c0 = await checkpointsSoFar(info.receiver)
+    const before = await atRate(info.receiver, controlEvents, RATE, RATE_MS)
+    const c1 = await checkpointsSoFar(info.receiver)
     const duringEvents = await makeEvents((RATE * PURGE_WINDOW_MS) / 1000)
     purger.stdin!.write('go\n')
     const purged = firstLine(purger, (line) => JSON.parse(line) as { events: number; ms: number })
+    const c2 = await checkpointsSoFar(info.receiver)
     const during = await atRate(info.receiver, duringEvents, RATE, PURGE_WINDOW_MS)
+    const c3 = await checkpointsSoFar(info.receiver)
     const purge = await purged
-    console.log(`at ${RATE}/s with ${PURGE_ROWS.toLocaleString('en')} events past the window stored: receiver p50 ${before.p50.toFixed(2)} ms p99 ${before.p99.toFixed(2)} ms max ${before.max.toFixed(1)} ms`)
-    console.log(`at ${RATE}/s for ${PURGE_WINDOW_MS / 1000} s of the retention purge (it deleted ${purge.events.toLocaleString('en')} old events, ${Math.round(purge.events / (purge.ms / 1000)).toLocaleString('en')}/s): receiver p50 ${during.p50.toFixed(2)} ms p99 ${during.p99.toFixed(2)} ms max ${during.max.toFixed(1)} ms (budget p99 ≤ 20 ms)${during.bad ? ` · ${during.bad} non-204!` : ''}`)
+    console.log(`at ${RATE}/s with ${PURGE_ROWS.toLocaleString('en')} events past the window stored: receiver p50 ${before.p50.toFixed(2)} ms p99 ${before.p99.toFixed(2)} ms max ${before.max.toFixed(1)} ms · ${checkpointsBetween(c0, c1)}`)
+    console.log(`at ${RATE}/s for ${PURGE_WINDOW_MS / 1000} s of the retention purge (it deleted ${purge.events.toLocaleString('en')} old events, ${Math.round(purge.events / (purge.ms / 1000)).toLocaleString('en')}/s): receiver p50 ${during.p50.toFixed(2)} ms p99 ${during.p99.toFixed(2)} ms max ${during.max.toFixed(1)} ms (budget p99 ≤ 20 ms) · ${checkpointsBetween(c2, c3)}${during.bad ? ` · ${during.bad} non-204!` : ''}`)
     if (purge.events === 0) {
       failed = true
       console.error('✗ the purge deleted nothing')
