@@ -167,7 +167,7 @@ function checkpointsSoFar(port: number): Promise<{ n: number; ms: number; over50
       let text = ''
       res.on('data', (c: Buffer) => (text += c.toString()))
       res.on('end', () => {
-        const value = (name: string) => Number(/^(\S+) (\S+)$/m.exec(text.split('\n').find((l) => l.startsWith(name + ' ')) ?? '')?.[2] ?? 0)
+        const value = (name: string) => Number(text.split('\n').find((l) => l.startsWith(name + ' '))?.split(' ').at(-1) ?? 0)
         const n = value('switchboard_sqlite_checkpoint_seconds_count')
         const upTo50 = value('switchboard_sqlite_checkpoint_seconds_bucket{le="0.05"}')
         resolve({ n, ms: value('switchboard_sqlite_checkpoint_seconds_sum') * 1000, over50: n - upTo50 })
@@ -178,8 +178,7 @@ function checkpointsSoFar(port: number): Promise<{ n: number; ms: number; over50
 
 /** What the checkpoint thread did between two readings, as printed beside a window's latencies. */
 function checkpointsBetween(a: { n: number; ms: number; over50: number }, b: { n: number; ms: number; over50: number }): string {
-  const n = b.n - a.n
-  return `checkpoints: ${n}, ${(b.ms - a.ms).toFixed(0)} ms in all, ${b.over50 - a.over50} over 50 ms`
+  return `checkpoints: ${b.n - a.n}, ${(b.ms - a.ms).toFixed(0)} ms in all, ${b.over50 - a.over50} over 50 ms`
 }
 
 let seq = 0

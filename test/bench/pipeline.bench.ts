@@ -279,9 +279,16 @@ function threadCpuMs(pid: number): Map<string, number> | undefined {
 }
 
 /**
- * Where the cores went during a phase: the service's main thread (the receiver), its other threads (the
- * inbox writer, processing, V8's compiler and GC helpers) and the load generator (this process).
+ * Starts counting where the cores go from now: the returned function gives what was spent since — the service's
+ * main thread (the receiver), its other threads (the inbox writer, processing, V8's compiler and GC helpers) and
+ * the load generator (this process).
  */
+function cpuSince(pid: number) {
+  const before = threadCpuMs(pid)
+  const loadBefore = process.cpuUsage()
+  return () => cpuDuring(pid, before, process.cpuUsage(loadBefore))
+}
+
 function cpuDuring(pid: number, before: Map<string, number> | undefined, load: NodeJS.CpuUsage) {
   const after = threadCpuMs(pid)
   if (!before || !after) return undefined
@@ -313,10 +320,9 @@ async function main(): Promise<void> {
     // ── 1 + 2: the burst ─────────────────────────────────────────────────────────────────────
     await throughput(barePort, await burstEvents(WARMUP))
     const bareEvents = await burstEvents(BURST)
-    const bareCpuBefore = threadCpuMs(barePid)
-    const bareLoadBefore = process.cpuUsage()
+    const bareSpent = cpuSince(barePid)
     const bareBurst = await throughput(barePort, bareEvents)
-    const bareCpu = cpuDuring(barePid, bareCpuBefore, process.cpuUsage(bareLoadBefore))
+    const bareCpu = bareSpent()
     const svc = await startService({})
     services.push(svc)
     // Warmed like the bare handler: a service that has run takes the campaign's burst with its hot code
@@ -325,29 +331,26 @@ async function main(): Promise<void> {
     await until('the warm-up to drain', () => drainedAt(svc.port), 60_000, 50)
     const burst = await burstEvents(BURST)
     const during = await burstEvents(RATE * (RATE_MS / 1000))
-    const cpuBefore = threadCpuMs(svc.child.pid!)
-    const loadBefore = process.cpuUsage()
+    const burstSpent = cpuSince(svc.child.pid!)
     const ingest = await throughput(svc.port, burst)
-    const cpu = cpuDuring(svc.child.pid!, cpuBefore, process.cpuUsage(loadBefore))
+    const cpu = burstSpent()
     const commits = { rows: await gauge(svc.port, 'switchboard_webhook_commit_batch_size_sum'), n: await gauge(svc.port, 'switchboard_webhook_commit_batch_size_count') }
-    const rateCpuBefore = threadCpuMs(svc.child.pid!)
-    const rateLoadBefore = process.cpuUsage()
+    const rateSpent = cpuSince(svc.child.pid!)
     const lat = await atRate(svc.port, during)
-    const rateCpu = cpuDuring(svc.child.pid!, rateCpuBefore, process.cpuUsage(rateLoadBefore))
+    const rateCpu = rateSpent()
     const drained = () => drainedAt(svc.port)
     await until('the backlog to drain', drained, 300_000, 50)
     // End to end on its own burst, from its first event sent to the last one processed: timed over phase 1 it
     // also counted the ${RATE_MS / 1000} s paced at ${RATE}/s, which capped the figure at
     // (burst + paced events) / (burst time + ${RATE_MS / 1000} s) whatever processing managed (0.2× bare on a fast host).
     const e2eBurst = await burstEvents(BURST)
-    const e2eCpuBefore = threadCpuMs(svc.child.pid!)
-    const e2eLoadBefore = process.cpuUsage()
+    const e2eBurstSpent = cpuSince(svc.child.pid!)
     const e2eIngest = await throughput(svc.port, e2eBurst)
-    const e2eBurstCpu = cpuDuring(svc.child.pid!, e2eCpuBefore, process.cpuUsage(e2eLoadBefore))
-    const drainCpuBefore = threadCpuMs(svc.child.pid!)
+    const e2eBurstCpu = e2eBurstSpent()
+    const drainSpent = cpuSince(svc.child.pid!)
     await until('the end-to-end burst to drain', drained, 300_000, 20)
     const e2eSeconds = (performance.now() - e2eIngest.started) / 1000
-    const drainCpu = cpuDuring(svc.child.pid!, drainCpuBefore, process.cpuUsage())
+    const drainCpu = drainSpent()
     const total = e2eBurst.length
     const e2e = total / e2eSeconds
     // The bare handler again, now the service is idle: on a shared machine one burst's figure moves by a third
