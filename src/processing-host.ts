@@ -60,7 +60,7 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
   let cancelRestart: (() => void) | undefined
 
   const send = (message: ThreadMessage) => current?.postMessage(message)
-  // The receiver's commit rate, read by the thread to hold back during a burst (PROCESSING_YIELD_ABOVE).
+  // The receiver's commit rate and event-loop use, read by the thread to hold back during a burst (PROCESSING_YIELD_ABOVE).
   const load = trackReceiverLoad(rt.config.pipeline.processingYieldAbove)
 
   function spawn(): Promise<void> {

@@ -1,12 +1,15 @@
 import { describe, expect, it } from 'vitest'
-import { createYieldGate, HOLD_MAX_MS, trackReceiverLoad } from '../../src/webhooks/receiver-load.ts'
+import { createYieldGate, HOLD_MAX_MS, LOOP_BUSY_SHARE, trackReceiverLoad } from '../../src/webhooks/receiver-load.ts'
 import { createManualClock } from '../../src/utils/clock.ts'
 
 describe('receiver first during a burst', () => {
-  /** `whileAsleep` runs as the gate's clock moves on (a receiver that goes on committing). */
-  const setup = (aboveRate: number, whileAsleep?: () => void) => {
+  /**
+   * `whileAsleep` runs as the gate's clock moves on (a receiver that goes on committing); `loop` is the share
+   * of each window the receiver's event loop was busy (the real one would make these tests depend on the host).
+   */
+  const setup = (aboveRate: number, whileAsleep?: () => void, loop: () => number = () => 0) => {
     const clock = createManualClock('2026-03-01T10:00:00Z')
-    const load = trackReceiverLoad(aboveRate)
+    const load = trackReceiverLoad(aboveRate, { loopBusyShare: loop })
     const slept: number[] = []
     const gate = createYieldGate(load.shared, {
       now: () => clock.now(),
@@ -68,7 +71,7 @@ describe('receiver first during a burst', () => {
   it('stops holding back once the thread is stopping', async () => {
     let stopping = false
     const clock = createManualClock('2026-03-01T10:00:00Z')
-    const load = trackReceiverLoad(1_000)
+    const load = trackReceiverLoad(1_000, { loopBusyShare: () => 0 })
     const gate = createYieldGate(load.shared, {
       now: () => clock.now(),
       sleep: async (ms) => {
@@ -84,9 +87,50 @@ describe('receiver first during a burst', () => {
     expect(clock.now() - started).toBeLessThan(200)
   })
 
-  it('PROCESSING_YIELD_ABOVE=0: never busy', async () => {
-    const { clock, load, gate, slept } = setup(0)
-    for (let i = 0; i < 100; i++) load.committed(400, clock.now())
+  it('holds processing back while the receiver\'s event loop is saturated, below the rate threshold too', async () => {
+    // A slow host: 500 deliveries a second (far below 3,000) with the loop busy the whole time.
+    const shares: number[] = []
+    let loopShare = 1
+    const { clock, load, gate, slept } = setup(3_000, undefined, () => {
+      shares.push(loopShare)
+      return loopShare
+    })
+    load.committed(1, clock.now()) // the first look covers the time since start-up: never a verdict
+    await gate()
+    expect(slept).toEqual([])
+    await clock.advance(250)
+    load.committed(1, clock.now())
+    // The loop is looked at once a window, not at every commit.
+    load.committed(1, clock.now() + 10)
+    expect(shares).toHaveLength(2)
+    let passed = false
+    const waiting = gate().then(() => (passed = true))
+    await Promise.resolve()
+    expect(passed).toBe(false)
+    await waiting
+    // Busy lasts one window and 100 ms after the look that found the loop saturated.
+    const held = slept.reduce((a, b) => a + b, 0)
+    expect(held).toBeGreaterThanOrEqual(350)
+    expect(held).toBeLessThan(400)
+  })
+
+  it('lets processing run while the loop is busy for less than the share', async () => {
+    const { clock, load, gate, slept } = setup(3_000, undefined, () => LOOP_BUSY_SHARE - 0.01)
+    for (let i = 0; i < 10; i++) {
+      load.committed(1, clock.now())
+      await clock.advance(250)
+    }
+    load.committed(1, clock.now())
+    await gate()
+    expect(slept).toEqual([])
+  })
+
+  it('PROCESSING_YIELD_ABOVE=0: never busy, whatever the rate or the loop', async () => {
+    const { clock, load, gate, slept } = setup(0, undefined, () => 1)
+    for (let i = 0; i < 100; i++) {
+      load.committed(400, clock.now())
+      await clock.advance(10)
+    }
     await gate()
     expect(slept).toEqual([])
   })
