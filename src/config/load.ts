@@ -44,7 +44,7 @@ export interface Config {
     callConcurrency: number
     /** Scheduling priority (Linux nice, 0–19) of the processing thread under `serve`: the receiver goes first. */
     processingNice: number
-    /** Deliveries a second at the receiver above which the processing thread holds back; it also does while the receiver's loop is saturated (0: never). */
+    /** Deliveries a second at the receiver above which the processing thread holds back; and above half that while the receiver's loop is saturated (0: never). */
     processingYieldAbove: number
     backlogDegradedMs: number
   }

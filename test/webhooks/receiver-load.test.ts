@@ -88,18 +88,17 @@ describe('receiver first during a burst', () => {
   })
 
   it('holds processing back while the receiver\'s event loop is saturated, below the rate threshold too', async () => {
-    // A slow host: 500 deliveries a second (far below 3,000) with the loop busy the whole time.
+    // A slow host: 2,000 deliveries a second (below 3,000, above half of it) with the loop busy the whole time.
     const shares: number[] = []
-    let loopShare = 1
     const { clock, load, gate, slept } = setup(3_000, undefined, () => {
-      shares.push(loopShare)
-      return loopShare
+      shares.push(1)
+      return 1
     })
-    load.committed(1, clock.now()) // the first look covers the time since start-up: never a verdict
+    load.committed(250, clock.now()) // the first look covers the time since start-up: never a verdict
     await gate()
     expect(slept).toEqual([])
     await clock.advance(250)
-    load.committed(1, clock.now())
+    load.committed(500, clock.now())
     // The loop is looked at once a window, not at every commit.
     load.committed(1, clock.now() + 10)
     expect(shares).toHaveLength(2)
@@ -117,10 +116,29 @@ describe('receiver first during a burst', () => {
   it('lets processing run while the loop is busy for less than the share', async () => {
     const { clock, load, gate, slept } = setup(3_000, undefined, () => LOOP_BUSY_SHARE - 0.01)
     for (let i = 0; i < 10; i++) {
-      load.committed(1, clock.now())
+      load.committed(500, clock.now())
       await clock.advance(250)
     }
-    load.committed(1, clock.now())
+    load.committed(500, clock.now())
+    await gate()
+    expect(slept).toEqual([])
+  })
+
+  it('lets processing run while the loop is saturated by other work and deliveries are few', async () => {
+    // The proxy relaying processing's own calls keeps the loop busy; 200 deliveries a second is not a burst.
+    const { clock, load, gate, slept } = setup(3_000, undefined, () => 1)
+    for (let i = 0; i < 10; i++) {
+      load.committed(50, clock.now())
+      await clock.advance(250)
+    }
+    load.committed(50, clock.now())
+    await gate()
+    expect(slept).toEqual([])
+    // 1,500 a second is exactly half the threshold: still not above it.
+    for (let i = 0; i < 10; i++) {
+      await clock.advance(25)
+      load.committed(37.5, clock.now())
+    }
     await gate()
     expect(slept).toEqual([])
   })
