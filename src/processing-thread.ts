@@ -15,7 +15,7 @@ import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
 import { startBackground } from './background.ts'
 import { registerBacklogMetrics } from './backlog-metrics.ts'
 import { sleep } from './utils/clock.ts'
-import { createYieldGate, setYieldGate } from './webhooks/receiver-load.ts'
+import { createReceivingCheck, createYieldGate, setReceivingCheck, setYieldGate } from './webhooks/receiver-load.ts'
 import { processingTasks } from './processing-tasks.ts'
 import type { ThreadMessage, ThreadReply } from './processing-messages.ts'
 import { webhookState } from './webhooks/state.ts'
@@ -61,9 +61,10 @@ if (process.platform === 'linux' && config.pipeline.processingNice > getPriority
 let stopBackground: (() => Promise<void>) | undefined
 let stopping = false
 // Webhook batches, queued calls and deliveries wait while the receiver takes a burst (PROCESSING_YIELD_ABOVE;
-// src/webhooks/receiver-load.ts); stopping ends the wait.
+// src/webhooks/receiver-load.ts); stopping ends the wait. While it takes deliveries at all, webhook batches are smaller.
 if (receiverLoad && config.pipeline.processingYieldAbove > 0) {
   setYieldGate(rt, createYieldGate(receiverLoad, { now: () => rt.clock.now(), sleep: (ms) => sleep(rt.clock, ms), stopping: () => stopping }))
+  setReceivingCheck(rt, createReceivingCheck(receiverLoad, () => rt.clock.now()))
 }
 // Wakes are coalesced: a pass of synchronous SQLite work does not yield to the message queue, so the wakes
 // of every commit during it arrive together afterwards — hundreds after a burst, each of which started a pass

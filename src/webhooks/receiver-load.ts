@@ -33,9 +33,19 @@ export const LOOP_BUSY_SHARE = 0.9
 export const HOLD_MAX_MS = 10_000
 /** How often a held-back processing thread looks again. */
 const RECHECK_MS = 20
+/** The receiver counts as taking deliveries for this long after a commit (for the claim size). */
+export const RECEIVING_FOR_MS = 250
+/**
+ * The webhook worker claims this fraction of its usual batch while the receiver takes deliveries. Processing's
+ * write transactions then hold SQLite's one write lock a quarter as long, so the receiver's commits wait less
+ * behind them. Measured in `pipeline` (four alternated pairs at 1,000 deliveries a second while the backlog
+ * drained): p99 22–30 ms against 27–37 ms with the whole batch; the drain with no deliveries arriving, which
+ * keeps the whole batch, was 15 % slower in quarter batches.
+ */
+const RECEIVING_BATCH_SHARE = 0.25
 
 export interface ReceiverLoad {
-  /** Memory shared with the processing thread (a "busy until" epoch-ms time). */
+  /** Memory shared with the processing thread (a "busy until" and a "last commit" epoch-ms time). */
   readonly shared: SharedArrayBuffer
   /** The receiver committed `deliveries` at `now` (epoch ms). */
   committed(deliveries: number, now: number): void
@@ -54,7 +64,7 @@ export interface ReceiverLoadOptions {
  * deliveries a second, or above half that while its loop is busy (`0` never marks it busy: the gate is off).
  */
 export function trackReceiverLoad(aboveRate: number, options: ReceiverLoadOptions = {}): ReceiverLoad {
-  const shared = new SharedArrayBuffer(8)
+  const shared = new SharedArrayBuffer(16)
   const busyUntil = new BigInt64Array(shared)
   const loopBusyShare = options.loopBusyShare ?? eventLoopBusyShare()
   const recent: Array<{ at: number; n: number }> = []
@@ -70,6 +80,7 @@ export function trackReceiverLoad(aboveRate: number, options: ReceiverLoadOption
     shared,
     committed(deliveries, now) {
       if (aboveRate <= 0) return
+      Atomics.store(busyUntil, 1, BigInt(now))
       recent.push({ at: now, n: deliveries })
       inWindow += deliveries
       while (recent.length > 0 && recent[0]!.at <= now - WINDOW_MS) inWindow -= recent.shift()!.n
@@ -126,7 +137,24 @@ export function createYieldGate(shared: SharedArrayBuffer, options: YieldGateOpt
   }
 }
 
+/** The processing side: whether the receiver committed deliveries within the last RECEIVING_FOR_MS. */
+export function createReceivingCheck(shared: SharedArrayBuffer, now: () => number): () => boolean {
+  const slots = new BigInt64Array(shared)
+  return () => Number(Atomics.load(slots, 1)) > now() - RECEIVING_FOR_MS
+}
+
 const gates = new WeakMap<Runtime, () => Promise<void>>()
+const receivingChecks = new WeakMap<Runtime, () => boolean>()
+
+/** Makes this runtime's webhook worker claim smaller batches while `receiving()` (the processing thread sets it). */
+export function setReceivingCheck(rt: Runtime, receiving: () => boolean): void {
+  receivingChecks.set(rt, receiving)
+}
+
+/** The webhook worker's next claim: `full`, or a quarter of it while the receiver this runtime yields to takes deliveries. */
+export function claimSize(rt: Runtime, full: number): number {
+  return receivingChecks.get(rt)?.() ? Math.max(1, Math.round(full * RECEIVING_BATCH_SHARE)) : full
+}
 
 /**
  * Makes this runtime's webhook worker, call queue and delivery lanes wait at `gate` before each batch (the

@@ -1,6 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import { claimDue, processClaimedBatch } from './processing.ts'
-import { yieldToReceiver } from './receiver-load.ts'
+import { claimSize, yieldToReceiver } from './receiver-load.ts'
 
 /** The periodic sweep picks up retries that fell due and events requeued by another process. */
 export const SWEEP_MS = 1_000
@@ -33,8 +33,10 @@ export function startWorker(rt: Runtime): Worker {
       await yieldToReceiver(rt)
       if (stopped) return
       let rows
+      // Smaller while the receiver takes deliveries: its commits wait on processing's write transactions.
+      const limit = claimSize(rt, BATCH)
       try {
-        rows = await claimDue(rt, owner, BATCH)
+        rows = await claimDue(rt, owner, limit)
       } catch (error) {
         rt.log.error({ err: (error as Error).message }, 'webhook worker could not claim events')
         return
@@ -47,7 +49,7 @@ export function startWorker(rt: Runtime): Worker {
           rt.log.error({ events: rows.length, err: (error as Error).message }, 'webhook worker could not record outcomes')
         }
       }
-      if (rows.length === BATCH) again = true
+      if (rows.length === limit) again = true
     } while (again && !stopped)
   }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createYieldGate, HOLD_MAX_MS, LOOP_BUSY_SHARE, trackReceiverLoad } from '../../src/webhooks/receiver-load.ts'
+import { claimSize, createReceivingCheck, createYieldGate, HOLD_MAX_MS, LOOP_BUSY_SHARE, RECEIVING_FOR_MS, setReceivingCheck, trackReceiverLoad } from '../../src/webhooks/receiver-load.ts'
+import type { Runtime } from '../../src/runtime.ts'
 import { createManualClock } from '../../src/utils/clock.ts'
 
 describe('receiver first during a burst', () => {
@@ -151,5 +152,32 @@ describe('receiver first during a burst', () => {
     }
     await gate()
     expect(slept).toEqual([])
+  })
+
+  it('claims a quarter batch while the receiver takes deliveries, the whole batch once it is quiet', async () => {
+    const clock = createManualClock('2026-03-01T10:00:00Z')
+    const load = trackReceiverLoad(3_000, { loopBusyShare: () => 0 })
+    // Only identity matters to claimSize: the runtime is the key its check is registered under.
+    const rt = {} as Runtime
+    expect(claimSize(rt, 200)).toBe(200) // no receiver to yield to (a separate worker process)
+    const receiving = createReceivingCheck(load.shared, () => clock.now())
+    setReceivingCheck(rt, receiving)
+    expect(claimSize(rt, 200)).toBe(200) // nothing committed yet
+    load.committed(1, clock.now())
+    expect(claimSize(rt, 200)).toBe(50)
+    expect(claimSize(rt, 2)).toBe(1)
+    await clock.advance(RECEIVING_FOR_MS - 1)
+    expect(claimSize(rt, 200)).toBe(50)
+    await clock.advance(1)
+    expect(claimSize(rt, 200)).toBe(200)
+  })
+
+  it('PROCESSING_YIELD_ABOVE=0: whole batches, deliveries or not', () => {
+    const clock = createManualClock('2026-03-01T10:00:00Z')
+    const load = trackReceiverLoad(0, { loopBusyShare: () => 1 })
+    const rt = {} as Runtime
+    setReceivingCheck(rt, createReceivingCheck(load.shared, () => clock.now()))
+    load.committed(400, clock.now())
+    expect(claimSize(rt, 200)).toBe(200)
   })
 })
