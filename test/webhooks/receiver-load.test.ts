@@ -135,10 +135,10 @@ describe('receiver first during a burst', () => {
     load.committed(50, clock.now())
     await gate()
     expect(slept).toEqual([])
-    // 1,500 a second is exactly half the threshold: still not above it.
-    for (let i = 0; i < 10; i++) {
-      await clock.advance(25)
-      load.committed(37.5, clock.now())
+    // 1,500 a second is exactly half the threshold (375 in the window that the next look covers): not above it.
+    for (let i = 0; i < 5; i++) {
+      await clock.advance(50)
+      load.committed(75, clock.now())
     }
     await gate()
     expect(slept).toEqual([])
