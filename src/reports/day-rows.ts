@@ -1,5 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import type { DayRange } from './day-range.ts'
+import { withLargeReadCache } from '../db/read-cache.ts'
 
 /** A conversation of the day with what the calls ledger knows about it. */
 export interface ReportRow {
@@ -28,7 +29,7 @@ export interface ReportRow {
  */
 export async function loadDayRows(rt: Runtime, range: Pick<DayRange, 'startMs' | 'endMs'>): Promise<ReportRow[]> {
   const { startMs, endMs } = range
-  const rows = await rt.store.db
+  const query = rt.store.db
     .selectFrom('conversations as c')
     .leftJoin('calls as k', 'k.trace_id', 'c.trace_id')
     .select([
@@ -42,7 +43,9 @@ export async function loadDayRows(rt: Runtime, range: Pick<DayRange, 'startMs' |
         eb.and([eb('c.ended_at', 'is', null), eb('c.created_at', '>=', startMs), eb('c.created_at', '<', endMs)]),
       ]),
     )
-    .execute()
+  // Read through the ended_at index, the table's pages in no particular order: with a page cache that holds
+  // them, each page is read from the file once (src/db/read-cache.ts).
+  const rows = await withLargeReadCache(rt.store, () => query.execute())
   // Sorted here rather than in SQL: a 100,000-row sort in SQLite's temp b-tree costs more than in JS, and
   // both dialects then agree on where unfinished calls go (NULLS FIRST vs LAST differ).
   const at = (r: (typeof rows)[number]) => r.ended_at ?? r.created_at
