@@ -19,6 +19,7 @@ import { createReceivingCheck, createYieldGate, setReceivingCheck, setYieldGate 
 import { processingTasks } from './processing-tasks.ts'
 import type { ThreadMessage, ThreadReply } from './processing-messages.ts'
 import { webhookState } from './webhooks/state.ts'
+import { webhookMetrics } from './webhooks/metrics.ts'
 
 /** Backoff while the background work cannot start (the database is unreachable): 500 ms doubling to 15 s. */
 const START_RETRY_MIN_MS = 500
@@ -63,7 +64,20 @@ let stopping = false
 // Webhook batches, queued calls and deliveries wait while the receiver takes a burst (PROCESSING_YIELD_ABOVE;
 // src/webhooks/receiver-load.ts); stopping ends the wait. While it takes deliveries at all, webhook batches are smaller.
 if (receiverLoad && config.pipeline.processingYieldAbove > 0) {
-  setYieldGate(rt, createYieldGate(receiverLoad, { now: () => rt.clock.now(), sleep: (ms) => sleep(rt.clock, ms), stopping: () => stopping }))
+  const metrics = webhookMetrics(rt.metrics)
+  metrics.holding.set(0)
+  setYieldGate(
+    rt,
+    createYieldGate(receiverLoad, {
+      now: () => rt.clock.now(),
+      sleep: (ms) => sleep(rt.clock, ms),
+      stopping: () => stopping,
+      onHold(holding, heldMs) {
+        metrics.holding.set(holding ? 1 : 0)
+        if (!holding) metrics.heldSeconds.inc(heldMs / 1000)
+      },
+    }),
+  )
   setReceivingCheck(rt, createReceivingCheck(receiverLoad, () => rt.clock.now()))
 }
 // Wakes are coalesced: a pass of synchronous SQLite work does not yield to the message queue, so the wakes

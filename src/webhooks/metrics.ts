@@ -17,6 +17,10 @@ export interface WebhookMetrics {
   lagSeconds: Histogram<'source'>
   /** Deliveries per group commit of the inbox: small batches mean a commit (and a thread wake-up) per event. */
   commitBatchSize: Histogram
+  /** Time processing held back while the receiver took a burst (src/webhooks/receiver-load.ts). */
+  heldSeconds: Counter
+  /** 1 while processing holds back for the receiver. */
+  holding: Gauge
 }
 
 const cache = new WeakMap<Registry, WebhookMetrics>()
@@ -59,6 +63,12 @@ export function webhookMetrics(registry: Registry): WebhookMetrics {
       buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 400],
       registers,
     }),
+    heldSeconds: new Counter({
+      name: 'switchboard_processing_held_seconds_total',
+      help: 'Time processing held back while the receiver took a burst (PROCESSING_YIELD_ABOVE)',
+      registers,
+    }),
+    holding: new Gauge({ name: 'switchboard_processing_held', help: '1 while processing holds back for the receiver', registers }),
   }
   cache.set(registry, metrics)
   return metrics

@@ -115,6 +115,11 @@ export interface YieldGateOptions {
   sleep(ms: number): Promise<void>
   /** True once the thread is stopping: a held-back batch goes at once (shutdown does not wait out a burst). */
   stopping?(): boolean
+  /**
+   * Told when processing starts holding back (`true`) and when it stops (`false`, with how long it held). Several
+   * parts of processing wait at the gate together; one hold lasts from the first of them waiting to the last going.
+   */
+  onHold?(holding: boolean, heldMs: number): void
 }
 
 /**
@@ -125,15 +130,25 @@ export function createYieldGate(shared: SharedArrayBuffer, options: YieldGateOpt
   const busyUntil = new BigInt64Array(shared)
   const busy = () => Number(Atomics.load(busyUntil, 0)) > options.now()
   let runUntil = 0
+  let waiting = 0
+  let holdingSince = 0
   return async () => {
     if (!busy() || options.now() < runUntil) return
     const started = options.now()
-    while (busy() && !options.stopping?.()) {
-      if (options.now() - started >= HOLD_MAX_MS) {
-        runUntil = options.now() + HOLD_MAX_MS
-        return
+    if (waiting++ === 0) {
+      holdingSince = started
+      options.onHold?.(true, 0)
+    }
+    try {
+      while (busy() && !options.stopping?.()) {
+        if (options.now() - started >= HOLD_MAX_MS) {
+          runUntil = options.now() + HOLD_MAX_MS
+          return
+        }
+        await options.sleep(RECHECK_MS)
       }
-      await options.sleep(RECHECK_MS)
+    } finally {
+      if (--waiting === 0) options.onHold?.(false, options.now() - holdingSince)
     }
   }
 }

@@ -314,6 +314,7 @@ interface Round {
   ingestRatio: number
   cpu: Cpu
   commits: { rows: number; n: number }
+  heldSeconds: number
   lat: { p50: number; p99: number }
   rateCpu: Cpu
   e2eIngest: Burst
@@ -335,6 +336,7 @@ async function measureRound(svc: Service, barePort: number, bareBefore: number):
   const burst = await burstEvents(BURST)
   const during = await burstEvents(RATE * (RATE_MS / 1000))
   const commitsBefore = { rows: await gauge(svc.port, 'switchboard_webhook_commit_batch_size_sum'), n: await gauge(svc.port, 'switchboard_webhook_commit_batch_size_count') }
+  const heldBefore = await gauge(svc.port, 'switchboard_processing_held_seconds_total')
   const burstSpent = cpuSince(svc.child.pid!)
   const ingest = await throughput(svc.port, burst)
   const cpu = burstSpent()
@@ -345,6 +347,8 @@ async function measureRound(svc: Service, barePort: number, bareBefore: number):
   const rateSpent = cpuSince(svc.child.pid!)
   const lat = await atRate(svc.port, during)
   const rateCpu = rateSpent()
+  // Processing's holds for the burst (ended by now: the paced rate is below the gate's threshold).
+  const heldSeconds = (await gauge(svc.port, 'switchboard_processing_held_seconds_total')) - heldBefore
   const drained = () => drainedAt(svc.port)
   await until('the backlog to drain', drained, 300_000, 50)
   // End to end on its own burst, from its first event sent to the last one processed: timed over the paced
@@ -362,7 +366,7 @@ async function measureRound(svc: Service, barePort: number, bareBefore: number):
   const bareAfter = await throughput(barePort, await burstEvents(BURST))
   const bare = (bareBefore + bareAfter.rps) / 2
   return {
-    ingest, ingestRatio: ingest.rps / bare, cpu, commits, lat, rateCpu,
+    ingest, ingestRatio: ingest.rps / bare, cpu, commits, heldSeconds, lat, rateCpu,
     e2eIngest, e2eSeconds, e2eRatio: e2eBurst.length / e2eSeconds / bare, e2eBurstCpu, drainCpu, bare, bareAfter,
   }
 }
@@ -373,7 +377,7 @@ function printRound(n: number, r: Round, bareCpu: Cpu): void {
   console.log(`   ingest while processing: ${r.ingest.rps.toFixed(0)} events/s → ${r.ingestRatio.toFixed(2)}× bare${r.ingest.bad ? ` · ${r.ingest.bad} non-204` : ''}`)
   if (r.cpu) console.log(`   CPU during the burst (${r.ingest.seconds.toFixed(2)} s on ${cpus().length} cores): service ${r.cpu.service} (main thread ${r.cpu.main}; other threads ${r.cpu.others}), load generator ${r.cpu.load}`)
   if (bareCpu) console.log(`   CPU during the bare handler's first burst: bare handler ${bareCpu.service} (main thread ${bareCpu.main}), load generator ${bareCpu.load}`)
-  console.log(`   group commits during the burst: ${r.commits.n} of ${(r.commits.rows / Math.max(1, r.commits.n)).toFixed(1)} deliveries on average`)
+  console.log(`   group commits during the burst: ${r.commits.n} of ${(r.commits.rows / Math.max(1, r.commits.n)).toFixed(1)} deliveries on average; processing held back ${r.heldSeconds.toFixed(2)} s for it`)
   console.log(`   at ${RATE}/s while the backlog drains: p50 ${r.lat.p50.toFixed(2)} ms, p99 ${r.lat.p99.toFixed(2)} ms`)
   if (r.rateCpu) console.log(`   CPU over those ${RATE_MS / 1000} s: service ${r.rateCpu.service} (main thread ${r.rateCpu.main}; other threads ${r.rateCpu.others}), load generator ${r.rateCpu.load}`)
   console.log(`   end to end: ${BURST} events fully processed in ${r.e2eSeconds.toFixed(1)} s = ${e2e.toFixed(0)}/s → ${r.e2eRatio.toFixed(2)}× bare${r.e2eIngest.bad ? ` · ${r.e2eIngest.bad} non-204` : ''}`)

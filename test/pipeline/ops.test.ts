@@ -28,6 +28,9 @@ describeEachDialect('backlog you can see', (dialect) => {
     expect(metrics).toContain('switchboard_webhook_commit_batch_size_sum 3')
     expect(metrics).toContain('switchboard_webhook_commit_batch_size_count 3')
     for (const name of ['switchboard_processing_lag_seconds', 'switchboard_recipe_runs_total', 'switchboard_recipe_run_seconds']) expect(metrics).toContain(`# TYPE ${name}`)
+    // Processing's holds for the receiver: listed at zero before the first one.
+    expect(metrics).toContain('switchboard_processing_held_seconds_total 0')
+    expect(metrics).toContain('switchboard_processing_held 0')
   })
 
   it('a backlog too large to count on the receiver\'s event loop: counted up to 10,000, the oldest still exact', async () => {

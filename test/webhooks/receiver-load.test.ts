@@ -45,6 +45,29 @@ describe('receiver first during a burst', () => {
     expect(slept.reduce((a, b) => a + b, 0)).toBeLessThan(200)
   })
 
+  it('reports each hold once, from the first part of processing held back to the last one let go', async () => {
+    const clock = createManualClock('2026-03-01T10:00:00Z')
+    const load = trackReceiverLoad(3_000, { loopBusyShare: () => 0 })
+    const holds: Array<[boolean, number]> = []
+    const gate = createYieldGate(load.shared, {
+      now: () => clock.now(),
+      sleep: (ms) => clock.advance(ms),
+      onHold: (holding, heldMs) => void holds.push([holding, heldMs]),
+    })
+    // Quiet: nothing to report.
+    await gate()
+    expect(holds).toEqual([])
+    // A burst: the webhook worker and the call queue wait together; one hold, ended when both go.
+    load.committed(800, clock.now())
+    const started = clock.now()
+    await Promise.all([gate(), gate()])
+    expect(holds).toHaveLength(2)
+    expect(holds[0]).toEqual([true, 0])
+    expect(holds[1]![0]).toBe(false)
+    expect(holds[1]![1]).toBe(clock.now() - started)
+    expect(holds[1]![1]).toBeGreaterThanOrEqual(100)
+  })
+
   it('never holds back longer than HOLD_MAX_MS in a row, then runs as long before holding back again', async () => {
     // A stream that never slows: 300 deliveries at every look (15,000 a second).
     let stream = () => {}
