@@ -1,27 +1,19 @@
-import { Gauge, Histogram, type Registry } from 'prom-client'
+import { Gauge, Histogram } from 'prom-client'
 import type { Runtime } from './runtime.ts'
 import { checkpointOnlyAsBackstop } from './db/connect.ts'
 import { startCheckpointer, type Checkpointer } from './db/checkpointer.ts'
+import { defineMetrics } from './utils/define-metrics.ts'
 
 interface WalCheckpointMetrics {
   seconds: Histogram
   frames: Gauge
 }
 
-const cache = new WeakMap<Registry, WalCheckpointMetrics>()
-
-/** The checkpoint thread's metrics, registered once per registry. */
-function walCheckpointMetrics(registry: Registry): WalCheckpointMetrics {
-  const known = cache.get(registry)
-  if (known) return known
-  const registers = [registry]
-  const metrics: WalCheckpointMetrics = {
-    seconds: new Histogram({ name: 'switchboard_sqlite_checkpoint_seconds', help: 'WAL checkpoints run by the checkpoint thread (those that found frames in the log)', buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers }),
-    frames: new Gauge({ name: 'switchboard_sqlite_wal_frames', help: 'Frames in the WAL at the last checkpoint; growing from one scrape to the next means checkpoints cannot keep up (a long-running reader)', registers }),
-  }
-  cache.set(registry, metrics)
-  return metrics
-}
+/** The checkpoint thread's metrics. */
+const walCheckpointMetrics = defineMetrics((registers): WalCheckpointMetrics => ({
+  seconds: new Histogram({ name: 'switchboard_sqlite_checkpoint_seconds', help: 'WAL checkpoints run by the checkpoint thread (those that found frames in the log)', buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers }),
+  frames: new Gauge({ name: 'switchboard_sqlite_wal_frames', help: 'Frames in the WAL at the last checkpoint; growing from one scrape to the next means checkpoints cannot keep up (a long-running reader)', registers }),
+}))
 
 /**
  * A running service's SQLite file gets its WAL checkpoints from a thread of its own (src/db/checkpointer.ts):

@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
+import { Counter, Gauge, Histogram } from 'prom-client'
+import { defineMetrics } from '../utils/define-metrics.ts'
 
 /** The call queue's and the upstream client's Prometheus metrics, registered once per registry. */
 export interface CallMetrics {
@@ -9,25 +10,16 @@ export interface CallMetrics {
   upstreamSeconds: Histogram<'endpoint' | 'status'>
 }
 
-const cache = new WeakMap<Registry, CallMetrics>()
-
-export function callMetrics(registry: Registry): CallMetrics {
-  const known = cache.get(registry)
-  if (known) return known
-  const registers = [registry]
-  const metrics: CallMetrics = {
-    queueDepth: new Gauge({ name: 'switchboard_call_queue_depth', help: 'Calls waiting in the paced queue (this process\'s last look)', registers }),
-    placed: new Counter({ name: 'switchboard_calls_placed_total', help: 'Calls the provider accepted from the queue, by status (initiated, scheduled, recovered)', labelNames: ['status'], registers }),
-    retried: new Counter({ name: 'switchboard_calls_retried_total', help: 'Queued calls sent again later, by reason (rate_limit, number_rate_limit, concurrency_limit, transient)', labelNames: ['reason'], registers }),
-    failed: new Counter({ name: 'switchboard_calls_failed_total', help: 'Queued calls that ended failed or rejected, by reason (the provider\'s error type)', labelNames: ['reason'], registers }),
-    upstreamSeconds: new Histogram({
-      name: 'switchboard_upstream_request_seconds',
-      help: 'Provider requests switchboard made itself, by endpoint and HTTP status (0: no answer)',
-      labelNames: ['endpoint', 'status'],
-      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15],
-      registers,
-    }),
-  }
-  cache.set(registry, metrics)
-  return metrics
-}
+export const callMetrics = defineMetrics((registers): CallMetrics => ({
+  queueDepth: new Gauge({ name: 'switchboard_call_queue_depth', help: 'Calls waiting in the paced queue (this process\'s last look)', registers }),
+  placed: new Counter({ name: 'switchboard_calls_placed_total', help: 'Calls the provider accepted from the queue, by status (initiated, scheduled, recovered)', labelNames: ['status'], registers }),
+  retried: new Counter({ name: 'switchboard_calls_retried_total', help: 'Queued calls sent again later, by reason (rate_limit, number_rate_limit, concurrency_limit, transient)', labelNames: ['reason'], registers }),
+  failed: new Counter({ name: 'switchboard_calls_failed_total', help: 'Queued calls that ended failed or rejected, by reason (the provider\'s error type)', labelNames: ['reason'], registers }),
+  upstreamSeconds: new Histogram({
+    name: 'switchboard_upstream_request_seconds',
+    help: 'Provider requests switchboard made itself, by endpoint and HTTP status (0: no answer)',
+    labelNames: ['endpoint', 'status'],
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15],
+    registers,
+  }),
+}))

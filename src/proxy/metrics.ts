@@ -1,13 +1,7 @@
-import { Counter, type Registry } from 'prom-client'
-
-const cache = new WeakMap<Registry, Counter<'result'>>()
+import { Counter } from 'prom-client'
+import { defineMetrics } from '../utils/define-metrics.ts'
 
 /** Proxy answers by cache result (the X-Cache header: HIT, MISS, STALE, BYPASS). */
-export function proxyCacheResults(registry: Registry): Counter<'result'> {
-  let counter = cache.get(registry)
-  if (!counter) {
-    counter = new Counter({ name: 'switchboard_proxy_cache_results_total', help: 'Proxy answers by X-Cache result (HIT, MISS, STALE, BYPASS)', labelNames: ['result'], registers: [registry] })
-    cache.set(registry, counter)
-  }
-  return counter
-}
+export const proxyCacheResults = defineMetrics(
+  (registers): Counter<'result'> => new Counter({ name: 'switchboard_proxy_cache_results_total', help: 'Proxy answers by X-Cache result (HIT, MISS, STALE, BYPASS)', labelNames: ['result'], registers }),
+)

@@ -1,4 +1,5 @@
-import { Counter, Histogram, type Registry } from 'prom-client'
+import { Counter, Histogram } from 'prom-client'
+import { defineMetrics } from '../utils/define-metrics.ts'
 
 /** Recipes' Prometheus metrics, registered once per registry. */
 export interface RecipeMetrics {
@@ -8,23 +9,14 @@ export interface RecipeMetrics {
   batchSize: Histogram<'recipe'>
 }
 
-const cache = new WeakMap<Registry, RecipeMetrics>()
-
-export function recipeMetrics(registry: Registry): RecipeMetrics {
-  const known = cache.get(registry)
-  if (known) return known
-  const registers = [registry]
-  const metrics: RecipeMetrics = {
-    runs: new Counter({ name: 'switchboard_recipe_runs_total', help: 'Recipe runs by recipe, trigger and outcome (succeeded, failed, timed_out, skipped)', labelNames: ['recipe', 'trigger', 'outcome'], registers }),
-    runSeconds: new Histogram({
-      name: 'switchboard_recipe_run_seconds',
-      help: 'Recipe run duration by recipe and outcome',
-      labelNames: ['recipe', 'outcome'],
-      buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 1800],
-      registers,
-    }),
-    batchSize: new Histogram({ name: 'switchboard_recipe_event_batch_size', help: 'Events per event-triggered run', labelNames: ['recipe'], buckets: [1, 5, 25, 100, 250, 500, 1000, 5000], registers }),
-  }
-  cache.set(registry, metrics)
-  return metrics
-}
+export const recipeMetrics = defineMetrics((registers): RecipeMetrics => ({
+  runs: new Counter({ name: 'switchboard_recipe_runs_total', help: 'Recipe runs by recipe, trigger and outcome (succeeded, failed, timed_out, skipped)', labelNames: ['recipe', 'trigger', 'outcome'], registers }),
+  runSeconds: new Histogram({
+    name: 'switchboard_recipe_run_seconds',
+    help: 'Recipe run duration by recipe and outcome',
+    labelNames: ['recipe', 'outcome'],
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 1800],
+    registers,
+  }),
+  batchSize: new Histogram({ name: 'switchboard_recipe_event_batch_size', help: 'Events per event-triggered run', labelNames: ['recipe'], buckets: [1, 5, 25, 100, 250, 500, 1000, 5000], registers }),
+}))
