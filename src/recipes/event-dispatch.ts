@@ -1,6 +1,7 @@
 import type { Runtime } from '../runtime.ts'
 import { backoffMs } from '../utils/backoff.ts'
 import { sleep } from '../utils/clock.ts'
+import { nextTurn } from '../utils/next-turn.ts'
 import type { PipelineEvent } from '../webhooks/hooks.ts'
 import { parseRow } from '../webhooks/processing.ts'
 import { claimFireBatch, enqueueEventFires, finishFires, releaseFires, renewFireClaims, type FireRow } from './claims.ts'
@@ -135,6 +136,8 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
       const rows = await claimFireBatch(rt, name, owner, recipeBatchMax, FIRE_CLAIM_MS)
       if (rows.length === 0) return
       await runBatch(recipe, rows)
+      // The rest of the thread (messages, timers) gets a turn between batches (src/utils/next-turn.ts).
+      await nextTurn()
     }
   }
 

@@ -1,3 +1,5 @@
+import { nextTurn } from './next-turn.ts'
+
 /**
  * Group commit for writes that arrive one at a time: every item added while a batch is being written (or in
  * the same turn of the event loop) joins the next batch, so the commit rate stays flat as items per second
@@ -44,7 +46,7 @@ export function createGroupCommit<T>(write: (items: T[]) => Promise<void>): Grou
     if (running) return
     running = (async () => {
       // Let the answers already on the wire land first: without this yield each commit carries one item.
-      await new Promise<void>((resolve) => setImmediate(resolve))
+      await nextTurn()
       while (queue.length > 0) {
         const batch = queue
         queue = []

@@ -4,6 +4,7 @@ import type { Store } from '../db/connect.ts'
 import { startSqliteWriter, type CompiledStatement, type SqliteWriter } from './sqlite-writer.ts'
 import { classifyStorageError, isRetryableConflict } from './storage-errors.ts'
 import type { Clock } from '../utils/clock.ts'
+import { nextTurn } from '../utils/next-turn.ts'
 
 export type InboxRow = Insertable<WebhookEventsTable>
 
@@ -354,7 +355,7 @@ export function createInbox(store: Store, options: InboxOptions = {}): Inbox {
   async function flush(): Promise<void> {
     for (let i = 0; i < 1000 && (running || scheduled || queue.length > 0); i++) {
       if (running) await running.catch(() => {})
-      else await new Promise<void>((resolve) => setImmediate(resolve))
+      else await nextTurn()
     }
   }
 

@@ -1,6 +1,7 @@
 import type { Runtime } from '../runtime.ts'
 import { claimDue, processClaimedBatch } from './processing.ts'
 import { claimSize, yieldToReceiver } from './receiver-load.ts'
+import { nextTurn } from '../utils/next-turn.ts'
 
 /** The periodic sweep picks up retries that fell due and events requeued by another process. */
 export const SWEEP_MS = 1_000
@@ -50,6 +51,10 @@ export function startWorker(rt: Runtime): Worker {
         }
       }
       if (rows.length === limit) again = true
+      // Between batches, the rest of the thread gets its turn: on SQLite a drain is otherwise one unbroken chain of
+      // promises, and a /metrics scrape sent to the processing thread went unanswered (its series missing, the
+      // backlog gauges among them) until the whole backlog was processed.
+      if (again && !stopped) await nextTurn()
     } while (again && !stopped)
   }
 
