@@ -1,3 +1,5 @@
+import { nextTurn } from './next-turn.ts'
+
 /**
  * Time as a dependency. Everything that reads the time or waits goes through a Clock, so tests drive
  * time by hand instead of sleeping.
@@ -43,7 +45,7 @@ export function createManualClock(start: number | Date | string = '2026-01-01T00
   let seq = 0
   const timers = new Set<ManualTimer>()
   const settle = async () => {
-    for (let i = 0; i < 20; i++) await new Promise<void>((resolve) => setImmediate(resolve))
+    for (let i = 0; i < 20; i++) await nextTurn()
   }
   const clock: ManualClock = {
     now: () => current,

@@ -16,6 +16,7 @@ import {
 } from '../../src/webhooks/index.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { pendingRow } from '../../src/webhooks/inbox.ts'
+import { nextTurn } from '../../src/utils/next-turn.ts'
 import { cliEnv, countEvents, createHarness, makeEvent, runCli, type Harness } from './helpers.ts'
 
 async function statusOf(h: Harness, eventId: string): Promise<string | undefined> {
@@ -241,7 +242,7 @@ describeEachDialect('webhook processing', (dialect) => {
     // What each turn of the event loop finds: on SQLite, without a turn between batches, the first one found all 600 done.
     const seen: number[] = []
     for (let turn = 0; turn < 10_000 && seen.at(-1) !== 600; turn++) {
-      await new Promise<void>((resolve) => setImmediate(resolve))
+      await nextTurn()
       seen.push(await done())
     }
     expect(seen.at(-1)).toBe(600)
