@@ -10,6 +10,7 @@ import { startServer } from './server.ts'
 import { waitForStopSignal } from './utils/stop-signal.ts'
 import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
 import { CliError, defineCommand, formatTable, type CliCommand, type CliContext } from './utils/cli-kit.ts'
+import { cliName } from './utils/cli-name.ts'
 import { callsCommands } from './calls/commands.ts'
 import { mailListCommand, reportSendCommand } from './reports/cli.ts'
 import { webhookCommands } from './webhooks/commands.ts'
@@ -85,8 +86,8 @@ function groupOf(word: string | undefined): CliCommand[] {
   return word ? commands.filter((c) => c.name.split(' ').length > 1 && c.name.split(' ')[0] === word) : []
 }
 
-function groupHelp(group: string, members: CliCommand[]): string {
-  return [`usage: switchboard ${group} <command> [options]`, '', ...listing(members), '', `Run "switchboard ${group} <command> --help" for one command.`, ''].join('\n')
+function groupHelp(name: string, group: string, members: CliCommand[]): string {
+  return [`usage: ${name} ${group} <command> [options]`, '', ...listing(members), '', `Run "${name} ${group} <command> --help" for one command.`, ''].join('\n')
 }
 
 function findCommand(argv: string[]): { command: CliCommand; rest: string[] } | undefined {
@@ -112,6 +113,7 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
   const env = options.env ?? process.env
   const out = options.stdout ?? ((t: string) => void process.stdout.write(t))
   const err = options.stderr ?? ((t: string) => void process.stderr.write(t))
+  const name = cliName(env)
   if (argv.length === 0 || argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {
     out(help())
     return argv.length === 0 ? 2 : 0
@@ -122,14 +124,14 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
     const asksHelp = argv.length === 2 && ['--help', '-h', 'help'].includes(argv[1]!)
     if (members.length > 0 && (argv.length === 1 || asksHelp)) {
       // "events" or "events --help": the group's commands (a bare group is an incomplete command: exit 2).
-      out(groupHelp(argv[0]!, members))
+      out(groupHelp(name, argv[0]!, members))
       return asksHelp ? 0 : 2
     }
     if (members.length > 0) {
       err(`error: unknown command "${argv.join(' ')}". ${argv[0]} commands: ${members.map((c) => c.name.split(' ').slice(1).join(' ')).join(', ')}.\n`)
       return 2
     }
-    err(`error: unknown command "${argv.join(' ')}". Run "switchboard help" for the list.\n`)
+    err(`error: unknown command "${argv.join(' ')}". Run "${name} help" for the list.\n`)
     return 2
   }
   const { command, rest } = found
@@ -137,7 +139,7 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
   try {
     const parsed = parseArgs({ args: rest, options: { ...command.options, help: { type: 'boolean' } }, allowPositionals: true, strict: true })
     if (parsed.values.help) {
-      out(`usage: switchboard ${command.name}${command.usage ? ` ${command.usage}` : ''}\n  ${command.summary}\n`)
+      out(`usage: ${name} ${command.name}${command.usage ? ` ${command.usage}` : ''}\n  ${command.summary}\n`)
       return 0
     }
     const ctx: CliContext = {
@@ -164,7 +166,7 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
       return error instanceof CliError ? error.exitCode : 2
     }
     if (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      err(`error: ${error.message}. Run "switchboard ${command.name} --help".\n`)
+      err(`error: ${error.message}. Run "${name} ${command.name} --help".\n`)
       return 2
     }
     err(`error: ${(error as Error).message ?? String(error)}\n`)

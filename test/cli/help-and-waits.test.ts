@@ -46,6 +46,21 @@ describe('sub-command help', () => {
     expect(unknown.stderr()).toBe('error: unknown command "events frobnicate". events commands: list, show, replay.\n')
   })
 
+  it('hints name the command as it was typed: "npm run -s cli --" from a checkout, "switchboard" as an installed bin', async () => {
+    const fromCheckout = { npm_lifecycle_event: 'cli' }
+    const unknown = await run(['frobnicate'], fromCheckout)
+    expect(unknown.code).toBe(2)
+    expect(unknown.stderr()).toBe('error: unknown command "frobnicate". Run "npm run -s cli -- help" for the list.\n')
+    const badFlag = await run(['events', 'list', '--frobnicate'], fromCheckout)
+    expect(badFlag.code).toBe(2)
+    expect(badFlag.stderr()).toMatch(/Run "npm run -s cli -- events list --help"\.\n$/)
+    expect((await run(['events', '--help'], fromCheckout)).stdout()).toMatch(/^usage: npm run -s cli -- events <command>/)
+    expect((await run(['events', 'show', '--help'], fromCheckout)).stdout()).toMatch(/^usage: npm run -s cli -- events show <id>/)
+    // Installed as a package's bin (or run as `node src/bin.mjs`): the bin's name.
+    expect((await run(['frobnicate'])).stderr()).toBe('error: unknown command "frobnicate". Run "switchboard help" for the list.\n')
+    expect((await run(['events', '--help'])).stdout()).toMatch(/^usage: switchboard events <command>/)
+  })
+
   it('the top-level help documents the exit codes', async () => {
     const help = await run(['--help'])
     expect(help.code).toBe(0)
