@@ -31,10 +31,14 @@ export const sandboxCommand = defineCommand({
       // and the receiver would refuse every one.
       throw new CliError('--webhook-secret is empty (is the variable you passed set?); leave it out to use WEBHOOK_SECRET')
     }
+    const secret = (ctx.values['webhook-secret'] as string | undefined) ?? config.webhook.secrets[0]
+    if (webhookUrl !== undefined && !secret) {
+      // switchboard verifies every webhook: unsigned ones would all be answered 401.
+      throw new CliError('--webhook-url needs a secret to sign with: set WEBHOOK_SECRET (the one switchboard verifies with) or pass --webhook-secret')
+    }
     // Listening for the stop signal from the start: a SIGTERM during start-up must still shut down cleanly.
     const signal = waitForStopSignal()
     try {
-      const secret = (ctx.values['webhook-secret'] as string | undefined) ?? config.webhook.secrets[0]
       let publicBase = ''
       const sandbox = createSandbox({
         speed: config.sandbox.speed,
@@ -69,7 +73,7 @@ export const sandboxCommand = defineCommand({
           `  sandbox provider listening at ${publicBase}/v1   (speed ×${config.sandbox.speed})`,
           `    demo API keys   ${keys}`,
           webhookUrl
-            ? `    webhooks        every event type → ${webhookUrl}${secret ? ' (signed: X-FormantAI-Signature)' : ' (unsigned: no secret given)'}`
+            ? `    webhooks        every event type → ${webhookUrl} (signed: X-FormantAI-Signature)`
             : '    webhooks        none (pass --webhook-url to receive call events)',
           '',
           `    curl -s ${publicBase}/v1/call -H 'Authorization: Bearer sk_test_acme' -H 'Content-Type: application/json' \\`,

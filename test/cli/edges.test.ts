@@ -180,4 +180,10 @@ describe('cli sandbox', () => {
     expect(r.code).toBe(2)
     expect(r.stderr).toBe('error: --webhook-secret is empty (is the variable you passed set?); leave it out to use WEBHOOK_SECRET\n')
   })
+
+  it('refuses --webhook-url with no secret at all (no flag, no WEBHOOK_SECRET): every webhook would be refused 401', async () => {
+    const r = await run(['sandbox', '--port', '0', '--webhook-url', 'http://127.0.0.1:3000/webhooks/formant'], { LOG_LEVEL: 'silent' })
+    expect(r.code).toBe(2)
+    expect(r.stderr).toBe('error: --webhook-url needs a secret to sign with: set WEBHOOK_SECRET (the one switchboard verifies with) or pass --webhook-secret\n')
+  })
 })
