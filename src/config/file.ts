@@ -44,15 +44,19 @@ export async function resolveConfig(options: LoadConfigOptions = {}): Promise<Co
 }
 
 /**
- * One line for a file that does not load: where (file:line:col, which jiti puts on a line of its own for a
- * syntax error, or the first frame in the file for a throw) and what.
+ * One line for a file that does not load: where and what. A syntax error: `file:line:col` from the parser's own
+ * line in the message (its column counts from 0; editors count from 1). A throw: `file:line` from the first stack
+ * frame in the file — its column is not worth showing: jiti runs a transformed copy, which starts with a wrapper
+ * on line 1 (a throw at column 1 reads as column 200) and has its types stripped.
  */
 function describeLoadError(file: string, error: unknown): string {
   const message = error instanceof Error ? error.message : String(error)
   const lines = message.split('\n').map((l) => l.trim()).filter(Boolean)
-  const text = `${message}\n${error instanceof Error ? (error.stack ?? '') : ''}`
   const escaped = file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-  const where = new RegExp(`${escaped}:\\d+:\\d+`).exec(text)?.[0] ?? file
+  const at = new RegExp(`${escaped}:(\\d+):(\\d+)`)
+  const parsed = at.exec(message)
+  const thrown = parsed ? undefined : at.exec(error instanceof Error ? (error.stack ?? '') : '')
+  const where = parsed ? `${file}:${parsed[1]}:${Number(parsed[2]) + 1}` : thrown ? `${file}:${thrown[1]}` : file
   const what = (lines.find((l) => !l.startsWith(file) && !l.includes(`${file}:`)) ?? 'unknown error').replace(/^ParseError:\s*/, '').trim()
   return `${where}: ${what}`
 }
