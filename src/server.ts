@@ -199,7 +199,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     await rt.close()
     throw error
   }
-  if (options.banner) process.stdout.write(renderBanner(rt.config, url, { adminTokenSource }))
+  if (options.banner) process.stdout.write(renderBanner(rt.config, url, { adminTokenSource, terminal: Boolean(process.stdout.isTTY) }))
   rt.log.info({ url, role, sandbox: rt.config.sandboxMode, database: rt.store.dialect, processing: opsState(rt).thread ? 'thread' : role === 'receiver' ? 'none' : 'inline' }, 'switchboard ready')
   let closed = false
   return {
@@ -224,7 +224,16 @@ function sourceLines(config: Config, url: string): string[] {
   return lines
 }
 
-export function renderBanner(config: Config, url: string, options: { adminTokenSource?: AdminTokenSource } = {}): string {
+export interface BannerOptions {
+  adminTokenSource?: AdminTokenSource
+  /**
+   * Whether the banner goes to a terminal. A generated admin token is shown only there: under systemd, Docker or
+   * any pipe, stdout is a log, and a secret does not belong in one — the banner then names the file instead.
+   */
+  terminal?: boolean
+}
+
+export function renderBanner(config: Config, url: string, options: BannerOptions = {}): string {
   const lines = [
     '',
     `  switchboard is running at ${url}`,
@@ -255,8 +264,10 @@ export function renderBanner(config: Config, url: string, options: { adminTokenS
     )
   }
   lines.push(`  Dashboard: ${url}/ui   (log in with the admin token)`)
-  if (options.adminTokenSource === 'generated' && config.adminToken) {
+  if (options.adminTokenSource === 'generated' && config.adminToken && options.terminal) {
     lines.push(`    admin token         ${config.adminToken}`, `                        (generated now and shown only this once; kept in ${adminTokenFile(config.dataDir)})`)
+  } else if (options.adminTokenSource === 'generated') {
+    lines.push(`    admin token         generated now into ${adminTokenFile(config.dataDir)}   (not printed: this output is not a terminal)`)
   } else if (options.adminTokenSource === 'file') {
     lines.push(`    admin token         in ${adminTokenFile(config.dataDir)}`)
   } else if (options.adminTokenSource === 'config') {

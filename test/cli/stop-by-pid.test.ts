@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -24,6 +24,13 @@ async function startAndStop(args: string[], readyPattern: RegExp, signal: NodeJS
   await expect.poll(() => spawned.stdout(), { timeout: 30_000, interval: 100 }).toMatch(readyPattern)
   const port = Number(readyPattern.exec(spawned.stdout())![1])
   expect(await portIsFree(port)).toBe(false)
+  if (args[0] === 'start') {
+    // Started as a process manager does (stdout a pipe, i.e. a log): the generated admin token stays in its file.
+    const token = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim()
+    expect(token.length).toBeGreaterThanOrEqual(32)
+    expect(spawned.stdout()).not.toContain(token)
+    expect(spawned.stdout()).toContain(`generated now into ${join(dataDir, 'admin-token')}`)
+  }
   const tree = descendants(spawned.child.pid!)
   expect(tree.length).toBeGreaterThan(0)
 

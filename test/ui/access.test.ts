@@ -15,15 +15,19 @@ describe('a generated admin token', () => {
   })
   afterAll(() => ui.close())
 
-  it('is written to DATA_DIR (0600), shown once in the banner with the /ui link, and required everywhere', async () => {
+  it('is written to DATA_DIR (0600), shown once in a terminal\'s banner with the /ui link, and required everywhere', async () => {
     const file = join(ui.dataDir, 'admin-token')
     expect(existsSync(file)).toBe(true)
     const token = readFileSync(file, 'utf8').trim()
     expect(token.length).toBeGreaterThanOrEqual(32)
     expect(ui.server.rt.config.adminToken).toBe(token)
-    const first = renderBanner(ui.server.rt.config, ui.server.url, { adminTokenSource: 'generated' })
+    const first = renderBanner(ui.server.rt.config, ui.server.url, { adminTokenSource: 'generated', terminal: true })
     expect(first).toContain(`${ui.server.url}/ui`)
     expect(first).toContain(token)
+    // Not a terminal (systemd, Docker, a pipe): stdout is a log, so the banner names the file, not the secret.
+    const logged = renderBanner(ui.server.rt.config, ui.server.url, { adminTokenSource: 'generated', terminal: false })
+    expect(logged).not.toContain(token)
+    expect(logged).toContain(`admin token         generated now into ${file}   (not printed: this output is not a terminal)`)
     const later = renderBanner(ui.server.rt.config, ui.server.url, { adminTokenSource: 'file' })
     expect(later).not.toContain(token)
     expect(later).toContain(file)
