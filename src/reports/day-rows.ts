@@ -23,6 +23,35 @@ export interface ReportRow {
   previous_conversation_id: string | null
 }
 
+/** The columns read, in the order SQLite's rows come back as arrays (`rowOf` below reads them by position). */
+const COLUMNS = [
+  'c.conversation_id', 'c.agent_id', 'c.contact_number', 'c.status', 'c.duration_seconds', 'c.started_at',
+  'c.ended_at', 'c.failure_reason', 'c.trace_id', 'c.results', 'c.call_parameters', 'c.created_at',
+  'k.recipe as call_recipe', 'k.campaign as call_campaign', 'k.previous_conversation_id',
+] as const
+
+/** A row as an object literal: one shape for all 100,000, built here rather than by the driver. */
+function rowOf(r: unknown[]): ReportRow {
+  return {
+    conversation_id: r[0] as string,
+    agent_id: r[1] as number,
+    contact_number: r[2] as string | null,
+    status: r[3] as string,
+    duration_seconds: r[4] as number | null,
+    started_at: r[5] as number | null,
+    ended_at: r[6] as number | null,
+    failure_reason: r[7] as string | null,
+    trace_id: r[8] as string | null,
+    results: r[9] as string | null,
+    call_parameters: r[10] as string | null,
+    created_at: r[11] as number,
+    call_recipe: (r[12] as string | null) ?? null,
+    call_campaign: (r[13] as string | null) ?? null,
+    previous_conversation_id: (r[14] as string | null) ?? null,
+  }
+}
+const NAMES = COLUMNS.map((c) => c.split(' as ').at(-1)!.replace(/^[ck]\./, ''))
+
 /**
  * Which day a conversation belongs to: the day it ended, or — while it has not ended — the day switchboard
  * first recorded it. Both branches use an index-friendly range on one column.
@@ -32,23 +61,29 @@ export async function loadDayRows(rt: Runtime, range: Pick<DayRange, 'startMs' |
   const query = rt.store.db
     .selectFrom('conversations as c')
     .leftJoin('calls as k', 'k.trace_id', 'c.trace_id')
-    .select([
-      'c.conversation_id', 'c.agent_id', 'c.contact_number', 'c.status', 'c.duration_seconds', 'c.started_at',
-      'c.ended_at', 'c.failure_reason', 'c.trace_id', 'c.results', 'c.call_parameters', 'c.created_at',
-      'k.recipe as call_recipe', 'k.campaign as call_campaign', 'k.previous_conversation_id',
-    ])
+    .select(COLUMNS)
     .where((eb) =>
       eb.or([
         eb.and([eb('c.ended_at', '>=', startMs), eb('c.ended_at', '<', endMs)]),
         eb.and([eb('c.ended_at', 'is', null), eb('c.created_at', '>=', startMs), eb('c.created_at', '<', endMs)]),
       ]),
     )
+  const sqlite = rt.store.sqlite
   // Read through the ended_at index, the table's pages in no particular order: with a page cache that holds
-  // them, each page is read from the file once (src/db/read-cache.ts).
-  const rows = await withLargeReadCache(rt.store, () => query.execute())
+  // them, each page is read from the file once (src/db/read-cache.ts). On SQLite the rows come back as arrays:
+  // better-sqlite3 builds an object per row property by property, ~0.6 s for a day of 100,000 against ~0.4 s for
+  // arrays, which become objects of one shape here for ~0.1 s more (and read faster after).
+  const rows: ReportRow[] = await withLargeReadCache(rt.store, async () => {
+    if (!sqlite) return (await query.execute()).map((r) => ({ ...r, call_recipe: r.call_recipe ?? null, call_campaign: r.call_campaign ?? null, previous_conversation_id: r.previous_conversation_id ?? null }))
+    const compiled = query.compile()
+    const statement = sqlite.prepare(compiled.sql).raw(true)
+    const names = statement.columns().map((c) => c.name)
+    if (names.join() !== NAMES.join()) throw new Error(`the day's rows came back as ${names.join(', ')}, not ${NAMES.join(', ')}`)
+    return (statement.all(...compiled.parameters) as unknown[][]).map(rowOf)
+  })
   // Sorted here rather than in SQL: a 100,000-row sort in SQLite's temp b-tree costs more than in JS, and
   // both dialects then agree on where unfinished calls go (NULLS FIRST vs LAST differ).
-  const at = (r: (typeof rows)[number]) => r.ended_at ?? r.created_at
+  const at = (r: ReportRow) => r.ended_at ?? r.created_at
   rows.sort((a, b) => at(a) - at(b) || (a.conversation_id < b.conversation_id ? -1 : a.conversation_id > b.conversation_id ? 1 : 0))
   // A trace id may (in theory) appear on two ledger rows; one conversation is still one row.
   const seen = new Set<string>()
@@ -56,11 +91,7 @@ export async function loadDayRows(rt: Runtime, range: Pick<DayRange, 'startMs' |
   for (const r of rows) {
     if (seen.has(r.conversation_id)) continue
     seen.add(r.conversation_id)
-    // pg returns BIGINT as numbers here already (see db/connect.ts); SQLite too. Normalise the joined nulls.
-    r.call_recipe ??= null
-    r.call_campaign ??= null
-    r.previous_conversation_id ??= null
-    out.push(r as ReportRow)
+    out.push(r)
   }
   return out
 }
