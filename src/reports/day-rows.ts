@@ -1,5 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import type { DayRange } from './day-range.ts'
+import { whileBusy } from '../db/busy-wait.ts'
 import { withLargeReadCache } from '../db/read-cache.ts'
 
 /** A conversation of the day with what the calls ledger knows about it. */
@@ -79,7 +80,7 @@ export async function loadDayRows(rt: Runtime, range: Pick<DayRange, 'startMs' |
     const statement = sqlite.prepare(compiled.sql).raw(true)
     const names = statement.columns().map((c) => c.name)
     if (names.join() !== NAMES.join()) throw new Error(`the day's rows came back as ${names.join(', ')}, not ${NAMES.join(', ')}`)
-    return (statement.all(...compiled.parameters) as unknown[][]).map(rowOf)
+    return (whileBusy(() => statement.all(...compiled.parameters)) as unknown[][]).map(rowOf)
   })
   // Sorted here rather than in SQL: a 100,000-row sort in SQLite's temp b-tree costs more than in JS, and
   // both dialects then agree on where unfinished calls go (NULLS FIRST vs LAST differ).
