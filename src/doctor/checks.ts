@@ -8,23 +8,23 @@ import { VoiceApiError } from '../upstream/errors.ts'
 import { signFormant } from '../webhooks/verify.ts'
 import { describeError, ok, problem, skipped, type CheckResult } from './check.ts'
 
-/** Reachable and migrated; the store is closed by the caller. */
-export async function checkDatabase(store: Store): Promise<CheckResult> {
+/** Reachable and migrated; the store is closed by the caller. `cli` is how hints name the CLI (src/utils/cli-name.ts). */
+export async function checkDatabase(store: Store, cli = 'switchboard'): Promise<CheckResult> {
   try {
     await ping(store)
   } catch (error) {
     return problem('database', `${store.dialect} does not answer: ${describeError(error)}`, 'check DATABASE_URL and that the database is up')
   }
-  if (!(await isMigrated(store))) return problem('database', `${store.dialect} is reachable but not migrated`, 'run: npm run -s cli -- migrate (serve also migrates at start-up)')
+  if (!(await isMigrated(store))) return problem('database', `${store.dialect} is reachable but not migrated`, `run: ${cli} migrate (serve also migrates at start-up)`)
   return ok('database', `${store.dialect} reachable, migrations applied`)
 }
 
-export async function checkRecipes(rt: Runtime): Promise<CheckResult> {
+export async function checkRecipes(rt: Runtime, cli = 'switchboard'): Promise<CheckResult> {
   const recipes = await recipeEngineFor(rt).list()
   const broken = recipes.filter((r) => r.broken)
   if (broken.length > 0) {
     const first = broken[0]!
-    return problem('recipes', `${broken.length} of ${recipes.length} do not load: ${first.name}: ${first.broken}`, `fix ${first.file} (see: npm run -s cli -- recipes list)`)
+    return problem('recipes', `${broken.length} of ${recipes.length} do not load: ${first.name}: ${first.broken}`, `fix ${first.file} (see: ${cli} recipes list)`)
   }
   return ok('recipes', recipes.length ? `${recipes.length} load (${recipes.map((r) => r.name).join(', ')})` : `none in ${rt.config.recipes.dir}`)
 }

@@ -3,6 +3,7 @@ import { resolveConfig } from '../config/file.ts'
 import { openStore, type Store } from '../db/connect.ts'
 import { createRuntime, type Runtime } from '../runtime.ts'
 import { defineCommand } from '../utils/cli-kit.ts'
+import { cliName } from '../utils/cli-name.ts'
 import { createSilentLogger } from '../utils/logger.ts'
 import { describeError, ok, problem, skipped, type CheckResult } from './check.ts'
 import { checkDatabase, checkRecipes, checkSmtp, checkUpstreamKey, checkWebhookUrl, serviceIsUp } from './checks.ts'
@@ -36,12 +37,12 @@ export async function runDoctor(env: Record<string, string | undefined>): Promis
   }
   let rt: Runtime | undefined
   try {
-    const database = await checkDatabase(store)
+    const database = await checkDatabase(store, cliName(env))
     results.push(database)
     if (database.status === 'problem') return skipRest('needs a reachable, migrated database')
     // The runtime borrows the store: doctor never migrates, it only reports.
     rt = await createRuntime(config, { store, skipMigrate: true, log: createSilentLogger() })
-    results.push(await checkRecipes(rt))
+    results.push(await checkRecipes(rt, cliName(env)))
     results.push(await checkSmtp(rt))
     const up = await serviceIsUp(config)
     results.push(await checkUpstreamKey(rt, up))

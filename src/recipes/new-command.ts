@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { resolveConfig } from '../config/file.ts'
 import { CliError, defineCommand } from '../utils/cli-kit.ts'
+import { cliName } from '../utils/cli-name.ts'
 
 /** The starting points `recipes new --from` offers: each a commented recipe in ./templates that type-checks as is. */
 export const RECIPE_TEMPLATES = ['followup', 'batch', 'report', 'webhook-forward'] as const
@@ -35,13 +36,14 @@ export const recipesNew = defineCommand({
     mkdirSync(dir, { recursive: true })
     writeFileSync(file, recipeTemplate(from as RecipeTemplate, name))
     const shown = relative(process.cwd(), file).startsWith('..') ? file : relative(process.cwd(), file)
+    const cli = cliName(ctx.env)
     ctx.write(
       [
         `wrote ${shown} (from the ${from} template)`,
         'next:',
-        `  npm run -s cli -- recipes check ${name}            # type errors, as file:line:col`,
-        `  npm run -s cli -- recipes run ${name} --dry-run    # the plan: calls, batches, mails`,
-        `  npm run -s cli -- recipes test ${name} --events data/samples/no-answer-events.json   # or --csv data/samples/leads.csv`,
+        `  ${cli} recipes check ${name}            # type errors, as file:line:col`,
+        `  ${cli} recipes run ${name} --dry-run    # the plan: calls, batches, mails`,
+        `  ${cli} recipes test ${name} --events data/samples/no-answer-events.json   # or --csv data/samples/leads.csv`,
         'reference: docs/recipes.md',
         '',
       ].join('\n'),

@@ -87,7 +87,10 @@ describe('doctor', () => {
     dirs.push(fresh)
     const unmigrated = await doctor({ DATA_DIR: fresh })
     expect(unmigrated.code).toBe(1)
-    expect(unmigrated.lines[1]).toMatch(/^PROBLEM\s+database\s+sqlite is reachable but not migrated → run: npm run -s cli -- migrate/)
+    expect(unmigrated.lines[1]).toMatch(/^PROBLEM\s+database\s+sqlite is reachable but not migrated → run: switchboard migrate/)
+    // From a checkout (`npm run cli`), the hint is the command to type there.
+    const fromCheckout = await doctor({ DATA_DIR: fresh, npm_lifecycle_event: 'cli' })
+    expect(fromCheckout.lines[1]).toMatch(/→ run: npm run -s cli -- migrate \(serve also migrates at start-up\)$/)
     expect(unmigrated.lines[2]).toMatch(/^skipped\s+recipes\s+needs a reachable, migrated database$/)
 
     const badConfig = await doctor({ DEFAULT_COUNTRY: 'XX' })
