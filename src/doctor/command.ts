@@ -13,6 +13,8 @@ const CHECKS = ['configuration', 'database', 'recipes', 'smtp', 'upstream key', 
 /** Runs every check in order; a check that needs what an earlier one found broken is skipped with that reason. */
 export async function runDoctor(env: Record<string, string | undefined>): Promise<CheckResult[]> {
   const results: CheckResult[] = []
+  // How the hints name the CLI: as the user typed it (src/utils/cli-name.ts).
+  const cli = cliName(env)
   const skipRest = (reason: string) => {
     for (const name of CHECKS) if (!results.some((r) => r.name === name)) results.push(skipped(name, reason))
     return results
@@ -37,12 +39,12 @@ export async function runDoctor(env: Record<string, string | undefined>): Promis
   }
   let rt: Runtime | undefined
   try {
-    const database = await checkDatabase(store, cliName(env))
+    const database = await checkDatabase(store, cli)
     results.push(database)
     if (database.status === 'problem') return skipRest('needs a reachable, migrated database')
     // The runtime borrows the store: doctor never migrates, it only reports.
     rt = await createRuntime(config, { store, skipMigrate: true, log: createSilentLogger() })
-    results.push(await checkRecipes(rt, cliName(env)))
+    results.push(await checkRecipes(rt, cli))
     results.push(await checkSmtp(rt))
     const up = await serviceIsUp(config)
     results.push(await checkUpstreamKey(rt, up))
