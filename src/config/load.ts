@@ -108,11 +108,12 @@ export interface LoadConfigOptions {
   cwd?: string
 }
 
-function isDirectory(path: string): boolean {
+/** Whether `path` is a directory, a file or other non-directory, or nothing at all. */
+function pathKind(path: string): 'directory' | 'other' | 'missing' {
   try {
-    return statSync(path).isDirectory()
+    return statSync(path).isDirectory() ? 'directory' : 'other'
   } catch {
-    return false
+    return 'missing'
   }
 }
 
@@ -139,9 +140,9 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   const dataDir = isAbsolute(e.DATA_DIR) ? e.DATA_DIR : resolve(cwd, e.DATA_DIR)
   const recipesDir = isAbsolute(e.RECIPES_DIR) ? e.RECIPES_DIR : resolve(cwd, e.RECIPES_DIR)
   // Set on purpose but absent is a mistake (a typo in a path); the default folder may be missing (no recipes).
-  if (input.RECIPES_DIR !== undefined && !isDirectory(recipesDir)) {
-    throw new ConfigError('RECIPES_DIR', `is not a directory: ${recipesDir}`)
-  }
+  const recipesKind = input.RECIPES_DIR === undefined ? 'directory' : pathKind(recipesDir)
+  if (recipesKind === 'missing') throw new ConfigError('RECIPES_DIR', `does not exist: ${recipesDir} (create the folder first, e.g. mkdir -p ${recipesDir})`)
+  if (recipesKind === 'other') throw new ConfigError('RECIPES_DIR', `is not a directory: ${recipesDir}`)
   const sandboxMode = !e.VOICE_API_KEY
   const upstreamBaseUrl = (e.VOICE_API_BASE_URL ?? REGION_BASE_URLS[e.VOICE_API_REGION]).replace(/\/+$/, '').replace(/\/v1$/, '')
   for (const [name, target] of Object.entries(e.WEBHOOK_TARGETS)) {

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { main } from '../../src/cli.ts'
 
@@ -95,10 +96,13 @@ describe('values that look fine but are not', () => {
     expect(r.stderr).toBe('error: Invalid configuration: WEBHOOK_TARGETS has a whsec_ secret that is not valid base64 (whsec_ is followed by the base64 of the key) at std.secrets\n')
   })
 
-  it('RECIPES_DIR that does not exist: one line, no stack', async () => {
+  it('RECIPES_DIR that does not exist, or is a file: one line, no stack, and what to do', async () => {
     const r = await startWith({ RECIPES_DIR: '/nonexistent/recipes' })
     expect(r.code).toBe(2)
-    expect(r.stderr).toBe('error: Invalid configuration: RECIPES_DIR is not a directory: /nonexistent/recipes\n')
+    expect(r.stderr).toBe('error: Invalid configuration: RECIPES_DIR does not exist: /nonexistent/recipes (create the folder first, e.g. mkdir -p /nonexistent/recipes)\n')
+    const file = await startWith({ RECIPES_DIR: fileURLToPath(import.meta.url) })
+    expect(file.code).toBe(2)
+    expect(file.stderr).toBe(`error: Invalid configuration: RECIPES_DIR is not a directory: ${fileURLToPath(import.meta.url)}\n`)
   })
 
   it('good values still pass: a real country, named recipients, a base64 whsec_ secret', async () => {
