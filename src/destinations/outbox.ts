@@ -1,9 +1,11 @@
-import { sql, type ExpressionBuilder, type Selectable, type Transaction } from 'kysely'
+import { sql, type CompiledQuery, type ExpressionBuilder, type Selectable, type Transaction } from 'kysely'
 import type { Database, DestinationDeliveriesTable, WebhookEventsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
 import type { DestinationConfig, ForwardedBody, ForwardedEvent } from './config.ts'
 import { deliveryId } from './sign.ts'
 import { chunks } from '../utils/chunks.ts'
+import { inImmediateTransaction } from '../db/sqlite-transaction.ts'
+import { inValues } from '../db/in-values.ts'
 
 /**
  * The durable outbox: one `destination_deliveries` row per (event, destination). Rows are written in the
@@ -145,16 +147,20 @@ function notifyEnqueued(rt: Runtime): void {
 }
 
 /**
- * Claims up to `limit` due deliveries of one destination for `owner`: one UPDATE over a sub-select that
- * re-checks the claim, FOR UPDATE SKIP LOCKED on Postgres, so replicas never claim the same row. With
- * ordering, only the earliest pending delivery of each conversation is claimable.
+ * Claims up to `limit` due deliveries of one destination for `owner`, oldest first, so that no other worker
+ * (replica) claims them until the claim lapses: under SQLite's write lock, or FOR UPDATE SKIP LOCKED on
+ * Postgres. With ordering, only the earliest pending delivery of each conversation is claimable.
  */
 export async function claimDeliveries(rt: Runtime, destination: DestinationConfig, owner: string, limit: number, claimMs: number): Promise<ClaimedDelivery[]> {
   const now = rt.clock.now()
-  const db = rt.store.db
-  let due = db
+  const rows = rt.store.sqlite ? await claimOnSqlite(rt, destination, owner, limit, now, now + claimMs) : await claimOnPostgres(rt, destination, owner, limit, now, now + claimMs)
+  return rows.sort((a, b) => a.order_at - b.order_at || (a.id < b.id ? -1 : 1))
+}
+
+/** The due, unclaimed deliveries of a destination, oldest first: with ordering, each conversation's earliest pending one only. */
+function dueDeliveries(rt: Runtime, destination: DestinationConfig, now: number) {
+  let due = rt.store.db
     .selectFrom('destination_deliveries as d')
-    .select('d.id')
     .where('d.destination', '=', destination.name)
     // A literal, not a parameter: it names the partial index's condition (migration 0010).
     .where('d.status', '=', sql.lit('pending'))
@@ -175,20 +181,47 @@ export async function claimDeliveries(rt: Runtime, destination: DestinationConfi
     )
   }
   // Ordered by the index alone, so the scan stops at `limit` (a second sort key would sort the whole backlog).
-  due = due.orderBy('d.next_attempt_at').limit(limit)
-  if (rt.store.dialect === 'postgres') due = due.forUpdate().skipLocked()
-  const rows = await db
+  return due.orderBy('d.next_attempt_at')
+}
+
+/**
+ * SQLite: read the due rows with their bodies, then mark them claimed by rowid, in one BEGIN IMMEDIATE
+ * transaction (no other writer between the two). Half the work of the single UPDATE … WHERE id IN (…) RETURNING
+ * that Postgres runs: no second lookup of each row through the primary key, the body joined rather than looked
+ * up per returned row, and no kysely machinery per statement. Measured on the outbox's SQL alone (20,000
+ * deliveries, claims of 288): 8.3–9.2 µs a delivery against 11.5–11.6 µs.
+ */
+async function claimOnSqlite(rt: Runtime, destination: DestinationConfig, owner: string, limit: number, now: number, until: number): Promise<ClaimedDelivery[]> {
+  const db = rt.store.db
+  const select = dueDeliveries(rt, destination, now)
+    .leftJoin('destination_payloads as p', 'p.event_id', 'd.event_id')
+    .select([sql<number>`d.rowid`.as('rowid'), 'd.id', 'd.event_id', 'd.order_at', 'd.attempts', 'd.round_attempts'])
+    // The body from destination_payloads, or the row's own copy for a row a release before migration 0009 wrote.
+    .select((eb) => eb.fn.coalesce('p.payload', 'd.payload').as('payload'))
+    .limit(limit)
+    .compile()
+  return inImmediateTransaction(rt.store, (q) => {
+    const rows = q.all(select)
+    if (rows.length === 0) return []
+    q.run(db.updateTable('destination_deliveries').set({ claimed_by: owner, claimed_until: until }).where(inValues('sqlite', 'rowid', rows.map((r) => r.rowid))).compile())
+    return rows.map((r) => ({ id: r.id, event_id: r.event_id, order_at: r.order_at, attempts: r.attempts, round_attempts: r.round_attempts, claimed_until: until, payload: r.payload }))
+  })
+}
+
+/** Postgres: one UPDATE over a sub-select that re-checks the claim, FOR UPDATE SKIP LOCKED, so replicas never claim the same row. */
+async function claimOnPostgres(rt: Runtime, destination: DestinationConfig, owner: string, limit: number, now: number, until: number): Promise<ClaimedDelivery[]> {
+  const due = dueDeliveries(rt, destination, now).select('d.id').limit(limit).forUpdate().skipLocked()
+  return rt.store.db
     .updateTable('destination_deliveries')
-    .set({ claimed_by: owner, claimed_until: now + claimMs })
+    .set({ claimed_by: owner, claimed_until: until })
     .where('id', 'in', due)
     .where('status', '=', 'pending')
     .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
     // Only what the worker uses: each returned row is an object built per claim, a few hundred a second.
     .returning(CLAIMED_COLUMNS)
-    // A sub-select in RETURNING: one statement, on SQLite (≥ 3.35) and Postgres alike.
+    // A sub-select in RETURNING: the body with its row, in the one statement.
     .returning((eb) => eventBody(eb).as('payload'))
     .execute()
-  return rows.sort((a, b) => a.order_at - b.order_at || (a.id < b.id ? -1 : 1))
 }
 
 /**
@@ -239,47 +272,45 @@ export interface AttemptRecord {
 export async function recordAttempts(rt: Runtime, owner: string, records: AttemptRecord[]): Promise<void> {
   if (records.length === 0) return
   const now = rt.clock.now()
-  await rt.store.db.transaction().execute(async (trx) => {
-    // The common case — delivered — in one statement per status code; the rest row by row.
-    const delivered = new Map<number, string[]>()
-    for (const r of records) {
-      if (r.result !== 'delivered' || r.status === null) continue
-      const ids = delivered.get(r.status)
-      if (ids) ids.push(r.row.id)
-      else delivered.set(r.status, [r.row.id])
-    }
-    for (const [status, ids] of delivered) {
-      for (const chunk of chunks(ids, INSERT_CHUNK)) {
-        // IN lists padded to a power of two (the last id repeated): a handful of statement texts, each
-        // prepared once, rather than one per group size.
-        const size = Math.max(8, 2 ** Math.ceil(Math.log2(chunk.length)))
-        while (chunk.length < size) chunk.push(chunk[chunk.length - 1]!)
-        await trx
-          .updateTable('destination_deliveries')
-          .set((eb) => ({
-            status: 'delivered',
-            attempts: eb('attempts', '+', 1),
-            round_attempts: eb('round_attempts', '+', 1),
-            next_attempt_at: now,
-            last_status: status,
-            last_error: null,
-            delivered_at: now,
-            claimed_by: null,
-            claimed_until: null,
-          }))
-          .where('id', 'in', chunk)
-          .where('claimed_by', '=', owner)
-          .execute()
-      }
-    }
-    for (const r of records) {
-      if (r.result === 'delivered' && r.status !== null) continue
-      const attempts = r.row.attempts + 1
-      await trx
+  const db = rt.store.db
+  const statements: CompiledQuery[] = []
+  // The common case — delivered — in one statement per status code; the rest row by row.
+  const delivered = new Map<number, string[]>()
+  for (const r of records) {
+    if (r.result !== 'delivered' || r.status === null) continue
+    const ids = delivered.get(r.status)
+    if (ids) ids.push(r.row.id)
+    else delivered.set(r.status, [r.row.id])
+  }
+  for (const [status, ids] of delivered) {
+    // The ids as one parameter (src/db/in-values.ts): one statement text, prepared once, whatever the batch.
+    statements.push(
+      db
+        .updateTable('destination_deliveries')
+        .set((eb) => ({
+          status: 'delivered',
+          attempts: eb('attempts', '+', 1),
+          round_attempts: eb('round_attempts', '+', 1),
+          next_attempt_at: now,
+          last_status: status,
+          last_error: null,
+          delivered_at: now,
+          claimed_by: null,
+          claimed_until: null,
+        }))
+        .where(inValues(rt.store.dialect, 'id', ids))
+        .where('claimed_by', '=', owner)
+        .compile(),
+    )
+  }
+  for (const r of records) {
+    if (r.result === 'delivered' && r.status !== null) continue
+    statements.push(
+      db
         .updateTable('destination_deliveries')
         .set({
           status: r.result === 'delivered' ? 'delivered' : r.result === 'dead' ? 'dead' : 'pending',
-          attempts,
+          attempts: r.row.attempts + 1,
           round_attempts: r.row.round_attempts + (r.countsInRound ? 1 : 0),
           next_attempt_at: r.nextAttemptAt,
           last_status: r.status,
@@ -290,26 +321,38 @@ export async function recordAttempts(rt: Runtime, owner: string, records: Attemp
         })
         .where('id', '=', r.row.id)
         .where('claimed_by', '=', owner)
-        .execute()
-    }
-    // A first-try success is fully described by its delivery row (last_status, delivered_at; latency is in
-    // the histogram): only deliveries that ever failed keep an attempt log — half the writes on the hot path.
-    const attemptRows = records.filter((r) => !(r.result === 'delivered' && r.row.attempts === 0)).map((r) => ({
-      delivery_id: r.row.id,
-      attempt: r.row.attempts + 1,
-      started_at: r.startedAt,
-      latency_ms: r.latencyMs,
-      status: r.status,
-      result: r.result,
-      error: r.error,
-      response: r.response,
-    }))
-    for (const chunk of chunks(attemptRows, INSERT_CHUNK)) {
-      await trx
+        .compile(),
+    )
+  }
+  // A first-try success is fully described by its delivery row (last_status, delivered_at; latency is in
+  // the histogram): only deliveries that ever failed keep an attempt log — half the writes on the hot path.
+  const attemptRows = records.filter((r) => !(r.result === 'delivered' && r.row.attempts === 0)).map((r) => ({
+    delivery_id: r.row.id,
+    attempt: r.row.attempts + 1,
+    started_at: r.startedAt,
+    latency_ms: r.latencyMs,
+    status: r.status,
+    result: r.result,
+    error: r.error,
+    response: r.response,
+  }))
+  for (const chunk of chunks(attemptRows, INSERT_CHUNK)) {
+    statements.push(
+      db
         .insertInto('destination_attempts')
         .values(chunk)
         .onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing())
-        .execute()
-    }
+        .compile(),
+    )
+  }
+  // One transaction; on SQLite the statements run synchronously under the write lock taken up front.
+  if (rt.store.sqlite) {
+    await inImmediateTransaction(rt.store, (q) => {
+      for (const statement of statements) q.run(statement)
+    })
+    return
+  }
+  await db.transaction().execute(async (trx) => {
+    for (const statement of statements) await trx.executeQuery(statement)
   })
 }
