@@ -16,9 +16,13 @@ export interface AttemptRecorder {
 /**
  * How long outcomes gather before their commit. better-sqlite3 commits synchronously, so no answer lands while
  * a commit runs: committing at the next turn of the event loop carried ~30 outcomes at full speed, and every
- * commit rewrites the same index and table pages into the log. A few milliseconds make it a few hundred.
+ * commit rewrites the same index and table pages into the log. A few milliseconds make it a few hundred: at 5 ms
+ * a drain of 17,000–20,000 deliveries a second committed ~85 at a time, at 20 ms up to GATHER_MAX — five
+ * alternated pairs of `npm run bench -- forwarding`, 16,472–19,189 deliveries/s against 17,823–20,399. The cost:
+ * with ordering on, a conversation's next delivery waits up to this long for the previous outcome (≤ 50 a second
+ * per conversation), and a crash re-sends up to this long's worth of answered deliveries (at least once).
  */
-const GATHER_MS = 5
+const GATHER_MS = 20
 /** A commit starts at once when this many outcomes wait. */
 const GATHER_MAX = 256
 
