@@ -7,11 +7,11 @@ import type { Store } from './connect.ts'
 export interface SyncQueries {
   /** The rows of a query that returns rows. */
   all<R>(query: CompiledQuery<R>): R[]
-  /** Runs a statement; resolves with how many rows it changed. */
+  /** Runs a statement; returns how many rows it changed. */
   run(query: CompiledQuery): number
 }
 
-/** Distinct SQL texts kept prepared per connection (the callers' IN lists are padded to a few sizes). */
+/** Distinct SQL texts kept prepared per connection (the callers' are a handful: lists go as one parameter, src/db/in-values.ts). */
 const MAX_STATEMENTS = 64
 const preparedOn = new WeakMap<BetterSqlite3Database, Map<string, Statement>>()
 
@@ -30,12 +30,12 @@ function prepared(sqlite: BetterSqlite3Database, text: string): Statement {
 /**
  * Runs `fn` in one BEGIN IMMEDIATE transaction on the store's SQLite connection — its statements compiled by
  * kysely (the typed schema), bound and run synchronously by better-sqlite3, each prepared once — and commits,
- * or rolls back if `fn` throws (`fn` runs again if SQLite was busy: it must do nothing outside the database). For hot paths that read and then write many rows: a transaction that starts by
- * reading (kysely's BEGIN) could not take the write lock once another connection had committed since
- * (SQLITE_BUSY_SNAPSHOT); this one takes the lock first, waiting for it by polling (src/db/busy-wait.ts). It
- * holds kysely's connection meanwhile, so no other query of this process runs inside it. Statements run this
- * way skip kysely's per-query machinery; their results are better-sqlite3's (no kysely plugins apply).
- * SQLite only: the caller keeps its own path for Postgres.
+ * or rolls back if `fn` throws. `fn` runs again if SQLite was busy, so it must do nothing outside the database.
+ * For hot paths that read and then write many rows: a transaction that starts by reading (kysely's BEGIN) could
+ * not take the write lock once another connection had committed since (SQLITE_BUSY_SNAPSHOT); this one takes the
+ * lock first, waiting for it by polling (src/db/busy-wait.ts). It holds kysely's connection meanwhile, so no
+ * other query of this process runs inside it. Statements run this way skip kysely's per-query machinery; their
+ * results are better-sqlite3's (no kysely plugins apply). SQLite only: the caller keeps its own path for Postgres.
  */
 export async function inImmediateTransaction<T>(store: Store, fn: (queries: SyncQueries) => T): Promise<T> {
   const sqlite = store.sqlite
