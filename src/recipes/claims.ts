@@ -150,13 +150,24 @@ export async function releaseFires(rt: Runtime, recipe: string, owner: string, e
   }
 }
 
-/** Queued events not yet run, per recipe (metrics, readiness). */
+/**
+ * Queued events not yet run, per recipe (metrics, readiness). The queue keeps every fire as long as its event (30
+ * days by default), so the grouped count reads only the pending ones: the recipes are found one index seek each
+ * (a loose scan: the next name after the last), then each recipe's pending and failed fires through the
+ * (recipe, status, …) index. Grouping the whole table instead read every fire ever kept on each scrape — 130 ms
+ * for 500,000 on SQLite, on the processing thread. Portable SQL (a recursive CTE): SQLite and Postgres alike.
+ */
 export async function pendingFires(rt: Runtime): Promise<Array<{ recipe: string; n: number; oldest: number | null }>> {
-  const rows = await rt.store.db
-    .selectFrom('recipe_event_fires')
-    .select((eb) => ['recipe', eb.fn.countAll<number>().as('n'), eb.fn.min<number>('fired_at').as('oldest')])
-    .where('status', 'in', ['pending', 'failed'])
-    .groupBy('recipe')
-    .execute()
+  const { rows } = await sql<{ recipe: string; n: number | string; oldest: number | string | null }>`
+    with recursive recipes(recipe) as (
+      select min(recipe) from recipe_event_fires
+      union all
+      select (select min(f.recipe) from recipe_event_fires f where f.recipe > recipes.recipe) from recipes where recipes.recipe is not null
+    )
+    select r.recipe as recipe, count(*) as n, min(f.fired_at) as oldest
+    from recipes r
+    join recipe_event_fires f on f.recipe = r.recipe and f.status in ('pending', 'failed')
+    where r.recipe is not null
+    group by r.recipe`.execute(rt.store.db)
   return rows.map((r) => ({ recipe: r.recipe, n: Number(r.n), oldest: r.oldest === null ? null : Number(r.oldest) }))
 }
