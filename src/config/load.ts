@@ -140,9 +140,11 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   const dataDir = isAbsolute(e.DATA_DIR) ? e.DATA_DIR : resolve(cwd, e.DATA_DIR)
   const recipesDir = isAbsolute(e.RECIPES_DIR) ? e.RECIPES_DIR : resolve(cwd, e.RECIPES_DIR)
   // Set on purpose but absent is a mistake (a typo in a path); the default folder may be missing (no recipes).
-  const recipesKind = input.RECIPES_DIR === undefined ? 'directory' : pathKind(recipesDir)
-  if (recipesKind === 'missing') throw new ConfigError('RECIPES_DIR', `does not exist: ${recipesDir} (create the folder first, e.g. mkdir -p ${recipesDir})`)
-  if (recipesKind === 'other') throw new ConfigError('RECIPES_DIR', `is not a directory: ${recipesDir}`)
+  if (input.RECIPES_DIR !== undefined) {
+    const kind = pathKind(recipesDir)
+    if (kind === 'missing') throw new ConfigError('RECIPES_DIR', `does not exist: ${recipesDir} (create the folder first, e.g. mkdir -p ${recipesDir})`)
+    if (kind === 'other') throw new ConfigError('RECIPES_DIR', `is not a directory: ${recipesDir}`)
+  }
   const sandboxMode = !e.VOICE_API_KEY
   const upstreamBaseUrl = (e.VOICE_API_BASE_URL ?? REGION_BASE_URLS[e.VOICE_API_REGION]).replace(/\/+$/, '').replace(/\/v1$/, '')
   for (const [name, target] of Object.entries(e.WEBHOOK_TARGETS)) {

@@ -1,7 +1,7 @@
-import type { Database as BetterSqlite3Database, Statement } from 'better-sqlite3'
 import type { CompiledQuery } from 'kysely'
 import { whileBusy } from './busy-wait.ts'
 import type { Store } from './connect.ts'
+import { preparedStatement } from './statement-cache.ts'
 
 /** What `inImmediateTransaction` hands its function: queries kysely compiled, run synchronously. */
 export interface SyncQueries {
@@ -11,26 +11,11 @@ export interface SyncQueries {
   run(query: CompiledQuery): number
 }
 
-/** Distinct SQL texts kept prepared per connection (the callers' are a handful: lists go as one parameter, src/db/in-values.ts). */
-const MAX_STATEMENTS = 64
-const preparedOn = new WeakMap<BetterSqlite3Database, Map<string, Statement>>()
-
-function prepared(sqlite: BetterSqlite3Database, text: string): Statement {
-  let statements = preparedOn.get(sqlite)
-  if (!statements) preparedOn.set(sqlite, (statements = new Map()))
-  let statement = statements.get(text)
-  if (!statement) {
-    if (statements.size >= MAX_STATEMENTS) statements.delete(statements.keys().next().value!)
-    statement = sqlite.prepare(text)
-    statements.set(text, statement)
-  }
-  return statement
-}
-
 /**
  * Runs `fn` in one BEGIN IMMEDIATE transaction on the store's SQLite connection — its statements compiled by
- * kysely (the typed schema), bound and run synchronously by better-sqlite3, each prepared once — and commits,
- * or rolls back if `fn` throws. `fn` runs again if SQLite was busy, so it must do nothing outside the database.
+ * kysely (the typed schema), bound and run synchronously by better-sqlite3, each prepared once in the cache kysely's
+ * path uses too (src/db/statement-cache.ts) — and commits, or rolls back if `fn` throws. `fn` runs again if SQLite
+ * was busy, so it must do nothing outside the database.
  * For hot paths that read and then write many rows: a transaction that starts by reading (kysely's BEGIN) could
  * not take the write lock once another connection had committed since (SQLITE_BUSY_SNAPSHOT); this one takes the
  * lock first, waiting for it by polling (src/db/busy-wait.ts). It holds kysely's connection meanwhile, so no
@@ -41,8 +26,8 @@ export async function inImmediateTransaction<T>(store: Store, fn: (queries: Sync
   const sqlite = store.sqlite
   if (!sqlite) throw new Error('inImmediateTransaction runs on SQLite only')
   const queries: SyncQueries = {
-    all: <R>(query: CompiledQuery<R>) => prepared(sqlite, query.sql).all(...query.parameters) as R[],
-    run: (query) => prepared(sqlite, query.sql).run(...query.parameters).changes,
+    all: <R>(query: CompiledQuery<R>) => preparedStatement(sqlite, query.sql).all(...query.parameters) as R[],
+    run: (query) => preparedStatement(sqlite, query.sql).run(...query.parameters).changes,
   }
   const transaction = sqlite.transaction(() => fn(queries))
   return store.db.connection().execute(async () => whileBusy(() => transaction.immediate()))

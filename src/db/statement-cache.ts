@@ -1,42 +1,61 @@
-import type { Database as BetterSqlite3Database } from 'better-sqlite3'
+import type { Database as BetterSqlite3Database, Statement } from 'better-sqlite3'
 import type { SqliteDatabase, SqliteStatement } from 'kysely'
 import { whileBusy } from './busy-wait.ts'
 
-/** Distinct SQL texts kept prepared (the app's queries number in the low hundreds; IN lists vary in length). */
+/** Distinct SQL texts kept prepared per connection (the app's queries number in the low hundreds). */
 const MAX_STATEMENTS = 1_000
 
+const preparedOn = new WeakMap<BetterSqlite3Database, Map<string, Statement>>()
+
 /**
- * The connection as kysely's SQLite dialect sees it, with prepared statements reused by SQL text, each run
- * waiting for the write lock by polling (src/db/busy-wait.ts; the connection's busy_timeout is 0). kysely
- * prepares every query it runs; compiling the same statement again each time was a tenth of the processing
- * worker's CPU. Reuse is safe here: kysely runs a statement to completion (`all`/`run`) before the next
- * query, and SQLite re-prepares a statement by itself when the schema changes under it.
+ * The connection's prepared statement for `sql`, prepared once and reused by SQL text (least recently used
+ * dropped past MAX_STATEMENTS). Shared by kysely's path (withStatementCache) and the synchronous one
+ * (src/db/sqlite-transaction.ts). Reuse is safe: each caller runs a statement to completion (`all`/`run`) before
+ * the next, and SQLite re-prepares a statement by itself when the schema changes under it.
+ */
+export function preparedStatement(sqlite: BetterSqlite3Database, sql: string): Statement {
+  let statements = preparedOn.get(sqlite)
+  if (!statements) preparedOn.set(sqlite, (statements = new Map()))
+  const known = statements.get(sql)
+  if (known) {
+    // Most recently used last, so the oldest entry is the one evicted.
+    statements.delete(sql)
+    statements.set(sql, known)
+    return known
+  }
+  const prepared = sqlite.prepare(sql)
+  if (statements.size >= MAX_STATEMENTS) statements.delete(statements.keys().next().value!)
+  statements.set(sql, prepared)
+  return prepared
+}
+
+/**
+ * The connection as kysely's SQLite dialect sees it, with prepared statements reused by SQL text
+ * (preparedStatement), each run waiting for the write lock by polling (src/db/busy-wait.ts; the connection's
+ * busy_timeout is 0). kysely prepares every query it runs; compiling the same statement again each time was a
+ * tenth of the processing worker's CPU.
  */
 export function withStatementCache(sqlite: BetterSqlite3Database): SqliteDatabase {
-  const statements = new Map<string, SqliteStatement>()
+  // kysely's view of each prepared statement, made once per statement.
+  const views = new WeakMap<Statement, SqliteStatement>()
   return {
     close: () => {
-      statements.clear()
+      preparedOn.delete(sqlite)
       sqlite.close()
     },
     prepare(sql: string) {
-      const known = statements.get(sql)
-      if (known) {
-        // Most recently used last, so the oldest entry is the one evicted.
-        statements.delete(sql)
-        statements.set(sql, known)
-        return known
+      const prepared = preparedStatement(sqlite, sql)
+      let statement = views.get(prepared)
+      if (!statement) {
+        statement = {
+          reader: prepared.reader,
+          all: (parameters) => whileBusy(() => prepared.all(parameters)),
+          run: (parameters) => whileBusy(() => prepared.run(parameters)),
+          // Rows are read lazily: only the first step can meet the lock, and readers never do in WAL mode.
+          iterate: (parameters) => prepared.iterate(parameters),
+        }
+        views.set(prepared, statement)
       }
-      const prepared = sqlite.prepare(sql)
-      const statement: SqliteStatement = {
-        reader: prepared.reader,
-        all: (parameters) => whileBusy(() => prepared.all(parameters)),
-        run: (parameters) => whileBusy(() => prepared.run(parameters)),
-        // Rows are read lazily: only the first step can meet the lock, and readers never do in WAL mode.
-        iterate: (parameters) => prepared.iterate(parameters),
-      }
-      if (statements.size >= MAX_STATEMENTS) statements.delete(statements.keys().next().value!)
-      statements.set(sql, statement)
       return statement
     },
   }
