@@ -14,6 +14,14 @@ import { isRetryableConflict } from './storage-errors.ts'
 export type EventRow = Selectable<WebhookEventsTable>
 
 /**
+ * What processing reads of a claimed event. The claim returns these only, not the stored headers nor its own
+ * bookkeeping: SQLite builds a RETURNING row of every column it names, and the whole row cost an event ~3 µs
+ * more than these (a fifth of the claim).
+ */
+const CLAIMED_COLUMNS = ['event_id', 'target', 'event_type', 'conversation_id', 'trace_id', 'agent_id', 'body', 'source', 'received_at', 'status', 'attempts', 'next_attempt_at'] as const
+export type ClaimedEvent = Pick<EventRow, (typeof CLAIMED_COLUMNS)[number]>
+
+/**
  * How long a claim protects an event from other workers. Short, so the claims of a replica that crashed
  * lapse quickly; a worker renews the rest of its batch when hooks run long (`renewClaims`).
  */
@@ -39,7 +47,7 @@ export function isProviderTarget(rt: Runtime, target: string): boolean {
 const DEFAULT_PROVIDER_TARGET = 'formant'
 
 /** A stored row as the pipeline sees it: a zod-typed provider event, or a named target's JSON body. */
-export function parseRow(rt: Runtime, row: EventRow): PipelineEvent {
+export function parseRow(rt: Runtime, row: ClaimedEvent): PipelineEvent {
   let json: unknown
   try {
     json = JSON.parse(row.body)
@@ -87,7 +95,7 @@ async function runConsumers(rt: Runtime, batch: PipelineEvent[], failures: Map<s
  * transaction, guarded by the claim so a worker whose claim lapsed cannot overwrite a newer one.
  * `force` (replay) ignores the attempt budget and never schedules a retry.
  */
-export async function processClaimedBatch(rt: Runtime, rows: EventRow[], claimedBy: string, options: { force?: boolean } = {}): Promise<ProcessOutcome[]> {
+export async function processClaimedBatch(rt: Runtime, rows: ClaimedEvent[], claimedBy: string, options: { force?: boolean } = {}): Promise<ProcessOutcome[]> {
   const failures = new Map<string, Error>()
   const parsed: PipelineEvent[] = []
   for (const row of rows) {
@@ -137,7 +145,7 @@ function keepClaimedWhileRunning(rt: Runtime, owner: string, ids: string[]): () 
 }
 
 /** Records every outcome of a batch in one transaction, with the deliveries its processed events owe. */
-async function recordOutcomes(rt: Runtime, rows: EventRow[], claimedBy: string, failures: Map<string, Error>, options: { force?: boolean }): Promise<ProcessOutcome[]> {
+async function recordOutcomes(rt: Runtime, rows: ClaimedEvent[], claimedBy: string, failures: Map<string, Error>, options: { force?: boolean }): Promise<ProcessOutcome[]> {
   const metrics = webhookMetrics(rt.metrics)
   const now = rt.clock.now()
   const debug = rt.log.isLevelEnabled('debug')
@@ -189,7 +197,7 @@ async function recordOutcomes(rt: Runtime, rows: EventRow[], claimedBy: string, 
 
 async function writeOutcomes(
   rt: Runtime,
-  rows: EventRow[],
+  rows: ClaimedEvent[],
   claimedBy: string,
   failures: Map<string, Error>,
   outcomes: ProcessOutcome[],
@@ -238,7 +246,7 @@ export async function processClaimed(rt: Runtime, row: EventRow, claimedBy: stri
  * UPDATE … WHERE that re-checks the claim, with FOR UPDATE SKIP LOCKED on Postgres so replicas never
  * wait on or steal each other's rows.
  */
-export async function claimDue(rt: Runtime, owner: string, limit: number): Promise<EventRow[]> {
+export async function claimDue(rt: Runtime, owner: string, limit: number): Promise<ClaimedEvent[]> {
   const now = rt.clock.now()
   const db = rt.store.db
   const isPg = rt.store.dialect === 'postgres'
@@ -276,7 +284,7 @@ export async function claimDue(rt: Runtime, owner: string, limit: number): Promi
     // (15 ms at 18,000 pending); this way each id is looked up by the primary key.
     .where((eb) => eb.fn.coalesce('status', sql.lit('')), 'in', ['pending', 'failed'])
     .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
-    .returningAll()
+    .returning(CLAIMED_COLUMNS)
     .execute()
   return rows.sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.received_at - b.received_at)
 }
