@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { claimSize, createReceivingCheck, createYieldGate, HOLD_MAX_MS, LOOP_BUSY_SHARE, RECEIVING_FOR_MS, setReceivingCheck, trackReceiverLoad } from '../../src/webhooks/receiver-load.ts'
+import { claimSize, createReceivingCheck, createYieldGate, HOLD_MAX_MS, LOOP_BUSY_SHARE, QUIET_MS, RECEIVING_FOR_MS, setReceivingCheck, trackReceiverLoad } from '../../src/webhooks/receiver-load.ts'
 import type { Runtime } from '../../src/runtime.ts'
 import { createManualClock } from '../../src/utils/clock.ts'
 
@@ -31,8 +31,15 @@ describe('receiver first during a burst', () => {
     expect(slept).toEqual([])
   })
 
-  it('holds processing back while the receiver is above it, and lets it go once the burst ends', async () => {
-    const { clock, load, gate, slept } = setup(3_000)
+  it('holds processing back while the receiver is above it, for as long as deliveries go on', async () => {
+    // After the fast commits the receiver goes on committing a delivery at every look. Each commit while the
+    // fast ones are inside the 250 ms window finds the rate above the threshold: busy until 100 ms after the
+    // last of those (the gate looks again every 10 ms).
+    let clockRef: { now(): number } | undefined
+    let loadRef: ReturnType<typeof trackReceiverLoad> | undefined
+    const { clock, load, gate, slept } = setup(3_000, () => loadRef!.committed(1, clockRef!.now()))
+    clockRef = clock
+    loadRef = load
     load.committed(400, clock.now())
     load.committed(400, clock.now() + 1)
     let passed = false
@@ -40,9 +47,30 @@ describe('receiver first during a burst', () => {
     await Promise.resolve()
     expect(passed).toBe(false)
     await waiting
-    // Busy lasts 100 ms after the last commit above the rate; the gate looked again every 20 ms.
-    expect(slept.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(100)
-    expect(slept.reduce((a, b) => a + b, 0)).toBeLessThan(200)
+    expect(slept.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(340)
+    expect(slept.reduce((a, b) => a + b, 0)).toBeLessThan(360)
+  })
+
+  it('lets processing go QUIET_MS after the last delivery of a burst, before its "busy until"', async () => {
+    // Deliveries go on for 40 ms after the fast commits, then stop: no wait for the rest of the 100 ms.
+    let clockRef: { now(): number } | undefined
+    let loadRef: ReturnType<typeof trackReceiverLoad> | undefined
+    let last = 0
+    const { clock, load, gate } = setup(3_000, () => {
+      if (clockRef!.now() - started > 40) return
+      last = clockRef!.now()
+      loadRef!.committed(1, last)
+    })
+    clockRef = clock
+    loadRef = load
+    load.committed(400, clock.now())
+    load.committed(400, clock.now() + 1)
+    const started = clock.now()
+    await gate()
+    expect(last - started).toBe(40)
+    expect(clock.now() - last).toBeGreaterThanOrEqual(QUIET_MS)
+    expect(clock.now() - last).toBeLessThan(QUIET_MS + 10)
+    expect(clock.now() - started).toBeLessThan(100)
   })
 
   it('reports each hold once, from the first part of processing held back to the last one let go', async () => {
@@ -65,7 +93,8 @@ describe('receiver first during a burst', () => {
     expect(holds[0]).toEqual([true, 0])
     expect(holds[1]![0]).toBe(false)
     expect(holds[1]![1]).toBe(clock.now() - started)
-    expect(holds[1]![1]).toBeGreaterThanOrEqual(100)
+    // No delivery after that commit: the burst is over QUIET_MS later.
+    expect(holds[1]![1]).toBeGreaterThanOrEqual(QUIET_MS)
   })
 
   it('never holds back longer than HOLD_MAX_MS in a row, then runs as long before holding back again', async () => {
@@ -114,10 +143,16 @@ describe('receiver first during a burst', () => {
   it('holds processing back while the receiver\'s event loop is saturated, below the rate threshold too', async () => {
     // A slow host: 2,000 deliveries a second (below 3,000, above half of it) with the loop busy the whole time.
     const shares: number[] = []
-    const { clock, load, gate, slept } = setup(3_000, undefined, () => {
+    // Deliveries go on arriving while processing holds back (one at each of its looks).
+    let clockRef: { now(): number } | undefined
+    let loadRef: ReturnType<typeof trackReceiverLoad> | undefined
+    let trickle = false
+    const { clock, load, gate, slept } = setup(3_000, () => trickle && loadRef!.committed(1, clockRef!.now()), () => {
       shares.push(1)
       return 1
     })
+    clockRef = clock
+    loadRef = load
     load.committed(250, clock.now()) // the first look covers the time since start-up: never a verdict
     await gate()
     expect(slept).toEqual([])
@@ -126,6 +161,7 @@ describe('receiver first during a burst', () => {
     // The loop is looked at once a window, not at every commit.
     load.committed(1, clock.now() + 10)
     expect(shares).toHaveLength(2)
+    trickle = true
     let passed = false
     const waiting = gate().then(() => (passed = true))
     await Promise.resolve()
@@ -177,22 +213,22 @@ describe('receiver first during a burst', () => {
     expect(slept).toEqual([])
   })
 
-  it('claims a quarter batch while the receiver takes deliveries, the whole batch once it is quiet', async () => {
+  it('claims at most 50 events while the receiver takes deliveries, the whole batch once it is quiet', async () => {
     const clock = createManualClock('2026-03-01T10:00:00Z')
     const load = trackReceiverLoad(3_000, { loopBusyShare: () => 0 })
     // Only identity matters to claimSize: the runtime is the key its check is registered under.
     const rt = {} as Runtime
-    expect(claimSize(rt, 200)).toBe(200) // no receiver to yield to (a separate worker process)
+    expect(claimSize(rt, 500)).toBe(500) // no receiver to yield to (a separate worker process)
     const receiving = createReceivingCheck(load.shared, () => clock.now())
     setReceivingCheck(rt, receiving)
-    expect(claimSize(rt, 200)).toBe(200) // nothing committed yet
+    expect(claimSize(rt, 500)).toBe(500) // nothing committed yet
     load.committed(1, clock.now())
-    expect(claimSize(rt, 200)).toBe(50)
-    expect(claimSize(rt, 2)).toBe(1)
+    expect(claimSize(rt, 500)).toBe(50)
+    expect(claimSize(rt, 20)).toBe(20)
     await clock.advance(RECEIVING_FOR_MS - 1)
-    expect(claimSize(rt, 200)).toBe(50)
+    expect(claimSize(rt, 500)).toBe(50)
     await clock.advance(1)
-    expect(claimSize(rt, 200)).toBe(200)
+    expect(claimSize(rt, 500)).toBe(500)
   })
 
   it('PROCESSING_YIELD_ABOVE=0: whole batches, deliveries or not', () => {
