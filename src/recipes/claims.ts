@@ -1,7 +1,9 @@
-import { sql, type Selectable } from 'kysely'
+import { sql, type Kysely, type Selectable } from 'kysely'
+import type { Database } from '../db/schema.ts'
 import type { RecipeEventFiresTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
 import { chunks } from '../utils/chunks.ts'
+import { inValues } from '../db/in-values.ts'
 
 /**
  * Claims that make scheduled ticks and event triggers run once across replicas: the first to insert the
@@ -35,8 +37,8 @@ export async function firesForEvent(rt: Runtime, eventId: string): Promise<Array
 /** A recipe's queued event (a `recipe_event_fires` row). */
 export type FireRow = Selectable<RecipeEventFiresTable>
 
-/** Rows per insert: well under SQLite's bound-variable limit. */
-const ENQUEUE_CHUNK = 100
+/** Rows per insert (six values each): well under SQLite's bound-variable limit. */
+const ENQUEUE_CHUNK = 256
 
 /**
  * Queues events for recipes: one row per (recipe, event), so an event queued before — redelivered,
@@ -44,17 +46,21 @@ const ENQUEUE_CHUNK = 100
  */
 export async function enqueueEventFires(rt: Runtime, fires: Array<{ recipe: string; eventId: string }>): Promise<Array<{ recipe: string; eventId: string }>> {
   const now = rt.clock.now()
-  const fresh: Array<{ recipe: string; eventId: string }> = []
-  for (const chunk of chunks(fires, ENQUEUE_CHUNK)) {
-    const inserted = await rt.store.db
-      .insertInto('recipe_event_fires')
-      .values(chunk.map((f) => ({ recipe: f.recipe, event_id: f.eventId, fired_at: now, status: 'pending', attempts: 0, next_attempt_at: now })))
-      .onConflict((oc) => oc.columns(['recipe', 'event_id']).doNothing())
-      .returning(['recipe', 'event_id'])
-      .execute()
-    for (const r of inserted) fresh.push({ recipe: r.recipe, eventId: r.event_id })
+  const insert = async (db: Kysely<Database>) => {
+    const fresh: Array<{ recipe: string; eventId: string }> = []
+    for (const chunk of chunks(fires, ENQUEUE_CHUNK)) {
+      const inserted = await db
+        .insertInto('recipe_event_fires')
+        .values(chunk.map((f) => ({ recipe: f.recipe, event_id: f.eventId, fired_at: now, status: 'pending', attempts: 0, next_attempt_at: now })))
+        .onConflict((oc) => oc.columns(['recipe', 'event_id']).doNothing())
+        .returning(['recipe', 'event_id'])
+        .execute()
+      for (const r of inserted) fresh.push({ recipe: r.recipe, eventId: r.event_id })
+    }
+    return fresh
   }
-  return fresh
+  // A batch's fires in one commit, not one per chunk (on SQLite each commit writes the pages it touched again).
+  return fires.length <= ENQUEUE_CHUNK ? insert(rt.store.db) : rt.store.db.transaction().execute(insert)
 }
 
 /**
@@ -118,23 +124,23 @@ export type FireOutcome =
 
 /** Records how a claimed batch ended, guarded by the claim (a run whose claim lapsed cannot overwrite). */
 export async function finishFires(rt: Runtime, recipe: string, owner: string, eventIds: string[], outcome: FireOutcome): Promise<void> {
-  for (const ids of chunks(eventIds, ENQUEUE_CHUNK)) {
-    await rt.store.db
-      .updateTable('recipe_event_fires')
-      .set((eb) => ({
-        status: outcome.status,
-        attempts: outcome.status === 'done' ? eb.ref('attempts') : eb('attempts', '+', 1),
-        next_attempt_at: outcome.status === 'failed' ? outcome.nextAttemptAt : eb.ref('next_attempt_at'),
-        run_id: outcome.runId,
-        last_error: outcome.status === 'done' ? null : outcome.error,
-        claimed_by: null,
-        claimed_until: null,
-      }))
-      .where('recipe', '=', recipe)
-      .where('event_id', 'in', ids)
-      .where('claimed_by', '=', owner)
-      .execute()
-  }
+  if (eventIds.length === 0) return
+  // One statement (and one commit) for the whole batch: the ids go as one parameter.
+  await rt.store.db
+    .updateTable('recipe_event_fires')
+    .set((eb) => ({
+      status: outcome.status,
+      attempts: outcome.status === 'done' ? eb.ref('attempts') : eb('attempts', '+', 1),
+      next_attempt_at: outcome.status === 'failed' ? outcome.nextAttemptAt : eb.ref('next_attempt_at'),
+      run_id: outcome.runId,
+      last_error: outcome.status === 'done' ? null : outcome.error,
+      claimed_by: null,
+      claimed_until: null,
+    }))
+    .where('recipe', '=', recipe)
+    .where(inValues(rt.store.dialect, 'event_id', eventIds))
+    .where('claimed_by', '=', owner)
+    .execute()
 }
 
 /** Hands claimed events back to the queue untouched (status, attempts and due time as they were). */

@@ -10,6 +10,7 @@ export { backoffMs }
 import { applyReadModelBatch } from './read-model.ts'
 import { enqueueDeliveries } from '../destinations/outbox.ts'
 import { isRetryableConflict } from './storage-errors.ts'
+import { inValues } from '../db/in-values.ts'
 
 export type EventRow = Selectable<WebhookEventsTable>
 
@@ -209,7 +210,7 @@ async function writeOutcomes(
       await trx
         .updateTable('webhook_events')
         .set({ status: 'processed', attempts, last_error: null, processed_at: now, next_attempt_at: now, claimed_by: null, claimed_until: null })
-        .where('event_id', 'in', ids)
+        .where(inValues(rt.store.dialect, 'event_id', ids))
         .where('claimed_by', '=', claimedBy)
         .execute()
     }
@@ -295,7 +296,7 @@ export async function renewClaims(rt: Runtime, owner: string, eventIds: string[]
   await rt.store.db
     .updateTable('webhook_events')
     .set({ claimed_until: rt.clock.now() + CLAIM_MS })
-    .where('event_id', 'in', eventIds)
+    .where(inValues(rt.store.dialect, 'event_id', eventIds))
     .where('claimed_by', '=', owner)
     .execute()
 }
