@@ -3,6 +3,7 @@ import type { Effects } from '../utils/effects.ts'
 import { addToDnc, loadDncList, type DncOptions } from './dnc.ts'
 import { normalizePhone } from './phones.ts'
 import { chunks } from '../utils/chunks.ts'
+import { inValues } from '../db/in-values.ts'
 import {
   DEAD_CALL_STATUSES,
   DEFAULT_FOLLOW_UP,
@@ -46,7 +47,7 @@ const CALL_COLUMNS = [
 
 /** How many candidates are planned together: one page's conversations and their contacts' history are in memory at a time. */
 const PAGE = 500
-/** The most values one IN list carries (SQLite allows 32,766 bound values, Postgres 65,535). */
+/** The most ids or numbers one query looks up (each list is one bound parameter, see src/db/in-values.ts). */
 const IN_LIST = 1_000
 
 /** The planner's inputs from the database: everything recent, or one set of conversations' contacts. */
@@ -62,9 +63,14 @@ export async function loadFollowUpInputs(
     ])
     return { conversations, calls }
   }
-  const targets: ConversationInput[] = []
-  for (const ids of chunks([...new Set(options.conversationIds)], IN_LIST)) {
-    targets.push(...(await db.selectFrom('conversations').select(CONVERSATION_COLUMNS).where('conversation_id', 'in', ids).execute()))
+  // The targets' numbers first (two columns), then their contacts' whole history — which holds the targets
+  // themselves unless they are older than `since`; only those are read in full on their own. Reading the
+  // targets in full too read every one of them twice. Id and number lists go as one parameter each.
+  const dialect = rt.store.dialect
+  const ids = [...new Set(options.conversationIds)]
+  const targets: Array<{ conversation_id: string; contact_number: string | null }> = []
+  for (const list of chunks(ids, IN_LIST)) {
+    targets.push(...(await db.selectFrom('conversations').select(['conversation_id', 'contact_number']).where(inValues(dialect, 'conversation_id', list)).execute()))
   }
   // History is per contact: every spelling of the numbers involved.
   const numbers = new Set<string>()
@@ -78,14 +84,18 @@ export async function loadFollowUpInputs(
   const calls: CallInput[] = []
   for (const list of chunks([...numbers], IN_LIST)) {
     const [h, c] = await Promise.all([
-      db.selectFrom('conversations').select(CONVERSATION_COLUMNS).where('contact_number', 'in', list).where('updated_at', '>=', options.since).execute(),
-      db.selectFrom('calls').select(CALL_COLUMNS).where('customer_phone', 'in', list).where('created_at', '>=', options.since).execute(),
+      db.selectFrom('conversations').select(CONVERSATION_COLUMNS).where(inValues(dialect, 'contact_number', list)).where('updated_at', '>=', options.since).execute(),
+      db.selectFrom('calls').select(CALL_COLUMNS).where(inValues(dialect, 'customer_phone', list)).where('created_at', '>=', options.since).execute(),
     ])
     history.push(...h)
     calls.push(...c)
   }
   const seen = new Set(history.map((c) => c.conversation_id))
-  return { conversations: [...history, ...targets.filter((t) => !seen.has(t.conversation_id))], calls }
+  const older = targets.filter((t) => !seen.has(t.conversation_id)).map((t) => t.conversation_id)
+  for (const list of chunks(older, IN_LIST)) {
+    history.push(...(await db.selectFrom('conversations').select(CONVERSATION_COLUMNS).where(inValues(dialect, 'conversation_id', list)).execute()))
+  }
+  return { conversations: history, calls }
 }
 
 /**

@@ -271,6 +271,13 @@ describeEachDialect('campaign toolkit with storage', (dialect) => {
     expect(inputs.conversations.map((c) => c.conversation_id).sort()).toEqual(['a_1', 'a_2'])
     const r = await runFollowUps(rt, { conversationIds: ['a_2'] }, dry())
     expect(r.plans.map((p) => [p.previousConversationId, p.attempt])).toEqual([['a_2', 3]])
+    // A named conversation older than `since` is read in full all the same; its contact's history only as recent as `since`.
+    await seedNoAnswer({ conversation_id: 'a_3', trace_id: 'td' })
+    const older = await loadFollowUpInputs(rt, { since: EVENING - 3_600_000 + 1, conversationIds: ['a_1'] })
+    expect(older.conversations.map((c) => c.conversation_id).sort()).toEqual(['a_1', 'a_3'])
+    const a1 = older.conversations.find((c) => c.conversation_id === 'a_1')!
+    expect(a1).toMatchObject({ status: 'no_answer', trace_id: 'ta', updated_at: EVENING - 3_600_000 })
+    expect(a1.call_parameters).toBe(inputs.conversations.find((c) => c.conversation_id === 'a_1')!.call_parameters)
   })
 
   it('prepares a batch from a CSV with the DNC table, and launches it (dry run: plan only; live: the upload)', async () => {
