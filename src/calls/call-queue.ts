@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import type { Selectable } from 'kysely'
 import type { CallQueueTable } from '../db/schema.ts'
+import { inClaimSubquery } from '../db/in-claim-subquery.ts'
 import type { Runtime } from '../runtime.ts'
 import { SANDBOX_WORKSPACE_KEY } from '../sandbox/demo.ts'
 import { VoiceApiError } from '../upstream/errors.ts'
@@ -167,7 +168,7 @@ async function claimDueCalls(rt: Runtime, owner: string, limit: number, heldTena
   return db
     .updateTable('call_queue')
     .set((eb) => ({ claimed_by: owner, claimed_until: now + claimMs(rt), attempts: eb('attempts', '+', 1) }))
-    .where('id', 'in', due)
+    .where(inClaimSubquery(rt.store.dialect, 'id', due))
     .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
     .returningAll()
     .execute()

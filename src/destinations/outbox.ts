@@ -6,6 +6,7 @@ import { deliveryId } from './sign.ts'
 import { chunks } from '../utils/chunks.ts'
 import { inImmediateTransaction } from '../db/sqlite-transaction.ts'
 import { inValues } from '../db/in-values.ts'
+import { inClaimSubquery } from '../db/in-claim-subquery.ts'
 
 /**
  * The durable outbox: one `destination_deliveries` row per (event, destination). Rows are written in the
@@ -214,7 +215,7 @@ async function claimOnPostgres(rt: Runtime, destination: DestinationConfig, owne
   return rt.store.db
     .updateTable('destination_deliveries')
     .set({ claimed_by: owner, claimed_until: until })
-    .where('id', 'in', due)
+    .where(inClaimSubquery('postgres', 'id', due))
     .where('status', '=', 'pending')
     .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
     // Only what the worker uses: each returned row is an object built per claim, a few hundred a second.

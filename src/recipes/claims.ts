@@ -1,9 +1,9 @@
 import { sql, type Kysely, type Selectable } from 'kysely'
-import type { Database } from '../db/schema.ts'
-import type { RecipeEventFiresTable } from '../db/schema.ts'
+import type { Database, RecipeEventFiresTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
 import { chunks } from '../utils/chunks.ts'
 import { inValues } from '../db/in-values.ts'
+import { inClaimSubquery } from '../db/in-claim-subquery.ts'
 
 /**
  * Claims that make scheduled ticks and event triggers run once across replicas: the first to insert the
@@ -94,7 +94,7 @@ export async function claimFireBatch(rt: Runtime, recipe: string, owner: string,
       .updateTable('recipe_event_fires')
       .set({ claimed_by: owner, claimed_until: now + claimMs })
       .where('recipe', '=', recipe)
-      .where('event_id', 'in', due)
+      .where(inClaimSubquery(rt.store.dialect, 'event_id', due))
       // Through an expression no index serves, so each id is found by the primary key (with `status = ?`
       // SQLite walked the status index over the recipe's whole queue, testing each row against the list).
       .where((eb) => eb.fn.coalesce('status', sql.lit('')), '=', status)

@@ -11,6 +11,7 @@ import { applyReadModelBatch } from './read-model.ts'
 import { enqueueDeliveries } from '../destinations/outbox.ts'
 import { isRetryableConflict } from './storage-errors.ts'
 import { inValues } from '../db/in-values.ts'
+import { inClaimSubquery } from '../db/in-claim-subquery.ts'
 
 export type EventRow = Selectable<WebhookEventsTable>
 
@@ -279,7 +280,7 @@ export async function claimDue(rt: Runtime, owner: string, limit: number): Promi
   const rows = await db
     .updateTable('webhook_events')
     .set({ claimed_by: owner, claimed_until: now + CLAIM_MS })
-    .where('event_id', 'in', due)
+    .where(inClaimSubquery(rt.store.dialect, 'event_id', due))
     // Re-checked through an expression no index serves: given `status IN (…)` SQLite chose the status
     // index and tested every pending row against the id list — a scan of the whole backlog per claim
     // (15 ms at 18,000 pending); this way each id is looked up by the primary key.
