@@ -121,6 +121,8 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
 
   // Coalesced: one wake per tick however many commits landed in it.
   let waking = false
+  // A batch being written counts as deliveries arriving (a slow commit must not end the hold).
+  const offWriting = webhookState(rt).inbox.onWriting((on) => load.writing(on, Date.now()))
   const off = webhookState(rt).inbox.onCommitted((deliveries) => {
     // Wall-clock time, as the thread reads it (its runtime runs on the system clock).
     load.committed(deliveries, Date.now())
@@ -176,6 +178,7 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
       stopping = true
       threads.delete(rt)
       off()
+      offWriting()
       cancelRestart?.()
       const worker = current
       if (!worker) return

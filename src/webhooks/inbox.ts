@@ -108,6 +108,11 @@ export interface Inbox {
   countRejection(target: string, reason: string, atMs: number): void
   /** Called after each successful commit that stored at least one new event, with the deliveries it committed. */
   onCommitted(fn: (deliveries: number) => void): () => void
+  /**
+   * Called with `true` when a batch of deliveries starts being written and `false` once it is done (committed or
+   * not), after any `onCommitted` call for it: a slow commit (a slow disk's fsync) is deliveries still arriving.
+   */
+  onWriting(fn: (writing: boolean) => void): () => void
   /** Waits for everything queued so far to be committed. */
   flush(): Promise<void>
   /** Flushes, then stops the writer thread (SQLite). */
@@ -160,6 +165,7 @@ export function createInbox(store: Store, options: InboxOptions = {}): Inbox {
   let running: Promise<void> | undefined
   let scheduled = false
   const listeners = new Set<(deliveries: number) => void>()
+  const writingListeners = new Set<(writing: boolean) => void>()
   /** The batch being written (its waiters settle when it commits, or at the deadline). */
   let inflight: Waiter[] = []
   let cancelDeadline: (() => void) | undefined
@@ -319,22 +325,30 @@ export function createInbox(store: Store, options: InboxOptions = {}): Inbox {
       inflight = batch
       const stats = rejections
       rejections = new Map()
-      if (batch.length > 0) options.onBatch?.(batch.length)
-      let storedAny: boolean
-      try {
-        storedAny = settle(batch, await write(batch, stats))
-      } catch (error) {
-        if (classifyStorageError(error) === 'refused' && batch.length > 0) storedAny = await commitOneByOne(batch, stats)
-        else {
-          const failure = unavailable(error)
-          for (const w of batch) {
-            w.settled = true
-            w.reject(failure)
-          }
-          continue
-        }
+      const announced = batch.length > 0
+      if (announced) {
+        options.onBatch?.(batch.length)
+        for (const fn of writingListeners) fn(true)
       }
-      if (storedAny) for (const fn of listeners) fn(batch.length)
+      try {
+        let storedAny: boolean
+        try {
+          storedAny = settle(batch, await write(batch, stats))
+        } catch (error) {
+          if (classifyStorageError(error) === 'refused' && batch.length > 0) storedAny = await commitOneByOne(batch, stats)
+          else {
+            const failure = unavailable(error)
+            for (const w of batch) {
+              w.settled = true
+              w.reject(failure)
+            }
+            continue
+          }
+        }
+        if (storedAny) for (const fn of listeners) fn(batch.length)
+      } finally {
+        if (announced) for (const fn of writingListeners) fn(false)
+      }
     }
     inflight = []
   }
@@ -379,6 +393,10 @@ export function createInbox(store: Store, options: InboxOptions = {}): Inbox {
     onCommitted(fn) {
       listeners.add(fn)
       return () => listeners.delete(fn)
+    },
+    onWriting(fn) {
+      writingListeners.add(fn)
+      return () => writingListeners.delete(fn)
     },
     flush,
     async close() {

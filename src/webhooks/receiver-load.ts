@@ -34,11 +34,13 @@ export const HOLD_MAX_MS = 10_000
 /** How often a held-back processing thread looks again. */
 const RECHECK_MS = 10
 /**
- * A burst is over once the receiver has committed nothing for this long, whatever its "busy until" says: busy
- * lasts BUSY_FOR_MS past a fast commit and a window past a saturated loop's look, so processing waited up to
- * 350 ms after the last delivery of a burst — a tenth of the end-to-end time of a 15,000-event burst. At the
- * rates that make the receiver busy (1,500 deliveries a second and up) its group commits come every few
- * milliseconds; a gap of 30 ms is deliveries stopping (or the host stalling every thread alike).
+ * A burst is over once the receiver has committed nothing for this long and is not writing a batch, whatever its
+ * "busy until" says: busy lasts BUSY_FOR_MS past a fast commit and a window past a saturated loop's look, so
+ * processing waited up to 350 ms after the last delivery of a burst — a tenth of the end-to-end time of a
+ * 15,000-event burst. At the rates that make the receiver busy (1,500 deliveries a second and up) its group
+ * commits come every few milliseconds; a gap of 30 ms with no batch being written is deliveries stopping (or the
+ * host stalling every thread alike). A batch still being written — a slow disk's fsync can take longer than
+ * that — keeps processing held.
  */
 export const QUIET_MS = 30
 /** The receiver counts as taking deliveries for this long after a commit (for the claim size). */
@@ -57,6 +59,8 @@ export interface ReceiverLoad {
   readonly shared: SharedArrayBuffer
   /** The receiver committed `deliveries` at `now` (epoch ms). */
   committed(deliveries: number, now: number): void
+  /** The receiver started (`true`) or finished (`false`) writing a batch of deliveries at `now` (epoch ms). */
+  writing(on: boolean, now: number): void
 }
 
 export interface ReceiverLoadOptions {
@@ -72,8 +76,8 @@ export interface ReceiverLoadOptions {
  * deliveries a second, or above half that while its loop is busy (`0` never marks it busy: the gate is off).
  */
 export function trackReceiverLoad(aboveRate: number, options: ReceiverLoadOptions = {}): ReceiverLoad {
-  const shared = new SharedArrayBuffer(16)
-  // [0]: busy until, [1]: the last commit (epoch ms).
+  const shared = new SharedArrayBuffer(24)
+  // [0]: busy until, [1]: the last commit, [2]: since when a batch is being written, 0 when none (epoch ms).
   const slots = new BigInt64Array(shared)
   const loopBusyShare = options.loopBusyShare ?? eventLoopBusyShare()
   const recent: Array<{ at: number; n: number }> = []
@@ -103,6 +107,10 @@ export function trackReceiverLoad(aboveRate: number, options: ReceiverLoadOption
         if (loopLookedAt !== Number.NEGATIVE_INFINITY && receiving && share >= LOOP_BUSY_SHARE) busyTill(now + WINDOW_MS + BUSY_FOR_MS)
         loopLookedAt = now
       }
+    },
+    writing(on, now) {
+      if (aboveRate <= 0) return
+      Atomics.store(slots, 2, on ? BigInt(now) : 0n)
     },
   }
 }
@@ -138,7 +146,9 @@ export function createYieldGate(shared: SharedArrayBuffer, options: YieldGateOpt
   const slots = new BigInt64Array(shared)
   const busy = () => {
     const now = options.now()
-    return Number(Atomics.load(slots, 0)) > now && Number(Atomics.load(slots, 1)) > now - QUIET_MS
+    if (Number(Atomics.load(slots, 0)) <= now) return false
+    // Quiet: nothing committed for QUIET_MS and nothing being written (a slow commit is deliveries still arriving).
+    return Number(Atomics.load(slots, 1)) > now - QUIET_MS || Atomics.load(slots, 2) !== 0n
   }
   let runUntil = 0
   let waiting = 0

@@ -73,6 +73,26 @@ describe('receiver first during a burst', () => {
     expect(clock.now() - started).toBeLessThan(100)
   })
 
+  it('keeps processing held while a batch is still being written (a slow commit), then lets it go', async () => {
+    let clockRef: { now(): number } | undefined
+    let loadRef: ReturnType<typeof trackReceiverLoad> | undefined
+    let started = 0
+    // A commit that takes 60 ms (a slow disk's fsync): nothing committed meanwhile, deliveries still arriving.
+    const { clock, load, gate } = setup(3_000, () => {
+      if (clockRef!.now() - started >= 60) loadRef!.writing(false, clockRef!.now())
+    })
+    clockRef = clock
+    loadRef = load
+    load.committed(400, clock.now())
+    load.committed(400, clock.now() + 1)
+    started = clock.now()
+    load.writing(true, started)
+    await gate()
+    // Held through the write (past QUIET_MS), let go once it ended and nothing was committed for QUIET_MS since.
+    expect(clock.now() - started).toBeGreaterThanOrEqual(60)
+    expect(clock.now() - started).toBeLessThan(80)
+  })
+
   it('reports each hold once, from the first part of processing held back to the last one let go', async () => {
     const clock = createManualClock('2026-03-01T10:00:00Z')
     const load = trackReceiverLoad(3_000, { loopBusyShare: () => 0 })
