@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks'
 import type { Selectable } from 'kysely'
 import type { CallQueueTable } from '../db/schema.ts'
 import { inClaimSubquery } from '../db/in-claim-subquery.ts'
+import { insertRows } from '../db/insert-rows.ts'
 import type { Runtime } from '../runtime.ts'
 import { SANDBOX_WORKSPACE_KEY } from '../sandbox/demo.ts'
 import { VoiceApiError } from '../upstream/errors.ts'
@@ -12,7 +13,7 @@ import { createGroupCommit, type GroupCommit } from '../utils/group-commit.ts'
 import { yieldToReceiver } from '../webhooks/receiver-load.ts'
 import { callMetrics } from './metrics.ts'
 import { createPacer, type Pacer } from './pacer.ts'
-import { claim, finish, isAmbiguous, ledgerRow, type PlaceCallInput } from './place-call.ts'
+import { claim, finish, isAmbiguous, LEDGER_COLUMNS, ledgerRow, type PlaceCallInput } from './place-call.ts'
 import type { CallRecord } from './record.ts'
 import { tenantOf } from './tenant.ts'
 import { toCallRecord } from './record.ts'
@@ -87,12 +88,10 @@ export async function enqueueCalls(rt: Runtime, inputs: PlaceCallInput[]): Promi
         // held for two statements, not two hundred (the receiver's commits wait on this same lock).
         const fresh = new Set(
           (
-            await trx
-              .insertInto('calls')
-              .values(chunk.map((c) => c.row))
-              .onConflict((oc) => oc.columns(['tenant', 'agent_id', 'idempotency_key']).doNothing())
-              .returning('id')
-              .execute()
+            await insertRows(trx, rt.store.dialect, 'calls', LEDGER_COLUMNS, chunk.map((c) => c.row), {
+              onConflict: { columns: ['tenant', 'agent_id', 'idempotency_key'] },
+              returning: ['id'],
+            })
           ).map((r) => r.id),
         )
         const done: EnqueueResult[] = []

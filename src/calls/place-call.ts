@@ -155,6 +155,12 @@ export function ledgerRow(rt: Runtime, input: PlaceCallInput, status: CallStatus
   return { request, row, key }
 }
 
+/** Every column of a ledger row, once (`satisfies` checks the list against `ledgerRow`: none missing, none extra). */
+export const LEDGER_COLUMNS = Object.keys({
+  id: 1, tenant: 1, agent_id: 1, customer_phone: 1, idempotency_key: 1, trace_id: 1, conversation_id: 1, previous_conversation_id: 1,
+  scheduled_for: 1, parameters: 1, retry_context: 1, metadata: 1, recipe: 1, campaign: 1, status: 1, error: 1, created_at: 1, updated_at: 1,
+} satisfies Record<keyof ReturnType<typeof ledgerRow>['row'], 1>) as Array<keyof ReturnType<typeof ledgerRow>['row']>
+
 export async function placeCall(rt: Runtime, input: PlaceCallInput): Promise<PlaceCallResult> {
   const { request, row, key } = ledgerRow(rt, input, 'pending')
   const claimed = await claim(rt.store.db, row)

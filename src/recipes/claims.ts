@@ -3,6 +3,7 @@ import type { Database, RecipeEventFiresTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
 import { chunks } from '../utils/chunks.ts'
 import { inValues } from '../db/in-values.ts'
+import { insertRows } from '../db/insert-rows.ts'
 import { inClaimSubquery } from '../db/in-claim-subquery.ts'
 
 /**
@@ -39,6 +40,8 @@ export type FireRow = Selectable<RecipeEventFiresTable>
 
 /** Rows per insert (six values each): well under SQLite's bound-variable limit. */
 const ENQUEUE_CHUNK = 256
+/** The columns a queued fire is written with. */
+const FIRE_COLUMNS = ['recipe', 'event_id', 'fired_at', 'status', 'attempts', 'next_attempt_at'] as const
 
 /**
  * Queues events for recipes: one row per (recipe, event), so an event queued before — redelivered,
@@ -49,12 +52,14 @@ export async function enqueueEventFires(rt: Runtime, fires: Array<{ recipe: stri
   const insert = async (db: Kysely<Database>) => {
     const fresh: Array<{ recipe: string; eventId: string }> = []
     for (const chunk of chunks(fires, ENQUEUE_CHUNK)) {
-      const inserted = await db
-        .insertInto('recipe_event_fires')
-        .values(chunk.map((f) => ({ recipe: f.recipe, event_id: f.eventId, fired_at: now, status: 'pending', attempts: 0, next_attempt_at: now })))
-        .onConflict((oc) => oc.columns(['recipe', 'event_id']).doNothing())
-        .returning(['recipe', 'event_id'])
-        .execute()
+      const inserted = await insertRows(
+        db,
+        rt.store.dialect,
+        'recipe_event_fires',
+        FIRE_COLUMNS,
+        chunk.map((f) => ({ recipe: f.recipe, event_id: f.eventId, fired_at: now, status: 'pending', attempts: 0, next_attempt_at: now })),
+        { onConflict: { columns: ['recipe', 'event_id'] }, returning: ['recipe', 'event_id'] },
+      )
       for (const r of inserted) fresh.push({ recipe: r.recipe, eventId: r.event_id })
     }
     return fresh

@@ -2,6 +2,7 @@ import type { Selectable, Transaction } from 'kysely'
 import type { Runtime } from '../runtime.ts'
 import type { ConversationsTable, Database } from '../db/schema.ts'
 import { fromJson, toJson } from '../db/json.ts'
+import { insertRows } from '../db/insert-rows.ts'
 import type { ProcessedEvent } from './hooks.ts'
 import {
   isTerminalStatus,
@@ -142,8 +143,14 @@ export interface ReadModelFact {
   receivedAt: number
 }
 
+/** Every column of a conversation row, once (`satisfies` checks the list against the table: none missing, none extra). */
+const ROW_COLUMNS = Object.keys({
+  conversation_id: 1, agent_id: 1, contact_number: 1, status: 1, terminal: 1, duration_seconds: 1, started_at: 1, ended_at: 1,
+  failure_reason: 1, trace_id: 1, from_phone: 1, recording_url: 1, transcript: 1, results: 1, call_parameters: 1, retry: 1,
+  retry_context: 1, last_event_at: 1, last_event_id: 1, source: 1, created_at: 1, updated_at: 1,
+} satisfies Record<keyof Row, 1>) as Array<keyof Row>
 /** Columns an existing conversation takes from the merged row: all but its key and when it was created. */
-type MergedColumn = Exclude<keyof Row, 'conversation_id' | 'created_at'>
+const MERGED_COLUMNS = ROW_COLUMNS.filter((c) => c !== 'conversation_id' && c !== 'created_at')
 
 /**
  * Splits `items` into chunks whose sizes are powers of two up to `max` (200 → 128, 64, 8): statements per
@@ -184,12 +191,7 @@ export async function applyEventsInTransaction(
   // Insert first: a conversation another replica creates meanwhile conflicts here (and waits for its
   // commit on Postgres) instead of being overwritten by an upsert that never saw it.
   for (const chunk of powerOfTwoChunks(rows)) {
-    const inserted = await trx
-      .insertInto('conversations')
-      .values(chunk)
-      .onConflict((oc) => oc.column('conversation_id').doNothing())
-      .returning('conversation_id')
-      .execute()
+    const inserted = await insertRows(trx, dialect, 'conversations', ROW_COLUMNS, chunk, { onConflict: { columns: ['conversation_id'] }, returning: ['conversation_id'] })
     for (const { conversation_id } of inserted) stored.set(conversation_id, incoming.get(conversation_id)!)
   }
   const existingIds = rows.filter((r) => !stored.has(r.conversation_id)).map((r) => r.conversation_id)
@@ -198,34 +200,7 @@ export async function applyEventsInTransaction(
     if (dialect === 'postgres') select = select.forUpdate()
     const merged = (await select.execute()).map((existing) => mergeConversation(existing, incoming.get(existing.conversation_id)!))
     if (merged.length === 0) continue
-    await trx
-      .insertInto('conversations')
-      .values(merged)
-      .onConflict((oc) =>
-        oc.column('conversation_id').doUpdateSet((eb) => ({
-          agent_id: eb.ref('excluded.agent_id'),
-          contact_number: eb.ref('excluded.contact_number'),
-          status: eb.ref('excluded.status'),
-          terminal: eb.ref('excluded.terminal'),
-          duration_seconds: eb.ref('excluded.duration_seconds'),
-          started_at: eb.ref('excluded.started_at'),
-          ended_at: eb.ref('excluded.ended_at'),
-          failure_reason: eb.ref('excluded.failure_reason'),
-          trace_id: eb.ref('excluded.trace_id'),
-          from_phone: eb.ref('excluded.from_phone'),
-          recording_url: eb.ref('excluded.recording_url'),
-          transcript: eb.ref('excluded.transcript'),
-          results: eb.ref('excluded.results'),
-          call_parameters: eb.ref('excluded.call_parameters'),
-          retry: eb.ref('excluded.retry'),
-          retry_context: eb.ref('excluded.retry_context'),
-          last_event_at: eb.ref('excluded.last_event_at'),
-          last_event_id: eb.ref('excluded.last_event_id'),
-          source: eb.ref('excluded.source'),
-          updated_at: eb.ref('excluded.updated_at'),
-        }) satisfies Record<MergedColumn, unknown>),
-      )
-      .execute()
+    await insertRows(trx, dialect, 'conversations', ROW_COLUMNS, merged, { onConflict: { columns: ['conversation_id'], update: MERGED_COLUMNS } })
     for (const row of merged) stored.set(row.conversation_id, row)
   }
   return stored
