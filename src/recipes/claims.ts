@@ -150,15 +150,15 @@ export async function finishFires(rt: Runtime, recipe: string, owner: string, ev
 
 /** Hands claimed events back to the queue untouched (status, attempts and due time as they were). */
 export async function releaseFires(rt: Runtime, recipe: string, owner: string, eventIds: string[]): Promise<void> {
-  for (const ids of chunks(eventIds, ENQUEUE_CHUNK)) {
-    await rt.store.db
-      .updateTable('recipe_event_fires')
-      .set({ claimed_by: null, claimed_until: null })
-      .where('recipe', '=', recipe)
-      .where('event_id', 'in', ids)
-      .where('claimed_by', '=', owner)
-      .execute()
-  }
+  if (eventIds.length === 0) return
+  // One statement for the whole batch, as finishFires: the ids go as one parameter.
+  await rt.store.db
+    .updateTable('recipe_event_fires')
+    .set({ claimed_by: null, claimed_until: null })
+    .where('recipe', '=', recipe)
+    .where(inValues(rt.store.dialect, 'event_id', eventIds))
+    .where('claimed_by', '=', owner)
+    .execute()
 }
 
 /**

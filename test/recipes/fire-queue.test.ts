@@ -1,5 +1,5 @@
 import { afterEach, expect, it } from 'vitest'
-import { claimFireBatch, enqueueEventFires, finishFires } from '../../src/recipes/claims.ts'
+import { claimFireBatch, enqueueEventFires, finishFires, releaseFires } from '../../src/recipes/claims.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createHarness, type Harness } from '../webhooks/helpers.ts'
 
@@ -52,5 +52,19 @@ describeEachDialect('recipe event queue, batch by batch', (dialect) => {
     expect(failed.every((f) => Number(f.attempts) === 1 && Number(f.next_attempt_at) === 123 && f.last_error === 'boom')).toBe(true)
     // Nothing to finish is a no-op.
     await finishFires(h.rt, 'followup', 'worker-a', [], { status: 'done', runId: 'run_c' })
+  })
+
+  it('hands a claimed batch of 300 back untouched, and only the claimant can', async () => {
+    h = await createHarness(dialect)
+    await enqueueEventFires(h.rt, pairs('followup', 0, 300))
+    const ids = (await claimFireBatch(h.rt, 'followup', 'worker-a', 300, 10_000)).map((r) => r.event_id)
+    expect(ids).toHaveLength(300)
+    await releaseFires(h.rt, 'followup', 'worker-b', ids)
+    expect(await claimFireBatch(h.rt, 'followup', 'worker-c', 300, 10_000)).toEqual([])
+    await releaseFires(h.rt, 'followup', 'worker-a', ids)
+    const back = await claimFireBatch(h.rt, 'followup', 'worker-c', 300, 10_000)
+    expect(back).toHaveLength(300)
+    expect(back.every((r) => r.status === 'pending' && Number(r.attempts) === 0)).toBe(true)
+    await releaseFires(h.rt, 'followup', 'worker-c', [])
   })
 })
