@@ -17,6 +17,8 @@
  *      runs them. Printed as a ratio to the same capacity (informational: the budget is on 2).
  * Steps 1 and 2 alternate for FWD_ROUNDS rounds (default 3) and each figure is the median: on a shared 2-core
  * machine either one moves by a third between runs. Prints deliveries/s, the worker's CPU per delivery and the
+ * ratio, and the CPU each request cost this process (the bare client, or the worker) and the sinks' process, read
+ * from /proc around each measurement: on two cores the three share, a worker's CPU per delivery is what sets its
  * ratio. Budgets: ratio ≥ 0.5 and ≥ 2,000 deliveries/s. Loopback only. FWD_EVENTS, FWD_SERVICE_EVENTS
  * (0 skips step 3) and FWD_CONCURRENCY change the size of the run (for quick local checks); BENCH_PROF=<dir> writes a
  * CPU profile of each drain (step 2 alone) there.
@@ -28,6 +30,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startServe } from '../helpers/serve-child.ts'
+import { processCpuMs } from '../helpers/threads.ts'
 
 const EVENTS = Number(process.env.FWD_EVENTS ?? 10_000)
 const SERVICE_EVENTS = Number(process.env.FWD_SERVICE_EVENTS ?? 5_000)
@@ -36,6 +39,20 @@ const CONCURRENCY = Number(process.env.FWD_CONCURRENCY ?? 32)
 const CAPACITY_MS = 3_000
 const ROUNDS = Number(process.env.FWD_ROUNDS ?? 3)
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'
+/** The sinks' process, whose CPU time is read around each measurement (Linux). */
+let sinksPid: number | undefined
+
+/** CPU per request, µs, of this process and of the sinks over a measurement (undefined off Linux). */
+interface CpuSplit {
+  clientUs: number
+  sinksUs: number | undefined
+}
+
+function cpuSplit(used: NodeJS.CpuUsage, sinksBefore: number | undefined, requests: number): CpuSplit {
+  const sinksAfter = processCpuMs(sinksPid)
+  const n = Math.max(1, requests)
+  return { clientUs: (used.user + used.system) / n, sinksUs: sinksBefore === undefined || sinksAfter === undefined ? undefined : ((sinksAfter - sinksBefore) * 1000) / n }
+}
 
 // ── sinks (child process) ─────────────────────────────────────────────────────────────────────────
 async function serveSinks(): Promise<void> {
@@ -84,7 +101,7 @@ function body(i: number): string {
  * The sinks' own capacity as one bare keep-alive client drives them: `node:http`, and undici (the client the
  * worker uses). Each client saturates its own core before the sinks do, so the capacity is the higher of the two.
  */
-async function sinkCapacity(ports: number[], client: 'node:http' | 'undici'): Promise<number> {
+async function sinkCapacity(ports: number[], client: 'node:http' | 'undici'): Promise<{ perSecond: number; cpu: CpuSplit }> {
   const { signedHeaders, signingKeys } = await import('../../src/destinations/sign.ts')
   const keys = signingKeys([SECRET])
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY * ports.length })
@@ -94,6 +111,8 @@ async function sinkCapacity(ports: number[], client: 'node:http' | 'undici'): Pr
   let done = 0
   const deadline = performance.now() + CAPACITY_MS
   const started = performance.now()
+  const cpu = process.cpuUsage()
+  const sinksBefore = processCpuMs(sinksPid)
   const lane = async (index: number) => {
     const port = ports[index]!
     while (performance.now() < deadline) {
@@ -115,9 +134,11 @@ async function sinkCapacity(ports: number[], client: 'node:http' | 'undici'): Pr
     }
   }
   await Promise.all(ports.flatMap((_, i) => Array.from({ length: CONCURRENCY }, () => lane(i))))
+  const perSecond = done / ((performance.now() - started) / 1000)
+  const split = cpuSplit(process.cpuUsage(cpu), sinksBefore, done)
   agent.destroy()
   for (const pool of pools) await pool.destroy()
-  return done / ((performance.now() - started) / 1000)
+  return { perSecond, cpu: split }
 }
 
 /** BENCH_PROF=<dir>: a V8 CPU profile of the drain alone (step 2) is written there, one per round. */
@@ -140,7 +161,7 @@ async function startProfile(): Promise<{ stop(): Promise<void> } | undefined> {
   }
 }
 
-async function forwarding(ports: number[], dataDir: string): Promise<{ perSecond: number; delivered: number; ms: number; cpuUsPerDelivery: number }> {
+async function forwarding(ports: number[], dataDir: string): Promise<{ perSecond: number; delivered: number; ms: number; cpu: CpuSplit }> {
   const { loadConfig } = await import('../../src/config/load.ts')
   const { createRuntime } = await import('../../src/runtime.ts')
   const { createSilentLogger } = await import('../../src/utils/logger.ts')
@@ -166,6 +187,7 @@ async function forwarding(ports: number[], dataDir: string): Promise<{ perSecond
   const profile = await startProfile()
   const started = performance.now()
   const cpu = process.cpuUsage()
+  const sinksBefore = processCpuMs(sinksPid)
   const worker = startDeliveryWorker(rt)
   let arrived = 0
   const limit = performance.now() + 120_000
@@ -174,7 +196,7 @@ async function forwarding(ports: number[], dataDir: string): Promise<{ perSecond
     arrived = (await received()) - before
   }
   const ms = performance.now() - started
-  const used = process.cpuUsage(cpu)
+  const split = cpuSplit(process.cpuUsage(cpu), sinksBefore, arrived)
   await profile?.stop()
   await worker.idle()
   const delivered = Number((await rt.store.db.selectFrom('destination_deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'delivered').executeTakeFirstOrThrow()).n)
@@ -183,7 +205,7 @@ async function forwarding(ports: number[], dataDir: string): Promise<{ perSecond
   await checkpointer.close()
   await rt.close()
   // This process runs only the worker (and the polling above); the sinks have their own.
-  return { perSecond: arrived / (ms / 1000), delivered: Math.min(arrived, delivered), ms, cpuUsPerDelivery: (used.user + used.system) / Math.max(1, arrived) }
+  return { perSecond: arrived / (ms / 1000), delivered: Math.min(arrived, delivered), ms, cpu: split }
 }
 
 function post(agent: http.Agent, port: number, path: string, body: Buffer | undefined, headers: Record<string, string>, method = 'POST'): Promise<{ status: number; text: string }> {
@@ -258,6 +280,7 @@ async function forwardingAsShipped(ports: number[]): Promise<{ perSecond: number
 
 async function main(): Promise<void> {
   const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--sinks'], { stdio: ['pipe', 'pipe', 'inherit'] })
+  sinksPid = child.pid
   const ports = await new Promise<number[]>((resolve) => {
     let buffer = ''
     child.stdout!.on('data', (c: Buffer) => {
@@ -272,21 +295,24 @@ async function main(): Promise<void> {
     // Alternating rounds, each figure the median: a busy neighbour on a shared 2-core machine moves either
     // one by a third from one run to the next.
     const byHttp: number[] = []
-    const byUndici: number[] = []
-    const runs: Array<{ perSecond: number; delivered: number; ms: number; cpuUsPerDelivery: number }> = []
+    const byUndici: Array<{ perSecond: number; cpu: CpuSplit }> = []
+    const runs: Array<{ perSecond: number; delivered: number; ms: number; cpu: CpuSplit }> = []
     for (let round = 0; round < ROUNDS; round++) {
-      byHttp.push(await sinkCapacity(ports, 'node:http'))
+      byHttp.push((await sinkCapacity(ports, 'node:http')).perSecond)
       byUndici.push(await sinkCapacity(ports, 'undici'))
       const dir = join(dataDir, `round-${round}`)
       runs.push(await forwarding(ports, dir))
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-    const capacity = Math.max(median(byHttp), median(byUndici))
+    const undiciRates = byUndici.map((r) => r.perSecond)
+    const capacity = Math.max(median(byHttp), median(undiciRates))
+    const undiciMedian = byUndici.find((r) => r.perSecond === median(undiciRates))!
     const fwd = runs.find((r) => r.perSecond === median(runs.map((x) => x.perSecond)))!
     const ratio = fwd.perSecond / capacity
     const list = (xs: number[]) => xs.map((c) => c.toFixed(0)).join(', ')
-    console.log(`sinks' own capacity (bare client, ${CONCURRENCY}×2 in flight): ${capacity.toFixed(0)} requests/s, the higher of node:http ${median(byHttp).toFixed(0)} (median of ${ROUNDS}: ${list(byHttp)}) and undici ${median(byUndici).toFixed(0)} (${list(byUndici)})`)
-    console.log(`forwarding: ${fwd.delivered} deliveries (${EVENTS} events × 2 destinations) in ${(fwd.ms / 1000).toFixed(2)} s = ${fwd.perSecond.toFixed(0)} deliveries/s (median of ${ROUNDS}: ${runs.map((r) => r.perSecond.toFixed(0)).join(', ')}); worker CPU ${fwd.cpuUsPerDelivery.toFixed(0)} µs a delivery`)
+    const cpuText = (us: number | undefined) => (us === undefined ? 'n/a' : `${us.toFixed(0)} µs`)
+    console.log(`sinks' own capacity (bare client, ${CONCURRENCY}×2 in flight): ${capacity.toFixed(0)} requests/s, the higher of node:http ${median(byHttp).toFixed(0)} (median of ${ROUNDS}: ${list(byHttp)}) and undici ${median(undiciRates).toFixed(0)} (${list(undiciRates)}); CPU a request: undici client ${undiciMedian.cpu.clientUs.toFixed(0)} µs, sinks ${cpuText(undiciMedian.cpu.sinksUs)}`)
+    console.log(`forwarding: ${fwd.delivered} deliveries (${EVENTS} events × 2 destinations) in ${(fwd.ms / 1000).toFixed(2)} s = ${fwd.perSecond.toFixed(0)} deliveries/s (median of ${ROUNDS}: ${runs.map((r) => r.perSecond.toFixed(0)).join(', ')}); CPU a delivery: worker ${fwd.cpu.clientUs.toFixed(0)} µs, sinks ${cpuText(fwd.cpu.sinksUs)}`)
     console.log(`ratio: ${ratio.toFixed(2)}× the sinks' capacity (budget ≥ 0.50×; ≥ 2,000 deliveries/s)`)
     if (SERVICE_EVENTS === 0) {
       const pass = runs.every((r) => r.delivered === EVENTS * 2) && ratio >= 0.5 && fwd.perSecond >= 2000

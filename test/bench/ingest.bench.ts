@@ -20,6 +20,7 @@ import http from 'node:http'
 import { setPriority, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { processCpuMs as cpuMs } from '../helpers/threads.ts'
 
 const SECRET = 'whsec_bench_secret'
 const BENCH_ADMIN_TOKEN = 'bench-admin-token-0123456789'
@@ -268,16 +269,6 @@ async function atRate(port: number, events: Array<{ body: Buffer; headers: Recor
   latencies.sort((a, b) => a - b)
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!
   return { p50: pct(50), p99: pct(99), max: latencies[latencies.length - 1]!, n: latencies.length, bad, seconds: (performance.now() - started) / 1000 }
-}
-
-/** The child's CPU time (user + system) in ms, from /proc (Linux); undefined elsewhere. */
-function cpuMs(pid: number | undefined): number | undefined {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
-  } catch {
-    return undefined
-  }
 }
 
 async function main(): Promise<void> {

@@ -17,3 +17,14 @@ export function threadStats(): ThreadStat[] {
     return { tid: Number(tid), nice: Number(fields[16]), cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / 100 }
   })
 }
+
+/** A process's CPU time (user + system, all its threads) in ms, from /proc (Linux); undefined elsewhere. */
+export function processCpuMs(pid: number | undefined): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
+  } catch {
+    return undefined
+  }
+}
