@@ -1,5 +1,6 @@
-import { destinationPayloadsMigration, destinationPendingIndexesMigration, destinationsMigration } from '../destinations/migration.ts'
+import { destinationOrderedFlagMigration, destinationPayloadsMigration, destinationPendingIndexesMigration, destinationsMigration } from '../destinations/migration.ts'
 import { type Kysely, type Migration, type MigrationProvider } from 'kysely'
+import { hasColumn } from './has-column.ts'
 
 /**
  * In-code migrations, portable to SQLite and Postgres: BIGINT for epoch-ms times, INTEGER 0/1 for
@@ -10,12 +11,6 @@ import { type Kysely, type Migration, type MigrationProvider } from 'kysely'
 // Kysely<any> is what kysely's Migration interface takes: migrations must not depend on today's schema type.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>
-
-/** Whether a table of the connection's own schema has a column (Postgres introspection: src/db/schema-introspector.ts). */
-async function hasColumn(db: AnyDb, table: string, column: string): Promise<boolean> {
-  const tables = await db.introspection.getTables()
-  return Boolean(tables.find((t) => t.name === table)?.columns.some((c) => c.name === column))
-}
 
 const m0001: Migration = {
   async up(db: AnyDb) {
@@ -418,6 +413,7 @@ export const migrations: Record<string, Migration> = {
   '0010_destination_pending_indexes': destinationPendingIndexesMigration,
   '0011_instances': m0011,
   '0012_recipe_fires_fired_index': m0012,
+  '0013_destination_ordered_flag': destinationOrderedFlagMigration,
 }
 
 export const migrationProvider: MigrationProvider = {

@@ -1,4 +1,4 @@
-import type { Generated } from 'kysely'
+import type { ColumnType, Generated } from 'kysely'
 
 /**
  * The database, typed for kysely. Portable by construction: times are epoch milliseconds (BIGINT),
@@ -276,6 +276,13 @@ export interface DestinationDeliveriesTable {
   payload: string
   /** Delivery order within a conversation: the event's receipt time (epoch ms) × 1000 + its place in its batch. */
   order_at: number
+  /**
+   * 1 when the delivery takes part in its conversation's order (its destination is `ordered`), else 0. Only the
+   * pending rows with a 1 are in the ordering index (migration 0013): a destination that does not order pays no
+   * index write for it. Rows a release before 0013 wrote get 1 (the column's default): ordered, as they were.
+   * Optional on insert only because of that default; this release always sets it (src/destinations/outbox.ts).
+   */
+  ordered: ColumnType<number, number | undefined, number>
   /** pending | delivered | dead */
   status: string
   /** Attempts in all (history) and in the current round (the retry schedule restarts on replay). */

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely'
 import type { DestinationAttemptsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
-import { DELIVERY_COLUMNS, eventBody, type DeliveryRow } from './outbox.ts'
+import { DELIVERY_COLUMNS, eventBody, orderedFlag, type DeliveryRow } from './outbox.ts'
 import { disabledDestinations } from './state.ts'
 import { shownUrl } from './shown-url.ts'
 
@@ -98,7 +98,8 @@ export async function replayDelivery(rt: Runtime, id: string): Promise<void> {
   const now = rt.clock.now()
   const result = await rt.store.db
     .updateTable('destination_deliveries')
-    .set({ status: 'pending', round_attempts: 0, next_attempt_at: 0, claimed_by: null, claimed_until: null, delivered_at: null })
+    // In its conversation's order if its destination orders now (it may not have when the row was written).
+    .set({ status: 'pending', round_attempts: 0, next_attempt_at: 0, claimed_by: null, claimed_until: null, delivered_at: null, ordered: orderedFlag(rt) })
     .where('id', '=', id)
     .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
     .executeTakeFirst()
@@ -116,7 +117,7 @@ export async function replayFailed(rt: Runtime, destination: string, since: numb
   const now = rt.clock.now()
   const result = await rt.store.db
     .updateTable('destination_deliveries')
-    .set({ status: 'pending', round_attempts: 0, next_attempt_at: 0, claimed_by: null, claimed_until: null })
+    .set({ status: 'pending', round_attempts: 0, next_attempt_at: 0, claimed_by: null, claimed_until: null, ordered: orderedFlag(rt) })
     .where('destination', '=', destination)
     .where('created_at', '>=', since)
     .where('created_at', '<', until)

@@ -1,4 +1,4 @@
-import { sql, type CompiledQuery, type ExpressionBuilder, type Selectable, type Transaction } from 'kysely'
+import { sql, type CompiledQuery, type ExpressionBuilder, type RawBuilder, type Selectable, type Transaction } from 'kysely'
 import type { Database, DestinationDeliveriesTable, WebhookEventsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
 import type { DestinationConfig, ForwardedBody, ForwardedEvent } from './config.ts'
@@ -116,6 +116,8 @@ export function planDeliveries(rt: Runtime, events: OutboxEvent[]): DeliveryRow[
         payload: '',
         // Receipt time in µs-sized steps: events received in the same millisecond keep the order given.
         order_at: Number(event.received_at) * 1000 + Math.min(index, 999),
+        // Only an ordered destination's deliveries enter the ordering index (migration 0013).
+        ordered: destination.ordered ? 1 : 0,
         status: 'pending',
         attempts: 0,
         round_attempts: 0,
@@ -130,6 +132,38 @@ export function planDeliveries(rt: Runtime, events: OutboxEvent[]): DeliveryRow[
     }
   }
   return rows
+}
+
+/** The names of the destinations configured `ordered`. */
+function orderedDestinations(rt: Runtime): string[] {
+  return rt.config.destinations.list.filter((d) => d.ordered).map((d) => d.name)
+}
+
+/**
+ * A row's `ordered` flag as the configuration has it now, for rows written earlier (a replay puts a delivery back
+ * in the queue): 1 for the deliveries of an ordered destination, else 0.
+ */
+export function orderedFlag(rt: Runtime): RawBuilder<number> {
+  const names = orderedDestinations(rt)
+  return names.length === 0 ? sql<number>`0` : sql<number>`case when destination in (${sql.join(names)}) then 1 else 0 end`
+}
+
+/**
+ * Brings the pending deliveries of ordered destinations into their conversations' order: those queued while their
+ * destination did not order (or by a release whose rows say so) have `ordered = 0` and would otherwise go out beside
+ * the order. The delivery worker runs this before it claims. Returns how many rows it changed.
+ */
+export async function orderQueuedDeliveries(rt: Runtime): Promise<number> {
+  const names = orderedDestinations(rt)
+  if (names.length === 0) return 0
+  const result = await rt.store.db
+    .updateTable('destination_deliveries')
+    .set({ ordered: 1 })
+    .where('destination', 'in', names)
+    .where('status', '=', sql.lit('pending'))
+    .where('ordered', '=', 0)
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows)
 }
 
 const listeners = new WeakMap<Runtime, () => void>()
@@ -175,7 +209,9 @@ function dueDeliveries(rt: Runtime, destination: DestinationConfig, now: number)
             .select(sql.lit(1).as('one'))
             .whereRef('e.destination', '=', 'd.destination')
             .whereRef('e.conversation_id', '=', 'd.conversation_id')
+            // Literals, not parameters: they name the partial index's condition (migration 0013).
             .where('e.status', '=', sql.lit('pending'))
+            .where('e.ordered', '=', sql.lit(1))
             .where((eb) => eb.or([eb('e.order_at', '<', eb.ref('d.order_at')), eb.and([eb('e.order_at', '=', eb.ref('d.order_at')), eb('e.id', '<', eb.ref('d.id'))])])),
         ),
       ),
@@ -242,7 +278,7 @@ export const CLAIMED_COLUMNS = ['id', 'event_id', 'order_at', 'attempts', 'round
 
 /** Every column of a delivery row but its body. */
 export const DELIVERY_COLUMNS = [
-  'id', 'destination', 'event_id', 'event_type', 'conversation_id', 'order_at', 'status', 'attempts', 'round_attempts',
+  'id', 'destination', 'event_id', 'event_type', 'conversation_id', 'order_at', 'ordered', 'status', 'attempts', 'round_attempts',
   'next_attempt_at', 'claimed_by', 'claimed_until', 'last_status', 'last_error', 'created_at', 'delivered_at',
 ] as const satisfies ReadonlyArray<Exclude<keyof DestinationDeliveriesTable, 'payload'>>
 

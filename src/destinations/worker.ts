@@ -4,7 +4,7 @@ import type { DestinationConfig } from './config.ts'
 import { createAgents, createCancelGroup, sendOnce, type SendResult } from './http-send.ts'
 import { destinationMetrics, type DestinationMetrics } from './metrics.ts'
 import { classify } from './outcome.ts'
-import { claimDeliveries, onEnqueued, releaseClaims, type ClaimedDelivery } from './outbox.ts'
+import { claimDeliveries, onEnqueued, orderQueuedDeliveries, releaseClaims, type ClaimedDelivery } from './outbox.ts'
 import { createAttemptRecorder, type AttemptRecorder } from './recorder.ts'
 import { signedHeaders, signingKeys } from './sign.ts'
 import { shownUrl } from './shown-url.ts'
@@ -243,13 +243,28 @@ export function startDeliveryWorker(rt: Runtime, options: DeliveryWorkerOptions 
   const recorder = createAttemptRecorder(rt, owner, () => wake())
   const lanes = new Map(rt.config.destinations.list.map((d) => [d.name, startLane(rt, d, owner, metrics, recorder, options)]))
   let cancelSweep: (() => void) | undefined
+  // Nothing is claimed until the backlog of ordered destinations is in order (tried again each sweep if it fails).
+  let ready = false
+  let preparing: Promise<void> | undefined
   const wake = () => {
-    if (stopped) return
+    if (stopped || !ready) return
     for (const lane of lanes.values()) lane.pump()
   }
+  const prepare = () =>
+    (preparing ??= orderQueuedDeliveries(rt)
+      .then(
+        (changed) => {
+          if (changed > 0) rt.log.info({ deliveries: changed }, 'queued deliveries of ordered destinations now keep their conversations\' order')
+          ready = true
+          wake()
+        },
+        (error) => rt.log.warn({ err: (error as Error).message }, 'could not put the queued deliveries of ordered destinations in order; retrying before any is sent'),
+      )
+      .finally(() => (preparing = undefined)))
   const sweep = () => {
     if (stopped) return
-    wake()
+    if (ready) wake()
+    else void prepare()
     cancelSweep = rt.clock.setTimeout(sweep, SWEEP_MS)
   }
   onEnqueued(rt, wake)
@@ -257,6 +272,7 @@ export function startDeliveryWorker(rt: Runtime, options: DeliveryWorkerOptions 
   return {
     wake,
     async idle() {
+      await preparing
       for (let i = 0; i < 100 && (recorder.busy() || [...lanes.values()].some((l) => l.busy())); i++) {
         await Promise.all([...lanes.values()].map((l) => l.settle()))
         await recorder.settle()
@@ -267,6 +283,7 @@ export function startDeliveryWorker(rt: Runtime, options: DeliveryWorkerOptions 
       stopped = true
       cancelSweep?.()
       onEnqueued(rt, undefined)
+      await preparing
       await Promise.all([...lanes.values()].map((l) => l.stop()))
     },
   }

@@ -1,7 +1,7 @@
 import { expect, it, vi } from 'vitest'
 import { purgeOldDeliveries } from '../../src/destinations/index.ts'
 import { deliveryId } from '../../src/destinations/sign.ts'
-import { SWEEP_MS } from '../../src/destinations/worker.ts'
+import { startDeliveryWorker, SWEEP_MS } from '../../src/destinations/worker.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { cliEnv, runCli } from '../webhooks/helpers.ts'
 import { adminHeaders, closedAfterEach, createForwardHarness, DEST_SECRET, destination, makeEvent, OLD_SECRET, ok, startSink, verifyStandard, WAIT, type ForwardHarness } from './helpers.ts'
@@ -148,7 +148,7 @@ describeEachDialect('destinations: delivery', (dialect) => {
     const created = h.clock.now()
     const row = (destinationName: string, i: number, status: string) => ({
       id: `msg_${destinationName}_${i}`, destination: destinationName, event_id: `evt_${i}`, event_type: 'call.completed', conversation_id: null, payload: '',
-      order_at: created * 1000 + i, status, attempts: 1, round_attempts: 1, next_attempt_at: created, claimed_by: null, claimed_until: null,
+      order_at: created * 1000 + i, ordered: 0, status, attempts: 1, round_attempts: 1, next_attempt_at: created, claimed_by: null, claimed_until: null,
       last_status: 200, last_error: null, created_at: created, delivered_at: status === 'delivered' ? created : null,
     })
     // crm: 5 delivered and a pending one; retired (no longer configured): 3 dead. Each with one attempt logged.
@@ -205,6 +205,31 @@ describeEachDialect('destinations: delivery', (dialect) => {
     await h.clock.advance(1_300)
     await vi.waitFor(async () => expect((await h!.status()).every((r) => r.status === 'delivered')).toBe(true), WAIT)
     expect(s.requests.map((r) => JSON.parse(r.body).event_id).filter((id: string) => id.startsWith('evt_a'))).toEqual(['evt_a1', 'evt_a1', 'evt_a2', 'evt_a3'])
+  })
+
+  it('a destination switched to ordered keeps the order of the deliveries queued before the switch', async () => {
+    const failFirstOf = new Set(['evt_a1'])
+    const s = await sink((_n, _req, res, body) => {
+      const id = (JSON.parse(body) as { event_id: string }).event_id
+      if (failFirstOf.delete(id)) return void res.writeHead(500).end()
+      res.writeHead(200).end()
+    })
+    h = await createForwardHarness(dialect, [destination(s)])
+    // Queued while the destination does not order (its worker stopped, so they wait)…
+    await h.worker.stop()
+    await h.ingest([1, 2, 3].map((i) => makeEvent({ event_id: `evt_a${i}`, call: { conversation_id: 'conv-a_1' } })))
+    // …then the service restarts with `ordered: true`.
+    const config = h.rt.config
+    const list = config.destinations.list.map((d) => ({ ...d, ordered: true }))
+    h.worker = startDeliveryWorker({ ...h.rt, config: { ...config, destinations: { ...config.destinations, list } } })
+    const sent = () => s.requests.map((r) => (JSON.parse(r.body) as { event_id: string }).event_id)
+    await vi.waitFor(() => expect(sent()).toEqual(['evt_a1']), WAIT)
+    // The first one's retry comes before the two behind it, although they were queued unordered.
+    await h.clock.advance(SWEEP_MS)
+    expect(sent()).toEqual(['evt_a1'])
+    await h.clock.advance(1_300)
+    await vi.waitFor(async () => expect((await h!.status()).every((r) => r.status === 'delivered')).toBe(true), WAIT)
+    expect(sent()).toEqual(['evt_a1', 'evt_a1', 'evt_a2', 'evt_a3'])
   })
 
   it('a paused (failing, hanging) destination does not slow a healthy one', async () => {

@@ -90,6 +90,7 @@ export function destination(sink: Sink | string, overrides: Partial<DestinationI
 }
 
 export interface ForwardHarness extends Harness {
+  /** The running delivery worker (a test may stop it and put another in its place; `close` stops this one). */
   worker: DeliveryWorker
   /** Receives and processes provider events (the receiver and processing, as in production). */
   ingest(events: ReturnType<typeof makeEvent>[]): Promise<void>
@@ -103,13 +104,13 @@ export const adminHeaders = { authorization: `Bearer ${ADMIN_TOKEN}` }
 export async function createForwardHarness(
   dialect: Dialect,
   destinations: DestinationInput[],
-  options: { env?: Record<string, string>; worker?: DeliveryWorkerOptions; startWorker?: boolean } = {},
+  options: { env?: Record<string, string>; worker?: DeliveryWorkerOptions } = {},
 ): Promise<ForwardHarness> {
   const h = await createHarness(dialect, { ALLOW_PRIVATE_DESTINATIONS: '1', DESTINATIONS: JSON.stringify(destinations), ADMIN_TOKEN, ...options.env })
   registerDestinationRoutes(h.app, h.rt)
   const worker = startDeliveryWorker(h.rt, options.worker ?? {})
   const closeHarness = h.close
-  return Object.assign(h, {
+  const harness: ForwardHarness = Object.assign(h, {
     worker,
     async ingest(events: ReturnType<typeof makeEvent>[]) {
       for (const e of events) {
@@ -127,10 +128,12 @@ export async function createForwardHarness(
       return q.orderBy('order_at').orderBy('id').execute()
     },
     async close() {
-      await worker.stop()
+      // The worker running now: a test may have replaced the first one (a restart with another configuration).
+      await harness.worker.stop()
       await closeHarness()
     },
   })
+  return harness
 }
 
 export { makeEvent }

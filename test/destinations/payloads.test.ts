@@ -1,14 +1,18 @@
 import { afterEach, expect, it, vi } from 'vitest'
+import { sql } from 'kysely'
 import { migrate, migrateTo } from '../../src/db/connect.ts'
 import { getDelivery } from '../../src/destinations/deliveries.ts'
-import { destinationPayloadsMigration } from '../../src/destinations/migration.ts'
+import { destinationOrderedFlagMigration, destinationPayloadsMigration } from '../../src/destinations/migration.ts'
 import { deliveryId } from '../../src/destinations/sign.ts'
 import { describeEachDialect, openTestStore, type TestStore } from '../helpers/db.ts'
 import { closedAfterEach, createForwardHarness, destination, makeEvent, WAIT, type ForwardHarness } from './helpers.ts'
 
 vi.setConfig({ testTimeout: 60_000 })
 
-/** A pending delivery row as a version of switchboard writes it (`payload`: the row's own copy of the body). */
+/**
+ * A pending delivery row as a version of switchboard writes it (`payload`: the row's own copy of the body); without
+ * `ordered` (migration 0013), as the releases before it wrote rows.
+ */
 function deliveryRow(destination: string, eventId: string, payload: string, at: number) {
   return {
     id: deliveryId(destination, eventId), destination, event_id: eventId, event_type: 'call.completed', conversation_id: null, payload,
@@ -92,7 +96,7 @@ describeEachDialect('destinations: event bodies kept once per event', (dialect) 
       .insertInto('destination_deliveries')
       .values([row('crm', 'evt_a', '{"a":1}', 1_000), row('warehouse', 'evt_a', '{"a":1}', 1_001), row('crm', 'evt_b', '{"b":"é"}', 2_000)])
       .execute()
-    expect((await migrate(store)).applied).toEqual(['0009_destination_payloads', '0010_destination_pending_indexes', '0011_instances', '0012_recipe_fires_fired_index'])
+    expect((await migrate(store)).applied).toEqual(['0009_destination_payloads', '0010_destination_pending_indexes', '0011_instances', '0012_recipe_fires_fired_index', '0013_destination_ordered_flag'])
     const copied = async () => await store!.db.selectFrom('destination_payloads').selectAll().orderBy('event_id').execute()
     expect(await copied()).toEqual([
       { event_id: 'evt_a', payload: '{"a":1}', created_at: 1_000 },
@@ -103,3 +107,44 @@ describeEachDialect('destinations: event bodies kept once per event', (dialect) 
     expect(await copied()).toHaveLength(2)
   })
 })
+
+/**
+ * Migration 0013: only ordered destinations' pending deliveries are in the ordering index. Rows written before it
+ * (and by the previous release during a rolling deploy, which does not name the column) count as ordered, as they
+ * were; rows this release writes say what their destination does.
+ */
+describeEachDialect('destinations: the ordered flag (migration 0013)', (dialect) => {
+  let store: TestStore | undefined
+  afterEach(async () => {
+    await store?.close()
+    store = undefined
+  })
+
+  it('rows written before it are ordered; it can run again; it can be undone', async () => {
+    store = await openTestStore(dialect, { migrate: false })
+    await migrateTo(store, '0012_recipe_fires_fired_index')
+    await store.db.insertInto('destination_deliveries').values([deliveryRow('crm', 'evt_a', '', 1_000), deliveryRow('crm', 'evt_b', '', 2_000)]).execute()
+    expect((await migrate(store)).applied).toEqual(['0013_destination_ordered_flag'])
+    const flags = async () => (await store!.db.selectFrom('destination_deliveries').select(['event_id', 'ordered']).orderBy('event_id').execute()).map((r) => [r.event_id, Number(r.ordered)])
+    expect(await flags()).toEqual([['evt_a', 1], ['evt_b', 1]])
+    // As the previous release writes during a deploy: without the column, so its rows stay in order too.
+    await store.db.insertInto('destination_deliveries').values(deliveryRow('crm', 'evt_c', '', 3_000)).execute()
+    expect(await flags()).toEqual([['evt_a', 1], ['evt_b', 1], ['evt_c', 1]])
+    const indexes = async () => (await indexNames(store!)).filter((n) => n.startsWith('destination_deliveries_pending'))
+    expect((await indexes()).sort()).toEqual(['destination_deliveries_pending_due', 'destination_deliveries_pending_ordered'])
+    // A crash half-way on SQLite (no transaction) runs the step again.
+    await destinationOrderedFlagMigration.up(store.db)
+    await destinationOrderedFlagMigration.down!(store.db)
+    expect((await indexes()).sort()).toEqual(['destination_deliveries_pending_conversation', 'destination_deliveries_pending_due'])
+  })
+})
+
+/** The index names of the store's schema (SQLite's catalogue, or Postgres's for the connection's schema). */
+async function indexNames(store: TestStore): Promise<string[]> {
+  if (store.dialect === 'sqlite') {
+    const rows = await sql<{ name: string }>`select name from sqlite_master where type = 'index'`.execute(store.db)
+    return rows.rows.map((r) => r.name)
+  }
+  const rows = await sql<{ name: string }>`select indexname as name from pg_indexes where schemaname = current_schema()`.execute(store.db)
+  return rows.rows.map((r) => r.name)
+}

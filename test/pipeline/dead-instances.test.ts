@@ -72,7 +72,7 @@ describeEachDialect('killed instances', (dialect) => {
     await db
       .insertInto('destination_deliveries')
       .values({
-        id: `msg_${tag}`, destination: 'crm', event_id: event.event_id, event_type: event.event_type, conversation_id: null, payload: '', order_at: now, status: 'pending',
+        id: `msg_${tag}`, destination: 'crm', event_id: event.event_id, event_type: event.event_type, conversation_id: null, payload: '', order_at: now, ordered: 0, status: 'pending',
         attempts: 0, round_attempts: 0, next_attempt_at: now, claimed_by: owner, claimed_until: now + 60_000, last_status: null, last_error: null, created_at: now, delivered_at: null,
       })
       .execute()
