@@ -8,6 +8,16 @@ import type { Dialect } from './connect.ts'
  * text of its own to prepare. `column` is a trusted identifier (a column name, optionally qualified), never input.
  */
 export function inValues(dialect: Dialect, column: string, values: readonly (string | number)[]): RawBuilder<SqlBool> {
-  if (dialect === 'sqlite') return sql<SqlBool>`${sql.ref(column)} in (select value from json_each(${JSON.stringify(values)}))`
-  return sql<SqlBool>`${sql.ref(column)} = any(${values})`
+  return inParameter(dialect, column, encodeValues(dialect, values))
+}
+
+/** The values as `inParameter` takes them: a JSON array's text on SQLite, the array itself on Postgres. */
+export function encodeValues(dialect: Dialect, values: readonly (string | number)[]): unknown {
+  return dialect === 'sqlite' ? JSON.stringify(values) : values
+}
+
+/** `column IN (values)` with the values already encoded (`encodeValues`), or a query template's slot for them. */
+export function inParameter(dialect: Dialect, column: string, encoded: unknown): RawBuilder<SqlBool> {
+  if (dialect === 'sqlite') return sql<SqlBool>`${sql.ref(column)} in (select value from json_each(${encoded}))`
+  return sql<SqlBool>`${sql.ref(column)} = any(${encoded})`
 }

@@ -5,7 +5,8 @@ import type { DestinationConfig, ForwardedBody, ForwardedEvent } from './config.
 import { deliveryId } from './sign.ts'
 import { chunks } from '../utils/chunks.ts'
 import { inImmediateTransaction } from '../db/sqlite-transaction.ts'
-import { inValues } from '../db/in-values.ts'
+import { encodeValues, inParameter } from '../db/in-values.ts'
+import { queryTemplate } from '../db/query-template.ts'
 import { inClaimSubquery } from '../db/in-claim-subquery.ts'
 
 /**
@@ -229,21 +230,53 @@ function dueDeliveries(rt: Runtime, destination: DestinationConfig, now: number)
  * deliveries, claims of 288): 8.3–9.2 µs a delivery against 11.5–11.6 µs.
  */
 async function claimOnSqlite(rt: Runtime, destination: DestinationConfig, owner: string, limit: number, now: number, until: number): Promise<ClaimedDelivery[]> {
-  const db = rt.store.db
-  const select = dueDeliveries(rt, destination, now)
-    .leftJoin('destination_payloads as p', 'p.event_id', 'd.event_id')
-    .select([sql<number>`d.rowid`.as('rowid'), 'd.id', 'd.event_id', 'd.order_at', 'd.attempts', 'd.round_attempts'])
-    // The body from destination_payloads, or the row's own copy for a row a release before migration 0009 wrote.
-    .select((eb) => eb.fn.coalesce('p.payload', 'd.payload').as('payload'))
-    .limit(limit)
-    .compile()
+  const statements = sqliteClaimStatements(rt, destination)
+  const select = statements.select({ now, limit })
   return inImmediateTransaction(rt.store, (q) => {
     const rows = q.all(select)
     if (rows.length === 0) return []
-    q.run(db.updateTable('destination_deliveries').set({ claimed_by: owner, claimed_until: until }).where(inValues('sqlite', 'rowid', rows.map((r) => r.rowid))).compile())
+    q.run(statements.mark({ owner, until, rowids: encodeValues('sqlite', rows.map((r) => r.rowid)) }))
     return rows.map((r) => ({ id: r.id, event_id: r.event_id, order_at: r.order_at, attempts: r.attempts, round_attempts: r.round_attempts, claimed_until: until, payload: r.payload }))
   })
 }
+
+/** A destination's two claim statements on SQLite, compiled once per runtime (src/db/query-template.ts). */
+function sqliteClaimStatements(rt: Runtime, destination: DestinationConfig) {
+  let byDestination = claimStatements.get(rt)
+  if (!byDestination) claimStatements.set(rt, (byDestination = new Map()))
+  let statements = byDestination.get(destination)
+  if (!statements) {
+    const db = rt.store.db
+    statements = {
+      select: queryTemplate<{ now: number; limit: number }, ClaimRow>((slot) =>
+        dueDeliveries(rt, destination, slot('now'))
+          .leftJoin('destination_payloads as p', 'p.event_id', 'd.event_id')
+          .select([sql<number>`d.rowid`.as('rowid'), 'd.id', 'd.event_id', 'd.order_at', 'd.attempts', 'd.round_attempts'])
+          // The body from destination_payloads, or the row's own copy for a row a release before migration 0009 wrote.
+          .select((eb) => eb.fn.coalesce('p.payload', 'd.payload').as('payload'))
+          .limit(slot('limit'))
+          .compile(),
+      ),
+      mark: queryTemplate<{ owner: string; until: number; rowids: unknown }>((slot) =>
+        db.updateTable('destination_deliveries').set({ claimed_by: slot('owner'), claimed_until: slot('until') }).where(inParameter('sqlite', 'rowid', slot('rowids'))).compile(),
+      ),
+    }
+    byDestination.set(destination, statements)
+  }
+  return statements
+}
+
+interface ClaimRow {
+  rowid: number
+  id: string
+  event_id: string
+  order_at: number
+  attempts: number
+  round_attempts: number
+  payload: string
+}
+
+const claimStatements = new WeakMap<Runtime, Map<DestinationConfig, { select: (v: { now: number; limit: number }) => CompiledQuery<ClaimRow>; mark: (v: { owner: string; until: number; rowids: unknown }) => CompiledQuery }>>()
 
 /** Postgres: one UPDATE over a sub-select that re-checks the claim, FOR UPDATE SKIP LOCKED, so replicas never claim the same row. */
 async function claimOnPostgres(rt: Runtime, destination: DestinationConfig, owner: string, limit: number, now: number, until: number): Promise<ClaimedDelivery[]> {
@@ -302,6 +335,44 @@ export interface AttemptRecord {
   countsInRound: boolean
 }
 
+/** The outcome of deliveries answered with a 2xx `status`, compiled once per runtime (src/db/query-template.ts). */
+function deliveredStatement(rt: Runtime) {
+  let statement = deliveredStatements.get(rt)
+  if (!statement) {
+    const dialect = rt.store.dialect
+    statement = queryTemplate<DeliveredValues>((slot) =>
+      rt.store.db
+        .updateTable('destination_deliveries')
+        .set((eb) => ({
+          status: 'delivered',
+          attempts: eb('attempts', '+', 1),
+          round_attempts: eb('round_attempts', '+', 1),
+          next_attempt_at: slot('now'),
+          last_status: slot('status'),
+          last_error: null,
+          delivered_at: slot('now'),
+          claimed_by: null,
+          claimed_until: null,
+        }))
+        .where(inParameter(dialect, 'id', slot('ids')))
+        .where('claimed_by', '=', slot('owner'))
+        .compile(),
+    )
+    deliveredStatements.set(rt, statement)
+  }
+  return statement
+}
+
+interface DeliveredValues {
+  now: number
+  status: number
+  /** The delivery ids, encoded by `encodeValues`. */
+  ids: unknown
+  owner: string
+}
+
+const deliveredStatements = new WeakMap<Runtime, (values: DeliveredValues) => CompiledQuery>()
+
 /**
  * Records attempts in one transaction (group commit: one fsync for many deliveries), each guarded by
  * the claim so a worker whose claim lapsed cannot overwrite a newer outcome.
@@ -321,24 +392,7 @@ export async function recordAttempts(rt: Runtime, owner: string, records: Attemp
   }
   for (const [status, ids] of delivered) {
     // The ids as one parameter (src/db/in-values.ts): one statement text, prepared once, whatever the batch.
-    statements.push(
-      db
-        .updateTable('destination_deliveries')
-        .set((eb) => ({
-          status: 'delivered',
-          attempts: eb('attempts', '+', 1),
-          round_attempts: eb('round_attempts', '+', 1),
-          next_attempt_at: now,
-          last_status: status,
-          last_error: null,
-          delivered_at: now,
-          claimed_by: null,
-          claimed_until: null,
-        }))
-        .where(inValues(rt.store.dialect, 'id', ids))
-        .where('claimed_by', '=', owner)
-        .compile(),
-    )
+    statements.push(deliveredStatement(rt)({ now, status, ids: encodeValues(rt.store.dialect, ids), owner }))
   }
   for (const r of records) {
     if (r.result === 'delivered' && r.status !== null) continue
