@@ -220,6 +220,9 @@ describeEachDialect('webhook receiver', (dialect) => {
       ['one hex digit short', (good) => good.slice(0, -1)],
       ['overlong', (good) => good + 'ab'],
       ['non-hex', (good) => good.slice(0, -2) + 'zz'],
+      // Right length, a pair in the middle not hex (Node's hex decoding stops there: a short digest).
+      ['non-hex in the middle', (good) => good.slice(0, 20) + 'zz' + good.slice(22)],
+      ['a space inside', (good) => good.slice(0, 20) + ' ' + good.slice(21)],
       ['empty digest', () => 'sha256='],
       ['upper-case prefix', (good) => good.replace('sha256=', 'SHA256=')],
       ['one altered digit', (good) => good.slice(0, -1) + (good.endsWith('0') ? '1' : '0')],
@@ -236,6 +239,14 @@ describeEachDialect('webhook receiver', (dialect) => {
         expect(await countEvents(h.rt)).toBe(0)
       })
     }
+
+    it('accepts the digest in upper-case hex digits', async () => {
+      h = await createHarness(dialect)
+      const body = JSON.stringify(makeEvent())
+      const digest = signFormant(body, SECRET).slice('sha256='.length).toUpperCase()
+      const res = await h.post(body, { 'x-formantai-signature': `sha256=${digest}`, 'x-formantai-timestamp': String(h.clock.now() / 1000) })
+      expect(res.status).toBe(204)
+    })
 
     it('401 when one byte of the body is altered', async () => {
       h = await createHarness(dialect)
