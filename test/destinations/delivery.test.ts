@@ -1,5 +1,6 @@
 import { expect, it, vi } from 'vitest'
 import { purgeOldDeliveries } from '../../src/destinations/index.ts'
+import { replayFailed } from '../../src/destinations/deliveries.ts'
 import { deliveryId } from '../../src/destinations/sign.ts'
 import { startDeliveryWorker, SWEEP_MS } from '../../src/destinations/worker.ts'
 import { describeEachDialect } from '../helpers/db.ts'
@@ -225,6 +226,37 @@ describeEachDialect('destinations: delivery', (dialect) => {
     const sent = () => s.requests.map((r) => (JSON.parse(r.body) as { event_id: string }).event_id)
     await vi.waitFor(() => expect(sent()).toEqual(['evt_a1']), WAIT)
     // The first one's retry comes before the two behind it, although they were queued unordered.
+    await h.clock.advance(SWEEP_MS)
+    expect(sent()).toEqual(['evt_a1'])
+    await h.clock.advance(1_300)
+    await vi.waitFor(async () => expect((await h!.status()).every((r) => r.status === 'delivered')).toBe(true), WAIT)
+    expect(sent()).toEqual(['evt_a1', 'evt_a1', 'evt_a2', 'evt_a3'])
+  })
+
+  it('a replay follows the ordering in force: dead deliveries queued unordered come back in their conversation\'s order', async () => {
+    let failing = true
+    const failReplayOf = new Set(['evt_a1'])
+    const s = await sink((_n, _req, res, body) => {
+      const id = (JSON.parse(body) as { event_id: string }).event_id
+      if (failing || failReplayOf.delete(id)) return void res.writeHead(500).end()
+      res.writeHead(200).end()
+    })
+    // Unordered, no retries: each first failure is dead.
+    h = await createForwardHarness(dialect, [destination(s, { retryScheduleMs: [] })])
+    await h.ingest([1, 2, 3].map((i) => makeEvent({ event_id: `evt_a${i}`, call: { conversation_id: 'conv-a_1' } })))
+    await vi.waitFor(async () => expect((await h!.status()).map((r) => r.status)).toEqual(['dead', 'dead', 'dead']), WAIT)
+    // Restarted with `ordered: true` (and a retry); nothing is pending, so the start has nothing to put in order.
+    await h.worker.stop()
+    const config = h.rt.config
+    const list = config.destinations.list.map((d) => ({ ...d, ordered: true, retryScheduleMs: [1_000] }))
+    const ordered = { ...h.rt, config: { ...config, destinations: { ...config.destinations, list } } }
+    h.worker = startDeliveryWorker(ordered)
+    await h.worker.idle()
+    failing = false
+    expect(await replayFailed(ordered, 'crm', 0, Number.MAX_SAFE_INTEGER)).toBe(3)
+    const sent = () => s.requests.slice(3).map((r) => (JSON.parse(r.body) as { event_id: string }).event_id)
+    await h.clock.advance(SWEEP_MS)
+    await vi.waitFor(() => expect(sent()).toEqual(['evt_a1']), WAIT)
     await h.clock.advance(SWEEP_MS)
     expect(sent()).toEqual(['evt_a1'])
     await h.clock.advance(1_300)

@@ -121,7 +121,9 @@ describe('start-up cost', () => {
 describe.runIf(process.platform === 'linux')('the type-check thread', () => {
   it('ends once idle (it holds TypeScript: hundreds of MB) and starts again for the next check', async () => {
     const folder = tempRecipesDir()
-    const verdicts = createTypeVerdicts({ idleMs: 100 })
+    // Idle for a second before it ends: long enough that it is surely still there when the first check returns on a
+    // loaded machine (at 100 ms, a CI run read the count after the thread had already gone), short for the test.
+    const verdicts = createTypeVerdicts({ idleMs: 1_000 })
     try {
       const threads = () => readdirSync('/proc/self/task').length
       // Test files share this process: a thread an earlier file ended may still be going away. Counted once
