@@ -6,7 +6,7 @@ import { deliveryId } from './sign.ts'
 import { chunks } from '../utils/chunks.ts'
 import { inImmediateTransaction } from '../db/sqlite-transaction.ts'
 import { encodeValues, inParameter } from '../db/in-values.ts'
-import { queryTemplate } from '../db/query-template.ts'
+import { queryTemplate, type SlotOf } from '../db/query-template.ts'
 import { inClaimSubquery } from '../db/in-claim-subquery.ts'
 
 /**
@@ -19,7 +19,13 @@ import { inClaimSubquery } from '../db/in-claim-subquery.ts'
 export type DeliveryRow = Selectable<DestinationDeliveriesTable>
 
 /** What the worker needs of a claimed delivery: its identity, its place and count of attempts, its claim, its body. */
-export type ClaimedDelivery = Pick<DeliveryRow, (typeof CLAIMED_COLUMNS)[number] | 'payload'>
+export type ClaimedDelivery = Pick<DeliveryRow, (typeof CLAIMED_COLUMNS)[number] | 'payload'> & {
+  /**
+   * SQLite: the row's rowid, read with its claim, so that its outcome finds the row in the table itself rather than
+   * through the primary key's index (3.2 against 4.9 µs a row on a 200,000-row outbox). Null on Postgres.
+   */
+  rowid: number | null
+}
 
 /** An event to forward: a stored webhook event's columns, or an event a recipe published. */
 export type OutboxEvent = Pick<Selectable<WebhookEventsTable>, 'event_id' | 'event_type' | 'agent_id' | 'conversation_id' | 'received_at' | 'body'> & {
@@ -236,7 +242,7 @@ async function claimOnSqlite(rt: Runtime, destination: DestinationConfig, owner:
     const rows = q.all(select)
     if (rows.length === 0) return []
     q.run(statements.mark({ owner, until, rowids: encodeValues('sqlite', rows.map((r) => r.rowid)) }))
-    return rows.map((r) => ({ id: r.id, event_id: r.event_id, order_at: r.order_at, attempts: r.attempts, round_attempts: r.round_attempts, claimed_until: until, payload: r.payload }))
+    return rows.map((r) => ({ id: r.id, rowid: r.rowid, event_id: r.event_id, order_at: r.order_at, attempts: r.attempts, round_attempts: r.round_attempts, claimed_until: until, payload: r.payload }))
   })
 }
 
@@ -291,6 +297,7 @@ async function claimOnPostgres(rt: Runtime, destination: DestinationConfig, owne
     .returning(CLAIMED_COLUMNS)
     // A sub-select in RETURNING: the body with its row, in the one statement.
     .returning((eb) => eventBody(eb).as('payload'))
+    .returning(sql<number | null>`null`.as('rowid'))
     .execute()
 }
 
@@ -341,19 +348,7 @@ function deliveredStatement(rt: Runtime) {
   if (!statement) {
     const dialect = rt.store.dialect
     statement = queryTemplate<DeliveredValues>((slot) =>
-      rt.store.db
-        .updateTable('destination_deliveries')
-        .set((eb) => ({
-          status: 'delivered',
-          attempts: eb('attempts', '+', 1),
-          round_attempts: eb('round_attempts', '+', 1),
-          next_attempt_at: slot('now'),
-          last_status: slot('status'),
-          last_error: null,
-          delivered_at: slot('now'),
-          claimed_by: null,
-          claimed_until: null,
-        }))
+      markDelivered(rt, slot)
         .where(inParameter(dialect, 'id', slot('ids')))
         .where('claimed_by', '=', slot('owner'))
         .compile(),
@@ -361,6 +356,43 @@ function deliveredStatement(rt: Runtime) {
     deliveredStatements.set(rt, statement)
   }
   return statement
+}
+
+/**
+ * The same on SQLite, each row found by the rowid its claim read. The ids are checked too: a VACUUM (never run by
+ * switchboard, but an operator may) can renumber rows, and a renumbered row whose id is not in this batch is then
+ * left alone — its claim lapses and it is sent again (at least once), rather than another delivery being marked.
+ */
+function deliveredByRowidStatement(rt: Runtime) {
+  let statement = deliveredByRowidStatements.get(rt)
+  if (!statement) {
+    statement = queryTemplate<DeliveredValues & { rowids: unknown }>((slot) =>
+      markDelivered(rt, slot)
+        .where(inParameter('sqlite', 'rowid', slot('rowids')))
+        .where(inParameter('sqlite', 'id', slot('ids')))
+        .where('claimed_by', '=', slot('owner'))
+        .compile(),
+    )
+    deliveredByRowidStatements.set(rt, statement)
+  }
+  return statement
+}
+
+/** The UPDATE that records a 2xx answer (its rows chosen by the caller), the values as a template's slots. */
+function markDelivered(rt: Runtime, slot: SlotOf<DeliveredValues>) {
+  return rt.store.db
+    .updateTable('destination_deliveries')
+    .set((eb) => ({
+      status: 'delivered',
+      attempts: eb('attempts', '+', 1),
+      round_attempts: eb('round_attempts', '+', 1),
+      next_attempt_at: slot('now'),
+      last_status: slot('status'),
+      last_error: null,
+      delivered_at: slot('now'),
+      claimed_by: null,
+      claimed_until: null,
+    }))
 }
 
 interface DeliveredValues {
@@ -372,6 +404,7 @@ interface DeliveredValues {
 }
 
 const deliveredStatements = new WeakMap<Runtime, (values: DeliveredValues) => CompiledQuery>()
+const deliveredByRowidStatements = new WeakMap<Runtime, (values: DeliveredValues & { rowids: unknown }) => CompiledQuery>()
 
 /**
  * Records attempts in one transaction (group commit: one fsync for many deliveries), each guarded by
@@ -383,16 +416,19 @@ export async function recordAttempts(rt: Runtime, owner: string, records: Attemp
   const db = rt.store.db
   const statements: CompiledQuery[] = []
   // The common case — delivered — in one statement per status code; the rest row by row.
-  const delivered = new Map<number, string[]>()
+  const delivered = new Map<number, ClaimedDelivery[]>()
   for (const r of records) {
     if (r.result !== 'delivered' || r.status === null) continue
-    const ids = delivered.get(r.status)
-    if (ids) ids.push(r.row.id)
-    else delivered.set(r.status, [r.row.id])
+    const rows = delivered.get(r.status)
+    if (rows) rows.push(r.row)
+    else delivered.set(r.status, [r.row])
   }
-  for (const [status, ids] of delivered) {
+  const dialect = rt.store.dialect
+  for (const [status, rows] of delivered) {
     // The ids as one parameter (src/db/in-values.ts): one statement text, prepared once, whatever the batch.
-    statements.push(deliveredStatement(rt)({ now, status, ids: encodeValues(rt.store.dialect, ids), owner }))
+    const ids = encodeValues(dialect, rows.map((r) => r.id))
+    const rowids = dialect === 'sqlite' && rows.every((r) => r.rowid !== null) ? rows.map((r) => r.rowid!) : undefined
+    statements.push(rowids ? deliveredByRowidStatement(rt)({ now, status, rowids: encodeValues('sqlite', rowids), ids, owner }) : deliveredStatement(rt)({ now, status, ids, owner }))
   }
   for (const r of records) {
     if (r.result === 'delivered' && r.status !== null) continue
