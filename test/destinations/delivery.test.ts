@@ -5,7 +5,7 @@ import { deliveryId } from '../../src/destinations/sign.ts'
 import { startDeliveryWorker, SWEEP_MS } from '../../src/destinations/worker.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { cliEnv, runCli } from '../webhooks/helpers.ts'
-import { adminHeaders, closedAfterEach, createForwardHarness, DEST_SECRET, destination, makeEvent, OLD_SECRET, ok, startSink, verifyStandard, WAIT, type ForwardHarness } from './helpers.ts'
+import { adminHeaders, closedAfterEach, createForwardHarness, DEST_SECRET, destination, makeEvent, OLD_SECRET, ok, reconfigured, sentEventIds, startSink, verifyStandard, WAIT, type ForwardHarness } from './helpers.ts'
 
 // Real HTTP on a shared, busy machine.
 vi.setConfig({ testTimeout: 60_000 })
@@ -220,17 +220,9 @@ describeEachDialect('destinations: delivery', (dialect) => {
     await h.worker.stop()
     await h.ingest([1, 2, 3].map((i) => makeEvent({ event_id: `evt_a${i}`, call: { conversation_id: 'conv-a_1' } })))
     // …then the service restarts with `ordered: true`.
-    const config = h.rt.config
-    const list = config.destinations.list.map((d) => ({ ...d, ordered: true }))
-    h.worker = startDeliveryWorker({ ...h.rt, config: { ...config, destinations: { ...config.destinations, list } } })
-    const sent = () => s.requests.map((r) => (JSON.parse(r.body) as { event_id: string }).event_id)
-    await vi.waitFor(() => expect(sent()).toEqual(['evt_a1']), WAIT)
+    h.worker = startDeliveryWorker(reconfigured(h.rt, (d) => ({ ...d, ordered: true })))
     // The first one's retry comes before the two behind it, although they were queued unordered.
-    await h.clock.advance(SWEEP_MS)
-    expect(sent()).toEqual(['evt_a1'])
-    await h.clock.advance(1_300)
-    await vi.waitFor(async () => expect((await h!.status()).every((r) => r.status === 'delivered')).toBe(true), WAIT)
-    expect(sent()).toEqual(['evt_a1', 'evt_a1', 'evt_a2', 'evt_a3'])
+    await expectFirstRetriedThenInOrder(h, () => sentEventIds(s))
   })
 
   it('a replay follows the ordering in force: dead deliveries queued unordered come back in their conversation\'s order', async () => {
@@ -247,21 +239,14 @@ describeEachDialect('destinations: delivery', (dialect) => {
     await vi.waitFor(async () => expect((await h!.status()).map((r) => r.status)).toEqual(['dead', 'dead', 'dead']), WAIT)
     // Restarted with `ordered: true` (and a retry); nothing is pending, so the start has nothing to put in order.
     await h.worker.stop()
-    const config = h.rt.config
-    const list = config.destinations.list.map((d) => ({ ...d, ordered: true, retryScheduleMs: [1_000] }))
-    const ordered = { ...h.rt, config: { ...config, destinations: { ...config.destinations, list } } }
+    const ordered = reconfigured(h.rt, (d) => ({ ...d, ordered: true, retryScheduleMs: [1_000] }))
     h.worker = startDeliveryWorker(ordered)
     await h.worker.idle()
     failing = false
     expect(await replayFailed(ordered, 'crm', 0, Number.MAX_SAFE_INTEGER)).toBe(3)
-    const sent = () => s.requests.slice(3).map((r) => (JSON.parse(r.body) as { event_id: string }).event_id)
+    // The worker finds them at its next sweep.
     await h.clock.advance(SWEEP_MS)
-    await vi.waitFor(() => expect(sent()).toEqual(['evt_a1']), WAIT)
-    await h.clock.advance(SWEEP_MS)
-    expect(sent()).toEqual(['evt_a1'])
-    await h.clock.advance(1_300)
-    await vi.waitFor(async () => expect((await h!.status()).every((r) => r.status === 'delivered')).toBe(true), WAIT)
-    expect(sent()).toEqual(['evt_a1', 'evt_a1', 'evt_a2', 'evt_a3'])
+    await expectFirstRetriedThenInOrder(h, () => sentEventIds(s, 3))
   })
 
   it('a paused (failing, hanging) destination does not slow a healthy one', async () => {
@@ -334,3 +319,16 @@ describeEachDialect('destinations: delivery', (dialect) => {
     expect(verifyStandard(s.requests[0]!)).toMatchObject({ event_id: first.eventId, event_type: 'followup.scheduled', data: { phone: '+919876543210' } })
   })
 })
+
+/**
+ * evt_a1..3 of one conversation, to an ordered destination whose sink fails evt_a1 once (a retry after ~1 s): the two
+ * behind it wait for it, then all three arrive in order.
+ */
+async function expectFirstRetriedThenInOrder(h: ForwardHarness, sent: () => string[]): Promise<void> {
+  await vi.waitFor(() => expect(sent()).toEqual(['evt_a1']), WAIT)
+  await h.clock.advance(SWEEP_MS)
+  expect(sent()).toEqual(['evt_a1'])
+  await h.clock.advance(1_300)
+  await vi.waitFor(async () => expect((await h.status()).every((r) => r.status === 'delivered')).toBe(true), WAIT)
+  expect(sent()).toEqual(['evt_a1', 'evt_a1', 'evt_a2', 'evt_a3'])
+}

@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net'
 import { afterEach, vi } from 'vitest'
 import { Webhook } from 'standardwebhooks'
 import type { Dialect } from '../../src/db/connect.ts'
-import type { DestinationInput } from '../../src/destinations/config.ts'
+import type { DestinationConfig, DestinationInput } from '../../src/destinations/config.ts'
+import type { Runtime } from '../../src/runtime.ts'
 import { startDeliveryWorker, type DeliveryWorker } from '../../src/destinations/worker.ts'
 import { registerDestinationRoutes } from '../../src/destinations/index.ts'
 import type { DeliveryWorkerOptions } from '../../src/destinations/worker.ts'
@@ -156,4 +157,18 @@ export function closedAfterEach(take: () => { close(): Promise<void> } | undefin
     sinks.push(s)
     return s
   }
+}
+
+/** The event ids a sink received, in order, from its `from`th request on. */
+export function sentEventIds(sink: Sink, from = 0): string[] {
+  return sink.requests.slice(from).map((r) => (JSON.parse(r.body) as { event_id: string }).event_id)
+}
+
+/**
+ * The runtime as the service restarted with its destinations changed would have it: the same database, clock and
+ * metrics, for a new delivery worker (`startDeliveryWorker`) or a CLI-like call made under the new configuration.
+ */
+export function reconfigured(rt: Runtime, change: (destination: DestinationConfig) => DestinationConfig): Runtime {
+  const config = rt.config
+  return { ...rt, config: { ...config, destinations: { ...config.destinations, list: config.destinations.list.map(change) } } }
 }
