@@ -236,7 +236,7 @@ function dueDeliveries(rt: Runtime, destination: DestinationConfig, now: number)
  * deliveries, claims of 288): 8.3–9.2 µs a delivery against 11.5–11.6 µs.
  */
 async function claimOnSqlite(rt: Runtime, destination: DestinationConfig, owner: string, limit: number, now: number, until: number): Promise<ClaimedDelivery[]> {
-  const statements = sqliteClaimStatements(rt, destination)
+  const statements = outboxStatements(rt).claims(destination)
   const select = statements.select({ now, limit })
   return inImmediateTransaction(rt.store, (q) => {
     const rows = q.all(select)
@@ -246,30 +246,23 @@ async function claimOnSqlite(rt: Runtime, destination: DestinationConfig, owner:
   })
 }
 
-/** A destination's two claim statements on SQLite, compiled once per runtime (src/db/query-template.ts). */
+/** A destination's two claim statements on SQLite (src/db/query-template.ts: each compiled on first use). */
 function sqliteClaimStatements(rt: Runtime, destination: DestinationConfig) {
-  let byDestination = claimStatements.get(rt)
-  if (!byDestination) claimStatements.set(rt, (byDestination = new Map()))
-  let statements = byDestination.get(destination)
-  if (!statements) {
-    const db = rt.store.db
-    statements = {
-      select: queryTemplate<{ now: number; limit: number }, ClaimRow>((slot) =>
-        dueDeliveries(rt, destination, slot('now'))
-          .leftJoin('destination_payloads as p', 'p.event_id', 'd.event_id')
-          .select([sql<number>`d.rowid`.as('rowid'), 'd.id', 'd.event_id', 'd.order_at', 'd.attempts', 'd.round_attempts'])
-          // The body from destination_payloads, or the row's own copy for a row a release before migration 0009 wrote.
-          .select((eb) => eb.fn.coalesce('p.payload', 'd.payload').as('payload'))
-          .limit(slot('limit'))
-          .compile(),
-      ),
-      mark: queryTemplate<{ owner: string; until: number; rowids: unknown }>((slot) =>
-        db.updateTable('destination_deliveries').set({ claimed_by: slot('owner'), claimed_until: slot('until') }).where(inParameter('sqlite', 'rowid', slot('rowids'))).compile(),
-      ),
-    }
-    byDestination.set(destination, statements)
+  const db = rt.store.db
+  return {
+    select: queryTemplate<{ now: number; limit: number }, ClaimRow>((slot) =>
+      dueDeliveries(rt, destination, slot('now'))
+        .leftJoin('destination_payloads as p', 'p.event_id', 'd.event_id')
+        .select([sql<number>`d.rowid`.as('rowid'), 'd.id', 'd.event_id', 'd.order_at', 'd.attempts', 'd.round_attempts'])
+        // The body from destination_payloads, or the row's own copy for a row a release before migration 0009 wrote.
+        .select((eb) => eb.fn.coalesce('p.payload', 'd.payload').as('payload'))
+        .limit(slot('limit'))
+        .compile(),
+    ),
+    mark: queryTemplate<{ owner: string; until: number; rowids: unknown }>((slot) =>
+      db.updateTable('destination_deliveries').set({ claimed_by: slot('owner'), claimed_until: slot('until') }).where(inParameter('sqlite', 'rowid', slot('rowids'))).compile(),
+    ),
   }
-  return statements
 }
 
 interface ClaimRow {
@@ -281,8 +274,6 @@ interface ClaimRow {
   round_attempts: number
   payload: string
 }
-
-const claimStatements = new WeakMap<Runtime, Map<DestinationConfig, { select: (v: { now: number; limit: number }) => CompiledQuery<ClaimRow>; mark: (v: { owner: string; until: number; rowids: unknown }) => CompiledQuery }>>()
 
 /** Postgres: one UPDATE over a sub-select that re-checks the claim, FOR UPDATE SKIP LOCKED, so replicas never claim the same row. */
 async function claimOnPostgres(rt: Runtime, destination: DestinationConfig, owner: string, limit: number, now: number, until: number): Promise<ClaimedDelivery[]> {
@@ -342,41 +333,49 @@ export interface AttemptRecord {
   countsInRound: boolean
 }
 
-/** The outcome of deliveries answered with a 2xx `status`, compiled once per runtime (src/db/query-template.ts). */
-function deliveredStatement(rt: Runtime) {
-  let statement = deliveredStatements.get(rt)
-  if (!statement) {
-    const dialect = rt.store.dialect
-    statement = queryTemplate<DeliveredValues>((slot) =>
-      markDelivered(rt, slot)
-        .where(inParameter(dialect, 'id', slot('ids')))
-        .where('claimed_by', '=', slot('owner'))
-        .compile(),
-    )
-    deliveredStatements.set(rt, statement)
+/**
+ * The outbox's hot statements for one runtime, each compiled by kysely on first use and then bound to new values
+ * (src/db/query-template.ts): a destination's claims on SQLite, and the outcome of deliveries answered with a 2xx.
+ */
+function outboxStatements(rt: Runtime): OutboxStatements {
+  let statements = statementsByRuntime.get(rt)
+  if (!statements) {
+    const claims = new Map<DestinationConfig, ReturnType<typeof sqliteClaimStatements>>()
+    statements = {
+      claims(destination) {
+        let found = claims.get(destination)
+        if (!found) claims.set(destination, (found = sqliteClaimStatements(rt, destination)))
+        return found
+      },
+      delivered: queryTemplate<DeliveredValues>((slot) =>
+        markDelivered(rt, slot)
+          .where(inParameter(rt.store.dialect, 'id', slot('ids')))
+          .where('claimed_by', '=', slot('owner'))
+          .compile(),
+      ),
+      // On SQLite, each row found by the rowid its claim read. The ids are checked too: a VACUUM (never run by
+      // switchboard, but an operator may) can renumber rows, and a renumbered row whose id is not in this batch is
+      // then left alone — its claim lapses and it is sent again (at least once), rather than another delivery marked.
+      deliveredByRowid: queryTemplate<DeliveredValues & { rowids: unknown }>((slot) =>
+        markDelivered(rt, slot)
+          .where(inParameter('sqlite', 'rowid', slot('rowids')))
+          .where(inParameter('sqlite', 'id', slot('ids')))
+          .where('claimed_by', '=', slot('owner'))
+          .compile(),
+      ),
+    }
+    statementsByRuntime.set(rt, statements)
   }
-  return statement
+  return statements
 }
 
-/**
- * The same on SQLite, each row found by the rowid its claim read. The ids are checked too: a VACUUM (never run by
- * switchboard, but an operator may) can renumber rows, and a renumbered row whose id is not in this batch is then
- * left alone — its claim lapses and it is sent again (at least once), rather than another delivery being marked.
- */
-function deliveredByRowidStatement(rt: Runtime) {
-  let statement = deliveredByRowidStatements.get(rt)
-  if (!statement) {
-    statement = queryTemplate<DeliveredValues & { rowids: unknown }>((slot) =>
-      markDelivered(rt, slot)
-        .where(inParameter('sqlite', 'rowid', slot('rowids')))
-        .where(inParameter('sqlite', 'id', slot('ids')))
-        .where('claimed_by', '=', slot('owner'))
-        .compile(),
-    )
-    deliveredByRowidStatements.set(rt, statement)
-  }
-  return statement
+interface OutboxStatements {
+  claims(destination: DestinationConfig): ReturnType<typeof sqliteClaimStatements>
+  delivered(values: DeliveredValues): CompiledQuery
+  deliveredByRowid(values: DeliveredValues & { rowids: unknown }): CompiledQuery
 }
+
+const statementsByRuntime = new WeakMap<Runtime, OutboxStatements>()
 
 /** The UPDATE that records a 2xx answer (its rows chosen by the caller), the values as a template's slots. */
 function markDelivered(rt: Runtime, slot: SlotOf<DeliveredValues>) {
@@ -403,8 +402,6 @@ interface DeliveredValues {
   owner: string
 }
 
-const deliveredStatements = new WeakMap<Runtime, (values: DeliveredValues) => CompiledQuery>()
-const deliveredByRowidStatements = new WeakMap<Runtime, (values: DeliveredValues & { rowids: unknown }) => CompiledQuery>()
 
 /**
  * Records attempts in one transaction (group commit: one fsync for many deliveries), each guarded by
@@ -428,7 +425,8 @@ export async function recordAttempts(rt: Runtime, owner: string, records: Attemp
     // The ids as one parameter (src/db/in-values.ts): one statement text, prepared once, whatever the batch.
     const ids = encodeValues(dialect, rows.map((r) => r.id))
     const rowids = dialect === 'sqlite' && rows.every((r) => r.rowid !== null) ? rows.map((r) => r.rowid!) : undefined
-    statements.push(rowids ? deliveredByRowidStatement(rt)({ now, status, rowids: encodeValues('sqlite', rowids), ids, owner }) : deliveredStatement(rt)({ now, status, ids, owner }))
+    const outbox = outboxStatements(rt)
+    statements.push(rowids ? outbox.deliveredByRowid({ now, status, rowids: encodeValues('sqlite', rowids), ids, owner }) : outbox.delivered({ now, status, ids, owner }))
   }
   for (const r of records) {
     if (r.result === 'delivered' && r.status !== null) continue

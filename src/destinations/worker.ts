@@ -246,6 +246,7 @@ export function startDeliveryWorker(rt: Runtime, options: DeliveryWorkerOptions 
   // Nothing is claimed until the backlog of ordered destinations is in order (tried again each sweep if it fails).
   let ready = false
   let preparing: Promise<void> | undefined
+  let prepareFailed = false
   const wake = () => {
     if (stopped || !ready) return
     for (const lane of lanes.values()) lane.pump()
@@ -258,7 +259,11 @@ export function startDeliveryWorker(rt: Runtime, options: DeliveryWorkerOptions 
           ready = true
           wake()
         },
-        (error) => rt.log.warn({ err: (error as Error).message }, 'could not put the queued deliveries of ordered destinations in order; retrying before any is sent'),
+        (error) => {
+          // Once, not every sweep while the database is away (the lanes' own claims would fail meanwhile too).
+          if (!prepareFailed) rt.log.warn({ err: (error as Error).message }, 'could not put the queued deliveries of ordered destinations in order; nothing is sent until it can (retrying every sweep)')
+          prepareFailed = true
+        },
       )
       .finally(() => (preparing = undefined)))
   const sweep = () => {
