@@ -13,7 +13,7 @@ export {
   type RecipeTriggerType,
   type RecipeSubscription,
 } from './recipes/define.ts'
-export type { ProcessedEvent, TargetEvent, PipelineEvent } from './webhooks/hooks.ts'
+export type { ProcessedEvent, TargetEvent, PipelineEvent } from './events/hooks.ts'
 export type {
   CallQuery,
   ConversationQuery,
@@ -45,6 +45,6 @@ export type {
 export type { MailMessage, MailResult } from './reports/index.ts'
 export { ArgumentError } from './utils/argument-error.ts'
 export { testRecipe, type TestRecipeOptions, type TestRecipeResult } from './recipes/test-recipe.ts'
-export type { PlannedEffect } from './utils/effects.ts'
-export { defineDestination, type DestinationInput, type ForwardedEvent, type ForwardedBody, type DestinationFilter } from './destinations/config.ts'
+export type { PlannedEffect } from './effects.ts'
+export { defineDestination, type DestinationInput, type ForwardedEvent, type ForwardedBody, type DestinationFilter } from './config/destinations.ts'
 export type { RecipeDestinations, PublishOptions, PublishResult } from './destinations/publish.ts'

@@ -2,8 +2,8 @@ import { Worker } from 'node:worker_threads'
 import { AggregatorRegistry, type Registry } from 'prom-client'
 import type { Runtime } from './runtime.ts'
 import type { ThreadMessage, ThreadReply } from './processing-messages.ts'
-import { processingTasks, type ProcessingTaskName, type TaskArgs, type TaskResult } from './processing-tasks.ts'
-import { trackReceiverLoad } from './webhooks/receiver-load.ts'
+import { setProcessingTaskRunner } from './coordination/processing-task.ts'
+import { trackReceiverLoad } from './coordination/receiver-load.ts'
 import { releaseInstance } from './instances.ts'
 import { webhookState } from './webhooks/state.ts'
 
@@ -14,8 +14,8 @@ export interface ProcessingThread {
   metrics(): Promise<string>
   /** False between a thread's death and its replacement being ready. */
   running(): boolean
-  /** Runs one of `processingTasks` in the thread; rejects if the thread dies first or takes over TASK_WAIT_MS. */
-  task<N extends ProcessingTaskName>(name: N, args: TaskArgs<N>): Promise<TaskResult<N>>
+  /** Runs a processing task (src/processing-tasks.ts) in the thread; rejects if the thread dies first or takes over TASK_WAIT_MS. */
+  task(name: string, args: unknown): Promise<unknown>
   stop(): Promise<void>
 }
 
@@ -135,9 +135,9 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
   })
   const thread: ProcessingThread = {
     running: () => readyWorker !== undefined && readyWorker === current,
-    task<N extends ProcessingTaskName>(name: N, args: TaskArgs<N>): Promise<TaskResult<N>> {
+    task(name: string, args: unknown): Promise<unknown> {
       const id = seq++
-      return new Promise<TaskResult<N>>((resolve, reject) => {
+      return new Promise<unknown>((resolve, reject) => {
         if (!current) return reject(new Error('the processing thread is not running; try again'))
         const cancel = rt.clock.setTimeout(() => {
           tasks.delete(id)
@@ -146,7 +146,7 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
         tasks.set(id, {
           resolve: (value) => {
             cancel()
-            resolve(value as TaskResult<N>)
+            resolve(value)
           },
           reject: (error) => {
             cancel()
@@ -177,6 +177,7 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
     async stop() {
       stopping = true
       threads.delete(rt)
+      setProcessingTaskRunner(rt, undefined)
       off()
       offWriting()
       cancelRestart?.()
@@ -192,13 +193,7 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
     },
   }
   threads.set(rt, thread)
+  // Requests' heavy tasks go to the thread while it runs; between a death and the restart they run here.
+  setProcessingTaskRunner(rt, (name, args) => (thread.running() ? thread.task(name, args) : undefined))
   return thread
-}
-
-/** Runs a task in the processing thread when one is running, else on this thread. */
-export async function runProcessingTask<N extends ProcessingTaskName>(rt: Runtime, name: N, args: TaskArgs<N>): Promise<TaskResult<N>> {
-  const thread = processingThreadOf(rt)
-  if (thread?.running()) return thread.task(name, args)
-  const task = processingTasks[name] as (rt: Runtime, args: TaskArgs<N>) => Promise<TaskResult<N>>
-  return task(rt, args)
 }

@@ -1,10 +1,8 @@
-import type { ProcessingTaskName } from './processing-tasks.ts'
-
 /** What the main thread tells the processing thread (src/processing-host.ts → src/processing-thread.ts). */
 export type ThreadMessage =
   | { type: 'wake' }
   | { type: 'metrics'; id: number }
-  | { type: 'task'; id: number; name: ProcessingTaskName; args: unknown }
+  | { type: 'task'; id: number; name: string; args: unknown }
   | { type: 'stop' }
 
 /** What the processing thread answers. */

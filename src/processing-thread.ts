@@ -15,8 +15,8 @@ import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
 import { startBackground } from './background.ts'
 import { registerBacklogMetrics } from './backlog-metrics.ts'
 import { sleep } from './utils/clock.ts'
-import { createReceivingCheck, createYieldGate, setReceivingCheck, setYieldGate } from './webhooks/receiver-load.ts'
-import { processingTasks } from './processing-tasks.ts'
+import { createReceivingCheck, createYieldGate, setReceivingCheck, setYieldGate } from './coordination/receiver-load.ts'
+import { runTaskByName } from './processing-tasks.ts'
 import type { ThreadMessage, ThreadReply } from './processing-messages.ts'
 import { webhookState } from './webhooks/state.ts'
 import { webhookMetrics } from './webhooks/metrics.ts'
@@ -62,7 +62,7 @@ if (process.platform === 'linux' && config.pipeline.processingNice > getPriority
 let stopBackground: (() => Promise<void>) | undefined
 let stopping = false
 // Webhook batches, queued calls and deliveries wait while the receiver takes a burst (PROCESSING_YIELD_ABOVE;
-// src/webhooks/receiver-load.ts); stopping ends the wait. While it takes deliveries at all, webhook batches are smaller.
+// src/coordination/receiver-load.ts); stopping ends the wait. While it takes deliveries at all, webhook batches are smaller.
 if (receiverLoad && config.pipeline.processingYieldAbove > 0) {
   const metrics = webhookMetrics(rt.metrics)
   metrics.holding.set(0)
@@ -97,8 +97,7 @@ port.on('message', (message: ThreadMessage) => {
     void rt.metrics.getMetricsAsJSON().then((json) => port.postMessage({ type: 'metrics', id: message.id, json } satisfies ThreadReply))
   } else if (message.type === 'task') {
     // Heavy work a request asked for (src/processing-tasks.ts), run here rather than on the receiver's loop.
-    const task = processingTasks[message.name] as (rt: Runtime, args: unknown) => Promise<unknown>
-    void task(rt, message.args).then(
+    void runTaskByName(rt, message.name, message.args).then(
       (value) => port.postMessage({ type: 'task', id: message.id, ok: true, value } satisfies ThreadReply),
       (error: unknown) => port.postMessage({ type: 'task', id: message.id, ok: false, error: error instanceof Error ? error.message : String(error) } satisfies ThreadReply),
     )

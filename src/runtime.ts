@@ -2,12 +2,12 @@ import { Registry, collectDefaultMetrics } from 'prom-client'
 import type { Config } from './config/load.ts'
 import { migrate, openStore, type Store } from './db/connect.ts'
 import { shortSql } from './db/short-sql.ts'
-import { SANDBOX_WORKSPACE_KEY } from './sandbox/demo.ts'
+import { workspaceKey } from './config/workspace-key.ts'
 import { createVoiceClient, type VoiceClient, type VoiceClientOptions } from './upstream/client.ts'
 import { systemClock, type Clock } from './utils/clock.ts'
 import { createLogger, type Logger } from './utils/logger.ts'
 import { systemRandom, type Random } from './utils/random.ts'
-import { createEventHooks, type EventHooks } from './webhooks/hooks.ts'
+import { createEventHooks, type EventHooks } from './events/hooks.ts'
 
 /**
  * Everything a feature needs, created once and passed down: configuration, storage, time, randomness,
@@ -79,7 +79,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       })
     },
     workspaceClient(extra = {}) {
-      return rt.clientFor(rt.config.voiceApiKey ?? SANDBOX_WORKSPACE_KEY, extra)
+      return rt.clientFor(workspaceKey(rt.config), extra)
     },
     onClose(fn) {
       closers.push(fn)

@@ -4,13 +4,13 @@ import type { CallQueueTable } from '../db/schema.ts'
 import { inClaimSubquery } from '../db/in-claim-subquery.ts'
 import { insertRows } from '../db/insert-rows.ts'
 import type { Runtime } from '../runtime.ts'
-import { SANDBOX_WORKSPACE_KEY } from '../sandbox/demo.ts'
+import { workspaceKey as configuredWorkspaceKey } from '../config/workspace-key.ts'
 import { VoiceApiError } from '../upstream/errors.ts'
 import type { CallRequest } from '../upstream/schemas.ts'
 import { backoffMs } from '../utils/backoff.ts'
 import { chunks } from '../utils/chunks.ts'
 import { createGroupCommit, type GroupCommit } from '../utils/group-commit.ts'
-import { yieldToReceiver } from '../webhooks/receiver-load.ts'
+import { yieldToReceiver } from '../coordination/receiver-load.ts'
 import { callMetrics } from './metrics.ts'
 import { createPacer, type Pacer } from './pacer.ts'
 import { claim, finish, isAmbiguous, LEDGER_COLUMNS, ledgerRow, type PlaceCallInput } from './place-call.ts'
@@ -58,7 +58,7 @@ const states = new WeakMap<Runtime, QueueState>()
 function stateOf(rt: Runtime): QueueState {
   let s = states.get(rt)
   if (!s) {
-    const workspaceKey = rt.config.voiceApiKey ?? SANDBOX_WORKSPACE_KEY
+    const workspaceKey = configuredWorkspaceKey(rt.config)
     states.set(rt, (s = { keys: new Map([[tenantOf(workspaceKey), workspaceKey]]), pacer: createPacer(), runner: undefined, outcomes: createGroupCommit((batch) => writeSettlements(rt, batch)) }))
   }
   return s
@@ -339,7 +339,7 @@ export function startCallQueue(rt: Runtime): CallQueue {
     do {
       again = false
       while (!stopped && sending.size < concurrency) {
-        // In the processing thread, a burst at the receiver goes first (src/webhooks/receiver-load.ts).
+        // In the processing thread, a burst at the receiver goes first (src/coordination/receiver-load.ts).
         await yieldToReceiver(rt)
         if (stopped) break
         // A tenant waiting on the provider's limits keeps its calls unclaimed: after a campaign's burst,

@@ -1,4 +1,4 @@
-import { CliError, defineCommand, intFlag } from '../utils/cli-kit.ts'
+import { CliError, defineCommand, intFlag } from '../cli-kit.ts'
 import { CALL_STATUSES, decodeCallsCursor, encodeCallsCursor, LIST_CALLS_MAX, listCalls } from './list-calls.ts'
 import type { CallStatus } from './record.ts'
 

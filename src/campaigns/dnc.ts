@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Runtime } from '../runtime.ts'
+import { defineProcessingTask } from '../coordination/processing-task.ts'
 import { parse } from 'csv-parse/sync'
 import type { WebhookEvent } from '../upstream/schemas.ts'
 import { createPhoneNormalizer, normalizePhone } from './phones.ts'
@@ -210,3 +211,6 @@ export async function optOutFromEvent(rt: Runtime, event: WebhookEvent): Promise
   const { added } = await addToDnc(rt, phone, { reason: 'results asked not to be called', source: `conversation:${event.data.call.conversation_id}` })
   return added
 }
+
+/** A do-not-call CSV from the dashboard (up to 5 MB, every number parsed and normalised: seconds for the largest), off the receiver's loop. */
+export const dncImportTask = defineProcessingTask('dncImport', (rt, args: { text: string; source: string }) => importDncCsv(rt, args.text, args.source))

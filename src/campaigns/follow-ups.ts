@@ -1,5 +1,5 @@
 import type { Runtime } from '../runtime.ts'
-import type { Effects } from '../utils/effects.ts'
+import type { Effects } from '../effects.ts'
 import { addToDnc, loadDncList, type DncOptions } from './dnc.ts'
 import { normalizePhone } from './phones.ts'
 import { chunks } from '../utils/chunks.ts'

@@ -1,6 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import type { BatchCall } from '../upstream/schemas.ts'
-import type { Effects } from '../utils/effects.ts'
+import type { Effects } from '../effects.ts'
 import { batchColumns, batchCsv, type BatchRow } from './batch-csv.ts'
 import { createDeduper } from './dedupe.ts'
 import { loadDncList, type DncOptions } from './dnc.ts'

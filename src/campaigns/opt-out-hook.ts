@@ -1,5 +1,5 @@
 import type { Runtime } from '../runtime.ts'
-import { isProviderEvent, type EventConsumer } from '../webhooks/hooks.ts'
+import { isProviderEvent, type EventConsumer } from '../events/hooks.ts'
 import { optOutFromEvent } from './dnc.ts'
 
 /**

@@ -1,10 +1,10 @@
 import { enqueueCalls } from '../calls/call-queue.ts'
 import type { CallRecord } from '../calls/record.ts'
 import type { Runtime } from '../runtime.ts'
-import { SANDBOX_WORKSPACE_KEY } from '../sandbox/demo.ts'
+import { workspaceKey } from '../config/workspace-key.ts'
 import type { VoiceApiError } from '../upstream/errors.ts'
 import type { CallRequest, CallResponse } from '../upstream/schemas.ts'
-import type { Effects } from '../utils/effects.ts'
+import type { Effects } from '../effects.ts'
 import { blockedAmong, type DncOptions } from './dnc.ts'
 import { DEFAULT_FOLLOW_UP } from './plan-follow-ups.ts'
 import { DEFAULT_WINDOW, nextCallingTime, timeZoneForPhone, type CallingWindow } from './calling-window.ts'
@@ -140,7 +140,7 @@ export async function scheduleCalls(
   const results = await enqueueCalls(
     rt,
     toQueue.map((a) => ({
-      apiKey: options.apiKey ?? rt.config.voiceApiKey ?? SANDBOX_WORKSPACE_KEY,
+      apiKey: options.apiKey ?? workspaceKey(rt.config),
       request: a.request,
       recipe: options.recipe ?? null,
       campaign: a.plan.campaign ?? null,

@@ -6,7 +6,7 @@ import { REGION_BASE_URLS } from '../upstream/regions.ts'
 import { didYouMean } from '../utils/did-you-mean.ts'
 import { knownKeysAt } from './known-keys.ts'
 import { envSchema, type EnvInput, type WebhookTargetConfig, type SandboxFaults } from './schema.ts'
-import type { DestinationConfig } from '../destinations/config.ts'
+import type { DestinationConfig } from './destinations.ts'
 
 export interface Config {
   port: number

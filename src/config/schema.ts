@@ -1,6 +1,6 @@
 import { isSupportedCountry } from 'libphonenumber-js/max'
 import { z } from 'zod'
-import { destinationsSchema } from '../destinations/config.ts'
+import { destinationsSchema } from './destinations.ts'
 
 /**
  * Every setting switchboard reads, keyed by its environment variable. `switchboard.config.ts` may set the

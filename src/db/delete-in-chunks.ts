@@ -55,7 +55,7 @@ export interface DeleteInChunksOptions {
   sleep?: (ms: number) => Promise<void>
   /** Aborted when the service stops: the run ends after the chunk under way (more: true). */
   signal?: AbortSignal
-  /** Awaited before each chunk: the purges wait there while the receiver takes a burst (src/webhooks/receiver-load.ts). */
+  /** Awaited before each chunk: the purges wait there while the receiver takes a burst (src/coordination/receiver-load.ts). */
   beforeChunk?: () => Promise<void> | undefined
 }
 

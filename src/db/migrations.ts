@@ -1,4 +1,4 @@
-import { destinationOrderedFlagMigration, destinationPayloadsMigration, destinationPendingIndexesMigration, destinationsMigration } from '../destinations/migration.ts'
+import { destinationOrderedFlagMigration, destinationPayloadsMigration, destinationPendingIndexesMigration, destinationsMigration } from './destination-migrations.ts'
 import { type Kysely, type Migration, type MigrationProvider } from 'kysely'
 import { hasColumn } from './has-column.ts'
 

@@ -1,4 +1,4 @@
-import { CliError, defineCommand, intFlag, type CliCommand, type CliContext } from '../utils/cli-kit.ts'
+import { CliError, defineCommand, intFlag, type CliCommand, type CliContext } from '../cli-kit.ts'
 import type { Runtime } from '../runtime.ts'
 import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, getDelivery, listDeliveries, replayDelivery, replayFailed, summarizeDestinations } from './deliveries.ts'
 import { enableDestination } from './state.ts'

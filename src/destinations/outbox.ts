@@ -1,7 +1,7 @@
 import { sql, type CompiledQuery, type ExpressionBuilder, type RawBuilder, type Selectable, type Transaction } from 'kysely'
 import type { Database, DestinationDeliveriesTable, WebhookEventsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
-import type { DestinationConfig, ForwardedBody, ForwardedEvent } from './config.ts'
+import type { DestinationConfig, ForwardedBody, ForwardedEvent } from '../config/destinations.ts'
 import { deliveryId } from './sign.ts'
 import { chunks } from '../utils/chunks.ts'
 import { inImmediateTransaction } from '../db/sqlite-transaction.ts'

@@ -1,4 +1,4 @@
-import type { DestinationConfig } from './config.ts'
+import type { DestinationConfig } from '../config/destinations.ts'
 import { parseRetryAfter, retryDelayMs } from './backoff.ts'
 import type { SendResult } from './http-send.ts'
 

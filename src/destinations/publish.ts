@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { Runtime } from '../runtime.ts'
-import type { Effects } from '../utils/effects.ts'
+import type { Effects } from '../effects.ts'
 import { enqueueDeliveries, planDeliveries, type OutboxEvent } from './outbox.ts'
 
 export interface PublishOptions {

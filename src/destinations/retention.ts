@@ -1,7 +1,7 @@
 import type { Runtime } from '../runtime.ts'
 import { deleteInChunks, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
 import { leadingKeys } from '../db/leading-keys.ts'
-import { runRetentionPurge } from '../webhooks/retention.ts'
+import { runRetentionPurge } from '../coordination/retention-run.ts'
 
 export interface DeliveryPurgeResult {
   deliveries: number

@@ -1,5 +1,5 @@
 import type { Runtime } from '../runtime.ts'
-import type { DestinationConfig } from './config.ts'
+import type { DestinationConfig } from '../config/destinations.ts'
 import { sendOnce } from './http-send.ts'
 import { deliveryId, signedHeaders, signingKeys } from './sign.ts'
 

@@ -1,6 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import { createCircuitBreaker, type BreakerOptions } from './circuit-breaker.ts'
-import type { DestinationConfig } from './config.ts'
+import type { DestinationConfig } from '../config/destinations.ts'
 import { createAgents, createCancelGroup, sendOnce, type SendResult } from './http-send.ts'
 import { destinationMetrics, type DestinationMetrics } from './metrics.ts'
 import { classify } from './outcome.ts'
@@ -9,7 +9,7 @@ import { createAttemptRecorder, type AttemptRecorder } from './recorder.ts'
 import { signedHeaders, signingKeys } from './sign.ts'
 import { shownUrl } from './shown-url.ts'
 import { disableDestination, disabledDestinations } from './state.ts'
-import { yieldToReceiver } from '../webhooks/receiver-load.ts'
+import { yieldToReceiver } from '../coordination/receiver-load.ts'
 
 /** The sweep picks up retries that fell due, replays, and rows other replicas enqueued. */
 export const SWEEP_MS = 250
@@ -167,7 +167,7 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
   async function pass(): Promise<void> {
     for (;;) {
       again = false
-      // In the processing thread, a burst at the receiver goes first (src/webhooks/receiver-load.ts).
+      // In the processing thread, a burst at the receiver goes first (src/coordination/receiver-load.ts).
       await yieldToReceiver(rt)
       await refreshState(rt.clock.now())
       // Read after the awaits: a pass that waited on the database must not judge claims by an earlier moment.

@@ -2,7 +2,7 @@ import { ConfigError, ensureSandboxSecret, type Config } from '../config/load.ts
 import { resolveConfig } from '../config/file.ts'
 import { openStore, type Store } from '../db/connect.ts'
 import { createRuntime, type Runtime } from '../runtime.ts'
-import { defineCommand } from '../utils/cli-kit.ts'
+import { defineCommand } from '../cli-kit.ts'
 import { cliName } from '../utils/cli-name.ts'
 import { createSilentLogger } from '../utils/logger.ts'
 import { describeError, ok, problem, skipped, type CheckResult } from './check.ts'

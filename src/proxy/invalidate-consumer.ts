@@ -1,5 +1,5 @@
 import type { Runtime } from '../runtime.ts'
-import { isProviderEvent, type EventConsumer } from '../webhooks/hooks.ts'
+import { isProviderEvent, type EventConsumer } from '../events/hooks.ts'
 
 const KINDS_BY_AGENT = ['batch', 'batch_list', 'batch_metrics']
 /** Ids per statement: well under SQLite's bound-variable limit. */

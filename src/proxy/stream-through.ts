@@ -4,7 +4,7 @@ import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type { ReadableStream as NodeWebReadableStream } from 'node:stream/web'
 import type { Runtime } from '../runtime.ts'
-import { apiErrorResponse } from '../utils/api-error.ts'
+import { apiErrorResponse } from '../upstream/api-error.ts'
 import { failureOf, failureResponse, passHeaders, upstreamUrl, withCache } from './upstream.ts'
 
 /**

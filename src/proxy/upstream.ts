@@ -1,5 +1,5 @@
 import type { Runtime } from '../runtime.ts'
-import { apiErrorResponse } from '../utils/api-error.ts'
+import { apiErrorResponse } from '../upstream/api-error.ts'
 import { noteUpstream } from '../health/dependencies.ts'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'BYPASS'

@@ -4,7 +4,7 @@ import { callingWindowSchema } from '../campaigns/call-input.ts'
 import * as reports from '../reports/index.ts'
 import type { Runtime } from '../runtime.ts'
 import { checkArgument, type ArgumentSite } from '../utils/argument-error.ts'
-import type { Effects } from '../utils/effects.ts'
+import type { Effects } from '../effects.ts'
 import { recipeDestinations, type RecipeDestinations } from '../destinations/publish.ts'
 
 type Toolkit = typeof toolkit

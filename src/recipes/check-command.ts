@@ -1,6 +1,6 @@
 import { basename, join } from 'node:path'
 import { resolveConfig } from '../config/file.ts'
-import { CliError, defineCommand } from '../utils/cli-kit.ts'
+import { CliError, defineCommand } from '../cli-kit.ts'
 import { listRecipeFiles } from './loader.ts'
 
 /**

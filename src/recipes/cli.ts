@@ -1,4 +1,4 @@
-import { CliError, defineCommand, type CliCommand } from '../utils/cli-kit.ts'
+import { CliError, defineCommand, type CliCommand } from '../cli-kit.ts'
 import { BrokenRecipeError, recipeEngineFor, UnknownRecipeError } from './engine.ts'
 import { recipeInfoJson, renderRun, runJson } from './present.ts'
 import { recipesCheck } from './check-command.ts'

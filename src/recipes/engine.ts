@@ -1,7 +1,7 @@
 import { decodeSummary } from './summary.ts'
 import { watch, type FSWatcher } from 'node:fs'
 import type { Runtime } from '../runtime.ts'
-import type { PipelineEvent } from '../webhooks/hooks.ts'
+import type { PipelineEvent } from '../events/hooks.ts'
 import { createKvState } from './state.ts'
 import { claimTick, lastClaimedTick } from './claims.ts'
 import { createEventDispatch } from './event-dispatch.ts'

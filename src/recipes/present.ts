@@ -1,4 +1,4 @@
-import type { PlannedEffect } from '../utils/effects.ts'
+import type { PlannedEffect } from '../effects.ts'
 import type { RecipeInfo } from './engine.ts'
 import type { RecipeRun } from './runner.ts'
 import { summaryText } from './summary.ts'

@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import type { Runtime } from '../runtime.ts'
 import { deleteInChunks, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
 import { leadingKeys } from '../db/leading-keys.ts'
-import { runRetentionPurge } from '../webhooks/retention.ts'
+import { runRetentionPurge } from '../coordination/retention-run.ts'
 import { lastClaimedTick } from './claims.ts'
 
 export interface RecipeHistoryPurgeResult {

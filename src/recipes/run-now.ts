@@ -1,7 +1,26 @@
 import { HTTPError } from 'h3'
-import { runProcessingTask } from '../processing-host.ts'
+import { defineProcessingTask, runProcessingTask } from '../coordination/processing-task.ts'
 import type { Runtime } from '../runtime.ts'
+import { BrokenRecipeError, recipeEngineFor, UnknownRecipeError } from './engine.ts'
 import type { RecipeRun } from './runner.ts'
+
+/** A recipe run asked for by a request: the run as recorded, or why it could not start. */
+export type ManualRunOutcome =
+  | { ok: true; run: Omit<RecipeRun, 'result'> }
+  | { ok: false; problem: 'unknown' | 'broken'; message: string }
+
+/** "Run now" in the processing thread: a nightly batch or a sweep is seconds of work. */
+export const recipeRunTask = defineProcessingTask('recipeRun', async (rt, args: { name: string; dryRun: boolean }): Promise<ManualRunOutcome> => {
+  try {
+    // `result` is what `run` returned, unserialized: it may not cross a thread, and the recorded `summary` says it.
+    const { result: _result, ...run } = await recipeEngineFor(rt).run(args.name, { dryRun: args.dryRun })
+    return { ok: true, run }
+  } catch (error) {
+    if (error instanceof UnknownRecipeError) return { ok: false, problem: 'unknown', message: error.message }
+    if (error instanceof BrokenRecipeError) return { ok: false, problem: 'broken', message: error.message }
+    throw error
+  }
+})
 
 /**
  * A run asked for over HTTP ("Run now" on the dashboard, `POST /admin/recipes/:name/run`). Under `serve` it
@@ -10,7 +29,7 @@ import type { RecipeRun } from './runner.ts'
  * 404, one that does not load a 409.
  */
 export async function runRecipeNow(rt: Runtime, name: string, dryRun: boolean): Promise<Omit<RecipeRun, 'result'>> {
-  const outcome = await runProcessingTask(rt, 'recipeRun', { name, dryRun })
+  const outcome = await runProcessingTask(rt, recipeRunTask, { name, dryRun })
   if (outcome.ok) return outcome.run
   throw new HTTPError({ status: outcome.problem === 'unknown' ? 404 : 409, message: outcome.message })
 }

@@ -1,6 +1,6 @@
 import { resolveConfig } from '../config/file.ts'
 import { ArgumentError } from '../utils/argument-error.ts'
-import { CliError, defineCommand } from '../utils/cli-kit.ts'
+import { CliError, defineCommand } from '../cli-kit.ts'
 import { renderPlan } from './present.ts'
 import { testRecipe } from './test-recipe.ts'
 

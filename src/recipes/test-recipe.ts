@@ -4,9 +4,9 @@ import { basename, isAbsolute, join, resolve } from 'node:path'
 import { z } from 'zod'
 import { loadConfig } from '../config/load.ts'
 import { WEBHOOK_EVENT_TYPES, webhookEventSchema, type WebhookEvent } from '../upstream/schemas.ts'
-import type { PlannedEffect } from '../utils/effects.ts'
+import type { PlannedEffect } from '../effects.ts'
 import { ArgumentError, checkArgument } from '../utils/argument-error.ts'
-import type { ProcessedEvent } from '../webhooks/hooks.ts'
+import type { ProcessedEvent } from '../events/hooks.ts'
 import type { RecipeTrigger } from './define.ts'
 
 /**

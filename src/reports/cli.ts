@@ -1,6 +1,6 @@
-import { CliError, defineCommand, intFlag } from '../utils/cli-kit.ts'
+import { CliError, defineCommand, intFlag } from '../cli-kit.ts'
 import { cliName } from '../utils/cli-name.ts'
-import type { Effects } from '../utils/effects.ts'
+import type { Effects } from '../effects.ts'
 import { snakeCaseKeys } from '../utils/snake-case.ts'
 import { assertTimeZone, parseDate } from './day-range.ts'
 import { fmtPct, fmtSeconds } from './format.ts'

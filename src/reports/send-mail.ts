@@ -1,5 +1,5 @@
 import type { Runtime } from '../runtime.ts'
-import type { Effects } from '../utils/effects.ts'
+import type { Effects } from '../effects.ts'
 import { composeMail, type MailMessage } from './compose-mail.ts'
 import { insertMailLog, updateMailLog, type MailStatus } from './mail-log.ts'
 import { mailMetrics } from './mail-metrics.ts'

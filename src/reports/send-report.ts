@@ -1,5 +1,5 @@
 import type { Runtime } from '../runtime.ts'
-import type { Effects } from '../utils/effects.ts'
+import type { Effects } from '../effects.ts'
 import { buildDailyReport, type DailyReport } from './build-report.ts'
 import { assertTimeZone, parseDate, yesterday } from './day-range.ts'
 import { renderDailyReport } from './render-report.ts'

@@ -1,6 +1,6 @@
 import { serveApp } from '../utils/serve-app.ts'
 import { loadConfig } from '../config/load.ts'
-import { CliError, defineCommand, intFlag } from '../utils/cli-kit.ts'
+import { CliError, defineCommand, intFlag } from '../cli-kit.ts'
 import { createLogger } from '../utils/logger.ts'
 import { waitForStopSignal } from '../utils/stop-signal.ts'
 import { DEMO_TENANTS } from './demo.ts'

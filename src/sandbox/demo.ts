@@ -38,5 +38,5 @@ export const DEMO_TENANTS: DemoTenant[] = [
   { id: 'disabled', name: 'Disabled workspace', apiKey: 'sk_test_disabled', disabled: true, agents: [] },
 ]
 
-/** The key switchboard uses as its own workspace key in sandbox mode (recipes, reconciliation). */
-export const SANDBOX_WORKSPACE_KEY = 'sk_test_acme'
+/** switchboard's own workspace key in sandbox mode is the first tenant's (kept with the configuration it completes). */
+export { SANDBOX_WORKSPACE_KEY } from '../config/workspace-key.ts'

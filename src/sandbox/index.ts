@@ -1,7 +1,7 @@
 import { H3 } from 'h3'
 import type { SandboxFaults } from '../config/schema.ts'
 import { systemClock, type Clock } from '../utils/clock.ts'
-import { isMalformedPath, malformedPathAnswer } from '../utils/malformed-path.ts'
+import { isMalformedPath, malformedPathAnswer } from '../upstream/malformed-path.ts'
 import { createSilentLogger, type Logger } from '../utils/logger.ts'
 import { systemRandom, type Random } from '../utils/random.ts'
 import { createBatchRunner } from './batches.ts'

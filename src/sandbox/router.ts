@@ -1,4 +1,4 @@
-import { apiErrorResponse } from '../utils/api-error.ts'
+import { apiErrorResponse } from '../upstream/api-error.ts'
 import { sleep, type Clock } from '../utils/clock.ts'
 import type { Logger } from '../utils/logger.ts'
 import type { ApiHandler, SandboxContext } from './context.ts'

@@ -3,7 +3,7 @@ import type { Runtime } from '../runtime.ts'
 /**
  * The processing backlog for the overview: counts per waiting status (dead included), which the one-figure
  * backlog of /readyz and /metrics (src/webhooks/backlog.ts) does not split. It reads the (status, received_at)
- * index, and runs in the processing thread under `serve` (src/processing-tasks.ts), off the receiver's loop.
+ * index, and runs in the processing thread under `serve` (`overviewCountsTask`), off the receiver's loop.
  */
 export interface InboxBacklog {
   /** Events waiting for a first attempt, and events waiting for a retry. */

@@ -1,11 +1,12 @@
 import { HTTPError, type H3 } from 'h3'
 import { z } from 'zod'
-import { addToDnc, listDnc, removeFromDnc, type DncImportResult } from '../campaigns/dnc.ts'
+import { addToDnc, dncImportTask, listDnc, removeFromDnc, type DncImportResult } from '../campaigns/dnc.ts'
 import { normalizePhone } from '../campaigns/phones.ts'
 import { localDate } from '../reports/day-range.ts'
 import { reportOfSubject } from '../reports/format.ts'
 import { getMailLog, listMailLog } from '../reports/mail-log.ts'
-import { runProcessingTask } from '../processing-host.ts'
+import { runProcessingTask } from '../coordination/processing-task.ts'
+import { reportPreviewTask, reportResendTask } from '../reports/tasks.ts'
 import type { Runtime } from '../runtime.ts'
 import { clip, status, table } from './components.ts'
 import { flashMessage } from './flash.ts'
@@ -72,7 +73,7 @@ ${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', ''], dnc.
     const date = dateSchema.safeParse(event.url.searchParams.get('date'))
     if (!date.success) throw new HTTPError({ status: 400, message: 'date must be YYYY-MM-DD' })
     // Built in the processing thread under `serve`: the receiver's loop keeps answering webhooks meanwhile.
-    const html = await runProcessingTask(rt, 'reportPreview', { date: date.data })
+    const html = await runProcessingTask(rt, reportPreviewTask, { date: date.data })
     event.res.headers.set('content-type', 'text/html; charset=utf-8')
     event.res.headers.set('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'")
     event.res.headers.set('x-content-type-options', 'nosniff')
@@ -86,7 +87,7 @@ ${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', ''], dnc.
     const report = reportOfSubject(mail.subject)
     if (mail.status !== 'failed' || !report) return seeOther(event, '/ui/mail?done=resend-failed')
     // Mail bodies are not kept: the report is built again for its day and sent to the same people.
-    const result = await runProcessingTask(rt, 'reportResend', { date: report.date, timezone: report.timezone, to: mail.recipients })
+    const result = await runProcessingTask(rt, reportResendTask, { date: report.date, timezone: report.timezone, to: mail.recipients })
     rt.log.info({ mail_id: mail.id, resent_as: result.mailId, status: result.status }, 'dashboard: report resent')
     return seeOther(event, result.status === 'failed' ? '/ui/mail?done=resend-failed&s=failed' : `/ui/mail?done=resent&s=${result.status}`)
   })
@@ -108,8 +109,8 @@ ${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', ''], dnc.
     const file = (await formOf(event)).get('file')
     if (!file || typeof file === 'string') throw new HTTPError({ status: 400, message: 'choose a CSV file' })
     if (file.size > MAX_CSV_BYTES) throw new HTTPError({ status: 413, message: 'the CSV is larger than 5 MB' })
-    // Off the receiver's thread under `serve` (src/processing-tasks.ts): a 5 MB file is seconds of parsing.
-    const result = await runProcessingTask(rt, 'dncImport', { text: await file.text(), source: `dashboard import: ${file.name}`.slice(0, 200) })
+    // Off the receiver's thread under `serve` (`dncImportTask`): a 5 MB file is seconds of parsing.
+    const result = await runProcessingTask(rt, dncImportTask, { text: await file.text(), source: `dashboard import: ${file.name}`.slice(0, 200) })
     return render(event, result)
   })
 }

@@ -2,6 +2,7 @@ import { countCallsByStatus } from '../calls/list-calls.ts'
 import { dayRange, localDate } from '../reports/day-range.ts'
 import { countMailByStatus } from '../reports/mail-log.ts'
 import type { Runtime } from '../runtime.ts'
+import { defineProcessingTask } from '../coordination/processing-task.ts'
 import { countEventsByHour, countReceived } from '../webhooks/events.ts'
 import { inboxBacklog } from './backlog.ts'
 
@@ -10,7 +11,7 @@ const HOUR = 3_600_000
 /**
  * The overview's figures at `now`: the counting queries behind its cards and charts. With a million stored
  * events they take 65–150 ms of synchronous SQLite, every 15 s while a dashboard is open, so under `serve` they
- * run in the processing thread (src/processing-tasks.ts) and the receiver's loop only renders the result.
+ * run in the processing thread (`overviewCountsTask`) and the receiver's loop only renders the result.
  */
 export async function overviewCounts(rt: Runtime, now: number) {
   const tz = rt.config.recipes.timezone
@@ -28,3 +29,6 @@ export async function overviewCounts(rt: Runtime, now: number) {
 }
 
 export type OverviewCounts = Awaited<ReturnType<typeof overviewCounts>>
+
+/** The overview's counts, off the receiver's loop (refreshed every 15 s while a dashboard is open). */
+export const overviewCountsTask = defineProcessingTask('overviewCounts', (rt, args: { now: number }) => overviewCounts(rt, args.now))

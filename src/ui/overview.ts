@@ -1,12 +1,13 @@
 import type { H3, H3Event } from 'h3'
 import { readiness as serviceReadiness } from '../health/readiness.ts'
 import { recipeEngineFor } from '../recipes/engine.ts'
-import { runProcessingTask } from '../processing-host.ts'
+import { runProcessingTask } from '../coordination/processing-task.ts'
 import type { Runtime } from '../runtime.ts'
 import type { EventHourCount } from '../webhooks/events.ts'
 import { card, chart, status, table } from './components.ts'
 import { fmtAge, fmtTime, html, type SafeHtml } from './html.ts'
 import { page } from './layout.ts'
+import { overviewCountsTask } from './overview-counts.ts'
 
 const HOUR = 3_600_000
 export const OVERVIEW_REFRESH_SECONDS = 15
@@ -40,7 +41,7 @@ const hourLabel = (x: number) => `${new Date(x * 1000).toISOString().slice(11, 1
 /** The part of the overview that refreshes itself (htmx polls `/ui/overview/live`). */
 async function live(rt: Runtime): Promise<SafeHtml> {
   const now = rt.clock.now()
-  const [ready, counts, recipes] = await Promise.all([readiness(rt), runProcessingTask(rt, 'overviewCounts', { now }), recipeEngineFor(rt).list()])
+  const [ready, counts, recipes] = await Promise.all([readiness(rt), runProcessingTask(rt, overviewCountsTask, { now }), recipeEngineFor(rt).list()])
   const { firstHour, backlog, last5, lastHour, hourly, mail, calls } = counts
   const byType = hourlySeries(hourly, 'event_type', firstHour)
   const byStatus = hourlySeries(hourly, 'status', firstHour)

@@ -1,4 +1,4 @@
-import type { PlannedEffect } from '../utils/effects.ts'
+import type { PlannedEffect } from '../effects.ts'
 import { fields, table } from './components.ts'
 import { html, type SafeHtml } from './html.ts'
 

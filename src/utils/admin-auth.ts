@@ -1,6 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { HTTPError, getCookie, type H3Event } from 'h3'
-import type { Runtime } from '../runtime.ts'
+import type { Clock } from './clock.ts'
+import type { Logger } from './logger.ts'
 
 /**
  * Access to `/admin/*` and the dashboard. There is always a token (ADMIN_TOKEN, or one generated into
@@ -144,7 +145,7 @@ const ADMIN_ERROR_TYPES: Record<number, string> = {
  * and the sandbox answer the same), instead of h3's own `{status, message}` body. Unexpected errors are
  * logged and answered without their details.
  */
-export function adminErrorResponse(error: unknown, log: Pick<Runtime['log'], 'error'>): Response {
+export function adminErrorResponse(error: unknown, log: Pick<Logger, 'error'>): Response {
   const known = HTTPError.isError(error)
   const status = known ? error.status : 500
   if (!known) log.error({ err: error }, 'admin route failed')
@@ -154,7 +155,7 @@ export function adminErrorResponse(error: unknown, log: Pick<Runtime['log'], 'er
 }
 
 /** Wraps an `/admin/*` handler: checks the admin rules first, and answers every error with `adminErrorResponse`. */
-export function adminRoute<T>(rt: Pick<Runtime, 'config' | 'log' | 'clock'>, handler: (event: H3Event) => Promise<T> | T) {
+export function adminRoute<T>(rt: { config: { adminToken: string | undefined }; log: Logger; clock: Pick<Clock, 'now'> }, handler: (event: H3Event) => Promise<T> | T) {
   return async (event: H3Event): Promise<T | Response> => {
     try {
       // Read per request: tests and the dashboard may change the runtime's config after start-up.

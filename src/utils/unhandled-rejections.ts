@@ -1,5 +1,5 @@
-import { Counter } from 'prom-client'
-import type { Runtime } from '../runtime.ts'
+import { Counter, type Registry } from 'prom-client'
+import type { Logger } from './logger.ts'
 
 /**
  * A promise rejected with no handler — in practice a recipe's detached promise (`void fetch(…)`) — would end
@@ -9,7 +9,7 @@ import type { Runtime } from '../runtime.ts'
  * detached timer is different: in the processing thread (`--role all`) the thread is restarted; in
  * `--role worker` the process ends and its process manager restarts it (README → What happens when…).
  */
-export function logUnhandledRejections(rt: Runtime): () => void {
+export function logUnhandledRejections(rt: { log: Logger; metrics: Registry }): () => void {
   const counter = new Counter({ name: 'switchboard_unhandled_rejections_total', help: 'Promises rejected with no handler (logged; the process keeps running).', registers: [rt.metrics] })
   const onRejection = (reason: unknown) => {
     counter.inc()

@@ -1,4 +1,4 @@
-import { CliError, defineCommand, intFlag, type CliCommand } from '../utils/cli-kit.ts'
+import { CliError, defineCommand, intFlag, type CliCommand } from '../cli-kit.ts'
 import { sleep } from '../utils/clock.ts'
 import { EVENT_STATUSES, getEvent, listEvents } from './events.ts'
 import { requeueEvent } from './processing.ts'

@@ -16,7 +16,6 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
 }
 
 export { startWebhookWorkers } from './background.ts'
-export { createEventHooks, isProviderEvent, type EventConsumer, type EventHook, type EventHooks, type PipelineEvent, type ProcessedEvent, type TargetEvent } from './hooks.ts'
 export { replayEvent, requeueEvent, drainDue, type ProcessOutcome, EventNotFoundError, EventBusyError } from './processing.ts'
 export { reconcile, synthesizeEvent, type ReconcileOptions, type ReconcileResult } from './reconcile.ts'
 export { purgeOldEvents, type PurgeResult } from './retention.ts'
@@ -24,5 +23,5 @@ export { getConversation, listConversations, type StoredConversation, type Conve
 export { listEvents, getEvent, EVENT_STATUSES, type StoredEvent, type StoredEventDetail, type EventFilter, type EventStatus } from './events.ts'
 export { webhookHealth, type WebhookHealth } from './health.ts'
 export { signFormant, signStandard } from './verify.ts'
-export { acquireLease, releaseLease } from './lease.ts'
+export { acquireLease, releaseLease } from '../coordination/lease.ts'
 export { webhookCommands } from './commands.ts'

@@ -18,7 +18,7 @@ export interface WebhookMetrics {
   lagSeconds: Histogram<'source'>
   /** Deliveries per group commit of the inbox: small batches mean a commit (and a thread wake-up) per event. */
   commitBatchSize: Histogram
-  /** Time processing held back while the receiver took a burst (src/webhooks/receiver-load.ts). */
+  /** Time processing held back while the receiver took a burst (src/coordination/receiver-load.ts). */
   heldSeconds: Counter
   /** 1 while processing holds back for the receiver. */
   holding: Gauge

@@ -2,7 +2,7 @@ import { sql, type Selectable } from 'kysely'
 import type { Runtime } from '../runtime.ts'
 import type { WebhookEventsTable } from '../db/schema.ts'
 import { webhookEventSchema } from '../upstream/schemas.ts'
-import { isProviderEvent, type PipelineEvent } from './hooks.ts'
+import { isProviderEvent, type PipelineEvent } from '../events/hooks.ts'
 import { webhookMetrics } from './metrics.ts'
 import { backoffMs } from '../utils/backoff.ts'
 

@@ -3,7 +3,7 @@ import type { Runtime } from '../runtime.ts'
 import type { ConversationsTable, Database } from '../db/schema.ts'
 import { fromJson, toJson } from '../db/json.ts'
 import { insertRows } from '../db/insert-rows.ts'
-import type { ProcessedEvent } from './hooks.ts'
+import type { ProcessedEvent } from '../events/hooks.ts'
 import {
   isTerminalStatus,
   parseWebhookTranscript,

@@ -8,7 +8,7 @@ import {
   type WebhookEvent,
 } from '../upstream/schemas.ts'
 import { pendingRow } from './inbox.ts'
-import { acquireLease, releaseLease } from './lease.ts'
+import { acquireLease, releaseLease } from '../coordination/lease.ts'
 import { webhookMetrics } from './metrics.ts'
 import { webhookState } from './state.ts'
 

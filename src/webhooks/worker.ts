@@ -1,6 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import { claimDue, processClaimedBatch } from './processing.ts'
-import { claimSize, yieldToReceiver } from './receiver-load.ts'
+import { claimSize, yieldToReceiver } from '../coordination/receiver-load.ts'
 import { nextTurn } from '../utils/next-turn.ts'
 
 /** The periodic sweep picks up retries that fell due and events requeued by another process. */
@@ -8,7 +8,7 @@ export const SWEEP_MS = 1_000
 // Large enough that a burst is a few read-model commits and recipe batches, not thousands. 500 rather than 200:
 // a drain of 15,000 events with the shipped recipes ~5–10 % less CPU (fewer commits and claims; the recipe's
 // batches grow with it, up to RECIPE_BATCH_MAX). While the receiver takes deliveries a claim is 50 at most
-// (receiver-load.ts), so the write lock is held no longer then.
+// (src/coordination/receiver-load.ts), so the write lock is held no longer then.
 const BATCH = 500
 
 export interface Worker {
@@ -33,7 +33,7 @@ export function startWorker(rt: Runtime): Worker {
   async function runPass(): Promise<void> {
     do {
       again = false
-      // In the processing thread, a burst at the receiver goes first (src/webhooks/receiver-load.ts).
+      // In the processing thread, a burst at the receiver goes first (src/coordination/receiver-load.ts).
       await yieldToReceiver(rt)
       if (stopped) return
       let rows

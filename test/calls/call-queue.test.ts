@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { afterEach, expect, it, vi } from 'vitest'
 import { enqueueCall, enqueueCalls, startCallQueue, type CallQueue } from '../../src/calls/call-queue.ts'
 import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
-import { setYieldGate } from '../../src/webhooks/receiver-load.ts'
+import { setYieldGate } from '../../src/coordination/receiver-load.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 

@@ -17,7 +17,7 @@ import {
 } from '../../src/campaigns/index.ts'
 import type { ConversationsTable } from '../../src/db/schema.ts'
 import { createManualClock } from '../../src/utils/clock.ts'
-import type { Effects } from '../../src/utils/effects.ts'
+import type { Effects } from '../../src/effects.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { startRecordingUpstream, uploadedCsv, type RecordingUpstream } from './recording-upstream.ts'

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { resolveConfig } from '../../src/config/file.ts'
 import { loadConfig } from '../../src/config/load.ts'
-import { DEFAULT_RETRY_SCHEDULE_MS } from '../../src/destinations/config.ts'
+import { DEFAULT_RETRY_SCHEDULE_MS } from '../../src/config/destinations.ts'
 import { DEST_SECRET } from './helpers.ts'
 
 const load = (env: Record<string, string>) => loadConfig({ env, cwd: '/srv/app' })

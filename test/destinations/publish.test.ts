@@ -1,7 +1,7 @@
 import { afterEach, expect, it } from 'vitest'
 import { recipeDestinations } from '../../src/destinations/publish.ts'
 import { renderPlan } from '../../src/recipes/present.ts'
-import type { Effects } from '../../src/utils/effects.ts'
+import type { Effects } from '../../src/effects.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { DEST_SECRET } from './helpers.ts'
 

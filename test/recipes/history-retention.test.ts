@@ -2,7 +2,7 @@ import { afterEach, expect, it } from 'vitest'
 import { lastClaimedTick } from '../../src/recipes/claims.ts'
 import { purgeRecipeHistory } from '../../src/recipes/retention.ts'
 import { purgeOldEvents } from '../../src/webhooks/index.ts'
-import { acquireLease } from '../../src/webhooks/lease.ts'
+import { acquireLease } from '../../src/coordination/lease.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createHarness, makeEvent, type Harness } from '../webhooks/helpers.ts'
 

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { main } from '../../src/cli.ts'
 import { migrate, openStore } from '../../src/db/connect.ts'
-import type { PlannedEffect } from '../../src/utils/effects.ts'
+import type { PlannedEffect } from '../../src/effects.ts'
 import { shippedRecipesDir } from '../helpers/recipes.ts'
 
 /**

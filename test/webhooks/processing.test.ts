@@ -11,9 +11,8 @@ import {
   startWebhookWorkers,
   webhookHealth,
   signStandard,
-  type PipelineEvent,
-  type ProcessedEvent,
 } from '../../src/webhooks/index.ts'
+import type { PipelineEvent, ProcessedEvent } from '../../src/events/hooks.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { pendingRow } from '../../src/webhooks/inbox.ts'
 import { nextTurn } from '../../src/utils/next-turn.ts'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { claimSize, createReceivingCheck, createYieldGate, HOLD_MAX_MS, LOOP_BUSY_SHARE, QUIET_MS, RECEIVING_FOR_MS, setReceivingCheck, trackReceiverLoad } from '../../src/webhooks/receiver-load.ts'
+import { claimSize, createReceivingCheck, createYieldGate, HOLD_MAX_MS, LOOP_BUSY_SHARE, QUIET_MS, RECEIVING_FOR_MS, setReceivingCheck, trackReceiverLoad } from '../../src/coordination/receiver-load.ts'
 import type { Runtime } from '../../src/runtime.ts'
 import { createManualClock } from '../../src/utils/clock.ts'
 

@@ -1,5 +1,5 @@
 import type { ParseArgsConfig } from 'node:util'
-import type { Runtime } from '../runtime.ts'
+import type { Runtime } from './runtime.ts'
 
 /** A user mistake: printed as one line, exit code 2, no stack trace. */
 export class CliError extends Error {

@@ -1,4 +1,4 @@
-import type { ErrorBody, ErrorType } from '../upstream/schemas.ts'
+import type { ErrorBody, ErrorType } from './schemas.ts'
 
 /**
  * A response in the provider's error shape `{error: {message, type, …extra}}`, used by the sandbox and

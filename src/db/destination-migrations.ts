@@ -1,5 +1,5 @@
 import { sql, type Migration } from 'kysely'
-import { hasColumn } from '../db/has-column.ts'
+import { hasColumn } from './has-column.ts'
 
 /**
  * `0006_destinations`: the forwarding outbox, every attempt, and per-destination state. Portable like

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
-import type { Config } from '../config/load.ts'
+import type { Config } from './load.ts'
 
 export function adminTokenFile(dataDir: string): string {
   return join(dataDir, 'admin-token')

@@ -1,4 +1,4 @@
-import type { CallRequest } from '../upstream/schemas.ts'
+import type { CallRequest } from './upstream/schemas.ts'
 
 /**
  * Side effects a recipe can cause. In a dry run each is appended to the run's plan instead of executed;

@@ -1,0 +1,34 @@
+import type { Runtime } from '../runtime.ts'
+
+/**
+ * Work that an HTTP request asks for but that is too heavy for the receiver's event loop (a day's report reads
+ * every conversation of the day; a do-not-call import parses 5 MB). A feature defines its task beside the code
+ * that asks for it and runs it with `runProcessingTask`: under `serve` it runs in the processing thread, which
+ * knows every task by name (src/processing-tasks.ts lists them); without one (`--role receiver`, an in-memory
+ * database, tests) it runs where it is asked. Arguments and results cross the thread boundary: plain data only.
+ */
+export interface ProcessingTask<Args, Result> {
+  readonly name: string
+  run(rt: Runtime, args: Args): Promise<Result>
+}
+
+export function defineProcessingTask<Args, Result>(name: string, run: (rt: Runtime, args: Args) => Promise<Result>): ProcessingTask<Args, Result> {
+  return { name, run }
+}
+
+/** Sends a task by name to where it runs, or answers undefined to run it here (no processing thread running now). */
+export type ProcessingTaskRunner = (name: string, args: unknown) => Promise<unknown> | undefined
+
+const runners = new WeakMap<Runtime, ProcessingTaskRunner>()
+
+/** Installed by the processing thread's host (src/processing-host.ts) while it runs; `undefined` removes it. */
+export function setProcessingTaskRunner(rt: Runtime, runner: ProcessingTaskRunner | undefined): void {
+  if (runner) runners.set(rt, runner)
+  else runners.delete(rt)
+}
+
+/** Runs a task in the processing thread when one is running, else on this thread. */
+export async function runProcessingTask<Args, Result>(rt: Runtime, task: ProcessingTask<Args, Result>, args: Args): Promise<Result> {
+  const sent = runners.get(rt)?.(task.name, args)
+  return sent ? ((await sent) as Result) : task.run(rt, args)
+}
