@@ -100,6 +100,26 @@ it('draws the overview charts (a canvas with the data)', async () => {
   expect(legend).toContain('call.no_answer')
 })
 
+it('says so where a chart cannot be drawn, the figures still in their tables (a locale Intl refuses)', async () => {
+  // "en-US@posix" is what this machine's POSIX locale gives a browser: ICU takes it, Intl (which uPlot formats with) does not.
+  const context = await browser.newContext({ locale: 'en-US@posix', storageState: await page.context().storageState() })
+  try {
+    const posix = await context.newPage()
+    const errors: string[] = []
+    posix.on('pageerror', (error) => errors.push(error.message))
+    await posix.goto(`${base}/ui`)
+    const charts = posix.locator('[data-chart]')
+    await expect.poll(() => charts.evaluateAll((els) => els.map((el) => el.getAttribute('data-drawn')))).toEqual(['failed', 'failed'])
+    expect(await charts.first().textContent()).toContain('could not be drawn in this browser; its figures are in the table below')
+    // What failed is uPlot's own loading, in the browser's Intl; nothing of switchboard's page script.
+    expect(errors.every((message) => /language tag/i.test(message))).toBe(true)
+    // The figures are still there, in the table under each chart.
+    expect(await posix.locator('figure details table').first().textContent()).toContain('call.completed')
+  } finally {
+    await context.close()
+  }
+})
+
 it('resends a failed report mail', async () => {
   const rt = ui.server.rt
   await insertMailLog(rt, { id: 'mail_failed_1', recipients: ['ops@example.com'], subject: subjectFor('2026-03-01', 'Asia/Kolkata') })

@@ -12,8 +12,16 @@
   var COLORS = ['#0172ad', '#d93526', '#2f9e44', '#e8590c', '#7048e8', '#0c8599', '#c2255c', '#5c940d', '#868e96']
 
   // <div data-chart='{"x":[unix seconds…],"series":[{"label":"…","values":[…]}],"time":true}'>
+  // Said in the chart's place when it cannot be drawn; its figures are in the table under every chart.
+  function unavailable(el) {
+    el.textContent = 'This chart could not be drawn in this browser; its figures are in the table below.'
+    el.setAttribute('data-drawn', 'failed')
+  }
+
   function draw(el) {
-    if (el.getAttribute('data-drawn') === '1' || typeof window.uPlot !== 'function') return
+    if (el.getAttribute('data-drawn')) return
+    // uPlot did not load (it formats with Intl, whose constructors refuse some browsers' locales while it loads).
+    if (typeof window.uPlot !== 'function') return unavailable(el)
     var spec
     try { spec = JSON.parse(el.getAttribute('data-chart')) } catch (e) { return }
     var width = Math.max(240, el.clientWidth || 320)
@@ -30,7 +38,13 @@
     }
     var data = [spec.x].concat(spec.series.map(function (s) { return s.values }))
     el.textContent = ''
-    var plot = new window.uPlot(opts, data, el)
+    var plot
+    try {
+      plot = new window.uPlot(opts, data, el)
+    } catch (e) {
+      // One chart that cannot draw must not stop the others.
+      return unavailable(el)
+    }
     el.setAttribute('data-drawn', '1')
     window.addEventListener('resize', function () {
       plot.setSize({ width: Math.max(240, el.clientWidth || 320), height: opts.height })
