@@ -3,7 +3,7 @@ import type { CallParameter, CallRequest, RetryContext, WebhookRetry } from '../
 import { DEFAULT_WINDOW, nextCallingTime, timeZoneForPhone, type CallingWindow } from './calling-window.ts'
 import { asksNotToCall } from './dnc.ts'
 import { followUpKey } from './idempotency-key.ts'
-import { createPhoneNormalizer } from './phones.ts'
+import { normalizePhone, type PhoneResult } from './phones.ts'
 import { buildRetryContext, type RetryContextOptions } from './retry-context.ts'
 
 /**
@@ -175,7 +175,10 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
   const immediateWithin = o.immediateWithinMs ?? DEFAULT_FOLLOW_UP.immediateWithinMs
   const window = o.window ?? DEFAULT_WINDOW
   const fallbackZone = o.timeZone ?? 'UTC'
-  const normalize = createPhoneNormalizer({ defaultCountry: o.defaultCountry ?? 'IN' })
+  // The process's shared cache (normalizePhone), not one of the run's own: the numbers were just read by
+  // loadFollowUpInputs and are read again when each call is scheduled, so each is parsed once, not twice.
+  const defaultCountry = o.defaultCountry ?? 'IN'
+  const normalize = (raw: string | null | undefined): PhoneResult => normalizePhone(raw, { defaultCountry })
   const onlyConversations = o.conversationIds ? new Set(o.conversationIds) : undefined
   const onlyAgents = o.agentIds ? new Set(o.agentIds) : undefined
   const onlyCampaigns = o.campaigns ? new Set(o.campaigns) : undefined
