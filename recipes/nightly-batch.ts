@@ -73,7 +73,10 @@ export default defineRecipe({
     const unparked: FileOutcome[] = []
     for (const file of files) {
       const path = join(inbox, file)
-      const name = `${basename(file, extname(file))}-${day}`
+      const list = basename(file, extname(file))
+      // The batch is named by list and night (as the provider's dashboard shows it); its campaign is the list's
+      // name, so a list sent again on another night stays one campaign (the report's rows, the follow-up cap).
+      const name = `${list}-${day}`
       // A launch that succeeded before a crash (file not yet moved) must not be launched again.
       const info = await stat(path)
       const launchedKey = `launched:${file}:${info.size}:${Math.trunc(info.mtimeMs)}`
@@ -82,7 +85,7 @@ export default defineRecipe({
         const earlier = await ctx.state.get<{ batch_id: number | null }>(launchedKey)
         const result = earlier && !ctx.dryRun
           ? { batch: null, rows: prepared.rows, rejects: prepared.rejects, reused: earlier.batch_id }
-          : await ctx.campaigns.launchBatch({ agentId: AGENT_ID, name, rows: prepared.rows, rejects: prepared.rejects, columns: prepared.columns })
+          : await ctx.campaigns.launchBatch({ agentId: AGENT_ID, name, campaign: list, rows: prepared.rows, rejects: prepared.rejects, columns: prepared.columns })
         const batchId = 'reused' in result ? result.reused : (result.batch?.id ?? null)
         let movedTo: string | null = null
         if (!ctx.dryRun) {

@@ -9,6 +9,9 @@ import { REJECT_REASONS } from './prepare-batch.ts'
 import { PHONE_COLUMN } from './read-contacts.ts'
 import type { Reject } from './rejects.ts'
 
+/** The call parameter that names a call's campaign (src/reports/campaign.ts reads it). */
+const CAMPAIGN_COLUMN = 'campaign'
+
 export interface LaunchBatchInput {
   agentId: number
   /** The batch's name (shown in the provider's dashboard and used as the campaign label). */
@@ -20,6 +23,12 @@ export interface LaunchBatchInput {
   /** Column order; default: customer_phone then the rows' keys in first-seen order. */
   columns?: string[]
   dnc?: DncOptions
+  /**
+   * The campaign the daily report, the dashboard and the follow-up cap count these calls under. The provider's
+   * conversations do not say which batch they came from, so it travels as a `campaign` column (a call parameter
+   * on each call) on every row that has none. Default: the batch's name; `false` adds no column.
+   */
+  campaign?: string | false
 }
 
 export interface LaunchBatchResult {
@@ -54,6 +63,10 @@ export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects:
     rows.push(phone.e164 === raw ? original : { ...original, [PHONE_COLUMN]: phone.e164 })
   })
 
+  const campaign = input.campaign === undefined ? input.name : input.campaign
+  if (campaign !== false) {
+    for (let i = 0; i < rows.length; i++) if (!rows[i]![CAMPAIGN_COLUMN]) rows[i] = { ...rows[i]!, [CAMPAIGN_COLUMN]: campaign }
+  }
   const effect = { kind: 'batch' as const, agent_id: input.agentId, name: input.name, rows, rejects }
   if (effects.dryRun) {
     effects.plan.push(effect)
@@ -63,7 +76,8 @@ export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects:
     rt.log.info({ batch: input.name, rejects: rejects.length }, 'batch has no callable rows; nothing uploaded')
     return { batch: null, rows, rejects, skipped: 'no_rows' }
   }
-  const csv = batchCsv(rows, input.columns ?? batchColumns(rows))
+  const columns = input.columns && campaign !== false && !input.columns.includes(CAMPAIGN_COLUMN) ? [...input.columns, CAMPAIGN_COLUMN] : input.columns
+  const csv = batchCsv(rows, columns ?? batchColumns(rows))
   const filename = `${input.name.replace(/[^\w.-]+/g, '_').slice(0, 80) || 'batch'}.csv`
   const batch = await rt.workspaceClient().createBatch({
     agent_id: input.agentId,

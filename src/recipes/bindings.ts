@@ -107,6 +107,7 @@ const launchBatchSchema = z.strictObject({
   rejects: z.array(rejectSchema).optional(),
   columns: z.array(z.string()).optional(),
   dnc: dncOptions.optional(),
+  campaign: z.union([z.string().min(1, { error: 'must name the campaign (or be false for none)' }), z.literal(false)]).optional(),
 })
 const followUpsSchema = z.strictObject({
   maxAttempts: z.number().int().min(1).optional(),
@@ -157,7 +158,7 @@ export function createBindings(rt: Runtime, effects: Effects, recipe: string, ti
   const campaigns: RecipeCampaigns = {
     ...pure,
     launchBatch: (input) =>
-      toolkit.launchBatch(rt, checkArgument(launchBatchSchema, input, site('ctx.campaigns.launchBatch', 'input', '{ agentId: number, name: string, rows: [{ customer_phone, … }], rejects?, columns? }')), effects),
+      toolkit.launchBatch(rt, checkArgument(launchBatchSchema, input, site('ctx.campaigns.launchBatch', 'input', '{ agentId: number, name: string, rows: [{ customer_phone, … }], rejects?, columns?, campaign? }')), effects),
     scheduleCall: (call, options = {}) => toolkit.scheduleCall(rt, call, effects, { recipe, timeZone, ...options }),
     scheduleCalls: (calls, options = {}) =>
       toolkit.scheduleCalls(rt, checkArgument(z.array(z.unknown(), { error: 'must be an array of calls' }), calls, site('ctx.campaigns.scheduleCalls', 'calls', 'an array of calls ({ agentId, phone, … } or follow-up plans)')) as Array<toolkit.NewCall | toolkit.CallPlan>, effects, { recipe, timeZone, ...options }),

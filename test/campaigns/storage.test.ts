@@ -299,9 +299,10 @@ describeEachDialect('campaign toolkit with storage', (dialect) => {
         kind: 'batch',
         agent_id: 101,
         name: 'March list',
+        // The batch's name rides along as each call's `campaign` parameter: the report groups by it.
         rows: [
-          { customer_phone: '+919876543210', Name: 'A' },
-          { customer_phone: '+919876543213', Name: 'D, E' },
+          { customer_phone: '+919876543210', Name: 'A', campaign: 'March list' },
+          { customer_phone: '+919876543213', Name: 'D, E', campaign: 'March list' },
         ],
         rejects: prepared.rejects,
       },
@@ -316,7 +317,21 @@ describeEachDialect('campaign toolkit with storage', (dialect) => {
     expect(upstream.requests).toHaveLength(1)
     expect(upstream.requests[0]!.path).toBe('/v1/batch-call')
     expect(upstream.requests[0]!.headers.authorization).toBe('Bearer sk_test_acme')
-    expect(parse(uploadedCsv(upstream.requests[0]!), { columns: true })).toEqual([{ customer_phone: '+919876543210', Name: 'A' }])
+    expect(parse(uploadedCsv(upstream.requests[0]!), { columns: true })).toEqual([{ customer_phone: '+919876543210', Name: 'A', campaign: 'March list' }])
+  })
+
+  it('names the campaign in a `campaign` column: the batch name by default, a row\'s own kept, or none on request', async () => {
+    const rows: Array<Record<string, string>> = [{ customer_phone: '+919876543210', Name: 'A' }, { customer_phone: '+919876543211', Name: 'B', campaign: 'spring' }]
+    // With the caller's column order (as prepareBatch gives it) the column is added at the end.
+    await launchBatch(rt, { agentId: 101, name: 'April list', rows, columns: ['customer_phone', 'Name'] }, live())
+    expect(parse(uploadedCsv(upstream.requests.at(-1)!), { columns: true })).toEqual([
+      { customer_phone: '+919876543210', Name: 'A', campaign: 'April list' },
+      { customer_phone: '+919876543211', Name: 'B', campaign: 'spring' },
+    ])
+    await launchBatch(rt, { agentId: 101, name: 'April list', rows, campaign: 'april-2026' }, live())
+    expect((parse(uploadedCsv(upstream.requests.at(-1)!), { columns: true }) as Array<Record<string, string>>).map((r) => r.campaign)).toEqual(['april-2026', 'spring'])
+    await launchBatch(rt, { agentId: 101, name: 'April list', rows: [rows[0]!], campaign: false }, live())
+    expect(parse(uploadedCsv(upstream.requests.at(-1)!), { columns: true })).toEqual([{ customer_phone: '+919876543210', Name: 'A' }])
   })
 
   it('a batch with no callable rows is not uploaded', async () => {

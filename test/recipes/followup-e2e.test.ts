@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, expect, it, vi } from 'vitest'
 import { listRuns } from '../../src/recipes/runner.ts'
+import { buildDailyReport } from '../../src/reports/build-report.ts'
+import { localDate } from '../../src/reports/day-range.ts'
 import { startServer, type RunningServer } from '../../src/server.ts'
 import { createSilentLogger } from '../../src/utils/logger.ts'
 import { shippedRecipesDir } from '../helpers/recipes.ts'
@@ -133,6 +135,21 @@ it('/admin/recipes lists, dry-runs and runs nightly-batch: a batch in the sandbo
   const batch = await fetch(`${server.url}/v1/batch-calls/${summary.batches[0]!.batch_id}`, { headers: { authorization: 'Bearer sk_test_acme' } })
   expect(batch.status).toBe(200)
   expect(((await batch.json()) as { data: { total_recipients: number } }).data.total_recipients).toBe(2)
+
+  // The sandbox calls both rows; the daily report counts them under the list's campaign, not "(direct)".
+  const numbers = ['+919876543210', '+919876543211']
+  const ended = await vi.waitFor(
+    async () => {
+      const rows = await server.rt.store.db.selectFrom('conversations').select(['contact_number', 'ended_at', 'terminal']).where('contact_number', 'in', numbers).execute()
+      if (rows.length < 2 || rows.some((r) => !Number(r.terminal))) throw new Error('the batch\'s calls have not all ended yet')
+      return rows
+    },
+    { timeout: 10_000, interval: 50 },
+  )
+  const day = localDate(Number(ended[0]!.ended_at), 'Asia/Kolkata')
+  const report = await buildDailyReport(server.rt, { date: day, timezone: 'Asia/Kolkata' })
+  expect(report.conversations.filter((c) => numbers.includes(c.contact_number ?? '')).map((c) => c.campaign)).toEqual(['leads', 'leads'])
+  expect(report.campaigns.find((c) => c.campaign === 'leads')?.figures.calls).toBe(2)
 
   expect((await fetch(`${server.url}/admin/recipes/nope/run`, { method: 'POST', headers: admin })).status).toBe(404)
 })

@@ -107,8 +107,9 @@ it('nightly-batch --dry-run prints each batch row and each reject, and moves not
   expect(code).toBe(0)
   expect(out).toMatch(/^recipe nightly-batch: succeeded \(dry run: nothing was called, launched or mailed\)/)
   expect(out).toMatch(/batch "leads-\d{4}-\d\d-\d\d" for agent 101: 2 rows, 2 rejected/)
-  expect(out).toContain('{"customer_phone":"+919876543210","Name":"Asha","City":"Pune"}')
-  expect(out).toContain('{"customer_phone":"+919876543211","Name":"Ravi","City":"Delhi"}')
+  // The list's name as each call's campaign (the batch's name adds the night).
+  expect(out).toContain('{"customer_phone":"+919876543210","Name":"Asha","City":"Pune","campaign":"leads"}')
+  expect(out).toContain('{"customer_phone":"+919876543211","Name":"Ravi","City":"Delhi","campaign":"leads"}')
   expect(out).toMatch(/rejected row 4: "09876543210" — duplicate of row 2/)
   expect(out).toMatch(/rejected row 5: "12345" — /)
   const json = JSON.parse((await cli(['recipes', 'run', 'nightly-batch', '--dry-run', '--json'])).out) as { dry_run: boolean; plan: PlannedEffect[] }
