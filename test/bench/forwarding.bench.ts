@@ -14,7 +14,8 @@
  *   3. as shipped: `node src/bin.mjs serve` with the two sinks as DESTINATIONS, a burst of FWD_SERVICE_EVENTS
  *      signed webhooks (distinct contacts, no recipes), timed from the first webhook sent to the last delivery
  *      counted by the sinks — receiver, processing, outbox and delivery worker sharing the machine as a user
- *      runs them. Printed as a ratio to the same capacity (informational: the budget is on 2).
+ *      runs them. Printed as a ratio to the same capacity (informational: the budget is on 2), with the CPU the
+ *      service, the sinks and the load generator used meanwhile (on two cores, how close the run came to the machine).
  * Steps 1 and 2 alternate for FWD_ROUNDS rounds (default 3) and each figure is the median: on a shared 2-core
  * machine either one moves by a third between runs. Prints deliveries/s, the worker's CPU per delivery and the
  * ratio, and the CPU each request cost this process (the bare client, or the worker) and the sinks' process, read
@@ -26,7 +27,7 @@
 import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import http from 'node:http'
-import { tmpdir } from 'node:os'
+import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startServe } from '../helpers/serve-child.ts'
@@ -221,7 +222,7 @@ function post(agent: http.Agent, port: number, path: string, body: Buffer | unde
 }
 
 /** The whole service as a user runs it, forwarding a burst of webhooks to the sinks. */
-async function forwardingAsShipped(ports: number[]): Promise<{ perSecond: number; delivered: number; ms: number; acknowledgedMs: number; halfMs: number }> {
+async function forwardingAsShipped(ports: number[]): Promise<{ perSecond: number; delivered: number; ms: number; acknowledgedMs: number; halfMs: number; cpu: { serviceMs?: number; sinksMs?: number; clientMs: number } }> {
   const { signFormant } = await import('../../src/webhooks/verify.ts')
   const recipesDir = mkdtempSync(join(tmpdir(), 'sb-bench-fwd-recipes-'))
   const destinations = ports.map((p, i) => ({ name: `sink${i + 1}`, url: `http://127.0.0.1:${p}/hooks`, secret: SECRET, allowHttp: true, concurrency: CONCURRENCY }))
@@ -250,6 +251,10 @@ async function forwardingAsShipped(ports: number[]): Promise<{ perSecond: number
       return { raw, headers: { 'x-formantai-signature': signFormant(raw, WEBHOOK_SECRET), 'x-formantai-timestamp': String(Math.floor(Date.now() / 1000)), 'x-formantai-event-id': id } }
     })
     const before = await count()
+    // CPU of the three processes over the run (Linux: /proc): on two cores, what the service as shipped can reach.
+    const serviceCpu0 = processCpuMs(service.child.pid)
+    const sinksCpu0 = processCpuMs(sinksPid)
+    const clientCpu0 = process.cpuUsage()
     const started = performance.now()
     let next = 0
     await Promise.all(Array.from({ length: 64 }, async () => {
@@ -270,7 +275,15 @@ async function forwardingAsShipped(ports: number[]): Promise<{ perSecond: number
       if (!halfMs && delivered >= total / 2) halfMs = performance.now() - started
     }
     const ms = performance.now() - started
-    return { perSecond: delivered / (ms / 1000), delivered, ms, acknowledgedMs, halfMs }
+    const serviceCpu1 = processCpuMs(service.child.pid)
+    const sinksCpu1 = processCpuMs(sinksPid)
+    const clientCpu = process.cpuUsage(clientCpu0)
+    const cpu = {
+      serviceMs: serviceCpu0 === undefined || serviceCpu1 === undefined ? undefined : serviceCpu1 - serviceCpu0,
+      sinksMs: sinksCpu0 === undefined || sinksCpu1 === undefined ? undefined : sinksCpu1 - sinksCpu0,
+      clientMs: (clientCpu.user + clientCpu.system) / 1000,
+    }
+    return { perSecond: delivered / (ms / 1000), delivered, ms, acknowledgedMs, halfMs, cpu }
   } finally {
     agent.destroy()
     await service.stop()
@@ -322,6 +335,9 @@ async function main(): Promise<void> {
     }
     const shipped = await forwardingAsShipped(ports)
     console.log(`as shipped (serve, ${SERVICE_EVENTS} signed webhooks → 2 destinations, from the first webhook to the last delivery): ${shipped.delivered} deliveries in ${(shipped.ms / 1000).toFixed(2)} s = ${shipped.perSecond.toFixed(0)} deliveries/s → ${(shipped.perSecond / capacity).toFixed(2)}× the sinks' capacity (every webhook acknowledged at ${(shipped.acknowledgedMs / 1000).toFixed(2)} s, half the deliveries out at ${(shipped.halfMs / 1000).toFixed(2)} s)`)
+    const seconds = (ms: number | undefined) => (ms === undefined ? 'n/a' : `${(ms / 1000).toFixed(2)} s`)
+    const busy = (shipped.cpu.serviceMs ?? 0) + (shipped.cpu.sinksMs ?? 0) + shipped.cpu.clientMs
+    console.log(`as shipped, CPU over those ${(shipped.ms / 1000).toFixed(2)} s: service ${seconds(shipped.cpu.serviceMs)}, sinks ${seconds(shipped.cpu.sinksMs)}, load generator ${seconds(shipped.cpu.clientMs)} — ${(busy / shipped.ms).toFixed(2)} of the machine's ${availableParallelism()} cores busy on average`)
     if (shipped.delivered !== SERVICE_EVENTS * 2) console.log(`as shipped: only ${shipped.delivered} of ${SERVICE_EVENTS * 2} deliveries arrived`)
     const pass = runs.every((r) => r.delivered === EVENTS * 2) && ratio >= 0.5 && fwd.perSecond >= 2000 && shipped.delivered === SERVICE_EVENTS * 2
     console.log(pass ? 'PASS' : 'FAIL')
