@@ -7,7 +7,8 @@ import { overviewCountsTask } from './ui/overview-counts.ts'
 
 /**
  * Every task a request can hand to the processing thread (src/coordination/processing-task.ts), by name: the
- * thread runs what the main thread names. A task defined but not listed here runs on the receiver's loop.
+ * thread runs what the main thread names. A task defined but not listed here would fail under `serve` ("no processing
+ * task named …"); test/pipeline/processing-tasks.test.ts checks the list against every definition.
  */
 const tasks: Array<ProcessingTask<never, unknown>> = [recipeRunTask, overviewCountsTask, dncImportTask, reportPreviewTask, reportResendTask]
 

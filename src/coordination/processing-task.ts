@@ -6,6 +6,8 @@ import type { Runtime } from '../runtime.ts'
  * that asks for it and runs it with `runProcessingTask`: under `serve` it runs in the processing thread, which
  * knows every task by name (src/processing-tasks.ts lists them); without one (`--role receiver`, an in-memory
  * database, tests) it runs where it is asked. Arguments and results cross the thread boundary: plain data only.
+ * The trade: while the thread drains a burst these requests answer more slowly (a task waits for the thread's current
+ * batch), and the receiver's answers do not.
  */
 export interface ProcessingTask<Args, Result> {
   readonly name: string

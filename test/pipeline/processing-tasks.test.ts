@@ -18,7 +18,7 @@ function definedTaskNames(): string[] {
 }
 
 describe('processing tasks', () => {
-  it('lists every task a feature defines, each once (an unlisted one would run on the receiver\'s loop)', () => {
+  it('lists every task a feature defines, each once (the thread refuses a name it does not list)', () => {
     const defined = definedTaskNames()
     expect(defined.length).toBeGreaterThanOrEqual(5)
     expect(new Set(defined).size).toBe(defined.length)
