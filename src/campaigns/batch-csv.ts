@@ -1,7 +1,6 @@
 import { createWriteStream } from 'node:fs'
 import { once } from 'node:events'
 import { stringify as stringifySync } from 'csv-stringify/sync'
-import { stringify } from 'csv-stringify'
 import { PHONE_COLUMN } from './read-contacts.ts'
 
 /**

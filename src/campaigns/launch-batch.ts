@@ -14,7 +14,7 @@ const CAMPAIGN_COLUMN = 'campaign'
 
 export interface LaunchBatchInput {
   agentId: number
-  /** The batch's name (shown in the provider's dashboard and used as the campaign label). */
+  /** The batch's name (shown in the provider's dashboard; the calls' campaign unless `campaign` says otherwise). */
   name: string
   /** Rows with `customer_phone` and the other columns; usually `prepareBatch(...).rows`. */
   rows: BatchRow[]

@@ -1,5 +1,5 @@
 import type { Runtime } from '../runtime.ts'
-import { deleteInChunks, PURGE_LEASE_MS, purgeRun, type ChunkedDeletion, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
+import { PURGE_LEASE_MS, purgeRun, type ChunkedDeletion, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
 import { recordPurge } from '../db/purge-metrics.ts'
 import { acquireLease, releaseLease } from './lease.ts'
 import { yieldToReceiver } from './receiver-load.ts'

@@ -1,4 +1,4 @@
-import { HTTPError, type H3 } from 'h3'
+import type { H3 } from 'h3'
 import { recipeEngineFor } from '../recipes/engine.ts'
 import { runRecipeNow } from '../recipes/run-now.ts'
 import { listRuns, type RecipeRun } from '../recipes/runner.ts'

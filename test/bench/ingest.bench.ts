@@ -18,7 +18,7 @@
 import { createBareWebhookApp } from './bare-webhook-app.ts'
 import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { closeSync, fsyncSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
+import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync } from 'node:fs'
 import http from 'node:http'
 import { setPriority, tmpdir } from 'node:os'
 import { join } from 'node:path'

@@ -5,7 +5,7 @@ import { deliveryId } from '../../src/destinations/sign.ts'
 import { startDeliveryWorker, SWEEP_MS } from '../../src/destinations/worker.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { cliEnv, runCli } from '../webhooks/helpers.ts'
-import { adminHeaders, closedAfterEach, createForwardHarness, DEST_SECRET, destination, makeEvent, OLD_SECRET, ok, reconfigured, sentEventIds, startSink, verifyStandard, WAIT, type ForwardHarness } from './helpers.ts'
+import { adminHeaders, closedAfterEach, createForwardHarness, DEST_SECRET, destination, makeEvent, OLD_SECRET, ok, reconfigured, sentEventIds, verifyStandard, WAIT, type ForwardHarness } from './helpers.ts'
 
 // Real HTTP on a shared, busy machine.
 vi.setConfig({ testTimeout: 60_000 })
