@@ -21,6 +21,7 @@ import { registerDestinationRoutes } from './destinations/index.ts'
 import { inboxBacklog } from './webhooks/backlog.ts'
 import { registerBacklogMetrics } from './backlog-metrics.ts'
 import { canRunInThread, startProcessingThread, type ProcessingThread } from './processing-host.ts'
+import { explainListenError } from './utils/listen-error.ts'
 
 
 /** Per-process hooks the operations endpoints read (the processing thread's metrics, when there is one). */
@@ -159,7 +160,12 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   opsState(rt).role = role
   const app = role === 'worker' ? createOpsApp(rt) : createApp(rt)
   const server = serveApp(app, { port: config.port, hostname: config.host })
-  await server.ready()
+  try {
+    await server.ready()
+  } catch (error) {
+    await rt.close()
+    throw explainListenError(error, { host: config.host, port: config.port })
+  }
   const address = server.node?.server?.address()
   const port = typeof address === 'object' && address ? address.port : config.port
   rt.config = withListenPort(rt.config, port)

@@ -3,6 +3,7 @@ import { loadConfig } from '../config/load.ts'
 import { CliError, defineCommand, intFlag } from '../cli-kit.ts'
 import { createLogger } from '../utils/logger.ts'
 import { waitForStopSignal } from '../utils/stop-signal.ts'
+import { explainListenError } from '../utils/listen-error.ts'
 import { DEMO_TENANTS } from './demo.ts'
 import { ALL_EVENTS, createSandbox } from './index.ts'
 
@@ -58,7 +59,7 @@ export const sandboxCommand = defineCommand({
         await server.ready()
       } catch (error) {
         await sandbox.close()
-        throw new CliError(`cannot listen on ${host}:${port}: ${(error as Error).message}`)
+        throw new CliError(explainListenError(error, { host, port }, { port: '--port', host: '--host' }).message, 1)
       }
       const address = server.node?.server?.address()
       const bound = typeof address === 'object' && address ? address.port : port

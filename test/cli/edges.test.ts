@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { createServer, type AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { main } from '../../src/cli.ts'
 import { resolveConfig } from '../../src/config/file.ts'
@@ -171,6 +172,39 @@ describe('metrics', () => {
     const text = await (await createApp(rt).fetch(new Request('http://localhost/metrics'))).text()
     expect(text).toMatch(/^switchboard_process_cpu_user_seconds_total /m)
     expect(text).not.toContain('switchboard_process_process_')
+  })
+})
+
+describe('a port or host it cannot listen on', () => {
+  /** A port some other program holds (a plain TCP server). */
+  async function takenPort(): Promise<number> {
+    const blocker = createServer()
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve))
+    cleanups.push(() => new Promise<void>((resolve) => blocker.close(() => resolve())))
+    return (blocker.address() as AddressInfo).port
+  }
+  const env = (extra: Record<string, string>) => ({ DATA_DIR: tempDir(), LOG_LEVEL: 'silent', RECONCILE_INTERVAL_SECONDS: '0', ...extra })
+
+  it('serve says the port is taken and what to change (exit 1), not a bare EADDRINUSE', async () => {
+    const port = await takenPort()
+    const r = await run(['serve'], env({ PORT: String(port), HOST: '127.0.0.1' }))
+    expect(r.code).toBe(1)
+    expect(r.stderr).toBe(`error: cannot listen on 127.0.0.1:${port}: the port is already in use — another switchboard (or another program) is listening there. Stop it, or set PORT to a free port\n`)
+  })
+
+  it('serve says when HOST is not an address of this machine', async () => {
+    // 203.0.113.5 is a documentation address (TEST-NET-3): never this machine's, and nothing is sent to it.
+    const r = await run(['serve'], env({ PORT: '0', HOST: '203.0.113.5' }))
+    expect(r.code).toBe(1)
+    expect(r.stderr).toContain('cannot listen on 203.0.113.5:0: 203.0.113.5 is not an address of this machine. Set HOST to one of its addresses')
+  })
+
+  it('sandbox names its own flag', async () => {
+    const port = await takenPort()
+    const r = await run(['sandbox', '--port', String(port)], env({}))
+    expect(r.code).toBe(1)
+    expect(r.stderr).toContain(`cannot listen on 127.0.0.1:${port}: the port is already in use`)
+    expect(r.stderr).toContain('set --port to a free port')
   })
 })
 
