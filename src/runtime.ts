@@ -2,6 +2,7 @@ import { Registry, collectDefaultMetrics } from 'prom-client'
 import type { Config } from './config/load.ts'
 import { migrate, openStore, type Store } from './db/connect.ts'
 import { shortSql } from './db/short-sql.ts'
+import { explainOpenError } from './db/open-error.ts'
 import { workspaceKey } from './config/workspace-key.ts'
 import { createVoiceClient, type VoiceClient, type VoiceClientOptions } from './upstream/client.ts'
 import { systemClock, type Clock } from './utils/clock.ts'
@@ -49,10 +50,24 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     ms: config.slowStatementMs,
     report: (sql: string, durationMs: number) => log.warn({ duration_ms: Math.round(durationMs), sql: shortSql(sql) }, 'slow database statement'),
   }
-  const store = overrides.store ?? (await openStore(config.databaseUrl, { slowStatement }))
+  let store: Store
+  try {
+    store = overrides.store ?? (await openStore(config.databaseUrl, { slowStatement }))
+  } catch (error) {
+    throw explainOpenError(error, config.databaseUrl)
+  }
   // Connections lost outside a query (database restart, network cut): the pool replaces them by itself.
   const unwatch = store.onConnectionError((error) => log.warn({ err: error.message }, 'database connection lost; reconnecting on next use'))
-  if (!overrides.skipMigrate) await migrate(store)
+  if (!overrides.skipMigrate) {
+    try {
+      await migrate(store)
+    } catch (error) {
+      // The first statement is where an unreachable Postgres shows (its pool connects on first use).
+      unwatch()
+      if (!overrides.store) await store.close().catch(() => {})
+      throw explainOpenError(error, config.databaseUrl)
+    }
+  }
   const clock = overrides.clock ?? systemClock
   const random = overrides.random ?? systemRandom
   const metrics = overrides.metrics ?? new Registry()

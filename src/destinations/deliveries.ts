@@ -3,7 +3,7 @@ import type { DestinationAttemptsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
 import { DELIVERY_COLUMNS, eventBody, orderedFlag, type DeliveryRow } from './outbox.ts'
 import { disabledDestinations } from './state.ts'
-import { shownUrl } from './shown-url.ts'
+import { shownUrl } from '../utils/shown-url.ts'
 
 /** Reading the outbox and putting deliveries back in it (CLI, admin routes). */
 

@@ -7,7 +7,7 @@ import { classify } from './outcome.ts'
 import { claimDeliveries, onEnqueued, orderQueuedDeliveries, releaseClaims, type ClaimedDelivery } from './outbox.ts'
 import { createAttemptRecorder, type AttemptRecorder } from './recorder.ts'
 import { signedHeaders, signingKeys } from './sign.ts'
-import { shownUrl } from './shown-url.ts'
+import { shownUrl } from '../utils/shown-url.ts'
 import { disableDestination, disabledDestinations } from './state.ts'
 import { yieldToReceiver } from '../coordination/receiver-load.ts'
 

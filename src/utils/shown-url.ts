@@ -1,6 +1,6 @@
 /**
- * A destination's URL as shown in lists, logs and stored reasons: a password in it (`https://user:pass@host/`,
- * sent as Basic auth) is replaced by `***`; everything else is kept, so the URL stays recognisable.
+ * A URL as shown in lists, logs, errors and stored reasons (a destination's, `DATABASE_URL`): a password in it
+ * (`https://user:pass@host/`) is replaced by `***`; everything else is kept, so the URL stays recognisable.
  */
 export function shownUrl(url: string): string {
   try {
@@ -13,7 +13,7 @@ export function shownUrl(url: string): string {
   }
 }
 
-/** The `Authorization: Basic …` value for a URL that carries credentials, or undefined. */
+/** The `Authorization: Basic …` value for a URL that carries credentials (a destination's), or undefined. */
 export function basicAuthOf(url: URL): string | undefined {
   if (!url.username && !url.password) return undefined
   return `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`

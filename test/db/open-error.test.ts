@@ -1,0 +1,56 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { loadConfig } from '../../src/config/load.ts'
+import { explainOpenError } from '../../src/db/open-error.ts'
+import { createRuntime } from '../../src/runtime.ts'
+import { createSilentLogger } from '../../src/utils/logger.ts'
+
+/** A runtime on `DATABASE_URL`; the error it fails with, if it does. */
+async function openFailure(databaseUrl: string, dataDir: string): Promise<Error | undefined> {
+  try {
+    const rt = await createRuntime(loadConfig({ env: { DATA_DIR: dataDir, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' } }), { log: createSilentLogger() })
+    await rt.close()
+    return undefined
+  } catch (error) {
+    return error as Error
+  }
+}
+
+describe('a database that cannot be opened at start-up', () => {
+  it('Postgres refusing the connection: names the database (password hidden) and what to check', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-open-'))
+    try {
+      // Port 1 on loopback: nothing listens there, the connection is refused at once.
+      const error = await openFailure('postgres://switchboard:s3cret-pw@127.0.0.1:1/app', dir)
+      expect(error?.message).toMatch(/^cannot open the database postgres:\/\/switchboard:\*\*\*@127\.0\.0\.1:1\/app: .*ECONNREFUSED.* — is it running, and is DATABASE_URL right\?$/)
+      expect(error?.message).not.toContain('s3cret-pw')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('a SQLite file that cannot be created: names it and what to check', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-open-'))
+    try {
+      // The database's folder is a file.
+      writeFileSync(join(dir, 'not-a-folder'), '')
+      const error = await openFailure(`sqlite:${join(dir, 'not-a-folder', 'switchboard.db')}`, dir)
+      expect(error?.message).toBe(`cannot open the database sqlite:${join(dir, 'not-a-folder', 'switchboard.db')}: EEXIST: file already exists, mkdir '${join(dir, 'not-a-folder')}' — can this process create and write files in DATA_DIR (or the folder DATABASE_URL names)?`)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('other errors pass unchanged; Postgres\'s "database does not exist" and failed logins are explained', () => {
+    const syntax = Object.assign(new Error('syntax error at or near "x"'), { code: '42601' })
+    expect(explainOpenError(syntax, 'postgres://db/app')).toBe(syntax)
+    expect(explainOpenError(new Error('no code'), 'postgres://db/app')).toBeInstanceOf(Error)
+    expect((explainOpenError(new Error('no code'), 'postgres://db/app') as Error).message).toBe('no code')
+    const missing = Object.assign(new Error('database "nosuch" does not exist'), { code: '3D000' })
+    expect((explainOpenError(missing, 'postgres://u:pw@db:5432/nosuch') as Error).message).toBe('cannot open the database postgres://u:***@db:5432/nosuch: 3D000: database "nosuch" does not exist — is it running, and is DATABASE_URL right?')
+    const login = Object.assign(new Error('password authentication failed for user "u"'), { code: '28P01' })
+    expect((explainOpenError(login, 'postgres://u:pw@db/app') as Error).message).toContain('28P01: password authentication failed')
+  })
+})
