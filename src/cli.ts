@@ -166,7 +166,8 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
       return error instanceof CliError ? error.exitCode : 2
     }
     if (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      err(`error: ${error.message}. Run "${name} ${command.name} --help".\n`)
+      // Node's messages sometimes end with a full stop of their own, sometimes not.
+      err(`error: ${error.message.replace(/\.+$/, '')}. Run "${name} ${command.name} --help".\n`)
       return 2
     }
     err(`error: ${(error as Error).message ?? String(error)}\n`)
