@@ -1,5 +1,6 @@
 import { CliError, defineCommand, intFlag, type CliCommand } from '../cli-kit.ts'
 import { sleep } from '../utils/clock.ts'
+import { isVoiceApiError } from '../upstream/errors.ts'
 import { EVENT_STATUSES, getEvent, listEvents } from './events.ts'
 import { requeueEvent } from './processing.ts'
 import { reconcile } from './reconcile.ts'
@@ -81,7 +82,16 @@ const reconcileCommand = defineCommand({
   options: { json: { type: 'boolean' } },
   async run(ctx) {
     const rt = await ctx.runtime()
-    const result = await reconcile(rt)
+    let result: Awaited<ReturnType<typeof reconcile>>
+    try {
+      result = await reconcile(rt)
+    } catch (error) {
+      // In sandbox mode the provider is the running service's own sandbox: with no service, there is nothing to list.
+      if (rt.config.sandboxMode && isVoiceApiError(error) && error.type === 'network_error') {
+        throw new CliError(`${error.message}\n  in sandbox mode the provider is the service's own sandbox: start the service (npm start), then run reconcile again`, 1)
+      }
+      throw error
+    }
     if (ctx.values.json) return ctx.json(result)
     if (result.skipped) return void ctx.write('another replica is reconciling right now; nothing done\n')
     for (const id of result.eventIds) ctx.write(`  queued ${id}\n`)

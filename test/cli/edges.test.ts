@@ -208,6 +208,20 @@ describe('a port or host it cannot listen on', () => {
   })
 })
 
+describe('reconcile in sandbox mode with no service running', () => {
+  it('says the provider is the service\'s own sandbox, and to start it first (exit 1)', async () => {
+    // A port nothing listens on: the one a server just gave back.
+    const probe = createServer()
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
+    const port = (probe.address() as AddressInfo).port
+    await new Promise<void>((resolve) => probe.close(() => resolve()))
+    const r = await run(['reconcile'], { DATA_DIR: tempDir(), PORT: String(port), LOG_LEVEL: 'silent' })
+    expect(r.code).toBe(1)
+    expect(r.stderr).toContain(`error: cannot reach http://127.0.0.1:${port}/sandbox`)
+    expect(r.stderr).toContain('in sandbox mode the provider is the service\'s own sandbox: start the service (npm start), then run reconcile again\n')
+  })
+})
+
 describe('cli sandbox', () => {
   it('refuses an empty --webhook-secret (an unset variable) instead of sending unsigned webhooks', async () => {
     const r = await run(['sandbox', '--webhook-url', 'http://127.0.0.1:3000/webhooks/formant', '--webhook-secret', ''], { LOG_LEVEL: 'silent' })
