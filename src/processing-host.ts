@@ -22,13 +22,6 @@ export interface ProcessingThread {
 /** The longest a request waits on a task in the thread (a day's report takes seconds, not minutes). */
 const TASK_WAIT_MS = 120_000
 
-const threads = new WeakMap<Runtime, ProcessingThread>()
-
-/** The processing thread this runtime started, while it has one. */
-export function processingThreadOf(rt: Runtime): ProcessingThread | undefined {
-  return threads.get(rt)
-}
-
 /** How long `/metrics` waits for the thread's share before answering with the main thread's alone. */
 const METRICS_WAIT_MS = 2_000
 /** Restart backoff after the thread dies: 1 s doubling to 30 s, reset once a thread has run for a minute. */
@@ -176,7 +169,6 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
     },
     async stop() {
       stopping = true
-      threads.delete(rt)
       setProcessingTaskRunner(rt, undefined)
       off()
       offWriting()
@@ -192,7 +184,6 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
       await worker.terminate()
     },
   }
-  threads.set(rt, thread)
   // Requests' heavy tasks go to the thread while it runs; between a death and the restart they run here.
   setProcessingTaskRunner(rt, (name, args) => (thread.running() ? thread.task(name, args) : undefined))
   return thread
