@@ -25,9 +25,18 @@ export function callParameter(json: string | null, name: string): string | undef
 }
 
 /**
+ * A ledger row's campaign as people read it. Follow-ups of a call that no batch, recipe or campaign parameter
+ * claims are grouped (for the attempt cap and their idempotency keys) under `agent:<id>`, and the ledger keeps that
+ * key; shown, they stay with the call they follow, under "(direct)".
+ */
+export function shownCampaign(campaign: string | null, agentId: number): string | null {
+  return campaign === `agent:${agentId}` ? DIRECT_CAMPAIGN : campaign
+}
+
+/**
  * The campaign a conversation belongs to: the ledger's campaign (batch or recipe campaign) for calls
  * switchboard placed, else the recipe that placed it, else a `campaign` call parameter, else "(direct)".
  */
 export function campaignOf(row: ReportRow): string {
-  return row.call_campaign || row.call_recipe || callParameter(row.call_parameters, 'campaign') || DIRECT_CAMPAIGN
+  return shownCampaign(row.call_campaign, row.agent_id) || row.call_recipe || callParameter(row.call_parameters, 'campaign') || DIRECT_CAMPAIGN
 }

@@ -99,6 +99,13 @@ it('no_answer → follow-up scheduled at the next window opening → it runs and
   // A completed call plans no further follow-up, on its event or on later sweeps.
   const all = await db.selectFrom('calls').select(['id', 'recipe']).execute()
   expect(all.filter((c) => c.recipe === 'no-answer-followup')).toHaveLength(1)
+
+  // The daily reports count the follow-up with the call it follows: a call placed directly through the proxy, so
+  // "(direct)" on both days (not the `agent:101` its attempt cap is grouped by).
+  for (const date of ['2026-01-15', '2026-01-16']) {
+    const report = await buildDailyReport(server.rt, { date, timezone: 'Asia/Kolkata' })
+    expect(report.campaigns.map((c) => c.campaign), date).toEqual(['(direct)'])
+  }
 })
 
 it('/admin/recipes lists, dry-runs and runs nightly-batch: a batch in the sandbox, the file moved beside its rejects', async () => {
