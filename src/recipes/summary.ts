@@ -26,3 +26,26 @@ export function decodeSummary(text: string | null): unknown {
 export function summaryText(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value)
 }
+
+/**
+ * For a table cell: an object summary as its figures in a line ("queued 1 · calls 1 · mailed no"), counts of 0 and
+ * empty values left out, a list by its length (or its items, when they are short words), nested objects left to the
+ * run's own page. Anything else as `summaryText` gives it. Keys and values are the recipe's own: shown as text.
+ */
+export function summaryLine(value: unknown): string {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return summaryText(value)
+  const parts: string[] = []
+  for (const [key, v] of Object.entries(value)) {
+    if (typeof v === 'number') {
+      if (v !== 0) parts.push(`${key} ${v}`)
+    } else if (typeof v === 'boolean') parts.push(`${key} ${v ? 'yes' : 'no'}`)
+    else if (typeof v === 'string') {
+      if (v !== '') parts.push(`${key} ${v}`)
+    } else if (Array.isArray(v)) {
+      if (v.length === 0) continue
+      const words = v.every((item) => typeof item === 'string' && item.length <= 40) && v.length <= 3
+      parts.push(words ? `${key} ${v.join(', ')}` : `${key} ${v.length}`)
+    }
+  }
+  return parts.length ? parts.join(' · ') : 'nothing to report (every count 0)'
+}

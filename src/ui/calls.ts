@@ -4,8 +4,9 @@ import { CALL_STATUSES, followUpChain, listCalls } from '../calls/list-calls.ts'
 import type { CallRecord } from '../calls/record.ts'
 import { normalizePhone } from '../campaigns/phones.ts'
 import type { Runtime } from '../runtime.ts'
+import { shownCampaign } from '../reports/campaign.ts'
 import { getConversation } from '../webhooks/read-model.ts'
-import { fields, status, table } from './components.ts'
+import { fields, shortId, status, table } from './components.ts'
 import { fmtTime, html } from './html.ts'
 import { page } from './layout.ts'
 
@@ -56,9 +57,10 @@ ${fields(`Attempt ${i + 1}`, [
   ['Error', c.error ?? '—'],
 ])}`)}</section>` : ''}
 <h2>Ledger</h2>
-${table('Calls', ['Created', 'Phone', 'Agent', 'Recipe', 'Campaign', 'Status', 'Scheduled for', 'Idempotency key', 'Chain'], calls.map((c) => [
-  fmtTime(c.created_at), c.customer_phone, String(c.agent_id), c.recipe ?? 'proxy', c.campaign ?? '—', status(c.status), when(c), c.idempotency_key,
-  html`<a href="${`/ui/calls?${new URLSearchParams({ ...(q.phone ? { phone: q.phone } : {}), chain: c.id })}`}">chain</a>`,
+${table('Calls', ['Created', 'Phone', 'Agent', 'Recipe', 'Campaign', 'Status', 'Scheduled for', 'Idempotency key'], calls.map((c) => [
+  fmtTime(c.created_at),
+  html`<a href="${`/ui/calls?${new URLSearchParams({ ...(q.phone ? { phone: q.phone } : {}), chain: c.id })}`}" title="the follow-up chain of this call">${c.customer_phone}</a>`,
+  String(c.agent_id), c.recipe ?? 'proxy', shownCampaign(c.campaign, c.agent_id) ?? '—', status(c.status), when(c), shortId(c.idempotency_key),
 ]), 'No call matches.')}`,
     })
   })

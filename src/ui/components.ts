@@ -35,8 +35,23 @@ ${table(title, ['', ...spec.series.map((s) => s.label)], spec.x.map((x, i) => [x
 </figure>`
 }
 
-/** The first `n` characters of a long text, with an ellipsis. */
-export function clip(text: string | null | undefined, n = 80): string {
+/**
+ * A long id (a UUID is 36 characters) shown by its first and last 4 characters, the whole of it in the tooltip and, given `href`, a link
+ * (usually to the records that share it): three of them in a row push a table's last columns (the error) out of
+ * sight on a laptop's screen. Detail pages show ids whole.
+ */
+export function shortId(id: string | null | undefined, href?: string): SafeHtml | string {
+  if (!id) return '—'
+  // Both ends: time-ordered ids (UUID v7) share their first characters, a suffix (`…_2`) tells a chain's calls apart.
+  const shown = id.length > 12 ? `${id.slice(0, 4)}…${id.slice(-4)}` : id
+  return href ? html`<a href="${href}" title="${id}"><code>${shown}</code></a>` : html`<code title="${id}">${shown}</code>`
+}
+
+/**
+ * A long text in a table cell (an error, a summary): its first `n` characters, with an ellipsis and the whole of it
+ * in the tooltip when cut. It wraps rather than widening its column, so the table still fits a laptop's screen.
+ */
+export function clip(text: string | null | undefined, n = 80): SafeHtml | string {
   if (!text) return ''
-  return text.length > n ? `${text.slice(0, n)}…` : text
+  return text.length > n ? html`<span class="cell-text" title="${text}">${text.slice(0, n)}…</span>` : html`<span class="cell-text">${text}</span>`
 }

@@ -9,7 +9,7 @@ import { flashMessage } from './flash.ts'
 import { fmtIso, fmtTime, html } from './html.ts'
 import { csrfField, page } from './layout.ts'
 import { seeOther } from './responses.ts'
-import { summaryText } from '../recipes/summary.ts'
+import { summaryLine } from '../recipes/summary.ts'
 
 function idOf(raw: string | undefined): string {
   return decodeURIComponent(raw ?? '')
@@ -55,7 +55,7 @@ ${fields('Processing', [
 <p><small>switchboard keeps the number of attempts and the last attempt's error; the log lines of each attempt (with this event_id) are in the service log.</small></p>
 <h2>Recipes</h2>
 ${table('Recipes fired', ['Recipe', 'Fired at'], fires.map((f) => [f.recipe, fmtTime(f.firedAt)]), 'No recipe was triggered by this event.')}
-${runs.length ? table('Runs', ['Recipe', 'Status', 'Started', 'Duration', 'Summary', 'Error'], runs.map((r) => [r.recipe, status(r.status), fmtTime(r.startedAt), r.endedAt === null ? '—' : `${r.endedAt - r.startedAt} ms`, clip(r.summary === null ? null : summaryText(r.summary), 120), clip(r.error, 120)])) : ''}
+${runs.length ? table('Runs', ['Recipe', 'Status', 'Started', 'Duration', 'Summary', 'Error'], runs.map((r) => [r.recipe, status(r.status), fmtTime(r.startedAt), r.endedAt === null ? '—' : `${r.endedAt - r.startedAt} ms`, clip(r.summary === null ? null : summaryLine(r.summary), 120), clip(r.error, 120)])) : ''}
 <h2>Audit headers</h2>
 ${table('Headers', ['Header', 'Value'], Object.entries(found.headers).map(([k, v]) => [k, v]), 'No headers were kept.')}
 <h2>Raw body</h2>

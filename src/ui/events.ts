@@ -2,7 +2,7 @@ import { HTTPError, type H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import { WEBHOOK_EVENT_TYPES } from '../upstream/schemas.ts'
 import { EVENT_STATUSES, listEvents } from '../webhooks/events.ts'
-import { clip, status, table } from './components.ts'
+import { clip, shortId, status, table } from './components.ts'
 import { encodeCursor, eventsQuerySchema, filterParams, toEventFilter, type EventsQuery } from './events-filter.ts'
 import { flashMessage } from './flash.ts'
 import { formOf } from './form.ts'
@@ -53,8 +53,8 @@ export function registerEventsPage(app: H3, rt: Runtime): void {
       e.event_type,
       status(e.status),
       String(e.attempts),
-      e.conversation_id ?? '',
-      e.trace_id ?? '',
+      e.customer_phone ?? '—',
+      shortId(e.conversation_id, e.conversation_id ? `/ui/events?${new URLSearchParams({ conversation_id: e.conversation_id })}` : undefined),
       clip(e.last_error, 60),
     ])
     const filtered = params.toString()
@@ -69,7 +69,7 @@ ${csrfField(event)}${[...params].map(([k, v]) => html`<input type="hidden" name=
 </form>
 ${filtered ? html`<a href="/ui/events">Clear filters</a>` : ''}
 </div>
-${table('Events', ['Received (UTC)', 'Event id', 'Type', 'Status', 'Attempts', 'Conversation', 'Trace id', 'Last error'], rows, 'No event matches.')}
+${table('Events', ['Received (UTC)', 'Event id', 'Type', 'Status', 'Attempts', 'Phone', 'Conversation', 'Last error'], rows, 'No event matches.')}
 <nav aria-label="Pages" class="actions">
 ${q.after ? html`<a href="${`/ui/events${filtered ? `?${filtered}` : ''}`}">First page</a>` : ''}
 ${events.length === EVENTS_PAGE_SIZE ? html`<a href="${`/ui/events?${nextParams}`}" rel="next">Next page</a>` : ''}

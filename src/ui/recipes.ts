@@ -8,7 +8,7 @@ import { field, formOf } from './form.ts'
 import { fmtTime, html } from './html.ts'
 import { csrfField, page } from './layout.ts'
 import { renderPlanHtml } from './plan.ts'
-import { summaryText } from '../recipes/summary.ts'
+import { summaryLine } from '../recipes/summary.ts'
 
 const RUNS_SHOWN = 5
 
@@ -40,7 +40,7 @@ ${fields(`Recipe ${r.name}`, [
 </div>
 <h3>Last runs</h3>
 ${table(`Runs of ${r.name}`, ['Started', 'Trigger', 'Status', 'Duration', 'Summary', 'Error'], runs[i]!.map((run) => [
-  fmtTime(run.startedAt), `${run.trigger}${run.dryRun ? ' (dry run)' : ''}`, status(run.status), duration(run), clip(run.summary === null ? null : summaryText(run.summary), 140), clip(run.error, 140),
+  fmtTime(run.startedAt), `${run.trigger}${run.dryRun ? ' (dry run)' : ''}`, status(run.status), duration(run), clip(run.summary === null ? null : summaryLine(run.summary), 140), clip(run.error, 140),
 ]), 'Not run yet.')}
 </article>`),
     })
@@ -60,7 +60,7 @@ ${fields('Run', [
   ['Status', html`<span id="run-status">${status(run.status)}</span>`],
   ['Started', fmtTime(run.startedAt)],
   ['Duration', duration(run)],
-  ['Summary', run.summary === null ? '—' : summaryText(run.summary)],
+  ['Summary', run.summary === null ? '—' : typeof run.summary === 'string' ? run.summary : html`<p>${summaryLine(run.summary)}</p><pre tabindex="0"><code>${JSON.stringify(run.summary, null, 2)}</code></pre>`],
   ['Error', run.error ?? '—'],
 ])}
 <h2>Plan</h2>

@@ -1,8 +1,10 @@
+import { randomUUID } from 'node:crypto'
 import { mkdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { drainDue } from '../../src/webhooks/processing.ts'
 import { launchBrowser } from '../helpers/browser.ts'
 import { login, startUiServer, TOKEN, type UiServer } from './helpers.ts'
 import { deliver, XSS } from './seed.ts'
@@ -36,6 +38,8 @@ beforeAll(async () => {
     await ui.clock.advance(3_600_000)
   }
   PAGES[2] = `/ui/events/${xssEvent}`
+  // Processed, as a running service would have them: the README's screenshot shows a healthy service, not a backlog.
+  await drainDue(ui.server.rt)
   const { jar } = await login(ui.server.url)
   browser = await launchBrowser()
   context = await browser.newContext({ locale: 'en-US', viewport: { width: 375, height: 800 } })
@@ -96,5 +100,45 @@ it('saves a screenshot of the overview for the README', async () => {
   await wide.locator('figure .uplot canvas').first().waitFor()
   mkdirSync(resolve(SCREENSHOT, '..'), { recursive: true })
   await wide.screenshot({ path: SCREENSHOT, type: 'png' })
+  await wide.close()
+})
+
+it('at 1280 px the events and calls tables fit without scrolling sideways: long ids shortened, errors wrap', async () => {
+  // UUID conversation ids and a long error, as a real campaign has them (newest first: the top of the page).
+  const failed = await deliver(ui.server, ui.clock, { call: { conversation_id: `${randomUUID()}_1` } })
+  for (let i = 0; i < 3; i++) await deliver(ui.server, ui.clock, { call: { conversation_id: `${randomUUID()}_${i + 1}` } })
+  const error = 'read model: upstream 503 Service Unavailable while fetching the conversation; will retry after the backoff of 30 s'
+  await ui.server.rt.store.db.updateTable('webhook_events').set({ status: 'dead', last_error: error }).where('event_id', '=', failed).execute()
+  for (const phone of ['+919876543210', '+919876543211']) {
+    const placed = await fetch(`${ui.server.url}/v1/call`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer sk_test_acme', 'content-type': 'application/json' },
+      body: JSON.stringify({ agent_id: 101, parameters: [{ name: 'customer_phone', value: phone }] }),
+    })
+    expect(placed.status).toBe(200)
+  }
+  const wide = await context.newPage()
+  await wide.setViewportSize({ width: 1280, height: 800 })
+  for (const path of ['/ui/events', '/ui/calls']) {
+    await wide.goto(`${ui.server.url}${path}`)
+    const tables = await wide.locator('.table-wrap').evaluateAll((wraps) => wraps.map((w) => ({ scroll: w.scrollWidth, client: w.clientWidth })))
+    expect(tables.length, path).toBeGreaterThan(0)
+    for (const t of tables) expect(t.scroll, path).toBeLessThanOrEqual(t.client)
+  }
+  // The whole id is a hover away, and its link finds the records that share it.
+  await wide.goto(`${ui.server.url}/ui/events`)
+  const conversation = wide.locator('td a[title$="_3"]').first()
+  const full = (await conversation.getAttribute('title'))!
+  expect(await conversation.textContent()).toBe(`${full.slice(0, 4)}…${full.slice(-4)}`)
+  await conversation.click()
+  await expect.poll(() => new URL(wide.url()).searchParams.get('conversation_id')).toBe(full)
+  expect(await wide.locator('tbody tr').count()).toBe(1)
+  await wide.goto(`${ui.server.url}/ui/events`)
+  expect(await wide.locator('.cell-text').first().getAttribute('title')).toBe(error)
+  // A call's number opens its follow-up chain.
+  await wide.goto(`${ui.server.url}/ui/calls`)
+  await wide.locator('td a', { hasText: '+919876543211' }).click()
+  await wide.getByRole('heading', { name: 'Follow-up chain' }).waitFor()
+  expect(new URL(wide.url()).searchParams.get('chain')).toBeTruthy()
   await wide.close()
 })

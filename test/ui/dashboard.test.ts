@@ -79,6 +79,13 @@ it('dry-runs a recipe and shows its plan: batch rows and rejected rows with reas
   const rejects = plan.getByRole('region', { name: /rejected rows/ })
   expect(await rejects.locator('tbody tr').allInnerTexts()).toEqual([expect.stringMatching(/^4\s+555\s+\S/)])
   expect(await plan.textContent()).toContain('+919876543210')
+  // The summary the recipe returned: its figures in a line, the whole value below it.
+  expect(await page.getByRole('row', { name: /^Summary/ }).locator('p').textContent()).toBe('files 1 · batches 1')
+  expect(await page.getByRole('row', { name: /^Summary/ }).locator('pre').textContent()).toContain('"batches": [')
+  // And in the recipe's last runs, as a line rather than JSON.
+  await page.goto(`${base}/ui/recipes`)
+  const runs = page.getByRole('region', { name: 'Runs of nightly-batch' })
+  expect(await runs.locator('tbody tr').first().innerText()).toMatch(/\(dry run\)\s+succeeded\s+\d+ ms\s+files 1 · batches 1/)
 })
 
 it('draws the overview charts (a canvas with the data)', async () => {
