@@ -25,6 +25,7 @@ function trendChart(title: string, trend: TrendDay[]): SafeHtml {
   const x = trend.map((d) => Date.parse(`${d.date}T12:00:00Z`) / 1000)
   return chart(title, {
     x,
+    days: true,
     series: [
       { label: 'calls', values: trend.map((d) => d.calls) },
       { label: 'connected', values: trend.map((d) => d.connected) },

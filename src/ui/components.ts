@@ -24,8 +24,11 @@ export function card(label: string, value: HtmlValue, note?: HtmlValue): SafeHtm
   return html`<article><small>${label}</small><span class="figure">${value}</span>${note ? html`<small>${note}</small>` : ''}</article>`
 }
 
-/** A chart drawn by app.js with uPlot, with its figures also as a table for screen readers. */
-export function chart(title: string, spec: { x: number[]; series: Array<{ label: string; values: number[] }>; time?: boolean }, xLabel: (x: number) => string): SafeHtml {
+/**
+ * A chart drawn by app.js with uPlot, with its figures also as a table for screen readers. `days`: x is noon UTC of
+ * each date, and the axis shows dates, not hours.
+ */
+export function chart(title: string, spec: { x: number[]; series: Array<{ label: string; values: number[] }>; time?: boolean; days?: boolean }, xLabel: (x: number) => string): SafeHtml {
   return html`<figure>
 <figcaption>${title}</figcaption>
 <div class="chart" role="img" aria-label="${`Chart: ${title}`}" data-chart="${JSON.stringify(spec)}"></div>

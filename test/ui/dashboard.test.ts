@@ -107,6 +107,28 @@ it('draws the overview charts (a canvas with the data)', async () => {
   expect(legend).toContain('call.no_answer')
 })
 
+it('labels the campaign trends by date — a tick a day, read in UTC even in a browser at UTC+14', async () => {
+  const context = await browser.newContext({ locale: 'en-US', timezoneId: 'Pacific/Kiritimati', storageState: await page.context().storageState() })
+  try {
+    const east = await context.newPage()
+    await east.goto(`${base}/ui/campaigns?date=2026-03-02`)
+    const charts = east.locator('figure .chart')
+    await expect.poll(() => charts.first().getAttribute('data-x-labels')).toBeTruthy()
+    expect(await charts.first().getAttribute('data-x-labels')).toBe('Feb 24, Feb 25, Feb 26, Feb 27, Feb 28, Mar 1, Mar 2')
+    // 30 days: every fourth, ending on the day shown.
+    const month = (await charts.nth(1).getAttribute('data-x-labels'))!.split(', ')
+    expect(month.at(-1)).toBe('Mar 2')
+    expect(month.length).toBeLessThanOrEqual(8)
+    // Under the cursor the legend names the day too, not a time of day.
+    const over = east.locator('figure .uplot .u-over').first()
+    const box = (await over.boundingBox())!
+    await over.hover({ position: { x: box.width - 2, y: box.height / 2 } })
+    await expect.poll(() => east.locator('figure .u-legend').first().innerText()).toMatch(/Day:?\s*Mar 2(?!\d)/)
+  } finally {
+    await context.close()
+  }
+})
+
 it('says so where a chart cannot be drawn, the figures still in their tables (a locale Intl refuses)', async () => {
   // "en-US@posix" is what this machine's POSIX locale gives a browser: ICU takes it, Intl (which uPlot formats with) does not.
   const context = await browser.newContext({ locale: 'en-US@posix', storageState: await page.context().storageState() })

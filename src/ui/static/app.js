@@ -11,11 +11,35 @@
 
   var COLORS = ['#0172ad', '#d93526', '#2f9e44', '#e8590c', '#7048e8', '#0c8599', '#c2255c', '#5c940d', '#868e96']
 
-  // <div data-chart='{"x":[unix seconds…],"series":[{"label":"…","values":[…]}],"time":true}'>
+  // <div data-chart='{"x":[unix seconds…],"series":[{"label":"…","values":[…]}],"time":true,"days":false}'>
   // Said in the chart's place when it cannot be drawn; its figures are in the table under every chart.
   function unavailable(el) {
     el.textContent = 'This chart could not be drawn in this browser; its figures are in the table below.'
     el.setAttribute('data-drawn', 'failed')
+  }
+
+  var MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec']
+
+  // A series of days (x = noon UTC of each date): a tick a day (every few days on a long series), labelled with the
+  // date itself — read in UTC, so a browser east of UTC+12 does not show the next day, and never an hour of the day.
+  // The labels drawn are also kept in data-x-labels.
+  function dayLabel(v) {
+    var d = new Date(v * 1000)
+    return MONTHS[d.getUTCMonth()] + ' ' + d.getUTCDate()
+  }
+
+  function dayAxis(el, xs) {
+    var every = Math.max(1, Math.ceil(xs.length / 8))
+    var ticks = xs.filter(function (_, i) { return (xs.length - 1 - i) % every === 0 })
+    return {
+      stroke: 'currentColor',
+      splits: function () { return ticks },
+      values: function (u, splits) {
+        var labels = splits.map(dayLabel)
+        el.setAttribute('data-x-labels', labels.join(', '))
+        return labels
+      },
+    }
   }
 
   function draw(el) {
@@ -31,8 +55,9 @@
       scales: { x: { time: spec.time !== false } },
       legend: { show: true },
       cursor: { drag: { x: false, y: false } },
-      axes: [{ stroke: 'currentColor' }, { stroke: 'currentColor' }],
-      series: [{}].concat(spec.series.map(function (s, i) {
+      axes: [spec.days ? dayAxis(el, spec.x) : { stroke: 'currentColor' }, { stroke: 'currentColor' }],
+      // The legend's x under the cursor: the date too, for a series of days.
+      series: [spec.days ? { label: 'Day', value: function (u, v) { return v == null ? '--' : dayLabel(v) } } : {}].concat(spec.series.map(function (s, i) {
         return { label: s.label, stroke: COLORS[i % COLORS.length], width: 2, points: { show: spec.x.length < 40 } }
       })),
     }
