@@ -8,10 +8,10 @@ import { getMailLog, listMailLog } from '../reports/mail-log.ts'
 import { runProcessingTask } from '../coordination/processing-task.ts'
 import { reportPreviewTask, reportResendTask } from '../reports/tasks.ts'
 import type { Runtime } from '../runtime.ts'
-import { clip, status, table } from './components.ts'
+import { clip, shortId, status, table } from './components.ts'
 import { flashMessage } from './flash.ts'
 import { field, formOf } from './form.ts'
-import { fmtTime, html } from './html.ts'
+import { fmtTime, html, type HtmlValue } from './html.ts'
 import { csrfField, page } from './layout.ts'
 import { seeOther } from './responses.ts'
 
@@ -19,6 +19,13 @@ const dateSchema = z.string().regex(/^\d{4}-\d{2}-\d{2}$/)
 const MAX_CSV_BYTES = 5 * 1024 * 1024
 
 /** `/ui/mail`: the mail log with resend of a failed report, a report preview for any day, and the DNC list. */
+/** Where a number came from; an opt-out's conversation is shortened and links to its events. */
+function dncSource(source: string | null): HtmlValue {
+  const conversation = source?.startsWith('conversation:') ? source.slice('conversation:'.length) : undefined
+  if (!conversation) return source ?? ''
+  return html`conversation ${shortId(conversation, `/ui/events?${new URLSearchParams({ conversation_id: conversation })}`)}`
+}
+
 export function registerMailPage(app: H3, rt: Runtime): void {
   const render = async (event: Parameters<typeof page>[0], imported?: DncImportResult) => {
     const params = event.url.searchParams
@@ -59,7 +66,7 @@ ${imported.errors.length ? table('Import errors', ['Row', 'Value', 'Reason'], im
 <button type="submit">Import</button>
 </form>
 ${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', ''], dnc.map((d) => [
-  d.phone, d.reason ?? '', d.source ?? '', fmtTime(d.addedAt),
+  d.phone, d.reason ?? '', dncSource(d.source), fmtTime(d.addedAt),
   html`<form method="post" action="/ui/dnc/remove" class="inline" data-confirm="${`Remove ${d.phone} from the do-not-call list?`}">${csrfField(event)}<input type="hidden" name="phone" value="${d.phone}"><button type="submit" class="secondary">Remove</button></form>`,
 ]), search ? 'No number matches.' : 'The list is empty.')}`,
     })

@@ -4,6 +4,7 @@ import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { addToDnc } from '../../src/campaigns/dnc.ts'
 import { drainDue } from '../../src/webhooks/processing.ts'
 import { launchBrowser } from '../helpers/browser.ts'
 import { login, startUiServer, TOKEN, type UiServer } from './helpers.ts'
@@ -103,7 +104,7 @@ it('saves a screenshot of the overview for the README', async () => {
   await wide.close()
 })
 
-it('at 1280 px the events and calls tables fit without scrolling sideways: long ids shortened, errors wrap', async () => {
+it('at 1280 px the events, calls and do-not-call tables fit without scrolling sideways: long ids shortened, errors wrap', async () => {
   // UUID conversation ids and a long error, as a real campaign has them (newest first: the top of the page).
   const failed = await deliver(ui.server, ui.clock, { call: { conversation_id: `${randomUUID()}_1` } })
   for (let i = 0; i < 3; i++) await deliver(ui.server, ui.clock, { call: { conversation_id: `${randomUUID()}_${i + 1}` } })
@@ -117,9 +118,11 @@ it('at 1280 px the events and calls tables fit without scrolling sideways: long 
     })
     expect(placed.status).toBe(200)
   }
+  const optedOut = `${randomUUID()}_2`
+  await addToDnc(ui.server.rt, '+919876543219', { reason: 'results asked not to be called', source: `conversation:${optedOut}` })
   const wide = await context.newPage()
   await wide.setViewportSize({ width: 1280, height: 800 })
-  for (const path of ['/ui/events', '/ui/calls']) {
+  for (const path of ['/ui/events', '/ui/calls', '/ui/mail']) {
     await wide.goto(`${ui.server.url}${path}`)
     const tables = await wide.locator('.table-wrap').evaluateAll((wraps) => wraps.map((w) => ({ scroll: w.scrollWidth, client: w.clientWidth })))
     expect(tables.length, path).toBeGreaterThan(0)
@@ -135,6 +138,9 @@ it('at 1280 px the events and calls tables fit without scrolling sideways: long 
   expect(await wide.locator('tbody tr').count()).toBe(1)
   await wide.goto(`${ui.server.url}/ui/events`)
   expect(await wide.locator('.cell-text').first().getAttribute('title')).toBe(error)
+  // An opt-out's conversation, on the do-not-call list, the same way.
+  await wide.goto(`${ui.server.url}/ui/mail`)
+  expect(await wide.locator(`td a[title="${optedOut}"]`).textContent()).toBe(`${optedOut.slice(0, 4)}…${optedOut.slice(-4)}`)
   // A call's number opens its follow-up chain.
   await wide.goto(`${ui.server.url}/ui/calls`)
   await wide.locator('td a', { hasText: '+919876543211' }).click()
