@@ -42,6 +42,7 @@ ${fields('Event', [
   ['Received', fmtIso(found.received_at)],
   ['Conversation', link('conversation_id', found.conversation_id)],
   ['Call / trace id', link('trace_id', found.trace_id)],
+  ['Phone', link('phone', found.customer_phone)],
   ['Agent', found.agent_id === null ? '—' : String(found.agent_id)],
   ['Duplicates', String(found.duplicates)],
 ])}
