@@ -34,9 +34,14 @@ export function shownCampaign(campaign: string | null, agentId: number): string 
 }
 
 /**
- * The campaign a conversation belongs to: the ledger's campaign (batch or recipe campaign) for calls
- * switchboard placed, else the recipe that placed it, else a `campaign` call parameter, else "(direct)".
+ * The campaign a call counts under: the ledger's campaign (batch or recipe campaign) for calls switchboard placed,
+ * else the recipe that placed it, else a `campaign` call parameter (read only when needed), else "(direct)".
  */
+export function campaignFrom(campaign: string | null, recipe: string | null, agentId: number, parameter: () => string | undefined): string {
+  return shownCampaign(campaign, agentId) || recipe || parameter() || DIRECT_CAMPAIGN
+}
+
+/** The campaign a conversation of the report belongs to (see `campaignFrom`). */
 export function campaignOf(row: ReportRow): string {
-  return shownCampaign(row.call_campaign, row.agent_id) || row.call_recipe || callParameter(row.call_parameters, 'campaign') || DIRECT_CAMPAIGN
+  return campaignFrom(row.call_campaign, row.call_recipe, row.agent_id, () => callParameter(row.call_parameters, 'campaign'))
 }

@@ -4,7 +4,7 @@ import { CALL_STATUSES, followUpChain, listCalls } from '../calls/list-calls.ts'
 import type { CallRecord } from '../calls/record.ts'
 import { normalizePhone } from '../campaigns/phones.ts'
 import type { Runtime } from '../runtime.ts'
-import { shownCampaign } from '../reports/campaign.ts'
+import { campaignFrom } from '../reports/campaign.ts'
 import { getConversation } from '../webhooks/read-model.ts'
 import { fields, shortId, status, table } from './components.ts'
 import { fmtTime, html } from './html.ts'
@@ -60,7 +60,7 @@ ${fields(`Attempt ${i + 1}`, [
 ${table('Calls', ['Created', 'Phone', 'Agent', 'Recipe', 'Campaign', 'Status', 'Scheduled for', 'Idempotency key'], calls.map((c) => [
   fmtTime(c.created_at),
   html`<a href="${`/ui/calls?${new URLSearchParams({ ...(q.phone ? { phone: q.phone } : {}), chain: c.id })}`}" title="the follow-up chain of this call">${c.customer_phone}</a>`,
-  String(c.agent_id), c.recipe ?? 'proxy', shownCampaign(c.campaign, c.agent_id) ?? '—', status(c.status), when(c), shortId(c.idempotency_key),
+  String(c.agent_id), c.recipe ?? 'proxy', campaignFrom(c.campaign, c.recipe, c.agent_id, () => c.parameters.find((p) => p.name === 'campaign')?.value), status(c.status), when(c), shortId(c.idempotency_key),
 ]), 'No call matches.')}`,
     })
   })

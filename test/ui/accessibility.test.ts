@@ -110,11 +110,11 @@ it('at 1280 px the events, calls and do-not-call tables fit without scrolling si
   for (let i = 0; i < 3; i++) await deliver(ui.server, ui.clock, { call: { conversation_id: `${randomUUID()}_${i + 1}` } })
   const error = 'read model: upstream 503 Service Unavailable while fetching the conversation; will retry after the backoff of 30 s'
   await ui.server.rt.store.db.updateTable('webhook_events').set({ status: 'dead', last_error: error }).where('event_id', '=', failed).execute()
-  for (const phone of ['+919876543210', '+919876543211']) {
+  for (const [phone, campaign] of [['+919876543210', 'spring-leads'], ['+919876543211', undefined]] as const) {
     const placed = await fetch(`${ui.server.url}/v1/call`, {
       method: 'POST',
       headers: { authorization: 'Bearer sk_test_acme', 'content-type': 'application/json' },
-      body: JSON.stringify({ agent_id: 101, parameters: [{ name: 'customer_phone', value: phone }] }),
+      body: JSON.stringify({ agent_id: 101, parameters: [{ name: 'customer_phone', value: phone }, ...(campaign ? [{ name: 'campaign', value: campaign }] : [])] }),
     })
     expect(placed.status).toBe(200)
   }
@@ -141,8 +141,12 @@ it('at 1280 px the events, calls and do-not-call tables fit without scrolling si
   // An opt-out's conversation, on the do-not-call list, the same way.
   await wide.goto(`${ui.server.url}/ui/mail`)
   expect(await wide.locator(`td a[title="${optedOut}"]`).textContent()).toBe(`${optedOut.slice(0, 4)}…${optedOut.slice(-4)}`)
-  // A call's number opens its follow-up chain.
+  // A call's campaign as the daily report counts it: its `campaign` parameter, else "(direct)".
   await wide.goto(`${ui.server.url}/ui/calls`)
+  const campaignOfRow = (phone: string) => wide.locator('tbody tr', { hasText: phone }).locator('td').nth(4).textContent()
+  expect(await campaignOfRow('+919876543210')).toBe('spring-leads')
+  expect(await campaignOfRow('+919876543211')).toBe('(direct)')
+  // A call's number opens its follow-up chain.
   await wide.locator('td a', { hasText: '+919876543211' }).click()
   await wide.getByRole('heading', { name: 'Follow-up chain' }).waitFor()
   expect(new URL(wide.url()).searchParams.get('chain')).toBeTruthy()
