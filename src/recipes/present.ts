@@ -1,7 +1,7 @@
 import type { PlannedEffect } from '../effects.ts'
 import type { RecipeInfo } from './engine.ts'
 import type { RecipeRun } from './runner.ts'
-import { summaryText } from './summary.ts'
+import { summaryLine } from './summary.ts'
 
 const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString())
 
@@ -82,6 +82,6 @@ export function renderRun(run: RecipeRun): string {
     `recipe ${run.recipe}: ${run.status}${run.dryRun ? ' (dry run: nothing was called, launched or mailed)' : ''} · ${run.trigger} · ${iso(run.startedAt)} · ${took}`,
   ]
   if (run.error) lines.push(`error: ${run.error}`)
-  if (run.summary !== null && run.summary !== undefined) lines.push(`summary: ${summaryText(run.summary)}`)
+  if (run.summary !== null && run.summary !== undefined) lines.push(`summary: ${summaryLine(run.summary)}`)
   return lines.join('\n') + '\n' + renderPlan(run.plan)
 }

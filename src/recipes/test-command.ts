@@ -3,6 +3,7 @@ import { ArgumentError } from '../utils/argument-error.ts'
 import { CliError, defineCommand } from '../cli-kit.ts'
 import { renderPlan } from './present.ts'
 import { testRecipe } from './test-recipe.ts'
+import { summaryLine } from './summary.ts'
 
 /**
  * `recipes test <name> --events file.json | --csv file.csv [--now ISO] [--json]`: a dry run against
@@ -39,7 +40,7 @@ export const recipesTest = defineCommand({
       const lines = [`recipe ${result.recipe}: ${result.status} (dry run on a frozen clock at ${result.now}; nothing was called, launched or mailed)`]
       for (const w of result.warnings) lines.push(`warning: ${w}`)
       if (result.error) lines.push(`error: ${result.error}`)
-      if (result.result !== undefined && result.result !== null) lines.push(`summary: ${typeof result.result === 'string' ? result.result : JSON.stringify(result.result)}`)
+      if (result.result !== undefined && result.result !== null) lines.push(`summary: ${summaryLine(result.result)}`)
       ctx.write(lines.join('\n') + '\n' + renderPlan(result.plan))
     }
     return result.status === 'failed' ? 1 : 0

@@ -30,6 +30,8 @@ it('recipes test no-answer-followup --events sample.json prints the follow-up pl
   expect(out).toContain('call +919876543215 with agent 101 at 2026-01-15T11:00:00.000Z')
   expect(out).toContain('continues conv_sample_1')
   expect(out).toContain('retry_context: {"collected_data":{"name":"Meera","plan":"gold"}}')
+  // The summary the recipe returned, as a line of its figures (its counts of 0 left out); --json keeps the value.
+  expect(out).toMatch(/^summary: planned 2 · calls 2$/m)
 
   const json = await cli('recipes', 'test', 'no-answer-followup', '--events', `${SAMPLES}/no-answer-events.json`, '--now', '2026-01-15T15:50:00Z', '--json')
   const parsed = JSON.parse(json.out) as { now: string; plan: PlannedEffect[] }
