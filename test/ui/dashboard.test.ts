@@ -111,6 +111,22 @@ it('draws the overview charts (a canvas with the data)', async () => {
   expect(legend).toContain('call.no_answer')
 })
 
+it('draws the overview charts in UTC, as every time on the dashboard is, in a browser in another zone', async () => {
+  const context = await browser.newContext({ locale: 'en-US', timezoneId: 'Asia/Kolkata', storageState: await page.context().storageState() })
+  try {
+    const india = await context.newPage()
+    await india.goto(`${base}/ui`)
+    const over = india.locator('figure .uplot .u-over').first()
+    await over.waitFor()
+    const box = (await over.boundingBox())!
+    // The last point is the current hour: 06:00 UTC on the test's clock (11:30 in Kolkata).
+    await over.hover({ position: { x: box.width - 1, y: box.height / 2 } })
+    await expect.poll(() => india.locator('figure .u-legend').first().innerText()).toMatch(/Time \(UTC\):?\s*2026-03-02 6:00\s?am/i)
+  } finally {
+    await context.close()
+  }
+})
+
 it('labels the campaign trends by date — a tick a day, read in UTC even in a browser at UTC+14', async () => {
   const context = await browser.newContext({ locale: 'en-US', timezoneId: 'Pacific/Kiritimati', storageState: await page.context().storageState() })
   try {

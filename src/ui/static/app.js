@@ -53,11 +53,13 @@
       width: width,
       height: spec.height || 220,
       scales: { x: { time: spec.time !== false } },
+      // Times in UTC, as every other time on the dashboard (and the figures' table under the chart) is.
+      tzDate: function (ts) { return window.uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC') },
       legend: { show: true },
       cursor: { drag: { x: false, y: false } },
       axes: [spec.days ? dayAxis(el, spec.x) : { stroke: 'currentColor' }, { stroke: 'currentColor' }],
       // The legend's x under the cursor: the date too, for a series of days.
-      series: [spec.days ? { label: 'Day', value: function (u, v) { return v == null ? '--' : dayLabel(v) } } : {}].concat(spec.series.map(function (s, i) {
+      series: [spec.days ? { label: 'Day', value: function (u, v) { return v == null ? '--' : dayLabel(v) } } : { label: 'Time (UTC)' }].concat(spec.series.map(function (s, i) {
         return { label: s.label, stroke: COLORS[i % COLORS.length], width: 2, points: { show: spec.x.length < 40 } }
       })),
     }
