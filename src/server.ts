@@ -277,7 +277,7 @@ export function renderBanner(config: Config, url: string, options: BannerOptions
   } else if (options.adminTokenSource === 'file') {
     lines.push(`    admin token         in ${adminTokenFile(config.dataDir)}`)
   } else if (options.adminTokenSource === 'config') {
-    lines.push('    admin token         ADMIN_TOKEN')
+    lines.push('    admin token         the value of ADMIN_TOKEN')
   }
   lines.push(`  Health: ${url}/healthz · readiness: ${url}/readyz · metrics: ${url}/metrics`, '', '')
   return lines.join('\n')

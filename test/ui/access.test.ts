@@ -67,6 +67,10 @@ describe('access with ADMIN_TOKEN', () => {
     expect((await fetch(`${base}/admin/events`, { headers: { authorization: 'Bearer x' } })).status).toBe(401)
     expect(sameSecret('short', 'a much longer secret value')).toBe(false)
     expect(sameSecret(TOKEN, TOKEN)).toBe(true)
+    // The banner says where the token comes from, never the token itself.
+    const banner = renderBanner(ui.server.rt.config, base, { adminTokenSource: 'config', terminal: true })
+    expect(banner).toContain('admin token         the value of ADMIN_TOKEN')
+    expect(banner).not.toContain(TOKEN)
   })
 
   it('every page redirects to the login without a session; every action answers 401', async () => {
