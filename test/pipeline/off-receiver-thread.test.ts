@@ -109,7 +109,7 @@ export default defineRecipe({ description: 'says which thread ran it', async run
       expect(ui.status).toBe(200)
       const page = await ui.text()
       expect(page).toContain('succeeded')
-      expect(page).toContain(`{&quot;thread&quot;:${data.summary.thread}}`)
+      expect(page).toContain(`<p>thread ${data.summary.thread}</p>`)
 
       // Mistakes keep their answers: unknown recipe 404.
       expect((await fetch(`${server.url}/admin/recipes/nope/run`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(404)
