@@ -29,7 +29,7 @@ export function callParameter(json: string | null, name: string): string | undef
  * claims are grouped (for the attempt cap and their idempotency keys) under `agent:<id>`, and the ledger keeps that
  * key; shown, they stay with the call they follow, under "(direct)".
  */
-export function shownCampaign(campaign: string | null, agentId: number): string | null {
+function shownCampaign(campaign: string | null, agentId: number): string | null {
   return campaign === `agent:${agentId}` ? DIRECT_CAMPAIGN : campaign
 }
 

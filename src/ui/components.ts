@@ -39,9 +39,9 @@ ${table(title, ['', ...spec.series.map((s) => s.label)], spec.x.map((x, i) => [x
 }
 
 /**
- * A long id (a UUID is 36 characters) shown by its first and last 4 characters, the whole of it in the tooltip and, given `href`, a link
- * (usually to the records that share it): three of them in a row push a table's last columns (the error) out of
- * sight on a laptop's screen. Detail pages show ids whole.
+ * A long id (a UUID is 36 characters) shown by its first and last 4 characters, the whole of it in the tooltip and,
+ * given `href`, a link (usually to the records that share it): three of them in a row push a table's last columns
+ * (the error) out of sight on a laptop's screen. Detail pages show ids whole.
  */
 export function shortId(id: string | null | undefined, href?: string): SafeHtml | string {
   if (!id) return '—'
