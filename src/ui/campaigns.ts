@@ -17,7 +17,8 @@ const querySchema = z.object({ date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).opt
 function funnel(label: string, rows: Array<{ name: string; figures: Figures }>): SafeHtml {
   return table(label, ['', 'Placed', 'Connected', 'Completed', 'Connect rate', 'Success rate', 'Outcomes'], rows.map(({ name, figures: f }) => [
     name, String(f.calls), String(f.connected), String(f.completed), fmtPct(f.connectRate), fmtPct(f.successRate),
-    f.byStatus.map((s) => `${s.value} ${s.count}`).join(' · '),
+    // Every outcome of a busy day is a long line: it wraps rather than pushing the table past the screen.
+    html`<span class="cell-text">${f.byStatus.map((s) => `${s.value} ${s.count}`).join(' · ')}</span>`,
   ]), 'No calls that day.')
 }
 

@@ -104,7 +104,7 @@ it('saves a screenshot of the overview for the README', async () => {
   await wide.close()
 })
 
-it('at 1280 px the events, calls and do-not-call tables fit without scrolling sideways: long ids shortened, errors wrap', async () => {
+it('at 1280 px the events, calls, campaigns and do-not-call tables fit without scrolling sideways: long ids shortened, errors wrap', async () => {
   // UUID conversation ids and a long error, as a real campaign has them (newest first: the top of the page).
   const failed = await deliver(ui.server, ui.clock, { call: { conversation_id: `${randomUUID()}_1` } })
   for (let i = 0; i < 3; i++) await deliver(ui.server, ui.clock, { call: { conversation_id: `${randomUUID()}_${i + 1}` } })
@@ -122,12 +122,15 @@ it('at 1280 px the events, calls and do-not-call tables fit without scrolling si
   await addToDnc(ui.server.rt, '+919876543219', { reason: 'results asked not to be called', source: `conversation:${optedOut}` })
   const wide = await context.newPage()
   await wide.setViewportSize({ width: 1280, height: 800 })
-  for (const path of ['/ui/events', '/ui/calls', '/ui/mail']) {
+  for (const path of ['/ui/events', '/ui/calls', '/ui/mail', '/ui/campaigns?date=2026-03-01']) {
     await wide.goto(`${ui.server.url}${path}`)
     const tables = await wide.locator('.table-wrap').evaluateAll((wraps) => wraps.map((w) => ({ scroll: w.scrollWidth, client: w.clientWidth })))
     expect(tables.length, path).toBeGreaterThan(0)
     for (const t of tables) expect(t.scroll, path).toBeLessThanOrEqual(t.client)
   }
+  // The campaigns' outcomes wrap (the day has calls).
+  await wide.goto(`${ui.server.url}/ui/campaigns?date=2026-03-01`)
+  expect(await wide.locator('td .cell-text').first().textContent()).toMatch(/completed \d+/)
   // The whole id is a hover away, and its link finds the records that share it.
   await wide.goto(`${ui.server.url}/ui/events`)
   const conversation = wide.locator('td a[title$="_3"]').first()
