@@ -121,7 +121,11 @@ it('draws the overview charts in UTC, as every time on the dashboard is, in a br
     const box = (await over.boundingBox())!
     // The last point is the current hour: 06:00 UTC on the test's clock (11:30 in Kolkata).
     await over.hover({ position: { x: box.width - 1, y: box.height / 2 } })
-    await expect.poll(() => india.locator('figure .u-legend').first().innerText()).toMatch(/Time \(UTC\):?\s*2026-03-02 6:00\s?am/i)
+    await expect.poll(() => india.locator('figure .u-legend').first().innerText()).toMatch(/Time \(UTC\):?\s*Mar 2 06:00(?!\d)/)
+    // The axis: UTC hours on the 24-hour clock, midnight by its date (the last 24 hours end at 06:00 on March 2).
+    const labels = (await india.locator('figure .chart').first().getAttribute('data-x-labels'))!.split(', ')
+    expect(labels).toContain('Mar 2')
+    for (const label of labels) expect(label).toMatch(/^(\d{2}:00|[A-Z][a-z]{2} \d{1,2})$/)
   } finally {
     await context.close()
   }

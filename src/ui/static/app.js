@@ -28,6 +28,29 @@
     return MONTHS[d.getUTCMonth()] + ' ' + d.getUTCDate()
   }
 
+  function pad(n) { return n < 10 ? '0' + n : String(n) }
+
+  // Hours in UTC on the 24-hour clock, as every time on the dashboard is written; midnight shows the date instead.
+  function clockLabel(v) {
+    var d = new Date(v * 1000)
+    return pad(d.getUTCHours()) + ':' + pad(d.getUTCMinutes())
+  }
+
+  function hourLabel(v) {
+    return clockLabel(v) === '00:00' ? dayLabel(v) : clockLabel(v)
+  }
+
+  function hourAxis(el) {
+    return {
+      stroke: 'currentColor',
+      values: function (u, splits) {
+        var labels = splits.map(hourLabel)
+        el.setAttribute('data-x-labels', labels.join(', '))
+        return labels
+      },
+    }
+  }
+
   function dayAxis(el, xs) {
     var every = Math.max(1, Math.ceil(xs.length / 8))
     var ticks = xs.filter(function (_, i) { return (xs.length - 1 - i) % every === 0 })
@@ -57,9 +80,11 @@
       tzDate: function (ts) { return window.uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC') },
       legend: { show: true },
       cursor: { drag: { x: false, y: false } },
-      axes: [spec.days ? dayAxis(el, spec.x) : { stroke: 'currentColor' }, { stroke: 'currentColor' }],
+      axes: [spec.days ? dayAxis(el, spec.x) : spec.time !== false ? hourAxis(el) : { stroke: 'currentColor' }, { stroke: 'currentColor' }],
       // The legend's x under the cursor: the date too, for a series of days.
-      series: [spec.days ? { label: 'Day', value: function (u, v) { return v == null ? '--' : dayLabel(v) } } : { label: 'Time (UTC)' }].concat(spec.series.map(function (s, i) {
+      series: [spec.days
+        ? { label: 'Day', value: function (u, v) { return v == null ? '--' : dayLabel(v) } }
+        : { label: 'Time (UTC)', value: function (u, v) { return v == null ? '--' : dayLabel(v) + ' ' + clockLabel(v) } }].concat(spec.series.map(function (s, i) {
         return { label: s.label, stroke: COLORS[i % COLORS.length], width: 2, points: { show: spec.x.length < 40 } }
       })),
     }
