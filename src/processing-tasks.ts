@@ -1,6 +1,7 @@
 import type { Runtime } from './runtime.ts'
 import type { ProcessingTask } from './coordination/processing-task.ts'
 import { dncImportTask } from './campaigns/dnc.ts'
+import { destinationsOverviewTask, replayFailedTask } from './destinations/deliveries.ts'
 import { recipeRunTask } from './recipes/run-now.ts'
 import { reportPreviewTask, reportResendTask } from './reports/tasks.ts'
 import { overviewCountsTask } from './ui/overview-counts.ts'
@@ -10,7 +11,9 @@ import { overviewCountsTask } from './ui/overview-counts.ts'
  * thread runs what the main thread names. A task defined but not listed here would fail under `serve` ("no processing
  * task named …"); test/pipeline/processing-tasks.test.ts checks the list against every definition.
  */
-const tasks: Array<ProcessingTask<never, unknown>> = [recipeRunTask, overviewCountsTask, dncImportTask, reportPreviewTask, reportResendTask]
+const tasks: Array<ProcessingTask<never, unknown>> = [
+  recipeRunTask, overviewCountsTask, dncImportTask, reportPreviewTask, reportResendTask, destinationsOverviewTask, replayFailedTask,
+]
 
 const byName = new Map(tasks.map((task) => [task.name, task]))
 

@@ -1,7 +1,8 @@
 import { HTTPError, type H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import { adminRoute } from '../utils/admin-auth.ts'
-import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, getDelivery, listDeliveries, replayDelivery, replayFailed, summarizeDestinations } from './deliveries.ts'
+import { runProcessingTask } from '../coordination/processing-task.ts'
+import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, destinationsOverviewTask, getDelivery, listDeliveries, replayDelivery, replayFailedTask } from './deliveries.ts'
 import { enableDestination } from './state.ts'
 
 function time(value: unknown, name: string): number | undefined {
@@ -18,7 +19,7 @@ function time(value: unknown, name: string): number | undefined {
  */
 export function registerDestinationAdminRoutes(app: H3, rt: Runtime): void {
   app.get('/admin/destinations', adminRoute(rt, async (event) => {
-    return { data: await summarizeDestinations(rt) }
+    return { data: (await runProcessingTask(rt, destinationsOverviewTask, {})).destinations }
   }))
 
   app.get('/admin/destinations/deliveries', adminRoute(rt, async (event) => {
@@ -78,7 +79,7 @@ export function registerDestinationAdminRoutes(app: H3, rt: Runtime): void {
       throw new HTTPError({ status: 404, message: `no destination named "${name}"` })
     }
     event.res.status = 202
-    return { data: { queued: await replayFailed(rt, name, since, until) } }
+    return { data: { queued: await runProcessingTask(rt, replayFailedTask, { destination: name, since, until }) } }
   }))
 
   app.post('/admin/destinations/:name/enable', adminRoute(rt, async (event) => {

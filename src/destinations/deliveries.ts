@@ -1,6 +1,7 @@
 import type { Selectable } from 'kysely'
 import type { DestinationAttemptsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
+import { defineProcessingTask } from '../coordination/processing-task.ts'
 import { DELIVERY_COLUMNS, eventBody, orderedFlag, type DeliveryRow } from './outbox.ts'
 import { disabledDestinations } from './state.ts'
 import { shownUrl } from '../utils/shown-url.ts'
@@ -168,3 +169,18 @@ export async function summarizeDestinations(rt: Runtime): Promise<DestinationSum
     }
   })
 }
+
+/**
+ * The destinations' counts and a page of deliveries (the dashboard's Destinations page, `GET /admin/destinations`):
+ * counting scans the outbox's index, seconds with millions of deliveries, so under `serve` it runs in the processing
+ * thread rather than on the receiver's loop.
+ */
+export const destinationsOverviewTask = defineProcessingTask('destinationsOverview', async (rt, args: { deliveries?: DeliveryFilter }) => ({
+  destinations: await summarizeDestinations(rt),
+  deliveries: args.deliveries ? await listDeliveries(rt, args.deliveries) : [],
+}))
+
+/** `replayFailed` over every failed and dead delivery of a destination (an update as wide as its outbox), in the processing thread. */
+export const replayFailedTask = defineProcessingTask('destinationsReplayFailed', (rt, args: { destination: string; since: number; until: number }) =>
+  replayFailed(rt, args.destination, args.since, args.until),
+)

@@ -9,6 +9,9 @@ const MESSAGES: Record<string, (n: string | null, s: string | null) => string> =
   'dnc-added': (n) => (n === '1' ? 'Added to the do-not-call list.' : 'That number was already on the list.'),
   'dnc-removed': (n) => (n === '1' ? 'Removed from the do-not-call list.' : 'That number was not on the list.'),
   'dnc-invalid': () => 'That is not a phone number.',
+  'delivery-queued': (n) => `Queued ${n ?? 0} deliver${n === '1' ? 'y' : 'ies'} to be sent again (by the running service, with the same webhook-id).`,
+  'delivery-busy': () => 'That delivery is being sent right now; try again in a minute.',
+  'destination-enabled': (n) => (n === '1' ? 'Enabled: its waiting deliveries go out.' : 'That destination was not disabled.'),
   'resent': (_n, s) => `Report sent again: ${s ?? 'done'}.`,
   'resend-failed': (_n, s) => `Resend failed: ${s === 'failed' ? 'the mail could not be delivered' : 'only daily reports can be resent'}.`,
 }

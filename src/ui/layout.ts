@@ -10,6 +10,7 @@ export const NAV = [
   { href: '/ui/recipes', label: 'Recipes' },
   { href: '/ui/calls', label: 'Calls' },
   { href: '/ui/campaigns', label: 'Campaigns' },
+  { href: '/ui/destinations', label: 'Destinations' },
   { href: '/ui/mail', label: 'Mail & DNC' },
 ] as const
 

@@ -2,6 +2,7 @@ import type { H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import { registerCallsPage } from './calls.ts'
 import { registerCampaignsPage } from './campaigns.ts'
+import { registerDestinationsPage } from './destinations.ts'
 import { registerMailPage } from './mail.ts'
 import { registerEventDetailPage } from './event-detail.ts'
 import { registerEventsPage } from './events.ts'
@@ -16,5 +17,6 @@ export function registerPages(app: H3, rt: Runtime): void {
   registerRecipesPage(app, rt)
   registerCallsPage(app, rt)
   registerCampaignsPage(app, rt)
+  registerDestinationsPage(app, rt)
   registerMailPage(app, rt)
 }

@@ -74,12 +74,15 @@ describe('access with ADMIN_TOKEN', () => {
   })
 
   it('every page redirects to the login without a session; every action answers 401', async () => {
-    for (const path of ['/ui', '/ui/events', '/ui/events/evt_1', '/ui/recipes', '/ui/calls', '/ui/campaigns', '/ui/mail']) {
+    for (const path of ['/ui', '/ui/events', '/ui/events/evt_1', '/ui/recipes', '/ui/calls', '/ui/campaigns', '/ui/mail', '/ui/destinations', '/ui/destinations/deliveries/d_1']) {
       const res = await fetch(`${base}${path}`, { redirect: 'manual' })
       expect(res.status, path).toBe(303)
       expect(res.headers.get('location')).toBe(`/ui/login?next=${encodeURIComponent(path)}`)
     }
-    for (const path of ['/ui/events/evt_1/replay', '/ui/events/replay', '/ui/recipes/nightly-batch/run', '/ui/mail/x/resend', '/ui/dnc/add', '/ui/dnc/remove', '/ui/dnc/import', '/ui/logout']) {
+    for (const path of [
+      '/ui/events/evt_1/replay', '/ui/events/replay', '/ui/recipes/nightly-batch/run', '/ui/mail/x/resend', '/ui/dnc/add', '/ui/dnc/remove', '/ui/dnc/import', '/ui/logout',
+      '/ui/destinations/crm/replay', '/ui/destinations/crm/enable', '/ui/destinations/deliveries/d_1/replay',
+    ]) {
       const res = await fetch(`${base}${path}`, { method: 'POST', redirect: 'manual' })
       expect(res.status, path).toBe(401)
     }

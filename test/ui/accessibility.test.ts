@@ -23,10 +23,12 @@ let browser: Browser
 let context: BrowserContext
 let page: Page
 let xssEvent: string
-const PAGES = ['/ui', '/ui/events', '', '/ui/recipes', '/ui/calls', '/ui/campaigns', '/ui/mail']
+const PAGES = ['/ui', '/ui/events', '', '/ui/recipes', '/ui/calls', '/ui/campaigns', '/ui/mail', '/ui/destinations']
 
 beforeAll(async () => {
-  ui = await startUiServer({ ADMIN_TOKEN: TOKEN })
+  // A destination, so the Destinations page has its tables (no worker runs here: the deliveries stay pending).
+  const crm = { name: 'crm', url: 'http://127.0.0.1:9/hooks', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', allowHttp: true }
+  ui = await startUiServer({ ADMIN_TOKEN: TOKEN, ALLOW_PRIVATE_DESTINATIONS: '1', DESTINATIONS: JSON.stringify([crm]) })
   xssEvent = await deliver(ui.server, ui.clock, {
     event_id: 'evt_xss',
     call: { call_parameters: { customer_phone: '+919876543210', customer_name: XSS } },
@@ -104,7 +106,7 @@ it('saves a screenshot of the overview for the README', async () => {
   await wide.close()
 })
 
-it('at 1280 px the events, calls, campaigns and do-not-call tables fit without scrolling sideways: long ids shortened, errors wrap', async () => {
+it('at 1280 px the events, calls, campaigns, destinations and do-not-call tables fit without scrolling sideways: long ids shortened, errors wrap', async () => {
   // UUID conversation ids and a long error, as a real campaign has them (newest first: the top of the page).
   const failed = await deliver(ui.server, ui.clock, { call: { conversation_id: `${randomUUID()}_1` } })
   for (let i = 0; i < 3; i++) await deliver(ui.server, ui.clock, { call: { conversation_id: `${randomUUID()}_${i + 1}` } })
@@ -122,7 +124,7 @@ it('at 1280 px the events, calls, campaigns and do-not-call tables fit without s
   await addToDnc(ui.server.rt, '+919876543219', { reason: 'results asked not to be called', source: `conversation:${optedOut}` })
   const wide = await context.newPage()
   await wide.setViewportSize({ width: 1280, height: 800 })
-  for (const path of ['/ui/events', '/ui/calls', '/ui/mail', '/ui/campaigns?date=2026-03-01']) {
+  for (const path of ['/ui/events', '/ui/calls', '/ui/mail', '/ui/campaigns?date=2026-03-01', '/ui/destinations']) {
     await wide.goto(`${ui.server.url}${path}`)
     const tables = await wide.locator('.table-wrap').evaluateAll((wraps) => wraps.map((w) => ({ scroll: w.scrollWidth, client: w.clientWidth })))
     expect(tables.length, path).toBeGreaterThan(0)

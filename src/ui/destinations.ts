@@ -1,0 +1,146 @@
+import { HTTPError, type H3 } from 'h3'
+import { z } from 'zod'
+import { runProcessingTask } from '../coordination/processing-task.ts'
+import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, destinationsOverviewTask, getDelivery, listDeliveries, replayDelivery, replayFailedTask } from '../destinations/deliveries.ts'
+import { enableDestination } from '../destinations/state.ts'
+import type { Runtime } from '../runtime.ts'
+import { clip, fields, shortId, status, table } from './components.ts'
+import { flashMessage } from './flash.ts'
+import { fmtIso, html } from './html.ts'
+import { csrfField, page } from './layout.ts'
+import { seeOther } from './responses.ts'
+
+const DELIVERIES_PAGE_SIZE = 50
+
+const querySchema = z.object({
+  destination: z.string().trim().max(200).optional().catch(undefined).transform((v) => (v ? v : undefined)),
+  status: z.enum(DELIVERY_STATUSES).optional().catch(undefined),
+})
+
+function option(value: string, label: string, selected: string | undefined) {
+  return html`<option value="${value}"${value === (selected ?? '') ? html` selected` : ''}>${label}</option>`
+}
+
+function nameOf(raw: string | undefined): string {
+  return decodeURIComponent(raw ?? '')
+}
+
+/**
+ * `/ui/destinations`: each destination's state and queue (pending, delivered, dead, the oldest waiting), its
+ * deliveries (the dead ones are the dead letters) with every attempt, replay of one delivery or of everything a
+ * destination failed, and re-enabling one that answered 410 Gone — what `destinations …` does from the CLI.
+ * The queue is sent by the running service's delivery worker.
+ */
+export function registerDestinationsPage(app: H3, rt: Runtime): void {
+  app.get('/ui/destinations', async (event) => {
+    const q = querySchema.parse(Object.fromEntries(event.url.searchParams))
+    const { destinations, deliveries } = await runProcessingTask(rt, destinationsOverviewTask, {
+      deliveries: { destination: q.destination, status: q.status, limit: DELIVERIES_PAGE_SIZE },
+    })
+    const filtered = Boolean(q.destination || q.status)
+    return page(event, {
+      title: 'Destinations',
+      flash: flashMessage(event.url.searchParams),
+      body: destinations.length === 0 && deliveries.length === 0
+        ? html`<p>No destination is configured. Declare them under <code>DESTINATIONS</code> in <code>switchboard.config.ts</code> (README → Forwarding events) to forward events to your own systems.</p>`
+        : html`${table('Destinations', ['Name', 'URL', 'Events', 'State', 'Pending', 'Delivered', 'Dead', 'Oldest pending', ''], destinations.map((d) => [
+  html`<a href="${`/ui/destinations?${new URLSearchParams({ destination: d.name })}`}">${d.name}</a>`,
+  clip(d.url, 60),
+  d.events === 'all' ? 'all' : clip(d.events.join(', '), 60),
+  d.state === 'disabled' ? html`${status('disabled')} ${clip(d.disabled_reason, 60)}` : status('active'),
+  String(d.pending), String(d.delivered),
+  d.dead > 0 ? html`<a href="${`/ui/destinations?${new URLSearchParams({ destination: d.name, status: 'dead' })}`}">${String(d.dead)}</a>` : '0',
+  fmtIso(d.oldest_pending_at),
+  html`<div class="actions">${d.state === 'disabled'
+    ? html`<form method="post" action="${`/ui/destinations/${encodeURIComponent(d.name)}/enable`}" class="inline" data-confirm="${`Enable ${d.name} again? Its waiting deliveries go out.`}">${csrfField(event)}<button type="submit">Enable</button></form>`
+    : ''}${d.dead > 0 || d.pending > 0
+    ? html`<form method="post" action="${`/ui/destinations/${encodeURIComponent(d.name)}/replay`}" class="inline" data-confirm="${`Send every dead delivery of ${d.name}, and every pending one that has failed, again now?`}">${csrfField(event)}<button type="submit" class="secondary">Replay failed</button></form>`
+    : ''}</div>`,
+]))}
+<h2>Deliveries</h2>
+<form method="get" action="/ui/destinations" class="filters" aria-label="Filter deliveries">
+<label>Destination<select name="destination">${option('', 'any', q.destination)}${destinations.map((d) => option(d.name, d.name, q.destination))}</select></label>
+<label>Status<select name="status">${option('', 'any', q.status)}${DELIVERY_STATUSES.map((s) => option(s, s, q.status))}</select></label>
+<button type="submit">Filter</button>
+</form>
+${filtered ? html`<p><a href="/ui/destinations">Clear filters</a></p>` : ''}
+${table('Deliveries', ['Created (UTC)', 'Destination', 'Event', 'Type', 'Status', 'Attempts', 'Next attempt', 'Last answer'], deliveries.map((d) => [
+  html`<a href="${`/ui/destinations/deliveries/${encodeURIComponent(d.id)}`}" title="${`delivery ${d.id}`}">${fmtIso(d.created_at)}</a>`,
+  d.destination,
+  shortId(d.event_id, `/ui/events/${encodeURIComponent(d.event_id)}`),
+  d.event_type,
+  status(d.status),
+  String(d.attempts),
+  fmtIso(d.next_attempt_at),
+  d.last_status === null && !d.last_error ? '—' : clip([d.last_status === null ? null : String(d.last_status), d.last_error].filter(Boolean).join(' · '), 80),
+]), filtered ? 'No delivery matches.' : 'Nothing forwarded yet.')}
+${deliveries.length === DELIVERIES_PAGE_SIZE ? html`<p><small>The newest ${DELIVERIES_PAGE_SIZE}; <code>npm run -s cli -- destinations deliveries --limit N</code> lists more.</small></p>` : ''}`,
+    })
+  })
+
+  app.get('/ui/destinations/deliveries/:id', async (event) => {
+    const id = nameOf(event.context.params?.id)
+    const found = await getDelivery(rt, id)
+    if (!found) throw new HTTPError({ status: 404, message: `no delivery with id "${id}"` })
+    return page(event, {
+      title: 'Delivery',
+      active: 'Destinations',
+      flash: flashMessage(event.url.searchParams),
+      body: html`<p><a href="${`/ui/destinations?${new URLSearchParams({ destination: found.destination })}`}">← ${found.destination}</a></p>
+<div class="actions">
+<form method="post" action="${`/ui/destinations/deliveries/${encodeURIComponent(id)}/replay`}" data-confirm="Send this delivery again now (the same webhook-id)?">
+${csrfField(event)}<button type="submit">Replay</button>
+</form>
+</div>
+${fields('Delivery', [
+  ['Delivery id (webhook-id)', found.id],
+  ['Destination', found.destination],
+  ['Event', html`<a href="${`/ui/events/${encodeURIComponent(found.event_id)}`}">${found.event_id}</a>`],
+  ['Type', found.event_type],
+  ['Conversation', found.conversation_id ?? '—'],
+  ['Status', html`<span id="delivery-status">${status(found.status)}</span>`],
+  ['Attempts', String(found.attempts)],
+  ['Created', fmtIso(found.created_at)],
+  ['Delivered', fmtIso(found.delivered_at)],
+  ['Next attempt', fmtIso(found.next_attempt_at)],
+  ['Last error', found.last_error ?? '—'],
+])}
+<h2>Attempts</h2>
+${table('Attempts', ['#', 'Started (UTC)', 'Answer', 'Latency', 'Result', 'Error', 'Response (first KB)'], found.attempt_log.map((a) => [
+  String(a.attempt), fmtIso(a.started_at), a.status === null ? '—' : String(a.status), `${a.latency_ms} ms`, a.result, clip(a.error, 120), clip(a.response, 200),
+]), found.status === 'delivered' ? 'Delivered on its first attempt (a first success keeps no attempt row).' : 'Not attempted yet.')}
+<h2>Body</h2>
+<pre tabindex="0"><code>${typeof found.payload === 'string' ? found.payload : JSON.stringify(found.payload, null, 2)}</code></pre>`,
+    })
+  })
+
+  app.post('/ui/destinations/deliveries/:id/replay', async (event) => {
+    const id = nameOf(event.context.params?.id)
+    const back = `/ui/destinations/deliveries/${encodeURIComponent(id)}`
+    try {
+      await replayDelivery(rt, id)
+    } catch (error) {
+      if (error instanceof DeliveryNotFoundError) throw new HTTPError({ status: 404, message: error.message })
+      if (error instanceof DeliveryBusyError) return seeOther(event, `${back}?done=delivery-busy`)
+      throw error
+    }
+    rt.log.info({ delivery_id: id }, 'dashboard: delivery queued again')
+    return seeOther(event, `${back}?done=delivery-queued&n=1`)
+  })
+
+  app.post('/ui/destinations/:name/replay', async (event) => {
+    const name = nameOf(event.context.params?.name)
+    const known = rt.config.destinations.list.some((d) => d.name === name) || (await listDeliveries(rt, { destination: name, limit: 1 })).length > 0
+    if (!known) throw new HTTPError({ status: 404, message: `no destination named "${name}"` })
+    const queued = await runProcessingTask(rt, replayFailedTask, { destination: name, since: 0, until: Number.MAX_SAFE_INTEGER })
+    rt.log.info({ destination: name, queued }, 'dashboard: failed deliveries queued again')
+    return seeOther(event, `/ui/destinations?${new URLSearchParams({ destination: name, done: 'delivery-queued', n: String(queued) })}`)
+  })
+
+  app.post('/ui/destinations/:name/enable', async (event) => {
+    const name = nameOf(event.context.params?.name)
+    const enabled = await enableDestination(rt, name)
+    rt.log.info({ destination: name, enabled }, 'dashboard: destination enabled')
+    return seeOther(event, `/ui/destinations?done=destination-enabled&n=${enabled ? 1 : 0}`)
+  })
+}

@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, expect, it, vi } from 'vitest'
+import { deliveryId } from '../../src/destinations/sign.ts'
+import { disableDestination } from '../../src/destinations/state.ts'
+import { startDeliveryWorker, SWEEP_MS, type DeliveryWorker } from '../../src/destinations/worker.ts'
+import { drainDue } from '../../src/webhooks/processing.ts'
+import { destination, ok, startSink, WAIT, type Sink } from '../destinations/helpers.ts'
+import { cookieHeader, login, startUiServer, TOKEN, type UiServer } from './helpers.ts'
+import { deliver } from './seed.ts'
+
+/**
+ * The dashboard's Destinations page against the service on a real port and a real sink on loopback: a sink down
+ * for the schedule leaves dead letters; the page shows them with their attempts, and its buttons replay one, replay
+ * everything a destination failed, and enable a destination disabled by a 410 — sent by the real delivery worker.
+ */
+let ui: UiServer
+let sink: Sink
+let worker: DeliveryWorker
+let session: { jar: Map<string, string>; csrf: string }
+const events: string[] = []
+
+beforeAll(async () => {
+  sink = await startSink((_n, _req, res) => res.writeHead(503).end('upstream <b>maintenance</b>'))
+  ui = await startUiServer({
+    ADMIN_TOKEN: TOKEN,
+    ALLOW_PRIVATE_DESTINATIONS: '1',
+    DESTINATIONS: JSON.stringify([destination(sink, { retryScheduleMs: [1_000] })]),
+  })
+  for (let i = 0; i < 2; i++) events.push(await deliver(ui.server, ui.clock, { event_type: 'call.completed' }))
+  await drainDue(ui.server.rt)
+  worker = startDeliveryWorker(ui.server.rt)
+  // The first attempts, then the one retry the schedule allows: both deliveries end dead.
+  await vi.waitFor(() => expect(sink.requests.length).toBe(2), WAIT)
+  await ui.clock.advance(1_200 + SWEEP_MS)
+  await vi.waitFor(async () => expect(await statuses()).toEqual(['dead', 'dead']), WAIT)
+  session = await login(ui.server.url)
+}, 60_000)
+
+afterAll(async () => {
+  await worker?.stop()
+  await ui?.close()
+  await sink?.close()
+})
+
+async function statuses(): Promise<string[]> {
+  const rows = await ui.server.rt.store.db.selectFrom('destination_deliveries').select('status').orderBy('event_id').execute()
+  return rows.map((r) => r.status)
+}
+
+async function get(path: string): Promise<string> {
+  const res = await fetch(`${ui.server.url}${path}`, { headers: { cookie: cookieHeader(session.jar) }, redirect: 'manual' })
+  expect(res.status, path).toBe(200)
+  return res.text()
+}
+
+async function post(path: string): Promise<string> {
+  const res = await fetch(`${ui.server.url}${path}`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie: cookieHeader(session.jar), 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ _csrf: session.csrf }).toString(),
+  })
+  expect(res.status, path).toBe(303)
+  return res.headers.get('location')!
+}
+
+it('lists the destination with its queue, and its dead letters with the answers they got', async () => {
+  const page = await get('/ui/destinations')
+  expect(page).toContain('>Destinations<')
+  expect(page).toMatch(/<td><a href="\/ui\/destinations\?destination=crm">crm<\/a><\/td>/)
+  // pending 0, delivered 0, dead 2 (a link to the dead letters)
+  expect(page).toMatch(/<td>0<\/td><td>0<\/td><td><a href="\/ui\/destinations\?destination=crm&amp;status=dead">2<\/a><\/td>/)
+  const dead = await get('/ui/destinations?destination=crm&status=dead')
+  const id = deliveryId('crm', events[0]!)
+  expect(dead).toContain(`href="/ui/destinations/deliveries/${id}"`)
+  expect(dead.match(/class="status-dead">dead</g)).toHaveLength(2)
+  expect(await get('/ui/destinations?status=delivered')).toContain('No delivery matches.')
+
+  const detail = await get(`/ui/destinations/deliveries/${id}`)
+  expect(detail).toContain(`<td class="wrap">${id}</td>`)
+  expect(detail).toContain(`href="/ui/events/${events[0]}"`)
+  // Both attempts: 503 and the first KB of the answer, escaped.
+  expect(detail.match(/<td>503<\/td>/g)).toHaveLength(2)
+  expect(detail).toContain('upstream &lt;b&gt;maintenance&lt;/b&gt;')
+  expect(detail).not.toContain('<b>maintenance</b>')
+  expect(detail).toContain(`&quot;event_id&quot;: &quot;${events[0]}&quot;`)
+})
+
+it('replays one delivery, then everything else the destination failed; the worker sends them with the same webhook-id', async () => {
+  sink.behave(ok)
+  const id = deliveryId('crm', events[0]!)
+  const back = await post(`/ui/destinations/deliveries/${id}/replay`)
+  expect(back).toBe(`/ui/destinations/deliveries/${id}?done=delivery-queued&n=1`)
+  expect(await get(back)).toContain('Queued 1 delivery to be sent again')
+  worker.wake()
+  await vi.waitFor(async () => expect(await statuses()).toEqual(['delivered', 'dead']), WAIT)
+  expect(sink.requests.at(-1)!.headers['webhook-id']).toBe(id)
+
+  const all = await post('/ui/destinations/crm/replay')
+  expect(all).toBe('/ui/destinations?destination=crm&done=delivery-queued&n=1')
+  worker.wake()
+  await vi.waitFor(async () => expect(await statuses()).toEqual(['delivered', 'delivered']), WAIT)
+  expect(await get('/ui/destinations')).toMatch(/<td>0<\/td><td>2<\/td><td>0<\/td>/)
+
+  // Mistakes: a destination or delivery that does not exist.
+  const missing = await fetch(`${ui.server.url}/ui/destinations/nope/replay`, {
+    method: 'POST', headers: { cookie: cookieHeader(session.jar), 'x-csrf-token': session.csrf }, redirect: 'manual',
+  })
+  expect(missing.status).toBe(404)
+  expect((await fetch(`${ui.server.url}/ui/destinations/deliveries/nope`, { headers: { cookie: cookieHeader(session.jar) } })).status).toBe(404)
+})
+
+it('shows a destination disabled by a 410 with its reason, and enables it again', async () => {
+  await disableDestination(ui.server.rt, 'crm', '410 Gone from http://127.0.0.1/hooks')
+  const page = await get('/ui/destinations')
+  expect(page).toContain('class="status-disabled">disabled<')
+  expect(page).toContain('410 Gone from http://127.0.0.1/hooks')
+  expect(page).toContain('action="/ui/destinations/crm/enable"')
+  expect(await post('/ui/destinations/crm/enable')).toBe('/ui/destinations?done=destination-enabled&n=1')
+  const after = await get('/ui/destinations?done=destination-enabled&n=1')
+  expect(after).toContain('Enabled: its waiting deliveries go out.')
+  expect(after).toContain('class="status-active">active<')
+  expect(after).not.toContain('action="/ui/destinations/crm/enable"')
+})
