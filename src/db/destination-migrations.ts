@@ -175,3 +175,24 @@ export const destinationOrderedFlagMigration: Migration = {
     if (await hasColumn(db, 'destination_deliveries', 'ordered')) await db.schema.alterTable('destination_deliveries').dropColumn('ordered').execute()
   },
 }
+
+/**
+ * `0014_destination_dead_index`: the dead letters of each destination, newest first, on an index of their own —
+ * for the dashboard's Destinations page and `destinations deliveries --status dead`, which otherwise read a
+ * destination's every delivery to find its few dead ones, and to count them. Partial: a delivery enters it only when
+ * it dies (rare), so delivering costs nothing more.
+ */
+export const destinationDeadIndexMigration: Migration = {
+  async up(db) {
+    await db.schema
+      .createIndex('destination_deliveries_dead')
+      .ifNotExists()
+      .on('destination_deliveries')
+      .columns(['destination', 'created_at'])
+      .where(sql.ref('status'), '=', sql.lit('dead'))
+      .execute()
+  },
+  async down(db) {
+    await db.schema.dropIndex('destination_deliveries_dead').ifExists().execute()
+  },
+}

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely'
+import { sql, type Selectable } from 'kysely'
 import type { DestinationAttemptsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
 import { defineProcessingTask } from '../coordination/processing-task.ts'
@@ -54,15 +54,48 @@ export interface DeliveryFilter {
   limit?: number
 }
 
+/**
+ * The destinations that have deliveries stored, configured or not: a loose index scan (each step one seek for the
+ * next name), not a read of the whole outbox.
+ */
+async function storedDestinations(rt: Runtime): Promise<string[]> {
+  const rows = await sql<{ name: string | null }>`
+    WITH RECURSIVE d(name) AS (
+      SELECT min(destination) FROM destination_deliveries
+      UNION ALL
+      SELECT (SELECT min(destination) FROM destination_deliveries WHERE destination > d.name) FROM d WHERE d.name IS NOT NULL
+    )
+    SELECT name FROM d WHERE name IS NOT NULL`.execute(rt.store.db)
+  return rows.rows.map((r) => r.name!)
+}
+
+/** Configured destinations first, in their order, then any that only have deliveries left from an earlier configuration. */
+async function destinationNames(rt: Runtime): Promise<string[]> {
+  const configured = rt.config.destinations.list.map((d) => d.name)
+  return [...new Set([...configured, ...(await storedDestinations(rt))])]
+}
+
+/**
+ * Deliveries newest first. Each query names one destination, so it walks that destination's `created_at` index (or
+ * the partial index of its pending or dead rows) from the newest end and stops at `limit`; without a destination the
+ * destinations' pages are merged. Sorting the whole outbox instead took ~0.4 s with 2,000,000 deliveries kept.
+ */
 export async function listDeliveries(rt: Runtime, filter: DeliveryFilter = {}): Promise<DeliveryView[]> {
-  // Every column but the body: a list never shows it.
-  let q = rt.store.db.selectFrom('destination_deliveries').select(DELIVERY_COLUMNS)
-  if (filter.destination) q = q.where('destination', '=', filter.destination)
-  if (filter.status) q = q.where('status', '=', filter.status)
-  if (filter.since !== undefined) q = q.where('created_at', '>=', filter.since)
-  if (filter.until !== undefined) q = q.where('created_at', '<', filter.until)
-  const rows = await q.orderBy('created_at', 'desc').orderBy('id').limit(Math.min(filter.limit ?? 100, 10_000)).execute()
-  return rows.map(view)
+  const limit = Math.min(filter.limit ?? 100, 10_000)
+  const names = filter.destination ? [filter.destination] : await destinationNames(rt)
+  const pages = await Promise.all(
+    names.map((destination) => {
+      // Every column but the body: a list never shows it.
+      let q = rt.store.db.selectFrom('destination_deliveries').select(DELIVERY_COLUMNS).where('destination', '=', destination)
+      // A literal status: what lets SQLite choose the partial index of pending or dead rows.
+      if (filter.status) q = q.where('status', '=', sql.lit(filter.status))
+      if (filter.since !== undefined) q = q.where('created_at', '>=', filter.since)
+      if (filter.until !== undefined) q = q.where('created_at', '<', filter.until)
+      return q.orderBy('created_at', 'desc').orderBy('id').limit(limit).execute()
+    }),
+  )
+  const rows = pages.flat().sort((a, b) => Number(b.created_at) - Number(a.created_at) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  return rows.slice(0, limit).map(view)
 }
 
 /** One delivery with every attempt (status, latency, first KB of the response). */
@@ -141,39 +174,58 @@ export interface DestinationSummary {
   oldest_pending_at: string | null
 }
 
-/** Every configured destination (and any with rows but no longer configured) with its counts. */
+/** How many deliveries of a destination match, counted on an index (the whole `created_at` one, or a partial one). */
+async function countOf(rt: Runtime, destination: string, status?: 'pending' | 'dead'): Promise<number> {
+  let q = rt.store.db.selectFrom('destination_deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('destination', '=', destination)
+  if (status) q = q.where('status', '=', sql.lit(status))
+  return Number((await q.executeTakeFirstOrThrow()).n)
+}
+
+/**
+ * Every configured destination (and any with rows but no longer configured) with its counts. Each count reads an
+ * index and no row: all of a destination's deliveries on its `created_at` index, the pending and the dead ones on
+ * their partial indexes, and delivered is what is left. (Grouping the outbox by status read every row: 4 s with
+ * 2,000,000 deliveries kept, against ~0.2 s this way.) The oldest pending one reads the pending rows.
+ */
 export async function summarizeDestinations(rt: Runtime): Promise<DestinationSummary[]> {
-  const counts = await rt.store.db
-    .selectFrom('destination_deliveries')
-    .select((eb) => ['destination', 'status', eb.fn.countAll<number>().as('n'), eb.fn.min<number>('created_at').as('oldest')])
-    .groupBy(['destination', 'status'])
-    .execute()
-  const disabled = await disabledDestinations(rt)
+  const [names, disabled] = await Promise.all([destinationNames(rt), disabledDestinations(rt)])
   const configured = rt.config.destinations.list
-  const names = [...new Set([...configured.map((d) => d.name), ...counts.map((c) => c.destination)])]
-  return names.map((name) => {
-    const d = configured.find((c) => c.name === name)
-    const of = (status: string) => counts.find((c) => c.destination === name && c.status === status)
-    const off = disabled.get(name)
-    return {
-      name,
-      url: d ? shownUrl(d.url) : '(no longer configured)',
-      events: d?.events ?? 'all',
-      ordered: d?.ordered ?? false,
-      state: off ? 'disabled' : 'active',
-      disabled_reason: off?.reason ?? null,
-      pending: Number(of('pending')?.n ?? 0),
-      delivered: Number(of('delivered')?.n ?? 0),
-      dead: Number(of('dead')?.n ?? 0),
-      oldest_pending_at: iso(of('pending')?.oldest ?? null),
-    }
-  })
+  return Promise.all(
+    names.map(async (name) => {
+      const [all, pending, dead, oldest] = await Promise.all([
+        countOf(rt, name),
+        countOf(rt, name, 'pending'),
+        countOf(rt, name, 'dead'),
+        rt.store.db
+          .selectFrom('destination_deliveries')
+          .select((eb) => eb.fn.min<number>('created_at').as('oldest'))
+          .where('destination', '=', name)
+          .where('status', '=', sql.lit('pending'))
+          .executeTakeFirst(),
+      ])
+      const d = configured.find((c) => c.name === name)
+      const off = disabled.get(name)
+      return {
+        name,
+        url: d ? shownUrl(d.url) : '(no longer configured)',
+        events: d?.events ?? 'all',
+        ordered: d?.ordered ?? false,
+        state: off ? 'disabled' : 'active',
+        disabled_reason: off?.reason ?? null,
+        pending,
+        // The three counts are separate reads: a delivery finishing between them must not make this negative.
+        delivered: Math.max(0, all - pending - dead),
+        dead,
+        oldest_pending_at: iso(oldest?.oldest ?? null),
+      } satisfies DestinationSummary
+    }),
+  )
 }
 
 /**
  * The destinations' counts and a page of deliveries (the dashboard's Destinations page, `GET /admin/destinations`):
- * counting scans the outbox's index, seconds with millions of deliveries, so under `serve` it runs in the processing
- * thread rather than on the receiver's loop.
+ * the counts walk indexes (~50 ms with 1,000,000 deliveries kept, more with a large backlog, whose oldest row is
+ * looked for among the pending ones), so under `serve` they run in the processing thread, off the receiver's loop.
  */
 export const destinationsOverviewTask = defineProcessingTask('destinationsOverview', async (rt, args: { deliveries?: DeliveryFilter }) => ({
   destinations: await summarizeDestinations(rt),

@@ -1,8 +1,9 @@
 /**
- * Dashboard benchmark (issue 11): 1,000,000 stored webhook events in a real SQLite file, then the
- * dashboard's pages served in-process through the app (`app.fetch`, bearer token) — server time, no
- * browser. Budgets: the events page's first page and a filtered search ≤ 150 ms each, the overview
- * ≤ 300 ms (median of several requests after a warm-up). Baseline, measured in the same run: /healthz.
+ * Dashboard benchmark (issue 11): 1,000,000 stored webhook events and 1,000,000 kept deliveries to two destinations
+ * in a real SQLite file, then the dashboard's pages served in-process through the app (`app.fetch`, bearer token) —
+ * server time, no browser. Budgets: the events page's first page and a filtered search ≤ 150 ms each, the
+ * Destinations page ≤ 150 ms, the overview ≤ 300 ms (median of several requests after a warm-up). Baseline,
+ * measured in the same run: /healthz.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -15,6 +16,8 @@ import { createSilentLogger } from '../../src/utils/logger.ts'
 import { createSeededRandom } from '../../src/utils/random.ts'
 
 const N = Number(process.env.BENCH_DASHBOARD_EVENTS ?? 1_000_000)
+const DELIVERIES = Number(process.env.BENCH_DASHBOARD_DELIVERIES ?? 1_000_000)
+const DESTINATION_NAMES = ['crm', 'warehouse']
 const NOW = Date.parse('2026-11-21T06:00:00Z')
 const SPAN_MS = 30 * 86_400_000
 const TOKEN = 'bench-dashboard-token-0123456789'
@@ -28,7 +31,14 @@ mkdirSync(join(dir, 'recipes'))
 let failed = false
 try {
   const rt = await createRuntime(
-    loadConfig({ env: { DATA_DIR: dir, DATABASE_URL: `sqlite:${join(dir, 'bench.db')}`, WEBHOOK_SECRET: 'whsec_bench', ADMIN_TOKEN: TOKEN, RECIPES_DIR: join(dir, 'recipes'), LOG_LEVEL: 'silent' } }),
+    loadConfig({
+      env: {
+        DATA_DIR: dir, DATABASE_URL: `sqlite:${join(dir, 'bench.db')}`, WEBHOOK_SECRET: 'whsec_bench', ADMIN_TOKEN: TOKEN, RECIPES_DIR: join(dir, 'recipes'), LOG_LEVEL: 'silent',
+        // Destinations are only read here (no delivery worker runs): their deliveries are seeded below.
+        ALLOW_PRIVATE_DESTINATIONS: '1',
+        DESTINATIONS: JSON.stringify(DESTINATION_NAMES.map((name) => ({ name, url: 'http://127.0.0.1:9/hooks', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', allowHttp: true }))),
+      },
+    }),
     { clock: createManualClock(NOW), random: createSeededRandom(11), log: createSilentLogger() },
   )
   const sqlite = rt.store.sqlite!
@@ -55,10 +65,26 @@ try {
     }
   })()
   for (const index of indexes) sqlite.exec(index.sql)
+  // A month of forwarding, kept: mostly delivered, 1 % dead letters, a small backlog pending.
+  const deliveryIndexes = sqlite.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'destination_deliveries' AND sql IS NOT NULL`).all() as Array<{ name: string; sql: string }>
+  for (const index of deliveryIndexes) sqlite.exec(`DROP INDEX "${index.name}"`)
+  const delivery = sqlite.prepare(`INSERT INTO destination_deliveries (id, destination, event_id, event_type, conversation_id, payload, order_at, ordered, status, attempts, round_attempts, next_attempt_at, claimed_by, claimed_until, last_status, last_error, created_at, delivered_at)
+    VALUES (?, ?, ?, 'call.completed', ?, '', ?, 0, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?)`)
+  sqlite.transaction(() => {
+    for (let i = 0; i < DELIVERIES; i++) {
+      const r = random.next()
+      const status = r < 0.01 ? 'dead' : r < 0.015 ? 'pending' : 'delivered'
+      const at = NOW - Math.floor(random.next() * SPAN_MS)
+      const attempts = status === 'dead' ? 10 : status === 'pending' ? 2 : 1
+      delivery.run(`msg_${String(i).padStart(8, '0')}`, DESTINATION_NAMES[i % DESTINATION_NAMES.length], `evt_${String(i >> 1).padStart(7, '0')}`, `conv_${i >> 3}`, at * 1000, status, attempts, attempts, at + 60_000,
+        status === 'delivered' ? 200 : 503, status === 'delivered' ? null : 'answered 503', at, status === 'delivered' ? at + 40 : null)
+    }
+  })()
+  for (const index of deliveryIndexes) sqlite.exec(index.sql)
   sqlite.pragma('synchronous = NORMAL')
   sqlite.exec('ANALYZE')
   const seedMs = performance.now() - seedStart
-  console.log(`seeded ${N.toLocaleString('en-US')} events in ${(seedMs / 1000).toFixed(1)} s (${Math.round(N / (seedMs / 1000)).toLocaleString('en-US')}/s)`)
+  console.log(`seeded ${N.toLocaleString('en-US')} events and ${DELIVERIES.toLocaleString('en-US')} deliveries in ${(seedMs / 1000).toFixed(1)} s`)
 
   const app = createApp(rt)
   const get = async (path: string): Promise<number> => {
@@ -85,6 +111,8 @@ try {
     { name: 'events, filtered (date range + status=dead)', path: '/ui/events?status=dead&from=2026-11-01&to=2026-11-03', budget: 150 },
     { name: 'events, by trace id', path: '/ui/events?trace_id=tr_123456', budget: 150 },
     { name: 'events, a page deep in the keyset', path: deep, budget: 150 },
+    { name: `destinations (${DELIVERIES.toLocaleString('en-US')} deliveries kept)`, path: '/ui/destinations', budget: 150 },
+    { name: 'destinations, the dead letters of one', path: '/ui/destinations?destination=crm&status=dead', budget: 150 },
     { name: 'overview', path: '/ui', budget: 300 },
   ]
   console.log(`baseline /healthz: median ${baseline.median.toFixed(2)} ms`)

@@ -96,7 +96,7 @@ describeEachDialect('destinations: event bodies kept once per event', (dialect) 
       .insertInto('destination_deliveries')
       .values([row('crm', 'evt_a', '{"a":1}', 1_000), row('warehouse', 'evt_a', '{"a":1}', 1_001), row('crm', 'evt_b', '{"b":"é"}', 2_000)])
       .execute()
-    expect((await migrate(store)).applied).toEqual(['0009_destination_payloads', '0010_destination_pending_indexes', '0011_instances', '0012_recipe_fires_fired_index', '0013_destination_ordered_flag'])
+    expect((await migrate(store)).applied).toEqual(['0009_destination_payloads', '0010_destination_pending_indexes', '0011_instances', '0012_recipe_fires_fired_index', '0013_destination_ordered_flag', '0014_destination_dead_index'])
     const copied = async () => await store!.db.selectFrom('destination_payloads').selectAll().orderBy('event_id').execute()
     expect(await copied()).toEqual([
       { event_id: 'evt_a', payload: '{"a":1}', created_at: 1_000 },
@@ -124,7 +124,7 @@ describeEachDialect('destinations: the ordered flag (migration 0013)', (dialect)
     store = await openTestStore(dialect, { migrate: false })
     await migrateTo(store, '0012_recipe_fires_fired_index')
     await store.db.insertInto('destination_deliveries').values([deliveryRow('crm', 'evt_a', '', 1_000), deliveryRow('crm', 'evt_b', '', 2_000)]).execute()
-    expect((await migrate(store)).applied).toEqual(['0013_destination_ordered_flag'])
+    expect((await migrate(store)).applied).toEqual(['0013_destination_ordered_flag', '0014_destination_dead_index'])
     const flags = async () => (await store!.db.selectFrom('destination_deliveries').select(['event_id', 'ordered']).orderBy('event_id').execute()).map((r) => [r.event_id, Number(r.ordered)])
     expect(await flags()).toEqual([['evt_a', 1], ['evt_b', 1]])
     // As the previous release writes during a deploy: without the column, so its rows stay in order too.
