@@ -2,7 +2,7 @@ import { HTTPError, type H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import { adminRoute } from '../utils/admin-auth.ts'
 import { runProcessingTask } from '../coordination/processing-task.ts'
-import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, destinationsOverviewTask, getDelivery, listDeliveries, replayDelivery, replayFailedTask } from './deliveries.ts'
+import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, destinationsOverviewTask, getDelivery, isDeliveryStatus, isKnownDestination, listDeliveries, replayDelivery, replayFailedTask } from './deliveries.ts'
 import { enableDestination } from './state.ts'
 
 function time(value: unknown, name: string): number | undefined {
@@ -24,8 +24,8 @@ export function registerDestinationAdminRoutes(app: H3, rt: Runtime): void {
 
   app.get('/admin/destinations/deliveries', adminRoute(rt, async (event) => {
     const q = event.url.searchParams
-    const status = q.get('status') ?? undefined
-    if (status && !(DELIVERY_STATUSES as readonly string[]).includes(status)) throw new HTTPError({ status: 400, message: `status must be one of ${DELIVERY_STATUSES.join(', ')}` })
+    const status = q.get('status') || undefined
+    if (status !== undefined && !isDeliveryStatus(status)) throw new HTTPError({ status: 400, message: `status must be one of ${DELIVERY_STATUSES.join(', ')}` })
     const limit = q.get('limit')
     if (limit !== null && !/^\d+$/.test(limit)) throw new HTTPError({ status: 400, message: 'limit must be a whole number' })
     return {
@@ -75,7 +75,7 @@ export function registerDestinationAdminRoutes(app: H3, rt: Runtime): void {
     }
     const since = time(body.since, 'since') ?? 0
     const until = time(body.until, 'until') ?? Number.MAX_SAFE_INTEGER
-    if (!rt.config.destinations.list.some((d) => d.name === name) && (await listDeliveries(rt, { destination: name, limit: 1 })).length === 0) {
+    if (!(await isKnownDestination(rt, name))) {
       throw new HTTPError({ status: 404, message: `no destination named "${name}"` })
     }
     event.res.status = 202

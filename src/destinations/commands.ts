@@ -1,6 +1,6 @@
 import { CliError, defineCommand, intFlag, type CliCommand, type CliContext } from '../cli-kit.ts'
 import type { Runtime } from '../runtime.ts'
-import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, getDelivery, listDeliveries, replayDelivery, replayFailed, summarizeDestinations } from './deliveries.ts'
+import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, getDelivery, isDeliveryStatus, isKnownDestination, listDeliveries, replayDelivery, replayFailed, summarizeDestinations } from './deliveries.ts'
 import { enableDestination } from './state.ts'
 import { sendTestEvent } from './test-send.ts'
 
@@ -54,7 +54,7 @@ const deliveries = defineCommand({
   options: { destination: { type: 'string' }, status: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } },
   async run(ctx) {
     const status = ctx.values.status as string | undefined
-    if (status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(status)) throw new CliError(`--status must be one of ${DELIVERY_STATUSES.join(', ')} (got "${status}")`)
+    if (status !== undefined && !isDeliveryStatus(status)) throw new CliError(`--status must be one of ${DELIVERY_STATUSES.join(', ')} (got "${status}")`)
     const limit = intFlag(ctx.values, 'limit', 50)!
     if (limit < 1 || limit > 10_000) throw new CliError('--limit must be from 1 to 10000')
     const rt = await ctx.runtime()
@@ -110,8 +110,7 @@ const replay = defineCommand({
     if (since === undefined) throw new CliError('--since is required with --destination (an ISO time such as 2026-03-01T00:00:00Z)')
     const until = isoFlag(ctx, 'until') ?? Number.MAX_SAFE_INTEGER
     if (until <= since) throw new CliError('--until must be after --since')
-    const known = rt.config.destinations.list.some((d) => d.name === destination) || (await listDeliveries(rt, { destination, limit: 1 })).length > 0
-    if (!known) throw new CliError(`no destination named "${destination}" (see: destinations list)`)
+    if (!(await isKnownDestination(rt, destination!))) throw new CliError(`no destination named "${destination}" (see: destinations list)`)
     const queued = await replayFailed(rt, destination!, since, until)
     if (ctx.values.json) return ctx.json({ queued })
     ctx.write(`${queued} failed or dead deliveries of "${destination}" queued again\n`)

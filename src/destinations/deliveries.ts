@@ -9,6 +9,11 @@ import { shownUrl } from '../utils/shown-url.ts'
 /** Reading the outbox and putting deliveries back in it (CLI, admin routes). */
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'dead'] as const
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number]
+
+export function isDeliveryStatus(value: string): value is DeliveryStatus {
+  return (DELIVERY_STATUSES as readonly string[]).includes(value)
+}
 
 export interface DeliveryView {
   id: string
@@ -48,7 +53,7 @@ function view(row: Omit<DeliveryRow, 'payload'>): DeliveryView {
 
 export interface DeliveryFilter {
   destination?: string
-  status?: string
+  status?: DeliveryStatus
   since?: number
   until?: number
   limit?: number
@@ -73,6 +78,11 @@ async function storedDestinations(rt: Runtime): Promise<string[]> {
 async function destinationNames(rt: Runtime): Promise<string[]> {
   const configured = rt.config.destinations.list.map((d) => d.name)
   return [...new Set([...configured, ...(await storedDestinations(rt))])]
+}
+
+/** A destination that is configured, or that still has deliveries from an earlier configuration. */
+export async function isKnownDestination(rt: Runtime, name: string): Promise<boolean> {
+  return rt.config.destinations.list.some((d) => d.name === name) || (await listDeliveries(rt, { destination: name, limit: 1 })).length > 0
 }
 
 /**

@@ -1,7 +1,7 @@
-import { HTTPError, type H3 } from 'h3'
+import { getRouterParam, HTTPError, type H3 } from 'h3'
 import { z } from 'zod'
 import { runProcessingTask } from '../coordination/processing-task.ts'
-import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, destinationsOverviewTask, getDelivery, listDeliveries, replayDelivery, replayFailedTask } from '../destinations/deliveries.ts'
+import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, destinationsOverviewTask, getDelivery, isKnownDestination, replayDelivery, replayFailedTask } from '../destinations/deliveries.ts'
 import { enableDestination } from '../destinations/state.ts'
 import type { Runtime } from '../runtime.ts'
 import { clip, fields, shortId, status, table } from './components.ts'
@@ -19,10 +19,6 @@ const querySchema = z.object({
 
 function option(value: string, label: string, selected: string | undefined) {
   return html`<option value="${value}"${value === (selected ?? '') ? html` selected` : ''}>${label}</option>`
-}
-
-function nameOf(raw: string | undefined): string {
-  return decodeURIComponent(raw ?? '')
 }
 
 /**
@@ -79,7 +75,7 @@ ${deliveries.length === DELIVERIES_PAGE_SIZE ? html`<p><small>The newest ${DELIV
   })
 
   app.get('/ui/destinations/deliveries/:id', async (event) => {
-    const id = nameOf(event.context.params?.id)
+    const id = getRouterParam(event, 'id', { decode: true }) ?? ''
     const found = await getDelivery(rt, id)
     if (!found) throw new HTTPError({ status: 404, message: `no delivery with id "${id}"` })
     return page(event, {
@@ -115,7 +111,7 @@ ${table('Attempts', ['#', 'Started (UTC)', 'Answer', 'Latency', 'Result', 'Error
   })
 
   app.post('/ui/destinations/deliveries/:id/replay', async (event) => {
-    const id = nameOf(event.context.params?.id)
+    const id = getRouterParam(event, 'id', { decode: true }) ?? ''
     const back = `/ui/destinations/deliveries/${encodeURIComponent(id)}`
     try {
       await replayDelivery(rt, id)
@@ -129,16 +125,15 @@ ${table('Attempts', ['#', 'Started (UTC)', 'Answer', 'Latency', 'Result', 'Error
   })
 
   app.post('/ui/destinations/:name/replay', async (event) => {
-    const name = nameOf(event.context.params?.name)
-    const known = rt.config.destinations.list.some((d) => d.name === name) || (await listDeliveries(rt, { destination: name, limit: 1 })).length > 0
-    if (!known) throw new HTTPError({ status: 404, message: `no destination named "${name}"` })
+    const name = getRouterParam(event, 'name', { decode: true }) ?? ''
+    if (!(await isKnownDestination(rt, name))) throw new HTTPError({ status: 404, message: `no destination named "${name}"` })
     const queued = await runProcessingTask(rt, replayFailedTask, { destination: name, since: 0, until: Number.MAX_SAFE_INTEGER })
     rt.log.info({ destination: name, queued }, 'dashboard: failed deliveries queued again')
     return seeOther(event, `/ui/destinations?${new URLSearchParams({ destination: name, done: 'delivery-queued', n: String(queued) })}`)
   })
 
   app.post('/ui/destinations/:name/enable', async (event) => {
-    const name = nameOf(event.context.params?.name)
+    const name = getRouterParam(event, 'name', { decode: true }) ?? ''
     const enabled = await enableDestination(rt, name)
     rt.log.info({ destination: name, enabled }, 'dashboard: destination enabled')
     return seeOther(event, `/ui/destinations?done=destination-enabled&n=${enabled ? 1 : 0}`)

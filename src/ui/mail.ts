@@ -18,7 +18,6 @@ import { seeOther } from './responses.ts'
 const dateSchema = z.string().regex(/^\d{4}-\d{2}-\d{2}$/)
 const MAX_CSV_BYTES = 5 * 1024 * 1024
 
-/** `/ui/mail`: the mail log with resend of a failed report, a report preview for any day, and the DNC list. */
 /** Where a number came from; an opt-out's conversation is shortened and links to its events. */
 function dncSource(source: string | null): HtmlValue {
   const conversation = source?.startsWith('conversation:') ? source.slice('conversation:'.length) : undefined
@@ -26,6 +25,7 @@ function dncSource(source: string | null): HtmlValue {
   return html`conversation ${shortId(conversation, `/ui/events?${new URLSearchParams({ conversation_id: conversation })}`)}`
 }
 
+/** `/ui/mail`: the mail log with resend of a failed report, a report preview for any day, and the DNC list. */
 export function registerMailPage(app: H3, rt: Runtime): void {
   const render = async (event: Parameters<typeof page>[0], imported?: DncImportResult) => {
     const params = event.url.searchParams

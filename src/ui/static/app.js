@@ -20,9 +20,8 @@
 
   var MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec']
 
-  // A series of days (x = noon UTC of each date): a tick a day (every few days on a long series), labelled with the
-  // date itself — read in UTC, so a browser east of UTC+12 does not show the next day, and never an hour of the day.
-  // The labels drawn are also kept in data-x-labels.
+  // Times are read in UTC, as every time on the dashboard is written (a browser east of UTC+12 would otherwise show a
+  // day's point on the next day), on the 24-hour clock.
   function dayLabel(v) {
     var d = new Date(v * 1000)
     return MONTHS[d.getUTCMonth()] + ' ' + d.getUTCDate()
@@ -30,39 +29,34 @@
 
   function pad(n) { return n < 10 ? '0' + n : String(n) }
 
-  // Hours in UTC on the 24-hour clock, as every time on the dashboard is written; midnight shows the date instead.
   function clockLabel(v) {
     var d = new Date(v * 1000)
     return pad(d.getUTCHours()) + ':' + pad(d.getUTCMinutes())
   }
 
+  // An hour's tick; midnight shows the date instead.
   function hourLabel(v) {
     return clockLabel(v) === '00:00' ? dayLabel(v) : clockLabel(v)
   }
 
-  function hourAxis(el) {
-    return {
+  // An x axis whose ticks read `format`; the labels drawn are also kept in data-x-labels.
+  function xAxis(el, format, splits) {
+    var axis = {
       stroke: 'currentColor',
-      values: function (u, splits) {
-        var labels = splits.map(hourLabel)
+      values: function (u, values) {
+        var labels = values.map(format)
         el.setAttribute('data-x-labels', labels.join(', '))
         return labels
       },
     }
+    if (splits) axis.splits = function () { return splits }
+    return axis
   }
 
+  // A series of days (x = noon UTC of each date): a tick a day, every few days on a long series, ending on the last.
   function dayAxis(el, xs) {
     var every = Math.max(1, Math.ceil(xs.length / 8))
-    var ticks = xs.filter(function (_, i) { return (xs.length - 1 - i) % every === 0 })
-    return {
-      stroke: 'currentColor',
-      splits: function () { return ticks },
-      values: function (u, splits) {
-        var labels = splits.map(dayLabel)
-        el.setAttribute('data-x-labels', labels.join(', '))
-        return labels
-      },
-    }
+    return xAxis(el, dayLabel, xs.filter(function (_, i) { return (xs.length - 1 - i) % every === 0 }))
   }
 
   function draw(el) {
@@ -80,7 +74,7 @@
       tzDate: function (ts) { return window.uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC') },
       legend: { show: true },
       cursor: { drag: { x: false, y: false } },
-      axes: [spec.days ? dayAxis(el, spec.x) : spec.time !== false ? hourAxis(el) : { stroke: 'currentColor' }, { stroke: 'currentColor' }],
+      axes: [spec.days ? dayAxis(el, spec.x) : spec.time !== false ? xAxis(el, hourLabel) : { stroke: 'currentColor' }, { stroke: 'currentColor' }],
       // The legend's x under the cursor: the date too, for a series of days.
       series: [spec.days
         ? { label: 'Day', value: function (u, v) { return v == null ? '--' : dayLabel(v) } }
