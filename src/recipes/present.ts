@@ -2,6 +2,7 @@ import type { PlannedEffect } from '../effects.ts'
 import type { RecipeInfo } from './engine.ts'
 import type { RecipeRun } from './runner.ts'
 import { summaryLine } from './summary.ts'
+import { campaignFrom } from '../reports/campaign.ts'
 
 const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString())
 
@@ -63,7 +64,7 @@ export function renderPlan(plan: PlannedEffect[]): string {
       const r = effect.request
       const when = r.scheduled_for ? `at ${r.scheduled_for}` : 'now'
       lines.push(`  call ${phoneOf(effect)} with agent ${r.agent_id} ${when}${effect.note ? ` (${effect.note})` : ''}`)
-      lines.push(`    idempotency_key: ${r.idempotency_key ?? '(auto)'}${r.conversation_id ? ` · continues ${r.conversation_id}` : ''}${effect.campaign ? ` · campaign ${effect.campaign}` : ''}`)
+      lines.push(`    idempotency_key: ${r.idempotency_key ?? '(auto)'}${r.conversation_id ? ` · continues ${r.conversation_id}` : ''}${effect.campaign ? ` · campaign ${campaignFrom(effect.campaign, null, r.agent_id, () => undefined)}` : ''}`)
       const params = r.parameters.filter((p) => p.name !== 'customer_phone')
       if (params.length) lines.push(`    parameters: ${JSON.stringify(Object.fromEntries(params.map((p) => [p.name, p.value])))}`)
       if (r.retry_context) lines.push(`    retry_context: ${JSON.stringify(r.retry_context)}`)

@@ -29,6 +29,9 @@ it('recipes test no-answer-followup --events sample.json prints the follow-up pl
   // Ended 15:30 IST; no_answer waits an hour: 16:30 IST, inside the window.
   expect(out).toContain('call +919876543215 with agent 101 at 2026-01-15T11:00:00.000Z')
   expect(out).toContain('continues conv_sample_1')
+  // Follow-ups of calls placed straight through the proxy count under "(direct)", as in the report.
+  expect(out).toContain('· campaign (direct)')
+  expect(out).not.toContain('agent:101')
   expect(out).toContain('retry_context: {"collected_data":{"name":"Meera","plan":"gold"}}')
   // The summary the recipe returned, as a line of its figures (its counts of 0 left out); --json keeps the value.
   expect(out).toMatch(/^summary: planned 2 · calls 2$/m)
