@@ -1,4 +1,4 @@
-import { destinationDeadIndexMigration, destinationOrderedFlagMigration, destinationPayloadsMigration, destinationPendingIndexesMigration, destinationsMigration } from './destination-migrations.ts'
+import { destinationDeadIndexMigration, destinationOrderedFlagMigration, destinationPayloadsMigration, destinationPendingCoveringMigration, destinationPendingIndexesMigration, destinationsMigration } from './destination-migrations.ts'
 import { type Kysely, type Migration, type MigrationProvider } from 'kysely'
 import { hasColumn } from './has-column.ts'
 
@@ -415,6 +415,7 @@ export const migrations: Record<string, Migration> = {
   '0012_recipe_fires_fired_index': m0012,
   '0013_destination_ordered_flag': destinationOrderedFlagMigration,
   '0014_destination_dead_index': destinationDeadIndexMigration,
+  '0015_destination_pending_covering': destinationPendingCoveringMigration,
 }
 
 export const migrationProvider: MigrationProvider = {

@@ -1,6 +1,6 @@
 /**
  * Dashboard benchmark (issue 11): 1,000,000 stored webhook events and 1,000,000 kept deliveries to two destinations
- * in a real SQLite file, then the dashboard's pages served in-process through the app (`app.fetch`, bearer token) —
+ * (one of them down for the last three days, ~50,000 of its deliveries waiting) in a real SQLite file, then the dashboard's pages served in-process through the app (`app.fetch`, bearer token) —
  * server time, no browser. Budgets: the events page's first page and a filtered search ≤ 150 ms each, the
  * Destinations page ≤ 150 ms, the overview ≤ 300 ms (median of several requests after a warm-up). Baseline,
  * measured in the same run: /healthz.
@@ -18,6 +18,7 @@ import { createSeededRandom } from '../../src/utils/random.ts'
 const N = Number(process.env.BENCH_DASHBOARD_EVENTS ?? 1_000_000)
 const DELIVERIES = Number(process.env.BENCH_DASHBOARD_DELIVERIES ?? 1_000_000)
 const DESTINATION_NAMES = ['crm', 'warehouse']
+const WAREHOUSE_DOWN_MS = 3 * 86_400_000
 const NOW = Date.parse('2026-11-21T06:00:00Z')
 const SPAN_MS = 30 * 86_400_000
 const TOKEN = 'bench-dashboard-token-0123456789'
@@ -65,7 +66,8 @@ try {
     }
   })()
   for (const index of indexes) sqlite.exec(index.sql)
-  // A month of forwarding, kept: mostly delivered, 1 % dead letters, a small backlog pending.
+  // A month of forwarding, kept: mostly delivered, 1 % dead letters, a small backlog pending — and the warehouse
+  // down for the last three days, its deliveries since then all waiting (~50,000, the newest rows of its outbox).
   const deliveryIndexes = sqlite.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'destination_deliveries' AND sql IS NOT NULL`).all() as Array<{ name: string; sql: string }>
   for (const index of deliveryIndexes) sqlite.exec(`DROP INDEX "${index.name}"`)
   const delivery = sqlite.prepare(`INSERT INTO destination_deliveries (id, destination, event_id, event_type, conversation_id, payload, order_at, ordered, status, attempts, round_attempts, next_attempt_at, claimed_by, claimed_until, last_status, last_error, created_at, delivered_at)
@@ -73,8 +75,9 @@ try {
   sqlite.transaction(() => {
     for (let i = 0; i < DELIVERIES; i++) {
       const r = random.next()
-      const status = r < 0.01 ? 'dead' : r < 0.015 ? 'pending' : 'delivered'
       const at = NOW - Math.floor(random.next() * SPAN_MS)
+      const down = DESTINATION_NAMES[i % DESTINATION_NAMES.length] === 'warehouse' && at > NOW - WAREHOUSE_DOWN_MS
+      const status = down ? 'pending' : r < 0.01 ? 'dead' : r < 0.015 ? 'pending' : 'delivered'
       const attempts = status === 'dead' ? 10 : status === 'pending' ? 2 : 1
       delivery.run(`msg_${String(i).padStart(8, '0')}`, DESTINATION_NAMES[i % DESTINATION_NAMES.length], `evt_${String(i >> 1).padStart(7, '0')}`, `conv_${i >> 3}`, at * 1000, status, attempts, attempts, at + 60_000,
         status === 'delivered' ? 200 : 503, status === 'delivered' ? null : 'answered 503', at, status === 'delivered' ? at + 40 : null)

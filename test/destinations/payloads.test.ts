@@ -2,7 +2,7 @@ import { afterEach, expect, it, vi } from 'vitest'
 import { sql } from 'kysely'
 import { migrate, migrateTo } from '../../src/db/connect.ts'
 import { getDelivery } from '../../src/destinations/deliveries.ts'
-import { destinationOrderedFlagMigration, destinationPayloadsMigration } from '../../src/db/destination-migrations.ts'
+import { destinationOrderedFlagMigration, destinationPayloadsMigration, destinationPendingCoveringMigration } from '../../src/db/destination-migrations.ts'
 import { deliveryId } from '../../src/destinations/sign.ts'
 import { describeEachDialect, openTestStore, type TestStore } from '../helpers/db.ts'
 import { closedAfterEach, createForwardHarness, destination, makeEvent, WAIT, type ForwardHarness } from './helpers.ts'
@@ -96,7 +96,7 @@ describeEachDialect('destinations: event bodies kept once per event', (dialect) 
       .insertInto('destination_deliveries')
       .values([row('crm', 'evt_a', '{"a":1}', 1_000), row('warehouse', 'evt_a', '{"a":1}', 1_001), row('crm', 'evt_b', '{"b":"é"}', 2_000)])
       .execute()
-    expect((await migrate(store)).applied).toEqual(['0009_destination_payloads', '0010_destination_pending_indexes', '0011_instances', '0012_recipe_fires_fired_index', '0013_destination_ordered_flag', '0014_destination_dead_index'])
+    expect((await migrate(store)).applied).toEqual(['0009_destination_payloads', '0010_destination_pending_indexes', '0011_instances', '0012_recipe_fires_fired_index', '0013_destination_ordered_flag', '0014_destination_dead_index', '0015_destination_pending_covering'])
     const copied = async () => await store!.db.selectFrom('destination_payloads').selectAll().orderBy('event_id').execute()
     expect(await copied()).toEqual([
       { event_id: 'evt_a', payload: '{"a":1}', created_at: 1_000 },
@@ -124,7 +124,7 @@ describeEachDialect('destinations: the ordered flag (migration 0013)', (dialect)
     store = await openTestStore(dialect, { migrate: false })
     await migrateTo(store, '0012_recipe_fires_fired_index')
     await store.db.insertInto('destination_deliveries').values([deliveryRow('crm', 'evt_a', '', 1_000), deliveryRow('crm', 'evt_b', '', 2_000)]).execute()
-    expect((await migrate(store)).applied).toEqual(['0013_destination_ordered_flag', '0014_destination_dead_index'])
+    expect((await migrateTo(store, '0014_destination_dead_index')).applied).toEqual(['0013_destination_ordered_flag', '0014_destination_dead_index'])
     const flags = async () => (await store!.db.selectFrom('destination_deliveries').select(['event_id', 'ordered']).orderBy('event_id').execute()).map((r) => [r.event_id, Number(r.ordered)])
     expect(await flags()).toEqual([['evt_a', 1], ['evt_b', 1]])
     // As the previous release writes during a deploy: without the column, so its rows stay in order too.
@@ -136,6 +136,34 @@ describeEachDialect('destinations: the ordered flag (migration 0013)', (dialect)
     await destinationOrderedFlagMigration.up(store.db)
     await destinationOrderedFlagMigration.down!(store.db)
     expect((await indexes()).sort()).toEqual(['destination_deliveries_pending_conversation', 'destination_deliveries_pending_due'])
+  })
+})
+
+/**
+ * Migration 0015: the pending index carries `created_at`, so the backlog's depth and oldest delivery are read from
+ * it alone (test/destinations/backlog-reads.test.ts checks the reads); it replaces the index the claim used.
+ */
+describeEachDialect('destinations: the covering pending index (migration 0015)', (dialect) => {
+  let store: TestStore | undefined
+  afterEach(async () => {
+    await store?.close()
+    store = undefined
+  })
+
+  it('replaces the pending index, keeps every pending row in it, can run again and be undone', async () => {
+    store = await openTestStore(dialect, { migrate: false })
+    await migrateTo(store, '0014_destination_dead_index')
+    await store.db.insertInto('destination_deliveries').values([deliveryRow('crm', 'evt_a', '', 1_000), deliveryRow('crm', 'evt_b', '', 2_000)]).execute()
+    expect((await migrate(store)).applied).toEqual(['0015_destination_pending_covering'])
+    const indexes = async () => (await indexNames(store!)).filter((n) => n.startsWith('destination_deliveries_pending_due'))
+    expect(await indexes()).toEqual(['destination_deliveries_pending_due_created'])
+    const pending = () => store!.db.selectFrom('destination_deliveries').select(['event_id', 'created_at']).where('destination', '=', 'crm').where('status', '=', sql.lit('pending')).orderBy('event_id').execute()
+    expect((await pending()).map((r) => r.event_id)).toEqual(['evt_a', 'evt_b'])
+    // A crash half-way on SQLite (no transaction) runs the step again; down restores the previous index.
+    await destinationPendingCoveringMigration.up(store.db)
+    await destinationPendingCoveringMigration.down!(store.db)
+    expect(await indexes()).toEqual(['destination_deliveries_pending_due'])
+    expect((await pending()).map((r) => r.event_id)).toEqual(['evt_a', 'evt_b'])
   })
 })
 

@@ -1,0 +1,84 @@
+import { afterEach, expect, it, vi } from 'vitest'
+import { summarizeDestinations } from '../../src/destinations/deliveries.ts'
+import { destinationMetrics } from '../../src/destinations/metrics.ts'
+import { deliveryId } from '../../src/destinations/sign.ts'
+import { describeEachDialect } from '../helpers/db.ts'
+import { createHarness, type Harness } from '../webhooks/helpers.ts'
+import { DEST_SECRET } from './helpers.ts'
+
+/**
+ * The forwarding backlog as operators read it — the queue depth and oldest undelivered age at every `/metrics`
+ * scrape, the dashboard's Destinations page and `destinations list` — from the outbox's pending index alone
+ * (migration 0015): a destination that is down for a day holds hundreds of thousands of pending rows, and reading
+ * each for its `created_at` took the processing thread longer with every scrape.
+ */
+describeEachDialect('destinations: reading the backlog', (dialect) => {
+  let h: Harness | undefined
+  afterEach(async () => {
+    vi.restoreAllMocks()
+    await h?.close()
+    h = undefined
+  })
+
+  it('queue depth, oldest undelivered and the per-status counts are exact, and read from the index alone', async () => {
+    const destinations = ['crm', 'warehouse'].map((name) => ({ name, url: `http://127.0.0.1:9/${name}`, secret: DEST_SECRET, allowHttp: true }))
+    h = await createHarness(dialect, { ALLOW_PRIVATE_DESTINATIONS: '1', DESTINATIONS: JSON.stringify(destinations) })
+    const now = h.clock.now()
+    type Status = 'pending' | 'delivered' | 'dead'
+    const row = (destination: string, n: number, status: Status, createdAt: number) => ({
+      id: deliveryId(destination, `evt_${n}`), destination, event_id: `evt_${n}`, event_type: 'call.completed', conversation_id: null, payload: '',
+      order_at: createdAt * 1000, status, attempts: status === 'pending' ? 2 : 1, round_attempts: 0,
+      // Retried ones wait longer than fresh ones: the oldest undelivered is not the first one due.
+      next_attempt_at: status === 'pending' ? now + 60_000 - n : createdAt, claimed_by: null, claimed_until: null, last_status: null, last_error: null,
+      created_at: createdAt, delivered_at: status === 'delivered' ? createdAt + 10 : null,
+    })
+    const rows = [
+      // crm: delivered long ago, three pending (the oldest 90 s old), one dead.
+      ...Array.from({ length: 20 }, (_, i) => row('crm', i, 'delivered', now - 3_600_000 + i)),
+      row('crm', 100, 'pending', now - 90_000),
+      row('crm', 101, 'pending', now - 30_000),
+      row('crm', 102, 'pending', now - 5_000),
+      row('crm', 103, 'dead', now - 7_200_000),
+      // warehouse: everything delivered.
+      ...Array.from({ length: 5 }, (_, i) => row('warehouse', 200 + i, 'delivered', now - 60_000 + i)),
+    ]
+    await h.rt.store.db.insertInto('destination_deliveries').values(rows).execute()
+
+    // The statements' text, caught where they are prepared (SQLite caches them after that).
+    const texts: string[] = []
+    const sqlite = h.rt.store.sqlite
+    if (sqlite) {
+      const prepare = sqlite.prepare.bind(sqlite)
+      vi.spyOn(sqlite, 'prepare').mockImplementation((text: string) => {
+        texts.push(text)
+        return prepare(text)
+      })
+    }
+    destinationMetrics(h.rt)
+    const scrape = await h.rt.metrics.metrics()
+    expect(scrape.split('\n').filter((l) => l.startsWith('switchboard_destination_queue_depth{'))).toEqual([
+      'switchboard_destination_queue_depth{destination="crm"} 3',
+      'switchboard_destination_queue_depth{destination="warehouse"} 0',
+    ])
+    expect(scrape.split('\n').filter((l) => l.startsWith('switchboard_destination_oldest_undelivered_seconds{'))).toEqual([
+      'switchboard_destination_oldest_undelivered_seconds{destination="crm"} 90',
+      'switchboard_destination_oldest_undelivered_seconds{destination="warehouse"} 0',
+    ])
+    const summary = await summarizeDestinations(h.rt)
+    expect(summary.map((d) => [d.name, d.pending, d.delivered, d.dead, d.oldest_pending_at])).toEqual([
+      ['crm', 3, 20, 1, new Date(now - 90_000).toISOString()],
+      ['warehouse', 0, 5, 0, null],
+    ])
+
+    if (sqlite) {
+      vi.restoreAllMocks()
+      const pendingReads = texts.filter((t) => /min\("created_at"\)/.test(t))
+      expect(pendingReads).toHaveLength(2)
+      for (const text of pendingReads) {
+        const plan = (sqlite.prepare(`explain query plan ${text}`).all(...Array.from(text.matchAll(/\?/g), () => 'crm')) as Array<{ detail: string }>).map((p) => p.detail)
+        // From the pending index alone: no read of a delivery row, however large the backlog or the outbox.
+        expect(plan).toEqual([expect.stringMatching(/USING COVERING INDEX destination_deliveries_pending_due_created\b/)])
+      }
+    }
+  })
+})
