@@ -208,6 +208,35 @@ async function backlogOf(rt: Runtime, destination: string): Promise<{ pending: n
   return { pending: Number(row.n), oldest: row.oldest === null ? null : Number(row.oldest) }
 }
 
+export interface ForwardingTotals {
+  /** Deliveries waiting (queued or retrying), over every destination. */
+  waiting: number
+  /** When the oldest of them was queued (epoch ms), null when none wait. */
+  oldestAt: number | null
+  /** Dead letters kept. */
+  dead: number
+  /** Destinations disabled (by a 410, or by an operator). */
+  disabled: string[]
+}
+
+/**
+ * The whole outbox at a glance, for the dashboard's overview: the waiting deliveries and their oldest from the
+ * pending index alone, the dead letters from theirs — a read of the backlog, never of every delivery kept.
+ */
+export async function forwardingTotals(rt: Runtime): Promise<ForwardingTotals> {
+  const [backlog, dead, disabled] = await Promise.all([
+    rt.store.db
+      .selectFrom('destination_deliveries')
+      .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.min<number>('created_at').as('oldest')])
+      // Literals: they name the partial indexes' conditions.
+      .where('status', '=', sql.lit('pending'))
+      .executeTakeFirstOrThrow(),
+    rt.store.db.selectFrom('destination_deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', sql.lit('dead')).executeTakeFirstOrThrow(),
+    disabledDestinations(rt),
+  ])
+  return { waiting: Number(backlog.n), oldestAt: backlog.oldest === null ? null : Number(backlog.oldest), dead: Number(dead.n), disabled: [...disabled.keys()].sort() }
+}
+
 /**
  * Every configured destination (and any with rows but no longer configured) with its counts. Each count reads an
  * index and no row: all of a destination's deliveries on its `created_at` index, the pending ones (and the oldest of

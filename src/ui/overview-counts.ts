@@ -1,4 +1,5 @@
 import { countCallsByStatus } from '../calls/list-calls.ts'
+import { forwardingTotals } from '../destinations/deliveries.ts'
 import { dayRange, localDate } from '../reports/day-range.ts'
 import { countMailByStatus } from '../reports/mail-log.ts'
 import type { Runtime } from '../runtime.ts'
@@ -17,15 +18,17 @@ export async function overviewCounts(rt: Runtime, now: number) {
   const tz = rt.config.recipes.timezone
   const today = dayRange(localDate(now, tz), tz)
   const firstHour = Math.floor(now / HOUR) * HOUR - 23 * HOUR
-  const [backlog, last5, lastHour, hourly, mail, calls] = await Promise.all([
+  const [backlog, last5, lastHour, hourly, mail, calls, forwarding] = await Promise.all([
     inboxBacklog(rt),
     countReceived(rt, now - 5 * 60_000, now + 1),
     countReceived(rt, now - HOUR, now + 1),
     countEventsByHour(rt, firstHour, now + 1),
     countMailByStatus(rt, now - 7 * 24 * HOUR),
     countCallsByStatus(rt, today.startMs, today.endMs),
+    // Only where events are forwarded (DESTINATIONS): the card would say nothing otherwise.
+    rt.config.destinations.list.length > 0 ? forwardingTotals(rt) : null,
   ])
-  return { firstHour, backlog, last5, lastHour, hourly, mail, calls }
+  return { firstHour, backlog, last5, lastHour, hourly, mail, calls, forwarding }
 }
 
 export type OverviewCounts = Awaited<ReturnType<typeof overviewCounts>>

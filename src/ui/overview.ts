@@ -8,6 +8,7 @@ import { card, chart, status, table } from './components.ts'
 import { fmtAge, fmtTime, html, type SafeHtml } from './html.ts'
 import { page } from './layout.ts'
 import { overviewCountsTask } from './overview-counts.ts'
+import type { ForwardingTotals } from '../destinations/deliveries.ts'
 
 const HOUR = 3_600_000
 export const OVERVIEW_REFRESH_SECONDS = 15
@@ -38,11 +39,20 @@ function hourlySeries(counts: EventHourCount[], key: 'event_type' | 'status', fi
 
 const hourLabel = (x: number) => `${new Date(x * 1000).toISOString().slice(11, 16)} UTC`
 
+/** Events forwarded to the team's systems (DESTINATIONS): what waits, what died, which destination is off. */
+function forwardingCard(f: ForwardingTotals, now: number): SafeHtml {
+  const notes: SafeHtml[] = [html`oldest ${fmtAge(f.oldestAt === null ? null : now - f.oldestAt)}`]
+  notes.push(f.dead > 0 ? html`<a href="/ui/destinations?status=dead">${f.dead} dead</a>` : html`0 dead`)
+  if (f.disabled.length > 0) notes.push(html`<span class="status-disabled">${f.disabled.join(', ')} disabled</span>`)
+  notes.push(html`<a href="/ui/destinations">destinations</a>`)
+  return card('Forwarding', `${f.waiting} waiting`, html`${notes.flatMap((n, i) => (i === 0 ? [n] : [' · ', n]))}`)
+}
+
 /** The part of the overview that refreshes itself (htmx polls `/ui/overview/live`). */
 async function live(rt: Runtime): Promise<SafeHtml> {
   const now = rt.clock.now()
   const [ready, counts, recipes] = await Promise.all([readiness(rt), runProcessingTask(rt, overviewCountsTask, { now }), recipeEngineFor(rt).list()])
-  const { firstHour, backlog, last5, lastHour, hourly, mail, calls } = counts
+  const { firstHour, backlog, last5, lastHour, hourly, mail, calls, forwarding } = counts
   const byType = hourlySeries(hourly, 'event_type', firstHour)
   const byStatus = hourlySeries(hourly, 'status', firstHour)
   const oldestAge = backlog.oldestReceivedAt === null ? null : now - backlog.oldestReceivedAt
@@ -54,6 +64,7 @@ ${card('Backlog', String(backlog.pending + backlog.failed), `${backlog.pending} 
 ${card('Dead events', String(backlog.dead), html`<a href="/ui/events?status=dead">see them</a>`)}
 ${card('Mail (7 days)', `${mail.sent + mail.written} sent`, `${mail.failed} failed · ${mail.queued} queued`)}
 ${card('Calls today', String(calls.reduce((s, c) => s + c.count, 0)), calls.map((c) => `${c.status} ${c.count}`).join(' · ') || 'none yet')}
+${forwarding ? forwardingCard(forwarding, now) : ''}
 </div>
 <h2>Events, last 24 hours</h2>
 ${chart('Events by type per hour', byType, hourLabel)}

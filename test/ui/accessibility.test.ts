@@ -3,10 +3,12 @@ import { mkdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { addToDnc } from '../../src/campaigns/dnc.ts'
+import { startDeliveryWorker } from '../../src/destinations/worker.ts'
 import { drainDue } from '../../src/webhooks/processing.ts'
 import { launchBrowser } from '../helpers/browser.ts'
+import { startSink, WAIT, type Sink } from '../destinations/helpers.ts'
 import { login, startUiServer, TOKEN, type UiServer } from './helpers.ts'
 import { deliver, XSS } from './seed.ts'
 
@@ -19,6 +21,7 @@ const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/
 const SCREENSHOT = resolve(import.meta.dirname, '../../docs/dashboard.png')
 
 let ui: UiServer
+let sink: Sink
 let browser: Browser
 let context: BrowserContext
 let page: Page
@@ -26,8 +29,9 @@ let xssEvent: string
 const PAGES = ['/ui', '/ui/events', '', '/ui/recipes', '/ui/calls', '/ui/campaigns', '/ui/mail', '/ui/destinations']
 
 beforeAll(async () => {
-  // A destination, so the Destinations page has its tables (no worker runs here: the deliveries stay pending).
-  const crm = { name: 'crm', url: 'http://127.0.0.1:9/hooks', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', allowHttp: true }
+  // A destination, so the Destinations page has its tables and the overview its Forwarding card.
+  sink = await startSink()
+  const crm = { name: 'crm', url: sink.url, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', allowHttp: true }
   ui = await startUiServer({ ADMIN_TOKEN: TOKEN, ALLOW_PRIVATE_DESTINATIONS: '1', DESTINATIONS: JSON.stringify([crm]) })
   xssEvent = await deliver(ui.server, ui.clock, {
     event_id: 'evt_xss',
@@ -41,8 +45,13 @@ beforeAll(async () => {
     await ui.clock.advance(3_600_000)
   }
   PAGES[2] = `/ui/events/${xssEvent}`
-  // Processed, as a running service would have them: the README's screenshot shows a healthy service, not a backlog.
+  // Processed and forwarded, as a running service would have them: the README's screenshot shows a healthy service,
+  // not a backlog.
   await drainDue(ui.server.rt)
+  const worker = startDeliveryWorker(ui.server.rt)
+  const waiting = async () => (await ui.server.rt.store.db.selectFrom('destination_deliveries').select('id').where('status', '!=', 'delivered').execute()).length
+  await vi.waitFor(async () => expect(await waiting()).toBe(0), WAIT)
+  await worker.stop()
   const { jar } = await login(ui.server.url)
   browser = await launchBrowser()
   context = await browser.newContext({ locale: 'en-US', viewport: { width: 375, height: 800 } })
@@ -53,6 +62,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close()
   await ui?.close()
+  await sink?.close()
 })
 
 async function seriousViolations(p: Page): Promise<string[]> {

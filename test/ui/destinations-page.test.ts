@@ -85,6 +85,11 @@ it('lists the destination with its queue, and its dead letters with the answers 
   expect(detail).toContain(`&quot;event_id&quot;: &quot;${events[0]}&quot;`)
 })
 
+it('the overview has a Forwarding card: nothing waiting, the two dead letters linked', async () => {
+  const overview = await get('/ui')
+  expect(overview).toMatch(/<small>Forwarding<\/small><span class="figure">0 waiting<\/span><small>oldest — · <a href="\/ui\/destinations\?status=dead">2 dead<\/a> · <a href="\/ui\/destinations">destinations<\/a><\/small>/)
+})
+
 it('replays one delivery, then everything else the destination failed; the worker sends them with the same webhook-id', async () => {
   sink.behave(ok)
   const id = deliveryId('crm', events[0]!)
@@ -115,6 +120,9 @@ it('shows a destination disabled by a 410 with its reason, and enables it again'
   expect(page).toContain('class="status-disabled">disabled<')
   expect(page).toContain('410 Gone from http://127.0.0.1/hooks')
   expect(page).toContain('action="/ui/destinations/crm/enable"')
+  // On the overview too: a delivery waits for it since a minute.
+  await ui.server.rt.store.db.updateTable('destination_deliveries').set({ status: 'pending', next_attempt_at: ui.clock.now() + 3_600_000, created_at: ui.clock.now() - 61_000 }).where('event_id', '=', events[1]!).execute()
+  expect(await get('/ui/overview/live')).toContain('<span class="figure">1 waiting</span><small>oldest 1 min · 0 dead · <span class="status-disabled">crm disabled</span>')
   expect(await post('/ui/destinations/crm/enable')).toBe('/ui/destinations?done=destination-enabled&n=1')
   const after = await get('/ui/destinations?done=destination-enabled&n=1')
   expect(after).toContain('Enabled: its waiting deliveries go out.')
