@@ -1,8 +1,9 @@
-import { afterEach, expect, it, vi } from 'vitest'
+import { afterEach, expect, it } from 'vitest'
 import { summarizeDestinations } from '../../src/destinations/deliveries.ts'
 import { destinationMetrics } from '../../src/destinations/metrics.ts'
 import { deliveryId } from '../../src/destinations/sign.ts'
 import { describeEachDialect } from '../helpers/db.ts'
+import { capturePrepared, queryPlan } from '../helpers/query-plans.ts'
 import { createHarness, type Harness } from '../webhooks/helpers.ts'
 import { DEST_SECRET } from './helpers.ts'
 
@@ -15,7 +16,6 @@ import { DEST_SECRET } from './helpers.ts'
 describeEachDialect('destinations: reading the backlog', (dialect) => {
   let h: Harness | undefined
   afterEach(async () => {
-    vi.restoreAllMocks()
     await h?.close()
     h = undefined
   })
@@ -44,16 +44,8 @@ describeEachDialect('destinations: reading the backlog', (dialect) => {
     ]
     await h.rt.store.db.insertInto('destination_deliveries').values(rows).execute()
 
-    // The statements' text, caught where they are prepared (SQLite caches them after that).
-    const texts: string[] = []
     const sqlite = h.rt.store.sqlite
-    if (sqlite) {
-      const prepare = sqlite.prepare.bind(sqlite)
-      vi.spyOn(sqlite, 'prepare').mockImplementation((text: string) => {
-        texts.push(text)
-        return prepare(text)
-      })
-    }
+    const prepared = sqlite ? capturePrepared(sqlite) : undefined
     destinationMetrics(h.rt)
     const scrape = await h.rt.metrics.metrics()
     expect(scrape.split('\n').filter((l) => l.startsWith('switchboard_destination_queue_depth{'))).toEqual([
@@ -70,14 +62,13 @@ describeEachDialect('destinations: reading the backlog', (dialect) => {
       ['warehouse', 0, 5, 0, null],
     ])
 
-    if (sqlite) {
-      vi.restoreAllMocks()
-      const pendingReads = texts.filter((t) => /min\("created_at"\)/.test(t))
+    if (sqlite && prepared) {
+      prepared.stop()
+      const pendingReads = prepared.texts.filter((t) => /min\("created_at"\)/.test(t))
       expect(pendingReads).toHaveLength(2)
       for (const text of pendingReads) {
-        const plan = (sqlite.prepare(`explain query plan ${text}`).all(...Array.from(text.matchAll(/\?/g), () => 'crm')) as Array<{ detail: string }>).map((p) => p.detail)
         // From the pending index alone: no read of a delivery row, however large the backlog or the outbox.
-        expect(plan).toEqual([expect.stringMatching(/USING COVERING INDEX destination_deliveries_pending_due_created\b/)])
+        expect(queryPlan(sqlite, text, 'crm')).toEqual([expect.stringMatching(/USING COVERING INDEX destination_deliveries_pending_due_created\b/)])
       }
     }
   })

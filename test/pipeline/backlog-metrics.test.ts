@@ -1,9 +1,10 @@
 import { AggregatorRegistry, Registry } from 'prom-client'
-import { afterEach, expect, it, vi } from 'vitest'
+import { afterEach, expect, it } from 'vitest'
 import { registerBacklogMetrics } from '../../src/backlog-metrics.ts'
 import { pendingFires } from '../../src/recipes/claims.ts'
 import type { Runtime } from '../../src/runtime.ts'
 import { describeEachDialect } from '../helpers/db.ts'
+import { capturePrepared, queryPlan } from '../helpers/query-plans.ts'
 import { createHarness, makeEvent, type Harness } from '../webhooks/helpers.ts'
 
 /**
@@ -54,18 +55,10 @@ describeEachDialect('backlog gauges across the two threads of `serve`', (dialect
   it('counts each recipe\'s pending and failed fires exactly, reading the pending ones only, not every fire kept', async () => {
     h = await createHarness(dialect)
     const db = h.rt.store.db
-    // The statement's text, caught where it is first prepared (it is cached after that).
-    const texts: string[] = []
     const sqlite = h.rt.store.sqlite
-    if (sqlite) {
-      const prepare = sqlite.prepare.bind(sqlite)
-      vi.spyOn(sqlite, 'prepare').mockImplementation((text: string) => {
-        texts.push(text)
-        return prepare(text)
-      })
-    }
+    const prepared = sqlite ? capturePrepared(sqlite) : undefined
     expect(await pendingFires(h.rt)).toEqual([])
-    vi.restoreAllMocks()
+    prepared?.stop()
     // The queue keeps finished fires as long as their events: many done, a few waiting, in several recipes.
     const rows: Array<{ recipe: string; event_id: string; fired_at: number; status: string; attempts: number; next_attempt_at: number }> = []
     const statusOf = (i: number) => (i % 50 === 7 ? 'pending' : i % 50 === 9 ? 'failed' : i % 50 === 11 ? 'dead' : 'done')
@@ -81,8 +74,8 @@ describeEachDialect('backlog gauges across the two threads of `serve`', (dialect
     expect(await pendingFires(h.rt)).toEqual(expected)
     if (sqlite) {
       // The plan seeks: no full scan of the queue (it took 130 ms for 500,000 fires, on every scrape).
-      const query = texts.find((t) => t.includes('recipe_event_fires'))!
-      const plan = (sqlite.prepare(`explain query plan ${query}`).all() as Array<{ detail: string }>).map((p) => p.detail)
+      const query = prepared!.texts.find((t) => t.includes('recipe_event_fires'))!
+      const plan = queryPlan(sqlite, query)
       expect(plan.some((d) => /^SEARCH f USING INDEX recipe_event_fires_due/.test(d))).toBe(true)
       expect(plan.filter((d) => /^SCAN (recipe_event_fires|f)\b/.test(d))).toEqual([])
     }
