@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import pg from 'pg'
+import { ConfigError } from '../config/load.ts'
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type KyselyConfig, type MigrationResultSet } from 'kysely'
 import type { Database } from './schema.ts'
 import { schemaScopedPostgres } from './schema-introspector.ts'
@@ -197,8 +198,16 @@ async function createMigrator(store: Store): Promise<Migrator> {
   // the connection's own schema, so databases shared by several schemas (or test runs) never mix.
   let migrationTableSchema: string | undefined
   if (store.dialect === 'postgres') {
-    const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(store.db)
-    migrationTableSchema = rows[0]?.schema ?? 'public'
+    const { rows } = await sql<{ schema: string | null; path: string }>`select current_schema() as schema, current_setting('search_path') as path`.execute(store.db)
+    const schema = rows[0]?.schema
+    // No schema of the search_path exists: kysely would create its tables in "public" and the first migration would
+    // fail with Postgres's "no schema has been selected to create in".
+    if (!schema) {
+      const path = rows[0]?.path ?? ''
+      const first = path.split(',')[0]?.trim() || 'my_schema'
+      throw new ConfigError('DATABASE_URL', `selects the schema ${first} (search_path ${path}), which does not exist in this database: create it first (CREATE SCHEMA ${first};), or leave search_path out of the URL to use public`)
+    }
+    migrationTableSchema = schema
   }
   return new Migrator({
     db: store.db,

@@ -2,7 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { loadConfig } from '../../src/config/load.ts'
+import { sql } from 'kysely'
+import { ConfigError, loadConfig } from '../../src/config/load.ts'
+import { openStore } from '../../src/db/connect.ts'
 import { explainOpenError } from '../../src/db/open-error.ts'
 import { createRuntime } from '../../src/runtime.ts'
 import { createSilentLogger } from '../../src/utils/logger.ts'
@@ -26,6 +28,27 @@ describe('a database that cannot be opened at start-up', () => {
       const error = await openFailure('postgres://switchboard:s3cret-pw@127.0.0.1:1/app', dir)
       expect(error?.message).toMatch(/^cannot open the database postgres:\/\/switchboard:\*\*\*@127\.0\.0\.1:1\/app: .*ECONNREFUSED.* — is it running, and is DATABASE_URL right\?$/)
       expect(error?.message).not.toContain('s3cret-pw')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it.runIf(process.env.DATABASE_URL_TEST)('a Postgres search_path naming a schema that does not exist: says to create it, and creates nothing in public', async () => {
+    const base = process.env.DATABASE_URL_TEST!
+    const schema = `sb_missing_${process.pid}`
+    const dir = mkdtempSync(join(tmpdir(), 'sb-open-'))
+    try {
+      const url = `${base}${base.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`
+      const error = await openFailure(url, dir)
+      expect(error).toBeInstanceOf(ConfigError)
+      expect(error?.message).toBe(`Invalid configuration: DATABASE_URL selects the schema ${schema} (search_path ${schema}), which does not exist in this database: create it first (CREATE SCHEMA ${schema};), or leave search_path out of the URL to use public`)
+      const store = await openStore(base)
+      try {
+        const left = await sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = 'public' and table_name like 'switchboard%'`.execute(store.db)
+        expect(left.rows).toEqual([])
+      } finally {
+        await store.close()
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
