@@ -11,6 +11,7 @@ import { waitForStopSignal } from './utils/stop-signal.ts'
 import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
 import { CliError, defineCommand, formatTable, type CliCommand, type CliContext } from './cli-kit.ts'
 import { cliName } from './utils/cli-name.ts'
+import { didYouMean } from './utils/did-you-mean.ts'
 import { callsCommands } from './calls/commands.ts'
 import { mailListCommand, reportSendCommand } from './reports/cli.ts'
 import { webhookCommands } from './webhooks/commands.ts'
@@ -75,7 +76,8 @@ function help(): string {
     '',
     ...listing(commands),
     '',
-    'Listings accept --json. Configuration comes from the environment (see README → Configuration).',
+    'Listings accept --json. Configuration comes from switchboard.config.ts and the environment, as for the service:',
+    'give a command the DATA_DIR, PORT and DATABASE_URL the service runs with (see README → Configuration).',
     'Exit codes: 0 done, 1 failed, 2 a mistake in the command or the configuration.',
     '',
   ].join('\n')
@@ -88,6 +90,18 @@ function groupOf(word: string | undefined): CliCommand[] {
 
 function groupHelp(name: string, group: string, members: CliCommand[]): string {
   return [`usage: ${name} ${group} <command> [options]`, '', ...listing(members), '', `Run "${name} ${group} <command> --help" for one command.`, ''].join('\n')
+}
+
+/** The command a mistyped one most likely meant ("evnts list" → "events list", "recipe" → "recipes"), if any is close. */
+function guessCommand(argv: string[]): string | undefined {
+  for (const words of [2, 1]) {
+    if (argv.length < words) continue
+    const typed = argv.slice(0, words).join(' ')
+    const names = [...new Set(commands.map((c) => c.name.split(' ').slice(0, words).join(' ')).filter((n) => n.split(' ').length === words))]
+    const guess = didYouMean(typed, names)
+    if (guess && guess !== typed) return guess
+  }
+  return undefined
 }
 
 function findCommand(argv: string[]): { command: CliCommand; rest: string[] } | undefined {
@@ -127,17 +141,19 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
       out(groupHelp(name, argv[0]!, members))
       return asksHelp ? 0 : 2
     }
+    const guess = guessCommand(argv)
+    const meant = guess ? ` (did you mean "${guess}"?)` : ''
     if (members.length > 0) {
-      err(`error: unknown command "${argv.join(' ')}". ${argv[0]} commands: ${members.map((c) => c.name.split(' ').slice(1).join(' ')).join(', ')}.\n`)
+      err(`error: unknown command "${argv.join(' ')}"${meant}. ${argv[0]} commands: ${members.map((c) => c.name.split(' ').slice(1).join(' ')).join(', ')}.\n`)
       return 2
     }
-    err(`error: unknown command "${argv.join(' ')}". Run "${name} help" for the list.\n`)
+    err(`error: unknown command "${argv.join(' ')}"${meant}. Run "${name} help" for the list.\n`)
     return 2
   }
   const { command, rest } = found
   let runtime: Runtime | undefined
   try {
-    const parsed = parseArgs({ args: rest, options: { ...command.options, help: { type: 'boolean' } }, allowPositionals: true, strict: true })
+    const parsed = parseArgs({ args: rest, options: { ...command.options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true })
     if (parsed.values.help) {
       out(`usage: ${name} ${command.name}${command.usage ? ` ${command.usage}` : ''}\n  ${command.summary}\n`)
       return 0
@@ -165,7 +181,15 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
       err(`error: ${error.message}\n`)
       return error instanceof CliError ? error.exitCode : 2
     }
-    if (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    const code = (error as { code?: string }).code
+    const unknownOption = code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /Unknown option '([^']+)'/.exec((error as Error).message)?.[1] : undefined
+    if (unknownOption) {
+      // Node's own message tells how to pass a positional that starts with a dash, which is rarely what happened.
+      const guess = didYouMean(unknownOption.replace(/^-+/, ''), Object.keys(command.options ?? {}))
+      err(`error: unknown option ${unknownOption} for "${command.name}"${guess ? ` (did you mean --${guess}?)` : ''}. Run "${name} ${command.name} --help".\n`)
+      return 2
+    }
+    if (error instanceof TypeError && code?.startsWith('ERR_PARSE_ARGS')) {
       // Node's messages sometimes end with a full stop of their own, sometimes not.
       err(`error: ${error.message.replace(/\.+$/, '')}. Run "${name} ${command.name} --help".\n`)
       return 2

@@ -65,6 +65,23 @@ describe('sub-command help', () => {
     expect((await run(['events', '--help'])).stdout()).toMatch(/^usage: switchboard events <command>/)
   })
 
+  it('a mistyped command or option gets the likely one suggested (exit 2); -h is --help', async () => {
+    const expectMistake = async (argv: string[], message: string) => {
+      const r = await run(argv, { npm_lifecycle_event: 'cli' })
+      expect(r.code, argv.join(' ')).toBe(2)
+      expect(r.stderr()).toBe(message)
+    }
+    await expectMistake(['evnts', 'list'], 'error: unknown command "evnts list" (did you mean "events list"?). Run "npm run -s cli -- help" for the list.\n')
+    await expectMistake(['recipe', 'list'], 'error: unknown command "recipe list" (did you mean "recipes list"?). Run "npm run -s cli -- help" for the list.\n')
+    await expectMistake(['events', 'lst'], 'error: unknown command "events lst" (did you mean "events list"?). events commands: list, show, replay.\n')
+    await expectMistake(['events', 'list', '--limt', '5'], 'error: unknown option --limt for "events list" (did you mean --limit?). Run "npm run -s cli -- events list --help".\n')
+    await expectMistake(['recipes', 'run', 'nightly-batch', '--dryrun'], 'error: unknown option --dryrun for "recipes run" (did you mean --dry-run?). Run "npm run -s cli -- recipes run --help".\n')
+    await expectMistake(['events', 'list', '--frobnicate'], 'error: unknown option --frobnicate for "events list". Run "npm run -s cli -- events list --help".\n')
+    const short = await run(['events', 'list', '-h'])
+    expect(short.code).toBe(0)
+    expect(short.stdout()).toMatch(/^usage: switchboard events list /)
+  })
+
   it('the top-level help documents the exit codes', async () => {
     const help = await run(['--help'])
     expect(help.code).toBe(0)
