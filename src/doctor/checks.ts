@@ -87,7 +87,7 @@ export async function checkUpstreamKey(rt: Runtime, serviceUp: boolean): Promise
  */
 export async function checkWebhookUrl(rt: Runtime, serviceUp: boolean, fetcher: typeof fetch = fetch): Promise<CheckResult> {
   const url = `${localUrl(rt.config)}/webhooks/formant`
-  if (!serviceUp) return skipped('webhook url', `service not running at ${localUrl(rt.config)}: start it (npm start), then run doctor again`)
+  if (!serviceUp) return skipped('webhook url', `service not running at ${localUrl(rt.config)}: start it (npm start), then run doctor again — or, if it runs with another PORT or HOST, run doctor with the same`)
   const secret = rt.config.webhook.secrets[0]
   if (!secret) return skipped('webhook url', 'the default target has no secret (WEBHOOK_ALLOW_UNSIGNED)')
   const body = JSON.stringify({ switchboard_doctor: true })

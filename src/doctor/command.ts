@@ -71,7 +71,9 @@ export const doctorCommand = defineCommand({
     } else {
       const width = Math.max(...results.map((r) => r.name.length))
       for (const r of results) ctx.write(`${MARK[r.status]}  ${r.name.padEnd(width)}  ${r.detail}${r.fix ? ` → ${r.fix}` : ''}\n`)
-      ctx.write(problems.length ? `doctor: ${problems.length} problem(s) to fix\n` : 'doctor: no problems found\n')
+      const skippedChecks = results.filter((r) => r.status === 'skipped').length
+      const unchecked = skippedChecks ? ` (${skippedChecks} check${skippedChecks === 1 ? '' : 's'} skipped, see above)` : ''
+      ctx.write(problems.length ? `doctor: ${problems.length} problem(s) to fix${unchecked}\n` : `doctor: no problems found${unchecked}\n`)
     }
     return problems.length ? 1 : 0
   },

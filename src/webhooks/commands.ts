@@ -88,7 +88,7 @@ const reconcileCommand = defineCommand({
     } catch (error) {
       // In sandbox mode the provider is the running service's own sandbox: with no service, there is nothing to list.
       if (rt.config.sandboxMode && isVoiceApiError(error) && error.type === 'network_error') {
-        throw new CliError(`${error.message}\n  in sandbox mode the provider is the service's own sandbox: start the service (npm start), then run reconcile again`, 1)
+        throw new CliError(`${error.message}\n  in sandbox mode the provider is the service's own sandbox: start the service (npm start), then run reconcile again — or, if it runs with another PORT or HOST, run reconcile with the same`, 1)
       }
       throw error
     }

@@ -218,7 +218,7 @@ describe('reconcile in sandbox mode with no service running', () => {
     const r = await run(['reconcile'], { DATA_DIR: tempDir(), PORT: String(port), LOG_LEVEL: 'silent' })
     expect(r.code).toBe(1)
     expect(r.stderr).toContain(`error: cannot reach http://127.0.0.1:${port}/sandbox`)
-    expect(r.stderr).toContain('in sandbox mode the provider is the service\'s own sandbox: start the service (npm start), then run reconcile again\n')
+    expect(r.stderr).toContain('in sandbox mode the provider is the service\'s own sandbox: start the service (npm start), then run reconcile again — or, if it runs with another PORT or HOST, run reconcile with the same\n')
   })
 })
 
