@@ -1,8 +1,9 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { join, relative } from 'node:path'
+import { basename, join, relative } from 'node:path'
 import { resolveConfig } from '../config/file.ts'
 import { CliError, defineCommand } from '../cli-kit.ts'
 import { cliName } from '../utils/cli-name.ts'
+import { loadRecipes } from './loader.ts'
 
 /** The starting points `recipes new --from` offers: each a commented recipe in ./templates that type-checks as is. */
 export const RECIPE_TEMPLATES = ['followup', 'batch', 'report', 'webhook-forward'] as const
@@ -12,6 +13,23 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]*$/
 
 export function recipeTemplate(template: RecipeTemplate, name: string): string {
   return readFileSync(new URL(`./templates/${template}.ts`, import.meta.url), 'utf8').replaceAll('__NAME__', name)
+}
+
+/**
+ * Lines saying which other recipes run on the same events as the new one: the follow-up template is the shipped
+ * `no-answer-followup` with another name, and a copy next to the original runs beside it, not instead of it.
+ */
+async function sharedTriggers(dir: string, name: string, timezone: string): Promise<string[]> {
+  const loaded = await loadRecipes(dir, timezone)
+  const mine = new Set<string>(loaded.find((r) => r.name === name)?.definition?.on ?? [])
+  const lines: string[] = []
+  for (const other of loaded) {
+    const shared = (other.definition?.on ?? []).filter((on) => other.name !== name && mine.has(on))
+    if (shared.length === 0) continue
+    lines.push(`note: ${other.name} also runs on ${shared.join(', ')}: both will run on each of them.`)
+    lines.push(`  to have ${name} replace it, move ${basename(other.file)} out of the recipes folder (or rename it to _${basename(other.file)}: files starting with "_" are not loaded)`)
+  }
+  return lines
 }
 
 /** `recipes new <name> [--from followup|batch|report|webhook-forward]`: writes RECIPES_DIR/<name>.ts. */
@@ -39,7 +57,8 @@ export const recipesNew = defineCommand({
     const cli = cliName(ctx.env)
     ctx.write(
       [
-        `wrote ${shown} (from the ${from} template)`,
+        `wrote ${shown} (from the ${from} template); a running service loads it at once and runs it on its events and schedule`,
+        ...(await sharedTriggers(dir, name, config.recipes.timezone)),
         'next:',
         `  ${cli} recipes check ${name}            # type errors, as file:line:col`,
         `  ${cli} recipes run ${name} --dry-run    # the plan: calls, batches, mails`,

@@ -48,3 +48,22 @@ it('refuses a bad name, an unknown template and an existing file, in one line', 
   await cli('recipes', 'new', 'twice')
   expect(await cli('recipes', 'new', 'twice')).toMatchObject({ code: 2, err: expect.stringMatching(/already exists/) })
 })
+
+it('says when the new recipe runs on the same events as one already there (a copy of the follow-up runs beside it)', async () => {
+  const own = join(dir, 'recipes-shared')
+  mkdirSync(own)
+  let out = ''
+  const code = await main(['recipes', 'new', 'missed-calls', '--from', 'followup'], { env: { ...env, RECIPES_DIR: own }, stdout: (t) => void (out += t), stderr: () => {} })
+  expect(code).toBe(0)
+  expect(out).not.toContain('note:')
+  let second = ''
+  expect(await main(['recipes', 'new', 'second-try', '--from', 'followup'], { env: { ...env, RECIPES_DIR: own }, stdout: (t) => void (second += t), stderr: () => {} })).toBe(0)
+  const lines = second.split('\n')
+  expect(lines[0]).toMatch(/second-try\.ts \(from the followup template\); a running service loads it at once and runs it on its events and schedule$/)
+  expect(lines[1]).toBe('note: missed-calls also runs on call.no_answer, call.busy: both will run on each of them.')
+  expect(lines[2]).toBe('  to have second-try replace it, move missed-calls.ts out of the recipes folder (or rename it to _missed-calls.ts: files starting with "_" are not loaded)')
+  // A recipe on other events (or none) is not mentioned.
+  let batch = ''
+  expect(await main(['recipes', 'new', 'nightly', '--from', 'batch'], { env: { ...env, RECIPES_DIR: own }, stdout: (t) => void (batch += t), stderr: () => {} })).toBe(0)
+  expect(batch).not.toContain('note:')
+})
