@@ -25,20 +25,23 @@ export async function resolveConfig(options: LoadConfigOptions = {}): Promise<Co
   const cwd = options.cwd ?? process.cwd()
   const file = findConfigFile(env, cwd)
   if (!file) return loadConfig({ ...options, env, cwd })
+  // A mistake in the file is named after what chose it: SWITCHBOARD_CONFIG when it is set, else the file itself
+  // (found in the working directory, so a user who never set SWITCHBOARD_CONFIG is not told about it).
+  const fail = env.SWITCHBOARD_CONFIG ? (detail: string) => new ConfigError('SWITCHBOARD_CONFIG', detail) : (detail: string) => new ConfigError('switchboard.config.ts', detail)
   let loaded: unknown
   try {
     const jiti = createJiti(import.meta.url, { moduleCache: false, fsCache: false, alias: { switchboard: resolve(import.meta.dirname, '../index.ts') } })
     loaded = await jiti.import(file)
   } catch (error) {
-    throw new ConfigError('SWITCHBOARD_CONFIG', `could not load ${describeLoadError(file, error)}`)
+    throw fail(`could not load ${describeLoadError(file, error)}`)
   }
   const module = loaded as { default?: unknown } | null
   if (typeof module !== 'object' || module === null || !('default' in module)) {
-    throw new ConfigError('SWITCHBOARD_CONFIG', `${file} has no default export: write export default defineConfig({ … })`)
+    throw fail(`${file} has no default export: write export default defineConfig({ … })`)
   }
   const config = module.default
   if (typeof config !== 'object' || config === null || Array.isArray(config)) {
-    throw new ConfigError('SWITCHBOARD_CONFIG', `${file} must export default defineConfig({ … }) (its default export is not an object)`)
+    throw fail(`${file} must export default defineConfig({ … }) (its default export is not an object)`)
   }
   return loadConfig({ ...options, env, cwd, file: { ...(config as SwitchboardConfig), ...options.file }, fileName: file })
 }

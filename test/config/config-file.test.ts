@@ -33,6 +33,9 @@ describe('switchboard.config.ts', () => {
     writeFileSync(join(dir, 'broken.config.ts'), 'export default {{{')
     await expect(resolveConfig({ env: { SWITCHBOARD_CONFIG: 'broken.config.ts' }, cwd: dir })).rejects.toThrow(/^Invalid configuration: SWITCHBOARD_CONFIG could not load .*broken\.config\.ts/)
     await expect(resolveConfig({ env: { SWITCHBOARD_CONFIG: 'missing.ts' }, cwd: dir })).rejects.toThrow(/does not exist/)
+    // Found in the working directory, with SWITCHBOARD_CONFIG never set: the message names the file, not the variable.
+    writeFileSync(join(dir, 'switchboard.config.ts'), 'export default {\n  PORT: 8080,,\n}\n')
+    await expect(resolveConfig({ env: {}, cwd: dir })).rejects.toThrow(`Invalid configuration: switchboard.config.ts could not load ${join(dir, 'switchboard.config.ts')}:2:14: Unexpected token`)
   })
 })
 

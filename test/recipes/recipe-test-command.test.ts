@@ -52,6 +52,13 @@ it('recipes test nightly-batch --csv prints the batch with its rows and rejects'
   expect(out).toMatch(/rejected row \d+: /)
 })
 
+it('without --events or --csv: runs as its schedule would, and says where sample inputs are', async () => {
+  const { code, out } = await cli('recipes', 'test', 'no-answer-followup')
+  expect(code).toBe(0)
+  expect(out.split('\n')[1]).toBe('note: no --events or --csv, so it ran as its schedule would, over an empty database; samples: --events data/samples/no-answer-events.json, --csv data/samples/leads.csv')
+  expect(out).toContain('plan: nothing')
+})
+
 it('explains a mistake in one line', async () => {
   expect(await cli('recipes', 'test', 'nope', '--events', `${SAMPLES}/no-answer-events.json`)).toMatchObject({ code: 2, err: expect.stringMatching(/^error: no recipe named "nope"/) })
   expect(await cli('recipes', 'test', 'no-answer-followup', '--events', `${SAMPLES}/leads.csv`)).toMatchObject({ code: 2, err: expect.stringMatching(/^error: events file .*leads\.csv: /) })
