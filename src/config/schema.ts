@@ -27,7 +27,7 @@ const list = z
  * does not decode would never verify a signature, so it is refused at start-up.
  */
 export const secretList = list.refine((secrets) => secrets.every((s) => !s.startsWith('whsec_') || /^[A-Za-z0-9+/_-]+={0,2}$/.test(s.slice(6))), {
-  error: 'has a whsec_ secret that is not valid base64 (whsec_ is followed by the base64 of the key)',
+  error: 'has a whsec_ secret that is not valid base64 (whsec_ is followed by the base64 of the key: the sender shows it, or make one with openssl rand -base64 32)',
 })
 
 /** Comma-separated email addresses. */

@@ -84,7 +84,7 @@ describe('values that look fine but are not', () => {
     [{ DEFAULT_COUNTRY: 'XX' }, 'error: Invalid configuration: DEFAULT_COUNTRY is not a country libphonenumber knows (use an ISO 3166 code such as IN, US, GB) (got "XX")\n'],
     [{ REPORT_TO: 'bob' }, 'error: Invalid configuration: REPORT_TO must be email addresses, comma-separated (got "bob")\n'],
     [{ REPORT_TO: 'ops@example.com, bob' }, 'error: Invalid configuration: REPORT_TO must be email addresses, comma-separated (got "ops@example.com, bob")\n'],
-    [{ WEBHOOK_SECRET: 'whsec_not*base64!' }, 'error: Invalid configuration: WEBHOOK_SECRET has a whsec_ secret that is not valid base64 (whsec_ is followed by the base64 of the key)\n'],
+    [{ WEBHOOK_SECRET: 'whsec_not*base64!' }, 'error: Invalid configuration: WEBHOOK_SECRET has a whsec_ secret that is not valid base64 (whsec_ is followed by the base64 of the key: the sender shows it, or make one with openssl rand -base64 32)\n'],
   ])('%o', async (env, line) => {
     const r = await startWith(env)
     expect(r.code).toBe(2)
@@ -93,7 +93,7 @@ describe('values that look fine but are not', () => {
 
   it('a whsec_ secret of a named target that is not base64', async () => {
     const r = await startWith({ WEBHOOK_TARGETS: JSON.stringify({ std: { scheme: 'standard', secrets: 'whsec_%%%' } }) })
-    expect(r.stderr).toBe('error: Invalid configuration: WEBHOOK_TARGETS has a whsec_ secret that is not valid base64 (whsec_ is followed by the base64 of the key) at std.secrets\n')
+    expect(r.stderr).toBe('error: Invalid configuration: WEBHOOK_TARGETS has a whsec_ secret that is not valid base64 (whsec_ is followed by the base64 of the key: the sender shows it, or make one with openssl rand -base64 32) at std.secrets\n')
   })
 
   it('RECIPES_DIR that does not exist, or is a file: one line, no stack, and what to do', async () => {
