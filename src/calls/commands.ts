@@ -6,7 +6,7 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 
 export const callsListCommand = defineCommand({
   name: 'calls list',
-  summary: 'calls switchboard placed or scheduled (trace id, agent, number, scheduled_for, recipe, idempotency key, retry_context, status)',
+  summary: 'calls switchboard placed or scheduled (trace id, agent, number, scheduled_for, recipe, idempotency key, retry_context, status, and why one was refused)',
   usage: '[--status S] [--recipe NAME] [--limit N] [--before CURSOR] [--json]',
   options: { status: { type: 'string' }, recipe: { type: 'string' }, limit: { type: 'string' }, before: { type: 'string' }, json: { type: 'boolean' } },
   async run(ctx) {
@@ -41,7 +41,8 @@ export const callsListCommand = defineCommand({
       cursor: encodeCallsCursor(c),
     }))
     if (ctx.values.json) return void ctx.json(rows)
-    ctx.table(rows, ['created_at', 'status', 'agent_id', 'customer_phone', 'scheduled_for', 'recipe', 'trace_id', 'idempotency_key', 'retry_context'])
+    // The error last: why a call was rejected or failed (empty for the rest).
+    ctx.table(rows, ['created_at', 'status', 'agent_id', 'customer_phone', 'scheduled_for', 'recipe', 'trace_id', 'idempotency_key', 'retry_context', 'error'])
     const last = rows.at(-1)
     if (more && last) ctx.write(`${rows.length} call(s) shown, newest first; older ones: calls list --before ${last.cursor}${limit === 50 ? '' : ` --limit ${limit}`}\n`)
     else ctx.write(`${rows.length} call(s)${before ? ' on this page' : ''}; no more\n`)

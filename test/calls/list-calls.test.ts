@@ -3,7 +3,7 @@ import { listCalls } from '../../src/calls/list-calls.ts'
 import { placeCall } from '../../src/calls/place-call.ts'
 import { main } from '../../src/cli.ts'
 import { createManualClock } from '../../src/utils/clock.ts'
-import { startRecordingUpstream, type RecordingUpstream } from '../campaigns/recording-upstream.ts'
+import { startRecordingUpstream, UNKNOWN_CONVERSATION, type RecordingUpstream } from '../campaigns/recording-upstream.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 
@@ -92,9 +92,16 @@ describeEachDialect('calls list', (dialect) => {
     let out = ''
     expect(await main(['calls', 'list', '--status', 'initiated'], { env, stdout: (t) => (out += t), stderr: () => {} })).toBe(0)
     const lines = out.trim().split('\n')
-    expect(lines[0]).toMatch(/^created_at\s+status\s+agent_id\s+customer_phone\s+scheduled_for\s+recipe\s+trace_id\s+idempotency_key\s+retry_context$/)
+    expect(lines[0]).toMatch(/^created_at\s+status\s+agent_id\s+customer_phone\s+scheduled_for\s+recipe\s+trace_id\s+idempotency_key\s+retry_context\s+error$/)
     expect(lines.slice(2, -1).map((l) => l.split(/\s+/)[1])).toEqual(['initiated', 'initiated'])
     expect(lines.at(-1)).toBe('2 call(s); no more')
+
+    // A call the provider refused says why, in the table as in --json.
+    await placeCall(rt, { apiKey: 'sk_test_acme', request: { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543212' }], conversation_id: UNKNOWN_CONVERSATION } })
+    let refused = ''
+    expect(await main(['calls', 'list', '--status', 'rejected'], { env, stdout: (t) => (refused += t), stderr: () => {} })).toBe(0)
+    const row = refused.trim().split('\n')[2]!
+    expect(row).toMatch(/\brejected\b.*\+919876543212.*not_found: conversation not found$/)
 
     let err = ''
     expect(await main(['calls', 'list', '--status', 'done'], { env, stdout: () => {}, stderr: (t) => (err += t) })).toBe(2)

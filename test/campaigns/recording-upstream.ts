@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net'
 /**
  * A small provider stand-in on 127.0.0.1 for these tests: it answers POST /v1/call and POST
  * /v1/batch-call with the provider's envelopes (spec/voice-api.md) and records every request it gets,
- * so a test can assert what reached "upstream" — and, as importantly, what did not.
+ * so a test can assert what reached "upstream" — and, as importantly, what did not. A call continuing
+ * UNKNOWN_CONVERSATION is refused with 404, as the provider refuses one it does not know.
  */
 export interface RecordedRequest {
   method: string
@@ -19,6 +20,9 @@ export interface RecordingUpstream {
   close(): Promise<void>
 }
 
+/** A `conversation_id` this upstream answers 404 `not_found` for (a call refused by the provider). */
+export const UNKNOWN_CONVERSATION = 'conv_unknown_to_upstream'
+
 export async function startRecordingUpstream(): Promise<RecordingUpstream> {
   const requests: RecordedRequest[] = []
   let seq = 0
@@ -31,7 +35,13 @@ export async function startRecordingUpstream(): Promise<RecordingUpstream> {
       requests.push({ method: req.method ?? 'GET', path, headers: req.headers, body })
       res.setHeader('content-type', 'application/json')
       if (req.method === 'POST' && path === '/v1/call') {
-        const request = JSON.parse(body.toString('utf8')) as { agent_id: number; scheduled_for?: string }
+        const request = JSON.parse(body.toString('utf8')) as { agent_id: number; scheduled_for?: string; conversation_id?: string }
+        // As the provider refuses a follow-up of a conversation it does not know.
+        if (request.conversation_id === UNKNOWN_CONVERSATION) {
+          res.statusCode = 404
+          res.end(JSON.stringify({ error: { message: 'conversation not found', type: 'not_found' } }))
+          return
+        }
         seq++
         res.end(
           JSON.stringify({
