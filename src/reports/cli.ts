@@ -68,6 +68,8 @@ export const reportSendCommand = defineCommand({
           `${head}`,
           `  to:       ${result.to.length ? result.to.join(', ') : '(nobody: set REPORT_TO or pass --to to send it)'}`,
           `  subject:  ${result.subject}`,
+          // Without --date the day is yesterday where the campaign runs, which is not always the day a user just called on.
+          ...(date === undefined ? [`  day:      ${result.date}, yesterday in ${result.timezone} (--date YYYY-MM-DD for another day)`] : []),
           `  attached: conversations-${result.date}.csv (${t.calls} rows)`,
           `  figures:  ${t.calls} calls · connect ${fmtPct(t.connectRate)} · success ${fmtPct(t.successRate)} · avg ${fmtSeconds(t.avgDurationSeconds)}`,
           ...(result.messageId ? [`  message:  ${result.messageId}`] : []),

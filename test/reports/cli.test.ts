@@ -48,10 +48,15 @@ describeEachDialect('report send (CLI)', (dialect) => {
     expect(stdout).toContain('dry run — nothing sent or written')
     expect(stdout).toContain('to:       ops@example.com')
     expect(stdout).toContain('subject:  switchboard daily report — 2026-11-20 (Asia/Kolkata)')
+    expect(stdout).not.toContain('  day:')
     expect(stdout).toContain(`${EXPECTED.calls} calls · connect ${EXPECTED.connectRate}% · success ${EXPECTED.successRate}%`)
     expect(smtp.messages).toHaveLength(0)
     expect(await listMailLog(rt!)).toEqual([])
     expect(existsSync(join(rt!.dataDir, 'outbox'))).toBe(false)
+
+    // Without --date: yesterday where the campaign runs, said in so many words.
+    const yesterday = await run(['report', 'send', '--dry-run'], env)
+    expect(yesterday.stdout).toMatch(/^ {2}day: {6}\d{4}-\d{2}-\d{2}, yesterday in Asia\/Kolkata \(--date YYYY-MM-DD for another day\)$/m)
 
     const json = await run(['report', 'send', '--date', DAY, '--dry-run', '--json', '--to', 'a@example.com', '--to', 'b@example.com'], env)
     expect(json.code).toBe(0)
