@@ -70,6 +70,8 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
   let disabled = false
   let stateCheckedAt = -Infinity
   let disableSeq = 0
+  /** This lane's own 410 being recorded: until it is committed, a read of the shared state cannot see it. */
+  let disabling = 0
   let stopped = false
   // Shutdown cuts requests short instead of waiting out their timeouts; their claims are given back.
   const shutdown = createCancelGroup()
@@ -91,9 +93,12 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
   async function refreshState(now: number): Promise<void> {
     if (now - stateCheckedAt < STATE_CHECK_MS) return
     stateCheckedAt = now
+    // While this lane's own 410 is being written, the database does not say so yet: keep the local truth. (Read
+    // then, on another connection, the state said "enabled" and the lane sent on until the next check.)
+    if (disabling > 0) return
     const seq = disableSeq
     const off = (await disabledDestinations(rt)).has(destination.name)
-    // A read that overlapped this lane's own 410 (before its write committed) is stale: keep the local truth.
+    // A read that overlapped this lane's own 410 (started before it) is stale too.
     if (seq !== disableSeq) return
     disabled = off
     metrics.disabled.set(labels, disabled ? 1 : 0)
@@ -137,9 +142,12 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
       if (outcome.result === 'disabled') {
         disabled = true
         disableSeq++
+        disabling++
         metrics.disabled.set(labels, 1)
         log.error(logContext(row, sent), 'destination answered 410 Gone: disabled until `destinations enable`')
-        await disableDestination(rt, destination.name, `410 Gone from ${shownUrl(destination.url)}`).catch((error) => log.error({ err: (error as Error).message }, 'could not record the disabled destination'))
+        await disableDestination(rt, destination.name, `410 Gone from ${shownUrl(destination.url)}`)
+          .catch((error) => log.error({ err: (error as Error).message }, 'could not record the disabled destination'))
+          .finally(() => disabling--)
         disableSeq++
       } else if (outcome.result === 'dead') log.error({ ...logContext(row, sent), err: outcome.error }, 'delivery dead-lettered: retry schedule exhausted')
       else if (outcome.result === 'retry') log.warn({ ...logContext(row, sent), err: outcome.error, next_attempt_at: outcome.nextAttemptAt }, 'delivery attempt failed; will retry')
