@@ -1,6 +1,7 @@
 import { CliError, defineCommand, intFlag, type CliCommand } from '../cli-kit.ts'
 import { sleep } from '../utils/clock.ts'
 import { isVoiceApiError } from '../upstream/errors.ts'
+import { shownUrl } from '../utils/shown-url.ts'
 import { EVENT_STATUSES, getEvent, listEvents } from './events.ts'
 import { requeueEvent } from './processing.ts'
 import { reconcile } from './reconcile.ts'
@@ -24,6 +25,10 @@ const eventsList = defineCommand({
       events.map((e) => ({ ...e, error: e.last_error })),
       ['event_id', 'event_type', 'status', 'attempts', 'duplicates', 'source', 'customer_phone', 'conversation_id', 'received_at', 'error'],
     )
+    // Nothing at all: most often the service keeps its events in another database than the one this command opened.
+    if (events.length === 0 && ctx.values.type === undefined && status === undefined) {
+      ctx.write(`no events stored in ${shownUrl(rt.config.databaseUrl)}; if the service runs with another DATA_DIR or DATABASE_URL, give this command the same\n`)
+    }
   },
 })
 

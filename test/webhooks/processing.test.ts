@@ -349,6 +349,10 @@ describeEachDialect('webhook processing', (dialect) => {
 
     it('events list/show with --json, and clear errors', async () => {
       h = await createHarness(dialect)
+      // Nothing stored yet: the listing names the database it read (another DATA_DIR than the service's is the usual cause).
+      const empty = await runCli(['events', 'list'], cliEnv(h.rt))
+      expect(empty.out.split('\n')).toEqual(['(none)', expect.stringMatching(/^no events stored in (sqlite|postgres):.*; if the service runs with another DATA_DIR or DATABASE_URL, give this command the same$/), ''])
+      expect((await runCli(['events', 'list', '--status', 'dead'], cliEnv(h.rt))).out).toBe('(none)\n')
       const a = makeEvent()
       const b = makeEvent({ event_type: 'call.no_answer' })
       await h.send(a)
