@@ -1,12 +1,12 @@
 import { CliError, defineCommand, intFlag } from '../cli-kit.ts'
-import { CALL_STATUSES, decodeCallsCursor, encodeCallsCursor, LIST_CALLS_MAX, listCalls } from './list-calls.ts'
+import { CALL_STATUSES, decodeCallsCursor, encodeCallsCursor, LIST_CALLS_MAX, listCalls, outcomesByTrace } from './list-calls.ts'
 import type { CallStatus } from './record.ts'
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
 export const callsListCommand = defineCommand({
   name: 'calls list',
-  summary: 'calls switchboard placed or scheduled (trace id, agent, number, scheduled_for, recipe, idempotency key, retry_context, status, and why one was refused)',
+  summary: 'calls switchboard placed or scheduled (trace id, agent, number, scheduled_for, recipe, idempotency key, retry_context, status, what the call came to, and why one was refused)',
   usage: '[--status S] [--recipe NAME] [--limit N] [--before CURSOR] [--json]',
   options: { status: { type: 'string' }, recipe: { type: 'string' }, limit: { type: 'string' }, before: { type: 'string' }, json: { type: 'boolean' } },
   async run(ctx) {
@@ -24,6 +24,7 @@ export const callsListCommand = defineCommand({
     const found = await listCalls(rt, { status: status as CallStatus | undefined, recipe: ctx.values.recipe as string | undefined, limit: limit + 1, before })
     const calls = found.slice(0, limit)
     const more = found.length > limit
+    const outcomes = await outcomesByTrace(rt, calls.map((c) => c.trace_id ?? ''))
     const rows = calls.map((c) => ({
       trace_id: c.trace_id,
       agent_id: c.agent_id,
@@ -35,6 +36,9 @@ export const callsListCommand = defineCommand({
       retry_context: c.retry_context,
       previous_conversation_id: c.previous_conversation_id,
       status: c.status,
+      // The call's placing says "initiated"; what happened on the line is the conversation's.
+      outcome: (c.trace_id && outcomes.get(c.trace_id)?.status) || null,
+      outcome_conversation_id: (c.trace_id && outcomes.get(c.trace_id)?.conversation_id) || null,
       error: c.error,
       created_at: iso(c.created_at),
       /** Pass to --before for the calls after this one. */
@@ -42,7 +46,7 @@ export const callsListCommand = defineCommand({
     }))
     if (ctx.values.json) return void ctx.json(rows)
     // The error last: why a call was rejected or failed (empty for the rest).
-    ctx.table(rows, ['created_at', 'status', 'agent_id', 'customer_phone', 'scheduled_for', 'recipe', 'trace_id', 'idempotency_key', 'retry_context', 'error'])
+    ctx.table(rows, ['created_at', 'status', 'outcome', 'agent_id', 'customer_phone', 'scheduled_for', 'recipe', 'trace_id', 'idempotency_key', 'retry_context', 'error'])
     const last = rows.at(-1)
     if (more && last) ctx.write(`${rows.length} call(s) shown, newest first; older ones: calls list --before ${last.cursor}${limit === 50 ? '' : ` --limit ${limit}`}\n`)
     else ctx.write(`${rows.length} call(s)${before ? ' on this page' : ''}; no more\n`)

@@ -59,6 +59,24 @@ export async function listCalls(rt: Runtime, query: ListCallsQuery = {}): Promis
   return rows.map(toCallRecord)
 }
 
+/** What became of a placed call: the conversation the provider's webhooks reported for its trace id. */
+export interface CallOutcome {
+  conversation_id: string
+  /** The conversation's status (completed, no_answer, busy, failed, …; in_progress until a terminal event). */
+  status: string
+}
+
+/**
+ * The outcomes of calls by trace id, from the read model (one indexed read for a page of calls). A call has one once
+ * the provider's first webhook for it arrived; a queued, refused or still-scheduled call has none.
+ */
+export async function outcomesByTrace(rt: Runtime, traceIds: string[]): Promise<Map<string, CallOutcome>> {
+  const wanted = [...new Set(traceIds.filter(Boolean))]
+  if (wanted.length === 0) return new Map()
+  const rows = await rt.store.db.selectFrom('conversations').select(['trace_id', 'conversation_id', 'status']).where('trace_id', 'in', wanted).execute()
+  return new Map(rows.map((r) => [r.trace_id!, { conversation_id: r.conversation_id, status: r.status }]))
+}
+
 /** Calls created in [fromMs, toMs) by status (the dashboard's "calls today"). */
 export async function countCallsByStatus(rt: Runtime, fromMs: number, toMs: number): Promise<Array<{ status: CallStatus; count: number }>> {
   const rows = await rt.store.db

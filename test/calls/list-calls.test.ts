@@ -6,6 +6,8 @@ import { createManualClock } from '../../src/utils/clock.ts'
 import { startRecordingUpstream, UNKNOWN_CONVERSATION, type RecordingUpstream } from '../campaigns/recording-upstream.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+import { applyEventToReadModel } from '../../src/webhooks/read-model.ts'
+import { makeEvent } from '../webhooks/helpers.ts'
 
 let upstream: RecordingUpstream
 beforeAll(async () => {
@@ -81,6 +83,8 @@ describeEachDialect('calls list', (dialect) => {
         retry_context: { collected_data: { name: 'Asha' }, retry_stage_id: 'intro' },
         previous_conversation_id: 'abc_1',
         status: 'scheduled',
+        outcome: null,
+        outcome_conversation_id: null,
         error: null,
         created_at: new Date(START + 1000).toISOString(),
         cursor: expect.any(String),
@@ -88,11 +92,28 @@ describeEachDialect('calls list', (dialect) => {
     ])
   })
 
+  it('shows what a placed call came to: the conversation the provider reported for its trace id', async () => {
+    const [placed] = await listCalls(rt, { recipe: 'nightly-batch' })
+    const event = makeEvent({ event_type: 'call.no_answer', call: { trace_id: placed!.trace_id!, conversation_id: 'conv_k1_1' } })
+    await applyEventToReadModel(rt, event, 'webhook', rt.clock.now())
+    let out = ''
+    expect(await main(['calls', 'list', '--json'], { env, stdout: (t) => (out += t), stderr: () => {} })).toBe(0)
+    const rows = JSON.parse(out) as Array<{ idempotency_key: string; status: string; outcome: string | null; outcome_conversation_id: string | null }>
+    expect(rows.map((r) => [r.idempotency_key, r.status, r.outcome, r.outcome_conversation_id])).toEqual([
+      ['k-3', 'initiated', null, null],
+      ['k-2', 'scheduled', null, null],
+      ['k-1', 'initiated', 'no_answer', 'conv_k1_1'],
+    ])
+    let table = ''
+    expect(await main(['calls', 'list', '--recipe', 'nightly-batch'], { env, stdout: (t) => (table += t), stderr: () => {} })).toBe(0)
+    expect(table.split('\n')[2]).toMatch(/^\S+\s+initiated\s+no_answer\s+101\s+\+919876543210\b/)
+  })
+
   it('prints a table, and one clear line for a bad flag', async () => {
     let out = ''
     expect(await main(['calls', 'list', '--status', 'initiated'], { env, stdout: (t) => (out += t), stderr: () => {} })).toBe(0)
     const lines = out.trim().split('\n')
-    expect(lines[0]).toMatch(/^created_at\s+status\s+agent_id\s+customer_phone\s+scheduled_for\s+recipe\s+trace_id\s+idempotency_key\s+retry_context\s+error$/)
+    expect(lines[0]).toMatch(/^created_at\s+status\s+outcome\s+agent_id\s+customer_phone\s+scheduled_for\s+recipe\s+trace_id\s+idempotency_key\s+retry_context\s+error$/)
     expect(lines.slice(2, -1).map((l) => l.split(/\s+/)[1])).toEqual(['initiated', 'initiated'])
     expect(lines.at(-1)).toBe('2 call(s); no more')
 
