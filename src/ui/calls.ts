@@ -1,6 +1,6 @@
 import type { H3 } from 'h3'
 import { z } from 'zod'
-import { CALL_STATUSES, followUpChain, listCalls } from '../calls/list-calls.ts'
+import { CALL_STATUSES, followUpChain, listCalls, outcomesByTrace } from '../calls/list-calls.ts'
 import type { CallRecord } from '../calls/record.ts'
 import { normalizePhone } from '../campaigns/phones.ts'
 import type { Runtime } from '../runtime.ts'
@@ -33,7 +33,10 @@ export function registerCallsPage(app: H3, rt: Runtime): void {
       limit: CALLS_SHOWN,
     })
     const chain = q.chain ? await followUpChain(rt, q.chain) : []
-    const outcomes = await Promise.all(chain.map((c) => (c.conversation_id ? getConversation(rt, c.conversation_id) : undefined)))
+    // What each call came to: the conversation the provider reported for its trace id (one read for the page).
+    const byTrace = await outcomesByTrace(rt, [...calls, ...chain].map((c) => c.trace_id ?? ''))
+    const outcomeOf = (c: CallRecord) => (c.trace_id ? byTrace.get(c.trace_id) : undefined)
+    const outcomes = await Promise.all(chain.map(async (c) => outcomeOf(c) ?? (c.conversation_id ? await getConversation(rt, c.conversation_id) : undefined)))
     const option = (value: string, current: string | undefined) => html`<option value="${value}"${value === (current ?? '') ? html` selected` : ''}>${value || 'any'}</option>`
     return page(event, {
       title: 'Calls',
@@ -57,10 +60,11 @@ ${fields(`Attempt ${i + 1}`, [
   ['Error', c.error ?? '—'],
 ])}`)}</section>` : ''}
 <h2>Ledger</h2>
-${table('Calls', ['Created', 'Phone', 'Agent', 'Recipe', 'Campaign', 'Status', 'Scheduled for', 'Idempotency key'], calls.map((c) => [
+${table('Calls', ['Created', 'Phone', 'Agent', 'Recipe', 'Campaign', 'Status', 'Outcome', 'Scheduled for', 'Idempotency key'], calls.map((c) => [
   fmtTime(c.created_at),
   html`<a href="${`/ui/calls?${new URLSearchParams({ ...(q.phone ? { phone: q.phone } : {}), chain: c.id })}`}" title="the follow-up chain of this call">${c.customer_phone}</a>`,
-  String(c.agent_id), c.recipe ?? 'proxy', campaignFrom(c.campaign, c.recipe, c.agent_id, () => c.parameters.find((p) => p.name === 'campaign')?.value), status(c.status), when(c), shortId(c.idempotency_key),
+  String(c.agent_id), c.recipe ?? 'proxy', campaignFrom(c.campaign, c.recipe, c.agent_id, () => c.parameters.find((p) => p.name === 'campaign')?.value), status(c.status),
+  outcomeOf(c) ? status(outcomeOf(c)!.status) : '—', when(c), shortId(c.idempotency_key),
 ]), 'No call matches.')}`,
     })
   })

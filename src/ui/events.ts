@@ -49,7 +49,8 @@ export function registerEventsPage(app: H3, rt: Runtime): void {
     if (last) nextParams.set('after', encodeCursor(Date.parse(last.received_at), last.event_id))
     const rows = events.map((e) => [
       fmtIso(e.received_at),
-      html`<a href="${`/ui/events/${encodeURIComponent(e.event_id)}`}">${e.event_id}</a>`,
+      // Shortened like the other ids (the whole one in the tooltip): a provider's event ids run to dozens of characters.
+      shortId(e.event_id, `/ui/events/${encodeURIComponent(e.event_id)}`),
       e.event_type,
       status(e.status),
       String(e.attempts),

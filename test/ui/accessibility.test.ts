@@ -122,6 +122,7 @@ it('at 1280 px the events, calls, campaigns, destinations and do-not-call tables
   for (let i = 0; i < 3; i++) await deliver(ui.server, ui.clock, { call: { conversation_id: `${randomUUID()}_${i + 1}` } })
   const error = 'read model: upstream 503 Service Unavailable while fetching the conversation; will retry after the backoff of 30 s'
   await ui.server.rt.store.db.updateTable('webhook_events').set({ status: 'dead', last_error: error }).where('event_id', '=', failed).execute()
+  const traces: string[] = []
   for (const [phone, campaign] of [['+919876543210', 'spring-leads'], ['+919876543211', undefined]] as const) {
     const placed = await fetch(`${ui.server.url}/v1/call`, {
       method: 'POST',
@@ -129,7 +130,15 @@ it('at 1280 px the events, calls, campaigns, destinations and do-not-call tables
       body: JSON.stringify({ agent_id: 101, parameters: [{ name: 'customer_phone', value: phone }, ...(campaign ? [{ name: 'campaign', value: campaign }] : [])] }),
     })
     expect(placed.status).toBe(200)
+    traces.push(((await placed.json()) as { data: { trace_id: string } }).data.trace_id)
   }
+  // The sandbox reports both calls (numbers ending 0 and 1 complete), and processing files their conversations.
+  const reported = async () => (await ui.server.rt.store.db.selectFrom('conversations').select('conversation_id').where('trace_id', 'in', traces).where('status', '=', 'completed').execute()).length
+  await vi.waitFor(async () => {
+    await ui.clock.advance(60_000)
+    await drainDue(ui.server.rt)
+    expect(await reported()).toBe(2)
+  }, WAIT)
   const optedOut = `${randomUUID()}_2`
   await addToDnc(ui.server.rt, '+919876543219', { reason: 'results asked not to be called', source: `conversation:${optedOut}` })
   const wide = await context.newPage()
@@ -161,6 +170,9 @@ it('at 1280 px the events, calls, campaigns, destinations and do-not-call tables
   const campaignOfRow = (phone: string) => wide.locator('tbody tr', { hasText: phone }).locator('td').nth(4).textContent()
   expect(await campaignOfRow('+919876543210')).toBe('spring-leads')
   expect(await campaignOfRow('+919876543211')).toBe('(direct)')
+  // What each came to, beside its status: the conversation the sandbox reported for its trace id.
+  const rowOf = (phone: string) => wide.locator('tbody tr', { hasText: phone }).locator('td')
+  expect([await rowOf('+919876543210').nth(5).textContent(), await rowOf('+919876543210').nth(6).textContent()]).toEqual(['initiated', 'completed'])
   // A call's number opens its follow-up chain.
   await wide.locator('td a', { hasText: '+919876543211' }).click()
   await wide.getByRole('heading', { name: 'Follow-up chain' }).waitFor()
