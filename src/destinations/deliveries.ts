@@ -184,27 +184,29 @@ export interface DestinationSummary {
   oldest_pending_at: string | null
 }
 
-/** How many deliveries of a destination match, counted on an index (the whole `created_at` one, or the dead letters'). */
-async function countOf(rt: Runtime, destination: string, status?: 'dead'): Promise<number> {
-  let q = rt.store.db.selectFrom('destination_deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('destination', '=', destination)
+/**
+ * How many deliveries match — of one destination, or of all — counted on an index: a destination's whole `created_at`
+ * one, or the partial index of the dead letters.
+ */
+async function countOf(rt: Runtime, destination: string | undefined, status?: 'dead'): Promise<number> {
+  let q = rt.store.db.selectFrom('destination_deliveries').select((eb) => eb.fn.countAll<number>().as('n'))
+  if (destination !== undefined) q = q.where('destination', '=', destination)
+  // A literal: it names the partial index's condition.
   if (status) q = q.where('status', '=', sql.lit(status))
   return Number((await q.executeTakeFirstOrThrow()).n)
 }
 
 /**
- * A destination's backlog: how many deliveries are pending and when the oldest was queued, in one pass over the
- * pending index, which holds `created_at` (migration 0015). Asked for the oldest alone, SQLite walked the
- * destination's `created_at` index from its first delivery, reading each row for its status until a pending one —
+ * The backlog — of one destination, or of all: how many deliveries are pending and when the oldest was queued, in one
+ * pass over the pending index, which holds `created_at` (migration 0015). Asked for the oldest alone, SQLite walked
+ * the destination's `created_at` index from its first delivery, reading each row for its status until a pending one —
  * every delivery kept, when the backlog is recent.
  */
-async function backlogOf(rt: Runtime, destination: string): Promise<{ pending: number; oldest: number | null }> {
-  const row = await rt.store.db
-    .selectFrom('destination_deliveries')
-    .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.min<number>('created_at').as('oldest')])
-    .where('destination', '=', destination)
-    // A literal: it names the partial index's condition.
-    .where('status', '=', sql.lit('pending'))
-    .executeTakeFirstOrThrow()
+async function backlogOf(rt: Runtime, destination: string | undefined): Promise<{ pending: number; oldest: number | null }> {
+  let q = rt.store.db.selectFrom('destination_deliveries').select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.min<number>('created_at').as('oldest')])
+  if (destination !== undefined) q = q.where('destination', '=', destination)
+  // A literal: it names the partial index's condition.
+  const row = await q.where('status', '=', sql.lit('pending')).executeTakeFirstOrThrow()
   return { pending: Number(row.n), oldest: row.oldest === null ? null : Number(row.oldest) }
 }
 
@@ -224,17 +226,8 @@ export interface ForwardingTotals {
  * pending index alone, the dead letters from theirs — a read of the backlog, never of every delivery kept.
  */
 export async function forwardingTotals(rt: Runtime): Promise<ForwardingTotals> {
-  const [backlog, dead, disabled] = await Promise.all([
-    rt.store.db
-      .selectFrom('destination_deliveries')
-      .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.min<number>('created_at').as('oldest')])
-      // Literals: they name the partial indexes' conditions.
-      .where('status', '=', sql.lit('pending'))
-      .executeTakeFirstOrThrow(),
-    rt.store.db.selectFrom('destination_deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', sql.lit('dead')).executeTakeFirstOrThrow(),
-    disabledDestinations(rt),
-  ])
-  return { waiting: Number(backlog.n), oldestAt: backlog.oldest === null ? null : Number(backlog.oldest), dead: Number(dead.n), disabled: [...disabled.keys()].sort() }
+  const [backlog, dead, disabled] = await Promise.all([backlogOf(rt, undefined), countOf(rt, undefined, 'dead'), disabledDestinations(rt)])
+  return { waiting: backlog.pending, oldestAt: backlog.oldest, dead, disabled: [...disabled.keys()].sort() }
 }
 
 /**

@@ -148,7 +148,6 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
         await disableDestination(rt, destination.name, `410 Gone from ${shownUrl(destination.url)}`)
           .catch((error) => log.error({ err: (error as Error).message }, 'could not record the disabled destination'))
           .finally(() => disabling--)
-        disableSeq++
       } else if (outcome.result === 'dead') log.error({ ...logContext(row, sent), err: outcome.error }, 'delivery dead-lettered: retry schedule exhausted')
       else if (outcome.result === 'retry') log.warn({ ...logContext(row, sent), err: outcome.error, next_attempt_at: outcome.nextAttemptAt }, 'delivery attempt failed; will retry')
       recorder.push({

@@ -20,6 +20,7 @@ const callsQuerySchema = z.object({
 })
 
 const when = (c: CallRecord) => (c.scheduled_for ? fmtTime(c.scheduled_for) : 'now')
+const outcomeCell = (outcome: { status: string } | undefined) => (outcome ? status(outcome.status) : '—')
 
 /** `/ui/calls`: the ledger of calls switchboard placed or scheduled, and each follow-up chain. */
 export function registerCallsPage(app: H3, rt: Runtime): void {
@@ -51,7 +52,7 @@ ${chain.map((c, i) => html`<h3>Attempt ${i + 1}${c.id === q.chain ? ' (selected)
 ${fields(`Attempt ${i + 1}`, [
   ['Phone', c.customer_phone],
   ['Status', status(c.status)],
-  ['Outcome', outcomes[i] ? status(outcomes[i]!.status) : '—'],
+  ['Outcome', outcomeCell(outcomes[i])],
   ['Scheduled for', when(c)],
   ['Idempotency key', c.idempotency_key],
   ['Conversation', c.conversation_id ?? '—'],
@@ -64,7 +65,7 @@ ${table('Calls', ['Created', 'Phone', 'Agent', 'Recipe', 'Campaign', 'Status', '
   fmtTime(c.created_at),
   html`<a href="${`/ui/calls?${new URLSearchParams({ ...(q.phone ? { phone: q.phone } : {}), chain: c.id })}`}" title="the follow-up chain of this call">${c.customer_phone}</a>`,
   String(c.agent_id), c.recipe ?? 'proxy', campaignFrom(c.campaign, c.recipe, c.agent_id, () => c.parameters.find((p) => p.name === 'campaign')?.value), status(c.status),
-  outcomeOf(c) ? status(outcomeOf(c)!.status) : '—', when(c), shortId(c.idempotency_key),
+  outcomeCell(outcomeOf(c)), when(c), shortId(c.idempotency_key),
 ]), 'No call matches.')}`,
     })
   })
