@@ -14,7 +14,7 @@ export class CliError extends Error {
 
 export interface CliContext {
   /** Parsed flags. */
-  values: Record<string, string | boolean | string[] | boolean[] | undefined>
+  values: Record<string, string | boolean | Array<string | boolean> | undefined>
   /** Arguments after the command words. */
   positionals: string[]
   /** Opens (once) the configured runtime: config, migrated database. Closed after the command. */
@@ -27,18 +27,52 @@ export interface CliContext {
   table(rows: Array<Record<string, unknown>>, columns?: string[]): void
 }
 
+/** One option of a command: how it parses, and what `<command> --help` says of it. */
+export interface CliOption {
+  type: 'string' | 'boolean'
+  short?: string
+  /** May be given more than once (`--to a --to b`). */
+  multiple?: boolean
+  /** The value's name in help, e.g. "SECONDS" (string options). */
+  value?: string
+  /** What the option does, with its default and range: one or two sentences. */
+  help: string
+}
+
 export interface CliCommand {
   /** Command words, e.g. "events list". */
   name: string
   summary: string
   /** Shown in help after the name, e.g. "<id> [--json]". */
   usage?: string
-  options?: NonNullable<ParseArgsConfig['options']>
+  /** The positional arguments, in order, each with what it is: [["<id>", "the event's id, as events list shows it"]]. */
+  args?: Array<[string, string]>
+  options?: Record<string, CliOption>
+  /** Command lines `<command> --help` shows under "examples" (after the CLI's name). */
+  examples?: string[]
   run(ctx: CliContext): Promise<number | void>
 }
 
 export function defineCommand(command: CliCommand): CliCommand {
   return command
+}
+
+/** `--json`, as every listing has it. */
+export const JSON_OPTION: CliOption = { type: 'boolean', help: 'print the result as JSON instead of text (for scripts and jq)' }
+
+/** `--limit N` of a listing. */
+export function limitOption(max: number, fallback = 50): CliOption {
+  return { type: 'string', value: 'N', help: `show at most N rows, newest first (default ${fallback}, at most ${max.toLocaleString('en')})` }
+}
+
+/** The options as `util.parseArgs` takes them (their help text left out), with `-h, --help` added. */
+export function parseArgsOptions(command: CliCommand): NonNullable<ParseArgsConfig['options']> {
+  const options: NonNullable<ParseArgsConfig['options']> = {}
+  for (const [name, o] of Object.entries(command.options ?? {})) {
+    options[name] = { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) }
+  }
+  options.help = { type: 'boolean', short: 'h' }
+  return options
 }
 
 function cell(value: unknown): string {

@@ -9,7 +9,9 @@ import { ROLES, type Role } from './background.ts'
 import { startServer } from './server.ts'
 import { waitForStopSignal } from './utils/stop-signal.ts'
 import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
-import { CliError, defineCommand, formatTable, type CliCommand, type CliContext } from './cli-kit.ts'
+import { CliError, defineCommand, JSON_OPTION, formatTable, parseArgsOptions, type CliCommand, type CliContext } from './cli-kit.ts'
+import { commandHelp, commandList, groupList } from './cli-help.ts'
+import { helpWidth, wrapText } from './utils/wrap-text.ts'
 import { cliName } from './utils/cli-name.ts'
 import { didYouMean } from './utils/did-you-mean.ts'
 import { callsCommands } from './calls/commands.ts'
@@ -24,7 +26,14 @@ const serveCommand = defineCommand({
   name: 'serve',
   usage: '[--role receiver|worker|all]',
   summary: 'run the service (webhook receiver, /v1 proxy, recipes; the sandbox too when no VOICE_API_KEY is set)',
-  options: { role: { type: 'string' } },
+  options: {
+    role: {
+      type: 'string',
+      value: 'ROLE',
+      help: 'all (default): everything, processing in a thread of its own; receiver: webhooks, the /v1 proxy, the dashboard; worker: processing, recipes, queued calls and forwarding. On Postgres each role scales on its own; on SQLite run one all, or one receiver and one worker on the same machine (README → Operations).',
+    },
+  },
+  examples: ['serve', 'serve --role receiver'],
   async run(ctx) {
     const role = (ctx.values.role as string | undefined) ?? 'all'
     if (!ROLES.includes(role as Role)) throw new CliError(`--role must be one of ${ROLES.join(', ')} (got "${role}")`, 2)
@@ -46,7 +55,8 @@ const serveCommand = defineCommand({
 const migrateCommand = defineCommand({
   name: 'migrate',
   summary: 'apply database migrations and exit',
-  options: { json: { type: 'boolean' } },
+  usage: '[--json]',
+  options: { json: JSON_OPTION },
   async run(ctx) {
     const config = await resolveConfig({ env: ctx.env })
     const store = await openStore(config.databaseUrl)
@@ -63,22 +73,15 @@ const migrateCommand = defineCommand({
 /** Every command; features add theirs here. */
 export const commands: CliCommand[] = [serveCommand, sandboxCommand, migrateCommand, reportSendCommand, mailListCommand, ...webhookCommands, ...callsCommands, ...recipeCommands, ...destinationCommands, doctorCommand]
 
-const usageOf = (c: CliCommand) => c.name + (c.usage ? ` ${c.usage}` : '')
-
-function listing(list: CliCommand[]): string[] {
-  const width = Math.max(...list.map((c) => usageOf(c).length))
-  return list.map((c) => `  ${usageOf(c).padEnd(width)}  ${c.summary}`)
-}
-
-function help(): string {
+function help(name: string, width: number): string {
   return [
-    'usage: switchboard <command> [options]   (from a checkout: npm run -s cli -- <command>)',
+    ...wrapText(`usage: ${name} <command> [options]`, width),
     '',
-    ...listing(commands),
+    ...commandList(commands, width),
     '',
-    'Listings accept --json. Configuration comes from switchboard.config.ts and the environment, as for the service:',
-    'give a command the DATA_DIR, PORT and DATABASE_URL the service runs with (see README → Configuration).',
-    'Exit codes: 0 done, 1 failed, 2 a mistake in the command or the configuration.',
+    ...wrapText(`"${name} <command> --help" shows a command's arguments, options and examples. Listings accept --json.`, width),
+    ...wrapText('Configuration comes from switchboard.config.ts and the environment, as for the service: give a command the DATA_DIR, PORT and DATABASE_URL the service runs with (see README → Configuration).', width),
+    ...wrapText('Exit codes: 0 done, 1 failed, 2 a mistake in the command or the configuration.', width),
     '',
   ].join('\n')
 }
@@ -88,8 +91,8 @@ function groupOf(word: string | undefined): CliCommand[] {
   return word ? commands.filter((c) => c.name.split(' ').length > 1 && c.name.split(' ')[0] === word) : []
 }
 
-function groupHelp(name: string, group: string, members: CliCommand[]): string {
-  return [`usage: ${name} ${group} <command> [options]`, '', ...listing(members), '', `Run "${name} ${group} <command> --help" for one command.`, ''].join('\n')
+function groupHelp(name: string, group: string, members: CliCommand[], width: number): string {
+  return [`usage: ${name} ${group} <command> [options]`, '', ...groupList(members, width), '', ...wrapText(`Run "${name} ${group} <command> --help" for one command's arguments, options and examples.`, width), ''].join('\n')
 }
 
 /** The command a mistyped one most likely meant ("evnts list" → "events list", "recipe" → "recipes"), if any is close. */
@@ -120,6 +123,8 @@ export interface MainOptions {
   overrides?: Pick<RuntimeOverrides, 'clock' | 'random'>
   stdout?: (text: string) => void
   stderr?: (text: string) => void
+  /** The terminal's width, for help text (default: stdout's when it is a terminal, else 80). */
+  columns?: number
 }
 
 /** Runs one CLI command; returns the exit code. */
@@ -128,8 +133,9 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
   const out = options.stdout ?? ((t: string) => void process.stdout.write(t))
   const err = options.stderr ?? ((t: string) => void process.stderr.write(t))
   const name = cliName(env)
+  const width = helpWidth(options.columns ?? (process.stdout.isTTY ? process.stdout.columns : undefined))
   if (argv.length === 0 || argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {
-    out(help())
+    out(help(name, width))
     return argv.length === 0 ? 2 : 0
   }
   const found = findCommand(argv)
@@ -138,7 +144,7 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
     const asksHelp = argv.length === 2 && ['--help', '-h', 'help'].includes(argv[1]!)
     if (members.length > 0 && (argv.length === 1 || asksHelp)) {
       // "events" or "events --help": the group's commands (a bare group is an incomplete command: exit 2).
-      out(groupHelp(name, argv[0]!, members))
+      out(groupHelp(name, argv[0]!, members, width))
       return asksHelp ? 0 : 2
     }
     const guess = guessCommand(argv)
@@ -153,9 +159,9 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
   const { command, rest } = found
   let runtime: Runtime | undefined
   try {
-    const parsed = parseArgs({ args: rest, options: { ...command.options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true })
+    const parsed = parseArgs({ args: rest, options: parseArgsOptions(command), allowPositionals: true, strict: true })
     if (parsed.values.help) {
-      out(`usage: ${name} ${command.name}${command.usage ? ` ${command.usage}` : ''}\n  ${command.summary}\n`)
+      out(commandHelp(name, command, width))
       return 0
     }
     const ctx: CliContext = {

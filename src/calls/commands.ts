@@ -1,4 +1,4 @@
-import { CliError, defineCommand, intFlag } from '../cli-kit.ts'
+import { CliError, defineCommand, intFlag, JSON_OPTION, limitOption } from '../cli-kit.ts'
 import { CALL_STATUSES, decodeCallsCursor, encodeCallsCursor, LIST_CALLS_MAX, listCalls, outcomesByTrace } from './list-calls.ts'
 import type { CallStatus } from './record.ts'
 
@@ -8,7 +8,14 @@ export const callsListCommand = defineCommand({
   name: 'calls list',
   summary: 'calls switchboard placed or scheduled (trace id, agent, number, scheduled_for, recipe, idempotency key, retry_context, status, what the call came to, and why one was refused)',
   usage: '[--status S] [--recipe NAME] [--limit N] [--before CURSOR] [--json]',
-  options: { status: { type: 'string' }, recipe: { type: 'string' }, limit: { type: 'string' }, before: { type: 'string' }, json: { type: 'boolean' } },
+  options: {
+    status: { type: 'string', value: 'S', help: `only calls in this state: ${CALL_STATUSES.join(', ')}` },
+    recipe: { type: 'string', value: 'NAME', help: 'only calls this recipe placed or scheduled' },
+    limit: limitOption(LIST_CALLS_MAX),
+    before: { type: 'string', value: 'CURSOR', help: 'the next page: the cursor the previous page printed at its end' },
+    json: JSON_OPTION,
+  },
+  examples: ['calls list --recipe no-answer-followup --status scheduled'],
   async run(ctx) {
     const status = ctx.values.status as string | undefined
     if (status !== undefined && !CALL_STATUSES.includes(status as CallStatus)) {

@@ -1,4 +1,4 @@
-import { CliError, defineCommand, intFlag, type CliCommand, type CliContext } from '../cli-kit.ts'
+import { CliError, defineCommand, intFlag, JSON_OPTION, limitOption, type CliCommand, type CliContext } from '../cli-kit.ts'
 import type { Runtime } from '../runtime.ts'
 import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, getDelivery, isDeliveryStatus, isKnownDestination, listDeliveries, replayDelivery, replayFailed, summarizeDestinations } from './deliveries.ts'
 import { enableDestination } from './state.ts'
@@ -23,7 +23,7 @@ const list = defineCommand({
   name: 'destinations list',
   usage: '[--json]',
   summary: 'configured destinations with state and pending / delivered / dead counts',
-  options: { json: { type: 'boolean' } },
+  options: { json: JSON_OPTION },
   async run(ctx) {
     const rt = await ctx.runtime()
     const rows = await summarizeDestinations(rt)
@@ -36,7 +36,8 @@ const test = defineCommand({
   name: 'destinations test',
   usage: '<name> [--json]',
   summary: 'send one signed switchboard.test event to a destination now; prints status and latency',
-  options: { json: { type: 'boolean' } },
+  args: [['<name>', 'a destination\'s name in DESTINATIONS (see destinations list)']],
+  options: { json: JSON_OPTION },
   async run(ctx) {
     const rt = await ctx.runtime()
     const result = await sendTestEvent(rt, configured(rt, ctx.positionals[0]))
@@ -51,7 +52,13 @@ const deliveries = defineCommand({
   name: 'destinations deliveries',
   usage: '[--destination NAME] [--status pending|delivered|dead] [--limit N] [--json]',
   summary: 'deliveries, newest first (dead ones are the dead letters)',
-  options: { destination: { type: 'string' }, status: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } },
+  options: {
+    destination: { type: 'string', value: 'NAME', help: 'only deliveries to this destination' },
+    status: { type: 'string', value: 'S', help: `only deliveries in this state: ${DELIVERY_STATUSES.join(', ')} (dead: every attempt failed)` },
+    limit: limitOption(10_000),
+    json: JSON_OPTION,
+  },
+  examples: ['destinations deliveries --destination crm --status dead'],
   async run(ctx) {
     const status = ctx.values.status as string | undefined
     if (status !== undefined && !isDeliveryStatus(status)) throw new CliError(`--status must be one of ${DELIVERY_STATUSES.join(', ')} (got "${status}")`)
@@ -68,7 +75,8 @@ const show = defineCommand({
   name: 'destinations show',
   usage: '<delivery-id> [--json]',
   summary: 'one delivery with every attempt (status, latency, first KB of the response)',
-  options: { json: { type: 'boolean' } },
+  args: [['<delivery-id>', 'the delivery\'s id, as destinations deliveries shows it']],
+  options: { json: JSON_OPTION },
   async run(ctx) {
     const id = ctx.positionals[0]
     if (!id) throw new CliError('give the delivery id: destinations show <delivery-id>')
@@ -88,7 +96,14 @@ const replay = defineCommand({
   name: 'destinations replay',
   usage: '<delivery-id> | --destination NAME --since ISO [--until ISO] [--json]',
   summary: 'queue one delivery again, or every failed/dead one of a destination in a time range (sent by the running service)',
-  options: { destination: { type: 'string' }, since: { type: 'string' }, until: { type: 'string' }, json: { type: 'boolean' } },
+  args: [['<delivery-id>', 'one delivery to send again (any state but one being sent right now)']],
+  options: {
+    destination: { type: 'string', value: 'NAME', help: 'instead of one id: every failed or dead delivery of this destination in the time range' },
+    since: { type: 'string', value: 'ISO', help: 'with --destination: deliveries of events forwarded at or after this time, e.g. 2026-03-01T00:00:00Z (required)' },
+    until: { type: 'string', value: 'ISO', help: 'with --destination: and before this time (default: no end)' },
+    json: JSON_OPTION,
+  },
+  examples: ['destinations replay msg_Qm4dX2…', 'destinations replay --destination crm --since 2026-03-01T00:00:00Z'],
   async run(ctx) {
     const id = ctx.positionals[0]
     const destination = ctx.values.destination as string | undefined
@@ -120,6 +135,7 @@ const replay = defineCommand({
 const enable = defineCommand({
   name: 'destinations enable',
   usage: '<name>',
+  args: [['<name>', 'the disabled destination\'s name (destinations list shows its state)']],
   summary: 're-enable a destination disabled after it answered 410 Gone; its waiting deliveries go out',
   async run(ctx) {
     const name = ctx.positionals[0]

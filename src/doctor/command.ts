@@ -2,7 +2,7 @@ import { ConfigError, ensureSandboxSecret, type Config } from '../config/load.ts
 import { resolveConfig } from '../config/file.ts'
 import { openStore, type Store } from '../db/connect.ts'
 import { createRuntime, type Runtime } from '../runtime.ts'
-import { defineCommand } from '../cli-kit.ts'
+import { defineCommand, JSON_OPTION } from '../cli-kit.ts'
 import { cliName } from '../utils/cli-name.ts'
 import { createSilentLogger } from '../utils/logger.ts'
 import { describeError, ok, problem, skipped, type CheckResult } from './check.ts'
@@ -62,7 +62,7 @@ export const doctorCommand = defineCommand({
   name: 'doctor',
   usage: '[--json]',
   summary: 'check configuration, recipes, database, SMTP, the provider key and the webhook URL; one line each, exit 1 on a problem',
-  options: { json: { type: 'boolean' } },
+  options: { json: JSON_OPTION },
   async run(ctx) {
     const results = await runDoctor(ctx.env)
     const problems = results.filter((r) => r.status === 'problem')

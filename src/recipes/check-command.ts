@@ -1,6 +1,6 @@
 import { basename, join } from 'node:path'
 import { resolveConfig } from '../config/file.ts'
-import { CliError, defineCommand } from '../cli-kit.ts'
+import { CliError, defineCommand, JSON_OPTION } from '../cli-kit.ts'
 import { listRecipeFiles } from './loader.ts'
 
 /**
@@ -11,7 +11,8 @@ export const recipesCheck = defineCommand({
   name: 'recipes check',
   summary: 'type-check recipe files in RECIPES_DIR against this service\'s API; prints file:line:col message',
   usage: '[name] [--json]',
-  options: { json: { type: 'boolean' } },
+  args: [['[name]', 'one recipe to check (default: every recipe in RECIPES_DIR)']],
+  options: { json: JSON_OPTION },
   async run(ctx) {
     const [name, ...extra] = ctx.positionals
     if (extra.length) throw new CliError(`unexpected argument "${extra[0]}": check one recipe, or all of them with no name`)

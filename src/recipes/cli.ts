@@ -1,4 +1,4 @@
-import { CliError, defineCommand, type CliCommand } from '../cli-kit.ts'
+import { CliError, defineCommand, JSON_OPTION, type CliCommand } from '../cli-kit.ts'
 import { BrokenRecipeError, recipeEngineFor, UnknownRecipeError } from './engine.ts'
 import { recipeInfoJson, renderRun, runJson } from './present.ts'
 import { recipesCheck } from './check-command.ts'
@@ -9,7 +9,7 @@ const recipesList = defineCommand({
   name: 'recipes list',
   summary: 'recipes in RECIPES_DIR: triggers, next run, last run, and why a broken one is broken',
   usage: '[--json]',
-  options: { json: { type: 'boolean' } },
+  options: { json: JSON_OPTION },
   async run(ctx) {
     const rt = await ctx.runtime()
     const infos = (await recipeEngineFor(rt).list()).map(recipeInfoJson)
@@ -34,7 +34,12 @@ const recipesRun = defineCommand({
   name: 'recipes run',
   summary: 'run a recipe now and print what it did; with --dry-run it only plans (no call, batch or mail)',
   usage: '<name> [--dry-run] [--json]',
-  options: { 'dry-run': { type: 'boolean' }, json: { type: 'boolean' } },
+  args: [['<name>', 'the recipe\'s file name in RECIPES_DIR, without .ts']],
+  options: {
+    'dry-run': { type: 'boolean', help: 'only plan: calls, batches and mail are listed, not placed, launched or sent' },
+    json: JSON_OPTION,
+  },
+  examples: ['recipes run nightly-batch --dry-run'],
   async run(ctx) {
     const [name, ...extra] = ctx.positionals
     if (!name) throw new CliError('which recipe? usage: recipes run <name> [--dry-run] [--json] (see "recipes list")')

@@ -37,7 +37,11 @@ export const recipesNew = defineCommand({
   name: 'recipes new',
   summary: `write a commented recipe to start from (--from ${RECIPE_TEMPLATES.join('|')}; default followup)`,
   usage: `<name> [--from ${RECIPE_TEMPLATES.join('|')}]`,
-  options: { from: { type: 'string' } },
+  args: [['<name>', 'the new recipe\'s name: letters, digits, - or _ (it becomes RECIPES_DIR/<name>.ts)']],
+  options: {
+    from: { type: 'string', value: 'TEMPLATE', help: `what to start from: ${RECIPE_TEMPLATES.join(', ')} (default followup)` },
+  },
+  examples: ['recipes new busy-retry --from followup'],
   async run(ctx) {
     const [name, ...extra] = ctx.positionals
     if (!name) throw new CliError(`which name? usage: recipes new <name> [--from ${RECIPE_TEMPLATES.join('|')}]`)

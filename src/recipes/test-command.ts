@@ -1,6 +1,6 @@
 import { resolveConfig } from '../config/file.ts'
 import { ArgumentError } from '../utils/argument-error.ts'
-import { CliError, defineCommand } from '../cli-kit.ts'
+import { CliError, defineCommand, JSON_OPTION } from '../cli-kit.ts'
 import { renderPlan } from './present.ts'
 import { testRecipe } from './test-recipe.ts'
 import { summaryLine } from './summary.ts'
@@ -13,7 +13,14 @@ export const recipesTest = defineCommand({
   name: 'recipes test',
   summary: 'dry-run a recipe against sample events (--events) or a contacts CSV (--csv) on a frozen clock; prints the plan',
   usage: '<name> [--events file.json] [--csv file.csv] [--now ISO] [--json]',
-  options: { events: { type: 'string' }, csv: { type: 'string' }, now: { type: 'string' }, json: { type: 'boolean' } },
+  args: [['<name>', 'the recipe\'s file name in RECIPES_DIR, without .ts']],
+  options: {
+    events: { type: 'string', value: 'file.json', help: 'webhook events as the provider sends them (a JSON list, or { "events": [...] }): applied to the conversations and delivered to the recipe together as one event trigger' },
+    csv: { type: 'string', value: 'file.csv', help: "a contacts CSV, copied into the test's data folder's inbox/ where a batch recipe finds it" },
+    now: { type: 'string', value: 'ISO', help: 'the frozen clock, e.g. 2026-03-01T10:00:00+05:30 (default: a minute after the last event, else now)' },
+    json: JSON_OPTION,
+  },
+  examples: ['recipes test no-answer-followup --events data/samples/no-answer-events.json', 'recipes test nightly-batch --csv data/samples/leads.csv --now 2026-01-15T19:30:00Z'],
   async run(ctx) {
     const [name, ...extra] = ctx.positionals
     if (!name) throw new CliError('which recipe? usage: recipes test <name> [--events file.json] [--csv file.csv] [--now ISO] [--json]')

@@ -1,4 +1,4 @@
-import { CliError, defineCommand, intFlag } from '../cli-kit.ts'
+import { CliError, defineCommand, intFlag, JSON_OPTION, limitOption } from '../cli-kit.ts'
 import { cliName } from '../utils/cli-name.ts'
 import type { Effects } from '../effects.ts'
 import { snakeCaseKeys } from '../utils/snake-case.ts'
@@ -13,12 +13,13 @@ export const reportSendCommand = defineCommand({
   usage: '[--date YYYY-MM-DD] [--timezone Zone] [--to addr,…] [--dry-run] [--json]',
   summary: 'build the daily campaign report and mail it (default: yesterday, to REPORT_TO); --dry-run prints it instead',
   options: {
-    date: { type: 'string' },
-    timezone: { type: 'string' },
-    to: { type: 'string', multiple: true },
-    'dry-run': { type: 'boolean' },
-    json: { type: 'boolean' },
+    date: { type: 'string', value: 'YYYY-MM-DD', help: 'the day to report on (default: yesterday in the time zone)' },
+    timezone: { type: 'string', value: 'Zone', help: 'an IANA time zone such as Asia/Kolkata: where the day begins and ends (default: RECIPES_TIMEZONE)' },
+    to: { type: 'string', multiple: true, value: 'addr,…', help: 'recipients, comma-separated or the option repeated (default: REPORT_TO)' },
+    'dry-run': { type: 'boolean', help: 'build the report and print what would be sent; nothing is mailed or written' },
+    json: JSON_OPTION,
   },
+  examples: ['report send --dry-run', 'report send --date 2026-03-01 --to ops@example.com'],
   async run(ctx) {
     const date = ctx.values.date as string | undefined
     const timezone = ctx.values.timezone as string | undefined
@@ -83,17 +84,25 @@ export const reportSendCommand = defineCommand({
   },
 })
 
+/** The most rows one `mail list` prints. */
+const MAIL_LIST_MAX = 10_000
+
 /** `mail list [--status queued|sent|written|failed] [--limit N] [--json]`: the mail log, the outbox first. */
 export const mailListCommand = defineCommand({
   name: 'mail list',
   usage: '[--status queued|sent|written|failed] [--limit N] [--json]',
   summary: 'list sent and pending mail (queued = waiting in the outbox for the SMTP relay, with its next attempt)',
-  options: { status: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } },
+  options: {
+    status: { type: 'string', value: 'S', help: 'only mail in this state: queued (waiting for the SMTP relay), sent, written (to DATA_DIR/outbox, no SMTP set) or failed' },
+    limit: limitOption(MAIL_LIST_MAX),
+    json: JSON_OPTION,
+  },
   async run(ctx) {
     const status = ctx.values.status as string | undefined
     const statuses: MailStatus[] = ['queued', 'sent', 'written', 'failed']
     if (status !== undefined && !statuses.includes(status as MailStatus)) throw new CliError(`--status must be one of ${statuses.join(', ')} (got "${status}")`)
     const limit = intFlag(ctx.values, 'limit', 50)!
+    if (limit < 1 || limit > MAIL_LIST_MAX) throw new CliError(`--limit must be from 1 to ${MAIL_LIST_MAX} (got ${limit})`)
     const rt = await ctx.runtime()
     const rows = await listMailLog(rt, limit, status as MailStatus | undefined)
     if (ctx.values.json) return ctx.json(snakeCaseKeys(rows))

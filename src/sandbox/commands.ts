@@ -13,11 +13,12 @@ export const sandboxCommand = defineCommand({
   usage: '[--port N] [--host H] [--webhook-url URL] [--webhook-secret S]',
   summary: 'run the sandbox provider alone (the whole /v1 API with demo keys; webhooks to --webhook-url)',
   options: {
-    port: { type: 'string' },
-    host: { type: 'string' },
-    'webhook-url': { type: 'string' },
-    'webhook-secret': { type: 'string' },
+    port: { type: 'string', value: 'N', help: 'the port to listen on (default 4010; 0 picks a free one)' },
+    host: { type: 'string', value: 'H', help: 'the address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)' },
+    'webhook-url': { type: 'string', value: 'URL', help: 'where the sandbox sends its signed webhooks, e.g. http://127.0.0.1:3000/webhooks/formant (default: none are sent)' },
+    'webhook-secret': { type: 'string', value: 'S', help: 'the whsec_… secret to sign them with (default: WEBHOOK_SECRET, the one switchboard verifies with)' },
   },
+  examples: ['sandbox --port 4010 --webhook-url http://127.0.0.1:3000/webhooks/formant'],
   async run(ctx) {
     const config = loadConfig({ env: { ...ctx.env, VOICE_API_KEY: undefined } })
     const port = intFlag(ctx.values, 'port', 4010)!

@@ -1,4 +1,4 @@
-import { CliError, defineCommand, intFlag, type CliCommand } from '../cli-kit.ts'
+import { CliError, defineCommand, intFlag, JSON_OPTION, limitOption, type CliCommand } from '../cli-kit.ts'
 import { sleep } from '../utils/clock.ts'
 import { isVoiceApiError } from '../upstream/errors.ts'
 import { shownUrl } from '../utils/shown-url.ts'
@@ -10,7 +10,13 @@ const eventsList = defineCommand({
   name: 'events list',
   usage: '[--type T] [--status S] [--limit N] [--json]',
   summary: 'stored webhook events, newest first (status: pending, processed, failed, dead)',
-  options: { type: { type: 'string' }, status: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } },
+  options: {
+    type: { type: 'string', value: 'T', help: 'only events of this type, e.g. call.no_answer' },
+    status: { type: 'string', value: 'S', help: `only events in this state: ${EVENT_STATUSES.join(', ')}` },
+    limit: limitOption(10_000),
+    json: JSON_OPTION,
+  },
+  examples: ['events list --status dead', 'events list --type call.no_answer --limit 10 --json'],
   async run(ctx) {
     const status = ctx.values.status as string | undefined
     if (status !== undefined && !(EVENT_STATUSES as readonly string[]).includes(status)) {
@@ -36,7 +42,8 @@ const eventsShow = defineCommand({
   name: 'events show',
   usage: '<id> [--json]',
   summary: 'one stored webhook event with its body and audit headers',
-  options: { json: { type: 'boolean' } },
+  args: [['<id>', 'the event\'s id (event_id), as events list shows it']],
+  options: { json: JSON_OPTION },
   async run(ctx) {
     const id = ctx.positionals[0]
     if (!id) throw new CliError('give the event id: events show <id>')
@@ -55,7 +62,12 @@ const eventsReplay = defineCommand({
   name: 'events replay',
   usage: '<id> [--wait SECONDS] [--json]',
   summary: 're-run one stored event (any status) through processing in the running service',
-  options: { wait: { type: 'string' }, json: { type: 'boolean' } },
+  args: [['<id>', 'the event\'s id (event_id), as events list shows it']],
+  options: {
+    wait: { type: 'string', value: 'SECONDS', help: 'how long to wait for the running service to process it and print the outcome (default 15, 0 to 3600; 0 queues it and returns)' },
+    json: JSON_OPTION,
+  },
+  examples: ['events replay evt_8f2c41 --wait 30'],
   async run(ctx) {
     const id = ctx.positionals[0]
     if (!id) throw new CliError('give the event id: events replay <id>')
@@ -84,7 +96,7 @@ const reconcileCommand = defineCommand({
   name: 'reconcile',
   usage: '[--json]',
   summary: 'list conversations upstream and queue whatever webhooks missed (processed by the running service)',
-  options: { json: { type: 'boolean' } },
+  options: { json: JSON_OPTION },
   async run(ctx) {
     const rt = await ctx.runtime()
     let result: Awaited<ReturnType<typeof reconcile>>
