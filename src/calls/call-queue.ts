@@ -280,7 +280,7 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
     }
     await settle(rt, row, owner, { status: isAmbiguous(error) ? 'failed' : 'rejected', error: `${error.type}: ${error.message}` })
     metrics.failed.inc({ reason: error.type })
-    log.warn({ type: error.type, status: error.status }, 'queued call not placed')
+    log.warn({ type: error.type, status: error.status, err: error.message }, 'queued call not placed; calls list shows it with this error')
   }
 }
 
