@@ -1,6 +1,7 @@
 import { Gauge } from 'prom-client'
 import type { Runtime } from './runtime.ts'
 import { callMetrics } from './calls/metrics.ts'
+import { destinationBacklogs, type DestinationBacklog } from './destinations/metrics.ts'
 import { pendingFires } from './recipes/claims.ts'
 import { recipeMetrics } from './recipes/metrics.ts'
 import { inboxBacklog, type Backlog } from './webhooks/backlog.ts'
@@ -19,16 +20,17 @@ export interface BacklogMetricsOptions {
    */
   countUpTo?: number
   /**
-   * Whether to count the recipe queues (`switchboard_recipe_events_queued`, a GROUP BY over every queued event)
-   * here: where processing runs (default), not on a receiver's loop that has a processing thread or worker to
-   * report them.
+   * Whether to count the queues processing works through here — the recipe queues (`switchboard_recipe_events_queued`,
+   * a GROUP BY over every queued event) and the destinations' outboxes: where processing runs (default), not on a
+   * receiver's loop that has a processing thread or worker to report them.
    */
-  recipeQueues?(): boolean
+  processingQueues?(): boolean
 }
 
 /**
  * Backlog gauges, read from the database at scrape time: the inbox's pending events and their oldest's age, recipe
- * queues. Each gauge reads in its own collect, so a scrape shows what the database holds now (the recipe queues
+ * queues, each destination's outbox. A backlog is counted in one place per process: /metrics sums the main thread's
+ * registry with the processing thread's (src/processing-host.ts), and a gauge both counted showed it twice. Each gauge reads in its own collect, so a scrape shows what the database holds now (the recipe queues
  * were set from another gauge's collect, and so showed the previous scrape's figures).
  */
 export function registerBacklogMetrics(rt: Runtime, options: BacklogMetricsOptions): void {
@@ -67,8 +69,37 @@ export function registerBacklogMetrics(rt: Runtime, options: BacklogMetricsOptio
     registers,
     async collect() {
       this.reset()
-      if (options.reportedElsewhere?.() || (options.recipeQueues && !options.recipeQueues())) return
+      if (options.reportedElsewhere?.() || (options.processingQueues && !options.processingQueues())) return
       for (const r of await pendingFires(rt).catch(() => [])) this.set({ recipe: r.recipe }, r.n)
     },
   })
+  // One read of the outboxes for both of their gauges, as for the inbox's.
+  let outboxes: Promise<Map<string, DestinationBacklog>> | undefined
+  const readOutboxes = () => {
+    outboxes ??= destinationBacklogs(rt)
+      .catch(() => new Map<string, DestinationBacklog>())
+      .finally(() => setImmediate(() => (outboxes = undefined)))
+    return outboxes
+  }
+  const outboxGauge = (name: string, help: string, value: (b: DestinationBacklog | undefined, now: number) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['destination'],
+      registers,
+      async collect() {
+        this.reset()
+        if (options.reportedElsewhere?.() || (options.processingQueues && !options.processingQueues())) return
+        const backlogs = await readOutboxes()
+        const now = rt.clock.now()
+        // Configured destinations show 0 when nothing waits; one removed from the config shows while rows remain.
+        for (const destination of new Set([...rt.config.destinations.list.map((d) => d.name), ...backlogs.keys()])) {
+          this.set({ destination }, value(backlogs.get(destination), now))
+        }
+      },
+    })
+  outboxGauge('switchboard_destination_queue_depth', 'Deliveries not yet delivered (waiting or retrying), per destination', (b) => b?.depth ?? 0)
+  outboxGauge('switchboard_destination_oldest_undelivered_seconds', 'Age of the oldest delivery not yet delivered, per destination (0 when none)', (b, now) =>
+    b?.oldest == null ? 0 : Math.max(0, (now - b.oldest) / 1000),
+  )
 }

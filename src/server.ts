@@ -57,8 +57,8 @@ function registerOpsRoutes(app: H3, rt: Runtime): void {
     reportedElsewhere: () => opsState(rt).thread?.running() === true,
     // A process that receives webhooks counts only so far on its own loop; a worker's loop can afford the full count.
     countUpTo: opsState(rt).role === 'worker' ? undefined : RECEIVER_COUNT_UP_TO,
-    // Processing on this loop (inline, or --role worker) counts its recipe queues; a receiver leaves them to it.
-    recipeQueues: () => opsState(rt).role !== 'receiver' && opsState(rt).thread === undefined,
+    // Processing on this loop (inline, or --role worker) counts its recipe queues and outboxes; a receiver leaves them to it.
+    processingQueues: () => opsState(rt).role !== 'receiver' && opsState(rt).thread === undefined,
   })
   app.get('/healthz', () => ({ status: 'ok' }))
   registerDependencyMetrics(rt)

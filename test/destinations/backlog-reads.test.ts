@@ -1,6 +1,8 @@
 import { afterEach, expect, it } from 'vitest'
 import { summarizeDestinations } from '../../src/destinations/deliveries.ts'
-import { destinationMetrics } from '../../src/destinations/metrics.ts'
+import { AggregatorRegistry, Registry } from 'prom-client'
+import { registerBacklogMetrics } from '../../src/backlog-metrics.ts'
+import type { Runtime } from '../../src/runtime.ts'
 import { deliveryId } from '../../src/destinations/sign.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { capturePrepared, queryPlan } from '../helpers/query-plans.ts'
@@ -46,7 +48,7 @@ describeEachDialect('destinations: reading the backlog', (dialect) => {
 
     const sqlite = h.rt.store.sqlite
     const prepared = sqlite ? capturePrepared(sqlite) : undefined
-    destinationMetrics(h.rt)
+    registerBacklogMetrics(h.rt, { role: () => 'all' })
     const scrape = await h.rt.metrics.metrics()
     expect(scrape.split('\n').filter((l) => l.startsWith('switchboard_destination_queue_depth{'))).toEqual([
       'switchboard_destination_queue_depth{destination="crm"} 3',
@@ -71,5 +73,37 @@ describeEachDialect('destinations: reading the backlog', (dialect) => {
         expect(queryPlan(sqlite, text, 'crm')).toEqual([expect.stringMatching(/USING COVERING INDEX destination_deliveries_pending_due_created\b/)])
       }
     }
+  })
+
+  it('under serve the outbox is counted once (the processing thread\'s count), and not on a receiver\'s loop', async () => {
+    const destinations = [{ name: 'crm', url: 'http://127.0.0.1:9/crm', secret: DEST_SECRET, allowHttp: true }]
+    h = await createHarness(dialect, { ALLOW_PRIVATE_DESTINATIONS: '1', DESTINATIONS: JSON.stringify(destinations) })
+    const now = h.clock.now()
+    await h.rt.store.db
+      .insertInto('destination_deliveries')
+      .values([0, 1, 2, 3, 4].map((n) => ({
+        id: deliveryId('crm', `evt_${n}`), destination: 'crm', event_id: `evt_${n}`, event_type: 'call.completed', conversation_id: null, payload: '',
+        order_at: (now - 40_000) * 1000 + n, status: 'pending', attempts: 1, round_attempts: 1, next_attempt_at: now + 60_000, claimed_by: null,
+        claimed_until: null, last_status: null, last_error: 'connect ECONNREFUSED', created_at: now - 40_000 + n, delivered_at: null,
+      })))
+      .execute()
+    // /metrics under serve sums the main thread's registry with the processing thread's (src/processing-host.ts).
+    let threadRunning = true
+    const main: Runtime = { ...h.rt, metrics: new Registry() }
+    const thread: Runtime = { ...h.rt, metrics: new Registry() }
+    registerBacklogMetrics(main, { role: () => 'all', reportedElsewhere: () => threadRunning, countUpTo: 10_000, processingQueues: () => false })
+    registerBacklogMetrics(thread, { role: () => 'all' })
+    const lines = (text: string) => text.split('\n').filter((l) => l.startsWith('switchboard_destination_'))
+    const both = AggregatorRegistry.aggregate([await main.metrics.getMetricsAsJSON(), await thread.metrics.getMetricsAsJSON()] as Parameters<typeof AggregatorRegistry.aggregate>[0])
+    // Counted by both threads, the five showed as ten and the oldest as 80 s.
+    expect(lines(await both.metrics())).toEqual([
+      'switchboard_destination_queue_depth{destination="crm"} 5',
+      'switchboard_destination_oldest_undelivered_seconds{destination="crm"} 40',
+    ])
+    // A receiver (--role receiver) leaves the outbox to the worker that delivers it.
+    const receiver: Runtime = { ...h.rt, metrics: new Registry() }
+    registerBacklogMetrics(receiver, { role: () => 'receiver', countUpTo: 10_000, processingQueues: () => false })
+    threadRunning = false
+    expect(lines(await receiver.metrics.metrics())).toEqual([])
   })
 })

@@ -7,6 +7,7 @@ import type { DestinationConfig, DestinationInput } from '../../src/config/desti
 import type { Runtime } from '../../src/runtime.ts'
 import { startDeliveryWorker, type DeliveryWorker } from '../../src/destinations/worker.ts'
 import { registerDestinationRoutes } from '../../src/destinations/index.ts'
+import { registerBacklogMetrics } from '../../src/backlog-metrics.ts'
 import type { DeliveryWorkerOptions } from '../../src/destinations/worker.ts'
 import { drainDue } from '../../src/webhooks/processing.ts'
 import { createHarness, makeEvent, type Harness } from '../webhooks/helpers.ts'
@@ -109,6 +110,8 @@ export async function createForwardHarness(
 ): Promise<ForwardHarness> {
   const h = await createHarness(dialect, { ALLOW_PRIVATE_DESTINATIONS: '1', DESTINATIONS: JSON.stringify(destinations), ADMIN_TOKEN, ...options.env })
   registerDestinationRoutes(h.app, h.rt)
+  // The outbox's gauges, as /metrics has them where processing runs.
+  registerBacklogMetrics(h.rt, { role: () => 'all' })
   const worker = startDeliveryWorker(h.rt, options.worker ?? {})
   const closeHarness = h.close
   const harness: ForwardHarness = Object.assign(h, {

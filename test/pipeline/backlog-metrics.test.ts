@@ -45,7 +45,7 @@ describeEachDialect('backlog gauges across the two threads of `serve`', (dialect
     const processing: Runtime = { ...h.rt, metrics: new Registry() }
     const receiver: Runtime = { ...h.rt, metrics: new Registry() }
     registerBacklogMetrics(processing, { role: () => 'worker' })
-    registerBacklogMetrics(receiver, { role: () => 'receiver', countUpTo: 10_000, recipeQueues: () => false })
+    registerBacklogMetrics(receiver, { role: () => 'receiver', countUpTo: 10_000, processingQueues: () => false })
     expect(await processing.metrics.metrics()).toContain('switchboard_recipe_events_queued{recipe="missed-calls"} 2\n')
     const onReceiver = await receiver.metrics.metrics()
     expect(onReceiver).toContain('switchboard_events_pending{role="receiver"} 0\n')
