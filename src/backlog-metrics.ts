@@ -1,7 +1,7 @@
 import { Gauge } from 'prom-client'
 import type { Runtime } from './runtime.ts'
 import { callMetrics } from './calls/metrics.ts'
-import { destinationBacklogs, type DestinationBacklog } from './destinations/metrics.ts'
+import { destinationBacklogs, type DestinationBacklog } from './destinations/deliveries.ts'
 import { pendingFires } from './recipes/claims.ts'
 import { recipeMetrics } from './recipes/metrics.ts'
 import { inboxBacklog, type Backlog } from './webhooks/backlog.ts'
@@ -30,8 +30,9 @@ export interface BacklogMetricsOptions {
 /**
  * Backlog gauges, read from the database at scrape time: the inbox's pending events and their oldest's age, recipe
  * queues, each destination's outbox. A backlog is counted in one place per process: /metrics sums the main thread's
- * registry with the processing thread's (src/processing-host.ts), and a gauge both counted showed it twice. Each gauge reads in its own collect, so a scrape shows what the database holds now (the recipe queues
- * were set from another gauge's collect, and so showed the previous scrape's figures).
+ * registry with the processing thread's (src/processing-host.ts), and a gauge both counted showed it twice. Each
+ * gauge reads in its own collect, so a scrape shows what the database holds now (the recipe queues were set from
+ * another gauge's collect, and so showed the previous scrape's figures).
  */
 export function registerBacklogMetrics(rt: Runtime, options: BacklogMetricsOptions): void {
   if (rt.metrics.getSingleMetric('switchboard_events_pending')) return
@@ -47,6 +48,8 @@ export function registerBacklogMetrics(rt: Runtime, options: BacklogMetricsOptio
     return reading
   }
   const registers = [rt.metrics]
+  // The queues processing works through: counted where it runs, and only there.
+  const queuesCountedHere = () => !options.reportedElsewhere?.() && (options.processingQueues?.() ?? true)
   const backlogGauge = (name: string, help: string, value: (b: Backlog) => number) =>
     new Gauge({
       name,
@@ -69,7 +72,7 @@ export function registerBacklogMetrics(rt: Runtime, options: BacklogMetricsOptio
     registers,
     async collect() {
       this.reset()
-      if (options.reportedElsewhere?.() || (options.processingQueues && !options.processingQueues())) return
+      if (!queuesCountedHere()) return
       for (const r of await pendingFires(rt).catch(() => [])) this.set({ recipe: r.recipe }, r.n)
     },
   })
@@ -89,7 +92,7 @@ export function registerBacklogMetrics(rt: Runtime, options: BacklogMetricsOptio
       registers,
       async collect() {
         this.reset()
-        if (options.reportedElsewhere?.() || (options.processingQueues && !options.processingQueues())) return
+        if (!queuesCountedHere()) return
         const backlogs = await readOutboxes()
         const now = rt.clock.now()
         // Configured destinations show 0 when nothing waits; one removed from the config shows while rows remain.

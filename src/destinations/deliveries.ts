@@ -197,17 +197,38 @@ async function countOf(rt: Runtime, destination: string | undefined, status?: 'd
 }
 
 /**
- * The backlog — of one destination, or of all: how many deliveries are pending and when the oldest was queued, in one
- * pass over the pending index, which holds `created_at` (migration 0015). Asked for the oldest alone, SQLite walked
- * the destination's `created_at` index from its first delivery, reading each row for its status until a pending one —
- * every delivery kept, when the backlog is recent.
+ * Pending deliveries counted, with the oldest one's `created_at`, in one pass over the pending index, which holds
+ * `created_at` (migration 0015): no delivery row is read. (Asked for the oldest alone, SQLite walked the destination's
+ * `created_at` index from its first delivery, reading each row for its status until a pending one — every delivery
+ * kept, when the backlog is recent.)
  */
+const pendingBacklog = (rt: Runtime) =>
+  rt.store.db
+    .selectFrom('destination_deliveries')
+    .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.min<number>('created_at').as('oldest')])
+    // A literal: it names the partial index's condition.
+    .where('status', '=', sql.lit('pending'))
+
+const oldestOf = (row: { oldest: number | null }) => (row.oldest === null ? null : Number(row.oldest))
+
+/** The backlog of one destination, or of all: how many deliveries are pending and when the oldest was queued. */
 async function backlogOf(rt: Runtime, destination: string | undefined): Promise<{ pending: number; oldest: number | null }> {
-  let q = rt.store.db.selectFrom('destination_deliveries').select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.min<number>('created_at').as('oldest')])
+  let q = pendingBacklog(rt)
   if (destination !== undefined) q = q.where('destination', '=', destination)
-  // A literal: it names the partial index's condition.
-  const row = await q.where('status', '=', sql.lit('pending')).executeTakeFirstOrThrow()
-  return { pending: Number(row.n), oldest: row.oldest === null ? null : Number(row.oldest) }
+  const row = await q.executeTakeFirstOrThrow()
+  return { pending: Number(row.n), oldest: oldestOf(row) }
+}
+
+/** One destination's outbox backlog: deliveries not yet delivered, and when the oldest of them was created. */
+export interface DestinationBacklog {
+  depth: number
+  oldest: number | null
+}
+
+/** Every destination's backlog in one read (the scrape-time gauges of src/backlog-metrics.ts). */
+export async function destinationBacklogs(rt: Runtime): Promise<Map<string, DestinationBacklog>> {
+  const rows = await pendingBacklog(rt).select('destination').groupBy('destination').execute()
+  return new Map(rows.map((r) => [r.destination, { depth: Number(r.n), oldest: oldestOf(r) }]))
 }
 
 export interface ForwardingTotals {

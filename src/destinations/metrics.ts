@@ -1,4 +1,3 @@
-import { sql } from 'kysely'
 import { Counter, Gauge, Histogram } from 'prom-client'
 import type { Runtime } from '../runtime.ts'
 
@@ -7,26 +6,6 @@ export interface DestinationMetrics {
   attemptSeconds: Histogram<'destination'>
   paused: Gauge<'destination'>
   disabled: Gauge<'destination'>
-}
-
-/** One destination's outbox backlog: deliveries not yet delivered, and when the oldest of them was created. */
-export interface DestinationBacklog {
-  depth: number
-  oldest: number | null
-}
-
-/**
- * Every destination's backlog in one read (the scrape-time gauges of src/backlog-metrics.ts). A literal status names
- * the partial index's condition (migration 0010), whose entries hold `created_at` (0015): the read never touches a row.
- */
-export async function destinationBacklogs(rt: Runtime): Promise<Map<string, DestinationBacklog>> {
-  const rows = await rt.store.db
-    .selectFrom('destination_deliveries')
-    .select((eb) => ['destination', eb.fn.countAll<number>().as('n'), eb.fn.min<number>('created_at').as('oldest')])
-    .where('status', '=', sql.lit('pending'))
-    .groupBy('destination')
-    .execute()
-  return new Map(rows.map((r) => [r.destination, { depth: Number(r.n), oldest: r.oldest === null ? null : Number(r.oldest) }]))
 }
 
 const cache = new WeakMap<object, DestinationMetrics>()
