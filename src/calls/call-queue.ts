@@ -16,6 +16,7 @@ import { createPacer, type Pacer } from './pacer.ts'
 import { claim, finish, isAmbiguous, LEDGER_COLUMNS, ledgerRow, type PlaceCallInput } from './place-call.ts'
 import type { CallRecord } from './record.ts'
 import { tenantOf } from './tenant.ts'
+import { requestInWindow, windowColumn } from './window-at-send.ts'
 import { toCallRecord } from './record.ts'
 
 type QueueRow = Selectable<CallQueueTable>
@@ -79,7 +80,7 @@ export async function enqueueCalls(rt: Runtime, inputs: PlaceCallInput[]): Promi
   for (const inputChunk of chunks(inputs, ENQUEUE_CHUNK)) {
     const chunk = inputChunk.map((input) => {
       state.keys.set(tenantOf(input.apiKey), input.apiKey)
-      return ledgerRow(rt, input, 'queued')
+      return { ...ledgerRow(rt, input, 'queued'), window: windowColumn(input.window) }
     })
     const now = rt.clock.now()
     results.push(
@@ -95,11 +96,11 @@ export async function enqueueCalls(rt: Runtime, inputs: PlaceCallInput[]): Promi
           ).map((r) => r.id),
         )
         const done: EnqueueResult[] = []
-        const queued: Array<{ id: string; tenant: string; request: CallRequest }> = []
-        for (const { request, row } of chunk) {
+        const queued: Array<{ id: string; tenant: string; request: CallRequest; window: string | null }> = []
+        for (const { request, row, window } of chunk) {
           if (fresh.has(row.id)) {
             done.push({ ok: true, record: toCallRecord(row) })
-            queued.push({ id: row.id, tenant: row.tenant, request })
+            queued.push({ id: row.id, tenant: row.tenant, request, window })
             continue
           }
           // The key is taken (an earlier call, or a copy within this chunk): the one-row path decides
@@ -111,15 +112,29 @@ export async function enqueueCalls(rt: Runtime, inputs: PlaceCallInput[]): Promi
           }
           const stored = await trx.selectFrom('calls').selectAll().where('id', '=', claimed.id).executeTakeFirstOrThrow()
           done.push({ ok: true, record: toCallRecord(stored) })
-          queued.push({ id: claimed.id, tenant: row.tenant, request })
+          queued.push({ id: claimed.id, tenant: row.tenant, request, window })
         }
         if (queued.length > 0) {
           await trx
             .insertInto('call_queue')
-            .values(queued.map((q) => ({ id: q.id, tenant: q.tenant, request: JSON.stringify(q.request), attempts: 0, next_attempt_at: now, claimed_by: null, claimed_until: null, enqueued_at: now, last_error: null })))
+            .values(
+              queued.map((q) => ({
+                id: q.id,
+                tenant: q.tenant,
+                request: JSON.stringify(q.request),
+                attempts: 0,
+                next_attempt_at: now,
+                claimed_by: null,
+                claimed_until: null,
+                enqueued_at: now,
+                last_error: null,
+                calling_window: q.window,
+              })),
+            )
             .onConflict((oc) =>
               oc.column('id').doUpdateSet((eb) => ({
                 request: eb.ref('excluded.request'),
+                calling_window: eb.ref('excluded.calling_window'),
                 attempts: 0,
                 next_attempt_at: eb.ref('excluded.next_attempt_at'),
                 claimed_by: null,
@@ -230,7 +245,7 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
   const state = stateOf(rt)
   const metrics = callMetrics(rt.metrics)
   const log = rt.log.child({ component: 'call-queue', call_id: row.id })
-  const request = JSON.parse(row.request) as CallRequest
+  const queuedRequest = JSON.parse(row.request) as CallRequest
   const apiKey = state.keys.get(row.tenant)
   if (!apiKey) {
     await settle(rt, row, owner, { status: 'failed', error: 'queued with an API key this process does not know (keys are never stored); place it again' })
@@ -242,6 +257,9 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
     await requeue(rt, row, owner, notBefore, row.last_error)
     return
   }
+  // Held back past its window's close (by the provider's limits), a call moves to the next opening.
+  const { request, movedTo } = requestInWindow(queuedRequest, row.calling_window, rt.clock.now())
+  if (movedTo !== undefined) log.info({ scheduled_for: request.scheduled_for }, 'queued call reached the front outside its calling window; scheduled for the next opening')
   const client = rt.clientFor(apiKey, { idempotency: 'never', retry: { retries: 0, maxRetryAfterMs: 0 } })
   state.pacer.started(row.tenant)
   const started = performance.now()
@@ -250,7 +268,8 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
     metrics.upstreamSeconds.observe({ endpoint: 'POST /v1/call', status: '200' }, (performance.now() - started) / 1000)
     state.pacer.finished(row.tenant, client.lastRateLimit, rt.clock.now())
     const status = call.status === 'scheduled' ? 'scheduled' : 'initiated'
-    await settle(rt, row, owner, { status, trace_id: call.trace_id, conversation_id: call.conversation_id, error: null })
+    const moved = movedTo !== undefined ? { scheduled_for: movedTo } : {}
+    await settle(rt, row, owner, { status, trace_id: call.trace_id, conversation_id: call.conversation_id, error: null, ...moved })
     metrics.placed.inc({ status })
   } catch (cause) {
     const error =

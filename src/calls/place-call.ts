@@ -1,3 +1,4 @@
+import type { QueuedWindow } from './window-at-send.ts'
 import type { Insertable } from 'kysely'
 import type { CallsTable } from '../db/schema.ts'
 import { toJson } from '../db/json.ts'
@@ -19,6 +20,8 @@ export interface PlaceCallInput {
   recipe?: string | null
   campaign?: string | null
   previousConversationId?: string | null
+  /** The recipient's calling window, applied again when a queued call is sent (`requestInWindow`). */
+  window?: QueuedWindow
 }
 
 export type PlaceCallResult =
@@ -95,7 +98,7 @@ export async function claim(db: Runtime['store']['db'], row: Insertable<CallsTab
 export async function finish(
   rt: Runtime,
   id: string,
-  fields: { status: CallStatus; trace_id?: string | null; conversation_id?: string | null; error?: string | null },
+  fields: { status: CallStatus; trace_id?: string | null; conversation_id?: string | null; error?: string | null; scheduled_for?: number | null },
 ): Promise<CallRecord> {
   await rt.store.db
     .updateTable('calls')

@@ -1,5 +1,6 @@
 import { enqueueCalls } from '../calls/call-queue.ts'
 import type { CallRecord } from '../calls/record.ts'
+import type { QueuedWindow } from '../calls/window-at-send.ts'
 import type { Runtime } from '../runtime.ts'
 import { workspaceKey } from '../config/workspace-key.ts'
 import type { VoiceApiError } from '../upstream/errors.ts'
@@ -52,6 +53,8 @@ interface Accepted {
   request: CallRequest
   phone: string
   plan: CallPlan
+  /** The recipient's zone and hours, kept with the queued call: the queue applies them again when it sends. */
+  window: QueuedWindow
 }
 
 /**
@@ -84,7 +87,8 @@ function applyRules(rt: Runtime, call: NewCall | CallPlan, options: ScheduleCall
       fallback: options.timeZone ?? rt.config.recipes.timezone,
     })
   const wanted = request.scheduled_for ? Math.max(Date.parse(request.scheduled_for), now) : now
-  const at = nextCallingTime(wanted, zone, plan.window ?? DEFAULT_WINDOW)
+  const window = plan.window ?? DEFAULT_WINDOW
+  const at = nextCallingTime(wanted, zone, window)
   if (at - now > DEFAULT_FOLLOW_UP.immediateWithinMs) request.scheduled_for = new Date(at).toISOString()
   else delete request.scheduled_for
   if (request.scheduled_for) {
@@ -94,7 +98,7 @@ function applyRules(rt: Runtime, call: NewCall | CallPlan, options: ScheduleCall
     }
   }
   if (plan.previousConversationId && !request.conversation_id) request.conversation_id = plan.previousConversationId
-  return { request, phone: phone.e164, plan }
+  return { request, phone: phone.e164, plan, window: { timeZone: zone, start: window.start, end: window.end } }
 }
 
 /**
@@ -145,6 +149,7 @@ export async function scheduleCalls(
       recipe: options.recipe ?? null,
       campaign: a.plan.campaign ?? null,
       previousConversationId: a.plan.previousConversationId ?? a.request.conversation_id ?? null,
+      window: a.window,
     })),
   )
   results.forEach((result, i) => {

@@ -400,6 +400,21 @@ const m0012: Migration = {
   },
 }
 
+/**
+ * The calling window a queued call must go out in (its recipient's zone and hours, as `scheduleCalls` decided
+ * them), so a call held back by the provider's limits past the window's close is moved to the next opening
+ * when it is finally sent. Forward-compatible: a nullable column; a previous version inserts rows without it,
+ * and such rows are sent as before.
+ */
+const m0016: Migration = {
+  async up(db: AnyDb) {
+    if (!(await hasColumn(db, 'call_queue', 'calling_window'))) await db.schema.alterTable('call_queue').addColumn('calling_window', 'text').execute()
+  },
+  async down(db: AnyDb) {
+    if (await hasColumn(db, 'call_queue', 'calling_window')) await db.schema.alterTable('call_queue').dropColumn('calling_window').execute()
+  },
+}
+
 export const migrations: Record<string, Migration> = {
   '0001_initial': m0001,
   '0002_webhooks_stats': m0002,
@@ -416,6 +431,7 @@ export const migrations: Record<string, Migration> = {
   '0013_destination_ordered_flag': destinationOrderedFlagMigration,
   '0014_destination_dead_index': destinationDeadIndexMigration,
   '0015_destination_pending_covering': destinationPendingCoveringMigration,
+  '0016_call_queue_window': m0016,
 }
 
 export const migrationProvider: MigrationProvider = {

@@ -199,6 +199,11 @@ export interface CallQueueTable {
   claimed_until: number | null
   enqueued_at: number
   last_error: string | null
+  /**
+   * JSON `{ timeZone, start, end }`: the recipient's calling window, checked again when the call is sent
+   * (null: none — a row a previous version queued).
+   */
+  calling_window: string | null
 }
 
 /** Small persisted key/value state per namespace (recipes' ctx.state). */

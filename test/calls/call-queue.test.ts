@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, expect, it, vi } from 'vitest'
 import { enqueueCall, enqueueCalls, startCallQueue, type CallQueue } from '../../src/calls/call-queue.ts'
+import { scheduleCalls } from '../../src/campaigns/schedule-call.ts'
 import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
 import { setYieldGate } from '../../src/coordination/receiver-load.ts'
 import { describeEachDialect } from '../helpers/db.ts'
@@ -15,6 +16,8 @@ import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 interface FakeProvider {
   url: string
   created: Map<string, number>
+  /** The scheduled_for each created call was sent with (by idempotency key). */
+  scheduledFor: Map<string, string | undefined>
   requests: number
   script: Array<'rate' | 'concurrency'>
   /** API keys answered 429 (rate limit, Retry-After 30 s) on every request. */
@@ -23,13 +26,13 @@ interface FakeProvider {
 }
 
 async function startFakeProvider(): Promise<FakeProvider> {
-  const fake: FakeProvider = { url: '', created: new Map(), requests: 0, script: [], limited: new Set(), close: async () => {} }
+  const fake: FakeProvider = { url: '', created: new Map(), scheduledFor: new Map(), requests: 0, script: [], limited: new Set(), close: async () => {} }
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
       fake.requests++
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { agent_id: number; idempotency_key: string }
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { agent_id: number; idempotency_key: string; scheduled_for?: string }
       res.setHeader('content-type', 'application/json')
       const next = fake.limited.has(String(req.headers.authorization).replace('Bearer ', '')) ? 'rate' : fake.script.shift()
       if (next === 'rate') {
@@ -45,7 +48,9 @@ async function startFakeProvider(): Promise<FakeProvider> {
         return res.end(JSON.stringify({ error: { message: 'idempotency key already used', type: 'duplicate_request' } }))
       }
       fake.created.set(body.idempotency_key, fake.created.size + 1)
-      res.end(JSON.stringify({ data: { agent_id: body.agent_id, conversation_id: null, scheduled_for: null, status: 'initiated', trace_id: `tr_${fake.created.size}` } }))
+      fake.scheduledFor.set(body.idempotency_key, body.scheduled_for)
+      const status = body.scheduled_for ? 'scheduled' : 'initiated'
+      res.end(JSON.stringify({ data: { agent_id: body.agent_id, conversation_id: null, scheduled_for: body.scheduled_for ?? null, status, trace_id: `tr_${fake.created.size}` } }))
     })
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
@@ -72,9 +77,9 @@ describeEachDialect('paced call queue', (dialect) => {
     await fake?.close()
   })
 
-  async function boot(): Promise<void> {
+  async function boot(at = '2026-03-01T10:00:00Z'): Promise<void> {
     fake = await startFakeProvider()
-    clock = createManualClock('2026-03-01T10:00:00Z')
+    clock = createManualClock(at)
     rt = await createTestRuntime({ dialect, clock, env: { VOICE_API_KEY: 'sk_live_queue_test', VOICE_API_BASE_URL: fake.url, CALL_QUEUE_CONCURRENCY: '2' } })
   }
 
@@ -112,6 +117,40 @@ describeEachDialect('paced call queue', (dialect) => {
     expect(metrics).toMatch(/switchboard_calls_retried_total\{reason="concurrency_limit"\} 1/)
     expect(metrics).toMatch(/switchboard_calls_placed_total\{status="initiated"\} 5/)
     expect(metrics).not.toMatch(/switchboard_calls_failed_total\{/)
+  })
+
+  it('a call held back by the provider\'s limits past the calling window\'s close goes out scheduled for the next opening', async () => {
+    // 20:50 in India: inside the 09:00–21:00 window, so the follow-ups are queued to go at once.
+    await boot('2026-03-01T15:20:00Z')
+    fake.limited.add('sk_live_queue_test')
+    queue = startCallQueue(rt)
+    const effects = { dryRun: false, plan: [] }
+    const outcomes = await scheduleCalls(rt, [1, 2].map((n) => ({ agentId: 101, phone: `+91987654321${n}`, idempotencyKey: `late-${n}` })), effects, { recipe: 'test' })
+    expect(outcomes.map((o) => o.status)).toEqual(['queued', 'queued'])
+    expect(outcomes.map((o) => o.request.scheduled_for)).toEqual([undefined, undefined])
+    await vi.waitFor(() => expect(fake.requests).toBeGreaterThanOrEqual(1))
+    await queue.idle()
+    // The rate limit holds them until 21:10 — past the window's close.
+    await clock.advance(20 * 60_000)
+    fake.limited.clear()
+    await vi.waitFor(async () => {
+      await clock.advance(30_000)
+      await queue!.idle()
+      expect(fake.created.size).toBe(2)
+    }, { timeout: 10_000, interval: 50 })
+    // Sent with the same keys, for 09:00 the next morning in India (03:30 UTC), not rung at once at 21:10.
+    expect([...fake.scheduledFor.entries()].sort()).toEqual([['late-1', '2026-03-02T03:30:00.000Z'], ['late-2', '2026-03-02T03:30:00.000Z']])
+    const rows = await rt.store.db.selectFrom('calls').select(['idempotency_key', 'status', 'scheduled_for']).orderBy('idempotency_key').execute()
+    expect(rows).toEqual([
+      { idempotency_key: 'late-1', status: 'scheduled', scheduled_for: Date.parse('2026-03-02T03:30:00Z') },
+      { idempotency_key: 'late-2', status: 'scheduled', scheduled_for: Date.parse('2026-03-02T03:30:00Z') },
+    ])
+  })
+
+  it('a call queued without a calling window (by a previous version) is sent as it was', async () => {
+    await boot('2026-03-01T15:45:00Z') // 21:15 in India
+    expect((await enqueueCall(rt, call(8))).ok).toBe(true) // no window given: sent at once, as before
+    expect(fake.scheduledFor.get('key-8')).toBeUndefined()
   })
 
   it('a tenant waiting on its limits does not hold back another tenant; its calls stay unclaimed until it may send', async () => {

@@ -96,7 +96,7 @@ describeEachDialect('destinations: event bodies kept once per event', (dialect) 
       .insertInto('destination_deliveries')
       .values([row('crm', 'evt_a', '{"a":1}', 1_000), row('warehouse', 'evt_a', '{"a":1}', 1_001), row('crm', 'evt_b', '{"b":"é"}', 2_000)])
       .execute()
-    expect((await migrate(store)).applied).toEqual(['0009_destination_payloads', '0010_destination_pending_indexes', '0011_instances', '0012_recipe_fires_fired_index', '0013_destination_ordered_flag', '0014_destination_dead_index', '0015_destination_pending_covering'])
+    expect((await migrate(store)).applied).toEqual(['0009_destination_payloads', '0010_destination_pending_indexes', '0011_instances', '0012_recipe_fires_fired_index', '0013_destination_ordered_flag', '0014_destination_dead_index', '0015_destination_pending_covering', '0016_call_queue_window'])
     const copied = async () => await store!.db.selectFrom('destination_payloads').selectAll().orderBy('event_id').execute()
     expect(await copied()).toEqual([
       { event_id: 'evt_a', payload: '{"a":1}', created_at: 1_000 },
@@ -154,7 +154,7 @@ describeEachDialect('destinations: the covering pending index (migration 0015)',
     store = await openTestStore(dialect, { migrate: false })
     await migrateTo(store, '0014_destination_dead_index')
     await store.db.insertInto('destination_deliveries').values([deliveryRow('crm', 'evt_a', '', 1_000), deliveryRow('crm', 'evt_b', '', 2_000)]).execute()
-    expect((await migrate(store)).applied).toEqual(['0015_destination_pending_covering'])
+    expect((await migrateTo(store, '0015_destination_pending_covering')).applied).toEqual(['0015_destination_pending_covering'])
     const indexes = async () => (await indexNames(store!)).filter((n) => n.startsWith('destination_deliveries_pending_due'))
     expect(await indexes()).toEqual(['destination_deliveries_pending_due_created'])
     const pending = () => store!.db.selectFrom('destination_deliveries').select(['event_id', 'created_at']).where('destination', '=', 'crm').where('status', '=', sql.lit('pending')).orderBy('event_id').execute()
