@@ -1,5 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import { isProviderEvent, type EventConsumer } from '../events/hooks.ts'
+import { chunks } from '../utils/chunks.ts'
 
 const KINDS_BY_AGENT = ['batch', 'batch_list', 'batch_metrics']
 /** Ids per statement: well under SQLite's bound-variable limit. */
@@ -14,17 +15,20 @@ export function cacheInvalidationConsumer(rt: Runtime): EventConsumer {
   return async (batch) => {
     const calls = batch.filter(isProviderEvent).map((e) => e.event.data.call)
     if (calls.length === 0) return
-    const conversations = [...new Set(calls.map((c) => c.conversation_id))]
-    const agents = [...new Set(calls.map((c) => c.agent_id))]
-    for (let i = 0; i < conversations.length; i += CHUNK) {
-      const ids = conversations.slice(i, i + CHUNK)
+    const conversations = [...chunks([...new Set(calls.map((c) => c.conversation_id))], CHUNK)]
+    const agents = [...chunks([...new Set(calls.map((c) => c.agent_id))], CHUNK)]
+    // Statement i takes the i-th chunk of each list (either may run out first): every id is covered once.
+    for (let i = 0; i < Math.max(conversations.length, agents.length); i++) {
+      const ids = conversations[i]
+      const agentIds = agents[i]
       await rt.store.db
         .deleteFrom('cache_entries')
         .where((eb) =>
           eb.or([
-            eb.and([eb('kind', 'in', ['conversation', 'not_found']), eb('resource_id', 'in', ids)]),
             eb('kind', '=', 'conversation_list'),
-            eb.and([eb('kind', 'in', KINDS_BY_AGENT), eb.or([eb('agent_id', 'in', agents.slice(0, CHUNK)), eb('agent_id', 'is', null)])]),
+            eb.and([eb('kind', 'in', KINDS_BY_AGENT), eb('agent_id', 'is', null)]),
+            ...(ids ? [eb.and([eb('kind', 'in', ['conversation', 'not_found']), eb('resource_id', 'in', ids)])] : []),
+            ...(agentIds ? [eb.and([eb('kind', 'in', KINDS_BY_AGENT), eb('agent_id', 'in', agentIds)])] : []),
           ]),
         )
         .execute()

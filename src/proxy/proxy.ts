@@ -4,11 +4,15 @@ import { tenantOf } from '../calls/tenant.ts'
 import { validateCallRequest } from '../calls/validate-call.ts'
 import type { Runtime } from '../runtime.ts'
 import { apiErrorResponse } from '../upstream/api-error.ts'
-import type { VoiceApiError } from '../upstream/errors.ts'
+import { errorTypeOfStatus, type VoiceApiError } from '../upstream/errors.ts'
+import type { CallRequest } from '../upstream/schemas.ts'
+import { readLimited } from '../utils/read-limited.ts'
+import { timeOrderedId } from '../utils/time-ordered-id.ts'
 import { CACHE_TTL_MS, planCache } from './cache-policy.ts'
 import { createJsonCache, invalidateTenantLists, type CacheEntry } from './json-cache.ts'
 import { applyIdempotencyHeader } from './idempotency-header.ts'
 import { parseJsonBody } from './json-body.ts'
+import { createIdleDeadline } from './idle-deadline.ts'
 import { createRecordingCache } from './recordings.ts'
 import { matchRoute, type ProxyRoute } from './routes-table.ts'
 import { streamThrough } from './stream-through.ts'
@@ -73,8 +77,14 @@ function errorFromVoiceApi(error: VoiceApiError): Response {
   const body =
     typeof error.body === 'object' && error.body !== null && 'error' in error.body
       ? error.body
-      : { error: { message: error.message, type: error.status >= 500 ? 'internal_error' : 'invalid_request' } }
+      : { error: { message: error.message, type: errorTypeOfStatus(error.status) } }
   return new Response(JSON.stringify(body), { status: error.status, headers })
+}
+
+/** A failure of switchboard itself (the database, a bug): logged, and answered without its details. */
+function unexpectedFailure(rt: Runtime, error: unknown, path: string | undefined): Response {
+  rt.log.error({ err: error, path }, 'proxy request failed')
+  return withCache(apiErrorResponse(500, 'internal_error', 'switchboard could not answer this request; see its logs'), 'BYPASS')
 }
 
 /**
@@ -132,7 +142,7 @@ export function createProxy(rt: Runtime): Proxy {
     }
     const plan = parsed === undefined ? undefined : planCache(route, upstream.status, parsed, url.searchParams)
     if (plan) await json.put({ key: cacheKey, tenant, plan, status: upstream.status, headers: storableHeaders(upstream.headers), body: text })
-    return textReply(request.method === 'HEAD' ? null : text, upstream.status, passHeaders(upstream.headers), 'MISS')
+    return textReply(request.method === 'HEAD' ? null : text, upstream.status, passHeaders(upstream.headers, upstream.status), 'MISS')
   }
 
   async function recording(request: Request, url: URL, id: string, apiKey: string, tenant: string): Promise<ProxyReply> {
@@ -153,53 +163,81 @@ export function createProxy(rt: Runtime): Proxy {
     const notFoundKey = `${tenant}:${url.pathname}?`
     const notFound = await json.get(notFoundKey)
     if (notFound && notFound.expires_at > rt.clock.now() && (await keys.isConfirmed(tenant))) return fromEntry(notFound, 'HIT', request.method, rt.clock.now())
-    const result = await fetchUpstream(rt, { method: 'GET', pathAndQuery: url.pathname, apiKey, headers: { accept: '*/*' } })
-    if (!result.ok) {
-      if (notFound && (await keys.wasEverAccepted(tenant))) return fromEntry(notFound, 'STALE', request.method, rt.clock.now())
-      return failureResponse(result)
-    }
-    const upstream = result.response
-    await learn(tenant, upstream.status)
-    if (upstream.status === 200 && upstream.body) {
-      try {
-        const row = await recordings.store({ tenant, conversationId: id, headers: upstream.headers, body: upstream.body })
-        const response = recordings.respond(row, request, 'MISS')
-        passHeaders(upstream.headers, response.headers)
-        response.headers.set('content-type', row.content_type)
-        return response
-      } catch (error) {
-        rt.log.warn({ err: error, conversation_id: id }, 'recording download failed')
-        return failureResponse({ failure: (error as Error).name === 'TimeoutError' ? 'timeout' : 'unreachable', message: `the recording download failed: ${(error as Error).message}` })
+    // UPSTREAM_TIMEOUT_MS for the headers, then as an idle timeout: a whole recording may take longer.
+    const deadline = createIdleDeadline(rt.config.upstreamTimeoutMs)
+    deadline.arm()
+    try {
+      const result = await fetchUpstream(rt, { method: 'GET', pathAndQuery: url.pathname, apiKey, headers: { accept: '*/*' }, signal: deadline.signal })
+      if (!result.ok) {
+        if (notFound && (await keys.wasEverAccepted(tenant))) return fromEntry(notFound, 'STALE', request.method, rt.clock.now())
+        return failureResponse(result)
       }
+      const upstream = result.response
+      deadline.arm()
+      await learn(tenant, upstream.status)
+      if (upstream.status === 200 && upstream.body) {
+        try {
+          // store() writes to a temporary file and keeps it only once the body ended: an abort leaves nothing cached.
+          const row = await recordings.store({ tenant, conversationId: id, headers: upstream.headers, body: deadline.watch(upstream.body) })
+          const response = recordings.respond(row, request, 'MISS')
+          // respond() chose the type (the file's, or JSON for its 416); the provider's rate-limit headers join it.
+          const type = response.headers.get('content-type')
+          passHeaders(upstream.headers, upstream.status, response.headers)
+          if (type !== null) response.headers.set('content-type', type)
+          return response
+        } catch (error) {
+          rt.log.warn({ err: error, conversation_id: id }, 'recording download failed')
+          return failureResponse({ failure: (error as Error).name === 'TimeoutError' ? 'timeout' : 'unreachable', message: `the recording download failed: ${(error as Error).message}` })
+        }
+      }
+      const text = await upstream.text().catch(() => '')
+      if (upstream.status === 404) {
+        await json.put({ key: notFoundKey, tenant, plan: { kind: 'not_found', ttlMs: CACHE_TTL_MS.notFound, resourceId: id, agentId: null }, status: 404, headers: storableHeaders(upstream.headers), body: text })
+      }
+      return textReply(request.method === 'HEAD' ? null : text, upstream.status, passHeaders(upstream.headers, upstream.status), 'MISS')
+    } finally {
+      deadline.stop()
     }
-    const text = await upstream.text().catch(() => '')
-    if (upstream.status === 404) {
-      await json.put({ key: notFoundKey, tenant, plan: { kind: 'not_found', ttlMs: CACHE_TTL_MS.notFound, resourceId: id, agentId: null }, status: 404, headers: storableHeaders(upstream.headers), body: text })
-    }
-    return textReply(request.method === 'HEAD' ? null : text, upstream.status, passHeaders(upstream.headers), 'MISS')
   }
 
   async function createCall(request: Request, apiKey: string, tenant: string): Promise<ProxyReply> {
     const type = request.headers.get('content-type') ?? ''
     if (!/^application\/(.+\+)?json\b/i.test(type.trim())) return withCache(apiErrorResponse(400, 'invalid_request', 'Content-Type must be application/json'), 'BYPASS')
+    const tooLarge = (headers?: HeadersInit) =>
+      withCache(apiErrorResponse(413, 'invalid_request', `request body is larger than ${MAX_JSON_BODY_BYTES} bytes`, { headers }), 'BYPASS')
     const declared = Number(request.headers.get('content-length') ?? 0)
-    if (declared > MAX_JSON_BODY_BYTES) return withCache(apiErrorResponse(413, 'invalid_request', `request body is larger than ${MAX_JSON_BODY_BYTES} bytes`), 'BYPASS')
-    const bytes = new Uint8Array(await request.arrayBuffer())
-    if (bytes.byteLength > MAX_JSON_BODY_BYTES) return withCache(apiErrorResponse(413, 'invalid_request', `request body is larger than ${MAX_JSON_BODY_BYTES} bytes`), 'BYPASS')
-    const parsed = parseJsonBody(bytes)
+    if (declared > MAX_JSON_BODY_BYTES) return tooLarge()
+    const read = await readLimited(request.body, MAX_JSON_BODY_BYTES)
+    // The rest of the body is being drained unread: closing the connection after the 413 bounds that.
+    if (!read.ok) return tooLarge({ connection: 'close' })
+    const parsed = parseJsonBody(read.bytes)
     if (!parsed.ok) return withCache(apiErrorResponse(400, 'invalid_request', parsed.message), 'BYPASS')
     const keyed = applyIdempotencyHeader(parsed.value, request.headers.get('idempotency-key'))
     if (!keyed.ok) return withCache(apiErrorResponse(400, 'invalid_request', keyed.message), 'BYPASS')
     const checked = validateCallRequest(keyed.body, rt.clock.now())
     if (!checked.ok) return withCache(apiErrorResponse(400, 'invalid_request', checked.message), 'BYPASS')
-    const result = await placeCall(rt, { apiKey, request: checked.request })
+    // The key is chosen here rather than left to placeCall (which would make the same one) so that every
+    // answer from now on can carry it: after a 5xx or a timeout the call may exist upstream, and only a
+    // retry with this key is sure not to place it twice.
+    const key = checked.request.idempotency_key ?? timeOrderedId(rt.clock.now(), rt.random)
+    let reply: Response
+    try {
+      reply = await sendCall(apiKey, tenant, { ...checked.request, idempotency_key: key })
+    } catch (error) {
+      reply = unexpectedFailure(rt, error, '/v1/call')
+    }
+    reply.headers.set('x-idempotency-key', key)
+    return reply
+  }
+
+  async function sendCall(apiKey: string, tenant: string, request: CallRequest): Promise<Response> {
+    const result = await placeCall(rt, { apiKey, request })
     if (result.ok) {
       await keys.accepted(tenant)
       await invalidateTenantLists(rt, tenant, ['conversation_list'])
       const headers = new Headers(result.headers)
       headers.set('content-type', 'application/json')
       headers.set('x-cache', 'BYPASS')
-      headers.set('x-idempotency-key', result.record.idempotency_key)
       if (result.recovered) headers.set('x-switchboard-recovered', 'true')
       return new Response(JSON.stringify({ data: result.call }), { status: 200, headers })
     }
@@ -234,8 +272,7 @@ export function createProxy(rt: Runtime): Proxy {
       try {
         return await handle(request, url)
       } catch (error) {
-        rt.log.error({ err: error, path: url?.pathname }, 'proxy request failed')
-        return withCache(apiErrorResponse(500, 'internal_error', 'switchboard could not answer this request; see its logs'), 'BYPASS')
+        return unexpectedFailure(rt, error, url?.pathname)
       }
     },
     async maintain() {

@@ -33,6 +33,9 @@ function sendStreaming(
   })
 }
 
+/** Statuses whose answers never have a body (Fetch standard, "null body status"; 101 never reaches here). */
+const NULL_BODY_STATUSES = new Set([204, 205, 304])
+
 function toHeaders(raw: IncomingMessage['headers']): Headers {
   const headers = new Headers()
   for (const [name, value] of Object.entries(raw)) {
@@ -102,9 +105,10 @@ export async function streamThrough(
     clearTimeout(timer)
     const status = upstream.statusCode ?? 502
     if (status >= 200 && status < 300 && init.onSuccess) await init.onSuccess().catch((err) => rt.log.warn({ err }, 'post-upload hook failed'))
-    const responseBody = request.method === 'HEAD' ? null : (Readable.toWeb(upstream) as ReadableStream<Uint8Array>)
+    // A Response with a body and a null-body status throws: those answers have none to pass on anyway.
+    const responseBody = request.method === 'HEAD' || NULL_BODY_STATUSES.has(status) ? null : (Readable.toWeb(upstream) as ReadableStream<Uint8Array>)
     if (!responseBody) upstream.resume()
-    return withCache(new Response(responseBody, { status, headers: passHeaders(toHeaders(upstream.headers)) }), 'BYPASS')
+    return withCache(new Response(responseBody, { status, headers: passHeaders(toHeaders(upstream.headers), status) }), 'BYPASS')
   } catch (error) {
     if (overLimit) return tooLarge()
     if (controller.signal.aborted) return failureResponse({ failure: 'timeout', message: `the provider did not answer within ${timeoutMs} ms` })

@@ -75,10 +75,32 @@ export function storableHeaders(headers: Headers): Record<string, string> {
   return out
 }
 
-export function passHeaders(from: Headers, to: Headers = new Headers()): Headers {
+/**
+ * Where a redirect may point: an absolute http(s) URL or a path on this host. Anything else (another
+ * scheme, or `//host` and `/\host`, which browsers read as another host) is not passed on.
+ */
+function isPassableLocation(value: string): boolean {
+  if (value.startsWith('/')) return value[1] !== '/' && value[1] !== '\\'
+  try {
+    const { protocol } = new URL(value)
+    return protocol === 'http:' || protocol === 'https:'
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The PASS_HEADERS of an upstream answer, and on a 3xx its Location as sent: requests go out with
+ * redirect: 'manual', so the caller has to follow the redirect itself and needs to know where to.
+ */
+export function passHeaders(from: Headers, status: number, to: Headers = new Headers()): Headers {
   for (const name of PASS_HEADERS) {
     const value = from.get(name)
     if (value !== null) to.set(name, value)
+  }
+  if (status >= 300 && status < 400) {
+    const location = from.get('location')
+    if (location !== null && isPassableLocation(location)) to.set('location', location)
   }
   return to
 }

@@ -88,3 +88,25 @@ export function errorFromResponse(status: number, headers: Headers, body: unknow
   }
   return new VoiceApiError({ type: 'http_error', status, message: `HTTP ${status} with no error body`, rateLimit, body })
 }
+
+/**
+ * The provider's error type for an HTTP status (spec → Errors), for an answer that came without the
+ * provider's error body (a gateway's HTML page, an empty body): a client branches on `type`, so a 401
+ * must still read as authentication_error, not as a bad request. 429 is the per-number/API rate limit;
+ * the concurrent-call limit always comes with its own body.
+ */
+export function errorTypeOfStatus(status: number): ErrorType {
+  if (status >= 500) return 'internal_error'
+  switch (status) {
+    case 401:
+      return 'authentication_error'
+    case 404:
+      return 'not_found'
+    case 409:
+      return 'duplicate_request'
+    case 429:
+      return 'rate_limit_exceeded'
+    default:
+      return 'invalid_request'
+  }
+}
