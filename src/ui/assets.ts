@@ -28,9 +28,13 @@ function load(name: string): { body: Buffer; type: string } | undefined {
   const known = cache.get(name)
   if (known) return known
   let entry: { body: Buffer; type: string } | undefined
-  const vendor = VENDOR[name]
-  if (vendor) entry = { body: readFileSync(require.resolve(vendor.module)), type: vendor.type }
-  else if (OWN[name]) entry = { body: readFileSync(fileURLToPath(new URL(`./static/${name}`, import.meta.url))), type: OWN[name]! }
+  // Own keys only: `constructor`, `toString` or `__proto__` are on every object, and are no asset.
+  if (Object.hasOwn(VENDOR, name)) {
+    const vendor = VENDOR[name]!
+    entry = { body: readFileSync(require.resolve(vendor.module)), type: vendor.type }
+  } else if (Object.hasOwn(OWN, name)) {
+    entry = { body: readFileSync(fileURLToPath(new URL(`./static/${name}`, import.meta.url))), type: OWN[name]! }
+  }
   if (entry) cache.set(name, entry)
   return entry
 }

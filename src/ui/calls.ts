@@ -1,4 +1,4 @@
-import type { H3 } from 'h3'
+import { HTTPError, type H3 } from 'h3'
 import { z } from 'zod'
 import { CALL_STATUSES, followUpChain, listCalls, outcomesByTrace } from '../calls/list-calls.ts'
 import type { CallRecord } from '../calls/record.ts'
@@ -25,7 +25,9 @@ const outcomeCell = (outcome: { status: string } | undefined) => (outcome ? stat
 /** `/ui/calls`: the ledger of calls switchboard placed or scheduled, and each follow-up chain. */
 export function registerCallsPage(app: H3, rt: Runtime): void {
   app.get('/ui/calls', async (event) => {
-    const q = callsQuerySchema.parse(Object.fromEntries(event.url.searchParams))
+    const parsed = callsQuerySchema.safeParse(Object.fromEntries(event.url.searchParams))
+    if (!parsed.success) throw new HTTPError({ status: 400, message: parsed.error.issues[0]?.message ?? 'bad filter' })
+    const q = parsed.data
     const phone = q.phone ? normalizePhone(q.phone, { defaultCountry: rt.config.defaultCountry }) : undefined
     const calls = await listCalls(rt, {
       recipe: q.recipe,

@@ -39,13 +39,15 @@ export function registerAdminGate(app: H3, rt: Runtime): void {
       }
       throw new HTTPError({ status: 401, message: 'log in at /ui/login (or send Authorization: Bearer $ADMIN_TOKEN)' })
     }
-    if (!csrfValid(event, access) && !csrfValid(event, access, field(await formOf(event), '_csrf'))) {
-      throw new HTTPError({ status: 403, message: 'CSRF token missing or invalid' })
-    }
     try {
+      // Inside the try: reading the form can refuse it (413, too large), shown like any page's error.
+      if (!csrfValid(event, access) && !csrfValid(event, access, field(await formOf(event), '_csrf'))) {
+        throw new HTTPError({ status: 403, message: 'CSRF token missing or invalid' })
+      }
       return await next()
     } catch (error) {
-      // A page's own errors (unknown id, bad filter) as a page, not as JSON; server errors go on to onError.
+      // A page's own errors (unknown id, bad filter, a form too large, a missing CSRF token) as a page, not as
+      // JSON; server errors go on to onError.
       const status = (error as { status?: number }).status
       if (!(error instanceof HTTPError) || status === undefined || status >= 500 || event.req.headers.has('hx-request')) throw error
       event.res.status = status

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { getCookie, type H3, type H3Event } from 'h3'
+import { getCookie, HTTPError, type H3, type H3Event } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import { authenticateAdmin, isHttps, issueSession, sameSecret, SESSION_TTL_MS, sessionCookieHeader } from '../utils/admin-auth.ts'
 import { field, formOf } from './form.ts'
@@ -48,7 +48,15 @@ export function registerLoginRoutes(app: H3, rt: Runtime): void {
 
   app.post('/ui/login', async (event) => {
     const client = loginClientKey(event)
-    const form = await formOf(event)
+    const form = await formOf(event).catch((error: unknown) => {
+      if (error instanceof HTTPError && error.status === 413) return undefined
+      throw error
+    })
+    if (!form) {
+      // Too large to be this form: no attempt to count, the form again with why.
+      event.res.status = 413
+      return loginForm(event, '/ui', 'That form is too large.')
+    }
     const next = safeNext(field(form, 'next'))
     const wait = limiter.retryAfterMs(client)
     if (wait > 0) {

@@ -10,13 +10,13 @@ import { reportPreviewTask, reportResendTask } from '../reports/tasks.ts'
 import type { Runtime } from '../runtime.ts'
 import { clip, shortId, status, table } from './components.ts'
 import { flashMessage } from './flash.ts'
-import { field, formOf } from './form.ts'
+import { field, formOf, MAX_CSV_BYTES } from './form.ts'
 import { fmtTime, html, type HtmlValue } from './html.ts'
 import { csrfField, page } from './layout.ts'
 import { seeOther } from './responses.ts'
+import { setPageHeaders } from './security-headers.ts'
 
 const dateSchema = z.string().regex(/^\d{4}-\d{2}-\d{2}$/)
-const MAX_CSV_BYTES = 5 * 1024 * 1024
 
 /** Where a number came from; an opt-out's conversation is shortened and links to its events. */
 function dncSource(source: string | null): HtmlValue {
@@ -81,10 +81,11 @@ ${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', ''], dnc.
     if (!date.success) throw new HTTPError({ status: 400, message: 'date must be YYYY-MM-DD' })
     // Built in the processing thread under `serve`: the receiver's loop keeps answering webhooks meanwhile.
     const html = await runProcessingTask(rt, reportPreviewTask, { date: date.data })
+    // A page's headers, then the two it needs otherwise: its own CSP, and framing by the mail page.
+    setPageHeaders(event)
     event.res.headers.set('content-type', 'text/html; charset=utf-8')
     event.res.headers.set('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'")
-    event.res.headers.set('x-content-type-options', 'nosniff')
-    event.res.headers.set('cache-control', 'no-store')
+    event.res.headers.set('x-frame-options', 'SAMEORIGIN')
     return html
   })
 

@@ -8,6 +8,7 @@ import { card, chart, status, table } from './components.ts'
 import { fmtAge, fmtTime, html, type SafeHtml } from './html.ts'
 import { page } from './layout.ts'
 import { overviewCountsTask } from './overview-counts.ts'
+import { setPageHeaders } from './security-headers.ts'
 import type { ForwardingTotals } from '../destinations/deliveries.ts'
 
 const HOUR = 3_600_000
@@ -83,8 +84,9 @@ ${table('Recipes', ['Recipe', 'Last run', 'Result', 'Next run'], recipes.map((r)
 export function registerOverviewPage(app: H3, rt: Runtime): void {
   app.get('/ui', async (event: H3Event) => page(event, { title: 'Overview', body: await live(rt) }))
   app.get('/ui/overview/live', async (event: H3Event) => {
+    // A fragment, but served at its own URL: it gets the same headers as a page (CSP, no framing, nosniff).
+    setPageHeaders(event)
     event.res.headers.set('content-type', 'text/html; charset=utf-8')
-    event.res.headers.set('cache-control', 'no-store')
     return (await live(rt)).value
   })
 }

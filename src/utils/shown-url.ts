@@ -1,12 +1,15 @@
 /**
- * A URL as shown in lists, logs, errors and stored reasons (a destination's, `DATABASE_URL`): a password in it
- * (`https://user:pass@host/`) is replaced by `***`; everything else is kept, so the URL stays recognisable.
+ * A URL as shown in lists, logs, errors and stored reasons (a destination's, `DATABASE_URL`): its credentials
+ * (`https://user:pass@host/`, `https://key@host/`) become `***`, user and password alike — `basicAuthOf` sends
+ * a user alone as Basic auth, so an API key is often the user part. Host and path stay, so the URL stays
+ * recognisable.
  */
 export function shownUrl(url: string): string {
   try {
     const parsed = new URL(url)
-    if (!parsed.password) return url
-    parsed.password = '***'
+    if (!parsed.username && !parsed.password) return url
+    parsed.username = '***'
+    parsed.password = ''
     return parsed.href
   } catch {
     return url

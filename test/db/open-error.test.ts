@@ -26,7 +26,7 @@ describe('a database that cannot be opened at start-up', () => {
     try {
       // Port 1 on loopback: nothing listens there, the connection is refused at once.
       const error = await openFailure('postgres://switchboard:s3cret-pw@127.0.0.1:1/app', dir)
-      expect(error?.message).toMatch(/^cannot open the database postgres:\/\/switchboard:\*\*\*@127\.0\.0\.1:1\/app: .*ECONNREFUSED.* — is it running, and is DATABASE_URL right\?$/)
+      expect(error?.message).toMatch(/^cannot open the database postgres:\/\/\*\*\*@127\.0\.0\.1:1\/app: .*ECONNREFUSED.* — is it running, and is DATABASE_URL right\?$/)
       expect(error?.message).not.toContain('s3cret-pw')
     } finally {
       rmSync(dir, { recursive: true, force: true })
@@ -72,7 +72,7 @@ describe('a database that cannot be opened at start-up', () => {
     expect(explainOpenError(new Error('no code'), 'postgres://db/app')).toBeInstanceOf(Error)
     expect((explainOpenError(new Error('no code'), 'postgres://db/app') as Error).message).toBe('no code')
     const missing = Object.assign(new Error('database "nosuch" does not exist'), { code: '3D000' })
-    expect((explainOpenError(missing, 'postgres://u:pw@db:5432/nosuch') as Error).message).toBe('cannot open the database postgres://u:***@db:5432/nosuch: 3D000: database "nosuch" does not exist — is it running, and is DATABASE_URL right?')
+    expect((explainOpenError(missing, 'postgres://u:pw@db:5432/nosuch') as Error).message).toBe('cannot open the database postgres://***@db:5432/nosuch: 3D000: database "nosuch" does not exist — is it running, and is DATABASE_URL right?')
     const login = Object.assign(new Error('password authentication failed for user "u"'), { code: '28P01' })
     expect((explainOpenError(login, 'postgres://u:pw@db/app') as Error).message).toContain('28P01: password authentication failed')
   })
