@@ -1,7 +1,8 @@
 /**
  * When to try a delivery again. The destination's `retryScheduleMs` lists the waits before each retry, so
  * its length sets the attempts (length + 1 in all); each wait is jittered ±20 % so queued deliveries do
- * not all hit a recovering sink at once. A `Retry-After` from a 429/503 replaces the scheduled wait.
+ * not all hit a recovering sink at once. A `Retry-After` from a 429/503 can lengthen the scheduled wait,
+ * never shorten it: a sink answering `Retry-After: 0` must not run the ~24 h schedule out in minutes.
  */
 
 const JITTER = 0.2
@@ -15,12 +16,8 @@ export function retryDelayMs(schedule: number[], roundAttempts: number, random: 
   return Math.round(base * (1 - JITTER + random() * 2 * JITTER))
 }
 
-/** Parses `Retry-After` (seconds or an HTTP date) into a wait from `now`; undefined when absent or invalid. */
-export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
-  if (!value) return undefined
-  const trimmed = value.trim()
-  if (/^\d+$/.test(trimmed)) return Math.min(MAX_RETRY_AFTER_MS, Number(trimmed) * 1000)
-  const at = Date.parse(trimmed)
-  if (Number.isNaN(at)) return undefined
-  return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, at - now))
+/** The scheduled wait, or the sink's `Retry-After` (capped) when that is longer. */
+export function waitWithRetryAfter(scheduledMs: number, retryAfterMs: number | undefined): number {
+  if (retryAfterMs === undefined) return scheduledMs
+  return Math.max(scheduledMs, Math.min(MAX_RETRY_AFTER_MS, retryAfterMs))
 }

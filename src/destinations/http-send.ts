@@ -12,7 +12,7 @@ export const KEPT_RESPONSE_BYTES = 1024
 export interface SendRequest {
   url: string
   body: string
-  /** The attempt's headers; the content headers are added to this object. */
+  /** The attempt's headers; the content headers are added to this object. A hop to another origin gets only the signature headers. */
   headers: Record<string, string>
   /** Overall limit: connect, headers and body together (a slow-loris sink is cut off here). */
   timeoutMs: number
@@ -227,12 +227,12 @@ class Exchange {
   }
 }
 
-function exchange(dispatcher: Dispatcher, target: Target, request: SendRequest, attempt: Attempt): Promise<HopResult> {
+function exchange(dispatcher: Dispatcher, target: Target, headers: Record<string, string>, request: SendRequest, attempt: Attempt): Promise<HopResult> {
   return new Promise((resolve) => {
     const handler = new Exchange(attempt, request, resolve)
     attempt.exchange = handler
     try {
-      dispatcher.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers: request.headers, body: request.body }, handler)
+      dispatcher.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body: request.body }, handler)
     } catch (error) {
       handler.refused(error)
     }
@@ -271,7 +271,7 @@ function parsedTarget(href: string): Target {
  * One hop of an attempt: the checks, the POST, the answer. Results are built field by field: V8 builds
  * `{ a, ...(x ? { b } : {}) }` far slower than an object given its fields one by one.
  */
-async function hop(target: Target, request: SendRequest, attempt: Attempt, dispatcher: Dispatcher): Promise<HopResult> {
+async function hop(target: Target, headers: Record<string, string>, request: SendRequest, attempt: Attempt, dispatcher: Dispatcher): Promise<HopResult> {
   try {
     if (target.protocol !== 'https:' && !(target.protocol === 'http:' && request.allowHttp)) {
       return { status: null, error: `refused ${target.protocol}// URL (https required)`, response: '' }
@@ -281,13 +281,31 @@ async function hop(target: Target, request: SendRequest, attempt: Attempt, dispa
     return { status: null, error: (error as Error).message, response: '', blocked: error instanceof BlockedAddressError }
   }
   if (attempt.cut) return failure(attempt, request, undefined)
-  const headers = request.headers
   headers['content-type'] = 'application/json'
   headers['user-agent'] = 'switchboard-destinations/1'
   // Credentials in the URL go out as Basic auth (as node:http did), unless the destination's own headers set one.
   const auth = target.auth
   if (auth && !Object.keys(headers).some((name) => name.toLowerCase() === 'authorization')) headers.authorization = auth
-  return exchange(dispatcher, target, request, attempt)
+  return exchange(dispatcher, target, headers, request, attempt)
+}
+
+/** The signature headers: an HMAC of this body, useless for anything else, so they may go to any origin. */
+const SIGNATURE_HEADERS = ['webhook-id', 'webhook-timestamp', 'webhook-signature'] as const
+
+/**
+ * The headers for a hop to another origin (scheme, host or port): the signature only. The attempt's headers
+ * also hold the Basic auth from the URL and the destination's own `headers` (API keys, as a rule), meant for
+ * the origin configured; a redirect must not hand them to whoever it names — as fetch drops Authorization on
+ * a cross-origin redirect. A list of what is kept rather than of what is dropped: a configured header may be
+ * called anything.
+ */
+function crossOriginHeaders(headers: Record<string, string>): Record<string, string> {
+  const kept: Record<string, string> = {}
+  for (const name of SIGNATURE_HEADERS) {
+    const value = headers[name]
+    if (value !== undefined) kept[name] = value
+  }
+  return kept
 }
 
 /**
@@ -317,8 +335,9 @@ export async function sendOnce(request: SendRequest): Promise<SendResult> {
     } catch {
       return { status: null, latencyMs: 0, error: 'invalid URL', response: '' }
     }
+    let headers = request.headers
     for (let hops = 0; ; hops++) {
-      const result = await hop(target, request, attempt, dispatcher)
+      const result = await hop(target, headers, request, attempt, dispatcher)
       const redirect = result.status !== null && result.status >= 300 && result.status < 400
       if (!redirect || !result.location || hops >= request.followRedirects) {
         const latencyMs = Math.round(performance.now() - started)
@@ -330,11 +349,15 @@ export async function sendOnce(request: SendRequest): Promise<SendResult> {
         if (attempt.cut === 'cancelled') sent.aborted = true
         return sent
       }
+      let next: Target
       try {
-        target = targetOf(new URL(result.location, target.url))
+        next = targetOf(new URL(result.location, target.url))
       } catch {
         return { status: result.status, latencyMs: Math.round(performance.now() - started), error: `redirect to an invalid URL: ${result.location}`, response: result.response }
       }
+      // Once dropped they stay dropped, even if a later hop comes back to the first origin (as fetch does).
+      if (next.origin !== target.origin) headers = crossOriginHeaders(headers)
+      target = next
     }
   } finally {
     cancelTimer()

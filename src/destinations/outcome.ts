@@ -1,5 +1,6 @@
 import type { DestinationConfig } from '../config/destinations.ts'
-import { parseRetryAfter, retryDelayMs } from './backoff.ts'
+import { parseRetryAfter } from '../utils/retry-after.ts'
+import { retryDelayMs, waitWithRetryAfter } from './backoff.ts'
 import type { SendResult } from './http-send.ts'
 
 export type AttemptResult = 'delivered' | 'retry' | 'dead' | 'disabled'
@@ -14,8 +15,8 @@ export interface Outcome {
 /**
  * What an answer means: 2xx delivered; 410 disables the destination (the delivery waits, its schedule
  * untouched); anything else — other 4xx/5xx, 413, a redirect, a timeout, a refused address — is a failed
- * attempt, retried per the schedule (a 429/503 `Retry-After` replaces the scheduled wait) until the
- * schedule runs out and the delivery is dead.
+ * attempt, retried per the schedule (a valid 429/503 `Retry-After` can lengthen the scheduled wait, never
+ * shorten it) until the schedule runs out and the delivery is dead.
  */
 export function classify(destination: DestinationConfig, roundAttempts: number, sent: SendResult, now: number, random: () => number): Outcome {
   const status = sent.status
@@ -26,5 +27,5 @@ export function classify(destination: DestinationConfig, roundAttempts: number, 
   const scheduled = retryDelayMs(destination.retryScheduleMs, round, random)
   if (scheduled === undefined) return { result: 'dead', nextAttemptAt: now, countsInRound: true, error }
   const retryAfter = status === 429 || status === 503 ? parseRetryAfter(sent.retryAfter, now) : undefined
-  return { result: 'retry', nextAttemptAt: now + (retryAfter ?? scheduled), countsInRound: true, error }
+  return { result: 'retry', nextAttemptAt: now + waitWithRetryAfter(scheduled, retryAfter), countsInRound: true, error }
 }

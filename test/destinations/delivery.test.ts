@@ -189,6 +189,20 @@ describeEachDialect('destinations: delivery', (dialect) => {
     await vi.waitFor(async () => expect((await h!.status()).map((r) => r.status)).toEqual(['delivered', 'delivered']), WAIT)
   })
 
+  it('a 503 with Retry-After: 0 (or a value that is not one) waits the schedule all the same', async () => {
+    const zero = await sink((_n, _req, res) => res.writeHead(503, { 'retry-after': '0' }).end())
+    // V8's Date.parse reads "1.5" as a date in 2001: a wait of 0 if it were believed.
+    const junk = await sink((_n, _req, res) => res.writeHead(503, { 'retry-after': '1.5' }).end())
+    const schedule = { retryScheduleMs: [60_000, 60_000, 60_000] }
+    h = await createForwardHarness(dialect, [destination(zero, { name: 'zero', ...schedule }), destination(junk, { name: 'junk', ...schedule })])
+    await h.ingest([makeEvent()])
+    await vi.waitFor(async () => expect((await h!.status()).map((r) => r.attempts)).toEqual([1, 1]), WAIT)
+    // The scheduled minute, jittered ±20 %.
+    for (const row of await h.status()) expect(row.next_attempt_at - h.clock.now(), row.destination).toBeGreaterThanOrEqual(48_000)
+    await h.clock.advance(30_000)
+    expect([zero.requests.length, junk.requests.length]).toEqual([1, 1])
+  })
+
   it('keeps per-conversation order under retries; a failing conversation holds only itself', async () => {
     const failFirstOf = new Set(['evt_a1'])
     const s = await sink((_n, _req, res, body) => {

@@ -51,6 +51,38 @@ describe('redirects', () => {
       for (const s of [target, hop1, hop2]) await s.close()
     }
   })
+
+  it('carry the URL\'s credentials and the configured headers to the same origin only; another origin gets the signature alone', async () => {
+    const elsewhere = await startSink()
+    // Same host, another port: another origin.
+    const away = await startSink((_n, _req, res) => res.writeHead(307, { location: elsewhere.url }).end())
+    const home = await startSink((_n, req, res) => (req.url === '/hooks' ? res.writeHead(307, { location: '/final' }).end() : res.writeHead(204).end()))
+    try {
+      const signature = { 'webhook-id': 'msg_1', 'webhook-timestamp': '1773160200', 'webhook-signature': 'v1,c2ln' }
+      const send = (url: string, headers: Record<string, string>) =>
+        sendOnce({ url: url.replace('http://', 'http://ops:secret@'), body: '{}', headers: { ...headers, ...signature }, timeoutMs: 2_000, allowHttp: true, allowPrivate: true, followRedirects: 1, clock: createManualClock() })
+      const basic = `Basic ${Buffer.from('ops:secret').toString('base64')}`
+
+      expect((await send(home.url, { 'x-api-key': 'key-1' })).status).toBe(204)
+      expect(home.requests.map((r) => [r.headers.authorization, r.headers['x-api-key'], r.headers['webhook-signature']])).toEqual([
+        [basic, 'key-1', 'v1,c2ln'],
+        [basic, 'key-1', 'v1,c2ln'],
+      ])
+
+      expect((await send(away.url, { 'x-api-key': 'key-1' })).status).toBe(204)
+      expect((await send(away.url, { Authorization: 'Bearer own-token' })).status).toBe(204)
+      expect(away.requests.map((r) => r.headers.authorization)).toEqual([basic, 'Bearer own-token'])
+      expect(away.requests[0]!.headers['x-api-key']).toBe('key-1')
+      for (const r of elsewhere.requests) {
+        expect(r.headers.authorization).toBeUndefined()
+        expect(r.headers['x-api-key']).toBeUndefined()
+        expect(r.headers).toMatchObject({ ...signature, 'content-type': 'application/json' })
+      }
+      expect(elsewhere.requests).toHaveLength(2)
+    } finally {
+      for (const s of [elsewhere, away, home]) await s.close()
+    }
+  })
 })
 
 // Real HTTP on a shared, busy machine.
@@ -90,7 +122,7 @@ describeEachDialect('destinations: safety', (dialect) => {
     expect(s.requests.map((r) => r.headers.authorization).sort()).toEqual([`Basic ${Buffer.from('ops:p@ss').toString('base64')}`, 'Bearer own-token'])
     const listed = await runCli(['destinations', 'list', '--json'], cliEnv(h.rt, { DESTINATIONS: JSON.stringify(withAuth) }))
     expect(listed.code).toBe(0)
-    expect(listed.out).toContain('http://ops:***@127.0.0.1')
+    expect(listed.out).toContain('http://***@127.0.0.1')
     expect(listed.out).not.toContain('p%40ss')
   })
 
