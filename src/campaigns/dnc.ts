@@ -15,6 +15,12 @@ import { createPhoneNormalizer, normalizePhone } from './phones.ts'
 export interface DncOptions {
   /** A file of numbers; default `$DATA_DIR/dnc.csv` when it exists. `false` for none. */
   file?: string | false
+  /**
+   * The country the file's numbers written without a country code (`(415) 555-0123`) belong to, and
+   * `isBlocked`'s number; default DEFAULT_COUNTRY. `prepareBatch` and `runFollowUps` pass the country they
+   * read contacts in: a list kept for US contacts is read as US numbers when those contacts are.
+   */
+  defaultCountry?: string
 }
 
 /** A snapshot for checking many numbers at once (a batch), without a query per row. */
@@ -27,19 +33,29 @@ export function defaultDncFile(rt: Runtime): string {
   return join(rt.config.dataDir, 'dnc.csv')
 }
 
+/**
+ * Parsed files by path and country: the same file read for contacts of two countries is two sets (its
+ * national-form lines mean other numbers), and keeping both means campaigns for either do not re-read it
+ * in turn. A handful of files times a handful of countries.
+ */
 const fileCache = new Map<string, { version: string; numbers: Set<string> }>()
+const MAX_CACHED_FILES = 32
 
 /**
- * Numbers in a DNC file, normalized; lines that are not numbers (a header, notes) are skipped. Re-read
- * only when the file changes (size or modification time), since it is checked before every call.
+ * Numbers in a DNC file, normalized (national forms as numbers of `defaultCountry`); lines that are not
+ * numbers (a header, notes) are skipped. Re-read only when the file changes (size or modification time),
+ * since it is checked before every call.
  */
 export async function readDncFile(path: string, defaultCountry: string): Promise<Set<string>> {
   const info = await stat(path)
-  const version = `${defaultCountry}:${info.size}:${info.mtimeMs}`
-  const cached = fileCache.get(path)
+  const key = `${defaultCountry.toUpperCase()}\0${path}`
+  const version = `${info.size}:${info.mtimeMs}`
+  const cached = fileCache.get(key)
   if (cached?.version === version) return cached.numbers
   const numbers = await parseDncFile(path, defaultCountry)
-  fileCache.set(path, { version, numbers })
+  // A bound all the same: the country comes from a recipe's options.
+  if (fileCache.size >= MAX_CACHED_FILES && !cached) fileCache.clear()
+  fileCache.set(key, { version, numbers })
   return numbers
 }
 
@@ -63,23 +79,27 @@ function fileOf(rt: Runtime, options: DncOptions): string | undefined {
   return existsSync(fallback) ? fallback : undefined
 }
 
+function countryOf(rt: Runtime, options: DncOptions): string {
+  return options.defaultCountry ?? rt.config.defaultCountry
+}
+
 export async function loadDncList(rt: Runtime, options: DncOptions = {}): Promise<DncList> {
   const numbers = new Set<string>()
   const rows = await rt.store.db.selectFrom('dnc').select('phone').execute()
   for (const row of rows) numbers.add(row.phone)
   const file = fileOf(rt, options)
-  if (file) for (const n of await readDncFile(file, rt.config.defaultCountry)) numbers.add(n)
+  if (file) for (const n of await readDncFile(file, countryOf(rt, options))) numbers.add(n)
   return { has: (e164) => numbers.has(e164), size: numbers.size }
 }
 
 /** Checks one number against the table and the file. Numbers that do not parse are compared as given. */
 export async function isBlocked(rt: Runtime, phone: string, options: DncOptions = {}): Promise<boolean> {
-  const normalized = normalizePhone(phone, { defaultCountry: rt.config.defaultCountry })
+  const normalized = normalizePhone(phone, { defaultCountry: countryOf(rt, options) })
   const e164 = normalized.ok ? normalized.e164 : phone
   const row = await rt.store.db.selectFrom('dnc').select('phone').where('phone', '=', e164).executeTakeFirst()
   if (row) return true
   const file = fileOf(rt, options)
-  return file ? (await readDncFile(file, rt.config.defaultCountry)).has(e164) : false
+  return file ? (await readDncFile(file, countryOf(rt, options))).has(e164) : false
 }
 
 /** Which of `phones` (already E.164) are on the do-not-call list: one query per 500 numbers, the file once. */
@@ -92,7 +112,7 @@ export async function blockedAmong(rt: Runtime, phones: string[], options: DncOp
   }
   const file = fileOf(rt, options)
   if (file) {
-    const listed = await readDncFile(file, rt.config.defaultCountry)
+    const listed = await readDncFile(file, countryOf(rt, options))
     for (const phone of unique) if (listed.has(phone)) blocked.add(phone)
   }
   return blocked

@@ -138,11 +138,13 @@ export async function runFollowUps(rt: Runtime, options: RunFollowUpsOptions, ef
   const now = rt.clock.now()
   const maxAge = options.maxAgeMs ?? DEFAULT_FOLLOW_UP.maxAgeMs
   const since = now - maxAge - (options.historyMs ?? 30 * 24 * 3_600_000)
+  // The DNC file's national-form numbers are read in the country the contacts are (see DncOptions).
+  const dncOptions: DncOptions = { ...options.dnc, defaultCountry: options.dnc?.defaultCountry ?? options.defaultCountry ?? rt.config.defaultCountry }
   const [candidates, dnc] = await Promise.all([
     options.conversationIds
       ? [...new Set(options.conversationIds)]
       : followUpCandidates(rt, { endedSince: now - maxAge, technicalFailures: options.technicalFailures, agentIds: options.agentIds }),
-    loadDncList(rt, options.dnc),
+    loadDncList(rt, dncOptions),
   ])
   const result: FollowUpResult = { plans: [], skips: [], optOuts: [] }
   const outcomes: ScheduleCallOutcome[] = []
@@ -157,7 +159,7 @@ export async function runFollowUps(rt: Runtime, options: RunFollowUpsOptions, ef
     if (!effects.dryRun) {
       for (const o of planned.optOuts) await addToDnc(rt, o.phone, { reason: 'results asked not to be called', source: `conversation:${o.conversationId}` })
     }
-    outcomes.push(...(await scheduleCalls(rt, planned.plans, effects, { recipe: options.recipe ?? null, apiKey: options.apiKey, dnc: options.dnc, timeZone: options.timeZone })))
+    outcomes.push(...(await scheduleCalls(rt, planned.plans, effects, { recipe: options.recipe ?? null, apiKey: options.apiKey, dnc: dncOptions, timeZone: options.timeZone })))
     result.plans.push(...planned.plans)
     result.skips.push(...planned.skips)
     result.optOuts.push(...planned.optOuts)

@@ -77,12 +77,17 @@ export async function prepareContacts(source: ContactsSource, options: PrepareOp
   return { rows, columns: columns ?? [PHONE_COLUMN], rejects, stats, warnings }
 }
 
-/** `prepareContacts` with DEFAULT_COUNTRY and the do-not-call table + file of the running service. */
+/**
+ * `prepareContacts` with DEFAULT_COUNTRY and the do-not-call table + file of the running service. The file's
+ * national-form numbers are read in the contacts' country: with `defaultCountry: 'US'` a DNC line
+ * `(415) 555-0123` is the +1 number the contact `415-555-0123` becomes, not an invalid Indian one.
+ */
 export async function prepareBatch(
   rt: Runtime,
   source: ContactsSource,
   options: Omit<PrepareOptions, 'dnc'> & { dnc?: DncOptions } = {},
 ): Promise<PreparedBatch> {
-  const dnc = await loadDncList(rt, options.dnc)
-  return prepareContacts(source, { ...options, defaultCountry: options.defaultCountry ?? rt.config.defaultCountry, dnc })
+  const defaultCountry = options.defaultCountry ?? rt.config.defaultCountry
+  const dnc = await loadDncList(rt, { ...options.dnc, defaultCountry: options.dnc?.defaultCountry ?? defaultCountry })
+  return prepareContacts(source, { ...options, defaultCountry, dnc })
 }

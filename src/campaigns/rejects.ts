@@ -1,5 +1,6 @@
 import { writeFile } from 'node:fs/promises'
 import { stringify } from 'csv-stringify/sync'
+import { neutraliseCell } from '../reports/neutralise.ts'
 
 /** A contact row left out of a batch or a call, with where it was and why. */
 export interface Reject {
@@ -11,17 +12,13 @@ export interface Reject {
 }
 
 /**
- * Rejects are read by people, usually in a spreadsheet: a cell starting with = + - @ (or a tab/CR)
- * would run as a formula there, so it is written as text with a leading apostrophe.
+ * Rejected rows as CSV text (row, raw, reason), safe to open in a spreadsheet. Rejects are read by people,
+ * usually in one: each cell is neutralised exactly as the reports' CSV is, so a cell that a spreadsheet
+ * would run as a formula (full-width forms included) is written as text.
  */
-function spreadsheetSafe(value: string): string {
-  return /^[=+\-@\t\r]/.test(value) ? `'${value}` : value
-}
-
-/** Rejected rows as CSV text (row, raw, reason), safe to open in a spreadsheet. */
 export function rejectsCsv(rejects: Reject[]): string {
   return stringify(
-    rejects.map((r) => [String(r.row), spreadsheetSafe(r.raw), spreadsheetSafe(r.reason)]),
+    rejects.map((r) => [String(r.row), neutraliseCell(r.raw), neutraliseCell(r.reason)]),
     { header: true, columns: ['row', 'raw', 'reason'] },
   )
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -10,6 +10,7 @@ import {
   readContacts,
   rejectsCsv,
   writeBatchCsv,
+  writeRejectsCsv,
   type ContactRow,
 } from '../../src/campaigns/index.ts'
 
@@ -182,6 +183,14 @@ describe('prepareContacts: normalize, dedupe on E.164, DNC, rejects with row num
       { row: '3', raw: "'+", reason: 'not a phone number' },
       { row: '9', raw: '\'=HYPERLINK("x")', reason: 'not a phone number' },
     ])
+  })
+
+  it('neutralises the rejects CSV as the reports do, full-width formula signs included (Apple Numbers runs them)', async () => {
+    const formulas = ['=1+1', '+91 98', '-2', '@SUM(A1)', '\t=1', '\r=1', '＝1+1', '＋91 98', '－2', '＠SUM(A1)']
+    const path = join(dir, 'rejects.csv')
+    await writeRejectsCsv(path, [...formulas, '91 98', "'=1"].map((raw, i) => ({ row: i + 2, raw, reason: raw })))
+    const rows = parse(readFileSync(path), { columns: true }) as Array<{ raw: string; reason: string }>
+    expect(rows.map((r) => [r.raw, r.reason])).toEqual([...formulas.map((f) => [`'${f}`, `'${f}`]), ['91 98', '91 98'], ["'=1", "'=1"]])
   })
 
   it('a batch CSV built from mixed rows has the union of columns, blanks where a row lacks one', () => {
