@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { mkdir, readdir, rename, stat, writeFile } from 'node:fs/promises'
 import { basename, extname, join } from 'node:path'
@@ -6,12 +7,21 @@ import { defineRecipe } from 'switchboard'
 // ── Settings: edit these ────────────────────────────────────────────────────────────────────────
 /** The agent that calls every batch (sandbox: 101 is Acme's outbound agent). */
 const AGENT_ID = 101
-/** When to pick up the files: 01:00 every night, in RECIPES_TIMEZONE (or TIMEZONE below). */
-const SCHEDULE = '0 1 * * *'
+/**
+ * When to pick up the files: every hour, in RECIPES_TIMEZONE (or TIMEZONE below). The provider starts calling a
+ * batch the moment it is uploaded, so each contact goes out only inside CALLING_WINDOW in their own time: the others
+ * wait in inbox/waiting/ and go out with the first run after their window opens (an hourly run catches every zone's
+ * opening within the hour; a once-a-night schedule would hold most contacts a day).
+ */
+const SCHEDULE = '0 * * * *'
+/** The hours a contact may be called, in their local time (their number's country, else a `timezone` column, else TIMEZONE). */
+const CALLING_WINDOW = { start: '09:00', end: '21:00' }
 /** Leave undefined to use RECIPES_TIMEZONE. */
 const TIMEZONE: string | undefined = undefined
 /** Drop contact CSVs here (relative to DATA_DIR). Write them elsewhere and move them in, so a half-copied file is never read. */
 const INBOX = 'inbox'
+/** Contacts whose calling window was closed, under INBOX: one CSV per held-back part of a file, named `<list>.<id>.csv`. */
+const WAITING = 'waiting'
 /** Extra header names to read as the phone column, beyond customer_phone/phone/mobile/contact_number/msisdn/… */
 const PHONE_ALIASES: string[] = []
 
@@ -21,6 +31,10 @@ interface FileOutcome {
   batch: string
   rows: number
   rejects: number
+  /** Contacts held back until their calling window opens, in `waiting_file`, and the earliest opening. */
+  waiting: number
+  waiting_file: string | null
+  opens_at: string | null
   moved_to: string | null
   /** The file was read, but not as written (a Latin-1 CSV transcoded): check the names in the batch. */
   warnings?: string[]
@@ -39,12 +53,19 @@ function freePath(dir: string, file: string): string {
   return candidate
 }
 
+/** `leads.csv` → `leads`; a waiting part `leads.0123abcd.csv` → `leads` (its list, which names batch and campaign). */
+function listOf(file: string, waiting: boolean): string {
+  const stem = basename(file, extname(file))
+  return waiting ? stem.replace(/\.[0-9a-f]{8}$/, '') : stem
+}
+
 export default defineRecipe({
-  description: `Every CSV in DATA_DIR/${INBOX}/ becomes one cleaned batch for agent ${AGENT_ID}; the file then moves to ${INBOX}/done/ beside its rejects CSV (unreadable files to ${INBOX}/failed/)`,
+  description: `Every CSV in DATA_DIR/${INBOX}/ becomes one cleaned batch for agent ${AGENT_ID}, each contact inside ${CALLING_WINDOW.start}–${CALLING_WINDOW.end} their time (the rest wait in ${INBOX}/${WAITING}/); the file then moves to ${INBOX}/done/ beside its rejects CSV (unreadable files to ${INBOX}/failed/)`,
   schedule: SCHEDULE,
   timezone: TIMEZONE,
   async run(ctx) {
     const inbox = join(ctx.config.dataDir, INBOX)
+    const waitingDir = join(inbox, WAITING)
     const done = join(inbox, 'done')
     const failed = join(inbox, 'failed')
     const entries = existsSync(inbox)
@@ -54,12 +75,15 @@ export default defineRecipe({
           .sort()
       : []
     const files = entries.filter((f) => f.toLowerCase().endsWith('.csv'))
+    const waitingFiles = existsSync(waitingDir)
+      ? (await readdir(waitingDir, { withFileTypes: true })).filter((e) => e.isFile() && e.name.toLowerCase().endsWith('.csv')).map((e) => e.name).sort()
+      : []
     const outcomes: FileOutcome[] = []
     /** Parks a file that can never become a batch in failed/, with its reason beside it, so it fails one night only. */
     const park = async (file: string, reason: string): Promise<string | null> => {
       if (ctx.dryRun) return null
       await mkdir(failed, { recursive: true })
-      const movedTo = freePath(failed, file)
+      const movedTo = freePath(failed, basename(file))
       await rename(join(inbox, file), movedTo)
       await writeFile(`${movedTo}.error.txt`, reason + '\n')
       return movedTo
@@ -67,13 +91,14 @@ export default defineRecipe({
     for (const file of entries.filter((f) => !files.includes(f))) {
       const reason = `${file} is not a CSV file (the inbox reads *.csv only); export it as "CSV UTF-8" and drop the .csv in`
       ctx.log.warn({ file }, reason)
-      outcomes.push({ file, batch_id: null, batch: '', rows: 0, rejects: 0, moved_to: await park(file, reason), error: reason })
+      outcomes.push({ file, batch_id: null, batch: '', rows: 0, rejects: 0, waiting: 0, waiting_file: null, opens_at: null, moved_to: await park(file, reason), error: reason })
     }
     const day = new Intl.DateTimeFormat('en-CA', { timeZone: ctx.timezone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(ctx.now)
     const unparked: FileOutcome[] = []
-    for (const file of files) {
-      const path = join(inbox, file)
-      const list = basename(file, extname(file))
+    // New files first, then contacts held back by earlier runs (`waiting/…`, named so in the summary).
+    const sources = [...files.map((file) => ({ file, path: join(inbox, file), waiting: false })), ...waitingFiles.map((file) => ({ file: `${WAITING}/${file}`, path: join(waitingDir, file), waiting: true }))]
+    for (const { file, path, waiting } of sources) {
+      const list = listOf(file, waiting)
       // The batch is named by list and night (as the provider's dashboard shows it); its campaign is the list's
       // name, so a list sent again on another night stays one campaign (the report's rows, the follow-up cap).
       const name = `${list}-${day}`
@@ -82,31 +107,56 @@ export default defineRecipe({
       const launchedKey = `launched:${file}:${info.size}:${Math.trunc(info.mtimeMs)}`
       try {
         const prepared = await ctx.campaigns.prepareBatch(path, { phoneAliases: PHONE_ALIASES, name: file })
-        const earlier = await ctx.state.get<{ batch_id: number | null }>(launchedKey)
-        const result = earlier && !ctx.dryRun
-          ? { batch: null, rows: prepared.rows, rejects: prepared.rejects, reused: earlier.batch_id }
-          : await ctx.campaigns.launchBatch({ agentId: AGENT_ID, name, campaign: list, rows: prepared.rows, rejects: prepared.rejects, columns: prepared.columns })
-        const batchId = 'reused' in result ? result.reused : (result.batch?.id ?? null)
+        // What the launch did: this run's, or the one recorded before a crash that left the file in place.
+        type Launched = { batch_id: number | null; rows: number; waiting: number; waiting_file: string | null; opens_at: string | null }
+        const earlier = ctx.dryRun ? undefined : await ctx.state.get<Launched>(launchedKey)
+        let launched: Launched
+        // Refused rows: the file's, plus any the launch refused (a number put on the do-not-call list since).
+        let rejects = prepared.rejects
+        if (earlier) launched = earlier
+        else {
+          const result = await ctx.campaigns.launchBatch({ agentId: AGENT_ID, name, campaign: list, rows: prepared.rows, rejects: prepared.rejects, columns: prepared.columns, window: CALLING_WINDOW })
+          rejects = result.rejects
+          const opensAt = result.deferred.reduce<string | null>((first, d) => (first === null || d.opensAt < first ? d.opensAt : first), null)
+          // Nothing in a waiting file's window yet (and nothing newly refused): it stays as it is for a later run.
+          if (waiting && result.rows.length === 0 && result.deferred.length === prepared.rows.length) {
+            outcomes.push({ file, batch_id: null, batch: name, rows: 0, rejects: 0, waiting: result.deferred.length, waiting_file: file, opens_at: opensAt, moved_to: null })
+            continue
+          }
+          let waitingFile: string | null = null
+          if (result.deferred.length > 0 && !ctx.dryRun) {
+            // Written before the launch is recorded, under a name fixed by this version of the file: a run that
+            // crashes after it writes the same file again, never a second copy of these contacts.
+            await mkdir(waitingDir, { recursive: true })
+            waitingFile = `${WAITING}/${list}.${createHash('sha256').update(launchedKey).digest('hex').slice(0, 8)}.csv`
+            const partial = join(inbox, `${waitingFile}.part`)
+            const rows = result.deferred.map((d) => d.row)
+            await ctx.campaigns.writeBatchCsv(partial, rows, [...new Set(rows.flatMap((row) => Object.keys(row)))])
+            await rename(partial, join(inbox, waitingFile))
+          }
+          launched = { batch_id: result.batch?.id ?? null, rows: result.rows.length, waiting: result.deferred.length, waiting_file: waitingFile, opens_at: opensAt }
+        }
         let movedTo: string | null = null
         if (!ctx.dryRun) {
-          await ctx.state.set(launchedKey, { batch_id: batchId })
+          await ctx.state.set(launchedKey, launched)
           await mkdir(done, { recursive: true })
-          movedTo = freePath(done, file)
-          await ctx.campaigns.writeRejectsCsv(movedTo.replace(/\.csv$/i, '.rejects.csv'), result.rejects)
+          movedTo = freePath(done, basename(file))
+          await ctx.campaigns.writeRejectsCsv(movedTo.replace(/\.csv$/i, '.rejects.csv'), rejects)
           await rename(path, movedTo)
           await ctx.state.delete(launchedKey)
         }
         const warnings = prepared.warnings.length ? { warnings: prepared.warnings } : {}
-        outcomes.push({ file, batch_id: batchId, batch: name, rows: result.rows.length, rejects: result.rejects.length, moved_to: movedTo, ...warnings })
+        const { batch_id, rows, waiting: held, waiting_file, opens_at } = launched
+        outcomes.push({ file, batch_id, batch: name, rows, rejects: rejects.length, waiting: held, waiting_file, opens_at, moved_to: movedTo, ...warnings })
         for (const warning of prepared.warnings) ctx.log.warn({ file }, warning)
-        ctx.log.info({ file, batch_id: batchId, rows: result.rows.length, rejects: result.rejects.length }, 'inbox file processed')
+        ctx.log.info({ file, batch_id, rows, rejects: rejects.length, waiting: held, opens_at }, 'inbox file processed')
       } catch (error) {
         // ContactsError messages are one printable line, whatever the file holds (a binary file's "header").
         const message = (error as Error).message
         // A file that cannot be read as contacts (binary, no phone column) would fail every night: park it.
         const parkable = (error as Error).name === 'ContactsError'
         ctx.log.error({ file, err: parkable ? message : error }, 'inbox file could not be processed')
-        const outcome = { file, batch_id: null, batch: name, rows: 0, rejects: 0, moved_to: parkable ? await park(file, message) : null, error: message }
+        const outcome = { file, batch_id: null, batch: name, rows: 0, rejects: 0, waiting: 0, waiting_file: null, opens_at: null, moved_to: parkable ? await park(file, message) : null, error: message }
         outcomes.push(outcome)
         if (!parkable) unparked.push(outcome)
       }

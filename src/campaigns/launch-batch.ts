@@ -2,6 +2,7 @@ import type { Runtime } from '../runtime.ts'
 import type { BatchCall } from '../upstream/schemas.ts'
 import type { Effects } from '../effects.ts'
 import { batchColumns, batchCsv, type BatchRow } from './batch-csv.ts'
+import { DEFAULT_WINDOW, isWithinWindow, nextCallingTime, timeZoneForPhone, type CallingWindow } from './calling-window.ts'
 import { createDeduper } from './dedupe.ts'
 import { loadDncList, type DncOptions } from './dnc.ts'
 import { createPhoneNormalizer } from './phones.ts'
@@ -11,6 +12,8 @@ import type { Reject } from './rejects.ts'
 
 /** The call parameter that names a call's campaign (src/reports/campaign.ts reads it). */
 const CAMPAIGN_COLUMN = 'campaign'
+/** A row's IANA time zone, for numbers whose country has several (the calling window's rule). */
+const TIMEZONE_COLUMN = 'timezone'
 
 export interface LaunchBatchInput {
   agentId: number
@@ -29,6 +32,22 @@ export interface LaunchBatchInput {
    * on each call) on every row that has none. Default: the batch's name; `false` adds no column.
    */
   campaign?: string | false
+  /**
+   * The hours each row's recipient must be inside for the row to go out now. The batch API has no schedule
+   * field: the provider starts calling as soon as the CSV is uploaded. So rows whose recipient's window is
+   * closed are not uploaded: they come back in `deferred`, each with the time its window opens, for a later
+   * run to launch. Default 09:00–21:00 in the recipient's local time; `false` uploads every row whatever the hour.
+   */
+  window?: CallingWindow | false
+  /** The time zone for numbers whose country has several and whose row has no valid `timezone` column (the recipe's). Default RECIPES_TIMEZONE. */
+  timeZone?: string
+}
+
+/** A row held back because its recipient's calling window is closed now. */
+export interface DeferredRow {
+  row: BatchRow
+  /** When the recipient's window next opens (ISO 8601). */
+  opensAt: string
 }
 
 export interface LaunchBatchResult {
@@ -36,14 +55,18 @@ export interface LaunchBatchResult {
   batch: BatchCall | null
   rows: BatchRow[]
   rejects: Reject[]
+  /** Rows not uploaded because their recipient's calling window is closed now (see `window`). */
+  deferred: DeferredRow[]
   /** Why nothing was sent, when nothing was. */
-  skipped?: 'dry_run' | 'no_rows'
+  skipped?: 'dry_run' | 'no_rows' | 'outside_window'
 }
 
 /**
  * Uploads one batch (POST /v1/batch-call) with the workspace key. The do-not-call list is checked again
  * right before the upload, and rows handed in from code are normalized and deduped here too, so a recipe
- * cannot launch a number it should not call. In a dry run the batch goes into the plan instead.
+ * cannot launch a number it should not call — nor call one outside its calling window: the provider starts
+ * a batch at once, so rows whose recipient's window is closed are returned in `deferred` instead of uploaded.
+ * In a dry run the batch goes into the plan instead.
  */
 export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects: Effects): Promise<LaunchBatchResult> {
   const normalize = createPhoneNormalizer({ defaultCountry: rt.config.defaultCountry })
@@ -51,6 +74,10 @@ export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects:
   const dedupe = createDeduper()
   const rows: BatchRow[] = []
   const rejects: Reject[] = [...(input.rejects ?? [])]
+  const deferred: DeferredRow[] = []
+  const now = rt.clock.now()
+  const window = input.window === undefined ? DEFAULT_WINDOW : input.window
+  const fallbackZone = input.timeZone ?? rt.config.recipes.timezone
   input.rows.forEach((original, index) => {
     // Rows given in code have no file line: their position (1-based) is their row number.
     const rowNumber = index + 1
@@ -60,21 +87,32 @@ export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects:
     const first = dedupe.firstSeen(phone.e164, rowNumber)
     if (first !== undefined) return void rejects.push({ row: rowNumber, raw, reason: REJECT_REASONS.duplicate(first) })
     if (dnc.has(phone.e164)) return void rejects.push({ row: rowNumber, raw, reason: REJECT_REASONS.dnc })
-    rows.push(phone.e164 === raw ? original : { ...original, [PHONE_COLUMN]: phone.e164 })
+    const row = phone.e164 === raw ? original : { ...original, [PHONE_COLUMN]: phone.e164 }
+    if (window) {
+      const zone = timeZoneForPhone(phone.e164, { country: phone.country, column: original[TIMEZONE_COLUMN], fallback: fallbackZone })
+      if (!isWithinWindow(now, zone, window)) return void deferred.push({ row, opensAt: new Date(nextCallingTime(now, zone, window)).toISOString() })
+    }
+    rows.push(row)
   })
 
   const campaign = input.campaign === undefined ? input.name : input.campaign
   if (campaign !== false) {
     for (let i = 0; i < rows.length; i++) if (!rows[i]![CAMPAIGN_COLUMN]) rows[i] = { ...rows[i]!, [CAMPAIGN_COLUMN]: campaign }
+    // Deferred rows keep their campaign too: launched later (under another batch name), they still count under it.
+    for (const d of deferred) if (!d.row[CAMPAIGN_COLUMN]) d.row = { ...d.row, [CAMPAIGN_COLUMN]: campaign }
+  }
+  if (deferred.length > 0) {
+    rt.log.info({ batch: input.name, deferred: deferred.length, first_opens_at: deferred.reduce((a, d) => (d.opensAt < a ? d.opensAt : a), deferred[0]!.opensAt) }, 'batch rows held back: their recipients\' calling window is closed')
   }
   const effect = { kind: 'batch' as const, agent_id: input.agentId, name: input.name, rows, rejects }
   if (effects.dryRun) {
     effects.plan.push(effect)
-    return { batch: null, rows, rejects, skipped: 'dry_run' }
+    return { batch: null, rows, rejects, deferred, skipped: 'dry_run' }
   }
   if (rows.length === 0) {
+    if (deferred.length > 0) return { batch: null, rows, rejects, deferred, skipped: 'outside_window' }
     rt.log.info({ batch: input.name, rejects: rejects.length }, 'batch has no callable rows; nothing uploaded')
-    return { batch: null, rows, rejects, skipped: 'no_rows' }
+    return { batch: null, rows, rejects, deferred, skipped: 'no_rows' }
   }
   const columns = input.columns && campaign !== false && !input.columns.includes(CAMPAIGN_COLUMN) ? [...input.columns, CAMPAIGN_COLUMN] : input.columns
   const csv = batchCsv(rows, columns ?? batchColumns(rows))
@@ -86,5 +124,5 @@ export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects:
   })
   effects.plan.push(effect)
   rt.log.info({ batch_id: batch.id, name: input.name, rows: rows.length, rejects: rejects.length }, 'batch launched')
-  return { batch, rows, rejects }
+  return { batch, rows, rejects, deferred }
 }

@@ -40,7 +40,9 @@ export interface RecipeCampaigns extends Omit<Toolkit, Bound> {
   scheduleCalls(calls: Array<toolkit.NewCall | toolkit.CallPlan>, options?: toolkit.ScheduleCallOptions): Promise<toolkit.ScheduleCallOutcome[]>
   /**
    * Uploads one batch (POST /v1/batch-call) after normalizing, deduping and DNC-checking its rows again;
-   * rows that fail become rejects. A dry run records the batch (rows and rejects) in the plan.
+   * rows that fail become rejects. The provider calls a batch at once, so rows whose recipient's calling
+   * window is closed now are held back and returned in `deferred` (with when it opens) for a later run.
+   * A dry run records the batch (rows and rejects) in the plan.
    */
   launchBatch(input: toolkit.LaunchBatchInput): Promise<toolkit.LaunchBatchResult>
   /**
@@ -96,7 +98,7 @@ export interface Bindings {
 
 const site = (fn: string, arg: string, expected: string): ArgumentSite => ({ fn, arg, expected })
 const phoneArg = z.string({ error: 'must be a phone number as a string, e.g. "+919876543210"' })
-const dncOptions = z.strictObject({ file: z.union([z.string(), z.literal(false)]).optional() })
+const dncOptions = z.strictObject({ file: z.union([z.string(), z.literal(false)]).optional(), defaultCountry: z.string().optional() })
 const batchRow = z.record(z.string(), z.string({ error: 'batch cells must be strings' }))
 const rejectSchema = z.object({ row: z.number().int(), raw: z.string(), reason: z.string() })
 
@@ -108,6 +110,8 @@ const launchBatchSchema = z.strictObject({
   columns: z.array(z.string()).optional(),
   dnc: dncOptions.optional(),
   campaign: z.union([z.string().min(1, { error: 'must name the campaign (or be false for none)' }), z.literal(false)]).optional(),
+  window: z.union([callingWindowSchema, z.literal(false)]).optional(),
+  timeZone: z.string().optional(),
 })
 const followUpsSchema = z.strictObject({
   maxAttempts: z.number().int().min(1).optional(),
@@ -158,7 +162,7 @@ export function createBindings(rt: Runtime, effects: Effects, recipe: string, ti
   const campaigns: RecipeCampaigns = {
     ...pure,
     launchBatch: (input) =>
-      toolkit.launchBatch(rt, checkArgument(launchBatchSchema, input, site('ctx.campaigns.launchBatch', 'input', '{ agentId: number, name: string, rows: [{ customer_phone, … }], rejects?, columns?, campaign? }')), effects),
+      toolkit.launchBatch(rt, { timeZone, ...checkArgument(launchBatchSchema, input, site('ctx.campaigns.launchBatch', 'input', '{ agentId: number, name: string, rows: [{ customer_phone, … }], rejects?, columns?, campaign?, window?, timeZone? }')) }, effects),
     scheduleCall: (call, options = {}) => toolkit.scheduleCall(rt, call, effects, { recipe, timeZone, ...options }),
     scheduleCalls: (calls, options = {}) =>
       toolkit.scheduleCalls(rt, checkArgument(z.array(z.unknown(), { error: 'must be an array of calls' }), calls, site('ctx.campaigns.scheduleCalls', 'calls', 'an array of calls ({ agentId, phone, … } or follow-up plans)')) as Array<toolkit.NewCall | toolkit.CallPlan>, effects, { recipe, timeZone, ...options }),

@@ -26,6 +26,9 @@ const PHONE = '+919876543210'
 // 22:00 IST, 10 March 2026: a no_answer now gets its follow-up at 09:00 IST tomorrow.
 const EVENING = Date.parse('2026-03-10T16:30:00Z')
 const NEXT_OPENING = '2026-03-11T03:30:00.000Z'
+// 11:00 IST the next day: inside the calling window, when batches go out.
+const MORNING = Date.parse('2026-03-11T05:30:00Z')
+const toMorning = (rt: TestRuntime) => (rt.clock as ReturnType<typeof createManualClock>).advanceTo(MORNING)
 
 let upstream: RecordingUpstream
 beforeAll(async () => {
@@ -234,6 +237,31 @@ describeEachDialect('campaign toolkit with storage', (dialect) => {
     expect(await isBlocked(rt, '+919876543210')).toBe(false)
   })
 
+  it('reads the DNC file in the contacts\' country when the caller overrides DEFAULT_COUNTRY', async () => {
+    const dncFile = join(rt.dataDir, 'dnc.csv')
+    writeFileSync(dncFile, 'phone\n(213) 373-4253\n098765 43210\n')
+    const path = join(rt.dataDir, 'us-contacts.csv')
+    writeFileSync(path, 'phone,name\n213-373-4253,A\n+1 213 373 4254,B\n')
+    const us = await prepareBatch(rt, path, { defaultCountry: 'US' })
+    expect(us.rejects).toEqual([{ row: 2, raw: '213-373-4253', reason: 'on the do-not-call list' }])
+    expect(us.rows.map((r) => r.customer_phone)).toEqual(['+12133734254'])
+    expect(await isBlocked(rt, '(213) 373-4253', { defaultCountry: 'US' })).toBe(true)
+    // For DEFAULT_COUNTRY (IN) the same file still holds the Indian number, not the American one: both readings are kept.
+    expect(await isBlocked(rt, '+919876543210')).toBe(true)
+    expect(await isBlocked(rt, '+12133734253')).toBe(false)
+    expect(await isBlocked(rt, '+12133734253', { defaultCountry: 'US' })).toBe(true)
+    // Edited while running: each reading sees it.
+    writeFileSync(dncFile, '213 373 4254\n')
+    expect((await prepareBatch(rt, path, { defaultCountry: 'US' })).rejects).toEqual([{ row: 3, raw: '+1 213 373 4254', reason: 'on the do-not-call list' }])
+    expect(await isBlocked(rt, '+919876543210')).toBe(false)
+
+    // A follow-up sweep for US contacts reads it as US numbers too.
+    await seedNoAnswer({ conversation_id: 'us_1', contact_number: '+12133734254', call_parameters: JSON.stringify({ customer_phone: '+12133734254' }) })
+    const swept = await runFollowUps(rt, { defaultCountry: 'US', timeZone: 'America/Los_Angeles' }, dry())
+    expect(swept.skips.find((s) => s.conversationId === 'us_1')).toMatchObject({ code: 'dnc' })
+    expect(swept.plans).toEqual([])
+  })
+
   it('an event whose results ask not to be called adds the number (once)', async () => {
     const event = (results: Record<string, unknown>) => ({
       event_id: 'evt_x',
@@ -281,6 +309,7 @@ describeEachDialect('campaign toolkit with storage', (dialect) => {
   })
 
   it('prepares a batch from a CSV with the DNC table, and launches it (dry run: plan only; live: the upload)', async () => {
+    await toMorning(rt)
     await addToDnc(rt, '9876543212')
     const path = join(rt.dataDir, 'contacts.csv')
     writeFileSync(path, '\uFEFFMobile,Name\n9876543210,A\n09876543210,A2\n+,B\n9876543212,C\n9876543213,"D, E"\n')
@@ -321,6 +350,7 @@ describeEachDialect('campaign toolkit with storage', (dialect) => {
   })
 
   it('names the campaign in a `campaign` column: the batch name by default, a row\'s own kept, or none on request', async () => {
+    await toMorning(rt)
     const rows: Array<Record<string, string>> = [{ customer_phone: '+919876543210', Name: 'A' }, { customer_phone: '+919876543211', Name: 'B', campaign: 'spring' }]
     // With the caller's column order (as prepareBatch gives it) the column is added at the end.
     await launchBatch(rt, { agentId: 101, name: 'April list', rows, columns: ['customer_phone', 'Name'] }, live())
@@ -332,6 +362,35 @@ describeEachDialect('campaign toolkit with storage', (dialect) => {
     expect((parse(uploadedCsv(upstream.requests.at(-1)!), { columns: true }) as Array<Record<string, string>>).map((r) => r.campaign)).toEqual(['april-2026', 'spring'])
     await launchBatch(rt, { agentId: 101, name: 'April list', rows: [rows[0]!], campaign: false }, live())
     expect(parse(uploadedCsv(upstream.requests.at(-1)!), { columns: true })).toEqual([{ customer_phone: '+919876543210', Name: 'A' }])
+  })
+
+  it('holds back the rows whose recipient\'s calling window is closed: the provider calls a batch at once', async () => {
+    // 22:01 in India, 11:31 in New York: the Indian rows wait for 09:00 IST, the American one (zone from its
+    // `timezone` column: the US has several) goes out now.
+    const rows: Array<Record<string, string>> = [
+      { customer_phone: '+919876543210', Name: 'A' },
+      { customer_phone: '+12125550123', Name: 'B', timezone: 'America/New_York' },
+      { customer_phone: '09876543211', Name: 'C', campaign: 'spring' },
+    ]
+    const r = await launchBatch(rt, { agentId: 101, name: 'late list', rows }, live())
+    expect(r.batch).toMatchObject({ name: 'late list' })
+    expect(r.rows.map((row) => row.customer_phone)).toEqual(['+12125550123'])
+    // Deferred rows come back normalized, with their campaign, and when their window opens.
+    expect(r.deferred).toEqual([
+      { row: { customer_phone: '+919876543210', Name: 'A', campaign: 'late list' }, opensAt: NEXT_OPENING },
+      { row: { customer_phone: '+919876543211', Name: 'C', campaign: 'spring' }, opensAt: NEXT_OPENING },
+    ])
+    expect(upstream.requests).toHaveLength(1)
+    expect((parse(uploadedCsv(upstream.requests[0]!), { columns: true }) as Array<Record<string, string>>).map((row) => row.customer_phone)).toEqual(['+12125550123'])
+    // Nothing in its window: nothing uploaded.
+    const none = await launchBatch(rt, { agentId: 101, name: 'late list', rows: [rows[0]!] }, live())
+    expect(none).toMatchObject({ batch: null, skipped: 'outside_window', rows: [] })
+    expect(none.deferred).toHaveLength(1)
+    expect(upstream.requests).toHaveLength(1)
+    // A team that takes the hour on itself says so.
+    const anyHour = await launchBatch(rt, { agentId: 101, name: 'late list', rows: [rows[0]!], window: false }, live())
+    expect(anyHour).toMatchObject({ batch: { name: 'late list' }, deferred: [] })
+    expect(upstream.requests).toHaveLength(2)
   })
 
   it('a batch with no callable rows is not uploaded', async () => {

@@ -10,7 +10,10 @@ import { proxyHarness, type ProxyHarness } from '../proxy/helpers.ts'
  */
 const SHIPPED = resolve(import.meta.dirname, '../../recipes')
 
-interface Outcome { file: string; batch_id: number | null; rows: number; moved_to: string | null; warnings?: string[]; error?: string }
+interface Outcome { file: string; batch_id: number | null; rows: number; rejects: number; waiting: number; waiting_file: string | null; opens_at: string | null; moved_to: string | null; warnings?: string[]; error?: string }
+
+/** 11:00 in India (the harness's clock starts at 02:23 there, outside the calling window). */
+const MORNING_IST = Date.parse('2026-03-19T05:30:00Z')
 
 let h: ProxyHarness | undefined
 let engine: RecipeEngine | undefined
@@ -22,6 +25,7 @@ afterEach(async () => {
 
 it('parks binary and non-CSV files in failed/ with a one-line reason, transcodes Latin-1 with a warning, and the next night is clean', async () => {
   h = await proxyHarness({ env: { RECIPES_DIR: SHIPPED, RECIPES_TIMEZONE: 'Asia/Kolkata' } })
+  await h.clock.advanceTo(MORNING_IST)
   const inbox = join(h.rt.config.dataDir, 'inbox')
   mkdirSync(inbox, { recursive: true })
   writeFileSync(join(inbox, 'leads.xlsx'), Buffer.concat([Buffer.from('PK\x03\x04'), Buffer.alloc(64, 0)]))
@@ -64,4 +68,45 @@ it('parks binary and non-CSV files in failed/ with a one-line reason, transcodes
   expect(next.status).toBe('succeeded')
   expect((next.result as { files: number }).files).toBe(0)
   expect(existsSync(join(inbox, 'half-copied.csv.part'))).toBe(true)
+})
+
+it('holds back the contacts whose calling window is closed in inbox/waiting/, and launches them with the first run after it opens', async () => {
+  h = await proxyHarness({ env: { RECIPES_DIR: SHIPPED, RECIPES_TIMEZONE: 'Asia/Kolkata', DEFAULT_COUNTRY: 'IN' } })
+  // 02:23 in India, 16:53 the day before in New York.
+  const inbox = join(h.rt.config.dataDir, 'inbox')
+  mkdirSync(inbox, { recursive: true })
+  writeFileSync(join(inbox, 'leads.csv'), 'phone,name,timezone\n9876543210,Asha,\n+1 212 555 0123,Bob,America/New_York\n98765 43211,Ravi,\n')
+  engine = createRecipeEngine(h.rt)
+  await engine.reload()
+
+  // A dry run says the same and moves nothing.
+  const dry = await engine.run('nightly-batch', { dryRun: true })
+  expect((dry.result as { batches: Outcome[] }).batches).toEqual([expect.objectContaining({ file: 'leads.csv', rows: 1, waiting: 2, opens_at: '2026-03-19T03:30:00.000Z', moved_to: null })])
+  expect(readdirSync(inbox)).toEqual(['leads.csv'])
+
+  const night = await engine.run('nightly-batch')
+  expect(night.status).toBe('succeeded')
+  const [first] = (night.result as { batches: Outcome[] }).batches
+  // Bob (New York, mid-afternoon) goes out now; Asha and Ravi wait for 09:00 in India.
+  expect(first).toMatchObject({ file: 'leads.csv', batch_id: expect.any(Number), rows: 1, rejects: 0, waiting: 2, opens_at: '2026-03-19T03:30:00.000Z' })
+  expect(first!.waiting_file).toMatch(/^waiting\/leads\.[0-9a-f]{8}\.csv$/)
+  expect(readdirSync(join(inbox, 'done')).sort()).toEqual(['leads.csv', 'leads.rejects.csv'])
+  const held = readFileSync(join(inbox, first!.waiting_file!), 'utf8')
+  // Normalized, with the list's campaign, so the later batch counts under the same campaign.
+  expect(held.trim().split('\n')).toEqual(['customer_phone,name,timezone,campaign', '+919876543210,Asha,,leads', '+919876543211,Ravi,,leads'])
+
+  // Later that night: still closed, so the waiting file stays as it is and nothing is launched.
+  await h.clock.advance(3_600_000)
+  const later = await engine.run('nightly-batch')
+  expect((later.result as { batches: Outcome[] }).batches).toEqual([expect.objectContaining({ file: first!.waiting_file, batch_id: null, rows: 0, waiting: 2, moved_to: null })])
+  expect(readFileSync(join(inbox, first!.waiting_file!), 'utf8')).toBe(held)
+
+  // The first run after 09:00 in India launches them, under the list's name.
+  await h.clock.advanceTo(Date.parse('2026-03-19T03:35:00Z'))
+  const morning = await engine.run('nightly-batch')
+  const [launched] = (morning.result as { batches: Outcome[] }).batches
+  expect(launched).toMatchObject({ file: first!.waiting_file, batch: 'leads-2026-03-19', batch_id: expect.any(Number), rows: 2, waiting: 0, waiting_file: null })
+  expect(launched!.batch_id).not.toBe(first!.batch_id)
+  expect(readdirSync(join(inbox, 'waiting'))).toEqual([])
+  expect(readdirSync(join(inbox, 'done')).sort()).toEqual(['leads.csv', `${first!.waiting_file!.slice('waiting/'.length)}`, `${first!.waiting_file!.slice('waiting/'.length, -'.csv'.length)}.rejects.csv`, 'leads.rejects.csv'].sort())
 })

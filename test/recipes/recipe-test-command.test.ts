@@ -46,9 +46,9 @@ it('recipes test no-answer-followup --events sample.json prints the follow-up pl
 })
 
 it('recipes test nightly-batch --csv prints the batch with its rows and rejects', async () => {
-  const { code, out } = await cli('recipes', 'test', 'nightly-batch', '--csv', `${SAMPLES}/leads.csv`, '--now', '2026-01-15T19:30:00Z')
+  const { code, out } = await cli('recipes', 'test', 'nightly-batch', '--csv', `${SAMPLES}/leads.csv`, '--now', '2026-01-15T04:00:00Z')
   expect(code).toBe(0)
-  expect(out).toMatch(/batch "leads-2026-01-16" for agent 101: \d+ rows?, \d+ rejected/)
+  expect(out).toMatch(/batch "leads-2026-01-15" for agent 101: \d+ rows?, \d+ rejected/)
   expect(out).toMatch(/rejected row \d+: /)
 })
 

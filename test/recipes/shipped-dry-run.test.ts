@@ -3,10 +3,11 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { main } from '../../src/cli.ts'
+import { main, type MainOptions } from '../../src/cli.ts'
 import { migrate, openStore } from '../../src/db/connect.ts'
 import type { PlannedEffect } from '../../src/effects.ts'
 import { shippedRecipesDir } from '../helpers/recipes.ts'
+import { createManualClock } from '../../src/utils/clock.ts'
 
 /**
  * Each shipped recipe, dry-run through the CLI against a temp DATA_DIR: it prints its plan and makes no
@@ -19,10 +20,10 @@ let upstream: Server
 const requests: string[] = []
 let env: Record<string, string>
 
-async function cli(argv: string[]): Promise<{ code: number; out: string; err: string }> {
+async function cli(argv: string[], overrides?: MainOptions['overrides']): Promise<{ code: number; out: string; err: string }> {
   let out = ''
   let err = ''
-  const code = await main(argv, { env, stdout: (t) => void (out += t), stderr: (t) => void (err += t) })
+  const code = await main(argv, { env, overrides, stdout: (t) => void (out += t), stderr: (t) => void (err += t) })
   return { code, out, err }
 }
 
@@ -102,7 +103,9 @@ it('lists the shipped recipes with their triggers', async () => {
 })
 
 it('nightly-batch --dry-run prints each batch row and each reject, and moves nothing', async () => {
-  const { code, out, err } = await cli(['recipes', 'run', 'nightly-batch', '--dry-run'])
+  // 11:00 in India, inside the contacts' calling window (outside it, the rows would be held back for later).
+  const daytime = { clock: createManualClock('2026-03-19T05:30:00Z') }
+  const { code, out, err } = await cli(['recipes', 'run', 'nightly-batch', '--dry-run'], daytime)
   expect(err).toBe('')
   expect(code).toBe(0)
   expect(out).toMatch(/^recipe nightly-batch: succeeded \(dry run: nothing was called, launched or mailed\)/)
@@ -112,7 +115,7 @@ it('nightly-batch --dry-run prints each batch row and each reject, and moves not
   expect(out).toContain('{"customer_phone":"+919876543211","Name":"Ravi","City":"Delhi","campaign":"leads"}')
   expect(out).toMatch(/rejected row 4: "09876543210" — duplicate of row 2/)
   expect(out).toMatch(/rejected row 5: "12345" — /)
-  const json = JSON.parse((await cli(['recipes', 'run', 'nightly-batch', '--dry-run', '--json'])).out) as { dry_run: boolean; plan: PlannedEffect[] }
+  const json = JSON.parse((await cli(['recipes', 'run', 'nightly-batch', '--dry-run', '--json'], daytime)).out) as { dry_run: boolean; plan: PlannedEffect[] }
   expect(json.dry_run).toBe(true)
   const batch = json.plan[0] as Extract<PlannedEffect, { kind: 'batch' }>
   expect(batch.rows.map((r) => r.customer_phone)).toEqual(['+919876543210', '+919876543211'])

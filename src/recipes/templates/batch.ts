@@ -16,8 +16,9 @@ const INBOX = 'inbox'
 
 export default defineRecipe({
   description: `Launches one batch per CSV in DATA_DIR/${INBOX}/ for agent ${AGENT_ID}`,
-  // 01:00 every night in RECIPES_TIMEZONE (croner pattern).
-  schedule: '0 1 * * *',
+  // 10:00 every day in RECIPES_TIMEZONE (croner pattern): the provider calls a batch as soon as it is uploaded,
+  // so launch it inside the calling window (09:00–21:00 in each contact's own time).
+  schedule: '0 10 * * *',
   async run(ctx) {
     const inbox = join(ctx.config.dataDir, INBOX)
     const files = (await readdir(inbox).catch(() => [] as string[])).filter((f) => f.toLowerCase().endsWith('.csv')).sort()
@@ -33,7 +34,9 @@ export default defineRecipe({
         rejects: prepared.rejects,
         columns: prepared.columns,
       })
-      batches.push({ file, batch_id: launched.batch?.id ?? null, rows: launched.rows.length, rejects: launched.rejects.length })
+      // Contacts whose calling window is closed now (another time zone) are not uploaded: `launched.deferred`
+      // lists them with when their window opens (recipes/nightly-batch.ts keeps them for a later run).
+      batches.push({ file, batch_id: launched.batch?.id ?? null, rows: launched.rows.length, rejects: launched.rejects.length, held_back: launched.deferred.length })
     }
     // A real recipe would move each file away once launched (see recipes/nightly-batch.ts).
     return { batches }
