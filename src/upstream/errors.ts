@@ -61,12 +61,21 @@ function num(value: string | null): number | undefined {
   return Number.isFinite(n) ? n : undefined
 }
 
+/**
+ * `Retry-After` as the provider sends it (whole seconds, voice-api.md → Rate limits): anything else ("-1",
+ * "1.5", "1e3", a date) is no value at all, rather than a negative or fractional wait that retries at once.
+ */
+function retryAfterSeconds(value: string | null): number | undefined {
+  const trimmed = value?.trim()
+  return trimmed && /^\d+$/.test(trimmed) ? Number(trimmed) : undefined
+}
+
 export function readRateLimit(headers: Headers): RateLimitInfo {
   return {
     limit: num(headers.get('x-ratelimit-limit')),
     remaining: num(headers.get('x-ratelimit-remaining')),
     reset: headers.get('x-ratelimit-reset') ?? undefined,
-    retryAfter: num(headers.get('retry-after')),
+    retryAfter: retryAfterSeconds(headers.get('retry-after')),
   }
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { VoiceApiError } from '../../src/upstream/errors.ts'
+import { readRateLimit, VoiceApiError } from '../../src/upstream/errors.ts'
 import { defaultRetryPolicy, retryDelay } from '../../src/upstream/retry.ts'
 import { createSeededRandom } from '../../src/utils/random.ts'
 
@@ -55,5 +55,14 @@ describe('retry rules (spec → Errors → client retry rules)', () => {
     expect(delay(err(0, 'network_error'), { repeatable: false })).toBeUndefined()
     // A 429 was not processed, so waiting for it is safe even then.
     expect(delay(err(429, 'rate_limit_exceeded', { retryAfter: 1 }), { repeatable: false })).toBe(1000)
+  })
+})
+
+describe('Retry-After as the provider sends it', () => {
+  it('is whole seconds; anything else is no value (not a negative, fractional or date wait)', () => {
+    const read = (value: string) => readRateLimit(new Headers({ 'retry-after': value })).retryAfter
+    expect(read('30')).toBe(30)
+    expect(read(' 0 ')).toBe(0)
+    for (const bad of ['-1', '1.5', '1e3', '0x10', 'Sun, 06 Nov 1994 08:49:37 GMT', '']) expect(read(bad)).toBeUndefined()
   })
 })
