@@ -4,6 +4,11 @@ import type { ProxyRoute } from './routes-table.ts'
 /** How long each kind of answer is served from cache (README → Proxy cache policy). */
 export const CACHE_TTL_MS = {
   terminalConversation: 24 * 60 * 60 * 1000,
+  /**
+   * A completed conversation without its `recording_url` yet: the provider adds it when the recording is ready
+   * ("may not be available immediately"), and no webhook says so — a day-long entry would hide it for a day.
+   */
+  completedAwaitingRecording: 60_000,
   liveConversation: 5_000,
   list: 10_000,
   batch: 10_000,
@@ -48,9 +53,10 @@ export function planCache(route: ProxyRoute, status: number, body: unknown, quer
     case 'conversation': {
       const status = objectField(data, 'status')
       const terminal = typeof status === 'string' && isTerminalStatus(status)
+      const awaitingRecording = status === 'completed' && !objectField(data, 'recording_url')
       return {
         kind: 'conversation',
-        ttlMs: terminal ? CACHE_TTL_MS.terminalConversation : CACHE_TTL_MS.liveConversation,
+        ttlMs: !terminal ? CACHE_TTL_MS.liveConversation : awaitingRecording ? CACHE_TTL_MS.completedAwaitingRecording : CACHE_TTL_MS.terminalConversation,
         resourceId,
         agentId: agentOf(objectField(data, 'agent_id')),
       }
