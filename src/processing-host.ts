@@ -1,3 +1,4 @@
+import { threadConfig } from './config/thread-config.ts'
 import { Worker } from 'node:worker_threads'
 import { AggregatorRegistry, type Registry } from 'prom-client'
 import type { Runtime } from './runtime.ts'
@@ -57,7 +58,7 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
   const load = trackReceiverLoad(rt.config.pipeline.processingYieldAbove)
 
   function spawn(): Promise<void> {
-    const worker = new Worker(new URL('./worker-thread.mjs', import.meta.url), { workerData: { config: rt.config, receiverLoad: load.shared } })
+    const worker = new Worker(new URL('./worker-thread.mjs', import.meta.url), { workerData: { config: threadConfig(rt.config), receiverLoad: load.shared } })
     current = worker
     const startedAt = rt.clock.now()
     return new Promise<void>((resolve, reject) => {

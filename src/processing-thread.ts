@@ -5,6 +5,7 @@
  * verifies, commits and answers. The main thread wakes it after each commit, asks it for its metrics, and
  * restarts it if it dies (src/processing-host.ts).
  */
+import { restoreFilters, type ThreadConfig } from './config/thread-config.ts'
 import { getPriority, setPriority } from 'node:os'
 import { parentPort, workerData } from 'node:worker_threads'
 import { Registry } from 'prom-client'
@@ -27,10 +28,13 @@ const START_RETRY_MAX_MS = 15_000
 
 const port = parentPort
 if (!port) throw new Error('processing-thread.ts runs only as a worker thread')
-const { config, receiverLoad } = workerData as { config: Config; receiverLoad?: SharedArrayBuffer }
+const { config: handed, receiverLoad } = workerData as { config: ThreadConfig; receiverLoad?: SharedArrayBuffer }
 
 let rt: Runtime
+let config: Config
 try {
+  // Destinations' filters (functions) cannot be cloned into a thread: loaded again from the config file.
+  config = await restoreFilters(handed)
   // The main thread migrated already. Its own registry without process metrics: the main thread reports
   // the process, and sums the rest.
   rt = await createRuntime(config, { skipMigrate: true, metrics: new Registry() })

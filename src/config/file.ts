@@ -19,6 +19,12 @@ export function findConfigFile(env: Record<string, string | undefined>, cwd: str
   return existsSync(path) ? path : undefined
 }
 
+/** The config file's module, loaded fresh (TypeScript through jiti; `switchboard` resolves to this service). */
+export function importConfigFile(file: string): Promise<unknown> {
+  const jiti = createJiti(import.meta.url, { moduleCache: false, fsCache: false, alias: { switchboard: resolve(import.meta.dirname, '../index.ts') } })
+  return jiti.import(file)
+}
+
 /** Reads the environment and, when present, switchboard.config.ts (the environment wins). */
 export async function resolveConfig(options: LoadConfigOptions = {}): Promise<Config> {
   const env = options.env ?? process.env
@@ -30,8 +36,7 @@ export async function resolveConfig(options: LoadConfigOptions = {}): Promise<Co
   const fail = env.SWITCHBOARD_CONFIG ? (detail: string) => new ConfigError('SWITCHBOARD_CONFIG', detail) : (detail: string) => new ConfigError('switchboard.config.ts', detail)
   let loaded: unknown
   try {
-    const jiti = createJiti(import.meta.url, { moduleCache: false, fsCache: false, alias: { switchboard: resolve(import.meta.dirname, '../index.ts') } })
-    loaded = await jiti.import(file)
+    loaded = await importConfigFile(file)
   } catch (error) {
     throw fail(`could not load ${describeLoadError(file, error)}`)
   }
