@@ -5,6 +5,7 @@ import { destinationsOverviewTask, replayFailedTask } from './destinations/deliv
 import { recipeRunTask } from './recipes/run-now.ts'
 import { reportPreviewTask, reportResendTask } from './reports/tasks.ts'
 import { overviewCountsTask } from './ui/overview-counts.ts'
+import { eventReplayTask } from './webhooks/replay-now.ts'
 
 /**
  * Every task a request can hand to the processing thread (src/coordination/processing-task.ts), by name: the
@@ -12,7 +13,7 @@ import { overviewCountsTask } from './ui/overview-counts.ts'
  * task named …"); test/pipeline/processing-tasks.test.ts checks the list against every definition.
  */
 const tasks: Array<ProcessingTask<never, unknown>> = [
-  recipeRunTask, overviewCountsTask, dncImportTask, reportPreviewTask, reportResendTask, destinationsOverviewTask, replayFailedTask,
+  recipeRunTask, overviewCountsTask, dncImportTask, reportPreviewTask, reportResendTask, destinationsOverviewTask, replayFailedTask, eventReplayTask,
 ]
 
 const byName = new Map(tasks.map((task) => [task.name, task]))

@@ -3,7 +3,8 @@ import { firesForEvent } from '../recipes/claims.ts'
 import { listRuns } from '../recipes/runner.ts'
 import type { Runtime } from '../runtime.ts'
 import { getEvent } from '../webhooks/events.ts'
-import { EventBusyError, EventNotFoundError, replayEvent } from '../webhooks/processing.ts'
+import { EventBusyError, EventNotFoundError } from '../webhooks/processing.ts'
+import { replayEventNow } from '../webhooks/replay-now.ts'
 import { clip, fields, status, table } from './components.ts'
 import { flashMessage } from './flash.ts'
 import { fmtIso, fmtTime, html } from './html.ts'
@@ -68,7 +69,7 @@ ${table('Headers', ['Header', 'Value'], Object.entries(found.headers).map(([k, v
     const id = idOf(event.context.params?.id)
     const back = `/ui/events/${encodeURIComponent(id)}`
     try {
-      const outcome = await replayEvent(rt, id)
+      const outcome = await replayEventNow(rt, id)
       return seeOther(event, `${back}?done=replayed-one&s=${outcome.status}`)
     } catch (error) {
       if (error instanceof EventNotFoundError) throw new HTTPError({ status: 404, message: error.message })

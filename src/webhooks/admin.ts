@@ -2,7 +2,8 @@ import { HTTPError, type H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import { adminRoute } from '../utils/admin-auth.ts'
 import { EVENT_STATUSES, getEvent, listEvents } from './events.ts'
-import { EventBusyError, EventNotFoundError, replayEvent } from './processing.ts'
+import { EventBusyError, EventNotFoundError } from './processing.ts'
+import { replayEventNow } from './replay-now.ts'
 
 function intParam(value: string | null, name: string): number | undefined {
   if (value === null || value === '') return undefined
@@ -39,7 +40,7 @@ export function registerEventAdminRoutes(app: H3, rt: Runtime): void {
   app.post('/admin/events/:id/replay', adminRoute(rt, async (event) => {
     const id = decodeURIComponent(event.context.params?.id ?? '')
     try {
-      return { data: await replayEvent(rt, id) }
+      return { data: await replayEventNow(rt, id) }
     } catch (error) {
       if (error instanceof EventNotFoundError) throw new HTTPError({ status: 404, message: error.message })
       if (error instanceof EventBusyError) throw new HTTPError({ status: 409, message: error.message })

@@ -1,0 +1,53 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, expect, it, vi } from 'vitest'
+import { startServer, type RunningServer } from '../../src/server.ts'
+import { tempRecipesDir } from '../recipes/helpers.ts'
+import { makeEvent } from './helpers.ts'
+
+let server: RunningServer | undefined
+let dataDir: string | undefined
+let folder: ReturnType<typeof tempRecipesDir> | undefined
+afterEach(async () => {
+  await server?.close()
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true })
+  folder?.cleanup()
+  server = dataDir = folder = undefined
+})
+
+const TOKEN = 'replay-under-serve-admin-token'
+
+// Under `serve` the request is answered by the receiver's thread, which registers no recipes step: a replay run
+// there marked the event processed and no recipe ever saw it.
+it('an event replayed from /admin under serve reaches the recipes that subscribe to it', async () => {
+  dataDir = mkdtempSync(join(tmpdir(), 'sb-replay-serve-'))
+  folder = tempRecipesDir()
+  folder.write('followups', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'counts', on: ['call.no_answer'], run: (ctx) => ctx.trigger.events?.length ?? 0 })
+`)
+  server = await startServer({
+    env: { PORT: '0', DATA_DIR: dataDir, RECIPES_DIR: folder.dir, WEBHOOK_SECRET: 'whsec_replay_serve', ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'silent', RECONCILE_INTERVAL_SECONDS: '0' },
+    processing: 'thread',
+  })
+  // An event that went dead before any recipe saw it (a read-model failure, say), as the inbox keeps it.
+  const event = makeEvent({ event_type: 'call.no_answer' })
+  const now = Date.now()
+  await server.rt.store.db
+    .insertInto('webhook_events')
+    .values({
+      event_id: event.event_id, target: 'formant', event_type: event.event_type, conversation_id: event.data.call.conversation_id, trace_id: event.data.call.trace_id,
+      agent_id: event.data.call.agent_id, body: JSON.stringify(event), headers: '{}', source: 'webhook', received_at: now, status: 'dead', attempts: 5,
+      next_attempt_at: now, claimed_by: null, claimed_until: null, last_error: 'read model: database is locked', processed_at: null,
+    })
+    .execute()
+  const replay = await fetch(`${server.url}/admin/events/${event.event_id}/replay`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })
+  expect(replay.status).toBe(200)
+  expect((await replay.json()).data).toMatchObject({ eventId: event.event_id, status: 'processed' })
+  const fires = await server.rt.store.db.selectFrom('recipe_event_fires').select(['recipe', 'event_id']).execute()
+  expect(fires).toEqual([{ recipe: 'followups', event_id: event.event_id }])
+  await vi.waitFor(async () => {
+    const runs = await server!.rt.store.db.selectFrom('recipe_runs').select(['recipe', 'status', 'summary']).execute()
+    expect(runs).toEqual([expect.objectContaining({ recipe: 'followups', status: 'succeeded' })])
+  }, { timeout: 20_000, interval: 50 })
+}, 60_000)
