@@ -59,6 +59,9 @@ export function parseRow(rt: Runtime, row: ClaimedEvent): PipelineEvent {
   if (row.source !== 'reconcile' && !isProviderTarget(rt, row.target)) {
     return { kind: 'target', eventId: row.event_id, eventType: row.event_type, target: row.target, source: 'webhook', receivedAt: row.received_at, body: json }
   }
+  // The receiver takes the id and type from the body, else from the headers (and stores a numeric id as text):
+  // the row's are the event's, whichever way they came. A body without them is still a call event.
+  if (json !== null && typeof json === 'object' && !Array.isArray(json)) json = { ...json, event_id: row.event_id, event_type: row.event_type }
   const parsed = webhookEventSchema.safeParse(json)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]

@@ -163,12 +163,13 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   if (containsNul(text, parsed)) {
     return reject(400, 'unstorable', 'invalid_request', 'body contains U+0000 (a NUL character), which cannot be stored; remove it')
   }
-  const idCheck = firstId(
-    MAX_EVENT_ID_LENGTH,
-    parsed.event_id,
-    headers.get('x-formantai-event-id'),
-    target.scheme === 'standard' ? headers.get('webhook-id') : undefined,
-  )
+  // The dedupe key. On a Standard Webhooks target the signed `webhook-id` comes before the unsigned
+  // X-FormantAI-Event-Id: a captured delivery re-sent within the tolerance with another unsigned id must
+  // still be the same event.
+  const idCheck =
+    target.scheme === 'standard'
+      ? firstId(MAX_EVENT_ID_LENGTH, parsed.event_id, headers.get('webhook-id'), headers.get('x-formantai-event-id'))
+      : firstId(MAX_EVENT_ID_LENGTH, parsed.event_id, headers.get('x-formantai-event-id'))
   if (!idCheck.ok && idCheck.problem === 'too_long') {
     return reject(400, 'event_id_too_long', 'invalid_request', `event id is longer than ${MAX_EVENT_ID_LENGTH} characters`)
   }

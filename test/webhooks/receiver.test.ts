@@ -4,7 +4,7 @@ import { sql } from 'kysely'
 import { serve } from 'h3'
 import Database from 'better-sqlite3'
 import { COMMIT_DEADLINE_MS } from '../../src/webhooks/inbox.ts'
-import { signFormant, signStandard, webhookHealth } from '../../src/webhooks/index.ts'
+import { drainDue, signFormant, signStandard, webhookHealth } from '../../src/webhooks/index.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { countEvents, createHarness, makeEvent, SECRET, type Harness } from './helpers.ts'
 
@@ -86,6 +86,12 @@ describeEachDialect('webhook receiver', (dialect) => {
       expect(res.status).toBe(204)
       const row = await h.rt.store.db.selectFrom('webhook_events').selectAll().executeTakeFirstOrThrow()
       expect([row.event_id, row.event_type]).toEqual(['evt_from_header', 'call.busy'])
+      // ...and is processed as the call event it is, not dead for want of them in the body.
+      expect(await drainDue(h.rt)).toEqual([expect.objectContaining({ eventId: 'evt_from_header', status: 'processed' })])
+      // A numeric event_id (stored as text) too.
+      const numeric = await h.send({ ...makeEvent(), event_id: 4242 as unknown as string })
+      expect(numeric.status).toBe(204)
+      expect(await drainDue(h.rt)).toEqual([expect.objectContaining({ eventId: '4242', status: 'processed' })])
     })
 
     it('400 for a body that is not a JSON object, or has no event id or type', async () => {
@@ -106,6 +112,15 @@ describeEachDialect('webhook receiver', (dialect) => {
       h = await createHarness(dialect)
       const body = JSON.stringify(makeEvent())
       await expectError(await h.post(body, { 'x-formantai-signature': signFormant(body, SECRET) }, 'nope'), 404, 'not_found')
+    })
+
+    it('404 for a target named like an Object.prototype member (toString, constructor, __proto__)', async () => {
+      h = await createHarness(dialect)
+      const body = JSON.stringify(makeEvent())
+      for (const name of ['toString', 'constructor', 'hasOwnProperty', '__proto__']) {
+        await expectError(await h.post(body, { 'x-formantai-signature': signFormant(body, SECRET) }, name), 404, 'not_found')
+      }
+      expect(await countEvents(h.rt)).toBe(0)
     })
 
     it('413 past WEBHOOK_MAX_BYTES, also when the body streams without a Content-Length', async () => {
@@ -334,6 +349,12 @@ describeEachDialect('webhook receiver', (dialect) => {
       expect(res.status).toBe(204)
       const row = await h.rt.store.db.selectFrom('webhook_events').selectAll().executeTakeFirstOrThrow()
       expect([row.event_id, row.target]).toEqual(['msg_1', 'std']) // webhook-id is the id when the body has none
+      // The signed webhook-id, not an unsigned X-FormantAI-Event-Id, is the dedupe key: the same delivery re-sent
+      // with another unsigned id is the same event.
+      const again = await h.post(body, { ...headers(good), 'x-formantai-event-id': 'evt_other' }, 'std')
+      expect(again.status).toBe(204)
+      expect(again.headers.get('x-switchboard-duplicate')).toBe('true')
+      expect(await countEvents(h.rt)).toBe(1)
       const stale = ts - 301
       await expectError(await h.post(body, headers(signStandard('msg_1', stale, body, stdSecret), 'msg_1', stale), 'std'), 401, 'authentication_error')
     })
