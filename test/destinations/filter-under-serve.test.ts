@@ -1,28 +1,18 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterEach, expect, it, vi } from 'vitest'
-import { startServer, type RunningServer } from '../../src/server.ts'
-import { signFormant } from '../../src/webhooks/verify.ts'
-import { FIXTURE_RECIPES_DIR } from '../helpers/recipes.ts'
+import { expect, it, vi } from 'vitest'
+import { restoreFilters, threadConfig } from '../../src/config/thread-config.ts'
+import { loadConfig } from '../../src/config/load.ts'
+import { postSignedEvent, useServeInProcess } from '../helpers/serve-in-process.ts'
 import { makeEvent } from '../webhooks/helpers.ts'
 import { DEST_SECRET } from './helpers.ts'
 
-const SECRET = 'whsec_filter_under_serve'
-
-let server: RunningServer | undefined
-let dataDir: string | undefined
-afterEach(async () => {
-  await server?.close()
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true })
-  server = dataDir = undefined
-})
+const serve = useServeInProcess('dest-filter')
 
 // A filter is a function, written in switchboard.config.ts; under `serve` forwarding runs in the processing thread,
 // which gets its config by structured clone — where a function cannot go. It used to stop `serve` at start-up.
 it('a destination\'s filter from the config file works under serve, in the processing thread', async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'sb-dest-filter-'))
-  const file = join(dataDir, 'switchboard.config.ts')
+  const file = join(serve.dataDir, 'switchboard.config.ts')
   writeFileSync(
     file,
     `export default {
@@ -30,24 +20,10 @@ it('a destination\'s filter from the config file works under serve, in the proce
 }
 `,
   )
-  server = await startServer({
-    env: {
-      PORT: '0', DATA_DIR: dataDir, RECIPES_DIR: FIXTURE_RECIPES_DIR, WEBHOOK_SECRET: SECRET, LOG_LEVEL: 'silent', RECONCILE_INTERVAL_SECONDS: '0',
-      ALLOW_PRIVATE_DESTINATIONS: '1', SWITCHBOARD_CONFIG: file,
-    },
-    processing: 'thread',
-  })
+  const server = await serve.start({ ALLOW_PRIVATE_DESTINATIONS: '1', SWITCHBOARD_CONFIG: file })
   const kept = makeEvent({ call: { agent_id: 101 } })
   const filteredOut = makeEvent({ call: { agent_id: 202 } })
-  for (const event of [kept, filteredOut]) {
-    const body = JSON.stringify(event)
-    const res = await fetch(`${server.url}/webhooks/formant`, {
-      method: 'POST',
-      body,
-      headers: { 'content-type': 'application/json', 'x-formantai-signature': signFormant(body, SECRET), 'x-formantai-timestamp': String(Math.floor(Date.now() / 1000)) },
-    })
-    expect(res.status).toBe(204)
-  }
+  for (const event of [kept, filteredOut]) expect((await postSignedEvent(server, event)).status).toBe(204)
   const db = server.rt.store.db
   await vi.waitFor(async () => {
     const statuses = await db.selectFrom('webhook_events').select('status').execute()
@@ -59,8 +35,6 @@ it('a destination\'s filter from the config file works under serve, in the proce
 }, 60_000)
 
 it('a filter that cannot be loaded again in the thread stops it with the destination named, rather than forwarding everything', async () => {
-  const { threadConfig, restoreFilters } = await import('../../src/config/thread-config.ts')
-  const { loadConfig } = await import('../../src/config/load.ts')
   const config = loadConfig({ env: { DATA_DIR: '/tmp/unused' }, file: { DESTINATIONS: [{ name: 'crm', url: 'https://crm.example.com/hook', secret: DEST_SECRET, filter: () => true }] } })
   const handed = threadConfig(config)
   expect(handed.filtered).toEqual(['crm'])

@@ -1,19 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { afterEach, expect, it, vi } from 'vitest'
-import { startServer, type RunningServer } from '../../src/server.ts'
+import { useServeInProcess } from '../helpers/serve-in-process.ts'
 import { tempRecipesDir } from '../recipes/helpers.ts'
 import { makeEvent } from './helpers.ts'
 
-let server: RunningServer | undefined
-let dataDir: string | undefined
+const serve = useServeInProcess('replay-serve')
 let folder: ReturnType<typeof tempRecipesDir> | undefined
-afterEach(async () => {
-  await server?.close()
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true })
+afterEach(() => {
   folder?.cleanup()
-  server = dataDir = folder = undefined
+  folder = undefined
 })
 
 const TOKEN = 'replay-under-serve-admin-token'
@@ -21,15 +15,11 @@ const TOKEN = 'replay-under-serve-admin-token'
 // Under `serve` the request is answered by the receiver's thread, which registers no recipes step: a replay run
 // there marked the event processed and no recipe ever saw it.
 it('an event replayed from /admin under serve reaches the recipes that subscribe to it', async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'sb-replay-serve-'))
   folder = tempRecipesDir()
   folder.write('followups', `import { defineRecipe } from 'switchboard'
 export default defineRecipe({ description: 'counts', on: ['call.no_answer'], run: (ctx) => ctx.trigger.events?.length ?? 0 })
 `)
-  server = await startServer({
-    env: { PORT: '0', DATA_DIR: dataDir, RECIPES_DIR: folder.dir, WEBHOOK_SECRET: 'whsec_replay_serve', ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'silent', RECONCILE_INTERVAL_SECONDS: '0' },
-    processing: 'thread',
-  })
+  const server = await serve.start({ RECIPES_DIR: folder.dir, ADMIN_TOKEN: TOKEN })
   // An event that went dead before any recipe saw it (a read-model failure, say), as the inbox keeps it.
   const event = makeEvent({ event_type: 'call.no_answer' })
   const now = Date.now()
@@ -47,7 +37,7 @@ export default defineRecipe({ description: 'counts', on: ['call.no_answer'], run
   const fires = await server.rt.store.db.selectFrom('recipe_event_fires').select(['recipe', 'event_id']).execute()
   expect(fires).toEqual([{ recipe: 'followups', event_id: event.event_id }])
   await vi.waitFor(async () => {
-    const runs = await server!.rt.store.db.selectFrom('recipe_runs').select(['recipe', 'status', 'summary']).execute()
+    const runs = await server.rt.store.db.selectFrom('recipe_runs').select(['recipe', 'status', 'summary']).execute()
     expect(runs).toEqual([expect.objectContaining({ recipe: 'followups', status: 'succeeded' })])
   }, { timeout: 20_000, interval: 50 })
 }, 60_000)
