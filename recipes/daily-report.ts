@@ -12,15 +12,17 @@ export default defineRecipe({
   schedule: SCHEDULE,
   timezone: TIMEZONE,
   async run(ctx) {
+    // The day before the tick's day, not before today: a tick caught up after midnight (the service was
+    // down at 08:00) still reports the day it was due for. A manual run reports yesterday.
+    const date = ctx.reports.yesterday(ctx.trigger.scheduledAt ?? ctx.now.getTime(), ctx.timezone)
     const to = TO ?? ctx.config.mail.reportTo
     if (to.length === 0) {
       // Nobody to mail: keep the figures in the log so the day is not lost.
-      const date = ctx.reports.yesterday(ctx.now.getTime(), ctx.timezone)
       const report = await ctx.reports.buildDailyReport({ date, timezone: ctx.timezone })
       ctx.log.warn({ date, totals: report.totals }, 'REPORT_TO is not set: the daily report was built but not mailed')
       return { date, mailed: false, reason: 'REPORT_TO is not set', totals: report.totals }
     }
-    const result = await ctx.reports.sendDailyReport({ timezone: ctx.timezone, to })
+    const result = await ctx.reports.sendDailyReport({ date, timezone: ctx.timezone, to })
     if (result.status === 'failed') throw new Error(`the daily report for ${result.date} was not delivered: ${result.error ?? 'unknown error'}`)
     // `mailed` only once the relay took it (or, with no SMTP_URL, the .eml is in DATA_DIR/outbox). A queued
     // report waits in the outbox and the running service retries it: the summary says when.

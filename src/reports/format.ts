@@ -8,20 +8,31 @@ export function fmtPct(n: number | null): string {
   return n === null ? '—' : `${n.toFixed(1)}%`
 }
 
+/** Under a minute once rounded to the tenth shown: 59.96 is "1 min 00 s", not "60.0 s". */
+const underAMinute = (n: number) => Math.round(n * 10) < 600
+
+/**
+ * Whole minutes and seconds of a duration. The total is rounded before it is split, so a remainder that
+ * rounds up carries into the minutes (119.6 → 2, 0) instead of reading 60 seconds.
+ */
+function minutesSeconds(n: number): { m: number; s: string } {
+  const total = Math.round(n)
+  return { m: Math.floor(total / 60), s: String(total % 60).padStart(2, '0') }
+}
+
 export function fmtSeconds(n: number | null): string {
   if (n === null) return '—'
-  if (n < 60) return `${n.toFixed(1)} s`
-  const m = Math.floor(n / 60)
-  const s = Math.round(n - m * 60)
-  return `${m} min ${String(s).padStart(2, '0')} s`
+  if (underAMinute(n)) return `${n.toFixed(1)} s`
+  const { m, s } = minutesSeconds(n)
+  return `${m} min ${s} s`
 }
 
 /** Short form for table cells: "59.2 s", "1:05". */
 export function fmtSecondsShort(n: number | null): string {
   if (n === null) return '—'
-  if (n < 60) return `${n.toFixed(1)} s`
-  const m = Math.floor(n / 60)
-  return `${m}:${String(Math.round(n - m * 60)).padStart(2, '0')}`
+  if (underAMinute(n)) return `${n.toFixed(1)} s`
+  const { m, s } = minutesSeconds(n)
+  return `${m}:${s}`
 }
 
 /** A signed change: "+12", "−3", "±0"; points for rates. */

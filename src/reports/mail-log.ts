@@ -1,6 +1,7 @@
 import type { Selectable } from 'kysely'
 import type { MailLogTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
+import { parseRecipients } from './recipients.ts'
 
 export type MailStatus = 'queued' | 'sent' | 'written' | 'failed'
 
@@ -108,7 +109,7 @@ function toMailLogEntry(r: EntryRow): MailLogEntry {
   return {
     id: r.id,
     messageId: r.message_id,
-    recipients: r.recipients.split(',').map((s) => s.trim()).filter(Boolean),
+    recipients: parseRecipients(r.recipients),
     subject: r.subject,
     status: r.status as MailStatus,
     attempts: Number(r.attempts),

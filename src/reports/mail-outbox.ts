@@ -2,6 +2,8 @@ import { Gauge } from 'prom-client'
 import type { Runtime } from '../runtime.ts'
 import { mailMetrics } from './mail-metrics.ts'
 import { createMailTransport } from './mail-transport.ts'
+import { formatMailbox, parseMailboxes, sameAddress } from './recipients.ts'
+import { timeOrderedId } from '../utils/time-ordered-id.ts'
 
 /**
  * The mail outbox. A message for the SMTP relay is stored with its bytes (mail_log.raw) before the first
@@ -22,9 +24,22 @@ export function retryDelayMs(attempts: number): number {
   return MAIL_RETRY_DELAYS_MS[Math.min(Math.max(attempts, 1), MAIL_RETRY_DELAYS_MS.length) - 1]!
 }
 
+/**
+ * Recipients the relay refused while it took the message for others, moved to a mail_log row of their own:
+ * `queued` (a temporary 4xx refusal: the outbox retries them, and only them) or `failed` (a 5xx refusal,
+ * one row per recipient, with the server's reply).
+ */
+export interface RefusedRecipients {
+  mailId: string
+  recipients: string[]
+  status: 'queued' | 'failed'
+  error: string
+  nextAttemptAt?: number
+}
+
 export type DeliveryOutcome =
-  | { status: 'sent'; attempts: number }
-  | { status: 'queued'; attempts: number; error: string; nextAttemptAt: number }
+  | { status: 'sent'; attempts: number; refused?: RefusedRecipients[] }
+  | { status: 'queued'; attempts: number; error: string; nextAttemptAt: number; refused?: RefusedRecipients[] }
   | { status: 'failed'; attempts: number; error: string }
   /** Another process holds it, or it is no longer queued. */
   | { status: 'skipped' }
@@ -39,6 +54,32 @@ export function describeMailError(error: unknown): string {
   const e = error as { message?: string; code?: string; response?: string }
   return [e.code, e.response ?? e.message ?? String(error)].filter(Boolean).join(': ').replace(/\s+/g, ' ').slice(0, 500)
 }
+
+/** One recipient refused at RCPT TO, with the relay's reply. */
+interface Refusal {
+  address: string
+  permanent: boolean
+  error: string
+}
+
+/**
+ * The recipients refused in a send result (nodemailer resolves once one recipient is accepted and lists
+ * the others in `rejected`/`rejectedErrors`) or in the error of a send that every recipient refused.
+ */
+function refusalsOf(source: unknown): Refusal[] {
+  const { rejected, rejectedErrors } = source as { rejected?: unknown; rejectedErrors?: unknown }
+  const refusals: Refusal[] = (Array.isArray(rejectedErrors) ? rejectedErrors : []).flatMap((e: unknown) => {
+    const address = (e as { recipient?: unknown }).recipient
+    return typeof address === 'string' ? [{ address, permanent: isPermanent(e), error: describeMailError(e) }] : []
+  })
+  // Refused without a reply on record: nothing says it was final, so it is retried.
+  for (const address of Array.isArray(rejected) ? rejected : []) {
+    if (typeof address === 'string' && !refusals.some((r) => sameAddress(r.address, address))) refusals.push({ address, permanent: false, error: 'refused by the relay' })
+  }
+  return refusals
+}
+
+const describeRefusals = (refusals: Refusal[]) => refusals.map((r) => `${r.address}: ${r.error}`).join('; ').slice(0, 500)
 
 /** Claims a queued message that is due (or already claimed by `owner`); false when someone else has it. */
 async function claim(rt: Runtime, id: string, owner: string): Promise<boolean> {
@@ -57,18 +98,25 @@ async function claim(rt: Runtime, id: string, owner: string): Promise<boolean> {
 /**
  * One delivery attempt of a queued message. `alreadyClaimed`: the caller inserted the row with its claim
  * (the first attempt, right after queueing).
+ *
+ * A relay that takes the message for some recipients and refuses others splits it: this row is settled
+ * for the recipients it reached (`sent`; or `queued` for those refused for now, when it reached nobody),
+ * and the others get rows of their own — `queued` with the same bytes for a temporary refusal, so a retry
+ * goes to them alone and nobody gets a second copy; `failed` with the server's reply for a permanent one.
  */
 export async function deliverQueued(rt: Runtime, id: string, owner: string, options: { alreadyClaimed?: boolean } = {}): Promise<DeliveryOutcome> {
   if (!options.alreadyClaimed && !(await claim(rt, id, owner))) return { status: 'skipped' }
   const row = await rt.store.db
     .selectFrom('mail_log')
-    .select(['raw', 'recipients', 'attempts', 'created_at', 'message_id'])
+    .select(['raw', 'recipients', 'subject', 'attempts', 'created_at', 'message_id'])
     .where('id', '=', id)
     .where('claimed_by', '=', owner)
     .executeTakeFirst()
   if (!row?.raw) return { status: 'skipped' }
+  const raw = row.raw
   const attempts = Number(row.attempts) + 1
-  const to = row.recipients.split(',').map((s) => s.trim()).filter(Boolean)
+  const mailboxes = parseMailboxes(row.recipients)
+  const to = mailboxes.map(formatMailbox)
   const log = rt.log.child({ mail_id: id, transport: 'smtp' })
   const metrics = mailMetrics(rt.metrics)
   const settle = (patch: { status: string; error: string | null; next_attempt_at: number | null; raw?: null }) =>
@@ -79,13 +127,100 @@ export async function deliverQueued(rt: Runtime, id: string, owner: string, opti
       .where('claimed_by', '=', owner)
       .execute()
 
+  let failure: { error: unknown } | undefined
+  let refusals: Refusal[] = []
   const { transporter } = createMailTransport(rt.config)
   try {
-    await transporter.sendMail({ envelope: { from: rt.config.mail.from, to }, raw: Buffer.from(row.raw, 'utf8') })
+    const info: unknown = await transporter.sendMail({ envelope: { from: rt.config.mail.from, to: mailboxes.map((m) => m.address) }, raw: Buffer.from(raw, 'utf8') })
+    refusals = refusalsOf(info)
   } catch (error) {
-    const message = describeMailError(error)
-    const now = rt.clock.now()
-    if (isPermanent(error) || now - Number(row.created_at) >= MAIL_GIVE_UP_MS) {
+    failure = { error }
+  } finally {
+    transporter.close()
+  }
+  const now = rt.clock.now()
+  const givenUp = now - Number(row.created_at) >= MAIL_GIVE_UP_MS
+
+  /** Settles this row for one group of recipients and gives each other group a row of its own, in one transaction. */
+  const split = async (accepted: string[], refused: Refusal[]): Promise<DeliveryOutcome> => {
+    const recipientsOf = (rs: Refusal[]) => mailboxes.filter((m) => rs.some((r) => sameAddress(r.address, m.address))).map(formatMailbox)
+    // After a day of trying, a temporary refusal is final too.
+    const retry = givenUp ? [] : refused.filter((r) => !r.permanent)
+    const refusedForGood = refused.filter((r) => !retry.includes(r))
+    const nextAttemptAt = now + retryDelayMs(attempts)
+    const retryRow: RefusedRecipients | undefined = retry.length
+      ? { mailId: '', recipients: recipientsOf(retry), status: 'queued', error: describeRefusals(retry), nextAttemptAt }
+      : undefined
+    // This row keeps the recipients the relay took, else those it is retried for, else those refused for good.
+    const own = accepted.length
+      ? { status: 'sent', recipients: accepted.join(', '), error: null, next_attempt_at: null, raw: null }
+      : retryRow
+        ? { status: 'queued', recipients: retryRow.recipients.join(', '), error: retryRow.error, next_attempt_at: nextAttemptAt }
+        : { status: 'failed', recipients: recipientsOf(refusedForGood).join(', '), error: describeRefusals(refusedForGood), next_attempt_at: null, raw: null }
+    const newRows: RefusedRecipients[] = [
+      ...(accepted.length && retryRow ? [{ ...retryRow, mailId: timeOrderedId(now, rt.random) }] : []),
+      ...(own.status === 'failed' ? [] : refusedForGood).map((r): RefusedRecipients => ({ mailId: timeOrderedId(now, rt.random), recipients: recipientsOf([r]), status: 'failed', error: r.error })),
+    ]
+    const settled = await rt.store.db.transaction().execute(async (trx) => {
+      const updated = await trx
+        .updateTable('mail_log')
+        .set({ ...own, attempts, claimed_by: null, claimed_until: null, updated_at: now })
+        .where('id', '=', id)
+        .where('claimed_by', '=', owner)
+        .executeTakeFirst()
+      // The claim lapsed and another process has the message: it records the attempt it makes.
+      if (Number(updated.numUpdatedRows) !== 1) return false
+      if (newRows.length === 0) return true
+      await trx
+        .insertInto('mail_log')
+        .values(
+          newRows.map((r) => ({
+            id: r.mailId,
+            message_id: row.message_id,
+            recipients: r.recipients.join(', '),
+            subject: row.subject,
+            status: r.status,
+            attempts,
+            error: r.error,
+            // The day before giving up counts from when the message was first queued.
+            created_at: Number(row.created_at),
+            updated_at: now,
+            raw: r.status === 'queued' ? raw : null,
+            next_attempt_at: r.nextAttemptAt ?? null,
+            claimed_by: null,
+            claimed_until: null,
+          })),
+        )
+        .execute()
+      return true
+    })
+    if (!settled) return { status: 'skipped' }
+    for (const r of newRows.filter((n) => n.status === 'failed')) {
+      metrics.failures.inc({ transport: 'smtp' })
+      log.error({ attempts, error: r.error, recipients: r.recipients, refused_mail_id: r.mailId }, 'mail refused for a recipient: not retried')
+    }
+    const retried = newRows.find((n) => n.status === 'queued')
+    if (retried) log.warn({ attempts, error: retried.error, recipients: retried.recipients, refused_mail_id: retried.mailId }, 'mail refused for now for some recipients; they alone are retried')
+    if (accepted.length) {
+      metrics.sent.inc({ transport: 'smtp' })
+      log.info({ attempts, message_id: row.message_id, recipients: accepted }, 'mail sent to some of its recipients')
+      return { status: 'sent', attempts, refused: newRows }
+    }
+    if (!retryRow) {
+      metrics.failures.inc({ transport: 'smtp' })
+      log.error({ attempts, error: own.error, recipients: to }, 'mail failed: not retried')
+      return { status: 'failed', attempts, error: own.error ?? '' }
+    }
+    log.warn({ attempts, error: retryRow.error, next_attempt_at: new Date(nextAttemptAt).toISOString() }, 'mail refused for now; queued in the outbox')
+    return { status: 'queued', attempts, error: retryRow.error, nextAttemptAt, refused: newRows }
+  }
+
+  if (failure) {
+    const refused = refusalsOf(failure.error)
+    // Every recipient refused, some for good and some for now: each group is settled its own way.
+    if (!givenUp && refused.some((r) => r.permanent) && refused.some((r) => !r.permanent)) return split([], refused)
+    const message = describeMailError(failure.error)
+    if (isPermanent(failure.error) || givenUp) {
       await settle({ status: 'failed', error: message, next_attempt_at: null })
       metrics.failures.inc({ transport: 'smtp' })
       log.error({ attempts, error: message, recipients: to }, 'mail failed: not retried')
@@ -95,8 +230,10 @@ export async function deliverQueued(rt: Runtime, id: string, owner: string, opti
     await settle({ status: 'queued', error: message, next_attempt_at: nextAttemptAt })
     log.warn({ attempts, error: message, next_attempt_at: new Date(nextAttemptAt).toISOString() }, 'mail relay unavailable; message queued in the outbox')
     return { status: 'queued', attempts, error: message, nextAttemptAt }
-  } finally {
-    transporter.close()
+  }
+  if (refusals.length > 0) {
+    const accepted = mailboxes.filter((m) => !refusals.some((r) => sameAddress(r.address, m.address))).map(formatMailbox)
+    return split(accepted, refusals)
   }
   // The bytes are no longer needed once the relay has them.
   await settle({ status: 'sent', error: null, next_attempt_at: null, raw: null })

@@ -3,8 +3,9 @@ import type { Effects } from '../effects.ts'
 import { composeMail, type MailMessage } from './compose-mail.ts'
 import { insertMailLog, updateMailLog, type MailStatus } from './mail-log.ts'
 import { mailMetrics } from './mail-metrics.ts'
-import { MAIL_CLAIM_MS, deliverQueued, describeMailError } from './mail-outbox.ts'
+import { MAIL_CLAIM_MS, deliverQueued, describeMailError, type RefusedRecipients } from './mail-outbox.ts'
 import { writeOutboxMessage } from './outbox.ts'
+import { parseRecipients } from './recipients.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
 
 export type { MailAttachment, MailMessage } from './compose-mail.ts'
@@ -24,24 +25,26 @@ export interface MailResult {
   error?: string
   /** When a queued message is tried next (epoch ms). */
   nextAttemptAt?: number
+  /**
+   * Recipients the relay refused while it took the message for others: each group has its own mail_log
+   * row, `queued` (refused for now; retried for them alone) or `failed` (refused for good, with the reply).
+   */
+  refused?: RefusedRecipients[]
 }
 
 export { MAIL_RETRY_DELAYS_MS, MAIL_GIVE_UP_MS } from './mail-outbox.ts'
-
-function recipients(to: string | string[]): string[] {
-  return (Array.isArray(to) ? to : [to]).flatMap((t) => t.split(',')).map((t) => t.trim()).filter(Boolean)
-}
 
 /**
  * Sends one message: over SMTP_URL, or into DATA_DIR/outbox as an .eml without it. Every send is a
  * mail_log row. Over SMTP the message is stored first and tried once at once; if the relay does not
  * answer, it stays queued and the running service (`serve`) retries it with backoff — the caller gets
  * `queued` and is not held up. A permanent refusal (5xx) is `failed`, logged and counted in
- * `switchboard_mail_failures_total`. It resolves in every case — check `status`. In a dry run nothing is
- * sent or recorded; a `mail` effect is added to the plan.
+ * `switchboard_mail_failures_total`. Recipients refused while others were reached are in `refused`. It
+ * resolves in every case — check `status`. In a dry run nothing is sent or recorded; a `mail` effect is
+ * added to the plan.
  */
 export async function sendMail(rt: Runtime, message: MailMessage, effects: Effects): Promise<MailResult> {
-  const to = recipients(message.to)
+  const to = parseRecipients(message.to)
   // A dry run only plans the mail; a plan without a recipient still shows what would be sent.
   if (to.length === 0 && !effects.dryRun) throw new Error('mail has no recipient: pass one, or set REPORT_TO')
   const id = timeOrderedId(rt.clock.now(), rt.random)
@@ -84,9 +87,9 @@ export async function sendMail(rt: Runtime, message: MailMessage, effects: Effec
   const base = { id, ...(messageId ? { messageId } : {}) }
   switch (outcome.status) {
     case 'sent':
-      return { ...base, status: 'sent' }
+      return { ...base, status: 'sent', ...(outcome.refused ? { refused: outcome.refused } : {}) }
     case 'queued':
-      return { ...base, status: 'queued', error: outcome.error, nextAttemptAt: outcome.nextAttemptAt }
+      return { ...base, status: 'queued', error: outcome.error, nextAttemptAt: outcome.nextAttemptAt, ...(outcome.refused ? { refused: outcome.refused } : {}) }
     case 'failed':
       return { ...base, status: 'failed', error: outcome.error }
     case 'skipped':

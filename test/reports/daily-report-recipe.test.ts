@@ -1,0 +1,92 @@
+import { afterEach, expect, it } from 'vitest'
+import { createRecipeEngine } from '../../src/recipes/engine.ts'
+import { listRuns } from '../../src/recipes/runner.ts'
+import { createManualClock } from '../../src/utils/clock.ts'
+import { describeEachDialect } from '../helpers/db.ts'
+import { shippedRecipesDir } from '../helpers/recipes.ts'
+import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+import { startSmtp } from './smtp.ts'
+
+const subject = (date: string) => `switchboard daily report — ${date} (Asia/Kolkata)`
+
+/**
+ * The shipped daily-report recipe reports the day before its tick's day (in the recipe's zone), so a tick
+ * run late — caught up after an outage that spanned midnight — still reports the day it was due for.
+ * 2026-11-22 is a Sunday; Asia/Kolkata is UTC+05:30 all year.
+ */
+describeEachDialect('shipped daily-report recipe: the day reported', (dialect) => {
+  const shipped = shippedRecipesDir('daily-report')
+  let rt: TestRuntime | undefined
+  let smtp: Awaited<ReturnType<typeof startSmtp>> | undefined
+  const stops: Array<() => Promise<void>> = []
+  afterEach(async () => {
+    for (const stop of stops.splice(0)) await stop()
+    await rt?.close()
+    await smtp?.close()
+    rt = smtp = undefined
+  })
+
+  async function setup(startIso: string, env: Record<string, string> = {}) {
+    smtp = await startSmtp()
+    const clock = createManualClock(startIso)
+    rt = await createTestRuntime({
+      dialect,
+      clock,
+      env: {
+        VOICE_API_KEY: 'sk_live_report',
+        VOICE_API_BASE_URL: 'http://127.0.0.1:9',
+        RECIPES_DIR: shipped.dir,
+        RECIPES_TIMEZONE: 'Asia/Kolkata',
+        SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
+        REPORT_TO: 'ops@example.com',
+        ...env,
+      },
+    })
+    return { rt, clock, smtp }
+  }
+
+  it('down Mon 07:00 → Tue 07:30: the catch-up of Monday\'s tick reports Sunday, Tuesday\'s tick Monday', async () => {
+    // Monday 2026-11-23 07:00 IST: the service has seen the schedule, then goes down.
+    const { rt, clock, smtp } = await setup('2026-11-23T01:30:00Z')
+    const before = createRecipeEngine(rt)
+    stops.push(() => before.stop())
+    await before.start()
+    await before.stop()
+
+    // Back on Tuesday 07:30 IST: Monday 08:00's tick is caught up now, Tuesday's comes at 08:00.
+    await clock.advanceTo(Date.parse('2026-11-24T02:00:00Z'))
+    const after = createRecipeEngine(rt)
+    stops.push(() => after.stop())
+    await after.start()
+    await after.idle()
+    await clock.advanceTo(Date.parse('2026-11-24T02:30:00Z'))
+    await after.idle()
+
+    expect(smtp.messages.map((m) => m.subject)).toEqual([subject('2026-11-22'), subject('2026-11-23')])
+    const runs = (await listRuns(rt, { recipe: 'daily-report' })).reverse()
+    expect(runs.map((r) => [r.trigger, r.status, (r.summary as { date: string }).date])).toEqual([
+      ['catchup', 'succeeded', '2026-11-22'],
+      ['cron', 'succeeded', '2026-11-23'],
+    ])
+  })
+
+  it('a cron trigger whose tick was yesterday reports the day before the tick; a manual run reports yesterday', async () => {
+    // Tuesday 2026-11-24 07:30 IST, running Monday 08:00 IST's tick.
+    const { rt, smtp } = await setup('2026-11-24T02:00:00Z')
+    const engine = createRecipeEngine(rt)
+    stops.push(() => engine.stop())
+    const late = await engine.run('daily-report', { trigger: { type: 'cron', scheduledAt: Date.parse('2026-11-23T02:30:00Z') } })
+    expect(late.summary).toMatchObject({ date: '2026-11-22', mailed: true })
+    const manual = await engine.run('daily-report')
+    expect(manual.summary).toMatchObject({ date: '2026-11-23', mailed: true })
+    expect(smtp.messages.map((m) => m.subject)).toEqual([subject('2026-11-22'), subject('2026-11-23')])
+  })
+
+  it('without REPORT_TO the figures logged are those of the tick\'s day before too', async () => {
+    const { rt } = await setup('2026-11-24T02:00:00Z', { REPORT_TO: '' })
+    const engine = createRecipeEngine(rt)
+    stops.push(() => engine.stop())
+    const run = await engine.run('daily-report', { trigger: { type: 'catchup', scheduledAt: Date.parse('2026-11-23T02:30:00Z') } })
+    expect(run.summary).toMatchObject({ date: '2026-11-22', mailed: false })
+  })
+})
