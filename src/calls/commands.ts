@@ -4,6 +4,9 @@ import type { CallStatus } from './record.ts'
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
+/** A value as a shell reads it back as one word: quoted only when it needs to be (a recipe named `a b`). */
+const shellWord = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`)
+
 export const callsListCommand = defineCommand({
   name: 'calls list',
   summary: 'calls switchboard placed or scheduled (trace id, agent, number, scheduled_for, recipe, idempotency key, retry_context, status, what the call came to, and why one was refused)',
@@ -28,7 +31,8 @@ export const callsListCommand = defineCommand({
     if (beforeText !== undefined && !before) throw new CliError(`--before takes the cursor a previous page printed (got "${beforeText}")`)
     const rt = await ctx.runtime()
     // One row more than the page tells whether another page follows, without a count over the ledger.
-    const found = await listCalls(rt, { status: status as CallStatus | undefined, recipe: ctx.values.recipe as string | undefined, limit: limit + 1, before })
+    const recipe = ctx.values.recipe as string | undefined
+    const found = await listCalls(rt, { status: status as CallStatus | undefined, recipe, limit: limit + 1, before })
     const calls = found.slice(0, limit)
     const more = found.length > limit
     const outcomes = await outcomesByTrace(rt, calls.map((c) => c.trace_id ?? ''))
@@ -55,8 +59,12 @@ export const callsListCommand = defineCommand({
     // The error last: why a call was rejected or failed (empty for the rest).
     ctx.table(rows, ['created_at', 'status', 'outcome', 'agent_id', 'customer_phone', 'scheduled_for', 'recipe', 'trace_id', 'idempotency_key', 'retry_context', 'error'])
     const last = rows.at(-1)
-    if (more && last) ctx.write(`${rows.length} call(s) shown, newest first; older ones: calls list --before ${last.cursor}${limit === 50 ? '' : ` --limit ${limit}`}\n`)
-    else ctx.write(`${rows.length} call(s)${before ? ' on this page' : ''}; no more\n`)
+    if (more && last) {
+      // The filters belong to the next page too: without them the printed command pages through every call.
+      const next = ['calls list', ...(recipe === undefined ? [] : ['--recipe', shellWord(recipe)]), ...(status === undefined ? [] : ['--status', status]), '--before', last.cursor]
+      if (limit !== 50) next.push('--limit', String(limit))
+      ctx.write(`${rows.length} call(s) shown, newest first; older ones: ${next.join(' ')}\n`)
+    } else ctx.write(`${rows.length} call(s)${before ? ' on this page' : ''}; no more\n`)
   },
 })
 

@@ -4,6 +4,8 @@ import { isAbsolute, join, resolve } from 'node:path'
 import type { z } from 'zod'
 import { REGION_BASE_URLS } from '../upstream/regions.ts'
 import { didYouMean } from '../utils/did-you-mean.ts'
+import { localOrigin } from '../utils/local-origin.ts'
+import { shownUrl } from '../utils/shown-url.ts'
 import { knownKeysAt } from './known-keys.ts'
 import { envSchema, type EnvInput, type WebhookTargetConfig, type SandboxFaults } from './schema.ts'
 import type { DestinationConfig } from './destinations.ts'
@@ -81,6 +83,26 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * Settings whose value is or may hold a secret, never echoed: the key, secrets and tokens, the SMTP URL (its
+ * password), and the JSON of webhook targets and destinations (their secrets; malformed, it is still theirs).
+ */
+const holdsSecret = (variable: string) =>
+  /SECRET|TOKEN|SMTP|PASSWORD|_KEY$/.test(variable) || variable === 'DESTINATIONS' || variable === 'WEBHOOK_TARGETS'
+
+/** A refused value as an error may show it: undefined for a secret; a URL without its credentials. */
+function shownValue(variable: string, raw: string): string | undefined {
+  if (holdsSecret(variable)) return undefined
+  if (!variable.endsWith('_URL')) return raw
+  // DATABASE_URL and the like carry a password: `postgres://admin:pw@db/app` shows as `postgres://***@db/app`.
+  const masked = shownUrl(raw)
+  // shownUrl keeps a value it cannot parse as it is (`postgres//admin:pw@db`): everything up to its last `@` goes.
+  const withoutUser = masked === raw ? raw.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^]*@/i, '$1***@') : masked
+  // A query string can carry the password too (`?password=…`); the mistake shown is never in it.
+  const query = withoutUser.indexOf('?')
+  return query === -1 ? withoutUser : `${withoutUser.slice(0, query)}?…`
+}
+
 function describeIssue(issue: z.core.$ZodIssue, input: Record<string, unknown>): ConfigError {
   const variable = String(issue.path[0] ?? 'configuration')
   if (issue.code === 'unrecognized_keys') {
@@ -91,9 +113,8 @@ function describeIssue(issue: z.core.$ZodIssue, input: Record<string, unknown>):
   }
   const raw = input[variable]
   // A nested problem is located by its path; the whole value (JSON that may hold secrets) is not echoed.
-  const shown = typeof raw === 'string' && issue.path.length === 1 && variable !== 'VOICE_API_KEY' && !variable.includes('SECRET') && !variable.includes('TOKEN') && !variable.includes('SMTP') && variable !== 'DESTINATIONS'
-    ? ` (got "${raw.length > 60 ? raw.slice(0, 60) + '…' : raw}")`
-    : ''
+  const value = typeof raw === 'string' && issue.path.length === 1 ? shownValue(variable, raw) : undefined
+  const shown = value === undefined ? '' : ` (got "${value.length > 60 ? value.slice(0, 60) + '…' : value}")`
   const sub = issue.path.length > 1 ? ` at ${issue.path.slice(1).join('.')}` : ''
   return new ConfigError(variable, `${issue.message}${sub}${shown}`)
 }
@@ -164,7 +185,8 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     logLevel: e.LOG_LEVEL,
     sandboxMode,
     voiceApiKey: e.VOICE_API_KEY,
-    upstreamBaseUrl: sandboxMode ? `http://${e.HOST}:${e.PORT}/sandbox` : upstreamBaseUrl,
+    // Commands that talk to a running service's sandbox use this: a wildcard HOST is not an address to connect to.
+    upstreamBaseUrl: sandboxMode ? `${localOrigin(e.HOST, e.PORT)}/sandbox` : upstreamBaseUrl,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     configFile: options.fileName,
     webhook: {
@@ -232,6 +254,5 @@ export function ensureSandboxSecret(config: Config): Config {
 /** Sets the sandbox upstream to the port the server actually bound (PORT=0 picks a free one). */
 export function withListenPort(config: Config, port: number): Config {
   if (!config.sandboxMode) return { ...config, port }
-  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
-  return { ...config, port, upstreamBaseUrl: `http://${host.includes(':') ? `[${host}]` : host}:${port}/sandbox` }
+  return { ...config, port, upstreamBaseUrl: `${localOrigin(config.host, port)}/sandbox` }
 }

@@ -11,12 +11,29 @@ const bool = z
   .union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no', ''])])
   .transform((v) => v === true || v === 'true' || v === '1' || v === 'yes')
 
+/**
+ * A whole number: a number (config file), or digits with spaces around them allowed (environment, or the file).
+ * Not `z.coerce.number`: it reads ' ', '' and null as 0 (PORT 0 is a random port, a tolerance of 0 turns
+ * the timestamp check off), true as 1, and [4096] as 4096. A sign is read so that '-1' is "at least 0".
+ */
 const int = (min: number, max: number) =>
-  z.coerce
-    .number({ error: 'must be a number' })
-    .int({ error: 'must be a whole number' })
-    .min(min, { error: `must be at least ${min}` })
-    .max(max, { error: `must be at most ${max}` })
+  z
+    .union([z.number(), z.string()], { error: 'must be a number' })
+    .transform((value, ctx) => {
+      if (typeof value === 'number' || /^\s*-?\d+\s*$/.test(value)) return Number(value)
+      const n = value.trim() === '' ? NaN : Number(value)
+      // '1.5' is a number but not whole; '1e3' and '0x50' are whole but not written the way this is read.
+      const message = !Number.isFinite(n) ? 'must be a number' : Number.isInteger(n) ? 'must be a whole number in digits' : 'must be a whole number'
+      ctx.addIssue({ code: 'custom', message })
+      return z.NEVER
+    })
+    .pipe(
+      z
+        .number({ error: 'must be a number' })
+        .int({ error: 'must be a whole number' })
+        .min(min, { error: `must be at least ${min}` })
+        .max(max, { error: `must be at most ${max}` }),
+    )
 
 const list = z
   .union([z.string(), z.array(z.string())])
@@ -30,8 +47,15 @@ export const secretList = list.refine((secrets) => secrets.every((s) => !s.start
   error: 'has a whsec_ secret that is not valid base64 (whsec_ is followed by the base64 of the key: the sender shows it, or make one with openssl rand -base64 32)',
 })
 
+const email = z.email()
+
+/** One recipient as REPORT_TO and `report send --to` take it: `ops@example.com` or `Ops <ops@example.com>`. */
+export function isMailAddress(text: string): boolean {
+  return email.safeParse(text.replace(/^.*<([^>]+)>\s*$/, '$1')).success
+}
+
 /** Comma-separated email addresses. */
-const emailList = list.refine((addresses) => addresses.every((a) => z.email().safeParse(a.replace(/^.*<([^>]+)>\s*$/, '$1')).success), {
+const emailList = list.refine((addresses) => addresses.every(isMailAddress), {
   error: 'must be email addresses, comma-separated',
 })
 
@@ -88,17 +112,20 @@ const jsonObject = z.unknown().transform((value, ctx) => {
 export const sandboxFaultsSchema = z
   .union([z.string(), z.record(z.string(), z.number())])
   .transform((input, ctx) => {
-    const entries: [string, number][] =
-      typeof input === 'string'
-        ? input
-            .split(',')
-            .map((p) => p.trim())
-            .filter(Boolean)
-            .map((pair) => {
-              const [k, v] = pair.split('=')
-              return [(k ?? '').trim(), Number((v ?? '').trim())]
-            })
-        : Object.entries(input)
+    const entries: [string, number][] = []
+    if (typeof input !== 'string') entries.push(...Object.entries(input))
+    else {
+      for (const pair of input.split(',').map((p) => p.trim()).filter(Boolean)) {
+        // `webhook_drop` or `webhook_drop=` is a value left out, not 0 (Number('') is 0): refused, not a fault turned off.
+        const match = /^([^=]+)=([^=]+)$/.exec(pair)
+        const value = match?.[2]!.trim()
+        if (!match || !value) {
+          ctx.addIssue({ code: 'custom', message: `entry "${pair}" must be fault=value, e.g. webhook_drop=0.05` })
+          return z.NEVER
+        }
+        entries.push([match[1]!.trim(), Number(value)])
+      }
+    }
     const known = ['webhook_duplicate', 'webhook_drop', 'webhook_reorder', 'upstream_500', 'latency_ms']
     const out: Record<string, number> = {}
     for (const [k, v] of entries) {
@@ -183,7 +210,12 @@ export const envSchema = z.object({
     .refine((c) => isSupportedCountry(c), { error: 'is not a country libphonenumber knows (use an ISO 3166 code such as IN, US, GB)' })
     .default('IN'),
 
-  SANDBOX_SPEED: z.coerce.number({ error: 'must be a number' }).positive({ error: 'must be above 0' }).max(100_000).default(60),
+  // As `int` above, a number or one written in digits ('60', '0.5'): not true (1), [5] or ' '.
+  SANDBOX_SPEED: z
+    .union([z.number(), z.string().regex(/^\s*(\d+\.?\d*|\.\d+)\s*$/, { error: 'must be a number' })], { error: 'must be a number' })
+    .transform(Number)
+    .pipe(z.number({ error: 'must be a number' }).positive({ error: 'must be above 0' }).max(100_000))
+    .default(60),
   SANDBOX_FAULTS: sandboxFaultsSchema.prefault(''),
   SANDBOX_RATE_LIMIT: int(1, 1_000_000).default(600),
   SANDBOX_NUMBER_LIMIT: int(1, 1_000_000).default(3),

@@ -1,11 +1,25 @@
 import { CliError, defineCommand, intFlag, JSON_OPTION, limitOption } from '../cli-kit.ts'
 import { cliName } from '../utils/cli-name.ts'
+import { isMailAddress } from '../config/schema.ts'
 import type { Effects } from '../effects.ts'
 import { snakeCaseKeys } from '../utils/snake-case.ts'
 import { assertTimeZone, parseDate } from './day-range.ts'
 import { fmtPct, fmtSeconds } from './format.ts'
 import { sendDailyReport } from './send-report.ts'
 import { listMailLog, type MailStatus } from './mail-log.ts'
+
+/**
+ * `--to`, each given comma-separated, checked as REPORT_TO is: a mistake in it is the user's (exit 2), found
+ * before anything runs. `--to ''` (a variable that is not set) names nobody: refused, not read as "no --to".
+ */
+function recipientsFlag(given: string[] | undefined): string[] | undefined {
+  if (given === undefined) return undefined
+  const addresses = given.flatMap((t) => t.split(',')).map((t) => t.trim()).filter(Boolean)
+  if (addresses.length === 0) throw new CliError('--to names no address (is the variable you passed set?); leave it out to send to REPORT_TO')
+  const bad = addresses.find((a) => !isMailAddress(a))
+  if (bad !== undefined) throw new CliError(`--to must be email addresses, comma-separated, as REPORT_TO (got "${bad}")`)
+  return addresses
+}
 
 /** `report send [--date YYYY-MM-DD] [--timezone Zone] [--to a@x,b@y] [--dry-run] [--json]` */
 export const reportSendCommand = defineCommand({
@@ -23,7 +37,7 @@ export const reportSendCommand = defineCommand({
   async run(ctx) {
     const date = ctx.values.date as string | undefined
     const timezone = ctx.values.timezone as string | undefined
-    const to = ctx.values.to as string[] | undefined
+    const to = recipientsFlag(ctx.values.to as string[] | undefined)
     const dryRun = ctx.values['dry-run'] === true
     const check = (flag: string, fn: () => void) => {
       try {

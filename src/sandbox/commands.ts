@@ -1,5 +1,6 @@
 import { serveApp } from '../utils/serve-app.ts'
-import { loadConfig } from '../config/load.ts'
+import { localOrigin } from '../utils/local-origin.ts'
+import { resolveConfig } from '../config/file.ts'
 import { CliError, defineCommand, intFlag } from '../cli-kit.ts'
 import { createLogger } from '../utils/logger.ts'
 import { waitForStopSignal } from '../utils/stop-signal.ts'
@@ -20,7 +21,9 @@ export const sandboxCommand = defineCommand({
   },
   examples: ['sandbox --port 4010 --webhook-url http://127.0.0.1:3000/webhooks/formant'],
   async run(ctx) {
-    const config = loadConfig({ env: { ...ctx.env, VOICE_API_KEY: undefined } })
+    // The environment and switchboard.config.ts, as every command reads them (WEBHOOK_SECRET, SANDBOX_*). A
+    // VOICE_API_KEY in either is not this command's business: the sandbox stands in for the provider.
+    const config = await resolveConfig({ env: { ...ctx.env, VOICE_API_KEY: undefined }, file: { VOICE_API_KEY: undefined } })
     const port = intFlag(ctx.values, 'port', 4010)!
     if (port < 0 || port > 65535) throw new CliError('--port must be from 0 to 65535')
     const host = typeof ctx.values.host === 'string' ? ctx.values.host : '127.0.0.1'
@@ -64,8 +67,7 @@ export const sandboxCommand = defineCommand({
       }
       const address = server.node?.server?.address()
       const bound = typeof address === 'object' && address ? address.port : port
-      const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host
-      publicBase = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${bound}`
+      publicBase = localOrigin(host, bound)
       const keys = DEMO_TENANTS.map((t) =>
         t.disabled ? `${t.apiKey} (disabled: 401)` : `${t.apiKey} (agents ${t.agents.map((a) => a.id).join(', ')})`,
       ).join(' · ')

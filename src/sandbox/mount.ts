@@ -1,5 +1,6 @@
 import type { H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
+import { localOrigin } from '../utils/local-origin.ts'
 import { ALL_EVENTS, createSandbox, type Sandbox } from './index.ts'
 
 /** `http://127.0.0.1:3000/sandbox` → `http://127.0.0.1:3000`: this server's own origin. */
@@ -28,7 +29,8 @@ export function mountSandbox(app: H3, rt: Runtime): Sandbox | undefined {
     webhookTargets: () => [
       {
         name: 'switchboard',
-        url: `http://127.0.0.1:${rt.config.port}/webhooks/formant`,
+        // Where the server listens (HOST): one bound to ::1 alone refuses 127.0.0.1.
+        url: `${localOrigin(rt.config.host, rt.config.port)}/webhooks/formant`,
         secret: rt.config.webhook.secrets[0],
         events: ALL_EVENTS,
         includeTranscript: true,

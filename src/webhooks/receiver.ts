@@ -17,8 +17,10 @@ const RETRY_AFTER_SECONDS = 5
 
 /** The target a path names: `formant` is the provider's default unless configured explicitly. */
 export function resolveTarget(rt: Runtime, name: string): WebhookTargetConfig | undefined {
-  const configured = rt.config.webhook.targets[name]
-  if (configured) return configured
+  // Own keys only: the targets are a plain object, and a path like /webhooks/toString must not find the
+  // inherited method. One hasOwn check, no allocation: this runs on every delivery.
+  const targets = rt.config.webhook.targets
+  if (Object.hasOwn(targets, name)) return targets[name]
   if (name === DEFAULT_TARGET) return { scheme: 'formant', secrets: rt.config.webhook.secrets }
   return undefined
 }

@@ -161,4 +161,27 @@ describeEachDialect('calls list', (dialect) => {
     expect(await main(['calls', 'list', '--before', 'nonsense'], { env, stdout: () => {}, stderr: (t) => (err += t) })).toBe(2)
     expect(err).toBe('error: --before takes the cursor a previous page printed (got "nonsense")\n')
   })
+
+  it('the next-page hint keeps the filters: following it pages through the same calls, not through all of them', async () => {
+    await (rt.clock as ReturnType<typeof createManualClock>).advance(1000)
+    await placeCall(rt, {
+      apiKey: 'sk_test_acme',
+      request: { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543212' }], idempotency_key: 'k-4' },
+      recipe: 'nightly-batch',
+      campaign: 'march',
+    })
+    const keys: string[] = []
+    let argv = ['calls', 'list', '--recipe', 'nightly-batch', '--status', 'initiated', '--limit', '1']
+    for (let page = 0; page < 5; page++) {
+      let out = ''
+      expect(await main(argv, { env, stdout: (t) => (out += t), stderr: () => {} })).toBe(0)
+      const lines = out.trim().split('\n')
+      keys.push(...lines.slice(2, -1).map((l) => /k-\d/.exec(l)![0]))
+      const hint = /older ones: (calls list .*)$/.exec(lines.at(-1)!)
+      if (!hint) break
+      expect(hint[1]).toMatch(/^calls list --recipe nightly-batch --status initiated --before \S+ --limit 1$/)
+      argv = hint[1]!.split(' ')
+    }
+    expect(keys).toEqual(['k-4', 'k-1'])
+  })
 })

@@ -55,6 +55,27 @@ describe('report send', () => {
     expect(r.stdout).toContain('subject:  switchboard daily report — 2026-11-20')
   })
 
+  it.each([
+    // Usually `--to "$OPS_EMAIL"` with the variable unset: a user mistake (exit 2), not a failure (exit 1).
+    ['', 'error: --to names no address (is the variable you passed set?); leave it out to send to REPORT_TO\n'],
+    [' , ', 'error: --to names no address (is the variable you passed set?); leave it out to send to REPORT_TO\n'],
+    ['bob', 'error: --to must be email addresses, comma-separated, as REPORT_TO (got "bob")\n'],
+    ['ops@example.com, bob', 'error: --to must be email addresses, comma-separated, as REPORT_TO (got "bob")\n'],
+  ])('--to %j is refused with one line, exit 2', async (to, line) => {
+    const dir = tempDir()
+    const r = await run(['report', 'send', '--date', '2026-11-20', '--to', to], { ...env(dir), REPORT_TO: 'team@example.com' })
+    expect(r.stderr).toBe(line)
+    expect(r.code).toBe(2)
+    expect(r.stdout).toBe('')
+  })
+
+  it('--to takes addresses as REPORT_TO does: comma-separated or repeated, with display names', async () => {
+    const r = await run(['report', 'send', '--date', '2026-11-20', '--dry-run', '--json', '--to', 'ops@example.com, Team <team@example.com>', '--to', 'cfo@example.com'], env(tempDir()))
+    expect(r.stderr).toBe('')
+    expect(r.code).toBe(0)
+    expect((JSON.parse(r.stdout) as { to: string[] }).to).toHaveLength(3)
+  })
+
   it('--json is snake_case throughout, like every other --json', async () => {
     const r = await run(['report', 'send', '--date', '2026-11-20', '--dry-run', '--json', '--to', 'ops@example.com'], env(tempDir()))
     expect(r.code).toBe(0)

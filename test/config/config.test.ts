@@ -26,6 +26,14 @@ describe('configuration', () => {
     ).toBe('http://127.0.0.1:9')
   })
 
+  it('points the sandbox upstream at an address this machine can connect to, an IPv6 one bracketed', () => {
+    expect(load({ HOST: '::' }).upstreamBaseUrl).toBe('http://127.0.0.1:3000/sandbox')
+    expect(load({ HOST: '0.0.0.0' }).upstreamBaseUrl).toBe('http://127.0.0.1:3000/sandbox')
+    expect(load({ HOST: '::1', PORT: '4000' }).upstreamBaseUrl).toBe('http://[::1]:4000/sandbox')
+    expect(load({ HOST: 'fd00::5' }).upstreamBaseUrl).toBe('http://[fd00::5]:3000/sandbox')
+    expect(load({ HOST: '10.0.0.5' }).upstreamBaseUrl).toBe('http://10.0.0.5:3000/sandbox')
+  })
+
   it('splits rotated secrets and recipients on commas', () => {
     const c = load({ WEBHOOK_SECRET: ' old , new ', REPORT_TO: 'a@x.test,b@x.test' })
     expect(c.webhook.secrets).toEqual(['old', 'new'])
@@ -46,6 +54,10 @@ describe('configuration', () => {
     [{ DATABASE_URL: 'mysql://x' }, /^Invalid configuration: DATABASE_URL must start with sqlite: or postgres:\/\//],
     [{ SANDBOX_FAULTS: 'meteor=1' }, /^Invalid configuration: SANDBOX_FAULTS unknown fault "meteor"/],
     [{ SANDBOX_FAULTS: 'webhook_drop=2' }, /^Invalid configuration: SANDBOX_FAULTS webhook_drop must be a number from 0 to 1/],
+    [{ SANDBOX_FAULTS: 'webhook_drop' }, /^Invalid configuration: SANDBOX_FAULTS entry "webhook_drop" must be fault=value, e\.g\. webhook_drop=0\.05/],
+    [{ SANDBOX_FAULTS: 'webhook_duplicate=0.1,webhook_drop=' }, /^Invalid configuration: SANDBOX_FAULTS entry "webhook_drop=" must be fault=value/],
+    [{ SANDBOX_FAULTS: 'webhook_drop= ,upstream_500=0.1' }, /^Invalid configuration: SANDBOX_FAULTS entry "webhook_drop=" must be fault=value/],
+    [{ SANDBOX_FAULTS: 'webhook_drop=0.1=0.2' }, /^Invalid configuration: SANDBOX_FAULTS entry "webhook_drop=0\.1=0\.2" must be fault=value/],
     [{ VOICE_API_REGION: 'mars' }, /^Invalid configuration: VOICE_API_REGION/],
     [{ VOICE_API_KEY: 'k' }, /^Invalid configuration: WEBHOOK_SECRET is required when VOICE_API_KEY is set/],
     [{ WEBHOOK_TARGETS: '{"crm":{"scheme":"standard"}}' }, /^Invalid configuration: WEBHOOK_TARGETS target "crm" has no secret/],
@@ -65,6 +77,35 @@ describe('configuration', () => {
 
   it('never echoes a secret in an error', () => {
     expect(() => load({ ADMIN_TOKEN: 'short' })).toThrow(/^Invalid configuration: ADMIN_TOKEN must be at least 16 characters$/)
+  })
+
+  it('never echoes WEBHOOK_TARGETS, and shows a URL setting with its credentials masked', () => {
+    const messageOf = (env: Record<string, string>) => {
+      try {
+        load(env)
+      } catch (error) {
+        return (error as Error).message
+      }
+      throw new Error('no error')
+    }
+    const malformed = messageOf({ WEBHOOK_TARGETS: '{"crm":{"scheme":"standard","secrets":"whsec_TOPSECRET"}' })
+    expect(malformed).toBe('Invalid configuration: WEBHOOK_TARGETS must be a JSON object')
+    const array = messageOf({ WEBHOOK_TARGETS: '["whsec_TOPSECRET"]' })
+    expect(array).toMatch(/^Invalid configuration: WEBHOOK_TARGETS /)
+    expect(array).not.toContain('TOPSECRET')
+    expect(messageOf({ DATABASE_URL: 'postgresq://admin:hunter2pass@db/app' })).toBe(
+      'Invalid configuration: DATABASE_URL must start with sqlite: or postgres:// (got "postgresq://***@db/app")',
+    )
+    expect(messageOf({ VOICE_API_BASE_URL: 'ftp://key:hunter2pass@api.example/v1' })).toBe(
+      'Invalid configuration: VOICE_API_BASE_URL must be an http(s) URL (got "ftp://***@api.example/v1")',
+    )
+    // Not a URL the parser takes, or a password in the query: still not shown.
+    expect(messageOf({ DATABASE_URL: 'postgres//admin:hunter2pass@db/app' })).toBe('Invalid configuration: DATABASE_URL must start with sqlite: or postgres:// (got "***@db/app")')
+    expect(messageOf({ DATABASE_URL: 'postgresq://db/app?user=admin&password=hunter2pass' })).toBe(
+      'Invalid configuration: DATABASE_URL must start with sqlite: or postgres:// (got "postgresq://db/app?…")',
+    )
+    // A URL without credentials is shown as it is: it is the mistake to see.
+    expect(messageOf({ DATABASE_URL: 'mysql://db/app' })).toBe('Invalid configuration: DATABASE_URL must start with sqlite: or postgres:// (got "mysql://db/app")')
   })
 
   it('lets the environment override switchboard.config.ts values', () => {

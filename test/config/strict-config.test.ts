@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { main } from '../../src/cli.ts'
+import { loadConfig } from '../../src/config/load.ts'
 
 // Start-up refuses each mistake with one line naming the key (exit 2), through the CLI.
 
@@ -89,6 +90,34 @@ describe('values that look fine but are not', () => {
     const r = await startWith(env)
     expect(r.code).toBe(2)
     expect(r.stderr).toBe(line)
+  })
+
+  it.each([
+    // Each once became 0 or 1 without a word: PORT 0 is a random port, a tolerance of 0 turns the timestamp check off.
+    [{ PORT: ' ' }, undefined, 'error: Invalid configuration: PORT must be a number (got " ")\n'],
+    [{ PORT: '1e3' }, undefined, 'error: Invalid configuration: PORT must be a whole number in digits (got "1e3")\n'],
+    [{ PORT: '0x50' }, undefined, 'error: Invalid configuration: PORT must be a whole number in digits (got "0x50")\n'],
+    [{ WEBHOOK_TOLERANCE_SECONDS: '1.5' }, undefined, 'error: Invalid configuration: WEBHOOK_TOLERANCE_SECONDS must be a whole number (got "1.5")\n'],
+    [{}, '{ PORT: null }', 'error: Invalid configuration: PORT must be a number\n'],
+    [{}, "{ PORT: '' }", 'error: Invalid configuration: PORT must be a number (got "")\n'],
+    [{}, '{ PORT: true }', 'error: Invalid configuration: PORT must be a number\n'],
+    [{}, '{ WEBHOOK_TOLERANCE_SECONDS: null }', 'error: Invalid configuration: WEBHOOK_TOLERANCE_SECONDS must be a number\n'],
+    [{}, '{ WEBHOOK_MAX_BYTES: [4096] }', 'error: Invalid configuration: WEBHOOK_MAX_BYTES must be a number\n'],
+    [{}, '{ SANDBOX_SPEED: true }', 'error: Invalid configuration: SANDBOX_SPEED must be a number\n'],
+    [{ SANDBOX_SPEED: 'fast' }, undefined, 'error: Invalid configuration: SANDBOX_SPEED must be a number (got "fast")\n'],
+  ])('a whole number that is not one: %o %s', async (env, file, line) => {
+    const r = await startWith(env, file === undefined ? undefined : config(file))
+    expect(r.code).toBe(2)
+    expect(r.stderr).toBe(line)
+  })
+
+  it('a whole number is a number or digits, spaces around them allowed', async () => {
+    const dir = tempDir()
+    const options = { cwd: dir, env: { DATA_DIR: dir } }
+    expect(loadConfig({ ...options, env: { ...options.env, PORT: ' 8080 ', WEBHOOK_TOLERANCE_SECONDS: '0' } })).toMatchObject({ port: 8080, webhook: { toleranceSeconds: 0 } })
+    expect(loadConfig({ ...options, file: { PORT: 8081, WEBHOOK_TOLERANCE_SECONDS: '60' } })).toMatchObject({ port: 8081, webhook: { toleranceSeconds: 60 } })
+    expect(loadConfig({ ...options, env: { ...options.env, SANDBOX_SPEED: ' 0.5 ' } }).sandbox.speed).toBe(0.5)
+    expect(loadConfig({ ...options, file: { SANDBOX_SPEED: 120 } }).sandbox.speed).toBe(120)
   })
 
   it('a whsec_ secret of a named target that is not base64', async () => {

@@ -1,5 +1,8 @@
 import { spawn } from 'node:child_process'
 import { createHmac } from 'node:crypto'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { H3, serve } from 'h3'
 import { describe, expect, it } from 'vitest'
 import { main } from '../../src/cli.ts'
@@ -7,6 +10,7 @@ import { withListenPort } from '../../src/config/load.ts'
 import { mountSandbox } from '../../src/sandbox/mount.ts'
 import { createManualClock } from '../../src/utils/clock.ts'
 import { createTestRuntime } from '../helpers/runtime.ts'
+import { childEnv, spawnCollecting } from '../cli/processes.ts'
 
 describe('sandbox inside switchboard', () => {
   it('answers under /sandbox and delivers signed webhooks to this server’s receiver on the port bound later', async () => {
@@ -50,6 +54,36 @@ describe('sandbox inside switchboard', () => {
     }
   })
 
+  it('delivers its webhooks to the address the server listens on: HOST=::1 is reached at [::1], not 127.0.0.1', async () => {
+    const clock = createManualClock('2026-03-18T10:00:00Z')
+    const rt = await createTestRuntime({ clock, env: { HOST: '::1' } })
+    const received: string[] = []
+    const app = new H3()
+    mountSandbox(app, rt)
+    app.post('/webhooks/formant', async (event) => {
+      received.push(await event.req.text())
+      return new Response(null, { status: 204 })
+    })
+    const server = serve(app, { port: 0, hostname: rt.config.host, silent: true, gracefulShutdown: false })
+    try {
+      await server.ready()
+      const address = server.node?.server?.address()
+      rt.config = withListenPort(rt.config, typeof address === 'object' && address ? address.port : 0)
+      expect(rt.config.upstreamBaseUrl).toMatch(/^http:\/\/\[::1\]:\d+\/sandbox$/)
+      const res = await fetch(`${rt.config.upstreamBaseUrl}/v1/call`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer sk_test_acme', 'content-type': 'application/json' },
+        body: JSON.stringify({ agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543210' }] }),
+      })
+      expect(res.status).toBe(200)
+      await clock.advance(10 * 60_000)
+      await expect.poll(() => received.length, { timeout: 5_000 }).toBe(1)
+    } finally {
+      await server.close(true)
+      await rt.close()
+    }
+  })
+
   it('is not mounted when a VOICE_API_KEY is set', async () => {
     const rt = await createTestRuntime({ env: { VOICE_API_KEY: 'sk_live_x' } })
     try {
@@ -69,6 +103,24 @@ describe('cli sandbox', () => {
     err = ''
     expect(await main(['sandbox', '--webhook-url', 'ftp://x'], { env: {}, stderr: (t) => (err += t), stdout: () => {} })).toBe(2)
     expect(err).toContain('--webhook-url must be an http(s) URL')
+  })
+
+  it('reads switchboard.config.ts like every other command: its WEBHOOK_SECRET signs, its SANDBOX_SPEED applies', { timeout: 30_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-sandbox-cfg-'))
+    const file = join(dir, 'switchboard.config.ts')
+    writeFileSync(file, "import { defineConfig } from 'switchboard'\nexport default defineConfig({ WEBHOOK_SECRET: 'whsec_c2VjcmV0', SANDBOX_SPEED: 7 })\n")
+    const spawned = spawnCollecting(process.execPath, ['src/bin.mjs', 'sandbox', '--port', '0', '--webhook-url', 'http://127.0.0.1:9/hook'], childEnv({ SWITCHBOARD_CONFIG: file }))
+    try {
+      // Without the file there is no secret, and --webhook-url is refused (exit 2) before anything listens.
+      await expect.poll(() => spawned.stdout() + spawned.stderr(), { timeout: 15_000 }).toMatch(/listening at|error:/)
+      expect(spawned.stderr()).toBe('')
+      expect(spawned.stdout()).toContain('(speed ×7)')
+      expect(spawned.stdout()).toContain('every event type → http://127.0.0.1:9/hook (signed')
+    } finally {
+      spawned.child.kill('SIGTERM')
+      await spawned.exited
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it('runs standalone: prints its URL, the demo keys and the webhook target, and answers /v1', async () => {
