@@ -22,6 +22,7 @@ import { inboxBacklog } from './webhooks/backlog.ts'
 import { registerBacklogMetrics } from './backlog-metrics.ts'
 import { canRunInThread, startProcessingThread, type ProcessingThread } from './processing-host.ts'
 import { explainListenError } from './utils/listen-error.ts'
+import { localOrigin } from './utils/local-origin.ts'
 
 
 /** Per-process hooks the operations endpoints read (the processing thread's metrics, when there is one). */
@@ -169,8 +170,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const address = server.node?.server?.address()
   const port = typeof address === 'object' && address ? address.port : config.port
   rt.config = withListenPort(rt.config, port)
-  const hostForUrl = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
-  const url = `http://${hostForUrl.includes(':') ? `[${hostForUrl}]` : hostForUrl}:${port}`
+  const url = localOrigin(config.host, port)
   let stopBackground: () => Promise<void> = async () => {}
   let checkpoints: Checkpointer | undefined
   try {

@@ -7,6 +7,7 @@ import type { Runtime } from '../runtime.ts'
 import { VoiceApiError } from '../upstream/errors.ts'
 import { signFormant } from '../webhooks/verify.ts'
 import { describeError, ok, problem, skipped, type CheckResult } from './check.ts'
+import { localOrigin } from '../utils/local-origin.ts'
 
 /** Reachable and migrated; the store is closed by the caller. `cli` is how hints name the CLI (src/utils/cli-name.ts). */
 export async function checkDatabase(store: Store, cli = 'switchboard'): Promise<CheckResult> {
@@ -59,8 +60,7 @@ export async function serviceIsUp(config: Config, fetcher: typeof fetch = fetch)
 
 /** The running service's address as seen from this machine. */
 export function localUrl(config: Config): string {
-  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
-  return `http://${host.includes(':') ? `[${host}]` : host}:${config.port}`
+  return localOrigin(config.host, config.port)
 }
 
 /** The workspace key is accepted: one cheap authenticated GET through the typed client. */
