@@ -5,6 +5,7 @@ import { pipeline } from 'node:stream/promises'
 import type { ReadableStream as NodeWebReadableStream } from 'node:stream/web'
 import type { Runtime } from '../runtime.ts'
 import { apiErrorResponse } from '../upstream/api-error.ts'
+import { createIdleDeadline } from './idle-deadline.ts'
 import { failureOf, failureResponse, passHeaders, upstreamUrl, withCache } from './upstream.ts'
 
 /**
@@ -49,7 +50,7 @@ function toHeaders(raw: IncomingMessage['headers']): Headers {
  * Forwards a request whose body may be large (multipart CSV or audio, or anything under /v1 we do not
  * know) chunk by chunk: nothing is buffered, so memory stays flat whatever the size. The body is counted
  * on the way and cut off past PROXY_MAX_UPLOAD_BYTES (413). The deadline is an idle timer: it restarts
- * with every chunk, so a large upload on a slow link is not cut off while bytes still flow.
+ * with every chunk, up and down, so a large upload on a slow link is not cut off while bytes still flow.
  */
 export async function streamThrough(
   rt: Runtime,
@@ -63,13 +64,9 @@ export async function streamThrough(
   if (declared !== null && Number(declared) > max) return tooLarge()
 
   const timeoutMs = rt.config.upstreamTimeoutMs
-  const controller = new AbortController()
-  let timer: NodeJS.Timeout | undefined
-  const arm = () => {
-    clearTimeout(timer)
-    timer = setTimeout(() => controller.abort(new DOMException('upstream timeout', 'TimeoutError')), timeoutMs)
-    timer.unref()
-  }
+  // Idle, both ways: restarted by every chunk of the upload, then of the answer — so a large file on a slow link
+  // goes through, and a provider that stalls halfway through its answer is cut off rather than held for ever.
+  const deadline = createIdleDeadline(timeoutMs)
   let received = 0
   let overLimit = false
   let body: ReadableStream<Uint8Array> | null = null
@@ -83,7 +80,7 @@ export async function streamThrough(
             ctl.error(new Error('upload too large'))
             return
           }
-          arm()
+          deadline.arm()
           ctl.enqueue(chunk)
         },
       }),
@@ -94,26 +91,35 @@ export async function streamThrough(
     const value = request.headers.get(name)
     if (value !== null) headers[name] = value
   }
-  if (body) headers['transfer-encoding'] = 'chunked'
-  arm()
+  // A declared length goes on as it is (Node's parser has read exactly that many bytes for us to pass on; an
+  // upstream may refuse a chunked upload with 411); without one, chunked.
+  if (body) {
+    if (declared !== null && /^\d+$/.test(declared.trim())) headers['content-length'] = declared.trim()
+    else headers['transfer-encoding'] = 'chunked'
+  }
+  deadline.arm()
   try {
-    const upstream = await sendStreaming(upstreamUrl(rt, init.pathAndQuery), { method: request.method, headers, body, signal: controller.signal })
+    const upstream = await sendStreaming(upstreamUrl(rt, init.pathAndQuery), { method: request.method, headers, body, signal: deadline.signal })
     if (overLimit) {
+      deadline.stop()
       upstream.resume()
       return tooLarge()
     }
-    clearTimeout(timer)
+    // From here the deadline watches the answer's body (below); it stops when the body ends.
+    deadline.arm()
     const status = upstream.statusCode ?? 502
     if (status >= 200 && status < 300 && init.onSuccess) await init.onSuccess().catch((err) => rt.log.warn({ err }, 'post-upload hook failed'))
     // A Response with a body and a null-body status throws: those answers have none to pass on anyway.
-    const responseBody = request.method === 'HEAD' || NULL_BODY_STATUSES.has(status) ? null : (Readable.toWeb(upstream) as ReadableStream<Uint8Array>)
-    if (!responseBody) upstream.resume()
+    const responseBody = request.method === 'HEAD' || NULL_BODY_STATUSES.has(status) ? null : deadline.watch(Readable.toWeb(upstream) as ReadableStream<Uint8Array>)
+    if (!responseBody) {
+      deadline.stop()
+      upstream.resume()
+    }
     return withCache(new Response(responseBody, { status, headers: passHeaders(toHeaders(upstream.headers), status) }), 'BYPASS')
   } catch (error) {
+    deadline.stop()
     if (overLimit) return tooLarge()
-    if (controller.signal.aborted) return failureResponse({ failure: 'timeout', message: `the provider did not answer within ${timeoutMs} ms` })
+    if (deadline.signal.aborted) return failureResponse({ failure: 'timeout', message: `the provider did not answer within ${timeoutMs} ms` })
     return failureResponse(failureOf(error, timeoutMs))
-  } finally {
-    clearTimeout(timer)
   }
 }

@@ -287,6 +287,35 @@ describeEachDialect('proxy edges (2)', (dialect) => {
     expect(ok.headers.get('location')).toBeNull()
   })
 
+  it('a streamed upload keeps its declared Content-Length upstream (chunked only without one)', async () => {
+    const { h, up } = await scripted()
+    const framing: Array<{ length?: string; chunked: boolean }> = []
+    up.answer((req, _body, res) => {
+      framing.push({ length: req.headers['content-length'], chunked: req.headers['transfer-encoding'] === 'chunked' })
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end('{"data":{}}')
+    })
+    const csv = 'customer_phone\n+919876543210\n'
+    expect((await h.request('/v1/agents/101/widgets', { method: 'POST', headers: { 'content-type': 'text/csv', 'content-length': String(csv.length) }, body: csv })).status).toBe(200)
+    const stream = new ReadableStream<Uint8Array>({ start: (c) => (c.enqueue(new TextEncoder().encode(csv)), c.close()) })
+    expect((await h.request('/v1/agents/101/widgets', { method: 'POST', headers: { 'content-type': 'text/csv' }, body: stream, duplex: 'half' } as RequestInit)).status).toBe(200)
+    expect(framing).toEqual([{ length: String(csv.length), chunked: false }, { length: undefined, chunked: true }])
+  })
+
+  it('a streamed answer that stalls halfway is cut off after UPSTREAM_TIMEOUT_MS of silence, not held open for ever', async () => {
+    const { h, up } = await scripted({ UPSTREAM_TIMEOUT_MS: '300' })
+    up.answer((_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' })
+      res.write('{"data":')
+    })
+    const res = await h.request('/v1/agents/101/widgets', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+    expect(res.status).toBe(200)
+    const started = Date.now()
+    // Real time, unavoidably (the deadline is a socket's): the body errors once 300 ms pass without a byte.
+    await expect(res.text()).rejects.toThrow()
+    expect(Date.now() - started).toBeLessThan(2_500)
+  }, 20_000)
+
   it('a recording download may take longer than UPSTREAM_TIMEOUT_MS while bytes flow; a stall aborts it and nothing is cached', async () => {
     const { h, up } = await scripted({ UPSTREAM_TIMEOUT_MS: '300' })
     const chunk = Buffer.alloc(16 * 1024, 7)
