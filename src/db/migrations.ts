@@ -415,6 +415,21 @@ const m0016: Migration = {
   },
 }
 
+/**
+ * Which process runs a recipe run (`<boot>/<pid namespace>/<pid>/<start time>`, src/utils/process-identity.ts):
+ * a run left `running` by a killed process is known for what it is on its machine, instead of blocking the
+ * recipe's ticks, event batches and manual runs for an hour. Forward-compatible: a nullable column; a previous
+ * version's rows have none and are judged by age, as before.
+ */
+const m0017: Migration = {
+  async up(db: AnyDb) {
+    if (!(await hasColumn(db, 'recipe_runs', 'process'))) await db.schema.alterTable('recipe_runs').addColumn('process', 'text').execute()
+  },
+  async down(db: AnyDb) {
+    if (await hasColumn(db, 'recipe_runs', 'process')) await db.schema.alterTable('recipe_runs').dropColumn('process').execute()
+  },
+}
+
 export const migrations: Record<string, Migration> = {
   '0001_initial': m0001,
   '0002_webhooks_stats': m0002,
@@ -432,6 +447,7 @@ export const migrations: Record<string, Migration> = {
   '0014_destination_dead_index': destinationDeadIndexMigration,
   '0015_destination_pending_covering': destinationPendingCoveringMigration,
   '0016_call_queue_window': m0016,
+  '0017_recipe_runs_process': m0017,
 }
 
 export const migrationProvider: MigrationProvider = {

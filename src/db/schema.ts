@@ -156,6 +156,8 @@ export interface RecipeRunsTable {
   /** JSON: the side effects planned (dry run) or performed. */
   plan: string | null
   error: string | null
+  /** The process running it (src/utils/process-identity.ts), null where it cannot be identified or a previous version wrote the row. */
+  process: string | null
 }
 
 /** One row per (recipe, tick): whoever inserts it runs that tick, on any replica. */

@@ -1,5 +1,5 @@
 import { CliError, defineCommand, JSON_OPTION, type CliCommand } from '../cli-kit.ts'
-import { BrokenRecipeError, recipeEngineFor, UnknownRecipeError } from './engine.ts'
+import { BrokenRecipeError, recipeEngineFor, RecipeRunningError, UnknownRecipeError } from './engine.ts'
 import { recipeInfoJson, renderRun, runJson } from './present.ts'
 import { recipesCheck } from './check-command.ts'
 import { recipesTest } from './test-command.ts'
@@ -50,6 +50,8 @@ const recipesRun = defineCommand({
       run = await recipeEngineFor(rt).run(name, { dryRun: ctx.values['dry-run'] === true })
     } catch (error) {
       if (error instanceof UnknownRecipeError || error instanceof BrokenRecipeError) throw new CliError(error.message)
+      // Not a usage mistake: the run could not happen now (the service or a replica is running it), so exit 1.
+      if (error instanceof RecipeRunningError) throw new CliError(error.message, 1)
       throw error
     }
     if (ctx.values.json) ctx.json(runJson(run))

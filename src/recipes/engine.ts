@@ -12,6 +12,9 @@ import { createScheduler, nextTick, previousTick, type Scheduler } from './sched
 import { createRecipeSubscriptions } from './subscriptions.ts'
 import { createTypeVerdicts, typeCacheFile } from './type-verdicts.ts'
 import { formatDiagnostic, type RecipeDiagnostic } from './diagnostic.ts'
+import { realRunInProgress, RecipeRunningError, RUN_STALE_MS } from './overlap.ts'
+
+export { RecipeRunningError } from './overlap.ts'
 
 /** A recipe as `recipes list` shows it. */
 export interface RecipeInfo {
@@ -38,7 +41,11 @@ export interface RecipeEngine {
   reload(): Promise<LoadedRecipe[]>
   recipes(): LoadedRecipe[]
   list(): Promise<RecipeInfo[]>
-  /** Runs a recipe now (manual unless a trigger is given); waits for a run in progress to finish first. */
+  /**
+   * Runs a recipe now (manual unless a trigger is given); waits for a real run of it in progress in this process
+   * to finish first. A real run refuses (RecipeRunningError) while one is in progress in another process. A dry
+   * run never conflicts: it waits for the real run in progress here, but never holds a real one back.
+   */
   run(name: string, request?: RunRequest): Promise<RecipeRun>
   /** Starts schedules, the missed-tick catch-up and (optionally) the folder watch. */
   start(options?: { watch?: boolean }): Promise<void>
@@ -66,8 +73,6 @@ export class BrokenRecipeError extends Error {
   }
 }
 
-/** A run still marked `running` after this long is taken for a crashed process, not a live run. */
-const RUN_STALE_MS = 60 * 60 * 1000
 const WATCH_DEBOUNCE_MS = 150
 const SCHEDULER_NS = 'switchboard:scheduler'
 
@@ -97,7 +102,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
   let debounce: ReturnType<typeof setTimeout> | undefined
   let reloading: Promise<LoadedRecipe[]> | undefined
   let stopped = false
-  // One run at a time per recipe in this process: the tail of each recipe's queue.
+  // One real run at a time per recipe in this process: the tail of each recipe's queue (dry runs never join it).
   const tails = new Map<string, Promise<unknown>>()
   const inFlight = new Set<Promise<unknown>>()
 
@@ -122,10 +127,15 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
     })
   }
 
-  /** Queues a run behind any run of the same recipe in this process. */
-  const exclusive = (name: string, fn: () => Promise<RecipeRun>): Promise<RecipeRun> => {
+  /**
+   * Queues a run behind any real run of the same recipe in this process. A dry run waits there too (its plan then
+   * reads what the real run left) but is not queued as the tail: a real run or tick never waits for, or is skipped
+   * because of, a dry run — at worst the two run side by side (a dry run places, launches and sends nothing).
+   */
+  const exclusive = (name: string, fn: () => Promise<RecipeRun>, dryRun = false): Promise<RecipeRun> => {
     const previous = tails.get(name) ?? Promise.resolve()
     const next = previous.catch(() => {}).then(fn)
+    if (dryRun) return track(next)
     tails.set(name, next)
     void next.finally(() => {
       if (tails.get(name) === next) tails.delete(name)
@@ -183,17 +193,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       })
   }
 
-  const runningElsewhere = async (name: string): Promise<boolean> => {
-    const row = await rt.store.db
-      .selectFrom('recipe_runs')
-      .select('id')
-      .where('recipe', '=', name)
-      .where('status', '=', 'running')
-      .where('dry_run', '=', 0)
-      .where('started_at', '>', rt.clock.now() - RUN_STALE_MS)
-      .executeTakeFirst()
-    return row !== undefined
-  }
+  const runningElsewhere = async (name: string): Promise<boolean> => (await realRunInProgress(rt, name)) !== undefined
 
   /** A claimed tick: skipped (and recorded) if a run of the recipe is still going here or on a replica. */
   const runTick = async (name: string, tickAt: number, type: RecipeTriggerType) => {
@@ -271,10 +271,12 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
     }, WATCH_DEBOUNCE_MS)
   }
 
-  // Event batches run like any other run of the recipe: one at a time in this process, recorded, timed out.
+  // Event batches run like any other run of the recipe: one at a time in this process, recorded, timed out; while
+  // a real run of the recipe is going anywhere, its events stay queued (the dispatch claims none).
   const dispatch = createEventDispatch(rt, {
     recipes: () => loaded,
     subscriptions: (name) => subscriptions.get(name),
+    inProgress: runningElsewhere,
     run: (recipe, events) => exclusive(recipe.name, () => runNow(recipe, { type: 'event', events, event: events[0] }, false)),
   })
 
@@ -340,7 +342,20 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       await ensureLoaded()
       const recipe = find(name)
       if (!recipe.definition) throw new BrokenRecipeError(recipe.name, recipe.error ?? 'not loaded')
-      return exclusive(name, () => runNow(find(name), request.trigger ?? { type: 'manual' }, request.dryRun ?? false))
+      const dryRun = request.dryRun ?? false
+      return exclusive(
+        name,
+        async () => {
+          if (!dryRun) {
+            await typeChecked
+            // Behind this process's own real runs of it: a real run still going now is another process's.
+            const running = await realRunInProgress(rt, name)
+            if (running) throw new RecipeRunningError(name, running)
+          }
+          return runNow(find(name), request.trigger ?? { type: 'manual' }, dryRun)
+        },
+        dryRun,
+      )
     },
     async start(startOptions = {}) {
       await ensureLoaded()

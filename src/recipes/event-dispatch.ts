@@ -37,6 +37,11 @@ export interface DispatchDeps {
   recipes(): LoadedRecipe[]
   /** What a loaded recipe subscribes to: its own `on`, or the last known one while it is broken. */
   subscriptions(name: string): readonly string[] | undefined
+  /**
+   * Whether a real run of the recipe is in progress (this process's, or another's: a manual run, a tick, a replica's
+   * batch). Its events then stay queued, unclaimed, and the sweep looks again: a batch never runs beside it.
+   */
+  inProgress(name: string): Promise<boolean>
   /** Runs one batch (the engine: one run at a time per recipe, recorded, timed out). */
   run(recipe: LoadedRecipe, events: PipelineEvent[]): Promise<RecipeRun>
 }
@@ -133,6 +138,8 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
       const recipe = deps.recipes().find((r) => r.name === name)
       // A recipe removed or broken keeps its queue until it is back.
       if (!recipe?.definition?.on?.length) return
+      // The recipe is running elsewhere: nothing is claimed, so nothing is spent or run twice; the sweep retries.
+      if (await deps.inProgress(name)) return
       const rows = await claimFireBatch(rt, name, owner, recipeBatchMax, FIRE_CLAIM_MS)
       if (rows.length === 0) return
       await runBatch(recipe, rows)

@@ -1,13 +1,13 @@
 import { HTTPError } from 'h3'
 import { defineProcessingTask, runProcessingTask } from '../coordination/processing-task.ts'
 import type { Runtime } from '../runtime.ts'
-import { BrokenRecipeError, recipeEngineFor, UnknownRecipeError } from './engine.ts'
+import { BrokenRecipeError, recipeEngineFor, RecipeRunningError, UnknownRecipeError } from './engine.ts'
 import type { RecipeRun } from './runner.ts'
 
 /** A recipe run asked for by a request: the run as recorded, or why it could not start. */
 export type ManualRunOutcome =
   | { ok: true; run: Omit<RecipeRun, 'result'> }
-  | { ok: false; problem: 'unknown' | 'broken'; message: string }
+  | { ok: false; problem: 'unknown' | 'broken' | 'running'; message: string }
 
 /** "Run now" in the processing thread: a nightly batch or a sweep is seconds of work. */
 export const recipeRunTask = defineProcessingTask('recipeRun', async (rt, args: { name: string; dryRun: boolean }): Promise<ManualRunOutcome> => {
@@ -18,6 +18,7 @@ export const recipeRunTask = defineProcessingTask('recipeRun', async (rt, args: 
   } catch (error) {
     if (error instanceof UnknownRecipeError) return { ok: false, problem: 'unknown', message: error.message }
     if (error instanceof BrokenRecipeError) return { ok: false, problem: 'broken', message: error.message }
+    if (error instanceof RecipeRunningError) return { ok: false, problem: 'running', message: error.message }
     throw error
   }
 })
@@ -26,7 +27,7 @@ export const recipeRunTask = defineProcessingTask('recipeRun', async (rt, args: 
  * A run asked for over HTTP ("Run now" on the dashboard, `POST /admin/recipes/:name/run`). Under `serve` it
  * runs in the processing thread, where the recipes' scheduled and event runs happen: a nightly batch or a
  * follow-up sweep is seconds of work that the receiver's event loop must not carry. An unknown recipe is a
- * 404, one that does not load a 409.
+ * 404; one that does not load, or that another process is running (a real run only), a 409.
  */
 export async function runRecipeNow(rt: Runtime, name: string, dryRun: boolean): Promise<Omit<RecipeRun, 'result'>> {
   const outcome = await runProcessingTask(rt, recipeRunTask, { name, dryRun })

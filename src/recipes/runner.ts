@@ -9,6 +9,7 @@ import { createQueries } from './queries.ts'
 import { createKvState, recipeStateNamespace } from './state.ts'
 import { decodeSummary, encodeSummary } from './summary.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
+import { processIdentity } from '../utils/process-identity.ts'
 
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'skipped'
 
@@ -107,7 +108,7 @@ export async function executeRun(
     .insertInto('recipe_runs')
     .values({
       id, recipe: name, trigger: trigger.type, event_id: trigger.event?.eventId ?? null, dry_run: dryRun ? 1 : 0,
-      status: 'running', started_at: startedAt, ended_at: null, summary: null, plan: null, error: null,
+      status: 'running', started_at: startedAt, ended_at: null, summary: null, plan: null, error: null, process: processIdentity() ?? null,
     })
     .execute()
   const bindings = createBindings(rt, effects, name, timezone)

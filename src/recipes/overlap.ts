@@ -1,0 +1,66 @@
+import type { Runtime } from '../runtime.ts'
+import { isProcessAlive } from '../utils/process-identity.ts'
+
+/** A run still marked `running` after this long is taken for a crashed process, not a live run. */
+export const RUN_STALE_MS = 60 * 60 * 1000
+
+/** A real (not dry) run of a recipe that is still going, as its `recipe_runs` row says. */
+export interface RunInProgress {
+  id: string
+  trigger: string
+  startedAt: number
+}
+
+/**
+ * The real run of a recipe in progress in any process, if any. Dry runs never count. A recipe's real runs never
+ * overlap, so one in progress is the newest real run started: only that row is read (the (recipe, started_at)
+ * index, newest first, past any skipped tick), which keeps the check cheap for a recipe that runs an event batch
+ * every second — a scan of every run of the last hour would not be. A `running` row older than RUN_STALE_MS is
+ * taken for a crashed process; so is one whose process, on this machine, is known to have stopped (killed, crashed)
+ * — that row is closed as failed on the spot, rather than holding the recipe back for the rest of the hour.
+ */
+export async function realRunInProgress(rt: Runtime, recipe: string): Promise<RunInProgress | undefined> {
+  const row = await rt.store.db
+    .selectFrom('recipe_runs')
+    .select(['id', 'trigger', 'status', 'started_at', 'process'])
+    .where('recipe', '=', recipe)
+    .where('dry_run', '=', 0)
+    .where('status', '!=', 'skipped')
+    .where('started_at', '>', rt.clock.now() - RUN_STALE_MS)
+    .orderBy('started_at', 'desc')
+    // Two real runs started in the same millisecond (two processes that checked at once): the running one.
+    .orderBy((eb) => eb.case().when('status', '=', 'running').then(0).else(1).end())
+    .limit(1)
+    .executeTakeFirst()
+  if (row?.status !== 'running') return undefined
+  if (row.process && isProcessAlive(row.process) === false) {
+    await closeAbandonedRun(rt, row.id)
+    return undefined
+  }
+  return { id: row.id, trigger: row.trigger, startedAt: Number(row.started_at) }
+}
+
+/** Closes a run whose process stopped before it finished; a no-op if it was closed meanwhile. */
+async function closeAbandonedRun(rt: Runtime, id: string): Promise<void> {
+  await rt.store.db
+    .updateTable('recipe_runs')
+    .set({ status: 'failed', ended_at: rt.clock.now(), error: 'the process running it stopped before it finished (killed or crashed)' })
+    .where('id', '=', id)
+    .where('status', '=', 'running')
+    .execute()
+  rt.log.warn({ run_id: id }, 'a recipe run was left running by a process that stopped; closed as failed')
+}
+
+/** A real run asked for while another process (the service, a replica, the CLI) is running the same recipe. */
+export class RecipeRunningError extends Error {
+  constructor(
+    readonly recipe: string,
+    readonly running: RunInProgress,
+  ) {
+    super(
+      `recipe "${recipe}" is already running: a ${running.trigger} run started at ${new Date(running.startedAt).toISOString()} ` +
+        `in another process (run ${running.id}); try again when it has finished (a dry run can go ahead)`,
+    )
+    this.name = 'RecipeRunningError'
+  }
+}
