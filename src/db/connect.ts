@@ -24,6 +24,8 @@ export interface Store {
    * is for logs and health only. Returns a function that stops listening.
    */
   onConnectionError(fn: (error: Error) => void): () => void
+  /** Postgres: the same database on one connection without statement timeouts, for migrations (closed by the caller). */
+  withoutTimeouts?: () => Promise<Store>
   close(): Promise<void>
 }
 
@@ -34,6 +36,8 @@ export interface OpenOptions {
   poolSize?: number
   /** Told of every statement that took `ms` or longer (0: off), with its SQL as compiled: placeholders, no values. */
   slowStatement?: { ms: number; report(sql: string, durationMs: number): void }
+  /** Postgres: no statement or query timeout (migrations). */
+  noTimeouts?: boolean
 }
 
 /** kysely's query log, narrowed to the statements slower than the threshold; undefined (no logging) when off. */
@@ -143,8 +147,7 @@ async function openPostgres(url: string, options: OpenOptions): Promise<Store> {
     max: options.poolSize ?? 10,
     types: pgTypes,
     connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
-    statement_timeout: PG_STATEMENT_TIMEOUT_MS,
-    query_timeout: PG_QUERY_TIMEOUT_MS,
+    ...(options.noTimeouts ? {} : { statement_timeout: PG_STATEMENT_TIMEOUT_MS, query_timeout: PG_QUERY_TIMEOUT_MS }),
     // Idle connections are probed, so a half-open one is noticed and replaced between bursts.
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
@@ -177,6 +180,7 @@ async function openPostgres(url: string, options: OpenOptions): Promise<Store> {
       listeners.add(fn)
       return () => listeners.delete(fn)
     },
+    ...(options.noTimeouts ? {} : { withoutTimeouts: () => openPostgres(url, { schema, poolSize: 2, noTimeouts: true }) }),
     async close() {
       await db.destroy()
     },
@@ -231,9 +235,29 @@ export function useAsProcessingConnection(store: Store): void {
   checkpointOnlyAsBackstop(store)
 }
 
-/** Brings the schema up to date. Safe to run concurrently from several replicas on Postgres. */
+/**
+ * Brings the schema up to date. Safe to run concurrently from several replicas on Postgres. On Postgres it runs on
+ * a connection of its own without the pool's statement timeouts: building an index over a large table, or copying
+ * one, takes as long as it takes, and cut off at 15 s the migration rolled back and the upgrade could never finish
+ * (a replica waiting for another's migration lock was cut off too).
+ */
 export async function migrate(store: Store): Promise<MigrationReport> {
-  return report(await (await createMigrator(store)).migrateToLatest())
+  if (!store.withoutTimeouts) return migrateOn(store)
+  const own = await store.withoutTimeouts()
+  try {
+    return await migrateOn(own)
+  } finally {
+    await own.close()
+  }
+}
+
+async function migrateOn(store: Store): Promise<MigrationReport> {
+  const migrator = await createMigrator(store)
+  // Everything this version knows is applied: nothing to run. This is also how a previous version restarts on the
+  // schema a newer one has migrated (a rolling deploy, a rollback): kysely refuses to migrate a database holding
+  // migrations it does not know ("corrupted migrations"), and the forward-compatible rule exists for this case.
+  if ((await migrator.getMigrations()).every((m) => m.executedAt !== undefined)) return { applied: [] }
+  return report(await migrator.migrateToLatest())
 }
 
 /** Applies migrations up to and including `name` (tests of a migration over the schema before it). */

@@ -18,6 +18,14 @@ describeEachDialect('store', (dialect) => {
     expect(await isMigrated(store)).toBe(true)
   })
 
+  it('a previous version starts on the schema a newer one migrated (a rolling deploy, a rollback): nothing to run, no refusal', async () => {
+    store = await openTestStore(dialect)
+    // What the next version leaves: a migration this one does not know, recorded as applied.
+    await sql`insert into switchboard_migrations (name, timestamp) values ('0999_from_the_future', '2026-11-28T00:00:00.000Z')`.execute(store.db)
+    expect((await migrate(store)).applied).toEqual([])
+    expect(await isMigrated(store)).toBe(true)
+  })
+
   it('dedupes on a primary key with insert-or-ignore, and returns BIGINT times as numbers', async () => {
     store = await openTestStore(dialect)
     const row = {
@@ -34,6 +42,26 @@ describeEachDialect('store', (dialect) => {
     expect(stored.agent_id).toBe(101)
     const { n } = await store.db.selectFrom('webhook_events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
     expect(Number(n)).toBe(1)
+  })
+})
+
+describe.runIf(DIALECTS.includes('postgres'))('store [postgres]: migrations run without the statement timeouts', () => {
+  it('on a connection of their own where statement_timeout is off (the pool\'s is 15 s)', async () => {
+    const store = await openTestStore('postgres')
+    try {
+      const setting = async (db: typeof store.db) => (await sql<{ statement_timeout: string }>`show statement_timeout`.execute(db)).rows[0]!.statement_timeout
+      expect(await setting(store.db)).toBe('15s')
+      const own = await store.withoutTimeouts!()
+      try {
+        expect(await setting(own.db)).toBe('0')
+        // The same database and schema: it sees the migrations the store's pool applied.
+        expect(await isMigrated(own)).toBe(true)
+      } finally {
+        await own.close()
+      }
+    } finally {
+      await store.close()
+    }
   })
 })
 
