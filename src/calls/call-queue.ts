@@ -188,10 +188,22 @@ async function claimDueCalls(rt: Runtime, owner: string, limit: number, heldTena
     .execute()
 }
 
-async function requeue(rt: Runtime, row: QueueRow, owner: string, at: number, error: string | null): Promise<void> {
+/**
+ * Gives a claimed call back to the queue, due at `at`. Every claim counts one attempt; `uncounted` takes it back
+ * for a claim that cannot have placed the call — held back by the pacer before sending, or refused with a 429 —
+ * so that waiting on the provider's limits never uses up the budget of sends that may have reached it
+ * (MAX_TRANSIENT_ATTEMPTS), and `attempts > 1` still means "sent before" when a duplicate_request comes back.
+ */
+async function requeue(rt: Runtime, row: QueueRow, owner: string, at: number, error: string | null, options: { uncounted?: boolean } = {}): Promise<void> {
   await rt.store.db
     .updateTable('call_queue')
-    .set({ next_attempt_at: at, claimed_by: null, claimed_until: null, last_error: error })
+    .set((eb) => ({
+      next_attempt_at: at,
+      claimed_by: null,
+      claimed_until: null,
+      last_error: error,
+      ...(options.uncounted ? { attempts: eb('attempts', '-', 1) } : {}),
+    }))
     .where('id', '=', row.id)
     .where('claimed_by', '=', owner)
     .execute()
@@ -254,7 +266,7 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
   }
   const notBefore = state.pacer.notBefore(row.tenant, rt.clock.now())
   if (notBefore > rt.clock.now()) {
-    await requeue(rt, row, owner, notBefore, row.last_error)
+    await requeue(rt, row, owner, notBefore, row.last_error, { uncounted: true })
     return
   }
   // Held back past its window's close (by the provider's limits), a call moves to the next opening.
@@ -283,7 +295,7 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
       if (reason !== 'number_rate_limit') state.pacer.block(row.tenant, now + wait)
       metrics.retried.inc({ reason })
       log.info({ reason, wait_ms: wait, current_calls: error.currentCalls, max_calls: error.maxCalls }, 'provider limit reached; the call waits and goes again with the same idempotency key')
-      await requeue(rt, row, owner, now + wait, `${error.type}: ${error.message}`)
+      await requeue(rt, row, owner, now + wait, `${error.type}: ${error.message}`, { uncounted: true })
       return
     }
     if (error.type === 'duplicate_request' && row.attempts > 1) {

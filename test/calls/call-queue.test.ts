@@ -19,7 +19,7 @@ interface FakeProvider {
   /** The scheduled_for each created call was sent with (by idempotency key). */
   scheduledFor: Map<string, string | undefined>
   requests: number
-  script: Array<'rate' | 'concurrency'>
+  script: Array<'rate' | 'concurrency' | 'error'>
   /** API keys answered 429 (rate limit, Retry-After 30 s) on every request. */
   limited: Set<string>
   close(): Promise<void>
@@ -38,6 +38,10 @@ async function startFakeProvider(): Promise<FakeProvider> {
       if (next === 'rate') {
         res.writeHead(429, { 'retry-after': '30', 'x-ratelimit-remaining': '0' })
         return res.end(JSON.stringify({ error: { message: 'rate limit exceeded', type: 'rate_limit_exceeded' } }))
+      }
+      if (next === 'error') {
+        res.writeHead(500)
+        return res.end(JSON.stringify({ error: { message: 'internal error', type: 'internal_error' } }))
       }
       if (next === 'concurrency') {
         res.writeHead(429, { 'retry-after': '10' })
@@ -151,6 +155,21 @@ describeEachDialect('paced call queue', (dialect) => {
     await boot('2026-03-01T15:45:00Z') // 21:15 in India
     expect((await enqueueCall(rt, call(8))).ok).toBe(true) // no window given: sent at once, as before
     expect(fake.scheduledFor.get('key-8')).toBeUndefined()
+  })
+
+  it('waiting on the provider\'s limits spends none of the retries a server error gets: many 429s, then a 500, and the call still goes', async () => {
+    await boot()
+    // More 429s than MAX_TRANSIENT_ATTEMPTS (8), then a 500: the 500 is the first send that may have reached the provider.
+    fake.script = [...Array.from({ length: 10 }, () => 'concurrency' as const), 'error']
+    queue = startCallQueue(rt)
+    expect((await enqueueCall(rt, call(3))).ok).toBe(true)
+    await vi.waitFor(async () => {
+      await clock.advance(11_000)
+      await queue!.idle()
+      expect(await statuses()).toEqual(['key-3:initiated'])
+    }, { timeout: 10_000, interval: 20 })
+    expect(fake.requests).toBe(12)
+    expect(fake.created.size).toBe(1)
   })
 
   it('a tenant waiting on its limits does not hold back another tenant; its calls stay unclaimed until it may send', async () => {
