@@ -1,6 +1,7 @@
 import type { Runtime } from '../runtime.ts'
 import { deleteInChunks, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
 import { leadingKeys } from '../db/leading-keys.ts'
+import { inImmediateTransaction } from '../db/sqlite-transaction.ts'
 import { runRetentionPurge } from '../coordination/retention-run.ts'
 
 export interface DeliveryPurgeResult {
@@ -25,26 +26,39 @@ export function purgeOldDeliveries(rt: Runtime, options: DeleteInChunksOptions =
     let deliveries = 0
     // Destinations no longer configured included.
     for (const destination of await leadingKeys(db, 'destination_deliveries', 'destination')) {
+      const finished = (q: typeof db, limit: number) =>
+        q
+          .selectFrom('destination_deliveries')
+          .select('id')
+          .where('destination', '=', destination)
+          .where('created_at', '<', cutoff)
+          .where('status', 'in', ['delivered', 'dead'])
+          .limit(limit)
       deliveries += counted(
-        await deleteInChunks(
-          (limit) =>
-            db.transaction().execute(async (trx) => {
-              const ids = (
-                await trx
-                  .selectFrom('destination_deliveries')
-                  .select('id')
-                  .where('destination', '=', destination)
-                  .where('created_at', '<', cutoff)
-                  .where('status', 'in', ['delivered', 'dead'])
-                  .limit(limit)
-                  .execute()
-              ).map((r) => r.id)
-              if (ids.length === 0) return 0
-              attempts += Number((await trx.deleteFrom('destination_attempts').where('delivery_id', 'in', ids).executeTakeFirst()).numDeletedRows)
-              return Number((await trx.deleteFrom('destination_deliveries').where('id', 'in', ids).executeTakeFirst()).numDeletedRows)
-            }),
-          chunks,
-        ),
+        await deleteInChunks(async (limit) => {
+          // A chunk reads its ids, then deletes. On SQLite it takes the write lock first (BEGIN IMMEDIATE): a
+          // transaction that began by reading could not write once the receiver's writer had committed since
+          // (SQLITE_BUSY_SNAPSHOT), which under steady ingest failed most runs of the purge.
+          const chunk = rt.store.sqlite
+            ? await inImmediateTransaction(rt.store, (q) => {
+                const ids = q.all(finished(db, limit).compile()).map((r) => r.id)
+                if (ids.length === 0) return { attempts: 0, deliveries: 0 }
+                return {
+                  attempts: q.run(db.deleteFrom('destination_attempts').where('delivery_id', 'in', ids).compile()),
+                  deliveries: q.run(db.deleteFrom('destination_deliveries').where('id', 'in', ids).compile()),
+                }
+              })
+            : await db.transaction().execute(async (trx) => {
+                const ids = (await finished(trx, limit).execute()).map((r) => r.id)
+                if (ids.length === 0) return { attempts: 0, deliveries: 0 }
+                return {
+                  attempts: Number((await trx.deleteFrom('destination_attempts').where('delivery_id', 'in', ids).executeTakeFirst()).numDeletedRows),
+                  deliveries: Number((await trx.deleteFrom('destination_deliveries').where('id', 'in', ids).executeTakeFirst()).numDeletedRows),
+                }
+              })
+          attempts += chunk.attempts
+          return chunk.deliveries
+        }, chunks),
       )
     }
     // A body goes with its event's last delivery (a pending one, however old, keeps it).
