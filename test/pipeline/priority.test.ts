@@ -1,30 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { getPriority, tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
-import { startServer, type RunningServer } from '../../src/server.ts'
-import { FIXTURE_RECIPES_DIR } from '../helpers/recipes.ts'
+import { getPriority } from 'node:os'
+import { describe, expect, it } from 'vitest'
+import { useServeInProcess } from '../helpers/serve-in-process.ts'
 import { threadStats } from '../helpers/threads.ts'
 
 /** The nice value of each thread of this process. */
 const threadNices = (): number[] => threadStats().map((t) => t.nice)
 
 describe.runIf(process.platform === 'linux')('processing thread priority', () => {
-  let server: RunningServer | undefined
-  let dataDir: string | undefined
-  afterEach(async () => {
-    await server?.close()
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true })
-    server = dataDir = undefined
-  })
-
-  async function start(env: Record<string, string>): Promise<void> {
-    dataDir = mkdtempSync(join(tmpdir(), 'sb-nice-'))
-    server = await startServer({
-      env: { PORT: '0', DATA_DIR: dataDir, RECIPES_DIR: FIXTURE_RECIPES_DIR, WEBHOOK_SECRET: 'whsec_nice_test', LOG_LEVEL: 'silent', ...env },
-      processing: 'thread',
-    })
-  }
+  const serve = useServeInProcess('nice')
+  const start = (env: Record<string, string>) => serve.start(env)
 
   it('runs the processing thread at PROCESSING_NICE and leaves the receiver at its own priority', async () => {
     // Relative to whatever priority the test runner itself has.
@@ -36,7 +20,7 @@ describe.runIf(process.platform === 'linux')('processing thread priority', () =>
     // One thread (processing) lowered; the rest — this event loop, the receiver's writer — unchanged.
     expect(nices.filter((n) => n === target)).toHaveLength(1)
     expect(nices.filter((n) => n !== base && n !== target)).toEqual([])
-    const ready = await fetch(`${server!.url}/readyz`)
+    const ready = await fetch(`${serve.server.url}/readyz`)
     expect(ready.status).toBe(200)
     expect(await ready.json()).toMatchObject({ role: 'all', processing: 'running' })
   })
