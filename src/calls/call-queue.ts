@@ -96,11 +96,11 @@ export async function enqueueCalls(rt: Runtime, inputs: PlaceCallInput[]): Promi
           ).map((r) => r.id),
         )
         const done: EnqueueResult[] = []
-        const queued: Array<{ id: string; tenant: string; request: CallRequest; window: string | null }> = []
+        const queued: Array<{ id: string; tenant: string; request: CallRequest; window: string | null; sentBefore: boolean }> = []
         for (const { request, row, window } of chunk) {
           if (fresh.has(row.id)) {
             done.push({ ok: true, record: toCallRecord(row) })
-            queued.push({ id: row.id, tenant: row.tenant, request, window })
+            queued.push({ id: row.id, tenant: row.tenant, request, window, sentBefore: false })
             continue
           }
           // The key is taken (an earlier call, or a copy within this chunk): the one-row path decides
@@ -112,7 +112,11 @@ export async function enqueueCalls(rt: Runtime, inputs: PlaceCallInput[]): Promi
           }
           const stored = await trx.selectFrom('calls').selectAll().where('id', '=', claimed.id).executeTakeFirstOrThrow()
           done.push({ ok: true, record: toCallRecord(stored) })
-          queued.push({ id: claimed.id, tenant: row.tenant, request, window })
+          // A key whose earlier call ended ambiguous (failed after timeouts, within the 24 h window) may have placed
+          // the call: queued as sent once already, so the provider's duplicate_request is read as "accepted then"
+          // (recorded, no second call) rather than as a refusal — a `rejected` row would be planned again, and
+          // called again once the provider's window for the key had passed.
+          queued.push({ id: claimed.id, tenant: row.tenant, request, window, sentBefore: claimed.resumesAmbiguous })
         }
         if (queued.length > 0) {
           await trx
@@ -122,7 +126,7 @@ export async function enqueueCalls(rt: Runtime, inputs: PlaceCallInput[]): Promi
                 id: q.id,
                 tenant: q.tenant,
                 request: JSON.stringify(q.request),
-                attempts: 0,
+                attempts: q.sentBefore ? 1 : 0,
                 next_attempt_at: now,
                 claimed_by: null,
                 claimed_until: null,
@@ -135,7 +139,7 @@ export async function enqueueCalls(rt: Runtime, inputs: PlaceCallInput[]): Promi
               oc.column('id').doUpdateSet((eb) => ({
                 request: eb.ref('excluded.request'),
                 calling_window: eb.ref('excluded.calling_window'),
-                attempts: 0,
+                attempts: eb.ref('excluded.attempts'),
                 next_attempt_at: eb.ref('excluded.next_attempt_at'),
                 claimed_by: null,
                 claimed_until: null,

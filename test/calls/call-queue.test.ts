@@ -242,6 +242,25 @@ describeEachDialect('paced call queue', (dialect) => {
     expect(await rt.store.db.selectFrom('call_queue').selectAll().execute()).toEqual([])
   })
 
+  it('a key queued again after its call ended ambiguous (failed after timeouts) is not refused when the provider already has it', async () => {
+    await boot()
+    // The earlier send did reach the provider; its answer never came back, so the ledger says failed.
+    fake.created.set('key-9', 1)
+    expect((await enqueueCall(rt, call(1))).ok).toBe(true)
+    const { tenant } = await rt.store.db.selectFrom('calls').select('tenant').executeTakeFirstOrThrow()
+    await rt.store.db.insertInto('calls').values({
+      id: 'ambiguous-9', tenant, agent_id: 101, customer_phone: '+919876543219', idempotency_key: 'key-9', trace_id: null, conversation_id: null,
+      previous_conversation_id: null, scheduled_for: null, parameters: '[]', retry_context: null, metadata: null, recipe: 'test', campaign: null,
+      status: 'failed', error: 'network_error: timed out', created_at: clock.now() - 3_600_000, updated_at: clock.now() - 3_600_000,
+    }).execute()
+    // A follow-up sweep plans the same call again, with the same deterministic key: no queue runs here, so it is sent at once.
+    expect((await enqueueCall(rt, call(9))).ok).toBe(true)
+    const row = await rt.store.db.selectFrom('calls').select(['status', 'error']).where('id', '=', 'ambiguous-9').executeTakeFirstOrThrow()
+    // The provider's 409 means it has the call: recorded as placed (so nothing plans it again), not rejected.
+    expect(row).toEqual({ status: 'initiated', error: 'accepted by an earlier attempt whose answer was lost; trace id unknown' })
+    expect(fake.created.size).toBe(2)
+  })
+
   it('queues a batch in one go: a copy within the batch and a key already used are duplicates; a refused key is used again', async () => {
     await boot()
     // No queue runs here, so each queued call is sent at once.
