@@ -1,6 +1,7 @@
 import { isSupportedCountry } from 'libphonenumber-js/max'
 import { z } from 'zod'
 import { destinationsSchema } from './destinations.ts'
+import { parseRecipients } from '../utils/mail-addresses.ts'
 
 /**
  * Every setting switchboard reads, keyed by its environment variable. `switchboard.config.ts` may set the
@@ -54,10 +55,16 @@ export function isMailAddress(text: string): boolean {
   return email.safeParse(text.replace(/^.*<([^>]+)>\s*$/, '$1')).success
 }
 
-/** Comma-separated email addresses. */
-const emailList = list.refine((addresses) => addresses.every(isMailAddress), {
-  error: 'must be email addresses, comma-separated',
-})
+/**
+ * Email addresses, comma-separated (or an array of them). Parsed as address lists, so a comma inside a quoted
+ * display name (`"Doe, John" <j@example.com>`) is part of the name, not a second address.
+ */
+const emailList = z
+  .union([z.string(), z.array(z.string())])
+  .transform((v) => parseRecipients(v))
+  .refine((addresses) => addresses.every(isMailAddress), {
+    error: 'must be email addresses, comma-separated',
+  })
 
 const timeZone = z.string().refine(
   (tz) => {

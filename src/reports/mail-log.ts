@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely'
 import type { MailLogTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
-import { parseRecipients } from './recipients.ts'
+import { parseRecipients } from '../utils/mail-addresses.ts'
 
 export type MailStatus = 'queued' | 'sent' | 'written' | 'failed'
 

@@ -2,7 +2,7 @@ import { Gauge } from 'prom-client'
 import type { Runtime } from '../runtime.ts'
 import { mailMetrics } from './mail-metrics.ts'
 import { createMailTransport } from './mail-transport.ts'
-import { formatMailbox, parseMailboxes, sameAddress } from './recipients.ts'
+import { formatMailbox, parseMailboxes, sameAddress } from '../utils/mail-addresses.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
 
 /**

@@ -5,7 +5,7 @@ import { insertMailLog, updateMailLog, type MailStatus } from './mail-log.ts'
 import { mailMetrics } from './mail-metrics.ts'
 import { MAIL_CLAIM_MS, deliverQueued, describeMailError, type RefusedRecipients } from './mail-outbox.ts'
 import { writeOutboxMessage } from './outbox.ts'
-import { parseRecipients } from './recipients.ts'
+import { parseRecipients } from '../utils/mail-addresses.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
 
 export type { MailAttachment, MailMessage } from './compose-mail.ts'

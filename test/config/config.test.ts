@@ -40,6 +40,11 @@ describe('configuration', () => {
     expect(c.mail.reportTo).toEqual(['a@x.test', 'b@x.test'])
   })
 
+  it('reads REPORT_TO as address lists: a comma inside a quoted display name does not split it', () => {
+    expect(load({ REPORT_TO: '"Doe, John" <j@x.test>, Ops <ops@x.test>,c@x.test' }).mail.reportTo).toEqual(['"Doe, John" <j@x.test>', '"Ops" <ops@x.test>', 'c@x.test'])
+    expect(() => load({ REPORT_TO: '"Doe, John" <j@x.test>, bob' })).toThrow(/REPORT_TO/)
+  })
+
   it('parses SANDBOX_FAULTS', () => {
     expect(load({ SANDBOX_FAULTS: 'webhook_duplicate=0.1,webhook_drop=0.05,upstream_500=0.02' }).sandbox.faults).toEqual({
       webhookDuplicate: 0.1, webhookDrop: 0.05, webhookReorder: 0, upstream500: 0.02, latencyMs: 0,
