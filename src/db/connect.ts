@@ -251,13 +251,29 @@ export async function migrate(store: Store): Promise<MigrationReport> {
   }
 }
 
+/** SQLite: how many times a migration run that lost a race with another process's is tried again. */
+const SQLITE_MIGRATION_TRIES = 20
+
 async function migrateOn(store: Store): Promise<MigrationReport> {
   const migrator = await createMigrator(store)
-  // Everything this version knows is applied: nothing to run. This is also how a previous version restarts on the
-  // schema a newer one has migrated (a rolling deploy, a rollback): kysely refuses to migrate a database holding
-  // migrations it does not know ("corrupted migrations"), and the forward-compatible rule exists for this case.
-  if ((await migrator.getMigrations()).every((m) => m.executedAt !== undefined)) return { applied: [] }
-  return report(await migrator.migrateToLatest())
+  const applied: string[] = []
+  for (let attempt = 1; ; attempt++) {
+    // Everything this version knows is applied: nothing to run. This is also how a previous version restarts on the
+    // schema a newer one has migrated (a rolling deploy, a rollback): kysely refuses to migrate a database holding
+    // migrations it does not know ("corrupted migrations"), and the forward-compatible rule exists for this case.
+    if ((await migrator.getMigrations()).every((m) => m.executedAt !== undefined)) return { applied }
+    try {
+      applied.push(...report(await migrator.migrateToLatest()).applied)
+      return { applied }
+    } catch (error) {
+      // On SQLite kysely takes no migration lock: two processes on one file started together (a receiver and a
+      // worker after an upgrade) run the same migration, and one of them fails recording it (UNIQUE) or adding a
+      // column the other just added. Each migration can run again, so the loser looks again after a moment: the
+      // winner has applied them, or it takes the next. Postgres has its lock (an advisory lock): no retry there.
+      if (store.dialect !== 'sqlite' || attempt >= SQLITE_MIGRATION_TRIES) throw error
+      await new Promise((resolve) => setTimeout(resolve, 25 * attempt))
+    }
+  }
 }
 
 /** Applies migrations up to and including `name` (tests of a migration over the schema before it). */

@@ -1,6 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { sql } from 'kysely'
-import { isMigrated, migrate } from '../../src/db/connect.ts'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { isMigrated, migrate, openStore } from '../../src/db/connect.ts'
+import { migrations } from '../../src/db/migrations.ts'
 import { DIALECTS, describeEachDialect, openTestStore, type TestStore } from '../helpers/db.ts'
 
 describeEachDialect('store', (dialect) => {
@@ -42,6 +46,25 @@ describeEachDialect('store', (dialect) => {
     expect(stored.agent_id).toBe(101)
     const { n } = await store.db.selectFrom('webhook_events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
     expect(Number(n)).toBe(1)
+  })
+})
+
+describe('store [sqlite]: two processes migrating one file at once', () => {
+  it('both start: the one that loses the race looks again and finds the migrations applied', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-migrate-race-'))
+    const url = `sqlite:${join(dir, 'switchboard.db')}`
+    const [a, b] = [await openStore(url), await openStore(url)]
+    try {
+      // A receiver and a worker restarted together after an upgrade (kysely takes no migration lock on SQLite).
+      const reports = await Promise.all([migrate(a), migrate(b)])
+      expect(reports.map((r) => r.applied.length).sort((x, y) => x - y)).toEqual([0, Object.keys(migrations).length])
+      expect(await isMigrated(a)).toBe(true)
+      expect(await isMigrated(b)).toBe(true)
+    } finally {
+      await a.close()
+      await b.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
 
