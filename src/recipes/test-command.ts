@@ -20,7 +20,7 @@ export const recipesTest = defineCommand({
     now: { type: 'string', value: 'ISO', help: 'the frozen clock, e.g. 2026-03-01T10:00:00+05:30 (default: a minute after the last event, else now)' },
     json: JSON_OPTION,
   },
-  examples: ['recipes test no-answer-followup --events data/samples/no-answer-events.json', 'recipes test nightly-batch --csv data/samples/leads.csv --now 2026-01-15T19:30:00Z'],
+  examples: ['recipes test no-answer-followup --events data/samples/no-answer-events.json', 'recipes test nightly-batch --csv data/samples/leads.csv --now 2026-01-15T04:00:00Z'],
   async run(ctx) {
     const [name, ...extra] = ctx.positionals
     if (!name) throw new CliError('which recipe? usage: recipes test <name> [--events file.json] [--csv file.csv] [--now ISO] [--json]')

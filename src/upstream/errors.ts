@@ -1,4 +1,5 @@
 import { errorBodySchema, type ErrorType } from './schemas.ts'
+import { retryAfterSeconds } from '../utils/retry-after.ts'
 
 /** Rate-limit headers as the provider sends them. */
 export interface RateLimitInfo {
@@ -59,15 +60,6 @@ function num(value: string | null): number | undefined {
   if (value === null || value.trim() === '') return undefined
   const n = Number(value)
   return Number.isFinite(n) ? n : undefined
-}
-
-/**
- * `Retry-After` as the provider sends it (whole seconds, voice-api.md → Rate limits): anything else ("-1",
- * "1.5", "1e3", a date) is no value at all, rather than a negative or fractional wait that retries at once.
- */
-function retryAfterSeconds(value: string | null): number | undefined {
-  const trimmed = value?.trim()
-  return trimmed && /^\d+$/.test(trimmed) ? Number(trimmed) : undefined
 }
 
 export function readRateLimit(headers: Headers): RateLimitInfo {

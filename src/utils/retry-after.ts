@@ -55,9 +55,21 @@ function parseHttpDate(value: string, now: number): number | undefined {
  */
 export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
   if (value === undefined) return undefined
-  // Only the field's optional whitespace is trimmed; anything else around the value makes it invalid.
-  const trimmed = value.replace(/^[ \t]+|[ \t]+$/g, '')
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
-  const at = parseHttpDate(trimmed, now)
+  const seconds = retryAfterSeconds(value)
+  if (seconds !== undefined) return seconds * 1000
+  const at = parseHttpDate(trimHeaderSpace(value), now)
   return at === undefined ? undefined : Math.max(0, at - now)
+}
+
+/** Only the field's optional whitespace is trimmed; anything else around the value makes it invalid. */
+const trimHeaderSpace = (value: string) => value.replace(/^[ \t]+|[ \t]+$/g, '')
+
+/**
+ * `Retry-After` in its delta-seconds form only (whole seconds) — the form the voice provider sends (voice-api.md →
+ * Rate limits); undefined for anything else ("-1", "1.5", "1e3", a date), never a negative or fractional wait.
+ */
+export function retryAfterSeconds(value: string | null | undefined): number | undefined {
+  if (value === null || value === undefined) return undefined
+  const trimmed = trimHeaderSpace(value)
+  return /^\d+$/.test(trimmed) ? Number(trimmed) : undefined
 }

@@ -6,6 +6,7 @@ import { webhookMetrics } from './metrics.ts'
 import { webhookState } from './state.ts'
 import { verifyRequest, type SignedRequest } from './verify.ts'
 import { MAX_CONVERSATION_ID_LENGTH, MAX_EVENT_ID_LENGTH, MAX_EVENT_TYPE_LENGTH, MAX_TRACE_ID_LENGTH, checkId, containsNul, type IdCheck } from './storable.ts'
+import { readLimited } from '../utils/read-limited.ts'
 
 export const DEFAULT_TARGET = 'formant'
 /** Headers kept with each event for audit. Signatures are never stored. */
@@ -75,22 +76,9 @@ async function readBodyLimited(event: H3Event, max: number): Promise<BodyResult>
       node.on('error', listen.error)
     })
   }
-  const stream = event.req.body
-  if (!stream) return { ok: true, body: Buffer.alloc(0) }
-  const reader = stream.getReader()
-  const chunks: Uint8Array[] = []
-  let total = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    total += value.byteLength
-    if (total > max) {
-      await reader.cancel().catch(() => {})
-      return { ok: false }
-    }
-    chunks.push(value)
-  }
-  return { ok: true, body: Buffer.concat(chunks, total) }
+  // Not on Node's server (a Fetch runtime, app.fetch in tests): the web stream, counted the same way.
+  const read = await readLimited(event.req.body, max, { overflow: 'cancel' })
+  return read.ok ? { ok: true, body: Buffer.from(read.bytes.buffer, read.bytes.byteOffset, read.bytes.byteLength) } : { ok: false }
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })

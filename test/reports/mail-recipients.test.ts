@@ -8,6 +8,7 @@ import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { startSmtp } from './smtp.ts'
 import { DAY } from './seed.ts'
+import { metricTotal } from '../helpers/metrics.ts'
 
 const NO_PROVIDER = { VOICE_API_KEY: 'sk_live_report', VOICE_API_BASE_URL: 'http://127.0.0.1:9' }
 
@@ -34,11 +35,6 @@ function flakyRelay(options: { busy?: string; times?: number; gone?: string }): 
       },
     },
   }
-}
-
-async function counter(rt: TestRuntime, name: string): Promise<number> {
-  const metric = (await rt.metrics.getMetricsAsJSON()).find((m) => m.name === name)
-  return (metric?.values ?? []).reduce((s, v) => s + Number(v.value), 0)
 }
 
 describeEachDialect('mail recipients', (dialect) => {
@@ -85,8 +81,8 @@ describeEachDialect('mail recipients', (dialect) => {
     await clock.advance(24 * 3_600_000)
     expect(await deliverDue(rt, 'test')).toEqual([])
     expect(smtp.envelopes).toHaveLength(2)
-    expect(await counter(rt, 'switchboard_mail_sent_total')).toBe(2)
-    expect(await counter(rt, 'switchboard_mail_failures_total')).toBe(0)
+    expect(await metricTotal(rt, 'switchboard_mail_sent_total')).toBe(2)
+    expect(await metricTotal(rt, 'switchboard_mail_failures_total')).toBe(0)
   })
 
   it('a recipient refused for good (550) is recorded as failed with the server\'s reply, shown by `mail list`', async () => {
@@ -115,8 +111,8 @@ describeEachDialect('mail recipients', (dialect) => {
     await clock.advance(24 * 3_600_000)
     expect(await deliverDue(rt, 'test')).toEqual([])
     expect(relay.rcpts).toEqual(['a@x.example', 'c@z.example'])
-    expect(await counter(rt, 'switchboard_mail_failures_total')).toBe(1)
-    expect(await counter(rt, 'switchboard_mail_sent_total')).toBe(1)
+    expect(await metricTotal(rt, 'switchboard_mail_failures_total')).toBe(1)
+    expect(await metricTotal(rt, 'switchboard_mail_sent_total')).toBe(1)
   })
 
   it('every recipient refused, one for now and one for good: the first is retried, the second failed at once', async () => {

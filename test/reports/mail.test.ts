@@ -10,6 +10,7 @@ import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { closedPort, startSmtp } from './smtp.ts'
 import { DAY, EXPECTED, FORMULA, IN_DAY, seedKnownDay, startedAtOf, TZ } from './seed.ts'
+import { metricTotal } from '../helpers/metrics.ts'
 
 const NO_PROVIDER = { VOICE_API_KEY: 'sk_live_report', VOICE_API_BASE_URL: 'http://127.0.0.1:9' }
 
@@ -59,11 +60,6 @@ function checkReportMail(mail: ParsedMail): void {
   expect(formula['result.notes']).toBe(`'${FORMULA}`)
 }
 
-async function counter(rt: TestRuntime, name: string): Promise<number> {
-  const metric = (await rt.metrics.getMetricsAsJSON()).find((m) => m.name === name)
-  return (metric?.values ?? []).reduce((s, v) => s + Number(v.value), 0)
-}
-
 describeEachDialect('report mail', (dialect) => {
   let rt: TestRuntime | undefined
   let smtp: Awaited<ReturnType<typeof startSmtp>> | undefined
@@ -94,8 +90,8 @@ describeEachDialect('report mail', (dialect) => {
     const log = await listMailLog(rt)
     expect(log).toHaveLength(1)
     expect(log[0]).toMatchObject({ id: result.mailId, status: 'sent', attempts: 1, error: null, messageId: result.messageId, recipients: ['ops@example.com', 'lead@example.com'], subject: result.subject })
-    expect(await counter(rt, 'switchboard_mail_sent_total')).toBe(1)
-    expect(await counter(rt, 'switchboard_mail_failures_total')).toBe(0)
+    expect(await metricTotal(rt, 'switchboard_mail_sent_total')).toBe(1)
+    expect(await metricTotal(rt, 'switchboard_mail_failures_total')).toBe(0)
     expect(existsSync(join(rt.dataDir, 'outbox'))).toBe(false)
   })
 
@@ -139,7 +135,7 @@ describeEachDialect('report mail', (dialect) => {
     expect(mail.messageId).toBe(result.messageId)
     const log = await listMailLog(rt)
     expect(log[0]).toMatchObject({ status: 'written', attempts: 1, messageId: result.messageId })
-    expect(await counter(rt, 'switchboard_mail_sent_total')).toBe(1)
+    expect(await metricTotal(rt, 'switchboard_mail_sent_total')).toBe(1)
   })
 
   it('a closed SMTP port queues the message at once; the outbox retries on the documented backoff and gives up after a day', async () => {
@@ -160,15 +156,15 @@ describeEachDialect('report mail', (dialect) => {
       expect((await deliverDue(rt, 'test'))[0]).toMatchObject({ status: 'queued', attempts: i + 2 })
       entry = (await listMailLog(rt))[0]!
     }
-    expect(await counter(rt, 'switchboard_mail_failures_total')).toBe(0)
+    expect(await metricTotal(rt, 'switchboard_mail_failures_total')).toBe(0)
     // After a day without a relay, the message is given up on: failed, logged and counted.
     await clock.advanceTo(entry.createdAt + MAIL_GIVE_UP_MS)
     expect((await deliverDue(rt, 'test'))[0]).toMatchObject({ status: 'failed' })
     const log = await listMailLog(rt)
     expect(log[0]).toMatchObject({ id: result.mailId, status: 'failed', nextAttemptAt: null })
     expect(log[0]?.error).toMatch(/ECONNREFUSED/)
-    expect(await counter(rt, 'switchboard_mail_failures_total')).toBe(1)
-    expect(await counter(rt, 'switchboard_mail_sent_total')).toBe(0)
+    expect(await metricTotal(rt, 'switchboard_mail_failures_total')).toBe(1)
+    expect(await metricTotal(rt, 'switchboard_mail_sent_total')).toBe(0)
     const text = await rt.metrics.metrics()
     expect(text).toMatch(/switchboard_mail_failures_total\{transport="smtp"\} 1/)
   })
@@ -189,7 +185,7 @@ describeEachDialect('report mail', (dialect) => {
     expect(result.status).toBe('failed')
     expect(result.error).toMatch(/550/)
     expect((await listMailLog(rt))[0]).toMatchObject({ status: 'failed', attempts: 1 })
-    expect(await counter(rt, 'switchboard_mail_failures_total')).toBe(1)
+    expect(await metricTotal(rt, 'switchboard_mail_failures_total')).toBe(1)
   })
 
   it('in a dry run sends, writes and records nothing, and plans a mail effect', async () => {
