@@ -7,6 +7,7 @@ import type { Runtime } from '../runtime.ts'
 import { workspaceKey as configuredWorkspaceKey } from '../config/workspace-key.ts'
 import { VoiceApiError } from '../upstream/errors.ts'
 import type { CallRequest } from '../upstream/schemas.ts'
+import { rateLimitResetMs } from '../upstream/rate-limit-reset.ts'
 import { backoffMs } from '../utils/backoff.ts'
 import { chunks } from '../utils/chunks.ts'
 import { createGroupCommit, type GroupCommit } from '../utils/group-commit.ts'
@@ -246,8 +247,8 @@ async function writeSettlements(rt: Runtime, batch: Settlement[]): Promise<void>
 /** Seconds from a 429: Retry-After, else X-RateLimit-Reset, else a default. */
 function waitFor429(error: VoiceApiError, now: number): number {
   if (error.rateLimit.retryAfter !== undefined) return Math.max(1_000, error.rateLimit.retryAfter * 1000)
-  const reset = error.rateLimit.reset ? Date.parse(error.rateLimit.reset) : NaN
-  if (Number.isFinite(reset) && reset > now) return reset - now
+  const reset = rateLimitResetMs(error.rateLimit.reset)
+  if (reset !== undefined && reset > now) return reset - now
   return DEFAULT_429_WAIT_MS
 }
 

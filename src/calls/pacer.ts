@@ -1,4 +1,5 @@
 import type { RateLimitInfo } from '../upstream/errors.ts'
+import { rateLimitResetMs } from '../upstream/rate-limit-reset.ts'
 
 /**
  * What the provider said about a tenant's limits, and so when the next request may go. Fed from every
@@ -52,8 +53,8 @@ export function createPacer(): Pacer {
       const s = stateOf(tenant)
       s.inFlight = Math.max(0, s.inFlight - 1)
       if (info?.remaining !== undefined) s.remaining = info.remaining
-      const reset = info?.reset ? Date.parse(info.reset) : NaN
-      if (Number.isFinite(reset)) s.resetAt = reset
+      const reset = rateLimitResetMs(info?.reset)
+      if (reset !== undefined) s.resetAt = reset
       else if (s.resetAt <= now) s.remaining = undefined
     },
     block(tenant, until) {

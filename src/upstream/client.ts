@@ -103,6 +103,20 @@ async function readErrorBody(stream: ReadableStream<Uint8Array> | undefined): Pr
   }
 }
 
+/**
+ * One attempt's deadline: a signal that aborts with a TimeoutError after `ms`. A referenced timer, not
+ * `AbortSignal.timeout`'s: a CLI command waiting on the provider must not see its event loop empty meanwhile.
+ */
+function attemptDeadline(ms: number): { signal: AbortSignal; clear(): void } {
+  const controller = new AbortController()
+  const timer = setTimeout(() => {
+    const error = new Error(`the operation was aborted after ${ms} ms`)
+    error.name = 'TimeoutError'
+    controller.abort(error)
+  }, ms)
+  return { signal: controller.signal, clear: () => clearTimeout(timer) }
+}
+
 /** A typed client for the provider's 10 endpoints, with the spec's retry rules. */
 export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
   const baseUrl = (options.baseUrl ?? REGION_BASE_URLS[options.region ?? 'global']).replace(/\/+$/, '').replace(/\/v1$/, '')
@@ -124,13 +138,18 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
   async function send(req: Attempt): Promise<FetchResponse<unknown>> {
     for (let attempt = 1; ; attempt++) {
       let error: VoiceApiError
+      // The attempt's deadline covers the answer's body too. ofetch's own `timeout` stops at the headers, so a
+      // provider that sent them and then stalled held the request for undici's 300 s body timeout. A streamed
+      // answer's body belongs to the caller (who reads it under its own idle deadline): its deadline ends with
+      // the headers, or with the error body read here.
+      const deadline = attemptDeadline(timeout)
       try {
         const response = await ofetch.raw(`${baseUrl}${req.path}`, {
           method: req.method,
           query: req.query,
           body: req.body?.() as BodyInit | Record<string, unknown> | undefined,
           headers: { authorization: `Bearer ${options.apiKey}`, accept: 'application/json', ...options.headers },
-          timeout,
+          signal: deadline.signal,
           retry: 0,
           ignoreResponseError: true,
           responseType: req.stream ? 'stream' : 'json',
@@ -150,6 +169,8 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
           message: timedOut ? `no answer from ${baseUrl} within ${timeout} ms` : `cannot reach ${baseUrl}: ${(cause as Error).message}`,
           cause,
         })
+      } finally {
+        deadline.clear()
       }
       const delayMs = retryDelay({ error, attempt, repeatable: req.repeatable, policy, random, now: clock.now() })
       if (delayMs === undefined) throw error

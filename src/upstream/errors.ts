@@ -11,7 +11,7 @@ export interface RateLimitInfo {
   retryAfter: number | undefined
 }
 
-export type VoiceApiErrorType = ErrorType | 'network_error' | 'timeout' | 'invalid_response' | 'http_error'
+export type VoiceApiErrorType = ErrorType | 'network_error' | 'timeout' | 'invalid_response'
 
 /**
  * An error from the provider, typed: `type` is the provider's error type (or network_error / timeout /
@@ -87,7 +87,9 @@ export function errorFromResponse(status: number, headers: Headers, body: unknow
       body,
     })
   }
-  return new VoiceApiError({ type: 'http_error', status, message: `HTTP ${status} with no error body`, rateLimit, body })
+  // A gateway's HTML page or an empty body: typed by the status, as the proxy types it, so a caller branching on
+  // `type` still reads a 401 as authentication_error and a 409 as duplicate_request.
+  return new VoiceApiError({ type: errorTypeOfStatus(status), status, message: `HTTP ${status} without the provider's error body`, rateLimit, body })
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Random } from '../utils/random.ts'
 import type { VoiceApiError } from './errors.ts'
+import { rateLimitResetMs } from './rate-limit-reset.ts'
 
 export interface RetryPolicy {
   /** Retries after the first attempt. */
@@ -36,9 +37,9 @@ export function retryDelay(input: {
   if (error.status === 429) {
     let wait: number | undefined
     if (error.rateLimit.retryAfter !== undefined) wait = error.rateLimit.retryAfter * 1000
-    else if (error.rateLimit.reset) {
-      const at = Date.parse(error.rateLimit.reset)
-      if (Number.isFinite(at)) wait = Math.max(0, at - now)
+    else {
+      const at = rateLimitResetMs(error.rateLimit.reset)
+      if (at !== undefined) wait = Math.max(0, at - now)
     }
     if (wait === undefined || wait > policy.maxRetryAfterMs) return undefined
     return wait

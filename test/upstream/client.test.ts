@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { H3, serve } from 'h3'
 import { createVoiceClient } from '../../src/upstream/client.ts'
 import { isVoiceApiError, type VoiceApiError } from '../../src/upstream/errors.ts'
@@ -128,5 +130,48 @@ describe('voice client', () => {
   it('picks the India base address by region', () => {
     expect(createVoiceClient({ apiKey: 'k', region: 'india' }).baseUrl).toBe('https://api.in.voice.formantai.com')
     expect(createVoiceClient({ apiKey: 'k' }).baseUrl).toBe('https://api.voice.formantai.com')
+  })
+})
+
+describe('voice client deadlines', () => {
+  // An upstream that sends its headers and the start of a body, then stalls (never ends the answer).
+  let stalled: http.Server
+  let stalledUrl: string
+  const sockets = new Set<import('node:net').Socket>()
+  beforeAll(async () => {
+    stalled = http.createServer((req, res) => {
+      const recording = req.url?.includes('/recording')
+      res.writeHead(recording ? 404 : 200, { 'content-type': 'application/json' })
+      res.write(recording ? '{"error":{"message":"not ' : '{"data":[')
+    })
+    stalled.on('connection', (socket) => {
+      sockets.add(socket)
+      socket.on('close', () => sockets.delete(socket))
+    })
+    await new Promise<void>((resolve) => stalled.listen(0, '127.0.0.1', resolve))
+    stalledUrl = `http://127.0.0.1:${(stalled.address() as AddressInfo).port}`
+  })
+  afterAll(async () => {
+    for (const socket of sockets) socket.destroy()
+    await new Promise((resolve) => stalled.close(resolve))
+  })
+
+  it('times out an answer whose body stalls after the headers, not only one whose headers never come', async () => {
+    const client = createVoiceClient({ apiKey: 'k', baseUrl: stalledUrl, timeoutMs: 150, retry: { retries: 0 } })
+    const started = performance.now()
+    const error = (await client.listConversations({ limit: 5 }).catch((e: unknown) => e)) as VoiceApiError
+    expect(isVoiceApiError(error)).toBe(true)
+    expect(error.type).toBe('timeout')
+    // Well before undici's own 300 s body timeout (or the test's 5 s).
+    expect(performance.now() - started).toBeLessThan(3_000)
+  })
+
+  it('times out a streamed request whose error body stalls', async () => {
+    const client = createVoiceClient({ apiKey: 'k', baseUrl: stalledUrl, timeoutMs: 150, retry: { retries: 0 } })
+    const started = performance.now()
+    const error = (await client.downloadRecording('conv_1').catch((e: unknown) => e)) as VoiceApiError
+    expect(isVoiceApiError(error)).toBe(true)
+    expect(error.status).toBe(404)
+    expect(performance.now() - started).toBeLessThan(3_000)
   })
 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { readRateLimit, VoiceApiError } from '../../src/upstream/errors.ts'
+import { errorFromResponse, readRateLimit, VoiceApiError } from '../../src/upstream/errors.ts'
 import { defaultRetryPolicy, retryDelay } from '../../src/upstream/retry.ts'
 import { createSeededRandom } from '../../src/utils/random.ts'
 
@@ -33,6 +33,25 @@ describe('retry rules (spec → Errors → client retry rules)', () => {
     expect(delay(err(429, 'rate_limit_exceeded', { reset: '2026-03-19T02:24:00+05:30' }))).toBe(60_000)
   })
 
+  it('reads X-RateLimit-Reset strictly: a value that is not an ISO timestamp with an offset is no reset at all', () => {
+    // Z, an offset without a colon and fractions are the same instant.
+    for (const reset of ['2026-03-18T20:54:00Z', '2026-03-19T02:24:00+0530', '2026-03-18T20:54:00.000+00:00']) {
+      expect(delay(err(429, 'rate_limit_exceeded', { reset }))).toBe(60_000)
+    }
+    // Date.parse reads "60" as 1960 and "1.5" / "-1" as 2001 (a wait of 0: asked again at once), "9999" as the year
+    // 9999; a date without a time or offset, or out of range, is no better.
+    for (const reset of ['60', '1.5', '-1', '9999', '2026-03-18', '2026-03-18T20:54:00', '2026-02-31T20:54:00Z', '2026-03-18T25:00:00Z', 'soon']) {
+      expect(delay(err(429, 'rate_limit_exceeded', { reset })), reset).toBeUndefined()
+    }
+  })
+
+  it('types an error answer without the provider\'s body by its status, as the proxy does', () => {
+    const headers = new Headers({ 'content-type': 'text/html' })
+    expect(errorFromResponse(401, headers, '<html>401</html>')).toMatchObject({ type: 'authentication_error', status: 401 })
+    expect(errorFromResponse(409, headers, '')).toMatchObject({ type: 'duplicate_request', status: 409 })
+    expect(errorFromResponse(502, headers, '<html>bad gateway</html>')).toMatchObject({ type: 'internal_error', status: 502 })
+  })
+
   it('does not retry a 429 that gives no time, or one longer than the policy allows', () => {
     expect(delay(err(429, 'concurrent_call_limit_exceeded'))).toBeUndefined()
     expect(delay(err(429, 'rate_limit_exceeded', { retryAfter: 3600 }))).toBeUndefined()
@@ -41,7 +60,7 @@ describe('retry rules (spec → Errors → client retry rules)', () => {
   it('backs off exponentially with full jitter on 5xx and network errors, within the cap', () => {
     for (let attempt = 1; attempt <= defaultRetryPolicy.retries; attempt++) {
       const ceiling = Math.min(defaultRetryPolicy.maxDelayMs, defaultRetryPolicy.baseDelayMs * 2 ** (attempt - 1))
-      for (const e of [err(500, 'internal_error'), err(503, 'http_error'), err(0, 'network_error'), err(0, 'timeout')]) {
+      for (const e of [err(500, 'internal_error'), err(503, 'internal_error'), err(0, 'network_error'), err(0, 'timeout')]) {
         const d = delay(e, { attempt })!
         expect(d).toBeGreaterThanOrEqual(0)
         expect(d).toBeLessThanOrEqual(ceiling)
