@@ -31,6 +31,8 @@ export interface ReconcileResult {
   fetched: number
   /** Events synthesized and queued. */
   synthesized: number
+  /** The run stopped early: another replica took its lease (it had expired while the provider was slow). */
+  lostLease?: boolean
   eventIds: string[]
 }
 
@@ -90,8 +92,20 @@ export async function reconcile(rt: Runtime, options: ReconcileOptions = {}): Pr
   const { inbox, worker } = webhookState(rt)
   const client = rt.workspaceClient()
   const grace = options.graceMs ?? (rt.config.sandboxMode ? PROVIDER_RETRY_HORIZON_MS / rt.config.sandbox.speed : PROVIDER_RETRY_HORIZON_MS)
+  // A run can outlast its lease when the provider is slow (a page is up to 100 detail requests, each retried): the
+  // lease is renewed as the run goes, and a run that finds it taken by another replica meanwhile stops there.
+  let renewedAt = rt.clock.now()
+  const stillOurs = async (): Promise<boolean> => {
+    if (rt.clock.now() - renewedAt < leaseMs / 4) return true
+    renewedAt = rt.clock.now()
+    if (await acquireLease(rt, LEASE, leaseMs)) return true
+    result.lostLease = true
+    rt.log.warn({ pages: result.pages }, 'reconciliation stopped: another replica took over its lease while the provider was slow')
+    return false
+  }
   try {
-    for (let page = 0; page < (options.maxPages ?? 50); page++) {
+    pages: for (let page = 0; page < (options.maxPages ?? 50); page++) {
+      if (!(await stillOurs())) break
       const list = await client.listConversations({ limit: PAGE, offset: page * PAGE })
       result.pages++
       result.listed += list.data.length
@@ -104,6 +118,7 @@ export async function reconcile(rt: Runtime, options: ReconcileOptions = {}): Pr
         const done = new Set([...known.filter((k) => k.terminal === 1).map((k) => k.conversation_id), ...delivered.map((d) => d.conversation_id)])
         for (const item of candidates) {
           if (done.has(item.conversation_id)) continue
+          if (!(await stillOurs())) break pages
           const detail = await client.getConversation(item.conversation_id)
           result.fetched++
           if (!isTerminalStatus(detail.status)) continue
@@ -133,8 +148,6 @@ export async function reconcile(rt: Runtime, options: ReconcileOptions = {}): Pr
         }
       }
       if (!list.has_more || list.data.length === 0) break
-      // Keep the lease for long runs.
-      await acquireLease(rt, LEASE, leaseMs)
     }
   } finally {
     await releaseLease(rt, LEASE)

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { H3, serve } from 'h3'
 import { createRuntime } from '../../src/runtime.ts'
 import { createSilentLogger } from '../../src/utils/logger.ts'
 import {
@@ -16,7 +17,7 @@ import type { PipelineEvent, ProcessedEvent } from '../../src/events/hooks.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { pendingRow } from '../../src/webhooks/inbox.ts'
 import { nextTurn } from '../../src/utils/next-turn.ts'
-import { cliEnv, countEvents, createHarness, makeEvent, runCli, type Harness } from './helpers.ts'
+import { START, cliEnv, countEvents, createHarness, makeEvent, runCli, type Harness } from './helpers.ts'
 
 async function statusOf(h: Harness, eventId: string): Promise<string | undefined> {
   const row = await h.rt.store.db.selectFrom('webhook_events').select('status').where('event_id', '=', eventId).executeTakeFirst()
@@ -321,6 +322,38 @@ describeEachDialect('webhook processing', (dialect) => {
     // Lapsed (the other replica died): this one takes it over, and then the other cannot.
     expect(await acquireLease(h.rt, 'webhooks:reconcile', 60_000)).toBe(true)
     expect(await acquireLease(h.rt, 'webhooks:reconcile', 60_000, 'other-replica')).toBe(false)
+  })
+
+  it('a reconciliation that outlasts its lease (a slow provider) stops once another replica has taken it', async () => {
+    // A provider whose every answer comes after the lease has lapsed: the manual clock moves 11 minutes a detail.
+    let details = 0
+    const upstream = new H3()
+      .get('/v1/conversations', () => ({
+        data: ['a', 'b', 'c'].map((c) => ({ agent_id: 101, contact_number: '+919876543210', conversation_id: `conv-slow-${c}_1`, duration_seconds: 5, start_timestamp: Date.parse(START) - 3_600_000, end_timestamp: Date.parse(START) - 3_000_000, status: 'completed' })),
+        has_more: false,
+        total: 3,
+      }))
+      .get('/v1/conversations/:id', async (event) => {
+        details++
+        await h.clock.advance(11 * 60_000)
+        // Meanwhile another replica's periodic run found the lease lapsed and took it.
+        if (details === 1) expect(await acquireLease(h.rt, 'webhooks:reconcile', 10 * 60_000, 'other-replica')).toBe(true)
+        const id = event.context.params!.id!
+        return { data: { agent_id: 101, contact_number: '+919876543210', conversation_id: id, duration_seconds: 5, failure_reason: null, results: {}, status: 'completed', trace_id: `trace-${id}` } }
+      })
+    const server = serve(upstream, { port: 0, hostname: '127.0.0.1', silent: true })
+    await server.ready()
+    try {
+      h = await createHarness(dialect, { VOICE_API_BASE_URL: server.url!, VOICE_API_KEY: 'sk_test_slow' })
+      const result = await reconcile(h.rt)
+      // The first conversation was fetched and queued; the run then found the lease taken and stopped.
+      expect(result).toMatchObject({ skipped: false, fetched: 1, synthesized: 1, lostLease: true })
+      expect(details).toBe(1)
+      // The other replica's lease is left alone (the run releases only its own).
+      expect(await acquireLease(h.rt, 'webhooks:reconcile', 10 * 60_000)).toBe(false)
+    } finally {
+      await server.close(true)
+    }
   })
 
   describe('admin and CLI', () => {
