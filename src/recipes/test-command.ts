@@ -16,7 +16,7 @@ export const recipesTest = defineCommand({
   args: [['<name>', 'the recipe\'s file name in RECIPES_DIR, without .ts']],
   options: {
     events: { type: 'string', value: 'file.json', help: 'webhook events as the provider sends them (a JSON list, or { "events": [...] }): applied to the conversations and delivered to the recipe together as one event trigger' },
-    csv: { type: 'string', value: 'file.csv', help: "a contacts CSV, copied into the test's data folder's inbox/ where a batch recipe finds it" },
+    csv: { type: 'string', value: 'file.csv', help: "a contacts CSV, copied into the test's data folder's inbox/ and inbox/<name>/, where a batch recipe finds it" },
     now: { type: 'string', value: 'ISO', help: 'the frozen clock, e.g. 2026-03-01T10:00:00+05:30 (default: a minute after the last event, else now)' },
     json: JSON_OPTION,
   },

@@ -23,7 +23,7 @@ export interface TestRecipeOptions {
    * and delivered together as one event trigger (`ctx.trigger.events`).
    */
   events?: WebhookEvent[] | string
-  /** A contacts CSV (path), copied to `$DATA_DIR/inbox/` of the test's data folder (where batch recipes read). */
+  /** A contacts CSV (path), copied to `$DATA_DIR/inbox/` and `$DATA_DIR/inbox/<recipe>/` of the test's data folder (where batch recipes read). */
   csv?: string
   /** The frozen clock (ISO 8601, epoch ms or Date). Default: a minute after the last event, else now. */
   now?: string | number | Date
@@ -116,8 +116,12 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
     if (!loaded.definition) throw new ArgumentError(`recipe "${loaded.name}" is broken: ${loaded.error ?? 'not loaded'}`)
     if (options.csv) {
       if (!existsSync(options.csv)) throw new ArgumentError(`testRecipe(csv): no file at ${options.csv}`)
-      mkdirSync(join(dataDir, 'inbox'), { recursive: true })
-      copyFileSync(options.csv, join(dataDir, 'inbox', basename(options.csv)))
+      // Into inbox/ (the shipped nightly-batch's folder) and inbox/<recipe>/ (the folder of a recipe made with
+      // `recipes new <name> --from batch`): a batch recipe finds it in either.
+      for (const dir of [join(dataDir, 'inbox'), join(dataDir, 'inbox', loaded.name)]) {
+        mkdirSync(dir, { recursive: true })
+        copyFileSync(options.csv, join(dir, basename(options.csv)))
+      }
     }
     const rt = await createRuntime(config, { clock: createManualClock(now), log: createSilentLogger() })
     try {

@@ -1,0 +1,76 @@
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, expect, it } from 'vitest'
+import { createRecipeEngine, type RecipeEngine } from '../../src/recipes/engine.ts'
+import { recipeTemplate } from '../../src/recipes/new-command.ts'
+import { createKvState, recipeStateNamespace } from '../../src/recipes/state.ts'
+import { proxyHarness, type ProxyHarness } from '../proxy/helpers.ts'
+
+/**
+ * A recipe made with `recipes new <name> --from batch`, run as the service runs it against the sandbox: each file
+ * in its own inbox folder becomes one batch, once — the next day's run does not call the same contacts again.
+ */
+
+/** 11:00 in India: inside the calling window of the Indian numbers below. */
+const MORNING_IST = Date.parse('2026-03-19T05:30:00Z')
+
+let h: ProxyHarness | undefined
+let engine: RecipeEngine | undefined
+let recipesDir: string | undefined
+afterEach(async () => {
+  await engine?.stop()
+  await h?.close()
+  if (recipesDir) rmSync(recipesDir, { recursive: true, force: true })
+  engine = h = recipesDir = undefined
+})
+
+async function start() {
+  recipesDir = mkdtempSync(join(tmpdir(), 'sb-batch-template-'))
+  writeFileSync(join(recipesDir, 'weekly.ts'), recipeTemplate('batch', 'weekly'))
+  h = await proxyHarness({ env: { RECIPES_DIR: recipesDir, RECIPES_TIMEZONE: 'Asia/Kolkata', RECIPES_TYPECHECK: 'false' } })
+  await h.clock.advanceTo(MORNING_IST)
+  const inbox = join(h.rt.config.dataDir, 'inbox')
+  const own = join(inbox, 'weekly')
+  mkdirSync(own, { recursive: true })
+  engine = createRecipeEngine(h.rt)
+  await engine.reload()
+  const batchesUpstream = async () => (await h!.rt.workspaceClient().listBatches({ limit: 100 })).data.length
+  return { inbox, own, engine, batchesUpstream }
+}
+
+it('launches each file of its own inbox folder once and moves it to done/; the next run calls nobody again', async () => {
+  const { inbox, own, engine, batchesUpstream } = await start()
+  writeFileSync(join(own, 'leads.csv'), 'phone,name\n9876543210,Asha\n9876543211,Ravi\n')
+  // The shipped nightly-batch's folder is not this recipe's: two recipes reading one folder would launch it twice.
+  writeFileSync(join(inbox, 'other.csv'), 'phone\n9876543212\n')
+
+  const first = await engine.run('weekly')
+  expect(first.status).toBe('succeeded')
+  expect(first.result).toMatchObject({ batches: [{ file: 'leads.csv', rows: 2, rejects: 0, held_back: 0, batch_id: expect.any(Number) }] })
+  expect(readdirSync(own).sort()).toEqual(['done'])
+  expect(readdirSync(join(own, 'done'))).toEqual(['leads.csv'])
+  expect(existsSync(join(inbox, 'other.csv'))).toBe(true)
+  expect(await batchesUpstream()).toBe(1)
+
+  await h!.clock.advance(24 * 3_600_000)
+  const next = await engine.run('weekly')
+  expect(next.status).toBe('succeeded')
+  expect(next.result).toEqual({ batches: [] })
+  expect(await batchesUpstream()).toBe(1)
+})
+
+it('a file launched by a run that crashed before moving it is moved, not launched again', async () => {
+  const { own, engine, batchesUpstream } = await start()
+  const file = join(own, 'leads.csv')
+  writeFileSync(file, 'phone\n9876543210\n')
+  // What the crashed run recorded right after its launch (the key names this version of the file).
+  const info = statSync(file)
+  await createKvState(h!.rt, recipeStateNamespace('weekly')).set(`launched:leads.csv:${info.size}:${Math.trunc(info.mtimeMs)}`, { batch_id: 41 })
+
+  const run = await engine.run('weekly')
+  expect(run.status).toBe('succeeded')
+  expect(run.result).toMatchObject({ batches: [{ file: 'leads.csv', batch_id: 41 }] })
+  expect(readdirSync(join(own, 'done'))).toEqual(['leads.csv'])
+  expect(await batchesUpstream()).toBe(0)
+})
