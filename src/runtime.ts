@@ -9,6 +9,7 @@ import { systemClock, type Clock } from './utils/clock.ts'
 import { createLogger, type Logger } from './utils/logger.ts'
 import { systemRandom, type Random } from './utils/random.ts'
 import { createEventHooks, type EventHooks } from './events/hooks.ts'
+import { noteUpstream } from './health/upstream-observation.ts'
 
 /**
  * Everything a feature needs, created once and passed down: configuration, storage, time, randomness,
@@ -83,7 +84,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     metrics,
     hooks: createEventHooks(),
     instanceId: `${process.pid}-${random.hex(4)}`,
-    clientFor(apiKey, extra = {}) {
+    clientFor(apiKey, { onOutcome, ...extra } = {}) {
       return createVoiceClient({
         apiKey,
         baseUrl: rt.config.upstreamBaseUrl,
@@ -91,6 +92,12 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
         clock,
         random,
         ...extra,
+        // Every attempt of every client (call queue, recipes, reconciliation, the proxy's calls) tells /readyz
+        // how the provider is doing, not only the proxy's own requests: a worker may be the only one calling it.
+        onOutcome(outcome) {
+          noteUpstream(rt, outcome)
+          onOutcome?.(outcome)
+        },
       })
     },
     workspaceClient(extra = {}) {

@@ -4,24 +4,27 @@ import { ping } from '../db/connect.ts'
 import type { Runtime } from '../runtime.ts'
 import { listRecipeFiles } from '../recipes/loader.ts'
 import { recipeSendsMail } from '../recipes/sends-mail.ts'
+import { UPSTREAM_EVIDENCE_MS, upstreamStatus, watchUpstream } from './upstream-observation.ts'
 
 /**
  * What switchboard depends on, and whether each answers: the database (probed), the SMTP relay (probed
- * when a recipe mails through it), the provider (observed from the proxy's own requests —
- * probing it would spend the tenant's rate limit). Probe results are cached for a few seconds so
- * /readyz and /metrics stay cheap under frequent polling, yet reflect an outage within 5 s. Ages are
- * real time: health is about the wall clock, even under a test's manual clock.
+ * when a recipe mails through it), the provider (observed from the requests this process makes anyway —
+ * the proxy's and every provider client's — for UPSTREAM_EVIDENCE_MS; probing it would spend the tenant's
+ * rate limit, so with no recent request it is `unknown`). Probe results are cached for a few seconds so
+ * /readyz and /metrics stay cheap under frequent polling, yet reflect an outage within 5 s. Probe ages are
+ * real time: a probe's cache is about the wall clock, even under a test's manual clock. An observation's
+ * age is the runtime's clock, which also stamps the requests it judges.
  */
 export type DependencyName = 'database' | 'smtp' | 'upstream'
 
-export interface DependencyStatus {
-  up: boolean
-  error?: string
-}
+/** `unknown`: nothing observed recently (the provider only); it does not make the service degraded. */
+export type DependencyStatus = { state: 'up' } | { state: 'down'; error?: string } | { state: 'unknown' }
 
 const DATABASE_TTL_MS = 1_000
 const SMTP_TTL_MS = 3_000
 const PROBE_TIMEOUT_MS = 2_000
+
+const UP: DependencyStatus = { state: 'up' }
 
 interface Cached {
   status: DependencyStatus
@@ -29,20 +32,12 @@ interface Cached {
   pending?: Promise<DependencyStatus>
 }
 
-interface Health {
-  cache: Map<DependencyName, Cached>
-  upstream: DependencyStatus
-}
+const caches = new WeakMap<Runtime, Map<DependencyName, Cached>>()
 
-const states = new WeakMap<Runtime, Health>()
-
-function health(rt: Runtime): Health {
-  let h = states.get(rt)
-  if (!h) {
-    h = { cache: new Map(), upstream: { up: true } }
-    states.set(rt, h)
-  }
-  return h
+function cacheOf(rt: Runtime): Map<DependencyName, Cached> {
+  let cache = caches.get(rt)
+  if (!cache) caches.set(rt, (cache = new Map()))
+  return cache
 }
 
 function withTimeout<T>(work: Promise<T>, what: string): Promise<T> {
@@ -102,29 +97,29 @@ async function probe(rt: Runtime, name: DependencyName): Promise<DependencyStatu
   try {
     if (name === 'database') await withTimeout(ping(rt.store), 'the database')
     else if (name === 'smtp') await withTimeout(probeSmtp(rt.config.mail.smtpUrl!), 'the SMTP relay')
-    return { up: true }
+    return UP
   } catch (error) {
-    return { up: false, error: (error as Error).message }
+    return { state: 'down', error: (error as Error).message }
   }
 }
 
-/** The status of one dependency: a cached probe result, or the last observed upstream outcome. */
+/** The status of one dependency: a cached probe result, or the provider's recent observed outcome. */
 export async function checkDependency(rt: Runtime, name: DependencyName): Promise<DependencyStatus> {
-  const h = health(rt)
-  if (name === 'upstream') return h.upstream
+  if (name === 'upstream') return upstreamStatus(rt)
+  const cache = cacheOf(rt)
   const ttl = name === 'database' ? DATABASE_TTL_MS : SMTP_TTL_MS
-  const cached = h.cache.get(name)
+  const cached = cache.get(name)
   const now = Date.now()
   if (cached && now - cached.at < ttl) return cached.status
   if (cached?.pending) return cached.pending
-  const entry: Cached = cached ?? { status: { up: true }, at: 0 }
+  const entry: Cached = cached ?? { status: UP, at: 0 }
   entry.pending = probe(rt, name).then((status) => {
     entry.status = status
     entry.at = Date.now()
     entry.pending = undefined
     return status
   })
-  h.cache.set(name, entry)
+  cache.set(name, entry)
   return entry.pending
 }
 
@@ -134,24 +129,30 @@ export async function checkDependencies(rt: Runtime): Promise<Record<string, Dep
   return Object.fromEntries(names.map((n, i) => [n, results[i]!]))
 }
 
-/**
- * The proxy reports each upstream request: an answer below 500 means the provider is up; a 5xx, a
- * refused connection or a timeout means down until the next good answer.
- */
-export function noteUpstream(rt: Runtime, up: boolean, error?: string): void {
-  health(rt).upstream = up ? { up: true } : { up: false, ...(error ? { error } : {}) }
+/** How /readyz shows a status. */
+export function describeStatus(status: DependencyStatus): string {
+  if (status.state === 'up') return 'up'
+  if (status.state === 'down') return `down: ${status.error ?? 'not answering'}`
+  return `unknown: no request to the provider in the last ${UPSTREAM_EVIDENCE_MS / 1000} s`
 }
 
-/** `switchboard_dependency_up{dependency}`: 1 up, 0 down, refreshed at each scrape (probes cached). */
+/**
+ * `switchboard_dependency_up{dependency}`: 1 up, 0 down, refreshed at each scrape (probes cached); no
+ * series while a dependency is unknown (an alert on `== 0` must not fire for a provider nobody called).
+ * Also starts taking the processing thread's upstream outcomes: every role serving /readyz calls this.
+ */
 export function registerDependencyMetrics(rt: Runtime): void {
+  watchUpstream(rt)
   if (rt.metrics.getSingleMetric('switchboard_dependency_up')) return
   new Gauge({
     name: 'switchboard_dependency_up',
-    help: 'Whether a dependency answers (1) or not (0): database, smtp (when a recipe mails), upstream (the provider)',
+    help: 'Whether a dependency answers (1) or not (0), absent while unknown: database, smtp (when a recipe mails), upstream (the provider, from recent requests)',
     labelNames: ['dependency'],
     registers: [rt.metrics],
     async collect() {
-      for (const [name, status] of Object.entries(await checkDependencies(rt))) this.set({ dependency: name }, status.up ? 1 : 0)
+      const statuses = await checkDependencies(rt)
+      this.reset()
+      for (const [name, status] of Object.entries(statuses)) if (status.state !== 'unknown') this.set({ dependency: name }, status.state === 'up' ? 1 : 0)
     },
   })
 }

@@ -1,6 +1,6 @@
 import { isMigrated } from '../db/connect.ts'
 import type { Runtime } from '../runtime.ts'
-import { checkDependencies } from './dependencies.ts'
+import { checkDependencies, describeStatus } from './dependencies.ts'
 
 export interface Readiness {
   /** 503 when the database is down or not migrated; 200 otherwise (also when degraded). */
@@ -12,19 +12,21 @@ export interface Readiness {
  * `/readyz`. Without its database the service cannot accept a webhook, so it is not ready (a load
  * balancer should send deliveries elsewhere). A relay or provider outage does not stop the receiver:
  * the service stays ready and says `degraded`, naming what is down — mail waits in the outbox and the
- * proxy serves stale cache meanwhile.
+ * proxy serves stale cache meanwhile. A provider not called lately is `unknown`, which is not degraded:
+ * no evidence is not an outage.
  */
 export async function readiness(rt: Runtime): Promise<Readiness> {
   const dependencies = await checkDependencies(rt)
-  const shown = Object.fromEntries(Object.entries(dependencies).map(([n, s]) => [n, s.up ? 'up' : `down: ${s.error ?? 'not answering'}`]))
-  if (!dependencies.database?.up) {
-    return { httpStatus: 503, body: { status: 'unavailable', error: dependencies.database?.error ?? 'database down', dependencies: shown } }
+  const shown = Object.fromEntries(Object.entries(dependencies).map(([n, s]) => [n, describeStatus(s)]))
+  const database = dependencies.database
+  if (database?.state !== 'up') {
+    return { httpStatus: 503, body: { status: 'unavailable', error: (database?.state === 'down' ? database.error : undefined) ?? 'database down', dependencies: shown } }
   }
   try {
     if (!(await isMigrated(rt.store))) return { httpStatus: 503, body: { status: 'unavailable', error: 'migrations pending', dependencies: shown } }
   } catch (error) {
     return { httpStatus: 503, body: { status: 'unavailable', error: (error as Error).message, dependencies: shown } }
   }
-  const degraded = Object.values(dependencies).some((s) => !s.up)
+  const degraded = Object.values(dependencies).some((s) => s.state === 'down')
   return { httpStatus: 200, body: { status: degraded ? 'degraded' : 'ready', database: rt.store.dialect, dependencies: shown } }
 }

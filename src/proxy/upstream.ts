@@ -1,6 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import { apiErrorResponse } from '../upstream/api-error.ts'
-import { noteUpstream } from '../health/dependencies.ts'
+import { noteUpstream } from '../health/upstream-observation.ts'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'BYPASS'
 
@@ -40,11 +40,12 @@ export async function fetchUpstream(
       redirect: 'manual',
       ...(init.body ? { duplex: 'half' } : {}),
     } as RequestInit)
-    noteUpstream(rt, response.status < 500, response.status >= 500 ? `HTTP ${response.status}` : undefined)
+    // Judged as every provider client's requests are (src/health/upstream-observation.ts): a 5xx is down, a 4xx is up.
+    noteUpstream(rt, { status: response.status })
     return { ok: true, response }
   } catch (error) {
     const failure = failureOf(error, timeoutMs)
-    noteUpstream(rt, false, failure.message)
+    noteUpstream(rt, { status: 0, error: failure.message })
     return failure
   }
 }

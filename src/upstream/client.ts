@@ -4,7 +4,7 @@ import { REGION_BASE_URLS } from './regions.ts'
 import { systemClock, sleep, type Clock } from '../utils/clock.ts'
 import { systemRandom, type Random } from '../utils/random.ts'
 import { VoiceApiError, errorFromResponse, readRateLimit, type RateLimitInfo } from './errors.ts'
-import { defaultRetryPolicy, retryDelay, type RetryPolicy } from './retry.ts'
+import { defaultRetryPolicy, isTransient, retryDelay, type RetryPolicy } from './retry.ts'
 import {
   batchCallSchema,
   batchListSchema,
@@ -36,14 +36,31 @@ export interface VoiceClientOptions {
   /**
    * Call creation is retried only with an idempotency key. 'auto' (default) adds a UUID key when the
    * request has none, so a retried call can never be placed twice; 'never' leaves requests as they are.
+   * A retry answered 409 duplicate_request after an attempt without a readable answer rejects with
+   * `placedEarlier: true` (see `createCall`).
    */
   idempotency?: 'auto' | 'never'
   clock?: Clock
   random?: Random
   /** Observe retries (logging, metrics). */
   onRetry?: (info: { method: string; path: string; attempt: number; delayMs: number; error: VoiceApiError }) => void
+  /**
+   * Observe every attempt's outcome, retried or not (the runtime feeds /readyz's upstream entry with it). An
+   * observer that throws does not fail the request.
+   */
+  onOutcome?: (outcome: AttemptOutcome) => void
   /** Extra headers on every request. */
   headers?: Record<string, string>
+}
+
+/** What one attempt got from the provider. */
+export interface AttemptOutcome {
+  method: string
+  path: string
+  /** The answer's HTTP status; 0 when no answer came (a timeout, a network error). */
+  status: number
+  /** Why no answer came, when `status` is 0. */
+  error?: string
 }
 
 export interface ListQuery {
@@ -70,6 +87,15 @@ export interface VoiceClient {
   readonly baseUrl: string
   /** Rate-limit headers of the last response read. */
   readonly lastRateLimit: RateLimitInfo | undefined
+  /**
+   * Places (or schedules) one call. With an idempotency key (given, or added under `idempotency: 'auto'`) a
+   * 5xx, timeout or network error is retried with the same key. Should a retry be answered 409
+   * duplicate_request after such an attempt, the call exists — that attempt placed it and its answer was
+   * lost — and this rejects with a VoiceApiError whose `placedEarlier` is true (type duplicate_request,
+   * status 409, `cause` the lost attempt's error): the provider's 409 carries no call to return, and a
+   * caller must not place the call again with a new key, which would call the person twice. Any other 409
+   * (`placedEarlier` false) is the caller's own key used before.
+   */
   createCall(request: CallRequest): Promise<CallResponse>
   createBatch(input: { agent_id: number; name: string; file: UploadFile }): Promise<BatchCall>
   listBatches(query?: ListQuery): Promise<BatchList>
@@ -133,9 +159,21 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
     body?: () => unknown
     repeatable: boolean
     stream?: boolean
+    /** Call creation's key: a 409 duplicate_request to a retry then speaks of an earlier attempt. */
+    idempotencyKey?: string
+  }
+
+  function observe(outcome: AttemptOutcome): void {
+    try {
+      options.onOutcome?.(outcome)
+    } catch {
+      // Observation only: a broken observer must not turn a good answer into a failure.
+    }
   }
 
   async function send(req: Attempt): Promise<FetchResponse<unknown>> {
+    // The first attempt of this request whose outcome is unknown (it may have been carried out).
+    let lost: VoiceApiError | undefined
     for (let attempt = 1; ; attempt++) {
       let error: VoiceApiError
       // The attempt's deadline covers the answer's body too. ofetch's own `timeout` stops at the headers, so a
@@ -154,6 +192,7 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
           ignoreResponseError: true,
           responseType: req.stream ? 'stream' : 'json',
         })
+        observe({ method: req.method, path: req.path, status: response.status })
         lastRateLimit = readRateLimit(response.headers)
         if (response.ok) return response
         // A streamed request's error body is still a stream: read it so the error comes back typed.
@@ -169,14 +208,35 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
           message: timedOut ? `no answer from ${baseUrl} within ${timeout} ms` : `cannot reach ${baseUrl}: ${(cause as Error).message}`,
           cause,
         })
+        observe({ method: req.method, path: req.path, status: 0, error: error.message })
       } finally {
         deadline.clear()
       }
+      if (req.idempotencyKey !== undefined && lost && error.type === 'duplicate_request') throw placedEarlier(error, lost, req.idempotencyKey)
+      if (isTransient(error)) lost ??= error
       const delayMs = retryDelay({ error, attempt, repeatable: req.repeatable, policy, random, now: clock.now() })
       if (delayMs === undefined) throw error
       options.onRetry?.({ method: req.method, path: req.path, attempt, delayMs, error })
       await sleep(clock, delayMs)
     }
+  }
+
+  /**
+   * The 409 a retry gets when an earlier attempt with the same key went through: not "the key was used
+   * before" (which a caller that never used the key could not act on) but "the call exists".
+   */
+  function placedEarlier(duplicate: VoiceApiError, lostAttempt: VoiceApiError, key: string): VoiceApiError {
+    return new VoiceApiError({
+      type: duplicate.type,
+      status: duplicate.status,
+      message:
+        `the call was most likely placed by an earlier attempt whose answer was lost (${lostAttempt.type}: ${lostAttempt.message}): ` +
+        `a retry with the same idempotency key (${key}) was answered 409 duplicate_request. Do not place it again with a new key — that would place a second call`,
+      rateLimit: duplicate.rateLimit,
+      body: duplicate.body,
+      cause: lostAttempt,
+      placedEarlier: true,
+    })
   }
 
   function parse<S extends z.ZodType>(schema: S, response: FetchResponse<unknown>): z.infer<S> {
@@ -203,7 +263,8 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
     async createCall(request) {
       const body = callRequestSchema.parse(request)
       if (!body.idempotency_key && (options.idempotency ?? 'auto') === 'auto') body.idempotency_key = random.uuid()
-      const res = await send({ method: 'POST', path: '/v1/call', body: () => body, repeatable: Boolean(body.idempotency_key) })
+      const key = body.idempotency_key || undefined
+      const res = await send({ method: 'POST', path: '/v1/call', body: () => body, repeatable: key !== undefined, idempotencyKey: key })
       return parse(dataEnvelope(callResponseSchema), res).data
     },
 

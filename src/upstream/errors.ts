@@ -16,6 +16,7 @@ export type VoiceApiErrorType = ErrorType | 'network_error' | 'timeout' | 'inval
 /**
  * An error from the provider, typed: `type` is the provider's error type (or network_error / timeout /
  * invalid_response when no answer could be read), `status` the HTTP status (0 when there was none).
+ * `placedEarlier` marks the one 409 that is not a failure: see the field.
  */
 export class VoiceApiError extends Error {
   override readonly name = 'VoiceApiError'
@@ -26,6 +27,13 @@ export class VoiceApiError extends Error {
   readonly rateLimit: RateLimitInfo
   /** The error body as received, when there was one. */
   readonly body: unknown
+  /**
+   * True on a 409 duplicate_request that answered a retry of createCall whose earlier attempt, with the same
+   * idempotency key, got no readable answer (a timeout, a network error or a 5xx): that attempt most likely
+   * placed the call, so the call exists. The provider's 409 carries no call, hence an error rather than a
+   * CallResponse; `cause` is the earlier attempt's error. Never place the call again with a new key.
+   */
+  readonly placedEarlier: boolean
 
   constructor(init: {
     type: VoiceApiErrorType
@@ -36,6 +44,7 @@ export class VoiceApiError extends Error {
     rateLimit?: RateLimitInfo
     body?: unknown
     cause?: unknown
+    placedEarlier?: boolean
   }) {
     super(init.message, { cause: init.cause })
     this.type = init.type
@@ -44,6 +53,7 @@ export class VoiceApiError extends Error {
     this.maxCalls = init.maxCalls
     this.rateLimit = init.rateLimit ?? { limit: undefined, remaining: undefined, reset: undefined, retryAfter: undefined }
     this.body = init.body
+    this.placedEarlier = init.placedEarlier ?? false
   }
 
   /** Seconds to wait before trying again, when the provider said. */
@@ -89,7 +99,7 @@ export function errorFromResponse(status: number, headers: Headers, body: unknow
   }
   // A gateway's HTML page or an empty body: typed by the status, as the proxy types it, so a caller branching on
   // `type` still reads a 401 as authentication_error and a 409 as duplicate_request.
-  return new VoiceApiError({ type: errorTypeOfStatus(status), status, message: `HTTP ${status} without the provider's error body`, rateLimit, body })
+  return new VoiceApiError({ type: errorTypeOfStatus(status), status, message: `HTTP ${status} with no error body`, rateLimit, body })
 }
 
 /**

@@ -19,6 +19,15 @@ export const defaultRetryPolicy: RetryPolicy = {
 }
 
 /**
+ * A failure that says nothing of what the provider did: a 5xx, a timeout or a network error. Such an
+ * attempt may have been carried out (a call placed) with its answer lost, which is why only requests safe
+ * to repeat are retried after one.
+ */
+export function isTransient(error: VoiceApiError): boolean {
+  return error.status >= 500 || error.type === 'network_error' || error.type === 'timeout'
+}
+
+/**
  * The spec's client rules: 429 only after the time Retry-After / X-RateLimit-Reset gives; 5xx and
  * network errors with exponential backoff and full jitter, and only for requests that are safe to repeat
  * (GETs, and call creation carrying an idempotency key); never 400/401/404/409.
@@ -44,8 +53,7 @@ export function retryDelay(input: {
     if (wait === undefined || wait > policy.maxRetryAfterMs) return undefined
     return wait
   }
-  const transient = error.status >= 500 || error.type === 'network_error' || error.type === 'timeout'
-  if (!transient || !repeatable) return undefined
+  if (!isTransient(error) || !repeatable) return undefined
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1))
   return Math.round(random.next() * ceiling)
 }

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { H3, serve } from 'h3'
-import { createVoiceClient } from '../../src/upstream/client.ts'
+import { createVoiceClient, type AttemptOutcome } from '../../src/upstream/client.ts'
 import { isVoiceApiError, type VoiceApiError } from '../../src/upstream/errors.ts'
 import { createManualClock } from '../../src/utils/clock.ts'
 import { createSeededRandom } from '../../src/utils/random.ts'
@@ -12,7 +12,7 @@ import { createSeededRandom } from '../../src/utils/random.ts'
  * which key, and how errors come back typed. (The contract suite drives it against the sandbox.)
  */
 const seen: Array<{ path: string; key?: string; auth: string | null }> = []
-let script: Array<() => Response> = []
+let script: Array<() => Response | Promise<Response>> = []
 const upstream = new H3().all('/**', async (event) => {
   const body = event.req.method === 'POST' && event.req.headers.get('content-type')?.includes('json') ? ((await event.req.json()) as { idempotency_key?: string }) : undefined
   seen.push({ path: event.url.pathname, key: body?.idempotency_key, auth: event.req.headers.get('authorization') })
@@ -21,6 +21,9 @@ const upstream = new H3().all('/**', async (event) => {
 })
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   () => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } })
+/** An attempt the provider carries out but whose answer never comes (the client's deadline ends it). */
+const stall = () => new Promise<Response>(() => {})
+const duplicate = json(409, { error: { message: 'idempotency key already used', type: 'duplicate_request' } })
 const ok = json(200, { data: { agent_id: 101, conversation_id: null, scheduled_for: null, status: 'initiated', trace_id: 'c0a8012e-7d4b-4d7e-9f4a-1b2c3d4e5f60' } })
 
 let server: ReturnType<typeof serve>
@@ -125,6 +128,67 @@ describe('voice client', () => {
     const { client, clock } = make()
     const error = (await run(() => client.getBatch(7).catch((e: unknown) => e), clock)) as VoiceApiError
     expect(error.type).toBe('invalid_response')
+  })
+
+  // A retry that meets its own lost attempt: the provider's 409 means the call exists, not that the request failed.
+  it.each([
+    ['a 5xx', json(500, { error: { message: 'boom', type: 'internal_error' } }), {}, 'internal_error'],
+    ['a timeout', stall, { timeoutMs: 100 }, 'timeout'],
+  ])('a retry answered 409 duplicate_request after %s rejects as placedEarlier, with the same generated key', async (_what, first, extra, lostType) => {
+    seen.length = 0
+    script = [first, duplicate, ok]
+    const { client, clock } = make(extra)
+    const error = (await run(() => client.createCall({ agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543210' }] }).catch((e: unknown) => e), clock)) as VoiceApiError
+    expect(isVoiceApiError(error)).toBe(true)
+    expect(error.placedEarlier).toBe(true)
+    expect(error.type).toBe('duplicate_request')
+    expect(error.status).toBe(409)
+    expect(error.message).toMatch(/most likely placed by an earlier attempt.*Do not place it again with a new key/)
+    expect((error.cause as VoiceApiError).type).toBe(lostType)
+    expect(seen).toHaveLength(2)
+    expect(seen[1]!.key).toBe(seen[0]!.key)
+  })
+
+  it("a caller's own key: placedEarlier only when an attempt of this same createCall was lost", async () => {
+    const request = { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543210' }], idempotency_key: 'order-42' }
+    for (const idempotency of ['auto', 'never'] as const) {
+      // Answered 409 at once: the key was used before this call, as today — a plain duplicate_request.
+      seen.length = 0
+      script = [duplicate, ok]
+      const fresh = make({ idempotency })
+      const used = (await run(() => fresh.client.createCall(request).catch((e: unknown) => e), fresh.clock)) as VoiceApiError
+      expect(used).toMatchObject({ type: 'duplicate_request', status: 409, placedEarlier: false, message: 'idempotency key already used' })
+      expect(seen).toHaveLength(1)
+
+      // The first attempt lost: its key is the caller's, but the call it placed exists all the same.
+      seen.length = 0
+      script = [json(503, 'unavailable'), duplicate, ok]
+      const retried = make({ idempotency })
+      const placed = (await run(() => retried.client.createCall(request).catch((e: unknown) => e), retried.clock)) as VoiceApiError
+      expect(placed).toMatchObject({ type: 'duplicate_request', status: 409, placedEarlier: true })
+      expect(seen.map((s) => s.key)).toEqual(['order-42', 'order-42'])
+    }
+  })
+
+  it('reports every attempt to onOutcome: each answer by status, no answer as status 0 with the reason', async () => {
+    seen.length = 0
+    script = [json(500, { error: { message: 'boom', type: 'internal_error' } }), json(429, { error: { message: 'slow down', type: 'rate_limit_exceeded' } }, { 'retry-after': '1' }), ok]
+    const outcomes: AttemptOutcome[] = []
+    const { client, clock } = make({ onOutcome: (o: AttemptOutcome) => outcomes.push(o) })
+    await run(() => client.createCall({ agent_id: 101, parameters: [{ name: 'customer_phone', value: '1' }] }), clock)
+    expect(outcomes).toEqual([500, 429, 200].map((status) => ({ method: 'POST', path: '/v1/call', status })))
+
+    const unreachable: AttemptOutcome[] = []
+    const clock2 = createManualClock()
+    const down = createVoiceClient({ apiKey: 'k', baseUrl: 'http://127.0.0.1:9', clock: clock2, random: createSeededRandom(1), retry: { retries: 1 }, onOutcome: (o) => unreachable.push(o) })
+    await run(() => down.getBatch(1).catch((e: unknown) => e), clock2)
+    expect(unreachable).toHaveLength(2)
+    expect(unreachable[0]).toMatchObject({ method: 'GET', path: '/v1/batch-calls/1', status: 0, error: expect.stringMatching(/cannot reach/) })
+
+    // An observer that throws does not fail the request it observes.
+    script = [ok]
+    const throwing = make({ onOutcome: () => { throw new Error('observer bug') } })
+    expect((await run(() => throwing.client.createCall({ agent_id: 101, parameters: [{ name: 'customer_phone', value: '1' }] }), throwing.clock)).status).toBe('initiated')
   })
 
   it('picks the India base address by region', () => {

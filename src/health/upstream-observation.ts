@@ -1,0 +1,88 @@
+import { BroadcastChannel } from 'node:worker_threads'
+import type { Runtime } from '../runtime.ts'
+
+/**
+ * How long one outcome stands for the provider's state. Past it, with no fresher request, the provider
+ * is `unknown` again: one 5xx an hour ago says nothing of now, and without a window a single failure kept
+ * /readyz degraded until the next request — forever on a quiet instance. A minute spans the client's own
+ * retries and a few call-queue passes, so a live outage stays visible while traffic lasts.
+ */
+export const UPSTREAM_EVIDENCE_MS = 60_000
+
+/** What one request to the provider got: the answer's status, or status 0 and why no answer came. */
+export interface UpstreamOutcome {
+  status: number
+  error?: string
+}
+
+export type UpstreamStatus = { state: 'up' } | { state: 'down'; error: string } | { state: 'unknown' }
+
+/**
+ * Down is a failure that is the provider's: no answer (refused, reset, timed out) or a 5xx — the same
+ * failures the client retries. Any other answer, 4xx and 429 included, is the provider answering: a bad
+ * request, a bad key or a rate limit says the provider is up.
+ */
+export function isUpstreamDown(outcome: UpstreamOutcome): boolean {
+  return outcome.status === 0 || outcome.status >= 500
+}
+
+interface Observation {
+  last: { up: true; at: number } | { up: false; error: string; at: number } | undefined
+  channel: BroadcastChannel
+}
+
+const observations = new WeakMap<Runtime, Observation>()
+
+/**
+ * Under `serve` the call queue, recipes and reconciliation run in the processing thread, with a runtime
+ * of their own, while /readyz is answered by the main thread's: each thread's outcomes are shared with
+ * the others serving the same data (a BroadcastChannel reaches every thread of this process, and only it).
+ */
+function channelName(rt: Runtime): string {
+  return `switchboard:upstream-outcomes:${rt.config.dataDir}:${rt.config.databaseUrl}`
+}
+
+function record(observation: Observation, rt: Runtime, outcome: UpstreamOutcome): void {
+  // Stamped on arrival with this runtime's clock: the threads' clocks need not agree.
+  const at = rt.clock.now()
+  observation.last = isUpstreamDown(outcome) ? { up: false, error: outcome.error ?? `HTTP ${outcome.status}`, at } : { up: true, at }
+}
+
+function observationOf(rt: Runtime): Observation {
+  let observation = observations.get(rt)
+  if (observation) return observation
+  const channel = new BroadcastChannel(channelName(rt))
+  // Listening must not keep a finished CLI command alive.
+  channel.unref()
+  const created: Observation = { last: undefined, channel }
+  channel.onmessage = (message: unknown) => {
+    const data = (message as { data?: { status?: unknown; error?: unknown } }).data
+    if (typeof data?.status !== 'number') return
+    record(created, rt, { status: data.status, ...(typeof data.error === 'string' ? { error: data.error } : {}) })
+  }
+  rt.onClose(() => channel.close())
+  observations.set(rt, created)
+  return created
+}
+
+/**
+ * Starts listening for the outcomes other threads observe. The main thread calls it when it serves
+ * /readyz, before its processing thread starts: an outcome posted before anyone listens is not kept.
+ */
+export function watchUpstream(rt: Runtime): void {
+  observationOf(rt)
+}
+
+/** Records one request's outcome (the proxy's, or any provider client's the runtime made). */
+export function noteUpstream(rt: Runtime, outcome: UpstreamOutcome): void {
+  const observation = observationOf(rt)
+  record(observation, rt, outcome)
+  observation.channel.postMessage({ status: outcome.status, ...(outcome.error !== undefined ? { error: outcome.error } : {}) } satisfies UpstreamOutcome)
+}
+
+/** The latest outcome, if it is younger than UPSTREAM_EVIDENCE_MS on the runtime's clock; else unknown. */
+export function upstreamStatus(rt: Runtime): UpstreamStatus {
+  const last = observationOf(rt).last
+  if (!last || rt.clock.now() - last.at > UPSTREAM_EVIDENCE_MS) return { state: 'unknown' }
+  return last.up ? { state: 'up' } : { state: 'down', error: last.error }
+}
