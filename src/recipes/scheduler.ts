@@ -35,7 +35,7 @@ export function nextTick(pattern: string, timezone: string, after: number): numb
 /**
  * Drives cron ticks from an injected Clock: croner computes the next time (time zones, DST), the clock's
  * timer waits for it. Tests use a manual clock and get exact, deterministic ticks. A tick that fires late
- * (event loop blocked, machine asleep) runs once; the ticks it overslept are not replayed one by one.
+ * (event loop blocked, machine asleep) runs once, as the newest tick due; the ticks it overslept are not replayed.
  */
 export function createScheduler(clock: Clock, onTick: (name: string, tickAt: number) => void): Scheduler {
   interface Armed {
@@ -55,9 +55,13 @@ export function createScheduler(clock: Clock, onTick: (name: string, tickAt: num
         slot.cancel = clock.setTimeout(wait, Math.min(remaining, MAX_WAIT_MS))
         return
       }
-      const tickAt = slot.next
+      // Late past later ticks (a suspended machine, a clock step): run the newest one due, as the start-up catch-up
+      // does. The first missed tick would be the wrong day: a daily report paused on Friday and woken on Monday
+      // would report Thursday, and Sunday's would never be sent.
+      const now = clock.now()
+      const tickAt = Math.max(slot.next, previousTick(entry.pattern, entry.timezone, now) ?? slot.next)
       // Re-arm before running the tick, so a slow or failing run never delays the next one.
-      armed.set(entry.name, arm(entry, Math.max(tickAt, clock.now())))
+      armed.set(entry.name, arm(entry, Math.max(tickAt, now)))
       onTick(entry.name, tickAt)
     }
     queueMicrotask(wait)

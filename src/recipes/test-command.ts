@@ -3,7 +3,7 @@ import { ArgumentError } from '../utils/argument-error.ts'
 import { CliError, defineCommand, JSON_OPTION } from '../cli-kit.ts'
 import { renderPlan } from './present.ts'
 import { testRecipe } from './test-recipe.ts'
-import { summaryLine } from './summary.ts'
+import { decodeSummary, encodeSummary, summaryLine } from './summary.ts'
 
 /**
  * `recipes test <name> --events file.json | --csv file.csv [--now ISO] [--json]`: a dry run against
@@ -40,9 +40,12 @@ export const recipesTest = defineCommand({
       if (error instanceof ArgumentError) throw new CliError(error.message)
       throw error
     }
+    // What the service would record as the run's summary, not the raw value: `run` may return anything (a BigInt,
+    // a cycle), and a run that succeeded must not fail here for want of a way to print it.
+    const summary = decodeSummary(encodeSummary(result.result))
     if (ctx.values.json) {
-      const { result: value, ...rest } = result
-      ctx.json({ ...rest, summary: value ?? null })
+      const { result: _raw, ...rest } = result
+      ctx.json({ ...rest, summary })
     } else {
       const lines = [`recipe ${result.recipe}: ${result.status} (dry run on a frozen clock at ${result.now}; nothing was called, launched or mailed)`]
       if (typeof ctx.values.events !== 'string' && typeof ctx.values.csv !== 'string') {
@@ -51,7 +54,7 @@ export const recipesTest = defineCommand({
       }
       for (const w of result.warnings) lines.push(`warning: ${w}`)
       if (result.error) lines.push(`error: ${result.error}`)
-      if (result.result !== undefined && result.result !== null) lines.push(`summary: ${summaryLine(result.result)}`)
+      if (summary !== null) lines.push(`summary: ${summaryLine(summary)}`)
       ctx.write(lines.join('\n') + '\n' + renderPlan(result.plan))
     }
     return result.status === 'failed' ? 1 : 0

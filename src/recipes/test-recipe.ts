@@ -1,6 +1,7 @@
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { basename, isAbsolute, join, resolve } from 'node:path'
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path'
 import { z } from 'zod'
 import { loadConfig } from '../config/load.ts'
 import { WEBHOOK_EVENT_TYPES, webhookEventSchema, type WebhookEvent } from '../upstream/schemas.ts'
@@ -8,6 +9,7 @@ import type { PlannedEffect } from '../effects.ts'
 import { ArgumentError, checkArgument } from '../utils/argument-error.ts'
 import type { ProcessedEvent } from '../events/hooks.ts'
 import type { RecipeTrigger } from './define.ts'
+import { formatDiagnostic, type RecipeDiagnostic } from './diagnostic.ts'
 
 /**
  * `testRecipe()`: runs one recipe in a dry run against fixture events or a contacts CSV, on a frozen
@@ -44,7 +46,7 @@ export interface TestRecipeResult {
   now: string
   /** Calls (with scheduled_for and retry_context), batches (rows and rejects) and mails the run planned. */
   plan: PlannedEffect[]
-  /** Things worth knowing, e.g. an event type the recipe does not list in `on`. */
+  /** Things worth knowing, e.g. an event type the recipe does not list in `on`, or a type check that could not run. */
   warnings: string[]
 }
 
@@ -108,12 +110,19 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
         DATA_DIR: dataDir,
         DATABASE_URL: `sqlite:${join(dataDir, 'test.db')}`,
         WEBHOOK_SECRET: env.WEBHOOK_SECRET || 'whsec_recipe_test',
-        RECIPES_TYPECHECK: 'false',
       },
     })
     const file = recipeFile(options.recipe, options.recipesDir ?? config.recipes.dir)
     const loaded = await loadRecipeFile(file, config.recipes.timezone)
     if (!loaded.definition) throw new ArgumentError(`recipe "${loaded.name}" is broken: ${loaded.error ?? 'not loaded'}`)
+    // The service never runs a recipe with a type error (unless RECIPES_TYPECHECK=false): a test that passed one
+    // would promise a run that never happens.
+    const warnings: string[] = []
+    if (config.recipes.typeCheck) {
+      const verdict = await firstTypeError(file)
+      if (verdict.ok && verdict.diagnostic) throw new ArgumentError(`recipe "${loaded.name}" is broken: type error at ${formatDiagnostic(verdict.diagnostic)}`)
+      if (!verdict.ok) warnings.push(`could not type-check the recipe (${verdict.error}); it ran unchecked, as the service runs recipes it cannot check`)
+    }
     if (options.csv) {
       if (!existsSync(options.csv)) throw new ArgumentError(`testRecipe(csv): no file at ${options.csv}`)
       // Into inbox/ (the shipped nightly-batch's folder) and inbox/<recipe>/ (the folder of a recipe made with
@@ -123,7 +132,8 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
         copyFileSync(options.csv, join(dir, basename(options.csv)))
       }
     }
-    const rt = await createRuntime(config, { clock: createManualClock(now), log: createSilentLogger() })
+    // The type check is done above; nothing in this runtime should start the service's own checker thread.
+    const rt = await createRuntime({ ...config, recipes: { ...config.recipes, typeCheck: false } }, { clock: createManualClock(now), log: createSilentLogger() })
     try {
       const processed: ProcessedEvent[] = []
       for (const event of events) {
@@ -132,9 +142,10 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
         processed.push({ eventId: event.event_id, eventType: event.event_type, target: 'formant', source: 'webhook', receivedAt, event })
       }
       const on = loaded.definition.on ?? []
-      const warnings = [...new Set(processed.map((e) => e.eventType))]
-        .filter((type) => !on.includes(type as never))
-        .map((type) => `the recipe does not list ${type} in \`on\` (it lists ${on.length ? on.join(', ') : 'no event types'}), so the service would not run it for these events`)
+      for (const type of new Set(processed.map((e) => e.eventType))) {
+        if (on.includes(type as never)) continue
+        warnings.push(`the recipe does not list ${type} in \`on\` (it lists ${on.length ? on.join(', ') : 'no event types'}), so the service would not run it for these events`)
+      }
       const trigger: RecipeTrigger = processed.length ? { type: 'event', events: processed, event: processed[0] } : { type: 'manual' }
       const run = await executeRun(rt, loaded.name, loaded.definition, { trigger, dryRun: true, timezone: loaded.timezone })
       return {
@@ -152,6 +163,45 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
   } finally {
     rmSync(dataDir, { recursive: true, force: true })
   }
+}
+
+/** Verdicts reached in this process, by what they depend on: the file (path and content) and its folder's `_` helpers. */
+const typeVerdicts = new Map<string, RecipeDiagnostic | null>()
+
+function verdictKey(file: string): string {
+  const hash = createHash('sha256').update(file).update(readFileSync(file))
+  const dir = dirname(file)
+  for (const name of readdirSync(dir).filter((n) => n.startsWith('_') && n.endsWith('.ts')).sort()) {
+    hash.update(name).update(readFileSync(join(dir, name)))
+  }
+  return hash.digest('hex')
+}
+
+/**
+ * The recipe's first type error, as the service finds it (an error in the recipe file itself). The compiler's cost
+ * is mostly this service's own types, whatever the number of recipes: so the other recipes of the folder are checked
+ * in the same pass, as the service checks its folder, and testing them next in this process answers at once.
+ */
+async function firstTypeError(recipe: string): Promise<{ ok: true; diagnostic: RecipeDiagnostic | null } | { ok: false; error: string }> {
+  const file = resolve(recipe)
+  const key = verdictKey(file)
+  const known = typeVerdicts.get(key)
+  if (known !== undefined) return { ok: true, diagnostic: known }
+  let checker: typeof import('./typecheck.ts')
+  try {
+    // Loaded here: TypeScript's compiler is large, and only a test that type-checks needs it.
+    checker = await import('./typecheck.ts')
+  } catch (error) {
+    // As in the service: without the compiler (a production install without TypeScript), recipes run unchecked.
+    return { ok: false, error: (error as Error).message }
+  }
+  const { listRecipeFiles } = await import('./loader.ts')
+  // Only files that are recipes: a folder given by path may also hold test files and other TypeScript.
+  const others = listRecipeFiles(dirname(file)).map((f) => resolve(f)).filter((f) => f !== file && readFileSync(f, 'utf8').includes('defineRecipe'))
+  const files = [file, ...others]
+  const diagnostics = checker.typeCheckFiles(files)
+  for (const f of files) typeVerdicts.set(verdictKey(f), diagnostics.find((d) => resolve(d.file) === f) ?? null)
+  return { ok: true, diagnostic: diagnostics.find((d) => resolve(d.file) === file) ?? null }
 }
 
 function recipeFile(recipe: string, dir: string): string {

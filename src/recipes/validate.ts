@@ -17,6 +17,61 @@ export function cronFor(pattern: string, timezone: string): Cron {
 }
 
 /**
+ * Every key of RecipeDefinition, and only those: the Record type refuses a missing or an extra one, so this list
+ * cannot drift from the type. Keys are checked at load because TypeScript's excess-property check only covers an
+ * object literal written inside `defineRecipe(…)`: `const def = { timeZone: … }; defineRecipe(def)` type-checks,
+ * and the misspelled key would be silently ignored (a schedule in the wrong zone, a trigger that never fires).
+ */
+const KNOWN_KEYS: Record<keyof RecipeDefinition, true> = { description: true, schedule: true, timezone: true, on: true, run: true }
+const RECIPE_KEYS = Object.keys(KNOWN_KEYS) as Array<keyof RecipeDefinition>
+
+/** Words people reach for that edit distance would not map to the right key (`cron` is nowhere near `schedule`). */
+const ALIASES: Readonly<Record<string, keyof RecipeDefinition>> = {
+  cron: 'schedule', crontab: 'schedule', pattern: 'schedule', every: 'schedule', interval: 'schedule', at: 'schedule',
+  tz: 'timezone', zone: 'timezone',
+  events: 'on', event: 'on', eventtypes: 'on', triggers: 'on', trigger: 'on', subscribe: 'on', subscriptions: 'on', when: 'on',
+  handler: 'run', handle: 'run', execute: 'run', exec: 'run', fn: 'run', main: 'run', task: 'run',
+  desc: 'description', title: 'description', summary: 'description',
+}
+
+/** `timeZone`, `time_zone`, `Time-Zone` all compare as `timezone`. */
+const normalizeKey = (key: string) => key.toLowerCase().replace(/[-_\s]/g, '')
+
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i]
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+    }
+    row = next
+  }
+  return row[b.length]!
+}
+
+/** The known key an unknown one most likely meant, if any is close enough to suggest. */
+function nearestKey(key: string): keyof RecipeDefinition | undefined {
+  const k = normalizeKey(key)
+  const exact = RECIPE_KEYS.find((known) => known === k) ?? ALIASES[k]
+  if (exact) return exact
+  let best: { key: keyof RecipeDefinition; distance: number } | undefined
+  for (const known of RECIPE_KEYS) {
+    const distance = editDistance(k, known)
+    // About one slip per three letters: `schedul`, `descripton`, `in` → `on`; `id` is not `on`.
+    if (distance <= Math.max(1, Math.floor(known.length / 3)) && (!best || distance < best.distance)) best = { key: known, distance }
+  }
+  return best?.key
+}
+
+function unknownKeysError(unknown: string[]): Error {
+  const each = unknown.map((key) => {
+    const near = nearestKey(key)
+    return `unknown key \`${key}\`${near ? `: did you mean \`${near}\`?` : ''}`
+  })
+  return new Error(`${each.join('; ')} (a recipe takes ${RECIPE_KEYS.join(', ')})`)
+}
+
+/**
  * Checks what a recipe file exported. Returns the definition, or throws an Error whose message says
  * what to fix (shown as the recipe's "broken" reason).
  */
@@ -24,9 +79,15 @@ export function validateRecipe(value: unknown, fallbackTimezone: string): Recipe
   if (!value || typeof value !== 'object') {
     throw new Error('no recipe exported: the file must `export default defineRecipe({ description, run, … })`')
   }
+  const unknown = Object.keys(value).filter((key) => !Object.hasOwn(KNOWN_KEYS, key))
+  if (unknown.length) throw unknownKeysError(unknown)
   const def = value as Partial<Record<keyof RecipeDefinition, unknown>>
   if (typeof def.run !== 'function') throw new Error('`run` must be a function')
-  if (def.description !== undefined && typeof def.description !== 'string') throw new Error('`description` must be a string')
+  // Required by the contract (RecipeDefinition, DESIGN.md): `recipes list --json`, /admin/recipes and the dashboard show it.
+  if (def.description === undefined) {
+    throw new Error('`description` is required: a line saying what the recipe does, e.g. description: \'Calls back missed calls\'')
+  }
+  if (typeof def.description !== 'string' || !def.description.trim()) throw new Error('`description` must be a non-empty string')
   if (def.timezone !== undefined && (typeof def.timezone !== 'string' || !isTimeZone(def.timezone))) {
     throw new Error(`\`timezone\` must be an IANA time zone such as Asia/Kolkata (got ${JSON.stringify(def.timezone)})`)
   }
