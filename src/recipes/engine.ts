@@ -12,7 +12,7 @@ import { createScheduler, nextTick, previousTick, type Scheduler } from './sched
 import { createRecipeSubscriptions } from './subscriptions.ts'
 import { createTypeVerdicts, typeCacheFile } from './type-verdicts.ts'
 import { formatDiagnostic, type RecipeDiagnostic } from './diagnostic.ts'
-import { realRunInProgress, RecipeRunningError, RUN_STALE_MS } from './overlap.ts'
+import { realRunInProgress, RecipeBusyError, RecipeRunningError, RUN_STALE_MS } from './overlap.ts'
 
 export { RecipeRunningError } from './overlap.ts'
 
@@ -81,6 +81,8 @@ export interface RecipeEngineOptions {
   dir?: string
   /** Report recipes with type errors as broken; defaults to RECIPES_TYPECHECK. */
   typeCheck?: boolean
+  /** How long one recipe file may take to load before it is reported broken; defaults to RECIPE_LOAD_TIME_LIMIT_MS. */
+  loadTimeLimitMs?: number
 }
 
 export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {}): RecipeEngine {
@@ -102,7 +104,8 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
   let debounce: ReturnType<typeof setTimeout> | undefined
   let reloading: Promise<LoadedRecipe[]> | undefined
   let stopped = false
-  // One real run at a time per recipe in this process: the tail of each recipe's queue (dry runs never join it).
+  // One real run at a time per recipe in this process: the tail of each recipe's queue (dry runs never join it;
+  // a tail never rejects).
   const tails = new Map<string, Promise<unknown>>()
   const inFlight = new Set<Promise<unknown>>()
 
@@ -131,17 +134,37 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
    * Queues a run behind any real run of the same recipe in this process. A dry run waits there too (its plan then
    * reads what the real run left) but is not queued as the tail: a real run or tick never waits for, or is skipped
    * because of, a dry run — at worst the two run side by side (a dry run places, launches and sends nothing).
+   *
+   * The queue always moves on: every run ends within RECIPE_TIMEOUT_SECONDS (runner.ts), timed out if need be,
+   * and a timed-out run's code — which cannot be cancelled and may never settle — is not waited for: the next run
+   * starts beside it. With `maxWaitMs` (event batches, which hold claims on their events) a run that has not had
+   * its turn by then gives up with RecipeBusyError rather than waiting on. The tail settles only once this run and
+   * everything before it have, so one that gave up never lets a later run start beside the run it gave up on.
    */
-  const exclusive = (name: string, fn: () => Promise<RecipeRun>, dryRun = false): Promise<RecipeRun> => {
-    const previous = tails.get(name) ?? Promise.resolve()
-    const next = previous.catch(() => {}).then(fn)
-    if (dryRun) return track(next)
-    tails.set(name, next)
-    void next.finally(() => {
-      if (tails.get(name) === next) tails.delete(name)
-    }).catch(() => {})
+  const exclusive = (name: string, fn: () => Promise<RecipeRun>, options: { dryRun?: boolean; maxWaitMs?: number } = {}): Promise<RecipeRun> => {
+    const previous = tails.get(name)
+    let turn: Promise<unknown> = previous ?? Promise.resolve()
+    if (previous !== undefined && options.maxWaitMs !== undefined) turn = turnWithin(name, previous, options.maxWaitMs)
+    const next = turn.then(fn)
+    if (options.dryRun) return track(next)
+    const tail = Promise.allSettled([previous, next])
+    tails.set(name, tail)
+    void tail.finally(() => {
+      if (tails.get(name) === tail) tails.delete(name)
+    })
     return track(next)
   }
+
+  /** Resolves when `previous` settles, or rejects with RecipeBusyError after `ms` on the runtime's clock. */
+  const turnWithin = (name: string, previous: Promise<unknown>, ms: number) =>
+    new Promise<void>((resolve, reject) => {
+      const cancel = rt.clock.setTimeout(() => reject(new RecipeBusyError(name, ms)), ms)
+      const done = () => {
+        cancel()
+        resolve()
+      }
+      previous.then(done, done)
+    })
 
   const runNow = async (recipe: LoadedRecipe, trigger: RecipeTrigger<PipelineEvent>, dryRun: boolean): Promise<RecipeRun> => {
     // A recipe with type errors never runs: wait for its verdict (immediate when cached).
@@ -272,19 +295,23 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
   }
 
   // Event batches run like any other run of the recipe: one at a time in this process, recorded, timed out; while
-  // a real run of the recipe is going anywhere, its events stay queued (the dispatch claims none).
+  // a real run of the recipe is going anywhere, its events stay queued (the dispatch claims none). A batch claimed
+  // anyway — a run queued here had not written its row yet, or one older than RUN_STALE_MS still going under a
+  // RECIPE_TIMEOUT_SECONDS above an hour — waits for its turn at most RECIPE_TIMEOUT_SECONDS, then hands its
+  // events back untouched (RecipeBusyError), instead of holding and renewing their claims behind it.
   const dispatch = createEventDispatch(rt, {
     recipes: () => loaded,
     subscriptions: (name) => subscriptions.get(name),
     inProgress: runningElsewhere,
-    run: (recipe, events) => exclusive(recipe.name, () => runNow(recipe, { type: 'event', events, event: events[0] }, false)),
+    run: (recipe, events) =>
+      exclusive(recipe.name, () => runNow(recipe, { type: 'event', events, event: events[0] }, false), { maxWaitMs: rt.config.pipeline.recipeTimeoutMs }),
   })
 
   const engine: RecipeEngine = {
     async reload() {
       // Serialize reloads; a reload requested during one runs after it with the newest files.
       const run = async () => {
-        const next = await loadRecipes(dir, fallbackTz)
+        const next = await loadRecipes(dir, fallbackTz, { timeLimitMs: options.loadTimeLimitMs })
         // Before the type verdicts: a recipe with type errors still subscribes to what its definition says.
         // Remembering them is a database write: if it fails, the recipes still load, each with its own `on`.
         const nextSubscriptions = await subscriptionMemory.refresh(next).catch((error: unknown) => {
@@ -354,7 +381,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
           }
           return runNow(find(name), request.trigger ?? { type: 'manual' }, dryRun)
         },
-        dryRun,
+        { dryRun },
       )
     },
     async start(startOptions = {}) {

@@ -6,6 +6,7 @@ import type { PipelineEvent } from '../events/hooks.ts'
 import { parseRow } from '../webhooks/processing.ts'
 import { claimFireBatch, enqueueEventFires, finishFires, releaseFires, renewFireClaims, type FireRow } from './claims.ts'
 import type { LoadedRecipe } from './loader.ts'
+import { RecipeBusyError } from './overlap.ts'
 import type { RecipeRun } from './runner.ts'
 import { summaryText } from './summary.ts'
 
@@ -42,7 +43,10 @@ export interface DispatchDeps {
    * batch). Its events then stay queued, unclaimed, and the sweep looks again: a batch never runs beside it.
    */
   inProgress(name: string): Promise<boolean>
-  /** Runs one batch (the engine: one run at a time per recipe, recorded, timed out). */
+  /**
+   * Runs one batch (the engine: one run at a time per recipe, recorded, timed out). Rejects with RecipeBusyError when
+   * another run of the recipe in this process kept it from starting in time: the batch is then handed back.
+   */
   run(recipe: LoadedRecipe, events: PipelineEvent[]): Promise<RecipeRun>
 }
 
@@ -82,12 +86,13 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
     return rows.map((r) => memo.get(key(r.event_id)) ?? loaded.get(r.event_id)).filter((e): e is PipelineEvent => e !== undefined)
   }
 
-  async function runBatch(recipe: LoadedRecipe, rows: FireRow[]): Promise<void> {
+  /** Runs a claimed batch and settles its fires; false when the recipe stayed busy and the batch was handed back. */
+  async function runBatch(recipe: LoadedRecipe, rows: FireRow[]): Promise<boolean> {
     const ids = rows.map((r) => r.event_id)
     const events = await load(rows)
     if (events.length === 0) {
       await finishFires(rt, recipe.name, owner, ids, { status: 'dead', runId: null, error: 'event no longer stored' })
-      return
+      return true
     }
     // Renew the claim while the run lasts, so a long run is not taken over; a killed process stops renewing.
     let renewing = true
@@ -104,6 +109,13 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
     let run: RecipeRun
     try {
       run = await deps.run(recipe, events)
+    } catch (error) {
+      if (!(error instanceof RecipeBusyError)) throw error
+      // Never run: another run of the recipe here kept it busy past the wait. The events go back to the queue as
+      // they were, no attempt spent (their claims are not held and renewed meanwhile); the sweep claims them again.
+      log.warn({ recipe: recipe.name, events: ids.length, waited_ms: error.waitedMs }, `${error.message}; its events go back to its queue`)
+      await releaseFires(rt, recipe.name, owner, ids)
+      return false
     } finally {
       renewing = false
       cancelRenew?.()
@@ -114,22 +126,23 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
       // to its queue as they were, no attempt spent, and wait for the fix.
       log.warn({ recipe: recipe.name, events: ids.length, reason: run.summary ?? null }, 'recipe is broken; its events wait in its queue until it is fixed')
       await releaseFires(rt, recipe.name, owner, ids)
-      return
+      return true
     }
     if (run.status === 'succeeded') {
       await finishFires(rt, recipe.name, owner, ids, { status: 'done', runId: run.id })
-      return
+      return true
     }
     const attempts = Math.max(...rows.map((r) => r.attempts)) + 1
     const error = run.error ?? (run.summary === null || run.summary === undefined ? 'run did not succeed' : summaryText(run.summary))
     if (attempts >= rt.config.webhook.maxAttempts) {
       log.error({ recipe: recipe.name, events: ids.length, attempts, err: error }, 'recipe gave up on these events (dead)')
       await finishFires(rt, recipe.name, owner, ids, { status: 'dead', runId: run.id, error })
-      return
+      return true
     }
     const nextAttemptAt = rt.clock.now() + backoffMs(attempts, rt.random.next)
     log.warn({ recipe: recipe.name, events: ids.length, attempts, next_attempt_at: nextAttemptAt, err: error }, 'recipe run failed; its events will be retried one by one')
     await finishFires(rt, recipe.name, owner, ids, { status: 'failed', runId: run.id, error, nextAttemptAt })
+    return true
   }
 
   async function drain(name: string): Promise<void> {
@@ -142,7 +155,8 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
       if (await deps.inProgress(name)) return
       const rows = await claimFireBatch(rt, name, owner, recipeBatchMax, FIRE_CLAIM_MS)
       if (rows.length === 0) return
-      await runBatch(recipe, rows)
+      // Handed back: claiming the same events again now would only wait again; the sweep looks later.
+      if (!(await runBatch(recipe, rows))) return
       // The rest of the thread (messages, timers) gets a turn between batches (src/utils/next-turn.ts).
       await nextTurn()
     }

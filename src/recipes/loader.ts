@@ -18,6 +18,18 @@ export interface LoadedRecipe {
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]*$/
 
+/**
+ * How long one file may take to load, its top-level code included. Loading is awaited by start-up, every reload and
+ * the event consumer (which loads the recipes before queueing for them): a top-level await that never settles (a
+ * fetch to a host that never answers) must break that one recipe, not stall them all.
+ */
+export const RECIPE_LOAD_TIME_LIMIT_MS = 10_000
+
+export interface LoadOptions {
+  /** Per file; RECIPE_LOAD_TIME_LIMIT_MS unless given (tests use a few milliseconds). */
+  timeLimitMs?: number
+}
+
 /** Recipe files: `*.ts` directly in the folder, except declarations and files starting with `_` or `.`. */
 export function listRecipeFiles(dir: string): string[] {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) return []
@@ -38,16 +50,43 @@ function firstLine(error: unknown): string {
  * the service itself uses), so it resolves wherever RECIPES_DIR is and `instanceof` checks hold; module
  * and file caches are off so an edited file is read afresh on the next load.
  */
-export async function loadRecipes(dir: string, fallbackTimezone: string): Promise<LoadedRecipe[]> {
+export async function loadRecipes(dir: string, fallbackTimezone: string, options: LoadOptions = {}): Promise<LoadedRecipe[]> {
   const jiti = await createRecipeJiti()
   const out: LoadedRecipe[] = []
-  for (const file of listRecipeFiles(dir)) out.push(await loadOne(jiti, file, fallbackTimezone))
+  for (const file of listRecipeFiles(dir)) out.push(await loadOne(jiti, file, fallbackTimezone, options))
   return out
 }
 
 /** One recipe file, outside any folder listing (`recipes test`, `testRecipe`). */
-export async function loadRecipeFile(file: string, fallbackTimezone: string): Promise<LoadedRecipe> {
-  return loadOne(await createRecipeJiti(), file, fallbackTimezone)
+export async function loadRecipeFile(file: string, fallbackTimezone: string, options: LoadOptions = {}): Promise<LoadedRecipe> {
+  return loadOne(await createRecipeJiti(), file, fallbackTimezone, options)
+}
+
+class LoadTimeLimitError extends Error {}
+
+/**
+ * The import, or LoadTimeLimitError after `ms`. A real timer: the loader has no clock, and loading is real work
+ * (jiti compiles the file). The import itself cannot be cancelled: a hung one stays pending, and its module,
+ * should it ever finish, is never used. The timer keeps the process alive, as the load it bounds does.
+ */
+function withinTimeLimit<T>(work: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new LoadTimeLimitError()), ms)
+    work.then(
+      (value) => {
+        clearTimeout(timer)
+        resolve(value)
+      },
+      (error: unknown) => {
+        clearTimeout(timer)
+        reject(error)
+      },
+    )
+  })
+}
+
+function duration(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${Math.round(ms / 100) / 10} s`
 }
 
 async function createRecipeJiti() {
@@ -63,16 +102,23 @@ async function createRecipeJiti() {
   })
 }
 
-async function loadOne(jiti: Awaited<ReturnType<typeof createRecipeJiti>>, file: string, fallbackTimezone: string): Promise<LoadedRecipe> {
+async function loadOne(
+  jiti: Awaited<ReturnType<typeof createRecipeJiti>>,
+  file: string,
+  fallbackTimezone: string,
+  options: LoadOptions,
+): Promise<LoadedRecipe> {
   const name = basename(file, '.ts')
   const base = { name, file, definition: undefined, error: undefined, timezone: fallbackTimezone }
   if (!NAME.test(name)) return { ...base, error: 'file name must use letters, digits, "-" or "_" only' }
+  const limitMs = options.timeLimitMs ?? RECIPE_LOAD_TIME_LIMIT_MS
   let exported: unknown
   try {
-    const mod = await jiti.import<Record<string, unknown> | undefined>(file)
+    const mod = await withinTimeLimit(jiti.import<Record<string, unknown> | undefined>(file), limitMs)
     // jiti answers `.default` with the whole module when there is none; ask whether it exists.
     exported = mod && 'default' in mod ? mod.default : undefined
   } catch (error) {
+    if (error instanceof LoadTimeLimitError) return { ...base, error: `did not finish loading within ${duration(limitMs)}: a top-level await that never settles?` }
     return { ...base, error: `failed to load: ${firstLine(error)}` }
   }
   try {

@@ -64,3 +64,17 @@ export class RecipeRunningError extends Error {
     this.name = 'RecipeRunningError'
   }
 }
+
+/**
+ * An event batch that waited RECIPE_TIMEOUT_SECONDS for the recipe's run ahead of it in this process and did not
+ * get its turn: it is not run, and its events go back to the queue untouched.
+ */
+export class RecipeBusyError extends Error {
+  constructor(
+    readonly recipe: string,
+    readonly waitedMs: number,
+  ) {
+    super(`recipe "${recipe}" was still busy in this process after ${Math.round(waitedMs / 1000)} s; the batch was not run`)
+    this.name = 'RecipeBusyError'
+  }
+}

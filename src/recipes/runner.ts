@@ -32,8 +32,13 @@ export interface RecipeRun {
 }
 
 function errorText(error: unknown): string {
-  if (error instanceof Error) return error.message || error.name
-  return String(error)
+  try {
+    if (error instanceof Error) return error.message || error.name
+    return String(error)
+  } catch {
+    // String() throws for a null-prototype object: a recipe can throw anything, and this runs with the row open.
+    return 'threw a value that cannot be shown as text'
+  }
 }
 
 /** Records a tick that did not run because the previous run is still going. */
@@ -74,7 +79,8 @@ export class RecipeTimeoutError extends Error {
  */
 function withTimeout<T>(rt: Runtime, work: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const cancel = rt.clock.setTimeout(() => reject(new RecipeTimeoutError(`timed out after ${Math.round(ms / 1000)} s (RECIPE_TIMEOUT_SECONDS)`)), ms)
+    // Kept alive: someone awaits the run (a CLI `recipes run` of a hung recipe ends failed, not with Node's exit 13).
+    const cancel = rt.clock.setTimeout(() => reject(new RecipeTimeoutError(`timed out after ${Math.round(ms / 1000)} s (RECIPE_TIMEOUT_SECONDS)`)), ms, { keepAlive: true })
     work.then(
       (value) => {
         cancel()
@@ -90,8 +96,10 @@ function withTimeout<T>(rt: Runtime, work: Promise<T>, ms: number): Promise<T> {
 
 /**
  * Runs a recipe once and records it: a `running` row first (so other replicas see it), then the outcome.
- * A throw from the recipe is captured as a failed run; it never escapes. An event-triggered run longer
- * than RECIPE_TIMEOUT_SECONDS is recorded failed ("timed out") and returns, so it holds nothing back.
+ * A throw from the recipe is captured as a failed run; it never escapes. Every run — scheduled, event, manual,
+ * dry — still going after RECIPE_TIMEOUT_SECONDS is recorded failed ("timed out after N s") and returns, so it
+ * holds nothing back: the recipe's next run does not wait for the timed-out code, which may still be running
+ * (it cannot be cancelled) and whose side effects may land later.
  */
 export async function executeRun(
   rt: Runtime,
@@ -133,40 +141,64 @@ export async function executeRun(
   let result: unknown
   let error: string | null = null
   let timedOut = false
+  const timeoutMs = rt.config.pipeline.recipeTimeoutMs
+  // The loader matched the trigger's events to the recipe's `on`, which is what types them for the recipe.
+  const running = Promise.resolve().then(() => definition.run(ctx as RecipeContext))
   try {
-    // The loader matched the trigger's events to the recipe's `on`, which is what types them for the recipe.
-    const running = Promise.resolve().then(() => definition.run(ctx as RecipeContext))
-    // Event batches hold their events' queue: a hung one is cut off. Cron runs have the overlap rule instead
-    // (a tick during a run is skipped), and manual runs have someone waiting for them.
-    result = trigger.type === 'event' ? await withTimeout(rt, running, rt.config.pipeline.recipeTimeoutMs) : await running
+    // Every run is cut off: a hung one would otherwise hold its recipe's queue (ticks, Run now, event batches
+    // behind it) for good, and its `running` row would read as in progress for RUN_STALE_MS.
+    result = await withTimeout(rt, running, timeoutMs)
   } catch (thrown) {
     status = 'failed'
     error = errorText(thrown)
     if (thrown instanceof RecipeTimeoutError) {
       timedOut = true
-      log.error({ timeout_ms: rt.config.pipeline.recipeTimeoutMs, events: trigger.events?.length ?? 0 },
-        `recipe "${name}" timed out after ${Math.round(rt.config.pipeline.recipeTimeoutMs / 1000)} s: run recorded failed; its events are retried with backoff (README → Recipes → Failures and retries)`)
+      const next = trigger.type === 'event' ? 'its events are retried with backoff' : 'the recipe\'s next run goes ahead'
+      log.error({ timeout_ms: timeoutMs, events: trigger.events?.length ?? 0 },
+        `recipe "${name}" timed out after ${Math.round(timeoutMs / 1000)} s: run recorded failed; ${next}, without waiting for the timed-out code (README → Recipes → Every run has the time limit)`)
+      // Said if it ever does: whatever it did meanwhile happened after the run was recorded failed.
+      const late = () => log.warn({ late_ms: rt.clock.now() - startedAt - timeoutMs }, `a timed-out run of recipe "${name}" ended after all; it stays recorded failed`)
+      running.then(late, late)
     } else log.error({ err: thrown }, 'recipe run failed')
   }
   const endedAt = rt.clock.now()
-  const outcome = timedOut ? 'timed_out' : status
-  const metrics = recipeMetrics(rt.metrics)
-  if (!dryRun) {
-    metrics.runs.inc({ recipe: name, trigger: trigger.type, outcome })
-    metrics.runSeconds.observe({ recipe: name, outcome }, (endedAt - startedAt) / 1000)
-    if (trigger.events) metrics.batchSize.observe({ recipe: name }, trigger.events.length)
-  }
-  const stored = encodeSummary(result)
-  const summary = decodeSummary(stored)
-  await rt.store.db
-    .updateTable('recipe_runs')
-    .set({ status, ended_at: endedAt, summary: stored, plan: effects.plan.length ? toJson(effects.plan) : null, error })
-    .where('id', '=', id)
-    .execute()
-  if (status === 'succeeded') log.info({ summary }, 'recipe run succeeded')
-  return {
-    id, recipe: name, trigger: trigger.type, eventId: trigger.event?.eventId ?? null, dryRun, status,
-    startedAt, endedAt, summary, plan: effects.plan, error, result,
+  try {
+    const outcome = timedOut ? 'timed_out' : status
+    const metrics = recipeMetrics(rt.metrics)
+    if (!dryRun) {
+      metrics.runs.inc({ recipe: name, trigger: trigger.type, outcome })
+      metrics.runSeconds.observe({ recipe: name, outcome }, (endedAt - startedAt) / 1000)
+      if (trigger.events) metrics.batchSize.observe({ recipe: name }, trigger.events.length)
+    }
+    const stored = encodeSummary(result)
+    const summary = decodeSummary(stored)
+    await rt.store.db
+      .updateTable('recipe_runs')
+      .set({ status, ended_at: endedAt, summary: stored, plan: effects.plan.length ? toJson(effects.plan) : null, error })
+      .where('id', '=', id)
+      .execute()
+    if (status === 'succeeded') log.info({ summary }, 'recipe run succeeded')
+    return {
+      id, recipe: name, trigger: trigger.type, eventId: trigger.event?.eventId ?? null, dryRun, status,
+      startedAt, endedAt, summary, plan: effects.plan, error, result,
+    }
+  } catch (recording) {
+    // The outcome could not be written as it is (a plan entry the recipe pushed that is not JSON, say). The row must
+    // not read as running for RUN_STALE_MS, holding the recipe back: close it failed, with the reason and without
+    // the parts that failed to write. If this write fails too (the database is down), that error is the one thrown.
+    log.error({ err: recording }, 'recording a recipe run failed; closing it as failed')
+    const why = `could not record the run's outcome: ${errorText(recording)}`
+    const closed = error === null ? why : `${error}; ${why}`
+    await rt.store.db
+      .updateTable('recipe_runs')
+      .set({ status: 'failed', ended_at: endedAt, summary: null, plan: null, error: closed })
+      .where('id', '=', id)
+      .execute()
+    // As recorded: the plan may be what could not be written (and what a caller printing it would trip on too).
+    return {
+      id, recipe: name, trigger: trigger.type, eventId: trigger.event?.eventId ?? null, dryRun, status: 'failed',
+      startedAt, endedAt, summary: null, plan: [], error: closed, result,
+    }
   }
 }
 

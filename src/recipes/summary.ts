@@ -7,8 +7,38 @@ export function encodeSummary(value: unknown): string | null {
   try {
     return JSON.stringify(value) ?? null
   } catch {
-    // Not serializable (a cycle, a BigInt): its text form is still worth keeping.
+    // Not plain JSON (a BigInt, a cycle): keep its figures rather than lose the run's summary. This must never
+    // throw — it runs after the run's `running` row was written, and a throw here would leave that row open.
+    return lenientJson(value) ?? textOf(value)
+  }
+}
+
+/** JSON with BigInts as their digits and a reference back to an enclosing object as "[Circular]"; undefined if even that fails. */
+function lenientJson(value: unknown): string | undefined {
+  // The objects enclosing the one being written: a replacer's `this` is the holder of the key it is given.
+  const ancestors: unknown[] = []
+  function replacer(this: unknown, _key: string, v: unknown): unknown {
+    if (typeof v === 'bigint') return v.toString()
+    if (typeof v !== 'object' || v === null) return v
+    while (ancestors.length > 0 && ancestors[ancestors.length - 1] !== this) ancestors.pop()
+    if (ancestors.includes(v)) return '[Circular]'
+    ancestors.push(v)
+    return v
+  }
+  try {
+    return JSON.stringify(value, replacer) ?? undefined
+  } catch {
+    // A getter or toJSON that throws, a revoked proxy.
+    return undefined
+  }
+}
+
+/** The value's text form as a JSON string, or a fixed note: String() itself throws for a null-prototype object. */
+function textOf(value: unknown): string {
+  try {
     return JSON.stringify(String(value))
+  } catch {
+    return JSON.stringify('(a summary that cannot be written as JSON or text)')
   }
 }
 

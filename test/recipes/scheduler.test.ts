@@ -113,7 +113,8 @@ export default defineRecipe({
   },
 })
 `)
-    await boot('2026-01-01T00:00:00Z', { RECIPES_TIMEZONE: 'UTC' })
+    // The run is held for five minutes of the test's clock: as long as the default run time limit (300 s).
+    await boot('2026-01-01T00:00:00Z', { RECIPES_TIMEZONE: 'UTC', RECIPE_TIMEOUT_SECONDS: '3000' })
     const gate: Gate = { release: () => {}, started: false }
     globalThis.__sbGate = gate
     await engine.start()

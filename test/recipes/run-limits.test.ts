@@ -1,0 +1,291 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, expect, it, vi } from 'vitest'
+import { loadConfig } from '../../src/config/load.ts'
+import type { PipelineEvent } from '../../src/events/hooks.ts'
+import { loadRecipeFile } from '../../src/recipes/loader.ts'
+import { createRecipeEngine, type RecipeEngine, type RecipeEngineOptions } from '../../src/recipes/engine.ts'
+import { RUN_STALE_MS } from '../../src/recipes/overlap.ts'
+import { listRuns } from '../../src/recipes/runner.ts'
+import { encodeSummary } from '../../src/recipes/summary.ts'
+import { createRuntime, type Runtime } from '../../src/runtime.ts'
+import type { WebhookEvent } from '../../src/upstream/schemas.ts'
+import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
+import { createSeededRandom } from '../../src/utils/random.ts'
+import { describeEachDialect, openTestStore, type TestStore } from '../helpers/db.ts'
+import { captureLogs } from '../helpers/log-capture.ts'
+import { tempRecipesDir } from './helpers.ts'
+
+/**
+ * Limits that keep one recipe from holding anything back for good: every run ends within RECIPE_TIMEOUT_SECONDS,
+ * an event batch waits for its turn at most that long, a recipe file gets a time limit to load, and a run whose
+ * outcome cannot be written as it is still gets its row closed.
+ */
+interface Hang { started: boolean; release(): void }
+declare global {
+  // The recipe file and the test meet here: the next run whose key (its trigger type, or `dry`) is listed never
+  // settles during the test (released after it, so nothing outlives the test file).
+  var __sbRunLimits: Map<string, Hang> | undefined
+  var __sbRunLimitsMode: string | undefined
+}
+
+const hangs = () => (globalThis.__sbRunLimits ??= new Map())
+const made: Hang[] = []
+function hang(key: string): Hang {
+  const h: Hang = { started: false, release: () => {} }
+  hangs().set(key, h)
+  made.push(h)
+  return h
+}
+
+const RECIPE = `import { defineRecipe } from 'switchboard'
+export default defineRecipe({
+  description: 'a sweep and a reaction',
+  schedule: '0 8 * * *',
+  timezone: 'UTC',
+  on: ['call.no_answer'],
+  async run(ctx) {
+    const key = ctx.dryRun ? 'dry' : ctx.trigger.type
+    const h = globalThis.__sbRunLimits?.get(key)
+    if (h) {
+      globalThis.__sbRunLimits.delete(key)
+      h.started = true
+      await new Promise((resolve) => { h.release = () => resolve(undefined) })
+    }
+    return ctx.trigger.type + (ctx.trigger.events ? ':' + ctx.trigger.events.map((e) => e.eventId).join(',') : '')
+  },
+})
+`
+
+function noAnswer(eventId: string): PipelineEvent {
+  const event: WebhookEvent = {
+    event_id: eventId,
+    event_type: 'call.no_answer',
+    timestamp: '2026-01-01T08:00:00Z',
+    data: {
+      call: {
+        agent_id: 101, call_parameters: { customer_phone: '+919876543215' }, conversation_id: 'conv_1', duration_seconds: 0,
+        started_at: null, ended_at: '2026-01-01T08:00:00Z', failure_reason: null, from_phone: '+918035550101',
+        to_phone: '+919876543215', recording_url: null, status: 'no_answer', trace_id: 'tr_1',
+      },
+      results: {},
+    },
+  }
+  return { eventId, eventType: 'call.no_answer', target: 'formant', source: 'webhook', receivedAt: Date.parse('2026-01-01T08:00:01Z'), event }
+}
+
+const TIMED_OUT = 'timed out after 30 s (RECIPE_TIMEOUT_SECONDS)'
+
+describeEachDialect('recipe run limits', (dialect) => {
+  let folder: ReturnType<typeof tempRecipesDir>
+  let clock: ManualClock
+  let store: TestStore
+  let dataDir: string
+  let rt: Runtime
+  let logs: ReturnType<typeof captureLogs>
+  const engines: RecipeEngine[] = []
+
+  const engineOf = (options: RecipeEngineOptions = {}): RecipeEngine => {
+    const engine = createRecipeEngine(rt, options)
+    engines.push(engine)
+    return engine
+  }
+  const runs = async () => (await listRuns(rt, { recipe: 'sweep' })).reverse().map((r) => [r.trigger, r.status, r.error ?? r.summary])
+  const fires = async () =>
+    (await rt.store.db.selectFrom('recipe_event_fires').select(['event_id', 'status', 'attempts', 'claimed_by']).execute())
+      .map((f) => [f.event_id, f.status, Number(f.attempts), f.claimed_by])
+
+  beforeEach(async () => {
+    folder = tempRecipesDir()
+    folder.write('sweep', RECIPE)
+    clock = createManualClock('2026-01-01T07:59:00Z')
+    store = await openTestStore(dialect)
+    dataDir = mkdtempSync(join(tmpdir(), 'sb-data-'))
+    logs = captureLogs('warn')
+    const config = loadConfig({
+      env: { DATA_DIR: dataDir, LOG_LEVEL: 'silent', RECIPES_DIR: folder.dir, RECIPES_TIMEZONE: 'UTC', RECIPES_TYPECHECK: 'false', RECIPE_TIMEOUT_SECONDS: '30' },
+    })
+    rt = await createRuntime(config, { store, skipMigrate: true, clock, random: createSeededRandom(5), log: logs.log })
+  })
+  afterEach(async () => {
+    hangs().clear()
+    for (const h of made.splice(0)) h.release()
+    globalThis.__sbRunLimitsMode = undefined
+    for (const engine of engines.splice(0)) await engine.stop()
+    await rt.close()
+    await store.close()
+    folder.cleanup()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it('a scheduled run that never settles is timed out and recorded failed; the events that came meanwhile then run', async () => {
+    const engine = engineOf()
+    await engine.start()
+    const cron = hang('cron')
+    await clock.advanceTo(Date.parse('2026-01-01T08:00:00Z'))
+    await vi.waitFor(() => expect(cron.started).toBe(true))
+    await engine.enqueueEvents([noAnswer('evt_1')])
+    await clock.advance(5_000)
+    // Not run beside the hung run, not claimed.
+    expect(await runs()).toEqual([['cron', 'running', null]])
+    expect(await fires()).toEqual([['evt_1', 'pending', 0, null]])
+
+    await clock.advanceTo(Date.parse('2026-01-01T08:00:30Z'))
+    await vi.waitFor(async () => {
+      await clock.advance(1_000)
+      expect(await fires()).toEqual([['evt_1', 'done', 0, null]])
+    }, { interval: 20 })
+    expect(await runs()).toEqual([['cron', 'failed', TIMED_OUT], ['event', 'succeeded', 'event:evt_1']])
+    expect(logs.find(/^recipe "sweep" timed out after 30 s: run recorded failed; the recipe's next run goes ahead, without waiting for the timed-out code/)).toHaveLength(1)
+  })
+
+  it('a manual run is timed out too; the next run goes ahead while the timed-out code is still going, which is logged if it ends', async () => {
+    const engine = engineOf()
+    const manual = hang('manual')
+    const first = engine.run('sweep')
+    await vi.waitFor(() => expect(manual.started).toBe(true))
+    await clock.advance(30_000)
+    expect(await first).toMatchObject({ trigger: 'manual', status: 'failed', error: TIMED_OUT })
+    // The hung code was not cancelled (JavaScript cannot): the queue does not wait for it.
+    const second = await engine.run('sweep')
+    expect(second).toMatchObject({ status: 'succeeded', summary: 'manual' })
+        // A dry run that hangs is timed out as well (someone is waiting for its plan).
+    const dry = hang('dry')
+    const dryRun = engine.run('sweep', { dryRun: true })
+    await vi.waitFor(() => expect(dry.started).toBe(true))
+    await clock.advance(30_000)
+    expect(await dryRun).toMatchObject({ dryRun: true, status: 'failed', error: TIMED_OUT })
+
+    manual.release()
+    await vi.waitFor(() => expect(logs.find(/^a timed-out run of recipe "sweep" ended after all; it stays recorded failed$/)).toHaveLength(1))
+    expect((await listRuns(rt, { recipe: 'sweep' })).filter((r) => !r.dryRun).map((r) => r.status)).toEqual(['succeeded', 'failed'])
+  })
+
+  it('an event batch waiting behind runs in this process gives up after RECIPE_TIMEOUT_SECONDS and hands its events back untouched', async () => {
+    const engine = engineOf()
+    await engine.start()
+    const cron = hang('cron')
+    await clock.advanceTo(Date.parse('2026-01-01T08:00:00Z'))
+    await vi.waitFor(() => expect(cron.started).toBe(true))
+    // Someone presses Run now: queued behind the tick, and it hangs as well once it runs.
+    const manual = hang('manual')
+    const pressed = engine.run('sweep')
+    await clock.advanceTo(Date.parse('2026-01-01T08:00:05Z'))
+    // The tick's row as it reads after RUN_STALE_MS (taken for a crashed process): with RECIPE_TIMEOUT_SECONDS above
+    // an hour that is what the dispatch meets, and it claims a batch that then waits behind this process's runs.
+    await rt.store.db.updateTable('recipe_runs').set({ started_at: clock.now() - RUN_STALE_MS - 1 }).where('status', '=', 'running').execute()
+    await engine.enqueueEvents([noAnswer('evt_1')])
+    await vi.waitFor(async () => expect(await fires()).toEqual([['evt_1', 'pending', 0, `${rt.instanceId}:recipes`]]))
+
+    // The tick times out and the manual run starts (and hangs): the batch is still behind it.
+    await clock.advanceTo(Date.parse('2026-01-01T08:00:30Z'))
+    await vi.waitFor(() => expect(manual.started).toBe(true))
+    expect((await runs()).map((r) => r.slice(0, 2))).toEqual([['cron', 'failed'], ['manual', 'running']])
+    // 30 s after it was claimed the batch gives up: not run, its events unclaimed, no attempt spent.
+    await clock.advanceTo(Date.parse('2026-01-01T08:00:35Z'))
+    await vi.waitFor(async () => expect(await fires()).toEqual([['evt_1', 'pending', 0, null]]), { interval: 20 })
+    expect(logs.find(/^recipe "sweep" was still busy in this process after 30 s; the batch was not run; its events go back to its queue$/)).toHaveLength(1)
+    // The sweep does not claim them again while the manual run's row says running, and the batch that gave up
+    // left the queue as it was: a run asked for now still waits for the manual run, not beside it.
+    let ranBeside = false
+    const next = engine.run('sweep').then(
+      (run) => ((ranBeside = clock.now() < Date.parse('2026-01-01T08:01:00Z')), run),
+      // Started beside it, it would meet the manual run's row and be refused.
+      (error: unknown) => ((ranBeside = true), error),
+    )
+    await clock.advance(5_000)
+    expect(await fires()).toEqual([['evt_1', 'pending', 0, null]])
+
+    // The manual run times out in its turn; the next one runs, then the events, once.
+    await clock.advanceTo(Date.parse('2026-01-01T08:01:00Z'))
+    expect(await pressed).toMatchObject({ status: 'failed', error: TIMED_OUT })
+    expect(await next).toMatchObject({ status: 'succeeded', summary: 'manual' })
+    expect(ranBeside).toBe(false)
+    await vi.waitFor(async () => {
+      await clock.advance(1_000)
+      expect(await fires()).toEqual([['evt_1', 'done', 0, null]])
+    }, { interval: 20 })
+    const all = await runs()
+    expect(all.slice(0, 2)).toEqual([['cron', 'failed', TIMED_OUT], ['manual', 'failed', TIMED_OUT]])
+    // Both at 08:01:00 on a fast machine: one after the other, but their ids may list them either way.
+    expect(all.slice(2).sort()).toEqual([['event', 'succeeded', 'event:evt_1'], ['manual', 'succeeded', 'manual']])
+  })
+
+  it('a recipe whose top-level code never finishes is broken after the load time limit; the others load and run', async () => {
+    // Loading compiles the file (real time, not the clock's): warm jiti up so the healthy file loads well within the limit.
+    await loadRecipeFile(folder.write('warm', RECIPE), 'UTC')
+    folder.write('stuck', `import { defineRecipe } from 'switchboard'
+await new Promise(() => {})
+export default defineRecipe({ description: 'never loads', on: ['call.no_answer'], run: () => 'unreachable' })
+`)
+    const engine = engineOf({ loadTimeLimitMs: 250 })
+    await engine.start()
+    const broken = (await engine.list()).map((r) => [r.name, r.broken])
+    expect(broken).toEqual([
+      ['stuck', 'did not finish loading within 250 ms: a top-level await that never settles?'],
+      ['sweep', null],
+      ['warm', null],
+    ])
+    expect(logs.find(/^recipe stuck is broken: did not finish loading within 250 ms/)).toHaveLength(1)
+    // Events still reach the recipes that loaded (the consumer loads before queueing), and a reload returns.
+    await engine.enqueueEvents([noAnswer('evt_1')])
+    await engine.idle()
+    expect(await runs()).toEqual([['event', 'succeeded', 'event:evt_1']])
+    expect((await engine.reload()).map((r) => [r.name, r.error ?? null])).toEqual(broken)
+    expect(await engine.run('sweep')).toMatchObject({ status: 'succeeded', summary: 'manual' })
+  })
+
+  it('a summary that is not JSON is kept as far as it can be, and a run whose outcome cannot be written is still closed', async () => {
+    folder.write('odd', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({
+  description: 'returns what it is told to',
+  run(ctx) {
+    const mode = globalThis.__sbRunLimitsMode
+    if (mode === 'bare-bigint') return Object.assign(Object.create(null), { n: 1n })
+    if (mode === 'cycle') { const a: Record<string, unknown> = { n: 2n }; a.self = a; return a }
+    if (mode === 'throw-bare') throw Object.create(null)
+    if (mode === 'plan-bigint') { (ctx.plan as unknown[]).push({ kind: 'custom', n: 3n }); return 'planned' }
+    return 'plain'
+  },
+})
+`)
+    const engine = engineOf()
+    const run = async (mode: string) => {
+      // A second apart, so the runs list in the order they ran.
+      await clock.advance(1_000)
+      globalThis.__sbRunLimitsMode = mode
+      return engine.run('odd')
+    }
+    // A null-prototype object has no text form (String() throws): its figures are kept, BigInts as digits.
+    expect(await run('bare-bigint')).toMatchObject({ status: 'succeeded', summary: { n: '1' } })
+    expect(await run('cycle')).toMatchObject({ status: 'succeeded', summary: { n: '2', self: '[Circular]' } })
+    expect(await run('throw-bare')).toMatchObject({ status: 'failed', error: 'threw a value that cannot be shown as text' })
+    const unwritable = await run('plan-bigint')
+    expect(unwritable).toMatchObject({ status: 'failed', summary: null, plan: [], error: expect.stringMatching(/^could not record the run's outcome: .*BigInt/) })
+    const stored = (await listRuns(rt, { recipe: 'odd' })).map((r) => [r.status, r.error ?? r.summary])
+    expect(stored).toEqual([
+      ['failed', unwritable.error],
+      ['failed', 'threw a value that cannot be shown as text'],
+      ['succeeded', { n: '2', self: '[Circular]' }],
+      ['succeeded', { n: '1' }],
+    ])
+  })
+})
+
+it('encodeSummary never throws', () => {
+  const bare = Object.assign(Object.create(null) as object, { n: 1n })
+  expect(encodeSummary(bare)).toBe('{"n":"1"}')
+  expect(encodeSummary(1n)).toBe('"1"')
+  // An object met twice is not a cycle; one met inside itself is.
+  const shared = { a: 1 }
+  expect(encodeSummary({ x: shared, y: [shared], n: 2n })).toBe('{"x":{"a":1},"y":[{"a":1}],"n":"2"}')
+  const loop: Record<string, unknown> = { list: [] }
+  ;(loop.list as unknown[]).push(loop)
+  expect(encodeSummary(loop)).toBe('{"list":["[Circular]"]}')
+  const hostile = { get n(): number { throw new Error('no') } }
+  expect(encodeSummary(hostile)).toBe('"[object Object]"')
+  const nothing = Object.create(null) as object
+  Object.defineProperty(nothing, 'n', { enumerable: true, get: () => { throw new Error('no') } })
+  expect(encodeSummary(nothing)).toBe('"(a summary that cannot be written as JSON or text)"')
+})
