@@ -1,5 +1,5 @@
 import { destinationDeadIndexMigration, destinationOrderedFlagMigration, destinationPayloadsMigration, destinationPendingCoveringMigration, destinationPendingIndexesMigration, destinationsMigration } from './destination-migrations.ts'
-import { type Kysely, type Migration, type MigrationProvider } from 'kysely'
+import { sql, type Kysely, type Migration, type MigrationProvider } from 'kysely'
 import { hasColumn } from './has-column.ts'
 
 /**
@@ -430,6 +430,29 @@ const m0017: Migration = {
   },
 }
 
+/**
+ * At most one real run of a recipe is `running` (a partial unique index): two processes that both found no run in
+ * progress — a `recipes run` from cron at the minute of the service's tick — could both start one, and a batch
+ * recipe launched its files twice. Runs left `running` beside a newer one (crashed processes, that race) are closed
+ * first, or the index could not be built. Dry runs never take the slot. Portable: SQLite and Postgres both have
+ * partial indexes.
+ */
+const m0018: Migration = {
+  async up(db: AnyDb) {
+    await sql`
+      update recipe_runs set status = 'failed', ended_at = started_at,
+        error = 'closed by migration 0018: a newer run of the recipe was also marked running'
+      where status = 'running' and dry_run = 0 and exists (
+        select 1 from recipe_runs newer
+        where newer.recipe = recipe_runs.recipe and newer.status = 'running' and newer.dry_run = 0
+          and (newer.started_at > recipe_runs.started_at or (newer.started_at = recipe_runs.started_at and newer.id > recipe_runs.id)))`.execute(db)
+    await sql`create unique index if not exists recipe_runs_one_running on recipe_runs (recipe) where status = 'running' and dry_run = 0`.execute(db)
+  },
+  async down(db: AnyDb) {
+    await sql`drop index if exists recipe_runs_one_running`.execute(db)
+  },
+}
+
 export const migrations: Record<string, Migration> = {
   '0001_initial': m0001,
   '0002_webhooks_stats': m0002,
@@ -448,6 +471,7 @@ export const migrations: Record<string, Migration> = {
   '0015_destination_pending_covering': destinationPendingCoveringMigration,
   '0016_call_queue_window': m0016,
   '0017_recipe_runs_process': m0017,
+  '0018_recipe_runs_one_running': m0018,
 }
 
 export const migrationProvider: MigrationProvider = {

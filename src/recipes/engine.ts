@@ -229,14 +229,20 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       if (stopped || !loaded.find((r) => r.name === name)?.definition) return
       if (!(await claimTick(rt, name, tickAt))) return
       const trigger: RecipeTrigger<PipelineEvent> = { type, scheduledAt: tickAt }
-      if (tails.has(name) || (await runningElsewhere(name))) {
+      const skip = async () => {
         await recordSkipped(rt, name, trigger, `skipped: the previous run was still in progress at ${new Date(tickAt).toISOString()}`)
         log.warn({ recipe: name, tick_at: tickAt }, 'tick skipped: previous run still in progress')
-        return
       }
+      if (tails.has(name) || (await runningElsewhere(name))) return await skip()
       const recipe = loaded.find((r) => r.name === name)
       if (!recipe?.definition) return
-      await exclusive(name, () => runNow(recipe, trigger, false))
+      try {
+        await exclusive(name, () => runNow(recipe, trigger, false))
+      } catch (error) {
+        // Another process's run started between the look above and this run's start: it holds the running slot.
+        if (error instanceof RecipeRunningError) return await skip()
+        throw error
+      }
     } catch (error) {
       log.error({ err: error, recipe: name, tick_at: tickAt }, 'scheduled tick failed')
     }

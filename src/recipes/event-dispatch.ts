@@ -6,7 +6,7 @@ import type { PipelineEvent } from '../events/hooks.ts'
 import { parseRow } from '../webhooks/processing.ts'
 import { claimFireBatch, enqueueEventFires, finishFires, releaseFires, renewFireClaims, type FireRow } from './claims.ts'
 import type { LoadedRecipe } from './loader.ts'
-import { RecipeBusyError } from './overlap.ts'
+import { RecipeBusyError, RecipeRunningError } from './overlap.ts'
 import type { RecipeRun } from './runner.ts'
 import { summaryText } from './summary.ts'
 
@@ -110,10 +110,12 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
     try {
       run = await deps.run(recipe, events)
     } catch (error) {
-      if (!(error instanceof RecipeBusyError)) throw error
-      // Never run: another run of the recipe here kept it busy past the wait. The events go back to the queue as
+      // Never run: another run of the recipe here kept it busy past the wait, or one in another process took the
+      // recipe's running slot between the sweep's look and this run's start. The events go back to the queue as
       // they were, no attempt spent (their claims are not held and renewed meanwhile); the sweep claims them again.
-      log.warn({ recipe: recipe.name, events: ids.length, waited_ms: error.waitedMs }, `${error.message}; its events go back to its queue`)
+      if (!(error instanceof RecipeBusyError) && !(error instanceof RecipeRunningError)) throw error
+      const waited = error instanceof RecipeBusyError ? { waited_ms: error.waitedMs } : { running: error.running.id }
+      log.warn({ recipe: recipe.name, events: ids.length, ...waited }, `${error.message}; its events go back to its queue`)
       await releaseFires(rt, recipe.name, owner, ids)
       return false
     } finally {

@@ -40,6 +40,49 @@ export async function realRunInProgress(rt: Runtime, recipe: string): Promise<Ru
   return { id: row.id, trigger: row.trigger, startedAt: Number(row.started_at) }
 }
 
+/** A unique violation: better-sqlite3's SQLITE_CONSTRAINT_UNIQUE, or Postgres' 23505. */
+function isUniqueViolation(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === '23505'
+}
+
+/**
+ * Writes a real run's `running` row with `insert`, which takes the recipe's one running slot (migration 0018: a
+ * partial unique index). Checking first (realRunInProgress) and inserting after left a gap: two processes that
+ * both found nothing running both started. With the slot taken, the loser finds out here — RecipeRunningError,
+ * before any of its code runs. A slot still held by a run that is no longer in progress (its process stopped, or
+ * it started more than RUN_STALE_MS ago) is closed and taken.
+ */
+export async function takeRunSlot(rt: Runtime, recipe: string, insert: () => Promise<unknown>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await insert()
+      return
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error
+      // Closes the row of a process known to have stopped, as it reads.
+      const running = await realRunInProgress(rt, recipe)
+      if (running) throw new RecipeRunningError(recipe, running)
+      if (attempt >= 3) throw error
+      await closeStaleRuns(rt, recipe)
+    }
+  }
+}
+
+/** Closes a recipe's real runs still marked running past RUN_STALE_MS: taken for crashed processes. */
+async function closeStaleRuns(rt: Runtime, recipe: string): Promise<void> {
+  const now = rt.clock.now()
+  const closed = await rt.store.db
+    .updateTable('recipe_runs')
+    .set({ status: 'failed', ended_at: now, error: `still marked running after ${RUN_STALE_MS / 60_000} minutes: taken for a process that stopped` })
+    .where('recipe', '=', recipe)
+    .where('status', '=', 'running')
+    .where('dry_run', '=', 0)
+    .where('started_at', '<=', now - RUN_STALE_MS)
+    .executeTakeFirst()
+  if (Number(closed.numUpdatedRows) > 0) rt.log.warn({ recipe }, 'a recipe run still marked running after an hour was closed as failed')
+}
+
 /** Closes a run whose process stopped before it finished; a no-op if it was closed meanwhile. */
 async function closeAbandonedRun(rt: Runtime, id: string): Promise<void> {
   await rt.store.db

@@ -10,6 +10,7 @@ import { createKvState, recipeStateNamespace } from './state.ts'
 import { decodeSummary, encodeSummary } from './summary.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
 import { processIdentity } from '../utils/process-identity.ts'
+import { takeRunSlot } from './overlap.ts'
 
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'skipped'
 
@@ -112,13 +113,17 @@ export async function executeRun(
   const id = timeOrderedId(startedAt, rt.random)
   const effects: Effects = { dryRun, plan: [] }
   const log = rt.log.child({ recipe: name, run_id: id, trigger: trigger.type, dry_run: dryRun })
-  await rt.store.db
-    .insertInto('recipe_runs')
-    .values({
-      id, recipe: name, trigger: trigger.type, event_id: trigger.event?.eventId ?? null, dry_run: dryRun ? 1 : 0,
-      status: 'running', started_at: startedAt, ended_at: null, summary: null, plan: null, error: null, process: processIdentity() ?? null,
-    })
-    .execute()
+  const insertRow = () =>
+    rt.store.db
+      .insertInto('recipe_runs')
+      .values({
+        id, recipe: name, trigger: trigger.type, event_id: trigger.event?.eventId ?? null, dry_run: dryRun ? 1 : 0,
+        status: 'running', started_at: startedAt, ended_at: null, summary: null, plan: null, error: null, process: processIdentity() ?? null,
+      })
+      .execute()
+  // A real run takes the recipe's one running slot, or throws RecipeRunningError (another process's run holds it).
+  if (dryRun) await insertRow()
+  else await takeRunSlot(rt, name, insertRow)
   const bindings = createBindings(rt, effects, name, timezone)
   const ctx: RecipeContext<PipelineEvent> = {
     name,

@@ -9,7 +9,7 @@ import type { PipelineEvent } from '../../src/events/hooks.ts'
 import { createRecipeEngine, RecipeRunningError, type RecipeEngine } from '../../src/recipes/engine.ts'
 import { realRunInProgress } from '../../src/recipes/overlap.ts'
 import { runRecipeNow } from '../../src/recipes/run-now.ts'
-import { listRuns } from '../../src/recipes/runner.ts'
+import { executeRun, listRuns } from '../../src/recipes/runner.ts'
 import { createRuntime, type Runtime } from '../../src/runtime.ts'
 import type { WebhookEvent } from '../../src/upstream/schemas.ts'
 import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
@@ -212,6 +212,40 @@ describeEachDialect('recipe runs never overlap', (dialect) => {
     expect((await engine.run('batch')).status).toBe('succeeded')
     const left = await rt.store.db.selectFrom('recipe_runs').select(['status', 'error']).where('id', '=', 'run_killed').executeTakeFirstOrThrow()
     expect(left).toEqual({ status: 'failed', error: 'the process running it stopped before it finished (killed or crashed)' })
+  })
+
+  it('two processes that both found nothing running cannot both start: the second meets the running slot before its code runs', async () => {
+    // What a cron `recipes run` at the minute of the service's tick does: each looked, saw no run, and starts one.
+    const engine = engineOf(rt)
+    await engine.reload()
+    const definition = engine.recipes().find((r) => r.name === 'batch')!.definition!
+    const h = hold('manual')
+    const first = executeRun(rt, 'batch', definition, { trigger: { type: 'manual' }, dryRun: false, timezone: 'UTC' })
+    await vi.waitFor(() => expect(h.started).toBe(true))
+    const other = await replica()
+    const second = executeRun(other, 'batch', definition, { trigger: { type: 'manual' }, dryRun: false, timezone: 'UTC' })
+    await expect(second).rejects.toBeInstanceOf(RecipeRunningError)
+    await expect(second).rejects.toThrow(/^recipe "batch" is already running: a manual run started at /)
+    // Refused before its code ran: no run of its own was recorded.
+    expect((await listRuns(rt, { recipe: 'batch' })).map((r) => r.status)).toEqual(['running'])
+    // A dry run never takes the slot.
+    expect((await executeRun(other, 'batch', definition, { trigger: { type: 'manual' }, dryRun: true, timezone: 'UTC' })).status).toBe('succeeded')
+    h.release()
+    expect((await first).status).toBe('succeeded')
+    // Once it has ended, the slot is free.
+    expect((await executeRun(other, 'batch', definition, { trigger: { type: 'manual' }, dryRun: false, timezone: 'UTC' })).status).toBe('succeeded')
+    expect((await listRuns(rt, { recipe: 'batch' })).map((r) => r.status)).toEqual(['succeeded', 'succeeded', 'succeeded'])
+  })
+
+  it('a slot held by a run marked running for over an hour (a process that stopped elsewhere) is closed and taken', async () => {
+    await rt.store.db.insertInto('recipe_runs').values({
+      id: 'run_stale', recipe: 'batch', trigger: 'cron', event_id: null, dry_run: 0, status: 'running', started_at: clock.now() - 2 * 3_600_000,
+      ended_at: null, summary: null, plan: null, error: null, process: null,
+    }).execute()
+    const engine = engineOf(rt)
+    expect((await engine.run('batch')).status).toBe('succeeded')
+    const left = await rt.store.db.selectFrom('recipe_runs').select(['status', 'error']).where('id', '=', 'run_stale').executeTakeFirstOrThrow()
+    expect(left).toEqual({ status: 'failed', error: 'still marked running after 60 minutes: taken for a process that stopped' })
   })
 
   it('a dry run in progress does not make the scheduled tick be skipped', async () => {
