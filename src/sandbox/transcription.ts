@@ -80,13 +80,17 @@ export function createTranscriber(options: { clock: Clock; speed: number; state:
       }
       options.state.addJob(job)
       const lines = LINES[opts.format]!
-      const count = 2 + (digest[0]! % 3)
+      // 2–4 utterances, fewer for very short audio: each keeps at least half a second.
+      const count = Math.max(1, Math.min(2 + (digest[0]! % 3), Math.floor(seconds / 0.5)))
       const slice = seconds / count
+      // A short gap at each end of a slice when there is room for it; start ≤ end ≤ the audio's length always.
+      const gap = Math.min(0.2, slice / 4)
+      const round = (x: number) => Math.round(x * 100) / 100
       const utterances = Array.from({ length: count }, (_, i) => ({
         speaker: opts.diarize ? `speaker_${i % 2}` : 'speaker_0',
         text: lines[(digest[1]! + i) % lines.length]!,
-        start: Math.round((i * slice + 0.2) * 100) / 100,
-        end: Math.round(((i + 1) * slice - 0.1) * 100) / 100,
+        start: round(i * slice + gap),
+        end: Math.min(round((i + 1) * slice - gap / 2), round(seconds)),
       }))
       const language = opts.languages.find((l) => l !== 'unknown') ?? (opts.format === 'code_mixed' ? 'hi-IN' : 'en-IN')
       const delay = Math.round(((TRANSCRIPTION_BASE_SECONDS + seconds / 2) * 1000) / options.speed)

@@ -16,6 +16,13 @@ describe('POST /v1/call', () => {
     )
   })
 
+  it('refuses a body over 1 MB with 400 instead of reading any size into memory', async () => {
+    h = harness()
+    const res = await h.call({ ...phoneCall('+919876543210'), metadata: 'x'.repeat(2 * 1024 * 1024) })
+    expect(res.status).toBe(400)
+    expect((await h.json(res)).error).toEqual({ message: 'request body is larger than 1024 KB', type: 'invalid_request' })
+  })
+
   it.each([
     ['{"agent_id":', /^request body is not valid JSON/],
     ['[1,2]', /^request body must be a JSON object$/],

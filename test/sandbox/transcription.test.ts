@@ -58,6 +58,33 @@ describe('transcription jobs', () => {
     else expect(err.message).toMatch(message)
   })
 
+  it('times the utterances of very short audio inside it, each ending after it starts', async () => {
+    h = harness()
+    for (const audio of [new Blob([new Uint8Array(100).fill(7)]), new Blob([new Uint8Array(104).fill(9)]), wav(0.2)]) {
+      const job = await h.json(await submit(h, { audio }))
+      await h.clock.advance(60_000)
+      const done = await h.json(await h.request(`/v1/transcription/jobs/${job.id}`))
+      expect(done.status).toBe('completed')
+      const length = Math.max(...done.utterances.map((u: { end: number }) => u.end))
+      for (const u of done.utterances as Array<{ start: number; end: number }>) {
+        expect(u.start).toBeGreaterThanOrEqual(0)
+        expect(u.end).toBeGreaterThanOrEqual(u.start)
+      }
+      expect(length).toBeLessThanOrEqual(1)
+    }
+  })
+
+  it('refuses a form larger than the audio limit allows with 400 before reading it whole', async () => {
+    h = harness()
+    const res = await h.request('/v1/transcription/jobs', {
+      method: 'POST',
+      headers: { 'content-type': 'multipart/form-data; boundary=x', 'content-length': String(26 * 1024 * 1024) },
+      body: new Uint8Array(16),
+    })
+    expect(res.status).toBe(400)
+    expect((await h.json(res)).error.message).toMatch(/^request body is larger than \d+ KB$/)
+  })
+
   it('accepts unknown (auto-detect) and code_mixed', async () => {
     h = harness()
     const job = await h.json(await submit(h, { audio: wav(2), languages: 'unknown', format: 'code_mixed', diarize: 'false' }))

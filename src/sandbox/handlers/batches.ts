@@ -2,11 +2,11 @@ import type { ApiHandler } from '../context.ts'
 import { batchMetrics, serializeBatch } from '../batches.ts'
 import { readBatchCsv } from '../csv.ts'
 import { invalid, notFound } from '../errors.ts'
-import { formInteger, json, readListQuery, readMultipart } from '../request.ts'
+import { formInteger, json, readListQuery, readMultipart, MAX_FORM_BYTES } from '../request.ts'
 
 /** POST /v1/batch-call (multipart: agent_id, name, file) */
 export const createBatch: ApiHandler = async (ctx, { req, tenant }) => {
-  const form = await readMultipart(req)
+  const form = await readMultipart(req, MAX_FORM_BYTES.csv)
   const agentId = formInteger(form, 'agent_id')
   const name = form.get('name')
   if (typeof name !== 'string' || !name.trim()) throw invalid('name is required')
