@@ -14,7 +14,8 @@ import { createGroupCommit, type GroupCommit } from '../utils/group-commit.ts'
 import { yieldToReceiver } from '../coordination/receiver-load.ts'
 import { callMetrics } from './metrics.ts'
 import { createPacer, type Pacer } from './pacer.ts'
-import { claim, finish, isAmbiguous, LEDGER_COLUMNS, ledgerRow, type PlaceCallInput } from './place-call.ts'
+import { claim, finish, IDEMPOTENCY_WINDOW_MS, isAmbiguous, LEDGER_COLUMNS, ledgerRow, type PlaceCallInput } from './place-call.ts'
+import { isBlocked } from '../campaigns/dnc.ts'
 import type { CallRecord } from './record.ts'
 import { tenantOf } from './tenant.ts'
 import { requestInWindow, windowColumn } from './window-at-send.ts'
@@ -173,11 +174,16 @@ export async function enqueueCall(rt: Runtime, input: PlaceCallInput): Promise<E
 async function claimDueCalls(rt: Runtime, owner: string, limit: number, heldTenants: string[]): Promise<QueueRow[]> {
   const now = rt.clock.now()
   const db = rt.store.db
+  // Only calls this process can send: a call queued with another API key (a recipe's own, never stored) waits for
+  // the process that queued it — a replica claiming it could only fail it. Past the key's 24 h idempotency window
+  // it is claimed all the same, and failed with a clear error, rather than kept for ever.
+  const known = [...stateOf(rt).keys.keys()]
   let due = db
     .selectFrom('call_queue')
     .select('id')
     .where('next_attempt_at', '<=', now)
     .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+    .where((eb) => eb.or([eb('tenant', 'in', known), eb('enqueued_at', '<=', now - IDEMPOTENCY_WINDOW_MS)]))
   if (heldTenants.length > 0) due = due.where('tenant', 'not in', heldTenants)
   due = due
     .orderBy('next_attempt_at')
@@ -267,6 +273,15 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
   if (!apiKey) {
     await settle(rt, row, owner, { status: 'failed', error: 'queued with an API key this process does not know (keys are never stored); place it again' })
     metrics.failed.inc({ reason: 'no_api_key' })
+    return
+  }
+  // The do-not-call list again, as it is now: a number put on it while the call waited (an opt-out in another
+  // campaign's call, an import) is not called. The table and the default file (DATA_DIR/dnc.csv); the number is E.164.
+  const phone = queuedRequest.parameters.find((p) => p.name === 'customer_phone')?.value
+  if (phone !== undefined && (await isBlocked(rt, phone))) {
+    await settle(rt, row, owner, { status: 'rejected', error: 'on the do-not-call list (added after the call was queued): not called' })
+    metrics.failed.inc({ reason: 'dnc' })
+    log.info('queued call not placed: its number was put on the do-not-call list while it waited')
     return
   }
   const notBefore = state.pacer.notBefore(row.tenant, rt.clock.now())

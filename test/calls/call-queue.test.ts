@@ -7,6 +7,8 @@ import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
 import { setYieldGate } from '../../src/coordination/receiver-load.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+import { createRuntime } from '../../src/runtime.ts'
+import { createSilentLogger } from '../../src/utils/logger.ts'
 
 /**
  * A provider stand-in with the provider's limits: answers 429s as scripted (rate limit with Retry-After,
@@ -193,6 +195,48 @@ describeEachDialect('paced call queue', (dialect) => {
       await clock.advance(10_000)
       await queue!.idle()
       expect(await statuses()).toEqual(['key-0', 'key-1', 'key-2', 'key-3', 'key-4', 'key-5'].map((k) => `${k}:initiated`))
+    }, { timeout: 10_000, interval: 50 })
+  })
+
+  it('a number put on the do-not-call list while its call waited (held by a 429) is not called: rejected, with why', async () => {
+    await boot()
+    fake.script = ['rate']
+    queue = startCallQueue(rt)
+    expect((await enqueueCall(rt, call(1))).ok).toBe(true)
+    expect((await enqueueCall(rt, call(2))).ok).toBe(true)
+    await vi.waitFor(() => expect(fake.requests).toBeGreaterThanOrEqual(1))
+    await queue.idle()
+    // An opt-out (or an import) meanwhile.
+    await rt.store.db.insertInto('dnc').values({ phone: '+919876543211', reason: 'opted out', source: 'test', added_at: clock.now() }).execute()
+    await vi.waitFor(async () => {
+      await clock.advance(31_000)
+      await queue!.idle()
+      expect(await statuses()).toEqual(['key-1:rejected', 'key-2:initiated'])
+    }, { timeout: 10_000, interval: 50 })
+    expect([...fake.created.keys()]).toEqual(['key-2'])
+    const row = await rt.store.db.selectFrom('calls').select('error').where('idempotency_key', '=', 'key-1').executeTakeFirstOrThrow()
+    expect(row.error).toBe('on the do-not-call list (added after the call was queued): not called')
+    expect(await rt.metrics.metrics()).toMatch(/switchboard_calls_failed_total\{reason="dnc"\} 1/)
+  })
+
+  it('a call queued with an API key this process does not know is left for the process that queued it, and failed only after 24 h', async () => {
+    await boot()
+    // Queued by another process (a replica, or a CLI recipe run that met a 429) with its own key: this process
+    // never had that key (keys are never stored).
+    const other = await createRuntime(rt.config, { store: rt.store, skipMigrate: true, clock, log: createSilentLogger() })
+    fake.limited.add('sk_live_recipe_key')
+    await enqueueCalls(other, [call(7, 'sk_live_recipe_key')])
+    expect(fake.requests).toBe(1)
+    queue = startCallQueue(rt)
+    await clock.advance(60_000)
+    await queue.idle()
+    expect(await statuses()).toEqual(['key-7:queued'])
+    // A day later (the row made older rather than the clock moved a day: the queue's timers would fire 86,400 times).
+    await rt.store.db.updateTable('call_queue').set({ enqueued_at: clock.now() - 24 * 3_600_000 }).execute()
+    await vi.waitFor(async () => {
+      await clock.advance(1_000)
+      await queue!.idle()
+      expect(await statuses()).toEqual(['key-7:failed'])
     }, { timeout: 10_000, interval: 50 })
   })
 
