@@ -147,5 +147,6 @@ describe.runIf(process.platform === 'linux')('the type-check thread', () => {
       await verdicts.close()
       folder.cleanup()
     }
-  })
+    // Two threads each load TypeScript and check: 5–10 s apiece on a slow 2-core host under the rest of the suite.
+  }, 60_000)
 })
