@@ -2,7 +2,7 @@ import type { Runtime } from '../runtime.ts'
 import type { BatchCall } from '../upstream/schemas.ts'
 import type { Effects } from '../effects.ts'
 import { batchColumns, batchCsv, type BatchRow } from './batch-csv.ts'
-import { DEFAULT_WINDOW, isWithinWindow, nextCallingTime, timeZoneForPhone, type CallingWindow } from './calling-window.ts'
+import { DEFAULT_WINDOW, isWithinWindow, nextCallingTime, timeZoneForPhone, windowMinutes, type CallingWindow } from './calling-window.ts'
 import { createDeduper } from './dedupe.ts'
 import { loadDncList, type DncOptions } from './dnc.ts'
 import { createPhoneNormalizer } from './phones.ts'
@@ -39,11 +39,27 @@ export interface LaunchBatchInput {
    * run to launch. Default 09:00–21:00 in the recipient's local time; `false` uploads every row whatever the hour.
    */
   window?: CallingWindow | false
+  /**
+   * Minutes a row's window must still stay open for the row to go out now. The provider works through a batch
+   * over time (at its concurrent-call limit), so rows uploaded just before the close would ring after it: a row
+   * whose window closes sooner is deferred to the next opening. Default 60; at most half the window; 0 for none.
+   */
+  closingMarginMinutes?: number
   /** The time zone for numbers whose country has several and whose row has no valid `timezone` column (the recipe's). Default RECIPES_TIMEZONE. */
   timeZone?: string
 }
 
-/** A row held back because its recipient's calling window is closed now. */
+/** How long before its window closes a row stops going out in a batch (see `closingMarginMinutes`). */
+export const DEFAULT_CLOSING_MARGIN_MINUTES = 60
+
+/** The margin in ms: at most half the window (a short window must still take rows), never negative. */
+function closingMarginMs(window: CallingWindow, minutes: number): number {
+  if (!Number.isFinite(minutes) || minutes < 0) throw new Error(`closingMarginMinutes must be 0 or more minutes (got ${minutes})`)
+  const length = windowMinutes(window)
+  return Math.min(minutes, Math.floor(length / 2)) * 60_000
+}
+
+/** A row held back because its recipient's calling window is closed now (or closes within the margin). */
 export interface DeferredRow {
   row: BatchRow
   /** When the recipient's window next opens (ISO 8601). */
@@ -77,6 +93,7 @@ export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects:
   const deferred: DeferredRow[] = []
   const now = rt.clock.now()
   const window = input.window === undefined ? DEFAULT_WINDOW : input.window
+  const marginMs = window ? closingMarginMs(window, input.closingMarginMinutes ?? DEFAULT_CLOSING_MARGIN_MINUTES) : 0
   const fallbackZone = input.timeZone ?? rt.config.recipes.timezone
   input.rows.forEach((original, index) => {
     // Rows given in code have no file line: their position (1-based) is their row number.
@@ -91,6 +108,10 @@ export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects:
     if (window) {
       const zone = timeZoneForPhone(phone.e164, { country: phone.country, column: original[TIMEZONE_COLUMN], fallback: fallbackZone })
       if (!isWithinWindow(now, zone, window)) return void deferred.push({ row, opensAt: new Date(nextCallingTime(now, zone, window)).toISOString() })
+      // Open now, but closing before the batch could reach the row: the next opening (the one after the close).
+      if (marginMs > 0 && !isWithinWindow(now + marginMs, zone, window)) {
+        return void deferred.push({ row, opensAt: new Date(nextCallingTime(now + marginMs, zone, window)).toISOString() })
+      }
     }
     rows.push(row)
   })

@@ -393,6 +393,24 @@ describeEachDialect('campaign toolkit with storage', (dialect) => {
     expect(upstream.requests).toHaveLength(2)
   })
 
+  it('holds back the rows whose window closes within the hour: the provider works through a batch over time', async () => {
+    // 16:31 UTC: 20:31 in Dubai (29 minutes before its close), 19:31 in Moscow (89 minutes), 11:31 in New York.
+    const rows: Array<Record<string, string>> = [
+      { customer_phone: '+12125550124', Name: 'Dubai', timezone: 'Asia/Dubai' },
+      { customer_phone: '+12125550125', Name: 'Moscow', timezone: 'Europe/Moscow' },
+      { customer_phone: '+12125550126', Name: 'New York', timezone: 'America/New_York' },
+    ]
+    const r = await launchBatch(rt, { agentId: 101, name: 'evening list', rows }, live())
+    expect(r.rows.map((row) => row.Name)).toEqual(['Moscow', 'New York'])
+    // The next opening after the close: 09:00 tomorrow in Dubai.
+    expect(r.deferred).toEqual([{ row: { ...rows[0], campaign: 'evening list' }, opensAt: '2026-03-11T05:00:00.000Z' }])
+    // A wider margin holds Moscow back too; none uploads every row whose window is open.
+    const wide = await launchBatch(rt, { agentId: 101, name: 'evening list', rows, closingMarginMinutes: 120 }, live())
+    expect(wide.rows.map((row) => row.Name)).toEqual(['New York'])
+    const none = await launchBatch(rt, { agentId: 101, name: 'evening list', rows, closingMarginMinutes: 0 }, live())
+    expect(none.rows.map((row) => row.Name)).toEqual(['Dubai', 'Moscow', 'New York'])
+  })
+
   it('a batch with no callable rows is not uploaded', async () => {
     const r = await launchBatch(rt, { agentId: 101, name: 'empty', rows: [{ customer_phone: 'nope' }] }, live())
     expect(r).toMatchObject({ batch: null, skipped: 'no_rows', rejects: [{ row: 1, raw: 'nope', reason: 'not a phone number (contains letters)' }] })
