@@ -16,6 +16,18 @@ describe('POST /v1/call', () => {
     )
   })
 
+  it('takes a scheduled_for up to a minute in the past as now: an immediate call, under the immediate call limits', async () => {
+    h = harness({ numberLimit: 1 })
+    const past = new Date(h.clock.now() - 30_000).toISOString()
+    const res = await h.call({ ...phoneCall('+919876543210'), scheduled_for: past })
+    expect(res.status).toBe(200)
+    expect((await h.json(res)).data).toMatchObject({ status: 'initiated', scheduled_for: null })
+    // The number's own rate limit applies to it, as to any immediate call.
+    const again = await h.call({ ...phoneCall('+919876543210'), scheduled_for: past })
+    expect(again.status).toBe(429)
+    expect((await h.json(again)).error.message).toBe('rate limit exceeded for this number')
+  })
+
   it('refuses a body over 1 MB with 400 instead of reading any size into memory', async () => {
     h = harness()
     const res = await h.call({ ...phoneCall('+919876543210'), metadata: 'x'.repeat(2 * 1024 * 1024) })

@@ -64,6 +64,9 @@ function validate(body: Record<string, unknown>, now: number): ValidCall {
     scheduledAt = Date.parse(s)
     if (scheduledAt < now - SCHEDULE_PAST_TOLERANCE_MS) throw invalid('scheduled_for must be in the future')
     if (scheduledAt > now + SCHEDULING_HORIZON_MS) throw invalid('scheduled_for must be within the next 30 days')
+    // Taken as now, as an immediate call: answered `initiated`, through the per-number and concurrency limits —
+    // not `scheduled` at a time already past, going round them.
+    if (scheduledAt <= now) scheduledAt = undefined
   }
   return {
     agentId: body.agent_id,
