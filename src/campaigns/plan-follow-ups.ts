@@ -137,6 +137,13 @@ function chainSuffix(conversationId: string): number {
   return match ? Number(match[1]) : 1
 }
 
+/** `conv_abc_3` → `conv_abc_2`: the conversation a follow-up continued (the provider's chain suffix); none for `_1`. */
+function previousInChain(conversationId: string): string | undefined {
+  const match = /^(.*)_(\d+)$/.exec(conversationId)
+  if (!match || Number(match[2]) <= 1) return undefined
+  return `${match[1]}_${Number(match[2]) - 1}`
+}
+
 function endOf(c: ConversationInput): number {
   return c.ended_at ?? c.updated_at ?? c.started_at ?? 0
 }
@@ -196,6 +203,20 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
   const callsByTrace = new Map<string, CallInput>()
   const calls = [...input.calls]
   for (const call of calls) if (call.trace_id) callsByTrace.set(call.trace_id, call)
+  // A call the provider took but whose answer was lost (recorded with no trace id: a 409 on a resend, a timeout)
+  // is found by the conversation it continued instead: its conversation is the next one of that chain.
+  const untracedByPrevious = new Map<string, CallInput>()
+  for (const call of calls) if (!call.trace_id && call.previous_conversation_id) untracedByPrevious.set(call.previous_conversation_id, call)
+  /** Untraced ledger rows matched to their conversation that way: one call, counted once (as its conversation). */
+  const linked = new Set<CallInput>()
+  const ledgerOf = (row: ConversationInput): CallInput | undefined => {
+    const byTrace = row.trace_id ? callsByTrace.get(row.trace_id) : undefined
+    if (byTrace || untracedByPrevious.size === 0) return byTrace
+    const previous = previousInChain(row.conversation_id)
+    const untraced = previous === undefined ? undefined : untracedByPrevious.get(previous)
+    if (untraced) linked.add(untraced)
+    return untraced
+  }
   const callCampaign = (call: CallInput): string =>
     call.campaign ?? call.recipe ?? paramsObject(parse<CallParameter[]>(call.parameters)).campaign ?? `agent:${call.agent_id}`
 
@@ -218,7 +239,7 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
   const convs: Conv[] = []
   const byGroup = new Map<Group, Conv[]>()
   for (const row of input.conversations) {
-    const ledger = row.trace_id ? callsByTrace.get(row.trace_id) : undefined
+    const ledger = ledgerOf(row)
     let params: Record<string, string> | null = null
     let campaign = ledger ? (ledger.campaign ?? ledger.recipe) : null
     if (!campaign) {
@@ -302,7 +323,7 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
       if (call.previous_conversation_id === row.conversation_id) {
         return { code: 'already_followed_up', reason: `already followed up (call ${call.trace_id ?? call.id}, ${call.status})` }
       }
-      const known = call.trace_id !== null && traces.has(call.trace_id)
+      const known = (call.trace_id !== null && traces.has(call.trace_id)) || linked.has(call)
       if (!known && call.created_at > end) return { code: 'call_pending', reason: `another call to this contact is already ${call.status}` }
     }
 
@@ -316,7 +337,7 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
       const r = c === row ? retry : parse<Partial<WebhookRetry>>(c.retry)
       if (typeof r?.attempt_number === 'number') platformMax = Math.max(platformMax, r.attempt_number)
     }
-    for (const call of g.calls) if (!DEAD_CALL.has(call.status)) traces.add(call.trace_id ?? `call:${call.id}`)
+    for (const call of g.calls) if (!DEAD_CALL.has(call.status) && !linked.has(call)) traces.add(call.trace_id ?? `call:${call.id}`)
     used = Math.max(traces.size, platformMax, chainMax)
     if (used >= maxAttempts) return { code: 'attempt_cap', reason: `attempt cap reached (${used} of ${maxAttempts} in campaign ${m.campaign})` }
 

@@ -280,6 +280,22 @@ describe('planFollowUps', () => {
       const pending = call({ status: 'pending', trace_id: null, created_at: EVENING + 10_000 })
       expect(plan([c], { calls: [pending] }).skips).toMatchObject([{ code: 'call_pending' }])
     })
+    it('a follow-up placed but recorded without its trace id (its answer lost) keeps its campaign: the chain links it', () => {
+      // 'spring' called the contact (A, _1); its follow-up reached the provider, but the answer was lost (a 409 on the
+      // resend: no trace id). Its conversation B (_2) arrives with a trace the ledger never saw, and no campaign parameter.
+      const a = conversation({ conversation_id: 'c0a80000-0000-4000-8000-00000000aaaa_1', trace_id: 'T1', ended_at: EVENING - 4 * 3_600_000, updated_at: EVENING - 4 * 3_600_000 })
+      const original = call({ trace_id: 'T1', campaign: 'spring', status: 'initiated', created_at: EVENING - 5 * 3_600_000 })
+      const followUp = call({ trace_id: null, campaign: 'spring', status: 'initiated', previous_conversation_id: a.conversation_id, created_at: EVENING - 3 * 3_600_000 })
+      const b = conversation({ conversation_id: 'c0a80000-0000-4000-8000-00000000aaaa_2', trace_id: 'T2', call_parameters: { customer_phone: PHONE } })
+      // A third 'spring' call to the contact is already queued: B's follow-up must wait for it, under 'spring'.
+      const queued = call({ trace_id: null, campaign: 'spring', status: 'queued', created_at: EVENING + 60_000 })
+      const r = plan([a, b], { calls: [original, followUp, queued] })
+      expect(r.plans).toEqual([])
+      expect(r.skips.find((s) => s.conversationId === b.conversation_id)).toMatchObject({ code: 'call_pending', campaign: 'spring' })
+      // Without the queued one, B is followed up as spring's third attempt (not as a first one of agent:101).
+      const next = plan([a, b], { calls: [original, followUp] }).plans
+      expect(next.map((p) => [p.previousConversationId, p.campaign, p.attempt])).toEqual([[b.conversation_id, 'spring', 3]])
+    })
     it('a later call still in progress supersedes the candidate', () => {
       const c = conversation()
       const live = conversation({ status: 'in_progress', terminal: 0, ended_at: null, updated_at: EVENING + 5_000 })
