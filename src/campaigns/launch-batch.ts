@@ -45,6 +45,12 @@ export interface LaunchBatchInput {
    * whose window closes sooner is deferred to the next opening. Default 60; at most half the window; 0 for none.
    */
   closingMarginMinutes?: number
+  /**
+   * The country a number written without its country code is read in; default DEFAULT_COUNTRY (pass what
+   * `prepareBatch` read the file with). The do-not-call file's national-form lines are read in it too, unless
+   * `dnc.defaultCountry` names another.
+   */
+  defaultCountry?: string
   /** The time zone for numbers whose country has several and whose row has no valid `timezone` column (the recipe's). Default RECIPES_TIMEZONE. */
   timeZone?: string
 }
@@ -85,8 +91,9 @@ export interface LaunchBatchResult {
  * In a dry run the batch goes into the plan instead.
  */
 export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects: Effects): Promise<LaunchBatchResult> {
-  const normalize = createPhoneNormalizer({ defaultCountry: rt.config.defaultCountry })
-  const dnc = await loadDncList(rt, input.dnc)
+  const defaultCountry = input.defaultCountry ?? rt.config.defaultCountry
+  const normalize = createPhoneNormalizer({ defaultCountry })
+  const dnc = await loadDncList(rt, { ...input.dnc, defaultCountry: input.dnc?.defaultCountry ?? defaultCountry })
   const dedupe = createDeduper()
   const rows: BatchRow[] = []
   const rejects: Reject[] = [...(input.rejects ?? [])]

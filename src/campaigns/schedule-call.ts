@@ -34,6 +34,12 @@ export interface ScheduleCallOptions {
   dnc?: DncOptions
   /** The fallback time zone of the calling window (the recipe's); default RECIPES_TIMEZONE. */
   timeZone?: string
+  /**
+   * The country a number written without its country code is read in (`415-555-0123` with 'US' is +1 415…);
+   * default DEFAULT_COUNTRY. The do-not-call file's national-form lines are read in it too, unless
+   * `dnc.defaultCountry` names another: contacts and their opt-outs are one country's numbers.
+   */
+  defaultCountry?: string
 }
 
 export type ScheduleCallOutcome =
@@ -70,7 +76,7 @@ function applyRules(rt: Runtime, call: NewCall | CallPlan, options: ScheduleCall
   }
   const phoneAt = request.parameters.findIndex((p) => p.name === 'customer_phone')
   const raw = phoneAt >= 0 ? request.parameters[phoneAt]!.value : ''
-  const phone = normalizePhone(raw, { defaultCountry: rt.config.defaultCountry })
+  const phone = normalizePhone(raw, { defaultCountry: options.defaultCountry ?? rt.config.defaultCountry })
   if (!phone.ok) {
     const reason = phoneAt < 0 ? 'customer_phone: the call has no customer_phone parameter' : `customer_phone "${raw}": ${phone.reason}`
     rt.log.warn({ agent_id: request.agent_id, recipe: options.recipe ?? null, reason }, 'call rejected')
@@ -128,7 +134,8 @@ export async function scheduleCalls(
       outcomes.push(undefined)
     }
   }
-  const blocked = await blockedAmong(rt, accepted.map((a) => a.phone), options.dnc)
+  const dncCountry = options.dnc?.defaultCountry ?? options.defaultCountry
+  const blocked = await blockedAmong(rt, accepted.map((a) => a.phone), dncCountry === undefined ? options.dnc : { ...options.dnc, defaultCountry: dncCountry })
   const toQueue: Array<Accepted & { at: number; effect: Effects['plan'][number] }> = []
   for (const a of accepted) {
     if (blocked.has(a.phone)) {

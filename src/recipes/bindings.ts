@@ -112,6 +112,7 @@ const launchBatchSchema = z.strictObject({
   campaign: z.union([z.string().min(1, { error: 'must name the campaign (or be false for none)' }), z.literal(false)]).optional(),
   window: z.union([callingWindowSchema, z.literal(false)]).optional(),
   closingMarginMinutes: z.number({ error: 'must be a number of minutes (0 for none)' }).min(0, { error: 'must be 0 or more minutes' }).optional(),
+  defaultCountry: z.string().optional(),
   timeZone: z.string().optional(),
 })
 const followUpsSchema = z.strictObject({
@@ -163,7 +164,7 @@ export function createBindings(rt: Runtime, effects: Effects, recipe: string, ti
   const campaigns: RecipeCampaigns = {
     ...pure,
     launchBatch: (input) =>
-      toolkit.launchBatch(rt, { timeZone, ...checkArgument(launchBatchSchema, input, site('ctx.campaigns.launchBatch', 'input', '{ agentId: number, name: string, rows: [{ customer_phone, … }], rejects?, columns?, campaign?, window?, closingMarginMinutes?, timeZone? }')) }, effects),
+      toolkit.launchBatch(rt, { timeZone, ...checkArgument(launchBatchSchema, input, site('ctx.campaigns.launchBatch', 'input', '{ agentId: number, name: string, rows: [{ customer_phone, … }], rejects?, columns?, campaign?, window?, closingMarginMinutes?, defaultCountry?, timeZone? }')) }, effects),
     scheduleCall: (call, options = {}) => toolkit.scheduleCall(rt, call, effects, { recipe, timeZone, ...options }),
     scheduleCalls: (calls, options = {}) =>
       toolkit.scheduleCalls(rt, checkArgument(z.array(z.unknown(), { error: 'must be an array of calls' }), calls, site('ctx.campaigns.scheduleCalls', 'calls', 'an array of calls ({ agentId, phone, … } or follow-up plans)')) as Array<toolkit.NewCall | toolkit.CallPlan>, effects, { recipe, timeZone, ...options }),

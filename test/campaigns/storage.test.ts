@@ -260,6 +260,17 @@ describeEachDialect('campaign toolkit with storage', (dialect) => {
     const swept = await runFollowUps(rt, { defaultCountry: 'US', timeZone: 'America/Los_Angeles' }, dry())
     expect(swept.skips.find((s) => s.conversationId === 'us_1')).toMatchObject({ code: 'dnc' })
     expect(swept.plans).toEqual([])
+
+    // scheduleCall and launchBatch read a national-form number in the country they are given, and the DNC file in it
+    // too: with DEFAULT_COUNTRY (IN) alone, 213-373-4255 became the Indian +91 2133734255 and was called.
+    writeFileSync(dncFile, 'phone\n(213) 373-4254\n')
+    const call = (phone: string) => ({ request: { agent_id: 101, parameters: [{ name: 'customer_phone', value: phone }] }, timeZone: 'America/New_York' })
+    const placed = await scheduleCall(rt, call('213-373-4255'), dry(), { defaultCountry: 'US' })
+    expect(placed.request.parameters[0]).toEqual({ name: 'customer_phone', value: '+12133734255' })
+    expect(await scheduleCall(rt, call('213-373-4254'), dry(), { defaultCountry: 'US' })).toMatchObject({ status: 'blocked' })
+    const batch = await launchBatch(rt, { agentId: 101, name: 'us', rows: [{ customer_phone: '213-373-4254' }, { customer_phone: '213-373-4255', timezone: 'America/New_York' }], defaultCountry: 'US', window: false }, dry())
+    expect(batch.rows.map((r) => r.customer_phone)).toEqual(['+12133734255'])
+    expect(batch.rejects).toEqual([{ row: 1, raw: '213-373-4254', reason: 'on the do-not-call list' }])
   })
 
   it('an event whose results ask not to be called adds the number (once)', async () => {
