@@ -32,8 +32,14 @@ const claimMs = (rt: Runtime) => rt.config.upstreamTimeoutMs + CLAIM_MARGIN_MS
  */
 const CLAIM_MARGIN_MS = 15_000
 const SWEEP_MS = 1_000
-/** Transient failures (5xx, network) are retried this many sends in all; 429s never count against it. */
+/** Transient failures (5xx, network) are retried at least this many sends in all; 429s never count against it. */
 const MAX_TRANSIENT_ATTEMPTS = 8
+/**
+ * ...and for at least this long after the call was queued: eight sends with backoff span about four minutes, and a
+ * provider outage of ten minutes failed every call queued before it (follow-ups are planned again by the sweep; a
+ * call a recipe queued was lost). The key stays valid for 24 h, so sending again is safe.
+ */
+const TRANSIENT_RETRY_WINDOW_MS = 60 * 60_000
 /** A 429 without Retry-After or X-RateLimit-Reset waits this long. */
 const DEFAULT_429_WAIT_MS = 5_000
 
@@ -324,7 +330,7 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
       metrics.placed.inc({ status: 'recovered' })
       return
     }
-    if (isAmbiguous(error) && row.attempts < MAX_TRANSIENT_ATTEMPTS) {
+    if (isAmbiguous(error) && (row.attempts < MAX_TRANSIENT_ATTEMPTS || now - row.enqueued_at < TRANSIENT_RETRY_WINDOW_MS)) {
       metrics.retried.inc({ reason: 'transient' })
       await requeue(rt, row, owner, now + backoffMs(row.attempts, rt.random.next), `${error.type}: ${error.message}`)
       return

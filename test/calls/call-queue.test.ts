@@ -174,6 +174,21 @@ describeEachDialect('paced call queue', (dialect) => {
     expect(fake.created.size).toBe(1)
   })
 
+  it('a provider failing for ten minutes (5xx) does not fail the calls queued before: they are sent for an hour', async () => {
+    await boot()
+    // Eleven 500s: eight sends with backoff span about four minutes, the eleventh about twenty.
+    fake.script = Array.from({ length: 11 }, () => 'error' as const)
+    queue = startCallQueue(rt)
+    expect((await enqueueCall(rt, call(4))).ok).toBe(true)
+    await vi.waitFor(async () => {
+      await clock.advance(60_000)
+      await queue!.idle()
+      expect(await statuses()).toEqual(['key-4:initiated'])
+    }, { timeout: 15_000, interval: 20 })
+    expect(fake.requests).toBe(12)
+    expect(fake.created.size).toBe(1)
+  })
+
   it('a tenant waiting on its limits does not hold back another tenant; its calls stay unclaimed until it may send', async () => {
     await boot()
     fake.limited.add('sk_live_other_team')
