@@ -37,8 +37,8 @@ export interface SandboxOptions {
   log?: Logger
   /** The sandbox's public base (e.g. http://127.0.0.1:3000/sandbox) for recording URLs; by default the base of the last request. */
   publicBaseUrl?: () => string
-  /** The webhook targets configured on an agent; read at each event, so they may change at run time. */
-  webhookTargets?: (agentId: number) => SandboxWebhookTarget[]
+  /** The webhook targets configured on an agent (of a tenant); read at each event, so they may change at run time. */
+  webhookTargets?: (agentId: number, tenantId: string) => SandboxWebhookTarget[]
   tenants?: DemoTenant[]
 }
 
@@ -107,7 +107,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     timers,
     ids,
     log,
-    targets: (agentId) => options.webhookTargets?.(agentId) ?? [],
+    targets: (agentId, tenantId) => options.webhookTargets?.(agentId, tenantId) ?? [],
     recordingUrl: (id) => `${baseUrl()}${recordingPath(id)}`,
   })
   const batches = createBatchRunner({ clock, speed, state, ids, timers })

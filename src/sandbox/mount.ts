@@ -2,6 +2,8 @@ import type { H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import { localOrigin } from '../utils/local-origin.ts'
 import { ALL_EVENTS, createSandbox, type Sandbox } from './index.ts'
+import { DEMO_TENANTS } from './demo.ts'
+import { workspaceKey } from '../config/workspace-key.ts'
 
 /** `http://127.0.0.1:3000/sandbox` → `http://127.0.0.1:3000`: this server's own origin. */
 const serverOrigin = (sandboxBase: string) => sandboxBase.replace(/\/sandbox\/?$/, '')
@@ -13,6 +15,8 @@ const serverOrigin = (sandboxBase: string) => sandboxBase.replace(/\/sandbox\/?$
  */
 export function mountSandbox(app: H3, rt: Runtime): Sandbox | undefined {
   if (!rt.config.sandboxMode) return undefined
+  const key = workspaceKey(rt.config)
+  const workspaceTenant = DEMO_TENANTS.find((t) => t.apiKey === key)?.id
   const sandbox = createSandbox({
     clock: rt.clock,
     random: rt.random,
@@ -26,7 +30,9 @@ export function mountSandbox(app: H3, rt: Runtime): Sandbox | undefined {
     // told to use, not at the sandbox's own /sandbox/v1: as with the real provider, a recording_url is
     // fetched with the same base as every other call, and through the proxy it is cached.
     publicBaseUrl: () => serverOrigin(rt.config.upstreamBaseUrl),
-    webhookTargets: () => [
+    // Only the workspace's own agents: another demo tenant's calls (sk_test_globex) are another workspace's,
+    // whose webhooks this switchboard would store and then fail to look up with its own key.
+    webhookTargets: (_agentId, tenantId) => tenantId !== workspaceTenant ? [] : [
       {
         name: 'switchboard',
         // Where the server listens (HOST): one bound to ::1 alone refuses 127.0.0.1.

@@ -55,7 +55,7 @@ export interface WebhookDispatcherOptions {
   timers: Timers
   ids: Ids
   log: Logger
-  targets(agentId: number): SandboxWebhookTarget[]
+  targets(agentId: number, tenantId: string): SandboxWebhookTarget[]
   recordingUrl(conversationId: string): string
 }
 
@@ -198,7 +198,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions) {
       const eventId = options.ids.eventId()
       const createdAt = clock.now()
       const eventType = `call.${conversation.status}` as WebhookEventType
-      for (const target of options.targets(conversation.agentId)) {
+      for (const target of options.targets(conversation.agentId, conversation.tenantId)) {
         if (!target.active || !target.events.includes(eventType)) continue
         const event = buildWebhookEvent({
           eventId,

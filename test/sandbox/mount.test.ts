@@ -18,7 +18,8 @@ describe('sandbox inside switchboard', () => {
     const rt = await createTestRuntime({ clock })
     const received: Array<{ signature: string | null; body: string }> = []
     const app = new H3()
-    expect(mountSandbox(app, rt)).toBeDefined()
+    const sandbox = mountSandbox(app, rt)
+    expect(sandbox).toBeDefined()
     app.post('/webhooks/formant', async (event) => {
       received.push({ signature: event.req.headers.get('x-formantai-signature'), body: await event.req.text() })
       return new Response(null, { status: 204 })
@@ -35,8 +36,18 @@ describe('sandbox inside switchboard', () => {
       })
       expect(res.status).toBe(200)
       expect((await res.json()).data.status).toBe('initiated')
+      // Another demo workspace's call (Globex, its own key): its webhooks are not this switchboard's to receive.
+      const other = await fetch(`${rt.config.upstreamBaseUrl}/v1/call`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer sk_test_globex', 'content-type': 'application/json' },
+        body: JSON.stringify({ agent_id: 201, parameters: [{ name: 'customer_phone', value: '+919876543211' }] }),
+      })
+      expect(other.status).toBe(200)
       await clock.advance(10 * 60_000)
       await expect.poll(() => received.length).toBe(1)
+      // Both calls have ended; the sandbox delivered (or tried) only Acme's.
+      expect(sandbox!.stats().conversations).toBe(2)
+      expect(sandbox!.deliveries()).toHaveLength(1)
       const { signature, body } = received[0]!
       expect(signature).toBe(`sha256=${createHmac('sha256', 'whsec_test_secret').update(body).digest('hex')}`)
       const event = JSON.parse(body)
