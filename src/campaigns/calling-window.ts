@@ -102,12 +102,12 @@ function addDays(date: { year: number; month: number; day: number }, days: numbe
   return { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate() }
 }
 
-/** Whether instant `at` (epoch ms) falls inside the calling window in `timeZone`. */
 /** How many minutes a window is open each day. */
 export function windowMinutes(window: CallingWindow): number {
   return minutesOf(window.end) - minutesOf(window.start)
 }
 
+/** Whether instant `at` (epoch ms) falls inside the calling window in `timeZone`. */
 export function isWithinWindow(at: number, timeZone: string, window: CallingWindow = DEFAULT_WINDOW): boolean {
   const l = localTime(at, timeZone)
   const m = l.hour * 60 + l.minute

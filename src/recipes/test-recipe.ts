@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path'
 import { z } from 'zod'
@@ -10,6 +10,7 @@ import { ArgumentError, checkArgument } from '../utils/argument-error.ts'
 import type { ProcessedEvent } from '../events/hooks.ts'
 import type { RecipeTrigger } from './define.ts'
 import { formatDiagnostic, type RecipeDiagnostic } from './diagnostic.ts'
+import { hashRecipeSources } from './type-verdicts.ts'
 
 /**
  * `testRecipe()`: runs one recipe in a dry run against fixture events or a contacts CSV, on a frozen
@@ -165,15 +166,12 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
   }
 }
 
-/** Verdicts reached in this process, by what they depend on: the file (path and content) and its folder's `_` helpers. */
+/** Verdicts reached in this process, by what they depend on: the file (path and content) and its folder's sources. */
 const typeVerdicts = new Map<string, RecipeDiagnostic | null>()
 
 function verdictKey(file: string): string {
-  const hash = createHash('sha256').update(file).update(readFileSync(file))
-  const dir = dirname(file)
-  for (const name of readdirSync(dir).filter((n) => n.startsWith('_') && n.endsWith('.ts')).sort()) {
-    hash.update(name).update(readFileSync(join(dir, name)))
-  }
+  const hash = createHash('sha256').update(file).update('\0').update(readFileSync(file))
+  hashRecipeSources(hash, dirname(file))
   return hash.digest('hex')
 }
 

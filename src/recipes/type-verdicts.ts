@@ -9,8 +9,8 @@ import type { RecipeDiagnostic } from './diagnostic.ts'
 /**
  * The service's view of recipe type errors: the first error of each recipe file, or none. Checking
  * needs TypeScript's compiler (about a second of CPU, more on a busy machine), so it never runs on the
- * start path or the event loop: verdicts are cached by content hash (the recipe, its folder's `_` helper
- * files, and switchboard's own sources) in `$DATA_DIR/cache/recipe-types.json`, and anything not cached is
+ * start path or the event loop: verdicts are cached by content hash (the recipe, every source file of its folder
+ * — helpers and sub-folders — and switchboard's own sources) in `$DATA_DIR/cache/recipe-types.json`, and anything not cached is
  * checked on a worker thread while the service is already up. Runs of a recipe wait for its verdict.
  */
 export interface TypeVerdicts {
@@ -22,7 +22,8 @@ export interface TypeVerdicts {
 }
 
 const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '..')
-const CACHE_VERSION = 1
+/** 2: keys cover every source file of the recipes folder, sub-folders included (1 covered only `_*.ts` beside it). */
+const CACHE_VERSION = 2
 const MAX_ENTRIES = 500
 /** How long the type-check thread lives without a check before it is ended (real time: this is about memory). */
 const CHECKER_IDLE_MS = 30_000
@@ -46,14 +47,31 @@ function apiFingerprint(): string {
   return fingerprint
 }
 
-/** The recipe's content, its folder's helper files (`_*.ts`) and the API: what its verdict depends on. */
+const SOURCE = /\.(ts|mts|cts|js|mjs|cjs|json)$/
+
+/**
+ * Feeds `hash` every source file under the recipes folder `dir` (sub-folders too: `lib/`, not only the `_*.ts`
+ * helpers beside the recipes), by path and content, in a fixed order. A recipe may import any of them, so any change
+ * there is a change to every recipe's verdict: a recheck costs a second, a stale verdict lets a type error run (or
+ * keeps a fixed recipe broken). `node_modules` and dot-folders are left out.
+ */
+export function hashRecipeSources(hash: ReturnType<typeof createHash>, dir: string): void {
+  const walk = (folder: string) => {
+    for (const entry of readdirSync(folder, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+      if (entry.name.startsWith('.') || entry.name === 'node_modules') continue
+      const path = join(folder, entry.name)
+      if (entry.isDirectory()) walk(path)
+      else if (entry.isFile() && SOURCE.test(entry.name)) hash.update(path).update('\0').update(readFileSync(path))
+    }
+  }
+  walk(dir)
+}
+
+/** The recipe, every source file of its folder (helpers, `lib/`) and the API: what its verdict depends on. */
 function keyOf(file: string): string | undefined {
   try {
-    const hash = createHash('sha256').update(apiFingerprint()).update(readFileSync(file))
-    const dir = dirname(file)
-    for (const name of readdirSync(dir).filter((n) => n.startsWith('_') && n.endsWith('.ts')).sort()) {
-      hash.update(name).update(readFileSync(join(dir, name)))
-    }
+    const hash = createHash('sha256').update(apiFingerprint()).update(file).update('\0').update(readFileSync(file))
+    hashRecipeSources(hash, dirname(file))
     return hash.digest('hex')
   } catch {
     return undefined

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { main } from '../../src/cli.ts'
@@ -116,6 +116,45 @@ describe('start-up cost', () => {
     const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' })
     expect(JSON.parse(out.trim().split('\n').at(-1)!)).toEqual([])
   })
+})
+
+describe('cached verdicts', () => {
+  it('a helper in a sub-folder (lib/) is part of every recipe\'s verdict: fixing it is seen after a restart', async () => {
+    const folder = tempRecipesDir()
+    const cacheFile = join(dataDir, 'recipe-types-lib.json')
+    const USES_LIB = `import { defineRecipe } from 'switchboard'
+import { missedFilter } from './lib/filters.ts'
+export default defineRecipe({
+  description: 'uses a helper',
+  async run(ctx) {
+    return { missed: (await ctx.data.conversations(missedFilter())).length }
+  },
+})
+`
+    try {
+      const recipe = folder.write('uses-lib', USES_LIB)
+      const lib = join(folder.dir, 'lib', 'filters.ts')
+      mkdirSync(dirname(lib))
+      writeFileSync(lib, `export const missedFilter = () => ({ status: 42 })\n`)
+      const first = createTypeVerdicts({ cacheFile })
+      try {
+        expect((await first.check([recipe])).get(recipe)?.message).toMatch(/not assignable/)
+      } finally {
+        await first.close()
+      }
+      // The helper is fixed; the recipe file itself is unchanged. A restarted service must not keep the old verdict.
+      writeFileSync(lib, `export const missedFilter = () => ({ status: 'no_answer' as const })\n`)
+      const restarted = createTypeVerdicts({ cacheFile })
+      try {
+        expect(restarted.cached(recipe)).toBeUndefined()
+        expect((await restarted.check([recipe])).get(recipe)).toBeUndefined()
+      } finally {
+        await restarted.close()
+      }
+    } finally {
+      folder.cleanup()
+    }
+  }, 60_000)
 })
 
 describe.runIf(process.platform === 'linux')('the type-check thread', () => {
