@@ -180,11 +180,12 @@ describeEachDialect('paced call queue', (dialect) => {
     fake.script = Array.from({ length: 11 }, () => 'error' as const)
     queue = startCallQueue(rt)
     expect((await enqueueCall(rt, call(4))).ok).toBe(true)
+    // Steps shorter than a claim (UPSTREAM_TIMEOUT_MS + 15 s), so a send in flight is not taken over meanwhile.
     await vi.waitFor(async () => {
-      await clock.advance(60_000)
+      await clock.advance(20_000)
       await queue!.idle()
       expect(await statuses()).toEqual(['key-4:initiated'])
-    }, { timeout: 15_000, interval: 20 })
+    }, { timeout: 30_000, interval: 20 })
     expect(fake.requests).toBe(12)
     expect(fake.created.size).toBe(1)
   })
@@ -224,7 +225,7 @@ describeEachDialect('paced call queue', (dialect) => {
     // An opt-out (or an import) meanwhile.
     await rt.store.db.insertInto('dnc').values({ phone: '+919876543211', reason: 'opted out', source: 'test', added_at: clock.now() }).execute()
     await vi.waitFor(async () => {
-      await clock.advance(31_000)
+      await clock.advance(20_000)
       await queue!.idle()
       expect(await statuses()).toEqual(['key-1:rejected', 'key-2:initiated'])
     }, { timeout: 10_000, interval: 50 })
