@@ -29,7 +29,12 @@ export function isUpstreamDown(outcome: UpstreamOutcome): boolean {
 interface Observation {
   last: { up: true; at: number } | { up: false; error: string; at: number } | undefined
   channel: BroadcastChannel
+  /** What this thread last told the others, and when (its clock): see noteUpstream. */
+  posted: { up: boolean; at: number } | undefined
 }
+
+/** A thread repeats an unchanged state to the others at most this often (well inside UPSTREAM_EVIDENCE_MS). */
+const REPOST_MS = 5_000
 
 const observations = new WeakMap<Runtime, Observation>()
 
@@ -54,7 +59,7 @@ function observationOf(rt: Runtime): Observation {
   const channel = new BroadcastChannel(channelName(rt))
   // Listening must not keep a finished CLI command alive.
   channel.unref()
-  const created: Observation = { last: undefined, channel }
+  const created: Observation = { last: undefined, channel, posted: undefined }
   channel.onmessage = (message: unknown) => {
     const data = (message as { data?: { status?: unknown; error?: unknown } }).data
     if (typeof data?.status !== 'number') return
@@ -77,6 +82,13 @@ export function watchUpstream(rt: Runtime): void {
 export function noteUpstream(rt: Runtime, outcome: UpstreamOutcome): void {
   const observation = observationOf(rt)
   record(observation, rt, outcome)
+  // Told to the other threads when it changes, else every REPOST_MS: this runs on every proxied miss and every
+  // queued call, and the others only need evidence fresher than UPSTREAM_EVIDENCE_MS.
+  const up = !isUpstreamDown(outcome)
+  const now = rt.clock.now()
+  const posted = observation.posted
+  if (posted && posted.up === up && now - posted.at < REPOST_MS) return
+  observation.posted = { up, at: now }
   observation.channel.postMessage({ status: outcome.status, ...(outcome.error !== undefined ? { error: outcome.error } : {}) } satisfies UpstreamOutcome)
 }
 

@@ -1,19 +1,15 @@
 import { afterEach, beforeEach, expect, it, vi } from 'vitest'
-import { loadConfig } from '../../src/config/load.ts'
-import { openStore } from '../../src/db/connect.ts'
 import { startRecipes } from '../../src/recipes/background.ts'
 import { createRecipeEngine, recipeEngineFor } from '../../src/recipes/engine.ts'
 import { listRuns } from '../../src/recipes/runner.ts'
-import { createRuntime, type Runtime } from '../../src/runtime.ts'
+import type { Runtime } from '../../src/runtime.ts'
 import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
-import { createSilentLogger } from '../../src/utils/logger.ts'
-import { createSeededRandom } from '../../src/utils/random.ts'
 import type { WebhookEvent } from '../../src/upstream/schemas.ts'
 import type { PipelineEvent, ProcessedEvent } from '../../src/events/hooks.ts'
 import { registerConsumers } from '../../src/pipeline.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
-import { tempRecipesDir, tickRecipe } from './helpers.ts'
+import { openReplica, tempRecipesDir, tickRecipe } from './helpers.ts'
 
 /** A run's summary is the JSON value the test recipe returned. */
 type Summary = { at: string; tz: string; runs: number } & Record<string, unknown>
@@ -57,17 +53,7 @@ describeEachDialect('recipe engine', (dialect) => {
   const cleanups: Array<() => Promise<void> | void> = []
 
   /** A second replica: its own runtime and connection, the same database and clock. */
-  const replica = async (): Promise<Runtime> => {
-    const store = await openStore(rt.store.url, { schema: rt.store.schema })
-    const other = await createRuntime(loadConfig({ env: { DATA_DIR: rt.dataDir, RECIPES_DIR: folder.dir, LOG_LEVEL: 'silent' } }), {
-      store, skipMigrate: true, clock, random: createSeededRandom(7), log: createSilentLogger(),
-    })
-    cleanups.push(async () => {
-      await other.close()
-      await store.close()
-    })
-    return other
-  }
+  const replica = (): Promise<Runtime> => openReplica(rt, { recipesDir: folder.dir, clock, seed: 7, cleanups })
 
   beforeEach(async () => {
     folder = tempRecipesDir()

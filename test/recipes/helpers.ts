@@ -1,6 +1,12 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { loadConfig } from '../../src/config/load.ts'
+import { openStore } from '../../src/db/connect.ts'
+import { createRuntime, type Runtime } from '../../src/runtime.ts'
+import type { Clock } from '../../src/utils/clock.ts'
+import { createSilentLogger } from '../../src/utils/logger.ts'
+import { createSeededRandom } from '../../src/utils/random.ts'
 
 /** A recipes folder outside the repository: `switchboard` must still resolve to the running service. */
 export function tempRecipesDir(): { dir: string; write(name: string, source: string): string; cleanup(): void } {
@@ -72,4 +78,59 @@ export function createWarpClock(start: number | string): WarpClock {
       for (const t of timers) arm(t)
     },
   }
+}
+
+/** A point where a fixture recipe's run waits until the test lets it go. */
+export interface RunHold {
+  started: boolean
+  release(): void
+}
+
+/**
+ * Holds on runs of a fixture recipe, keyed by whatever the recipe names (its trigger type, `dry`): the recipe file
+ * and the test meet on `globalThis[name]`, the recipe waiting at `waitSource`. Release them all after each test —
+ * a run still held would keep its engine from stopping.
+ */
+export function createRunHolds(name: string) {
+  const shared = globalThis as unknown as Record<string, Map<string, RunHold> | undefined>
+  const map = () => (shared[name] ??= new Map())
+  const made: RunHold[] = []
+  return {
+    map,
+    /** The next run with this key waits until `release()`. */
+    hold(key: string): RunHold {
+      const h: RunHold = { started: false, release: () => {} }
+      map().set(key, h)
+      made.push(h)
+      return h
+    },
+    releaseAll(): void {
+      map().clear()
+      for (const h of made.splice(0)) h.release()
+    },
+    /** The recipe's side, for its `run(ctx)`: waits at the hold of its run's key (dry runs are `dry`). */
+    waitSource: `const key = ctx.dryRun ? 'dry' : ctx.trigger.type
+    const h = globalThis.${name}?.get(key)
+    if (h) {
+      globalThis.${name}.delete(key)
+      h.started = true
+      await new Promise((resolve) => { h.release = () => resolve(undefined) })
+    }`,
+  }
+}
+
+/** Another process on the same database and clock (a replica, or the service beside a CLI); closed by `cleanups`. */
+export async function openReplica(
+  rt: { store: { url: string; schema: string | undefined }; dataDir: string },
+  options: { recipesDir: string; clock: Clock; seed: number; env?: Record<string, string>; cleanups: Array<() => Promise<void> | void> },
+): Promise<Runtime> {
+  const store = await openStore(rt.store.url, { schema: rt.store.schema })
+  const other = await createRuntime(loadConfig({ env: { DATA_DIR: rt.dataDir, RECIPES_DIR: options.recipesDir, LOG_LEVEL: 'silent', ...options.env } }), {
+    store, skipMigrate: true, clock: options.clock, random: createSeededRandom(options.seed), log: createSilentLogger(),
+  })
+  options.cleanups.push(async () => {
+    await other.close()
+    await store.close()
+  })
+  return other
 }

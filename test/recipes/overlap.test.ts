@@ -3,43 +3,24 @@ import { once } from 'node:events'
 import { HTTPError } from 'h3'
 import { afterEach, beforeEach, expect, it, vi } from 'vitest'
 import { main } from '../../src/cli.ts'
-import { loadConfig } from '../../src/config/load.ts'
-import { openStore } from '../../src/db/connect.ts'
 import type { PipelineEvent } from '../../src/events/hooks.ts'
 import { createRecipeEngine, RecipeRunningError, type RecipeEngine } from '../../src/recipes/engine.ts'
 import { realRunInProgress } from '../../src/recipes/overlap.ts'
 import { runRecipeNow } from '../../src/recipes/run-now.ts'
 import { executeRun, listRuns } from '../../src/recipes/runner.ts'
-import { createRuntime, type Runtime } from '../../src/runtime.ts'
+import type { Runtime } from '../../src/runtime.ts'
 import type { WebhookEvent } from '../../src/upstream/schemas.ts'
 import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
-import { createSilentLogger } from '../../src/utils/logger.ts'
 import { processIdentity } from '../../src/utils/process-identity.ts'
-import { createSeededRandom } from '../../src/utils/random.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
-import { tempRecipesDir } from './helpers.ts'
+import { createRunHolds, openReplica, tempRecipesDir } from './helpers.ts'
 
 /**
  * A recipe never runs beside itself, whichever process runs it: a real manual run ("Run now", `recipes run`) or an
  * event batch meets a real run going in another process; a dry run never conflicts with anything.
  */
-interface Hold { started: boolean; release(): void }
-declare global {
-  // The recipe file and the test meet here: a run whose key (`dry`, or its trigger type) is held waits for the test.
-  var __sbOverlapHolds: Map<string, Hold> | undefined
-}
-
-const holds = () => (globalThis.__sbOverlapHolds ??= new Map())
-/** Every hold a test made, released after it whatever happened (a run still held would keep its engine from stopping). */
-const made: Hold[] = []
-/** The next run with this key waits until `release()`. */
-function hold(key: string): Hold {
-  const h: Hold = { started: false, release: () => {} }
-  holds().set(key, h)
-  made.push(h)
-  return h
-}
+const { hold, releaseAll, waitSource } = createRunHolds('__sbOverlapHolds')
 
 const RECIPE = `import { defineRecipe } from 'switchboard'
 export default defineRecipe({
@@ -48,13 +29,7 @@ export default defineRecipe({
   timezone: 'UTC',
   on: ['call.no_answer'],
   async run(ctx) {
-    const key = ctx.dryRun ? 'dry' : ctx.trigger.type
-    const h = globalThis.__sbOverlapHolds?.get(key)
-    if (h) {
-      globalThis.__sbOverlapHolds.delete(key)
-      h.started = true
-      await new Promise((resolve) => { h.release = resolve })
-    }
+    ${waitSource}
     return ctx.trigger.type + (ctx.dryRun ? ' (dry)' : '') + (ctx.trigger.events ? ':' + ctx.trigger.events.map((e) => e.eventId).join(',') : '')
   },
 })
@@ -84,17 +59,7 @@ describeEachDialect('recipe runs never overlap', (dialect) => {
   const cleanups: Array<() => Promise<void> | void> = []
 
   /** Another process on the same database and clock (a replica, or the service beside a CLI). */
-  const replica = async (): Promise<Runtime> => {
-    const store = await openStore(rt.store.url, { schema: rt.store.schema })
-    const other = await createRuntime(loadConfig({ env: { DATA_DIR: rt.dataDir, RECIPES_DIR: folder.dir, LOG_LEVEL: 'silent', RECIPES_TYPECHECK: 'false' } }), {
-      store, skipMigrate: true, clock, random: createSeededRandom(11), log: createSilentLogger(),
-    })
-    cleanups.push(async () => {
-      await other.close()
-      await store.close()
-    })
-    return other
-  }
+  const replica = (): Promise<Runtime> => openReplica(rt, { recipesDir: folder.dir, clock, seed: 11, env: { RECIPES_TYPECHECK: 'false' }, cleanups })
   const engineOf = (r: Runtime): RecipeEngine => {
     const engine = createRecipeEngine(r)
     cleanups.push(() => engine.stop())
@@ -108,8 +73,7 @@ describeEachDialect('recipe runs never overlap', (dialect) => {
     rt = await createTestRuntime({ dialect, clock, env: { RECIPES_DIR: folder.dir, RECIPES_TIMEZONE: 'UTC' } })
   })
   afterEach(async () => {
-    holds().clear()
-    for (const h of made.splice(0)) h.release()
+    releaseAll()
     for (const fn of cleanups.reverse()) await fn()
     cleanups.length = 0
     await rt.close()

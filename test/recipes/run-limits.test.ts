@@ -15,29 +15,19 @@ import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
 import { createSeededRandom } from '../../src/utils/random.ts'
 import { describeEachDialect, openTestStore, type TestStore } from '../helpers/db.ts'
 import { captureLogs } from '../helpers/log-capture.ts'
-import { tempRecipesDir } from './helpers.ts'
+import { createRunHolds, tempRecipesDir } from './helpers.ts'
 
 /**
  * Limits that keep one recipe from holding anything back for good: every run ends within RECIPE_TIMEOUT_SECONDS,
  * an event batch waits for its turn at most that long, a recipe file gets a time limit to load, and a run whose
  * outcome cannot be written as it is still gets its row closed.
  */
-interface Hang { started: boolean; release(): void }
 declare global {
-  // The recipe file and the test meet here: the next run whose key (its trigger type, or `dry`) is listed never
-  // settles during the test (released after it, so nothing outlives the test file).
-  var __sbRunLimits: Map<string, Hang> | undefined
+  // Set by a test to make the recipe return something JSON cannot hold (see the summary test).
   var __sbRunLimitsMode: string | undefined
 }
 
-const hangs = () => (globalThis.__sbRunLimits ??= new Map())
-const made: Hang[] = []
-function hang(key: string): Hang {
-  const h: Hang = { started: false, release: () => {} }
-  hangs().set(key, h)
-  made.push(h)
-  return h
-}
+const { hold: hang, releaseAll, waitSource } = createRunHolds('__sbRunLimits')
 
 const RECIPE = `import { defineRecipe } from 'switchboard'
 export default defineRecipe({
@@ -46,13 +36,7 @@ export default defineRecipe({
   timezone: 'UTC',
   on: ['call.no_answer'],
   async run(ctx) {
-    const key = ctx.dryRun ? 'dry' : ctx.trigger.type
-    const h = globalThis.__sbRunLimits?.get(key)
-    if (h) {
-      globalThis.__sbRunLimits.delete(key)
-      h.started = true
-      await new Promise((resolve) => { h.release = () => resolve(undefined) })
-    }
+    ${waitSource}
     return ctx.trigger.type + (ctx.trigger.events ? ':' + ctx.trigger.events.map((e) => e.eventId).join(',') : '')
   },
 })
@@ -109,8 +93,7 @@ describeEachDialect('recipe run limits', (dialect) => {
     rt = await createRuntime(config, { store, skipMigrate: true, clock, random: createSeededRandom(5), log: logs.log })
   })
   afterEach(async () => {
-    hangs().clear()
-    for (const h of made.splice(0)) h.release()
+    releaseAll()
     globalThis.__sbRunLimitsMode = undefined
     for (const engine of engines.splice(0)) await engine.stop()
     await rt.close()
