@@ -1,4 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream'
+import { TextDecoder } from 'node:util'
 import { firstInvalidUtf8 } from '../utils/utf8.ts'
 import { printable } from '../utils/printable.ts'
 

@@ -169,6 +169,16 @@ function stringRecord(value: unknown): Record<string, string> | null {
 interface Group {
   conversations: ConversationInput[]
   calls: CallInput[]
+  /** The conversations with what the planner worked out for each (campaign, phone, parameters, ledger row). */
+  members: Conv[]
+}
+
+interface Conv {
+  row: ConversationInput
+  campaign: string
+  phone: string
+  params: Record<string, string> | null
+  ledger: CallInput | undefined
 }
 
 /** Plans follow-ups from conversations, the calls ledger and the DNC list at `now`: pure, so the same inputs give the same plans. */
@@ -220,24 +230,20 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
   const callCampaign = (call: CallInput): string =>
     call.campaign ?? call.recipe ?? paramsObject(parse<CallParameter[]>(call.parameters)).campaign ?? `agent:${call.agent_id}`
 
-  const groups = new Map<string, Group>()
+  // One map of numbers per campaign (there are few campaigns): a combined `campaign + number` key was a new
+  // string to build and hash for every row, the largest single cost of planning 100,000 conversations.
+  const campaigns = new Map<string, Map<string, Group>>()
   const group = (campaign: string, phone: string): Group => {
-    const key = `${campaign}\u0000${phone}`
-    let g = groups.get(key)
-    if (!g) groups.set(key, (g = { conversations: [], calls: [] }))
+    let byPhone = campaigns.get(campaign)
+    if (!byPhone) campaigns.set(campaign, (byPhone = new Map()))
+    let g = byPhone.get(phone)
+    if (!g) byPhone.set(phone, (g = { conversations: [], calls: [], members: [] }))
     return g
   }
   for (const call of calls) group(callCampaign(call), phoneKey(call.customer_phone)).calls.push(call)
 
-  interface Conv {
-    row: ConversationInput
-    campaign: string
-    phone: string
-    params: Record<string, string> | null
-    ledger: CallInput | undefined
-  }
-  const convs: Conv[] = []
-  const byGroup = new Map<Group, Conv[]>()
+  /** Groups in the order their first conversation came (the order plans and skips are listed in). */
+  const withConversations: Group[] = []
   for (const row of input.conversations) {
     const ledger = ledgerOf(row)
     let params: Record<string, string> | null = null
@@ -248,19 +254,18 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
     }
     const phone = row.contact_number ?? (params ??= stringRecord(parse(row.call_parameters)))?.customer_phone ?? null
     const conv: Conv = { row, campaign, phone: phoneKey(phone), params, ledger }
-    convs.push(conv)
     const g = group(campaign, conv.phone)
     g.conversations.push(row)
-    let list = byGroup.get(g)
-    if (!list) byGroup.set(g, (list = []))
-    list.push(conv)
+    if (g.members.length === 0) withConversations.push(g)
+    g.members.push(conv)
   }
 
   const plans: FollowUpPlan[] = []
   const skips: FollowUpSkip[] = []
   const optOuts: FollowUpResult['optOuts'] = []
 
-  for (const [g, members] of byGroup) {
+  for (const g of withConversations) {
+    const members = g.members
     // The latest call to the contact decides; anything earlier is history.
     let latest = members[0]!
     for (const m of members) {

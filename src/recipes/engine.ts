@@ -408,7 +408,8 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       dispatch.start()
       if (startOptions.watch) {
         try {
-          watcher = watch(dir, () => scheduleReload())
+          // Recursive: a recipe's helpers (lib/, and `_`-prefixed files) are read anew on every reload too.
+          watcher = watch(dir, { recursive: true }, () => scheduleReload())
           watcher.on('error', (error) => log.warn({ err: error, dir }, 'watching the recipes folder failed; edits need a restart'))
         } catch (error) {
           log.warn({ err: error, dir }, 'cannot watch the recipes folder; edits need a restart')

@@ -185,7 +185,7 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
         const response = await ofetch.raw(`${baseUrl}${req.path}`, {
           method: req.method,
           query: req.query,
-          body: req.body?.() as BodyInit | Record<string, unknown> | undefined,
+          body: req.body?.() as RequestInit['body'] | Record<string, unknown> | undefined,
           headers: { authorization: `Bearer ${options.apiKey}`, accept: 'application/json', ...options.headers },
           signal: deadline.signal,
           retry: 0,

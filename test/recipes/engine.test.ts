@@ -1,4 +1,6 @@
 import { afterEach, beforeEach, expect, it, vi } from 'vitest'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { startRecipes } from '../../src/recipes/background.ts'
 import { createRecipeEngine, recipeEngineFor } from '../../src/recipes/engine.ts'
 import { listRuns } from '../../src/recipes/runner.ts'
@@ -357,6 +359,22 @@ export default defineRecipe({ description: '${version}', schedule: '${schedule}'
     await vi.waitFor(() => expect(engine.recipes().map((r) => `${r.name}:${r.definition?.description}`)).toEqual(['added:new', 'edited:v3']), { timeout: 5000 })
     expect((await engine.run('edited')).summary).toBe('v3')
     expect((await engine.run('added')).summary).toBe('new')
+  })
+
+  it('picks up an edited helper in a sub-folder (lib/) without a restart', async () => {
+    mkdirSync(join(folder.dir, 'lib'), { recursive: true })
+    writeFileSync(join(folder.dir, 'lib', 'greeting.ts'), "export const greeting = 'hello'\n")
+    folder.write('greets', `import { defineRecipe } from 'switchboard'
+import { greeting } from './lib/greeting.ts'
+export default defineRecipe({ description: 'greets', run: () => greeting })
+`)
+    const engine = recipeEngineFor(rt)
+    cleanups.push(() => engine.stop())
+    await engine.start({ watch: true })
+    expect((await engine.run('greets')).summary).toBe('hello')
+
+    writeFileSync(join(folder.dir, 'lib', 'greeting.ts'), "export const greeting = 'bonjour'\n")
+    await vi.waitFor(async () => expect((await engine.run('greets', { dryRun: true })).summary).toBe('bonjour'), { timeout: 5000 })
   })
 
   it('gives run(ctx) typed read access to stored conversations, events and calls, and persisted state', async () => {

@@ -28,9 +28,22 @@ export default defineRecipe({
 })
 `
 const FIXED = TYPO.replace("ctx.data.conversation({ status: 'no_answer' })", "ctx.data.conversations({ status: 'no_answer' })")
+// What Node has beside its modules (fetch, URL, TextEncoder, AbortSignal, structuredClone) type-checks; the browser's
+// `document` does not exist in Node and is an error, not something to find at run time.
 const HEALTHY = `import { defineRecipe } from 'switchboard'
 import { join } from 'node:path'
-export default defineRecipe({ description: 'fine', run: (ctx) => join(ctx.config.dataDir, 'x') })
+export default defineRecipe({
+  description: 'fine',
+  async run(ctx) {
+    const url = new URL('/v1/agents', 'http://127.0.0.1:1')
+    const bytes = new TextEncoder().encode(url.host).byteLength
+    const probe: typeof fetch = fetch
+    return { path: join(ctx.config.dataDir, 'x'), bytes, signal: AbortSignal.timeout(1000).aborted, copy: structuredClone({ a: 1 }), fetches: typeof probe }
+  },
+})
+`
+const BROWSER_ONLY = `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'reads a page title', run: () => document.title })
 `
 
 let folder: ReturnType<typeof tempRecipesDir>
@@ -56,10 +69,13 @@ describe('recipes check', () => {
   it('prints file:line:col and the message for the typo, exits 1; a clean folder exits 0', async () => {
     const file = folder.write('missed-calls', TYPO)
     folder.write('healthy', HEALTHY)
+    const browser = folder.write('browser-only', BROWSER_ONLY)
     const bad = await cli('recipes', 'check')
     expect(bad.code).toBe(1)
     expect(bad.out).toContain(`${file}:6:48 Argument of type '{ status: string; }' is not assignable to parameter of type 'string'.`)
-    expect(bad.out).toMatch(/1 type error in 1 file\n$/)
+    expect(bad.out).toContain(`${browser}:2:77 Cannot find name 'document': recipes run in Node, which has no browser globals\n`)
+    expect(bad.out).toMatch(/2 type errors in 2 files\n$/)
+    rmSync(browser)
     const one = await cli('recipes', 'check', 'healthy')
     expect(one).toMatchObject({ code: 0, out: '1 recipe checked: no type errors\n' })
     folder.write('missed-calls', FIXED)
