@@ -3,7 +3,7 @@ import { sleep } from '../utils/clock.ts'
 import { isVoiceApiError } from '../upstream/errors.ts'
 import { shownUrl } from '../utils/shown-url.ts'
 import { EVENT_STATUSES, getEvent, listEvents } from './events.ts'
-import { requeueEvent } from './processing.ts'
+import { EventBusyError, requeueEvent } from './processing.ts'
 import { reconcile } from './reconcile.ts'
 
 const eventsList = defineCommand({
@@ -76,7 +76,14 @@ const eventsReplay = defineCommand({
     const rt = await ctx.runtime()
     // The running service processes it, so every hook it registered (cache invalidation, recipe
     // triggers) runs; this process has none of them.
-    if (!(await requeueEvent(rt, id))) throw new CliError(`no webhook event with id "${id}" (see: events list)`)
+    let queued: boolean
+    try {
+      queued = await requeueEvent(rt, id)
+    } catch (error) {
+      if (error instanceof EventBusyError) throw new CliError(error.message, 1)
+      throw error
+    }
+    if (!queued) throw new CliError(`no webhook event with id "${id}" (see: events list)`)
     const deadline = rt.clock.now() + waitSeconds * 1000
     let event = await getEvent(rt, id)
     while (event && event.status === 'pending' && rt.clock.now() < deadline) {

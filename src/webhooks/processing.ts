@@ -339,16 +339,24 @@ export async function replayEvent(rt: Runtime, eventId: string): Promise<Process
 
 /**
  * Puts one event back in the queue (status pending, attempts reset) for the running service's worker to
- * process with every hook that service registered. Returns false when there is no such event.
+ * process with every hook that service registered. Returns false when there is no such event (or, with
+ * `onlyStatuses`, when it is no longer in one of them). An event a worker holds a live claim on is left to it:
+ * taking it over would run its hooks twice and drop the worker's outcome (EventBusyError).
  */
-export async function requeueEvent(rt: Runtime, eventId: string): Promise<boolean> {
-  // Due at once for every replica, whatever the skew between this process's clock and theirs.
-  const result = await rt.store.db
+export async function requeueEvent(rt: Runtime, eventId: string, options: { onlyStatuses?: readonly string[] } = {}): Promise<boolean> {
+  const now = rt.clock.now()
+  let update = rt.store.db
     .updateTable('webhook_events')
+    // Due at once for every replica, whatever the skew between this process's clock and theirs.
     .set({ status: 'pending', attempts: 0, next_attempt_at: 0, claimed_by: null, claimed_until: null, last_error: null })
     .where('event_id', '=', eventId)
-    .executeTakeFirst()
-  return Number(result.numUpdatedRows) > 0
+    .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+  if (options.onlyStatuses) update = update.where('status', 'in', [...options.onlyStatuses])
+  const result = await update.executeTakeFirst()
+  if (Number(result.numUpdatedRows) > 0) return true
+  const row = await rt.store.db.selectFrom('webhook_events').select(['status', 'claimed_until']).where('event_id', '=', eventId).executeTakeFirst()
+  if (!row || (options.onlyStatuses && !options.onlyStatuses.includes(row.status))) return false
+  throw new EventBusyError(`event "${eventId}" is being processed right now; try again in a minute`)
 }
 
 /** Processes every due event in this process until none is left (CLI, tests, start-up catch-up). */

@@ -1,6 +1,6 @@
 import { afterEach, expect, it } from 'vitest'
 import { countEventsByHour, listEvents } from '../../src/webhooks/events.ts'
-import { drainDue } from '../../src/webhooks/processing.ts'
+import { drainDue, EventBusyError, requeueEvent } from '../../src/webhooks/processing.ts'
 import { inboxBacklog } from '../../src/ui/backlog.ts'
 import { requeueMatching } from '../../src/ui/replay-matching.ts'
 import { createHarness, makeEvent, type Harness } from '../webhooks/helpers.ts'
@@ -56,4 +56,29 @@ it('listEvents: keyset pages, phone, trace id and date range; backlog; hourly co
   expect(after2.find((e) => e.event_id === ids[1])!.status).toBe('pending')
   expect(after2.find((e) => e.event_id === ids[2])!.status).toBe('dead')
   expect(await requeueMatching(h.rt, { status: 'processed' })).toBe(0)
+})
+
+it('replay all leaves an event a worker holds right now, and one processed since the list was read', async () => {
+  h = await createHarness('sqlite')
+  const held = makeEvent({ event_type: 'call.busy' })
+  const free = makeEvent({ event_type: 'call.busy' })
+  for (const e of [held, free]) expect((await h.send(e)).status).toBe(204)
+  const now = h.clock.now()
+  // A worker is retrying `held` (status failed, its claim live for another minute); `free` is dead and unclaimed.
+  await h.rt.store.db.updateTable('webhook_events').set({ status: 'failed', attempts: 3, claimed_by: 'worker-A', claimed_until: now + 60_000 }).where('event_id', '=', held.event_id).execute()
+  await h.rt.store.db.updateTable('webhook_events').set({ status: 'dead', attempts: 8, claimed_by: null, claimed_until: null }).where('event_id', '=', free.event_id).execute()
+  expect(await requeueMatching(h.rt, {})).toBe(1)
+  const rows = await h.rt.store.db.selectFrom('webhook_events').select(['event_id', 'status', 'claimed_by', 'attempts']).execute()
+  expect(rows.find((r) => r.event_id === held.event_id)).toMatchObject({ status: 'failed', claimed_by: 'worker-A', attempts: 3 })
+  expect(rows.find((r) => r.event_id === free.event_id)).toMatchObject({ status: 'pending', claimed_by: null, attempts: 0 })
+  // Once the claim has lapsed (the worker died), it is queued again.
+  await h.clock.advance(61_000)
+  expect(await requeueMatching(h.rt, {})).toBe(1)
+  // An event no longer failed or dead is not put back, even though a filter listed it before.
+  await h.rt.store.db.updateTable('webhook_events').set({ status: 'processed' }).execute()
+  expect(await requeueEvent(h.rt, free.event_id, { onlyStatuses: ['failed', 'dead'] })).toBe(false)
+  // Replaying one event by id while a worker holds it is refused, not taken over.
+  await h.rt.store.db.updateTable('webhook_events').set({ claimed_by: 'worker-B', claimed_until: h.clock.now() + 60_000 }).where('event_id', '=', held.event_id).execute()
+  await expect(requeueEvent(h.rt, held.event_id)).rejects.toBeInstanceOf(EventBusyError)
+  expect(await requeueEvent(h.rt, 'evt_nope')).toBe(false)
 })
