@@ -3,7 +3,8 @@
  * so a crafted link cannot put words on the page.
  */
 const MESSAGES: Record<string, (n: string | null, s: string | null) => string> = {
-  'replayed-one': (_n, s) => `Replayed: the event is now ${s ?? 'processed'}.`,
+  'replayed-one': (_n, s) =>
+    s === 'queued' ? 'Queued for the workers: none has processed it yet (is a worker running?).' : `Replayed: the event is now ${s ?? 'processed'}.`,
   'replay-busy': () => 'That event is being processed right now; try again in a minute.',
   'requeued': (n) => `Queued ${n ?? 0} failed or dead event(s) for processing again.`,
   'dnc-added': (n) => (n === '1' ? 'Added to the do-not-call list.' : 'That number was already on the list.'),

@@ -1,4 +1,8 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterEach, expect, it, vi } from 'vitest'
+import { startServer, type RunningServer } from '../../src/server.ts'
 import { useServeInProcess } from '../helpers/serve-in-process.ts'
 import { tempRecipesDir } from '../recipes/helpers.ts'
 import { makeEvent } from './helpers.ts'
@@ -40,4 +44,41 @@ export default defineRecipe({ description: 'counts', on: ['call.no_answer'], run
     const runs = await server.rt.store.db.selectFrom('recipe_runs').select(['recipe', 'status', 'summary']).execute()
     expect(runs).toEqual([expect.objectContaining({ recipe: 'followups', status: 'succeeded' })])
   }, { timeout: 20_000, interval: 50 })
+}, 60_000)
+
+// A `--role receiver` replica processes nothing: a replay asked of it is queued for the workers (any replica with
+// `--role worker`), which run it with every step, recipes included; it answers with their outcome.
+it('an event replayed on a receiver-only replica is queued for the workers and reaches the recipes', async () => {
+  folder = tempRecipesDir()
+  folder.write('followups', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'counts', on: ['call.no_answer'], run: (ctx) => ctx.trigger.events?.length ?? 0 })
+`)
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-replay-roles-'))
+  const env = { PORT: '0', DATA_DIR: dataDir, RECIPES_DIR: folder.dir, WEBHOOK_SECRET: 'whsec_roles', LOG_LEVEL: 'silent', RECONCILE_INTERVAL_SECONDS: '0', ADMIN_TOKEN: TOKEN }
+  const receiver = await startServer({ env, role: 'receiver' })
+  const event = makeEvent({ event_type: 'call.no_answer' })
+  let worker: RunningServer | undefined
+  try {
+    const now = Date.now()
+    await receiver.rt.store.db
+      .insertInto('webhook_events')
+      .values({
+        event_id: event.event_id, target: 'formant', event_type: event.event_type, conversation_id: event.data.call.conversation_id, trace_id: event.data.call.trace_id,
+        agent_id: event.data.call.agent_id, body: JSON.stringify(event), headers: '{}', source: 'webhook', received_at: now, status: 'dead', attempts: 5,
+        next_attempt_at: now, claimed_by: null, claimed_until: null, last_error: 'read model: database is locked', processed_at: null,
+      })
+      .execute()
+    const replay = fetch(`${receiver.url}/admin/events/${event.event_id}/replay`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })
+    // The worker replica comes up while the receiver waits for it.
+    worker = await startServer({ env, role: 'worker' })
+    const res = await replay
+    expect(res.status).toBe(200)
+    expect((await res.json()).data).toMatchObject({ eventId: event.event_id, status: 'processed' })
+    const fires = await receiver.rt.store.db.selectFrom('recipe_event_fires').select(['recipe', 'event_id']).execute()
+    expect(fires).toEqual([{ recipe: 'followups', event_id: event.event_id }])
+  } finally {
+    await worker?.close()
+    await receiver.close()
+    rmSync(dataDir, { recursive: true, force: true })
+  }
 }, 60_000)
