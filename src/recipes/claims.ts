@@ -69,6 +69,25 @@ export async function enqueueEventFires(rt: Runtime, fires: Array<{ recipe: stri
 }
 
 /**
+ * A replayed event runs again for every recipe that gave up on it or is waiting to retry it: its `dead` and
+ * `failed` queue rows go back to `pending` with their attempts reset, due now. Rows `done` stay done (a recipe
+ * runs once per event), and a row a run holds right now is left to that run. Without this a replay marked the event
+ * processed while the recipe's row stayed dead (the insert that queues an event for a recipe keeps an existing row),
+ * so the follow-up a failed run never planned was never planned. Returns how many rows were revived.
+ */
+export async function reviveEventFires(rt: Runtime, eventId: string): Promise<number> {
+  const now = rt.clock.now()
+  const result = await rt.store.db
+    .updateTable('recipe_event_fires')
+    .set({ status: 'pending', attempts: 0, next_attempt_at: now, claimed_by: null, claimed_until: null, last_error: null })
+    .where('event_id', '=', eventId)
+    .where('status', 'in', ['dead', 'failed'])
+    .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows)
+}
+
+/**
  * Claims a batch of a recipe's queued events for `owner`, oldest first. A retry that fell due is claimed
  * alone, before new events: a batch that failed is retried event by event, so one bad event cannot keep
  * failing the rest. Atomic like the inbox's claims (FOR UPDATE SKIP LOCKED on Postgres).

@@ -9,6 +9,7 @@ import { backoffMs } from '../utils/backoff.ts'
 export { backoffMs }
 import { applyReadModelBatch } from './read-model.ts'
 import { enqueueDeliveries } from '../destinations/outbox.ts'
+import { reviveEventFires } from '../recipes/claims.ts'
 import { isRetryableConflict } from './storage-errors.ts'
 import { inValues } from '../db/in-values.ts'
 import { inClaimSubquery } from '../db/in-claim-subquery.ts'
@@ -98,7 +99,7 @@ async function runConsumers(rt: Runtime, batch: PipelineEvent[], failures: Map<s
 /**
  * Processes claimed events — read model, then every hook, per event — and records all outcomes in one
  * transaction, guarded by the claim so a worker whose claim lapsed cannot overwrite a newer one.
- * `force` (replay) ignores the attempt budget and never schedules a retry.
+ * `force` (replay) processes the event whatever its status; a replayed dead event that fails again stays dead.
  */
 export async function processClaimedBatch(rt: Runtime, rows: ClaimedEvent[], claimedBy: string, options: { force?: boolean } = {}): Promise<ProcessOutcome[]> {
   const failures = new Map<string, Error>()
@@ -167,8 +168,10 @@ async function recordOutcomes(rt: Runtime, rows: ClaimedEvent[], claimedBy: stri
     const log = logFor()
     const message = error.message ?? String(error)
     metrics.failures.inc({ source: row.source })
-    if (error instanceof UnprocessableError || options.force || attempts >= rt.config.webhook.maxAttempts) {
-      // A forced replay that fails goes back to dead rather than into a retry loop nobody asked for.
+    // A replay of a dead event that fails goes back to dead rather than into a retry loop nobody asked for; a replay
+    // of one that was pending, failed or processed keeps the automatic retries (its attempts start again from 0): a
+    // short outage during the replay must not turn an event that would have been retried into a dead one.
+    if (error instanceof UnprocessableError || (options.force && row.status === 'dead') || attempts >= rt.config.webhook.maxAttempts) {
       metrics.dead.inc({ source: row.source })
       log.error({ attempts, err: message }, 'webhook event dead-lettered')
       return { eventId: row.event_id, status: 'dead', attempts, error: message }
@@ -334,6 +337,7 @@ export async function replayEvent(rt: Runtime, eventId: string): Promise<Process
     throw new EventBusyError(`event "${eventId}" is being processed right now; try again in a minute`)
   }
   rt.log.info({ event_id: eventId, conversation_id: row.conversation_id, trace_id: row.trace_id, previous_status: row.status }, 'replaying webhook event')
+  await reviveEventFires(rt, eventId)
   return processClaimed(rt, { ...row, attempts: 0 }, owner, { force: true })
 }
 
@@ -353,7 +357,10 @@ export async function requeueEvent(rt: Runtime, eventId: string, options: { only
     .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
   if (options.onlyStatuses) update = update.where('status', 'in', [...options.onlyStatuses])
   const result = await update.executeTakeFirst()
-  if (Number(result.numUpdatedRows) > 0) return true
+  if (Number(result.numUpdatedRows) > 0) {
+    await reviveEventFires(rt, eventId)
+    return true
+  }
   const row = await rt.store.db.selectFrom('webhook_events').select(['status', 'claimed_until']).where('event_id', '=', eventId).executeTakeFirst()
   if (!row || (options.onlyStatuses && !options.onlyStatuses.includes(row.status))) return false
   throw new EventBusyError(`event "${eventId}" is being processed right now; try again in a minute`)

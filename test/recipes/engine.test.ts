@@ -9,6 +9,8 @@ import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
 import type { WebhookEvent } from '../../src/upstream/schemas.ts'
 import type { PipelineEvent, ProcessedEvent } from '../../src/events/hooks.ts'
 import { registerConsumers } from '../../src/pipeline.ts'
+import { requeueEvent } from '../../src/webhooks/processing.ts'
+import { createKvState, recipeStateNamespace } from '../../src/recipes/state.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { openReplica, tempRecipesDir, tickRecipe } from './helpers.ts'
@@ -287,6 +289,41 @@ export default defineRecipe({ description: 'fine', on: ['call.no_answer'], run: 
     const fires = await rt.store.db.selectFrom('recipe_event_fires').select(['recipe', 'status', 'attempts']).execute()
     expect(fires.every((f) => f.status === 'done')).toBe(true)
     expect(fires.filter((f) => f.recipe !== 'steady').every((f) => f.attempts >= 1)).toBe(true)
+  })
+
+  it('a replayed event runs again for a recipe that gave up on it (dead), and not for one that ran it', async () => {
+    await rt.close()
+    rt = await createTestRuntime({ dialect, clock, env: { RECIPES_DIR: folder.dir, RECIPES_TIMEZONE: 'UTC', PROCESSING_MAX_ATTEMPTS: '1' } })
+    folder.write('crm', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({
+  description: 'fails while the CRM is down',
+  on: ['call.no_answer'],
+  async run(ctx) {
+    if (!(await ctx.state.get<boolean>('up'))) throw new Error('CRM is down')
+    return ctx.trigger.events!.map((e) => e.eventId).join(',')
+  },
+})
+`)
+    folder.write('steady', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'fine', on: ['call.no_answer'], run: (ctx) => ctx.trigger.events!.map((e) => e.eventId).join(',') })
+`)
+    registerConsumers(rt, { recipes: recipeEngineFor(rt) })
+    cleanups.push(await startRecipes(rt, { watch: false }))
+    await deliver(rt, [processed('evt_r', 'call.no_answer', 'c1')])
+    await recipeEngineFor(rt).idle()
+    const fireStatus = async () => Object.fromEntries((await rt.store.db.selectFrom('recipe_event_fires').select(['recipe', 'status']).execute()).map((f) => [f.recipe, f.status]))
+    await vi.waitFor(async () => expect(await fireStatus()).toEqual({ crm: 'dead', steady: 'done' }))
+    // The CRM is back; the operator replays the event.
+    await createKvState(rt, recipeStateNamespace('crm')).set('up', true)
+    expect(await requeueEvent(rt, 'evt_r')).toBe(true)
+    // (No webhook worker runs here to process it again: the recipes' own poll finds the revived row.)
+    await vi.waitFor(async () => {
+      await clock.advance(5_000)
+      await recipeEngineFor(rt).idle()
+      expect(await fireStatus()).toEqual({ crm: 'done', steady: 'done' })
+    })
+    expect((await listRuns(rt, { recipe: 'crm' })).map((r) => [r.status, r.summary])).toEqual([['succeeded', 'evt_r'], ['failed', null]])
+    expect((await listRuns(rt, { recipe: 'steady' })).map((r) => r.summary)).toEqual(['evt_r'])
   })
 
   it('reports a broken recipe by name, with the reason, and loads the others', async () => {

@@ -5,6 +5,7 @@ import { createSilentLogger } from '../../src/utils/logger.ts'
 import {
   acquireLease,
   drainDue,
+  replayEvent,
   getConversation,
   reconcile,
   listConversations,
@@ -188,6 +189,24 @@ describeEachDialect('webhook processing', (dialect) => {
     expect(done.code).toBe(0)
     expect(done.out).toContain(`${event.event_id}: processed`)
   }, 60_000)
+
+  it('a replay that fails keeps the automatic retries of an event that had them; a replayed dead event stays dead', async () => {
+    h = await createHarness(dialect, { PROCESSING_MAX_ATTEMPTS: '3' })
+    h.rt.hooks.on('flaky', () => {
+      throw new Error('downstream is down')
+    })
+    const failed = makeEvent()
+    const dead = makeEvent()
+    for (const e of [failed, dead]) expect((await h.send(e)).status).toBe(204)
+    // One waiting for its next retry, one that used them all (no worker runs: the states are set as they would be).
+    await h.rt.store.db.updateTable('webhook_events').set({ status: 'failed', attempts: 2, next_attempt_at: h.clock.now() + 60_000 }).where('event_id', '=', failed.event_id).execute()
+    await h.rt.store.db.updateTable('webhook_events').set({ status: 'dead', attempts: 3 }).where('event_id', '=', dead.event_id).execute()
+    // Replayed during the outage: the failed one is retried automatically later, as it would have been.
+    expect(await replayEvent(h.rt, failed.event_id)).toMatchObject({ status: 'failed', attempts: 1, nextAttemptAt: expect.any(Number) })
+    expect(await statusOf(h, failed.event_id)).toBe('failed')
+    expect(await replayEvent(h.rt, dead.event_id)).toMatchObject({ status: 'dead', attempts: 1 })
+    expect(await statusOf(h, dead.event_id)).toBe('dead')
+  })
 
   it('a payload processing cannot understand is dead at once, without retries', async () => {
     h = await createHarness(dialect)
