@@ -15,22 +15,43 @@ export async function loadFollowUps(rt: Runtime, range: Pick<DayRange, 'startMs'
   const rows = await rt.store.db
     .selectFrom('calls as k')
     .leftJoin('conversations as c', 'c.trace_id', 'k.trace_id')
-    .select(['k.id', 'k.status as call_status', 'c.status as conversation_status'])
+    .select(['k.id', 'k.status as call_status', 'c.status as conversation_status', 'c.conversation_id', 'c.last_event_at'])
     .where('k.created_at', '>=', range.startMs)
     .where('k.created_at', '<', range.endMs)
     .where((eb) => eb.or([eb('k.previous_conversation_id', 'is not', null), eb('k.recipe', 'is not', null)]))
     .execute()
-  const seen = new Set<string>()
-  const outcomes = new Map<string, number>()
+  // A call the platform retried has a conversation per attempt, all with the call's trace id: its outcome is its
+  // latest conversation's (the last event, then the later chain suffix), not whichever the join returned first —
+  // a follow-up that completed on the platform's second attempt counted as no_answer.
+  const latest = new Map<string, (typeof rows)[number]>()
   for (const r of rows) {
-    if (seen.has(r.id)) continue
-    seen.add(r.id)
+    const kept = latest.get(r.id)
+    if (!kept || isLater(r, kept)) latest.set(r.id, r)
+  }
+  const outcomes = new Map<string, number>()
+  for (const r of latest.values()) {
     const outcome = r.conversation_status ?? r.call_status
     outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1)
   }
   return {
-    scheduled: seen.size,
+    scheduled: latest.size,
     outcomes: [...outcomes].map(([value, count]) => ({ value, count })).sort((a, b) => b.count - a.count || a.value.localeCompare(b.value)),
     completed: outcomes.get('completed') ?? 0,
   }
+}
+
+interface ConversationOfCall {
+  conversation_id: string | null
+  last_event_at: number | null
+}
+
+function chainSuffix(conversationId: string | null): number {
+  const match = conversationId === null ? null : /_(\d+)$/.exec(conversationId)
+  return match ? Number(match[1]) : 0
+}
+
+function isLater(a: ConversationOfCall, b: ConversationOfCall): boolean {
+  const at = Number(a.last_event_at ?? -1)
+  const bt = Number(b.last_event_at ?? -1)
+  return at !== bt ? at > bt : chainSuffix(a.conversation_id) > chainSuffix(b.conversation_id)
 }

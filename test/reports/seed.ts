@@ -110,7 +110,7 @@ export async function insertConversations(rt: Runtime, list: SeedConversation[])
     .execute()
 }
 
-function callRow(input: { id: string; trace_id: string | null; recipe: string | null; campaign: string | null; previous?: string | null; status?: string; created_at: number }) {
+export function callRow(input: { id: string; trace_id: string | null; recipe: string | null; campaign: string | null; previous?: string | null; status?: string; created_at: number }) {
   return {
     id: input.id,
     tenant: 't_acme',
