@@ -4,6 +4,7 @@ import { mailMetrics } from './mail-metrics.ts'
 import { createMailTransport } from './mail-transport.ts'
 import { formatMailbox, parseMailboxes, sameAddress } from '../utils/mail-addresses.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
+import { keepRenewing } from '../utils/keep-renewing.ts'
 
 /**
  * The mail outbox. A message for the SMTP relay is stored with its bytes (mail_log.raw) before the first
@@ -16,7 +17,7 @@ export const MAIL_RETRY_DELAYS_MS = [30_000, 60_000, 120_000, 300_000, 600_000, 
 export const MAIL_GIVE_UP_MS = 24 * 60 * 60_000
 /** How often the service looks for queued messages that fell due. */
 export const OUTBOX_POLL_MS = 15_000
-/** Longer than one SMTP attempt can take (10 s to connect, 60 s socket timeout). */
+/** How long a claim lasts; an attempt renews it every third of this while it talks to the relay. */
 export const MAIL_CLAIM_MS = 2 * 60_000
 
 /** The wait after the n-th failed attempt (1-based); the last delay repeats. */
@@ -130,12 +131,18 @@ export async function deliverQueued(rt: Runtime, id: string, owner: string, opti
   let failure: { error: unknown } | undefined
   let refusals: Refusal[] = []
   const { transporter } = createMailTransport(rt.config)
+  // A relay may take longer than one claim (a slow one, a large attachment: the socket timeout is an idle timeout):
+  // the claim is renewed meanwhile, so no outbox — this process's or another replica's — sends the message again.
+  const stopRenewing = keepRenewing(rt.clock, MAIL_CLAIM_MS / 3, () =>
+    rt.store.db.updateTable('mail_log').set({ claimed_until: rt.clock.now() + MAIL_CLAIM_MS }).where('id', '=', id).where('claimed_by', '=', owner).execute(),
+  )
   try {
     const info: unknown = await transporter.sendMail({ envelope: { from: rt.config.mail.from, to: mailboxes.map((m) => m.address) }, raw: Buffer.from(raw, 'utf8') })
     refusals = refusalsOf(info)
   } catch (error) {
     failure = { error }
   } finally {
+    await stopRenewing()
     transporter.close()
   }
   const now = rt.clock.now()

@@ -5,6 +5,7 @@ import { webhookEventSchema } from '../upstream/schemas.ts'
 import { isProviderEvent, type PipelineEvent } from '../events/hooks.ts'
 import { webhookMetrics } from './metrics.ts'
 import { backoffMs } from '../utils/backoff.ts'
+import { keepRenewing } from '../utils/keep-renewing.ts'
 
 export { backoffMs }
 import { applyReadModelBatch } from './read-model.ts'
@@ -125,29 +126,9 @@ export async function processClaimedBatch(rt: Runtime, rows: ClaimedEvent[], cla
   return recordOutcomes(rt, rows, claimedBy, failures, options)
 }
 
-/**
- * Renews `ids`' claims every third of CLAIM_MS on the runtime's clock until the returned function is called;
- * that function resolves once no renewal is running.
- */
+/** Renews `ids`' claims every third of CLAIM_MS on the runtime's clock until the returned function is called. */
 function keepClaimedWhileRunning(rt: Runtime, owner: string, ids: string[]): () => Promise<void> {
-  let stopped = false
-  let cancel: (() => void) | undefined
-  let running: Promise<void> | undefined
-  const tick = () => {
-    if (stopped) return
-    running = renewClaims(rt, owner, ids)
-      .catch(() => {})
-      .finally(() => {
-        running = undefined
-        if (!stopped) cancel = rt.clock.setTimeout(tick, CLAIM_MS / 3)
-      })
-  }
-  cancel = rt.clock.setTimeout(tick, CLAIM_MS / 3)
-  return async () => {
-    stopped = true
-    cancel?.()
-    await running
-  }
+  return keepRenewing(rt.clock, CLAIM_MS / 3, () => renewClaims(rt, owner, ids))
 }
 
 /** Records every outcome of a batch in one transaction, with the deliveries its processed events owe. */
