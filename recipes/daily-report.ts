@@ -6,6 +6,17 @@ const SCHEDULE = '0 8 * * *'
 const TIMEZONE: string | undefined = undefined
 /** Recipients; undefined uses REPORT_TO (comma-separated). */
 const TO: string[] | undefined = undefined
+/** Days a failed or missed run left unreported are sent by the next scheduled run, at most this many back. */
+const MAX_CATCH_UP_DAYS = 7
+
+const DAY_MS = 86_400_000
+/** The calendar days strictly between `last` and `until` (YYYY-MM-DD), the newest MAX_CATCH_UP_DAYS of them. */
+function daysBetween(last: string, until: string): string[] {
+  const days: string[] = []
+  const end = Date.parse(`${until}T00:00:00Z`)
+  for (let t = Date.parse(`${last}T00:00:00Z`) + DAY_MS; t < end; t += DAY_MS) days.push(new Date(t).toISOString().slice(0, 10))
+  return days.slice(-MAX_CATCH_UP_DAYS)
+}
 
 export default defineRecipe({
   description: "Mails yesterday's campaign report (HTML, text and CSV) to REPORT_TO at 08:00",
@@ -22,12 +33,26 @@ export default defineRecipe({
       ctx.log.warn({ date, totals: report.totals }, 'REPORT_TO is not set: the daily report was built but not mailed')
       return { date, mailed: false, reason: 'REPORT_TO is not set', totals: report.totals }
     }
+    // A scheduled run first sends the days a failed or missed run left unreported (the recipe's state keeps the
+    // last day a scheduled run handed to the relay or the outbox): a run that failed on a database error, or was cut
+    // short by a restart, is made good the next morning instead of its day never being mailed. A manual run, and a
+    // dry run, report just their day.
+    const scheduled = (ctx.trigger.type === 'cron' || ctx.trigger.type === 'catchup') && !ctx.dryRun
+    const last = scheduled ? await ctx.state.get<string>('lastReportedDay') : undefined
+    const caughtUp: string[] = []
+    for (const day of last ? daysBetween(last, date) : []) {
+      const earlier = await ctx.reports.sendDailyReport({ date: day, timezone: ctx.timezone, to })
+      if (earlier.status === 'failed') throw new Error(`the daily report for ${day} was not delivered: ${earlier.error ?? 'unknown error'}`)
+      await ctx.state.set('lastReportedDay', day)
+      caughtUp.push(day)
+    }
     const result = await ctx.reports.sendDailyReport({ date, timezone: ctx.timezone, to })
     if (result.status === 'failed') throw new Error(`the daily report for ${result.date} was not delivered: ${result.error ?? 'unknown error'}`)
+    if (scheduled && (!last || date > last)) await ctx.state.set('lastReportedDay', date)
     // `mailed` only once the relay took it (or, with no SMTP_URL, the .eml is in DATA_DIR/outbox). A queued
     // report waits in the outbox and the running service retries it: the summary says when.
     const mailed = result.status === 'sent' || result.status === 'written'
     const retry = result.status === 'queued' && result.nextAttemptAt !== undefined ? { next_attempt_at: new Date(result.nextAttemptAt).toISOString(), error: result.error ?? null } : {}
-    return { date: result.date, mailed, status: result.status, to: result.to, subject: result.subject, file: result.file ?? null, ...retry }
+    return { date: result.date, mailed, status: result.status, to: result.to, subject: result.subject, file: result.file ?? null, ...retry, ...(caughtUp.length ? { caught_up: caughtUp } : {}) }
   },
 })

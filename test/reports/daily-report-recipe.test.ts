@@ -82,6 +82,24 @@ describeEachDialect('shipped daily-report recipe: the day reported', (dialect) =
     expect(smtp.messages.map((m) => m.subject)).toEqual([subject('2026-11-22'), subject('2026-11-23')])
   })
 
+  it('a day a failed or missed scheduled run left unreported is sent by the next one, before its own', async () => {
+    // Monday 08:00 IST's tick reports Sunday; Tuesday's run failed (or never ran); Wednesday's sends Monday, then Tuesday.
+    const { rt, smtp } = await setup('2026-11-25T02:30:00Z')
+    const engine = createRecipeEngine(rt)
+    stops.push(() => engine.stop())
+    await engine.run('daily-report', { trigger: { type: 'cron', scheduledAt: Date.parse('2026-11-23T02:30:00Z') } })
+    // A manual run and a dry run in between change nothing of what the next scheduled run owes.
+    await engine.run('daily-report')
+    await engine.run('daily-report', { trigger: { type: 'cron', scheduledAt: Date.parse('2026-11-25T02:30:00Z') }, dryRun: true })
+    const run = await engine.run('daily-report', { trigger: { type: 'cron', scheduledAt: Date.parse('2026-11-25T02:30:00Z') } })
+    expect(run.summary).toMatchObject({ date: '2026-11-24', mailed: true, caught_up: ['2026-11-23'] })
+    expect(smtp.messages.map((m) => m.subject)).toEqual([subject('2026-11-22'), subject('2026-11-24'), subject('2026-11-23'), subject('2026-11-24')])
+    // Nothing owed the next day but its own.
+    const next = await engine.run('daily-report', { trigger: { type: 'cron', scheduledAt: Date.parse('2026-11-26T02:30:00Z') } })
+    expect(next.summary).not.toHaveProperty('caught_up')
+    expect(smtp.messages.map((m) => m.subject).at(-1)).toBe(subject('2026-11-25'))
+  })
+
   it('without REPORT_TO the figures logged are those of the tick\'s day before too', async () => {
     const { rt } = await setup('2026-11-24T02:00:00Z', { REPORT_TO: '' })
     const engine = createRecipeEngine(rt)
