@@ -3,6 +3,7 @@ import { Agent, type Dispatcher } from 'undici'
 import type { Clock } from '../utils/clock.ts'
 import { BlockedAddressError, checkLiteralHost, guardedLookup } from './address-guard.ts'
 import { basicAuthOf } from '../utils/shown-url.ts'
+import { storableText } from './storable-text.ts'
 
 /** How much of a response is read at most; the rest is cut off (a sink cannot make us buffer it). */
 export const MAX_RESPONSE_BYTES = 64 * 1024
@@ -64,7 +65,7 @@ export interface SendResult {
   latencyMs: number
   /** Why the attempt failed without a status (timeout, refused, blocked address, redirect refused). */
   error?: string
-  /** The first KB of the response body. */
+  /** The first KB of the response body, as storable text (src/destinations/storable-text.ts). */
   response: string
   retryAfter?: string
   /** The address was refused by the private-address guard. */
@@ -164,7 +165,8 @@ class Exchange {
   private answered(error?: string): void {
     if (this.settled) return
     const answer = this.result!
-    if (this.chunks) answer.response = Buffer.concat(this.chunks).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8')
+    // Kept as text the database can store: a binary answer's NUL bytes would make Postgres refuse the attempt's row.
+    if (this.chunks) answer.response = storableText(Buffer.concat(this.chunks).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8'))
     if (error) answer.error = error
     this.settle(answer)
   }

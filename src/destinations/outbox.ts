@@ -8,6 +8,7 @@ import { inImmediateTransaction } from '../db/sqlite-transaction.ts'
 import { encodeValues, inParameter } from '../db/in-values.ts'
 import { queryTemplate, type SlotOf } from '../db/query-template.ts'
 import { inClaimSubquery } from '../db/in-claim-subquery.ts'
+import { storableOrNull } from './storable-text.ts'
 
 /**
  * The durable outbox: one `destination_deliveries` row per (event, destination). Rows are written in the
@@ -109,6 +110,7 @@ export function planDeliveries(rt: Runtime, events: OutboxEvent[]): DeliveryRow[
   const now = rt.clock.now()
   const rows: DeliveryRow[] = []
   for (const [index, event] of events.entries()) {
+    const orderAt = nextOrderAt(rt, Number(event.received_at), index)
     let parsed: ForwardedEvent | undefined | null = null
     const lazy = () => (parsed === null ? (parsed = forwardedEvent(event)) : parsed)
     for (const destination of destinations) {
@@ -121,8 +123,7 @@ export function planDeliveries(rt: Runtime, events: OutboxEvent[]): DeliveryRow[
         conversation_id: event.conversation_id,
         // Not the body: that is in destination_payloads (the column goes in the next release; README → Rolling deploys).
         payload: '',
-        // Receipt time in µs-sized steps: events received in the same millisecond keep the order given.
-        order_at: Number(event.received_at) * 1000 + Math.min(index, 999),
+        order_at: orderAt,
         // Only an ordered destination's deliveries enter the ordering index (migration 0013).
         ordered: destination.ordered ? 1 : 0,
         status: 'pending',
@@ -139,6 +140,25 @@ export function planDeliveries(rt: Runtime, events: OutboxEvent[]): DeliveryRow[
     }
   }
   return rows
+}
+
+/** The last `order_at` given, per database handle: one per process (thread) and database. */
+const lastOrderAt = new WeakMap<Runtime['store'], number>()
+
+/**
+ * An event's `order_at`: its receipt (or publish) time in µs-sized steps. Events of one millisecond go after the
+ * last one given in that millisecond by this process, so they keep the order they were given in — across
+ * processing batches and publishes (each its own batch), up to 1,000 a millisecond; with an index within the batch
+ * only, two events of one millisecond in different batches tied and went by id (a hash), and a recipe's
+ * `followup.sent` could reach an ordered destination before its `followup.scheduled`. An event of an earlier
+ * millisecond (one whose processing was retried) keeps its place by receipt, stepped by its index in the batch.
+ */
+function nextOrderAt(rt: Runtime, receivedAt: number, index: number): number {
+  const floor = receivedAt * 1000
+  const last = lastOrderAt.get(rt.store) ?? -Infinity
+  const at = last < floor ? floor : last + 1 < floor + 1000 ? last + 1 : floor + Math.min(index, 999)
+  if (at > last) lastOrderAt.set(rt.store, at)
+  return at
 }
 
 /** The names of the destinations configured `ordered`. */
@@ -229,14 +249,18 @@ function dueDeliveries(rt: Runtime, destination: DestinationConfig, now: number)
 }
 
 /**
- * SQLite: read the due rows with their bodies, then mark them claimed by rowid, in one BEGIN IMMEDIATE
- * transaction (no other writer between the two). Less work than the single UPDATE … WHERE id IN (…) RETURNING
- * that Postgres runs: no second lookup of each row through the primary key, the body joined rather than looked
- * up per returned row, and no kysely machinery per statement. Measured on the outbox's SQL alone (20,000
+ * SQLite: when a plain read finds anything due, read the due rows with their bodies, then mark them claimed by
+ * rowid, in one BEGIN IMMEDIATE transaction (no other writer between the two). Less work than the single
+ * UPDATE … WHERE id IN (…) RETURNING that Postgres runs: no second lookup of each row through the primary key, the
+ * body joined rather than looked up per returned row, and no kysely machinery per statement. Measured on the outbox's SQL alone (20,000
  * deliveries, claims of 288): 8.3–9.2 µs a delivery against 11.5–11.6 µs.
  */
 async function claimOnSqlite(rt: Runtime, destination: DestinationConfig, owner: string, limit: number, now: number, until: number): Promise<ClaimedDelivery[]> {
   const statements = outboxStatements(rt).claims(destination)
+  // A plain read first, outside any transaction: a lane with nothing due looks every sweep (4 times a second per
+  // destination), and BEGIN IMMEDIATE would take SQLite's one write lock each time, the receiver's commits queued
+  // behind it. The transaction below reads again under the lock: another replica may have claimed the rows since.
+  if ((await rt.store.db.executeQuery(statements.anyDue({ now }))).rows.length === 0) return []
   const select = statements.select({ now, limit })
   return inImmediateTransaction(rt.store, (q) => {
     const rows = q.all(select)
@@ -246,10 +270,11 @@ async function claimOnSqlite(rt: Runtime, destination: DestinationConfig, owner:
   })
 }
 
-/** A destination's two claim statements on SQLite (src/db/query-template.ts: each compiled on first use). */
+/** A destination's claim statements on SQLite (src/db/query-template.ts: each compiled on first use). */
 function sqliteClaimStatements(rt: Runtime, destination: DestinationConfig) {
   const db = rt.store.db
   return {
+    anyDue: queryTemplate<{ now: number }, { one: number }>((slot) => dueDeliveries(rt, destination, slot('now')).select(sql.lit(1).as('one')).limit(1).compile()),
     select: queryTemplate<{ now: number; limit: number }, ClaimRow>((slot) =>
       dueDeliveries(rt, destination, slot('now'))
         .leftJoin('destination_payloads as p', 'p.event_id', 'd.event_id')
@@ -439,7 +464,8 @@ export async function recordAttempts(rt: Runtime, owner: string, records: Attemp
           round_attempts: r.row.round_attempts + (r.countsInRound ? 1 : 0),
           next_attempt_at: r.nextAttemptAt,
           last_status: r.status,
-          last_error: r.error,
+          // Texts that came from the network in part: made storable here, where every outcome is written.
+          last_error: storableOrNull(r.error),
           delivered_at: r.result === 'delivered' ? now : null,
           claimed_by: null,
           claimed_until: null,
@@ -458,8 +484,8 @@ export async function recordAttempts(rt: Runtime, owner: string, records: Attemp
     latency_ms: r.latencyMs,
     status: r.status,
     result: r.result,
-    error: r.error,
-    response: r.response,
+    error: storableOrNull(r.error),
+    response: storableOrNull(r.response),
   }))
   for (const chunk of chunks(attemptRows, INSERT_CHUNK)) {
     statements.push(

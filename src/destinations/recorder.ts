@@ -1,5 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import { recordAttempts, type AttemptRecord } from './outbox.ts'
+import { classifyStorageError } from '../webhooks/storage-errors.ts'
 
 /**
  * Group commit of attempt outcomes, shared by every destination lane of a worker: outcomes that land
@@ -41,6 +42,51 @@ export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: (
     })
   }
 
+  /**
+   * Commits a batch. An outcome not committed is lost (its claim lapses and the delivery goes out again, at least
+   * once), and every destination's outcomes share the commit: so a failed commit is tried again, then row by row,
+   * and one row the database refuses (a sink's answer it cannot store) cannot take the others with it.
+   */
+  async function commit(batch: AttemptRecord[]): Promise<void> {
+    let error: unknown
+    // Twice, unless the database refused a row's data (that would fail again): a lost connection is replaced by
+    // the second try, a deadlock with another replica's transaction has passed.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await recordAttempts(rt, owner, batch)
+        return
+      } catch (failed) {
+        error = failed
+        if (classifyStorageError(failed) === 'refused') break
+      }
+    }
+    if (classifyStorageError(error) !== 'refused') {
+      // The database is away (or full): row by row would only fail slower.
+      rt.log.error({ deliveries: batch.length, err: (error as Error).message }, 'could not record delivery outcomes')
+      return
+    }
+    if (batch.length === 1) return unrecorded(batch[0]!, error)
+    for (const [i, record] of batch.entries()) {
+      try {
+        await recordAttempts(rt, owner, [record])
+      } catch (failed) {
+        unrecorded(record, failed)
+        if (classifyStorageError(failed) === 'refused') continue
+        // The database went away meanwhile: the rest wait for their claims to lapse too.
+        if (i + 1 < batch.length) rt.log.error({ deliveries: batch.length - i - 1, err: (failed as Error).message }, 'could not record delivery outcomes')
+        return
+      }
+    }
+  }
+
+  function unrecorded(record: AttemptRecord, error: unknown): void {
+    const row = record.row
+    rt.log.error(
+      { delivery_id: row.id, event_id: row.event_id, attempt: row.attempts + 1, result: record.result, err: (error as Error).message },
+      'could not record a delivery outcome; its claim lapses and it is sent again',
+    )
+  }
+
   function flush(): void {
     if (flushing) return
     flushing = (async () => {
@@ -48,13 +94,7 @@ export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: (
       if (pending.length < GATHER_MAX) await gather()
       gathered = undefined
       while (pending.length > 0) {
-        const batch = pending.splice(0)
-        try {
-          await recordAttempts(rt, owner, batch)
-        } catch (error) {
-          // Storage is down: the claims lapse and the deliveries go out again later (at least once).
-          rt.log.error({ deliveries: batch.length, err: (error as Error).message }, 'could not record delivery outcomes')
-        }
+        await commit(pending.splice(0))
       }
     })().finally(() => {
       flushing = undefined

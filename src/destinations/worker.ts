@@ -15,7 +15,10 @@ import { yieldToReceiver } from '../coordination/receiver-load.ts'
 export const SWEEP_MS = 250
 /** A claim outlives the request's own timeout by this much, so it never lapses while a request is out. */
 const CLAIM_GRACE_MS = 15_000
-/** A claimed row still waiting in the buffer is given back when less than this is left of its claim. */
+/**
+ * A claimed row starts only with at least its request's timeout and this much more left of its claim (the outcome's
+ * commit); otherwise it is given back.
+ */
 const START_MARGIN_MS = 5_000
 /** Rows claimed beyond the free slots, in multiples of the concurrency: fewer, larger claim transactions. */
 const CLAIM_AHEAD = 8
@@ -104,6 +107,17 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
     metrics.disabled.set(labels, disabled ? 1 : 0)
   }
 
+  /**
+   * Takes out of the buffer the rows with too little of their claim left to start at `now` — less than a request's
+   * timeout and a commit's allowance — to be given back rather than risk a second replica sending them too. The
+   * buffer is in claim order, so they are its head (a pass runs per delivery: no scan of the whole buffer).
+   */
+  function spentClaims(now: number): ClaimedDelivery[] {
+    let spent = 0
+    while (spent < buffer.length && (buffer[spent]!.claimed_until ?? 0) - now < destination.timeoutMs + START_MARGIN_MS) spent++
+    return buffer.splice(0, spent)
+  }
+
   function start(row: ClaimedDelivery, probe: boolean): void {
     if (probe) probeInFlight = true
     const task = (async () => {
@@ -189,18 +203,21 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
       }
       const slots = state === 'closed' ? destination.concurrency - running.size : probeInFlight ? 0 : 1
       if (slots <= 0) return
-      // Rows whose claim is nearly spent go back rather than risk a second replica sending them too. The
-      // buffer is in claim order, so they are its head (a pass runs per delivery: no scan of the whole buffer).
-      let stale = 0
-      while (stale < buffer.length && (buffer[stale]!.claimed_until ?? 0) - now < destination.timeoutMs + START_MARGIN_MS) stale++
-      if (stale) await giveBack(buffer.splice(0, stale))
+      const stale = spentClaims(now)
+      if (stale.length) await giveBack(stale)
       if (buffer.length < slots) {
         // Claim ahead (one transaction per several deliveries), but only one at a time while probing.
         const want = state === 'closed' ? slots + CLAIM_AHEAD * destination.concurrency - buffer.length : 1 - buffer.length
         buffer.push(...(await claimDeliveries(rt, destination, owner, want, claimMs)))
       }
-      if (buffer.length === 0) return
-      for (const row of buffer.splice(0, Math.min(slots, buffer.length))) start(row, state === 'half-open')
+      // Judged again by the time the claim returned, with no await before the rows start: the claim itself can
+      // wait seconds (SQLite's write lock, a slow round trip to Postgres), and a row started on the time read
+      // before it could see its claim lapse mid-request and another replica send it too.
+      const late = spentClaims(rt.clock.now())
+      const starting = buffer.splice(0, Math.min(slots, buffer.length))
+      for (const row of starting) start(row, state === 'half-open')
+      if (late.length) await giveBack(late)
+      if (starting.length === 0) return
       if (!again && running.size >= destination.concurrency) return
     }
   }
