@@ -22,6 +22,12 @@ export interface PlaceCallInput {
   previousConversationId?: string | null
   /** The recipient's calling window, applied again when a queued call is sent (`requestInWindow`). */
   window?: QueuedWindow
+  /**
+   * How long sending may take, retries included (the client's `budgetMs`): a caller holding an HTTP client
+   * (the proxy) answers within it; when it runs out the row is `failed`, so a retry with the same key goes
+   * to the provider, which knows whether the call exists. Unset: the retry policy alone bounds it.
+   */
+  budgetMs?: number
 }
 
 export type PlaceCallResult =
@@ -31,6 +37,8 @@ export type PlaceCallResult =
       record: CallRecord
       /** Rate-limit headers of the provider's answer. */
       headers: Headers
+      /** The provider's answer as sent (absent for a recovered call: there is none), for the proxy to pass on. */
+      answer?: { status: number; body: string; contentType: string | null }
       /**
        * True when an earlier attempt's answer was lost and the provider then reported the key as used:
        * the call exists, but its trace id is unknown (`call.trace_id` is '').
@@ -173,6 +181,7 @@ export async function placeCall(rt: Runtime, input: PlaceCallInput): Promise<Pla
   const client = rt.clientFor(input.apiKey, {
     idempotency: 'never',
     retry: { maxRetryAfterMs: 0 },
+    ...(input.budgetMs !== undefined ? { budgetMs: input.budgetMs } : {}),
     onRetry: ({ error }) => {
       if (isAmbiguous(error)) ambiguous = true
       rt.log.warn({ agent_id: request.agent_id, idempotency_key: key, status: error.status, type: error.type }, 'retrying call creation')
@@ -180,14 +189,19 @@ export async function placeCall(rt: Runtime, input: PlaceCallInput): Promise<Pla
   })
   const acceptedStatus: CallStatus = request.scheduled_for ? 'scheduled' : 'initiated'
   try {
-    const call = await client.createCall(request)
+    // A 2xx is a placed call whatever its body says (createCallRaw never refuses one): recorded as such, with
+    // what the body has, so that neither the ledger nor the caller reports it failed and invites a second call.
+    const { call, status, body, contentType, unexpectedShape } = await client.createCallRaw(request)
+    if (unexpectedShape !== undefined) {
+      rt.log.warn({ agent_id: request.agent_id, idempotency_key: key, status, issue: unexpectedShape }, 'the provider accepted the call with an answer off the documented shape; recorded as placed')
+    }
     const record = await finish(rt, claimed.id, {
       status: call.status === 'scheduled' ? 'scheduled' : 'initiated',
-      trace_id: call.trace_id,
+      trace_id: call.trace_id || null,
       conversation_id: call.conversation_id,
       error: null,
     })
-    return { ok: true, call, record, headers: rateLimitHeaders(client.lastRateLimit) }
+    return { ok: true, call, record, headers: rateLimitHeaders(client.lastRateLimit), answer: { status, body, contentType } }
   } catch (cause) {
     const error =
       cause instanceof VoiceApiError

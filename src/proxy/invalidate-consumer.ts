@@ -1,6 +1,7 @@
 import type { Runtime } from '../runtime.ts'
 import { isProviderEvent, type EventConsumer } from '../events/hooks.ts'
 import { chunks } from '../utils/chunks.ts'
+import { invalidate, scope } from './invalidation-marks.ts'
 
 const KINDS_BY_AGENT = ['batch', 'batch_list', 'batch_metrics']
 /** Ids per statement: well under SQLite's bound-variable limit. */
@@ -9,7 +10,8 @@ const CHUNK = 400
 /**
  * The proxy cache's step of the pipeline: what a batch of provider events touched — each conversation
  * (and its not-found entry), every conversation list, and the batches of the agents involved — is deleted
- * in one statement per chunk instead of one per event.
+ * in one statement per chunk instead of one per event. Each chunk marks what it covers first
+ * (invalidation-marks.ts): a proxy request that asked upstream before this runs must not store its answer after.
  */
 export function cacheInvalidationConsumer(rt: Runtime): EventConsumer {
   return async (batch) => {
@@ -21,17 +23,21 @@ export function cacheInvalidationConsumer(rt: Runtime): EventConsumer {
     for (let i = 0; i < Math.max(conversations.length, agents.length); i++) {
       const ids = conversations[i]
       const agentIds = agents[i]
-      await rt.store.db
-        .deleteFrom('cache_entries')
-        .where((eb) =>
-          eb.or([
-            eb('kind', '=', 'conversation_list'),
-            eb.and([eb('kind', 'in', KINDS_BY_AGENT), eb('agent_id', 'is', null)]),
-            ...(ids ? [eb.and([eb('kind', 'in', ['conversation', 'not_found']), eb('resource_id', 'in', ids)])] : []),
-            ...(agentIds ? [eb.and([eb('kind', 'in', KINDS_BY_AGENT), eb('agent_id', 'in', agentIds)])] : []),
-          ]),
-        )
-        .execute()
+      // Lists and agents only (a few marks per batch): see scopesOf for why single conversations are not marked.
+      const scopes = [scope.allConversationLists, scope.agent(null), ...(agentIds ?? []).map(scope.agent)]
+      await invalidate(rt, scopes, () =>
+        rt.store.db
+          .deleteFrom('cache_entries')
+          .where((eb) =>
+            eb.or([
+              eb('kind', '=', 'conversation_list'),
+              eb.and([eb('kind', 'in', KINDS_BY_AGENT), eb('agent_id', 'is', null)]),
+              ...(ids ? [eb.and([eb('kind', 'in', ['conversation', 'not_found']), eb('resource_id', 'in', ids)])] : []),
+              ...(agentIds ? [eb.and([eb('kind', 'in', KINDS_BY_AGENT), eb('agent_id', 'in', agentIds)])] : []),
+            ]),
+          )
+          .execute(),
+      )
     }
   }
 }

@@ -3,12 +3,18 @@ import type { CacheEntriesTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
 import { STALE_MAX_MS, type CachePlan } from './cache-policy.ts'
 import { createAccessTimes } from './access-times.ts'
+import { invalidate, invalidatedSince, scope, scopesOf, sweepMarks } from './invalidation-marks.ts'
 
 export type CacheEntry = Selectable<CacheEntriesTable>
 
 export interface JsonCache {
   get(key: string): Promise<CacheEntry | undefined>
-  put(input: { key: string; tenant: string; plan: CachePlan; status: number; headers: Record<string, string>; body: string }): Promise<void>
+  /**
+   * Stores an upstream answer, unless an invalidation of its scopes came after generation `since` (read with
+   * `currentGeneration` before the upstream request): that answer may predate what the invalidation announced.
+   * Returns whether it was stored. `since` is left out only by writes no upstream request preceded.
+   */
+  put(input: { key: string; tenant: string; plan: CachePlan; status: number; headers: Record<string, string>; body: string; since?: number }): Promise<boolean>
   /** Marks an entry used; written in batches (LRU order is approximate to the flush interval). */
   touch(key: string): void
   flushTouches(): Promise<void>
@@ -40,6 +46,7 @@ export function createJsonCache(rt: Runtime): JsonCache {
     lastEvictAt = now
     bytesSinceEvict = 0
     const swept = await db.deleteFrom('cache_entries').where('expires_at', '<', now - STALE_MAX_MS).executeTakeFirst()
+    await sweepMarks(rt)
     let removed = Number(swept.numDeletedRows)
     const max = rt.config.proxy.cacheMaxBytes
     const { total } = await db
@@ -69,11 +76,14 @@ export function createJsonCache(rt: Runtime): JsonCache {
       const result = await db.executeQuery<CacheEntry>({ ...selectByKey, parameters: [key] })
       return result.rows[0]
     },
-    async put({ key, tenant, plan, status, headers, body }) {
+    async put({ key, tenant, plan, status, headers, body, since }) {
       const now = rt.clock.now()
       const headerText = JSON.stringify(headers)
       const size = key.length + headerText.length + Buffer.byteLength(body)
-      if (size > rt.config.proxy.cacheMaxBytes / 4) return
+      if (size > rt.config.proxy.cacheMaxBytes / 4) return false
+      const scopes = scopesOf(tenant, plan)
+      const outdated = () => (since === undefined ? Promise.resolve(false) : invalidatedSince(db, scopes, since))
+      if (await outdated()) return false
       const row = {
         key,
         tenant,
@@ -93,9 +103,17 @@ export function createJsonCache(rt: Runtime): JsonCache {
         .values(row)
         .onConflict((oc) => oc.column('key').doUpdateSet({ ...row }))
         .execute()
+      // Checked again once written: an invalidation that marked its scopes after the check above and deleted
+      // before this row landed did not see it, so this row is removed here (only this write's, by stored_at:
+      // a newer answer stored since is fresh). Either the mark is visible now or the delete came after the row.
+      if (await outdated()) {
+        await db.deleteFrom('cache_entries').where('key', '=', key).where('stored_at', '=', now).execute()
+        return false
+      }
       bytesSinceEvict += size
       // Checking the total costs a scan: do it after enough new bytes, or at most once a second.
       if (bytesSinceEvict > rt.config.proxy.cacheMaxBytes / 20 || now - lastEvictAt >= 1_000) await evict()
+      return true
     },
     touch(key) {
       accessTimes.touch(key)
@@ -105,32 +123,11 @@ export function createJsonCache(rt: Runtime): JsonCache {
   }
 }
 
-/**
- * What a processed webhook about `conversationId` of `agentId` makes stale, for every tenant (the event
- * does not say whose key will ask next): the conversation, a cached 404 of it or its recording, the
- * conversation lists, and the agent's batches and metrics (entries of unknown agent included).
- */
-export async function invalidateForConversation(rt: Runtime, conversationId: string, agentId: number | null): Promise<number> {
-  const db = rt.store.db
-  const result = await db
-    .deleteFrom('cache_entries')
-    .where((eb) =>
-      eb.or([
-        eb.and([eb('kind', 'in', ['conversation', 'not_found']), eb('resource_id', '=', conversationId)]),
-        eb('kind', '=', 'conversation_list'),
-        agentId === null
-          ? eb('kind', 'in', ['batch', 'batch_list', 'batch_metrics'])
-          : eb.and([
-              eb('kind', 'in', ['batch', 'batch_list', 'batch_metrics']),
-              eb.or([eb('agent_id', '=', agentId), eb('agent_id', 'is', null)]),
-            ]),
-      ]),
-    )
-    .executeTakeFirst()
-  return Number(result.numDeletedRows)
-}
-
 /** After a call or batch is created, that tenant's lists are out of date. */
 export async function invalidateTenantLists(rt: Runtime, tenant: string, kinds: Array<'conversation_list' | 'batch_list'>): Promise<void> {
-  await rt.store.db.deleteFrom('cache_entries').where('tenant', '=', tenant).where('kind', 'in', kinds).execute()
+  await invalidate(
+    rt,
+    kinds.map((kind) => scope.tenantList(tenant, kind)),
+    () => rt.store.db.deleteFrom('cache_entries').where('tenant', '=', tenant).where('kind', 'in', kinds).execute(),
+  )
 }

@@ -3,6 +3,7 @@ import type { Runtime } from '../runtime.ts'
 import { createJsonCache } from './json-cache.ts'
 import { createProxy, type Proxy } from './proxy.ts'
 import { createRecordingCache } from './recordings.ts'
+import { createTenantKeys } from './tenant-keys.ts'
 import { proxyCacheResults } from './metrics.ts'
 
 /** How often the caches are swept and trimmed to their byte budgets in the background. */
@@ -21,16 +22,21 @@ export function mountProxy(app: H3, rt: Runtime): Proxy {
   return proxy
 }
 
-/** Periodic sweep of expired entries and LRU trimming (puts also trim as they go). Returns a stop function. */
+/**
+ * Periodic sweep of expired entries and LRU trimming (puts also trim as they go), and of `tenant_keys` rows of
+ * keys out of use (KEY_ROW_RETENTION_MS). Returns a stop function.
+ */
 export function startProxyMaintenance(rt: Runtime): () => void {
   const json = createJsonCache(rt)
   const recordings = createRecordingCache(rt)
+  const keys = createTenantKeys(rt)
   let cancel: (() => void) | undefined
   let stopped = false
   const tick = async () => {
     try {
       await json.evict()
       await recordings.evict()
+      await keys.sweep()
     } catch (err) {
       rt.log.warn({ err }, 'proxy cache maintenance failed')
     }

@@ -13,14 +13,24 @@ import { createJsonCache, invalidateTenantLists, type CacheEntry } from './json-
 import { applyIdempotencyHeader } from './idempotency-header.ts'
 import { parseJsonBody } from './json-body.ts'
 import { createIdleDeadline } from './idle-deadline.ts'
+import { currentGeneration } from './invalidation-marks.ts'
 import { createRecordingCache } from './recordings.ts'
 import { matchRoute, type ProxyRoute } from './routes-table.ts'
+import { createSingleFlight } from './single-flight.ts'
 import { streamThrough } from './stream-through.ts'
 import { createTenantKeys } from './tenant-keys.ts'
 import { failureResponse, fetchUpstream, passHeaders, storableHeaders, withCache, type CacheStatus } from './upstream.ts'
 
 /** JSON request bodies (POST /v1/call) larger than this are refused before parsing. */
 export const MAX_JSON_BODY_BYTES = 1024 * 1024
+
+/**
+ * How long POST /v1/call may hold its caller, retries included. Four attempts of UPSTREAM_TIMEOUT_MS and the
+ * backoff came to about a minute, past the 30 s many HTTP clients give up at: a client that gave up first never
+ * saw X-Idempotency-Key and retried with a fresh key, placing the call twice. Within this it gets the answer,
+ * or the last error with the key to retry with.
+ */
+export const CALL_BUDGET_MS = 25_000
 
 export interface Proxy {
   /** Answers one request under /v1. */
@@ -30,6 +40,9 @@ export interface Proxy {
   /** Writes pending LRU touches (called on close). */
   flush(): Promise<void>
 }
+
+/** What one upstream GET came to, shared by every request that joined it (each answers from its own copy). */
+type Fetched = { ok: true; status: number; headers: Headers; text: string } | { ok: false; failure: 'unreachable' | 'timeout'; message: string }
 
 function bearer(header: string | null): string | undefined {
   const match = header ? /^\s*Bearer\s+(\S+)\s*$/i.exec(header) : null
@@ -81,6 +94,11 @@ function errorFromVoiceApi(error: VoiceApiError): Response {
   return new Response(JSON.stringify(body), { status: error.status, headers })
 }
 
+/** The provider's answer to a missing or refused key, given locally (no key, or one it refused moments ago). */
+function refusedKey(): Response {
+  return withCache(apiErrorResponse(401, 'authentication_error', 'invalid or missing api key'), 'BYPASS')
+}
+
 /** A failure of switchboard itself (the database, a bug): logged, and answered without its details. */
 function unexpectedFailure(rt: Runtime, error: unknown, path: string | undefined): Response {
   rt.log.error({ err: error, path }, 'proxy request failed')
@@ -112,26 +130,24 @@ export function createProxy(rt: Runtime): Proxy {
     return result.response.status < 500 && result.response.status !== 429 ? 'accepted' : 'unknown'
   }
 
-  async function cachedGet(request: Request, url: URL, route: ProxyRoute, apiKey: string, tenant: string): Promise<ProxyReply> {
-    const cacheKey = `${tenant}:${url.pathname}?${canonicalQuery(url.searchParams)}`
-    const entry = await json.get(cacheKey)
-    if (entry && entry.expires_at > rt.clock.now() && (await keys.isConfirmed(tenant))) {
-      json.touch(cacheKey)
-      return fromEntry(entry, 'HIT', request.method, rt.clock.now())
-    }
-    const stale = async () => (entry && (await keys.wasEverAccepted(tenant)) ? fromEntry(entry, 'STALE', request.method, rt.clock.now()) : undefined)
+  /**
+   * Identical misses in flight at once share one upstream request (keyed by the cache key, so never across
+   * tenants). Neither the requests joined to it nor the one that started it can cancel it: it belongs to none.
+   */
+  const flights = createSingleFlight<Fetched>()
+
+  /** Asks upstream for a GET, learns from the answer about the key, and caches it as the policy says. */
+  async function fetchForCache(url: URL, route: ProxyRoute, apiKey: string, tenant: string, cacheKey: string): Promise<Fetched> {
+    // Read before asking: an invalidation after this point may announce a change the answer predates.
+    const since = await currentGeneration(rt.store.db)
     const result = await fetchUpstream(rt, { method: 'GET', pathAndQuery: url.pathname + url.search, apiKey })
-    if (!result.ok) return (await stale()) ?? failureResponse(result)
+    if (!result.ok) return result
     const upstream = result.response
     let text: string
     try {
       text = await upstream.text()
     } catch (error) {
-      return (await stale()) ?? failureResponse({ failure: (error as Error).name === 'TimeoutError' ? 'timeout' : 'unreachable', message: `the provider's answer was cut off (${(error as Error).message})` })
-    }
-    if (upstream.status >= 500) {
-      const served = await stale()
-      if (served) return served
+      return { ok: false, failure: (error as Error).name === 'TimeoutError' ? 'timeout' : 'unreachable', message: `the provider's answer was cut off (${(error as Error).message})` }
     }
     await learn(tenant, upstream.status)
     let parsed: unknown
@@ -141,8 +157,36 @@ export function createProxy(rt: Runtime): Proxy {
       parsed = undefined
     }
     const plan = parsed === undefined ? undefined : planCache(route, upstream.status, parsed, url.searchParams)
-    if (plan) await json.put({ key: cacheKey, tenant, plan, status: upstream.status, headers: storableHeaders(upstream.headers), body: text })
-    return textReply(request.method === 'HEAD' ? null : text, upstream.status, passHeaders(upstream.headers, upstream.status), 'MISS')
+    if (plan) {
+      // The answer is good whether or not it could be kept: a failed write costs a later miss, not this answer.
+      await json
+        .put({ key: cacheKey, tenant, plan, status: upstream.status, headers: storableHeaders(upstream.headers), body: text, since })
+        .catch((err: unknown) => rt.log.warn({ err, path: url.pathname }, 'proxy cache write failed'))
+    }
+    return { ok: true, status: upstream.status, headers: passHeaders(upstream.headers, upstream.status), text }
+  }
+
+  async function cachedGet(request: Request, url: URL, route: ProxyRoute, apiKey: string, tenant: string): Promise<ProxyReply> {
+    const cacheKey = `${tenant}:${url.pathname}?${canonicalQuery(url.searchParams)}`
+    const entry = await json.get(cacheKey)
+    if (entry && entry.expires_at > rt.clock.now() && (await keys.isConfirmed(tenant))) {
+      json.touch(cacheKey)
+      return fromEntry(entry, 'HIT', request.method, rt.clock.now())
+    }
+    const stale = async () => (entry && (await keys.wasEverAccepted(tenant)) ? fromEntry(entry, 'STALE', request.method, rt.clock.now()) : undefined)
+    const fetched = await flights.run(cacheKey, () => fetchForCache(url, route, apiKey, tenant, cacheKey))
+    if (!fetched.ok) return (await stale()) ?? failureResponse(fetched)
+    if (fetched.status >= 500) {
+      const served = await stale()
+      if (served) return served
+    }
+    return textReply(request.method === 'HEAD' ? null : fetched.text, fetched.status, new Headers(fetched.headers), 'MISS')
+  }
+
+  /** After a write of this tenant: its lists are stale, and a request from now on must not join a read that began before. */
+  async function invalidateLists(tenant: string, kinds: Array<'conversation_list' | 'batch_list'>): Promise<void> {
+    await invalidateTenantLists(rt, tenant, kinds)
+    flights.forget(`${tenant}:`)
   }
 
   async function recording(request: Request, url: URL, id: string, apiKey: string, tenant: string): Promise<ProxyReply> {
@@ -150,7 +194,7 @@ export function createProxy(rt: Runtime): Proxy {
     if (cached) {
       if (!(await keys.isConfirmed(tenant))) {
         const answer = await confirm(apiKey, tenant)
-        if (answer === 'rejected') return withCache(apiErrorResponse(401, 'authentication_error', 'invalid or missing api key'), 'BYPASS')
+        if (answer === 'rejected') return refusedKey()
         if (answer === 'unknown') {
           if (await keys.wasEverAccepted(tenant)) return recordings.respond(cached, request, 'STALE')
           return failureResponse({ failure: 'unreachable', message: 'cannot confirm the api key with the provider' })
@@ -163,6 +207,7 @@ export function createProxy(rt: Runtime): Proxy {
     const notFoundKey = `${tenant}:${url.pathname}?`
     const notFound = await json.get(notFoundKey)
     if (notFound && notFound.expires_at > rt.clock.now() && (await keys.isConfirmed(tenant))) return fromEntry(notFound, 'HIT', request.method, rt.clock.now())
+    const since = await currentGeneration(rt.store.db)
     // UPSTREAM_TIMEOUT_MS for the headers, then as an idle timeout: a whole recording may take longer.
     const deadline = createIdleDeadline(rt.config.upstreamTimeoutMs)
     deadline.arm()
@@ -192,7 +237,7 @@ export function createProxy(rt: Runtime): Proxy {
       }
       const text = await upstream.text().catch(() => '')
       if (upstream.status === 404) {
-        await json.put({ key: notFoundKey, tenant, plan: { kind: 'not_found', ttlMs: CACHE_TTL_MS.notFound, resourceId: id, agentId: null }, status: 404, headers: storableHeaders(upstream.headers), body: text })
+        await json.put({ key: notFoundKey, tenant, plan: { kind: 'not_found', ttlMs: CACHE_TTL_MS.notFound, resourceId: id, agentId: null }, status: 404, headers: storableHeaders(upstream.headers), body: text, since })
       }
       return textReply(request.method === 'HEAD' ? null : text, upstream.status, passHeaders(upstream.headers, upstream.status), 'MISS')
     } finally {
@@ -231,14 +276,25 @@ export function createProxy(rt: Runtime): Proxy {
   }
 
   async function sendCall(apiKey: string, tenant: string, request: CallRequest): Promise<Response> {
-    const result = await placeCall(rt, { apiKey, request })
+    const result = await placeCall(rt, { apiKey, request, budgetMs: CALL_BUDGET_MS })
     if (result.ok) {
-      await keys.accepted(tenant)
-      await invalidateTenantLists(rt, tenant, ['conversation_list'])
+      // Bookkeeping only: the call is placed, and a failure here must not answer it as failed (a caller would
+      // place it again). The lists then expire on their own within their 10 s.
+      try {
+        await keys.accepted(tenant)
+        await invalidateLists(tenant, ['conversation_list'])
+      } catch (err) {
+        rt.log.warn({ err }, 'call placed, but recording the key or invalidating the conversation lists failed')
+      }
       const headers = new Headers(result.headers)
-      headers.set('content-type', 'application/json')
+      headers.set('content-type', result.answer?.contentType ?? 'application/json')
       headers.set('x-cache', 'BYPASS')
       if (result.recovered) headers.set('x-switchboard-recovered', 'true')
+      // The provider's own answer, as sent (a drop-in proxy); only a recovered call, which has none, is built here.
+      if (result.answer) {
+        const { status, body } = result.answer
+        return new Response(status === 204 || status === 205 ? null : body, { status, headers })
+      }
       return new Response(JSON.stringify({ data: result.call }), { status: 200, headers })
     }
     if (result.duplicate) return withCache(apiErrorResponse(409, 'duplicate_request', 'idempotency key already used'), 'BYPASS')
@@ -248,16 +304,18 @@ export function createProxy(rt: Runtime): Proxy {
 
   async function handle(request: Request, url = new URL(request.url)): Promise<ProxyReply> {
     const apiKey = bearer(request.headers.get('authorization'))
-    if (!apiKey) return withCache(apiErrorResponse(401, 'authentication_error', 'invalid or missing api key'), 'BYPASS')
+    if (!apiKey) return refusedKey()
     const tenant = tenantOf(apiKey)
     const route = matchRoute(request.method, url.pathname)
     const pathAndQuery = url.pathname + url.search
+    // Reads only: they have no body to drain. Writes always ask the provider: a call's answer goes in the ledger.
+    if ((request.method === 'GET' || request.method === 'HEAD') && keys.recentlyRefused(tenant)) return refusedKey()
     if (!route) return streamThrough(rt, request, { apiKey, pathAndQuery })
     switch (route.name) {
       case 'create_call':
         return createCall(request, apiKey, tenant)
       case 'create_batch':
-        return streamThrough(rt, request, { apiKey, pathAndQuery, onSuccess: () => invalidateTenantLists(rt, tenant, ['batch_list']) })
+        return streamThrough(rt, request, { apiKey, pathAndQuery, onSuccess: () => invalidateLists(tenant, ['batch_list']) })
       case 'create_transcription':
         return streamThrough(rt, request, { apiKey, pathAndQuery })
       case 'recording':
@@ -278,6 +336,7 @@ export function createProxy(rt: Runtime): Proxy {
     async maintain() {
       await json.evict()
       await recordings.evict()
+      await keys.sweep()
     },
     async flush() {
       await json.flushTouches()

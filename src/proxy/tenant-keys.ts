@@ -1,4 +1,5 @@
 import type { Runtime } from '../runtime.ts'
+import { createExpiringLru } from './expiring-lru.ts'
 
 export interface TenantKeys {
   /** The key was accepted upstream within the window and not refused since. */
@@ -7,6 +8,13 @@ export interface TenantKeys {
   wasEverAccepted(tenant: string): Promise<boolean>
   accepted(tenant: string): Promise<void>
   rejected(tenant: string): Promise<void>
+  /**
+   * The provider refused this key within the key window and has never accepted it here: a read may be
+   * answered 401 without asking again (a junk key repeated costs no upstream round trip).
+   */
+  recentlyRefused(tenant: string): boolean
+  /** Deletes the rows of keys not seen for KEY_ROW_RETENTION_MS (and rows that never recorded an acceptance). */
+  sweep(): Promise<number>
 }
 
 interface Known {
@@ -20,6 +28,14 @@ interface Known {
 const MEMO_MS = 1_000
 /** Confirmations are written at most this often per tenant: the hot path should not write on every request. */
 const WRITE_EVERY_MS = 5_000
+/**
+ * A row not written for this long is deleted. A key in use is confirmed upstream at least once per key window,
+ * which writes its row, so only keys out of use go; one that comes back is confirmed again before anything
+ * cached is served to it (and gets no STALE answer until then), exactly as a key never seen.
+ */
+export const KEY_ROW_RETENTION_MS = 30 * 24 * 60 * 60 * 1000
+/** Keys refused but never accepted, remembered in memory only: every string a client sends must not cost a row. */
+const REFUSED_MAX = 10_000
 
 /**
  * When each tenant's key was last accepted or refused by the provider, in `tenant_keys` (by hash, never
@@ -29,6 +45,8 @@ export function createTenantKeys(rt: Runtime): TenantKeys {
   const db = rt.store.db
   const memo = new Map<string, Known>()
   const windowMs = () => rt.config.proxy.keyWindowSeconds * 1000
+  // As long as an acceptance is trusted, a refusal is: a key enabled in the meantime waits at most that long.
+  const refused = createExpiringLru({ max: REFUSED_MAX, ttlMs: windowMs, now: () => rt.clock.now() })
 
   async function read(tenant: string): Promise<Known> {
     const now = rt.clock.now()
@@ -43,12 +61,22 @@ export function createTenantKeys(rt: Runtime): TenantKeys {
 
   const good = (k: Known) => k.acceptedAt !== null && (k.rejectedAt === null || k.rejectedAt < k.acceptedAt)
 
-  async function write(tenant: string, field: 'accepted_at' | 'rejected_at', now: number): Promise<void> {
+  async function accept(tenant: string, now: number): Promise<void> {
     await db
       .insertInto('tenant_keys')
-      .values({ tenant, accepted_at: field === 'accepted_at' ? now : null, rejected_at: field === 'rejected_at' ? now : null })
-      .onConflict((oc) => oc.column('tenant').doUpdateSet(field === 'accepted_at' ? { accepted_at: now } : { rejected_at: now }))
+      .values({ tenant, accepted_at: now, rejected_at: null })
+      .onConflict((oc) => oc.column('tenant').doUpdateSet({ accepted_at: now }))
       .execute()
+  }
+
+  /**
+   * Records a refusal on the key's row, if it has one: only a key accepted at some time has one, and only its
+   * refusal changes anything stored (it stops cached and STALE answers). A key never accepted gets no row
+   * (an UPDATE cannot insert), so a stream of made-up keys leaves nothing behind. Returns whether it had one.
+   */
+  async function refuse(tenant: string, now: number): Promise<boolean> {
+    const result = await db.updateTable('tenant_keys').set({ rejected_at: now }).where('tenant', '=', tenant).executeTakeFirst()
+    return Number(result.numUpdatedRows) > 0
   }
 
   return {
@@ -62,14 +90,33 @@ export function createTenantKeys(rt: Runtime): TenantKeys {
     async accepted(tenant) {
       const now = rt.clock.now()
       const k = memo.get(tenant)
+      refused.delete(tenant)
       if (k && good(k) && k.acceptedAt !== null && now - k.acceptedAt < Math.min(WRITE_EVERY_MS, windowMs() / 2)) return
-      await write(tenant, 'accepted_at', now)
+      await accept(tenant, now)
       memo.set(tenant, { acceptedAt: now, rejectedAt: k?.rejectedAt ?? null, seenAt: now })
     },
     async rejected(tenant) {
       const now = rt.clock.now()
-      await write(tenant, 'rejected_at', now)
+      if (!(await refuse(tenant, now))) refused.add(tenant)
       memo.set(tenant, { acceptedAt: memo.get(tenant)?.acceptedAt ?? null, rejectedAt: now, seenAt: now })
+    },
+    recentlyRefused(tenant) {
+      return refused.has(tenant)
+    },
+    async sweep() {
+      const cutoff = rt.clock.now() - KEY_ROW_RETENTION_MS
+      const result = await db
+        .deleteFrom('tenant_keys')
+        .where((eb) =>
+          eb.or([
+            // Written before refusals stopped making rows: a row that never recorded an acceptance says nothing.
+            eb('accepted_at', 'is', null),
+            eb.and([eb('accepted_at', '<', cutoff), eb.or([eb('rejected_at', 'is', null), eb('rejected_at', '<', cutoff)])]),
+          ]),
+        )
+        .executeTakeFirst()
+      memo.clear()
+      return Number(result.numDeletedRows)
     },
   }
 }

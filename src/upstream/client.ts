@@ -5,12 +5,12 @@ import { systemClock, sleep, type Clock } from '../utils/clock.ts'
 import { systemRandom, type Random } from '../utils/random.ts'
 import { VoiceApiError, errorFromResponse, readRateLimit, type RateLimitInfo } from './errors.ts'
 import { defaultRetryPolicy, isTransient, retryDelay, type RetryPolicy } from './retry.ts'
+import { readCallAnswer } from './call-answer.ts'
 import {
   batchCallSchema,
   batchListSchema,
   batchMetricsSchema,
   callRequestSchema,
-  callResponseSchema,
   conversationDetailSchema,
   conversationListSchema,
   dataEnvelope,
@@ -32,6 +32,12 @@ export interface VoiceClientOptions {
   region?: keyof typeof REGION_BASE_URLS
   /** Per attempt. */
   timeoutMs?: number
+  /**
+   * The whole request, retries included, measured on `clock`: each attempt's deadline is cut to what is left,
+   * and no retry starts (nor backoff is waited) past it; the last attempt's error is then thrown. Unset: only
+   * `timeoutMs` per attempt and the retry policy bound it (4 attempts × 15 s and the backoff, about a minute).
+   */
+  budgetMs?: number
   retry?: Partial<RetryPolicy>
   /**
    * Call creation is retried only with an idempotency key. 'auto' (default) adds a UUID key when the
@@ -61,6 +67,20 @@ export interface AttemptOutcome {
   status: number
   /** Why no answer came, when `status` is 0. */
   error?: string
+}
+
+/**
+ * The provider's 2xx answer to a call creation: the call as far as its body could be read, and the body as
+ * sent, for a caller (the proxy) that passes it on verbatim.
+ */
+export interface CallCreation {
+  call: CallResponse
+  status: number
+  /** The answer's body, as sent. */
+  body: string
+  contentType: string | null
+  /** What is off when the body is not the documented `{data: call}`; `call` then holds what could be read. */
+  unexpectedShape: string | undefined
 }
 
 export interface ListQuery {
@@ -97,6 +117,13 @@ export interface VoiceClient {
    * (`placedEarlier` false) is the caller's own key used before.
    */
   createCall(request: CallRequest): Promise<CallResponse>
+  /**
+   * `createCall` with the answer as sent. A 2xx means the provider accepted the call, so a body off the
+   * documented shape is not an error (it was: the caller saw a failure for a placed call and, retrying with a
+   * new key, placed it twice): `call` holds what the body has, missing fields null (`trace_id` ''), and
+   * `unexpectedShape` says what is off.
+   */
+  createCallRaw(request: CallRequest): Promise<CallCreation>
   createBatch(input: { agent_id: number; name: string; file: UploadFile }): Promise<BatchCall>
   listBatches(query?: ListQuery): Promise<BatchList>
   getBatch(batchId: number): Promise<BatchCall>
@@ -121,7 +148,10 @@ function toBlob(file: UploadFile, fallbackType: string): Blob {
 
 async function readErrorBody(stream: ReadableStream<Uint8Array> | undefined): Promise<unknown> {
   if (!stream) return undefined
-  const text = await new Response(stream).text().catch(() => '')
+  return jsonOrText(await new Response(stream).text().catch(() => ''))
+}
+
+function jsonOrText(text: string): unknown {
   try {
     return JSON.parse(text) as unknown
   } catch {
@@ -159,6 +189,8 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
     body?: () => unknown
     repeatable: boolean
     stream?: boolean
+    /** Read the answer as text (kept verbatim); an error body is parsed from it. */
+    text?: boolean
     /** Call creation's key: a 409 duplicate_request to a retry then speaks of an earlier attempt. */
     idempotencyKey?: string
   }
@@ -174,13 +206,16 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
   async function send(req: Attempt): Promise<FetchResponse<unknown>> {
     // The first attempt of this request whose outcome is unknown (it may have been carried out).
     let lost: VoiceApiError | undefined
+    const started = clock.now()
+    const left = () => (options.budgetMs === undefined ? Infinity : started + options.budgetMs - clock.now())
     for (let attempt = 1; ; attempt++) {
       let error: VoiceApiError
       // The attempt's deadline covers the answer's body too. ofetch's own `timeout` stops at the headers, so a
       // provider that sent them and then stalled held the request for undici's 300 s body timeout. A streamed
       // answer's body belongs to the caller (who reads it under its own idle deadline): its deadline ends with
       // the headers, or with the error body read here.
-      const deadline = attemptDeadline(timeout)
+      const attemptMs = Math.max(1, Math.min(timeout, left()))
+      const deadline = attemptDeadline(attemptMs)
       try {
         const response = await ofetch.raw(`${baseUrl}${req.path}`, {
           method: req.method,
@@ -190,13 +225,17 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
           signal: deadline.signal,
           retry: 0,
           ignoreResponseError: true,
-          responseType: req.stream ? 'stream' : 'json',
+          responseType: req.stream ? 'stream' : req.text ? 'text' : 'json',
         })
         observe({ method: req.method, path: req.path, status: response.status })
         lastRateLimit = readRateLimit(response.headers)
         if (response.ok) return response
-        // A streamed request's error body is still a stream: read it so the error comes back typed.
-        const body = req.stream ? await readErrorBody(response._data as ReadableStream<Uint8Array> | undefined) : response._data
+        // A streamed request's error body is still a stream, a text one still text: read it so the error comes back typed.
+        const body = req.stream
+          ? await readErrorBody(response._data as ReadableStream<Uint8Array> | undefined)
+          : req.text
+            ? jsonOrText(typeof response._data === 'string' ? response._data : '')
+            : response._data
         error = errorFromResponse(response.status, response.headers, body)
       } catch (cause) {
         if (cause instanceof VoiceApiError) throw cause
@@ -205,7 +244,7 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
         error = new VoiceApiError({
           type: timedOut ? 'timeout' : 'network_error',
           status: 0,
-          message: timedOut ? `no answer from ${baseUrl} within ${timeout} ms` : `cannot reach ${baseUrl}: ${(cause as Error).message}`,
+          message: timedOut ? `no answer from ${baseUrl} within ${attemptMs} ms` : `cannot reach ${baseUrl}: ${(cause as Error).message}`,
           cause,
         })
         observe({ method: req.method, path: req.path, status: 0, error: error.message })
@@ -215,7 +254,8 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
       if (req.idempotencyKey !== undefined && lost && error.type === 'duplicate_request') throw placedEarlier(error, lost, req.idempotencyKey)
       if (isTransient(error)) lost ??= error
       const delayMs = retryDelay({ error, attempt, repeatable: req.repeatable, policy, random, now: clock.now() })
-      if (delayMs === undefined) throw error
+      // Past the budget the caller is told now, with the last error, rather than after attempts it has given up on.
+      if (delayMs === undefined || delayMs >= left()) throw error
       options.onRetry?.({ method: req.method, path: req.path, attempt, delayMs, error })
       await sleep(clock, delayMs)
     }
@@ -254,6 +294,16 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
 
   const enc = encodeURIComponent
 
+  async function createCallRaw(request: CallRequest): Promise<CallCreation> {
+    const body = callRequestSchema.parse(request)
+    if (!body.idempotency_key && (options.idempotency ?? 'auto') === 'auto') body.idempotency_key = random.uuid()
+    const key = body.idempotency_key || undefined
+    const res = await send({ method: 'POST', path: '/v1/call', body: () => body, repeatable: key !== undefined, idempotencyKey: key, text: true })
+    const text = typeof res._data === 'string' ? res._data : ''
+    const { call, unexpectedShape } = readCallAnswer(jsonOrText(text), body)
+    return { call, status: res.status, body: text, contentType: res.headers.get('content-type'), unexpectedShape }
+  }
+
   return {
     baseUrl,
     get lastRateLimit() {
@@ -261,12 +311,10 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
     },
 
     async createCall(request) {
-      const body = callRequestSchema.parse(request)
-      if (!body.idempotency_key && (options.idempotency ?? 'auto') === 'auto') body.idempotency_key = random.uuid()
-      const key = body.idempotency_key || undefined
-      const res = await send({ method: 'POST', path: '/v1/call', body: () => body, repeatable: key !== undefined, idempotencyKey: key })
-      return parse(dataEnvelope(callResponseSchema), res).data
+      return (await createCallRaw(request)).call
     },
+
+    createCallRaw,
 
     async createBatch({ agent_id, name, file }) {
       const res = await send({

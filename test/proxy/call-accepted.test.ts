@@ -1,0 +1,98 @@
+import { afterEach, expect, it } from 'vitest'
+import { CALL_BUDGET_MS } from '../../src/proxy/proxy.ts'
+import { describeEachDialect } from '../helpers/db.ts'
+import { phoneCall, proxyHarness, withClock, type ProxyHarness } from './helpers.ts'
+import { scriptedUpstream, type ScriptedUpstream } from './scripted-upstream.ts'
+
+describeEachDialect('POST /v1/call once the provider answered', (dialect) => {
+  let h: ProxyHarness | undefined
+  let up: ScriptedUpstream | undefined
+  afterEach(async () => {
+    await h?.close()
+    await up?.close()
+    h = undefined
+    up = undefined
+  })
+
+  const scripted = async (env: Record<string, string> = {}) => {
+    h = await proxyHarness({ dialect, env, upstreamUrl: async (sandboxUrl) => (up = await scriptedUpstream(sandboxUrl)).url })
+    return { h, up: up! }
+  }
+  const post = (h: ProxyHarness, body: unknown) =>
+    h.request('/v1/call', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  const ledger = (h: ProxyHarness) =>
+    h.rt.store.db.selectFrom('calls').select(['idempotency_key', 'status', 'trace_id', 'conversation_id', 'error']).orderBy('customer_phone').execute()
+
+  it('a 2xx off the documented shape is a placed call: passed through as sent, recorded with what it has, never a 502', async () => {
+    const { h, up } = await scripted()
+    const answers = [
+      // scheduled_for missing (the reviewer's case), spaced as the provider spaced it.
+      '{ "data": { "agent_id": 101, "conversation_id": null, "status": "initiated", "trace_id": "9b2d4c1e-0f5a-4e3b-8c7d-6a5b4c3d2e1f" } }',
+      // conversation_id missing, an unknown field, agent_id as a string.
+      '{"data":{"agent_id":"101","scheduled_for":null,"status":"initiated","trace_id":"1f2e3d4c-5b6a-4789-8abc-def012345678","conversation_id_v2":"x_1"}}',
+      // No envelope and no trace id at all.
+      '{"status":"initiated"}',
+    ]
+    for (const [i, text] of answers.entries()) {
+      up.answer((req, _body, res) => {
+        if (req.url !== '/v1/call') return false
+        res.writeHead(200, { 'content-type': 'application/json', 'x-ratelimit-remaining': '41' })
+        res.end(text)
+      })
+      const res = await post(h, phoneCall(`+91987654321${i}`))
+      expect(res.status, text).toBe(200)
+      expect(await res.text()).toBe(text)
+      expect(res.headers.get('content-type')).toBe('application/json')
+      expect(res.headers.get('x-ratelimit-remaining')).toBe('41')
+      expect(res.headers.get('x-idempotency-key')).toBeTruthy()
+    }
+    // One attempt each: an accepted call is not sent again.
+    expect(up.count('POST', '/v1/call')).toBe(3)
+    const rows = await ledger(h)
+    expect(rows.map(({ status, trace_id, conversation_id, error }) => ({ status, trace_id, conversation_id, error }))).toEqual([
+      { status: 'initiated', trace_id: '9b2d4c1e-0f5a-4e3b-8c7d-6a5b4c3d2e1f', conversation_id: null, error: null },
+      { status: 'initiated', trace_id: '1f2e3d4c-5b6a-4789-8abc-def012345678', conversation_id: null, error: null },
+      { status: 'initiated', trace_id: null, conversation_id: null, error: null },
+    ])
+
+    // A scheduled call whose answer says nothing useful is still recorded as scheduled, not failed.
+    up.answer((req, _body, res) => {
+      if (req.url !== '/v1/call') return false
+      res.writeHead(200, { 'content-type': 'text/plain' })
+      res.end('accepted')
+    })
+    const scheduled = await post(h, phoneCall('+919876543219', { scheduled_for: '2026-03-19T10:00:00Z' }))
+    expect(scheduled.status).toBe(200)
+    expect(scheduled.headers.get('content-type')).toBe('text/plain')
+    expect(await scheduled.text()).toBe('accepted')
+    expect((await ledger(h)).at(-1)).toMatchObject({ status: 'scheduled', trace_id: null })
+  })
+
+  it('gives up within the call budget rather than holding the caller through every retry, and names the key to retry with', async () => {
+    const { h, up } = await scripted()
+    // Each attempt takes 9 s of the proxy's time and ends in the provider's 500: without a budget the proxy
+    // made 4 attempts (about 36 s here, a minute with the default 15 s deadline).
+    up.answer(async (req, _body, res) => {
+      if (req.url !== '/v1/call') return false
+      await h.clock.advance(9_000)
+      res.writeHead(500, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ error: { message: 'Unexpected server error', type: 'internal_error' } }))
+    })
+    const started = h.clock.now()
+    // Small steps, so the backoff between attempts (at most 0.3 s, 0.6 s, 1.2 s) is all the clock moves besides.
+    const res = await withClock(h.clock, post(h, phoneCall('+919876543210')), 20, 20_000)
+    expect(res.status).toBe(500)
+    const key = res.headers.get('x-idempotency-key')
+    expect(key).toBeTruthy()
+    // Attempts start at about 0, 9 and 18 s; a fourth would start past the budget.
+    expect(up.count('POST', '/v1/call')).toBe(3)
+    expect(h.clock.now() - started).toBeLessThan(CALL_BUDGET_MS + 9_000 + 1_000)
+    for (const sent of up.seen.filter((r) => r.url === '/v1/call')) expect(JSON.parse(sent.body).idempotency_key).toBe(key)
+    // Failed, not pending: the retry with that key goes to the provider, which decides.
+    expect(await ledger(h)).toMatchObject([{ idempotency_key: key, status: 'failed' }])
+    up.answer(undefined)
+    const retried = await h.request('/v1/call', { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key! }, body: JSON.stringify(phoneCall('+919876543210')) })
+    expect(retried.status).toBe(200)
+    expect(h.sandbox.stats().callsAccepted).toBe(1)
+  })
+})
