@@ -8,6 +8,7 @@ import { recipeEngineFor } from './recipes/engine.ts'
 import { startMailOutbox } from './reports/mail-outbox.ts'
 import { startWebhookWorkers } from './webhooks/index.ts'
 import { startInstanceRegistry } from './instances.ts'
+import { setProcessedElsewhere } from './coordination/processing-task.ts'
 
 /**
  * Where a process sits in the event pipeline. `receiver`: the webhook receiver, proxy, sandbox, admin and
@@ -34,6 +35,10 @@ export async function startBackground(rt: Runtime, options: { role?: Role } = {}
     stops.push(await startInstanceRegistry(rt))
     // ── feature background work ───────────────────────────────────────────────────────────────
     if (role !== 'worker') stops.push(startProxyMaintenance(rt))
+    if (role === 'receiver') {
+      setProcessedElsewhere(rt, true)
+      stops.push(() => setProcessedElsewhere(rt, false))
+    }
     if (role !== 'receiver') {
       registerConsumers(rt, { recipes: recipeEngineFor(rt) })
       stops.push(startWebhookWorkers(rt))

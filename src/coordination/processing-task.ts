@@ -34,3 +34,19 @@ export async function runProcessingTask<Args, Result>(rt: Runtime, task: Process
   const sent = runners.get(rt)?.(task.name, args)
   return sent ? ((await sent) as Result) : task.run(rt, args)
 }
+
+const processedElsewhere = new WeakSet<Runtime>()
+
+/**
+ * Marks a runtime whose events other processes or threads process (`--role receiver`, and `serve`'s main thread
+ * beside its processing thread): work that needs every processing step — a replay — is handed to them rather than
+ * done here, where those steps are not registered. Unmarked (tests, embedders), such work runs here.
+ */
+export function setProcessedElsewhere(rt: Runtime, elsewhere: boolean): void {
+  if (elsewhere) processedElsewhere.add(rt)
+  else processedElsewhere.delete(rt)
+}
+
+export function isProcessedElsewhere(rt: Runtime): boolean {
+  return processedElsewhere.has(rt)
+}

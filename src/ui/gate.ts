@@ -1,10 +1,11 @@
 import { HTTPError, type H3, type H3Event } from 'h3'
 import type { Runtime } from '../runtime.ts'
-import { adminErrorResponse, authenticateAdmin, csrfValid, requireAdmin } from '../utils/admin-auth.ts'
+import { ADMIN_RESPONSE_HEADERS, adminErrorResponse, authenticateAdmin, csrfValid, requireAdmin, setResponseHeaders } from '../utils/admin-auth.ts'
 import { field, formOf } from './form.ts'
 import { html } from './html.ts'
 import { page } from './layout.ts'
 import { seeOther } from './responses.ts'
+import { setUiHeaders } from './security-headers.ts'
 
 const PUBLIC_UI = ['/ui/login', '/ui/assets/']
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS'])
@@ -19,11 +20,14 @@ function under(path: string, prefix: string): boolean {
  * never admitted for their address alone, since a reverse proxy on the same host makes every remote
  * client look local. Dashboard pages without a session redirect to the login; everything else is 401.
  * Session requests that change state need the CSRF token: `X-CSRF-Token`, or `_csrf` in a posted form.
+ * Every answer under either prefix — refusals, errors and h3's own 404 included — is sent uncached and with
+ * nosniff (the dashboard's also with its CSP and no framing).
  */
 export function registerAdminGate(app: H3, rt: Runtime): void {
   app.use(async (event: H3Event, next) => {
     const path = event.url.pathname.toLowerCase()
     if (under(path, '/admin')) {
+      setResponseHeaders(event, ADMIN_RESPONSE_HEADERS)
       try {
         requireAdmin(event, rt.config.adminToken, rt.clock.now())
       } catch (error) {
@@ -31,7 +35,9 @@ export function registerAdminGate(app: H3, rt: Runtime): void {
       }
       return next()
     }
-    if (!under(path, '/ui') || PUBLIC_UI.some((p) => path === p || (p.endsWith('/') && path.startsWith(p)))) return next()
+    if (!under(path, '/ui')) return next()
+    setUiHeaders(event)
+    if (PUBLIC_UI.some((p) => path === p || (p.endsWith('/') && path.startsWith(p)))) return next()
     const access = authenticateAdmin(event, rt.config.adminToken, rt.clock.now())
     if (!access) {
       if (SAFE.has(event.req.method) && !event.req.headers.has('hx-request')) {

@@ -1,4 +1,4 @@
-import type { H3 } from 'h3'
+import { getRouterParam, HTTPError, type H3 } from 'h3'
 import { recipeEngineFor } from '../recipes/engine.ts'
 import { runRecipeNow } from '../recipes/run-now.ts'
 import { listRuns, type RecipeRun } from '../recipes/runner.ts'
@@ -8,15 +8,26 @@ import { field, formOf } from './form.ts'
 import { fmtTime, html } from './html.ts'
 import { csrfField, page } from './layout.ts'
 import { renderPlanHtml } from './plan.ts'
+import { findRecipeRun } from './recipe-run.ts'
+import { seeOther } from './responses.ts'
 import { summaryLine } from '../recipes/summary.ts'
 
 const RUNS_SHOWN = 5
 
-function duration(run: RecipeRun): string {
+function duration(run: Pick<RecipeRun, 'startedAt' | 'endedAt'>): string {
   return run.endedAt === null ? 'running' : `${run.endedAt - run.startedAt} ms`
 }
 
-/** `/ui/recipes`: triggers, next run, last runs, a broken recipe's error; dry run (shows the plan) and run now. */
+/** The page of one recorded run: `/ui/recipes/<name>/runs/<id>`. */
+function runUrl(recipe: string, id: string): string {
+  return `/ui/recipes/${encodeURIComponent(recipe)}/runs/${encodeURIComponent(id)}`
+}
+
+/**
+ * `/ui/recipes`: triggers, next run, last runs, a broken recipe's error; dry run (shows the plan) and run now.
+ * A run's POST answers 303 to the run's own page (a GET): reloading it, or going back to it, shows the run
+ * again instead of posting the form again — which, for "Run now", started another real run.
+ */
 export function registerRecipesPage(app: H3, rt: Runtime): void {
   app.get('/ui/recipes', async (event) => {
     const recipes = await recipeEngineFor(rt).list()
@@ -40,7 +51,7 @@ ${fields(`Recipe ${r.name}`, [
 </div>
 <h3>Last runs</h3>
 ${table(`Runs of ${r.name}`, ['Started', 'Trigger', 'Status', 'Duration', 'Summary', 'Error'], runs[i]!.map((run) => [
-  fmtTime(run.startedAt), `${run.trigger}${run.dryRun ? ' (dry run)' : ''}`, status(run.status), duration(run), clip(run.summary === null ? null : summaryLine(run.summary), 140), clip(run.error, 140),
+  html`<a href="${runUrl(r.name, run.id)}">${fmtTime(run.startedAt)}</a>`, `${run.trigger}${run.dryRun ? ' (dry run)' : ''}`, status(run.status), duration(run), clip(run.summary === null ? null : summaryLine(run.summary), 140), clip(run.error, 140),
 ]), 'Not run yet.')}
 </article>`),
     })
@@ -51,14 +62,23 @@ ${table(`Runs of ${r.name}`, ['Started', 'Trigger', 'Status', 'Duration', 'Summa
     const dryRun = field(await formOf(event), 'dry_run') !== '0'
     const run = await runRecipeNow(rt, name, dryRun)
     rt.log.info({ recipe: name, dry_run: dryRun, run_id: run.id, status: run.status }, 'dashboard: recipe run')
+    return seeOther(event, runUrl(name, run.id))
+  })
+
+  app.get('/ui/recipes/:name/runs/:id', async (event) => {
+    const name = getRouterParam(event, 'name', { decode: true }) ?? ''
+    const id = getRouterParam(event, 'id', { decode: true }) ?? ''
+    const run = await findRecipeRun(rt, name, id)
+    if (!run) throw new HTTPError({ status: 404, message: `${name} has no run with id "${id}"` })
     return page(event, {
-      title: dryRun ? `Dry run: ${name}` : `Run: ${name}`,
+      title: run.dryRun ? `Dry run: ${name}` : `Run: ${name}`,
       active: 'Recipes',
       body: html`<p><a href="/ui/recipes">← Recipes</a></p>
-${dryRun ? html`<p class="flash" role="status">Dry run: nothing was called, launched or mailed. This is what a run would do.</p>` : ''}
+${run.dryRun ? html`<p class="flash" role="status">Dry run: nothing was called, launched or mailed. This is what a run would do.</p>` : ''}
 ${fields('Run', [
   ['Status', html`<span id="run-status">${status(run.status)}</span>`],
   ['Started', fmtTime(run.startedAt)],
+  ['Trigger', run.trigger],
   ['Duration', duration(run)],
   ['Summary', run.summary === null ? '—' : typeof run.summary === 'string' ? run.summary : html`<p>${summaryLine(run.summary)}</p><pre tabindex="0"><code>${JSON.stringify(run.summary, null, 2)}</code></pre>`],
   ['Error', run.error ?? '—'],

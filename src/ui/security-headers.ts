@@ -1,4 +1,5 @@
 import type { H3Event } from 'h3'
+import { setResponseHeaders } from '../utils/admin-auth.ts'
 
 /**
  * Headers for every dashboard response: scripts and styles only from switchboard itself (no inline
@@ -17,11 +18,23 @@ export const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ')
 
+const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy': CONTENT_SECURITY_POLICY,
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+}
+
 export function setPageHeaders(event: H3Event): void {
-  const h = event.res.headers
-  h.set('content-security-policy', CONTENT_SECURITY_POLICY)
-  h.set('x-content-type-options', 'nosniff')
-  h.set('x-frame-options', 'DENY')
-  h.set('referrer-policy', 'no-referrer')
-  h.set('cache-control', 'no-store')
+  for (const [name, value] of Object.entries(PAGE_HEADERS)) event.res.headers.set(name, value)
+}
+
+/**
+ * The page headers on every answer under `/ui`, set before any route runs: h3's own errors (a 404 naming the
+ * URL asked for, a body it cannot read) and a route's thrown errors are JSON that would otherwise go out
+ * without them. A route may still change one for its own answer (the assets are cached).
+ */
+export function setUiHeaders(event: H3Event): void {
+  setResponseHeaders(event, PAGE_HEADERS)
 }

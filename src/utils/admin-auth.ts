@@ -131,6 +131,21 @@ export function requireAdmin(event: H3Event, adminToken: string | undefined, now
   return access
 }
 
+/**
+ * Headers on every `/admin/*` answer, errors included: the bodies carry stored data (events, numbers,
+ * deliveries) and a browser holding the session cookie can fetch them, so no cache may keep them and no
+ * browser may read them as anything but the JSON they are.
+ */
+export const ADMIN_RESPONSE_HEADERS: Readonly<Record<string, string>> = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }
+
+/** Puts `headers` on whatever this request is answered with: h3 uses `res.headers` for a value, `res.errHeaders` for an error or a 4xx/5xx Response. */
+export function setResponseHeaders(event: H3Event, headers: Readonly<Record<string, string>>): void {
+  for (const [name, value] of Object.entries(headers)) {
+    event.res.headers.set(name, value)
+    event.res.errHeaders.set(name, value)
+  }
+}
+
 /** The error `type` of each status an admin route answers (the body shape is the provider's, as everywhere). */
 const ADMIN_ERROR_TYPES: Record<number, string> = {
   400: 'invalid_request',
@@ -151,12 +166,16 @@ export function adminErrorResponse(error: unknown, log: Pick<Logger, 'error'>): 
   if (!known) log.error({ err: error }, 'admin route failed')
   const message = known ? error.message : 'internal error (see the service log)'
   const body = { error: { message, type: ADMIN_ERROR_TYPES[status] ?? (status >= 500 ? 'internal_error' : 'invalid_request') } }
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...ADMIN_RESPONSE_HEADERS } })
 }
 
-/** Wraps an `/admin/*` handler: checks the admin rules first, and answers every error with `adminErrorResponse`. */
+/**
+ * Wraps an `/admin/*` handler: checks the admin rules first, answers every error with `adminErrorResponse`, and
+ * sends `ADMIN_RESPONSE_HEADERS` (also where the route is mounted without the app-wide gate, as in tests).
+ */
 export function adminRoute<T>(rt: { config: { adminToken: string | undefined }; log: Logger; clock: Pick<Clock, 'now'> }, handler: (event: H3Event) => Promise<T> | T) {
   return async (event: H3Event): Promise<T | Response> => {
+    setResponseHeaders(event, ADMIN_RESPONSE_HEADERS)
     try {
       // Read per request: tests and the dashboard may change the runtime's config after start-up.
       requireAdmin(event, rt.config.adminToken, rt.clock.now())

@@ -1,19 +1,66 @@
+/** A path segment an http(s) URL may show: a plain word, which no generated token or id is. */
+const PLAIN_SEGMENT = /^[A-Za-z][A-Za-z_-]{0,31}$/
+const HIDDEN = '…'
+
 /**
- * A URL as shown in lists, logs, errors and stored reasons (a destination's, `DATABASE_URL`): its credentials
- * (`https://user:pass@host/`, `https://key@host/`) become `***`, user and password alike — `basicAuthOf` sends
- * a user alone as Basic auth, so an API key is often the user part. Host and path stay, so the URL stays
- * recognisable.
+ * A URL as shown in lists, logs, errors and stored reasons (a destination's, `DATABASE_URL`), with every place a
+ * secret travels in hidden, by one rule whatever the service behind it:
+ * - credentials (`https://user:pass@host/`, `https://key@host/`) become `***`, user and password alike —
+ *   `basicAuthOf` sends a user alone as Basic auth, so an API key is often the user part;
+ * - each query value becomes `…`, its name kept (`?token=…`; a parameter without a value is all `…`), and so
+ *   does a fragment;
+ * - in an http(s) URL the path keeps its first segment when that is a plain word (letters, `-`, `_`; at most 32),
+ *   every other segment becomes `…`: webhook URLs carry their secret in the path (Slack's
+ *   `/services/T…/B…/<secret>` shows as `/services/…/…/…`). Other schemes keep their path: a database's name
+ *   or file.
+ * Scheme, host and port stay, so the URL stays recognisable. A value that is not a URL, or has nothing to hide,
+ * is kept as it is.
  */
 export function shownUrl(url: string): string {
+  let parsed: URL
   try {
-    const parsed = new URL(url)
-    if (!parsed.username && !parsed.password) return url
-    parsed.username = '***'
-    parsed.password = ''
-    return parsed.href
+    parsed = new URL(url)
   } catch {
     return url
   }
+  const given = parsed.href
+  if (parsed.username || parsed.password) {
+    parsed.username = '***'
+    parsed.password = ''
+  }
+  const href = parsed.href
+  // `?` and `#` cannot appear unescaped before the query and the fragment they start.
+  const hashAt = href.indexOf('#')
+  const beforeHash = hashAt === -1 ? href : href.slice(0, hashAt)
+  const queryAt = beforeHash.indexOf('?')
+  let shown = queryAt === -1 ? beforeHash : beforeHash.slice(0, queryAt)
+  if (parsed.protocol === 'http:' || parsed.protocol === 'https:') {
+    // What is left ends with the path, as serialized.
+    shown = shown.slice(0, shown.length - parsed.pathname.length) + shownPath(parsed.pathname)
+  }
+  if (queryAt !== -1) shown += `?${shownQuery(beforeHash.slice(queryAt + 1))}`
+  if (hashAt !== -1) shown += href.length > hashAt + 1 ? `#${HIDDEN}` : '#'
+  // Nothing hidden: the value as written, not as the parser spells it.
+  return shown === given ? url : shown
+}
+
+function shownPath(pathname: string): string {
+  // segments[0] is the empty text before the leading slash; empty segments (a trailing slash) stay.
+  return pathname
+    .split('/')
+    .map((segment, i) => (i === 0 || segment === '' || (i === 1 && PLAIN_SEGMENT.test(segment)) ? segment : HIDDEN))
+    .join('/')
+}
+
+function shownQuery(query: string): string {
+  return query
+    .split('&')
+    .map((part) => {
+      if (part === '') return part
+      const eq = part.indexOf('=')
+      return eq === -1 ? HIDDEN : `${part.slice(0, eq)}=${HIDDEN}`
+    })
+    .join('&')
 }
 
 /** The `Authorization: Basic …` value for a URL that carries credentials (a destination's), or undefined. */

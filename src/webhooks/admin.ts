@@ -5,10 +5,18 @@ import { EVENT_STATUSES, getEvent, listEvents } from './events.ts'
 import { EventBusyError, EventNotFoundError } from './processing.ts'
 import { replayEventNow } from './replay-now.ts'
 
-function intParam(value: string | null, name: string): number | undefined {
+/**
+ * The deepest `offset` a listing takes: the database walks every row it skips, so a deep page costs as much as
+ * reading them all (and a number past what it binds, 1e20, was a 500). Filters narrow a listing instead.
+ */
+export const MAX_EVENTS_OFFSET = 10_000
+
+function intParam(value: string | null, name: string, max?: number): number | undefined {
   if (value === null || value === '') return undefined
   if (!/^\d+$/.test(value)) throw new HTTPError({ status: 400, message: `${name} must be a whole number` })
-  return Number(value)
+  const n = Number(value)
+  if (max !== undefined && n > max) throw new HTTPError({ status: 400, message: `${name} must be from 0 to ${max}` })
+  return n
 }
 
 /** `/admin/events`: list (filters), show, replay — behind the ADMIN_TOKEN rules. */
@@ -25,7 +33,7 @@ export function registerEventAdminRoutes(app: H3, rt: Runtime): void {
       source: q.get('source') ?? undefined,
       conversationId: q.get('conversation_id') ?? undefined,
       limit: intParam(q.get('limit'), 'limit'),
-      offset: intParam(q.get('offset'), 'offset'),
+      offset: intParam(q.get('offset'), 'offset', MAX_EVENTS_OFFSET),
     })
     return { data: events }
   }))

@@ -1,4 +1,4 @@
-import { defineProcessingTask, runProcessingTask } from '../coordination/processing-task.ts'
+import { defineProcessingTask, isProcessedElsewhere, runProcessingTask } from '../coordination/processing-task.ts'
 import type { Runtime } from '../runtime.ts'
 import { sleep } from '../utils/clock.ts'
 import { EventBusyError, EventNotFoundError, replayEvent, requeueEvent, type ProcessOutcome } from './processing.ts'
@@ -17,14 +17,14 @@ const POLL_MS = 200
  * A replay asked for over HTTP, run where events are processed. Under `serve` the process answering the request
  * registers only the receiver's steps — no recipes — so a replay run there marked the event processed without its
  * recipes ever seeing it (a no_answer replayed from the dashboard never got its follow-up). In the processing
- * thread every step is registered. A process that processes nothing at all (`--role receiver`, or `serve` while
- * its processing thread restarts) queues the event for the workers instead, as `events replay` does, and reports
- * their outcome if it comes within QUEUED_REPLAY_WAIT_MS.
+ * thread every step is registered. A process whose events others process (`--role receiver`, or `serve` while its
+ * processing thread restarts: `setProcessedElsewhere`) queues the event for the workers instead, as `events replay`
+ * does, and reports their outcome if it comes within QUEUED_REPLAY_WAIT_MS.
  */
 export const eventReplayTask = defineProcessingTask('eventReplay', async (rt, args: { eventId: string }): Promise<ReplayTaskOutcome> => {
   try {
-    if (webhookState(rt).worker) return { ok: true, outcome: await replayEvent(rt, args.eventId) }
-    return { ok: true, outcome: await queueForWorkers(rt, args.eventId) }
+    if (!webhookState(rt).worker && isProcessedElsewhere(rt)) return { ok: true, outcome: await queueForWorkers(rt, args.eventId) }
+    return { ok: true, outcome: await replayEvent(rt, args.eventId) }
   } catch (error) {
     if (error instanceof EventNotFoundError) return { ok: false, problem: 'not_found', message: error.message }
     if (error instanceof EventBusyError) return { ok: false, problem: 'busy', message: error.message }

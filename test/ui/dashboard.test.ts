@@ -77,7 +77,8 @@ it('dry-runs a recipe and shows its plan: batch rows and rejected rows with reas
   await page.goto(`${base}/ui/recipes`)
   const recipe = page.getByRole('article', { name: 'Recipe nightly-batch' })
   await recipe.getByRole('button', { name: 'Dry run' }).click()
-  await page.waitForURL(`${base}/ui/recipes/nightly-batch/run`)
+  // The POST answers 303 to the run's own page: reloading it shows the run, never runs it again.
+  await page.waitForURL(new RegExp(`^${base}/ui/recipes/nightly-batch/runs/[^/?#]+$`))
   expect(await page.locator('#run-status').textContent()).toBe('succeeded')
   const plan = page.locator('#plan')
   expect(await plan.getByRole('heading', { level: 3 }).first().textContent()).toMatch(/Batch “leads.*” for agent 101: 2 row\(s\), 1 rejected/)
