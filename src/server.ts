@@ -13,6 +13,7 @@ import { registerWebhookRoutes } from './webhooks/index.ts'
 import { mountProxy } from './proxy/mount.ts'
 import { mountSandbox } from './sandbox/mount.ts'
 import { registerAdminGate } from './ui/gate.ts'
+import { ADMIN_RESPONSE_HEADERS, setResponseHeaders } from './utils/admin-auth.ts'
 import { registerUi } from './ui/index.ts'
 import { adminTokenFile, ensureAdminToken, type AdminTokenSource } from './config/admin-token.ts'
 import { isMalformedPath, malformedPathAnswer } from './upstream/malformed-path.ts'
@@ -106,6 +107,8 @@ export function createApp(rt: Runtime): H3 {
       const status = (error as { status?: number }).status ?? 500
       if (status >= 500) rt.log.error({ err: error }, 'unhandled error')
       const path = event.url.pathname
+      // Errors raised before any middleware (a path h3 cannot decode) miss the gate's headers: set them here.
+      if (/^\/(ui|admin)(\/|$)/i.test(path)) setResponseHeaders(event, ADMIN_RESPONSE_HEADERS)
       if (status === 400 && /^\/(sandbox\/)?v1(\/|$)/.test(path) && isMalformedPath(path)) {
         const answer = malformedPathAnswer(path)
         if (path.startsWith('/v1')) answer.headers.set('x-cache', 'BYPASS')

@@ -60,6 +60,14 @@ describe('headers on every /admin and /ui answer', () => {
     expectPageHeaders(page, 'a page')
     await page.text()
 
+    // A path h3 cannot decode is refused (400) before any middleware runs.
+    for (const path of ['/ui/%zz', '/admin/%zz']) {
+      const malformed = await fetch(`${base}${path}`, { headers: { cookie } })
+      expect(malformed.status, path).toBe(400)
+      expectPrivate(malformed, `${path} → 400`)
+      await malformed.text()
+    }
+
     const missing = await fetch(`${base}/ui/no-such-page?x=<b>`, { headers: { cookie } })
     expect(missing.status).toBe(404)
     expectPageHeaders(missing, 'h3 404')
