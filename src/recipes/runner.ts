@@ -1,3 +1,5 @@
+import type { Selectable } from 'kysely'
+import type { RecipeRunsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
 import type { Effects, PlannedEffect } from '../effects.ts'
 import { fromJson, toJson } from '../db/json.ts'
@@ -207,13 +209,9 @@ export async function executeRun(
   }
 }
 
-/** Recorded runs, newest first. */
-export async function listRuns(rt: Runtime, query: { recipe?: string; eventId?: string; limit?: number } = {}): Promise<RecipeRun[]> {
-  let q = rt.store.db.selectFrom('recipe_runs').selectAll()
-  if (query.recipe !== undefined) q = q.where('recipe', '=', query.recipe)
-  if (query.eventId !== undefined) q = q.where('event_id', '=', query.eventId)
-  const rows = await q.orderBy('started_at', 'desc').orderBy('id', 'desc').limit(query.limit ?? 50).execute()
-  return rows.map((r) => ({
+/** A `recipe_runs` row as a run (its `result`, the value in memory, is not stored). */
+function recordedRun(r: Selectable<RecipeRunsTable>): RecipeRun {
+  return {
     id: r.id,
     recipe: r.recipe,
     trigger: r.trigger as RecipeTriggerType,
@@ -225,5 +223,20 @@ export async function listRuns(rt: Runtime, query: { recipe?: string; eventId?: 
     summary: decodeSummary(r.summary),
     plan: fromJson<PlannedEffect[]>(r.plan) ?? [],
     error: r.error,
-  }))
+  }
+}
+
+/** Recorded runs, newest first. */
+export async function listRuns(rt: Runtime, query: { recipe?: string; eventId?: string; limit?: number } = {}): Promise<RecipeRun[]> {
+  let q = rt.store.db.selectFrom('recipe_runs').selectAll()
+  if (query.recipe !== undefined) q = q.where('recipe', '=', query.recipe)
+  if (query.eventId !== undefined) q = q.where('event_id', '=', query.eventId)
+  const rows = await q.orderBy('started_at', 'desc').orderBy('id', 'desc').limit(query.limit ?? 50).execute()
+  return rows.map(recordedRun)
+}
+
+/** One recorded run of `recipe`, or undefined when it has none with this id (the dashboard's run page). */
+export async function getRun(rt: Runtime, recipe: string, id: string): Promise<RecipeRun | undefined> {
+  const row = await rt.store.db.selectFrom('recipe_runs').selectAll().where('id', '=', id).where('recipe', '=', recipe).executeTakeFirst()
+  return row ? recordedRun(row) : undefined
 }

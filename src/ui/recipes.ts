@@ -1,14 +1,13 @@
 import { getRouterParam, HTTPError, type H3 } from 'h3'
 import { recipeEngineFor } from '../recipes/engine.ts'
 import { runRecipeNow } from '../recipes/run-now.ts'
-import { listRuns, type RecipeRun } from '../recipes/runner.ts'
+import { getRun, listRuns, type RecipeRun } from '../recipes/runner.ts'
 import type { Runtime } from '../runtime.ts'
 import { clip, fields, status, table } from './components.ts'
 import { field, formOf } from './form.ts'
 import { fmtTime, html } from './html.ts'
 import { csrfField, page } from './layout.ts'
 import { renderPlanHtml } from './plan.ts'
-import { findRecipeRun } from './recipe-run.ts'
 import { seeOther } from './responses.ts'
 import { summaryLine } from '../recipes/summary.ts'
 
@@ -68,7 +67,7 @@ ${table(`Runs of ${r.name}`, ['Started', 'Trigger', 'Status', 'Duration', 'Summa
   app.get('/ui/recipes/:name/runs/:id', async (event) => {
     const name = getRouterParam(event, 'name', { decode: true }) ?? ''
     const id = getRouterParam(event, 'id', { decode: true }) ?? ''
-    const run = await findRecipeRun(rt, name, id)
+    const run = await getRun(rt, name, id)
     if (!run) throw new HTTPError({ status: 404, message: `${name} has no run with id "${id}"` })
     return page(event, {
       title: run.dryRun ? `Dry run: ${name}` : `Run: ${name}`,
