@@ -76,14 +76,22 @@ describe('fault: SMTP relay down when the report is due', () => {
     expect(await metric('switchboard_mail_pending')).toBe(2)
     const attempts = async () => (await rt.store.db.selectFrom('mail_log').select(['attempts', 'status']).execute()).map((r) => `${r.status}/${r.attempts}`)
 
-    /** One outbox pass: the clock moves to the next poll, then the pass's real I/O finishes. */
+    /**
+     * One outbox pass: the clock moves to the next poll, then the pass's real I/O finishes — no message claimed (a
+     * send in flight renews its claim on a timer of its own) and the next poll the one timer waiting.
+     */
+    const claimed = async () => (await rt.store.db.selectFrom('mail_log').select('id').where('claimed_by', 'is not', null).execute()).length
+    const passDone = async () => {
+      expect(await claimed()).toBe(0)
+      expect(clock.pending()).toBe(1)
+    }
     const pass = async () => {
       await clock.advance(OUTBOX_POLL_MS)
-      await vi.waitFor(() => expect(clock.pending()).toBe(1), { timeout: 10_000, interval: 10 })
+      await vi.waitFor(passDone, { timeout: 10_000, interval: 10 })
     }
     // Relay still down: the first retry falls due 30 s after the first attempt and fails again.
     await clock.advance(1_000)
-    await vi.waitFor(() => expect(clock.pending()).toBe(1), { timeout: 10_000, interval: 10 })
+    await vi.waitFor(passDone, { timeout: 10_000, interval: 10 })
     for (let i = 0; i < 3; i++) await pass()
     expect(await attempts()).toEqual(['queued/2', 'queued/2'])
     expect(smtp.messages).toHaveLength(0)
