@@ -4,7 +4,7 @@ import { mailMetrics } from './mail-metrics.ts'
 import { createMailTransport } from './mail-transport.ts'
 import { formatMailbox, parseMailboxes, sameAddress } from '../utils/mail-addresses.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
-import { keepRenewing } from '../utils/keep-renewing.ts'
+import { every } from '../utils/every.ts'
 
 /**
  * The mail outbox. A message for the SMTP relay is stored with its bytes (mail_log.raw) before the first
@@ -133,7 +133,7 @@ export async function deliverQueued(rt: Runtime, id: string, owner: string, opti
   const { transporter } = createMailTransport(rt.config)
   // A relay may take longer than one claim (a slow one, a large attachment: the socket timeout is an idle timeout):
   // the claim is renewed meanwhile, so no outbox — this process's or another replica's — sends the message again.
-  const stopRenewing = keepRenewing(rt.clock, MAIL_CLAIM_MS / 3, () =>
+  const stopRenewing = every(rt.clock, rt.log, 'renewing a mail claim', MAIL_CLAIM_MS / 3, MAIL_CLAIM_MS / 3, () =>
     rt.store.db.updateTable('mail_log').set({ claimed_until: rt.clock.now() + MAIL_CLAIM_MS }).where('id', '=', id).where('claimed_by', '=', owner).execute(),
   )
   try {

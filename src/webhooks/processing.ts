@@ -5,7 +5,7 @@ import { webhookEventSchema } from '../upstream/schemas.ts'
 import { isProviderEvent, type PipelineEvent } from '../events/hooks.ts'
 import { webhookMetrics } from './metrics.ts'
 import { backoffMs } from '../utils/backoff.ts'
-import { keepRenewing } from '../utils/keep-renewing.ts'
+import { every } from '../utils/every.ts'
 
 export { backoffMs }
 import { applyReadModelBatch } from './read-model.ts'
@@ -128,7 +128,7 @@ export async function processClaimedBatch(rt: Runtime, rows: ClaimedEvent[], cla
 
 /** Renews `ids`' claims every third of CLAIM_MS on the runtime's clock until the returned function is called. */
 function keepClaimedWhileRunning(rt: Runtime, owner: string, ids: string[]): () => Promise<void> {
-  return keepRenewing(rt.clock, CLAIM_MS / 3, () => renewClaims(rt, owner, ids))
+  return every(rt.clock, rt.log, 'renewing event claims', CLAIM_MS / 3, CLAIM_MS / 3, () => renewClaims(rt, owner, ids))
 }
 
 /** Records every outcome of a batch in one transaction, with the deliveries its processed events owe. */
