@@ -15,7 +15,7 @@ function intParam(value: string | null, name: string, max?: number): number | un
   if (value === null || value === '') return undefined
   if (!/^\d+$/.test(value)) throw new HTTPError({ status: 400, message: `${name} must be a whole number` })
   const n = Number(value)
-  if (max !== undefined && n > max) throw new HTTPError({ status: 400, message: `${name} must be from 0 to ${max}` })
+  if (max !== undefined && n > max) throw new HTTPError({ status: 400, message: `${name} must be from 0 to ${max}; to reach older events, narrow the listing (type, status, source, conversation_id)` })
   return n
 }
 

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, expect, it, vi } from 'vitest'
+import type { Runtime } from '../../src/runtime.ts'
 import { startServer, type RunningServer } from '../../src/server.ts'
 import { useServeInProcess } from '../helpers/serve-in-process.ts'
 import { tempRecipesDir } from '../recipes/helpers.ts'
@@ -16,6 +17,19 @@ afterEach(() => {
 
 const TOKEN = 'replay-under-serve-admin-token'
 
+/** An event that went dead before any recipe saw it (a read-model failure, say), stored as the inbox keeps it. */
+async function storeDeadEvent(rt: Runtime, event: ReturnType<typeof makeEvent>): Promise<void> {
+  const now = Date.now()
+  await rt.store.db
+    .insertInto('webhook_events')
+    .values({
+      event_id: event.event_id, target: 'formant', event_type: event.event_type, conversation_id: event.data.call.conversation_id, trace_id: event.data.call.trace_id,
+      agent_id: event.data.call.agent_id, body: JSON.stringify(event), headers: '{}', source: 'webhook', received_at: now, status: 'dead', attempts: 5,
+      next_attempt_at: now, claimed_by: null, claimed_until: null, last_error: 'read model: database is locked', processed_at: null,
+    })
+    .execute()
+}
+
 // Under `serve` the request is answered by the receiver's thread, which registers no recipes step: a replay run
 // there marked the event processed and no recipe ever saw it.
 it('an event replayed from /admin under serve reaches the recipes that subscribe to it', async () => {
@@ -24,17 +38,8 @@ it('an event replayed from /admin under serve reaches the recipes that subscribe
 export default defineRecipe({ description: 'counts', on: ['call.no_answer'], run: (ctx) => ctx.trigger.events?.length ?? 0 })
 `)
   const server = await serve.start({ RECIPES_DIR: folder.dir, ADMIN_TOKEN: TOKEN })
-  // An event that went dead before any recipe saw it (a read-model failure, say), as the inbox keeps it.
   const event = makeEvent({ event_type: 'call.no_answer' })
-  const now = Date.now()
-  await server.rt.store.db
-    .insertInto('webhook_events')
-    .values({
-      event_id: event.event_id, target: 'formant', event_type: event.event_type, conversation_id: event.data.call.conversation_id, trace_id: event.data.call.trace_id,
-      agent_id: event.data.call.agent_id, body: JSON.stringify(event), headers: '{}', source: 'webhook', received_at: now, status: 'dead', attempts: 5,
-      next_attempt_at: now, claimed_by: null, claimed_until: null, last_error: 'read model: database is locked', processed_at: null,
-    })
-    .execute()
+  await storeDeadEvent(server.rt, event)
   const replay = await fetch(`${server.url}/admin/events/${event.event_id}/replay`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })
   expect(replay.status).toBe(200)
   expect((await replay.json()).data).toMatchObject({ eventId: event.event_id, status: 'processed' })
@@ -59,15 +64,7 @@ export default defineRecipe({ description: 'counts', on: ['call.no_answer'], run
   const event = makeEvent({ event_type: 'call.no_answer' })
   let worker: RunningServer | undefined
   try {
-    const now = Date.now()
-    await receiver.rt.store.db
-      .insertInto('webhook_events')
-      .values({
-        event_id: event.event_id, target: 'formant', event_type: event.event_type, conversation_id: event.data.call.conversation_id, trace_id: event.data.call.trace_id,
-        agent_id: event.data.call.agent_id, body: JSON.stringify(event), headers: '{}', source: 'webhook', received_at: now, status: 'dead', attempts: 5,
-        next_attempt_at: now, claimed_by: null, claimed_until: null, last_error: 'read model: database is locked', processed_at: null,
-      })
-      .execute()
+    await storeDeadEvent(receiver.rt, event)
     const replay = fetch(`${receiver.url}/admin/events/${event.event_id}/replay`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })
     // The worker replica comes up while the receiver waits for it.
     worker = await startServer({ env, role: 'worker' })
