@@ -1,4 +1,6 @@
+import { sql } from 'kysely'
 import type { Runtime } from '../runtime.ts'
+import { leadingKeys } from '../db/leading-keys.ts'
 import { deleteInChunks, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
 import { runRetentionPurge } from '../coordination/retention-run.ts'
 
@@ -11,18 +13,34 @@ export interface PurgeResult {
 /**
  * Deletes events received before the retention window (≥ 30 days, so a replayed or re-sent id is still
  * recognised long after the provider's ~5.5 minutes of retries). Events still waiting to be processed
- * (pending, failed) are never purged; neither is anything inside the window. In chunks (src/db/delete-in-chunks.ts),
- * each through the (status, received_at) index, so the receiver's commits are never held up for long.
+ * (pending, failed) are never purged; neither is anything inside the window, nor an event a recipe has still to run
+ * (its `recipe_event_fires` row pending or failed: a recipe broken or removed for longer than the window runs it once
+ * back, and would otherwise find it gone and dead-letter it). In chunks (src/db/delete-in-chunks.ts), each through the
+ * (status, received_at) index, so the receiver's commits are never held up for long.
  */
 export function purgeOldEvents(rt: Runtime, options: DeleteInChunksOptions = {}): Promise<PurgeResult> {
   return runRetentionPurge(rt, 'webhooks', 'webhook events', { events: 0, rejections: 0 }, options, async ({ cutoff, chunks, counted }) => {
     const db = rt.store.db
+    // The recipes with queued events, read once: the check below then finds an event's fire by the queue's primary
+    // key (recipe, event_id), one probe per recipe, with no index of its own on event_id.
+    const recipes = await leadingKeys(db, 'recipe_event_fires', 'recipe')
     const events = counted(
       await deleteInChunks(async (limit) => {
-        const deleted = await db
-          .deleteFrom('webhook_events')
-          .where('event_id', 'in', db.selectFrom('webhook_events').select('event_id').where('status', 'in', ['processed', 'dead']).where('received_at', '<', cutoff).limit(limit))
-          .executeTakeFirst()
+        let expired = db.selectFrom('webhook_events as e').select('e.event_id').where('e.status', 'in', ['processed', 'dead']).where('e.received_at', '<', cutoff)
+        if (recipes.length > 0) {
+          expired = expired.where(({ not, exists, selectFrom }) =>
+            not(
+              exists(
+                selectFrom('recipe_event_fires as f')
+                  .select(sql.lit(1).as('one'))
+                  .where('f.recipe', 'in', recipes)
+                  .whereRef('f.event_id', '=', 'e.event_id')
+                  .where('f.status', 'in', ['pending', 'failed']),
+              ),
+            ),
+          )
+        }
+        const deleted = await db.deleteFrom('webhook_events').where('event_id', 'in', expired.limit(limit)).executeTakeFirst()
         return Number(deleted.numDeletedRows)
       }, chunks),
     )

@@ -65,6 +65,31 @@ describeEachDialect('recipe history retention', (dialect) => {
     expect(await purgeRecipeHistory(h.rt)).toEqual({ fires: 0, runs: 0, ticks: 0, skipped: false })
   })
 
+  it('keeps an expired event while a recipe has still to run it (its fire pending or failed), then purges it', async () => {
+    h = await createHarness(dialect)
+    const old = h.clock.now()
+    const ids = ['evt_fire_pending', 'evt_fire_failed', 'evt_fire_done', 'evt_fire_dead', 'evt_no_fire', 'evt_other_recipe_pending']
+    for (const id of ids) await h.send(makeEvent({ event_id: id }))
+    await h.rt.store.db.updateTable('webhook_events').set({ status: 'processed' }).execute()
+    await fire('evt_fire_pending', 'pending', old)
+    await fire('evt_fire_failed', 'failed', old)
+    await fire('evt_fire_done', 'done', old)
+    await fire('evt_fire_dead', 'dead', old)
+    // One recipe done with it, another (a recipe broken for weeks) still to run it: kept.
+    await fire('evt_other_recipe_pending', 'done', old)
+    await fire('evt_other_recipe_pending', 'pending', old, 'report')
+    await h.clock.advance(31 * DAY)
+    const eventsLeft = async () => (await h!.rt.store.db.selectFrom('webhook_events').select('event_id').orderBy('event_id').execute()).map((r) => r.event_id)
+
+    expect(await purgeOldEvents(h.rt, { chunk: 2 })).toMatchObject({ events: 3, skipped: false })
+    expect(await eventsLeft()).toEqual(['evt_fire_failed', 'evt_fire_pending', 'evt_other_recipe_pending'])
+    // The recipes catch up: their events go with the next purge, and then their fires.
+    await h.rt.store.db.updateTable('recipe_event_fires').set({ status: 'done' }).execute()
+    expect(await purgeOldEvents(h.rt)).toMatchObject({ events: 3 })
+    expect(await eventsLeft()).toEqual([])
+    expect((await purgeRecipeHistory(h.rt)).fires).toBe(6)
+  })
+
   it('purges runs and ticks past the window, every recipe (removed ones too), keeping each recipe’s newest tick', async () => {
     h = await createHarness(dialect)
     const start = h.clock.now()
