@@ -23,8 +23,8 @@ export function mountProxy(app: H3, rt: Runtime): Proxy {
 }
 
 /**
- * Periodic sweep of expired entries and LRU trimming (puts also trim as they go), and of `tenant_keys` rows of
- * keys out of use (KEY_ROW_RETENTION_MS). Returns a stop function.
+ * Periodic sweep of expired entries and LRU trimming (puts also trim as they go), of recording downloads a killed
+ * process left half-written, and of `tenant_keys` rows of keys out of use (KEY_ROW_RETENTION_MS). Returns a stop function.
  */
 export function startProxyMaintenance(rt: Runtime): () => void {
   const json = createJsonCache(rt)
@@ -36,6 +36,7 @@ export function startProxyMaintenance(rt: Runtime): () => void {
     try {
       await json.evict()
       await recordings.evict()
+      await recordings.sweepAbandoned()
       await keys.sweep()
     } catch (err) {
       rt.log.warn({ err }, 'proxy cache maintenance failed')

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { createReadStream, createWriteStream, mkdirSync } from 'node:fs'
-import { rename, rm, stat } from 'node:fs/promises'
+import { readdir, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
@@ -21,7 +21,19 @@ export interface RecordingCache {
   respond(row: RecordingRow, request: Request, cache: CacheStatus): Response
   touch(key: string): void
   evict(): Promise<number>
+  /**
+   * Removes downloads a process left behind in the temporary folder (killed mid-download: its `finally` never ran),
+   * judged by the file's own modification time; returns how many.
+   */
+  sweepAbandoned(nowMs?: number): Promise<number>
 }
+
+/**
+ * A temporary download untouched this long was abandoned: a live one is written to as its bytes arrive, and one that
+ * stalls is cut off after UPSTREAM_TIMEOUT_MS of silence. Judged on the file system's clock (the file's mtime), not
+ * the runtime's: whichever process, thread or replica started it.
+ */
+export const ABANDONED_DOWNLOAD_MS = 60 * 60 * 1000
 
 export type ByteRange = { start: number; end: number }
 
@@ -110,6 +122,19 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
     return removed
   }
 
+  async function sweepAbandoned(nowMs = Date.now()): Promise<number> {
+    let removed = 0
+    for (const name of await readdir(tmp).catch(() => [] as string[])) {
+      const path = join(tmp, name)
+      const info = await stat(path).catch(() => undefined)
+      if (!info?.isFile() || nowMs - info.mtimeMs < ABANDONED_DOWNLOAD_MS) continue
+      await rm(path, { force: true })
+      removed++
+    }
+    if (removed > 0) rt.log.info({ files: removed }, 'removed abandoned recording downloads')
+    return removed
+  }
+
   return {
     async lookup(tenant, conversationId) {
       const row = await db.selectFrom('recordings').selectAll().where('key', '=', `${tenant}:${conversationId}`).executeTakeFirst()
@@ -194,5 +219,6 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
       accessTimes.touch(key)
     },
     evict,
+    sweepAbandoned,
   }
 }

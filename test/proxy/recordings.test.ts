@@ -1,7 +1,8 @@
-import { readdirSync } from 'node:fs'
+import { readdirSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
-import { parseRange } from '../../src/proxy/recordings.ts'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { ABANDONED_DOWNLOAD_MS, parseRange } from '../../src/proxy/recordings.ts'
+import { MAINTENANCE_INTERVAL_MS, startProxyMaintenance } from '../../src/proxy/mount.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { ACME, DISABLED, GLOBEX, MADE_UP, proxyHarness, type ProxyHarness } from './helpers.ts'
 
@@ -146,5 +147,23 @@ describeEachDialect('proxy recordings', (dialect) => {
     const files = readdirSync(join(h.rt.dataDir, 'recordings')).filter((f) => f !== 'tmp')
     expect(files.sort()).toEqual([...new Set(rows.map((r) => r.file))].sort())
     expect((await h.request(`/v1/conversations/${completed.at(-1)}/recording`, { method: 'HEAD' })).headers.get('x-cache')).toBe('HIT')
+  })
+  it('the proxy maintenance removes downloads a killed process left half-written, and leaves live ones', async () => {
+    h = await proxyHarness({ dialect })
+    const tmp = join(h.rt.dataDir, 'recordings', 'tmp')
+    // As `kill -9` mid-download leaves them: one untouched for longer than a live download ever is, one just written to.
+    writeFileSync(join(tmp, '4242-deadbeefdeadbeef'), 'RIFF half a recording')
+    const past = (Date.now() - ABANDONED_DOWNLOAD_MS - 60_000) / 1000
+    utimesSync(join(tmp, '4242-deadbeefdeadbeef'), past, past)
+    writeFileSync(join(tmp, '4243-0123456789abcdef'), 'RIFF still arriving')
+    const stop = startProxyMaintenance(h.rt)
+    try {
+      await vi.waitFor(async () => {
+        await h!.clock.advance(MAINTENANCE_INTERVAL_MS)
+        expect(readdirSync(tmp)).toEqual(['4243-0123456789abcdef'])
+      }, { timeout: 10_000, interval: 50 })
+    } finally {
+      stop()
+    }
   })
 })
