@@ -11,11 +11,20 @@ import { BlockList, isIP, type LookupFunction } from 'node:net'
 const blocked = new BlockList()
 for (const [net, prefix] of [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
-  ['224.0.0.0', 4], ['240.0.0.0', 4],
+  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24],
+  ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const) blocked.addSubnet(net, prefix, 'ipv4')
+/**
+ * IPv6 is judged by what is public rather than by a list of what is not: only global unicast (2000::/3) can be, so
+ * whatever else there is — loopback, unspecified, IPv4-compatible `::a.b.c.d`, IPv4-translated `::ffff:0:a.b.c.d`,
+ * unique-local, link-local, the deprecated site-local fec0::/10, multicast, discard, ranges assigned later — is refused
+ * without having to be named. Inside it, the ranges that are not public either: IETF protocol assignments (Teredo,
+ * ORCHID, benchmarking), 6to4 (a tunnel to an IPv4 address of the sender's choosing) and documentation.
+ */
+const globalUnicast = new BlockList()
+globalUnicast.addSubnet('2000::', 3, 'ipv6')
 for (const [net, prefix] of [
-  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['2001:db8::', 32], ['64:ff9b:1::', 48], ['100::', 64],
+  ['2001::', 23], ['2001:db8::', 32], ['2002::', 16], ['3fff::', 20],
 ] as const) blocked.addSubnet(net, prefix, 'ipv6')
 
 /** IPv4 carried inside IPv6 (mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::a.b.c.d`) is judged as the IPv4. */
@@ -35,7 +44,8 @@ export function isPrivateAddress(address: string): boolean {
   if (family === 4) return blocked.check(bare, 'ipv4')
   if (family === 6) {
     const v4 = embeddedIpv4(bare)
-    return v4 ? blocked.check(v4, 'ipv4') : blocked.check(bare, 'ipv6')
+    if (v4) return blocked.check(v4, 'ipv4')
+    return !globalUnicast.check(bare, 'ipv6') || blocked.check(bare, 'ipv6')
   }
   return true
 }

@@ -8,10 +8,14 @@ import { closedAfterEach, createForwardHarness, startSink, destination, makeEven
 
 describe('address guard', () => {
   it('treats loopback, private, link-local, CGNAT, unspecified and IPv4-mapped forms as private', () => {
-    for (const a of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '[::1]']) {
+    for (const a of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '[::1]',
+      // Not global unicast: IPv4-compatible and IPv4-translated forms, site-local, discard, multicast, NAT64 to a private IPv4.
+      '::127.0.0.1', '::7f00:1', '::ffff:0:7f00:1', 'fec0::1', '100::1', 'ff02::1', '64:ff9b::a00:1', '5f00::1',
+      // Inside global unicast but not public: Teredo, ORCHID, 6to4, documentation.
+      '2001::1', '2001:20::1', '2002:7f00:1::1', '2001:db8::1', '3fff::1', '0:0:0:0:0:0:0:1']) {
       expect(isPrivateAddress(a), a).toBe(true)
     }
-    for (const a of ['93.184.216.34', '8.8.8.8', '2606:4700::1111', '::ffff:8.8.8.8']) expect(isPrivateAddress(a), a).toBe(false)
+    for (const a of ['93.184.216.34', '8.8.8.8', '2606:4700::1111', '2a00:1450:4001::200e', '::ffff:8.8.8.8', '64:ff9b::808:808']) expect(isPrivateAddress(a), a).toBe(false)
   })
 
   it('refuses a name that resolves to a private address, checked on the resolved address', async () => {
