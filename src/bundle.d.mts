@@ -1,5 +1,5 @@
 // Types of src/bundle.mjs (plain JavaScript: it runs before any TypeScript loader is registered).
-import type { Plugin } from 'esbuild'
+import type { BuildOptions, Plugin } from 'esbuild'
 
 /** File URLs of the bundle's entry points. */
 export interface BundleEntries {
@@ -13,5 +13,7 @@ export function defaultCacheDir(srcDir?: string): string
 export function fingerprint(srcDir: string, esbuildVersion: string): string
 /** An esbuild plugin giving each TypeScript module `include` accepts its own file's URL for `import.meta.url`. */
 export function ownModuleUrls(include: (path: string) => boolean): Plugin
+/** The esbuild settings of every bundle of switchboard's code (the service's and the benchmarks'). */
+export function bundleSettings(include: (path: string) => boolean): Pick<BuildOptions, 'bundle' | 'format' | 'platform' | 'target' | 'banner' | 'plugins'>
 /** The bundle of the current sources, built first if there is none; undefined when none can be had. Never throws. */
 export function bundledEntries(options?: { srcDir?: string; cacheDir?: string }): Promise<BundleEntries | undefined>

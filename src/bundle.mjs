@@ -21,9 +21,60 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 
 const SRC = dirname(fileURLToPath(import.meta.url))
 /** Changes whenever the way the bundle is built changes. */
-const FORMAT = 1
+const FORMAT = 2
 /** The bundle's entry points, by output name. */
 const ENTRIES = { cli: 'cli.ts', 'processing-thread': 'processing-thread.ts' }
+/**
+ * npm packages bundled in with the sources rather than loaded from node_modules at run time: each is many small
+ * modules that Node 20 resolves and compiles one by one (kysely alone ~230 ms a start, one file ~30 ms), and none of
+ * them is native, loads files beside itself or hands out objects whose identity another copy would have to share.
+ * Everything else stays external: native addons (better-sqlite3, pg's optional one), TypeScript and the loaders
+ * (tsx, jiti, esbuild), pino (its transports load files by path), and zod, whose schemas recipes may extend with
+ * their own `import { z } from 'zod'`.
+ */
+const BUNDLED = new Set([
+  'h3', 'srvx', 'rou3', 'cookie-es', 'crossws', 'kysely', 'prom-client', 'tdigest', 'bintrees', 'libphonenumber-js', 'nodemailer',
+  'undici', 'ofetch', 'destr', 'ufo', 'node-fetch-native', 'croner', 'csv-parse', 'csv-stringify', 'countries-and-timezones',
+])
+
+/** The package a bare import specifier names (`@scope/name` or `name`), or undefined for a path. */
+function packageOf(specifier) {
+  if (specifier.startsWith('.') || specifier.startsWith('/') || specifier.startsWith('node:')) return undefined
+  const parts = specifier.split('/')
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]
+}
+
+/** Marks every package import external except those in BUNDLED (and their own imports of each other). */
+function externalExcept(bundled = BUNDLED) {
+  return {
+    name: 'external-except',
+    setup(build) {
+      build.onResolve({ filter: /^[^./]/ }, (args) => {
+        const pkg = packageOf(args.path)
+        if (pkg === undefined || bundled.has(pkg)) return undefined
+        return { path: args.path, external: true }
+      })
+    },
+  }
+}
+
+/**
+ * The esbuild settings every bundle of switchboard's code is built with — the service's, and the benchmarks' (which
+ * measure the code as it ships): ESM for Node 20, the packages in BUNDLED inside, each source module (those `include`
+ * accepts) with its own `import.meta.url`.
+ */
+export function bundleSettings(include) {
+  return {
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    // The bundled CommonJS packages (undici, nodemailer, prom-client) call require() for Node's built-ins.
+    banner: { js: "import { createRequire as __switchboardRequire } from 'node:module'; const require = __switchboardRequire(import.meta.url);" },
+    plugins: [externalExcept(), ownModuleUrls(include)],
+  }
+}
+
 /** Bundles of other fingerprints are removed once this old (a long-running process may still load chunks from its own). */
 const STALE_MS = 7 * 24 * 3600_000
 
@@ -106,15 +157,10 @@ export async function bundledEntries({ srcDir = SRC, cacheDir = defaultCacheDir(
     await esbuild.build({
       entryPoints: Object.fromEntries(Object.entries(ENTRIES).map(([name, file]) => [name, join(srcDir, file)])),
       outdir: building,
-      bundle: true,
+      ...bundleSettings((path) => !relative(srcDir, path).startsWith('..')),
       splitting: true,
-      format: 'esm',
-      platform: 'node',
-      target: 'node20',
-      packages: 'external',
       sourcemap: 'linked',
       sourcesContent: false,
-      plugins: [ownModuleUrls((path) => !relative(srcDir, path).startsWith('..'))],
       logLevel: 'silent',
     })
     writeFileSync(join(building, 'complete'), '')

@@ -8,7 +8,7 @@ import { readdirSync, rmSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
-import { ownModuleUrls } from '../../src/bundle.mjs'
+import { bundleSettings } from '../../src/bundle.mjs'
 
 const dir = dirname(fileURLToPath(import.meta.url))
 const root = resolve(dir, '../..')
@@ -25,7 +25,7 @@ async function bundled(file: string): Promise<string> {
   if (process.env.BENCH_BUNDLE === '0') return entry
   const outfile = join(dir, `.${file.replace(/\.ts$/, '')}.bundle.mjs`)
   const include = (path: string) => path !== entry && !relative(root, path).startsWith('..') && !path.includes('/node_modules/')
-  await build({ entryPoints: [entry], outfile, bundle: true, format: 'esm', platform: 'node', target: 'node20', packages: 'external', plugins: [ownModuleUrls(include)], logLevel: 'warning' })
+  await build({ entryPoints: [entry], outfile, ...bundleSettings(include), logLevel: 'warning' })
   return outfile
 }
 const wanted = process.argv.slice(2)

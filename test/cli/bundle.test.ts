@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -78,6 +78,34 @@ describe('the executable runs a bundle of the sources (src/bundle.mjs)', () => {
     expect(all[0]).toBeDefined()
     for (const entries of all) expect(entries).toEqual(all[0])
     expect(readdirSync(cache)).toEqual([all[0]!.cli.split('/').at(-2)])
+  })
+
+  it('takes the many-module packages inside (a CommonJS one too) and leaves native, loader and shared ones outside', async () => {
+    // Inside the checkout, so packages resolve from its node_modules as the service's own sources do.
+    const root = mkdtempSync(join(ROOT, 'node_modules', '.cache', 'sb-bundle-test-'))
+    dirs.push(root)
+    const src = join(root, 'src')
+    mkdirSync(src, { recursive: true })
+    writeFileSync(
+      join(src, 'cli.ts'),
+      [
+        `import { sql } from 'kysely'`,
+        `import { Registry } from 'prom-client'`,
+        `import { z } from 'zod'`,
+        `import Database from 'better-sqlite3'`,
+        `export const main = async (): Promise<unknown> => ({ sql: typeof sql, registry: typeof new Registry().metrics, zod: z.string().parse('ok'), sqlite: new Database(':memory:').prepare('select 41 + 1 as n').get() })`,
+      ].join('\n'),
+    )
+    writeFileSync(join(src, 'processing-thread.ts'), `export const thread = true\n`)
+    const entries = await bundle({ srcDir: src, cacheDir: join(root, 'cache') })
+    expect(entries).toBeDefined()
+    expect(await ((await import(entries!.cli)) as { main(): Promise<unknown> }).main()).toEqual({ sql: 'function', registry: 'function', zod: 'ok', sqlite: { n: 42 } })
+    const dir = join(root, 'cache', entries!.cli.split('/').at(-2)!)
+    const imported = new Set<string>()
+    for (const file of readdirSync(dir).filter((f) => f.endsWith('.js'))) {
+      for (const m of readFileSync(join(dir, file), 'utf8').matchAll(/^import [^;]*? from "([^"]+)"/gm)) imported.add(m[1]!)
+    }
+    expect([...imported].filter((m) => !m.startsWith('node:') && !m.startsWith('./')).sort()).toEqual(['better-sqlite3', 'zod'])
   })
 
   it('where no bundle can be written the answer is "none", so the sources run through tsx', async () => {
