@@ -114,7 +114,9 @@ export interface VoiceClient {
    * lost — and this rejects with a VoiceApiError whose `placedEarlier` is true (type duplicate_request,
    * status 409, `cause` the lost attempt's error): the provider's 409 carries no call to return, and a
    * caller must not place the call again with a new key, which would call the person twice. Any other 409
-   * (`placedEarlier` false) is the caller's own key used before.
+   * (`placedEarlier` false) is the caller's own key used before. Every error carries the key (`idempotencyKey`),
+   * and `mayHaveBeenPlaced` when an attempt's answer was lost and nothing later settled it (a 429 after a timeout,
+   * say): retry such a call only with that key.
    */
   createCall(request: CallRequest): Promise<CallResponse>
   /**
@@ -255,10 +257,33 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
       if (isTransient(error)) lost ??= error
       const delayMs = retryDelay({ error, attempt, repeatable: req.repeatable, policy, random, now: clock.now() })
       // Past the budget the caller is told now, with the last error, rather than after attempts it has given up on.
-      if (delayMs === undefined || delayMs >= left()) throw error
+      if (delayMs === undefined || delayMs >= left()) throw req.idempotencyKey === undefined ? error : callError(error, lost, req.idempotencyKey)
       options.onRetry?.({ method: req.method, path: req.path, attempt, delayMs, error })
       await sleep(clock, delayMs)
     }
+  }
+
+  /**
+   * A call creation's final error, with the key its attempts used and whether one of them may have placed the call:
+   * a 429 (or 400, or a budget spent) after an attempt whose answer was lost does not mean the call does not exist,
+   * and a caller that retried it with a new key would call the person twice.
+   */
+  function callError(error: VoiceApiError, lostAttempt: VoiceApiError | undefined, key: string): VoiceApiError {
+    const mayHaveBeenPlaced = lostAttempt !== undefined
+    return new VoiceApiError({
+      type: error.type,
+      status: error.status,
+      message: mayHaveBeenPlaced
+        ? `${error.message} — but an earlier attempt got no answer (${lostAttempt.type}: ${lostAttempt.message}), so the call may have been placed: retry only with the same idempotency key (${key}), never a new one`
+        : error.message,
+      currentCalls: error.currentCalls,
+      maxCalls: error.maxCalls,
+      rateLimit: error.rateLimit,
+      body: error.body,
+      cause: lostAttempt !== undefined && lostAttempt !== error ? lostAttempt : error.cause,
+      idempotencyKey: key,
+      mayHaveBeenPlaced,
+    })
   }
 
   /**
@@ -276,6 +301,8 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
       body: duplicate.body,
       cause: lostAttempt,
       placedEarlier: true,
+      idempotencyKey: key,
+      mayHaveBeenPlaced: true,
     })
   }
 

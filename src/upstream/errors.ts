@@ -34,6 +34,17 @@ export class VoiceApiError extends Error {
    * CallResponse; `cause` is the earlier attempt's error. Never place the call again with a new key.
    */
   readonly placedEarlier: boolean
+  /**
+   * Call creation only: the idempotency key its attempts were sent with (the caller's, or the one the client added).
+   * A caller retrying a failed call later must send this same key, never a new one.
+   */
+  readonly idempotencyKey: string | undefined
+  /**
+   * Call creation only: true when an attempt of this call got no readable answer (a timeout, a network error, a 5xx)
+   * and no later answer settled the question — the call may exist although this error says otherwise (a 429 after a
+   * lost attempt, say). Retry only with `idempotencyKey`: the provider then answers 409 if the call exists.
+   */
+  readonly mayHaveBeenPlaced: boolean
 
   constructor(init: {
     type: VoiceApiErrorType
@@ -45,6 +56,8 @@ export class VoiceApiError extends Error {
     body?: unknown
     cause?: unknown
     placedEarlier?: boolean
+    idempotencyKey?: string | undefined
+    mayHaveBeenPlaced?: boolean
   }) {
     super(init.message, { cause: init.cause })
     this.type = init.type
@@ -54,6 +67,8 @@ export class VoiceApiError extends Error {
     this.rateLimit = init.rateLimit ?? { limit: undefined, remaining: undefined, reset: undefined, retryAfter: undefined }
     this.body = init.body
     this.placedEarlier = init.placedEarlier ?? false
+    this.idempotencyKey = init.idempotencyKey
+    this.mayHaveBeenPlaced = init.mayHaveBeenPlaced ?? false
   }
 
   /** Seconds to wait before trying again, when the provider said. */

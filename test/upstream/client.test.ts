@@ -149,6 +149,27 @@ describe('voice client', () => {
     expect(seen[1]!.key).toBe(seen[0]!.key)
   })
 
+  it('a call-creation error carries its key, and mayHaveBeenPlaced when a lost attempt was not settled (a 429 after a 5xx)', async () => {
+    const request = { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543210' }] }
+    const limited = json(429, { error: { message: 'rate limit exceeded', type: 'rate_limit_exceeded' } }, { 'retry-after': '120' })
+    // The first attempt placed the call and its answer was lost; the retry waits on a 429 longer than the client waits.
+    seen.length = 0
+    script = [json(503, 'unavailable'), limited]
+    const after = make()
+    const unsure = (await run(() => after.client.createCall(request).catch((e: unknown) => e), after.clock)) as VoiceApiError
+    expect(unsure).toMatchObject({ type: 'rate_limit_exceeded', status: 429, placedEarlier: false, mayHaveBeenPlaced: true })
+    expect(unsure.idempotencyKey).toBe(seen[0]!.key)
+    expect(seen.map((s) => s.key)).toEqual([seen[0]!.key, seen[0]!.key])
+    expect(unsure.message).toMatch(/may have been placed: retry only with the same idempotency key/)
+    expect((unsure.cause as VoiceApiError).type).toBe('internal_error')
+    // A 429 to the first attempt: nothing was placed, and the key is still there to retry with.
+    seen.length = 0
+    script = [limited]
+    const first = make()
+    const refused = (await run(() => first.client.createCall(request).catch((e: unknown) => e), first.clock)) as VoiceApiError
+    expect(refused).toMatchObject({ type: 'rate_limit_exceeded', mayHaveBeenPlaced: false, idempotencyKey: seen[0]!.key, message: 'rate limit exceeded' })
+  })
+
   it("a caller's own key: placedEarlier only when an attempt of this same createCall was lost", async () => {
     const request = { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543210' }], idempotency_key: 'order-42' }
     for (const idempotency of ['auto', 'never'] as const) {
