@@ -11,8 +11,14 @@ import { timeOrderedId } from '../utils/time-ordered-id.ts'
 
 /** The provider's idempotency window (spec → Limits): a key may be used again after it. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000
-/** A row still `pending` this long after its last update belongs to a process that died mid-request. */
-export const STALE_PENDING_MS = 10 * 60 * 1000
+/**
+ * A row still `pending` this long after its last update belongs to a process that died mid-request (killed while its
+ * call was being sent). The proxy sends within its call budget (25 s, src/proxy/proxy.ts → CALL_BUDGET_MS), so a
+ * minute is past any live attempt; the next request with the key then takes the row over and goes to the provider
+ * with that same key, which answers 409 if the dead process's attempt placed the call. (It was 10 minutes: a caller
+ * retrying after a restart was told 409 "already used" for a call that may never have been placed.)
+ */
+export const STALE_PENDING_MS = 60 * 1000
 
 export interface PlaceCallInput {
   apiKey: string
@@ -223,8 +229,12 @@ export async function placeCall(rt: Runtime, input: PlaceCallInput): Promise<Pla
       }
       return { ok: true, call, record, headers: rateLimitHeaders(error.rateLimit), recovered: true }
     }
+    // `failed` whenever an attempt may have placed the call — this one's error, an earlier attempt's lost answer (a
+    // 429 after a 502, say), or a row taken over as ambiguous — so that a retry with the key goes to the provider and
+    // its 409 is read as the call existing. `rejected` only when no attempt can have placed it.
+    const mayExist = ambiguous || error.mayHaveBeenPlaced || isAmbiguous(error)
     const record = await finish(rt, claimed.id, {
-      status: isAmbiguous(error) ? 'failed' : 'rejected',
+      status: mayExist ? 'failed' : 'rejected',
       error: `${error.type}: ${error.message}`,
     })
     return { ok: false, duplicate: false, error, record }

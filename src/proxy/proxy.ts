@@ -1,5 +1,5 @@
 import { HTTPResponse } from 'h3'
-import { placeCall } from '../calls/place-call.ts'
+import { placeCall, STALE_PENDING_MS } from '../calls/place-call.ts'
 import { tenantOf } from '../calls/tenant.ts'
 import { validateCallRequest } from '../calls/validate-call.ts'
 import type { Runtime } from '../runtime.ts'
@@ -297,7 +297,13 @@ export function createProxy(rt: Runtime): Proxy {
       }
       return new Response(JSON.stringify({ data: result.call }), { status: 200, headers })
     }
-    if (result.duplicate) return withCache(apiErrorResponse(409, 'duplicate_request', 'idempotency key already used'), 'BYPASS')
+    if (result.duplicate) {
+      // Another request with this key is being sent right now (or its process died, which a minute settles).
+      if (result.record.status === 'pending') {
+        return withCache(apiErrorResponse(409, 'duplicate_request', 'a call with this idempotency key is being placed; retry with the same key in a minute to learn its outcome', { headers: { 'retry-after': String(Math.ceil(STALE_PENDING_MS / 1000)) } }), 'BYPASS')
+      }
+      return withCache(apiErrorResponse(409, 'duplicate_request', 'idempotency key already used'), 'BYPASS')
+    }
     await learn(tenant, result.error.status || 500)
     return errorFromVoiceApi(result.error)
   }

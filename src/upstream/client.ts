@@ -270,10 +270,12 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
    */
   function callError(error: VoiceApiError, lostAttempt: VoiceApiError | undefined, key: string): VoiceApiError {
     const mayHaveBeenPlaced = lostAttempt !== undefined
+    // A final timeout or 5xx already reads as "unknown"; a 429 or 4xx after a lost attempt would read as "not placed".
+    const misleading = mayHaveBeenPlaced && !isTransient(error)
     return new VoiceApiError({
       type: error.type,
       status: error.status,
-      message: mayHaveBeenPlaced
+      message: misleading
         ? `${error.message} — but an earlier attempt got no answer (${lostAttempt.type}: ${lostAttempt.message}), so the call may have been placed: retry only with the same idempotency key (${key}), never a new one`
         : error.message,
       currentCalls: error.currentCalls,

@@ -128,6 +128,47 @@ describeEachDialect('placeCall and the calls ledger', (dialect) => {
     expect((await h.rt.store.db.selectFrom('calls').select('status').executeTakeFirstOrThrow()).status).toBe('initiated')
   })
 
+  it('an answer lost, then a 429: recorded failed (not rejected), so the retry with the key recovers the placed call', async () => {
+    // One request a minute: the first attempt is carried out (its answer lost), the retry is refused 429.
+    h = await proxyHarness({ dialect, sandbox: { rateLimit: 1 }, upstreamUrl: async (url) => (relay = await lossyRelay(url, 1)).url })
+    const first = await withClock(h.clock, h.call(phoneCall('+919876543210', { idempotency_key: 'lost-then-429' })))
+    expect(first.status).toBe(429)
+    await first.arrayBuffer()
+    expect(h.sandbox.stats().callsAccepted).toBe(1)
+    expect((await h.rt.store.db.selectFrom('calls').select('status').executeTakeFirstOrThrow()).status).toBe('failed')
+    // The caller waits out the minute and retries with the same key, as told: the call exists, and is not placed again.
+    await h.sandboxClock.advance(61_000)
+    await h.clock.advance(61_000)
+    const again = await withClock(h.clock, h.call(phoneCall('+919876543210', { idempotency_key: 'lost-then-429' })))
+    expect(again.status).toBe(200)
+    expect(again.headers.get('x-switchboard-recovered')).toBe('true')
+    expect(h.sandbox.stats().callsAccepted).toBe(1)
+  })
+
+  it('a process killed mid-send: its pending row is taken over after a minute and the provider decides, the call placed once', async () => {
+    h = await proxyHarness({ dialect })
+    // The killed process had written its row and sent the call; the provider placed it; its answer died with the process.
+    const request = phoneCall('+919876543210', { idempotency_key: 'killed-mid-send' })
+    const sent = await fetch(`${h.sandboxUrl}/v1/call`, { method: 'POST', headers: { authorization: `Bearer ${ACME}`, 'content-type': 'application/json' }, body: JSON.stringify(request) })
+    expect(sent.status).toBe(200)
+    const now = h.clock.now()
+    await h.rt.store.db
+      .insertInto('calls')
+      .values({ id: 'call-killed', tenant: tenantOf(ACME), agent_id: 101, customer_phone: '+919876543210', idempotency_key: 'killed-mid-send', trace_id: null, conversation_id: null, previous_conversation_id: null, scheduled_for: null, parameters: '[]', retry_context: null, metadata: null, recipe: null, campaign: null, status: 'pending', error: null, created_at: now, updated_at: now })
+      .execute()
+    // While it could still be in flight: 409, saying so, with when to ask again.
+    const early = await h.call(request)
+    expect(early.status).toBe(409)
+    expect(early.headers.get('retry-after')).toBe('60')
+    expect((await early.json()).error.message).toMatch(/is being placed; retry with the same key in a minute/)
+    await h.clock.advance(61_000)
+    const later = await withClock(h.clock, h.call(request))
+    expect(later.status).toBe(200)
+    expect(later.headers.get('x-switchboard-recovered')).toBe('true')
+    expect(h.sandbox.stats().callsAccepted).toBe(1)
+    expect((await h.rt.store.db.selectFrom('calls').select('status').executeTakeFirstOrThrow()).status).toBe('initiated')
+  })
+
   it('records recipe, campaign and chain; a refused key can be retried; after 24 h a key may be used again', async () => {
     h = await proxyHarness({ dialect })
     const request = { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543210' }, { name: 'first_name', value: 'Asha' }], retry_context: { retry_stage_id: 'verify' }, metadata: 'm-1', idempotency_key: 'nightly-1' }
