@@ -285,7 +285,16 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
   // campaign's call, an import) is not called. The table and the default file (DATA_DIR/dnc.csv); the number is E.164.
   const phone = queuedRequest.parameters.find((p) => p.name === 'customer_phone')?.value
   if (phone !== undefined && (await isBlocked(rt, phone))) {
-    await settle(rt, row, owner, { status: 'rejected', error: 'on the do-not-call list (added after the call was queued): not called' })
+    // Not sent again either way. But a row claimed before (an attempt whose answer was lost, or a process killed
+    // mid-send: 429s and pacing waits give their attempt back) may have placed the call already: `failed` says
+    // "may exist", where `rejected` would tell the ledger, the report and the follow-up planner it never happened.
+    const sentBefore = row.attempts > 1
+    await settle(rt, row, owner, {
+      status: sentBefore ? 'failed' : 'rejected',
+      error: sentBefore
+        ? 'on the do-not-call list (added after the call was queued): not sent again, but an earlier attempt whose answer was lost may have placed it'
+        : 'on the do-not-call list (added after the call was queued): not called',
+    })
     metrics.failed.inc({ reason: 'dnc' })
     log.info('queued call not placed: its number was put on the do-not-call list while it waited')
     return

@@ -21,7 +21,8 @@ interface FakeProvider {
   /** The scheduled_for each created call was sent with (by idempotency key). */
   scheduledFor: Map<string, string | undefined>
   requests: number
-  script: Array<'rate' | 'concurrency' | 'error'>
+  /** 'lost': the call is created, and its answer replaced by a gateway's 502. */
+  script: Array<'rate' | 'concurrency' | 'error' | 'lost'>
   /** API keys answered 429 (rate limit, Retry-After 30 s) on every request. */
   limited: Set<string>
   close(): Promise<void>
@@ -55,6 +56,10 @@ async function startFakeProvider(): Promise<FakeProvider> {
       }
       fake.created.set(body.idempotency_key, fake.created.size + 1)
       fake.scheduledFor.set(body.idempotency_key, body.scheduled_for)
+      if (next === 'lost') {
+        res.writeHead(502, { 'content-type': 'text/html' })
+        return res.end('<html>bad gateway</html>')
+      }
       const status = body.scheduled_for ? 'scheduled' : 'initiated'
       res.end(JSON.stringify({ data: { agent_id: body.agent_id, conversation_id: null, scheduled_for: body.scheduled_for ?? null, status, trace_id: `tr_${fake.created.size}` } }))
     })
@@ -233,6 +238,26 @@ describeEachDialect('paced call queue', (dialect) => {
     const row = await rt.store.db.selectFrom('calls').select('error').where('idempotency_key', '=', 'key-1').executeTakeFirstOrThrow()
     expect(row.error).toBe('on the do-not-call list (added after the call was queued): not called')
     expect(await rt.metrics.metrics()).toMatch(/switchboard_calls_failed_total\{reason="dnc"\} 1/)
+  })
+
+  it('an opt-out after an attempt whose answer was lost: not sent again, and recorded failed ("may have placed it"), not "not called"', async () => {
+    await boot()
+    // The provider places the call; the gateway loses its answer; the person opts out during that very call.
+    fake.script = ['lost']
+    queue = startCallQueue(rt)
+    expect((await enqueueCall(rt, call(1))).ok).toBe(true)
+    await vi.waitFor(() => expect(fake.requests).toBe(1))
+    await queue.idle()
+    await rt.store.db.insertInto('dnc').values({ phone: '+919876543211', reason: 'asked in call', source: 'opt-out', added_at: clock.now() }).execute()
+    await vi.waitFor(async () => {
+      await clock.advance(20_000)
+      await queue!.idle()
+      expect(await statuses()).toEqual(['key-1:failed'])
+    }, { timeout: 10_000, interval: 50 })
+    expect(fake.requests).toBe(1)
+    expect([...fake.created.keys()]).toEqual(['key-1'])
+    const row = await rt.store.db.selectFrom('calls').select('error').where('idempotency_key', '=', 'key-1').executeTakeFirstOrThrow()
+    expect(row.error).toMatch(/not sent again, but an earlier attempt whose answer was lost may have placed it/)
   })
 
   it('a call queued with an API key this process does not know is left for the process that queued it, and failed only after 24 h', async () => {
