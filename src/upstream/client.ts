@@ -230,7 +230,7 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
           responseType: req.stream ? 'stream' : req.text ? 'text' : 'json',
         })
         observe({ method: req.method, path: req.path, status: response.status })
-        lastRateLimit = readRateLimit(response.headers)
+        lastRateLimit = readRateLimit(response.headers, clock.now())
         if (response.ok) return response
         // A streamed request's error body is still a stream, a text one still text: read it so the error comes back typed.
         const body = req.stream
@@ -238,7 +238,7 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
           : req.text
             ? jsonOrText(typeof response._data === 'string' ? response._data : '')
             : response._data
-        error = errorFromResponse(response.status, response.headers, body)
+        error = errorFromResponse(response.status, response.headers, body, clock.now())
       } catch (cause) {
         if (cause instanceof VoiceApiError) throw cause
         const name = (cause as { name?: string; cause?: { name?: string } }).name

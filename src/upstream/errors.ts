@@ -1,5 +1,5 @@
 import { errorBodySchema, type ErrorType } from './schemas.ts'
-import { retryAfterSeconds } from '../utils/retry-after.ts'
+import { parseRetryAfter } from '../utils/retry-after.ts'
 
 /** Rate-limit headers as the provider sends them. */
 export interface RateLimitInfo {
@@ -7,7 +7,7 @@ export interface RateLimitInfo {
   remaining: number | undefined
   /** ISO 8601 with offset, as sent. */
   reset: string | undefined
-  /** Seconds, from Retry-After. */
+  /** Seconds, from Retry-After (its HTTP-date form as the whole seconds from now to that date, rounded up). */
   retryAfter: number | undefined
 }
 
@@ -87,19 +87,24 @@ function num(value: string | null): number | undefined {
   return Number.isFinite(n) ? n : undefined
 }
 
-export function readRateLimit(headers: Headers): RateLimitInfo {
+/**
+ * The rate-limit headers of an answer read at `now`. `Retry-After` is delta-seconds from the provider itself, but a
+ * gateway or CDN in front of it may send the HTTP-date form (RFC 9110 allows both): read as "not before" that date.
+ */
+export function readRateLimit(headers: Headers, now: number): RateLimitInfo {
+  const waitMs = parseRetryAfter(headers.get('retry-after') ?? undefined, now)
   return {
     limit: num(headers.get('x-ratelimit-limit')),
     remaining: num(headers.get('x-ratelimit-remaining')),
     reset: headers.get('x-ratelimit-reset') ?? undefined,
-    retryAfter: retryAfterSeconds(headers.get('retry-after')),
+    retryAfter: waitMs === undefined ? undefined : Math.ceil(waitMs / 1000),
   }
 }
 
 /** Builds the typed error from an error response's status, headers and parsed body. */
-export function errorFromResponse(status: number, headers: Headers, body: unknown): VoiceApiError {
+export function errorFromResponse(status: number, headers: Headers, body: unknown, now: number): VoiceApiError {
   const parsed = errorBodySchema.safeParse(body)
-  const rateLimit = readRateLimit(headers)
+  const rateLimit = readRateLimit(headers, now)
   if (parsed.success) {
     const e = parsed.data.error
     return new VoiceApiError({

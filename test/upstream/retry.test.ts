@@ -47,9 +47,9 @@ describe('retry rules (spec → Errors → client retry rules)', () => {
 
   it('types an error answer without the provider\'s body by its status, as the proxy does', () => {
     const headers = new Headers({ 'content-type': 'text/html' })
-    expect(errorFromResponse(401, headers, '<html>401</html>')).toMatchObject({ type: 'authentication_error', status: 401 })
-    expect(errorFromResponse(409, headers, '')).toMatchObject({ type: 'duplicate_request', status: 409 })
-    expect(errorFromResponse(502, headers, '<html>bad gateway</html>')).toMatchObject({ type: 'internal_error', status: 502 })
+    expect(errorFromResponse(401, headers, '<html>401</html>', 0)).toMatchObject({ type: 'authentication_error', status: 401 })
+    expect(errorFromResponse(409, headers, '', 0)).toMatchObject({ type: 'duplicate_request', status: 409 })
+    expect(errorFromResponse(502, headers, '<html>bad gateway</html>', 0)).toMatchObject({ type: 'internal_error', status: 502 })
   })
 
   it('does not retry a 429 that gives no time, or one longer than the policy allows', () => {
@@ -78,10 +78,15 @@ describe('retry rules (spec → Errors → client retry rules)', () => {
 })
 
 describe('Retry-After as the provider sends it', () => {
-  it('is whole seconds; anything else is no value (not a negative, fractional or date wait)', () => {
-    const read = (value: string) => readRateLimit(new Headers({ 'retry-after': value })).retryAfter
+  it('is whole seconds, or an HTTP-date (a gateway in front of the provider) read as the seconds until it; anything else is no value', () => {
+    const now = Date.UTC(1994, 10, 6, 8, 47, 37, 500)
+    const read = (value: string) => readRateLimit(new Headers({ 'retry-after': value }), now).retryAfter
     expect(read('30')).toBe(30)
     expect(read(' 0 ')).toBe(0)
-    for (const bad of ['-1', '1.5', '1e3', '0x10', 'Sun, 06 Nov 1994 08:49:37 GMT', '']) expect(read(bad)).toBeUndefined()
+    // 119.5 s ahead: waited in whole seconds, rounded up (never sooner than asked); a date already past is no wait.
+    expect(read('Sun, 06 Nov 1994 08:49:37 GMT')).toBe(120)
+    expect(read('Sunday, 06-Nov-94 08:49:37 GMT')).toBe(120)
+    expect(read('Sun, 06 Nov 1994 08:40:00 GMT')).toBe(0)
+    for (const bad of ['-1', '1.5', '1e3', '0x10', 'Sun, 06 Nov 1994 8:49:37 GMT', '1994-11-06T08:49:37Z', '']) expect(read(bad)).toBeUndefined()
   })
 })
