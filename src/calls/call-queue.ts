@@ -13,7 +13,7 @@ import { chunks } from '../utils/chunks.ts'
 import { createGroupCommit, type GroupCommit } from '../utils/group-commit.ts'
 import { yieldToReceiver } from '../coordination/receiver-load.ts'
 import { callMetrics } from './metrics.ts'
-import { createPacer, type Pacer } from './pacer.ts'
+import { CAPACITY_RECHECK_MS, createPacer, type Pacer } from './pacer.ts'
 import { claim, finish, IDEMPOTENCY_WINDOW_MS, isAmbiguous, LEDGER_COLUMNS, ledgerRow, type PlaceCallInput } from './place-call.ts'
 import { isBlocked } from '../campaigns/dnc.ts'
 import type { CallRecord } from './record.ts'
@@ -304,6 +304,10 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
     await requeue(rt, row, owner, notBefore, row.last_error, { uncounted: true })
     return
   }
+  if (state.pacer.atCapacity(row.tenant)) {
+    await requeue(rt, row, owner, rt.clock.now() + CAPACITY_RECHECK_MS, row.last_error, { uncounted: true })
+    return
+  }
   // Held back past its window's close (by the provider's limits), a call moves to the next opening.
   const { request, movedTo } = requestInWindow(queuedRequest, row.calling_window, rt.clock.now())
   if (movedTo !== undefined) log.info({ scheduled_for: request.scheduled_for }, 'queued call reached the front outside its calling window; scheduled for the next opening')
@@ -314,6 +318,7 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
     const call = await client.createCall(request)
     metrics.upstreamSeconds.observe({ endpoint: 'POST /v1/call', status: '200' }, (performance.now() - started) / 1000)
     state.pacer.finished(row.tenant, client.lastRateLimit, rt.clock.now())
+    state.pacer.accepted(row.tenant)
     const status = call.status === 'scheduled' ? 'scheduled' : 'initiated'
     const moved = movedTo !== undefined ? { scheduled_for: movedTo } : {}
     await settle(rt, row, owner, { status, trace_id: call.trace_id, conversation_id: call.conversation_id, error: null, ...moved })
@@ -327,7 +332,8 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
     if (error.status === 429) {
       const wait = waitFor429(error, now)
       const reason = error.type === 'concurrent_call_limit_exceeded' ? 'concurrency_limit' : /number/i.test(error.message) ? 'number_rate_limit' : 'rate_limit'
-      if (reason !== 'number_rate_limit') state.pacer.block(row.tenant, now + wait)
+      if (reason === 'concurrency_limit') state.pacer.limitConcurrency(row.tenant, now + wait, error.maxCalls)
+      else if (reason !== 'number_rate_limit') state.pacer.block(row.tenant, now + wait)
       metrics.retried.inc({ reason })
       log.info({ reason, wait_ms: wait, current_calls: error.currentCalls, max_calls: error.maxCalls }, 'provider limit reached; the call waits and goes again with the same idempotency key')
       await requeue(rt, row, owner, now + wait, `${error.type}: ${error.message}`, { uncounted: true })

@@ -12,6 +12,17 @@ export interface Pacer {
   finished(tenant: string, info: RateLimitInfo | undefined, now: number): void
   /** A 429 for the whole tenant (rate or concurrency limit): nothing goes before `until`. */
   block(tenant: string, until: number): void
+  /**
+   * A concurrent_call_limit_exceeded: besides the block, at most one send at a time for the tenant from then on,
+   * one more with each call the provider accepts (up to `maxCalls`, when it said), back to one on the next. The limit
+   * counts calls in progress, which end one by one: without it every send held back went at once when the wait was
+   * over, and all but one met the limit again.
+   */
+  limitConcurrency(tenant: string, until: number, maxCalls: number | undefined): void
+  /** A call the provider accepted: widens a tenant's concurrency window (see limitConcurrency). */
+  accepted(tenant: string): void
+  /** True while the tenant has as many sends in flight as its concurrency window allows. */
+  atCapacity(tenant: string): boolean
   /** Tenants that may not send now, each with the time it may again. */
   held(now: number): Map<string, number>
 }
@@ -21,13 +32,19 @@ interface TenantState {
   remaining: number | undefined
   resetAt: number
   blockedUntil: number
+  /** Sends allowed at once after a concurrency limit (undefined: no such limit met, or widened past it). */
+  window: number | undefined
+  maxCalls: number | undefined
 }
+
+/** How soon a tenant at its concurrency window is looked at again (a send finishing wakes the queue sooner). */
+export const CAPACITY_RECHECK_MS = 1_000
 
 export function createPacer(): Pacer {
   const tenants = new Map<string, TenantState>()
   const stateOf = (tenant: string): TenantState => {
     let s = tenants.get(tenant)
-    if (!s) tenants.set(tenant, (s = { inFlight: 0, remaining: undefined, resetAt: 0, blockedUntil: 0 }))
+    if (!s) tenants.set(tenant, (s = { inFlight: 0, remaining: undefined, resetAt: 0, blockedUntil: 0, window: undefined, maxCalls: undefined }))
     return s
   }
   const notBefore = (s: TenantState, now: number): number => {
@@ -36,6 +53,7 @@ export function createPacer(): Pacer {
     if (s.remaining !== undefined && s.resetAt > now && s.remaining - s.inFlight <= 0) return s.resetAt
     return 0
   }
+  const atCapacity = (s: TenantState): boolean => s.window !== undefined && s.inFlight >= s.window
   return {
     notBefore: (tenant, now) => notBefore(stateOf(tenant), now),
     held(now) {
@@ -43,6 +61,7 @@ export function createPacer(): Pacer {
       for (const [tenant, s] of tenants) {
         const at = notBefore(s, now)
         if (at > now) held.set(tenant, at)
+        else if (atCapacity(s)) held.set(tenant, now + CAPACITY_RECHECK_MS)
       }
       return held
     },
@@ -61,5 +80,18 @@ export function createPacer(): Pacer {
       const s = stateOf(tenant)
       s.blockedUntil = Math.max(s.blockedUntil, until)
     },
+    limitConcurrency(tenant, until, maxCalls) {
+      const s = stateOf(tenant)
+      s.blockedUntil = Math.max(s.blockedUntil, until)
+      s.window = 1
+      if (maxCalls !== undefined && maxCalls > 0) s.maxCalls = maxCalls
+    },
+    accepted(tenant) {
+      const s = stateOf(tenant)
+      if (s.window === undefined) return
+      s.window++
+      if (s.maxCalls !== undefined && s.window >= s.maxCalls) s.window = undefined
+    },
+    atCapacity: (tenant) => atCapacity(stateOf(tenant)),
   }
 }

@@ -364,3 +364,49 @@ describeEachDialect('paced call queue', (dialect) => {
     expect(await rt.store.db.selectFrom('call_queue').selectAll().execute()).toEqual([])
   })
 })
+
+it('after a concurrent_call_limit_exceeded the queue sends one call at a time, widening as calls are accepted: no burst of 429s each time a slot frees', async () => {
+  // A provider with a workspace limit of MAX calls in progress, of staggered lengths on the shared clock.
+  const MAX = 10
+  const clock = createManualClock('2026-03-01T05:00:00Z')
+  const active: number[] = []
+  const seen = { accepted: 0, limited: 0, keys: new Set<string>() }
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const now = clock.now()
+      for (let i = active.length - 1; i >= 0; i--) if (active[i]! <= now) active.splice(i, 1)
+      res.setHeader('content-type', 'application/json')
+      if (active.length >= MAX) {
+        seen.limited++
+        res.writeHead(429, { 'retry-after': String(Math.max(1, Math.ceil((Math.min(...active) - now) / 1000))) })
+        return res.end(JSON.stringify({ error: { message: `concurrent call limit reached. ${MAX} simultaneous calls allowed.`, type: 'concurrent_call_limit_exceeded', current_calls: active.length, max_calls: MAX } }))
+      }
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { agent_id: number; idempotency_key: string }
+      seen.keys.add(body.idempotency_key)
+      active.push(now + 60_000 + (seen.accepted % 7) * 9_000)
+      seen.accepted++
+      res.end(JSON.stringify({ data: { agent_id: body.agent_id, conversation_id: null, scheduled_for: null, status: 'initiated', trace_id: `tr_${seen.accepted}` } }))
+    })
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const rt = await createTestRuntime({ clock, env: { VOICE_API_KEY: 'sk_live_x', VOICE_API_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}` } })
+  const queue = startCallQueue(rt)
+  try {
+    const N = 60
+    await enqueueCalls(rt, Array.from({ length: N }, (_, i) => ({ apiKey: 'sk_live_x', request: { agent_id: 101, idempotency_key: `k${i}`, parameters: [{ name: 'customer_phone', value: `+9198765432${String(i).padStart(2, '0')}` }] } })))
+    await vi.waitFor(async () => {
+      await clock.advance(5_000)
+      await queue.idle()
+      expect(seen.accepted).toBe(N)
+    }, { timeout: 20_000, interval: 10 })
+    expect(seen.keys.size).toBe(N)
+    // Each slot that frees costs a probe or two, not the queue's whole concurrency (32): 926 429s for these 60 calls before.
+    expect(seen.limited).toBeLessThan(3 * N)
+  } finally {
+    await queue.stop()
+    await rt.close()
+    await new Promise((r) => server.close(r))
+  }
+})
