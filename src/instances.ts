@@ -4,6 +4,7 @@ import type { Runtime } from './runtime.ts'
 import { leadingKeys } from './db/leading-keys.ts'
 import { every } from './utils/every.ts'
 import { isProcessAlive, processIdentity } from './utils/process-identity.ts'
+import { RUN_STALE_MS } from './recipes/overlap.ts'
 
 /**
  * Claims of a killed instance, given back at once. Work is claimed for a while (an event's processing, a queued
@@ -54,6 +55,23 @@ export async function reapDeadInstances(rt: Runtime): Promise<string[]> {
  */
 export async function releaseInstance(rt: Runtime, id: string): Promise<void> {
   const db = rt.store.db
+  // Its recipe runs still marked running never finish: closed as failed, or the recipe would wait RUN_STALE_MS (an
+  // hour) for them — every tick skipped, every manual run refused. Only the last RUN_STALE_MS can hold one (older
+  // ones count as stopped anyway), read a recipe at a time through the (recipe, started_at) index.
+  const registered = await db.selectFrom('instances').select('process').where('id', '=', id).executeTakeFirst()
+  if (registered) {
+    const names = await leadingKeys(db, 'recipe_runs', 'recipe')
+    if (names.length) {
+      await db
+        .updateTable('recipe_runs')
+        .set({ status: 'failed', ended_at: rt.clock.now(), error: 'interrupted: its process or processing thread stopped during the run' })
+        .where('recipe', 'in', names)
+        .where('started_at', '>', rt.clock.now() - RUN_STALE_MS)
+        .where('status', '=', 'running')
+        .where('process', '=', `${registered.process}/${id}`)
+        .execute()
+    }
+  }
   const prefix = `${id}:`
   // An exact prefix by substr: LIKE would need its wildcards escaped (and is case-blind on SQLite), and a range
   // compares by the column's collation, which on Postgres may skip punctuation.

@@ -1,8 +1,20 @@
 import type { Runtime } from '../runtime.ts'
-import { isProcessAlive } from '../utils/process-identity.ts'
+import { isProcessAlive, processIdentity } from '../utils/process-identity.ts'
 
 /** A run still marked `running` after this long is taken for a crashed process, not a live run. */
 export const RUN_STALE_MS = 60 * 60 * 1000
+
+/**
+ * Who runs a recipe, as its `recipe_runs` row keeps it: the process's identity and the runtime's instance id
+ * (`<boot>/<namespace>/<pid>/<start>/<instance>`). The process part tells another process on the machine whether the
+ * run's process still lives; the instance part tells which of a process's runtimes it was — `serve` runs recipes on
+ * its processing thread, which can die and be restarted while the process lives on (src/instances.ts →
+ * releaseInstance closes that thread's runs). Null where a process cannot be identified (no /proc).
+ */
+export function runOwner(rt: Pick<Runtime, 'instanceId'>): string | null {
+  const process = processIdentity()
+  return process ? `${process}/${rt.instanceId}` : null
+}
 
 /** A real (not dry) run of a recipe that is still going, as its `recipe_runs` row says. */
 export interface RunInProgress {

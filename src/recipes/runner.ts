@@ -11,8 +11,7 @@ import { createQueries } from './queries.ts'
 import { createKvState, recipeStateNamespace } from './state.ts'
 import { decodeSummary, encodeSummary } from './summary.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
-import { processIdentity } from '../utils/process-identity.ts'
-import { takeRunSlot } from './overlap.ts'
+import { runOwner, takeRunSlot } from './overlap.ts'
 
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'skipped'
 
@@ -120,7 +119,7 @@ export async function executeRun(
       .insertInto('recipe_runs')
       .values({
         id, recipe: name, trigger: trigger.type, event_id: trigger.event?.eventId ?? null, dry_run: dryRun ? 1 : 0,
-        status: 'running', started_at: startedAt, ended_at: null, summary: null, plan: null, error: null, process: processIdentity() ?? null,
+        status: 'running', started_at: startedAt, ended_at: null, summary: null, plan: null, error: null, process: runOwner(rt),
       })
       .execute()
   // A real run takes the recipe's one running slot, or throws RecipeRunningError (another process's run holds it).

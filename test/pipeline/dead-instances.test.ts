@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { afterEach, expect, it } from 'vitest'
-import { reapDeadInstances, registerInstance, startInstanceRegistry } from '../../src/instances.ts'
+import { reapDeadInstances, registerInstance, releaseInstance, startInstanceRegistry } from '../../src/instances.ts'
+import { realRunInProgress } from '../../src/recipes/overlap.ts'
 import { isProcessAlive, processIdentity } from '../../src/utils/process-identity.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createHarness, makeEvent, type Harness } from '../webhooks/helpers.ts'
@@ -117,6 +118,33 @@ describeEachDialect('killed instances', (dialect) => {
     // Released rows are claimable at once: no claim, no lapse to wait for.
     expect(await db.selectFrom('call_queue').select(['claimed_by', 'claimed_until']).where('id', '=', 'call_a').executeTakeFirst()).toEqual({ claimed_by: null, claimed_until: null })
     expect(await reapDeadInstances(h.rt)).toEqual([])
+  })
+
+  it('a processing thread that died while its process lives: its recipe runs still marked running are closed, so the recipes run again at once', async () => {
+    h = await createHarness(dialect)
+    const db = h.rt.store.db
+    const own = processIdentity()!
+    const now = h.clock.now()
+    // Two processing threads of this very process (serve restarts a dead one): the first died mid-run.
+    await db.insertInto('instances').values([
+      { id: `${process.pid}-dead`, process: own, host: 'here', started_at: 0 },
+      { id: `${process.pid}-live`, process: own, host: 'here', started_at: 0 },
+    ]).execute()
+    const run = (id: string, recipe: string, owner: string) =>
+      db.insertInto('recipe_runs').values({ id, recipe, trigger: 'manual', event_id: null, dry_run: 0, status: 'running', started_at: now - 60_000, ended_at: null, summary: null, plan: null, error: null, process: `${own}/${owner}` }).execute()
+    await run('run-crashy', 'crashy', `${process.pid}-dead`)
+    await run('run-other', 'other', `${process.pid}-live`)
+    // The process lives, so by itself the run reads as in progress (for an hour, before this).
+    expect(await realRunInProgress(h.rt, 'crashy')).toMatchObject({ id: 'run-crashy' })
+
+    await releaseInstance(h.rt, `${process.pid}-dead`)
+    expect(await realRunInProgress(h.rt, 'crashy')).toBeUndefined()
+    expect(await db.selectFrom('recipe_runs').select(['status', 'error']).where('id', '=', 'run-crashy').executeTakeFirstOrThrow()).toEqual({
+      status: 'failed',
+      error: 'interrupted: its process or processing thread stopped during the run',
+    })
+    // The live thread's run is its own business.
+    expect(await realRunInProgress(h.rt, 'other')).toMatchObject({ id: 'run-other' })
   })
 
   it('registers on start, reaps a predecessor on start, and leaves on a clean stop', async () => {
