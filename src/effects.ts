@@ -28,6 +28,14 @@ export type PlannedEffect =
       attachments?: string[]
     }
   | {
+      /** A dry run's write to the recipe's `ctx.state`, kept for the run only (src/recipes/state.ts). */
+      kind: 'state'
+      action: 'set' | 'delete'
+      key: string
+      /** The value as JSON (`set` only). */
+      value?: string
+    }
+  | {
       /** An event a recipe published to destinations (src/destinations). */
       kind: 'publish'
       event_type: string

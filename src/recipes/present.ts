@@ -68,6 +68,8 @@ export function renderPlan(plan: PlannedEffect[]): string {
       const params = r.parameters.filter((p) => p.name !== 'customer_phone')
       if (params.length) lines.push(`    parameters: ${JSON.stringify(Object.fromEntries(params.map((p) => [p.name, p.value])))}`)
       if (r.retry_context) lines.push(`    retry_context: ${JSON.stringify(r.retry_context)}`)
+    } else if (effect.kind === 'state') {
+      lines.push(effect.action === 'set' ? `  state ${JSON.stringify(effect.key)} = ${effect.value ?? 'null'} (kept for this dry run only)` : `  state ${JSON.stringify(effect.key)} deleted (for this dry run only)`)
     } else if (effect.kind === 'publish') {
       lines.push(`  publish ${effect.event_type} (${effect.event_id}) to ${effect.destinations.length ? effect.destinations.join(', ') : 'no destination'}`)
     } else {

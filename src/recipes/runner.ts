@@ -139,7 +139,7 @@ export async function executeRun(
     reports: bindings.reports,
     mail: bindings.mail,
     destinations: bindings.destinations,
-    state: createKvState(rt, recipeStateNamespace(name)),
+    state: createKvState(rt, recipeStateNamespace(name), effects),
     plan: effects.plan,
     config: rt.config,
   }

@@ -2,12 +2,16 @@ import { z } from 'zod'
 import type { Runtime } from '../runtime.ts'
 import { fromJson, toJson } from '../db/json.ts'
 import { checkArgument } from '../utils/argument-error.ts'
+import type { Effects } from '../effects.ts'
 
 /** A recipe's persisted key/value store (kv_state, namespaced by recipe). Values are JSON. */
 export interface RecipeState {
   /** The value stored under `key`, or undefined. */
   get<T = unknown>(key: string): Promise<T | undefined>
-  /** Stores a JSON value under `key` (replacing any), kept between runs. Dry runs write too. */
+  /**
+   * Stores a JSON value under `key` (replacing any), kept between runs. In a dry run it is kept for the rest of the
+   * run only (the run's `get` sees it) and shown in its plan: a dry run never moves a real run's cursor.
+   */
   set(key: string, value: unknown): Promise<void>
   /** Removes `key` (nothing happens if it is not there). */
   delete(key: string): Promise<void>
@@ -16,7 +20,38 @@ export interface RecipeState {
 const keySchema = z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' })
 const key = (fn: string, value: unknown) => checkArgument(keySchema, value, { fn: `ctx.state.${fn}`, arg: 'key', expected: 'a non-empty string key' })
 
-export function createKvState(rt: Runtime, namespace: string): RecipeState {
+/**
+ * The store of `namespace`; with `effects` of a dry run, writes go to an overlay the run reads through and to its
+ * plan, never to the database.
+ */
+export function createKvState(rt: Runtime, namespace: string, effects?: Effects): RecipeState {
+  const stored = createStoredState(rt, namespace)
+  if (!effects?.dryRun) return stored
+  /** The dry run's own writes: a value as JSON, or null for a deleted key. */
+  const overlay = new Map<string, string | null>()
+  return {
+    async get<T>(input: string) {
+      const k = key('get', input)
+      if (!overlay.has(k)) return stored.get<T>(k)
+      const text = overlay.get(k)
+      return text === null || text === undefined ? undefined : (fromJson<T>(text) ?? undefined)
+    },
+    async set(input, value) {
+      const k = key('set', input)
+      if (value === undefined) throw new Error(`ctx.state.set("${k}", value): value is undefined; use ctx.state.delete to remove a key`)
+      const text = toJson(value) ?? 'null'
+      overlay.set(k, text)
+      effects.plan.push({ kind: 'state', action: 'set', key: k, value: text })
+    },
+    async delete(input) {
+      const k = key('delete', input)
+      overlay.set(k, null)
+      effects.plan.push({ kind: 'state', action: 'delete', key: k })
+    },
+  }
+}
+
+function createStoredState(rt: Runtime, namespace: string): RecipeState {
   const db = rt.store.db
   return {
     async get<T>(input: string) {

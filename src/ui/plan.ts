@@ -33,6 +33,10 @@ ${fields(`Call ${i + 1}`, [
 ])}
 </section>`
     }
+    if (effect.kind === 'state') {
+      return html`<section aria-label="${`State ${i + 1}`}"><h3>State “${effect.key}” ${effect.action === 'set' ? 'set' : 'deleted'} (this dry run only)</h3>
+${effect.action === 'set' ? html`<pre tabindex="0"><code>${effect.value ?? 'null'}</code></pre>` : ''}</section>`
+    }
     if (effect.kind === 'publish') {
       return html`<section aria-label="${`Publish ${i + 1}`}"><h3>Publish “${effect.event_type}”</h3>
 ${fields(`Publish ${i + 1}`, [['Event id', effect.event_id], ['Destinations', effect.destinations.join(', ') || '—']])}</section>`
