@@ -194,18 +194,42 @@ export async function importDncCsv(rt: Runtime, text: string, source = 'csv impo
 }
 
 const TRUTHY = new Set(['true', 'yes', 'y', '1'])
-const FLAG_KEYS = ['do_not_call', 'dnc', 'opt_out', 'optout', 'unsubscribe', 'unsubscribed', 'remove_from_list']
+const FLAG_KEYS = ['do_not_call', 'dnc', 'opt_out', 'optout', 'opted_out', 'unsubscribe', 'unsubscribed', 'remove_from_list', 'do_not_contact']
 const INTENT_KEYS = ['intent', 'outcome', 'disposition', 'call_outcome', 'customer_intent', 'status']
-const DNC_INTENTS = new Set(['do_not_call', 'dnc', 'opt_out', 'optout', 'unsubscribe', 'stop', 'remove_me', 'stop_calling', 'dont_call'])
+/** Values that ask not to be called when they are the whole value ("stop", "DNC"). */
+const DNC_INTENTS = new Set(['do_not_call', 'dnc', 'opt_out', 'optout', 'opted_out', 'unsubscribe', 'unsubscribed', 'stop', 'remove_me', 'stop_calling', 'dont_call', 'do_not_contact'])
+/**
+ * Phrases that ask it anywhere in a value ("Don't call me again", "customer opted out"): too specific to mean
+ * anything else. A wrong match keeps one number off the list — the safe side of a do-not-call rule.
+ */
+const DNC_PHRASES = ['do_not_call', 'dont_call', 'stop_calling', 'opt_out', 'opted_out', 'unsubscribe', 'remove_me', 'remove_from_list', 'do_not_contact']
 
+/**
+ * A key or value as snake_case words: camelCase split (`doNotCall`), apostrophes dropped (`Don't` → `dont`, also ’),
+ * anything else between letters and digits an underscore.
+ */
 function word(value: unknown): string {
-  return String(value).trim().toLowerCase().replace(/[\s\-']+/g, '_')
+  return String(value)
+    .trim()
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .toLowerCase()
+    .replace(/['\u2019]/g, '')
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '')
+}
+
+function asksInValue(value: unknown): boolean {
+  const w = word(value)
+  if (DNC_INTENTS.has(w)) return true
+  const padded = `_${w}_`
+  return DNC_PHRASES.some((phrase) => padded.includes(`_${phrase}_`))
 }
 
 /**
- * Whether a call's results ask not to be called again: a flag such as `{do_not_call: true}` (also `dnc`,
- * `opt_out`, `unsubscribe`; true, "yes", 1) or an intent-like field (`intent`, `outcome`, `disposition`,
- * …) whose value is `do_not_call`, `opt_out`, `unsubscribe`, `stop`, ….
+ * Whether a call's results ask not to be called again: a flag such as `{do_not_call: true}` (also `doNotCall`,
+ * `dnc`, `opt_out`, `opted_out`, `unsubscribe`; true, "yes", 1) or an intent-like field (`intent`, `outcome`,
+ * `disposition`, …) whose value is `do_not_call`, `opt_out`, `unsubscribe`, `stop`, … or says so in words
+ * ("Don't call me again", "customer opted out").
  */
 export function asksNotToCall(results: Record<string, unknown> | null | undefined): boolean {
   if (!results) return false
@@ -214,7 +238,7 @@ export function asksNotToCall(results: Record<string, unknown> | null | undefine
     if (FLAG_KEYS.includes(k) && (value === true || value === 1 || (typeof value === 'string' && TRUTHY.has(word(value))))) return true
     if (INTENT_KEYS.includes(k) && (typeof value === 'string' || Array.isArray(value))) {
       const values = Array.isArray(value) ? value : [value]
-      if (values.some((v) => DNC_INTENTS.has(word(v)))) return true
+      if (values.some(asksInValue)) return true
     }
   }
   return false

@@ -4,6 +4,7 @@ import { renderPlan } from '../../src/recipes/present.ts'
 import { executeRun } from '../../src/recipes/runner.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+import { createManualClock } from '../../src/utils/clock.ts'
 
 /**
  * A dry run never writes the recipe's state: it reads what real runs stored, sees its own writes for the rest of the
@@ -30,11 +31,12 @@ describeEachDialect('ctx.state in a dry run', (dialect) => {
   const run = (dryRun: boolean) => executeRun(rt!, 'cursor', cursor, { trigger: { type: 'manual' }, dryRun, timezone: 'UTC' })
 
   it('reads what real runs stored, sees its own writes, shows them in its plan, and leaves the stored state as it was', async () => {
-    rt = await createTestRuntime({ dialect })
+    const clock = createManualClock()
+    rt = await createTestRuntime({ dialect, clock })
     const first = await run(false)
     expect(first.summary).toMatchObject({ since: 0, scratch: null })
     const stored = first.startedAt
-    await rt.clock.advance(60_000)
+    await clock.advance(60_000)
 
     const dry = await run(true)
     expect(dry.status).toBe('succeeded')
@@ -45,7 +47,7 @@ describeEachDialect('ctx.state in a dry run', (dialect) => {
       { kind: 'state', action: 'delete', key: 'scratch' },
     ])
     expect(renderPlan(dry.plan)).toContain(`state "since" = ${dry.startedAt} (kept for this dry run only)`)
-    await rt.clock.advance(60_000)
+    await clock.advance(60_000)
 
     // The next real run starts where the last real run stopped, not where the dry run would have.
     const next = await run(false)
