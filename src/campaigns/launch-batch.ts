@@ -8,12 +8,12 @@ import { loadDncList, type DncOptions } from './dnc.ts'
 import { createPhoneNormalizer } from './phones.ts'
 import { REJECT_REASONS } from './prepare-batch.ts'
 import { PHONE_COLUMN } from './read-contacts.ts'
+import { timeZoneColumnOf } from './timezone-column.ts'
 import type { Reject } from './rejects.ts'
 
 /** The call parameter that names a call's campaign (src/reports/campaign.ts reads it). */
 const CAMPAIGN_COLUMN = 'campaign'
 /** A row's IANA time zone, for numbers whose country has several (the calling window's rule). */
-const TIMEZONE_COLUMN = 'timezone'
 
 export interface LaunchBatchInput {
   agentId: number
@@ -113,7 +113,7 @@ export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects:
     if (dnc.has(phone.e164)) return void rejects.push({ row: rowNumber, raw, reason: REJECT_REASONS.dnc })
     const row = phone.e164 === raw ? original : { ...original, [PHONE_COLUMN]: phone.e164 }
     if (window) {
-      const zone = timeZoneForPhone(phone.e164, { country: phone.country, column: original[TIMEZONE_COLUMN], fallback: fallbackZone })
+      const zone = timeZoneForPhone(phone.e164, { country: phone.country, column: timeZoneColumnOf(original), fallback: fallbackZone })
       if (!isWithinWindow(now, zone, window)) return void deferred.push({ row, opensAt: new Date(nextCallingTime(now, zone, window)).toISOString() })
       // Open now, but closing before the batch could reach the row: the next opening (the one after the close).
       if (marginMs > 0 && !isWithinWindow(now + marginMs, zone, window)) {

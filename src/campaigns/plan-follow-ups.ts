@@ -3,6 +3,7 @@ import type { CallParameter, CallRequest, RetryContext, WebhookRetry } from '../
 import { DEFAULT_WINDOW, nextCallingTime, timeZoneForPhone, type CallingWindow } from './calling-window.ts'
 import { asksNotToCall } from './dnc.ts'
 import { followUpKey } from './idempotency-key.ts'
+import { timeZoneColumnOf } from './timezone-column.ts'
 import { normalizePhone, type PhoneResult } from './phones.ts'
 import { buildRetryContext, type RetryContextOptions } from './retry-context.ts'
 
@@ -347,7 +348,7 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
     if (used >= maxAttempts) return { code: 'attempt_cap', reason: `attempt cap reached (${used} of ${maxAttempts} in campaign ${m.campaign})` }
 
     const params = m.params ?? stringRecord(parse(row.call_parameters)) ?? (m.ledger ? paramsObject(parse<CallParameter[]>(m.ledger.parameters)) : {})
-    const timeZone = timeZoneForPhone(phone.e164, { country: phone.country, column: params.timezone, fallback: fallbackZone })
+    const timeZone = timeZoneForPhone(phone.e164, { country: phone.country, column: timeZoneColumnOf(params), fallback: fallbackZone })
     const earliest = Math.max(end + gaps[kind], now)
     const at = nextCallingTime(earliest, timeZone, window)
     if (at - now > horizon) {

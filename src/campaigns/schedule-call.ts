@@ -10,6 +10,7 @@ import { blockedAmong, type DncOptions } from './dnc.ts'
 import { DEFAULT_FOLLOW_UP } from './plan-follow-ups.ts'
 import { DEFAULT_WINDOW, nextCallingTime, timeZoneForPhone, type CallingWindow } from './calling-window.ts'
 import { toCallPlan, type NewCall } from './call-input.ts'
+import { isTimeZoneColumn } from './timezone-column.ts'
 import { normalizePhone } from './phones.ts'
 
 export type { NewCall }
@@ -89,7 +90,7 @@ function applyRules(rt: Runtime, call: NewCall | CallPlan, options: ScheduleCall
     plan.timeZone ??
     timeZoneForPhone(phone.e164, {
       country: phone.country,
-      column: request.parameters.find((p) => p.name === 'timezone')?.value,
+      column: request.parameters.find((p) => isTimeZoneColumn(p.name))?.value,
       fallback: options.timeZone ?? rt.config.recipes.timezone,
     })
   const wanted = request.scheduled_for ? Math.max(Date.parse(request.scheduled_for), now) : now

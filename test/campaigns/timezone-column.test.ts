@@ -1,0 +1,32 @@
+import { afterEach, beforeEach, expect, it } from 'vitest'
+import { launchBatch, prepareBatch } from '../../src/campaigns/index.ts'
+import { scheduleCall } from '../../src/campaigns/schedule-call.ts'
+import { createManualClock } from '../../src/utils/clock.ts'
+import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+
+/**
+ * A contact's time-zone column decides its calling window however the list spells its header. At 05:30 UTC it is
+ * 11:00 in India (the recipe's zone) and 22:30 the evening before in Los Angeles: a +1 213 number (the US has
+ * several zones, so its own column decides) must wait for 09:00 there.
+ */
+let rt: TestRuntime
+beforeEach(async () => {
+  rt = await createTestRuntime({ clock: createManualClock('2026-03-10T05:30:00Z'), env: { DEFAULT_COUNTRY: 'IN', RECIPES_TIMEZONE: 'Asia/Kolkata' } })
+})
+afterEach(async () => {
+  await rt.close()
+})
+
+it.each(['timezone', 'Timezone', 'TimeZone', 'time_zone', 'Time Zone', 'TZ'])('a batch row with a "%s" column is called in its own zone', async (header) => {
+  const prepared = await prepareBatch(rt, [Buffer.from(`Phone,Name,${header}\n+1 213 555 0100,Ana,America/Los_Angeles\n`)])
+  const batch = await launchBatch(rt, { agentId: 101, name: 'x', rows: prepared.rows, window: { start: '09:00', end: '21:00' } }, { dryRun: true, plan: [] })
+  expect(batch.rows).toEqual([])
+  expect(batch.deferred.map((d) => d.opensAt)).toEqual(['2026-03-10T16:00:00.000Z'])
+})
+
+it('a direct call with a "TimeZone" parameter is scheduled in its own zone', async () => {
+  const plan = { dryRun: true, plan: [] }
+  const outcome = await scheduleCall(rt, { request: { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+12135550100' }, { name: 'TimeZone', value: 'America/Los_Angeles' }] } }, plan)
+  expect(outcome).toMatchObject({ status: 'planned' })
+  expect(plan.plan).toMatchObject([{ kind: 'call', request: { scheduled_for: '2026-03-10T16:00:00.000Z' } }])
+})
