@@ -1,4 +1,5 @@
 import { callRequestSchema, type CallRequest } from '../upstream/schemas.ts'
+import { isZonedIsoDateTime } from '../utils/iso-datetime.ts'
 
 /** The provider's scheduling horizon (spec → Limits). */
 export const SCHEDULING_HORIZON_MS = 30 * 24 * 60 * 60 * 1000
@@ -7,7 +8,6 @@ export const SCHEDULE_PAST_TOLERANCE_MS = 60 * 1000
 
 export type CallValidation = { ok: true; request: CallRequest } | { ok: false; message: string }
 
-const ISO_DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -51,7 +51,7 @@ export function validateCallRequest(body: unknown, now: number): CallValidation 
     }
   }
   if (body.scheduled_for !== undefined && body.scheduled_for !== null) {
-    if (typeof body.scheduled_for !== 'string' || !ISO_DATETIME.test(body.scheduled_for) || !Number.isFinite(Date.parse(body.scheduled_for))) {
+    if (typeof body.scheduled_for !== 'string' || !isZonedIsoDateTime(body.scheduled_for)) {
       return fail('scheduled_for must be an ISO 8601 datetime with a time zone')
     }
     const at = Date.parse(body.scheduled_for)

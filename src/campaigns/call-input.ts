@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { callRequestSchema, retryContextSchema, metadataSchema } from '../upstream/schemas.ts'
 import { checkArgument } from '../utils/argument-error.ts'
 import { isValidTimeZone, type CallingWindow } from './calling-window.ts'
+import { isZonedIsoDateTime } from '../utils/iso-datetime.ts'
 
 /**
  * What `scheduleCall` accepts. A recipe usually writes the short form (`{ agentId, phone, … }`); the
@@ -39,12 +40,15 @@ export const callingWindowSchema = z.object({ start: hhmm, end: hhmm })
 
 const timeZone = z.string().refine(isValidTimeZone, { error: 'must be an IANA time zone such as "Asia/Kolkata"' })
 
+/** A time with its zone (src/utils/iso-datetime.ts): a zoneless one would be read in the server's own zone. */
+const zonedTime = z.string().refine(isZonedIsoDateTime, { error: 'must be an ISO 8601 time with its time zone, e.g. "2026-01-15T10:00:00+05:30" or "2026-01-15T04:30:00Z"' })
+
 export const newCallSchema = z.strictObject({
   agentId: z.number({ error: 'must be the agent id (a whole number, e.g. 101)' }).int({ error: 'must be a whole number' }),
   phone: z.string({ error: 'must be the phone number as a string, e.g. "98765 43210" or "+919876543210"' }),
   parameters: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
   scheduledFor: z
-    .union([z.date(), z.string().refine((s) => Number.isFinite(Date.parse(s)), { error: 'must be an ISO 8601 time, e.g. "2026-01-15T10:00:00+05:30"' })])
+    .union([z.date(), zonedTime])
     .optional(),
   campaign: z.string().optional(),
   idempotencyKey: z.string().min(1).optional(),
@@ -57,7 +61,7 @@ export const newCallSchema = z.strictObject({
 })
 
 export const callPlanSchema = z.object({
-  request: callRequestSchema,
+  request: callRequestSchema.extend({ scheduled_for: zonedTime.optional() }),
   campaign: z.string().nullable().optional(),
   previousConversationId: z.string().nullable().optional(),
   timeZone: timeZone.optional(),

@@ -33,3 +33,12 @@ it('names the argument instead of surfacing a driver error', async () => {
   expect(await errorOf(`await ctx.state.get(42 as never)`)).toMatch(/^ctx\.state\.get\(key\): key: must be a string/)
   expect(await errorOf(`await ctx.campaigns.runFollowUps({ maxAttempt: 2 } as never)`)).toMatch(/^ctx\.campaigns\.runFollowUps\(options\): .*maxAttempt/)
 })
+
+it('refuses a scheduled time without its time zone (it would be read in the server’s own zone)', async () => {
+  expect(await errorOf(`await ctx.campaigns.scheduleCall({ agentId: 101, phone: '9876543210', scheduledFor: '2026-03-12T10:00:00' })`)).toMatch(
+    /^scheduleCall\(call\): call\.scheduledFor: must be an ISO 8601 time with its time zone, e\.g\. "2026-01-15T10:00:00\+05:30"/,
+  )
+  expect(await errorOf(`await ctx.campaigns.scheduleCall({ agentId: 101, phone: '9876543210', scheduledFor: '2026-03-12' })`)).toMatch(/scheduledFor: must be an ISO 8601 time with its time zone/)
+  expect(await errorOf(`await ctx.campaigns.scheduleCall({ request: { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543210' }], scheduled_for: '2026-03-12T10:00:00' } })`)).toMatch(/scheduled_for: must be an ISO 8601 time with its time zone/)
+  expect(await errorOf(`await ctx.campaigns.scheduleCall({ agentId: 101, phone: '9876543210', scheduledFor: '2026-03-12T10:00:00+05:30' })`)).toBeNull()
+})

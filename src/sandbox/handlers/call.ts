@@ -3,13 +3,13 @@ import type { ApiHandler } from '../context.ts'
 import { ApiFailure, invalid, notFound } from '../errors.ts'
 import { parseConversationId } from '../ids.ts'
 import { json, readJsonObject } from '../request.ts'
+import { isZonedIsoDateTime } from '../../utils/iso-datetime.ts'
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000
 export const SCHEDULING_HORIZON_MS = 30 * 24 * 60 * 60 * 1000
 /** A schedule up to a minute in the past is taken as "now" (clock skew between caller and provider). */
 export const SCHEDULE_PAST_TOLERANCE_MS = 60 * 1000
 
-const ISO_DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
@@ -58,7 +58,7 @@ function validate(body: Record<string, unknown>, now: number): ValidCall {
   let scheduledAt: number | undefined
   if (body.scheduled_for !== undefined && body.scheduled_for !== null) {
     const s = body.scheduled_for
-    if (typeof s !== 'string' || !ISO_DATETIME.test(s) || !Number.isFinite(Date.parse(s))) {
+    if (typeof s !== 'string' || !isZonedIsoDateTime(s)) {
       throw invalid('scheduled_for must be an ISO 8601 datetime with a time zone')
     }
     scheduledAt = Date.parse(s)
