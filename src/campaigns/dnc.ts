@@ -1,11 +1,13 @@
 import { existsSync } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
+import { Readable } from 'node:stream'
 import { join } from 'node:path'
 import type { Runtime } from '../runtime.ts'
 import { defineProcessingTask } from '../coordination/processing-task.ts'
 import { parse } from 'csv-parse/sync'
 import type { WebhookEvent } from '../upstream/schemas.ts'
 import { createPhoneNormalizer, normalizePhone } from './phones.ts'
+import { toUtf8 } from './csv-encoding.ts'
 
 /**
  * Do-not-call: the `dnc` table (numbers added by results or by hand) plus an optional file kept by the
@@ -46,31 +48,48 @@ const MAX_CACHED_FILES = 32
  * numbers (a header, notes) are skipped. Re-read only when the file changes (size or modification time),
  * since it is checked before every call.
  */
-export async function readDncFile(path: string, defaultCountry: string): Promise<Set<string>> {
+export async function readDncFile(path: string, defaultCountry: string, warn: (message: string) => void = () => {}): Promise<Set<string>> {
   const info = await stat(path)
   const key = `${defaultCountry.toUpperCase()}\0${path}`
   const version = `${info.size}:${info.mtimeMs}`
   const cached = fileCache.get(key)
   if (cached?.version === version) return cached.numbers
-  const numbers = await parseDncFile(path, defaultCountry)
+  const numbers = await parseDncFile(path, defaultCountry, warn)
   // A bound all the same: the country comes from a recipe's options.
   if (fileCache.size >= MAX_CACHED_FILES && !cached) fileCache.clear()
   fileCache.set(key, { version, numbers })
   return numbers
 }
 
-async function parseDncFile(path: string, defaultCountry: string): Promise<Set<string>> {
+/**
+ * The file's numbers. Decoded as the contacts files are (src/campaigns/csv-encoding.ts): a spreadsheet's "Unicode
+ * Text" export is UTF-16, and read as UTF-8 not one of its lines was a number — the whole list silently ignored. A
+ * file that is not text at all (a workbook) is an error, not an empty list. Lines that are not numbers past the first
+ * (a header) are counted and logged once per version of the file, with an example.
+ */
+async function parseDncFile(path: string, defaultCountry: string, warn: (message: string) => void): Promise<Set<string>> {
   const normalize = createPhoneNormalizer({ defaultCountry })
   const numbers = new Set<string>()
-  const text = await readFile(path, 'utf8')
-  for (const line of text.replace(/^\uFEFF/, '').split(/\r?\n/)) {
+  const chunks: Buffer[] = []
+  for await (const chunk of Readable.from([await readFile(path)]).pipe(toUtf8({ name: path, onWarning: warn }))) chunks.push(chunk as Buffer)
+  const text = Buffer.concat(chunks).toString('utf8')
+  let skipped = 0
+  let example: string | undefined
+  for (const [index, line] of text.replace(/^\uFEFF/, '').split(/\r\n|\r|\n/).entries()) {
     const cell = line.split(/[,;\t]/)[0]?.trim()
     if (!cell) continue
     const result = normalize(cell)
     if (result.ok) numbers.add(result.e164)
+    else if (index > 0) {
+      skipped++
+      example ??= `line ${index + 1}: ${JSON.stringify(cell.slice(0, 40))} (${result.reason})`
+    }
   }
+  if (skipped > 0) warn(`${path}: ${skipped} line${skipped === 1 ? ' is' : 's are'} not a phone number and not on the do-not-call list, e.g. ${example}`)
   return numbers
 }
+
+const dncWarning = (rt: Runtime) => (message: string) => rt.log.warn(message)
 
 function fileOf(rt: Runtime, options: DncOptions): string | undefined {
   if (options.file === false) return undefined
@@ -88,7 +107,7 @@ export async function loadDncList(rt: Runtime, options: DncOptions = {}): Promis
   const rows = await rt.store.db.selectFrom('dnc').select('phone').execute()
   for (const row of rows) numbers.add(row.phone)
   const file = fileOf(rt, options)
-  if (file) for (const n of await readDncFile(file, countryOf(rt, options))) numbers.add(n)
+  if (file) for (const n of await readDncFile(file, countryOf(rt, options), dncWarning(rt))) numbers.add(n)
   return { has: (e164) => numbers.has(e164), size: numbers.size }
 }
 
@@ -99,7 +118,7 @@ export async function isBlocked(rt: Runtime, phone: string, options: DncOptions 
   const row = await rt.store.db.selectFrom('dnc').select('phone').where('phone', '=', e164).executeTakeFirst()
   if (row) return true
   const file = fileOf(rt, options)
-  return file ? (await readDncFile(file, countryOf(rt, options))).has(e164) : false
+  return file ? (await readDncFile(file, countryOf(rt, options), dncWarning(rt))).has(e164) : false
 }
 
 /** Which of `phones` (already E.164) are on the do-not-call list: one query per 500 numbers, the file once. */
@@ -112,7 +131,7 @@ export async function blockedAmong(rt: Runtime, phones: string[], options: DncOp
   }
   const file = fileOf(rt, options)
   if (file) {
-    const listed = await readDncFile(file, countryOf(rt, options))
+    const listed = await readDncFile(file, countryOf(rt, options), dncWarning(rt))
     for (const phone of unique) if (listed.has(phone)) blocked.add(phone)
   }
   return blocked

@@ -1,0 +1,34 @@
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterEach, expect, it } from 'vitest'
+import { isBlocked, loadDncList } from '../../src/campaigns/dnc.ts'
+import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+
+/** DATA_DIR/dnc.csv is read however a spreadsheet saved it, and a file that is not a list is never read as an empty one. */
+let rt: TestRuntime | undefined
+afterEach(async () => {
+  await rt?.close()
+  rt = undefined
+})
+
+const LIST = 'phone,reason\r\n+919876543210,asked\r\n98765 43211,complaint\r\nAsha (no number),\r\n'
+
+it.each([
+  ['UTF-8', Buffer.from(LIST, 'utf8')],
+  ['UTF-8 with a byte-order mark', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(LIST, 'utf8')])],
+  ['UTF-16 LE ("Unicode Text")', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(LIST, 'utf16le')])],
+  ['UTF-16 BE', Buffer.concat([Buffer.from([0xfe, 0xff]), Buffer.from(LIST, 'utf16le').swap16()])],
+])('a list saved as %s blocks its numbers', async (_encoding, bytes) => {
+  rt = await createTestRuntime({ env: { DEFAULT_COUNTRY: 'IN' } })
+  writeFileSync(join(rt.dataDir, 'dnc.csv'), bytes)
+  const list = await loadDncList(rt)
+  expect(list.size).toBe(2)
+  expect(list.has('+919876543210')).toBe(true)
+  expect(await isBlocked(rt, '+919876543211')).toBe(true)
+})
+
+it('a workbook saved as dnc.csv is an error, not an empty list', async () => {
+  rt = await createTestRuntime({ env: { DEFAULT_COUNTRY: 'IN' } })
+  writeFileSync(join(rt.dataDir, 'dnc.csv'), Buffer.from([0x50, 0x4b, 0x03, 0x04, 0x14, 0x00, 0x06, 0x00, 0, 0, 0, 0]))
+  await expect(isBlocked(rt, '+919876543210')).rejects.toThrow(/dnc\.csv is not a CSV file: it looks like a ZIP archive/)
+})
