@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { mkdir, readdir, rename, stat, writeFile } from 'node:fs/promises'
 import { basename, extname, join } from 'node:path'
-import { defineRecipe } from 'switchboard'
+import { defineRecipe, isVoiceApiError } from 'switchboard'
 
 // ── Settings: edit these ────────────────────────────────────────────────────────────────────────
 /** The agent that calls every batch (sandbox: 101 is Acme's outbound agent). */
@@ -57,6 +57,22 @@ function freePath(dir: string, file: string): string {
 function listOf(file: string, waiting: boolean): string {
   const stem = basename(file, extname(file))
   return waiting ? stem.replace(/\.[0-9a-f]{8}$/, '') : stem
+}
+
+/**
+ * Why a file that failed is parked in `failed/` (with this as its `.error.txt`) rather than tried again next run; undefined
+ * to try again. Retrying is right only when the failure said nothing was created and may pass: a rate limit, a key
+ * being fixed. A file that cannot be read as contacts, or a batch the provider refused (400: over 10,000 rows, say),
+ * fails the same way every night. And an upload whose answer was lost (a timeout, a 5xx) may have created the batch —
+ * batch uploads have no idempotency key — so uploading it again could call every contact twice: a person checks.
+ */
+function parkReason(error: unknown, batch: string): string | undefined {
+  if ((error as Error).name === 'ContactsError') return (error as Error).message
+  if (!isVoiceApiError(error) || error.status === 429 || error.status === 401) return undefined
+  if (error.status === 0 || error.status >= 500 || error.type === 'invalid_response') {
+    return `the upload of batch "${batch}" got no clear answer (${error.type}: ${error.message}): the provider may have created it and be calling this list. Look for the batch in the provider's dashboard (or GET /v1/batch-calls) before dropping this file in again`
+  }
+  return `the provider refused batch "${batch}" (${error.status} ${error.type}: ${error.message}); fix the file and drop it in again`
 }
 
 export default defineRecipe({
@@ -152,9 +168,9 @@ export default defineRecipe({
         ctx.log.info({ file, batch_id, rows, rejects: rejects.length, waiting: held, opens_at }, 'inbox file processed')
       } catch (error) {
         // ContactsError messages are one printable line, whatever the file holds (a binary file's "header").
-        const message = (error as Error).message
-        // A file that cannot be read as contacts (binary, no phone column) would fail every night: park it.
-        const parkable = (error as Error).name === 'ContactsError'
+        const reason = parkReason(error, name)
+        const message = reason ?? (error as Error).message
+        const parkable = reason !== undefined
         ctx.log.error({ file, err: parkable ? message : error }, 'inbox file could not be processed')
         const outcome = { file, batch_id: null, batch: name, rows: 0, rejects: 0, waiting: 0, waiting_file: null, opens_at: null, moved_to: parkable ? await park(file, message) : null, error: message }
         outcomes.push(outcome)

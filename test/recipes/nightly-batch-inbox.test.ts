@@ -110,3 +110,31 @@ it('holds back the contacts whose calling window is closed in inbox/waiting/, an
   expect(readdirSync(join(inbox, 'waiting'))).toEqual([])
   expect(readdirSync(join(inbox, 'done')).sort()).toEqual(['leads.csv', `${first!.waiting_file!.slice('waiting/'.length)}`, `${first!.waiting_file!.slice('waiting/'.length, -'.csv'.length)}.rejects.csv`, 'leads.rejects.csv'].sort())
 })
+
+it('an upload with no clear answer (a 5xx) is parked, not uploaded again next run; a refused one is parked with the provider\'s reason', async () => {
+  h = await proxyHarness({ env: { RECIPES_DIR: SHIPPED, RECIPES_TIMEZONE: 'Asia/Kolkata' } })
+  await h.clock.advanceTo(MORNING_IST)
+  const inbox = join(h.rt.config.dataDir, 'inbox')
+  mkdirSync(inbox, { recursive: true })
+  engine = createRecipeEngine(h.rt)
+  await engine.reload()
+  const outcome = async () => ((await engine!.run('nightly-batch')).result as { batches: Outcome[] } | undefined)?.batches[0]
+
+  // The upload's answer is a 500: batches have no idempotency key, so the batch may exist and be calling this list.
+  writeFileSync(join(inbox, 'leads.csv'), 'phone,name\n9876543210,Asha\n9876543211,Ravi\n')
+  h.sandbox.failNextRequests(1)
+  const lost = await outcome()
+  expect(lost).toMatchObject({ file: 'leads.csv', batch_id: null, moved_to: expect.stringMatching(/[/\\]failed[/\\]leads\.csv$/) })
+  expect(lost!.error).toMatch(/^the upload of batch "leads-2026-03-19" got no clear answer \(internal_error: .*\): the provider may have created it .* before dropping this file in again$/)
+  expect(readFileSync(join(inbox, 'failed', 'leads.csv.error.txt'), 'utf8')).toBe(`${lost!.error}\n`)
+  const uploads = h.sandbox.stats().requests
+  expect((await engine.run('nightly-batch')).status).toBe('succeeded')
+  expect(h.sandbox.stats().requests).toBe(uploads)
+
+  // Refused for good (over the provider's 10,000 rows): parked with its reason, not failed again every run.
+  const rows = Array.from({ length: 10_001 }, (_, i) => `+9198${String(i).padStart(8, '0')}`).join('\n')
+  writeFileSync(join(inbox, 'huge.csv'), `phone\n${rows}\n`)
+  const refused = await outcome()
+  expect(refused).toMatchObject({ file: 'huge.csv', moved_to: expect.stringMatching(/[/\\]failed[/\\]huge\.csv$/) })
+  expect(refused!.error).toMatch(/^the provider refused batch "huge-2026-03-19" \(400 invalid_request: .*10000.*\); fix the file and drop it in again$/)
+})
