@@ -133,14 +133,15 @@ export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects:
     rt.log.info({ batch: input.name, deferred: deferred.length, first_opens_at: deferred.reduce((a, d) => (d.opensAt < a ? d.opensAt : a), deferred[0]!.opensAt) }, 'batch rows held back: their recipients\' calling window is closed')
   }
   const effect = { kind: 'batch' as const, agent_id: input.agentId, name: input.name, rows, rejects }
+  // Nothing to upload: a dry run says what the real run would (no batch in its plan), not "0 rows uploaded".
+  if (rows.length === 0) {
+    if (deferred.length > 0) return { batch: null, rows, rejects, deferred, skipped: 'outside_window' }
+    if (!effects.dryRun) rt.log.info({ batch: input.name, rejects: rejects.length }, 'batch has no callable rows; nothing uploaded')
+    return { batch: null, rows, rejects, deferred, skipped: 'no_rows' }
+  }
   if (effects.dryRun) {
     effects.plan.push(effect)
     return { batch: null, rows, rejects, deferred, skipped: 'dry_run' }
-  }
-  if (rows.length === 0) {
-    if (deferred.length > 0) return { batch: null, rows, rejects, deferred, skipped: 'outside_window' }
-    rt.log.info({ batch: input.name, rejects: rejects.length }, 'batch has no callable rows; nothing uploaded')
-    return { batch: null, rows, rejects, deferred, skipped: 'no_rows' }
   }
   const columns = input.columns && campaign !== false && !input.columns.includes(CAMPAIGN_COLUMN) ? [...input.columns, CAMPAIGN_COLUMN] : input.columns
   const csv = batchCsv(rows, columns ?? batchColumns(rows))

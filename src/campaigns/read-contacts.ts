@@ -36,11 +36,14 @@ export interface ReadContactsOptions {
 
 /** The standard column the provider requires, and what spreadsheets usually call it instead. */
 export const PHONE_COLUMN = 'customer_phone'
-/** Header names read as the phone column (compared with `headerKey`). */
+/**
+ * Header names read as the phone column (compared with `headerKey`), most specific first. `contact` comes last: in
+ * many lists it is the person's name ("Contact,Telephone"), and taken first it made every row a reject.
+ */
 export const PHONE_ALIASES = [
   'customer_phone', 'customer_phone_number', 'phone', 'phone_number', 'phone_no', 'phonenumber', 'mobile',
   'mobile_number', 'mobile_no', 'mobileno', 'cell', 'cell_phone', 'cellphone', 'contact_number', 'contact_no',
-  'contact', 'msisdn', 'number', 'tel', 'telephone', 'to', 'to_phone',
+  'msisdn', 'telephone', 'tel', 'number', 'to_phone', 'to', 'contact',
 ]
 
 /**

@@ -39,6 +39,15 @@ describe('readContacts', () => {
     expect(rows).toEqual([{ row: 2, phone: '9876543210', fields: { name: 'A' } }])
   })
 
+  it.each(['Telephone', 'Number', 'MSISDN', 'Tel'])('a "Contact" column (a name) does not take the phone column from "%s"', async (header) => {
+    const rows = await all(file(`Contact,${header}\nAsha Kumar,9876543210\n`))
+    expect(rows).toEqual([{ row: 2, phone: '9876543210', fields: { Contact: 'Asha Kumar' } }])
+  })
+
+  it('a list whose only candidate is "Contact" still reads it as the phone column', async () => {
+    expect(await all(file('Name,Contact\nAsha,9876543210\n'))).toEqual([{ row: 2, phone: '9876543210', fields: { Name: 'Asha' } }])
+  })
+
   it('prefers customer_phone over an alias, keeping the alias as an ordinary column', async () => {
     const rows = await all(file('phone,customer_phone\n111,9876543210\n'))
     expect(rows[0]).toEqual({ row: 2, phone: '9876543210', fields: { phone: '111' } })

@@ -19,9 +19,13 @@ afterEach(async () => {
 
 it.each(['timezone', 'Timezone', 'TimeZone', 'time_zone', 'Time Zone', 'TZ'])('a batch row with a "%s" column is called in its own zone', async (header) => {
   const prepared = await prepareBatch(rt, [Buffer.from(`Phone,Name,${header}\n+1 213 555 0100,Ana,America/Los_Angeles\n`)])
-  const batch = await launchBatch(rt, { agentId: 101, name: 'x', rows: prepared.rows, window: { start: '09:00', end: '21:00' } }, { dryRun: true, plan: [] })
+  const effects = { dryRun: true, plan: [] }
+  const batch = await launchBatch(rt, { agentId: 101, name: 'x', rows: prepared.rows, window: { start: '09:00', end: '21:00' } }, effects)
   expect(batch.rows).toEqual([])
   expect(batch.deferred.map((d) => d.opensAt)).toEqual(['2026-03-10T16:00:00.000Z'])
+  // As the real run would: nothing uploaded, so no batch in the dry run's plan either.
+  expect(batch.skipped).toBe('outside_window')
+  expect(effects.plan).toEqual([])
 })
 
 it('a direct call with a "TimeZone" parameter is scheduled in its own zone', async () => {
