@@ -197,9 +197,9 @@ async function firstTypeError(recipe: string): Promise<{ ok: true; diagnostic: R
   // Only files that are recipes: a folder given by path may also hold test files and other TypeScript.
   const others = listRecipeFiles(dirname(file)).map((f) => resolve(f)).filter((f) => f !== file && readFileSync(f, 'utf8').includes('defineRecipe'))
   const files = [file, ...others]
-  const diagnostics = checker.typeCheckFiles(files)
-  for (const f of files) typeVerdicts.set(verdictKey(f), diagnostics.find((d) => resolve(d.file) === f) ?? null)
-  return { ok: true, diagnostic: diagnostics.find((d) => resolve(d.file) === file) ?? null }
+  const verdicts = checker.typeCheckRecipes(files)
+  for (const f of files) typeVerdicts.set(verdictKey(f), verdicts[resolve(f)] ?? null)
+  return { ok: true, diagnostic: verdicts[resolve(file)] ?? null }
 }
 
 function recipeFile(recipe: string, dir: string): string {

@@ -22,8 +22,8 @@ export interface TypeVerdicts {
 }
 
 const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '..')
-/** 2: keys cover every source file of the recipes folder, sub-folders included (1 covered only `_*.ts` beside it). */
-const CACHE_VERSION = 2
+/** 3: a verdict covers the helper files a recipe imports (2: the recipe file alone; keys cover every source file of the folder since 2, only `_*.ts` beside it in 1). */
+const CACHE_VERSION = 3
 const MAX_ENTRIES = 500
 /** How long the type-check thread lives without a check before it is ended (real time: this is about memory). */
 const CHECKER_IDLE_MS = 30_000
@@ -90,7 +90,7 @@ const ready = (async () => {
 parentPort.on('message', async ({ id, files }) => {
   try {
     const checker = await ready
-    parentPort.postMessage({ id, diagnostics: checker.typeCheckFiles(files) })
+    parentPort.postMessage({ id, verdicts: checker.typeCheckRecipes(files) })
   } catch (error) {
     parentPort.postMessage({ id, error: String((error && error.message) || error) })
   }
@@ -107,7 +107,8 @@ function tsxEsmApi(): string {
 
 interface Reply {
   id: number
-  diagnostics?: RecipeDiagnostic[]
+  /** Each file's first type error (its own, or a helper's it imports), by resolved path; null: clean. */
+  verdicts?: Record<string, RecipeDiagnostic | null>
   error?: string
 }
 
@@ -139,7 +140,7 @@ export function createTypeVerdicts(options: { cacheFile?: string; /** Default CH
   // not change should not carry it.
   let idleTimer: ReturnType<typeof setTimeout> | undefined
   let seq = 0
-  const waiting = new Map<number, { resolve(d: RecipeDiagnostic[]): void; reject(e: Error): void }>()
+  const waiting = new Map<number, { resolve(v: Record<string, RecipeDiagnostic | null>): void; reject(e: Error): void }>()
   const failAll = (error: Error) => {
     for (const w of waiting.values()) w.reject(error)
     waiting.clear()
@@ -159,7 +160,7 @@ export function createTypeVerdicts(options: { cacheFile?: string; /** Default CH
       const entry = waiting.get(reply.id)
       waiting.delete(reply.id)
       if (!entry) return
-      if (reply.diagnostics) entry.resolve(reply.diagnostics)
+      if (reply.verdicts) entry.resolve(reply.verdicts)
       else entry.reject(new Error(reply.error ?? 'type check failed'))
     })
     w.on('error', (error) => failAll(error))
@@ -170,7 +171,7 @@ export function createTypeVerdicts(options: { cacheFile?: string; /** Default CH
     return w
   }
   const inWorker = (files: string[]) =>
-    new Promise<RecipeDiagnostic[]>((resolveCheck, reject) => {
+    new Promise<Record<string, RecipeDiagnostic | null>>((resolveCheck, reject) => {
       const id = ++seq
       waiting.set(id, { resolve: resolveCheck, reject })
       const w = ensure()
@@ -209,9 +210,9 @@ export function createTypeVerdicts(options: { cacheFile?: string; /** Default CH
       if (todo.length === 0) return verdicts
       const job = running.then(() => inWorker(todo.map((t) => t.file)))
       running = job.then(() => undefined, () => undefined)
-      const diagnostics = await job
+      const checked = await job
       for (const { file, key } of todo) {
-        const first = diagnostics.find((d) => resolve(d.file) === resolve(file)) ?? null
+        const first = checked[resolve(file)] ?? null
         entries[key] = first
         verdicts.set(file, first ?? undefined)
       }

@@ -93,3 +93,50 @@ export function typeCheckFiles(files: string[]): RecipeDiagnostic[] {
   }
   return out
 }
+
+/**
+ * Each recipe's first type error: in its own file, else in a helper file of its folders it imports (directly or
+ * through other helpers) — a helper's error breaks every recipe that uses it, as it breaks `recipes check`. It was
+ * the recipe's own file only: a recipe whose `lib/` helper did not type-check ran all the same. Null: clean.
+ */
+export function typeCheckRecipes(files: string[]): Record<string, RecipeDiagnostic | null> {
+  const roots = files.map((f) => resolve(f))
+  const diagnostics = typeCheckFiles(roots)
+  const program = previous!
+  const folders = [...new Set(roots.map((f) => dirname(f)))]
+  const ours = (file: string) => folders.some((dir) => !relative(dir, file).startsWith('..')) && !file.includes('/node_modules/')
+  const firstIn = new Map<string, RecipeDiagnostic>()
+  for (const d of diagnostics) if (d.file && !firstIn.has(d.file)) firstIn.set(d.file, d)
+  const verdicts: Record<string, RecipeDiagnostic | null> = {}
+  for (const root of roots) {
+    let first: RecipeDiagnostic | null = null
+    for (const file of localImports(program, root, ours)) {
+      first = firstIn.get(file) ?? null
+      if (first) break
+    }
+    verdicts[root] = first
+  }
+  return verdicts
+}
+
+/** `root`, then the files of its folders it imports, breadth first (static imports and re-exports). */
+function localImports(program: TypeScript.Program, root: string, ours: (file: string) => boolean): string[] {
+  const reached = [root]
+  for (let i = 0; i < reached.length; i++) {
+    const from = reached[i]!
+    const source = program.getSourceFile(from)
+    if (!source) continue
+    for (const statement of source.statements) {
+      const specifier =
+        (ts.isImportDeclaration(statement) || ts.isExportDeclaration(statement)) && statement.moduleSpecifier && ts.isStringLiteral(statement.moduleSpecifier)
+          ? statement.moduleSpecifier.text
+          : undefined
+      if (specifier === undefined) continue
+      const target = ts.resolveModuleName(specifier, from, OPTIONS, compilerHost()).resolvedModule?.resolvedFileName
+      if (target === undefined) continue
+      const file = resolve(target)
+      if (ours(file) && !reached.includes(file)) reached.push(file)
+    }
+  }
+  return reached
+}

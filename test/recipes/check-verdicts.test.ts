@@ -121,3 +121,24 @@ describe('recipes test', () => {
     expect(unchecked.out).toMatch(/^recipe typed-wrong: succeeded/)
   }, 120_000)
 })
+
+describe('a type error in a helper the recipe imports', () => {
+  const folder = tempRecipesDir()
+  afterAll(() => folder.cleanup())
+  let helper: string
+  beforeAll(() => {
+    helper = folder.write('lib/helper', `// a helper with a type error\nexport function double(n: number): number {\n  const s: string = n\n  return s.length * 2\n}\n`)
+    folder.write('uses-helper', `import { defineRecipe } from 'switchboard'\nimport { double } from './lib/helper.ts'\n\nexport default defineRecipe({ description: 'imports a broken helper', run: () => ({ doubled: double(21) }) })\n`)
+    folder.write('no-helper', HEALTHY)
+  })
+
+  it('breaks the recipes that import it, in the service and in recipes test, as recipes check says; the others run', async () => {
+    const broken = `error: recipe "uses-helper" is broken: type error at ${helper}:3:9 Type 'number' is not assignable to type 'string'.\n`
+    expect(await cli(folder.dir, ['recipes', 'test', 'uses-helper'])).toMatchObject({ code: 2, out: '', err: broken })
+    expect(await cli(folder.dir, ['recipes', 'run', 'uses-helper', '--dry-run'], { RECIPES_TYPECHECK: 'true' })).toMatchObject({ code: 2, out: '', err: broken })
+    expect((await cli(folder.dir, ['recipes', 'run', 'no-helper', '--dry-run'], { RECIPES_TYPECHECK: 'true' })).code).toBe(0)
+    const check = await cli(folder.dir, ['recipes', 'check'])
+    expect(check.code).toBe(1)
+    expect(check.out + check.err).toContain(`${helper}:3:9`)
+  }, 120_000)
+})

@@ -1,6 +1,6 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { loadConfig } from '../../src/config/load.ts'
 import { openStore } from '../../src/db/connect.ts'
 import { createRuntime, type Runtime } from '../../src/runtime.ts'
@@ -15,6 +15,8 @@ export function tempRecipesDir(): { dir: string; write(name: string, source: str
     dir,
     write(name, source) {
       const file = join(dir, `${name}.ts`)
+      // A helper in a sub-folder (`lib/helper`) gets its folder.
+      mkdirSync(dirname(file), { recursive: true })
       writeFileSync(file, source)
       return file
     },
