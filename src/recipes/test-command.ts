@@ -50,7 +50,7 @@ export const recipesTest = defineCommand({
       const lines = [`recipe ${result.recipe}: ${result.status} (dry run on a frozen clock at ${result.now}; nothing was called, launched or mailed)`]
       if (typeof ctx.values.events !== 'string' && typeof ctx.values.csv !== 'string') {
         // Legitimate (a scheduled recipe's dry run), but an empty throw-away database makes for an empty plan.
-        lines.push('note: no --events or --csv, so it ran as its schedule would, over an empty database; samples: --events data/samples/no-answer-events.json, --csv data/samples/leads.csv')
+        lines.push(`note: no --events or --csv, so it ran as ${result.trigger === 'cron' ? `its scheduled tick at ${result.now} would` : 'a manual run'}, over an empty database; samples: --events data/samples/no-answer-events.json, --csv data/samples/leads.csv`)
       }
       for (const w of result.warnings) lines.push(`warning: ${w}`)
       if (result.error) lines.push(`error: ${result.error}`)

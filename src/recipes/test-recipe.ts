@@ -45,6 +45,8 @@ export interface TestRecipeResult {
   result: unknown
   /** The frozen clock, ISO 8601. */
   now: string
+  /** How the recipe was started: `event` with --events, `cron` (a tick at `now`) for a scheduled recipe, else `manual`. */
+  trigger: 'event' | 'cron' | 'manual'
   /** Calls (with scheduled_for and retry_context), batches (rows and rejects) and mails the run planned. */
   plan: PlannedEffect[]
   /** Things worth knowing, e.g. an event type the recipe does not list in `on`, or a type check that could not run. */
@@ -147,7 +149,13 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
         if (on.includes(type as never)) continue
         warnings.push(`the recipe does not list ${type} in \`on\` (it lists ${on.length ? on.join(', ') : 'no event types'}), so the service would not run it for these events`)
       }
-      const trigger: RecipeTrigger = processed.length ? { type: 'event', events: processed, event: processed[0] } : { type: 'manual' }
+      // No events given: a scheduled recipe runs as its tick at the frozen clock's time would (the path a recipe
+      // that reads ctx.trigger takes every day), any other as a manual run.
+      const trigger: RecipeTrigger = processed.length
+        ? { type: 'event', events: processed, event: processed[0] }
+        : loaded.definition.schedule
+          ? { type: 'cron', scheduledAt: now }
+          : { type: 'manual' }
       const run = await executeRun(rt, loaded.name, loaded.definition, { trigger, dryRun: true, timezone: loaded.timezone })
       return {
         recipe: loaded.name,
@@ -155,6 +163,7 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
         error: run.error,
         result: run.result,
         now: new Date(now).toISOString(),
+        trigger: trigger.type as 'event' | 'cron' | 'manual',
         plan: run.plan,
         warnings,
       }

@@ -52,11 +52,13 @@ it('recipes test nightly-batch --csv prints the batch with its rows and rejects'
   expect(out).toMatch(/rejected row \d+: /)
 })
 
-it('without --events or --csv: runs as its schedule would, and says where sample inputs are', async () => {
-  const { code, out } = await cli('recipes', 'test', 'no-answer-followup')
+it('without --events or --csv: a scheduled recipe runs as its tick at --now would (trigger cron), and says where sample inputs are', async () => {
+  const { code, out } = await cli('recipes', 'test', 'no-answer-followup', '--now', '2026-01-15T04:00:00Z')
   expect(code).toBe(0)
-  expect(out.split('\n')[1]).toBe('note: no --events or --csv, so it ran as its schedule would, over an empty database; samples: --events data/samples/no-answer-events.json, --csv data/samples/leads.csv')
+  expect(out.split('\n')[1]).toBe('note: no --events or --csv, so it ran as its scheduled tick at 2026-01-15T04:00:00.000Z would, over an empty database; samples: --events data/samples/no-answer-events.json, --csv data/samples/leads.csv')
   expect(out).toContain('plan: nothing')
+  const json = await cli('recipes', 'test', 'no-answer-followup', '--now', '2026-01-15T04:00:00Z', '--json')
+  expect(JSON.parse(json.out)).toMatchObject({ trigger: 'cron', now: '2026-01-15T04:00:00.000Z' })
 })
 
 it('explains a mistake in one line', async () => {
