@@ -1,4 +1,5 @@
 import { decodeSummary } from './summary.ts'
+import { folderFingerprint } from './folder-fingerprint.ts'
 import { watch, type FSWatcher } from 'node:fs'
 import type { Runtime } from '../runtime.ts'
 import type { PipelineEvent } from '../events/hooks.ts'
@@ -101,6 +102,8 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
   let loadedOnce: Promise<void> | undefined
   let scheduler: Scheduler | undefined
   let watcher: FSWatcher | undefined
+  /** The folder as the last reload read it (src/recipes/folder-fingerprint.ts). */
+  let loadedFingerprint: string | undefined
   let debounce: ReturnType<typeof setTimeout> | undefined
   let reloading: Promise<LoadedRecipe[]> | undefined
   let stopped = false
@@ -317,6 +320,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
     async reload() {
       // Serialize reloads; a reload requested during one runs after it with the newest files.
       const run = async () => {
+        const fingerprint = folderFingerprint(dir)
         const next = await loadRecipes(dir, fallbackTz, { timeLimitMs: options.loadTimeLimitMs })
         // Before the type verdicts: a recipe with type errors still subscribes to what its definition says.
         // Remembering them is a database write: if it fails, the recipes still load, each with its own `on`.
@@ -326,6 +330,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
         })
         checkTypes(next)
         loaded = next
+        loadedFingerprint = fingerprint
         subscriptions = nextSubscriptions
         if (scheduler && !stopped) {
           reportBroken()
@@ -341,6 +346,9 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
     },
     recipes: () => loaded,
     async list() {
+      // An engine that does not watch its folder (the receiver of `serve`, whose processing thread runs the recipes)
+      // reloads when the folder changed since it last read it, so what it lists is what the service runs.
+      if (!watcher && loadedOnce && folderFingerprint(dir) !== loadedFingerprint) await engine.reload()
       await ensureLoaded()
       await typeChecked
       const infos: RecipeInfo[] = []
