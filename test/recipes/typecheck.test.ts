@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -180,20 +180,24 @@ describe.runIf(process.platform === 'linux')('the type-check thread', () => {
     // loaded machine (at 100 ms, a CI run read the count after the thread had already gone), short for the test.
     const verdicts = createTypeVerdicts({ idleMs: 1_000 })
     try {
-      const threads = () => readdirSync('/proc/self/task').length
-      // Test files share this process: a thread an earlier file ended may still be going away. Counted once
-      // the count has held still for a while, so the figures below are this test's own thread.
-      let before = threads()
-      for (let still = 0; still < 5; ) {
-        await new Promise((resolve) => setTimeout(resolve, 40))
-        const now = threads()
-        still = now === before ? still + 1 : 0
-        before = now
+      // This process's threads by id: test files share the process, and a thread an earlier file ended may go away
+      // at any moment — counting them raced with that (a new thread and a departing one left the count unchanged).
+      // JavaScript threads (a Worker's thread is named "node", like the main one; libuv's and V8's helpers are not).
+      const named = (tid: string) => {
+        try {
+          return readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim()
+        } catch {
+          return '' // ended between the listing and the read
+        }
       }
+      const threads = () => new Set(readdirSync('/proc/self/task').filter((tid) => named(tid) === 'node'))
+      const before = threads()
       const typo = folder.write('typo', TYPO)
       expect((await verdicts.check([typo])).get(typo)?.message).toMatch(/status/)
-      expect(threads()).toBeGreaterThan(before)
-      await vi.waitFor(() => expect(threads()).toBeLessThanOrEqual(before), { timeout: 10_000, interval: 50 })
+      const started = [...threads()].filter((tid) => !before.has(tid))
+      expect(started.length).toBeGreaterThan(0)
+      // Once idle, the checker's thread is gone.
+      await vi.waitFor(() => expect(started.filter((tid) => threads().has(tid))).toEqual([]), { timeout: 10_000, interval: 50 })
       // A recipe edited under a running service: checked by a new thread.
       const fixed = folder.write('fixed', FIXED)
       expect((await verdicts.check([fixed])).has(fixed)).toBe(true)
