@@ -18,6 +18,13 @@ import { realRunInProgress, RecipeBusyError, RecipeRunningError, RUN_STALE_MS } 
 export { RecipeRunningError } from './overlap.ts'
 
 /** A recipe as `recipes list` shows it. */
+/** A recipe's schedule as armed, and since when (see noteSchedulesSeen in createRecipeEngine). */
+interface ArmedSchedule {
+  pattern: string
+  timezone: string
+  since: number
+}
+
 export interface RecipeInfo {
   name: string
   file: string
@@ -256,11 +263,33 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       .filter((r) => r.definition?.schedule)
       .map((r) => ({ name: r.name, pattern: r.definition!.schedule!, timezone: r.timezone }))
 
-  /** Remembers when a schedule was first seen, so a brand-new recipe does not "catch up" a tick it never had. */
+  /**
+   * Since when each recipe's schedule (pattern and zone) has been armed, in the scheduler's state: the start-up
+   * catch-up only covers ticks after it, so it runs a tick the service missed while down, never one the recipe
+   * itself did not have — added, edited to another schedule, re-enabled after a rename to `_…`, or fixed after being
+   * broken, all while the service was up. (Only the first sighting of a name was kept: a restart after any of those
+   * ran a tick of the old schedule, or of a day the recipe was switched off.) A schedule this engine armed and no
+   * longer has (removed, broken, disabled) is forgotten, so its return starts afresh.
+   */
+  const armedHere = new Set<string>()
   const noteSchedulesSeen = async () => {
-    for (const entry of scheduledEntries()) {
-      const key = `first_seen:${entry.name}`
-      if ((await schedulerState.get<number>(key)) === undefined) await schedulerState.set(key, rt.clock.now())
+    const entries = scheduledEntries()
+    for (const entry of entries) {
+      armedHere.add(entry.name)
+      const key = `armed:${entry.name}`
+      const armed = await schedulerState.get<ArmedSchedule>(key)
+      if (armed?.pattern === entry.pattern && armed.timezone === entry.timezone) continue
+      // From before `armed:` was kept (0.8.0 and earlier), an unchanged recipe counts from its first sighting, so a
+      // tick missed across the upgrade is still caught up.
+      const legacy = armed ? undefined : await schedulerState.get<number>(`first_seen:${entry.name}`)
+      await schedulerState.set(key, { pattern: entry.pattern, timezone: entry.timezone, since: legacy ?? rt.clock.now() } satisfies ArmedSchedule)
+    }
+    const names = new Set(entries.map((e) => e.name))
+    for (const name of [...armedHere]) {
+      if (names.has(name)) continue
+      armedHere.delete(name)
+      await schedulerState.delete(`armed:${name}`)
+      await schedulerState.delete(`first_seen:${name}`)
     }
   }
 
@@ -269,8 +298,10 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
     for (const entry of scheduledEntries()) {
       const prev = previousTick(entry.pattern, entry.timezone, now)
       if (prev === undefined) continue
-      const last = (await lastClaimedTick(rt, entry.name)) ?? (await schedulerState.get<number>(`first_seen:${entry.name}`))
-      if (last === undefined || last >= prev) continue
+      const armed = await schedulerState.get<ArmedSchedule>(`armed:${entry.name}`)
+      if (armed === undefined || armed.since >= prev) continue
+      const last = await lastClaimedTick(rt, entry.name)
+      if (last !== undefined && last >= prev) continue
       log.info({ recipe: entry.name, tick_at: prev }, 'running a tick missed while down')
       void track(runTick(entry.name, prev, 'catchup'))
     }

@@ -182,6 +182,61 @@ export default defineRecipe({
     ])
   })
 
+  it('catches up only ticks missed while down: not one of a schedule edited, a recipe switched off, or one broken at the tick, while up', async () => {
+    folder.write('edited', tickRecipe({ schedule: '0 20 * * *', timezone: 'UTC' }))
+    folder.write('paused', tickRecipe({ schedule: '0 8 * * *', timezone: 'UTC' }))
+    folder.write('flaky', tickRecipe({ schedule: '0 8 * * *', timezone: 'UTC' }))
+    await boot('2026-01-01T07:00:00Z')
+    await engine.start()
+    await advanceHourly(clock, engine, '2026-01-01T21:00:00Z')
+    // While up: edited from 20:00 to 08:00 at 10:00 (after that day's 08:00); paused switched off (`_paused.ts`) for
+    // two days and back at 10:00; flaky broken from 07:55 to 08:05, across its tick.
+    await advanceHourly(clock, engine, '2026-01-02T07:00:00Z')
+    const { renameSync } = await import('node:fs')
+    renameSync(`${folder.dir}/paused.ts`, `${folder.dir}/_paused.ts`)
+    await engine.reload()
+    await clock.advanceTo(Date.parse('2026-01-02T07:55:00Z'))
+    folder.write('flaky', 'export default {')
+    await engine.reload()
+    await clock.advanceTo(Date.parse('2026-01-02T08:05:00Z'))
+    await engine.idle()
+    folder.write('flaky', tickRecipe({ schedule: '0 8 * * *', timezone: 'UTC' }))
+    await engine.reload()
+    await advanceHourly(clock, engine, '2026-01-04T10:00:00Z')
+    folder.write('edited', tickRecipe({ schedule: '0 8 * * *', timezone: 'UTC' }))
+    renameSync(`${folder.dir}/_paused.ts`, `${folder.dir}/paused.ts`)
+    await engine.reload()
+    await advanceHourly(clock, engine, '2026-01-04T11:00:00Z')
+    const before = async (name: string) => (await listRuns(rt, { recipe: name, limit: 100 })).map((r) => r.id)
+    const seen = { edited: await before('edited'), paused: await before('paused'), flaky: await before('flaky') }
+    // A restart at 11:00 finds each schedule armed after its 08:00 tick: nothing to catch up.
+    await engine.stop()
+    const restarted = createRecipeEngine(rt)
+    cleanups.push(() => restarted.stop())
+    await restarted.start()
+    await restarted.idle()
+    for (const name of ['edited', 'paused', 'flaky'] as const) {
+      const runs = await listRuns(rt, { recipe: name, limit: 100 })
+      expect(runs.filter((r) => !seen[name].includes(r.id)).map((r) => r.trigger), name).toEqual([])
+    }
+    // They run at their next tick, as scheduled.
+    await advanceHourly(clock, restarted, '2026-01-05T09:00:00Z')
+    for (const name of ['edited', 'paused', 'flaky'] as const) {
+      const runs = (await listRuns(rt, { recipe: name, limit: 100 })).filter((r) => !seen[name].includes(r.id))
+      expect(runs.map((r) => [r.trigger, (r.summary as Summary).at]), name).toEqual([['cron', '2026-01-05T08:00:00.000Z']])
+    }
+  })
+
+  it('after an upgrade from a version that kept only a first sighting, an unchanged recipe still catches up a tick missed while down', async () => {
+    folder.write('daily', tickRecipe({ schedule: '0 8 * * *', timezone: 'UTC' }))
+    await boot('2026-01-04T10:00:00Z')
+    // What 0.8.0 left: the name's first sighting, days ago; no `armed:` record.
+    await rt.store.db.insertInto('kv_state').values({ namespace: 'switchboard:scheduler', key: 'first_seen:daily', value: String(Date.parse('2026-01-01T07:00:00Z')), updated_at: 0 }).execute()
+    await engine.start()
+    await engine.idle()
+    expect((await listRuns(rt, { recipe: 'daily' })).map((r) => [r.trigger, (r.summary as Summary).at])).toEqual([['catchup', '2026-01-04T08:00:00.000Z']])
+  })
+
   it('does not "catch up" a tick from before a recipe existed', async () => {
     await boot('2026-01-01T07:00:00Z')
     await engine.start()
