@@ -40,8 +40,10 @@ export function listRecipeFiles(dir: string): string[] {
 }
 
 function firstLine(error: unknown): string {
-  // jiti's parse errors put the file:line:column on a second line; keep it, on one line.
-  const message = (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' ').trim()
+  // jiti's parse errors put the file:line:column on a second line; keep it, on one line. Their column counts from 0
+  // (Babel's), where TypeScript's type errors and editors count from 1: made 1-based, so both point at one place.
+  let message = (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' ').trim()
+  if (message.startsWith('ParseError:')) message = message.replace(/(\.[cm]?[jt]sx?):(\d+):(\d+)\b/g, (_all, ext: string, line: string, column: string) => `${ext}:${line}:${Number(column) + 1}`)
   return (message.length > 300 ? `${message.slice(0, 299)}…` : message) || 'unknown error'
 }
 

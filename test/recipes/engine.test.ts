@@ -355,7 +355,8 @@ export default defineRecipe({ description: 'x', schedule: '0 8 * * *', timezone:
     const broken = Object.fromEntries(list.map((r) => [r.name, r.broken]))
     expect(Object.keys(broken).sort()).toEqual(['badcron', 'badevent', 'badtz', 'good', 'noexport', 'syntax', 'throws'])
     expect(broken.good).toBeNull()
-    expect(broken.syntax).toMatch(/^failed to load: .*syntax\.ts:2:/)
+    // Line and column as TypeScript and editors count them (1-based): the \`}\` after \`return (\`.
+    expect(broken.syntax).toMatch(/^failed to load: .*syntax\.ts:2:69$/)
     expect(broken.throws).toBe('failed to load: missing API token for the CRM')
     expect(broken.badcron).toMatch(/`schedule` "61 \* \* \* \*" is not a valid cron pattern/)
     expect(broken.badevent).toMatch(/unknown event type "call\.no_anwser"/)
