@@ -78,6 +78,13 @@ function toReadable(source: ContactsSource): Readable {
   return Readable.from(source as AsyncIterable<string | Uint8Array>)
 }
 
+/** `\r\n` pairs in a cell's value: only a quoted cell holds a line break (the parser has taken off the cell's ends). */
+function crlfs(cell: string): number {
+  let count = 0
+  for (let at = cell.indexOf('\r\n'); at !== -1; at = cell.indexOf('\r\n', at + 2)) count++
+  return count
+}
+
 /** Async iterator of the file's contact rows, in file order. Throws `ContactsError` for an unusable file. */
 export async function* readContacts(source: ContactsSource, options: ReadContactsOptions = {}): AsyncGenerator<ContactRow> {
   const name = options.name ?? (typeof source === 'string' ? source : 'the CSV')
@@ -99,10 +106,14 @@ export async function* readContacts(source: ContactsSource, options: ReadContact
   text.once('error', (error) => parser.destroy(error))
   let headers: string[] | undefined
   let phoneIndex = -1
+  // csv-parse counts a line break inside a quoted cell written as \r\n as two lines; the file's editor, one. The
+  // surplus so far, taken off each row number, so `row` stays the line (where the row ends) the user sees.
+  let surplus = 0
   try {
     for await (const item of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
       const { info } = item
       const record = item.record
+      for (const cell of record) if (cell.includes('\r')) surplus += crlfs(cell)
       // A row of empty cells (",,,") is an empty line to a spreadsheet user.
       if (record.every((cell) => cell === '')) continue
       if (!headers) {
@@ -124,7 +135,7 @@ export async function* readContacts(source: ContactsSource, options: ReadContact
         if (!header) continue
         fields[header] = record[i] ?? ''
       }
-      yield { row: info.lines, phone: record[phoneIndex] ?? '', fields }
+      yield { row: info.lines - surplus, phone: record[phoneIndex] ?? '', fields }
     }
   } catch (error) {
     if (error instanceof ContactsError) throw error

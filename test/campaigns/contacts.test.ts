@@ -61,6 +61,14 @@ describe('readContacts', () => {
     ])
   })
 
+  it.each([
+    ['CRLF lines, a CRLF inside a quoted cell', 'phone,note\r\n\r\n111,"two\r\nlines"\r\n\r\n222,x\r\n'],
+    ['LF lines, a CRLF inside a quoted cell', 'phone,note\n\n111,"two\r\nlines"\n\n222,x\n'],
+    ['LF lines, an LF inside a quoted cell', 'phone,note\n\n111,"two\nlines"\n\n222,x\n'],
+  ])('numbers rows by the line they end on whatever the line breaks (%s)', async (_what, text) => {
+    expect((await all(file(text))).map((r) => [r.phone, r.row])).toEqual([['111', 4], ['222', 6]])
+  })
+
   it('tolerates short and long rows', async () => {
     const rows = await all(file('phone,a,b\n9876543210\n9876543211,1,2,3\n'))
     expect(rows.map((r) => r.fields)).toEqual([{ a: '', b: '' }, { a: '1', b: '2' }])
