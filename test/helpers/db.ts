@@ -72,10 +72,13 @@ const runSchemaName = () => `sb_test_${process.env.SB_TEST_RUN ?? 'adhoc'}_${pro
  * template schema under its own name — and the migration tests, which open stores with `migrate: false`, still
  * run every migration step by step.
  */
+/** The folder of a test process's migrated SQLite template: `<prefix><run id>-<random>` under the system's tmp. */
+const SQLITE_TEMPLATE_PREFIX = 'sb-db-template-'
 let sqliteTemplate: Promise<string> | undefined
 function migratedSqliteFile(): Promise<string> {
   sqliteTemplate ??= (async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'sb-db-template-')), 'template.db')
+    // Named after the run: the global teardown removes it (a worker the pool ends is not always let run its 'exit').
+    const file = join(mkdtempSync(join(tmpdir(), `${SQLITE_TEMPLATE_PREFIX}${process.env.SB_TEST_RUN ?? 'adhoc'}-`)), 'template.db')
     const store = await openStore(`sqlite:${file}`)
     try {
       await migrate(store)

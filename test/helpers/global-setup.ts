@@ -1,10 +1,15 @@
 import { randomBytes } from 'node:crypto'
+import { readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import pg from 'pg'
 
 /**
- * Each test run gets an id; its Postgres schemas are named after it and dropped here, once, after every
- * worker has finished. Dropping them as each test ends raced with other workers' migrations: kysely's
- * introspection reads every schema's tables and fails when one disappears mid-query.
+ * Each test run gets an id; its Postgres schemas and its test processes' SQLite templates are named after it and
+ * removed here, once, after every worker has finished. Dropping schemas as each test ends raced with other workers'
+ * migrations: kysely's introspection reads every schema's tables and fails when one disappears mid-query. The
+ * templates were left to each process's 'exit', which a worker the pool ends does not always run: ~90 of them piled
+ * up in /tmp over a few days of runs.
  */
 export function setup(): void {
   process.env.SB_TEST_RUN ??= randomBytes(3).toString('hex')
@@ -13,6 +18,11 @@ export function setup(): void {
 export async function teardown(): Promise<void> {
   const url = process.env.DATABASE_URL_TEST
   const run = process.env.SB_TEST_RUN
+  if (run) {
+    // test/helpers/db.ts's SQLITE_TEMPLATE_PREFIX and run id (not imported: that module loads the service's store).
+    const prefix = `sb-db-template-${run}-`
+    for (const name of readdirSync(tmpdir())) if (name.startsWith(prefix)) rmSync(join(tmpdir(), name), { recursive: true, force: true })
+  }
   if (!url || !run) return
   const client = new pg.Client({ connectionString: url })
   await client.connect()
