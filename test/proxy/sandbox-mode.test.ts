@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -15,16 +15,18 @@ const ACME = { authorization: 'Bearer sk_test_acme' }
 describe('switchboard in sandbox mode', () => {
   let server: RunningServer | undefined
   let store: TestStore | undefined
+  let dataDir: string | undefined
   afterEach(async () => {
     await server?.close()
     await store?.close()
-    server = store = undefined
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true })
+    server = store = dataDir = undefined
   })
 
   async function start(): Promise<RunningServer> {
     store = await openTestStore('sqlite')
     server = await startServer({
-      env: { PORT: '0', DATA_DIR: mkdtempSync(join(tmpdir(), 'sb-mode-')), DATABASE_URL: store.url, WEBHOOK_SECRET: 'whsec_mode', LOG_LEVEL: 'silent' },
+      env: { PORT: '0', DATA_DIR: (dataDir = mkdtempSync(join(tmpdir(), 'sb-mode-'))), DATABASE_URL: store.url, WEBHOOK_SECRET: 'whsec_mode', LOG_LEVEL: 'silent' },
       overrides: { store, skipMigrate: true, log: createSilentLogger(), clock: createManualClock('2026-03-18T10:00:00Z') },
       background: false,
     })

@@ -1,4 +1,4 @@
-import { afterEach, expect, it } from 'vitest'
+import { afterAll, afterEach, expect, it } from 'vitest'
 import { createRecipeEngine } from '../../src/recipes/engine.ts'
 import { listRuns } from '../../src/recipes/runner.ts'
 import { createManualClock } from '../../src/utils/clock.ts'
@@ -16,6 +16,7 @@ const subject = (date: string) => `switchboard daily report — ${date} (Asia/Ko
  */
 describeEachDialect('shipped daily-report recipe: the day reported', (dialect) => {
   const shipped = shippedRecipesDir('daily-report')
+  afterAll(() => shipped.cleanup())
   let rt: TestRuntime | undefined
   let smtp: Awaited<ReturnType<typeof startSmtp>> | undefined
   const stops: Array<() => Promise<void>> = []
