@@ -8,7 +8,6 @@ export const SCHEDULE_PAST_TOLERANCE_MS = 60 * 1000
 
 export type CallValidation = { ok: true; request: CallRequest } | { ok: false; message: string }
 
-
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }

@@ -13,7 +13,6 @@ import type { Reject } from './rejects.ts'
 
 /** The call parameter that names a call's campaign (src/reports/campaign.ts reads it). */
 const CAMPAIGN_COLUMN = 'campaign'
-/** A row's IANA time zone, for numbers whose country has several (the calling window's rule). */
 
 export interface LaunchBatchInput {
   agentId: number

@@ -18,6 +18,12 @@ export interface RecipeState {
 }
 
 const keySchema = z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' })
+/** A value as `set` keeps it (JSON); undefined is refused, as it cannot be told from a missing key. */
+function encodeValue(k: string, value: unknown): string {
+  if (value === undefined) throw new Error(`ctx.state.set("${k}", value): value is undefined; use ctx.state.delete to remove a key`)
+  return toJson(value) ?? 'null'
+}
+
 const key = (fn: string, value: unknown) => checkArgument(keySchema, value, { fn: `ctx.state.${fn}`, arg: 'key', expected: 'a non-empty string key' })
 
 /**
@@ -25,21 +31,20 @@ const key = (fn: string, value: unknown) => checkArgument(keySchema, value, { fn
  * plan, never to the database.
  */
 export function createKvState(rt: Runtime, namespace: string, effects?: Effects): RecipeState {
-  const stored = createStoredState(rt, namespace)
-  if (!effects?.dryRun) return stored
+  const database = createStoredState(rt, namespace)
+  if (!effects?.dryRun) return database
   /** The dry run's own writes: a value as JSON, or null for a deleted key. */
   const overlay = new Map<string, string | null>()
   return {
     async get<T>(input: string) {
       const k = key('get', input)
-      if (!overlay.has(k)) return stored.get<T>(k)
+      if (!overlay.has(k)) return database.get<T>(k)
       const text = overlay.get(k)
       return text === null || text === undefined ? undefined : (fromJson<T>(text) ?? undefined)
     },
     async set(input, value) {
       const k = key('set', input)
-      if (value === undefined) throw new Error(`ctx.state.set("${k}", value): value is undefined; use ctx.state.delete to remove a key`)
-      const text = toJson(value) ?? 'null'
+      const text = encodeValue(k, value)
       overlay.set(k, text)
       effects.plan.push({ kind: 'state', action: 'set', key: k, value: text })
     },
@@ -61,8 +66,7 @@ function createStoredState(rt: Runtime, namespace: string): RecipeState {
     },
     async set(input, value) {
       const k = key('set', input)
-      if (value === undefined) throw new Error(`ctx.state.set("${k}", value): value is undefined; use ctx.state.delete to remove a key`)
-      const text = toJson(value) ?? 'null'
+      const text = encodeValue(k, value)
       const now = rt.clock.now()
       await db
         .insertInto('kv_state')

@@ -5,6 +5,7 @@ import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import type { RecipeDiagnostic } from './diagnostic.ts'
+import { recipeSourceFiles } from './source-files.ts'
 
 /**
  * The service's view of recipe type errors: the first error of each recipe file, or none. Checking
@@ -47,24 +48,14 @@ function apiFingerprint(): string {
   return fingerprint
 }
 
-const SOURCE = /\.(ts|mts|cts|js|mjs|cjs|json)$/
-
 /**
  * Feeds `hash` every source file under the recipes folder `dir` (sub-folders too: `lib/`, not only the `_*.ts`
- * helpers beside the recipes), by path and content, in a fixed order. A recipe may import any of them, so any change
- * there is a change to every recipe's verdict: a recheck costs a second, a stale verdict lets a type error run (or
- * keeps a fixed recipe broken). `node_modules` and dot-folders are left out.
+ * helpers beside the recipes), by path and content, in a fixed order (src/recipes/source-files.ts). A recipe may
+ * import any of them, so any change there is a change to every recipe's verdict: a recheck costs a second, a stale
+ * verdict lets a type error run (or keeps a fixed recipe broken).
  */
 export function hashRecipeSources(hash: ReturnType<typeof createHash>, dir: string): void {
-  const walk = (folder: string) => {
-    for (const entry of readdirSync(folder, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-      if (entry.name.startsWith('.') || entry.name === 'node_modules') continue
-      const path = join(folder, entry.name)
-      if (entry.isDirectory()) walk(path)
-      else if (entry.isFile() && SOURCE.test(entry.name)) hash.update(path).update('\0').update(readFileSync(path))
-    }
-  }
-  walk(dir)
+  for (const path of recipeSourceFiles(dir)) hash.update(path).update('\0').update(readFileSync(path))
 }
 
 /** The recipe, every source file of its folder (helpers, `lib/`) and the API: what its verdict depends on. */

@@ -10,7 +10,6 @@ export const SCHEDULING_HORIZON_MS = 30 * 24 * 60 * 60 * 1000
 /** A schedule up to a minute in the past is taken as "now" (clock skew between caller and provider). */
 export const SCHEDULE_PAST_TOLERANCE_MS = 60 * 1000
 
-
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 interface ValidCall {
