@@ -28,7 +28,7 @@ export interface SandboxWebhookTarget {
 /** One delivery attempt as it happened (or was dropped by fault injection). */
 export interface DeliveryRecord {
   eventId: string
-  eventType: WebhookEventType
+  eventType: WebhookEvent['event_type']
   conversationId: string
   target: string
   url: string

@@ -195,10 +195,16 @@ export function statusOfEventType(type: WebhookEventType): TerminalStatus {
   return type.slice('call.'.length) as TerminalStatus
 }
 
+/** `value` without its `null` members: the provider writes an absent member as `null` (provider-notes). */
+function withoutNulls(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value
+  return Object.fromEntries(Object.entries(value).filter(([, member]) => member !== null))
+}
+
 export const webhookCallSchema = z.looseObject({
   agent_id: z.number().int(),
-  /** An object name → value here, unlike the request's array. */
-  call_parameters: z.record(z.string(), z.string()).default({}),
+  /** An object name → value here, unlike the request's array; a `null` value is an absent one. */
+  call_parameters: z.preprocess((value) => withoutNulls(value ?? undefined), z.record(z.string(), z.string()).default({})),
   conversation_id: z.string(),
   duration_seconds: z.number().nullable(),
   started_at: z.string().nullable(),
@@ -224,15 +230,21 @@ export const webhookDataSchema = z.looseObject({
   call: webhookCallSchema,
   results: z.record(z.string(), z.unknown()).nullable().default({}),
   retry: webhookRetrySchema.nullable().optional(),
-  retry_context: retryContextSchema.nullable().optional(),
+  retry_context: z.preprocess(withoutNulls, retryContextSchema.nullable().optional()),
   /** Lines `BOT: …` / `HUMAN: …`; only for completed calls on targets that include it. */
   transcript: z.string().nullable().optional(),
 })
 export type WebhookData = z.infer<typeof webhookDataSchema>
 
+/**
+ * The seven documented types, or another `call.<status>`: the spec says "provider-specific failure statuses may
+ * also occur", and such an event is still a call's outcome (its `data.call.status` says which).
+ */
+const webhookEventTypeSchema = z.union([z.enum(WEBHOOK_EVENT_TYPES), z.custom<`call.${string}`>((type) => typeof type === 'string' && /^call\.[a-z0-9_]+$/.test(type), 'a call.<status> event type')])
+
 export const webhookEventSchema = z.looseObject({
   event_id: z.string().min(1),
-  event_type: z.enum(WEBHOOK_EVENT_TYPES),
+  event_type: webhookEventTypeSchema,
   /** ISO 8601: when the event was created. */
   timestamp: z.string(),
   data: webhookDataSchema,

@@ -13,6 +13,7 @@ import {
   startWebhookWorkers,
   webhookHealth,
   signStandard,
+  synthesizeEvent,
 } from '../../src/webhooks/index.ts'
 import type { PipelineEvent, ProcessedEvent } from '../../src/events/hooks.ts'
 import { describeEachDialect } from '../helpers/db.ts'
@@ -216,6 +217,28 @@ describeEachDialect('webhook processing', (dialect) => {
     const row = await h.rt.store.db.selectFrom('webhook_events').selectAll().where('event_id', '=', 'evt_odd').executeTakeFirstOrThrow()
     expect(row.attempts).toBe(1)
     expect(row.last_error).toMatch(/not a call event/)
+  })
+
+  it('what the provider may send beyond the examples is processed: a provider-specific call.<status>, null members in retry_context and call_parameters', async () => {
+    h = await createHarness(dialect)
+    const seen: PipelineEvent[] = []
+    h.rt.hooks.on('test', (e) => void seen.push(e))
+    stop = startWebhookWorkers(h.rt)
+    const odd = makeEvent({ event_type: 'call.voicemail' })
+    const nulls = makeEvent({
+      event_type: 'call.no_answer',
+      call: { call_parameters: { customer_phone: '+919876543210', email: null } as unknown as Record<string, string> },
+      data: { retry_context: { collected_data: null, retry_initial_message: 'Hello again', retry_language: null, retry_stage_id: null } as unknown as Record<string, string> },
+    })
+    for (const e of [odd, nulls]) expect((await h.send(e)).status).toBe(204)
+    for (const e of [odd, nulls]) await waitForStatus(h, e.event_id, 'processed')
+    expect(await getConversation(h.rt, odd.data.call.conversation_id)).toMatchObject({ status: 'voicemail', terminal: true })
+    expect(await getConversation(h.rt, nulls.data.call.conversation_id)).toMatchObject({
+      status: 'no_answer',
+      call_parameters: { customer_phone: '+919876543210' },
+      retry_context: { retry_initial_message: 'Hello again' },
+    })
+    expect(seen.map((e) => e.eventType).sort()).toEqual(['call.no_answer', 'call.voicemail'])
   })
 
   it('a named target\'s events (a CRM on Standard Webhooks) are processed, not failed: the read model ignores them, consumers get them', async () => {
@@ -431,5 +454,14 @@ describeEachDialect('webhook processing', (dialect) => {
       const replayMissing = await runCli(['events', 'replay', 'evt_nope'], env)
       expect(replayMissing.code).toBe(2)
     })
+  })
+})
+
+describe('reconciliation events', () => {
+  it('a provider-specific status is reconciled as its own call.<status>, like its webhook; one that is no type name as call.failed', () => {
+    const item = { agent_id: 1, contact_number: '+919876543210', conversation_id: 'c1', duration_seconds: 0, start_timestamp: 1_000, end_timestamp: 2_000, status: 'voicemail' }
+    const detail = { agent_id: 1, contact_number: '+919876543210', conversation_id: 'c1', duration_seconds: 0, failure_reason: null, results: {}, status: 'voicemail', trace_id: 't1' }
+    expect(synthesizeEvent(item, detail, 3_000)).toMatchObject({ event_id: 'reconcile:c1:voicemail', event_type: 'call.voicemail', data: { call: { status: 'voicemail' } } })
+    expect(synthesizeEvent({ ...item, status: 'Left Message' }, { ...detail, status: 'Left Message' }, 3_000)).toMatchObject({ event_type: 'call.failed', data: { call: { status: 'Left Message' } } })
   })
 })
