@@ -39,13 +39,25 @@ export default defineRecipe({
     // dry run, report just their day.
     const scheduled = (ctx.trigger.type === 'cron' || ctx.trigger.type === 'catchup') && !ctx.dryRun
     const last = scheduled ? await ctx.state.get<string>('lastReportedDay') : undefined
+    // The day a scheduled run was handing over when it was cut short: if the mail log has that day's report, the
+    // relay or the outbox took it before the restart, and it is not mailed a second time.
+    const sending = scheduled ? await ctx.state.get<string>('sendingDay') : undefined
+    const handedOver = async (day: string) => day === sending && (await ctx.reports.findReportMail({ date: day, timezone: ctx.timezone, to })) !== undefined
     const caughtUp: string[] = []
     for (const day of last ? daysBetween(last, date) : []) {
-      const earlier = await ctx.reports.sendDailyReport({ date: day, timezone: ctx.timezone, to })
-      if (earlier.status === 'failed') throw new Error(`the daily report for ${day} was not delivered: ${earlier.error ?? 'unknown error'}`)
+      if (!(await handedOver(day))) {
+        await ctx.state.set('sendingDay', day)
+        const earlier = await ctx.reports.sendDailyReport({ date: day, timezone: ctx.timezone, to })
+        if (earlier.status === 'failed') throw new Error(`the daily report for ${day} was not delivered: ${earlier.error ?? 'unknown error'}`)
+        caughtUp.push(day)
+      }
       await ctx.state.set('lastReportedDay', day)
-      caughtUp.push(day)
     }
+    if (scheduled && (await handedOver(date))) {
+      if (!last || date > last) await ctx.state.set('lastReportedDay', date)
+      return { date, mailed: true, already_handed_over: true, ...(caughtUp.length ? { caught_up: caughtUp } : {}) }
+    }
+    if (scheduled) await ctx.state.set('sendingDay', date)
     const result = await ctx.reports.sendDailyReport({ date, timezone: ctx.timezone, to })
     if (result.status === 'failed') throw new Error(`the daily report for ${result.date} was not delivered: ${result.error ?? 'unknown error'}`)
     if (scheduled && (!last || date > last)) await ctx.state.set('lastReportedDay', date)
@@ -53,6 +65,8 @@ export default defineRecipe({
     // report waits in the outbox and the running service retries it: the summary says when.
     const mailed = result.status === 'sent' || result.status === 'written'
     const retry = result.status === 'queued' && result.nextAttemptAt !== undefined ? { next_attempt_at: new Date(result.nextAttemptAt).toISOString(), error: result.error ?? null } : {}
-    return { date: result.date, mailed, status: result.status, to: result.to, subject: result.subject, file: result.file ?? null, ...retry, ...(caughtUp.length ? { caught_up: caughtUp } : {}) }
+    // Recipients the relay refused while it took the report for the others (retried, or refused for good).
+    const refused = result.refused?.length ? { refused: result.refused.map((r) => ({ to: r.recipients, status: r.status, error: r.error })) } : {}
+    return { date: result.date, mailed, status: result.status, to: result.to, subject: result.subject, file: result.file ?? null, ...retry, ...refused, ...(caughtUp.length ? { caught_up: caughtUp } : {}) }
   },
 })

@@ -73,6 +73,12 @@ export interface RecipeCampaigns extends Omit<Toolkit, Bound> {
 export interface RecipeReports {
   /** Builds and mails one day's report (default: yesterday in RECIPES_TIMEZONE, to REPORT_TO). */
   sendDailyReport(options?: reports.SendReportOptions): Promise<reports.SendReportResult>
+  /**
+   * One day's report as already handed to the relay or the outbox (queued, sent or written) for every recipient of
+   * `to` (defaults: RECIPES_TIMEZONE, REPORT_TO), or undefined: lets a catch-up skip a day that a run cut short had
+   * mailed before it recorded so.
+   */
+  findReportMail(options: { date: string; timezone?: string; to?: string | string[] }): Promise<reports.MailLogEntry | undefined>
   /** The figures of one day, without mailing them. */
   buildDailyReport(options: reports.BuildReportOptions): Promise<reports.DailyReport>
   /** Renders a built report as `{ subject, html, text, csv }`. */
@@ -200,6 +206,8 @@ export function createBindings(rt: Runtime, effects: Effects, recipe: string, ti
     reports: {
       sendDailyReport: (options = {}) =>
         reports.sendDailyReport(rt, checkArgument(reportSchema, options, site('ctx.reports.sendDailyReport', 'options', '{ date?: "YYYY-MM-DD", timezone?, to? }')), effects),
+      findReportMail: (options) =>
+        reports.findReportMail(rt, checkArgument(reportSchema.required({ date: true }), options, site('ctx.reports.findReportMail', 'options', '{ date: "YYYY-MM-DD", timezone?, to? }'))),
       buildDailyReport: (options) =>
         reports.buildDailyReport(rt, checkArgument(reportSchema.omit({ to: true }).required({ date: true }), options, site('ctx.reports.buildDailyReport', 'options', '{ date: "YYYY-MM-DD", timezone? }'))),
       renderDailyReport: reports.renderDailyReport,

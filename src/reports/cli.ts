@@ -65,7 +65,15 @@ export const reportSendCommand = defineCommand({
         messageId: result.messageId ?? null,
         file: result.file ?? null,
         error: result.error ?? null,
+        nextAttemptAt: result.nextAttemptAt === undefined ? null : new Date(result.nextAttemptAt).toISOString(),
         to: result.to,
+        refused: (result.refused ?? []).map((r) => ({
+          mailId: r.mailId,
+          recipients: r.recipients,
+          status: r.status,
+          error: r.error,
+          nextAttemptAt: r.nextAttemptAt === undefined ? null : new Date(r.nextAttemptAt).toISOString(),
+        })),
         subject: result.subject,
         plan: effects.plan,
         report: figures,
@@ -92,11 +100,19 @@ export const reportSendCommand = defineCommand({
           ...(result.messageId ? [`  message:  ${result.messageId}`] : []),
           ...(result.file ? [`  file:     ${result.file}`] : []),
           ...(result.error ? [`  error:    ${result.error}`] : []),
+          // The relay took it for the others: say who did not get it, and whether the outbox tries them again.
+          ...(result.refused ?? []).map(
+            (r) =>
+              `  refused:  ${r.recipients.join(', ')} — ${r.error} (${
+                r.status === 'failed' ? 'for good; not sent to them' : `for now; retried${r.nextAttemptAt ? ` at ${new Date(r.nextAttemptAt).toISOString()}` : ''}`
+              }, mail ${r.mailId})`,
+          ),
           '',
         ].join('\n'),
       )
     }
-    if (result.status === 'failed') return 1
+    // A recipient refused for good did not get the report: the command did not do all it was asked.
+    if (result.status === 'failed' || result.refused?.some((r) => r.status === 'failed')) return 1
   },
 })
 

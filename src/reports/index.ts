@@ -1,7 +1,7 @@
 /** Daily campaign report: figures, rendering and mail (DESIGN.md → Reports). */
 export { buildDailyReport, type DailyReport, type ReportConversation, type BuildReportOptions } from './build-report.ts'
 export { renderDailyReport, type RenderedReport } from './render-report.ts'
-export { sendDailyReport, type SendReportOptions, type SendReportResult } from './send-report.ts'
+export { sendDailyReport, findReportMail, type SendReportOptions, type SendReportResult } from './send-report.ts'
 export { sendMail, type MailMessage, type MailAttachment, type MailResult, MAIL_RETRY_DELAYS_MS, MAIL_GIVE_UP_MS } from './send-mail.ts'
 export { startMailOutbox, deliverDue, retryDelayMs, OUTBOX_POLL_MS, type RefusedRecipients } from './mail-outbox.ts'
 export { listMailLog, type MailLogEntry, type MailStatus } from './mail-log.ts'

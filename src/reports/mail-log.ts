@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely'
 import type { MailLogTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
-import { parseRecipients } from '../utils/mail-addresses.ts'
+import { parseMailboxes, parseRecipients } from '../utils/mail-addresses.ts'
 
 export type MailStatus = 'queued' | 'sent' | 'written' | 'failed'
 
@@ -90,6 +90,25 @@ export async function listMailLog(rt: Runtime, limit = 50, status?: MailStatus):
 export async function getMailLog(rt: Runtime, id: string): Promise<MailLogEntry | undefined> {
   const row = await rt.store.db.selectFrom('mail_log').select(ENTRY_COLUMNS).where('id', '=', id).executeTakeFirst()
   return row ? toMailLogEntry(row) : undefined
+}
+
+/**
+ * The newest mail with this subject handed to the relay or the outbox (queued, sent or written) when such mail
+ * covers every address of `to` (a relay's partial refusal splits one message into several rows), else undefined.
+ */
+export async function findHandedOverMail(rt: Runtime, subject: string, to: readonly string[]): Promise<MailLogEntry | undefined> {
+  const rows = await rt.store.db
+    .selectFrom('mail_log')
+    .select(ENTRY_COLUMNS)
+    .where('subject', '=', subject)
+    .where('status', '!=', 'failed')
+    .orderBy('created_at', 'desc')
+    .orderBy('id')
+    .execute()
+  const entries = rows.map(toMailLogEntry)
+  const covered = new Set(entries.flatMap((e) => parseMailboxes(e.recipients).map((m) => m.address.toLowerCase())))
+  const wanted = parseMailboxes(to).map((m) => m.address.toLowerCase())
+  return entries.length > 0 && wanted.length > 0 && wanted.every((a) => covered.has(a)) ? entries[0] : undefined
 }
 
 /** Sends since an instant, by status (the overview's outbox figures). */

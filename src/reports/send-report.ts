@@ -4,6 +4,9 @@ import { buildDailyReport, type DailyReport } from './build-report.ts'
 import { assertTimeZone, parseDate, yesterday } from './day-range.ts'
 import { renderDailyReport } from './render-report.ts'
 import { sendMail, type MailResult } from './send-mail.ts'
+import { parseRecipients } from '../utils/mail-addresses.ts'
+import { findHandedOverMail, type MailLogEntry } from './mail-log.ts'
+import { subjectFor } from './format.ts'
 
 export interface SendReportOptions {
   /** YYYY-MM-DD; defaults to yesterday in `timezone`. */
@@ -22,6 +25,8 @@ export interface SendReportResult {
   error?: string
   /** A queued report: when the outbox tries it next (epoch ms). */
   nextAttemptAt?: number
+  /** Recipients the relay refused while it took the report for the others (`queued`: retried; `failed`: for good). */
+  refused?: MailResult['refused']
   date: string
   timezone: string
   to: string[]
@@ -35,10 +40,8 @@ export async function sendDailyReport(rt: Runtime, options: SendReportOptions, e
   assertTimeZone(timezone)
   const date = options.date ?? yesterday(rt.clock.now(), timezone)
   parseDate(date)
-  const to = (options.to === undefined ? rt.config.mail.reportTo : Array.isArray(options.to) ? options.to : [options.to])
-    .flatMap((t) => t.split(','))
-    .map((t) => t.trim())
-    .filter(Boolean)
+  // Address lists, parsed as mail does: a comma inside a quoted display name ("Doe, John" <j@x>) is part of it.
+  const to = parseRecipients(options.to === undefined ? rt.config.mail.reportTo : options.to)
   if (to.length === 0 && !effects.dryRun) throw new Error('no recipient for the daily report: set REPORT_TO (or pass --to)')
   const report = await buildDailyReport(rt, { date, timezone })
   const rendered = renderDailyReport(report)
@@ -60,10 +63,23 @@ export async function sendDailyReport(rt: Runtime, options: SendReportOptions, e
     ...(result.file ? { file: result.file } : {}),
     ...(result.error ? { error: result.error } : {}),
     ...(result.nextAttemptAt ? { nextAttemptAt: result.nextAttemptAt } : {}),
+    ...(result.refused?.length ? { refused: result.refused } : {}),
     date,
     timezone,
     to,
     subject: rendered.subject,
     report,
   }
+}
+
+/**
+ * One day's report as already handed to the relay or the outbox (queued, sent or written) for every recipient of
+ * `to` (default REPORT_TO), or undefined: a run cut short after the hand-over (a restart before it recorded the
+ * day) must not mail the day again, while a report someone sent to themselves does not count for the team.
+ */
+export async function findReportMail(rt: Runtime, options: { date: string; timezone?: string; to?: string | string[] }): Promise<MailLogEntry | undefined> {
+  const timezone = options.timezone ?? rt.config.recipes.timezone
+  assertTimeZone(timezone)
+  parseDate(options.date)
+  return findHandedOverMail(rt, subjectFor(options.date, timezone), parseRecipients(options.to === undefined ? rt.config.mail.reportTo : options.to))
 }

@@ -5,7 +5,7 @@ import { main } from '../../src/cli.ts'
 import { listMailLog } from '../../src/reports/index.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
-import { startSmtp } from './smtp.ts'
+import { closedPort, startSmtp } from './smtp.ts'
 import { DAY, EXPECTED, seedKnownDay } from './seed.ts'
 
 async function run(argv: string[], env: Record<string, string>) {
@@ -75,6 +75,45 @@ describeEachDialect('report send (CLI)', (dialect) => {
     const files = readdirSync(join(rt!.dataDir, 'outbox'))
     expect(files).toHaveLength(1)
     expect((await listMailLog(rt!))[0]).toMatchObject({ status: 'written', recipients: ['ops@example.com'] })
+  })
+
+  it('a display name with a comma, in REPORT_TO or --to, stays one recipient', async () => {
+    smtp = await startSmtp()
+    const env = await setup({ SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, REPORT_TO: '"Doe, John" <john@x.example>, ops@example.com' })
+    const both = await run(['report', 'send', '--date', DAY], env)
+    expect(both).toMatchObject({ code: 0, stderr: '' })
+    expect(both.stdout).toContain('to:       "Doe, John" <john@x.example>, ops@example.com')
+    const alone = await run(['report', 'send', '--date', DAY, '--to', '"Roe, Jane" <jane@x.example>'], env)
+    expect(alone).toMatchObject({ code: 0, stderr: '' })
+    expect(smtp.envelopes).toEqual([['john@x.example', 'ops@example.com'], ['jane@x.example']])
+    expect((await listMailLog(rt!)).every((m) => m.status === 'sent')).toBe(true)
+  })
+
+  it('a recipient the relay refuses for good while it takes the others is named, and the command exits 1', async () => {
+    smtp = await startSmtp({
+      onRcptTo(address, _session, callback) {
+        if (address.address === 'gone@y.example') return callback(Object.assign(new Error('mailbox unavailable'), { responseCode: 550 }))
+        callback()
+      },
+    })
+    const env = await setup({ SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, REPORT_TO: 'ops@x.example, gone@y.example' })
+    const text = await run(['report', 'send', '--date', DAY], env)
+    expect(text.code).toBe(1)
+    expect(text.stdout).toMatch(/^sent:/)
+    expect(text.stdout).toMatch(/^ {2}refused: {2}gone@y\.example — .*550.* \(for good; not sent to them, mail \S+\)$/m)
+    const json = await run(['report', 'send', '--date', DAY, '--json'], env)
+    expect(json.code).toBe(1)
+    expect(JSON.parse(json.stdout)).toMatchObject({ status: 'sent', refused: [{ recipients: ['gone@y.example'], status: 'failed', error: expect.stringContaining('550'), next_attempt_at: null }] })
+    expect(smtp.envelopes).toEqual([['ops@x.example'], ['ops@x.example']])
+  })
+
+  it('--json of a report the relay did not take gives when the outbox tries it next', async () => {
+    const env = await setup({ SMTP_URL: `smtp://127.0.0.1:${await closedPort()}`, REPORT_TO: 'ops@x.example' })
+    const json = await run(['report', 'send', '--date', DAY, '--json'], env)
+    expect(json.code).toBe(0)
+    const out = JSON.parse(json.stdout) as { status: string; next_attempt_at: string }
+    expect(out.status).toBe('queued')
+    expect(Date.parse(out.next_attempt_at)).toBeGreaterThan(0)
   })
 
   it('user mistakes are one line and exit 2', async () => {

@@ -6,6 +6,9 @@ import { describeEachDialect } from '../helpers/db.ts'
 import { shippedRecipesDir } from '../helpers/recipes.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { startSmtp } from './smtp.ts'
+import { sendDailyReport } from '../../src/reports/index.ts'
+import { liveEffects } from '../../src/effects.ts'
+import { createKvState, recipeStateNamespace } from '../../src/recipes/state.ts'
 
 const subject = (date: string) => `switchboard daily report — ${date} (Asia/Kolkata)`
 
@@ -99,6 +102,28 @@ describeEachDialect('shipped daily-report recipe: the day reported', (dialect) =
     const next = await engine.run('daily-report', { trigger: { type: 'cron', scheduledAt: Date.parse('2026-11-26T02:30:00Z') } })
     expect(next.summary).not.toHaveProperty('caught_up')
     expect(smtp.messages.map((m) => m.subject).at(-1)).toBe(subject('2026-11-25'))
+  })
+
+  it('a day a run cut short had already handed over (mailed, not yet recorded) is not mailed again by the next run', async () => {
+    const { rt, clock, smtp } = await setup('2026-11-23T02:30:00Z')
+    const engine = createRecipeEngine(rt)
+    stops.push(() => engine.stop())
+    await engine.run('daily-report', { trigger: { type: 'cron', scheduledAt: Date.parse('2026-11-23T02:30:00Z') } })
+    // Tuesday's run mails Monday's report, then the process dies before the run records the day: the mail log
+    // has it, the recipe's state does not (a run cut short by a failing database leaves the same).
+    await clock.advanceTo(Date.parse('2026-11-24T02:30:00Z'))
+    await createKvState(rt, recipeStateNamespace('daily-report')).set('sendingDay', '2026-11-23')
+    await sendDailyReport(rt, { date: '2026-11-23', timezone: 'Asia/Kolkata' }, liveEffects())
+    // Someone mails Tuesday's report to themselves: that does not count as the team's.
+    await sendDailyReport(rt, { date: '2026-11-24', timezone: 'Asia/Kolkata', to: 'me@example.com' }, liveEffects())
+    // The tick is run again after the restart: Monday is not mailed twice.
+    const again = await engine.run('daily-report', { trigger: { type: 'catchup', scheduledAt: Date.parse('2026-11-24T02:30:00Z') } })
+    expect(again.summary).toMatchObject({ date: '2026-11-23', mailed: true, already_handed_over: true })
+    await clock.advanceTo(Date.parse('2026-11-25T02:30:00Z'))
+    const run = await engine.run('daily-report', { trigger: { type: 'cron', scheduledAt: Date.parse('2026-11-25T02:30:00Z') } })
+    expect(run.summary).toMatchObject({ date: '2026-11-24', mailed: true, status: 'sent' })
+    expect(smtp.envelopes.filter((to) => to.includes('ops@example.com')).length).toBe(3)
+    expect(smtp.messages.map((m) => m.subject)).toEqual([subject('2026-11-22'), subject('2026-11-23'), subject('2026-11-24'), subject('2026-11-24')])
   })
 
   it('without REPORT_TO the figures logged are those of the tick\'s day before too', async () => {
