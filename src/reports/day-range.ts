@@ -73,6 +73,17 @@ export function dayRange(date: string, timezone: string): DayRange {
   return { date, timezone, startMs: startOfDay(date, timezone), endMs: startOfDay(addDays(date, 1), timezone) }
 }
 
+/** `value` when it is a day a report can cover in `timezone` (a real calendar day, years 0001–9998), else undefined. */
+export function reportableDay(value: string | null | undefined, timezone: string): string | undefined {
+  if (!value) return undefined
+  try {
+    dayRange(value, timezone)
+    return value
+  } catch {
+    return undefined
+  }
+}
+
 /** Yesterday's date in `timezone`, as seen at `nowMs`. */
 export function yesterday(nowMs: number, timezone: string): string {
   return addDays(localDate(nowMs, timezone), -1)

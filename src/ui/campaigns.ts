@@ -1,6 +1,5 @@
 import type { H3 } from 'h3'
-import { z } from 'zod'
-import { localDate, dayRange } from '../reports/day-range.ts'
+import { localDate, dayRange, reportableDay } from '../reports/day-range.ts'
 import { loadDayRows } from '../reports/day-rows.ts'
 import { scalarResults, type Figures } from '../reports/figures.ts'
 import { fmtPct } from '../reports/format.ts'
@@ -12,7 +11,6 @@ import { chart, table } from './components.ts'
 import { html, type SafeHtml } from './html.ts'
 import { page } from './layout.ts'
 
-const querySchema = z.object({ date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).optional().catch(undefined) })
 
 function funnel(label: string, rows: Array<{ name: string; figures: Figures }>): SafeHtml {
   return table(label, ['', 'Placed', 'Connected', 'Completed', 'Connect rate', 'Success rate', 'Outcomes'], rows.map(({ name, figures: f }) => [
@@ -42,7 +40,8 @@ function trendChart(title: string, trend: TrendDay[]): SafeHtml {
 export function registerCampaignsPage(app: H3, rt: Runtime): void {
   app.get('/ui/campaigns', async (event) => {
     const tz = rt.config.recipes.timezone
-    const date = querySchema.parse(Object.fromEntries(event.url.searchParams)).date ?? localDate(rt.clock.now(), tz)
+    // A day that is not one (2026-02-30, a typo) shows today's, as a missing one does.
+    const date = reportableDay(event.url.searchParams.get('date'), tz) ?? localDate(rt.clock.now(), tz)
     const rows = await loadDayRows(rt, dayRange(date, tz))
     const agents = createAgentBreakdown()
     const campaigns = createCampaignBreakdown()

@@ -39,8 +39,10 @@ function decodeCursor(value: string | undefined): EventFilter['after'] {
   const textValue = Buffer.from(value, 'base64url').toString('utf8')
   const colon = textValue.indexOf(':')
   const receivedAt = Number(textValue.slice(0, colon))
-  if (colon < 1 || !Number.isFinite(receivedAt)) return undefined
-  return { receivedAt, eventId: textValue.slice(colon + 1) }
+  const eventId = textValue.slice(colon + 1)
+  // A cursor this page did not make (an epoch-ms it could not hold, an id with a NUL) starts from the top.
+  if (colon < 1 || !Number.isSafeInteger(receivedAt) || receivedAt < 0 || eventId.includes('\0')) return undefined
+  return { receivedAt, eventId }
 }
 
 /** The filter for `listEvents`; a `to` day is inclusive. */

@@ -52,8 +52,10 @@ export function formOf(event: H3Event): Promise<FormData> {
   return ctx[formKey]
 }
 
-/** A text field of the form, trimmed ('' when absent or a file). */
+/** A text field of the form, trimmed ('' when absent or a file). A NUL character in it is refused (400): no field has one. */
 export function field(form: FormData, name: string): string {
   const value = form.get(name)
-  return typeof value === 'string' ? value.trim() : ''
+  if (typeof value !== 'string') return ''
+  if (value.includes('\0')) throw new HTTPError({ status: 400, message: `the form field "${name}" has a NUL character` })
+  return value.trim()
 }

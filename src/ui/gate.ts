@@ -1,6 +1,6 @@
 import { HTTPError, type H3, type H3Event } from 'h3'
 import type { Runtime } from '../runtime.ts'
-import { ADMIN_RESPONSE_HEADERS, adminErrorResponse, authenticateAdmin, csrfValid, requireAdmin, setResponseHeaders } from '../utils/admin-auth.ts'
+import { ADMIN_RESPONSE_HEADERS, adminErrorResponse, authenticateAdmin, csrfValid, refuseNulInUrl, requireAdmin, setResponseHeaders } from '../utils/admin-auth.ts'
 import { field, formOf } from './form.ts'
 import { html } from './html.ts'
 import { page } from './layout.ts'
@@ -30,6 +30,7 @@ export function registerAdminGate(app: H3, rt: Runtime): void {
       setResponseHeaders(event, ADMIN_RESPONSE_HEADERS)
       try {
         requireAdmin(event, rt.config.adminToken, rt.clock.now())
+        refuseNulInUrl(event)
       } catch (error) {
         return adminErrorResponse(error, rt.log)
       }
@@ -46,6 +47,7 @@ export function registerAdminGate(app: H3, rt: Runtime): void {
       throw new HTTPError({ status: 401, message: 'log in at /ui/login (or send Authorization: Bearer $ADMIN_TOKEN)' })
     }
     try {
+      refuseNulInUrl(event)
       // Inside the try: reading the form can refuse it (413, too large), shown like any page's error.
       if (!csrfValid(event, access) && !csrfValid(event, access, field(await formOf(event), '_csrf'))) {
         throw new HTTPError({ status: 403, message: 'CSRF token missing or invalid' })

@@ -1,8 +1,7 @@
 import { HTTPError, type H3 } from 'h3'
-import { z } from 'zod'
 import { addToDnc, dncImportTask, listDnc, removeFromDnc, type DncImportResult } from '../campaigns/dnc.ts'
 import { normalizePhone } from '../campaigns/phones.ts'
-import { localDate } from '../reports/day-range.ts'
+import { localDate, reportableDay } from '../reports/day-range.ts'
 import { reportOfSubject } from '../reports/format.ts'
 import { getMailLog, listMailLog } from '../reports/mail-log.ts'
 import { runProcessingTask } from '../coordination/processing-task.ts'
@@ -15,8 +14,6 @@ import { fmtTime, html, type HtmlValue } from './html.ts'
 import { csrfField, page } from './layout.ts'
 import { seeOther } from './responses.ts'
 import { setPageHeaders } from './security-headers.ts'
-
-const dateSchema = z.string().regex(/^\d{4}-\d{2}-\d{2}$/)
 
 /** Where a number came from; an opt-out's conversation is shortened and links to its events. */
 function dncSource(source: string | null): HtmlValue {
@@ -31,7 +28,7 @@ export function registerMailPage(app: H3, rt: Runtime): void {
     const params = event.url.searchParams
     const search = (params.get('q') ?? '').slice(0, 40)
     const tz = rt.config.recipes.timezone
-    const previewDate = dateSchema.safeParse(params.get('date')).data ?? localDate(rt.clock.now() - 86_400_000, tz)
+    const previewDate = reportableDay(params.get('date'), tz) ?? localDate(rt.clock.now() - 86_400_000, tz)
     const [mails, dnc] = await Promise.all([listMailLog(rt, 50), listDnc(rt, { search, limit: 100 })])
     return page(event, {
       title: 'Mail & DNC',
@@ -77,10 +74,10 @@ ${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', ''], dnc.
   // The report exactly as mailed. It has inline styles (mail clients need them), so it gets its own CSP
   // that allows styles but no script at all, and is shown in a sandboxed frame of the mail page.
   app.get('/ui/mail/preview', async (event) => {
-    const date = dateSchema.safeParse(event.url.searchParams.get('date'))
-    if (!date.success) throw new HTTPError({ status: 400, message: 'date must be YYYY-MM-DD' })
+    const date = reportableDay(event.url.searchParams.get('date'), rt.config.recipes.timezone)
+    if (!date) throw new HTTPError({ status: 400, message: 'date must be a calendar day, YYYY-MM-DD' })
     // Built in the processing thread under `serve`: the receiver's loop keeps answering webhooks meanwhile.
-    const html = await runProcessingTask(rt, reportPreviewTask, { date: date.data })
+    const html = await runProcessingTask(rt, reportPreviewTask, { date })
     // A page's headers, then the two it needs otherwise: its own CSP, and framing by the mail page.
     setPageHeaders(event)
     event.res.headers.set('content-type', 'text/html; charset=utf-8')

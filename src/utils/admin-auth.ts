@@ -156,6 +156,14 @@ const ADMIN_ERROR_TYPES: Record<number, string> = {
 }
 
 /**
+ * Refuses (400) a NUL character (`%00`) in the path or the query string: no id, name or filter has one, and
+ * Postgres refuses it in text, so it is the client's mistake rather than a failed query (500).
+ */
+export function refuseNulInUrl(event: H3Event): void {
+  if (/%00/i.test(event.url.pathname) || /%00|\0/.test(event.url.search)) throw new HTTPError({ status: 400, message: 'a NUL character (%00) is not allowed in the URL' })
+}
+
+/**
  * An admin error in the service's one error shape, `{"error": {"message", "type"}}` (the proxy, the receiver
  * and the sandbox answer the same), instead of h3's own `{status, message}` body. Unexpected errors are
  * logged and answered without their details.
@@ -179,6 +187,7 @@ export function adminRoute<T>(rt: { config: { adminToken: string | undefined }; 
     try {
       // Read per request: tests and the dashboard may change the runtime's config after start-up.
       requireAdmin(event, rt.config.adminToken, rt.clock.now())
+      refuseNulInUrl(event)
       return await handler(event)
     } catch (error) {
       return adminErrorResponse(error, rt.log)
