@@ -193,7 +193,9 @@ export const envSchema = z.object({
   PROCESSING_YIELD_ABOVE: int(0, 1_000_000).default(3_000),
   BACKLOG_DEGRADED_SECONDS: int(1, 86_400).default(60),
 
-  ADMIN_TOKEN: z.string().min(16, { error: 'must be at least 16 characters' }).optional(),
+  // Trimmed: a token pasted with a trailing space (a Docker env-file) could never be typed or sent back (the bearer
+  // header and the login form are trimmed), which would lock the operator out.
+  ADMIN_TOKEN: z.string().trim().min(16, { error: 'must be at least 16 characters' }).optional(),
 
   PROXY_KEY_WINDOW_SECONDS: int(0, 86_400).default(60),
   PROXY_CACHE_MAX_BYTES: int(1024, 64 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),

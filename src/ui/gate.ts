@@ -4,11 +4,21 @@ import { ADMIN_RESPONSE_HEADERS, adminErrorResponse, authenticateAdmin, csrfVali
 import { field, formOf } from './form.ts'
 import { html } from './html.ts'
 import { page } from './layout.ts'
-import { seeOther } from './responses.ts'
+import { safeNext, seeOther } from './responses.ts'
 import { setUiHeaders } from './security-headers.ts'
 
 const PUBLIC_UI = ['/ui/login', '/ui/assets/']
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS'])
+
+/** The path and query of an absolute URL (htmx's HX-Current-URL), or undefined. */
+function pathOf(url: string | null): string | undefined {
+  try {
+    const parsed = new URL(url ?? '')
+    return parsed.pathname + parsed.search
+  } catch {
+    return undefined
+  }
+}
 
 function under(path: string, prefix: string): boolean {
   return path === prefix || path.startsWith(`${prefix}/`)
@@ -41,10 +51,16 @@ export function registerAdminGate(app: H3, rt: Runtime): void {
     if (PUBLIC_UI.some((p) => path === p || (p.endsWith('/') && path.startsWith(p)))) return next()
     const access = authenticateAdmin(event, rt.config.adminToken, rt.clock.now())
     if (!access) {
-      if (SAFE.has(event.req.method) && !event.req.headers.has('hx-request')) {
+      const htmx = event.req.headers.has('hx-request')
+      if (SAFE.has(event.req.method) && !htmx) {
         return seeOther(event, `/ui/login?next=${encodeURIComponent(event.url.pathname + event.url.search)}`)
       }
-      throw new HTTPError({ status: 401, message: 'log in at /ui/login (or send Authorization: Bearer $ADMIN_TOKEN)' })
+      // A form a browser posts after its session expired (it asks for a page) goes to the login, not to a JSON 401.
+      // The page it came from is unknown (pages send no Referer): the login returns to the overview.
+      if (!htmx && /\btext\/html\b/.test(event.req.headers.get('accept') ?? '')) return seeOther(event, '/ui/login?next=%2Fui')
+      // htmx (the overview's polling, a button) is told to load the login page in place of the one it is on.
+      const login = htmx ? { 'hx-redirect': `/ui/login?next=${encodeURIComponent(safeNext(pathOf(event.req.headers.get('hx-current-url'))))}` } : undefined
+      throw new HTTPError({ status: 401, message: 'log in at /ui/login (or send Authorization: Bearer $ADMIN_TOKEN)', headers: login })
     }
     try {
       refuseNulInUrl(event)

@@ -2,13 +2,15 @@ import type { H3Event } from 'h3'
 import type { Clock } from '../utils/clock.ts'
 
 /**
- * Failed logins are limited per client and in all: 10 per client and 100 in all per 15 minutes. The
- * overall cap stops a guesser who rotates addresses (or X-Forwarded-For values); the bearer token keeps
- * working for scripts while the login form is locked.
+ * Failed logins are limited per client and in all: 10 per client per 15 minutes; past 100 in all, every client
+ * is slowed to one try a minute. The overall limit slows a guesser who rotates addresses without letting them
+ * lock the owner out (a client with no recent failure can always try); the bearer token keeps working for scripts.
  */
 export const LOGIN_WINDOW_MS = 15 * 60_000
 export const LOGIN_MAX_PER_CLIENT = 10
 export const LOGIN_MAX_TOTAL = 100
+/** Past LOGIN_MAX_TOTAL failures in the window: one try per client this often. */
+export const LOGIN_SLOWED_MS = 60_000
 
 export interface LoginLimiter {
   /** Milliseconds to wait before trying again, or 0 when a try is allowed. */
@@ -20,6 +22,8 @@ export interface LoginLimiter {
 interface Window {
   start: number
   failures: number
+  /** When this client last failed (epoch ms). */
+  lastFailure?: number
 }
 
 export function createLoginLimiter(clock: Clock): LoginLimiter {
@@ -35,10 +39,10 @@ export function createLoginLimiter(clock: Clock): LoginLimiter {
   return {
     retryAfterMs(client) {
       const now = clock.now()
-      const all = current(total, now)
-      if (all.failures >= LOGIN_MAX_TOTAL) return all.start + LOGIN_WINDOW_MS - now
       const mine = clients.get(client)
       if (mine && current(mine, now).failures >= LOGIN_MAX_PER_CLIENT) return mine.start + LOGIN_WINDOW_MS - now
+      const slowed = current(total, now).failures >= LOGIN_MAX_TOTAL
+      if (slowed && mine?.lastFailure !== undefined && now - mine.lastFailure < LOGIN_SLOWED_MS) return mine.lastFailure + LOGIN_SLOWED_MS - now
       return 0
     },
     recordFailure(client) {
@@ -47,6 +51,7 @@ export function createLoginLimiter(clock: Clock): LoginLimiter {
       let mine = clients.get(client)
       if (!mine) clients.set(client, (mine = { start: now, failures: 0 }))
       current(mine, now).failures++
+      mine.lastFailure = now
       // Forget quiet clients so the map cannot grow without bound.
       if (clients.size > 10_000) for (const [k, w] of clients) if (now - w.start >= LOGIN_WINDOW_MS) clients.delete(k)
     },

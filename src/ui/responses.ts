@@ -8,8 +8,18 @@ export function seeOther(event: H3Event, location: string): string {
   return ''
 }
 
-/** A local path to return to after login: only `/ui…`, never another origin (`//host`, `/\host`). */
+/**
+ * A local path to return to after login: only `/ui…`, never another origin (`//host`, `/\host`), and percent-encoded
+ * as a Location header must be (a link carrying `?q=क` would otherwise fail the login with a 500).
+ */
 export function safeNext(value: string | null | undefined): string {
   if (!value || !value.startsWith('/ui') || value.startsWith('//') || /[\\\r\n]/.test(value)) return '/ui'
-  return value
+  let url: URL
+  try {
+    url = new URL(value, 'http://switchboard.invalid')
+  } catch {
+    return '/ui'
+  }
+  const path = `${url.pathname}${url.search}${url.hash}`
+  return url.origin === 'http://switchboard.invalid' && /^\/ui(\/|\?|#|$)/.test(path) ? path : '/ui'
 }

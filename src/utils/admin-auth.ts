@@ -65,7 +65,8 @@ export function isHttps(event: H3Event): boolean {
   if (event.url.protocol === 'https:') return true
   const proto = event.req.headers.get('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase()
   if (proto === 'https') return true
-  return /(^|[;,\s])proto=https\b/i.test(event.req.headers.get('forwarded') ?? '')
+  // RFC 7239 allows the value quoted: proto="https".
+  return /(^|[;,\s])proto="?https"?(?=[;,\s]|$)/i.test(event.req.headers.get('forwarded') ?? '')
 }
 
 /** `Set-Cookie` for a session (HttpOnly, SameSite=Strict, Secure over https). */

@@ -84,6 +84,11 @@ describe('configuration', () => {
     expect(() => load({ ADMIN_TOKEN: 'short' })).toThrow(/^Invalid configuration: ADMIN_TOKEN must be at least 16 characters$/)
   })
 
+  it('ADMIN_TOKEN is trimmed: pasted with a space at either end (a Docker env-file), it still works as typed', () => {
+    expect(load({ ADMIN_TOKEN: ' test-admin-token-0123456789 \t' }).adminToken).toBe('test-admin-token-0123456789')
+    expect(() => load({ ADMIN_TOKEN: '   short    ' })).toThrow(/^Invalid configuration: ADMIN_TOKEN must be at least 16 characters$/)
+  })
+
   it('never echoes WEBHOOK_TARGETS, and shows a URL setting with its credentials masked', () => {
     const messageOf = (env: Record<string, string>) => {
       try {

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { renderBanner } from '../../src/server.ts'
 import { sameSecret } from '../../src/utils/admin-auth.ts'
-import { LOGIN_MAX_PER_CLIENT, LOGIN_WINDOW_MS } from '../../src/ui/login-limiter.ts'
+import { LOGIN_MAX_PER_CLIENT, LOGIN_MAX_TOTAL, LOGIN_SLOWED_MS, LOGIN_WINDOW_MS } from '../../src/ui/login-limiter.ts'
 import { cookieHeader, cookiesOf, login, startUiServer, TOKEN, type UiServer } from './helpers.ts'
 
 const RUN = '/admin/recipes/no-answer-followup/run?dry_run=1'
@@ -86,6 +86,19 @@ describe('access with ADMIN_TOKEN', () => {
       const res = await fetch(`${base}${path}`, { method: 'POST', redirect: 'manual' })
       expect(res.status, path).toBe(401)
     }
+    // A browser posting a form after its session expired (it asks for a page) is sent to the login instead.
+    const browserForm = await fetch(`${base}/ui/dnc/add`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { accept: 'text/html,application/xhtml+xml;q=0.9', 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'phone=%2B919876543210',
+    })
+    expect(browserForm.status).toBe(303)
+    expect(browserForm.headers.get('location')).toBe('/ui/login?next=%2Fui')
+    // htmx (the overview's polling) gets a 401 that tells it to load the login page, back to where it was.
+    const polled = await fetch(`${base}/ui/overview/live`, { headers: { 'hx-request': 'true', 'hx-current-url': `${base}/ui/events?status=dead` } })
+    expect(polled.status).toBe(401)
+    expect(polled.headers.get('hx-redirect')).toBe(`/ui/login?next=${encodeURIComponent('/ui/events?status=dead')}`)
     // Assets and the login form are public; they hold no data.
     expect((await fetch(`${base}/ui/login`)).status).toBe(200)
     expect((await fetch(`${base}/ui/assets/htmx.min.js`)).status).toBe(200)
@@ -126,6 +139,35 @@ describe('access with ADMIN_TOKEN', () => {
     expect(out.headers.getSetCookie().some((c) => c.startsWith('sb_session=;') && /Max-Age=0/.test(c))).toBe(true)
   })
 
+  it('a login link whose return path has characters outside Latin-1 logs in and returns there, percent-encoded', async () => {
+    const jar = new Map<string, string>()
+    const form = await fetch(`${base}/ui/login?next=${encodeURIComponent('/ui/mail?q=क')}`)
+    cookiesOf(form, jar)
+    const nonce = /name="_login" value="([^"]+)"/.exec(await form.text())![1]!
+    const res = await fetch(`${base}/ui/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookieHeader(jar) },
+      body: new URLSearchParams({ _login: nonce, token: TOKEN, next: '/ui/mail?q=क' }).toString(),
+    })
+    expect(res.status).toBe(303)
+    expect(res.headers.get('location')).toBe('/ui/mail?q=%E0%A4%95')
+    expect(res.headers.getSetCookie().some((c) => c.startsWith('sb_session='))).toBe(true)
+    cookiesOf(res, jar)
+    const signedIn = await fetch(`${base}/ui/login?next=${encodeURIComponent('/ui/mail?q=क')}`, { headers: { cookie: cookieHeader(jar) }, redirect: 'manual' })
+    expect(signedIn.status).toBe(303)
+    expect(signedIn.headers.get('location')).toBe('/ui/mail?q=%E0%A4%95')
+  })
+
+  it('behind a proxy that says https, in Forwarded quoted or not, or X-Forwarded-Proto, the session cookie is Secure', async () => {
+    for (const headers of [{ forwarded: 'for=203.0.113.9;proto="https"' }, { forwarded: 'for=203.0.113.9;proto=https' }, { 'x-forwarded-proto': 'https' }]) {
+      const { res } = await login(base, TOKEN, headers)
+      expect(res.headers.getSetCookie().find((c) => c.startsWith('sb_session=')), JSON.stringify(headers)).toMatch(/; Secure/)
+    }
+    const { res } = await login(base, TOKEN, { forwarded: 'for=203.0.113.9;proto="http"' })
+    expect(res.headers.getSetCookie().find((c) => c.startsWith('sb_session='))).not.toMatch(/Secure/)
+  })
+
   it('sessions expire with the clock', async () => {
     const { jar } = await login(base)
     await ui.clock.advance(12 * 60 * 60 * 1000 + 1)
@@ -144,7 +186,7 @@ describe('access with ADMIN_TOKEN', () => {
     expect(res.headers.getSetCookie().some((c) => c.startsWith('sb_session='))).toBe(false)
   })
 
-  it('failed logins are rate-limited per client on the injected clock', async () => {
+  it('failed logins are rate-limited per client, and slowed (never locked) for all past the overall limit, on the injected clock', async () => {
     const attempt = async (token: string, client: string) => {
       const jar = new Map<string, string>()
       const form = await fetch(`${base}/ui/login`)
@@ -166,6 +208,20 @@ describe('access with ADMIN_TOKEN', () => {
     expect((await attempt(TOKEN, '198.51.100.2')).status).toBe(303)
     await ui.clock.advance(LOGIN_WINDOW_MS)
     expect((await attempt(TOKEN, '198.51.100.1')).status).toBe(303)
+
+    // A guesser rotating addresses past the overall limit slows every client to one try a minute; it cannot lock
+    // the owner out.
+    for (let c = 0; c < LOGIN_MAX_TOTAL / LOGIN_MAX_PER_CLIENT; c++) {
+      for (let i = 0; i < LOGIN_MAX_PER_CLIENT; i++) expect((await attempt('wrong-token-guess', `203.0.113.${c}`)).status).toBe(401)
+    }
+    expect((await attempt('wrong-token-typo', '198.51.100.3')).status).toBe(401)
+    const slowed = await attempt(TOKEN, '198.51.100.3')
+    expect(slowed.status).toBe(429)
+    expect(Number(slowed.headers.get('retry-after'))).toBeLessThanOrEqual(LOGIN_SLOWED_MS / 1000)
+    expect((await attempt(TOKEN, '198.51.100.4')).status).toBe(303)
+    await ui.clock.advance(LOGIN_SLOWED_MS)
+    expect((await attempt(TOKEN, '198.51.100.3')).status).toBe(303)
+    await ui.clock.advance(LOGIN_WINDOW_MS)
   })
 
   it('pages carry a CSP without inline scripts; the session secret never appears in a page', async () => {
