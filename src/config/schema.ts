@@ -95,10 +95,17 @@ export const webhookTargetSchema = z.discriminatedUnion('scheme', [
     scheme: z.literal('hmac'),
     secrets: secretList.default([]),
     header: z.string().min(1).transform((h) => h.toLowerCase()),
-    prefix: z.string().default(''),
+    // A comma or a space separates several signatures in the header, so a prefix holding one could never match.
+    prefix: z
+      .string()
+      .regex(/^[^\s,]*$/, { error: 'must not contain a comma or a space: they separate signatures in the header (for "v1,<base64>" signatures use scheme "standard")' })
+      .default(''),
     encoding: z.enum(['hex', 'base64']).default('hex'),
     algorithm: z.enum(['sha256', 'sha1', 'sha512']).default('sha256'),
     timestampHeader: z.string().transform((h) => h.toLowerCase()).optional(),
+    /** Where the sender puts the delivery's id and type when its body has no `event_id`/`event_type` (GitHub: X-GitHub-Delivery, X-GitHub-Event). */
+    idHeader: z.string().min(1).transform((h) => h.toLowerCase()).optional(),
+    typeHeader: z.string().min(1).transform((h) => h.toLowerCase()).optional(),
   }),
 ])
 export type WebhookTargetConfig = z.infer<typeof webhookTargetSchema>

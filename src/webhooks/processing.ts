@@ -323,7 +323,8 @@ export async function replayEvent(rt: Runtime, eventId: string): Promise<Process
 }
 
 /**
- * Puts one event back in the queue (status pending, attempts reset) for the running service's worker to
+ * Puts one event back in the queue (status pending, attempts reset; a dead one's to one short of the limit, so that
+ * failing again it is dead again) for the running service's worker to
  * process with every hook that service registered. Returns false when there is no such event (or, with
  * `onlyStatuses`, when it is no longer in one of them). An event a worker holds a live claim on is left to it:
  * taking it over would run its hooks twice and drop the worker's outcome (EventBusyError).
@@ -333,7 +334,16 @@ export async function requeueEvent(rt: Runtime, eventId: string, options: { only
   let update = rt.store.db
     .updateTable('webhook_events')
     // Due at once for every replica, whatever the skew between this process's clock and theirs.
-    .set({ status: 'pending', attempts: 0, next_attempt_at: 0, claimed_by: null, claimed_until: null, last_error: null })
+    // A dead event gets one attempt: failing again, it goes back to dead rather than into a retry loop nobody asked
+    // for, as a replay run at once does. Any other keeps its automatic retries.
+    .set((eb) => ({
+      status: 'pending',
+      attempts: eb.case().when('status', '=', 'dead').then(Math.max(0, rt.config.webhook.maxAttempts - 1)).else(0).end(),
+      next_attempt_at: 0,
+      claimed_by: null,
+      claimed_until: null,
+      last_error: null,
+    }))
     .where('event_id', '=', eventId)
     .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
   if (options.onlyStatuses) update = update.where('status', 'in', [...options.onlyStatuses])

@@ -87,7 +87,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
 function firstId(max: number, ...candidates: unknown[]): IdCheck {
   for (const c of candidates) {
     const check = checkId(c, max)
-    if (check.ok || check.problem === 'too_long') return check
+    if (check.ok || check.problem !== 'missing') return check
   }
   return { ok: false, problem: 'missing' }
 }
@@ -156,15 +156,27 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   // The dedupe key. On a Standard Webhooks target the signed `webhook-id` comes before the unsigned
   // X-FormantAI-Event-Id: a captured delivery re-sent within the tolerance with another unsigned id must
   // still be the same event.
+  // An hmac target names the headers its sender puts them in (GitHub: X-GitHub-Delivery / X-GitHub-Event).
   const idCheck =
     target.scheme === 'standard'
       ? firstId(MAX_EVENT_ID_LENGTH, parsed.event_id, headers.get('webhook-id'), headers.get('x-formantai-event-id'))
-      : firstId(MAX_EVENT_ID_LENGTH, parsed.event_id, headers.get('x-formantai-event-id'))
+      : firstId(MAX_EVENT_ID_LENGTH, parsed.event_id, target.scheme === 'hmac' && target.idHeader ? headers.get(target.idHeader) : undefined, headers.get('x-formantai-event-id'))
   if (!idCheck.ok && idCheck.problem === 'too_long') {
     return reject(400, 'event_id_too_long', 'invalid_request', `event id is longer than ${MAX_EVENT_ID_LENGTH} characters`)
   }
+  if (!idCheck.ok && idCheck.problem === 'imprecise') {
+    return reject(400, 'event_id_imprecise', 'invalid_request', 'event id is a number JSON cannot carry exactly (not a whole number below 2^53): send it as a string')
+  }
   if (!idCheck.ok) return reject(400, 'missing_event_id', 'invalid_request', 'event id missing: send event_id in the body or an X-FormantAI-Event-Id header')
-  const typeCheck = firstId(MAX_EVENT_TYPE_LENGTH, parsed.event_type, headers.get('x-formantai-event-type'), target.scheme === 'standard' ? parsed.type : undefined)
+  // The body (signed on every scheme) before any header; a Standard Webhooks body says its type in `type`.
+  const typeCheck = firstId(
+    MAX_EVENT_TYPE_LENGTH,
+    parsed.event_type,
+    target.scheme === 'standard' ? parsed.type : undefined,
+    target.scheme === 'hmac' && target.typeHeader ? headers.get(target.typeHeader) : undefined,
+    headers.get('x-formantai-event-type'),
+  )
+  if (!typeCheck.ok && typeCheck.problem === 'imprecise') return reject(400, 'invalid_event_type', 'invalid_request', 'event type must be text')
   if (!typeCheck.ok && typeCheck.problem === 'too_long') {
     return reject(400, 'event_type_too_long', 'invalid_request', `event type is longer than ${MAX_EVENT_TYPE_LENGTH} characters`)
   }

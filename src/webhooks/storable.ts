@@ -19,22 +19,33 @@ export function containsNul(rawJson: string, parsed: unknown): boolean {
   // that text — all of them, in practice — skip the walk. "\\u0000" (an escaped backslash) also matches
   // here, which is why the walk decides.
   if (!rawJson.includes('\\u0000')) return false
-  const walk = (value: unknown): boolean => {
-    if (typeof value === 'string') return value.includes('\u0000')
-    if (Array.isArray(value)) return value.some(walk)
-    if (value !== null && typeof value === 'object') {
-      for (const [key, child] of Object.entries(value)) if (key.includes('\u0000') || walk(child)) return true
+  // A loop over a stack, not recursion: a signed body nested 100,000 deep must be a 400, not a stack overflow (500).
+  const stack: unknown[] = [parsed]
+  while (stack.length > 0) {
+    const value = stack.pop()
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) return true
+    } else if (Array.isArray(value)) {
+      for (const item of value) stack.push(item)
+    } else if (value !== null && typeof value === 'object') {
+      for (const [key, child] of Object.entries(value)) {
+        if (key.includes('\u0000')) return true
+        stack.push(child)
+      }
     }
-    return false
   }
-  return walk(parsed)
+  return false
 }
 
-export type IdCheck = { ok: true; value: string } | { ok: false; problem: 'missing' | 'too_long' }
+export type IdCheck = { ok: true; value: string } | { ok: false; problem: 'missing' | 'too_long' | 'imprecise' }
 
-/** An id from the body or a header: a non-blank string (or a finite number) of at most `max` characters. */
+/**
+ * An id from the body or a header: a non-blank string, or a whole number JSON carries exactly (below 2^53), of at
+ * most `max` characters. A larger number has already lost digits (1234567890123456789 reads as …800): two events
+ * would share an id, so it is refused rather than stored as the other's duplicate.
+ */
 export function checkId(value: unknown, max: number): IdCheck {
-  if (typeof value === 'number' && Number.isFinite(value)) return { ok: true, value: String(value) }
+  if (typeof value === 'number') return Number.isSafeInteger(value) ? { ok: true, value: String(value) } : { ok: false, problem: 'imprecise' }
   if (typeof value !== 'string' || value.trim() === '') return { ok: false, problem: 'missing' }
   if (value.length > max) return { ok: false, problem: 'too_long' }
   return { ok: true, value }

@@ -67,6 +67,14 @@ export function parseUnixSeconds(text: string | undefined): number | undefined {
   return Number(text.trim())
 }
 
+/**
+ * The timestamp rule every scheme shares: with the check on (a tolerance above 0) the header is required and within
+ * the tolerance; with it off (0) it is not required, and read when present.
+ */
+function timestampRule(raw: string | undefined, options: VerifyOptions, headerName: string): VerifyResult {
+  return options.toleranceSeconds > 0 ? checkTimestamp(raw, options, headerName) : { ok: true, timestamp: parseUnixSeconds(raw) }
+}
+
 function checkTimestamp(raw: string | undefined, options: VerifyOptions, headerName: string): VerifyResult {
   if (raw === undefined || raw.trim() === '') {
     return { ok: false, reason: 'missing_timestamp', message: `missing ${headerName} header` }
@@ -106,15 +114,14 @@ export function verifyFormant(req: SignedRequest, secrets: string[], options: Ve
   const tsHeader = req.header('x-formantai-timestamp')
   if (secrets.length === 0) {
     if (!options.allowUnsigned) return { ok: false, reason: 'no_secret', message: 'this target has no secret configured' }
-    return options.toleranceSeconds > 0 && tsHeader !== undefined ? checkTimestamp(tsHeader, options, 'X-FormantAI-Timestamp') : { ok: true, timestamp: parseUnixSeconds(tsHeader) }
+    return timestampRule(tsHeader, options, 'X-FormantAI-Timestamp')
   }
   const header = req.header('x-formantai-signature')
   if (!header || !header.trim()) return { ok: false, reason: 'missing_signature', message: 'missing X-FormantAI-Signature header' }
   const candidates = splitSignatures(header).map((s) => (s.startsWith('sha256=') ? decodeHex(s.slice('sha256='.length)) : undefined))
   const expected = secrets.map((secret) => hmac('sha256', secret, req.body))
   if (!anyMatch(expected, candidates)) return { ok: false, reason: 'invalid_signature', message: 'signature does not match' }
-  if (options.toleranceSeconds === 0) return { ok: true, timestamp: parseUnixSeconds(tsHeader) }
-  return checkTimestamp(tsHeader, options, 'X-FormantAI-Timestamp')
+  return timestampRule(tsHeader, options, 'X-FormantAI-Timestamp')
 }
 
 /** Standard Webhooks keys: `whsec_` + base64 of the key bytes. */
@@ -131,7 +138,7 @@ export function verifyStandard(req: SignedRequest, secrets: string[], options: V
   const id = req.header('webhook-id')
   const ts = req.header('webhook-timestamp')
   if (secrets.length === 0 && options.allowUnsigned) {
-    return ts !== undefined ? checkTimestamp(ts, options, 'webhook-timestamp') : { ok: true, timestamp: undefined }
+    return timestampRule(ts, options, 'webhook-timestamp')
   }
   if (secrets.length === 0) return { ok: false, reason: 'no_secret', message: 'this target has no secret configured' }
   const header = req.header('webhook-signature')
@@ -155,13 +162,12 @@ export type HmacTarget = Extract<WebhookTargetConfig, { scheme: 'hmac' }>
 
 /**
  * A generic HMAC over the raw body: the configured header carries `<prefix><digest>` (hex or base64).
- * With `timestampHeader` set, that header is required and checked against the tolerance (it is not part
- * of the signed content).
+ * With `timestampHeader` set, that header is required and checked against the tolerance while the check is on
+ * (it is not part of the signed content).
  */
 export function verifyHmac(req: SignedRequest, target: HmacTarget, options: VerifyOptions): VerifyResult {
   const tsHeader = target.timestampHeader ? req.header(target.timestampHeader) : undefined
-  const timeCheck = (): VerifyResult =>
-    target.timestampHeader ? checkTimestamp(tsHeader, options, target.timestampHeader) : { ok: true, timestamp: undefined }
+  const timeCheck = (): VerifyResult => (target.timestampHeader ? timestampRule(tsHeader, options, target.timestampHeader) : { ok: true, timestamp: undefined })
   if (target.secrets.length === 0) {
     if (!options.allowUnsigned) return { ok: false, reason: 'no_secret', message: 'this target has no secret configured' }
     return timeCheck()

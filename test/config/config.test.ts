@@ -67,6 +67,10 @@ describe('configuration', () => {
     [{ VOICE_API_KEY: 'k' }, /^Invalid configuration: WEBHOOK_SECRET is required when VOICE_API_KEY is set/],
     [{ WEBHOOK_TARGETS: '{"crm":{"scheme":"standard"}}' }, /^Invalid configuration: WEBHOOK_TARGETS target "crm" has no secret/],
     [{ WEBHOOK_TARGETS: 'not json' }, /^Invalid configuration: WEBHOOK_TARGETS must be a JSON object/],
+    [
+      { WEBHOOK_TARGETS: '{"svix":{"scheme":"hmac","secrets":"s","header":"X-Sig","prefix":"v1,"}}' },
+      /^Invalid configuration: WEBHOOK_TARGETS must not contain a comma or a space: they separate signatures in the header \(for "v1,<base64>" signatures use scheme "standard"\) at svix\.prefix$/,
+    ],
     [{ DEFAULT_COUNTRY: 'India' }, /^Invalid configuration: DEFAULT_COUNTRY must be a two-letter country code/],
   ])('refuses %o with one line naming the variable', (env, message) => {
     let error: unknown

@@ -160,7 +160,7 @@ describe('access with ADMIN_TOKEN', () => {
   })
 
   it('behind a proxy that says https, in Forwarded quoted or not, or X-Forwarded-Proto, the session cookie is Secure', async () => {
-    for (const headers of [{ forwarded: 'for=203.0.113.9;proto="https"' }, { forwarded: 'for=203.0.113.9;proto=https' }, { 'x-forwarded-proto': 'https' }]) {
+    for (const headers of [{ forwarded: 'for=203.0.113.9;proto="https"' }, { forwarded: 'for=203.0.113.9;proto=https' }, { 'x-forwarded-proto': 'https' }] as Record<string, string>[]) {
       const { res } = await login(base, TOKEN, headers)
       expect(res.headers.getSetCookie().find((c) => c.startsWith('sb_session=')), JSON.stringify(headers)).toMatch(/; Secure/)
     }

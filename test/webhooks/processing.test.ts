@@ -6,6 +6,7 @@ import {
   acquireLease,
   drainDue,
   replayEvent,
+  requeueEvent,
   getConversation,
   reconcile,
   listConversations,
@@ -207,6 +208,12 @@ describeEachDialect('webhook processing', (dialect) => {
     expect(await statusOf(h, failed.event_id)).toBe('failed')
     expect(await replayEvent(h.rt, dead.event_id)).toMatchObject({ status: 'dead', attempts: 1 })
     expect(await statusOf(h, dead.event_id)).toBe('dead')
+    // Queued for the workers instead (`events replay`, "Replay all dead", a receiver-only replica): the same outcomes.
+    await h.rt.store.db.updateTable('webhook_events').set({ status: 'failed', attempts: 2, next_attempt_at: h.clock.now() + 60_000 }).where('event_id', '=', failed.event_id).execute()
+    for (const e of [failed, dead]) expect(await requeueEvent(h.rt, e.event_id)).toBe(true)
+    const outcomes = await drainDue(h.rt)
+    expect(outcomes.find((o) => o.eventId === failed.event_id)).toMatchObject({ status: 'failed', attempts: 1 })
+    expect(outcomes.find((o) => o.eventId === dead.event_id)).toMatchObject({ status: 'dead', attempts: 3 })
   })
 
   it('a payload processing cannot understand is dead at once, without retries', async () => {

@@ -92,6 +92,21 @@ describeEachDialect('webhook receiver', (dialect) => {
       const numeric = await h.send({ ...makeEvent(), event_id: 4242 as unknown as string })
       expect(numeric.status).toBe(204)
       expect(await drainDue(h.rt)).toEqual([expect.objectContaining({ eventId: '4242', status: 'processed' })])
+      // One JSON cannot carry exactly (past 2^53) has lost digits: refused, not stored as another event's duplicate.
+      const signedPost = (body: string) => h.post(body, { 'x-formantai-signature': signFormant(body, SECRET), 'x-formantai-timestamp': String(h.clock.now() / 1000) })
+      for (const id of ['1234567890123456789', '1234567890123456788', '1.5']) {
+        const body = JSON.stringify({ ...makeEvent(), event_id: 0 }).replace('"event_id":0', `"event_id":${id}`)
+        expect(await expectError(await signedPost(body), 400, 'invalid_request')).toMatch(/send it as a string/)
+      }
+      expect(await countEvents(h.rt)).toBe(2)
+    })
+
+    it('a signed body nested 100,000 deep with an escaped NUL in it is a 400, not a stack overflow', async () => {
+      h = await createHarness(dialect)
+      const depth = 100_000
+      const body = `{"event_id":"evt_deep","event_type":"call.completed","x":${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)}}`
+      const res = await h.post(body, { 'x-formantai-signature': signFormant(body, SECRET), 'x-formantai-timestamp': String(h.clock.now() / 1000) })
+      expect(await expectError(res, 400, 'invalid_request')).toMatch(/NUL/)
     })
 
     it('400 for a body that is not a JSON object, or has no event id or type', async () => {
@@ -328,7 +343,7 @@ describeEachDialect('webhook receiver', (dialect) => {
     const stdSecret = `whsec_${randomBytes(32).toString('base64')}`
     const targets = JSON.stringify({
       std: { scheme: 'standard', secrets: stdSecret },
-      gh: { scheme: 'hmac', secrets: 'gh-secret', header: 'X-Hub-Signature-256', prefix: 'sha256=', encoding: 'hex' },
+      gh: { scheme: 'hmac', secrets: 'gh-secret', header: 'X-Hub-Signature-256', prefix: 'sha256=', encoding: 'hex', idHeader: 'X-GitHub-Delivery', typeHeader: 'X-GitHub-Event' },
       b64: { scheme: 'hmac', secrets: 'b64-secret', header: 'X-Sig', encoding: 'base64', algorithm: 'sha512', timestampHeader: 'X-Sig-Time' },
     })
 
@@ -375,11 +390,39 @@ describeEachDialect('webhook receiver', (dialect) => {
       await expectError(await h.post(body2, { 'x-sig': b64, 'x-sig-time': String(h.clock.now() / 1000 - 400) }, 'b64'), 401, 'authentication_error')
       expect((await h.post(body2, { 'x-sig': b64, 'x-sig-time': now }, 'b64')).status).toBe(204)
       expect(await countEvents(h.rt)).toBe(2)
+
+      // A GitHub-shaped delivery: no event_id or event_type in the body, they come in the headers the target names.
+      const github = JSON.stringify({ action: 'opened', issue: { number: 1 } })
+      const signature = `sha256=${createHmac('sha256', 'gh-secret').update(github).digest('hex')}`
+      expect((await h.post(github, { 'x-hub-signature-256': signature, 'x-github-delivery': '72d3162e-cc78-11e3', 'x-github-event': 'issues' }, 'gh')).status).toBe(204)
+      const row = await h.rt.store.db.selectFrom('webhook_events').select(['event_id', 'event_type', 'target']).where('target', '=', 'gh').where('event_id', '=', '72d3162e-cc78-11e3').executeTakeFirstOrThrow()
+      expect(row).toEqual({ event_id: '72d3162e-cc78-11e3', event_type: 'issues', target: 'gh' })
+    })
+
+    it('a Standard Webhooks body\'s signed type wins over an unsigned X-FormantAI-Event-Type header', async () => {
+      h = await createHarness(dialect, { WEBHOOK_TARGETS: targets })
+      const body = JSON.stringify({ type: 'contact.updated', data: { id: 1 } })
+      const ts = h.clock.now() / 1000
+      const headers = { 'webhook-id': 'msg_9', 'webhook-timestamp': String(ts), 'webhook-signature': signStandard('msg_9', ts, body, stdSecret), 'x-formantai-event-type': 'contact.deleted' }
+      expect((await h.post(body, headers, 'std')).status).toBe(204)
+      expect(await h.rt.store.db.selectFrom('webhook_events').select(['event_id', 'event_type']).executeTakeFirstOrThrow()).toEqual({ event_id: 'msg_9', event_type: 'contact.updated' })
+    })
+
+    it('one timestamp rule on every scheme: required while the check is on, not required with WEBHOOK_TOLERANCE_SECONDS=0', async () => {
+      h = await createHarness(dialect, { WEBHOOK_TOLERANCE_SECONDS: '0', WEBHOOK_TARGETS: targets })
+      const body = JSON.stringify(makeEvent())
+      const b64 = createHmac('sha512', 'b64-secret').update(body).digest('base64')
+      expect((await h.post(body, { 'x-sig': b64 }, 'b64')).status).toBe(204)
+      await h.close()
+      h = await createHarness(dialect, { WEBHOOK_ALLOW_UNSIGNED: 'true', WEBHOOK_TARGETS: JSON.stringify({ open: { scheme: 'formant' } }) })
+      const unsigned = JSON.stringify(makeEvent())
+      expect(await expectError(await h.post(unsigned, {}, 'open'), 401, 'authentication_error')).toMatch(/missing X-FormantAI-Timestamp/)
+      expect((await h.post(unsigned, { 'x-formantai-timestamp': String(h.clock.now() / 1000) }, 'open')).status).toBe(204)
     })
 
     it('an unsigned target is served only with WEBHOOK_ALLOW_UNSIGNED=true', async () => {
       h = await createHarness(dialect, { WEBHOOK_ALLOW_UNSIGNED: 'true', WEBHOOK_TARGETS: JSON.stringify({ open: { scheme: 'formant' } }) })
-      expect((await h.post(JSON.stringify(makeEvent()), {}, 'open')).status).toBe(204)
+      expect((await h.post(JSON.stringify(makeEvent()), { 'x-formantai-timestamp': String(h.clock.now() / 1000) }, 'open')).status).toBe(204)
     })
   })
 
