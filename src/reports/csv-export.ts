@@ -1,4 +1,3 @@
-import { stringify } from 'csv-stringify/sync'
 import type { DailyReport } from './build-report.ts'
 import { createLocalTimeFormatter } from './day-range.ts'
 import { csvCell } from './csv-cell.ts'
@@ -21,9 +20,9 @@ export function renderCsv(report: DailyReport): string {
   const time = createLocalTimeFormatter(report.timezone)
   const header = [...CSV_COLUMNS, ...keys.map((k) => `result.${k}`)]
   const keyIndex = new Map(keys.map((k, i) => [k, CSV_COLUMNS.length + i]))
-  // The header through csv-stringify (BOM and all); each row is then joined by hand from cells quoted the
-  // same way (see csvCell), in chunks so no 13 MB of row arrays is ever alive at once.
-  const parts: string[] = [stringify([header.map(neutraliseCell)], { bom: true, record_delimiter: 'windows' })]
+  // The header (a BOM first) and each row joined by hand from quoted cells (see csvCell: a results key with a line
+  // break in it stays one cell), in chunks so no 13 MB of row arrays is ever alive at once.
+  const parts: string[] = [`\uFEFF${header.map((h) => csvCell(neutraliseCell(h))).join(',')}\r\n`]
   const CHUNK = 5000
   const rec: string[] = new Array<string>(header.length)
   for (let start = 0; start < report.conversations.length; start += CHUNK) {

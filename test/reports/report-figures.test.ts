@@ -3,7 +3,8 @@ import { buildDailyReport, dayRange, renderDailyReport } from '../../src/reports
 import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { metrics, startBatchProvider } from './fake-provider.ts'
-import { DAY, DAY_END, DAY_START, EXPECTED, IN_DAY, seedKnownDay, TZ } from './seed.ts'
+import { DAY, DAY_END, DAY_START, EXPECTED, IN_DAY, insertConversations, seedKnownDay, TZ } from './seed.ts'
+import { parse } from 'csv-parse/sync'
 
 const statusCounts = (items: Array<{ value: string; count: number }>) => Object.fromEntries(items.map((i) => [i.value, i.count]))
 
@@ -138,5 +139,27 @@ describe('formula neutralisation', () => {
     const { neutraliseCell } = await import('../../src/reports/index.ts')
     for (const v of ['=1+1', '+91 98', '-2', '@SUM(A1)', '\t=1', '\r=1', '＝1', '＋1', '－1', '＠x']) expect(neutraliseCell(v)).toBe(`'${v}`)
     for (const v of ['', 'ok', ' =1', "'=1", '1-2', 'a=b', '91']) expect(neutraliseCell(v)).toBe(v)
+  })
+})
+
+describe('the conversations CSV', () => {
+  let rt: TestRuntime | undefined
+  afterEach(async () => {
+    await rt?.close()
+    rt = undefined
+  })
+
+  it('keeps a results key with a line break in it one header cell: no row, no formula smuggled in', async () => {
+    rt = await createTestRuntime({ env: { VOICE_API_KEY: 'sk_live_report', VOICE_API_BASE_URL: 'http://127.0.0.1:9' } })
+    await insertConversations(rt, [
+      { conversation_id: 'c1', agent_id: 101, contact_number: '+919800000001', status: 'completed', duration_seconds: 5, ended_at: DAY_START + 3_600_000, trace_id: 't1', results: { 'note\n=1+1': 'v', '=cmd': 'w' } },
+    ])
+    const csv = renderDailyReport(await buildDailyReport(rt, { date: DAY, timezone: TZ })).csv
+    expect(csv.startsWith('\uFEFFconversation_id,')).toBe(true)
+    const records = parse(csv, { bom: true }) as string[][]
+    expect(records).toHaveLength(2)
+    expect(records[0]!.slice(-2)).toEqual(["result.=cmd", 'result.note\n=1+1'])
+    expect(records[1]!.slice(-2)).toEqual(['w', 'v'])
+    expect(csv.split('\r\n').some((line) => line.startsWith('='))).toBe(false)
   })
 })
