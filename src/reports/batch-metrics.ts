@@ -15,11 +15,20 @@ export interface ReportBatch {
 }
 
 export type BatchSection =
-  | { available: true; batches: ReportBatch[]; truncated: boolean }
+  | {
+      available: true
+      batches: ReportBatch[]
+      /** More of the day's batches were found than are shown (MAX_METRICS). */
+      truncated: boolean
+      /** The search stopped at the provider's newest SEARCHED_BATCHES: older ones may belong to the day too. */
+      searchCut: boolean
+    }
   | { available: false; error: string; batches: ReportBatch[] }
 
 const PAGE = 100
 const MAX_PAGES = 10
+/** How many of the provider's batches, newest first, a report searches. */
+export const SEARCHED_BATCHES = PAGE * MAX_PAGES
 const MAX_METRICS = 25
 
 function inDay(iso: string | null | undefined, range: Pick<DayRange, 'startMs' | 'endMs'>): boolean {
@@ -35,11 +44,11 @@ function inDay(iso: string | null | undefined, range: Pick<DayRange, 'startMs' |
 export async function loadBatchSection(rt: Runtime, range: Pick<DayRange, 'startMs' | 'endMs'>): Promise<BatchSection> {
   const client = rt.workspaceClient({ retry: { retries: 0 }, timeoutMs: Math.min(rt.config.upstreamTimeoutMs, 10_000) })
   const found: BatchCall[] = []
-  let truncated = false
+  let searchCut = false
   try {
     for (let page = 0; ; page++) {
       if (page >= MAX_PAGES) {
-        truncated = true
+        searchCut = true
         break
       }
       const list = await client.listBatches({ limit: PAGE, offset: page * PAGE })
@@ -49,7 +58,7 @@ export async function loadBatchSection(rt: Runtime, range: Pick<DayRange, 'start
   } catch (error) {
     return { available: false, error: `provider unreachable: ${(error as Error).message}`, batches: [] }
   }
-  if (found.length > MAX_METRICS) truncated = true
+  const truncated = found.length > MAX_METRICS
   const batches: ReportBatch[] = []
   for (const b of found.slice(0, MAX_METRICS)) {
     let metrics: BatchMetrics | null = null
@@ -70,5 +79,5 @@ export async function loadBatchSection(rt: Runtime, range: Pick<DayRange, 'start
       metricsError,
     })
   }
-  return { available: true, batches, truncated }
+  return { available: true, batches, truncated, searchCut }
 }

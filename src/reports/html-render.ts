@@ -1,4 +1,5 @@
 import type { DailyReport } from './build-report.ts'
+import { SEARCHED_BATCHES } from './batch-metrics.ts'
 import type { CountItem, Figures } from './figures.ts'
 import { fmtDelta, fmtInt, fmtPct, fmtSeconds, fmtSecondsShort, subjectFor } from './format.ts'
 import { escapeHtml as e } from './html-escape.ts'
@@ -159,7 +160,9 @@ function followUpSection(report: DailyReport): string {
 function batchSection(report: DailyReport): string {
   const b = report.batches
   if (!b.available) return section('Batches (provider)', note(`Batch metrics are unavailable: ${e(b.error)}. The rest of this report comes from switchboard's own records.`))
-  if (b.batches.length === 0) return section('Batches (provider)', note('No batch was created or scheduled that day.'))
+  // Never "none" when the search stopped short: the day's batches may be older than the ones searched.
+  const cut = `Only the provider's newest ${fmtInt(SEARCHED_BATCHES)} batches were searched; older ones may belong to this day too.`
+  if (b.batches.length === 0) return section('Batches (provider)', note(b.searchCut ? `No batch of that day was found. ${cut}` : 'No batch was created or scheduled that day.'))
   const rows = b.batches
     .map((x) => {
       const m = x.metrics
@@ -171,7 +174,7 @@ function batchSection(report: DailyReport): string {
 <div style="color:${MUTED};font-size:12px;line-height:17px">${figures}</div></td></tr>`
     })
     .join('\n')
-  const more = b.truncated ? note('More batches exist; only the first are shown.') : ''
+  const more = `${b.truncated ? note('More batches exist; only the first are shown.') : ''}${b.searchCut ? note(cut) : ''}`
   return section('Batches (provider)', `<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="border-collapse:collapse;width:100%">${rows}</table>${more}`)
 }
 

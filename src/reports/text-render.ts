@@ -1,4 +1,5 @@
 import type { DailyReport } from './build-report.ts'
+import { SEARCHED_BATCHES } from './batch-metrics.ts'
 import type { CountItem, Figures } from './figures.ts'
 import { fmtDelta, fmtInt, fmtPct, fmtSeconds, subjectFor } from './format.ts'
 
@@ -44,7 +45,7 @@ export function renderText(report: DailyReport): string {
   const batches = !b.available
     ? [`Batches (provider): unavailable — ${b.error}`]
     : b.batches.length === 0
-      ? ['Batches (provider): none created or scheduled that day.']
+      ? [b.searchCut ? `Batches (provider): none of that day found; only the provider's newest ${fmtInt(SEARCHED_BATCHES)} were searched, older ones may belong to it too.` : 'Batches (provider): none created or scheduled that day.']
       : [
           'Batches (provider):',
           ...b.batches.map((x) =>
@@ -53,6 +54,7 @@ export function renderText(report: DailyReport): string {
               : `  ${x.name} (#${x.id}): metrics unavailable — ${x.metricsError ?? 'unknown'}`,
           ),
           ...(b.truncated ? ['  (more batches exist; only the first are shown)'] : []),
+          ...(b.searchCut ? [`  (only the provider's newest ${fmtInt(SEARCHED_BATCHES)} batches were searched; older ones may belong to this day too)`] : []),
         ]
   const w = report.webhooks
   const rejected = w.rejected === null ? '—' : fmtInt(Object.values(w.rejected).reduce((s, n) => s + n, 0))

@@ -108,6 +108,26 @@ describeEachDialect('daily report figures', (dialect) => {
     expect(rendered.html).not.toMatch(/<script|<img|<link|url\(|src=|@import/i)
   })
 
+  it('never says "no batch" when the search stopped at the provider\'s newest 1,000 batches', async () => {
+    const newer = Array.from({ length: 1050 }, (_, i) => ({
+      batch: { id: i + 1, name: `newer-${i}`, agent_id: 101, status: 'completed', total_recipients: 5, created_at: '2026-12-15T10:00:00+05:30' },
+      metrics: metrics({}),
+    }))
+    const provider = await startBatchProvider(newer, 'sk_live_report')
+    try {
+      rt = await createTestRuntime({ dialect, env: { VOICE_API_KEY: 'sk_live_report', VOICE_API_BASE_URL: provider.url } })
+      await seedKnownDay(rt)
+      const report = await buildDailyReport(rt, { date: DAY, timezone: TZ })
+      expect(report.batches).toMatchObject({ available: true, batches: [], searchCut: true })
+      const rendered = renderDailyReport(report)
+      expect(rendered.text).toContain("Batches (provider): none of that day found; only the provider's newest 1,000 were searched, older ones may belong to it too.")
+      expect(rendered.html).not.toContain('No batch was created or scheduled that day.')
+      expect(rendered.html).toContain("No batch of that day was found. Only the provider's newest 1,000 batches were searched")
+    } finally {
+      await provider.close()
+    }
+  })
+
   it('says so when the provider is unreachable, and still reports the rest', async () => {
     // A port nobody listens on.
     rt = await createTestRuntime({ dialect, env: { VOICE_API_KEY: 'sk_live_report', VOICE_API_BASE_URL: 'http://127.0.0.1:9' } })
