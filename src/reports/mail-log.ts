@@ -34,6 +34,8 @@ export async function insertMailLog(
     nextAttemptAt?: number | null
     /** The process that makes the first attempt right away. */
     claim?: { by: string; until: number }
+    /** Settled already (the outbox's .eml written, or not): `queued` when absent. */
+    settled?: { status: 'written' | 'failed'; error: string | null }
   },
 ): Promise<void> {
   const now = rt.clock.now()
@@ -44,9 +46,9 @@ export async function insertMailLog(
       message_id: entry.messageId ?? null,
       recipients: entry.recipients.join(', '),
       subject: entry.subject,
-      status: 'queued',
-      attempts: 0,
-      error: null,
+      status: entry.settled?.status ?? 'queued',
+      attempts: entry.settled ? 1 : 0,
+      error: entry.settled?.error ?? null,
       created_at: now,
       updated_at: now,
       raw: entry.raw ?? null,

@@ -1,7 +1,7 @@
 import type { Runtime } from '../runtime.ts'
 import type { Effects } from '../effects.ts'
 import { composeMail, type MailMessage } from './compose-mail.ts'
-import { insertMailLog, updateMailLog, type MailStatus } from './mail-log.ts'
+import { insertMailLog, type MailStatus } from './mail-log.ts'
 import { mailMetrics } from './mail-metrics.ts'
 import { MAIL_CLAIM_MS, deliverQueued, describeMailError, type RefusedRecipients } from './mail-outbox.ts'
 import { writeOutboxMessage } from './outbox.ts'
@@ -55,21 +55,24 @@ export async function sendMail(rt: Runtime, message: MailMessage, effects: Effec
   const composed = await composeMail(rt.config.mail.from, to, message, now)
   const messageId = composed.messageId
   if (!rt.config.mail.smtpUrl) {
-    await insertMailLog(rt, { id, recipients: to, subject: message.subject, messageId: messageId ?? null })
+    // The file first, then its row, settled, in one statement: a row is never left `queued` with nothing to send (a
+    // failed update after the write kept the pending gauge up for good and failed a send that had happened).
     const log = rt.log.child({ mail_id: id, transport: 'outbox' })
+    const row = { id, recipients: to, subject: message.subject, messageId: messageId ?? null }
+    let file: string
     try {
-      const file = await writeOutboxMessage(rt.config.dataDir, id, now, composed.raw)
-      await updateMailLog(rt, id, { status: 'written', attempts: 1, error: null })
-      mailMetrics(rt.metrics).sent.inc({ transport: 'outbox' })
-      log.info({ message_id: messageId, file }, 'mail written to the outbox')
-      return { id, status: 'written', ...(messageId ? { messageId } : {}), file }
+      file = await writeOutboxMessage(rt.config.dataDir, id, now, composed.raw)
     } catch (error) {
       const reason = describeMailError(error)
-      await updateMailLog(rt, id, { status: 'failed', attempts: 1, error: reason })
+      await insertMailLog(rt, { ...row, settled: { status: 'failed', error: reason } })
       mailMetrics(rt.metrics).failures.inc({ transport: 'outbox' })
       log.error({ error: reason }, 'mail could not be written to the outbox')
       return { id, status: 'failed', error: reason }
     }
+    await insertMailLog(rt, { ...row, settled: { status: 'written', error: null } })
+    mailMetrics(rt.metrics).sent.inc({ transport: 'outbox' })
+    log.info({ message_id: messageId, file }, 'mail written to the outbox')
+    return { id, status: 'written', ...(messageId ? { messageId } : {}), file }
   }
 
   // Stored (with this process's claim) before the first attempt: whatever happens next, it is not lost.

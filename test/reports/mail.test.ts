@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parse } from 'csv-parse/sync'
 import { simpleParser, type ParsedMail } from 'mailparser'
@@ -136,6 +136,16 @@ describeEachDialect('report mail', (dialect) => {
     const log = await listMailLog(rt)
     expect(log[0]).toMatchObject({ status: 'written', attempts: 1, messageId: result.messageId })
     expect(await metricTotal(rt, 'switchboard_mail_sent_total')).toBe(1)
+  })
+
+  it('an outbox that cannot be written records the mail failed, never queued with nothing to send', async () => {
+    rt = await createTestRuntime({ dialect, env: NO_PROVIDER })
+    writeFileSync(join(rt.dataDir, 'outbox'), 'a file where the folder should be')
+    const result = await sendMail(rt, { to: 'ops@example.com', subject: 's', text: 't' }, liveEffects())
+    expect(result.status).toBe('failed')
+    expect(await listMailLog(rt)).toEqual([expect.objectContaining({ status: 'failed', attempts: 1, error: expect.stringMatching(/EEXIST|ENOTDIR/) })])
+    expect(await metricTotal(rt, 'switchboard_mail_failures_total')).toBe(1)
+    expect(await metricTotal(rt, 'switchboard_mail_pending')).toBe(0)
   })
 
   it('a closed SMTP port queues the message at once; the outbox retries on the documented backoff and gives up after a day', async () => {
