@@ -1,3 +1,4 @@
+import { domainToASCII } from 'node:url'
 import addressparser from 'nodemailer/lib/addressparser'
 
 /** One recipient: its address, and the display name it was given (empty when none). */
@@ -33,7 +34,17 @@ export function parseRecipients(input: string | readonly string[]): string[] {
   return parseMailboxes(input).map(formatMailbox)
 }
 
-/** The same address (envelope addresses compare without case: relays answer for `Ops@X` as `ops@x`). */
+/**
+ * The same address: envelope addresses compare without case (relays answer for `Ops@X` as `ops@x`), and an
+ * internationalised domain as its ASCII form (nodemailer reports `ops@bücher.example` refused as `ops@xn--bcher-kva.example`).
+ */
 export function sameAddress(a: string, b: string): boolean {
-  return a.toLowerCase() === b.toLowerCase()
+  return comparable(a) === comparable(b)
+}
+
+function comparable(address: string): string {
+  const at = address.lastIndexOf('@')
+  if (at < 0) return address.toLowerCase()
+  const domain = address.slice(at + 1)
+  return `${address.slice(0, at)}@${domainToASCII(domain) || domain}`.toLowerCase()
 }

@@ -85,6 +85,18 @@ describeEachDialect('mail recipients', (dialect) => {
     expect(await metricTotal(rt, 'switchboard_mail_failures_total')).toBe(0)
   })
 
+  it('a recipient with an internationalised domain refused for now is retried alone (nodemailer names it in ASCII)', async () => {
+    const relay = flakyRelay({ busy: 'ops@bücher.example' })
+    const { rt, clock, smtp } = await setup(relay.options)
+    const result = await sendMail(rt, { to: 'a@x.example, ops@bücher.example', subject: 'idn', text: 't' }, liveEffects())
+    expect(result.status).toBe('sent')
+    expect(result.refused).toEqual([expect.objectContaining({ recipients: ['ops@bücher.example'], status: 'queued' })])
+    expect((await listMailLog(rt)).find((m) => m.id === result.id)).toMatchObject({ status: 'sent', recipients: ['a@x.example'] })
+    await clock.advance(MAIL_RETRY_DELAYS_MS[0])
+    expect(await deliverDue(rt, 'test')).toEqual([{ status: 'sent', attempts: 2 }])
+    expect(smtp.envelopes).toEqual([['a@x.example'], ['ops@bücher.example']])
+  })
+
   it('a recipient refused for good (550) is recorded as failed with the server\'s reply, shown by `mail list`', async () => {
     const relay = flakyRelay({ gone: 'c@z.example' })
     const { rt, clock, smtp } = await setup(relay.options)
