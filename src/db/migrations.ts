@@ -453,6 +453,24 @@ const m0018: Migration = {
   },
 }
 
+/**
+ * Dashboard sessions ended by "Log out" (src/ui/session-revocation.ts): a session cookie is stateless, so a copy
+ * of one taken before the logout stayed valid until it expired (12 h). A row per ended session until its expiry.
+ */
+const m0019: Migration = {
+  async up(db: AnyDb) {
+    await db.schema
+      .createTable('revoked_sessions')
+      .ifNotExists()
+      .addColumn('nonce', 'text', (c) => c.primaryKey())
+      .addColumn('expires_at', 'bigint', (c) => c.notNull())
+      .execute()
+  },
+  async down(db: AnyDb) {
+    await db.schema.dropTable('revoked_sessions').ifExists().execute()
+  },
+}
+
 export const migrations: Record<string, Migration> = {
   '0001_initial': m0001,
   '0002_webhooks_stats': m0002,
@@ -472,6 +490,7 @@ export const migrations: Record<string, Migration> = {
   '0016_call_queue_window': m0016,
   '0017_recipe_runs_process': m0017,
   '0018_recipe_runs_one_running': m0018,
+  '0019_revoked_sessions': m0019,
 }
 
 export const migrationProvider: MigrationProvider = {

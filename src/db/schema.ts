@@ -259,6 +259,12 @@ export interface InstancesTable {
   started_at: number
 }
 
+/** Dashboard sessions ended by "Log out", kept until they would have expired (0019). */
+export interface RevokedSessionsTable {
+  nonce: string
+  expires_at: number
+}
+
 /** Named leases for jobs that one replica at a time should run (reconcile, purge). */
 export interface LeasesTable {
   name: string
@@ -354,6 +360,7 @@ export interface Database {
   mail_log: MailLogTable
   leases: LeasesTable
   instances: InstancesTable
+  revoked_sessions: RevokedSessionsTable
   destination_deliveries: DestinationDeliveriesTable
   destination_payloads: DestinationPayloadsTable
   destination_attempts: DestinationAttemptsTable

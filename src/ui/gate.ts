@@ -1,6 +1,7 @@
 import { HTTPError, type H3, type H3Event } from 'h3'
 import type { Runtime } from '../runtime.ts'
-import { ADMIN_RESPONSE_HEADERS, adminErrorResponse, authenticateAdmin, csrfValid, refuseNulInUrl, requireAdmin, setResponseHeaders } from '../utils/admin-auth.ts'
+import { ADMIN_RESPONSE_HEADERS, adminErrorResponse, authenticateAdmin, csrfValid, markSessionEnded, refuseNulInUrl, requireAdmin, setResponseHeaders } from '../utils/admin-auth.ts'
+import { isRevoked } from './session-revocation.ts'
 import { field, formOf } from './form.ts'
 import { html } from './html.ts'
 import { page } from './layout.ts'
@@ -36,6 +37,10 @@ function under(path: string, prefix: string): boolean {
 export function registerAdminGate(app: H3, rt: Runtime): void {
   app.use(async (event: H3Event, next) => {
     const path = event.url.pathname.toLowerCase()
+    if (!under(path, '/admin') && !under(path, '/ui')) return next()
+    // A session cookie ended by "Log out" admits nobody, on any replica (one lookup, only for cookie requests).
+    const early = authenticateAdmin(event, rt.config.adminToken, rt.clock.now())
+    if (early?.via === 'session' && !path.startsWith('/ui/assets/') && (await isRevoked(rt, early.session))) markSessionEnded(event)
     if (under(path, '/admin')) {
       setResponseHeaders(event, ADMIN_RESPONSE_HEADERS)
       try {
@@ -46,7 +51,6 @@ export function registerAdminGate(app: H3, rt: Runtime): void {
       }
       return next()
     }
-    if (!under(path, '/ui')) return next()
     setUiHeaders(event)
     if (PUBLIC_UI.some((p) => path === p || (p.endsWith('/') && path.startsWith(p)))) return next()
     const access = authenticateAdmin(event, rt.config.adminToken, rt.clock.now())

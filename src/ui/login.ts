@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import { getCookie, HTTPError, type H3, type H3Event } from 'h3'
 import type { Runtime } from '../runtime.ts'
-import { authenticateAdmin, isHttps, issueSession, sameSecret, SESSION_TTL_MS, sessionCookieHeader } from '../utils/admin-auth.ts'
+import { adminAccessOf, authenticateAdmin, isHttps, issueSession, sameSecret, SESSION_TTL_MS, sessionCookieHeader } from '../utils/admin-auth.ts'
+import { revokeSession } from './session-revocation.ts'
 import { field, formOf } from './form.ts'
 import { html } from './html.ts'
 import { barePage } from './layout.ts'
@@ -85,7 +86,10 @@ export function registerLoginRoutes(app: H3, rt: Runtime): void {
     return seeOther(event, next)
   })
 
-  app.post('/ui/logout', (event) => {
+  app.post('/ui/logout', async (event) => {
+    // Ended on the server too: a copy of the cookie taken before now no longer admits anyone.
+    const access = adminAccessOf(event)
+    if (access?.via === 'session') await revokeSession(rt, access.session)
     event.res.headers.append('set-cookie', sessionCookieHeader(event, '', 0))
     return seeOther(event, '/ui/login')
   })

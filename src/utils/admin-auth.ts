@@ -82,7 +82,15 @@ function bearer(event: H3Event): string | undefined {
 export type AdminAccess = { via: 'bearer' } | { via: 'session'; session: AdminSession }
 
 const accessKey = Symbol('admin-access')
-type WithAccess = { [accessKey]?: AdminAccess }
+const endedKey = Symbol('admin-session-ended')
+type WithAccess = { [accessKey]?: AdminAccess; [endedKey]?: true }
+
+/** Marks the request's session as ended by "Log out" (src/ui/session-revocation.ts): its cookie no longer admits it. */
+export function markSessionEnded(event: H3Event): void {
+  const context = event.context as WithAccess
+  context[endedKey] = true
+  if (context[accessKey]?.via === 'session') delete context[accessKey]
+}
 
 /** How this request was let in (set by `authenticateAdmin`). */
 export function adminAccessOf(event: H3Event): AdminAccess | undefined {
@@ -98,7 +106,7 @@ export function authenticateAdmin(event: H3Event, token: string | undefined, now
   const given = bearer(event)
   let access: AdminAccess | undefined
   if (given !== undefined) access = sameSecret(given, token) ? { via: 'bearer' } : undefined
-  else {
+  else if (!(event.context as WithAccess)[endedKey]) {
     const session = verifySession(token, getCookie(event, SESSION_COOKIE), now)
     if (session) access = { via: 'session', session }
   }

@@ -137,6 +137,16 @@ describe('access with ADMIN_TOKEN', () => {
     const out = await fetch(`${base}/ui/logout`, { method: 'POST', headers: form, body: `_csrf=${encodeURIComponent(csrf)}`, redirect: 'manual' })
     expect(out.status).toBe(303)
     expect(out.headers.getSetCookie().some((c) => c.startsWith('sb_session=;') && /Max-Age=0/.test(c))).toBe(true)
+    // ...and on the server: a copy of the cookie taken before the logout admits nobody.
+    expect((await fetch(`${base}/admin/events`, { headers: { cookie: cookies } })).status).toBe(401)
+    const page = await fetch(`${base}/ui`, { headers: { cookie: cookies }, redirect: 'manual' })
+    expect(page.status).toBe(303)
+    expect(page.headers.get('location')).toBe('/ui/login?next=%2Fui')
+    const loginPage = await fetch(`${base}/ui/login`, { headers: { cookie: cookies }, redirect: 'manual' })
+    expect(loginPage.status).toBe(200)
+    // Another session of the same token is not affected.
+    const other = await login(base)
+    expect((await fetch(`${base}/admin/events`, { headers: { cookie: cookieHeader(other.jar) } })).status).toBe(200)
   })
 
   it('a login link whose return path has characters outside Latin-1 logs in and returns there, percent-encoded', async () => {

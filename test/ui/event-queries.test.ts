@@ -70,7 +70,8 @@ it('replay all leaves an event a worker holds right now, and one processed since
   expect(await requeueMatching(h.rt, {})).toBe(1)
   const rows = await h.rt.store.db.selectFrom('webhook_events').select(['event_id', 'status', 'claimed_by', 'attempts']).execute()
   expect(rows.find((r) => r.event_id === held.event_id)).toMatchObject({ status: 'failed', claimed_by: 'worker-A', attempts: 3 })
-  expect(rows.find((r) => r.event_id === free.event_id)).toMatchObject({ status: 'pending', claimed_by: null, attempts: 0 })
+  // A dead one gets one attempt back: failing again, it is dead again.
+  expect(rows.find((r) => r.event_id === free.event_id)).toMatchObject({ status: 'pending', claimed_by: null, attempts: h.rt.config.webhook.maxAttempts - 1 })
   // Once the claim has lapsed (the worker died), it is queued again.
   await h.clock.advance(61_000)
   expect(await requeueMatching(h.rt, {})).toBe(1)
