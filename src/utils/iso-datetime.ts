@@ -3,9 +3,18 @@
  * without one is refused rather than read: `Date.parse` would read it in the server's own zone (TZ), so the same
  * recipe called people at different hours on different machines.
  */
-const ISO_DATETIME_WITH_ZONE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i
+const ISO_DATETIME_WITH_ZONE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:Z|[+-](\d{2}):?(\d{2}))$/i
 
-/** True for an ISO 8601 date-time with a time zone that names a real instant. */
+/**
+ * True for an ISO 8601 date-time with a time zone that names a real instant. Each field is checked against the
+ * calendar: `Date.parse` rolls 2026-02-30 over to March 2nd, and a call scheduled for a day that does not exist
+ * was placed on another one.
+ */
 export function isZonedIsoDateTime(text: string): boolean {
-  return ISO_DATETIME_WITH_ZONE.test(text) && Number.isFinite(Date.parse(text))
+  const m = ISO_DATETIME_WITH_ZONE.exec(text)
+  if (!m || !Number.isFinite(Date.parse(text))) return false
+  const [year, month, day, hour, minute, second, offsetHours, offsetMinutes] = m.slice(1).map((v) => (v === undefined ? 0 : Number(v))) as number[]
+  const date = new Date(Date.UTC(year!, month! - 1, day!))
+  const realDay = date.getUTCFullYear() === year && date.getUTCMonth() === month! - 1 && date.getUTCDate() === day
+  return realDay && hour! <= 23 && minute! <= 59 && second! <= 59 && offsetHours! <= 23 && offsetMinutes! <= 59
 }

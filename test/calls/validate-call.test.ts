@@ -19,6 +19,10 @@ describe('validateCallRequest', () => {
     ['2026-03-20T10:00:00+05:30', true],
     ['2026-03-20T10:00:00', false], // no time zone
     ['2026-02-30T10:00:00Z', false],
+    ['2026-02-29T10:00:00Z', false], // 2026 is no leap year: Date.parse reads March 1st
+    ['2026-04-31T10:00:00+05:30', false],
+    ['2026-03-20T24:00:00Z', false],
+    ['2026-03-20T10:00:00+24:00', false],
   ])('scheduled_for %s → ok %s', (at, ok) => {
     expect(validateCallRequest(call({ scheduled_for: at }), now).ok).toBe(ok)
   })

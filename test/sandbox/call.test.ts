@@ -52,6 +52,9 @@ describe('POST /v1/call', () => {
     [JSON.stringify({ ...phoneCall('+911'), conversation_id: 3 }), /^conversation_id must be a string$/],
     [JSON.stringify({ ...phoneCall('+911'), scheduled_for: 'tomorrow' }), /^scheduled_for must be an ISO 8601 datetime/],
     [JSON.stringify({ ...phoneCall('+911'), scheduled_for: '2026-03-18T20:00:00' }), /^scheduled_for must be an ISO 8601 datetime/],
+    // A day that does not exist (Date.parse would roll it over into March), as the provider refuses "an invalid schedule time".
+    [JSON.stringify({ ...phoneCall('+911'), scheduled_for: '2026-02-29T10:00:00Z' }), /^scheduled_for must be an ISO 8601 datetime/],
+    [JSON.stringify({ ...phoneCall('+911'), scheduled_for: '2026-02-31T10:00:00+05:30' }), /^scheduled_for must be an ISO 8601 datetime/],
   ])('rejects %s with 400 invalid_request', async (body, message) => {
     h = harness()
     const res = await h.call(body)

@@ -83,6 +83,9 @@ describe('conversations', () => {
     const beyond = await h.request(`/v1/conversations/${done.conversation_id}/recording`, { headers: { range: `bytes=${bytes.byteLength}-` } })
     expect(beyond.status).toBe(416)
     expect(beyond.headers.get('content-range')).toBe(`bytes */${bytes.byteLength}`)
+    // The error body every error has (spec: "Body shape for all errors").
+    expect(beyond.headers.get('content-type')).toMatch(/^application\/json/)
+    expect(await beyond.json()).toEqual({ error: { message: `range not satisfiable: the recording is ${bytes.byteLength} bytes`, type: 'invalid_request' } })
   })
 
   it('keeps a list page fast with 100,000 stored conversations', async () => {

@@ -68,7 +68,12 @@ export const getRecording: ApiHandler = (ctx, { req, params, tenant }) => {
   }
   const range = parseRange(req.headers.get('range'), bytes.byteLength)
   if (range === 'unsatisfiable') {
-    return new Response(null, { status: 416, headers: { ...headers, 'content-range': `bytes */${bytes.byteLength}` } })
+    // An error body like every other error (spec: "Body shape for all errors"), with the size a client needs.
+    const { 'content-type': _audio, ...rest } = headers
+    return Response.json(
+      { error: { message: `range not satisfiable: the recording is ${bytes.byteLength} bytes`, type: 'invalid_request' } },
+      { status: 416, headers: { ...rest, 'content-range': `bytes */${bytes.byteLength}` } },
+    )
   }
   if (range) {
     const part = bytes.slice(range.start, range.end + 1)
