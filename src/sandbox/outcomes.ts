@@ -4,11 +4,13 @@ import type { Random } from '../utils/random.ts'
 /**
  * The deterministic outcome table (DESIGN.md → Sandbox provider), by the destination's last digit:
  * 0–4 completed; 5 no_answer on a first attempt, completed on a follow-up; 6 busy; 7 failed;
- * 8 unreachable; 9 socket_failure, except …99 telephony_failed.
+ * 8 unreachable; 9 socket_failure, except …99 telephony_failed. What is not a phone number at all (letters, fewer
+ * than three digits: `abc`, `+1`) cannot be dialled: unreachable, never a completed call with a transcript.
  */
 export function outcomeFor(phone: string, followUp: boolean): TerminalStatus {
   const digits = phone.replace(/\D/g, '')
-  const last = digits.at(-1) ?? '0'
+  if (!/^\+?[\d\s().-]+$/.test(phone.trim()) || digits.length < 3) return 'unreachable'
+  const last = digits.at(-1)!
   switch (last) {
     case '5':
       return followUp ? 'completed' : 'no_answer'

@@ -36,6 +36,12 @@ describe('call lifecycle and outcomes', () => {
     ['+919876543218', 'unreachable'],
     ['+919876543219', 'socket_failure'],
     ['+919876543299', 'telephony_failed'],
+    ['+91 (98765) 432-10', 'completed'],
+    // Not a phone number: it cannot be dialled, never a completed call with a transcript.
+    ['abc', 'unreachable'],
+    ['not a number 5', 'unreachable'],
+    ['+1', 'unreachable'],
+    ['12', 'unreachable'],
   ])('%s ends %s', async (phone, status) => {
     h = harness()
     await h.call(phoneCall(phone))
