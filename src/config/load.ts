@@ -160,6 +160,8 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   const e = parsed.data
   const dataDir = isAbsolute(e.DATA_DIR) ? e.DATA_DIR : resolve(cwd, e.DATA_DIR)
   const recipesDir = isAbsolute(e.RECIPES_DIR) ? e.RECIPES_DIR : resolve(cwd, e.RECIPES_DIR)
+  // DATA_DIR is made when missing, but a file in its place could never hold the database or the outbox.
+  if (pathKind(dataDir) === 'other') throw new ConfigError('DATA_DIR', `is not a directory: ${dataDir}`)
   // Set on purpose but absent is a mistake (a typo in a path); the default folder may be missing (no recipes).
   if (input.RECIPES_DIR !== undefined) {
     const kind = pathKind(recipesDir)

@@ -1,7 +1,7 @@
 import { isSupportedCountry } from 'libphonenumber-js/max'
 import { z } from 'zod'
 import { destinationsSchema } from './destinations.ts'
-import { parseRecipients } from '../utils/mail-addresses.ts'
+import { parseMailboxes, parseRecipients } from '../utils/mail-addresses.ts'
 
 /**
  * Every setting switchboard reads, keyed by its environment variable. `switchboard.config.ts` may set the
@@ -9,8 +9,26 @@ import { parseRecipients } from '../utils/mail-addresses.ts'
  */
 
 const bool = z
-  .union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no', ''])])
+  .union([z.boolean(), z.string().trim().toLowerCase().pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no', '']))], { error: 'must be true or false' })
   .transform((v) => v === true || v === 'true' || v === '1' || v === 'yes')
+
+/** An HTTP header name (an RFC 9110 token): `Headers.get` throws on anything else, so a target could never verify. */
+const headerName = z
+  .string()
+  .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, { error: 'must be an HTTP header name (letters, digits and -, no spaces)' })
+  .transform((h) => h.toLowerCase())
+
+/**
+ * An http(s) base URL the client can use: fetch refuses one with credentials, and a query or fragment would swallow the
+ * paths appended to it. Refused at start-up, with the URL never echoed (it may hold a secret).
+ */
+const baseUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).refine(
+  (u) => {
+    const url = new URL(u)
+    return !url.username && !url.password && !url.search && !url.hash
+  },
+  { error: 'must be a plain http(s) base URL, without credentials, a query or a fragment' },
+)
 
 /**
  * A whole number: a number (config file), or digits with spaces around them allowed (environment, or the file).
@@ -94,7 +112,7 @@ export const webhookTargetSchema = z.discriminatedUnion('scheme', [
     /** A generic HMAC over the raw body; header, prefix, encoding and algorithm are configurable. */
     scheme: z.literal('hmac'),
     secrets: secretList.default([]),
-    header: z.string().min(1).transform((h) => h.toLowerCase()),
+    header: headerName,
     // A comma or a space separates several signatures in the header, so a prefix holding one could never match.
     prefix: z
       .string()
@@ -102,10 +120,10 @@ export const webhookTargetSchema = z.discriminatedUnion('scheme', [
       .default(''),
     encoding: z.enum(['hex', 'base64']).default('hex'),
     algorithm: z.enum(['sha256', 'sha1', 'sha512']).default('sha256'),
-    timestampHeader: z.string().transform((h) => h.toLowerCase()).optional(),
+    timestampHeader: headerName.optional(),
     /** Where the sender puts the delivery's id and type when its body has no `event_id`/`event_type` (GitHub: X-GitHub-Delivery, X-GitHub-Event). */
-    idHeader: z.string().min(1).transform((h) => h.toLowerCase()).optional(),
-    typeHeader: z.string().min(1).transform((h) => h.toLowerCase()).optional(),
+    idHeader: headerName.optional(),
+    typeHeader: headerName.optional(),
   }),
 ])
 export type WebhookTargetConfig = z.infer<typeof webhookTargetSchema>
@@ -166,25 +184,39 @@ export type SandboxFaults = z.output<typeof sandboxFaultsSchema>
 
 export const envSchema = z.object({
   PORT: int(0, 65535).default(3000),
-  HOST: z.string().min(1).default('127.0.0.1'),
-  DATA_DIR: z.string().min(1).default('./data'),
+  HOST: z.string().trim().min(1, { error: 'is blank: set an address to listen on, e.g. 127.0.0.1 or 0.0.0.0' }).default('127.0.0.1'),
+  DATA_DIR: z.string().trim().min(1, { error: 'is blank: set a folder, e.g. ./data' }).default('./data'),
   DATABASE_URL: z
     .string()
     .refine((u) => /^(sqlite:|postgres(ql)?:\/\/)/.test(u), { error: 'must start with sqlite: or postgres://' })
+    .refine((u) => !/^sqlite:(\/\/)?\s*$/.test(u), { error: 'names no file: sqlite:<path>, e.g. sqlite:./data/switchboard.db' })
     .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DB_SLOW_STATEMENT_MS: int(0, 3_600_000).default(2_000),
 
-  VOICE_API_KEY: z.string().min(1).optional(),
+  // Blank (a variable set to spaces) is refused, not read as a key: it would leave sandbox mode for a key that fails.
+  VOICE_API_KEY: z.string().trim().min(1, { error: 'is blank: unset it for sandbox mode, or set the workspace key' }).optional(),
   VOICE_API_REGION: z.enum(['global', 'india']).default('global'),
-  VOICE_API_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  VOICE_API_BASE_URL: baseUrl.optional(),
   UPSTREAM_TIMEOUT_MS: int(100, 600_000).default(15_000),
 
   WEBHOOK_SECRET: secretList.default([]),
   WEBHOOK_TOLERANCE_SECONDS: int(0, 86_400 * 7).default(300),
   WEBHOOK_MAX_BYTES: int(256, 64 * 1024 * 1024).default(1_048_576),
   WEBHOOK_ALLOW_UNSIGNED: bool.default(false),
-  WEBHOOK_TARGETS: jsonObject.pipe(z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/i), webhookTargetSchema)).default({}),
+  WEBHOOK_TARGETS: jsonObject
+    .pipe(z.record(z.string(), webhookTargetSchema))
+    .superRefine((targets, ctx) => {
+      for (const name of Object.keys(targets)) {
+        // /webhooks/formant is the provider's default target, verified with WEBHOOK_SECRET: a named one would replace it.
+        if (name.toLowerCase() === 'formant') {
+          ctx.addIssue({ code: 'custom', message: 'cannot name a target "formant": that is the default target (/webhooks/formant, set by WEBHOOK_SECRET); pick another name' })
+        } else if (!/^[a-z0-9][a-z0-9_-]{0,62}$/i.test(name)) {
+          ctx.addIssue({ code: 'custom', message: `target names are letters, digits, - and _ (at most 63, a letter or digit first; got "${name.slice(0, 70)}")` })
+        }
+      }
+    })
+    .default({}),
   EVENT_RETENTION_DAYS: int(30, 3650).default(30),
   PROCESSING_MAX_ATTEMPTS: int(1, 100).default(8),
   RECONCILE_INTERVAL_SECONDS: int(0, 86_400).default(300),
@@ -212,8 +244,30 @@ export const envSchema = z.object({
   SMTP_URL: z
     .string()
     .refine((u) => /^smtps?:\/\//.test(u), { error: 'must start with smtp:// or smtps://' })
+    .refine(
+      (u) => {
+        try {
+          return new URL(u).hostname !== ''
+        } catch {
+          return false
+        }
+      },
+      { error: 'must be a URL: smtp(s)://[user:password@]host[:port]' },
+    )
     .optional(),
-  MAIL_FROM: z.string().min(3).default('switchboard <switchboard@localhost>'),
+  // One sender address, checked as REPORT_TO is: without one, mail went out with an empty envelope sender and no From.
+  MAIL_FROM: z
+    .string()
+    .trim()
+    .refine(
+      (from) => {
+        // One mailbox with a local part and a domain (a host name alone, `@localhost`, is fine for a sender).
+        const boxes = parseMailboxes(from)
+        return boxes.length === 1 && /^[^@\s<>]+@[^@\s<>.][^@\s<>]*$/.test(boxes[0]!.address)
+      },
+      { error: 'must be one email address, e.g. switchboard@example.com or Reports <reports@example.com>' },
+    )
+    .default('switchboard <switchboard@localhost>'),
   REPORT_TO: emailList.default([]),
 
   RECIPES_DIR: z.string().min(1).default('./recipes'),

@@ -43,12 +43,26 @@ export async function runDoctor(env: Record<string, string | undefined>): Promis
     results.push(database)
     if (database.status === 'problem') return skipRest('needs a reachable, migrated database')
     // The runtime borrows the store: doctor never migrates, it only reports.
-    rt = await createRuntime(config, { store, skipMigrate: true, log: createSilentLogger() })
-    results.push(await checkRecipes(rt, cli))
-    results.push(await checkSmtp(rt))
+    try {
+      rt = await createRuntime(config, { store, skipMigrate: true, log: createSilentLogger() })
+    } catch (error) {
+      results.push(problem('recipes', `the service cannot start here: ${describeError(error)}`, 'fix what the message names (README → Configuration)'))
+      return skipRest('needs the service to start')
+    }
+    // A check that fails in a way it did not foresee is reported as that check's problem, not a crash of doctor.
+    const guarded = async (name: (typeof CHECKS)[number], check: () => Promise<CheckResult>): Promise<CheckResult> => {
+      try {
+        return await check()
+      } catch (error) {
+        return problem(name, `the check itself failed: ${describeError(error)}`, 'see the message; the other checks still ran')
+      }
+    }
+    const runtime = rt
+    results.push(await guarded('recipes', () => checkRecipes(runtime, cli)))
+    results.push(await guarded('smtp', () => checkSmtp(runtime)))
     const up = await serviceIsUp(config)
-    results.push(await checkUpstreamKey(rt, up))
-    results.push(await checkWebhookUrl(rt, up))
+    results.push(await guarded('upstream key', () => checkUpstreamKey(runtime, up)))
+    results.push(await guarded('webhook url', () => checkWebhookUrl(runtime, up)))
     return results
   } finally {
     await rt?.close()

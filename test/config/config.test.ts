@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { ConfigError, loadConfig } from '../../src/config/load.ts'
 
@@ -72,6 +75,18 @@ describe('configuration', () => {
       /^Invalid configuration: WEBHOOK_TARGETS must not contain a comma or a space: they separate signatures in the header \(for "v1,<base64>" signatures use scheme "standard"\) at svix\.prefix$/,
     ],
     [{ DEFAULT_COUNTRY: 'India' }, /^Invalid configuration: DEFAULT_COUNTRY must be a two-letter country code/],
+    [{ VOICE_API_BASE_URL: 'https://127.0.0.1:1/v1?key=x' }, /^Invalid configuration: VOICE_API_BASE_URL must be a plain http\(s\) base URL, without credentials, a query or a fragment \(got "https:\/\/127\.0\.0\.1:1\/…\?…"\)$/],
+    [{ VOICE_API_KEY: '   ' }, /^Invalid configuration: VOICE_API_KEY is blank/],
+    [{ HOST: '  ' }, /^Invalid configuration: HOST is blank/],
+    [{ DATA_DIR: ' ' }, /^Invalid configuration: DATA_DIR is blank/],
+    [{ DATABASE_URL: 'sqlite:' }, /^Invalid configuration: DATABASE_URL names no file/],
+    [{ WEBHOOK_ALLOW_UNSIGNED: 'maybe' }, /^Invalid configuration: WEBHOOK_ALLOW_UNSIGNED must be true or false/],
+    [{ WEBHOOK_TARGETS: '{"formant":{"scheme":"standard","secrets":"whsec_c2VjcmV0"}}' }, /^Invalid configuration: WEBHOOK_TARGETS cannot name a target "formant"/],
+    [{ WEBHOOK_TARGETS: '{"gh":{"scheme":"hmac","secrets":"x","header":"X Hub"}}' }, /^Invalid configuration: WEBHOOK_TARGETS must be an HTTP header name .* at gh\.header$/],
+    [{ WEBHOOK_TARGETS: '{"gh":{"scheme":"hmac","secrets":"x","header":"X-Sig","timestampHeader":""}}' }, /^Invalid configuration: WEBHOOK_TARGETS must be an HTTP header name .* at gh\.timestampHeader$/],
+    [{ SMTP_URL: 'smtp://[bad' }, /^Invalid configuration: SMTP_URL must be a URL: smtp\(s\):\/\/\[user:password@\]host\[:port\]$/],
+    [{ SMTP_URL: 'smtp://u:pw@mail.example:99999' }, /^Invalid configuration: SMTP_URL must be a URL/],
+    [{ MAIL_FROM: 'ops team' }, /^Invalid configuration: MAIL_FROM must be one email address/],
   ])('refuses %o with one line naming the variable', (env, message) => {
     let error: unknown
     try {
@@ -82,6 +97,34 @@ describe('configuration', () => {
     expect(error).toBeInstanceOf(ConfigError)
     expect((error as Error).message).toMatch(message)
     expect((error as Error).message).not.toContain('\n')
+  })
+
+  it('refuses a DATA_DIR that is a file (it is made when missing)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-config-'))
+    try {
+      writeFileSync(join(dir, 'afile'), '')
+      expect(() => load({ DATA_DIR: join(dir, 'afile') })).toThrow(`Invalid configuration: DATA_DIR is not a directory: ${join(dir, 'afile')}`)
+      expect(load({ DATA_DIR: join(dir, 'missing') }).dataDir).toBe(join(dir, 'missing'))
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('reads booleans in any case, and takes a sender on a bare host name', () => {
+    expect(load({ WEBHOOK_ALLOW_UNSIGNED: ' TRUE ' }).webhook.allowUnsigned).toBe(true)
+    expect(load({ MAIL_FROM: 'switchboard@localhost' }).mail.from).toBe('switchboard@localhost')
+    expect(load({ MAIL_FROM: '"Ops, Reports" <reports@example.com>' }).mail.from).toBe('"Ops, Reports" <reports@example.com>')
+  })
+
+  it('never echoes a provider URL that holds a secret', () => {
+    const message = (() => {
+      try {
+        load({ VOICE_API_BASE_URL: 'https://apiuser:hunter2@127.0.0.1:1/v1' })
+      } catch (e) {
+        return (e as Error).message
+      }
+    })()
+    expect(message).toBe('Invalid configuration: VOICE_API_BASE_URL must be a plain http(s) base URL, without credentials, a query or a fragment (got "https://***@127.0.0.1:1/…")')
   })
 
   it('never echoes a secret in an error', () => {
