@@ -33,6 +33,8 @@ export interface CliOption {
   short?: string
   /** May be given more than once (`--to a --to b`). */
   multiple?: boolean
+  /** The command refuses an empty value itself, with a reason of its own (otherwise an empty value is refused for it). */
+  checksEmpty?: boolean
   /** The value's name in help, e.g. "SECONDS" (string options). */
   value?: string
   /** What the option does, with its default and range: one or two sentences. */
@@ -95,7 +97,7 @@ export function formatTable(rows: Array<Record<string, unknown>>, columns?: stri
 export function intFlag(values: CliContext['values'], name: string, fallback?: number): number | undefined {
   const raw = values[name]
   if (raw === undefined) return fallback
-  const n = Number(raw)
-  if (typeof raw !== 'string' || !Number.isInteger(n)) throw new CliError(`--${name} must be a whole number (got "${String(raw)}")`)
-  return n
+  // Digits, as the configuration reads numbers: not '' (0), '0x1' or '1e0'.
+  if (typeof raw !== 'string' || !/^\s*-?\d+\s*$/.test(raw)) throw new CliError(`--${name} must be a whole number (got "${String(raw)}")`)
+  return Number(raw)
 }

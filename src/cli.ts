@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util'
 import { ConfigError, ensureSandboxSecret } from './config/load.ts'
 import { resolveConfig } from './config/file.ts'
 import { migrate, openStore } from './db/connect.ts'
+import { explainOpenError } from './db/open-error.ts'
 import pino from 'pino'
 import { createRuntime, type Runtime, type RuntimeOverrides } from './runtime.ts'
 import { createLogger } from './utils/logger.ts'
@@ -59,9 +60,14 @@ const migrateCommand = defineCommand({
   options: { json: JSON_OPTION },
   async run(ctx) {
     const config = await resolveConfig({ env: ctx.env })
-    const store = await openStore(config.databaseUrl)
+    // As every other command says it: which database, and what to check (the URL's password hidden).
+    const store = await openStore(config.databaseUrl).catch((error: unknown) => {
+      throw explainOpenError(error, config.databaseUrl)
+    })
     try {
-      const { applied } = await migrate(store)
+      const { applied } = await migrate(store).catch((error: unknown) => {
+        throw explainOpenError(error, config.databaseUrl)
+      })
       if (ctx.values.json) ctx.json({ applied, database: store.dialect })
       else ctx.write(applied.length ? `applied ${applied.join(', ')}\n` : 'database is up to date\n')
     } finally {
@@ -127,6 +133,31 @@ export interface MainOptions {
   columns?: number
 }
 
+/**
+ * What `parseArgs` lets through but a command never means: words it does not take (`events list dead` listed every
+ * status), a single-value option given twice (only the last counted), or given empty (`--type ''` from an unset
+ * variable meant "no filter"). Each is a user mistake (exit 2).
+ */
+function checkArguments(command: CliCommand, tokens: ReturnType<typeof parseArgs>['tokens'], positionals: string[], cli: string): void {
+  const takes = command.args ?? []
+  if (positionals.length > takes.length) {
+    const what = takes.length ? `takes ${takes.map(([arg]) => arg).join(' ')}` : 'takes no arguments'
+    throw new CliError(`unexpected argument "${positionals[takes.length]}": "${command.name}" ${what}. Run "${cli} ${command.name} --help".`)
+  }
+  const seen = new Map<string, string>()
+  for (const token of tokens ?? []) {
+    if (token.kind !== 'option') continue
+    const option = command.options?.[token.name]
+    if (!option || option.type !== 'string') continue
+    const value = token.value ?? ''
+    if (value.trim() === '' && !option.checksEmpty) throw new CliError(`--${token.name} is empty (is the variable you passed set?); leave it out for the default`)
+    if (option.multiple) continue
+    const earlier = seen.get(token.name)
+    if (earlier !== undefined) throw new CliError(`--${token.name} given twice ("${earlier}", then "${value}"): give it once`)
+    seen.set(token.name, value)
+  }
+}
+
 /** Runs one CLI command; returns the exit code. */
 export async function main(argv: string[], options: MainOptions = {}): Promise<number> {
   const env = options.env ?? process.env
@@ -159,11 +190,12 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
   const { command, rest } = found
   let runtime: Runtime | undefined
   try {
-    const parsed = parseArgs({ args: rest, options: parseArgsOptions(command), allowPositionals: true, strict: true })
+    const parsed = parseArgs({ args: rest, options: parseArgsOptions(command), allowPositionals: true, strict: true, tokens: true })
     if (parsed.values.help) {
       out(commandHelp(name, command, width))
       return 0
     }
+    checkArguments(command, parsed.tokens, parsed.positionals, name)
     const ctx: CliContext = {
       values: parsed.values,
       positionals: parsed.positionals,

@@ -32,8 +32,7 @@ export const recipesCheck = defineCommand({
   args: [['[name]', 'one recipe to check (default: every recipe in RECIPES_DIR)']],
   options: { json: JSON_OPTION },
   async run(ctx) {
-    const [name, ...extra] = ctx.positionals
-    if (extra.length) throw new CliError(`unexpected argument "${extra[0]}": check one recipe, or all of them with no name`)
+    const [name] = ctx.positionals
     const config = await resolveConfig({ env: ctx.env })
     const dir = config.recipes.dir
     const all = listRecipeFiles(dir)

@@ -41,9 +41,8 @@ const recipesRun = defineCommand({
   },
   examples: ['recipes run nightly-batch --dry-run'],
   async run(ctx) {
-    const [name, ...extra] = ctx.positionals
+    const [name] = ctx.positionals
     if (!name) throw new CliError('which recipe? usage: recipes run <name> [--dry-run] [--json] (see "recipes list")')
-    if (extra.length) throw new CliError(`unexpected argument "${extra[0]}": run one recipe at a time`)
     const rt = await ctx.runtime()
     let run
     try {

@@ -43,9 +43,8 @@ export const recipesNew = defineCommand({
   },
   examples: ['recipes new busy-retry --from followup'],
   async run(ctx) {
-    const [name, ...extra] = ctx.positionals
+    const [name] = ctx.positionals
     if (!name) throw new CliError(`which name? usage: recipes new <name> [--from ${RECIPE_TEMPLATES.join('|')}]`)
-    if (extra.length) throw new CliError(`unexpected argument "${extra[0]}": one recipe at a time`)
     if (!NAME.test(name)) throw new CliError(`"${name}" cannot be a recipe name: use letters, digits, "-" or "_" (it becomes ${name}.ts)`)
     const from = (ctx.values.from ?? 'followup') as string
     if (!(RECIPE_TEMPLATES as readonly string[]).includes(from)) {

@@ -22,9 +22,8 @@ export const recipesTest = defineCommand({
   },
   examples: ['recipes test no-answer-followup --events data/samples/no-answer-events.json', 'recipes test nightly-batch --csv data/samples/leads.csv --now 2026-01-15T04:00:00Z'],
   async run(ctx) {
-    const [name, ...extra] = ctx.positionals
+    const [name] = ctx.positionals
     if (!name) throw new CliError('which recipe? usage: recipes test <name> [--events file.json] [--csv file.csv] [--now ISO] [--json]')
-    if (extra.length) throw new CliError(`unexpected argument "${extra[0]}": test one recipe at a time`)
     const config = await resolveConfig({ env: ctx.env })
     let result
     try {

@@ -11,6 +11,7 @@ import type { ProcessedEvent } from '../events/hooks.ts'
 import type { RecipeTrigger } from './define.ts'
 import { formatDiagnostic, type RecipeDiagnostic } from './diagnostic.ts'
 import { hashRecipeSources } from './type-verdicts.ts'
+import { isZonedIsoDateTime } from '../utils/iso-datetime.ts'
 
 /**
  * `testRecipe()`: runs one recipe in a dry run against fixture events or a contacts CSV, on a frozen
@@ -84,8 +85,9 @@ function parseEvents(value: unknown, where: string): WebhookEvent[] {
 }
 
 function instantOf(value: string | number | Date): number {
-  const at = value instanceof Date ? value.getTime() : typeof value === 'number' ? value : Date.parse(value)
-  if (!Number.isFinite(at)) throw new ArgumentError(`testRecipe(now): "${String(value)}" is not an ISO 8601 time`)
+  // Text must be an ISO 8601 time with its zone: Date.parse reads "1" or "March 7" as a day in 2001.
+  const at = value instanceof Date ? value.getTime() : typeof value === 'number' ? value : isZonedIsoDateTime(value) ? Date.parse(value) : NaN
+  if (!Number.isFinite(at)) throw new ArgumentError(`testRecipe(now): "${String(value)}" is not an ISO 8601 time with a zone, e.g. 2026-03-01T10:00:00+05:30`)
   return at
 }
 

@@ -31,7 +31,7 @@ export const reportSendCommand = defineCommand({
   options: {
     date: { type: 'string', value: 'YYYY-MM-DD', help: 'the day to report on (default: yesterday in the time zone)' },
     timezone: { type: 'string', value: 'Zone', help: 'an IANA time zone such as Asia/Kolkata: where the day begins and ends (default: RECIPES_TIMEZONE)' },
-    to: { type: 'string', multiple: true, value: 'addr,…', help: 'recipients, comma-separated or the option repeated (default: REPORT_TO)' },
+    to: { type: 'string', multiple: true, checksEmpty: true, value: 'addr,…', help: 'recipients, comma-separated or the option repeated (default: REPORT_TO)' },
     'dry-run': { type: 'boolean', help: 'build the report and print what would be sent; nothing is mailed or written' },
     json: JSON_OPTION,
   },

@@ -17,7 +17,7 @@ export const sandboxCommand = defineCommand({
     port: { type: 'string', value: 'N', help: 'the port to listen on (default 4010; 0 picks a free one)' },
     host: { type: 'string', value: 'H', help: 'the address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)' },
     'webhook-url': { type: 'string', value: 'URL', help: 'where the sandbox sends its signed webhooks, e.g. http://127.0.0.1:3000/webhooks/formant (default: none are sent)' },
-    'webhook-secret': { type: 'string', value: 'S', help: 'the whsec_… secret to sign them with (default: WEBHOOK_SECRET, the one switchboard verifies with)' },
+    'webhook-secret': { type: 'string', checksEmpty: true, value: 'S', help: 'the whsec_… secret to sign them with (default: WEBHOOK_SECRET, the one switchboard verifies with)' },
   },
   examples: ['sandbox --port 4010 --webhook-url http://127.0.0.1:3000/webhooks/formant'],
   async run(ctx) {

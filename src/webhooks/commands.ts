@@ -2,6 +2,7 @@ import { CliError, defineCommand, intFlag, JSON_OPTION, limitOption, type CliCom
 import { sleep } from '../utils/clock.ts'
 import { isVoiceApiError } from '../upstream/errors.ts'
 import { shownUrl } from '../utils/shown-url.ts'
+import { snakeCaseKeys } from '../utils/snake-case.ts'
 import { EVENT_STATUSES, getEvent, listEvents } from './events.ts'
 import { EventBusyError, requeueEvent } from './processing.ts'
 import { reconcile } from './reconcile.ts'
@@ -116,7 +117,7 @@ const reconcileCommand = defineCommand({
       }
       throw error
     }
-    if (ctx.values.json) return ctx.json(result)
+    if (ctx.values.json) return ctx.json(snakeCaseKeys(result))
     if (result.skipped) return void ctx.write('another replica is reconciling right now; nothing done\n')
     for (const id of result.eventIds) ctx.write(`  queued ${id}\n`)
     ctx.write(`listed ${result.listed} conversation(s) in ${result.pages} page(s); fetched ${result.fetched}; queued ${result.synthesized} missed event(s)\n`)

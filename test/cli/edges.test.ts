@@ -187,6 +187,31 @@ describe('events list --json', () => {
   })
 })
 
+describe('arguments a command never means', () => {
+  it('extra words, a single-value option given twice or empty, numbers not in digits and dates Date.parse guesses are each one line, exit 2', async () => {
+    const rt = await testRuntime()
+    const env = { DATA_DIR: rt.dataDir, DATABASE_URL: rt.store.url, WEBHOOK_SECRET: 'whsec_test_secret', LOG_LEVEL: 'silent' }
+    const refused = async (argv: string[], message: string) => expect(await run(argv, env), argv.join(' ')).toEqual({ code: 2, stdout: '', stderr: `error: ${message}\n` })
+    await refused(['events', 'list', 'dead'], 'unexpected argument "dead": "events list" takes no arguments. Run "switchboard events list --help".')
+    await refused(['events', 'show', 'evt_1', 'evt_2'], 'unexpected argument "evt_2": "events show" takes <id>. Run "switchboard events show --help".')
+    await refused(['recipes', 'run', 'a', 'b'], 'unexpected argument "b": "recipes run" takes <name>. Run "switchboard recipes run --help".')
+    await refused(['events', 'list', '--status', 'dead', '--status', 'processed'], '--status given twice ("dead", then "processed"): give it once')
+    await refused(['events', 'list', '--type', ''], '--type is empty (is the variable you passed set?); leave it out for the default')
+    await refused(['calls', 'list', '--recipe', ' '], '--recipe is empty (is the variable you passed set?); leave it out for the default')
+    for (const limit of ['0x1', '1e0', '1.5']) await refused(['events', 'list', '--limit', limit], `--limit must be a whole number (got "${limit}")`)
+    for (const since of ['March 7', '1']) {
+      await refused(['destinations', 'replay', '--destination', 'crm', '--since', since], `--since must be an ISO day or time with its zone such as 2026-03-01 or 2026-03-01T00:00:00Z (got "${since}")`)
+    }
+    // migrate names the database it cannot open and what to check, the password hidden, as every other command.
+    expect(await run(['migrate'], { ...env, DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:1/app' })).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/^error: cannot open the database postgres:\/\/\*\*\*@127\.0\.0\.1:1\/app: .*ECONNREFUSED.* — is it running, and is DATABASE_URL right\?\n$/),
+    })
+    // What is meant still works.
+    expect((await run(['events', 'list', '--status', 'dead', '--limit', '5'], env)).code).toBe(0)
+  })
+})
+
 describe('metrics', () => {
   it('process metrics are switchboard_process_*, not switchboard_process_process_*', async () => {
     const rt = await testRuntime()
