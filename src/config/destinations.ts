@@ -100,7 +100,7 @@ function describe(issue: z.core.$ZodIssue): string {
  * The `DESTINATIONS` key: a JSON array (environment) or an array (config file). Errors name the
  * destination and the field, e.g. `destination "crm": url must be https …`.
  */
-export const destinationsSchema = z.union([z.string(), z.array(z.custom<DestinationInput>())]).transform((value, ctx): DestinationConfig[] => {
+export const destinationsSchema = z.union([z.string(), z.array(z.custom<DestinationInput>())], { error: 'must be a list of destinations ([{ name, url, secret, … }])' }).transform((value, ctx): DestinationConfig[] => {
   let list: unknown = value
   if (typeof value === 'string') {
     if (!value.trim()) return []

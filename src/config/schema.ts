@@ -78,7 +78,7 @@ export function isMailAddress(text: string): boolean {
  * display name (`"Doe, John" <j@example.com>`) is part of the name, not a second address.
  */
 const emailList = z
-  .union([z.string(), z.array(z.string())])
+  .union([z.string(), z.array(z.string())], { error: 'must be email addresses: a comma-separated string, or a list of strings' })
   .transform((v) => parseRecipients(v))
   .refine((addresses) => addresses.every(isMailAddress), {
     error: 'must be email addresses, comma-separated',
@@ -158,7 +158,7 @@ export const sandboxFaultsSchema = z
         entries.push([match[1]!.trim(), Number(value)])
       }
     }
-    const known = ['webhook_duplicate', 'webhook_drop', 'webhook_reorder', 'upstream_500', 'latency_ms']
+    const known = ['webhook_duplicate', 'webhook_drop', 'webhook_reorder', 'upstream_500', 'upstream_500_after', 'latency_ms']
     const out: Record<string, number> = {}
     for (const [k, v] of entries) {
       if (!known.includes(k)) {
@@ -177,6 +177,7 @@ export const sandboxFaultsSchema = z
       webhookDrop: out.webhook_drop ?? 0,
       webhookReorder: out.webhook_reorder ?? 0,
       upstream500: out.upstream_500 ?? 0,
+      upstream500After: out.upstream_500_after ?? 0,
       latencyMs: out.latency_ms ?? 0,
     }
   })

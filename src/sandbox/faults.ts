@@ -1,11 +1,12 @@
 import type { SandboxFaults } from '../config/schema.ts'
 import type { Random } from '../utils/random.ts'
 
-export const NO_FAULTS: SandboxFaults = { webhookDuplicate: 0, webhookDrop: 0, webhookReorder: 0, upstream500: 0, latencyMs: 0 }
+export const NO_FAULTS: SandboxFaults = { webhookDuplicate: 0, webhookDrop: 0, webhookReorder: 0, upstream500: 0, upstream500After: 0, latencyMs: 0 }
 
 /**
  * The API-side faults: a 500 before any side effect (by probability, or the next N requests when a test
- * asks), and latency added to every response. Webhook faults live with the dispatcher.
+ * asks), a 500 after it (the request was carried out and its answer lost: a call was placed), and latency added
+ * to every response. Webhook faults live with the dispatcher.
  */
 export function createFaultInjector(initial: SandboxFaults, random: Random) {
   const faults: SandboxFaults = { ...initial }
@@ -25,6 +26,10 @@ export function createFaultInjector(initial: SandboxFaults, random: Random) {
         return true
       }
       return faults.upstream500 > 0 && random.next() < faults.upstream500
+    },
+    /** Whether a request that was carried out answers 500 all the same (`upstream_500_after`). */
+    shouldFailAfter(): boolean {
+      return faults.upstream500After > 0 && random.next() < faults.upstream500After
     },
   }
 }

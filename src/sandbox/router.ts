@@ -124,6 +124,9 @@ export function createRouter(options: RouterOptions) {
         tenant,
         baseUrl: options.publicBaseUrl?.() ?? publicBase,
       })
+      // Carried out, and its answer lost on the way (a gateway's 500 after the provider placed the call): a retry with the
+      // same idempotency key then meets the call it created (409), as with the real provider.
+      if (response.ok && faults.shouldFailAfter()) return fail(new ApiFailure(500, 'internal_error', 'internal server error after the request was carried out (injected by SANDBOX_FAULTS)'))
       for (const [k, v] of Object.entries(rateHeaders)) response.headers.set(k, v)
       return response
     } catch (error) {

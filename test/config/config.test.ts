@@ -49,8 +49,8 @@ describe('configuration', () => {
   })
 
   it('parses SANDBOX_FAULTS', () => {
-    expect(load({ SANDBOX_FAULTS: 'webhook_duplicate=0.1,webhook_drop=0.05,upstream_500=0.02' }).sandbox.faults).toEqual({
-      webhookDuplicate: 0.1, webhookDrop: 0.05, webhookReorder: 0, upstream500: 0.02, latencyMs: 0,
+    expect(load({ SANDBOX_FAULTS: 'webhook_duplicate=0.1,webhook_drop=0.05,upstream_500=0.02,upstream_500_after=0.01' }).sandbox.faults).toEqual({
+      webhookDuplicate: 0.1, webhookDrop: 0.05, webhookReorder: 0, upstream500: 0.02, upstream500After: 0.01, latencyMs: 0,
     })
   })
 
@@ -108,6 +108,12 @@ describe('configuration', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
+  })
+
+  it('a config file value of the wrong kind says what the setting takes, not "Invalid input"', () => {
+    const fromFile = (file: Record<string, unknown>) => () => loadConfig({ env: {}, cwd: '/srv/app', file, fileName: 'switchboard.config.ts' })
+    expect(fromFile({ REPORT_TO: 5 })).toThrow(/^Invalid configuration: REPORT_TO must be email addresses: a comma-separated string, or a list of strings/)
+    expect(fromFile({ DESTINATIONS: {} })).toThrow(/^Invalid configuration: DESTINATIONS must be a list of destinations \(\[\{ name, url, secret, … \}\]\)/)
   })
 
   it('reads booleans in any case, and takes a sender on a bare host name', () => {

@@ -121,6 +121,19 @@ describe('POST /v1/call', () => {
       expect(h.sb.stats().callsAccepted).toBe(2)
     })
 
+    it('upstream_500_after places the call, then answers 500: a retry with the same key meets it (409), one call in all', async () => {
+      h = harness({ faults: { webhookDuplicate: 0, webhookDrop: 0, webhookReorder: 0, upstream500: 0, upstream500After: 1, latencyMs: 0 } })
+      const body = phoneCall('+919876543210', { idempotency_key: 'k-lost' })
+      const lost = await h.call(body)
+      expect(lost.status).toBe(500)
+      expect(await h.json(lost)).toEqual({ error: { message: 'internal server error after the request was carried out (injected by SANDBOX_FAULTS)', type: 'internal_error' } })
+      expect(lost.headers.get('x-ratelimit-limit')).not.toBeNull()
+      h.sb.setFaults({ upstream500After: 0 })
+      const retry = await h.call(body)
+      expect(retry.status).toBe(409)
+      expect(h.sb.stats().callsAccepted).toBe(1)
+    })
+
     it('forgets keys once their window has passed, without scanning the ones still in it', async () => {
       h = harness()
       for (let i = 0; i < 5; i++) expect((await h.call(phoneCall(`+91100000000${i}`, { idempotency_key: `old-${i}` }))).status).toBe(200)

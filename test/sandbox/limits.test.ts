@@ -93,7 +93,7 @@ describe('limits', () => {
   })
 
   it('adds injected latency to every answer', async () => {
-    h = harness({ faults: { webhookDuplicate: 0, webhookDrop: 0, webhookReorder: 0, upstream500: 0, latencyMs: 250 } })
+    h = harness({ faults: { webhookDuplicate: 0, webhookDrop: 0, webhookReorder: 0, upstream500: 0, upstream500After: 0, latencyMs: 250 } })
     let done = false
     const pending = h.request('/v1/conversations').then((r) => ((done = true), r))
     await h.clock.advance(249)

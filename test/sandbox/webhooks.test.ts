@@ -12,7 +12,7 @@ afterEach(async () => {
   receivers = []
 })
 
-const NO_FAULTS = { webhookDuplicate: 0, webhookDrop: 0, webhookReorder: 0, upstream500: 0, latencyMs: 0 }
+const NO_FAULTS = { webhookDuplicate: 0, webhookDrop: 0, webhookReorder: 0, upstream500: 0, upstream500After: 0, latencyMs: 0 }
 const target = (url: string, extra: Partial<SandboxWebhookTarget> = {}): SandboxWebhookTarget => ({
   name: 't', url, secret: 'whsec_unit', events: ALL_EVENTS, includeTranscript: true, includeRecordingUrl: true, active: true, ...extra,
 })
