@@ -113,6 +113,15 @@ describe('contract: the spec’s Errors table (each row, through the client)', (
     const e = await failure(c.client('sk_test_acme', { retry: { retries: 0 } }).listConversations())
     expect([e.status, e.type]).toEqual([500, 'internal_error'])
   })
+
+  it('500 after the call was placed (upstream_500_after): the client retries with the same key, meets the call, and says it was placed', async () => {
+    c = await startContract()
+    c.sandbox.setFaults({ upstream500After: 1 })
+    const e = await failure(c.drive(c.client().createCall({ agent_id: 101, parameters: phone('+919876543210') })))
+    expect(e).toMatchObject({ status: 409, type: 'duplicate_request', placedEarlier: true })
+    expect((e.cause as VoiceApiError).type).toBe('internal_error')
+    expect(c.sandbox.stats().callsAccepted).toBe(1)
+  })
 })
 
 describe('contract: the spec’s Limits table', () => {
