@@ -8,9 +8,10 @@ import { isZonedIsoDateTime } from '../utils/iso-datetime.ts'
 function isoFlag(ctx: CliContext, name: string): number | undefined {
   const raw = ctx.values[name]
   if (raw === undefined) return undefined
-  // A day (UTC) or a time with its zone; not whatever Date.parse makes of "March 7" (2001-03-07) or "1".
+  // A day (its UTC midnight) or a time with its zone; not whatever Date.parse makes of "March 7" (2001-03-07) or "1".
   const text = typeof raw === 'string' ? raw.trim() : ''
-  const ms = /^\d{4}-\d{2}-\d{2}$/.test(text) && isZonedIsoDateTime(`${text}T00:00:00Z`) ? Date.parse(`${text}T00:00:00Z`) : isZonedIsoDateTime(text) ? Date.parse(text) : NaN
+  const instant = /^\d{4}-\d{2}-\d{2}$/.test(text) ? `${text}T00:00:00Z` : text
+  const ms = isZonedIsoDateTime(instant) ? Date.parse(instant) : NaN
   if (Number.isNaN(ms)) throw new CliError(`--${name} must be an ISO day or time with its zone such as 2026-03-01 or 2026-03-01T00:00:00Z (got "${String(raw)}")`)
   return ms
 }

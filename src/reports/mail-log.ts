@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely'
 import type { MailLogTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
-import { parseMailboxes, parseRecipients } from '../utils/mail-addresses.ts'
+import { addressKey, parseMailboxes, parseRecipients } from '../utils/mail-addresses.ts'
 
 export type MailStatus = 'queued' | 'sent' | 'written' | 'failed'
 
@@ -108,8 +108,8 @@ export async function findHandedOverMail(rt: Runtime, subject: string, to: reado
     .orderBy('id')
     .execute()
   const entries = rows.map(toMailLogEntry)
-  const covered = new Set(entries.flatMap((e) => parseMailboxes(e.recipients).map((m) => m.address.toLowerCase())))
-  const wanted = parseMailboxes(to).map((m) => m.address.toLowerCase())
+  const covered = new Set(entries.flatMap((e) => parseMailboxes(e.recipients).map((m) => addressKey(m.address))))
+  const wanted = parseMailboxes(to).map((m) => addressKey(m.address))
   return entries.length > 0 && wanted.length > 0 && wanted.every((a) => covered.has(a)) ? entries[0] : undefined
 }
 

@@ -36,12 +36,9 @@ export interface SendReportResult {
 
 /** Builds, renders and mails the daily report (the `daily-report` recipe and `report send` call this). */
 export async function sendDailyReport(rt: Runtime, options: SendReportOptions, effects: Effects): Promise<SendReportResult> {
-  const timezone = options.timezone ?? rt.config.recipes.timezone
-  assertTimeZone(timezone)
+  const { timezone, to } = reportAudience(rt, options)
   const date = options.date ?? yesterday(rt.clock.now(), timezone)
   parseDate(date)
-  // Address lists, parsed as mail does: a comma inside a quoted display name ("Doe, John" <j@x>) is part of it.
-  const to = parseRecipients(options.to === undefined ? rt.config.mail.reportTo : options.to)
   if (to.length === 0 && !effects.dryRun) throw new Error('no recipient for the daily report: set REPORT_TO (or pass --to)')
   const report = await buildDailyReport(rt, { date, timezone })
   const rendered = renderDailyReport(report)
@@ -78,8 +75,17 @@ export async function sendDailyReport(rt: Runtime, options: SendReportOptions, e
  * day) must not mail the day again, while a report someone sent to themselves does not count for the team.
  */
 export async function findReportMail(rt: Runtime, options: { date: string; timezone?: string; to?: string | string[] }): Promise<MailLogEntry | undefined> {
+  const { timezone, to } = reportAudience(rt, options)
+  parseDate(options.date)
+  return findHandedOverMail(rt, subjectFor(options.date, timezone), to)
+}
+
+/**
+ * The zone a report's day is counted in (default RECIPES_TIMEZONE, checked) and its recipients (default REPORT_TO),
+ * parsed as mail does: a comma inside a quoted display name ("Doe, John" <j@x>) is part of it.
+ */
+function reportAudience(rt: Runtime, options: Pick<SendReportOptions, 'timezone' | 'to'>): { timezone: string; to: string[] } {
   const timezone = options.timezone ?? rt.config.recipes.timezone
   assertTimeZone(timezone)
-  parseDate(options.date)
-  return findHandedOverMail(rt, subjectFor(options.date, timezone), parseRecipients(options.to === undefined ? rt.config.mail.reportTo : options.to))
+  return { timezone, to: parseRecipients(options.to === undefined ? rt.config.mail.reportTo : options.to) }
 }

@@ -39,8 +39,11 @@ export function registerAdminGate(app: H3, rt: Runtime): void {
     const path = event.url.pathname.toLowerCase()
     if (!under(path, '/admin') && !under(path, '/ui')) return next()
     // A session cookie ended by "Log out" admits nobody, on any replica (one lookup, only for cookie requests).
-    const early = authenticateAdmin(event, rt.config.adminToken, rt.clock.now())
-    if (early?.via === 'session' && !path.startsWith('/ui/assets/') && (await isRevoked(rt, early.session))) markSessionEnded(event)
+    let access = authenticateAdmin(event, rt.config.adminToken, rt.clock.now())
+    if (access?.via === 'session' && !path.startsWith('/ui/assets/') && (await isRevoked(rt, access.session))) {
+      markSessionEnded(event)
+      access = undefined
+    }
     if (under(path, '/admin')) {
       setResponseHeaders(event, ADMIN_RESPONSE_HEADERS)
       try {
@@ -53,7 +56,6 @@ export function registerAdminGate(app: H3, rt: Runtime): void {
     }
     setUiHeaders(event)
     if (PUBLIC_UI.some((p) => path === p || (p.endsWith('/') && path.startsWith(p)))) return next()
-    const access = authenticateAdmin(event, rt.config.adminToken, rt.clock.now())
     if (!access) {
       const htmx = event.req.headers.has('hx-request')
       if (SAFE.has(event.req.method) && !htmx) {

@@ -236,11 +236,22 @@ export const webhookDataSchema = z.looseObject({
 })
 export type WebhookData = z.infer<typeof webhookDataSchema>
 
+/** A status that can name an event type: lower-case letters, digits and `_` (`no_answer`, `voicemail`). */
+const STATUS_NAME = /^[a-z0-9_]+$/
+
 /**
  * The seven documented types, or another `call.<status>`: the spec says "provider-specific failure statuses may
  * also occur", and such an event is still a call's outcome (its `data.call.status` says which).
  */
-const webhookEventTypeSchema = z.union([z.enum(WEBHOOK_EVENT_TYPES), z.custom<`call.${string}`>((type) => typeof type === 'string' && /^call\.[a-z0-9_]+$/.test(type), 'a call.<status> event type')])
+const webhookEventTypeSchema = z.union([
+  z.enum(WEBHOOK_EVENT_TYPES),
+  z.custom<`call.${string}`>((type) => typeof type === 'string' && type.startsWith('call.') && STATUS_NAME.test(type.slice('call.'.length)), 'a call.<status> event type'),
+])
+
+/** The event type that reports a conversation status: `call.<status>`, or `call.failed` for one that names no type. */
+export function eventTypeOfStatus(status: string): `call.${string}` {
+  return STATUS_NAME.test(status) ? `call.${status}` : 'call.failed'
+}
 
 export const webhookEventSchema = z.looseObject({
   event_id: z.string().min(1),

@@ -39,10 +39,11 @@ export function parseRecipients(input: string | readonly string[]): string[] {
  * internationalised domain as its ASCII form (nodemailer reports `ops@bücher.example` refused as `ops@xn--bcher-kva.example`).
  */
 export function sameAddress(a: string, b: string): boolean {
-  return comparable(a) === comparable(b)
+  return addressKey(a) === addressKey(b)
 }
 
-function comparable(address: string): string {
+/** An address as `sameAddress` compares it: lower case, the domain in its ASCII form. */
+export function addressKey(address: string): string {
   const at = address.lastIndexOf('@')
   if (at < 0) return address.toLowerCase()
   const domain = address.slice(at + 1)

@@ -157,10 +157,11 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   // X-FormantAI-Event-Id: a captured delivery re-sent within the tolerance with another unsigned id must
   // still be the same event.
   // An hmac target names the headers its sender puts them in (GitHub: X-GitHub-Delivery / X-GitHub-Event).
+  const senderHeader = (name: string | undefined) => (name ? headers.get(name) : undefined)
   const idCheck =
     target.scheme === 'standard'
       ? firstId(MAX_EVENT_ID_LENGTH, parsed.event_id, headers.get('webhook-id'), headers.get('x-formantai-event-id'))
-      : firstId(MAX_EVENT_ID_LENGTH, parsed.event_id, target.scheme === 'hmac' && target.idHeader ? headers.get(target.idHeader) : undefined, headers.get('x-formantai-event-id'))
+      : firstId(MAX_EVENT_ID_LENGTH, parsed.event_id, target.scheme === 'hmac' ? senderHeader(target.idHeader) : undefined, headers.get('x-formantai-event-id'))
   if (!idCheck.ok && idCheck.problem === 'too_long') {
     return reject(400, 'event_id_too_long', 'invalid_request', `event id is longer than ${MAX_EVENT_ID_LENGTH} characters`)
   }
@@ -173,7 +174,7 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
     MAX_EVENT_TYPE_LENGTH,
     parsed.event_type,
     target.scheme === 'standard' ? parsed.type : undefined,
-    target.scheme === 'hmac' && target.typeHeader ? headers.get(target.typeHeader) : undefined,
+    target.scheme === 'hmac' ? senderHeader(target.typeHeader) : undefined,
     headers.get('x-formantai-event-type'),
   )
   if (!typeCheck.ok && typeCheck.problem === 'imprecise') return reject(400, 'invalid_event_type', 'invalid_request', 'event type must be text')

@@ -1,5 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import {
+  eventTypeOfStatus,
   formatWebhookTranscript,
   isTerminalStatus,
   type ConversationDetail,
@@ -46,9 +47,8 @@ function iso(ms: number | undefined): string | null {
 /** A WebhookEvent-shaped body for what the provider's API says, so it runs through the same processing. */
 export function synthesizeEvent(item: ConversationListItem, detail: ConversationDetail, nowMs: number): WebhookEvent {
   const status = detail.status
-  // A provider-specific status is reported as its own `call.<status>`, as its webhook would be; one that could not
-  // be a type name is a failure.
-  const eventType: WebhookEvent['event_type'] = /^[a-z0-9_]+$/.test(status) ? `call.${status}` : 'call.failed'
+  // A provider-specific status is reported as its own `call.<status>`, as its webhook would be.
+  const eventType = eventTypeOfStatus(status)
   const transcript = detail.transcript && detail.transcript.length > 0 ? formatWebhookTranscript(detail.transcript) : null
   return {
     event_id: `reconcile:${detail.conversation_id}:${status}`,
