@@ -21,7 +21,7 @@ export function findConfigFile(env: Record<string, string | undefined>, cwd: str
 
 /** The config file's module, loaded fresh (TypeScript through jiti; `switchboard` resolves to this service). */
 export function importConfigFile(file: string): Promise<unknown> {
-  const jiti = createJiti(import.meta.url, { moduleCache: false, fsCache: false, alias: { switchboard: resolve(import.meta.dirname, '../index.ts') } })
+  const jiti = createJiti(import.meta.url, { moduleCache: false, fsCache: false, interopDefault: false, alias: { switchboard: resolve(import.meta.dirname, '../index.ts') } })
   return jiti.import(file)
 }
 

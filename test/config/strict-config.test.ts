@@ -62,6 +62,12 @@ describe('switchboard.config.ts is strict', () => {
     expect(r.stderr).toBe(`error: Invalid configuration: SWITCHBOARD_CONFIG ${r.file} has no default export: write export default defineConfig({ … })\n`)
   })
 
+  it.each(['null', '5', "'PORT=8080'", '[]'])('a default export of %s is not a configuration object', async (value) => {
+    const r = await startWith({}, `export default ${value}\n`)
+    expect(r.code).toBe(2)
+    expect(r.stderr).toBe(`error: Invalid configuration: SWITCHBOARD_CONFIG ${r.file} must export default defineConfig({ … }) (its default export is not an object)\n`)
+  })
+
   it('a syntax error names file:line:col (columns counted from 1, as editors do)', async () => {
     const r = await startWith({}, "import { defineConfig } from 'switchboard'\nexport default defineConfig({ PORT: 8080 \n")
     expect(r.code).toBe(2)
