@@ -98,6 +98,9 @@ async function createRecipeJiti() {
   return createJiti(import.meta.url, {
     moduleCache: false,
     fsCache: false,
+    // The module as it is: jiti's default interop answers a missing or null `default` with the whole module,
+    // and failed on `export default null` with "Cannot read properties of null (reading 'then')".
+    interopDefault: false,
     virtualModules: { switchboard: publicApi },
     // Kept as well, so helper files a recipe imports can `import … from 'switchboard'` the same way.
     alias: { switchboard: publicApiPath() },
@@ -117,7 +120,6 @@ async function loadOne(
   let exported: unknown
   try {
     const mod = await withinTimeLimit(jiti.import<Record<string, unknown> | undefined>(file), limitMs)
-    // jiti answers `.default` with the whole module when there is none; ask whether it exists.
     exported = mod && 'default' in mod ? mod.default : undefined
   } catch (error) {
     if (error instanceof LoadTimeLimitError) return { ...base, error: `did not finish loading within ${duration(limitMs)}: a top-level await that never settles?` }

@@ -24,6 +24,8 @@ export default defineRecipe({ description: 'x', schedule: '0 8 * * *', timezone:
 `,
   'no-export': `export const nothing = 1
 `,
+  'null-export': `export default null
+`,
   // No excess-property check on a variable: only the loader sees \`timeZone\`.
   'wrong-key': `import { defineRecipe } from 'switchboard'
 const def = { description: 'morning', schedule: '0 8 * * *', timeZone: 'Europe/London', run: () => 1 }
@@ -78,9 +80,10 @@ describe('recipes check', () => {
       expect.stringMatching(/bad-hour\.ts: broken: `schedule` "0 25 \* \* \*" is not a valid cron pattern/),
       expect.stringMatching(/bad-zone\.ts: broken: `timezone` must be an IANA time zone such as Asia\/Kolkata \(got "Europe\/Londn"\)$/),
       expect.stringMatching(/no-export\.ts: broken: no recipe exported/),
+      expect.stringMatching(/null-export\.ts: broken: no recipe exported/),
       expect.stringMatching(/two words\.ts: broken: file name must use letters, digits, "-" or "_" only$/),
       expect.stringMatching(/wrong-key\.ts: broken: unknown key `timeZone`: did you mean `timezone`\?/),
-      '5 recipes the service would not load',
+      '6 recipes the service would not load',
     ])
 
     const json = await cli(folder.dir, ['recipes', 'check', '--json'])
@@ -88,7 +91,7 @@ describe('recipes check', () => {
     const parsed = JSON.parse(json.out) as { errors: unknown[]; broken: Array<{ recipe: string; file: string; reason: string }> }
     expect(parsed.errors).toEqual([])
     expect(parsed.broken.map((b) => [b.recipe, b.file])).toEqual(
-      ['bad-hour', 'bad-zone', 'no-export', 'two words', 'wrong-key'].map((name) => [name, files[name]]),
+      ['bad-hour', 'bad-zone', 'no-export', 'null-export', 'two words', 'wrong-key'].map((name) => [name, files[name]]),
     )
     expect(parsed.broken.find((b) => b.recipe === 'bad-hour')?.reason).toMatch(/^`schedule` "0 25 \* \* \*" is not a valid cron pattern/)
   }, 120_000)
