@@ -293,6 +293,21 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
     }
   }
 
+  /**
+   * At start-up, the schedules a previous process armed that this folder no longer has (removed, renamed to `_…` or
+   * broken while the service was down) are forgotten as well: a recipe added back later is armed afresh, so a
+   * restart never "catches up" a tick from the days it was gone.
+   */
+  const forgetSchedulesGone = async () => {
+    const keep = scheduledEntries().flatMap((e) => [`armed:${e.name}`, `first_seen:${e.name}`])
+    let gone = rt.store.db
+      .deleteFrom('kv_state')
+      .where('namespace', '=', SCHEDULER_NS)
+      .where((eb) => eb.or([eb('key', 'like', 'armed:%'), eb('key', 'like', 'first_seen:%')]))
+    if (keep.length) gone = gone.where('key', 'not in', keep)
+    await gone.execute()
+  }
+
   const catchUp = async () => {
     const now = rt.clock.now()
     for (const entry of scheduledEntries()) {
@@ -441,6 +456,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
         .execute()
       scheduler = createScheduler(rt.clock, (name, tickAt) => void track(runTick(name, tickAt, 'cron')))
       reportBroken()
+      await forgetSchedulesGone()
       await noteSchedulesSeen()
       scheduler.set(scheduledEntries())
       await catchUp()

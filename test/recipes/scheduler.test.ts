@@ -253,6 +253,40 @@ export default defineRecipe({
     expect((await listRuns(rt, { recipe: 'fresh' })).map((r) => r.trigger)).toEqual(['cron'])
   })
 
+  it('does not "catch up" a tick from the days a recipe was removed while the service was down', async () => {
+    folder.write('daily', tickRecipe({ schedule: '0 8 * * *', timezone: 'UTC' }))
+    await boot('2026-01-01T07:00:00Z')
+    await engine.start()
+    await clock.advanceTo(Date.parse('2026-01-01T09:00:00Z'))
+    await engine.idle()
+    await engine.stop()
+    // Removed while down; the service starts without it on 2 January.
+    const { rmSync } = await import('node:fs')
+    rmSync(`${folder.dir}/daily.ts`)
+    await clock.advanceTo(Date.parse('2026-01-02T09:00:00Z'))
+    const without = createRecipeEngine(rt)
+    cleanups.push(() => without.stop())
+    await without.start()
+    await without.idle()
+    // Added back on 3 January at 10:00, after that day's 08:00 tick, while up; then a restart at 11:00.
+    await clock.advanceTo(Date.parse('2026-01-03T10:00:00Z'))
+    folder.write('daily', tickRecipe({ schedule: '0 8 * * *', timezone: 'UTC' }))
+    await without.reload()
+    await clock.advanceTo(Date.parse('2026-01-03T11:00:00Z'))
+    await without.stop()
+    const restarted = createRecipeEngine(rt)
+    cleanups.push(() => restarted.stop())
+    await restarted.start()
+    await restarted.idle()
+    expect((await listRuns(rt, { recipe: 'daily' })).map((r) => r.trigger)).toEqual(['cron'])
+    await clock.advanceTo(Date.parse('2026-01-04T08:00:00Z'))
+    await restarted.idle()
+    expect((await listRuns(rt, { recipe: 'daily' })).reverse().map((r) => [r.trigger, (r.summary as Summary).at])).toEqual([
+      ['cron', '2026-01-01T08:00:00.000Z'],
+      ['cron', '2026-01-04T08:00:00.000Z'],
+    ])
+  })
+
   it('records a throwing recipe as failed and still runs the next tick', async () => {
     folder.write('flaky', `import { defineRecipe } from 'switchboard'
 export default defineRecipe({
