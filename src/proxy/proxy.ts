@@ -19,7 +19,7 @@ import { matchRoute, type ProxyRoute } from './routes-table.ts'
 import { createSingleFlight } from './single-flight.ts'
 import { streamThrough } from './stream-through.ts'
 import { createTenantKeys } from './tenant-keys.ts'
-import { failureResponse, fetchUpstream, passHeaders, storableHeaders, withCache, type CacheStatus } from './upstream.ts'
+import { failureResponse, fetchUpstream, isRateLimitHeader, passHeaders, storableHeaders, withCache, type CacheStatus } from './upstream.ts'
 
 /** JSON request bodies (POST /v1/call) larger than this are refused before parsing. */
 export const MAX_JSON_BODY_BYTES = 1024 * 1024
@@ -178,7 +178,11 @@ export function createProxy(rt: Runtime): Proxy {
     if (!fetched.ok) return (await stale()) ?? failureResponse(fetched)
     if (fetched.status >= 500) {
       const served = await stale()
-      if (served) return served
+      if (served) {
+        // The provider did answer, just now: its back-off (Retry-After, X-RateLimit-*) goes with the stale copy.
+        for (const [name, value] of fetched.headers) if (isRateLimitHeader(name)) served.headers.set(name, value)
+        return served
+      }
     }
     return textReply(request.method === 'HEAD' ? null : fetched.text, fetched.status, new Headers(fetched.headers), 'MISS')
   }
@@ -190,18 +194,24 @@ export function createProxy(rt: Runtime): Proxy {
   }
 
   async function recording(request: Request, url: URL, id: string, apiKey: string, tenant: string): Promise<ProxyReply> {
+    // A recording asked for with a query (a format, a signed handle) is not the file the cache keeps under the
+    // conversation: it goes to the provider as asked, and its answer back as sent.
+    if (url.search !== '') return streamThrough(rt, request, { apiKey, pathAndQuery: url.pathname + url.search })
     const cached = await recordings.lookup(tenant, id)
     if (cached) {
+      let status: CacheStatus = 'HIT'
       if (!(await keys.isConfirmed(tenant))) {
         const answer = await confirm(apiKey, tenant)
         if (answer === 'rejected') return refusedKey()
         if (answer === 'unknown') {
-          if (await keys.wasEverAccepted(tenant)) return recordings.respond(cached, request, 'STALE')
-          return failureResponse({ failure: 'unreachable', message: 'cannot confirm the api key with the provider' })
+          if (!(await keys.wasEverAccepted(tenant))) return failureResponse({ failure: 'unreachable', message: 'cannot confirm the api key with the provider' })
+          status = 'STALE'
         }
       }
-      recordings.touch(cached.key)
-      return recordings.respond(cached, request, 'HIT')
+      if (status === 'HIT') recordings.touch(cached.key)
+      const answer = await recordings.respond(cached, request, status)
+      // Undefined: the file went since the lookup (evicted meanwhile); it is downloaded again below.
+      if (answer) return answer
     }
     // A missing recording stays a 404, cached briefly like any other.
     const notFoundKey = `${tenant}:${url.pathname}?`
@@ -211,6 +221,7 @@ export function createProxy(rt: Runtime): Proxy {
     // UPSTREAM_TIMEOUT_MS for the headers, then as an idle timeout: a whole recording may take longer.
     const deadline = createIdleDeadline(rt.config.upstreamTimeoutMs)
     deadline.arm()
+    let handedOver = false
     try {
       const result = await fetchUpstream(rt, { method: 'GET', pathAndQuery: url.pathname, apiKey, headers: { accept: '*/*' }, signal: deadline.signal })
       if (!result.ok) {
@@ -221,19 +232,14 @@ export function createProxy(rt: Runtime): Proxy {
       deadline.arm()
       await learn(tenant, upstream.status)
       if (upstream.status === 200 && upstream.body) {
-        try {
-          // store() writes to a temporary file and keeps it only once the body ended: an abort leaves nothing cached.
-          const row = await recordings.store({ tenant, conversationId: id, headers: upstream.headers, body: deadline.watch(upstream.body) })
-          const response = recordings.respond(row, request, 'MISS')
-          // respond() chose the type (the file's, or JSON for its 416); the provider's rate-limit headers join it.
-          const type = response.headers.get('content-type')
-          passHeaders(upstream.headers, upstream.status, response.headers)
-          if (type !== null) response.headers.set('content-type', type)
-          return response
-        } catch (error) {
-          rt.log.warn({ err: error, conversation_id: id }, 'recording download failed')
-          return failureResponse({ failure: (error as Error).name === 'TimeoutError' ? 'timeout' : 'unreachable', message: `the recording download failed: ${(error as Error).message}` })
-        }
+        // The caller gets the bytes as they arrive; the cache keeps the file once the download ended whole.
+        const response = await recordings.passThrough({ tenant, conversationId: id, request, upstream, body: deadline.watch(upstream.body), done: () => deadline.stop() })
+        handedOver = true
+        // passThrough chose the type (the file's, or JSON for its 416); the provider's rate-limit headers join it.
+        const type = response.headers.get('content-type')
+        passHeaders(upstream.headers, upstream.status, response.headers)
+        if (type !== null) response.headers.set('content-type', type)
+        return response
       }
       const text = await upstream.text().catch(() => '')
       if (upstream.status === 404) {
@@ -241,7 +247,7 @@ export function createProxy(rt: Runtime): Proxy {
       }
       return textReply(request.method === 'HEAD' ? null : text, upstream.status, passHeaders(upstream.headers, upstream.status), 'MISS')
     } finally {
-      deadline.stop()
+      if (!handedOver) deadline.stop()
     }
   }
 
@@ -345,6 +351,7 @@ export function createProxy(rt: Runtime): Proxy {
       await keys.sweep()
     },
     async flush() {
+      await recordings.close()
       await json.flushTouches()
     },
   }

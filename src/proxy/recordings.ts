@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto'
-import { createReadStream, createWriteStream, mkdirSync } from 'node:fs'
-import { readdir, rename, rm, stat } from 'node:fs/promises'
+import { createReadStream, mkdirSync } from 'node:fs'
+import { open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
-import { Readable, Transform } from 'node:stream'
-import { pipeline } from 'node:stream/promises'
+import { Readable } from 'node:stream'
 import type { Selectable } from 'kysely'
 import type { RecordingsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
@@ -15,17 +14,40 @@ export type RecordingRow = Selectable<RecordingsTable>
 export interface RecordingCache {
   /** The cached recording of a tenant's conversation, if its file is still on disk. */
   lookup(tenant: string, conversationId: string): Promise<RecordingRow | undefined>
-  /** Writes a downloaded recording to disk under its content hash and records it with the provider's headers. */
-  store(input: { tenant: string; conversationId: string; headers: Headers; body: ReadableStream<Uint8Array> }): Promise<RecordingRow>
-  /** A 200, 206 or 416 for the request's method and Range header. */
-  respond(row: RecordingRow, request: Request, cache: CacheStatus): Response
+  /**
+   * A 200, 206 or 416 from the cached file for the request's method, Range and If-Range; undefined when the file
+   * went between the lookup and now (evicted by another request or replica): the caller downloads it again.
+   */
+  respond(row: RecordingRow, request: Request, cache: CacheStatus): Promise<Response | undefined>
+  /**
+   * A MISS: answers from the provider's 200 as its bytes arrive (the request's range of them) and writes them to a
+   * temporary file on the way, kept under its content hash once the download ended whole. A recording larger than
+   * PROXY_RECORDINGS_MAX_BYTES is passed through and not kept; a caller that goes away, or whose range ends, leaves
+   * the download to finish for the cache. `done` is called once the download is over, whatever became of it.
+   */
+  passThrough(input: PassThroughInput): Promise<Response>
   touch(key: string): void
   evict(): Promise<number>
   /**
    * Removes downloads a process left behind in the temporary folder (killed mid-download: its `finally` never ran),
-   * judged by the file's own modification time; returns how many.
+   * judged by the file's own modification time, and files no row refers to (another replica evicted their row: the
+   * index is shared, the files are each replica's own); returns how many.
    */
   sweepAbandoned(nowMs?: number): Promise<number>
+  /** Stops the downloads still going on for the cache (their callers have had their answers) and waits for them. */
+  close(): Promise<void>
+}
+
+export interface PassThroughInput {
+  tenant: string
+  conversationId: string
+  request: Request
+  /** The provider's 200 (its headers). */
+  upstream: Response
+  /** Its body, as read (under the idle deadline). */
+  body: ReadableStream<Uint8Array>
+  /** Called once the download is over (kept, passed through, failed or stopped). */
+  done?: () => void
 }
 
 /**
@@ -60,6 +82,33 @@ export function parseRange(header: string | null, size: number): ByteRange | 'un
 }
 
 const CHUNK = 200
+/** How much of a recording waits for a slow caller before the download waits for it. */
+const CALLER_BUFFER_BYTES = 256 * 1024
+
+/** A 416 for a range past the recording's end, in the provider's error shape. */
+function unsatisfiable(size: number, request: Request, headers: Headers): Response {
+  headers.set('content-range', `bytes */${size}`)
+  headers.set('content-type', 'application/json')
+  const body = JSON.stringify({ error: { message: `requested range not satisfiable (size ${size} bytes)`, type: 'invalid_request' } })
+  return new Response(request.method === 'HEAD' ? null : body, { status: 416, headers })
+}
+
+/**
+ * The range a request asks of a recording of `size` bytes. Only a GET has one (RFC 9110 §14.2: HEAD describes the
+ * whole file), and only while its If-Range validator is this file's ETag (§13.1.5: a date or another ETag means the
+ * caller's copy is another one, so it gets the whole file).
+ */
+function rangeOf(request: Request, size: number, etag: string | undefined): ByteRange | 'unsatisfiable' | undefined {
+  if (request.method !== 'GET') return undefined
+  const ifRange = request.headers.get('if-range')
+  if (ifRange !== null && (etag === undefined || ifRange.trim() !== etag)) return undefined
+  return parseRange(request.headers.get('range'), size)
+}
+
+function contentLength(headers: Headers): number | undefined {
+  const value = headers.get('content-length')
+  return value !== null && /^\d{1,15}$/.test(value.trim()) ? Number(value) : undefined
+}
 
 /**
  * The provider's headers that describe the file rather than the moment: kept with it and replayed on every
@@ -96,7 +145,8 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
     }
   }
 
-  async function evict(): Promise<number> {
+  /** Trims the index to 90 % of the budget, least recently used first; `keep` (a row just stored) is never a victim. */
+  async function evict(keep?: string): Promise<number> {
     await flush()
     const max = rt.config.proxy.recordingsMaxBytes
     const { total } = await db
@@ -107,7 +157,9 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
     let excess = Number(total) - Math.floor(max * 0.9)
     let removed = 0
     while (excess > 0) {
-      const oldest = await db.selectFrom('recordings').select(['key', 'size', 'file']).orderBy('last_access_at', 'asc').orderBy('key').limit(CHUNK).execute()
+      let query = db.selectFrom('recordings').select(['key', 'size', 'file']).orderBy('last_access_at', 'asc').orderBy('key').limit(CHUNK)
+      if (keep !== undefined) query = query.where('key', '!=', keep)
+      const oldest = await query.execute()
       if (oldest.length === 0) break
       const victims = []
       for (const row of oldest) {
@@ -131,8 +183,176 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
       await rm(path, { force: true })
       removed++
     }
-    if (removed > 0) rt.log.info({ files: removed }, 'removed abandoned recording downloads')
+    // Files of this replica whose row went: evicted by another replica (which removed only its own copy). A file
+    // written moments ago may not have its row yet, hence the same grace.
+    const files = (await readdir(dir, { withFileTypes: true }).catch(() => [])).filter((e) => e.isFile()).map((e) => e.name)
+    for (let i = 0; i < files.length; i += CHUNK) {
+      const names = files.slice(i, i + CHUNK)
+      const referenced = new Set((await db.selectFrom('recordings').select('file').where('file', 'in', names).execute()).map((r) => r.file))
+      for (const name of names) {
+        if (referenced.has(name)) continue
+        const info = await stat(join(dir, name)).catch(() => undefined)
+        if (!info || nowMs - info.mtimeMs < ABANDONED_DOWNLOAD_MS) continue
+        await rm(join(dir, name), { force: true })
+        removed++
+      }
+    }
+    if (removed > 0) rt.log.info({ files: removed }, 'removed abandoned recording downloads and files no longer indexed')
     return removed
+  }
+
+  /** Downloads still going on for the cache after their callers' answers, stopped by close(). */
+  const downloads = new Set<{ stop: () => void; over: Promise<void> }>()
+
+  /** Writes a finished download's file and row (the file is kept only if the download ended whole). */
+  async function keep(input: PassThroughInput, temp: string, file: string, size: number): Promise<void> {
+    await rename(temp, join(dir, file))
+    const now = rt.clock.now()
+    const row: RecordingRow = {
+      key: `${input.tenant}:${input.conversationId}`,
+      tenant: input.tenant,
+      conversation_id: input.conversationId,
+      file,
+      content_type: input.upstream.headers.get('content-type') ?? 'application/octet-stream',
+      headers: keptHeaders(input.upstream.headers),
+      size,
+      stored_at: now,
+      last_access_at: now,
+    }
+    await db.insertInto('recordings').values(row).onConflict((oc) => oc.column('key').doUpdateSet({ ...row })).execute()
+    await evict(row.key)
+  }
+
+  async function passThrough(input: PassThroughInput): Promise<Response> {
+    const { request, upstream } = input
+    const total = contentLength(upstream.headers)
+    const headers = new Headers({ 'content-type': upstream.headers.get('content-type') ?? 'application/octet-stream', 'accept-ranges': 'bytes', 'x-cache': 'MISS' })
+    for (const name of RECORDING_HEADERS) {
+      const value = upstream.headers.get(name)
+      if (value !== null) headers.set(name, value)
+    }
+    // With no length from the provider a range cannot be placed (nor a suffix counted): the whole file, as RFC 9110
+    // lets a server answer any Range.
+    const range = total === undefined ? undefined : rangeOf(request, total, undefined)
+    const { start, end } = range === undefined || range === 'unsatisfiable' ? { start: 0, end: total === undefined ? Infinity : total - 1 } : range
+    let response: Response
+    let caller: ReadableStreamDefaultController<Uint8Array> | undefined
+    let callerOpen = false
+    let demand: (() => void) | undefined
+    const wake = () => {
+      demand?.()
+      demand = undefined
+    }
+    if (range === 'unsatisfiable') response = unsatisfiable(total!, request, headers)
+    else {
+      if (total !== undefined) headers.set('content-length', String(total === 0 ? 0 : end - start + 1))
+      if (range) headers.set('content-range', `bytes ${start}-${end}/${total}`)
+      const status = range ? 206 : 200
+      if (request.method === 'HEAD' || total === 0) response = new Response(null, { status, headers })
+      else {
+        callerOpen = true
+        const stream = new ReadableStream<Uint8Array>(
+          {
+            start: (controller) => void (caller = controller),
+            pull: wake,
+            cancel: () => {
+              callerOpen = false
+              wake()
+            },
+          },
+          new ByteLengthQueuingStrategy({ highWaterMark: CALLER_BUFFER_BYTES }),
+        )
+        response = new Response(stream, { status, headers })
+      }
+    }
+
+    const temp = join(tmp, `${process.pid}-${rt.random.hex(8)}`)
+    const limit = rt.config.proxy.recordingsMaxBytes
+    const reader = input.body.getReader()
+    let stopped = false
+    let handle: FileHandle | undefined = await open(temp, 'w')
+    const hash = createHash('sha256')
+    const download = {
+      stop: () => {
+        stopped = true
+        wake()
+        void reader.cancel().catch(() => {})
+      },
+      over: Promise.resolve(),
+    }
+    const run = async () => {
+      let size = 0
+      let held: Uint8Array | undefined
+      try {
+        for (;;) {
+          if (handle === undefined && !callerOpen) {
+            await reader.cancel()
+            return
+          }
+          const { done, value } = await reader.read()
+          if (stopped) return
+          if (done) break
+          if (callerOpen && caller) {
+            const from = Math.max(start - size, 0)
+            const to = Math.min(end + 1 - size, value.length)
+            const last = size + value.length > end
+            // A range that ends before the file does is answered now (the rest goes on for the cache). The last
+            // bytes of one that runs to the end wait until the file is kept (below), so that a caller who has them
+            // all — it knows from Content-Length, before the stream closes — finds the recording cached next time.
+            if (last && end === total! - 1) held = value.subarray(from, to)
+            else if (to > from) caller.enqueue(value.subarray(from, to))
+            if (last && held === undefined) {
+              caller.close()
+              callerOpen = false
+            }
+          }
+          size += value.length
+          if (handle !== undefined) {
+            if (size > limit) {
+              await handle.close()
+              handle = undefined
+              await rm(temp, { force: true })
+              rt.log.info({ conversation_id: input.conversationId, limit }, 'recording larger than PROXY_RECORDINGS_MAX_BYTES: passed through, not cached')
+            } else {
+              hash.update(value)
+              await handle.write(value)
+            }
+          }
+          if (callerOpen && caller && (caller.desiredSize ?? 1) <= 0) await new Promise<void>((resolve) => (demand = resolve))
+        }
+        if (total !== undefined && size !== total) throw new Error(`the provider sent ${size} of the ${total} bytes it announced`)
+        if (handle !== undefined) {
+          await handle.close()
+          handle = undefined
+          // The caller has every byte: a file that cannot be kept costs a later download, not this answer.
+          await keep(input, temp, hash.digest('hex'), size).catch((error: unknown) => rt.log.warn({ err: error, conversation_id: input.conversationId }, 'could not keep a downloaded recording'))
+        }
+        if (callerOpen && caller) {
+          if (held?.length) caller.enqueue(held)
+          caller.close()
+          callerOpen = false
+        }
+      } catch (error) {
+        // Nothing of it is kept, and that is so before the caller hears of the failure.
+        await handle?.close().catch(() => {})
+        handle = undefined
+        await rm(temp, { force: true })
+        if (callerOpen && caller) caller.error(error)
+        callerOpen = false
+        rt.log.warn({ err: error, conversation_id: input.conversationId }, 'recording download failed')
+      } finally {
+        await handle?.close().catch(() => {})
+        await rm(temp, { force: true })
+        downloads.delete(download)
+        input.done?.()
+      }
+    }
+    download.over = run()
+    downloads.add(download)
+    // An answer with no body for the caller (HEAD, a 416, an empty file) waits for the download: the recording is
+    // then cached for the request that follows, as the answer's headers imply.
+    if (!callerOpen) await download.over
+    return response
   }
 
   return {
@@ -149,76 +369,47 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
       return undefined
     },
 
-    async store({ tenant, conversationId, headers: upstreamHeaders, body }) {
-      const temp = join(tmp, `${process.pid}-${rt.random.hex(8)}`)
-      const hash = createHash('sha256')
-      let size = 0
-      const limit = rt.config.proxy.recordingsMaxBytes
-      try {
-        await pipeline(
-          Readable.fromWeb(body as import('node:stream/web').ReadableStream<Uint8Array>),
-          new Transform({
-            transform(chunk: Buffer, _enc, done) {
-              size += chunk.length
-              if (size > limit) return done(new Error(`recording larger than PROXY_RECORDINGS_MAX_BYTES (${limit})`))
-              hash.update(chunk)
-              done(null, chunk)
-            },
-          }),
-          createWriteStream(temp),
-        )
-        const file = hash.digest('hex')
-        await rename(temp, join(dir, file))
-        const now = rt.clock.now()
-        const row: RecordingRow = {
-          key: `${tenant}:${conversationId}`,
-          tenant,
-          conversation_id: conversationId,
-          file,
-          content_type: upstreamHeaders.get('content-type') ?? 'application/octet-stream',
-          headers: keptHeaders(upstreamHeaders),
-          size,
-          stored_at: now,
-          last_access_at: now,
-        }
-        await db.insertInto('recordings').values(row).onConflict((oc) => oc.column('key').doUpdateSet({ ...row })).execute()
-        await evict()
-        return row
-      } finally {
-        await rm(temp, { force: true })
-      }
-    },
+    passThrough,
 
-    respond(row, request, cache) {
+    async respond(row, request, cache) {
       const size = Number(row.size)
-      const headers = new Headers({
-        'content-type': row.content_type,
-        'accept-ranges': 'bytes',
-        etag: `"${row.file.slice(0, 32)}"`,
-        'x-cache': cache,
-      })
-      const range = parseRange(request.headers.get('range'), size)
-      if (range === 'unsatisfiable') {
-        headers.set('content-range', `bytes */${size}`)
-        headers.set('content-type', 'application/json')
-        const body = JSON.stringify({ error: { message: `requested range not satisfiable (size ${size} bytes)`, type: 'invalid_request' } })
-        return new Response(request.method === 'HEAD' ? null : body, { status: 416, headers })
-      }
+      const etag = `"${row.file.slice(0, 32)}"`
+      const headers = new Headers({ 'content-type': row.content_type, 'accept-ranges': 'bytes', etag, 'x-cache': cache })
+      const range = rangeOf(request, size, etag)
+      if (range === 'unsatisfiable') return unsatisfiable(size, request, headers)
       for (const [name, value] of Object.entries(row.headers ? (JSON.parse(row.headers) as Record<string, string>) : {})) headers.set(name, value)
       const { start, end } = range ?? { start: 0, end: size - 1 }
       const length = size === 0 ? 0 : end - start + 1
       headers.set('content-length', String(length))
       if (range) headers.set('content-range', `bytes ${start}-${end}/${size}`)
       const status = range ? 206 : 200
-      if (request.method === 'HEAD' || length === 0) return new Response(null, { status, headers })
-      const stream = Readable.toWeb(createReadStream(join(dir, row.file), { start, end })) as ReadableStream<Uint8Array>
+      // Opened before answering: a file evicted from now on stays readable through this handle.
+      let handle: FileHandle
+      try {
+        handle = await open(join(dir, row.file), 'r')
+      } catch {
+        return undefined
+      }
+      if (request.method === 'HEAD' || length === 0) {
+        await handle.close()
+        return new Response(null, { status, headers })
+      }
+      // The stream closes the handle at its end, on an error, or when the caller goes away (cancel destroys it).
+      const stream = Readable.toWeb(createReadStream('', { fd: handle, start, end })) as ReadableStream<Uint8Array>
       return new Response(stream, { status, headers })
     },
 
     touch(key) {
       accessTimes.touch(key)
     },
-    evict,
+    evict: () => evict(),
     sweepAbandoned,
+    async close() {
+      const over = [...downloads].map((d) => {
+        d.stop()
+        return d.over
+      })
+      await Promise.all(over)
+    },
   }
 }

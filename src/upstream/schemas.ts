@@ -4,11 +4,12 @@ import { z } from 'zod'
  * The provider's resources (spec/voice-api.md, with what spec/provider-notes.md adds). Every type the
  * rest of switchboard uses for provider data is `z.infer` of a schema here. Response schemas are loose
  * (`z.looseObject`): a provider that adds a field must not break us; request schemas are strict about what
- * the spec requires.
+ * the spec requires and keep what it does not list (a caller's field the provider accepts beyond the spec reaches
+ * it through the proxy as sent).
  */
 
 // ── Call creation ───────────────────────────────────────────────────────────────────────────────
-export const callParameterSchema = z.object({ name: z.string(), value: z.string() })
+export const callParameterSchema = z.looseObject({ name: z.string(), value: z.string() })
 export type CallParameter = z.infer<typeof callParameterSchema>
 
 export const retryContextSchema = z.looseObject({
@@ -22,7 +23,7 @@ export type RetryContext = z.infer<typeof retryContextSchema>
 /** `metadata` is declared a string; one example sends an object of strings, so both are accepted. */
 export const metadataSchema = z.union([z.string(), z.record(z.string(), z.string())])
 
-export const callRequestSchema = z.object({
+export const callRequestSchema = z.looseObject({
   agent_id: z.number().int(),
   parameters: z.array(callParameterSchema),
   conversation_id: z.string().optional(),

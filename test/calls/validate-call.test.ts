@@ -5,9 +5,11 @@ const now = Date.parse('2026-03-18T20:53:30Z')
 const call = (extra: Record<string, unknown> = {}) => ({ agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543210' }], ...extra })
 
 describe('validateCallRequest', () => {
-  it('accepts a valid request and keeps only the spec fields', () => {
-    const result = validateCallRequest(call({ metadata: { a: 'b' }, retry_context: { collected_data: { x: 1 } }, surprise: true }), now)
-    expect(result).toEqual({ ok: true, request: { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543210' }], metadata: { a: 'b' }, retry_context: { collected_data: { x: 1 } } } })
+  it('accepts a valid request and keeps the fields the spec does not list (a drop-in proxy forwards them as sent)', () => {
+    const result = validateCallRequest(call({ metadata: { a: 'b' }, retry_context: { collected_data: { x: 1 } }, from_phone_number: '+918000000000' }), now)
+    expect(result).toEqual({ ok: true, request: { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543210' }], metadata: { a: 'b' }, retry_context: { collected_data: { x: 1 } }, from_phone_number: '+918000000000' } })
+    const parameter = validateCallRequest(call({ parameters: [{ name: 'customer_phone', value: '+919876543210', sensitive: true }] }), now)
+    expect(parameter.ok && parameter.request.parameters[0]).toEqual({ name: 'customer_phone', value: '+919876543210', sensitive: true })
     expect(validateCallRequest(call({ scheduled_for: null }), now).ok).toBe(true)
   })
 
