@@ -49,7 +49,9 @@ export function purgeOldDeliveries(rt: Runtime, options: DeleteInChunksOptions =
                 }
               })
             : await db.transaction().execute(async (trx) => {
-                const ids = (await finished(trx, limit).execute()).map((r) => r.id)
+                // Locked as read, skipping rows another transaction holds: a replay that turns one pending meanwhile
+                // either waits for this chunk (and finds it gone) or keeps its row out of it — never pending, deleted.
+                const ids = (await finished(trx, limit).forUpdate().skipLocked().execute()).map((r) => r.id)
                 if (ids.length === 0) return { attempts: 0, deliveries: 0 }
                 return {
                   attempts: Number((await trx.deleteFrom('destination_attempts').where('delivery_id', 'in', ids).executeTakeFirst()).numDeletedRows),

@@ -26,21 +26,22 @@ export function purgeOldEvents(rt: Runtime, options: DeleteInChunksOptions = {})
     const recipes = await leadingKeys(db, 'recipe_event_fires', 'recipe')
     const events = counted(
       await deleteInChunks(async (limit) => {
+        // Purgeable: processed or dead, before the cutoff, and with no fire a recipe has still to run. Asked twice —
+        // of the rows the subquery picks, and again of each row as the DELETE locks it: on Postgres a replay that
+        // turned the event pending while the DELETE waited for its lock would otherwise be deleted with it (Postgres
+        // re-checks only the outer conditions on the row as it now is).
+        const noFireToRun = (id: 'e.event_id' | 'webhook_events.event_id') =>
+          db
+            .selectFrom('recipe_event_fires as f')
+            .select(sql.lit(1).as('one'))
+            .where('f.recipe', 'in', recipes)
+            .where('f.event_id', '=', sql.ref<string>(id))
+            .where('f.status', 'in', ['pending', 'failed'])
         let expired = db.selectFrom('webhook_events as e').select('e.event_id').where('e.status', 'in', ['processed', 'dead']).where('e.received_at', '<', cutoff)
-        if (recipes.length > 0) {
-          expired = expired.where(({ not, exists, selectFrom }) =>
-            not(
-              exists(
-                selectFrom('recipe_event_fires as f')
-                  .select(sql.lit(1).as('one'))
-                  .where('f.recipe', 'in', recipes)
-                  .whereRef('f.event_id', '=', 'e.event_id')
-                  .where('f.status', 'in', ['pending', 'failed']),
-              ),
-            ),
-          )
-        }
-        const deleted = await db.deleteFrom('webhook_events').where('event_id', 'in', expired.limit(limit)).executeTakeFirst()
+        if (recipes.length > 0) expired = expired.where(({ not, exists }) => not(exists(noFireToRun('e.event_id'))))
+        let purge = db.deleteFrom('webhook_events').where('event_id', 'in', expired.limit(limit)).where('status', 'in', ['processed', 'dead']).where('received_at', '<', cutoff)
+        if (recipes.length > 0) purge = purge.where(({ not, exists }) => not(exists(noFireToRun('webhook_events.event_id'))))
+        const deleted = await purge.executeTakeFirst()
         return Number(deleted.numDeletedRows)
       }, chunks),
     )
