@@ -43,9 +43,13 @@ const serveCommand = defineCommand({
       const server = await startServer({ env: ctx.env, banner: role !== 'worker', role: role as Role, processing: 'thread' })
       const stopLoggingRejections = logUnhandledRejections(server.rt)
       const received = await signal.stopped
-      stopLoggingRejections()
       process.stdout.write(`\n${received}: shutting down…\n`)
-      await server.close()
+      // Still logged while stopping: a run in flight (waited for below) can leave a rejection behind too.
+      try {
+        await server.close()
+      } finally {
+        stopLoggingRejections()
+      }
       process.stdout.write('switchboard stopped\n')
     } finally {
       signal.release()

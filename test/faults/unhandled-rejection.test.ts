@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
@@ -84,4 +84,47 @@ describe('fault: a recipe leaves an unhandled rejection', () => {
       }
     }, 60_000)
   }
+
+  it('--role worker: a rejection left while the service stops (a run still in flight) is logged too; the stop ends with exit 0', async () => {
+    const recipesDir = mkdtempSync(join(tmpdir(), 'sb-rejection-recipes-'))
+    const dataDir = mkdtempSync(join(tmpdir(), 'sb-rejection-data-'))
+    dirs.push(recipesDir, dataDir)
+    const started = join(recipesDir, 'started.flag')
+    const stopping = join(recipesDir, 'stopping.flag')
+    // The run leaves its rejection only once the test has sent SIGTERM (it writes the second flag then).
+    writeFileSync(
+      join(recipesDir, 'late.ts'),
+      [
+        `import { existsSync, writeFileSync } from 'node:fs'`,
+        `import { defineRecipe } from 'switchboard'`,
+        `export default defineRecipe({`,
+        `  description: 'leaves a rejected promise behind while the service stops',`,
+        `  on: ['call.completed'],`,
+        `  async run() {`,
+        `    writeFileSync(${JSON.stringify(started)}, 'x')`,
+        `    while (!existsSync(${JSON.stringify(stopping)})) await new Promise((r) => setTimeout(r, 10))`,
+        `    void Promise.reject(new Error('rejection during the stop'))`,
+        `    await new Promise((r) => setTimeout(r, 50))`,
+        `    return { ok: true }`,
+        `  },`,
+        `})`,
+        ``,
+      ].join('\n'),
+    )
+    const env = { WEBHOOK_SECRET: SECRET, RECIPES_DIR: recipesDir, RECIPES_TIMEZONE: 'UTC', VOICE_API_KEY: 'sk_fault_rejection', VOICE_API_BASE_URL: 'http://127.0.0.1:9' }
+    const receiver = await startServe(env, { dataDir, args: ['--role', 'receiver'] })
+    const worker = await startServe(env, { dataDir, args: ['--role', 'worker'] })
+    procs.push(receiver, worker)
+    await waitForLog(worker, /switchboard ready/)
+    const event = makeEvent({ event_id: 'evt_rej_stop' })
+    await sendWithRetries({ port: receiver.port, secret: SECRET, bodies: [{ eventId: event.event_id, body: JSON.stringify(event) }], lanes: 1, retryMs: 100 })
+    await until(() => existsSync(started), 'the recipe run to start')
+    const exited = new Promise<number | null>((resolve) => worker.child.once('exit', (code) => resolve(code)))
+    worker.child.kill('SIGTERM')
+    await until(() => worker.lines.some((line) => line.includes('shutting down')), 'the worker to start stopping')
+    writeFileSync(stopping, 'x')
+    expect(await exited).toBe(0)
+    expect(worker.lines.some((line) => line.includes('switchboard stopped'))).toBe(true)
+    expect(JSON.stringify(worker.logs(/unhandled promise rejection/))).toContain('rejection during the stop')
+  }, 60_000)
 })
