@@ -57,6 +57,11 @@ export interface VoiceClientOptions {
   onOutcome?: (outcome: AttemptOutcome) => void
   /** Extra headers on every request. */
   headers?: Record<string, string>
+  /**
+   * Stops the request under way and any retry still to come (a service stopping): the call then rejects with the
+   * signal's reason, not a VoiceApiError.
+   */
+  signal?: AbortSignal
 }
 
 /** What one attempt got from the provider. */
@@ -161,6 +166,22 @@ function jsonOrText(text: string): unknown {
   }
 }
 
+/** `wait`, cut short when `signal` aborts (then it rejects with the signal's reason). */
+async function untilAborted(wait: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return wait
+  signal.throwIfAborted()
+  let onAbort = () => {}
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+  try {
+    await Promise.race([wait, aborted])
+  } finally {
+    signal.removeEventListener('abort', onAbort)
+  }
+}
+
 /**
  * One attempt's deadline: a signal that aborts with a TimeoutError after `ms`. A referenced timer, not
  * `AbortSignal.timeout`'s: a CLI command waiting on the provider must not see its event loop empty meanwhile.
@@ -217,6 +238,7 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
       // answer's body belongs to the caller (who reads it under its own idle deadline): its deadline ends with
       // the headers, or with the error body read here.
       const attemptMs = Math.max(1, Math.min(timeout, left()))
+      options.signal?.throwIfAborted()
       const deadline = attemptDeadline(attemptMs)
       try {
         const response = await ofetch.raw(`${baseUrl}${req.path}`, {
@@ -224,7 +246,7 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
           query: req.query,
           body: req.body?.() as RequestInit['body'] | Record<string, unknown> | undefined,
           headers: { authorization: `Bearer ${options.apiKey}`, accept: 'application/json', ...options.headers },
-          signal: deadline.signal,
+          signal: options.signal ? AbortSignal.any([deadline.signal, options.signal]) : deadline.signal,
           retry: 0,
           ignoreResponseError: true,
           responseType: req.stream ? 'stream' : req.text ? 'text' : 'json',
@@ -241,6 +263,7 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
         error = errorFromResponse(response.status, response.headers, body, clock.now())
       } catch (cause) {
         if (cause instanceof VoiceApiError) throw cause
+        options.signal?.throwIfAborted()
         const name = (cause as { name?: string; cause?: { name?: string } }).name
         const timedOut = name === 'TimeoutError' || name === 'AbortError' || /timeout|aborted/i.test(String((cause as Error).message))
         error = new VoiceApiError({
@@ -259,7 +282,7 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
       // Past the budget the caller is told now, with the last error, rather than after attempts it has given up on.
       if (delayMs === undefined || delayMs >= left()) throw req.idempotencyKey === undefined ? error : callError(error, lost, req.idempotencyKey)
       options.onRetry?.({ method: req.method, path: req.path, attempt, delayMs, error })
-      await sleep(clock, delayMs)
+      await untilAborted(sleep(clock, delayMs), options.signal)
     }
   }
 

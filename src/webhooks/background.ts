@@ -17,7 +17,7 @@ export function startWebhookWorkers(rt: Runtime): () => Promise<void> {
   state.worker = worker
   const stops: Array<() => Promise<void>> = []
   const interval = rt.config.webhook.reconcileIntervalSeconds * 1000
-  if (interval > 0) stops.push(every(rt.clock, rt.log, 'reconciliation', Math.min(interval, 10_000), interval, () => reconcile(rt)))
+  if (interval > 0) stops.push(every(rt.clock, rt.log, 'reconciliation', Math.min(interval, 10_000), interval, (signal) => reconcile(rt, { signal })))
   stops.push(every(rt.clock, rt.log, 'webhook purge', 60_000, PURGE_EVERY_MS, (signal) => purgeOldEvents(rt, { signal })))
   return async () => {
     for (const stop of stops) await stop()

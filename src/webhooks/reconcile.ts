@@ -21,6 +21,8 @@ export interface ReconcileOptions {
    * divided by SANDBOX_SPEED in sandbox mode.
    */
   graceMs?: number
+  /** The service is stopping: the run ends after the request under way (`stopped` in the result). */
+  signal?: AbortSignal
 }
 
 export interface ReconcileResult {
@@ -33,6 +35,8 @@ export interface ReconcileResult {
   synthesized: number
   /** The run stopped early: another replica took its lease (it had expired while the provider was slow). */
   lostLease?: boolean
+  /** The run stopped early: the service is stopping (the next run, on this replica or another, goes on). */
+  stopped?: boolean
   eventIds: string[]
 }
 
@@ -90,7 +94,8 @@ export async function reconcile(rt: Runtime, options: ReconcileOptions = {}): Pr
   if (!(await acquireLease(rt, LEASE, leaseMs))) return { ...result, skipped: true }
   const metrics = webhookMetrics(rt.metrics)
   const { inbox, worker } = webhookState(rt)
-  const client = rt.workspaceClient()
+  const signal = options.signal
+  const client = rt.workspaceClient(signal ? { signal } : {})
   const grace = options.graceMs ?? (rt.config.sandboxMode ? PROVIDER_RETRY_HORIZON_MS / rt.config.sandbox.speed : PROVIDER_RETRY_HORIZON_MS)
   // A run can outlast its lease when the provider is slow (a page is up to 100 detail requests, each retried): the
   // lease is renewed as the run goes, and a run that finds it taken by another replica meanwhile stops there.
@@ -105,7 +110,7 @@ export async function reconcile(rt: Runtime, options: ReconcileOptions = {}): Pr
   }
   try {
     pages: for (let page = 0; page < (options.maxPages ?? 50); page++) {
-      if (!(await stillOurs())) break
+      if (signal?.aborted || !(await stillOurs())) break
       const list = await client.listConversations({ limit: PAGE, offset: page * PAGE })
       result.pages++
       result.listed += list.data.length
@@ -118,7 +123,7 @@ export async function reconcile(rt: Runtime, options: ReconcileOptions = {}): Pr
         const done = new Set([...known.filter((k) => k.terminal === 1).map((k) => k.conversation_id), ...delivered.map((d) => d.conversation_id)])
         for (const item of candidates) {
           if (done.has(item.conversation_id)) continue
-          if (!(await stillOurs())) break pages
+          if (signal?.aborted || !(await stillOurs())) break pages
           const detail = await client.getConversation(item.conversation_id)
           result.fetched++
           if (!isTerminalStatus(detail.status)) continue
@@ -149,9 +154,13 @@ export async function reconcile(rt: Runtime, options: ReconcileOptions = {}): Pr
       }
       if (!list.has_more || list.data.length === 0) break
     }
+  } catch (error) {
+    // Stopped mid-request: what was queued stays queued; the rest is the next run's.
+    if (!signal?.aborted) throw error
   } finally {
     await releaseLease(rt, LEASE)
   }
+  if (signal?.aborted) result.stopped = true
   if (result.synthesized > 0) worker?.wake()
   return result
 }

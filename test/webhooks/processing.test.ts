@@ -405,6 +405,36 @@ describeEachDialect('webhook processing', (dialect) => {
     }
   })
 
+  it('stopping the workers during a reconciliation run ends it after the request under way, lease released', async () => {
+    // A provider that holds its answer until the test lets it go; its list would go on for 50 pages.
+    let pages = 0
+    let release = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const upstream = new H3().get('/v1/conversations', async () => {
+      pages++
+      await held
+      return { data: [], has_more: true, total: 5000 }
+    })
+    const server = serve(upstream, { port: 0, hostname: '127.0.0.1', silent: true })
+    await server.ready()
+    try {
+      h = await createHarness(dialect, { VOICE_API_BASE_URL: server.url!, VOICE_API_KEY: 'sk_test_slow', RECONCILE_INTERVAL_SECONDS: '60' })
+      const stop = startWebhookWorkers(h.rt)
+      await h.clock.advance(10_000) // the first run is due 10 s after start
+      await vi.waitFor(() => expect(pages).toBe(1))
+      let stopped = false
+      const stopping = stop().then(() => (stopped = true))
+      await vi.waitFor(() => expect(stopped).toBe(true), { timeout: 5_000 })
+      await stopping
+      expect(pages).toBe(1)
+      // Its lease is free for the next run, here or on another replica.
+      expect(await acquireLease(h.rt, 'webhooks:reconcile', 60_000, 'other-replica')).toBe(true)
+    } finally {
+      release()
+      await server.close(true)
+    }
+  })
+
   describe('admin and CLI', () => {
     it('lists, filters and shows events over HTTP, with the ADMIN_TOKEN rules', async () => {
       h = await createHarness(dialect, { ADMIN_TOKEN: 'a-long-admin-token-123' })
