@@ -52,6 +52,9 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
   let stopped: (() => void) | undefined
   let backoff = RESTART_MIN_MS
   let cancelRestart: (() => void) | undefined
+  // Until a first thread is ready, a thread that dies is the start-up failure startProcessingThread rejects with,
+  // not one to restart: the caller closes the runtime it would restart from.
+  let startedOnce = false
 
   const send = (message: ThreadMessage) => current?.postMessage(message)
   // The receiver's commit rate and event-loop use, read by the thread to hold back during a burst (PROCESSING_YIELD_ABOVE).
@@ -65,8 +68,10 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
       let ready = false
       let instanceId: string | undefined
       worker.on('message', (reply: ThreadReply) => {
-        if (reply.type === 'ready') {
+        if (reply.type === 'instance') instanceId = reply.instanceId
+        else if (reply.type === 'ready') {
           ready = true
+          startedOnce = true
           instanceId = reply.instanceId
           readyWorker = worker
           resolve()
@@ -97,6 +102,10 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
         }
         if (!ready) reject(new Error(`the processing thread exited while starting (code ${code})`))
         if (stopping) return
+        if (!startedOnce) {
+          rt.log.info({ code }, 'the processing thread exited while starting; not restarted (the service does not start)')
+          return
+        }
         if (rt.clock.now() - startedAt > HEALTHY_AFTER_MS) backoff = RESTART_MIN_MS
         const wait = backoff
         backoff = Math.min(RESTART_MAX_MS, backoff * 2)
@@ -152,8 +161,11 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
     },
     async metrics() {
       const id = seq++
+      // Only a thread that is ready reports: one still starting has registered its backlog gauges, but until it is
+      // ready the main thread counts the backlog itself (src/server.ts), and the two would be summed.
+      const reporting = thread.running() ? readyWorker : undefined
       const theirs = new Promise<MetricsJson | undefined>((resolve) => {
-        if (!current) return resolve(undefined)
+        if (!reporting) return resolve(undefined)
         const cancel = rt.clock.setTimeout(() => {
           pending.delete(id)
           resolve(undefined)
@@ -162,7 +174,7 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
           cancel()
           resolve(json)
         })
-        send({ type: 'metrics', id })
+        reporting.postMessage({ type: 'metrics', id } satisfies ThreadMessage)
       })
       const [own, other] = await Promise.all([rt.metrics.getMetricsAsJSON(), theirs])
       if (!other) return rt.metrics.metrics()

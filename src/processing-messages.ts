@@ -7,7 +7,11 @@ export type ThreadMessage =
 
 /** What the processing thread answers. */
 export type ThreadReply =
-  /** `instanceId`: the thread's runtime, whose claims the host gives back should the thread die. */
+  /**
+   * The thread's runtime, whose claims the host gives back should the thread die: sent as soon as the runtime exists,
+   * before anything is claimed (a thread can die while still starting, its start-up catch-up already claimed).
+   */
+  | { type: 'instance'; instanceId: string }
   | { type: 'ready'; instanceId: string }
   | { type: 'metrics'; id: number; json: unknown }
   | { type: 'task'; id: number; ok: true; value: unknown }

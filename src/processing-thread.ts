@@ -42,6 +42,7 @@ try {
   port.postMessage({ type: 'failed', error: (error as Error).message } satisfies ThreadReply)
   process.exit(1)
 }
+port.postMessage({ type: 'instance', instanceId: rt.instanceId } satisfies ThreadReply)
 // This connection writes only what is derived from the inbox; the checkpoint thread runs the file's checkpoints (see useAsProcessingConnection).
 useAsProcessingConnection(rt.store)
 // The backlog gauges are counted here, in full, off the receiver's event loop; /metrics sums this registry with

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
@@ -82,6 +82,73 @@ describe('fault: the processing thread dies', () => {
       expect(await (await fetch(`http://127.0.0.1:${serve.port}/readyz`)).json()).toMatchObject({ processing: 'running' })
     } finally {
       db.close()
+    }
+  }, 90_000)
+
+  it('while the restarted thread is starting, /metrics counts each pending event once', async () => {
+    await serve?.stop()
+    const dir = mkdtempSync(join(tmpdir(), 'sb-thread-gauge-'))
+    const crashed = join(dir, 'crashed.flag')
+    const go = join(dir, 'go.flag')
+    const loading = join(dir, 'loading.flag')
+    try {
+      // Loading waits, once the thread has crashed, until the test lets it go: the restarted thread stays "starting"
+      // (its gauges registered, not yet ready) for as long as the test looks.
+      writeFileSync(
+        join(dir, 'gated-load.ts'),
+        [
+          `import { existsSync, writeFileSync } from 'node:fs'`,
+          `import { defineRecipe } from 'switchboard'`,
+          `if (existsSync(${JSON.stringify(crashed)})) writeFileSync(${JSON.stringify(loading)}, 'x')`,
+          `while (existsSync(${JSON.stringify(crashed)}) && !existsSync(${JSON.stringify(go)})) await new Promise((r) => setTimeout(r, 10))`,
+          `export default defineRecipe({ description: 'loads once let go after the crash', on: ['call.busy'], run: () => ({}) })`,
+          ``,
+        ].join('\n'),
+      )
+      writeFileSync(
+        join(dir, 'crash-once.ts'),
+        [
+          `import { existsSync, writeFileSync } from 'node:fs'`,
+          `import { defineRecipe } from 'switchboard'`,
+          `export default defineRecipe({`,
+          `  description: 'kills the thread once',`,
+          `  on: ['call.completed'],`,
+          `  run() {`,
+          `    if (!existsSync(${JSON.stringify(crashed)})) { writeFileSync(${JSON.stringify(crashed)}, 'x'); setTimeout(() => { throw new Error('boom') }, 0) }`,
+          `    return {}`,
+          `  },`,
+          `})`,
+          ``,
+        ].join('\n'),
+      )
+      serve = await startServe({ WEBHOOK_SECRET: SECRET, RECIPES_DIR: dir, RECIPES_TIMEZONE: 'UTC', VOICE_API_KEY: 'sk_fault_thread', VOICE_API_BASE_URL: 'http://127.0.0.1:9', BACKLOG_DEGRADED_SECONDS: '3600' })
+      await waitForLog(serve, /switchboard ready/)
+      const body = (id: string, type: 'call.completed' | 'call.busy') => {
+        const event = makeEvent({ event_id: id, event_type: type })
+        return { eventId: event.event_id, body: JSON.stringify(event) }
+      }
+      await sendWithRetries({ port: serve.port, secret: SECRET, bodies: [body('evt_gauge_crash', 'call.completed')], lanes: 1, retryMs: 100 })
+      await waitForLog(serve, /processing thread stopped; restarting/)
+      await sendWithRetries({ port: serve.port, secret: SECRET, bodies: Array.from({ length: 20 }, (_, i) => body(`evt_gauge_${i}`, 'call.busy')), lanes: 4, retryMs: 100 })
+      const db = new BetterSqlite3(join(serve.dataDir, 'switchboard.db'), { readonly: true })
+      try {
+        const pending = () => (db.prepare(`select count(*) as n from webhook_events where status in ('pending', 'failed')`).get() as { n: number }).n
+        // The restarted thread is up (its restart delay is a second) and loading its recipes.
+        await until(() => existsSync(loading) && pending() >= 20, 'the restarted thread to be loading')
+        expect(await (await fetch(`${serve.url}/readyz`)).json()).toMatchObject({ processing: 'restarting' })
+        for (let look = 0; look < 5; look++) {
+          const text = await (await fetch(`${serve.url}/metrics`)).text()
+          const gauge = Number(/^switchboard_events_pending\{role="all"\} (\d+)/m.exec(text)?.[1])
+          expect(gauge).toBe(pending())
+        }
+        writeFileSync(go, 'x')
+        await until(() => pending() === 0, 'the backlog to drain once the thread is ready')
+      } finally {
+        db.close()
+      }
+    } finally {
+      writeFileSync(go, 'x')
+      rmSync(dir, { recursive: true, force: true })
     }
   }, 90_000)
 })

@@ -1,7 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { getPriority, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { loadConfig } from '../../src/config/load.ts'
+import { createManualClock } from '../../src/utils/clock.ts'
+import { captureLogs } from '../helpers/log-capture.ts'
 import { dayRange } from '../../src/reports/day-range.ts'
 import { startServer, type RunningServer } from '../../src/server.ts'
 import { FIXTURE_RECIPES_DIR } from '../helpers/recipes.ts'
@@ -83,6 +86,22 @@ describe.runIf(process.platform === 'linux')('heavy work a request asks for runs
     expect(overview).toContain('Dead events')
     expect(overview).toMatch(/Mail \(7 days\)/)
   }, 60_000)
+
+  it('a first processing thread that cannot start fails the start-up, and no thread is started after it', async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'sb-thread-start-'))
+    const capture = captureLogs('info')
+    const clock = createManualClock(Date.now())
+    // A destination filter in a configuration built in code cannot reach the thread (it is a function), so the
+    // thread refuses to start.
+    const config = loadConfig({
+      env: { PORT: '0', DATA_DIR: dataDir, RECIPES_DIR: FIXTURE_RECIPES_DIR, WEBHOOK_SECRET: 'whsec_thread_start', RECONCILE_INTERVAL_SECONDS: '0' },
+      file: { DESTINATIONS: [{ name: 'crm', url: 'https://crm.example.com/hook', secret: `whsec_${'A'.repeat(32)}`, filter: () => true }] },
+    })
+    await expect(startServer({ config, processing: 'thread', overrides: { log: capture.log, clock } })).rejects.toThrow(/processing thread could not start/)
+    await vi.waitFor(() => expect(capture.find(/exited while starting; not restarted/)).toHaveLength(1))
+    await clock.advance(5 * 60_000)
+    expect(capture.find(/restart/).map((l) => l.msg)).toEqual(['the processing thread exited while starting; not restarted (the service does not start)'])
+  })
 
   it('"Run now" runs the recipe in the processing thread, from the dashboard and the admin API alike', async () => {
     const recipes = tempRecipesDir()
