@@ -100,6 +100,9 @@ export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: (
       flushing = undefined
       // Recorded outcomes free claims and unblock the next delivery of an ordered conversation.
       onCommitted()
+      // An outcome pushed after the loop's last look but before this ran found a flush still going and left it to
+      // this one: it goes now rather than wait for the next outcome (perhaps none, and its claim would lapse).
+      if (pending.length > 0) flush()
     })
   }
 
