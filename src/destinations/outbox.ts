@@ -109,8 +109,8 @@ export function planDeliveries(rt: Runtime, events: OutboxEvent[]): DeliveryRow[
   if (destinations.length === 0 || events.length === 0) return []
   const now = rt.clock.now()
   const rows: DeliveryRow[] = []
-  for (const [index, event] of events.entries()) {
-    const orderAt = nextOrderAt(rt, Number(event.received_at), index)
+  for (const event of events) {
+    const orderAt = nextOrderAt(rt, Number(event.received_at))
     let parsed: ForwardedEvent | undefined | null = null
     const lazy = () => (parsed === null ? (parsed = forwardedEvent(event)) : parsed)
     for (const destination of destinations) {
@@ -142,22 +142,31 @@ export function planDeliveries(rt: Runtime, events: OutboxEvent[]): DeliveryRow[
   return rows
 }
 
-/** The last `order_at` given, per database handle: one per process (thread) and database. */
-const lastOrderAt = new WeakMap<Runtime['store'], number>()
+/** The last `order_at` given in each recent millisecond, per database handle: one per process (thread) and database. */
+const lastOrderAt = new WeakMap<Runtime['store'], Map<number, number>>()
+/** Milliseconds remembered (the oldest forgotten first): far more than a batch's or a retried event's spread. */
+const REMEMBERED_MS = 4096
 
 /**
  * An event's `order_at`: its receipt (or publish) time in µs-sized steps. Events of one millisecond go after the
  * last one given in that millisecond by this process, so they keep the order they were given in — across
  * processing batches and publishes (each its own batch), up to 1,000 a millisecond; with an index within the batch
  * only, two events of one millisecond in different batches tied and went by id (a hash), and a recipe's
- * `followup.sent` could reach an ordered destination before its `followup.scheduled`. An event of an earlier
- * millisecond (one whose processing was retried) keeps its place by receipt, stepped by its index in the batch.
+ * `followup.sent` could reach an ordered destination before its `followup.scheduled`. Kept per millisecond, not as
+ * one "last given": a publish stamped now, then a batch of events received a millisecond earlier (processing lags
+ * receipt), would otherwise number those by their index in their own batch and put a later batch's first event
+ * before an earlier batch's second.
  */
-function nextOrderAt(rt: Runtime, receivedAt: number, index: number): number {
+function nextOrderAt(rt: Runtime, receivedAt: number): number {
+  let given = lastOrderAt.get(rt.store)
+  if (!given) lastOrderAt.set(rt.store, (given = new Map()))
   const floor = receivedAt * 1000
-  const last = lastOrderAt.get(rt.store) ?? -Infinity
-  const at = last < floor ? floor : last + 1 < floor + 1000 ? last + 1 : floor + Math.min(index, 999)
-  if (at > last) lastOrderAt.set(rt.store, at)
+  const last = given.get(receivedAt)
+  const at = last === undefined ? floor : Math.min(last + 1, floor + 999)
+  // Re-inserted: the map's order is then the order of use, and the least recently used millisecond goes first.
+  given.delete(receivedAt)
+  given.set(receivedAt, at)
+  if (given.size > REMEMBERED_MS) given.delete(given.keys().next().value!)
   return at
 }
 

@@ -49,4 +49,23 @@ describeEachDialect('destinations: order within one millisecond', (dialect) => {
     await vi.waitFor(() => expect(s.requests).toHaveLength(events.length), WAIT)
     expect(sentEventIds(s)).toEqual(events.map((e) => e.event_id))
   })
+  it('… also when a publish stamped later came between the batches (processing lags receipt)', async () => {
+    const s = await sink()
+    h = await createForwardHarness(dialect, [destination(s, { ordered: true, events: ['call.completed'] })])
+    await h.worker.stop()
+    const at = h.clock.now()
+    const event = (i: number): OutboxEvent => ({
+      event_id: `evt_lag_${i}`, event_type: 'call.completed', agent_id: 101, conversation_id: 'conv-9_1', received_at: at,
+      body: JSON.stringify({ event_id: `evt_lag_${i}`, event_type: 'call.completed', timestamp: new Date(at).toISOString(), data: {} }),
+    })
+    await h.rt.store.db.transaction().execute((trx) => enqueueDeliveries(trx, h!.rt, [event(0), event(1)]))
+    // A recipe run on an earlier event publishes now (its type is not forwarded here; its stamp is what matters).
+    await h.clock.advance(50)
+    await recipeDestinations(h.rt, { dryRun: false, plan: [] }, 'r').publish('followup.scheduled', {}, { conversationId: 'conv-9_1' })
+    await h.rt.store.db.transaction().execute((trx) => enqueueDeliveries(trx, h!.rt, [event(2)]))
+    const { startDeliveryWorker } = await import('../../src/destinations/worker.ts')
+    h.worker = startDeliveryWorker(h.rt)
+    await vi.waitFor(() => expect(s.requests).toHaveLength(3), WAIT)
+    expect(sentEventIds(s)).toEqual(['evt_lag_0', 'evt_lag_1', 'evt_lag_2'])
+  })
 })
