@@ -2,7 +2,7 @@ import { HTTPError, type H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import { adminRoute } from '../utils/admin-auth.ts'
 import { runProcessingTask } from '../coordination/processing-task.ts'
-import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, destinationsOverviewTask, getDelivery, isDeliveryStatus, isKnownDestination, listDeliveries, replayDelivery, replayFailedTask } from './deliveries.ts'
+import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, DestinationNotConfiguredError, destinationsOverviewTask, getDelivery, isDeliveryStatus, isKnownDestination, listDeliveries, mustBeConfigured, replayDelivery, replayFailedTask } from './deliveries.ts'
 import { enableDestination } from './state.ts'
 
 function time(value: unknown, name: string): number | undefined {
@@ -52,7 +52,7 @@ export function registerDestinationAdminRoutes(app: H3, rt: Runtime): void {
       await replayDelivery(rt, id)
     } catch (error) {
       if (error instanceof DeliveryNotFoundError) throw new HTTPError({ status: 404, message: error.message })
-      if (error instanceof DeliveryBusyError) throw new HTTPError({ status: 409, message: error.message })
+      if (error instanceof DeliveryBusyError || error instanceof DestinationNotConfiguredError) throw new HTTPError({ status: 409, message: error.message })
       throw error
     }
     event.res.status = 202
@@ -77,6 +77,11 @@ export function registerDestinationAdminRoutes(app: H3, rt: Runtime): void {
     const until = time(body.until, 'until') ?? Number.MAX_SAFE_INTEGER
     if (!(await isKnownDestination(rt, name))) {
       throw new HTTPError({ status: 404, message: `no destination named "${name}"` })
+    }
+    try {
+      mustBeConfigured(rt, name)
+    } catch (error) {
+      throw new HTTPError({ status: 409, message: (error as Error).message })
     }
     event.res.status = 202
     return { data: { queued: await runProcessingTask(rt, replayFailedTask, { destination: name, since, until }) } }

@@ -1,6 +1,6 @@
 import { CliError, defineCommand, intFlag, JSON_OPTION, limitOption, type CliCommand, type CliContext } from '../cli-kit.ts'
 import type { Runtime } from '../runtime.ts'
-import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, getDelivery, isDeliveryStatus, isKnownDestination, listDeliveries, replayDelivery, replayFailed, summarizeDestinations } from './deliveries.ts'
+import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, DestinationNotConfiguredError, getDelivery, isDeliveryStatus, isKnownDestination, listDeliveries, mustBeConfigured, replayDelivery, replayFailed, summarizeDestinations } from './deliveries.ts'
 import { enableDestination } from './state.ts'
 import { sendTestEvent } from './test-send.ts'
 import { isZonedIsoDateTime } from '../utils/iso-datetime.ts'
@@ -113,12 +113,13 @@ const replay = defineCommand({
     const destination = ctx.values.destination as string | undefined
     if (id && destination) throw new CliError('give either a delivery id or --destination, not both')
     if (!id && !destination) throw new CliError('give a delivery id, or --destination NAME --since ISO [--until ISO]')
+    if (id && (ctx.values.since !== undefined || ctx.values.until !== undefined)) throw new CliError('--since and --until go with --destination, not with a delivery id')
     const rt = await ctx.runtime()
     if (id) {
       try {
         await replayDelivery(rt, id)
       } catch (error) {
-        if (error instanceof DeliveryNotFoundError) throw new CliError(error.message)
+        if (error instanceof DeliveryNotFoundError || error instanceof DestinationNotConfiguredError) throw new CliError(error.message)
         if (error instanceof DeliveryBusyError) throw new CliError(error.message, 1)
         throw error
       }
@@ -130,6 +131,11 @@ const replay = defineCommand({
     const until = isoFlag(ctx, 'until') ?? Number.MAX_SAFE_INTEGER
     if (until <= since) throw new CliError('--until must be after --since')
     if (!(await isKnownDestination(rt, destination!))) throw new CliError(`no destination named "${destination}" (see: destinations list)`)
+    try {
+      mustBeConfigured(rt, destination!)
+    } catch (error) {
+      throw new CliError((error as Error).message)
+    }
     const queued = await replayFailed(rt, destination!, since, until)
     if (ctx.values.json) return ctx.json({ queued })
     ctx.write(`${queued} failed or dead deliveries of "${destination}" queued again\n`)

@@ -133,6 +133,19 @@ export class DeliveryNotFoundError extends Error {
 export class DeliveryBusyError extends Error {
   override readonly name = 'DeliveryBusyError'
 }
+/** A replay for a destination no longer in DESTINATIONS: nothing would ever send it. */
+export class DestinationNotConfiguredError extends Error {
+  override readonly name = 'DestinationNotConfiguredError'
+}
+
+/** Throws DestinationNotConfiguredError unless `name` is in DESTINATIONS. */
+export function mustBeConfigured(rt: Runtime, name: string): void {
+  const names = rt.config.destinations.list.map((d) => d.name)
+  if (names.includes(name)) return
+  throw new DestinationNotConfiguredError(
+    `destination "${name}" is not in DESTINATIONS (configured: ${names.join(', ') || 'none'}): nothing would send its deliveries; add it back to replay them`,
+  )
+}
 
 /**
  * Puts one delivery (any status) back in the queue with a fresh retry schedule, due at once for every
@@ -140,6 +153,9 @@ export class DeliveryBusyError extends Error {
  */
 export async function replayDelivery(rt: Runtime, id: string): Promise<void> {
   const now = rt.clock.now()
+  const row = await rt.store.db.selectFrom('destination_deliveries').select('destination').where('id', '=', id).executeTakeFirst()
+  if (!row) throw new DeliveryNotFoundError(`no delivery with id "${id}" (see: destinations deliveries)`)
+  mustBeConfigured(rt, row.destination)
   const result = await rt.store.db
     .updateTable('destination_deliveries')
     // In its conversation's order if its destination orders now (it may not have when the row was written).
@@ -158,6 +174,7 @@ export async function replayDelivery(rt: Runtime, id: string): Promise<void> {
  * have failed at least once (made due now, schedule restarted). Returns how many.
  */
 export async function replayFailed(rt: Runtime, destination: string, since: number, until: number): Promise<number> {
+  mustBeConfigured(rt, destination)
   const now = rt.clock.now()
   const result = await rt.store.db
     .updateTable('destination_deliveries')

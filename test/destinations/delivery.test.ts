@@ -115,6 +115,36 @@ describeEachDialect('destinations: delivery', (dialect) => {
     expect(await byRange.json()).toEqual({ data: { queued: 0 } })
   })
 
+  it('refuses to replay deliveries of a destination no longer configured (nothing would send them), and an id with a time range', async () => {
+    const s = await sink()
+    const dests = [destination(s)]
+    h = await createForwardHarness(dialect, dests)
+    const created = h.clock.now()
+    await h.rt.store.db
+      .insertInto('destination_deliveries')
+      .values(['retired', 'crm'].map((name, i) => ({
+        id: `msg_${name}_0`, destination: name, event_id: `evt_${i}`, event_type: 'call.completed', conversation_id: null, payload: '',
+        order_at: created * 1000 + i, ordered: 0, status: 'dead', attempts: 4, round_attempts: 4, next_attempt_at: created, claimed_by: null, claimed_until: null,
+        last_status: 500, last_error: 'HTTP 500', created_at: created, delivered_at: null,
+      })))
+      .execute()
+    const env = cliEnv(h.rt, { DESTINATIONS: JSON.stringify(dests), ALLOW_PRIVATE_DESTINATIONS: '1' })
+    const notConfigured = 'destination "retired" is not in DESTINATIONS (configured: crm): nothing would send its deliveries; add it back to replay them'
+    for (const args of [['--destination', 'retired', '--since', '2000-01-01'], ['msg_retired_0']]) {
+      const r = await runCli(['destinations', 'replay', ...args], env)
+      expect([r.code, r.err.trim()]).toEqual([2, `error: ${notConfigured}`])
+    }
+    const one = await h.app.fetch(new Request('http://localhost/admin/destinations/deliveries/msg_retired_0/replay', { method: 'POST', headers: adminHeaders }))
+    expect([one.status, ((await one.json()) as { error: { message: string } }).error.message]).toEqual([409, notConfigured])
+    const range = await h.app.fetch(new Request('http://localhost/admin/destinations/retired/replay', { method: 'POST', headers: adminHeaders }))
+    expect(range.status).toBe(409)
+    expect((await h.status()).map((r) => [r.destination, r.status])).toEqual(expect.arrayContaining([['retired', 'dead'], ['crm', 'dead']]))
+    // Options only the range form takes are a mistake with an id, not ignored.
+    const ranged = await runCli(['destinations', 'replay', 'msg_crm_0', '--until', '2000-01-01'], env)
+    expect([ranged.code, ranged.err.trim()]).toEqual([2, 'error: --since and --until go with --destination, not with a delivery id'])
+    expect((await h.status()).find((r) => r.destination === 'crm')?.status).toBe('dead')
+  })
+
   it('purges finished deliveries, their attempt logs and unneeded bodies once past the retention window; pending ones stay', async () => {
     const s = await sink((n, _req, res) => res.writeHead(n === 0 ? 500 : 204).end())
     const down = await sink((_n, _req, res) => res.writeHead(503).end())
