@@ -68,7 +68,12 @@ export const destinationSchema = z
     /** Requests in flight at once to this destination (per replica). */
     concurrency: z.number().int().min(1).max(256).default(16),
     headers: z
-      .record(z.string().regex(HEADER_NAME, { error: 'header names must be tokens' }), z.string())
+      .record(
+        z.string().regex(HEADER_NAME, { error: 'header names must be tokens' }),
+        // What an HTTP client sends as it is: no line breaks (a second header smuggled in), no characters past ASCII (an
+        // en dash pasted from a document), which every attempt would then fail on.
+        z.string().regex(/^[\t\x20-\x7e]*$/, { error: 'header values may hold printable ASCII, spaces and tabs only (no line breaks, no characters such as “–”)' }),
+      )
       .refine((h) => Object.keys(h).every((k) => !RESERVED_HEADERS.has(k.toLowerCase())), { error: `may not set ${[...RESERVED_HEADERS].join(', ')}` })
       .default({}),
     /** Plain http is refused unless this is true (a same-host or private-network app without TLS). */
@@ -78,7 +83,8 @@ export const destinationSchema = z
   })
   .strict()
   .superRefine((d, ctx) => {
-    if (d.url.startsWith('http:') && !d.allowHttp) {
+    // As the URL reads it: `HTTP://` is http too.
+    if (new URL(d.url).protocol === 'http:' && !d.allowHttp) {
       ctx.addIssue({ code: 'custom', path: ['url'], message: 'must be https (set allowHttp: true to allow plain http)' })
     }
   })

@@ -33,6 +33,13 @@ describe('DESTINATIONS', () => {
   it('names the destination and the field in one line, and never echoes the value (it holds secrets)', () => {
     const bad = (d: Record<string, unknown>) => () => load({ DESTINATIONS: JSON.stringify([{ name: 'crm', url: 'https://crm.example.com', secret: DEST_SECRET, ...d }]) })
     expect(bad({ url: 'http://crm.example.com' })).toThrow('Invalid configuration: DESTINATIONS destination "crm": url must be https (set allowHttp: true to allow plain http)')
+    // The scheme as the URL reads it, whatever its case.
+    expect(bad({ url: 'HTTP://crm.example.com/h' })).toThrow('Invalid configuration: DESTINATIONS destination "crm": url must be https (set allowHttp: true to allow plain http)')
+    // Header values an HTTP client would refuse on every attempt: a line break, a character past ASCII.
+    for (const value of ['ops\r\nx-evil: 1', 'Bearer abc – def']) {
+      expect(bad({ headers: { 'x-team': value } })).toThrow('Invalid configuration: DESTINATIONS destination "crm": headers.x-team header values may hold printable ASCII, spaces and tabs only (no line breaks, no characters such as “–”)')
+    }
+    expect(load({ DESTINATIONS: JSON.stringify([{ name: 'crm', url: 'https://crm.example.com', secret: DEST_SECRET, headers: { 'x-team': 'ops\tteam 2' } }]) }).destinations.list[0]!.headers).toEqual({ 'x-team': 'ops\tteam 2' })
     expect(bad({ secret: 'not-a-secret' })).toThrow(/^Invalid configuration: DESTINATIONS destination "crm": secret must be whsec_/)
     expect(bad({ timeoutMs: 5 })).toThrow(/destination "crm": timeoutMs /)
     expect(bad({ headers: { 'webhook-id': 'x' } })).toThrow(/destination "crm": headers may not set webhook-id/)
