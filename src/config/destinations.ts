@@ -13,9 +13,17 @@ export interface ForwardedEvent {
   type: string
   agentId: number | null
   conversationId: string | null
-  /** 'provider' for verified webhook events, 'recipe' for events a recipe published. */
-  source: 'provider' | 'recipe'
-  /** The body that will be sent: `{ event_id, event_type, timestamp, data }`. */
+  /**
+   * 'provider' for the provider's verified webhook events (and reconciliation's), 'recipe' for events a recipe
+   * published, 'target' for events received on a named target of another scheme (`/webhooks/<target>`, a CRM's own).
+   */
+  source: 'provider' | 'recipe' | 'target'
+  /** For source 'target': the target's name. */
+  target?: string
+  /**
+   * The body that will be sent: `{ event_id, event_type, timestamp, data }` for provider and recipe events; a named
+   * target's event goes as its sender sent it.
+   */
   body: ForwardedBody
 }
 

@@ -1,4 +1,5 @@
 import { sql, type CompiledQuery, type ExpressionBuilder, type RawBuilder, type Selectable, type Transaction } from 'kysely'
+import { isNamedTargetEvent } from '../webhooks/provider-target.ts'
 import type { Database, DestinationDeliveriesTable, WebhookEventsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
 import type { DestinationConfig, ForwardedBody, ForwardedEvent } from '../config/destinations.ts'
@@ -29,9 +30,11 @@ export type ClaimedDelivery = Pick<DeliveryRow, (typeof CLAIMED_COLUMNS)[number]
 }
 
 /** An event to forward: a stored webhook event's columns, or an event a recipe published. */
-export type OutboxEvent = Pick<Selectable<WebhookEventsTable>, 'event_id' | 'event_type' | 'agent_id' | 'conversation_id' | 'received_at' | 'body'> & {
-  origin?: 'provider' | 'recipe'
-}
+export type OutboxEvent = Pick<Selectable<WebhookEventsTable>, 'event_id' | 'event_type' | 'agent_id' | 'conversation_id' | 'received_at' | 'body'> &
+  Partial<Pick<Selectable<WebhookEventsTable>, 'target' | 'source'>> & {
+    /** A recipe's publish; a stored event's origin is read from its target and source. */
+    origin?: 'recipe'
+  }
 
 function wildcard(pattern: string, type: string): boolean {
   return pattern === '*' || pattern === type || (pattern.endsWith('.*') && type.startsWith(pattern.slice(0, -1)))
@@ -53,15 +56,17 @@ export function wants(rt: Runtime, destination: DestinationConfig, event: Outbox
   }
 }
 
-function forwardedEvent(event: OutboxEvent): ForwardedEvent | undefined {
+function forwardedEvent(rt: Runtime, event: OutboxEvent): ForwardedEvent | undefined {
   try {
     const body = JSON.parse(event.body) as ForwardedBody
+    const fromTarget = event.origin === undefined && event.target !== undefined && event.source !== undefined && isNamedTargetEvent(rt, { target: event.target, source: event.source })
     return {
       id: event.event_id,
       type: event.event_type,
       agentId: event.agent_id === null ? null : Number(event.agent_id),
       conversationId: event.conversation_id,
-      source: event.origin ?? 'provider',
+      source: event.origin ?? (fromTarget ? 'target' : 'provider'),
+      ...(fromTarget ? { target: event.target } : {}),
       body,
     }
   } catch {
@@ -112,7 +117,7 @@ export function planDeliveries(rt: Runtime, events: OutboxEvent[]): DeliveryRow[
   for (const event of events) {
     const orderAt = nextOrderAt(rt, Number(event.received_at))
     let parsed: ForwardedEvent | undefined | null = null
-    const lazy = () => (parsed === null ? (parsed = forwardedEvent(event)) : parsed)
+    const lazy = () => (parsed === null ? (parsed = forwardedEvent(rt, event)) : parsed)
     for (const destination of destinations) {
       if (!wants(rt, destination, event, lazy)) continue
       rows.push({

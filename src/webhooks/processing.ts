@@ -1,4 +1,5 @@
 import { sql, type Selectable } from 'kysely'
+import { isNamedTargetEvent } from './provider-target.ts'
 import type { Runtime } from '../runtime.ts'
 import type { WebhookEventsTable } from '../db/schema.ts'
 import { webhookEventSchema } from '../upstream/schemas.ts'
@@ -43,13 +44,6 @@ export interface ProcessOutcome {
 /** A payload that can never be processed: it is dead at once (retrying cannot help). */
 class UnprocessableError extends Error {}
 
-/** Events of targets whose scheme is the provider's (the default `formant` target, or a named one) are provider events. */
-export function isProviderTarget(rt: Runtime, target: string): boolean {
-  const configured = rt.config.webhook.targets[target]
-  return configured ? configured.scheme === 'formant' : target === DEFAULT_PROVIDER_TARGET
-}
-const DEFAULT_PROVIDER_TARGET = 'formant'
-
 /** A stored row as the pipeline sees it: a zod-typed provider event, or a named target's JSON body. */
 export function parseRow(rt: Runtime, row: ClaimedEvent): PipelineEvent {
   let json: unknown
@@ -58,7 +52,7 @@ export function parseRow(rt: Runtime, row: ClaimedEvent): PipelineEvent {
   } catch {
     throw new UnprocessableError('stored body is not JSON')
   }
-  if (row.source !== 'reconcile' && !isProviderTarget(rt, row.target)) {
+  if (isNamedTargetEvent(rt, row)) {
     return { kind: 'target', eventId: row.event_id, eventType: row.event_type, target: row.target, source: 'webhook', receivedAt: row.received_at, body: json }
   }
   // The receiver takes the id and type from the body, else from the headers (and stores a numeric id as text):

@@ -1,5 +1,7 @@
 import { expect, it, vi } from 'vitest'
 import { purgeOldDeliveries } from '../../src/destinations/index.ts'
+import type { ForwardedEvent } from '../../src/config/destinations.ts'
+import { signStandard } from '../../src/webhooks/index.ts'
 import { replayFailed } from '../../src/destinations/deliveries.ts'
 import { deliveryId } from '../../src/destinations/sign.ts'
 import { startDeliveryWorker, SWEEP_MS } from '../../src/destinations/worker.ts'
@@ -113,6 +115,25 @@ describeEachDialect('destinations: delivery', (dialect) => {
     expect(missing.status).toBe(404)
     const byRange = await h.app.fetch(new Request('http://localhost/admin/destinations/crm/replay', { method: 'POST', body: '{"since":"2026-01-01T00:00:00Z"}', headers: adminHeaders }))
     expect(await byRange.json()).toEqual({ data: { queued: 0 } })
+  })
+
+  it('an event received on a named target reaches a filter as source "target" with the target\'s name, so a destination can keep it out', async () => {
+    const s = await sink()
+    const secret = `whsec_${Buffer.from('crm-secret-crm-secret-crm-secret').toString('base64')}`
+    h = await createForwardHarness(dialect, [destination(s)], { env: { WEBHOOK_TARGETS: JSON.stringify({ crm: { scheme: 'standard', secrets: secret } }) } })
+    const seen: Array<Pick<ForwardedEvent, 'id' | 'source' | 'target'>> = []
+    // A filter as switchboard.config.ts would give it: provider and recipe events only.
+    h.rt.config.destinations.list[0]!.filter = (event) => {
+      seen.push({ id: event.id, source: event.source, ...(event.target ? { target: event.target } : {}) })
+      return event.source !== 'target'
+    }
+    const body = JSON.stringify({ type: 'contact.updated', event_type: 'contact.updated', data: { id: 'ct_1' } })
+    const ts = Math.floor(h.clock.now() / 1000)
+    expect((await h.post(body, { 'webhook-id': 'msg_crm_1', 'webhook-timestamp': String(ts), 'webhook-signature': signStandard('msg_crm_1', ts, body, secret) }, 'crm')).status).toBe(204)
+    const provider = makeEvent()
+    await h.ingest([provider])
+    expect(seen).toEqual([{ id: 'msg_crm_1', source: 'target', target: 'crm' }, { id: provider.event_id, source: 'provider' }])
+    await vi.waitFor(() => expect(sentEventIds(s)).toEqual([provider.event_id]), WAIT)
   })
 
   it('refuses to replay deliveries of a destination no longer configured (nothing would send them), and an id with a time range', async () => {
