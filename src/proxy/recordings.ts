@@ -270,7 +270,11 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
     const limit = rt.config.proxy.recordingsMaxBytes
     const reader = input.body.getReader()
     let stopped = false
-    let handle: FileHandle | undefined = await open(temp, 'w')
+    // A cache that cannot be written to (a full disk, a permission) costs the cache, not the answer.
+    let handle: FileHandle | undefined = await open(temp, 'w').catch((error: unknown) => {
+      rt.log.warn({ err: error, conversation_id: input.conversationId }, 'cannot write the recording cache; passing the recording through')
+      return undefined
+    })
     const hash = createHash('sha256')
     const download = {
       stop: () => {
@@ -290,7 +294,7 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
             return
           }
           const { done, value } = await reader.read()
-          if (stopped) return
+          if (stopped) throw new Error('the service is stopping')
           if (done) break
           if (callerOpen && caller) {
             const from = Math.max(start - size, 0)

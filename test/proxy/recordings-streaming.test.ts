@@ -191,6 +191,29 @@ describe('proxy recordings: streamed, ranged and budgeted', () => {
   })
 })
 
+it('a download under way when the service stops ends there: the caller hears of it, and nothing is left in tmp/', async () => {
+  const rt = await createTestRuntime()
+  try {
+    const cache = createRecordingCache(rt)
+    let provider: ReadableStreamDefaultController<Uint8Array> | undefined
+    // The provider has sent half of what it announced, and holds the rest.
+    const body = new ReadableStream<Uint8Array>({ start: (c) => void (provider = c) })
+    provider!.enqueue(new Uint8Array(32 * 1024).fill(1))
+    const upstream = new Response(null, { headers: { 'content-type': 'audio/wav', 'content-length': String(64 * 1024) } })
+    const answer = await cache.passThrough({ tenant: 't', conversationId: 'conv_stop', request: new Request('http://x/'), upstream, body })
+    const reader = answer.body!.getReader()
+    expect((await reader.read()).value!.byteLength).toBe(32 * 1024)
+    const tmp = join(rt.config.dataDir, 'recordings', 'tmp')
+    expect(readdirSync(tmp)).toHaveLength(1)
+    await cache.close()
+    await expect(reader.read()).rejects.toThrow('the service is stopping')
+    expect(readdirSync(tmp)).toEqual([])
+    expect(await rt.store.db.selectFrom('recordings').selectAll().execute()).toEqual([])
+  } finally {
+    await rt.close()
+  }
+})
+
 it('a replica removes its files whose row another replica evicted (the index is shared, the files are each replica’s)', async () => {
   const env = { PROXY_RECORDINGS_MAX_BYTES: '100000' }
   const a = await createTestRuntime({ env })
