@@ -20,3 +20,6 @@ if (bundle) {
   cli = await import('./cli.ts')
 }
 process.exitCode = await cli.main(process.argv.slice(2))
+// The command is over. What a recipe (or anything else) left behind — an interval, a socket — must not hold the process
+// open after its last line: a second for the output (and async log lines) to drain, then it ends, with the command's code.
+setTimeout(() => process.exit(), 1_000).unref()

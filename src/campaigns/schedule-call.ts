@@ -47,12 +47,17 @@ export type ScheduleCallOutcome =
   | { status: 'planned'; request: CallRequest }
   /** The number is not a callable phone number: nothing was sent. */
   | { status: 'rejected'; request: CallRequest; reason: string }
+  /**
+   * Never returned since calls go through the paced queue (`queued`); kept so that a recipe written when calls were
+   * placed at once, and tests for it, still type-checks (a type error would stop the service running it).
+   */
   | { status: 'placed'; request: CallRequest; call: CallResponse; record: CallRecord }
   /** In the paced queue (durable): the provider gets it as its limits allow; `calls list` shows the outcome. */
   | { status: 'queued'; request: CallRequest; record: CallRecord }
   /** The same idempotency key was already used within 24 h: nothing was sent. */
   | { status: 'duplicate'; request: CallRequest; record: CallRecord }
   | { status: 'blocked'; request: CallRequest; reason: string }
+  /** Never returned since calls go through the paced queue (a failure shows in `calls list`); kept as `placed` is. */
   | { status: 'failed'; request: CallRequest; error: VoiceApiError; record: CallRecord | null }
 
 /** A call that passed the campaign rules, ready for the queue. */

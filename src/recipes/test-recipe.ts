@@ -94,7 +94,7 @@ function instantOf(value: string | number | Date): number {
 export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeResult> {
   const options = checkArgument(optionsSchema, input, { fn: 'testRecipe', arg: 'options', expected: '{ recipe, events?, csv?, now?, env?, recipesDir? }' })
   // Loaded here, not at import: the public API (what recipes import) stays light.
-  const [{ createRuntime }, { createManualClock }, { createSilentLogger }, { applyEventToReadModel }, { loadRecipeFile }, { executeRun }] = await Promise.all([
+  const [{ createRuntime }, { createFrozenClock }, { createSilentLogger }, { applyEventToReadModel }, { loadRecipeFile }, { executeRun }] = await Promise.all([
     import('../runtime.ts'),
     import('../utils/clock.ts'),
     import('../utils/logger.ts'),
@@ -138,7 +138,7 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
       }
     }
     // The type check is done above; nothing in this runtime should start the service's own checker thread.
-    const rt = await createRuntime({ ...config, recipes: { ...config.recipes, typeCheck: false } }, { clock: createManualClock(now), log: createSilentLogger() })
+    const rt = await createRuntime({ ...config, recipes: { ...config.recipes, typeCheck: false } }, { clock: createFrozenClock(now), log: createSilentLogger() })
     try {
       const processed: ProcessedEvent[] = []
       for (const event of events) {

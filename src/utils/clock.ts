@@ -24,6 +24,15 @@ export const systemClock: Clock = {
   },
 }
 
+/**
+ * A clock whose time stands at `at` while its waits take real time: a test run of a recipe (`recipes test`,
+ * `testRecipe`) sees one fixed `now`, yet its time limit (RECIPE_TIMEOUT_SECONDS) fires and the provider client's
+ * retries go on — on a manual clock that nobody advances they waited for ever.
+ */
+export function createFrozenClock(at: number): Clock {
+  return { now: () => at, setTimeout: (fn, ms, options) => systemClock.setTimeout(fn, ms, options) }
+}
+
 export interface ManualClock extends Clock {
   /** Moves time forward, running every timer that falls due, in order, letting promises settle between. */
   advance(ms: number): Promise<void>

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process'
 import { resolve } from 'node:path'
 import { afterAll, expect, it } from 'vitest'
 import { main } from '../../src/cli.ts'
@@ -97,3 +98,37 @@ export default defineRecipe({
     folder.cleanup()
   }
 })
+
+it('a recipe that never ends is cut off at RECIPE_TIMEOUT_SECONDS, and one reading from an absent provider fails: both settle', async () => {
+  const folder = tempRecipesDir()
+  try {
+    folder.write('hung', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'never ends', run: () => new Promise(() => {}) })
+`)
+    folder.write('reader', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'reads from the provider', async run(ctx) { return { total: (await ctx.client.listConversations({ limit: 1 })).total } } })
+`)
+    // The run's time limit is real time, whatever the frozen `now` says (1 s here).
+    const limited = { ...env, RECIPE_TIMEOUT_SECONDS: '1', RECIPES_TYPECHECK: 'false' }
+    expect(await testRecipe({ recipe: 'hung', recipesDir: folder.dir, env: limited })).toMatchObject({ status: 'failed', error: 'timed out after 1 s (RECIPE_TIMEOUT_SECONDS)' })
+    const reader = await testRecipe({ recipe: 'reader', recipesDir: folder.dir, env: limited })
+    expect(reader.status).toBe('failed')
+  } finally {
+    folder.cleanup()
+  }
+})
+
+it('the CLI ends once it has printed, even when a recipe left a timer running', () => {
+  const folder = tempRecipesDir()
+  try {
+    folder.write('leaves-interval', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'leaves an interval behind', run: () => { setInterval(() => {}, 1_000); return { ok: true } } })
+`)
+    const bin = resolve(import.meta.dirname, '../../src/bin.mjs')
+    const run = spawnSync(process.execPath, [bin, 'recipes', 'test', 'leaves-interval'], { env: { ...process.env, ...env, RECIPES_DIR: folder.dir, RECIPES_TYPECHECK: 'false' }, encoding: 'utf8', timeout: 30_000 })
+    expect([run.signal, run.status]).toEqual([null, 0])
+    expect(run.stdout).toMatch(/^recipe leaves-interval: succeeded/)
+  } finally {
+    folder.cleanup()
+  }
+}, 40_000)
