@@ -30,11 +30,14 @@ export interface LoadOptions {
   timeLimitMs?: number
 }
 
-/** Recipe files: `*.ts` directly in the folder, except declarations and files starting with `_` or `.`. */
+/** A recipe's own vitest file beside it (`no-answer-followup.test.ts`): a test, not a recipe. */
+const TEST_FILE = /\.(test|spec)\.ts$/
+
+/** Recipe files: `*.ts` directly in the folder, except declarations, tests and files starting with `_` or `.`. */
 export function listRecipeFiles(dir: string): string[] {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) return []
   return readdirSync(dir)
-    .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.startsWith('_') && !f.startsWith('.'))
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !TEST_FILE.test(f) && !f.startsWith('_') && !f.startsWith('.'))
     .sort()
     .map((f) => join(dir, f))
 }

@@ -69,6 +69,9 @@ describe('recipes check', () => {
   beforeAll(() => {
     files.healthy = folder.write('healthy', HEALTHY)
     for (const [name, source] of Object.entries(REFUSED_BY_THE_LOADER)) files[name] = folder.write(name, source)
+    // The recipe's own vitest files beside it: tests, not recipes (nor broken ones).
+    folder.write('healthy.test', `import { it } from 'vitest'\nit('runs', () => {})\n`)
+    folder.write('healthy.spec', `import { it } from 'vitest'\nit('runs', () => {})\n`)
   })
 
   it('reports what the loader refuses, with its reason, and exits 1 although nothing has a type error', async () => {
