@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path'
 import { z } from 'zod'
@@ -68,15 +68,22 @@ const optionsSchema = z.strictObject({
 export function readEventsFile(path: string): WebhookEvent[] {
   let parsed: unknown
   try {
-    parsed = JSON.parse(readFileSync(path, 'utf8'))
+    // A byte-order mark (editors on Windows write one) is not part of the JSON.
+    parsed = JSON.parse(readFileSync(path, 'utf8').replace(/^\uFEFF/, ''))
   } catch (error) {
-    throw new ArgumentError(`events file ${path}: ${(error as Error).message}`)
+    const code = (error as NodeJS.ErrnoException).code
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a folder, not a file' : (error as Error).message.split('\n')[0]
+    throw new ArgumentError(`events file ${path}: ${why}`)
   }
   return parseEvents(parsed, path)
 }
 
 function parseEvents(value: unknown, where: string): WebhookEvent[] {
-  const list = Array.isArray(value) ? value : (value as { events?: unknown } | null)?.events
+  const wrapped = typeof value === 'object' && value !== null && !Array.isArray(value) && 'events' in value
+  if (!Array.isArray(value) && !wrapped) {
+    throw new ArgumentError(`testRecipe(events (${where})): expected a JSON list of webhook events, or { "events": [ … ] }`)
+  }
+  const list = Array.isArray(value) ? value : (value as { events?: unknown }).events
   return checkArgument(z.array(webhookEventSchema).min(1, { error: 'must hold at least one event' }), list, {
     fn: 'testRecipe',
     arg: `events (${where})`,
@@ -130,6 +137,7 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
     }
     if (options.csv) {
       if (!existsSync(options.csv)) throw new ArgumentError(`testRecipe(csv): no file at ${options.csv}`)
+      if (!statSync(options.csv).isFile()) throw new ArgumentError(`testRecipe(csv): ${options.csv} is a folder, not a CSV file`)
       // Into inbox/ (the shipped nightly-batch's folder) and inbox/<recipe>/ (the folder of a recipe made with
       // `recipes new <name> --from batch`): a batch recipe finds it in either.
       for (const dir of [join(dataDir, 'inbox'), join(dataDir, 'inbox', loaded.name)]) {
@@ -159,10 +167,13 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
           ? { type: 'cron', scheduledAt: now }
           : { type: 'manual' }
       const run = await executeRun(rt, loaded.name, loaded.definition, { trigger, dryRun: true, timezone: loaded.timezone })
+      // What the recipe read from the test's copies of the CSV is told with the file the author gave.
+      const copies = options.csv ? [join(dataDir, 'inbox', loaded.name, basename(options.csv)), join(dataDir, 'inbox', basename(options.csv))] : []
+      const error = run.error === null ? null : copies.reduce((text, copy) => text.split(copy).join(options.csv!), run.error)
       return {
         recipe: loaded.name,
         status: run.status === 'failed' ? 'failed' : 'succeeded',
-        error: run.error,
+        error,
         result: run.result,
         now: new Date(now).toISOString(),
         trigger: trigger.type as 'event' | 'cron' | 'manual',

@@ -1,5 +1,7 @@
 import { spawnSync } from 'node:child_process'
-import { resolve } from 'node:path'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
 import { afterAll, expect, it } from 'vitest'
 import { main } from '../../src/cli.ts'
 import { testRecipe, type PlannedEffect } from '../../src/index.ts'
@@ -132,3 +134,33 @@ export default defineRecipe({ description: 'leaves an interval behind', run: () 
     folder.cleanup()
   }
 }, 40_000)
+
+it('reads an events file with a byte-order mark, and says in one line what is wrong with other inputs (exit 2)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-recipe-inputs-'))
+  try {
+    const bom = join(dir, 'bom.json')
+    writeFileSync(bom, `\uFEFF${readFileSync(`${SAMPLES}/no-answer-events.json`, 'utf8')}`)
+    expect(await cli('recipes', 'test', 'no-answer-followup', '--events', bom)).toMatchObject({ code: 0, err: '' })
+    const object = join(dir, 'object.json')
+    writeFileSync(object, '{"foo":1}')
+    expect(await cli('recipes', 'test', 'no-answer-followup', '--events', object)).toEqual({ code: 2, out: '', err: `error: testRecipe(events (${object})): expected a JSON list of webhook events, or { "events": [ … ] }\n` })
+    expect(await cli('recipes', 'test', 'no-answer-followup', '--events', dir)).toEqual({ code: 2, out: '', err: `error: events file ${dir}: is a folder, not a file\n` })
+    expect(await cli('recipes', 'test', 'nightly-batch', '--csv', dir)).toEqual({ code: 2, out: '', err: `error: testRecipe(csv): ${dir} is a folder, not a CSV file\n` })
+    // A CSV the recipe cannot use: its error names the author's file, not the test's copy of it.
+    const noPhone = join(dir, 'no-phone.csv')
+    writeFileSync(noPhone, 'name,city\nAsha,Pune\n')
+    const folder = tempRecipesDir()
+    try {
+      folder.write('reads-inbox', `import { join } from 'node:path'
+import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'reads the inbox', async run(ctx) { await ctx.campaigns.prepareBatch(join(ctx.config.dataDir, 'inbox', 'no-phone.csv')) } })
+`)
+      const result = await testRecipe({ recipe: 'reads-inbox', recipesDir: folder.dir, csv: noPhone, env: { ...env, RECIPES_TYPECHECK: 'false' } })
+      expect(result).toMatchObject({ status: 'failed', error: `${noPhone} has no phone column: name one "customer_phone" (or phone, mobile, contact_number, msisdn); found: name, city` })
+    } finally {
+      folder.cleanup()
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
