@@ -52,6 +52,7 @@ export const recipesTest = defineCommand({
         lines.push(`note: no --events or --csv, so it ran as ${result.trigger === 'cron' ? `its scheduled tick at ${result.now} would` : 'a manual run'}, over an empty database; samples: --events data/samples/no-answer-events.json, --csv data/samples/leads.csv`)
       }
       for (const w of result.warnings) lines.push(`warning: ${w}`)
+      for (const l of result.log) lines.push(`log ${l.level}: ${l.msg}${l.fields ? ` ${JSON.stringify(l.fields)}` : ''}`)
       if (result.error) lines.push(`error: ${result.error}`)
       if (summary !== null) lines.push(`summary: ${summaryLine(summary)}`)
       ctx.write(lines.join('\n') + '\n' + renderPlan(result.plan))

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { Writable } from 'node:stream'
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path'
 import { z } from 'zod'
 import { loadConfig } from '../config/load.ts'
@@ -52,6 +53,37 @@ export interface TestRecipeResult {
   plan: PlannedEffect[]
   /** Things worth knowing, e.g. an event type the recipe does not list in `on`, or a type check that could not run. */
   warnings: string[]
+  /** What the run logged (`ctx.log`, and the run's own errors) at LOG_LEVEL (default info), in order. */
+  log: TestRecipeLogLine[]
+}
+
+export interface TestRecipeLogLine {
+  level: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'
+  msg: string
+  /** The line's other fields (`ctx.log.info({ id }, 'msg')` → `{ id }`), when it has any. */
+  fields?: Record<string, unknown>
+}
+
+const LEVELS: Record<number, TestRecipeLogLine['level']> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' }
+/** Fields every line of a run carries, and the runner's own closing line (the result says as much). */
+const RUN_FIELDS = new Set(['level', 'time', 'msg', 'recipe', 'run_id', 'trigger', 'dry_run'])
+const RUNNER_LINES = new Set(['recipe run succeeded'])
+
+/** A log destination that keeps a run's lines as TestRecipeLogLine. */
+function collectLog(into: TestRecipeLogLine[]): Writable {
+  return new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const text of chunk.toString('utf8').split('\n')) {
+        if (!text.trim()) continue
+        const line = JSON.parse(text) as Record<string, unknown>
+        const msg = typeof line.msg === 'string' ? line.msg : ''
+        if (RUNNER_LINES.has(msg)) continue
+        const fields = Object.fromEntries(Object.entries(line).filter(([key]) => !RUN_FIELDS.has(key)))
+        into.push({ level: LEVELS[Number(line.level)] ?? 'info', msg, ...(Object.keys(fields).length ? { fields } : {}) })
+      }
+      done()
+    },
+  })
 }
 
 const optionsSchema = z.strictObject({
@@ -101,7 +133,7 @@ function instantOf(value: string | number | Date): number {
 export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeResult> {
   const options = checkArgument(optionsSchema, input, { fn: 'testRecipe', arg: 'options', expected: '{ recipe, events?, csv?, now?, env?, recipesDir? }' })
   // Loaded here, not at import: the public API (what recipes import) stays light.
-  const [{ createRuntime }, { createFrozenClock }, { createSilentLogger }, { applyEventToReadModel }, { loadRecipeFile }, { executeRun }] = await Promise.all([
+  const [{ createRuntime }, { createFrozenClock }, { createLogger }, { applyEventToReadModel }, { loadRecipeFile }, { executeRun }] = await Promise.all([
     import('../runtime.ts'),
     import('../utils/clock.ts'),
     import('../utils/logger.ts'),
@@ -146,7 +178,9 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
       }
     }
     // The type check is done above; nothing in this runtime should start the service's own checker thread.
-    const rt = await createRuntime({ ...config, recipes: { ...config.recipes, typeCheck: false } }, { clock: createFrozenClock(now), log: createSilentLogger() })
+    const logged: TestRecipeLogLine[] = []
+    const log = createLogger({ level: env.LOG_LEVEL || 'info', destination: collectLog(logged) })
+    const rt = await createRuntime({ ...config, recipes: { ...config.recipes, typeCheck: false } }, { clock: createFrozenClock(now), log })
     try {
       const processed: ProcessedEvent[] = []
       for (const event of events) {
@@ -179,6 +213,7 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
         trigger: trigger.type as 'event' | 'cron' | 'manual',
         plan: run.plan,
         warnings,
+        log: logged,
       }
     } finally {
       await rt.close()

@@ -164,3 +164,20 @@ export default defineRecipe({ description: 'reads the inbox', async run(ctx) { a
     rmSync(dir, { recursive: true, force: true })
   }
 })
+
+it('shows what the run logged (ctx.log), in the result and in the printed test', async () => {
+  const folder = tempRecipesDir()
+  try {
+    folder.write('says', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'logs what it would do', run(ctx) { ctx.log.info({ event_id: 'evt_1' }, 'would forward'); ctx.log.debug('details'); ctx.log.warn('careful') } })
+`)
+    const logging = { ...env, LOG_LEVEL: 'info', RECIPES_TYPECHECK: 'false', RECIPES_DIR: folder.dir }
+    const result = await testRecipe({ recipe: 'says', recipesDir: folder.dir, env: logging })
+    expect(result.log).toEqual([{ level: 'info', msg: 'would forward', fields: { event_id: 'evt_1' } }, { level: 'warn', msg: 'careful' }])
+    let out = ''
+    expect(await main(['recipes', 'test', 'says'], { env: logging, stdout: (t) => void (out += t), stderr: () => {} })).toBe(0)
+    expect(out).toContain('log info: would forward {"event_id":"evt_1"}\nlog warn: careful\n')
+  } finally {
+    folder.cleanup()
+  }
+})
