@@ -1,3 +1,4 @@
+import { ConfigError } from './config/load.ts'
 import { H3 } from 'h3'
 import { ensureSandboxSecret, withListenPort, type Config, type LoadConfigOptions } from './config/load.ts'
 import { resolveConfig } from './config/file.ts'
@@ -159,8 +160,16 @@ export interface StartOptions extends LoadConfigOptions {
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
   // The admin token always exists: ADMIN_TOKEN, or one generated into DATA_DIR (shown once in the banner).
   const { config, source: adminTokenSource } = ensureAdminToken(ensureSandboxSecret(options.config ?? (await resolveConfig(options))))
-  const rt = await createRuntime(config, options.overrides)
   const role = options.role ?? 'all'
+  // The sandbox lives in the memory of the process that serves it (all, receiver): a worker on its own would send its
+  // calls to a /sandbox on its own port that is not there, and every queued call would end rejected with a 404.
+  if (role === 'worker' && config.sandboxMode) {
+    throw new ConfigError(
+      'VOICE_API_KEY',
+      'is needed by serve --role worker: in sandbox mode the sandbox lives in the process that serves it (--role all or receiver), which a worker cannot reach; run --role all, or give every role VOICE_API_KEY and VOICE_API_BASE_URL (the provider, or a standalone `cli sandbox`)',
+    )
+  }
+  const rt = await createRuntime(config, options.overrides)
   opsState(rt).role = role
   const app = role === 'worker' ? createOpsApp(rt) : createApp(rt)
   const server = serveApp(app, { port: config.port, hostname: config.host })

@@ -59,7 +59,12 @@ it('an event replayed on a receiver-only replica is queued for the workers and r
 export default defineRecipe({ description: 'counts', on: ['call.no_answer'], run: (ctx) => ctx.trigger.events?.length ?? 0 })
 `)
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-replay-roles-'))
-  const env = { PORT: '0', DATA_DIR: dataDir, RECIPES_DIR: folder.dir, WEBHOOK_SECRET: 'whsec_roles', LOG_LEVEL: 'silent', RECONCILE_INTERVAL_SECONDS: '0', ADMIN_TOKEN: TOKEN }
+  // Split roles need a provider both reach (in sandbox mode the sandbox lives in one process): nothing here calls it.
+  const env = { PORT: '0', DATA_DIR: dataDir, RECIPES_DIR: folder.dir, WEBHOOK_SECRET: 'whsec_roles', LOG_LEVEL: 'silent', RECONCILE_INTERVAL_SECONDS: '0', ADMIN_TOKEN: TOKEN, VOICE_API_KEY: 'sk_test_acme', VOICE_API_BASE_URL: 'http://127.0.0.1:9' }
+  // In sandbox mode a worker of its own is refused at start-up, in one line: it could not reach the sandbox.
+  await expect(startServer({ env: { ...env, VOICE_API_KEY: '', VOICE_API_BASE_URL: '' }, role: 'worker' })).rejects.toThrow(
+    'Invalid configuration: VOICE_API_KEY is needed by serve --role worker: in sandbox mode the sandbox lives in the process that serves it (--role all or receiver), which a worker cannot reach',
+  )
   const receiver = await startServer({ env, role: 'receiver' })
   const event = makeEvent({ event_type: 'call.no_answer' })
   let worker: RunningServer | undefined
