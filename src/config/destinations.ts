@@ -64,7 +64,21 @@ export const destinationSchema = z
     name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/i, { error: 'must be letters, digits, - or _ (at most 63)' }),
     url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
     /** One secret, or several during rotation (the first signs; all are sent as signatures). */
-    secret: z.union([secret, z.array(secret).min(1, { error: 'needs at least one secret' })]).transform((s) => (Array.isArray(s) ? s : [s])),
+    secret: z.custom<string | string[]>(() => true).transform((value, ctx): string[] => {
+      // Checked here rather than as a union: a union's error is "Invalid input", where a secret read from an unset
+      // environment variable (process.env.CRM_HOOK_SECRET_OLD) deserves its own line.
+      const list = Array.isArray(value) ? value : [value]
+      if (list.length === 0) ctx.addIssue({ code: 'custom', message: 'needs at least one secret' })
+      for (const [i, item] of list.entries()) {
+        const at = Array.isArray(value) ? `[${i}]` : ''
+        if (item === undefined || item === null || item === '') {
+          ctx.addIssue({ code: 'custom', message: `${at ? `${at} ` : ''}is missing (is the environment variable it comes from set?)` })
+        } else if (!secret.safeParse(item).success) {
+          ctx.addIssue({ code: 'custom', message: `${at ? `${at} ` : ''}must be whsec_ followed by base64 of at least 16 bytes (e.g. whsec_$(openssl rand -base64 32))` })
+        }
+      }
+      return list as string[]
+    }),
     /** Event types to forward (provider types and types recipes publish); all when omitted. */
     events: z.array(z.string().min(1)).min(1, { error: 'list at least one event type, or leave it out for all' }).optional(),
     agentIds: z.array(z.number().int()).min(1).optional(),
@@ -107,7 +121,8 @@ export function defineDestination(destination: DestinationInput): DestinationInp
 
 function describe(issue: z.core.$ZodIssue): string {
   const field = issue.path.length ? issue.path.join('.') : 'entry'
-  return `${field} ${issue.message}`
+  // `secret[1] is missing`: an index in the message goes with the field's name.
+  return `${field}${issue.message.startsWith('[') ? '' : ' '}${issue.message}`
 }
 
 /**

@@ -41,6 +41,11 @@ describe('DESTINATIONS', () => {
     }
     expect(load({ DESTINATIONS: JSON.stringify([{ name: 'crm', url: 'https://crm.example.com', secret: DEST_SECRET, headers: { 'x-team': 'ops\tteam 2' } }]) }).destinations.list[0]!.headers).toEqual({ 'x-team': 'ops\tteam 2' })
     expect(bad({ secret: 'not-a-secret' })).toThrow(/^Invalid configuration: DESTINATIONS destination "crm": secret must be whsec_/)
+    // A secret from an environment variable that is not set (during rotation, the old one) is named as missing.
+    expect(bad({ secret: [DEST_SECRET, null] })).toThrow('Invalid configuration: DESTINATIONS destination "crm": secret[1] is missing (is the environment variable it comes from set?)')
+    expect(bad({ secret: undefined })).toThrow('Invalid configuration: DESTINATIONS destination "crm": secret is missing (is the environment variable it comes from set?)')
+    expect(bad({ secret: [DEST_SECRET, 'whsec_short'] })).toThrow('Invalid configuration: DESTINATIONS destination "crm": secret[1] must be whsec_ followed by base64')
+    expect(bad({ secret: [] })).toThrow('Invalid configuration: DESTINATIONS destination "crm": secret needs at least one secret')
     expect(bad({ timeoutMs: 5 })).toThrow(/destination "crm": timeoutMs /)
     expect(bad({ headers: { 'webhook-id': 'x' } })).toThrow(/destination "crm": headers may not set webhook-id/)
     expect(bad({ colour: 'red' })).toThrow(/destination "crm": entry Unrecognized key/)
