@@ -61,7 +61,8 @@ export const reportSendCommand = defineCommand({
       ctx.json(snakeCaseKeys({
         dryRun,
         status: result.status,
-        mailId: result.mailId,
+        // A dry run records no mail: no id to look up in `mail list`.
+        mailId: dryRun ? null : result.mailId,
         messageId: result.messageId ?? null,
         file: result.file ?? null,
         error: result.error ?? null,
