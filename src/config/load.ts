@@ -112,11 +112,49 @@ function describeIssue(issue: z.core.$ZodIssue, input: Record<string, unknown>):
     return new ConfigError(variable, `${at}has an unknown key "${key}"${guess ? ` (did you mean "${guess}"?)` : ''}`)
   }
   const raw = input[variable]
+  // A discriminated union (a webhook target's `scheme`) that found no discriminator: most often a misspelled key
+  // (`schema`), which is the mistake to name, with a guess, rather than "Invalid discriminator value".
+  const [, name, discriminator] = issue.path
+  if (issue.code === 'invalid_union' && issue.path.length === 3 && name !== undefined && discriminator !== undefined) {
+    const entry = entryAt(raw, name)
+    // The values the union takes, from zod's own message ("… Expected 'formant' | 'standard' | 'hmac'").
+    const values = [...issue.message.matchAll(/'([^']+)'/g)].map((m) => m[1]).join(', ')
+    const at = `at ${String(name)} `
+    if (entry && !(String(discriminator) in entry)) {
+      const known = knownKeysAt(envSchema, issue.path.slice(0, 2))
+      const unknown = Object.keys(entry).find((key) => !known.includes(key))
+      if (unknown !== undefined) {
+        const guess = didYouMean(unknown, known)
+        return new ConfigError(variable, `${at}has an unknown key "${unknown}"${guess ? ` (did you mean "${guess}"?)` : ''}`)
+      }
+      return new ConfigError(variable, `${at}needs a ${String(discriminator)}${values ? `: one of ${values}` : ''}`)
+    }
+    if (entry && values) {
+      const got = entry[String(discriminator)]
+      return new ConfigError(variable, `${at}${String(discriminator)} must be one of ${values}${typeof got === 'string' ? ` (got "${got.slice(0, 40)}")` : ''}`)
+    }
+  }
   // A nested problem is located by its path; the whole value (JSON that may hold secrets) is not echoed.
-  const value = typeof raw === 'string' && issue.path.length === 1 ? shownValue(variable, raw) : undefined
-  const shown = value === undefined ? '' : ` (got "${value.length > 60 ? value.slice(0, 60) + '…' : value}")`
+  const value = issue.path.length !== 1 || holdsSecret(variable) ? undefined : typeof raw === 'string' ? shownValue(variable, raw) : raw === null || typeof raw === 'number' || typeof raw === 'boolean' ? String(raw) : undefined
+  const shown = value === undefined ? '' : typeof raw === 'string' ? ` (got "${value.length > 60 ? value.slice(0, 60) + '…' : value}")` : ` (got ${value})`
   const sub = issue.path.length > 1 ? ` at ${issue.path.slice(1).join('.')}` : ''
-  return new ConfigError(variable, `${issue.message}${sub}${shown}`)
+  // An enum's own message ("Invalid option: expected one of …") as the rest of these read.
+  const message = issue.code === 'invalid_value' && issue.values.length > 1 ? `must be one of ${issue.values.map(String).join(', ')}` : issue.message
+  return new ConfigError(variable, `${message}${sub}${shown}`)
+}
+
+/** The object `raw` (JSON text from the environment, or the config file's value) holds under `key`, if any. */
+function entryAt(raw: unknown, key: PropertyKey): Record<string, unknown> | undefined {
+  let value = raw
+  if (typeof raw === 'string') {
+    try {
+      value = JSON.parse(raw)
+    } catch {
+      return undefined
+    }
+  }
+  const entry = typeof value === 'object' && value !== null ? (value as Record<PropertyKey, unknown>)[key] : undefined
+  return typeof entry === 'object' && entry !== null && !Array.isArray(entry) ? (entry as Record<string, unknown>) : undefined
 }
 
 export interface LoadConfigOptions {

@@ -56,6 +56,21 @@ describe('switchboard.config.ts is strict', () => {
     expect(r.stderr).toBe('error: Invalid configuration: WEBHOOK_TARGETS at crm has an unknown key "secret" (did you mean "secrets"?)\n')
   })
 
+  it('a webhook target without its scheme names the misspelled key, or the scheme it needs; a wrong scheme lists the right ones', async () => {
+    const secret = "'whsec_c2VjcmV0c2VjcmV0c2VjcmV0'"
+    const misspelled = await startWith({}, `export default { WEBHOOK_TARGETS: { crm: { schema: 'standard', secrets: ${secret} } } }\n`)
+    expect([misspelled.code, misspelled.stderr]).toEqual([2, 'error: Invalid configuration: WEBHOOK_TARGETS at crm has an unknown key "schema" (did you mean "scheme"?)\n'])
+    const none = await startWith({}, `export default { WEBHOOK_TARGETS: { crm: { secrets: ${secret} } } }\n`)
+    expect(none.stderr).toBe('error: Invalid configuration: WEBHOOK_TARGETS at crm needs a scheme: one of formant, standard, hmac\n')
+    const wrong = await startWith({ WEBHOOK_TARGETS: '{"crm":{"scheme":"stnadard"}}' })
+    expect(wrong.stderr).toBe('error: Invalid configuration: WEBHOOK_TARGETS at crm scheme must be one of formant, standard, hmac (got "stnadard")\n')
+  })
+
+  it('a value of the wrong kind shows what it got; a choice lists the ones it takes', async () => {
+    const level = await startWith({ LOG_LEVEL: 'verbose' })
+    expect([level.code, level.stderr]).toEqual([2, 'error: Invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "verbose")\n'])
+  })
+
   it('a file with no default export', async () => {
     const r = await startWith({}, "export const config = { PORT: 8080 }\n")
     expect(r.code).toBe(2)
@@ -104,12 +119,12 @@ describe('values that look fine but are not', () => {
     [{ PORT: '1e3' }, undefined, 'error: Invalid configuration: PORT must be a whole number in digits (got "1e3")\n'],
     [{ PORT: '0x50' }, undefined, 'error: Invalid configuration: PORT must be a whole number in digits (got "0x50")\n'],
     [{ WEBHOOK_TOLERANCE_SECONDS: '1.5' }, undefined, 'error: Invalid configuration: WEBHOOK_TOLERANCE_SECONDS must be a whole number (got "1.5")\n'],
-    [{}, '{ PORT: null }', 'error: Invalid configuration: PORT must be a number\n'],
+    [{}, '{ PORT: null }', 'error: Invalid configuration: PORT must be a number (got null)\n'],
     [{}, "{ PORT: '' }", 'error: Invalid configuration: PORT must be a number (got "")\n'],
-    [{}, '{ PORT: true }', 'error: Invalid configuration: PORT must be a number\n'],
-    [{}, '{ WEBHOOK_TOLERANCE_SECONDS: null }', 'error: Invalid configuration: WEBHOOK_TOLERANCE_SECONDS must be a number\n'],
+    [{}, '{ PORT: true }', 'error: Invalid configuration: PORT must be a number (got true)\n'],
+    [{}, '{ WEBHOOK_TOLERANCE_SECONDS: null }', 'error: Invalid configuration: WEBHOOK_TOLERANCE_SECONDS must be a number (got null)\n'],
     [{}, '{ WEBHOOK_MAX_BYTES: [4096] }', 'error: Invalid configuration: WEBHOOK_MAX_BYTES must be a number\n'],
-    [{}, '{ SANDBOX_SPEED: true }', 'error: Invalid configuration: SANDBOX_SPEED must be a number\n'],
+    [{}, '{ SANDBOX_SPEED: true }', 'error: Invalid configuration: SANDBOX_SPEED must be a number (got true)\n'],
     [{ SANDBOX_SPEED: 'fast' }, undefined, 'error: Invalid configuration: SANDBOX_SPEED must be a number (got "fast")\n'],
   ])('a whole number that is not one: %o %s', async (env, file, line) => {
     const r = await startWith(env, file === undefined ? undefined : config(file))
