@@ -133,13 +133,14 @@ function instantOf(value: string | number | Date): number {
 export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeResult> {
   const options = checkArgument(optionsSchema, input, { fn: 'testRecipe', arg: 'options', expected: '{ recipe, events?, csv?, now?, env?, recipesDir? }' })
   // Loaded here, not at import: the public API (what recipes import) stays light.
-  const [{ createRuntime }, { createFrozenClock }, { createLogger }, { applyEventToReadModel }, { loadRecipeFile }, { executeRun }] = await Promise.all([
+  const [{ createRuntime }, { createFrozenClock }, { createLogger }, { applyEventToReadModel }, { loadRecipeFile }, { executeRun }, { pendingRow }] = await Promise.all([
     import('../runtime.ts'),
     import('../utils/clock.ts'),
     import('../utils/logger.ts'),
     import('../webhooks/read-model.ts'),
     import('./loader.ts'),
     import('./runner.ts'),
+    import('../webhooks/inbox.ts'),
   ])
   const env = options.env ?? process.env
   const events = options.events === undefined ? [] : typeof options.events === 'string' ? readEventsFile(options.events) : parseEvents(options.events, 'argument')
@@ -185,6 +186,16 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
       const processed: ProcessedEvent[] = []
       for (const event of events) {
         const receivedAt = Date.parse(event.timestamp) || now
+        // Stored as the service stores what it received and processed, so `ctx.data.events()` finds them too.
+        await rt.store.db
+          .insertInto('webhook_events')
+          .values({
+            ...pendingRow({ event_id: event.event_id, target: 'formant', event_type: event.event_type, conversation_id: event.data.call.conversation_id, trace_id: event.data.call.trace_id, agent_id: event.data.call.agent_id, body: JSON.stringify(event), headers: '{}', source: 'webhook' }, receivedAt),
+            status: 'processed',
+            processed_at: receivedAt,
+          })
+          .onConflict((oc) => oc.column('event_id').doNothing())
+          .execute()
         await applyEventToReadModel(rt, event, 'webhook', receivedAt)
         processed.push({ eventId: event.event_id, eventType: event.event_type, target: 'formant', source: 'webhook', receivedAt, event })
       }

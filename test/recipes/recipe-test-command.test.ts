@@ -181,3 +181,20 @@ export default defineRecipe({ description: 'logs what it would do', run(ctx) { c
     folder.cleanup()
   }
 })
+
+it('the events given are stored as the service stores what it processed: ctx.data.events() finds them', async () => {
+  const folder = tempRecipesDir()
+  try {
+    folder.write('reads', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'reads stored events', on: ['call.no_answer', 'call.busy'], async run(ctx) {
+  const events = await ctx.data.events({})
+  return { events: events.length, processed: events.filter((e) => e.status === 'processed').length, conversations: (await ctx.data.conversations({})).length }
+} })
+`)
+    const result = await testRecipe({ recipe: 'reads', recipesDir: folder.dir, events: `${SAMPLES}/no-answer-events.json`, env: { ...env, RECIPES_TYPECHECK: 'false' } })
+    const count = (JSON.parse(readFileSync(`${SAMPLES}/no-answer-events.json`, 'utf8')) as unknown[]).length
+    expect(result).toMatchObject({ status: 'succeeded', result: { events: count, processed: count } })
+  } finally {
+    folder.cleanup()
+  }
+})
