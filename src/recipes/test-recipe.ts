@@ -67,7 +67,7 @@ export interface TestRecipeLogLine {
 const LEVELS: Record<number, TestRecipeLogLine['level']> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' }
 /** Fields every line of a run carries, and the runner's own closing line (the result says as much). */
 const RUN_FIELDS = new Set(['level', 'time', 'msg', 'recipe', 'run_id', 'trigger', 'dry_run'])
-const RUNNER_LINES = new Set(['recipe run succeeded'])
+const RUNNER_LINES = new Set(['recipe run succeeded', 'recipe run failed'])
 
 /** A log destination that keeps a run's lines as TestRecipeLogLine. */
 function collectLog(into: TestRecipeLogLine[]): Writable {
