@@ -32,6 +32,14 @@ async function sharedTriggers(dir: string, name: string, timezone: string): Prom
   return lines
 }
 
+/** What `recipes test` takes to show each template at work: the sample its trigger needs. */
+const TEST_INPUT: Record<RecipeTemplate, string> = {
+  followup: ' --events data/samples/no-answer-events.json   # a dry run on sample no_answer/busy events',
+  batch: ` --csv data/samples/leads.csv --now 2026-01-15T04:00:00Z   # a sample CSV, at a morning hour`,
+  report: '   # the report of an empty day (a dry run: nothing is mailed)',
+  'webhook-forward': ' --events data/samples/completed-events.json   # logs what it would forward',
+}
+
 /** `recipes new <name> [--from followup|batch|report|webhook-forward]`: writes RECIPES_DIR/<name>.ts. */
 export const recipesNew = defineCommand({
   name: 'recipes new',
@@ -65,7 +73,7 @@ export const recipesNew = defineCommand({
         'next:',
         `  ${cli} recipes check ${name}            # type errors, as file:line:col`,
         `  ${cli} recipes run ${name} --dry-run    # the plan: calls, batches, mails`,
-        `  ${cli} recipes test ${name} --events data/samples/no-answer-events.json   # or --csv data/samples/leads.csv`,
+        `  ${cli} recipes test ${name}${TEST_INPUT[from as RecipeTemplate]}`,
         'reference: docs/recipes.md',
         '',
       ].join('\n'),

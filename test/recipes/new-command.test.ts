@@ -42,6 +42,25 @@ it('writes each template; all pass recipes check and run in --dry-run', async ()
   }
 })
 
+it('suggests, for each template, a recipes test with the sample its trigger needs — and that test shows it at work', async () => {
+  const shown: Record<string, string> = {}
+  for (const template of RECIPE_TEMPLATES) {
+    const written = await cli('recipes', 'new', `try-${template}`, '--from', template)
+    const hint = written.out.split('\n').find((line) => line.includes(`recipes test try-${template}`))!
+    const args = hint.slice(hint.indexOf('recipes test')).split('#')[0]!.trim().split(/\s+/)
+    // At the default LOG_LEVEL, as a user runs it (this file's runs are silent otherwise).
+    let out = ''
+    let err = ''
+    const code = await main(args, { env: { ...env, LOG_LEVEL: 'info' }, stdout: (t) => void (out += t), stderr: (t) => void (err += t) })
+    const run = { code, out, err }
+    expect([template, run.code, run.err]).toEqual([template, 0, ''])
+    shown[template] = run.out
+  }
+  expect(shown.followup).toMatch(/^ {2}call \+9198765432\d\d with agent 101/m)
+  expect(shown.batch).toMatch(/batch "leads-2026-01-15" for agent 101: \d+ rows/)
+  expect(shown['webhook-forward']).toContain('log info: would forward')
+})
+
 it('refuses a bad name, an unknown template and an existing file, in one line', async () => {
   expect(await cli('recipes', 'new', 'bad name')).toMatchObject({ code: 2, err: expect.stringMatching(/^error: "bad name" cannot be a recipe name/) })
   expect(await cli('recipes', 'new', 'x', '--from', 'nope')).toMatchObject({ code: 2, err: expect.stringMatching(/^error: --from must be one of followup, batch, report, webhook-forward/) })
