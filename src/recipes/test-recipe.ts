@@ -8,7 +8,7 @@ import { loadConfig } from '../config/load.ts'
 import { WEBHOOK_EVENT_TYPES, webhookEventSchema, type WebhookEvent } from '../upstream/schemas.ts'
 import type { PlannedEffect } from '../effects.ts'
 import { ArgumentError, checkArgument } from '../utils/argument-error.ts'
-import type { ProcessedEvent } from '../events/hooks.ts'
+import type { PipelineEvent } from '../events/hooks.ts'
 import type { RecipeTrigger } from './define.ts'
 import { formatDiagnostic, type RecipeDiagnostic } from './diagnostic.ts'
 import { hashRecipeSources } from './type-verdicts.ts'
@@ -25,9 +25,11 @@ export interface TestRecipeOptions {
   /**
    * Webhook events as the provider sends them (`{ event_id, event_type, timestamp, data: { call, … } }`),
    * or the path of a JSON file holding a list of them. They are applied to the conversations read model
-   * and delivered together as one event trigger (`ctx.trigger.events`).
+   * and delivered together as one event trigger (`ctx.trigger.events`). An event of a named target (for a recipe
+   * on `'crm:contact.updated'`) is given as `{ target: 'crm', event_type, body, event_id?, timestamp? }` and
+   * reaches the recipe as a `TargetEvent`.
    */
-  events?: WebhookEvent[] | string
+  events?: Array<WebhookEvent | TestTargetEvent> | string
   /** A contacts CSV (path), copied to `$DATA_DIR/inbox/` and `$DATA_DIR/inbox/<recipe>/` of the test's data folder (where batch recipes read). */
   csv?: string
   /** The frozen clock (ISO 8601, epoch ms or Date). Default: a minute after the last event, else now. */
@@ -37,6 +39,29 @@ export interface TestRecipeOptions {
   /** Where recipe names are looked up; default RECIPES_DIR. */
   recipesDir?: string
 }
+
+/** An event of a named target (WEBHOOK_TARGETS) as a test gives it. */
+export interface TestTargetEvent {
+  target: string
+  event_type: string
+  body: unknown
+  /** Default: `<target>_test_<n>`. */
+  event_id?: string
+  /** When it was received, ISO 8601; default: the frozen clock's time. */
+  timestamp?: string
+}
+
+function isTestTargetEvent(event: WebhookEvent | TestTargetEvent): event is TestTargetEvent {
+  return 'target' in event && typeof event.target === 'string'
+}
+
+const targetEventSchema = z.strictObject({
+  target: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/i, { error: 'must be a target name (WEBHOOK_TARGETS)' }).refine((t) => t !== 'formant', { error: 'formant is the provider: give its events as the provider sends them' }),
+  event_type: z.string().min(1),
+  body: z.unknown(),
+  event_id: z.string().min(1).optional(),
+  timestamp: z.string().refine(isZonedIsoDateTime, { error: 'must be an ISO 8601 time with its zone' }).optional(),
+})
 
 export interface TestRecipeResult {
   recipe: string
@@ -96,8 +121,8 @@ const optionsSchema = z.strictObject({
   recipesDir: z.string().optional(),
 })
 
-/** A file of events: a list, or `{ events: [...] }`; each checked as a provider webhook event. */
-export function readEventsFile(path: string): WebhookEvent[] {
+/** A file of events: a list, or `{ events: [...] }`; each checked as a provider webhook event, or a named target's. */
+export function readEventsFile(path: string): Array<WebhookEvent | TestTargetEvent> {
   let parsed: unknown
   try {
     // A byte-order mark (editors on Windows write one) is not part of the JSON.
@@ -110,16 +135,27 @@ export function readEventsFile(path: string): WebhookEvent[] {
   return parseEvents(parsed, path)
 }
 
-function parseEvents(value: unknown, where: string): WebhookEvent[] {
+function parseEvents(value: unknown, where: string): Array<WebhookEvent | TestTargetEvent> {
   const wrapped = typeof value === 'object' && value !== null && !Array.isArray(value) && 'events' in value
   if (!Array.isArray(value) && !wrapped) {
     throw new ArgumentError(`testRecipe(events (${where})): expected a JSON list of webhook events, or { "events": [ … ] }`)
   }
   const list = Array.isArray(value) ? value : (value as { events?: unknown }).events
-  return checkArgument(z.array(webhookEventSchema).min(1, { error: 'must hold at least one event' }), list, {
+  // An entry with a `target` is a named target's event; any other, the provider's.
+  const isTarget = (item: unknown) => typeof item === 'object' && item !== null && 'target' in item
+  return checkArgument(z.array(z.unknown()).min(1, { error: 'must hold at least one event' }), list, {
     fn: 'testRecipe',
     arg: `events (${where})`,
-    expected: `a list of webhook events { event_id, event_type (${WEBHOOK_EVENT_TYPES[0]}, …), timestamp, data: { call: { … } } }`,
+    expected: 'a list of events',
+  }).map((item, i) => {
+    const schema = isTarget(item) ? targetEventSchema : webhookEventSchema
+    return checkArgument(schema, item, {
+      fn: 'testRecipe',
+      arg: `events (${where})[${i}]`,
+      expected: isTarget(item)
+        ? 'a named target\'s event { target, event_type, body, event_id?, timestamp? }'
+        : `a webhook event { event_id, event_type (${WEBHOOK_EVENT_TYPES[0]}, …), timestamp, data: { call: { … } } }`,
+    }) as WebhookEvent | TestTargetEvent
   })
 }
 
@@ -144,7 +180,7 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
   ])
   const env = options.env ?? process.env
   const events = options.events === undefined ? [] : typeof options.events === 'string' ? readEventsFile(options.events) : parseEvents(options.events, 'argument')
-  const lastEvent = events.reduce((max, e) => Math.max(max, Date.parse(e.data.call.ended_at ?? '') || 0, Date.parse(e.timestamp) || 0), 0)
+  const lastEvent = events.reduce((max, e) => Math.max(max, isTestTargetEvent(e) ? 0 : Date.parse(e.data.call.ended_at ?? '') || 0, Date.parse(e.timestamp ?? '') || 0), 0)
   const now = options.now !== undefined ? instantOf(options.now) : lastEvent ? lastEvent + 60_000 : Date.now()
 
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-recipe-test-'))
@@ -183,8 +219,24 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
     const log = createLogger({ level: env.LOG_LEVEL || 'info', destination: collectLog(logged) })
     const rt = await createRuntime({ ...config, recipes: { ...config.recipes, typeCheck: false } }, { clock: createFrozenClock(now), log })
     try {
-      const processed: ProcessedEvent[] = []
-      for (const event of events) {
+      const processed: PipelineEvent[] = []
+      for (const [i, given] of events.entries()) {
+        if (isTestTargetEvent(given)) {
+          const receivedAt = Date.parse(given.timestamp ?? '') || now
+          const eventId = given.event_id ?? `${given.target}_test_${i + 1}`
+          await rt.store.db
+            .insertInto('webhook_events')
+            .values({
+              ...pendingRow({ event_id: eventId, target: given.target, event_type: given.event_type, conversation_id: null, trace_id: null, agent_id: null, body: JSON.stringify(given.body ?? null), headers: '{}', source: 'webhook' }, receivedAt),
+              status: 'processed',
+              processed_at: receivedAt,
+            })
+            .onConflict((oc) => oc.column('event_id').doNothing())
+            .execute()
+          processed.push({ kind: 'target', eventId, eventType: given.event_type, target: given.target, source: 'webhook', receivedAt, body: given.body ?? null })
+          continue
+        }
+        const event = given as WebhookEvent
         const receivedAt = Date.parse(event.timestamp) || now
         // Stored as the service stores what it received and processed, so `ctx.data.events()` finds them too.
         await rt.store.db
@@ -200,13 +252,15 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
         processed.push({ eventId: event.event_id, eventType: event.event_type, target: 'formant', source: 'webhook', receivedAt, event })
       }
       const on = loaded.definition.on ?? []
-      for (const type of new Set(processed.map((e) => e.eventType))) {
-        if (on.includes(type as never)) continue
+      const listed = on as readonly string[]
+      for (const type of new Set(processed.map((e) => (e.kind === 'target' ? `${e.target}:${e.eventType}` : e.eventType)))) {
+        const target = type.includes(':') ? type.slice(0, type.indexOf(':')) : undefined
+        if (listed.includes(type) || (target !== undefined && listed.includes(`${target}:*`))) continue
         warnings.push(`the recipe does not list ${type} in \`on\` (it lists ${on.length ? on.join(', ') : 'no event types'}), so the service would not run it for these events`)
       }
       // No events given: a scheduled recipe runs as its tick at the frozen clock's time would (the path a recipe
       // that reads ctx.trigger takes every day), any other as a manual run.
-      const trigger: RecipeTrigger = processed.length
+      const trigger: RecipeTrigger<PipelineEvent> = processed.length
         ? { type: 'event', events: processed, event: processed[0] }
         : loaded.definition.schedule
           ? { type: 'cron', scheduledAt: now }

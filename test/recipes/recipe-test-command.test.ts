@@ -199,3 +199,31 @@ export default defineRecipe({ description: 'reads stored events', on: ['call.no_
     folder.cleanup()
   }
 })
+
+it('a recipe on a named target\'s events is tested with them: { target, event_type, body } arrives as a TargetEvent', async () => {
+  const folder = tempRecipesDir()
+  const dir = mkdtempSync(join(tmpdir(), 'sb-recipe-target-'))
+  try {
+    folder.write('crm-sync', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'reads CRM updates', on: ['crm:contact.updated'], run(ctx) {
+  const events = ctx.trigger.events ?? []
+  return { kinds: events.map((e) => e.kind).join(','), targets: events.map((e) => e.target).join(','), ids: events.map((e) => (e.body as { id: string }).id).join(',') }
+} })
+`)
+    const file = join(dir, 'crm-events.json')
+    writeFileSync(file, JSON.stringify([{ target: 'crm', event_type: 'contact.updated', body: { id: 'ct_1' } }, { target: 'crm', event_type: 'contact.updated', event_id: 'msg_2', body: { id: 'ct_2' } }]))
+    const result = await testRecipe({ recipe: 'crm-sync', recipesDir: folder.dir, events: file, now: '2026-01-15T10:00:00Z', env: { ...env, RECIPES_TYPECHECK: 'false' } })
+    expect(result).toMatchObject({ status: 'succeeded', warnings: [], result: { kinds: 'target,target', targets: 'crm,crm', ids: 'ct_1,ct_2' } })
+    // Another type of the target, not listed in `on`, is warned about as provider types are.
+    const other = await testRecipe({ recipe: 'crm-sync', recipesDir: folder.dir, events: [{ target: 'crm', event_type: 'deal.won', body: {} }], env: { ...env, RECIPES_TYPECHECK: 'false' } })
+    expect(other.warnings).toEqual(['the recipe does not list crm:deal.won in `on` (it lists crm:contact.updated), so the service would not run it for these events'])
+    // A mistake in one entry names it.
+    const bad = await cli('recipes', 'test', 'crm-sync', '--events', file.replace('crm-events', 'bad'))
+    expect(bad.code).toBe(2)
+    writeFileSync(file, JSON.stringify([{ target: 'crm', body: {} }]))
+    expect((await cli('recipes', 'test', 'no-answer-followup', '--events', file)).err).toMatch(/^error: testRecipe\(events \(.*crm-events\.json\)\[0\]\)/)
+  } finally {
+    folder.cleanup()
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
