@@ -4,6 +4,7 @@ import { purgeOldDeliveries } from '../../src/destinations/index.ts'
 import { replayDelivery } from '../../src/destinations/deliveries.ts'
 import { purgeOldEvents, requeueEvent } from '../../src/webhooks/index.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+import { DEST_SECRET } from '../destinations/helpers.ts'
 import { createHarness, makeEvent, type Harness } from '../webhooks/helpers.ts'
 
 /**
@@ -55,7 +56,8 @@ describe.skipIf(!process.env.DATABASE_URL_TEST)('[postgres] retention purges aga
   })
 
   it('an old dead delivery replayed while the purge runs stays, pending', async () => {
-    rt = await createTestRuntime({ dialect: 'postgres' })
+    // A configured destination: a replay of one no longer configured is refused before it touches the row.
+    rt = await createTestRuntime({ dialect: 'postgres', env: { DESTINATIONS: JSON.stringify([{ name: 'crm', url: 'https://crm.example.com/hook', secret: DEST_SECRET }]) } })
     const created = rt.clock.now()
     await rt.store.db
       .insertInto('destination_deliveries')
