@@ -223,10 +223,11 @@ describeEachDialect('paced call queue', (dialect) => {
     await boot()
     fake.script = ['rate']
     queue = startCallQueue(rt)
+    // The first call meets the 429 (queued alone: two queued at once may reach the provider in either order).
     expect((await enqueueCall(rt, call(1))).ok).toBe(true)
-    expect((await enqueueCall(rt, call(2))).ok).toBe(true)
     await vi.waitFor(() => expect(fake.requests).toBeGreaterThanOrEqual(1))
     await queue.idle()
+    expect((await enqueueCall(rt, call(2))).ok).toBe(true)
     // An opt-out (or an import) meanwhile.
     await rt.store.db.insertInto('dnc').values({ phone: '+919876543211', reason: 'opted out', source: 'test', added_at: clock.now() }).execute()
     await vi.waitFor(async () => {
