@@ -26,10 +26,13 @@ export function purgeOldEvents(rt: Runtime, options: DeleteInChunksOptions = {})
     const recipes = await leadingKeys(db, 'recipe_event_fires', 'recipe')
     const events = counted(
       await deleteInChunks(async (limit) => {
-        // Purgeable: processed or dead, before the cutoff, and with no fire a recipe has still to run. Asked twice —
-        // of the rows the subquery picks, and again of each row as the DELETE locks it: on Postgres a replay that
+        // Purgeable: processed or dead, before the cutoff, and with no fire a recipe has still to run. On Postgres
+        // asked twice — of the rows the subquery picks, and again of each row as the DELETE locks it: a replay that
         // turned the event pending while the DELETE waited for its lock would otherwise be deleted with it (Postgres
-        // re-checks only the outer conditions on the row as it now is).
+        // re-checks only the outer conditions on the row as it now is). SQLite's one writer runs the statement whole
+        // under its lock, so the subquery's answer holds; and there the outer conditions made the planner walk the
+        // (status, received_at) index over every expired event for each chunk (76 deleted a second, the receiver's
+        // p99 at 270 ms during the purge, against 230/s and ~25 ms) instead of the ids by primary key.
         const noFireToRun = (id: 'e.event_id' | 'webhook_events.event_id') =>
           db
             .selectFrom('recipe_event_fires as f')
@@ -39,8 +42,11 @@ export function purgeOldEvents(rt: Runtime, options: DeleteInChunksOptions = {})
             .where('f.status', 'in', ['pending', 'failed'])
         let expired = db.selectFrom('webhook_events as e').select('e.event_id').where('e.status', 'in', ['processed', 'dead']).where('e.received_at', '<', cutoff)
         if (recipes.length > 0) expired = expired.where(({ not, exists }) => not(exists(noFireToRun('e.event_id'))))
-        let purge = db.deleteFrom('webhook_events').where('event_id', 'in', expired.limit(limit)).where('status', 'in', ['processed', 'dead']).where('received_at', '<', cutoff)
-        if (recipes.length > 0) purge = purge.where(({ not, exists }) => not(exists(noFireToRun('webhook_events.event_id'))))
+        let purge = db.deleteFrom('webhook_events').where('event_id', 'in', expired.limit(limit))
+        if (rt.store.dialect === 'postgres') {
+          purge = purge.where('status', 'in', ['processed', 'dead']).where('received_at', '<', cutoff)
+          if (recipes.length > 0) purge = purge.where(({ not, exists }) => not(exists(noFireToRun('webhook_events.event_id'))))
+        }
         const deleted = await purge.executeTakeFirst()
         return Number(deleted.numDeletedRows)
       }, chunks),
