@@ -1,6 +1,5 @@
-import { ConfigError } from './config/load.ts'
 import { H3 } from 'h3'
-import { ensureSandboxSecret, withListenPort, type Config, type LoadConfigOptions } from './config/load.ts'
+import { ConfigError, ensureSandboxSecret, withListenPort, type Config, type LoadConfigOptions } from './config/load.ts'
 import { resolveConfig } from './config/file.ts'
 import { readiness } from './health/readiness.ts'
 import { registerDependencyMetrics } from './health/dependencies.ts'

@@ -70,11 +70,11 @@ export const destinationSchema = z
       const list = Array.isArray(value) ? value : [value]
       if (list.length === 0) ctx.addIssue({ code: 'custom', message: 'needs at least one secret' })
       for (const [i, item] of list.entries()) {
-        const at = Array.isArray(value) ? `[${i}]` : ''
+        const path = Array.isArray(value) ? [i] : []
         if (item === undefined || item === null || item === '') {
-          ctx.addIssue({ code: 'custom', message: `${at ? `${at} ` : ''}is missing (is the environment variable it comes from set?)` })
+          ctx.addIssue({ code: 'custom', path, message: 'is missing (is the environment variable it comes from set?)' })
         } else if (!secret.safeParse(item).success) {
-          ctx.addIssue({ code: 'custom', message: `${at ? `${at} ` : ''}must be whsec_ followed by base64 of at least 16 bytes (e.g. whsec_$(openssl rand -base64 32))` })
+          ctx.addIssue({ code: 'custom', path, message: 'must be whsec_ followed by base64 of at least 16 bytes (e.g. whsec_$(openssl rand -base64 32))' })
         }
       }
       return list as string[]
@@ -120,9 +120,9 @@ export function defineDestination(destination: DestinationInput): DestinationInp
 }
 
 function describe(issue: z.core.$ZodIssue): string {
-  const field = issue.path.length ? issue.path.join('.') : 'entry'
-  // `secret[1] is missing`: an index in the message goes with the field's name.
-  return `${field}${issue.message.startsWith('[') ? '' : ' '}${issue.message}`
+  // `secret[1]`, `headers.x-team`: an index as a list's, a key after a dot.
+  const field = issue.path.map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i ? '.' : ''}${String(key)}`)).join('')
+  return `${field || 'entry'} ${issue.message}`
 }
 
 /**

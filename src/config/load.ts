@@ -135,8 +135,14 @@ function describeIssue(issue: z.core.$ZodIssue, input: Record<string, unknown>):
     }
   }
   // A nested problem is located by its path; the whole value (JSON that may hold secrets) is not echoed.
-  const value = issue.path.length !== 1 || holdsSecret(variable) ? undefined : typeof raw === 'string' ? shownValue(variable, raw) : raw === null || typeof raw === 'number' || typeof raw === 'boolean' ? String(raw) : undefined
-  const shown = value === undefined ? '' : typeof raw === 'string' ? ` (got "${value.length > 60 ? value.slice(0, 60) + '…' : value}")` : ` (got ${value})`
+  // A config file's value of the wrong kind is shown too (`got null`, `got true`), never a secret's.
+  let shown = ''
+  if (issue.path.length === 1 && typeof raw === 'string') {
+    const value = shownValue(variable, raw)
+    if (value !== undefined) shown = ` (got "${value.length > 60 ? value.slice(0, 60) + '…' : value}")`
+  } else if (issue.path.length === 1 && !holdsSecret(variable) && (raw === null || typeof raw === 'number' || typeof raw === 'boolean')) {
+    shown = ` (got ${String(raw)})`
+  }
   const sub = issue.path.length > 1 ? ` at ${issue.path.slice(1).join('.')}` : ''
   // An enum's own message ("Invalid option: expected one of …") as the rest of these read.
   const message = issue.code === 'invalid_value' && issue.values.length > 1 ? `must be one of ${issue.values.map(String).join(', ')}` : issue.message

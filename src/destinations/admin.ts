@@ -2,7 +2,7 @@ import { HTTPError, type H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import { adminRoute } from '../utils/admin-auth.ts'
 import { runProcessingTask } from '../coordination/processing-task.ts'
-import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, DestinationNotConfiguredError, destinationsOverviewTask, getDelivery, isDeliveryStatus, isKnownDestination, listDeliveries, mustBeConfigured, replayDelivery, replayFailedTask } from './deliveries.ts'
+import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, DestinationNotConfiguredError, destinationsOverviewTask, getDelivery, isDeliveryStatus, isKnownDestination, listDeliveries, notConfigured, replayDelivery, replayFailedTask } from './deliveries.ts'
 import { enableDestination } from './state.ts'
 
 function time(value: unknown, name: string): number | undefined {
@@ -78,11 +78,8 @@ export function registerDestinationAdminRoutes(app: H3, rt: Runtime): void {
     if (!(await isKnownDestination(rt, name))) {
       throw new HTTPError({ status: 404, message: `no destination named "${name}"` })
     }
-    try {
-      mustBeConfigured(rt, name)
-    } catch (error) {
-      throw new HTTPError({ status: 409, message: (error as Error).message })
-    }
+    const unconfigured = notConfigured(rt, name)
+    if (unconfigured) throw new HTTPError({ status: 409, message: unconfigured })
     event.res.status = 202
     return { data: { queued: await runProcessingTask(rt, replayFailedTask, { destination: name, since, until }) } }
   }))

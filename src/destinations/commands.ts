@@ -1,6 +1,6 @@
 import { CliError, defineCommand, intFlag, JSON_OPTION, limitOption, type CliCommand, type CliContext } from '../cli-kit.ts'
 import type { Runtime } from '../runtime.ts'
-import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, DestinationNotConfiguredError, getDelivery, isDeliveryStatus, isKnownDestination, listDeliveries, mustBeConfigured, replayDelivery, replayFailed, summarizeDestinations } from './deliveries.ts'
+import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, DestinationNotConfiguredError, getDelivery, isDeliveryStatus, isKnownDestination, listDeliveries, notConfigured, replayDelivery, replayFailed, summarizeDestinations } from './deliveries.ts'
 import { enableDestination } from './state.ts'
 import { sendTestEvent } from './test-send.ts'
 import { isZonedIsoDateTime } from '../utils/iso-datetime.ts'
@@ -131,11 +131,8 @@ const replay = defineCommand({
     const until = isoFlag(ctx, 'until') ?? Number.MAX_SAFE_INTEGER
     if (until <= since) throw new CliError('--until must be after --since')
     if (!(await isKnownDestination(rt, destination!))) throw new CliError(`no destination named "${destination}" (see: destinations list)`)
-    try {
-      mustBeConfigured(rt, destination!)
-    } catch (error) {
-      throw new CliError((error as Error).message)
-    }
+    const unconfigured = notConfigured(rt, destination!)
+    if (unconfigured) throw new CliError(unconfigured)
     const queued = await replayFailed(rt, destination!, since, until)
     if (ctx.values.json) return ctx.json({ queued })
     ctx.write(`${queued} failed or dead deliveries of "${destination}" queued again\n`)

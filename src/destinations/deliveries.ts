@@ -138,13 +138,16 @@ export class DestinationNotConfiguredError extends Error {
   override readonly name = 'DestinationNotConfiguredError'
 }
 
-/** Throws DestinationNotConfiguredError unless `name` is in DESTINATIONS. */
-export function mustBeConfigured(rt: Runtime, name: string): void {
+/** Why `name` cannot be replayed (it is not in DESTINATIONS), or undefined when it is configured. */
+export function notConfigured(rt: Runtime, name: string): string | undefined {
   const names = rt.config.destinations.list.map((d) => d.name)
-  if (names.includes(name)) return
-  throw new DestinationNotConfiguredError(
-    `destination "${name}" is not in DESTINATIONS (configured: ${names.join(', ') || 'none'}): nothing would send its deliveries; add it back to replay them`,
-  )
+  if (names.includes(name)) return undefined
+  return `destination "${name}" is not in DESTINATIONS (configured: ${names.join(', ') || 'none'}): nothing would send its deliveries; add it back to replay them`
+}
+
+function mustBeConfigured(rt: Runtime, name: string): void {
+  const why = notConfigured(rt, name)
+  if (why) throw new DestinationNotConfiguredError(why)
 }
 
 /**

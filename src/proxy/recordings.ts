@@ -116,12 +116,18 @@ function contentLength(headers: Headers): number | undefined {
  */
 export const RECORDING_HEADERS = ['content-disposition', 'cache-control'] as const
 
-function keptHeaders(from: Headers): string | null {
+function recordingHeaders(from: Headers): Record<string, string> {
   const kept: Record<string, string> = {}
   for (const name of RECORDING_HEADERS) {
     const value = from.get(name)
     if (value !== null) kept[name] = value
   }
+  return kept
+}
+
+/** The same, as the `recordings` row keeps them (null when there are none). */
+function storedHeaders(from: Headers): string | null {
+  const kept = recordingHeaders(from)
   return Object.keys(kept).length ? JSON.stringify(kept) : null
 }
 
@@ -214,7 +220,7 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
       conversation_id: input.conversationId,
       file,
       content_type: input.upstream.headers.get('content-type') ?? 'application/octet-stream',
-      headers: keptHeaders(input.upstream.headers),
+      headers: storedHeaders(input.upstream.headers),
       size,
       stored_at: now,
       last_access_at: now,
@@ -226,15 +232,18 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
   async function passThrough(input: PassThroughInput): Promise<Response> {
     const { request, upstream } = input
     const total = contentLength(upstream.headers)
-    const headers = new Headers({ 'content-type': upstream.headers.get('content-type') ?? 'application/octet-stream', 'accept-ranges': 'bytes', 'x-cache': 'MISS' })
-    for (const name of RECORDING_HEADERS) {
-      const value = upstream.headers.get(name)
-      if (value !== null) headers.set(name, value)
-    }
+    const headers = new Headers({
+      'content-type': upstream.headers.get('content-type') ?? 'application/octet-stream',
+      'accept-ranges': 'bytes',
+      'x-cache': 'MISS',
+      ...recordingHeaders(upstream.headers),
+    })
     // With no length from the provider a range cannot be placed (nor a suffix counted): the whole file, as RFC 9110
     // lets a server answer any Range.
     const range = total === undefined ? undefined : rangeOf(request, total, undefined)
     const { start, end } = range === undefined || range === 'unsatisfiable' ? { start: 0, end: total === undefined ? Infinity : total - 1 } : range
+    // The caller's bytes run to the file's end (its last ones then wait for the file to be kept, below).
+    const toTheEnd = total !== undefined && end === total - 1
     let response: Response
     let caller: ReadableStreamDefaultController<Uint8Array> | undefined
     let callerOpen = false
@@ -303,9 +312,9 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
             // A range that ends before the file does is answered now (the rest goes on for the cache). The last
             // bytes of one that runs to the end wait until the file is kept (below), so that a caller who has them
             // all — it knows from Content-Length, before the stream closes — finds the recording cached next time.
-            if (last && end === total! - 1) held = value.subarray(from, to)
+            if (last && toTheEnd) held = value.subarray(from, to)
             else if (to > from) caller.enqueue(value.subarray(from, to))
-            if (last && held === undefined) {
+            if (last && !toTheEnd) {
               caller.close()
               callerOpen = false
             }

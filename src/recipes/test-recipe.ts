@@ -169,7 +169,7 @@ function instantOf(value: string | number | Date): number {
 export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeResult> {
   const options = checkArgument(optionsSchema, input, { fn: 'testRecipe', arg: 'options', expected: '{ recipe, events?, csv?, now?, env?, recipesDir? }' })
   // Loaded here, not at import: the public API (what recipes import) stays light.
-  const [{ createRuntime }, { createFrozenClock }, { createLogger }, { applyEventToReadModel }, { loadRecipeFile }, { executeRun }, { pendingRow }] = await Promise.all([
+  const [{ createRuntime }, { createFrozenClock }, { createLogger }, { applyEventToReadModel }, { loadRecipeFile }, { executeRun }, { pendingRow }, { subscribes }] = await Promise.all([
     import('../runtime.ts'),
     import('../utils/clock.ts'),
     import('../utils/logger.ts'),
@@ -177,6 +177,7 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
     import('./loader.ts'),
     import('./runner.ts'),
     import('../webhooks/inbox.ts'),
+    import('./event-dispatch.ts'),
   ])
   const env = options.env ?? process.env
   const events = options.events === undefined ? [] : typeof options.events === 'string' ? readEventsFile(options.events) : parseEvents(options.events, 'argument')
@@ -219,44 +220,36 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
     const log = createLogger({ level: env.LOG_LEVEL || 'info', destination: collectLog(logged) })
     const rt = await createRuntime({ ...config, recipes: { ...config.recipes, typeCheck: false } }, { clock: createFrozenClock(now), log })
     try {
+      // Stored as the service stores what it received and processed, so `ctx.data.events()` finds them too.
+      const store = (row: Parameters<typeof pendingRow>[0], receivedAt: number) =>
+        rt.store.db
+          .insertInto('webhook_events')
+          .values({ ...pendingRow(row, receivedAt), status: 'processed', processed_at: receivedAt })
+          .onConflict((oc) => oc.column('event_id').doNothing())
+          .execute()
       const processed: PipelineEvent[] = []
       for (const [i, given] of events.entries()) {
         if (isTestTargetEvent(given)) {
           const receivedAt = Date.parse(given.timestamp ?? '') || now
           const eventId = given.event_id ?? `${given.target}_test_${i + 1}`
-          await rt.store.db
-            .insertInto('webhook_events')
-            .values({
-              ...pendingRow({ event_id: eventId, target: given.target, event_type: given.event_type, conversation_id: null, trace_id: null, agent_id: null, body: JSON.stringify(given.body ?? null), headers: '{}', source: 'webhook' }, receivedAt),
-              status: 'processed',
-              processed_at: receivedAt,
-            })
-            .onConflict((oc) => oc.column('event_id').doNothing())
-            .execute()
-          processed.push({ kind: 'target', eventId, eventType: given.event_type, target: given.target, source: 'webhook', receivedAt, body: given.body ?? null })
+          const body = given.body ?? null
+          await store({ event_id: eventId, target: given.target, event_type: given.event_type, conversation_id: null, trace_id: null, agent_id: null, body: JSON.stringify(body), headers: '{}', source: 'webhook' }, receivedAt)
+          processed.push({ kind: 'target', eventId, eventType: given.event_type, target: given.target, source: 'webhook', receivedAt, body })
           continue
         }
         const event = given as WebhookEvent
         const receivedAt = Date.parse(event.timestamp) || now
-        // Stored as the service stores what it received and processed, so `ctx.data.events()` finds them too.
-        await rt.store.db
-          .insertInto('webhook_events')
-          .values({
-            ...pendingRow({ event_id: event.event_id, target: 'formant', event_type: event.event_type, conversation_id: event.data.call.conversation_id, trace_id: event.data.call.trace_id, agent_id: event.data.call.agent_id, body: JSON.stringify(event), headers: '{}', source: 'webhook' }, receivedAt),
-            status: 'processed',
-            processed_at: receivedAt,
-          })
-          .onConflict((oc) => oc.column('event_id').doNothing())
-          .execute()
+        const call = event.data.call
+        await store({ event_id: event.event_id, target: 'formant', event_type: event.event_type, conversation_id: call.conversation_id, trace_id: call.trace_id, agent_id: call.agent_id, body: JSON.stringify(event), headers: '{}', source: 'webhook' }, receivedAt)
         await applyEventToReadModel(rt, event, 'webhook', receivedAt)
         processed.push({ eventId: event.event_id, eventType: event.event_type, target: 'formant', source: 'webhook', receivedAt, event })
       }
       const on = loaded.definition.on ?? []
-      const listed = on as readonly string[]
-      for (const type of new Set(processed.map((e) => (e.kind === 'target' ? `${e.target}:${e.eventType}` : e.eventType)))) {
-        const target = type.includes(':') ? type.slice(0, type.indexOf(':')) : undefined
-        if (listed.includes(type) || (target !== undefined && listed.includes(`${target}:*`))) continue
-        warnings.push(`the recipe does not list ${type} in \`on\` (it lists ${on.length ? on.join(', ') : 'no event types'}), so the service would not run it for these events`)
+      // One warning per type (a named target's as `<target>:<type>`), by the service's own rule of who gets what.
+      const label = (e: PipelineEvent) => (e.kind === 'target' ? `${e.target}:${e.eventType}` : e.eventType)
+      for (const e of new Map(processed.map((p) => [label(p), p])).values()) {
+        if (subscribes(on, e)) continue
+        warnings.push(`the recipe does not list ${label(e)} in \`on\` (it lists ${on.length ? on.join(', ') : 'no event types'}), so the service would not run it for these events`)
       }
       // No events given: a scheduled recipe runs as its tick at the frozen clock's time would (the path a recipe
       // that reads ctx.trigger takes every day), any other as a manual run.

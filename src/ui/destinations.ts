@@ -1,7 +1,7 @@
 import { getRouterParam, HTTPError, type H3 } from 'h3'
 import { z } from 'zod'
 import { runProcessingTask } from '../coordination/processing-task.ts'
-import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, DestinationNotConfiguredError, destinationsOverviewTask, getDelivery, isKnownDestination, mustBeConfigured, replayDelivery, replayFailedTask } from '../destinations/deliveries.ts'
+import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, DestinationNotConfiguredError, destinationsOverviewTask, getDelivery, isKnownDestination, notConfigured, replayDelivery, replayFailedTask } from '../destinations/deliveries.ts'
 import { enableDestination } from '../destinations/state.ts'
 import type { Runtime } from '../runtime.ts'
 import { clip, fields, shortId, status, table } from './components.ts'
@@ -128,11 +128,8 @@ ${table('Attempts', ['#', 'Started (UTC)', 'Answer', 'Latency', 'Result', 'Error
   app.post('/ui/destinations/:name/replay', async (event) => {
     const name = getRouterParam(event, 'name', { decode: true }) ?? ''
     if (!(await isKnownDestination(rt, name))) throw new HTTPError({ status: 404, message: `no destination named "${name}"` })
-    try {
-      mustBeConfigured(rt, name)
-    } catch (error) {
-      throw new HTTPError({ status: 409, message: (error as Error).message })
-    }
+    const unconfigured = notConfigured(rt, name)
+    if (unconfigured) throw new HTTPError({ status: 409, message: unconfigured })
     const queued = await runProcessingTask(rt, replayFailedTask, { destination: name, since: 0, until: Number.MAX_SAFE_INTEGER })
     rt.log.info({ destination: name, queued }, 'dashboard: failed deliveries queued again')
     return seeOther(event, `/ui/destinations?${new URLSearchParams({ destination: name, done: 'delivery-queued', n: String(queued) })}`)
