@@ -1,6 +1,8 @@
 import { basename, isAbsolute, join, relative } from 'node:path'
 import { resolveConfig } from '../config/file.ts'
 import { CliError, defineCommand, JSON_OPTION } from '../cli-kit.ts'
+import { ArgumentError } from '../utils/argument-error.ts'
+import { findRecipeFile } from './find-recipe-file.ts'
 import { listRecipeFiles, loadRecipeFile, loadRecipes } from './loader.ts'
 
 /** A file the service would list as broken before any type check: it does not load, or its definition is refused. */
@@ -29,7 +31,7 @@ export const recipesCheck = defineCommand({
   name: 'recipes check',
   summary: 'check recipe files in RECIPES_DIR as the service would: load and validate each, and type-check it against this service\'s API',
   usage: '[name] [--json]',
-  args: [['[name]', 'one recipe to check (default: every recipe in RECIPES_DIR)']],
+  args: [['[name]', 'one recipe to check: its name in RECIPES_DIR (with or without .ts), or a path to a recipe file (default: every recipe in RECIPES_DIR)']],
   options: { json: JSON_OPTION },
   async run(ctx) {
     const [name] = ctx.positionals
@@ -38,11 +40,11 @@ export const recipesCheck = defineCommand({
     const all = listRecipeFiles(dir)
     let files = all
     if (name) {
-      const wanted = name.endsWith('.ts') ? basename(name, '.ts') : name
-      files = all.filter((f) => basename(f, '.ts') === wanted)
-      if (files.length === 0) {
-        const known = all.map((f) => basename(f, '.ts'))
-        throw new CliError(`no recipe named "${wanted}" in ${dir}${known.length ? ` (recipes: ${known.join(', ')})` : ''}`)
+      try {
+        files = [findRecipeFile(name, dir)]
+      } catch (error) {
+        if (error instanceof ArgumentError) throw new CliError(error.message)
+        throw error
       }
     }
     if (files.length === 0) {

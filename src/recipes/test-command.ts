@@ -13,7 +13,7 @@ export const recipesTest = defineCommand({
   name: 'recipes test',
   summary: 'dry-run a recipe against sample events (--events) or a contacts CSV (--csv) on a frozen clock; prints the plan',
   usage: '<name> [--events file.json] [--csv file.csv] [--now ISO] [--json]',
-  args: [['<name>', 'the recipe\'s file name in RECIPES_DIR, without .ts']],
+  args: [['<name>', 'a recipe in RECIPES_DIR (its name, with or without .ts), or a path to a recipe file']],
   options: {
     events: { type: 'string', value: 'file.json', help: 'webhook events as the provider sends them (a JSON list, or { "events": [...] }): applied to the conversations and delivered to the recipe together as one event trigger' },
     csv: { type: 'string', value: 'file.csv', help: "a contacts CSV, copied into the test's data folder's inbox/ and inbox/<name>/, where a batch recipe finds it" },

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { Writable } from 'node:stream'
-import { basename, dirname, isAbsolute, join, resolve } from 'node:path'
+import { basename, dirname, join, resolve } from 'node:path'
 import { z } from 'zod'
 import { loadConfig } from '../config/load.ts'
 import { WEBHOOK_EVENT_TYPES, webhookEventSchema, type WebhookEvent } from '../upstream/schemas.ts'
@@ -11,6 +11,7 @@ import { ArgumentError, checkArgument } from '../utils/argument-error.ts'
 import type { PipelineEvent } from '../events/hooks.ts'
 import type { RecipeTrigger } from './define.ts'
 import { formatDiagnostic, type RecipeDiagnostic } from './diagnostic.ts'
+import { findRecipeFile } from './find-recipe-file.ts'
 import { hashRecipeSources } from './type-verdicts.ts'
 import { isZonedIsoDateTime } from '../utils/iso-datetime.ts'
 
@@ -194,7 +195,7 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
         WEBHOOK_SECRET: env.WEBHOOK_SECRET || 'whsec_recipe_test',
       },
     })
-    const file = recipeFile(options.recipe, options.recipesDir ?? config.recipes.dir)
+    const file = findRecipeFile(options.recipe, options.recipesDir ?? config.recipes.dir)
     const loaded = await loadRecipeFile(file, config.recipes.timezone)
     if (!loaded.definition) throw new ArgumentError(`recipe "${loaded.name}" is broken: ${loaded.error ?? 'not loaded'}`)
     // The service never runs a recipe with a type error (unless RECIPES_TYPECHECK=false): a test that passed one
@@ -317,13 +318,3 @@ async function firstTypeError(recipe: string): Promise<{ ok: true; diagnostic: R
   return { ok: true, diagnostic: verdicts[resolve(file)] ?? null }
 }
 
-function recipeFile(recipe: string, dir: string): string {
-  if (recipe.endsWith('.ts')) {
-    const path = isAbsolute(recipe) ? recipe : resolve(recipe)
-    if (!existsSync(path)) throw new ArgumentError(`no recipe file at ${path}`)
-    return path
-  }
-  const path = join(dir, `${recipe}.ts`)
-  if (!existsSync(path)) throw new ArgumentError(`no recipe named "${recipe}" in ${dir}`)
-  return path
-}

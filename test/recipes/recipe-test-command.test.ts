@@ -227,3 +227,27 @@ export default defineRecipe({ description: 'reads CRM updates', on: ['crm:contac
     rmSync(dir, { recursive: true, force: true })
   }
 })
+
+it('recipes test and recipes check find a recipe the same way: by name, name.ts (in RECIPES_DIR) or a path', async () => {
+  // name.ts names the recipe in RECIPES_DIR, wherever the command runs from (test read it as ./name.ts, check as the name).
+  const byFile = await cli('recipes', 'test', 'no-answer-followup.ts', '--events', `${SAMPLES}/no-answer-events.json`)
+  expect(byFile).toMatchObject({ code: 0, err: '' })
+  expect(byFile.out).toMatch(/^recipe no-answer-followup: succeeded/)
+  // A path is that file, also outside RECIPES_DIR (check took only its base name and looked in RECIPES_DIR).
+  const other = tempRecipesDir()
+  try {
+    const path = other.write('elsewhere', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'outside the folder', run: () => ({ ok: true }) })\n`)
+    const checked = await cli('recipes', 'check', path)
+    expect(checked).toMatchObject({ code: 0, err: '' })
+    expect(checked.out).toContain('1 recipe checked: no type errors')
+    expect(await cli('recipes', 'test', path)).toMatchObject({ code: 0, out: expect.stringMatching(/^recipe elsewhere: succeeded/) })
+    // The same mistake reads the same from both.
+    const missing = join(other.dir, 'nope.ts')
+    expect(await cli('recipes', 'check', missing)).toMatchObject({ code: 2, err: `error: no recipe file at ${missing}\n` })
+    expect(await cli('recipes', 'test', missing)).toMatchObject({ code: 2, err: `error: no recipe file at ${missing}\n` })
+    expect((await cli('recipes', 'check', 'nope.ts')).err).toMatch(/^error: no recipe named "nope" in .* \(recipes: nightly-batch, no-answer-followup\)\n$/)
+    expect((await cli('recipes', 'test', 'nope.ts')).err).toMatch(/^error: no recipe named "nope" in .* \(recipes: nightly-batch, no-answer-followup\)\n$/)
+  } finally {
+    other.cleanup()
+  }
+})
