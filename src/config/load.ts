@@ -171,6 +171,8 @@ export interface LoadConfigOptions {
   /** Where `file` came from, to name it in errors. */
   fileName?: string
   cwd?: string
+  /** A RECIPES_DIR set but absent is no mistake to the caller: it makes the folder (`recipes new`). */
+  createsRecipesDir?: boolean
 }
 
 /** Whether `path` is a directory, a file or other non-directory, or nothing at all. */
@@ -209,7 +211,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   // Set on purpose but absent is a mistake (a typo in a path); the default folder may be missing (no recipes).
   if (input.RECIPES_DIR !== undefined) {
     const kind = pathKind(recipesDir)
-    if (kind === 'missing') throw new ConfigError('RECIPES_DIR', `does not exist: ${recipesDir} (create the folder first, e.g. mkdir -p ${recipesDir})`)
+    if (kind === 'missing' && !options.createsRecipesDir) throw new ConfigError('RECIPES_DIR', `does not exist: ${recipesDir} (create the folder first, e.g. mkdir -p ${recipesDir})`)
     if (kind === 'other') throw new ConfigError('RECIPES_DIR', `is not a directory: ${recipesDir}`)
   }
   const sandboxMode = !e.VOICE_API_KEY

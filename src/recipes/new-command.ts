@@ -58,16 +58,18 @@ export const recipesNew = defineCommand({
     if (!(RECIPE_TEMPLATES as readonly string[]).includes(from)) {
       throw new CliError(`--from must be one of ${RECIPE_TEMPLATES.join(', ')} (got "${from}")`)
     }
-    const config = await resolveConfig({ env: ctx.env })
+    const config = await resolveConfig({ env: ctx.env, createsRecipesDir: true })
     const dir = config.recipes.dir
     const file = join(dir, `${name}.ts`)
     if (existsSync(file)) throw new CliError(`${file} already exists: pick another name or edit that file`)
+    const created = !existsSync(dir)
     mkdirSync(dir, { recursive: true })
     writeFileSync(file, recipeTemplate(from as RecipeTemplate, name))
     const shown = relative(process.cwd(), file).startsWith('..') ? file : relative(process.cwd(), file)
     const cli = cliName(ctx.env)
     ctx.write(
       [
+        ...(created ? [`created the recipes folder ${dir}`] : []),
         `wrote ${shown} (from the ${from} template); a running service loads it at once and runs it on its events and schedule`,
         ...(await sharedTriggers(dir, name, config.recipes.timezone)),
         'next:',

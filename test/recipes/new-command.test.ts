@@ -86,3 +86,17 @@ it('says when the new recipe runs on the same events as one already there (a cop
   expect(await main(['recipes', 'new', 'nightly', '--from', 'batch'], { env: { ...env, RECIPES_DIR: own }, stdout: (t) => void (batch += t), stderr: () => {} })).toBe(0)
   expect(batch).not.toContain('note:')
 })
+
+it('makes a RECIPES_DIR that does not exist yet, and says so (every other command still refuses a missing one)', async () => {
+  const fresh = join(dir, 'team', 'recipes')
+  let out = ''
+  let err = ''
+  const code = await main(['recipes', 'new', 'first'], { env: { ...env, RECIPES_DIR: fresh }, stdout: (t) => void (out += t), stderr: (t) => void (err += t) })
+  expect({ code, err }).toEqual({ code: 0, err: '' })
+  expect(out.split('\n')[0]).toBe(`created the recipes folder ${fresh}`)
+  expect(readFileSync(join(fresh, 'first.ts'), 'utf8')).toContain("defineRecipe")
+  err = ''
+  const other = await main(['recipes', 'list'], { env: { ...env, RECIPES_DIR: join(dir, 'typo') }, stdout: () => {}, stderr: (t) => void (err += t) })
+  expect(other).toBe(2)
+  expect(err).toMatch(/RECIPES_DIR does not exist/)
+})
