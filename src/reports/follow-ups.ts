@@ -3,7 +3,7 @@ import type { DayRange } from './day-range.ts'
 import type { CountItem } from './figures.ts'
 
 export interface FollowUps {
-  /** Follow-up calls switchboard scheduled or placed that day (ledger rows with a previous conversation or a recipe). */
+  /** Follow-up calls switchboard scheduled or placed that day (ledger rows continuing an earlier conversation). */
   scheduled: number
   /** Their outcomes so far: the conversation's status, else the ledger status (scheduled, pending, failed…). */
   outcomes: CountItem[]
@@ -18,7 +18,8 @@ export async function loadFollowUps(rt: Runtime, range: Pick<DayRange, 'startMs'
     .select(['k.id', 'k.status as call_status', 'c.status as conversation_status', 'c.conversation_id', 'c.last_event_at'])
     .where('k.created_at', '>=', range.startMs)
     .where('k.created_at', '<', range.endMs)
-    .where((eb) => eb.or([eb('k.previous_conversation_id', 'is not', null), eb('k.recipe', 'is not', null)]))
+    // A follow-up continues an earlier conversation, whoever placed it; a recipe's first calls (new leads) are not.
+    .where('k.previous_conversation_id', 'is not', null)
     .execute()
   // A call the platform retried has a conversation per attempt, all with the call's trace id: its outcome is its
   // latest conversation's (the last event, then the later chain suffix), not whichever the join returned first —

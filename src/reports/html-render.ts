@@ -152,7 +152,7 @@ function followUpSection(report: DailyReport): string {
   if (f.scheduled === 0) return section('Follow-ups', note('No follow-up calls were scheduled that day.'))
   return section(
     'Follow-ups',
-    `${note(`${fmtInt(f.scheduled)} follow-up call${f.scheduled === 1 ? '' : 's'} scheduled or placed by recipes; ${fmtInt(f.completed)} completed so far.`)}
+    `${note(`${fmtInt(f.scheduled)} follow-up call${f.scheduled === 1 ? '' : 's'} scheduled or placed (calls continuing an earlier conversation); ${fmtInt(f.completed)} completed so far.`)}
 <div style="height:6px"></div>${barList(f.outcomes, f.scheduled, statusColor)}`,
   )
 }

@@ -40,7 +40,7 @@ export function renderText(report: DailyReport): string {
   const followUps =
     report.followUps.scheduled === 0
       ? ['Follow-ups: none scheduled.']
-      : [`Follow-ups: ${fmtInt(report.followUps.scheduled)} scheduled or placed by recipes, ${fmtInt(report.followUps.completed)} completed so far.`, ...bars(report.followUps.outcomes, report.followUps.scheduled)]
+      : [`Follow-ups: ${fmtInt(report.followUps.scheduled)} scheduled or placed (calls continuing an earlier conversation), ${fmtInt(report.followUps.completed)} completed so far.`, ...bars(report.followUps.outcomes, report.followUps.scheduled)]
   const b = report.batches
   const batches = !b.available
     ? [`Batches (provider): unavailable — ${b.error}`]

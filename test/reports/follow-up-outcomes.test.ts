@@ -26,4 +26,16 @@ describeEachDialect('follow-up outcomes', (dialect) => {
     await rt.store.db.insertInto('calls').values(callRow({ id: 'call_fu', trace_id: 'tr_fu', recipe: 'no-answer-followup', campaign: null, previous: 'conv_prev_1', created_at: at })).execute()
     expect(await loadFollowUps(rt, { startMs: DAY_START, endMs: DAY_END })).toEqual({ scheduled: 1, completed: 1, outcomes: [{ value: 'completed', count: 1 }] })
   })
+  // A recipe may place first calls too (scheduleCall for new leads): they are not follow-ups, whoever placed them.
+  // A follow-up is a call continuing an earlier conversation — also one placed straight through the proxy.
+  it('counts calls that continue an earlier conversation, not a recipe\'s first calls', async () => {
+    rt = await createTestRuntime({ dialect })
+    const at = DAY_START + 3_600_000
+    await rt.store.db.insertInto('calls').values([
+      callRow({ id: 'call_first', trace_id: 'tr_first', recipe: 'new-leads', campaign: 'spring', status: 'scheduled', created_at: at }),
+      callRow({ id: 'call_fu', trace_id: 'tr_fu', recipe: 'no-answer-followup', campaign: null, previous: 'conv_prev_1', status: 'scheduled', created_at: at }),
+      callRow({ id: 'call_direct_fu', trace_id: 'tr_direct', recipe: null, campaign: null, previous: 'conv_prev_2', status: 'scheduled', created_at: at }),
+    ]).execute()
+    expect(await loadFollowUps(rt, { startMs: DAY_START, endMs: DAY_END })).toEqual({ scheduled: 2, completed: 0, outcomes: [{ value: 'scheduled', count: 2 }] })
+  })
 })
