@@ -3,6 +3,7 @@ import { PURGE_LEASE_MS, purgeRun, type ChunkedDeletion, type DeleteInChunksOpti
 import { recordPurge } from '../db/purge-metrics.ts'
 import { acquireLease, releaseLease } from './lease.ts'
 import { yieldToReceiver } from './receiver-load.ts'
+import { rememberedDays } from '../webhooks/forgotten-event.ts'
 
 const DAY_MS = 86_400_000
 
@@ -11,7 +12,7 @@ const DAY_MS = 86_400_000
  * still recognised long after the provider's ~5.5 minutes of retries). Events and their deliveries share it.
  */
 export function retentionCutoff(rt: Runtime): number {
-  return rt.clock.now() - Math.max(30, rt.config.webhook.retentionDays) * DAY_MS
+  return rt.clock.now() - rememberedDays(rt.config.webhook.retentionDays) * DAY_MS
 }
 
 /** What a purge's deletions share within one run. */

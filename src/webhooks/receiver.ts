@@ -5,6 +5,7 @@ import { CommitDeadlineError, EventRefusedError, StorageUnavailableError, pendin
 import { webhookMetrics } from './metrics.ts'
 import { webhookState } from './state.ts'
 import { verifyRequest, type SignedRequest } from './verify.ts'
+import { mayHaveBeenForgotten, oldEnoughToBeForgotten, rememberedDays } from './forgotten-event.ts'
 import { MAX_CONVERSATION_ID_LENGTH, MAX_EVENT_ID_LENGTH, MAX_EVENT_TYPE_LENGTH, MAX_TRACE_ID_LENGTH, checkId, containsNul, type IdCheck } from './storable.ts'
 import { readLimited } from '../utils/read-limited.ts'
 
@@ -152,6 +153,13 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   if (!parsed) return reject(400, 'invalid_json', 'invalid_request', 'body must be a JSON object')
   if (containsNul(text, parsed)) {
     return reject(400, 'unstorable', 'invalid_request', 'body contains U+0000 (a NUL character), which cannot be stored; remove it')
+  }
+  // The provider's timestamp header is not signed, so its tolerance stops no one re-sending a captured delivery; the
+  // event id does, for as long as it is kept. Past that, the body's own (signed) creation time: asked of the database
+  // only for an event that old, which the provider never sends (it retries for minutes).
+  const created = target.scheme === 'formant' ? oldEnoughToBeForgotten(parsed.timestamp, rt.clock.now(), rt.config.webhook.retentionDays) : null
+  if (created !== null && (await mayHaveBeenForgotten(rt.store.db, created).catch(() => false))) {
+    return reject(401, 'stale_event', 'authentication_error', `event created ${String(parsed.timestamp)}, before the oldest events still kept (EVENT_RETENTION_DAYS, ${rememberedDays(rt.config.webhook.retentionDays)} days): a re-sent old delivery`)
   }
   // The dedupe key. On a Standard Webhooks target the signed `webhook-id` comes before the unsigned
   // X-FormantAI-Event-Id: a captured delivery re-sent within the tolerance with another unsigned id must

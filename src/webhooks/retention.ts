@@ -3,6 +3,7 @@ import type { Runtime } from '../runtime.ts'
 import { leadingKeys } from '../db/leading-keys.ts'
 import { deleteInChunks, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
 import { runRetentionPurge } from '../coordination/retention-run.ts'
+import { noteForgetting } from './forgotten-event.ts'
 
 export interface PurgeResult {
   events: number
@@ -24,6 +25,10 @@ export function purgeOldEvents(rt: Runtime, options: DeleteInChunksOptions = {})
     // The recipes with queued events, read once: the check below then finds an event's fire by the queue's primary
     // key (recipe, event_id), one probe per recipe, with no index of its own on event_id.
     const recipes = await leadingKeys(db, 'recipe_event_fires', 'recipe')
+    // Ids about to go: noted first, so the receiver refuses a re-sent delivery of one even if the purge stops midway.
+    // Only when there is something to delete — a fresh install fed an old sample event has forgotten nothing.
+    const anyExpired = await db.selectFrom('webhook_events').select('event_id').where('status', 'in', ['processed', 'dead']).where('received_at', '<', cutoff).limit(1).executeTakeFirst()
+    if (anyExpired) await noteForgetting(db, cutoff, rt.clock.now())
     const events = counted(
       await deleteInChunks(async (limit) => {
         // Purgeable: processed or dead, before the cutoff, and with no fire a recipe has still to run. On Postgres

@@ -337,6 +337,29 @@ describeEachDialect('webhook processing', (dialect) => {
     expect(left).toEqual([oldPending.event_id, recent.event_id].sort())
   })
 
+  // X-FormantAI-Timestamp is not signed: a captured delivery re-sent with a fresh header passes the tolerance, and
+  // only its id catches it — until the purge forgets the id. The body's signed creation time covers the rest.
+  it('a captured delivery re-sent after the purge forgot its id is refused (401 stale_event); an old sample on a fresh install is not', async () => {
+    h = await createHarness(dialect)
+    // Nothing purged yet: an event created long ago (the README's sample) is taken as it comes.
+    const sample = makeEvent({ timestamp: new Date(Date.parse(START) - 90 * 86_400_000).toISOString() })
+    expect((await h.send(sample)).status).toBe(204)
+    const captured = makeEvent({ timestamp: new Date(h.clock.now() - 60_000).toISOString() })
+    expect((await h.send(captured)).status).toBe(204)
+    await h.rt.store.db.updateTable('webhook_events').set({ status: 'processed' }).execute()
+    expect((await h.send(captured)).headers.get('x-switchboard-duplicate')).toBe('true')
+    await h.clock.advance(31 * 86_400_000)
+    expect((await purgeOldEvents(h.rt)).events).toBe(2)
+    const replay = await h.send(captured)
+    expect(replay.status).toBe(401)
+    expect(await replay.json()).toMatchObject({ error: { type: 'authentication_error', message: expect.stringMatching(/^event created .*, before the oldest events still kept \(EVENT_RETENTION_DAYS, 30 days\): a re-sent old delivery$/) } })
+    expect(await countEvents(h.rt)).toBe(0)
+    expect(await h.rt.metrics.metrics()).toMatch(/switchboard_webhooks_rejected_total\{target="formant",reason="stale_event"\} 1/)
+    // New events, and ones created inside the window, are taken as before.
+    expect((await h.send(makeEvent({ timestamp: new Date(h.clock.now() - 60_000).toISOString() }))).status).toBe(204)
+    expect((await h.send(makeEvent({ timestamp: new Date(h.clock.now() - 28 * 86_400_000).toISOString() }))).status).toBe(204)
+  })
+
   it('purge deletes in chunks, each its own statement, until nothing past the window is left', async () => {
     h = await createHarness(dialect)
     const old = Array.from({ length: 7 }, () => makeEvent())
@@ -353,8 +376,9 @@ describeEachDialect('webhook processing', (dialect) => {
     const metrics = await h.rt.metrics.metrics()
     expect(metrics).toContain('switchboard_retention_purged_rows_total{table="webhook_events"} 7')
     expect(metrics).toContain('switchboard_retention_purge_behind{purge="webhooks"} 0')
-    // A run that reaches its time limit with rows left says so (the next run goes on).
-    await h.send(makeEvent())
+    // A run that reaches its time limit with rows left says so (the next run goes on). An event created now: one
+    // created before what the purge has forgotten is refused as a re-sent old delivery.
+    await h.send(makeEvent({ timestamp: new Date(h.clock.now()).toISOString() }))
     await h.rt.store.db.updateTable('webhook_events').set({ status: 'processed' }).execute()
     await h.clock.advance(31 * 86_400_000)
     expect(await purgeOldEvents(h.rt, { now: () => 1, deadline: 0 })).toEqual({ events: 0, rejections: 0, skipped: false })
