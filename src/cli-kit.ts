@@ -1,5 +1,6 @@
 import type { ParseArgsConfig } from 'node:util'
 import type { Runtime } from './runtime.ts'
+import { printable } from './utils/printable.ts'
 
 /** A user mistake: printed as one line, exit code 2, no stack trace. */
 export class CliError extends Error {
@@ -77,16 +78,16 @@ export function parseArgsOptions(command: CliCommand): NonNullable<ParseArgsConf
   return options
 }
 
+/** One table cell on one line: whitespace folded, and what came from outside (a webhook, a sink's answer) unable to steer the terminal. */
 function cell(value: unknown): string {
   if (value === null || value === undefined) return ''
-  if (typeof value === 'object') return JSON.stringify(value)
-  return String(value)
+  return printable((typeof value === 'object' ? JSON.stringify(value) : String(value)).replace(/\s+/g, ' '), Infinity)
 }
 
 export function formatTable(rows: Array<Record<string, unknown>>, columns?: string[]): string {
   if (rows.length === 0) return '(none)\n'
   const cols = columns ?? Object.keys(rows[0]!)
-  const cells = rows.map((r) => cols.map((c) => cell(r[c]).replace(/\s+/g, ' ')))
+  const cells = rows.map((r) => cols.map((c) => cell(r[c])))
   const widths = cols.map((c, i) => Math.min(60, Math.max(c.length, ...cells.map((r) => r[i]!.length))))
   const line = (values: string[]) =>
     values.map((v, i) => (v.length > widths[i]! ? v.slice(0, widths[i]! - 1) + '…' : v.padEnd(widths[i]!))).join('  ').trimEnd()

@@ -4,6 +4,7 @@ import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, Destinatio
 import { enableDestination } from './state.ts'
 import { sendTestEvent } from './test-send.ts'
 import { isZonedIsoDateTime } from '../utils/iso-datetime.ts'
+import { printable } from '../utils/printable.ts'
 
 function isoFlag(ctx: CliContext, name: string): number | undefined {
   const raw = ctx.values[name]
@@ -47,7 +48,8 @@ const test = defineCommand({
     const result = await sendTestEvent(rt, configured(rt, ctx.positionals[0]))
     if (ctx.values.json) ctx.json(result)
     else if (result.ok) ctx.write(`${result.destination}: ${result.status} in ${result.latency_ms} ms (webhook-id ${result.webhook_id})\n`)
-    else ctx.write(`${result.destination}: failed${result.status !== null ? ` with ${result.status}` : ''} in ${result.latency_ms} ms: ${result.error}${result.response ? `\n  response: ${result.response.slice(0, 200)}` : ''}\n`)
+    // The sink's words as text that cannot steer the terminal (an escape sequence could rewrite this very line).
+    else ctx.write(`${result.destination}: failed${result.status !== null ? ` with ${result.status}` : ''} in ${result.latency_ms} ms: ${printable(result.error ?? '', 300)}${result.response ? `\n  response: ${printable(result.response, 200)}` : ''}\n`)
     return result.ok ? 0 : 1
   },
 })
@@ -89,7 +91,7 @@ const show = defineCommand({
     if (!found) throw new CliError(`no delivery with id "${id}" (see: destinations deliveries)`)
     if (ctx.values.json) return ctx.json(found)
     const { payload, attempt_log, ...fields } = found
-    for (const [key, value] of Object.entries(fields)) ctx.write(`${key.padEnd(16)} ${value ?? ''}\n`)
+    for (const [key, value] of Object.entries(fields)) ctx.write(`${key.padEnd(16)} ${printable(String(value ?? ''), 1000)}\n`)
     ctx.write('attempts\n')
     ctx.table(attempt_log.map((a) => ({ ...a, response: a.response?.slice(0, 60) })), ['attempt', 'started_at', 'status', 'latency_ms', 'result', 'error', 'response'])
     ctx.write(`payload\n${JSON.stringify(payload, null, 2)}\n`)
