@@ -1,6 +1,7 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
+import { writeSecretFile } from '../utils/write-secret-file.ts'
 import type { Config } from './load.ts'
 
 export function adminTokenFile(dataDir: string): string {
@@ -18,17 +19,6 @@ export type AdminTokenSource = 'config' | 'file' | 'generated'
  * writing over an old (too short) token kept that file's 0644. A new file beside it, created 0600 and renamed
  * over the old one, replaces it whole — a symlink at that path included, never written through.
  */
-function writeTokenFile(file: string, token: string): void {
-  const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`
-  try {
-    writeFileSync(temp, token + '\n', { mode: 0o600, flag: 'wx' })
-    renameSync(temp, file)
-  } catch (error) {
-    rmSync(temp, { force: true })
-    throw error
-  }
-}
-
 export function ensureAdminToken(config: Config): { config: Config; generated: boolean; source: AdminTokenSource } {
   if (config.adminToken) return { config, generated: false, source: 'config' }
   const file = adminTokenFile(config.dataDir)
@@ -37,7 +27,7 @@ export function ensureAdminToken(config: Config): { config: Config; generated: b
   if (token.length < 16) {
     mkdirSync(config.dataDir, { recursive: true })
     token = `sbadm_${randomBytes(24).toString('base64url')}`
-    writeTokenFile(file, token)
+    writeSecretFile(file, token)
     generated = true
   }
   return { config: { ...config, adminToken: token }, generated, source: generated ? 'generated' : 'file' }

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { isAbsolute, join, resolve } from 'node:path'
 import type { z } from 'zod'
@@ -6,6 +6,7 @@ import { REGION_BASE_URLS } from '../upstream/regions.ts'
 import { didYouMean } from '../utils/did-you-mean.ts'
 import { localOrigin } from '../utils/local-origin.ts'
 import { shownUrl } from '../utils/shown-url.ts'
+import { writeSecretFile } from '../utils/write-secret-file.ts'
 import { knownKeysAt } from './known-keys.ts'
 import { envSchema, type EnvInput, type WebhookTargetConfig, type SandboxFaults } from './schema.ts'
 import type { DestinationConfig } from './destinations.ts'
@@ -294,7 +295,7 @@ export function ensureSandboxSecret(config: Config): Config {
   let secret = existsSync(file) ? readFileSync(file, 'utf8').trim() : ''
   if (!secret) {
     secret = `whsec_${randomBytes(24).toString('hex')}`
-    writeFileSync(file, secret + '\n', { mode: 0o600 })
+    writeSecretFile(file, secret)
   }
   return { ...config, webhook: { ...config.webhook, secrets: [secret], secretSource: `the secret kept in ${file}` } }
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { adminTokenFile, ensureAdminToken } from '../../src/config/admin-token.ts'
-import { loadConfig } from '../../src/config/load.ts'
+import { ensureSandboxSecret, loadConfig } from '../../src/config/load.ts'
 
 const modeOf = (file: string) => statSync(file).mode & 0o777
 
@@ -41,5 +41,18 @@ describe.skipIf(process.platform === 'win32')('the generated admin token file', 
     const { source } = ensureAdminToken(loadConfig({ env: { DATA_DIR: join(dataDir, 'nested') }, cwd: dataDir }))
     expect(source).toBe('generated')
     expect(modeOf(adminTokenFile(join(dataDir, 'nested')))).toBe(0o600)
+  })
+
+  // The sandbox's generated webhook secret is a secret too: the same write, whatever was at its path.
+  it('the generated webhook secret is 0600 even when an empty, world-readable file was there', () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'sb-admin-token-'))
+    const file = join(dataDir, 'webhook-secret')
+    writeFileSync(file, '', { mode: 0o644 })
+    chmodSync(file, 0o644)
+    const config = ensureSandboxSecret(loadConfig({ env: { DATA_DIR: dataDir }, cwd: dataDir }))
+    expect(readFileSync(file, 'utf8')).toBe(`${config.webhook.secrets[0]}\n`)
+    expect(config.webhook.secrets[0]).toMatch(/^whsec_[0-9a-f]{48}$/)
+    expect(modeOf(file)).toBe(0o600)
+    expect(readdirSync(dataDir)).toEqual(['webhook-secret'])
   })
 })
