@@ -116,6 +116,12 @@ export const PG_CONNECT_TIMEOUT_MS = 3_000
 export const PG_STATEMENT_TIMEOUT_MS = 15_000
 /** Client side: no answer at all (a silent network) — the connection is then discarded. */
 export const PG_QUERY_TIMEOUT_MS = 20_000
+/**
+ * Server side: a transaction left open with nothing running (its process paused or cut off mid-commit) is rolled back,
+ * so the rows it holds — an event another replica's inbox must insert, say — are free again within the provider's
+ * retries (its last comes 5 minutes after the first) rather than once TCP gives the connection up (hours).
+ */
+export const PG_IDLE_IN_TRANSACTION_MS = 60_000
 
 /**
  * Makes a pooled client safe to lose. pg emits 'error' on a client whose connection drops; the pool
@@ -147,7 +153,7 @@ async function openPostgres(url: string, options: OpenOptions): Promise<Store> {
     max: options.poolSize ?? 10,
     types: pgTypes,
     connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
-    ...(options.noTimeouts ? {} : { statement_timeout: PG_STATEMENT_TIMEOUT_MS, query_timeout: PG_QUERY_TIMEOUT_MS }),
+    ...(options.noTimeouts ? {} : { statement_timeout: PG_STATEMENT_TIMEOUT_MS, query_timeout: PG_QUERY_TIMEOUT_MS, idle_in_transaction_session_timeout: PG_IDLE_IN_TRANSACTION_MS }),
     // Idle connections are probed, so a half-open one is noticed and replaced between bursts.
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,

@@ -1,4 +1,4 @@
-import type { Insertable, Transaction } from 'kysely'
+import { sql, type Insertable, type Transaction } from 'kysely'
 import type { Database, WebhookEventsTable } from '../db/schema.ts'
 import type { Store } from '../db/connect.ts'
 import { startSqliteWriter, type CompiledStatement, type SqliteWriter } from './sqlite-writer.ts'
@@ -89,6 +89,11 @@ export class EventRefusedError extends Error {
  * commit that still lands after the deadline makes the retry a duplicate (204), never a loss.
  */
 export const COMMIT_DEADLINE_MS = 5_000
+/**
+ * How long (Postgres) an inbox commit waits for a row another transaction holds before its batch is split: far above
+ * two replicas' commits of the same redelivered id meeting (milliseconds), far below COMMIT_DEADLINE_MS.
+ */
+export const INBOX_LOCK_TIMEOUT_MS = 1_000
 
 /** No commit within the inbox's deadline (a stuck disk or database); the receiver answers 503. */
 export class CommitDeadlineError extends Error {
@@ -238,6 +243,10 @@ export function createInbox(store: Store, options: InboxOptions = {}): Inbox {
     for (let attempt = 1; ; attempt++) {
       try {
         return await store.db.transaction().execute(async (trx) => {
+          // A row held by another transaction (a stalled replica's commit, a session left open on it) must not hold
+          // every delivery behind it until the statement timeout: past this the batch is split, and only the event
+          // whose row is held waits for the provider's retry.
+          if (store.dialect === 'postgres') await sql`set local lock_timeout = ${sql.lit(`${INBOX_LOCK_TIMEOUT_MS}ms`)}`.execute(trx)
           const stored = new Set(firsts.length > 0 ? (await insertQuery(trx, firsts).execute()).map((r) => r.event_id) : [])
           const duplicates = new Map(repeats)
           for (const row of firsts) if (!stored.has(row.event_id)) duplicates.set(row.event_id, (duplicates.get(row.event_id) ?? 0) + 1)
@@ -335,7 +344,8 @@ export function createInbox(store: Store, options: InboxOptions = {}): Inbox {
         try {
           storedAny = settle(batch, await write(batch, stats))
         } catch (error) {
-          if (classifyStorageError(error) === 'refused' && batch.length > 0) storedAny = await commitOneByOne(batch, stats)
+          const kind = classifyStorageError(error)
+          if ((kind === 'refused' || kind === 'contended') && batch.length > 0) storedAny = await commitOneByOne(batch, stats)
           else {
             const failure = unavailable(error)
             for (const w of batch) {

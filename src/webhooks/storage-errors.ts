@@ -1,9 +1,10 @@
 /**
  * Sorting storage errors by what they mean for a delivery: the database being unavailable or out of
  * space (503 + Retry-After: try again later) against one event the database refused (its batch is
- * retried row by row, and that event alone is answered 400).
+ * retried row by row, and that event alone is answered 400) or held by another transaction (retried row by row, and
+ * that event alone is answered 503).
  */
-export type StorageFailure = 'full' | 'unavailable' | 'refused'
+export type StorageFailure = 'full' | 'unavailable' | 'refused' | 'contended'
 
 /** SQLite result codes (better-sqlite3's `code`) that point at a row's data; the rest are about the database. */
 const SQLITE_ROW = /^SQLITE_(TOOBIG|MISMATCH|CONSTRAINT|RANGE)/
@@ -23,6 +24,9 @@ export function classifyStorageError(error: unknown): StorageFailure {
     if (code.startsWith('SQLITE_')) return SQLITE_ROW.test(code) ? 'refused' : 'unavailable'
     if (/^[0-9A-Z]{5}$/.test(code)) {
       if (code === '53100') return 'full' // disk_full
+      // lock_not_available: a row of the batch is held by another transaction past the inbox's lock_timeout — the
+      // others need not wait for it (split, like a refused row), but that event is not refused, only held (503).
+      if (code === '55P03') return 'contended'
       return PG_ROW_CLASSES.has(code.slice(0, 2)) ? 'refused' : 'unavailable'
     }
   }
