@@ -19,6 +19,57 @@ export async function claimTick(rt: Runtime, recipe: string, tickAt: number): Pr
   return Number(result.numInsertedOrUpdatedRows ?? 0) > 0
 }
 
+/** A recipe's newest tick claim: which tick, who claimed it and when (on the claimer's clock). */
+export interface TickClaim {
+  tickAt: number
+  owner: string
+  claimedAt: number
+}
+
+export async function latestTickClaim(rt: Runtime, recipe: string): Promise<TickClaim | undefined> {
+  const row = await rt.store.db
+    .selectFrom('recipe_ticks')
+    .select(['tick_at', 'owner', 'claimed_at'])
+    .where('recipe', '=', recipe)
+    .orderBy('tick_at', 'desc')
+    .limit(1)
+    .executeTakeFirst()
+  return row ? { tickAt: Number(row.tick_at), owner: row.owner, claimedAt: Number(row.claimed_at) } : undefined
+}
+
+/**
+ * Whether a scheduled run (or its skip) of the recipe was recorded at or after `since`: a claimed tick's run is
+ * written by its claimer moments after the claim, on the same clock.
+ */
+export async function tickRanSince(rt: Runtime, recipe: string, since: number): Promise<boolean> {
+  const row = await rt.store.db
+    .selectFrom('recipe_runs')
+    .select('id')
+    .where('recipe', '=', recipe)
+    .where('started_at', '>=', since)
+    .where('dry_run', '=', 0)
+    .where('trigger', 'in', ['cron', 'catchup'])
+    .limit(1)
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+/**
+ * Takes over a claim whose run was never recorded (its process died, or its database went away, between the two):
+ * only if nobody changed the claim since it was read, so of several replicas finding it one takes it.
+ */
+export async function reclaimTick(rt: Runtime, recipe: string, claim: TickClaim): Promise<boolean> {
+  const result = await rt.store.db
+    .updateTable('recipe_ticks')
+    .set({ owner: rt.instanceId, claimed_at: rt.clock.now() })
+    .where('recipe', '=', recipe)
+    .where('tick_at', '=', claim.tickAt)
+    .where('owner', '=', claim.owner)
+    .where('claimed_at', '=', claim.claimedAt)
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows) === 1
+}
+
 /** The newest tick anyone claimed for this recipe (epoch ms), if any. */
 export async function lastClaimedTick(rt: Runtime, recipe: string): Promise<number | undefined> {
   const row = await rt.store.db

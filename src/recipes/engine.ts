@@ -4,7 +4,7 @@ import { watch, type FSWatcher } from 'node:fs'
 import type { Runtime } from '../runtime.ts'
 import type { PipelineEvent } from '../events/hooks.ts'
 import { createKvState } from './state.ts'
-import { claimTick, lastClaimedTick } from './claims.ts'
+import { claimTick, latestTickClaim, reclaimTick, tickRanSince } from './claims.ts'
 import { createEventDispatch } from './event-dispatch.ts'
 import type { RecipeTrigger, RecipeTriggerType } from './define.ts'
 import { loadRecipes, type LoadedRecipe } from './loader.ts'
@@ -82,6 +82,12 @@ export class BrokenRecipeError extends Error {
 }
 
 const WATCH_DEBOUNCE_MS = 150
+/** How often the engine looks for a scheduled tick that did not run (see catchUp). */
+export const TICK_SWEEP_MS = 60_000
+/** The longest a claimed tick waits for its turn behind a run of the same recipe before it is recorded as skipped. */
+const TICK_TURN_WAIT_MS = 60_000
+/** A claimed tick with no run recorded this long after its claim was lost: another replica (or this one) runs it. */
+export const TICK_CLAIM_LOST_MS = 5 * 60_000
 const SCHEDULER_NS = 'switchboard:scheduler'
 
 export interface RecipeEngineOptions {
@@ -228,8 +234,11 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
 
   const runningElsewhere = async (name: string): Promise<boolean> => (await realRunInProgress(rt, name)) !== undefined
 
-  /** A claimed tick: skipped (and recorded) if a run of the recipe is still going here or on a replica. */
-  const runTick = async (name: string, tickAt: number, type: RecipeTriggerType) => {
+  /**
+   * A claimed tick: skipped (and recorded) if a run of the recipe is still going here or on a replica. `claimed`: the
+   * sweep has already taken over the claim of one whose run was never recorded.
+   */
+  const runTick = async (name: string, tickAt: number, type: RecipeTriggerType, claimed = false) => {
     if (stopped) return
     try {
       // Claim only once the recipe's type verdict is in: a tick claimed and then held behind a slow first
@@ -237,7 +246,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       // replica that already has its verdict could have run them.
       await typeChecked
       if (stopped || !loaded.find((r) => r.name === name)?.definition) return
-      if (!(await claimTick(rt, name, tickAt))) return
+      if (!claimed && !(await claimTick(rt, name, tickAt))) return
       const trigger: RecipeTrigger<PipelineEvent> = { type, scheduledAt: tickAt }
       const skip = async () => {
         await recordSkipped(rt, name, trigger, `skipped: the previous run was still in progress at ${new Date(tickAt).toISOString()}`)
@@ -247,10 +256,13 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       const recipe = loaded.find((r) => r.name === name)
       if (!recipe?.definition) return
       try {
-        await exclusive(name, () => runNow(recipe, trigger, false))
+        // Its run is recorded within TICK_TURN_WAIT_MS of the claim (or it is skipped): a claim with no run long after
+        // that was lost, and the sweep may hand it to another replica.
+        await exclusive(name, () => runNow(recipe, trigger, false), { maxWaitMs: TICK_TURN_WAIT_MS })
       } catch (error) {
-        // Another process's run started between the look above and this run's start: it holds the running slot.
-        if (error instanceof RecipeRunningError) return await skip()
+        // Another process's run started between the look above and this run's start: it holds the running slot. Or
+        // an event run that began in between held this recipe past the wait.
+        if (error instanceof RecipeRunningError || error instanceof RecipeBusyError) return await skip()
         throw error
       }
     } catch (error) {
@@ -308,18 +320,48 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
     await gone.execute()
   }
 
-  const catchUp = async () => {
+  /**
+   * Each schedule's latest tick, if it has not run: never claimed (the service was down, or the database was away
+   * when it came due — the claim failed), or claimed and never run (its process died, or lost the database, between
+   * the claim and the run's record; TICK_CLAIM_LOST_MS after the claim). At start-up, and every TICK_SWEEP_MS after;
+   * the sweep leaves a tick alone for TICK_CLAIM_LOST_MS, the scheduler's own time to claim and start it.
+   */
+  const catchUp = async (atStart: boolean) => {
     const now = rt.clock.now()
     for (const entry of scheduledEntries()) {
+      if (stopped) return
       const prev = previousTick(entry.pattern, entry.timezone, now)
       if (prev === undefined) continue
+      // Past a pause (a machine asleep) the scheduler's timer fires with this one: a tick it has still to fire is its own.
+      if (!atStart && (now - prev < TICK_CLAIM_LOST_MS || (scheduler?.nextRun(entry.name) ?? Infinity) <= now)) continue
       const armed = await schedulerState.get<ArmedSchedule>(`armed:${entry.name}`)
       if (armed === undefined || armed.since >= prev) continue
-      const last = await lastClaimedTick(rt, entry.name)
-      if (last !== undefined && last >= prev) continue
-      log.info({ recipe: entry.name, tick_at: prev }, 'running a tick missed while down')
-      void track(runTick(entry.name, prev, 'catchup'))
+      const last = await latestTickClaim(rt, entry.name)
+      if (last === undefined || last.tickAt < prev) {
+        log.info({ recipe: entry.name, tick_at: prev }, atStart ? 'running a tick missed while down' : 'running a tick missed while the database was away')
+        void track(runTick(entry.name, prev, 'catchup'))
+        continue
+      }
+      if (last.tickAt !== prev || now - last.claimedAt < TICK_CLAIM_LOST_MS || tails.has(entry.name)) continue
+      if (await tickRanSince(rt, entry.name, last.claimedAt)) continue
+      if (!(await reclaimTick(rt, entry.name, last))) continue
+      log.warn({ recipe: entry.name, tick_at: prev, claimed_by: last.owner }, 'running a tick that was claimed but never run')
+      void track(runTick(entry.name, prev, 'catchup', true))
     }
+  }
+
+  let sweepTimer: (() => void) | undefined
+  const sweepTicks = () => {
+    sweepTimer = rt.clock.setTimeout(() => {
+      if (stopped) return
+      void track(
+        catchUp(false)
+          .catch((error: unknown) => log.warn({ err: error }, 'looking for scheduled ticks that did not run failed; trying again in a minute'))
+          .finally(() => {
+            if (!stopped) sweepTicks()
+          }),
+      )
+    }, TICK_SWEEP_MS)
   }
 
   /**
@@ -459,7 +501,8 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       await forgetSchedulesGone()
       await noteSchedulesSeen()
       scheduler.set(scheduledEntries())
-      await catchUp()
+      await catchUp(true)
+      sweepTicks()
       dispatch.start()
       if (startOptions.watch) {
         try {
@@ -484,6 +527,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
     async stop() {
       stopped = true
       scheduler?.stop()
+      sweepTimer?.()
       watcher?.close()
       if (debounce) clearTimeout(debounce)
       await dispatch.stop()
