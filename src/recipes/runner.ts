@@ -1,3 +1,4 @@
+import { dryRunClient } from './dry-run-client.ts'
 import { relative, resolve, sep } from 'node:path'
 import type { Selectable } from 'kysely'
 import type { RecipeRunsTable } from '../db/schema.ts'
@@ -153,7 +154,7 @@ export async function executeRun(
     now: new Date(startedAt),
     timezone,
     log,
-    client: rt.workspaceClient(),
+    client: dryRun ? dryRunClient(rt.workspaceClient(), effects, name) : rt.workspaceClient(),
     data: createQueries(rt),
     campaigns: bindings.campaigns,
     reports: bindings.reports,

@@ -1,0 +1,49 @@
+import { createServer, type Server } from 'node:http'
+import { afterEach, expect, it } from 'vitest'
+import { defineRecipe } from '../../src/recipes/define.ts'
+import { renderPlan } from '../../src/recipes/present.ts'
+import { executeRun } from '../../src/recipes/runner.ts'
+import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+
+/**
+ * DESIGN: in a dry run every call, batch and mail is recorded in the plan instead of executed — also a call or a batch
+ * a recipe makes straight through `ctx.client` (past the campaign rules): a dry run used to place it for real. Reads
+ * still go to the provider. The provider here is a local server that records what it is asked.
+ */
+let rt: TestRuntime | undefined
+let upstream: Server | undefined
+afterEach(async () => {
+  await rt?.close()
+  await new Promise<void>((r) => (upstream ? upstream.close(() => r()) : r()))
+  rt = upstream = undefined
+})
+
+const direct = defineRecipe({
+  description: 'calls and uploads with the provider client',
+  async run(ctx) {
+    const page = await ctx.client.listConversations({ limit: 1 })
+    const call = await ctx.client.createCall({ agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543201' }], scheduled_for: '2026-03-02T10:00:00Z' })
+    const raw = await ctx.client.createCallRaw({ agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543202' }] })
+    const batch = await ctx.client.createBatch({ agent_id: 101, name: 'spring', file: { data: 'customer_phone,name\n+919876543203,Asha\n+919876543204,Ravi\n', filename: 'spring.csv' } })
+    return { listed: page.total, call: [call.status, call.trace_id, call.scheduled_for], raw: raw.call.status, batch: [batch.id, batch.status, batch.total_recipients] }
+  },
+})
+
+it('a dry run plans the calls and batches a recipe makes through ctx.client, and sends only its reads', async () => {
+  const requests: string[] = []
+  upstream = createServer((req, res) => {
+    requests.push(`${req.method} ${req.url?.split('?')[0]}`)
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end(JSON.stringify({ data: [], has_more: false, total: 7 }))
+  })
+  await new Promise<void>((r) => upstream!.listen(0, '127.0.0.1', r))
+  rt = await createTestRuntime({ env: { VOICE_API_KEY: 'sk_test_acme', VOICE_API_BASE_URL: `http://127.0.0.1:${(upstream.address() as { port: number }).port}` } })
+  const run = await executeRun(rt, 'direct', direct, { trigger: { type: 'manual' }, dryRun: true, timezone: 'UTC' })
+  expect(run.status).toBe('succeeded')
+  expect(requests).toEqual(['GET /v1/conversations'])
+  expect(run.summary).toEqual({ listed: 7, call: ['dry_run', '', '2026-03-02T10:00:00Z'], raw: 'dry_run', batch: [0, 'dry_run', 2] })
+  expect(run.plan.map((p) => p.kind)).toEqual(['call', 'call', 'batch'])
+  expect(run.plan[0]).toMatchObject({ kind: 'call', recipe: 'direct', request: { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543201' }] }, note: expect.stringMatching(/ctx\.client/) })
+  expect(run.plan[2]).toEqual({ kind: 'batch', agent_id: 101, name: 'spring', rows: [{ customer_phone: '+919876543203', name: 'Asha' }, { customer_phone: '+919876543204', name: 'Ravi' }], rejects: [] })
+  expect(renderPlan(run.plan)).toContain('+919876543201')
+})
