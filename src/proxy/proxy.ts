@@ -1,5 +1,6 @@
 import { HTTPResponse } from 'h3'
 import { placeCall, STALE_PENDING_MS } from '../calls/place-call.ts'
+import { isBlocked } from '../campaigns/dnc.ts'
 import { tenantOf } from '../calls/tenant.ts'
 import { validateCallRequest } from '../calls/validate-call.ts'
 import type { Runtime } from '../runtime.ts'
@@ -267,6 +268,12 @@ export function createProxy(rt: Runtime): Proxy {
     if (!keyed.ok) return withCache(apiErrorResponse(400, 'invalid_request', keyed.message), 'BYPASS')
     const checked = validateCallRequest(keyed.body, rt.clock.now())
     if (!checked.ok) return withCache(apiErrorResponse(400, 'invalid_request', checked.message), 'BYPASS')
+    // The do-not-call list is checked before every call switchboard places, its own or one sent through it.
+    const phone = checked.request.parameters.find((p) => p.name === 'customer_phone')?.value
+    if (phone !== undefined && (await isBlocked(rt, phone))) {
+      rt.log.info({ agent_id: checked.request.agent_id }, 'call refused: its number is on the do-not-call list')
+      return withCache(apiErrorResponse(400, 'invalid_request', 'customer_phone is on the do-not-call list (switchboard): not called'), 'BYPASS')
+    }
     // The key is chosen here rather than left to placeCall (which would make the same one) so that every
     // answer from now on can carry it: after a 5xx or a timeout the call may exist upstream, and only a
     // retry with this key is sure not to place it twice.

@@ -95,4 +95,23 @@ describeEachDialect('POST /v1/call once the provider answered', (dialect) => {
     expect(retried.status).toBe(200)
     expect(h.sandbox.stats().callsAccepted).toBe(1)
   })
+  // DESIGN: the do-not-call list is checked before every call — a call sent through switchboard's /v1 as well.
+  it('refuses a call to a number on the do-not-call list (table or file) without asking the provider', async () => {
+    const { h, up } = await scripted()
+    await h.rt.store.db.insertInto('dnc').values({ phone: '+919876543244', reason: 'asked', source: 'test', added_at: 0 }).execute()
+    for (const number of ['+919876543244', '98765 43244']) {
+      const res = await post(h, phoneCall(number))
+      expect(res.status).toBe(400)
+      expect(await res.json()).toEqual({ error: { type: 'invalid_request', message: 'customer_phone is on the do-not-call list (switchboard): not called' } })
+    }
+    expect(up.count('POST', '/v1/call')).toBe(0)
+    expect(await ledger(h)).toEqual([])
+    up.answer((req, _body, res) => {
+      if (req.url !== '/v1/call') return false
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end('{"data":{"agent_id":101,"conversation_id":null,"scheduled_for":null,"status":"initiated","trace_id":"tr_ok"}}')
+    })
+    expect((await post(h, phoneCall('+919876543245'))).status).toBe(200)
+    expect(up.count('POST', '/v1/call')).toBe(1)
+  })
 })
