@@ -1,6 +1,8 @@
-import { CliError, defineCommand, JSON_OPTION, type CliCommand } from '../cli-kit.ts'
+import { CliError, defineCommand, intFlag, JSON_OPTION, limitOption, type CliCommand } from '../cli-kit.ts'
 import { BrokenRecipeError, recipeEngineFor, RecipeRunningError, UnknownRecipeError } from './engine.ts'
 import { recipeInfoJson, renderRun, runJson } from './present.ts'
+import { listRuns } from './runner.ts'
+import { summaryLine } from './summary.ts'
 import { recipesCheck } from './check-command.ts'
 import { recipesTest } from './test-command.ts'
 import { recipesNew } from './new-command.ts'
@@ -59,4 +61,33 @@ const recipesRun = defineCommand({
   },
 })
 
-export const recipeCommands: CliCommand[] = [recipesList, recipesRun, recipesCheck, recipesTest, recipesNew]
+const recipesRuns = defineCommand({
+  name: 'recipes runs',
+  summary: 'recorded runs, newest first: trigger, status, start, how long, summary, error (also of recipes since removed)',
+  usage: '[name] [--limit N] [--json]',
+  args: [['[name]', 'only this recipe\'s runs (default: every recipe\'s)']],
+  options: { limit: limitOption(10_000), json: JSON_OPTION },
+  examples: ['recipes runs nightly-batch --limit 5'],
+  async run(ctx) {
+    const [name] = ctx.positionals
+    const limit = intFlag(ctx.values, 'limit', 50)!
+    if (limit < 1 || limit > 10_000) throw new CliError('--limit must be from 1 to 10000')
+    const rt = await ctx.runtime()
+    const runs = await listRuns(rt, { ...(name ? { recipe: name } : {}), limit })
+    // The plan is the run's own record (`recipes run --json`, the dashboard): a listing keeps to one row a run.
+    if (ctx.values.json) return void ctx.json(runs.map((r) => ({ ...runJson(r), plan: undefined, planned: r.plan.length })))
+    ctx.table(
+      runs.map((r) => ({
+        started_at: new Date(r.startedAt).toISOString(),
+        recipe: r.recipe,
+        trigger: r.trigger,
+        status: `${r.status}${r.dryRun ? ' (dry run)' : ''}`,
+        took: r.endedAt === null ? 'running' : `${((r.endedAt - r.startedAt) / 1000).toFixed(1)} s`,
+        summary: r.summary === null ? '' : summaryLine(r.summary),
+        error: r.error ?? '',
+      })),
+    )
+  },
+})
+
+export const recipeCommands: CliCommand[] = [recipesList, recipesRun, recipesRuns, recipesCheck, recipesTest, recipesNew]

@@ -4,6 +4,8 @@ import { defineRecipe } from '../../src/recipes/define.ts'
 import { renderPlan } from '../../src/recipes/present.ts'
 import { executeRun } from '../../src/recipes/runner.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+import { cliEnv, runCli } from '../webhooks/helpers.ts'
+import { createManualClock } from '../../src/utils/clock.ts'
 
 /**
  * DESIGN: in a dry run every call, batch and mail is recorded in the plan instead of executed — also a call or a batch
@@ -46,4 +48,32 @@ it('a dry run plans the calls and batches a recipe makes through ctx.client, and
   expect(run.plan[0]).toMatchObject({ kind: 'call', recipe: 'direct', request: { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543201' }] }, note: expect.stringMatching(/ctx\.client/) })
   expect(run.plan[2]).toEqual({ kind: 'batch', agent_id: 101, name: 'spring', rows: [{ customer_phone: '+919876543203', name: 'Asha' }, { customer_phone: '+919876543204', name: 'Ravi' }], rejects: [] })
   expect(renderPlan(run.plan)).toContain('+919876543201')
+})
+
+it('recipes runs lists the recorded runs, newest first, one line each (dry runs marked), and --json without the plans', async () => {
+  const clock = createManualClock('2026-03-02T08:00:00Z')
+  rt = await createTestRuntime({ clock })
+  const ok = defineRecipe({ description: 'fine', run: () => ({ planned: 2, calls: 2 }) })
+  const bad = defineRecipe({ description: 'breaks', run: () => { throw new Error('CRM is down') } })
+  await executeRun(rt, 'ok', ok, { trigger: { type: 'manual' }, dryRun: false, timezone: 'UTC' })
+  await clock.advance(60_000)
+  await executeRun(rt, 'bad', bad, { trigger: { type: 'cron', scheduledAt: 0 }, dryRun: false, timezone: 'UTC' })
+  await clock.advance(60_000)
+  await executeRun(rt, 'ok', ok, { trigger: { type: 'manual' }, dryRun: true, timezone: 'UTC' })
+  const env = cliEnv(rt)
+  const all = await runCli(['recipes', 'runs'], env)
+  expect(all.code).toBe(0)
+  const lines = all.out.trimEnd().split('\n')
+  expect(lines[0]).toMatch(/^started_at\s+recipe\s+trigger\s+status\s+took\s+summary\s+error$/)
+  expect(lines.slice(2).map((l) => l.split(/\s{2,}/).slice(1, 4))).toEqual([
+    ['ok', 'manual', 'succeeded (dry run)'],
+    ['bad', 'cron', 'failed'],
+    ['ok', 'manual', 'succeeded'],
+  ])
+  expect(all.out).toContain('CRM is down')
+  expect(all.out).toContain('planned 2 · calls 2')
+  const one = JSON.parse((await runCli(['recipes', 'runs', 'bad', '--json'], env)).out) as Array<Record<string, unknown>>
+  expect(one).toEqual([expect.objectContaining({ recipe: 'bad', trigger: 'cron', status: 'failed', planned: 0 })])
+  expect(one[0]).not.toHaveProperty('plan')
+  expect(await runCli(['recipes', 'runs', '--limit', '0'], env)).toMatchObject({ code: 2, err: 'error: --limit must be from 1 to 10000\n' })
 })
