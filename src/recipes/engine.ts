@@ -234,12 +234,17 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
 
   const runningElsewhere = async (name: string): Promise<boolean> => (await realRunInProgress(rt, name)) !== undefined
 
+  /** Ticks this engine is claiming or running now (`name@tickAt`): the sweep leaves them alone. */
+  const ticksUnderWay = new Set<string>()
+
   /**
    * A claimed tick: skipped (and recorded) if a run of the recipe is still going here or on a replica. `claimed`: the
    * sweep has already taken over the claim of one whose run was never recorded.
    */
   const runTick = async (name: string, tickAt: number, type: RecipeTriggerType, claimed = false) => {
     if (stopped) return
+    const key = `${name}@${tickAt}`
+    ticksUnderWay.add(key)
     try {
       // Claim only once the recipe's type verdict is in: a tick claimed and then held behind a slow first
       // type check would make this replica skip the ticks that follow (a run still queued), while another
@@ -267,6 +272,8 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       }
     } catch (error) {
       log.error({ err: error, recipe: name, tick_at: tickAt }, 'scheduled tick failed')
+    } finally {
+      ticksUnderWay.delete(key)
     }
   }
 
@@ -331,7 +338,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
     for (const entry of scheduledEntries()) {
       if (stopped) return
       const prev = previousTick(entry.pattern, entry.timezone, now)
-      if (prev === undefined) continue
+      if (prev === undefined || ticksUnderWay.has(`${entry.name}@${prev}`)) continue
       // Past a pause (a machine asleep) the scheduler's timer fires with this one: a tick it has still to fire is its own.
       if (!atStart && (now - prev < TICK_CLAIM_LOST_MS || (scheduler?.nextRun(entry.name) ?? Infinity) <= now)) continue
       const armed = await schedulerState.get<ArmedSchedule>(`armed:${entry.name}`)
