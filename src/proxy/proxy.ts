@@ -1,6 +1,7 @@
 import { HTTPResponse } from 'h3'
 import { placeCall, STALE_PENDING_MS } from '../calls/place-call.ts'
 import { isBlocked } from '../campaigns/dnc.ts'
+import { continuedCampaign } from '../calls/continued-campaign.ts'
 import { tenantOf } from '../calls/tenant.ts'
 import { validateCallRequest } from '../calls/validate-call.ts'
 import type { Runtime } from '../runtime.ts'
@@ -289,7 +290,11 @@ export function createProxy(rt: Runtime): Proxy {
   }
 
   async function sendCall(apiKey: string, tenant: string, request: CallRequest): Promise<Response> {
-    const result = await placeCall(rt, { apiKey, request, budgetMs: CALL_BUDGET_MS })
+    // A follow-up sent through /v1 (it continues a conversation) counts with the call it follows, unless it names a
+    // campaign of its own: the report's campaigns and the follow-up planner's attempt cap then see one campaign.
+    const ownCampaign = request.parameters.some((p) => p.name === 'campaign' && p.value)
+    const campaign = request.conversation_id && !ownCampaign ? await continuedCampaign(rt, request.conversation_id) : null
+    const result = await placeCall(rt, { apiKey, request, budgetMs: CALL_BUDGET_MS, campaign })
     if (result.ok) {
       // Bookkeeping only: the call is placed, and a failure here must not answer it as failed (a caller would
       // place it again). The lists then expire on their own within their 10 s.

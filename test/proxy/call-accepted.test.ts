@@ -3,6 +3,7 @@ import { CALL_BUDGET_MS } from '../../src/proxy/proxy.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { phoneCall, proxyHarness, withClock, type ProxyHarness } from './helpers.ts'
 import { scriptedUpstream, type ScriptedUpstream } from './scripted-upstream.ts'
+import { callRow, insertConversations } from '../reports/seed.ts'
 
 describeEachDialect('POST /v1/call once the provider answered', (dialect) => {
   let h: ProxyHarness | undefined
@@ -113,5 +114,42 @@ describeEachDialect('POST /v1/call once the provider answered', (dialect) => {
     })
     expect((await post(h, phoneCall('+919876543245'))).status).toBe(200)
     expect(up.count('POST', '/v1/call')).toBe(1)
+  })
+  // README: a follow-up counts with the call it follows. One sent through /v1 (it continues a conversation) was
+  // recorded with no campaign and counted under "(direct)", in the report and by the follow-up planner's attempt cap.
+  it('a follow-up sent through /v1 is recorded under the campaign of the call it follows, unless it names its own', async () => {
+    const { h, up } = await scripted()
+    up.answer((req, _body, res) => {
+      if (req.url !== '/v1/call') return false
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end('{"data":{"agent_id":101,"conversation_id":null,"scheduled_for":null,"status":"initiated","trace_id":"tr_new"}}')
+    })
+    const ended = h.rt.clock.now() - 3_600_000
+    await insertConversations(h.rt, [
+      // A batch row's call: its campaign is the `campaign` column the batch sent.
+      { conversation_id: 'conv_batch', agent_id: 101, contact_number: '+919876543215', status: 'no_answer', duration_seconds: 0, ended_at: ended, trace_id: 'tr_batch', call_parameters: { customer_phone: '+919876543215', campaign: 'spring' } },
+      // A call a recipe placed: the ledger has its campaign.
+      { conversation_id: 'conv_recipe', agent_id: 101, contact_number: '+919876543216', status: 'busy', duration_seconds: 0, ended_at: ended, trace_id: 'tr_recipe' },
+      // A call placed straight through the proxy: no campaign anywhere.
+      { conversation_id: 'conv_direct', agent_id: 101, contact_number: '+919876543217', status: 'busy', duration_seconds: 0, ended_at: ended, trace_id: 'tr_direct' },
+    ])
+    await h.rt.store.db.insertInto('calls').values([
+      { ...callRow({ id: 'c_recipe', trace_id: 'tr_recipe', recipe: 'new-leads', campaign: 'autumn', created_at: ended }), tenant: 'x' },
+      { ...callRow({ id: 'c_direct', trace_id: 'tr_direct', recipe: null, campaign: null, created_at: ended }), tenant: 'x' },
+    ]).execute()
+    const follow = (conversation: string, phone: string, extra: Record<string, unknown> = {}) => post(h, phoneCall(phone, { conversation_id: conversation, ...extra }))
+    expect((await follow('conv_batch', '+919876543215')).status).toBe(200)
+    expect((await follow('conv_recipe', '+919876543216')).status).toBe(200)
+    expect((await follow('conv_direct', '+919876543217')).status).toBe(200)
+    expect((await follow('conv_batch', '+919876543218', { parameters: [{ name: 'customer_phone', value: '+919876543218' }, { name: 'campaign', value: 'own' }] })).status).toBe(200)
+    expect((await follow('conv_unknown', '+919876543219')).status).toBe(200)
+    const rows = await h.rt.store.db.selectFrom('calls').select(['customer_phone', 'campaign', 'previous_conversation_id']).where('tenant', '!=', 'x').orderBy('customer_phone').execute()
+    expect(rows).toEqual([
+      { customer_phone: '+919876543215', campaign: 'spring', previous_conversation_id: 'conv_batch' },
+      { customer_phone: '+919876543216', campaign: 'autumn', previous_conversation_id: 'conv_recipe' },
+      { customer_phone: '+919876543217', campaign: null, previous_conversation_id: 'conv_direct' },
+      { customer_phone: '+919876543218', campaign: null, previous_conversation_id: 'conv_batch' },
+      { customer_phone: '+919876543219', campaign: null, previous_conversation_id: 'conv_unknown' },
+    ])
   })
 })
