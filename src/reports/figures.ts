@@ -43,9 +43,12 @@ export interface Figures {
   results: ResultsBreakdown[]
 }
 
-/** Percentage to one decimal, or null for an empty denominator. */
+/**
+ * Percentage to one decimal, half up, or null for an empty denominator. From the exact quotient: (part / whole) * 1000
+ * rounds 203 of 400 to 507.4999… (50.7 %), where part * 1000 / whole is 507.5 (50.8 %).
+ */
 export function rate(part: number, whole: number): number | null {
-  return whole > 0 ? Math.round((part / whole) * 1000) / 10 : null
+  return whole > 0 ? Math.round((part * 1000) / whole) / 10 : null
 }
 
 function top(map: Map<string, number>, n: number): { items: CountItem[]; otherValues: number; otherCount: number } {

@@ -1,6 +1,6 @@
 import type { DailyReport } from './build-report.ts'
 import { SEARCHED_BATCHES } from './batch-metrics.ts'
-import type { CountItem, Figures } from './figures.ts'
+import { rate, type CountItem, type Figures } from './figures.ts'
 import { fmtDelta, fmtInt, fmtPct, fmtSeconds, fmtSecondsShort, subjectFor } from './format.ts'
 import { escapeHtml as e } from './html-escape.ts'
 
@@ -50,7 +50,7 @@ function barList(items: CountItem[], total: number, color: (value: string) => st
   const rows = items
     .map((i) => {
       const width = Math.max(1, Math.round((i.count / max) * 100))
-      const share = total > 0 ? ` · ${((i.count / total) * 100).toFixed(1)}%` : ''
+      const share = total > 0 ? ` · ${rate(i.count, total)!.toFixed(1)}%` : ''
       return `<tr>
 <td style="padding:3px 0;font-size:13px;line-height:17px;color:${INK};${FONT};${WRAP}">${e(label(i.value))}
 <div style="margin-top:3px;background:#f3f4f6;border-radius:3px;height:10px;width:100%"><div style="background:${color(i.value)};border-radius:3px;height:10px;width:${width}%"></div></div></td>
@@ -167,7 +167,7 @@ function batchSection(report: DailyReport): string {
     .map((x) => {
       const m = x.metrics
       const figures = m
-        ? `${fmtInt(m.total_processed)} of ${fmtInt(x.totalRecipients)} processed · success ${fmtPct(Math.round(m.success_rate * 10) / 10)} · completed ${fmtInt(m.completed_count)} · no answer ${fmtInt(m.no_answer_count)} · busy ${fmtInt(m.busy_count)} · failed ${fmtInt(m.failed_count)} · unreachable ${fmtInt(m.unreachable_count)} · pending retry ${fmtInt(m.pending_retry_count)} · avg ${fmtSeconds(m.avg_duration_seconds)}`
+        ? `${fmtInt(m.total_processed)} of ${fmtInt(x.totalRecipients)} processed · success ${fmtPct(Math.round(m.success_rate * 10) / 10)} · completed ${fmtInt(m.completed_count)} · no answer ${fmtInt(m.no_answer_count)} · busy ${fmtInt(m.busy_count)} · failed ${fmtInt(m.failed_count)} · unreachable ${fmtInt(m.unreachable_count)} · socket failure ${fmtInt(m.socket_failure_count)} · pending retry ${fmtInt(m.pending_retry_count)} · avg ${fmtSeconds(m.avg_duration_seconds)}`
         : `metrics unavailable: ${e(x.metricsError ?? 'unknown')}`
       return `<tr><td style="padding:6px 0;border-bottom:1px solid ${LINE};font-size:13px;line-height:18px;color:${INK};${FONT};${WRAP}">
 <strong>${e(x.name)}</strong> <span style="color:${MUTED}">#${e(x.id)} · agent ${e(x.agentId)} · ${e(x.status)}</span>

@@ -1,6 +1,6 @@
 import type { DailyReport } from './build-report.ts'
 import { SEARCHED_BATCHES } from './batch-metrics.ts'
-import type { CountItem, Figures } from './figures.ts'
+import { rate, type CountItem, type Figures } from './figures.ts'
 import { fmtDelta, fmtInt, fmtPct, fmtSeconds, subjectFor } from './format.ts'
 
 /** The plain-text part: the same figures as the HTML, for clients that show text only. */
@@ -13,7 +13,7 @@ function bars(items: CountItem[], total: number): string[] {
   return items.map((i) => {
     const label = i.value.length > width ? `${i.value.slice(0, width - 1)}…` : i.value.padEnd(width)
     const bar = '#'.repeat(Math.max(1, Math.round((i.count / max) * BAR))).padEnd(BAR)
-    const share = total > 0 ? ` ${((i.count / total) * 100).toFixed(1).padStart(5)}%` : ''
+    const share = total > 0 ? ` ${rate(i.count, total)!.toFixed(1).padStart(5)}%` : ''
     return `  ${label} ${bar} ${fmtInt(i.count).padStart(7)}${share}`
   })
 }
@@ -50,7 +50,7 @@ export function renderText(report: DailyReport): string {
           'Batches (provider):',
           ...b.batches.map((x) =>
             x.metrics
-              ? `  ${x.name} (#${x.id}, agent ${x.agentId}, ${x.status}): ${fmtInt(x.metrics.total_processed)}/${fmtInt(x.totalRecipients)} processed, success ${fmtPct(Math.round(x.metrics.success_rate * 10) / 10)}, completed ${fmtInt(x.metrics.completed_count)}, no answer ${fmtInt(x.metrics.no_answer_count)}, busy ${fmtInt(x.metrics.busy_count)}, failed ${fmtInt(x.metrics.failed_count)}`
+              ? `  ${x.name} (#${x.id}, agent ${x.agentId}, ${x.status}): ${fmtInt(x.metrics.total_processed)}/${fmtInt(x.totalRecipients)} processed, success ${fmtPct(Math.round(x.metrics.success_rate * 10) / 10)}, completed ${fmtInt(x.metrics.completed_count)}, no answer ${fmtInt(x.metrics.no_answer_count)}, busy ${fmtInt(x.metrics.busy_count)}, failed ${fmtInt(x.metrics.failed_count)}, unreachable ${fmtInt(x.metrics.unreachable_count)}, socket failure ${fmtInt(x.metrics.socket_failure_count)}, pending retry ${fmtInt(x.metrics.pending_retry_count)}`
               : `  ${x.name} (#${x.id}): metrics unavailable — ${x.metricsError ?? 'unknown'}`,
           ),
           ...(b.truncated ? ['  (more batches exist; only the first are shown)'] : []),
@@ -87,6 +87,7 @@ export function renderText(report: DailyReport): string {
     '',
     'Top failure reasons:',
     ...(t.failureReasons.length ? bars(t.failureReasons, t.calls - t.completed) : ['  none reported']),
+    ...(t.failureReasonsOther ? [`  and ${fmtInt(t.failureReasonsOther)} more with other reasons`] : []),
     '',
     'Results:',
     ...(t.results.length

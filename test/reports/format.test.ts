@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest'
 import { fmtSeconds, fmtSecondsShort } from '../../src/reports/format.ts'
+import { rate } from '../../src/reports/figures.ts'
 
 it('fmtSeconds rounds the whole duration before splitting it, so the seconds never read 60', () => {
   expect(fmtSeconds(119.6)).toBe('2 min 00 s')
@@ -21,4 +22,15 @@ it('fmtSecondsShort rounds the whole duration before splitting it, so the second
   expect(fmtSecondsShort(59.96)).toBe('1:00')
   expect(fmtSecondsShort(59.2)).toBe('59.2 s')
   expect(fmtSecondsShort(null)).toBe('—')
+})
+
+it('rate rounds the exact fraction half up to one decimal: 203 of 400 is 50.8 %, 201 of 400 is 50.3 %', () => {
+  // (part / whole) * 1000 made 507.4999… and 502.4999… of them: 50.7 and 50.2.
+  expect(rate(203, 400)).toBe(50.8)
+  expect(rate(201, 400)).toBe(50.3)
+  expect(rate(1, 3)).toBe(33.3)
+  expect(rate(2, 3)).toBe(66.7)
+  expect(rate(0, 7)).toBe(0)
+  expect(rate(7, 7)).toBe(100)
+  expect(rate(1, 0)).toBeNull()
 })

@@ -42,7 +42,7 @@ describeEachDialect('daily report figures', (dialect) => {
   it('counts a seeded day in Asia/Kolkata: statuses, rates to one decimal, groups, follow-ups, trend, webhooks, batches', async () => {
     provider = await startBatchProvider(
       [
-        { batch: { id: 7, name: 'diwali-offer', agent_id: 101, status: 'completed', total_recipients: 500, created_at: '2026-11-20T09:00:00+05:30' }, metrics: metrics({ total_processed: 480, completed_count: 300, no_answer_count: 120, busy_count: 40, failed_count: 20, success_count: 300, success_rate: 62.5, avg_duration_seconds: 64.2 }) },
+        { batch: { id: 7, name: 'diwali-offer', agent_id: 101, status: 'completed', total_recipients: 500, created_at: '2026-11-20T09:00:00+05:30' }, metrics: metrics({ total_processed: 480, completed_count: 300, no_answer_count: 120, busy_count: 40, failed_count: 10, unreachable_count: 6, socket_failure_count: 4, success_count: 300, success_rate: 62.5, avg_duration_seconds: 64.2 }) },
         { batch: { id: 8, name: 'broken-metrics', agent_id: 101, status: 'in_progress', total_recipients: 10, created_at: '2026-11-20T23:59:59+05:30' }, metrics: 'error' },
         // Created the day before (local), not this day's.
         { batch: { id: 6, name: 'yesterday', agent_id: 101, status: 'completed', total_recipients: 5, created_at: '2026-11-19T23:59:59+05:30' }, metrics: metrics({}) },
@@ -105,6 +105,14 @@ describeEachDialect('daily report figures', (dialect) => {
     expect(rendered.text).toContain('rejected by reason: invalid_signature 3, stale_timestamp 1')
     expect(rendered.html).toContain('38.1%')
     expect(rendered.html).toContain('diwali-offer')
+    // Every processed call of a batch is in its line, in both parts: 300 + 120 + 40 + 10 + 6 + 4 = 480.
+    expect(rendered.text).toContain('480/500 processed, success 62.5%, completed 300, no answer 120, busy 40, failed 10, unreachable 6, socket failure 4, pending retry 0')
+    expect(rendered.html).toContain('completed 300 · no answer 120 · busy 40 · failed 10 · unreachable 6 · socket failure 4 · pending retry 0')
+    // The failure reasons past the top five are counted in both parts, as one line.
+    expect(report.totals.failureReasonsOther).toBeGreaterThan(0)
+    const other = `and ${report.totals.failureReasonsOther} more with other reasons`
+    expect(rendered.html).toContain(other)
+    expect(rendered.text).toContain(`  ${other}`)
     expect(rendered.html).not.toMatch(/<script|<img|<link|url\(|src=|@import/i)
   })
 
