@@ -227,8 +227,10 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     async close() {
       if (closed) return
       closed = true
+      // The requests in flight first (a webhook's commit, a proxied call): they need the runtime, and background work
+      // goes on meanwhile; then the work in the background; then the runtime.
+      await server.shutdown()
       await stopBackground()
-      await server.close(true)
       await rt.close()
     },
   }

@@ -88,8 +88,8 @@ export const sandboxCommand = defineCommand({
       )
       const received = await signal.stopped
       ctx.write(`\n${received}: sandbox stopping…\n`)
+      await server.shutdown()
       await sandbox.close()
-      await server.close(true)
       ctx.write('sandbox stopped\n')
     } finally {
       signal.release()

@@ -1,5 +1,7 @@
 import { STATUS_CODES, ServerResponse, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http'
+import type { Server as HttpServer } from 'node:http'
 import { serve, type H3 } from 'h3'
+import { drainOnClose } from './graceful-close.ts'
 
 /**
  * srvx writes every response head with the web Response's `statusText`, which is '' for any Response built
@@ -20,13 +22,25 @@ export interface ServeAppOptions {
   hostname: string
 }
 
+export type ServedApp = ReturnType<typeof serve> & {
+  /** Stops listening, answers the requests in flight (cut after `graceMs`, default SHUTDOWN_GRACE_MS), then closes. */
+  shutdown(graceMs?: number): Promise<void>
+}
+
 /** Serves an h3 app over HTTP/1.1 the way every switchboard server does (service, standalone sandbox). */
-export function serveApp(app: H3, options: ServeAppOptions): ReturnType<typeof serve> {
-  return serve(app, {
+export function serveApp(app: H3, options: ServeAppOptions): ServedApp {
+  const server = serve(app, {
     port: options.port,
     hostname: options.hostname,
     silent: true,
     gracefulShutdown: false,
     node: { ServerResponse: ReasonPhraseResponse },
+  })
+  const drain = server.node?.server ? drainOnClose(server.node.server as HttpServer) : async () => {}
+  return Object.assign(server, {
+    async shutdown(graceMs?: number) {
+      await drain(graceMs)
+      await server.close()
+    },
   })
 }
