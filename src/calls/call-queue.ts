@@ -273,8 +273,10 @@ function waitFor429(error: VoiceApiError, now: number): number {
 async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
   const state = stateOf(rt)
   const metrics = callMetrics(rt.metrics)
-  const log = rt.log.child({ component: 'call-queue', call_id: row.id })
   const queuedRequest = JSON.parse(row.request) as CallRequest
+  // What the provider's checklist asks each call's lines to carry: the agent and the campaign (its trace id once placed).
+  const campaign = queuedRequest.parameters.find((p) => p.name === 'campaign')?.value
+  const log = rt.log.child({ component: 'call-queue', call_id: row.id, agent_id: queuedRequest.agent_id, ...(campaign ? { campaign } : {}) })
   const apiKey = state.keys.get(row.tenant)
   if (!apiKey) {
     await settle(rt, row, owner, { status: 'failed', error: 'queued with an API key this process does not know (keys are never stored); place it again' })
@@ -323,6 +325,7 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
     const moved = movedTo !== undefined ? { scheduled_for: movedTo } : {}
     await settle(rt, row, owner, { status, trace_id: call.trace_id, conversation_id: call.conversation_id, error: null, ...moved })
     metrics.placed.inc({ status })
+    log.info({ trace_id: call.trace_id, status, scheduled_for: request.scheduled_for ?? null }, 'queued call placed')
   } catch (cause) {
     const error =
       cause instanceof VoiceApiError ? cause : new VoiceApiError({ type: 'network_error', status: 0, message: (cause as Error).message ?? String(cause), cause })

@@ -235,12 +235,13 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
     if (full) {
       metrics.storageFull.set(1)
       rt.log.error({ event_id: eventId, err: message }, 'storage is full: free disk space (or raise the database size cap); webhooks are answered 503 until then')
-    } else rt.log.error({ event_id: eventId, conversation_id: conversationId, trace_id: traceId, err: message }, 'webhook not stored; answered 503')
+    } else rt.log.error({ event_id: eventId, conversation_id: conversationId, trace_id: traceId, agent_id: agentId, campaign: campaignOf(call), err: message }, 'webhook not stored; answered 503')
     observe('unavailable')
     return errorResponse(503, 'unavailable', full ? 'storage is full; retry later' : 'storage is unavailable; retry later', { 'retry-after': String(RETRY_AFTER_SECONDS) })
   }
   metrics.storageFull.set(0)
-  const log = { event_id: eventId, event_type: eventType, conversation_id: conversationId, trace_id: traceId, target: targetName }
+  // The provider's checklist: trace_id, agent_id, conversation_id and the campaign on every line about an event.
+  const log = { event_id: eventId, event_type: eventType, conversation_id: conversationId, trace_id: traceId, agent_id: agentId, campaign: campaignOf(call), target: targetName }
   if (duplicate) {
     metrics.duplicates.inc({ target: label })
     rt.log.info(log, 'duplicate webhook acknowledged')
@@ -252,6 +253,12 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   observe('accepted')
   // An h3 HTTPResponse goes straight to the Node response; a web Response costs a conversion.
   return new HTTPResponse(null, { status: 204 })
+}
+
+/** A provider event's campaign: its `campaign` call parameter (a batch's column, a recipe's call), if any. */
+function campaignOf(call: Record<string, unknown> | undefined): string | undefined {
+  const campaign = record(call?.call_parameters)?.campaign
+  return typeof campaign === 'string' && campaign ? campaign : undefined
 }
 
 /** `POST /webhooks/formant` (the provider's default target) and `POST /webhooks/:target`. */

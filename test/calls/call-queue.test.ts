@@ -6,6 +6,7 @@ import { scheduleCalls } from '../../src/campaigns/schedule-call.ts'
 import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
 import { setYieldGate } from '../../src/coordination/receiver-load.ts'
 import { describeEachDialect } from '../helpers/db.ts'
+import { captureLogs } from '../helpers/log-capture.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { createRuntime } from '../../src/runtime.ts'
 import { createSilentLogger } from '../../src/utils/logger.ts'
@@ -128,6 +129,23 @@ describeEachDialect('paced call queue', (dialect) => {
     expect(metrics).toMatch(/switchboard_calls_retried_total\{reason="concurrency_limit"\} 1/)
     expect(metrics).toMatch(/switchboard_calls_placed_total\{status="initiated"\} 5/)
     expect(metrics).not.toMatch(/switchboard_calls_failed_total\{/)
+  })
+
+  it('each line about a queued call names its agent and campaign, and a placed call says so with its trace id', async () => {
+    await boot()
+    const logs = captureLogs('info')
+    rt.log = logs.log
+    fake.script = ['rate']
+    queue = startCallQueue(rt)
+    const request = { agent_id: 101, idempotency_key: 'key-logged', parameters: [{ name: 'customer_phone', value: '+919876543219' }, { name: 'campaign', value: 'spring' }] }
+    expect((await enqueueCall(rt, { apiKey: 'sk_live_queue_test', request, recipe: 'test' })).ok).toBe(true)
+    await vi.waitFor(async () => {
+      await clock.advance(31_000)
+      await queue!.idle()
+      expect(await statuses()).toEqual(['key-logged:initiated'])
+    }, { timeout: 10_000, interval: 50 })
+    expect(logs.find(/^provider limit reached/)).toEqual([expect.objectContaining({ agent_id: 101, campaign: 'spring' })])
+    expect(logs.find(/^queued call placed$/)).toEqual([expect.objectContaining({ agent_id: 101, campaign: 'spring', trace_id: expect.stringMatching(/^tr_/), status: 'initiated' })])
   })
 
   it('a call held back by the provider\'s limits past the calling window\'s close goes out scheduled for the next opening', async () => {

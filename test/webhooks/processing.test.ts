@@ -18,6 +18,7 @@ import {
 } from '../../src/webhooks/index.ts'
 import type { PipelineEvent, ProcessedEvent } from '../../src/events/hooks.ts'
 import { describeEachDialect } from '../helpers/db.ts'
+import { captureLogs } from '../helpers/log-capture.ts'
 import { pendingRow } from '../../src/webhooks/inbox.ts'
 import { nextTurn } from '../../src/utils/next-turn.ts'
 import { START, cliEnv, countEvents, createHarness, makeEvent, runCli, type Harness } from './helpers.ts'
@@ -224,6 +225,26 @@ describeEachDialect('webhook processing', (dialect) => {
     const row = await h.rt.store.db.selectFrom('webhook_events').selectAll().where('event_id', '=', 'evt_odd').executeTakeFirstOrThrow()
     expect(row.attempts).toBe(1)
     expect(row.last_error).toMatch(/not a call event/)
+  })
+
+  // The provider's production checklist: log trace_id, agent_id, conversation_id and the campaign.
+  it('the lines about an event carry its trace id, agent, conversation and campaign: stored, duplicate, dead-lettered', async () => {
+    h = await createHarness(dialect)
+    const logs = captureLogs('info')
+    h.rt.log = logs.log
+    stop = startWebhookWorkers(h.rt)
+    const event = makeEvent({ event_id: 'evt_logged', call: { agent_id: 103, call_parameters: { customer_phone: '+919876543210', campaign: 'spring-2026' } } })
+    await h.send(event)
+    await h.send(event)
+    const fields = { event_id: 'evt_logged', agent_id: 103, campaign: 'spring-2026', conversation_id: event.data.call.conversation_id, trace_id: event.data.call.trace_id }
+    expect(logs.find(/^webhook stored$/)).toEqual([expect.objectContaining(fields)])
+    expect(logs.find(/^duplicate webhook acknowledged$/)).toEqual([expect.objectContaining(fields)])
+    // One processing cannot read (no failure_reason): dead at once, and its line says whose it was.
+    const odd = makeEvent({ event_id: 'evt_odd_logged', call: { agent_id: 103, call_parameters: { customer_phone: '+919876543210', campaign: 'spring-2026' } } }) as unknown as { data: { call: Record<string, unknown> } }
+    delete odd.data.call.failure_reason
+    await h.send(odd)
+    await waitForStatus(h, 'evt_odd_logged', 'dead')
+    expect(logs.find(/dead-lettered/)).toEqual([expect.objectContaining({ event_id: 'evt_odd_logged', agent_id: 103, campaign: 'spring-2026' })])
   })
 
   it('what the provider may send beyond the examples is processed: a provider-specific call.<status>, null members in retry_context and call_parameters', async () => {
