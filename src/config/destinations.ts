@@ -79,7 +79,7 @@ export const destinationSchema = z
       }
       return list as string[]
     }),
-    /** Event types to forward (provider types and types recipes publish); all when omitted. */
+    /** Event types to forward (provider types, types recipes publish, `<target>:<type>` of a named target); all when omitted. */
     events: z.array(z.string().min(1)).min(1, { error: 'list at least one event type, or leave it out for all' }).optional(),
     agentIds: z.array(z.number().int()).min(1).optional(),
     filter: z.custom<DestinationFilter>((v) => typeof v === 'function', { error: 'must be a function (config file only)' }).optional(),

@@ -40,9 +40,20 @@ function wildcard(pattern: string, type: string): boolean {
   return pattern === '*' || pattern === type || (pattern.endsWith('.*') && type.startsWith(pattern.slice(0, -1)))
 }
 
+/**
+ * Whether one of a destination's `events` patterns takes the event: a type (`call.completed`, `call.*`, `*`), or — as
+ * recipes subscribe — `<target>:<type>` (`crm:contact.updated`, `crm:*`) for the events of one named target.
+ */
+function matches(rt: Runtime, pattern: string, event: OutboxEvent): boolean {
+  const colon = pattern.indexOf(':')
+  if (colon <= 0) return wildcard(pattern, event.event_type)
+  const fromTarget = event.origin !== 'recipe' && event.target !== undefined && isNamedTargetEvent(rt, { source: event.source ?? 'webhook', target: event.target })
+  return fromTarget && pattern.slice(0, colon) === event.target && wildcard(pattern.slice(colon + 1), event.event_type)
+}
+
 /** Whether `destination` wants `event` (types, agents, then its filter function). */
 export function wants(rt: Runtime, destination: DestinationConfig, event: OutboxEvent, parsed: () => ForwardedEvent | undefined): boolean {
-  if (destination.events && !destination.events.some((p) => wildcard(p, event.event_type))) return false
+  if (destination.events && !destination.events.some((p) => matches(rt, p, event))) return false
   if (destination.agentIds && (event.agent_id === null || !destination.agentIds.includes(Number(event.agent_id)))) return false
   if (!destination.filter) return true
   const forwarded = parsed()

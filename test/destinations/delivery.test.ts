@@ -136,6 +136,33 @@ describeEachDialect('destinations: delivery', (dialect) => {
     await vi.waitFor(() => expect(sentEventIds(s)).toEqual([provider.event_id]), WAIT)
   })
 
+  // As recipes subscribe: `crm:contact.updated` / `crm:*` were accepted and matched nothing (only a bare type did, from
+  // every target and the provider alike), and a filter function is for the config file only.
+  it('a destination\'s events name a target\'s events as recipes do: crm:contact.updated, crm:*', async () => {
+    const s = await sink()
+    const secret = `whsec_${Buffer.from('crm-secret-crm-secret-crm-secret').toString('base64')}`
+    h = await createForwardHarness(dialect, [destination(s, { name: 'one', events: ['crm:contact.updated'] }), destination(s, { name: 'all', events: ['crm:*'] }), destination(s, { name: 'other', events: ['erp:*'] })], {
+      env: { WEBHOOK_TARGETS: JSON.stringify({ crm: { scheme: 'standard', secrets: secret }, erp: { scheme: 'standard', secrets: secret } }) },
+    })
+    const send = async (target: string, id: string, type: string) => {
+      const body = JSON.stringify({ type, data: { id } })
+      const ts = Math.floor(h!.clock.now() / 1000)
+      expect((await h!.post(body, { 'webhook-id': id, 'webhook-timestamp': String(ts), 'webhook-signature': signStandard(id, ts, body, secret) }, target)).status).toBe(204)
+    }
+    await send('crm', 'msg_crm_updated', 'contact.updated')
+    await send('crm', 'msg_crm_created', 'contact.created')
+    // The provider's events and another target's are not the CRM's.
+    await h.ingest([makeEvent()])
+    await vi.waitFor(async () => {
+      const rows = await h!.rt.store.db.selectFrom('destination_deliveries').select(['destination', 'event_id']).orderBy('destination').orderBy('event_id').execute()
+      expect(rows).toEqual([
+        { destination: 'all', event_id: 'msg_crm_created' },
+        { destination: 'all', event_id: 'msg_crm_updated' },
+        { destination: 'one', event_id: 'msg_crm_updated' },
+      ])
+    }, WAIT)
+  })
+
   it('refuses to replay deliveries of a destination no longer configured (nothing would send them), and an id with a time range', async () => {
     const s = await sink()
     const dests = [destination(s)]
