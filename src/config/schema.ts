@@ -106,7 +106,12 @@ export const webhookTargetSchema = z.discriminatedUnion('scheme', [
   z.strictObject({
     /** Standard Webhooks: webhook-id / webhook-timestamp / webhook-signature, whsec_ secrets. */
     scheme: z.literal('standard'),
-    secrets: secretList.default([]),
+    // The key is the base64 after `whsec_`, prefix or not: a secret that does not decode would verify nothing.
+    secrets: secretList
+      .refine((secrets) => secrets.every((s) => /^[A-Za-z0-9+/_-]+={0,2}$/.test(s.startsWith('whsec_') ? s.slice(6) : s)), {
+        error: 'has a secret that is not base64: a Standard Webhooks secret is whsec_ followed by the base64 of the key (the sender shows it, or make one with openssl rand -base64 32)',
+      })
+      .default([]),
   }),
   z.strictObject({
     /** A generic HMAC over the raw body; header, prefix, encoding and algorithm are configurable. */
