@@ -3,6 +3,7 @@ import type { ProcessingTask } from './coordination/processing-task.ts'
 import { dncImportTask } from './campaigns/dnc.ts'
 import { destinationsOverviewTask, replayFailedTask } from './destinations/deliveries.ts'
 import { recipeRunTask } from './recipes/run-now.ts'
+import { recipeListTask } from './recipes/list-task.ts'
 import { reportPreviewTask, reportResendTask } from './reports/tasks.ts'
 import { overviewCountsTask } from './ui/overview-counts.ts'
 import { eventReplayTask } from './webhooks/replay-now.ts'
@@ -13,7 +14,7 @@ import { eventReplayTask } from './webhooks/replay-now.ts'
  * task named …"); test/pipeline/processing-tasks.test.ts checks the list against every definition.
  */
 const tasks: Array<ProcessingTask<never, unknown>> = [
-  recipeRunTask, overviewCountsTask, dncImportTask, reportPreviewTask, reportResendTask, destinationsOverviewTask, replayFailedTask, eventReplayTask,
+  recipeRunTask, recipeListTask, overviewCountsTask, dncImportTask, reportPreviewTask, reportResendTask, destinationsOverviewTask, replayFailedTask, eventReplayTask,
 ]
 
 const byName = new Map(tasks.map((task) => [task.name, task]))

@@ -1,7 +1,7 @@
 import { HTTPError, type H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import { adminRoute } from '../utils/admin-auth.ts'
-import { recipeEngineFor } from './engine.ts'
+import { listRecipes } from './list-task.ts'
 import { recipeInfoJson, runJson } from './present.ts'
 import { runRecipeNow } from './run-now.ts'
 import { listRuns } from './runner.ts'
@@ -13,7 +13,7 @@ function truthy(value: unknown): boolean {
 /** `/admin/recipes`: list, recent runs, run now (optionally dry) — the same as `recipes list` / `recipes run`. */
 export function registerRecipeRoutes(app: H3, rt: Runtime): void {
   app.get('/admin/recipes', adminRoute(rt, async (event) => {
-    return { data: (await recipeEngineFor(rt).list()).map(recipeInfoJson) }
+    return { data: (await listRecipes(rt)).map(recipeInfoJson) }
   }))
 
   app.get('/admin/recipes/:name/runs', adminRoute(rt, async (event) => {

@@ -1,6 +1,6 @@
 import type { H3, H3Event } from 'h3'
 import { readiness as serviceReadiness } from '../health/readiness.ts'
-import { recipeEngineFor } from '../recipes/engine.ts'
+import { listRecipes } from '../recipes/list-task.ts'
 import { runProcessingTask } from '../coordination/processing-task.ts'
 import type { Runtime } from '../runtime.ts'
 import type { EventHourCount } from '../webhooks/events.ts'
@@ -52,7 +52,7 @@ function forwardingCard(f: ForwardingTotals, now: number): SafeHtml {
 /** The part of the overview that refreshes itself (htmx polls `/ui/overview/live`). */
 async function live(rt: Runtime): Promise<SafeHtml> {
   const now = rt.clock.now()
-  const [ready, counts, recipes] = await Promise.all([readiness(rt), runProcessingTask(rt, overviewCountsTask, { now }), recipeEngineFor(rt).list()])
+  const [ready, counts, recipes] = await Promise.all([readiness(rt), runProcessingTask(rt, overviewCountsTask, { now }), listRecipes(rt)])
   const { firstHour, backlog, last5, lastHour, hourly, mail, calls, forwarding } = counts
   const byType = hourlySeries(hourly, 'event_type', firstHour)
   const byStatus = hourlySeries(hourly, 'status', firstHour)

@@ -1,5 +1,5 @@
 import { getRouterParam, HTTPError, type H3 } from 'h3'
-import { recipeEngineFor } from '../recipes/engine.ts'
+import { listRecipes } from '../recipes/list-task.ts'
 import { runRecipeNow } from '../recipes/run-now.ts'
 import { getRun, listRuns, type RecipeRun } from '../recipes/runner.ts'
 import type { Runtime } from '../runtime.ts'
@@ -29,7 +29,7 @@ function runUrl(recipe: string, id: string): string {
  */
 export function registerRecipesPage(app: H3, rt: Runtime): void {
   app.get('/ui/recipes', async (event) => {
-    const recipes = await recipeEngineFor(rt).list()
+    const recipes = await listRecipes(rt)
     const runs = await Promise.all(recipes.map((r) => listRuns(rt, { recipe: r.name, limit: RUNS_SHOWN })))
     return page(event, {
       title: 'Recipes',

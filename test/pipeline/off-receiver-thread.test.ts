@@ -136,4 +136,38 @@ export default defineRecipe({ description: 'says which thread ran it', async run
       recipes.cleanup()
     }
   }, 60_000)
+  // Listing loaded every recipe file on the receiver's thread, running its top-level code there: a `while (true)` in a
+  // file stopped the receiver, a `Date.now = () => 0` made it refuse every signature (stale timestamp).
+  it('listing the recipes (admin API, dashboard) runs no recipe code on the receiver\'s thread', async () => {
+    const recipes = tempRecipesDir()
+    const marks = join(recipes.dir, 'loaded-on.txt')
+    recipes.write('marks', `import { appendFileSync } from 'node:fs'
+import { threadId } from 'node:worker_threads'
+import { defineRecipe } from 'switchboard'
+appendFileSync(${JSON.stringify(marks)}, threadId + '\\n')
+export default defineRecipe({ description: 'notes the thread that loads it', schedule: '0 8 * * *', run: () => null })
+`)
+    dataDir = mkdtempSync(join(tmpdir(), 'sb-list-'))
+    try {
+      server = await startServer({
+        env: { PORT: '0', DATA_DIR: dataDir, RECIPES_DIR: recipes.dir, WEBHOOK_SECRET: 'whsec_list_test', LOG_LEVEL: 'silent', ADMIN_TOKEN: TOKEN, RECONCILE_INTERVAL_SECONDS: '0', RECIPES_TYPECHECK: 'false' },
+        processing: 'thread',
+      })
+      const admin = await fetch(`${server.url}/admin/recipes`, { headers: { authorization: `Bearer ${TOKEN}` } })
+      expect(admin.status).toBe(200)
+      expect(((await admin.json()) as { data: Array<{ name: string; next_run: string | null }> }).data).toEqual([expect.objectContaining({ name: 'marks', next_run: expect.any(String) })])
+      const { jar } = await login(server.url)
+      for (const page of ['/ui', '/ui/recipes']) {
+        const res = await fetch(`${server.url}${page}`, { headers: { cookie: cookieHeader(jar) } })
+        expect(res.status).toBe(200)
+        expect(await res.text()).toContain('marks')
+      }
+      const { readFileSync } = await import('node:fs')
+      const threadsThatLoaded = new Set(readFileSync(marks, 'utf8').trim().split('\n'))
+      expect(threadsThatLoaded.size).toBeGreaterThan(0)
+      expect(threadsThatLoaded.has('0')).toBe(false)
+    } finally {
+      recipes.cleanup()
+    }
+  }, 60_000)
 })
