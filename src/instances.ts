@@ -20,6 +20,8 @@ import { RUN_STALE_MS } from './recipes/overlap.ts'
 
 /** How often a running instance looks for killed ones on its machine. */
 export const REAP_MS = 10_000
+/** When a recipe's events its stopped thread or process was running are due again. */
+const INTERRUPTED_RETRY_MS = 30_000
 
 /** Registers this runtime as a running instance (no-op where a process cannot be identified). */
 export async function registerInstance(rt: Runtime): Promise<boolean> {
@@ -80,7 +82,25 @@ export async function releaseInstance(rt: Runtime, id: string): Promise<void> {
   await db.updateTable('webhook_events').set(free).where('status', 'in', ['pending', 'failed']).where(claimedByIt, '=', prefix).execute()
   // The queue's index leads with the recipe: its names first (a read, which never waits on or holds the lock).
   const recipes = await leadingKeys(db, 'recipe_event_fires', 'recipe')
-  if (recipes.length) await db.updateTable('recipe_event_fires').set(free).where('recipe', 'in', recipes).where('status', 'in', ['pending', 'failed']).where(claimedByIt, '=', prefix).execute()
+  // A recipe's events it was running count that run as an attempt: a recipe that ends the thread (process.exit, out
+  // of memory, a loop the watchdog stops) would otherwise run them again after every restart, for ever — they are
+  // retried one by one, and dead after PROCESSING_MAX_ATTEMPTS, as after any failed run.
+  if (recipes.length) {
+    const max = rt.config.webhook.maxAttempts
+    await db
+      .updateTable('recipe_event_fires')
+      .set((eb) => ({
+        ...free,
+        attempts: eb('attempts', '+', 1),
+        status: eb.case().when('attempts', '>=', max - 1).then(sql.lit('dead')).else(sql.lit('failed')).end(),
+        next_attempt_at: rt.clock.now() + INTERRUPTED_RETRY_MS,
+        last_error: 'interrupted: its processing thread or process stopped during the run (a recipe that exits, runs out of memory or never yields?)',
+      }))
+      .where('recipe', 'in', recipes)
+      .where('status', 'in', ['pending', 'failed'])
+      .where(claimedByIt, '=', prefix)
+      .execute()
+  }
   // The call queue holds only calls not yet settled.
   await db.updateTable('call_queue').set(free).where(claimedByIt, '=', prefix).execute()
   await db.updateTable('mail_log').set(free).where('status', '=', 'queued').where(claimedByIt, '=', prefix).execute()

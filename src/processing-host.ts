@@ -2,7 +2,7 @@ import { threadConfig } from './config/thread-config.ts'
 import { Worker } from 'node:worker_threads'
 import { AggregatorRegistry, type Registry } from 'prom-client'
 import type { Runtime } from './runtime.ts'
-import type { ThreadMessage, ThreadReply } from './processing-messages.ts'
+import { ALIVE_EVERY_MS, type ThreadMessage, type ThreadReply } from './processing-messages.ts'
 import { setProcessingTaskRunner } from './coordination/processing-task.ts'
 import { trackReceiverLoad } from './coordination/receiver-load.ts'
 import { releaseInstance } from './instances.ts'
@@ -29,6 +29,14 @@ const METRICS_WAIT_MS = 2_000
 const RESTART_MIN_MS = 1_000
 const RESTART_MAX_MS = 30_000
 const HEALTHY_AFTER_MS = 60_000
+/**
+ * A thread silent this long is stuck — something holds its event loop, a recipe's `while (true)` say, which no
+ * timer in the thread can cut — and is stopped and restarted: past the recipe time limit (a run is cut at it), within
+ * 10 s to 60 s.
+ */
+export function unresponsiveAfterMs(recipeTimeoutMs: number): number {
+  return Math.min(60_000, Math.max(10_000, recipeTimeoutMs + 5_000))
+}
 
 /** Whether the database can be opened a second time by a thread (an in-memory SQLite database cannot). */
 export function canRunInThread(rt: Runtime): boolean {
@@ -67,7 +75,19 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
     return new Promise<void>((resolve, reject) => {
       let ready = false
       let instanceId: string | undefined
+      // The watchdog: real time, as the thread's own timers run.
+      let lastHeard = performance.now()
+      const silentFor = unresponsiveAfterMs(rt.config.pipeline.recipeTimeoutMs)
+      const watchdog = setInterval(() => {
+        if (stopping || performance.now() - lastHeard < silentFor) return
+        clearInterval(watchdog)
+        rt.log.error({ silent_ms: Math.round(performance.now() - lastHeard) }, 'the processing thread stopped answering (a recipe that never yields, e.g. a synchronous loop?); stopping it to restart it')
+        void worker.terminate()
+      }, ALIVE_EVERY_MS)
+      watchdog.unref()
       worker.on('message', (reply: ThreadReply) => {
+        lastHeard = performance.now()
+        if (reply.type === 'alive') return
         if (reply.type === 'instance') instanceId = reply.instanceId
         else if (reply.type === 'ready') {
           ready = true
@@ -88,6 +108,7 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
       })
       worker.on('error', (error) => rt.log.error({ err: error.message }, 'the processing thread failed'))
       worker.on('exit', (code) => {
+        clearInterval(watchdog)
         if (current === worker) current = undefined
         if (readyWorker === worker) readyWorker = undefined
         // Metrics requests the dead thread will never answer.

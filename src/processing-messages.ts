@@ -6,6 +6,9 @@ export type ThreadMessage =
   | { type: 'stop' }
 
 /** What the processing thread answers. */
+/** How often the processing thread says it is alive. */
+export const ALIVE_EVERY_MS = 1_000
+
 export type ThreadReply =
   /**
    * The thread's runtime, whose claims the host gives back should the thread die: sent as soon as the runtime exists,
@@ -17,4 +20,6 @@ export type ThreadReply =
   | { type: 'task'; id: number; ok: true; value: unknown }
   | { type: 'task'; id: number; ok: false; error: string }
   | { type: 'stopped' }
+  /** Sent every ALIVE_EVERY_MS while the thread's event loop turns: the host's watchdog (src/processing-host.ts). */
+  | { type: 'alive' }
   | { type: 'failed'; error: string }

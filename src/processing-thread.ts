@@ -18,7 +18,7 @@ import { registerBacklogMetrics } from './backlog-metrics.ts'
 import { sleep } from './utils/clock.ts'
 import { createReceivingCheck, createYieldGate, setReceivingCheck, setYieldGate } from './coordination/receiver-load.ts'
 import { runTaskByName } from './processing-tasks.ts'
-import type { ThreadMessage, ThreadReply } from './processing-messages.ts'
+import { ALIVE_EVERY_MS, type ThreadMessage, type ThreadReply } from './processing-messages.ts'
 import { webhookState } from './webhooks/state.ts'
 import { webhookMetrics } from './webhooks/metrics.ts'
 
@@ -43,6 +43,8 @@ try {
   process.exit(1)
 }
 port.postMessage({ type: 'instance', instanceId: rt.instanceId } satisfies ThreadReply)
+// The watchdog's signal: silent only while something (a recipe's synchronous loop) holds this thread's event loop.
+setInterval(() => port.postMessage({ type: 'alive' } satisfies ThreadReply), ALIVE_EVERY_MS).unref()
 // This connection writes only what is derived from the inbox; the checkpoint thread runs the file's checkpoints (see useAsProcessingConnection).
 useAsProcessingConnection(rt.store)
 // The backlog gauges are counted here, in full, off the receiver's event loop; /metrics sums this registry with

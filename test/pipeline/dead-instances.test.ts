@@ -120,6 +120,27 @@ describeEachDialect('killed instances', (dialect) => {
     expect(await reapDeadInstances(h.rt)).toEqual([])
   })
 
+  // A recipe that ends its thread (process.exit, out of memory, a loop the watchdog stops) had its events given back
+  // untouched, run again after every restart: a crash loop no attempt limit ended.
+  it('the recipe events a stopped instance was running count that run as an attempt: failed, due again later, and dead at the limit', async () => {
+    h = await createHarness(dialect, { PROCESSING_MAX_ATTEMPTS: '3' })
+    const db = h.rt.store.db
+    const now = h.clock.now()
+    const owner = `${process.pid}-gone:worker`
+    await db.insertInto('recipe_event_fires').values([
+      { recipe: 'r', event_id: 'evt_first', fired_at: now, status: 'pending', attempts: 0, claimed_by: owner, claimed_until: now + 60_000, run_id: null, last_error: null },
+      { recipe: 'r', event_id: 'evt_last', fired_at: now, status: 'failed', attempts: 2, claimed_by: owner, claimed_until: now + 60_000, run_id: null, last_error: 'x' },
+      { recipe: 'r', event_id: 'evt_others', fired_at: now, status: 'pending', attempts: 0, claimed_by: 'someone-else:worker', claimed_until: now + 60_000, run_id: null, last_error: null },
+    ]).execute()
+    await releaseInstance(h.rt, `${process.pid}-gone`)
+    const rows = await db.selectFrom('recipe_event_fires').select(['event_id', 'status', 'attempts', 'claimed_by', 'next_attempt_at', 'last_error']).orderBy('event_id').execute()
+    expect(rows.map((r) => ({ ...r, attempts: Number(r.attempts), next_attempt_at: Number(r.next_attempt_at) }))).toEqual([
+      { event_id: 'evt_first', status: 'failed', attempts: 1, claimed_by: null, next_attempt_at: now + 30_000, last_error: expect.stringMatching(/^interrupted: its processing thread or process stopped during the run/) },
+      { event_id: 'evt_last', status: 'dead', attempts: 3, claimed_by: null, next_attempt_at: now + 30_000, last_error: expect.stringMatching(/^interrupted/) },
+      { event_id: 'evt_others', status: 'pending', attempts: 0, claimed_by: 'someone-else:worker', next_attempt_at: expect.any(Number), last_error: null },
+    ])
+  })
+
   it('a processing thread that died while its process lives: its recipe runs still marked running are closed, so the recipes run again at once', async () => {
     h = await createHarness(dialect)
     const db = h.rt.store.db

@@ -11,6 +11,8 @@ import { FIXTURE_RECIPES_DIR } from '../helpers/recipes.ts'
 import { cookieHeader, login, TOKEN } from '../ui/helpers.ts'
 import { tempRecipesDir } from '../recipes/helpers.ts'
 import { threadStats as threads } from '../helpers/threads.ts'
+import { signFormant } from '../../src/webhooks/index.ts'
+import { makeEvent } from '../webhooks/helpers.ts'
 
 const DAY = '2026-11-20'
 const TZ = 'Asia/Kolkata'
@@ -166,6 +168,43 @@ export default defineRecipe({ description: 'notes the thread that loads it', sch
       const threadsThatLoaded = new Set(readFileSync(marks, 'utf8').trim().split('\n'))
       expect(threadsThatLoaded.size).toBeGreaterThan(0)
       expect(threadsThatLoaded.has('0')).toBe(false)
+    } finally {
+      recipes.cleanup()
+    }
+  }, 60_000)
+  // A synchronous loop in a recipe holds the processing thread's event loop: no timer there can cut it (the run's time
+  // limit is one), so every later event waited for good while /readyz said "running". The host's watchdog stops a
+  // thread that has not answered for a while and restarts it; the run counts as an attempt on its events.
+  it('a recipe that never yields is stopped by the watchdog: the thread restarts, later events are processed, its event has spent an attempt', async () => {
+    const recipes = tempRecipesDir()
+    recipes.write('spins', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'never yields', on: ['call.no_answer'], run() { for (;;) {} } })
+`)
+    dataDir = mkdtempSync(join(tmpdir(), 'sb-watchdog-'))
+    const secret = 'whsec_watchdog_test'
+    try {
+      server = await startServer({
+        env: { PORT: '0', DATA_DIR: dataDir, RECIPES_DIR: recipes.dir, WEBHOOK_SECRET: secret, LOG_LEVEL: 'silent', ADMIN_TOKEN: TOKEN, RECONCILE_INTERVAL_SECONDS: '0', RECIPES_TYPECHECK: 'false', RECIPE_TIMEOUT_SECONDS: '1' },
+        processing: 'thread',
+      })
+      const post = async (event: ReturnType<typeof makeEvent>) => {
+        const body = JSON.stringify(event)
+        const res = await fetch(`${server!.url}/webhooks/formant`, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-formantai-signature': signFormant(body, secret), 'x-formantai-timestamp': String(Math.floor(Date.now() / 1000)) } })
+        expect(res.status).toBe(204)
+      }
+      const stuck = makeEvent({ event_id: 'evt_spins', event_type: 'call.no_answer', timestamp: new Date().toISOString() })
+      await post(stuck)
+      const db = server.rt.store.db
+      await vi.waitFor(async () => expect(await db.selectFrom('recipe_event_fires').select('claimed_by').where('event_id', '=', 'evt_spins').executeTakeFirst()).toMatchObject({ claimed_by: expect.any(String) }), { timeout: 10_000, interval: 100 })
+      // The receiver still answers while the thread spins; the event waits.
+      const later = makeEvent({ event_id: 'evt_after', timestamp: new Date().toISOString() })
+      await post(later)
+      await vi.waitFor(async () => {
+        expect(await db.selectFrom('webhook_events').select('status').where('event_id', '=', 'evt_after').executeTakeFirst()).toEqual({ status: 'processed' })
+      }, { timeout: 30_000, interval: 200 })
+      expect(await db.selectFrom('recipe_event_fires').select(['status', 'attempts', 'last_error']).where('event_id', '=', 'evt_spins').executeTakeFirst()).toEqual({
+        status: 'failed', attempts: 1, last_error: expect.stringMatching(/^interrupted/),
+      })
     } finally {
       recipes.cleanup()
     }
