@@ -1,3 +1,4 @@
+import { isProviderTarget } from '../webhooks/provider-target.ts'
 import type { Runtime } from '../runtime.ts'
 import { webhookHealth } from '../webhooks/index.ts'
 
@@ -28,15 +29,17 @@ export async function loadWebhookHealth(rt: Runtime, fromMs: number, toMs: numbe
   }
   const rows = await rt.store.db
     .selectFrom('webhook_events')
-    .select((eb) => ['source', 'status', eb.fn.countAll<number>().as('n')])
+    .select((eb) => ['source', 'target', 'status', eb.fn.countAll<number>().as('n')])
     .where('received_at', '>=', fromMs)
     .where('received_at', '<', toMs)
-    .groupBy(['source', 'status'])
+    .groupBy(['source', 'target', 'status'])
     .execute()
   let received = 0
   let dead = 0
   let reconciled = 0
   for (const r of rows) {
+    // The provider's events only, as the receiver's figures (a named target of another scheme is another sender).
+    if (r.source !== 'reconcile' && !isProviderTarget(rt, r.target)) continue
     const n = Number(r.n)
     if (r.status === 'dead') dead += n
     if (r.source === 'reconcile') reconciled += n

@@ -116,6 +116,26 @@ describeEachDialect('daily report figures', (dialect) => {
     expect(rendered.html).not.toMatch(/<script|<img|<link|url\(|src=|@import/i)
   })
 
+  // A CRM's or a GitHub's deliveries (named targets of another scheme) counted as the provider's received, duplicates
+  // and rejections. A refusal on an unknown target still counts: a provider pointed at a misspelled URL.
+  it('webhook health counts the provider\'s deliveries: not a named target\'s of another scheme', async () => {
+    rt = await createTestRuntime({ dialect, env: { WEBHOOK_TARGETS: JSON.stringify({ crm: { scheme: 'standard', secrets: 'whsec_Y3JtLXNlY3JldC1jcm0tc2VjcmV0' }, provider2: { scheme: 'formant', secrets: 'p2-secret' } }) } })
+    await seedKnownDay(rt)
+    const at = DAY_START + 60_000
+    const row = (id: string, target: string) => ({
+      event_id: id, target, event_type: 'contact.updated', conversation_id: null, trace_id: null, agent_id: null, body: '{}', headers: '{}', source: 'webhook',
+      received_at: at, status: 'processed', attempts: 1, next_attempt_at: at, claimed_by: null, claimed_until: null, last_error: null, processed_at: at, duplicates: 3,
+    })
+    await rt.store.db.insertInto('webhook_events').values([row('msg_crm_1', 'crm'), { ...row('evt_p2', 'provider2'), event_type: 'call.completed', duplicates: 0 }]).execute()
+    await rt.store.db.insertInto('webhook_rejections').values([
+      { bucket_at: at, target: 'crm', reason: 'invalid_signature', count: 7 },
+      { bucket_at: at, target: 'unknown', reason: 'unknown_target', count: 2 },
+    ]).execute()
+    const report = await buildDailyReport(rt, { date: DAY, timezone: TZ })
+    // The known day's 4 received and the named provider target's 1; the CRM's event, copies and refusals left out.
+    expect(report.webhooks).toEqual({ received: 5, duplicates: 2, rejected: { invalid_signature: 3, stale_timestamp: 1, unknown_target: 2 }, dead: 1, reconciled: 1, source: 'receiver' })
+  })
+
   it('never says "no batch" when the search stopped at the provider\'s newest 1,000 batches', async () => {
     const newer = Array.from({ length: 1050 }, (_, i) => ({
       batch: { id: i + 1, name: `newer-${i}`, agent_id: 101, status: 'completed', total_recipients: 5, created_at: '2026-12-15T10:00:00+05:30' },
