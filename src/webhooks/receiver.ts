@@ -176,7 +176,7 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   if (!idCheck.ok && idCheck.problem === 'imprecise') {
     return reject(400, 'event_id_imprecise', 'invalid_request', 'event id is a number JSON cannot carry exactly (not a whole number below 2^53): send it as a string')
   }
-  if (!idCheck.ok) return reject(400, 'missing_event_id', 'invalid_request', 'event id missing: send event_id in the body or an X-FormantAI-Event-Id header')
+  if (!idCheck.ok) return reject(400, 'missing_event_id', 'invalid_request', `event id missing: send ${whereFrom(target, 'id')}`)
   // The body (signed on every scheme) before any header; a Standard Webhooks body says its type in `type`.
   const typeCheck = firstId(
     MAX_EVENT_TYPE_LENGTH,
@@ -189,7 +189,7 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   if (!typeCheck.ok && typeCheck.problem === 'too_long') {
     return reject(400, 'event_type_too_long', 'invalid_request', `event type is longer than ${MAX_EVENT_TYPE_LENGTH} characters`)
   }
-  if (!typeCheck.ok) return reject(400, 'missing_event_type', 'invalid_request', 'event type missing: send event_type in the body or an X-FormantAI-Event-Type header')
+  if (!typeCheck.ok) return reject(400, 'missing_event_type', 'invalid_request', `event type missing: send ${whereFrom(target, 'type')}`)
   const eventId = idCheck.value
   const eventType = typeCheck.value
 
@@ -253,6 +253,17 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   observe('accepted')
   // An h3 HTTPResponse goes straight to the Node response; a web Response costs a conversion.
   return new HTTPResponse(null, { status: 204 })
+}
+
+/** Where this target reads an event's id or type, for the 400 that says it found none. */
+function whereFrom(target: WebhookTargetConfig, what: 'id' | 'type'): string {
+  const field = what === 'id' ? 'event_id' : 'event_type'
+  if (target.scheme === 'standard') return what === 'id' ? 'a webhook-id header (or event_id in the body)' : 'type (or event_type) in the body'
+  if (target.scheme === 'hmac') {
+    const header = what === 'id' ? target.idHeader : target.typeHeader
+    return `${field} in the body${header ? ` or a ${header} header` : ''}`
+  }
+  return `${field} in the body or an X-FormantAI-Event-${what === 'id' ? 'Id' : 'Type'} header`
 }
 
 /** A provider event's campaign: its `campaign` call parameter (a batch's column, a recipe's call), if any. */

@@ -399,6 +399,26 @@ describeEachDialect('webhook receiver', (dialect) => {
       expect(row).toEqual({ event_id: '72d3162e-cc78-11e3', event_type: 'issues', target: 'gh' })
     })
 
+    // The 400 named the provider's headers to every sender: a GitHub delivery without X-GitHub-Event was told about
+    // X-FormantAI-Event-Type.
+    it('a delivery with no id or type is told where this target reads them', async () => {
+      h = await createHarness(dialect, { WEBHOOK_TARGETS: targets })
+      const github = JSON.stringify({ action: 'opened' })
+      const signature = `sha256=${createHmac('sha256', 'gh-secret').update(github).digest('hex')}`
+      const noType = await h.post(github, { 'x-hub-signature-256': signature, 'x-github-delivery': 'd-1' }, 'gh')
+      expect(noType.status).toBe(400)
+      expect(((await noType.json()) as { error: { message: string } }).error.message).toBe('event type missing: send event_type in the body or a x-github-event header')
+      const noId = await h.post(github, { 'x-hub-signature-256': signature, 'x-github-event': 'issues' }, 'gh')
+      expect(((await noId.json()) as { error: { message: string } }).error.message).toBe('event id missing: send event_id in the body or a x-github-delivery header')
+      const body = JSON.stringify({ data: {} })
+      const ts = h.clock.now() / 1000
+      const std = await h.post(body, { 'webhook-id': 'msg_t', 'webhook-timestamp': String(ts), 'webhook-signature': signStandard('msg_t', ts, body, stdSecret) }, 'std')
+      expect(((await std.json()) as { error: { message: string } }).error.message).toBe('event type missing: send type (or event_type) in the body')
+      const provider = JSON.stringify({ data: {} })
+      const sent = await h.post(provider, { 'x-formantai-signature': `sha256=${createHmac('sha256', SECRET).update(provider).digest('hex')}`, 'x-formantai-timestamp': String(ts) })
+      expect(((await sent.json()) as { error: { message: string } }).error.message).toBe('event id missing: send event_id in the body or an X-FormantAI-Event-Id header')
+    })
+
     it('a Standard Webhooks body\'s signed type wins over an unsigned X-FormantAI-Event-Type header', async () => {
       h = await createHarness(dialect, { WEBHOOK_TARGETS: targets })
       const body = JSON.stringify({ type: 'contact.updated', data: { id: 1 } })
