@@ -1,3 +1,4 @@
+import { isProviderTarget } from '../webhooks/provider-target.ts'
 import { HTTPError, type H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import { WEBHOOK_EVENT_TYPES } from '../upstream/schemas.ts'
@@ -51,7 +52,9 @@ export function registerEventsPage(app: H3, rt: Runtime): void {
       fmtIso(e.received_at),
       // Shortened like the other ids (the whole one in the tooltip): a provider's event ids run to dozens of characters.
       shortId(e.event_id, `/ui/events/${encodeURIComponent(e.event_id)}`),
-      e.event_type,
+      // A named target's event as recipes and destinations name it (`crm:contact.updated`): its type alone does not
+      // tell a CRM's `created` from a GitHub's.
+      e.source !== 'reconcile' && !isProviderTarget(rt, e.target) ? `${e.target}:${e.event_type}` : e.event_type,
       status(e.status),
       String(e.attempts),
       e.customer_phone ?? '—',

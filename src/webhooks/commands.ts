@@ -30,7 +30,8 @@ const eventsList = defineCommand({
     if (ctx.values.json) return ctx.json(events)
     ctx.table(
       events.map((e) => ({ ...e, error: e.last_error })),
-      ['event_id', 'event_type', 'status', 'attempts', 'duplicates', 'source', 'customer_phone', 'conversation_id', 'received_at', 'error'],
+      // The target tells a CRM's `created` from a GitHub's: the type alone does not.
+      ['event_id', 'target', 'event_type', 'status', 'attempts', 'duplicates', 'source', 'customer_phone', 'conversation_id', 'received_at', 'error'],
     )
     // Nothing at all: most often the service keeps its events in another database than the one this command opened.
     if (events.length === 0 && ctx.values.type === undefined && status === undefined) {

@@ -6,7 +6,7 @@ import Database from 'better-sqlite3'
 import { COMMIT_DEADLINE_MS } from '../../src/webhooks/inbox.ts'
 import { drainDue, signFormant, signStandard, webhookHealth } from '../../src/webhooks/index.ts'
 import { describeEachDialect } from '../helpers/db.ts'
-import { countEvents, createHarness, makeEvent, SECRET, type Harness } from './helpers.ts'
+import { cliEnv, countEvents, createHarness, makeEvent, runCli, SECRET, type Harness } from './helpers.ts'
 
 async function expectError(res: Response, status: number, type: string): Promise<string> {
   expect(res.status).toBe(status)
@@ -397,6 +397,10 @@ describeEachDialect('webhook receiver', (dialect) => {
       expect((await h.post(github, { 'x-hub-signature-256': signature, 'x-github-delivery': '72d3162e-cc78-11e3', 'x-github-event': 'issues' }, 'gh')).status).toBe(204)
       const row = await h.rt.store.db.selectFrom('webhook_events').select(['event_id', 'event_type', 'target']).where('target', '=', 'gh').where('event_id', '=', '72d3162e-cc78-11e3').executeTakeFirstOrThrow()
       expect(row).toEqual({ event_id: '72d3162e-cc78-11e3', event_type: 'issues', target: 'gh' })
+      // Listed with the target it came from: the type alone does not tell one sender's `created` from another's.
+      const listed = await runCli(['events', 'list'], cliEnv(h.rt, { WEBHOOK_TARGETS: targets }))
+      expect(listed.out.split('\n')[0]).toMatch(/^event_id\s+target\s+event_type\s/)
+      expect(listed.out).toMatch(/72d3162e-cc78-11e3\s+gh\s+issues\s/)
     })
 
     // The 400 named the provider's headers to every sender: a GitHub delivery without X-GitHub-Event was told about
