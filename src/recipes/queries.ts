@@ -1,4 +1,4 @@
-import { isProviderTarget } from '../webhooks/provider-target.ts'
+import { providerTargetNames } from '../webhooks/provider-target.ts'
 import type { Selectable } from 'kysely'
 import { z } from 'zod'
 import { toCallRecord, type CallRecord, type CallStatus } from '../calls/record.ts'
@@ -147,8 +147,7 @@ export function createQueries(rt: Runtime): RecipeQueries {
       const q = checkArgument(eventQuerySchema.optional(), input, SITES.events) ?? {}
       // The provider's events, as typed: a named target's of another scheme (a CRM's) has its sender's own body, and
       // reaches a recipe through `on: ['crm:…']` instead (read as a provider event it failed at run time).
-      const providerTargets = ['formant', ...Object.keys(rt.config.webhook.targets)].filter((name) => isProviderTarget(rt, name))
-      let query = db.selectFrom('webhook_events').selectAll().where((eb) => eb.or([eb('target', 'in', providerTargets), eb('source', '=', 'reconcile')]))
+      let query = db.selectFrom('webhook_events').selectAll().where((eb) => eb.or([eb('target', 'in', providerTargetNames(rt)), eb('source', '=', 'reconcile')]))
       if (q.type !== undefined) query = query.where('event_type', 'in', list(q.type))
       if (q.status !== undefined) query = query.where('status', '=', q.status)
       if (q.conversationId !== undefined) query = query.where('conversation_id', '=', q.conversationId)

@@ -15,7 +15,7 @@ export function rememberedDays(retentionDays: number): number {
  * The provider's creation time of an event (its envelope's signed ISO `timestamp`) when it is old enough for its id
  * to have been purged, a day to spare for the provider's clock; else null (recent, missing or not a date). The
  * provider retries for ~5.5 minutes, so such an event arriving now is a captured delivery sent again — unless
- * nothing of that age was ever purged (a fresh install fed a sample event): `forgottenBefore` says.
+ * nothing of that age was ever purged (a fresh install fed a sample event): `mayHaveBeenForgotten` says.
  */
 export function oldEnoughToBeForgotten(timestamp: unknown, nowMs: number, retentionDays: number): number | null {
   if (typeof timestamp !== 'string') return null
@@ -23,17 +23,21 @@ export function oldEnoughToBeForgotten(timestamp: unknown, nowMs: number, retent
   return Number.isFinite(created) && nowMs - created > (rememberedDays(retentionDays) - 1) * DAY_MS ? created : null
 }
 
+/** The purge's note: events received before this instant may be gone (NaN when nothing was ever purged). */
+async function forgottenBefore(db: Kysely<Database>): Promise<number> {
+  const row = await db.selectFrom('kv_state').select('value').where('namespace', '=', NAMESPACE).where('key', '=', KEY).executeTakeFirst()
+  return row ? Number(JSON.parse(row.value)) : NaN
+}
+
 /** Whether an event created at `createdMs` may have had its id purged: the purge's note, with the day to spare. */
 export async function mayHaveBeenForgotten(db: Kysely<Database>, createdMs: number): Promise<boolean> {
-  const row = await db.selectFrom('kv_state').select('value').where('namespace', '=', NAMESPACE).where('key', '=', KEY).executeTakeFirst()
-  const before = row ? Number(JSON.parse(row.value)) : NaN
+  const before = await forgottenBefore(db)
   return Number.isFinite(before) && createdMs < before + DAY_MS
 }
 
 /** Noted by the purge before it deletes events received before `cutoff` (never moved back). */
 export async function noteForgetting(db: Kysely<Database>, cutoff: number, now: number): Promise<void> {
-  const row = await db.selectFrom('kv_state').select('value').where('namespace', '=', NAMESPACE).where('key', '=', KEY).executeTakeFirst()
-  if (row && Number(JSON.parse(row.value)) >= cutoff) return
+  if ((await forgottenBefore(db)) >= cutoff) return
   const value = JSON.stringify(cutoff)
   await db
     .insertInto('kv_state')

@@ -5,6 +5,7 @@ import type { WebhookEventsTable } from '../db/schema.ts'
 import { webhookEventSchema } from '../upstream/schemas.ts'
 import { isProviderEvent, type PipelineEvent } from '../events/hooks.ts'
 import { webhookMetrics } from './metrics.ts'
+import { campaignOfBody } from './event-campaign.ts'
 import { backoffMs } from '../utils/backoff.ts'
 import { every } from '../utils/every.ts'
 
@@ -125,24 +126,13 @@ function keepClaimedWhileRunning(rt: Runtime, owner: string, ids: string[]): () 
   return every(rt.clock, rt.log, 'renewing event claims', CLAIM_MS / 3, CLAIM_MS / 3, () => renewClaims(rt, owner, ids))
 }
 
-/** A stored event's `campaign` call parameter, for its log lines (read only when one is written). */
-function eventCampaign(body: string): string | undefined {
-  if (!body.includes('"campaign"')) return undefined
-  try {
-    const campaign = (JSON.parse(body) as { data?: { call?: { call_parameters?: { campaign?: unknown } } } } | null)?.data?.call?.call_parameters?.campaign
-    return typeof campaign === 'string' && campaign ? campaign : undefined
-  } catch {
-    return undefined
-  }
-}
-
 /** Records every outcome of a batch in one transaction, with the deliveries its processed events owe. */
 async function recordOutcomes(rt: Runtime, rows: ClaimedEvent[], claimedBy: string, failures: Map<string, Error>, options: { force?: boolean }): Promise<ProcessOutcome[]> {
   const metrics = webhookMetrics(rt.metrics)
   const now = rt.clock.now()
   const debug = rt.log.isLevelEnabled('debug')
   const outcomes: ProcessOutcome[] = rows.map((row) => {
-    const logFor = () => rt.log.child({ event_id: row.event_id, conversation_id: row.conversation_id, trace_id: row.trace_id, agent_id: row.agent_id, campaign: eventCampaign(row.body), event_type: row.event_type })
+    const logFor = () => rt.log.child({ event_id: row.event_id, conversation_id: row.conversation_id, trace_id: row.trace_id, agent_id: row.agent_id, campaign: campaignOfBody(row.body), event_type: row.event_type })
     const attempts = row.attempts + 1
     const error = failures.get(row.event_id)
     if (!error) {

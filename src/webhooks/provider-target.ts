@@ -8,6 +8,11 @@ export function isProviderTarget(rt: Runtime, target: string): boolean {
   return configured ? configured.scheme === 'formant' : target === DEFAULT_PROVIDER_TARGET
 }
 
+/** Every target whose events are the provider's: the default one and each named target of the provider's scheme. */
+export function providerTargetNames(rt: Runtime): string[] {
+  return [...new Set([DEFAULT_PROVIDER_TARGET, ...Object.keys(rt.config.webhook.targets)])].filter((name) => isProviderTarget(rt, name))
+}
+
 /**
  * Whether a stored event came from a named target of another scheme (a CRM's Standard Webhooks, say) rather than from
  * the provider: its body is that sender's own, and the provider's read model leaves it alone.

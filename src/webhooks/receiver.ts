@@ -5,6 +5,7 @@ import { CommitDeadlineError, EventRefusedError, StorageUnavailableError, pendin
 import { webhookMetrics } from './metrics.ts'
 import { webhookState } from './state.ts'
 import { verifyRequest, type SignedRequest } from './verify.ts'
+import { campaignOfCall } from './event-campaign.ts'
 import { mayHaveBeenForgotten, oldEnoughToBeForgotten, rememberedDays } from './forgotten-event.ts'
 import { MAX_CONVERSATION_ID_LENGTH, MAX_EVENT_ID_LENGTH, MAX_EVENT_TYPE_LENGTH, MAX_TRACE_ID_LENGTH, checkId, containsNul, type IdCheck } from './storable.ts'
 import { readLimited } from '../utils/read-limited.ts'
@@ -235,13 +236,13 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
     if (full) {
       metrics.storageFull.set(1)
       rt.log.error({ event_id: eventId, err: message }, 'storage is full: free disk space (or raise the database size cap); webhooks are answered 503 until then')
-    } else rt.log.error({ event_id: eventId, conversation_id: conversationId, trace_id: traceId, agent_id: agentId, campaign: campaignOf(call), err: message }, 'webhook not stored; answered 503')
+    } else rt.log.error({ event_id: eventId, conversation_id: conversationId, trace_id: traceId, agent_id: agentId, campaign: campaignOfCall(call), err: message }, 'webhook not stored; answered 503')
     observe('unavailable')
     return errorResponse(503, 'unavailable', full ? 'storage is full; retry later' : 'storage is unavailable; retry later', { 'retry-after': String(RETRY_AFTER_SECONDS) })
   }
   metrics.storageFull.set(0)
   // The provider's checklist: trace_id, agent_id, conversation_id and the campaign on every line about an event.
-  const log = { event_id: eventId, event_type: eventType, conversation_id: conversationId, trace_id: traceId, agent_id: agentId, campaign: campaignOf(call), target: targetName }
+  const log = { event_id: eventId, event_type: eventType, conversation_id: conversationId, trace_id: traceId, agent_id: agentId, campaign: campaignOfCall(call), target: targetName }
   if (duplicate) {
     metrics.duplicates.inc({ target: label })
     rt.log.info(log, 'duplicate webhook acknowledged')
@@ -264,12 +265,6 @@ function whereFrom(target: WebhookTargetConfig, what: 'id' | 'type'): string {
     return `${field} in the body${header ? ` or a ${header} header` : ''}`
   }
   return `${field} in the body or an X-FormantAI-Event-${what === 'id' ? 'Id' : 'Type'} header`
-}
-
-/** A provider event's campaign: its `campaign` call parameter (a batch's column, a recipe's call), if any. */
-function campaignOf(call: Record<string, unknown> | undefined): string | undefined {
-  const campaign = record(call?.call_parameters)?.campaign
-  return typeof campaign === 'string' && campaign ? campaign : undefined
 }
 
 /** `POST /webhooks/formant` (the provider's default target) and `POST /webhooks/:target`. */
