@@ -52,7 +52,7 @@ export const recipesCheck = defineCommand({
       return 0
     }
     // The loader first: it is the cheap half, and the service refuses a file it rejects whatever its types.
-    const loaded = name ? [await loadRecipeFile(files[0]!, config.recipes.timezone)] : await loadRecipes(dir, config.recipes.timezone)
+    const loaded = name ? [await loadRecipeFile(files[0]!, config.recipes.timezone, { targets: config.webhook.targets })] : await loadRecipes(dir, config.recipes.timezone, { targets: config.webhook.targets })
     const broken: LoadProblem[] = loaded.flatMap((r) => (r.error === undefined ? [] : [{ recipe: r.name, file: r.file, reason: r.error }]))
     // The compiler is large: loaded only by the command that needs it.
     const { typeCheckFiles, formatDiagnostic } = await import('./typecheck.ts')

@@ -416,7 +416,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       // Serialize reloads; a reload requested during one runs after it with the newest files.
       const run = async () => {
         const fingerprint = folderFingerprint(dir)
-        const next = await loadRecipes(dir, fallbackTz, { timeLimitMs: options.loadTimeLimitMs })
+        const next = await loadRecipes(dir, fallbackTz, { timeLimitMs: options.loadTimeLimitMs, targets: rt.config.webhook.targets })
         // Before the type verdicts: a recipe with type errors still subscribes to what its definition says.
         // Remembering them is a database write: if it fails, the recipes still load, each with its own `on`.
         const nextSubscriptions = await subscriptionMemory.refresh(next).catch((error: unknown) => {

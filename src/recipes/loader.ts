@@ -28,6 +28,8 @@ export const RECIPE_LOAD_TIME_LIMIT_MS = 10_000
 export interface LoadOptions {
   /** Per file; RECIPE_LOAD_TIME_LIMIT_MS unless given (tests use a few milliseconds). */
   timeLimitMs?: number
+  /** WEBHOOK_TARGETS: when given, an `on` entry naming a target that is not configured (or is the provider's) breaks the recipe. */
+  targets?: Readonly<Record<string, { scheme: string }>>
 }
 
 /** A recipe's own vitest file beside it (`no-answer-followup.test.ts`): a test, not a recipe. */
@@ -129,7 +131,7 @@ async function loadOne(
     return { ...base, error: `failed to load: ${firstLine(error)}` }
   }
   try {
-    const definition = validateRecipe(exported, fallbackTimezone)
+    const definition = validateRecipe(exported, fallbackTimezone, options.targets)
     return { ...base, definition, timezone: definition.timezone ?? fallbackTimezone }
   } catch (error) {
     return { ...base, error: firstLine(error) }

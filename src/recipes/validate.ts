@@ -72,10 +72,28 @@ function unknownKeysError(unknown: string[]): Error {
 }
 
 /**
- * Checks what a recipe file exported. Returns the definition, or throws an Error whose message says
- * what to fix (shown as the recipe's "broken" reason).
+ * A `<target>:<type>` subscription names a target that sends events of its own: a misspelled or unconfigured target
+ * would otherwise make a recipe that loads, is listed, and never runs. A target of the provider's scheme carries the
+ * provider's events, which recipes subscribe to by type alone (`call.no_answer` covers every such target).
  */
-export function validateRecipe(value: unknown, fallbackTimezone: string): RecipeDefinition {
+function checkTargetEvent(entry: string, targets: Readonly<Record<string, { scheme: string }>>): void {
+  const target = entry.slice(0, entry.indexOf(':'))
+  const own = Object.keys(targets).filter((name) => targets[name]!.scheme !== 'formant')
+  if (own.includes(target)) return
+  if (target === 'formant' || Object.hasOwn(targets, target)) {
+    throw new Error(`\`on\` lists ${JSON.stringify(entry)}, but target "${target}" carries the provider's events: subscribe to them by type alone, e.g. 'call.no_answer'`)
+  }
+  const near = own.find((name) => editDistance(name.toLowerCase(), target.toLowerCase()) <= Math.max(2, Math.floor(name.length / 3)))
+  const configured = own.length ? `WEBHOOK_TARGETS names ${own.map((n) => `"${n}"`).join(', ')}` : 'WEBHOOK_TARGETS names none'
+  throw new Error(`\`on\` lists ${JSON.stringify(entry)}, but no webhook target is named "${target}"${near ? `: did you mean "${near}:${entry.slice(target.length + 1)}"?` : ''} (${configured})`)
+}
+
+/**
+ * Checks what a recipe file exported. Returns the definition, or throws an Error whose message says
+ * what to fix (shown as the recipe's "broken" reason). With `targets` (WEBHOOK_TARGETS), `<target>:<type>` entries
+ * must name one of them that sends events of its own.
+ */
+export function validateRecipe(value: unknown, fallbackTimezone: string, targets?: Readonly<Record<string, { scheme: string }>>): RecipeDefinition {
   if (!value || typeof value !== 'object') {
     throw new Error('no recipe exported: the file must `export default defineRecipe({ description, run, … })`')
   }
@@ -108,6 +126,7 @@ export function validateRecipe(value: unknown, fallbackTimezone: string): Recipe
       if (!targetEvent && !(WEBHOOK_EVENT_TYPES as readonly unknown[]).includes(type)) {
         throw new Error(`\`on\` lists unknown event type ${JSON.stringify(type)} (known: ${WEBHOOK_EVENT_TYPES.join(', ')}, or <target>:<type> for a named target)`)
       }
+      if (targetEvent && targets) checkTargetEvent(type, targets)
     }
   }
   return def as RecipeDefinition

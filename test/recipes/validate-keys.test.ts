@@ -53,3 +53,23 @@ it('every shipped recipe still loads', async () => {
     ['no-answer-followup', null],
   ])
 })
+
+it('refuses a subscription to a target WEBHOOK_TARGETS does not name, or to the provider\'s by target', () => {
+  const targets = { crm: { scheme: 'standard' }, github: { scheme: 'hmac' }, eu: { scheme: 'formant' } }
+  const check = (on: string[]) => {
+    try {
+      validateRecipe({ description: 'd', on, run }, 'UTC', targets)
+      return 'accepted'
+    } catch (error) {
+      return (error as Error).message
+    }
+  }
+  expect(check(['crm:contact.updated', 'github:*', 'call.no_answer'])).toBe('accepted')
+  expect(check(['cmr:contact.updated'])).toBe('`on` lists "cmr:contact.updated", but no webhook target is named "cmr": did you mean "crm:contact.updated"? (WEBHOOK_TARGETS names "crm", "github")')
+  expect(check(['shop:order.paid'])).toBe('`on` lists "shop:order.paid", but no webhook target is named "shop" (WEBHOOK_TARGETS names "crm", "github")')
+  expect(check(['eu:call.no_answer'])).toBe('`on` lists "eu:call.no_answer", but target "eu" carries the provider\'s events: subscribe to them by type alone, e.g. \'call.no_answer\'')
+  expect(check(['formant:call.no_answer'])).toMatch(/target "formant" carries the provider's events/)
+  // With no targets configured, the message says so; without the configuration (testRecipe), the entry is not judged.
+  expect(() => validateRecipe({ description: 'd', on: ['crm:x'], run }, 'UTC', {})).toThrow('(WEBHOOK_TARGETS names none)')
+  expect(reason({ description: 'd', on: ['crm:x'], run })).toBe('accepted')
+})
