@@ -41,8 +41,13 @@ interface FileOutcome {
   error?: string
 }
 
-/** Files still being written by a copy or a download: left alone until they are renamed. */
-const IN_PROGRESS = /\.(part|partial|tmp|temp|crdownload|download|swp)$|~$/i
+/** Files still being written by a copy or a download: left alone until they are renamed (WinSCP: `.filepart`). */
+const IN_PROGRESS = /\.(part|partial|filepart|tmp|temp|crdownload|download|swp)$|~$/i
+/**
+ * A file modified less than this long ago is left for a later run: scp, SFTP and SMB copies write the final name
+ * directly, and a file read while its copy runs would be launched half-read and its rest moved to done/ uncalled.
+ */
+const SETTLE_MS = 60_000
 
 /** `name.csv` → a free path in `dir` (a second `name.csv` on another night becomes `name-2.csv`). */
 function freePath(dir: string, file: string): string {
@@ -59,6 +64,23 @@ function listOf(file: string, waiting: boolean): string {
   return waiting ? stem.replace(/\.[0-9a-f]{8}$/, '') : stem
 }
 
+/** What a launch did, recorded until its file has moved to done/ (its held-back rows until they are in waiting/). */
+interface Launched {
+  batch_id: number | null
+  rows: number
+  waiting: number
+  waiting_file: string | null
+  opens_at: string | null
+  held_back: Array<Record<string, string>>
+}
+
+/** A run found the mark an earlier run set before uploading this file, and no record of the upload's end. */
+class InterruptedUpload extends Error {
+  constructor(batch: string, since: string) {
+    super(`a run stopped while uploading batch "${batch}" (at ${since}): the provider may have created it and be calling this list. Look for the batch in the provider's dashboard (or GET /v1/batch-calls) before dropping this file in again`)
+  }
+}
+
 /**
  * Why a file that failed is parked in `failed/` (with this as its `.error.txt`) rather than tried again next run; undefined
  * to try again. Retrying is right only when the failure said nothing was created and may pass: a rate limit, a key
@@ -68,6 +90,7 @@ function listOf(file: string, waiting: boolean): string {
  */
 function parkReason(error: unknown, batch: string): string | undefined {
   if ((error as Error).name === 'ContactsError') return (error as Error).message
+  if (error instanceof InterruptedUpload) return error.message
   if (!isVoiceApiError(error) || error.status === 429 || error.status === 401) return undefined
   if (error.status === 0 || error.status >= 500 || error.type === 'invalid_response') {
     return `the upload of batch "${batch}" got no clear answer (${error.type}: ${error.message}): the provider may have created it and be calling this list. Look for the batch in the provider's dashboard (or GET /v1/batch-calls) before dropping this file in again`
@@ -84,12 +107,19 @@ export default defineRecipe({
     const waitingDir = join(inbox, WAITING)
     const done = join(inbox, 'done')
     const failed = join(inbox, 'failed')
-    const entries = existsSync(inbox)
+    const named = existsSync(inbox)
       ? (await readdir(inbox, { withFileTypes: true }))
           .filter((e) => e.isFile() && !e.name.startsWith('.') && !IN_PROGRESS.test(e.name))
           .map((e) => e.name)
           .sort()
       : []
+    const entries: string[] = []
+    for (const file of named) {
+      // Within a minute either side of now (a share's clock may run a little ahead): still being written, perhaps.
+      const age = ctx.now.getTime() - (await stat(join(inbox, file))).mtimeMs
+      if (Math.abs(age) < SETTLE_MS) ctx.log.info({ file }, 'inbox file modified in the last minute: left for the next run, in case it is still being copied')
+      else entries.push(file)
+    }
     const files = entries.filter((f) => f.toLowerCase().endsWith('.csv'))
     const waitingFiles = existsSync(waitingDir)
       ? (await readdir(waitingDir, { withFileTypes: true })).filter((e) => e.isFile() && e.name.toLowerCase().endsWith('.csv')).map((e) => e.name).sort()
@@ -121,40 +151,47 @@ export default defineRecipe({
       // A launch that succeeded before a crash (file not yet moved) must not be launched again.
       const info = await stat(path)
       const launchedKey = `launched:${file}:${info.size}:${Math.trunc(info.mtimeMs)}`
+      // Set before the upload and replaced by the launch's record right after it: a run that finds it still set was
+      // stopped mid-upload (a crash, a kill), and the provider may have created the batch — a person checks.
+      let uploading = false
       try {
         const prepared = await ctx.campaigns.prepareBatch(path, { phoneAliases: PHONE_ALIASES, name: file })
         // What the launch did: this run's, or the one recorded before a crash that left the file in place.
-        type Launched = { batch_id: number | null; rows: number; waiting: number; waiting_file: string | null; opens_at: string | null }
-        const earlier = ctx.dryRun ? undefined : await ctx.state.get<Launched>(launchedKey)
+        const earlier = ctx.dryRun ? undefined : await ctx.state.get<Launched | { uploading: string }>(launchedKey)
+        if (earlier && 'uploading' in earlier) throw new InterruptedUpload(name, earlier.uploading)
         let launched: Launched
         // Refused rows: the file's, plus any the launch refused (a number put on the do-not-call list since).
         let rejects = prepared.rejects
         if (earlier) launched = earlier
         else {
+          if (!ctx.dryRun) await ctx.state.set(launchedKey, { uploading: ctx.now.toISOString() })
+          uploading = true
           const result = await ctx.campaigns.launchBatch({ agentId: AGENT_ID, name, campaign: list, rows: prepared.rows, rejects: prepared.rejects, columns: prepared.columns, window: CALLING_WINDOW })
+          uploading = false
           rejects = result.rejects
           const opensAt = result.deferred.reduce<string | null>((first, d) => (first === null || d.opensAt < first ? d.opensAt : first), null)
           // Nothing in a waiting file's window yet (and nothing newly refused): it stays as it is for a later run.
           if (waiting && result.rows.length === 0 && result.deferred.length === prepared.rows.length) {
+            if (!ctx.dryRun) await ctx.state.delete(launchedKey)
             outcomes.push({ file, batch_id: null, batch: name, rows: 0, rejects: 0, waiting: result.deferred.length, waiting_file: file, opens_at: opensAt, moved_to: null })
             continue
           }
-          let waitingFile: string | null = null
-          if (result.deferred.length > 0 && !ctx.dryRun) {
-            // Written before the launch is recorded, under a name fixed by this version of the file: a run that
-            // crashes after it writes the same file again, never a second copy of these contacts.
-            await mkdir(waitingDir, { recursive: true })
-            waitingFile = `${WAITING}/${list}.${createHash('sha256').update(launchedKey).digest('hex').slice(0, 8)}.csv`
-            const partial = join(inbox, `${waitingFile}.part`)
-            const rows = result.deferred.map((d) => d.row)
-            await ctx.campaigns.writeBatchCsv(partial, rows, [...new Set(rows.flatMap((row) => Object.keys(row)))])
-            await rename(partial, join(inbox, waitingFile))
-          }
-          launched = { batch_id: result.batch?.id ?? null, rows: result.rows.length, waiting: result.deferred.length, waiting_file: waitingFile, opens_at: opensAt }
+          // Named by this version of the file: a run that fails after the launch writes the same file again, never a
+          // second copy of these contacts.
+          const waitingFile = result.deferred.length > 0 && !ctx.dryRun ? `${WAITING}/${list}.${createHash('sha256').update(launchedKey).digest('hex').slice(0, 8)}.csv` : null
+          launched = { batch_id: result.batch?.id ?? null, rows: result.rows.length, waiting: result.deferred.length, waiting_file: waitingFile, opens_at: opensAt, held_back: result.deferred.map((d) => d.row) }
+          // Recorded before anything else can fail (writing the waiting file on a full disk, say): whatever fails
+          // next, the next run finds the batch launched and does not upload these contacts again.
+          if (!ctx.dryRun) await ctx.state.set(launchedKey, launched)
+        }
+        if (launched.waiting_file && !existsSync(join(inbox, launched.waiting_file))) {
+          await mkdir(waitingDir, { recursive: true })
+          const partial = join(inbox, `${launched.waiting_file}.part`)
+          await ctx.campaigns.writeBatchCsv(partial, launched.held_back, [...new Set(launched.held_back.flatMap((row) => Object.keys(row)))])
+          await rename(partial, join(inbox, launched.waiting_file))
         }
         let movedTo: string | null = null
         if (!ctx.dryRun) {
-          await ctx.state.set(launchedKey, launched)
           await mkdir(done, { recursive: true })
           movedTo = freePath(done, basename(file))
           await ctx.campaigns.writeRejectsCsv(movedTo.replace(/\.csv$/i, '.rejects.csv'), rejects)
@@ -171,6 +208,9 @@ export default defineRecipe({
         const reason = parkReason(error, name)
         const message = reason ?? (error as Error).message
         const parkable = reason !== undefined
+        // A launch that failed cleared nothing it had not created (429, 401, the do-not-call list unreadable: tried
+        // again next run) or is parked below; either way the mark of an upload under way goes.
+        if ((uploading || parkable) && !ctx.dryRun) await ctx.state.delete(launchedKey)
         ctx.log.error({ file, err: parkable ? message : error }, 'inbox file could not be processed')
         const outcome = { file, batch_id: null, batch: name, rows: 0, rejects: 0, waiting: 0, waiting_file: null, opens_at: null, moved_to: parkable ? await park(file, message) : null, error: message }
         outcomes.push(outcome)

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, expect, it } from 'vitest'
@@ -49,7 +49,7 @@ it('launches each file of its own inbox folder once and moves it to done/; the n
   expect(first.status).toBe('succeeded')
   expect(first.result).toMatchObject({ batches: [{ file: 'leads.csv', rows: 2, rejects: 0, held_back: 0, batch_id: expect.any(Number) }] })
   expect(readdirSync(own).sort()).toEqual(['done'])
-  expect(readdirSync(join(own, 'done'))).toEqual(['leads.csv'])
+  expect(readdirSync(join(own, 'done')).sort()).toEqual(['leads.csv', 'leads.rejects.csv'])
   expect(existsSync(join(inbox, 'other.csv'))).toBe(true)
   expect(await batchesUpstream()).toBe(1)
 
@@ -66,11 +66,42 @@ it('a file launched by a run that crashed before moving it is moved, not launche
   writeFileSync(file, 'phone\n9876543210\n')
   // What the crashed run recorded right after its launch (the key names this version of the file).
   const info = statSync(file)
-  await createKvState(h!.rt, recipeStateNamespace('weekly')).set(`launched:leads.csv:${info.size}:${Math.trunc(info.mtimeMs)}`, { batch_id: 41 })
+  await createKvState(h!.rt, recipeStateNamespace('weekly')).set(`launched:leads.csv:${info.size}:${Math.trunc(info.mtimeMs)}`, { batch_id: 41, rows: 1, rejects: [], held_back: [], held_back_file: null })
 
   const run = await engine.run('weekly')
   expect(run.status).toBe('succeeded')
   expect(run.result).toMatchObject({ batches: [{ file: 'leads.csv', batch_id: 41 }] })
-  expect(readdirSync(join(own, 'done'))).toEqual(['leads.csv'])
+  expect(readdirSync(join(own, 'done')).sort()).toEqual(['leads.csv', 'leads.rejects.csv'])
   expect(await batchesUpstream()).toBe(0)
+})
+
+it('keeps every day\'s held-back contacts and done file (a second leads.csv replaces neither), with its rejects beside it', async () => {
+  const { own, engine } = await start()
+  // 02:23 in India: Indian contacts are held back (their window is closed).
+  await h!.clock.advanceTo(Date.parse('2026-03-20T20:53:00Z'))
+  writeFileSync(join(own, 'leads.csv'), 'phone,name\n9876543210,Asha\nnot-a-number,Bad\n')
+  const day1 = await engine.run('weekly')
+  expect(day1.result).toMatchObject({ batches: [{ file: 'leads.csv', held_back: 1, rejects: 1 }] })
+  await h!.clock.advance(24 * 3_600_000)
+  writeFileSync(join(own, 'leads.csv'), 'phone,name\n9876543211,Ravi\n')
+  await engine.run('weekly')
+
+  const held = readdirSync(join(own, 'held-back')).sort()
+  expect(held).toEqual(['leads.2026-03-20.csv', 'leads.2026-03-21.csv'])
+  expect(readFileSync(join(own, 'held-back', held[0]!), 'utf8')).toContain('+919876543210')
+  expect(readFileSync(join(own, 'held-back', held[1]!), 'utf8')).toContain('+919876543211')
+  expect(readdirSync(join(own, 'done')).sort()).toEqual(['leads-2.csv', 'leads-2.rejects.csv', 'leads.csv', 'leads.rejects.csv'])
+  expect(readFileSync(join(own, 'done', 'leads.rejects.csv'), 'utf8')).toMatch(/^row,raw,reason\n3,not-a-number,/)
+})
+
+it('a run stopped mid-upload moves the file to failed/ for a person to check, instead of uploading it again', async () => {
+  const { own, engine, batchesUpstream } = await start()
+  const file = join(own, 'leads.csv')
+  writeFileSync(file, 'phone\n9876543210\n')
+  const info = statSync(file)
+  await createKvState(h!.rt, recipeStateNamespace('weekly')).set(`launched:leads.csv:${info.size}:${Math.trunc(info.mtimeMs)}`, { uploading: '2026-03-19T05:00:00.000Z' })
+  const run = await engine.run('weekly')
+  expect(run.status).toBe('succeeded')
+  expect(await batchesUpstream()).toBe(0)
+  expect(readdirSync(join(own, 'failed')).sort()).toEqual(['leads.csv', 'leads.csv.error.txt'])
 })

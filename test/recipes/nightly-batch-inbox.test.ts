@@ -1,7 +1,9 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { closeSync, existsSync, futimesSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync, writeSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { afterEach, expect, it } from 'vitest'
 import { createRecipeEngine, type RecipeEngine } from '../../src/recipes/engine.ts'
+import { createKvState, recipeStateNamespace } from '../../src/recipes/state.ts'
 import { proxyHarness, type ProxyHarness } from '../proxy/helpers.ts'
 
 /**
@@ -137,4 +139,88 @@ it('an upload with no clear answer (a 5xx) is parked, not uploaded again next ru
   const refused = await outcome()
   expect(refused).toMatchObject({ file: 'huge.csv', moved_to: expect.stringMatching(/[/\\]failed[/\\]huge\.csv$/) })
   expect(refused!.error).toMatch(/^the provider refused batch "huge-2026-03-19" \(400 invalid_request: .*10000.*\); fix the file and drop it in again$/)
+})
+
+it('a failure after the upload (the waiting file cannot be written) never uploads the same contacts again; the next run finishes the file', async () => {
+  h = await proxyHarness({ env: { RECIPES_DIR: SHIPPED, RECIPES_TIMEZONE: 'Asia/Kolkata', DEFAULT_COUNTRY: 'IN' } })
+  const inbox = join(h.rt.config.dataDir, 'inbox')
+  mkdirSync(inbox, { recursive: true })
+  // 02:23 in India (closed), 16:53 in New York (open): Bob goes out now, Asha waits.
+  const path = join(inbox, 'leads.csv')
+  writeFileSync(path, 'phone,name,timezone\n+1 212 555 0123,Bob,America/New_York\n9876543210,Asha,\n')
+  // The waiting file's write fails as on a full disk: its .part path is taken by a directory.
+  const info = statSync(path)
+  const key = `launched:leads.csv:${info.size}:${Math.trunc(info.mtimeMs)}`
+  const blocker = join(inbox, 'waiting', `leads.${createHash('sha256').update(key).digest('hex').slice(0, 8)}.csv.part`)
+  mkdirSync(blocker, { recursive: true })
+  engine = createRecipeEngine(h.rt)
+  await engine.reload()
+
+  const first = await engine.run('nightly-batch')
+  expect(first.status).toBe('failed')
+  expect(h.sandbox.stats().batches).toBe(1)
+  await h.clock.advance(3_600_000)
+  expect((await engine.run('nightly-batch')).status).toBe('failed')
+  expect(h.sandbox.stats().batches).toBe(1)
+
+  // The disk has room again: the next run writes Asha's waiting file and moves the file on, still one batch.
+  rmdirSync(blocker)
+  await h.clock.advance(3_600_000)
+  const third = await engine.run('nightly-batch')
+  expect(third.status).toBe('succeeded')
+  expect(h.sandbox.stats().batches).toBe(1)
+  expect((third.result as { batches: Outcome[] }).batches[0]).toMatchObject({ file: 'leads.csv', rows: 1, waiting: 1, moved_to: expect.stringMatching(/done\/leads\.csv$/) })
+  const [waitingFile] = readdirSync(join(inbox, 'waiting'))
+  expect(readFileSync(join(inbox, 'waiting', waitingFile!), 'utf8')).toContain('+919876543210')
+})
+
+it('a run stopped mid-upload (killed between the upload and its record) parks the file for a person to check, instead of uploading it again', async () => {
+  h = await proxyHarness({ env: { RECIPES_DIR: SHIPPED, RECIPES_TIMEZONE: 'Asia/Kolkata' } })
+  await h.clock.advanceTo(MORNING_IST)
+  const inbox = join(h.rt.config.dataDir, 'inbox')
+  mkdirSync(inbox, { recursive: true })
+  const path = join(inbox, 'leads.csv')
+  writeFileSync(path, 'phone,name\n9876543210,Asha\n')
+  // What a killed run leaves: the mark set before the upload, and no record of the upload's end.
+  const info = statSync(path)
+  await createKvState(h.rt, recipeStateNamespace('nightly-batch')).set(`launched:leads.csv:${info.size}:${Math.trunc(info.mtimeMs)}`, { uploading: '2026-03-19T05:00:00.000Z' })
+  engine = createRecipeEngine(h.rt)
+  await engine.reload()
+  const run = await engine.run('nightly-batch')
+  expect(run.status).toBe('succeeded')
+  expect(h.sandbox.stats().batches).toBe(0)
+  expect(readFileSync(join(inbox, 'failed', 'leads.csv.error.txt'), 'utf8')).toMatch(/^a run stopped while uploading batch "leads-2026-03-19" \(at 2026-03-19T05:00:00.000Z\): the provider may have created it/)
+  // Checked and dropped in again (same bytes, same mtime as `mv` keeps): launched this time.
+  const { renameSync } = await import('node:fs')
+  renameSync(join(inbox, 'failed', 'leads.csv'), path)
+  expect((await engine.run('nightly-batch')).status).toBe('succeeded')
+  expect(h.sandbox.stats().batches).toBe(1)
+})
+
+it('leaves a file modified in the last minute (a copy writing its final name) and a WinSCP .filepart for a later run', async () => {
+  h = await proxyHarness({ env: { RECIPES_DIR: SHIPPED, RECIPES_TIMEZONE: 'Asia/Kolkata' } })
+  await h.clock.advanceTo(MORNING_IST)
+  const inbox = join(h.rt.config.dataDir, 'inbox')
+  mkdirSync(inbox, { recursive: true })
+  // scp / SFTP / SMB write the final name directly: the first part has arrived, written a few seconds ago.
+  const path = join(inbox, 'leads.csv')
+  const fd = openSync(path, 'w')
+  writeSync(fd, 'phone,name\n9876543210,Asha\n98765')
+  const stamp = (at: number) => futimesSync(fd, at / 1000, at / 1000)
+  stamp(h.clock.now() - 5_000)
+  writeFileSync(join(inbox, 'more.csv.filepart'), 'phone,name\n9876543219,Zed\n')
+  engine = createRecipeEngine(h.rt)
+  await engine.reload()
+  const early = await engine.run('nightly-batch')
+  expect(early.status).toBe('succeeded')
+  expect(early.result).toEqual({ files: 0, batches: [] })
+  expect(readdirSync(inbox).sort()).toEqual(['leads.csv', 'more.csv.filepart'])
+
+  writeSync(fd, '43211,Ravi\n9876543212,Meena\n')
+  stamp(h.clock.now() - 1_000)
+  closeSync(fd)
+  await h.clock.advance(3_600_000)
+  const later = await engine.run('nightly-batch')
+  expect((later.result as { batches: Outcome[] }).batches).toMatchObject([{ file: 'leads.csv', rows: 3, rejects: 0 }])
+  expect(readdirSync(inbox).sort()).toEqual(['done', 'more.csv.filepart'])
 })

@@ -1,10 +1,11 @@
-import { mkdir, readdir, rename, stat } from 'node:fs/promises'
-import { join } from 'node:path'
+import { existsSync } from 'node:fs'
+import { mkdir, readdir, rename, stat, writeFile } from 'node:fs/promises'
+import { basename, extname, join } from 'node:path'
 import { defineRecipe } from 'switchboard'
 
 // A batch recipe: every contacts CSV dropped in DATA_DIR/inbox/__NAME__/ becomes one cleaned batch call (numbers
 // in E.164, duplicates and do-not-call numbers removed, each rejected row reported with its reason); the file then
-// moves to done/ beside it, so it is launched once.
+// moves to done/ beside its rejects, so it is launched once.
 // Try it without a provider:
 //   npm run -s cli -- recipes test __NAME__ --csv data/samples/leads.csv
 // Reference: docs/recipes.md (every ctx member, with examples); recipes/nightly-batch.ts does the same with
@@ -19,6 +20,25 @@ const AGENT_ID = 101
  */
 const INBOX = 'inbox/__NAME__'
 
+/** What a launch did, recorded until its file has moved to done/. */
+interface Launched {
+  batch_id: number | null
+  rows: number
+  rejects: Array<{ row: number; raw: string; reason: string }>
+  /** Contacts whose calling window was closed, and the file they go to. */
+  held_back: Array<Record<string, string>>
+  held_back_file: string | null
+}
+
+/** `leads.csv` → a free path in `dir` (a second `leads.csv` on another day becomes `leads-2.csv`). */
+function freePath(dir: string, file: string): string {
+  const ext = extname(file)
+  const stem = basename(file, ext)
+  let candidate = join(dir, file)
+  for (let i = 2; existsSync(candidate); i++) candidate = join(dir, `${stem}-${i}${ext}`)
+  return candidate
+}
+
 export default defineRecipe({
   description: `Launches one batch per CSV in DATA_DIR/${INBOX}/ for agent ${AGENT_ID}, then moves the file to ${INBOX}/done/`,
   // 10:00 every day in RECIPES_TIMEZONE (croner pattern): the provider calls a batch as soon as it is uploaded,
@@ -27,46 +47,66 @@ export default defineRecipe({
   async run(ctx) {
     const inbox = join(ctx.config.dataDir, INBOX)
     const done = join(inbox, 'done')
-    const heldBackDir = join(inbox, 'held-back')
     const entries = await readdir(inbox, { withFileTypes: true }).catch(() => [])
     const files = entries.filter((e) => e.isFile() && e.name.toLowerCase().endsWith('.csv')).map((e) => e.name).sort()
     const batches = []
     for (const file of files) {
       const path = join(inbox, file)
-      // A launch that succeeded before a crash (the file not yet moved) is not launched again: the key names this
-      // version of the file, and it is recorded before the file moves.
+      const day = ctx.now.toISOString().slice(0, 10)
+      // The key names this version of the file. Before the upload it holds a mark; right after, what the launch did:
+      // whatever fails next (a full disk, a crash), the next run does not upload these contacts again.
       const info = await stat(path)
       const launchedKey = `launched:${file}:${info.size}:${Math.trunc(info.mtimeMs)}`
-      const earlier = ctx.dryRun ? undefined : await ctx.state.get<{ batch_id: number | null }>(launchedKey)
-      let outcome = { file, batch_id: earlier?.batch_id ?? null, rows: 0, rejects: 0, held_back: 0, held_back_file: null as string | null }
-      if (!earlier) {
+      const earlier = ctx.dryRun ? undefined : await ctx.state.get<Launched | { uploading: string }>(launchedKey)
+      if (earlier && 'uploading' in earlier) {
+        // A run stopped during the upload: the batch may exist. Moved aside for a person to check the provider's
+        // dashboard (batch uploads have no idempotency key: uploading again could call every contact twice).
+        const failed = join(inbox, 'failed')
+        await mkdir(failed, { recursive: true })
+        const movedTo = freePath(failed, file)
+        await rename(path, movedTo)
+        await writeFile(`${movedTo}.error.txt`, `a run stopped while uploading this file (at ${earlier.uploading}): check the provider for the batch before dropping it in again\n`)
+        await ctx.state.delete(launchedKey)
+        ctx.log.error({ file, moved_to: movedTo }, 'a run stopped while uploading this file; moved to failed/')
+        batches.push({ file, batch_id: null, rows: 0, rejects: 0, held_back: 0, held_back_file: null, moved_to: movedTo })
+        continue
+      }
+      let launched = earlier
+      if (!launched) {
         // Normalize, dedupe and DNC-check in one pass; `rejects` lists row, raw value and reason.
         const prepared = await ctx.campaigns.prepareBatch(path)
+        if (!ctx.dryRun) await ctx.state.set(launchedKey, { uploading: ctx.now.toISOString() })
         // In a dry run (`recipes run --dry-run`, `recipes test`) this only goes into the plan.
-        const launched = await ctx.campaigns.launchBatch({
-          agentId: AGENT_ID,
-          name: `${file.replace(/\.csv$/i, '')}-${ctx.now.toISOString().slice(0, 10)}`,
-          rows: prepared.rows,
-          rejects: prepared.rejects,
-          columns: prepared.columns,
-        })
-        outcome = { ...outcome, batch_id: launched.batch?.id ?? null, rows: launched.rows.length, rejects: launched.rejects.length, held_back: launched.deferred.length }
+        const result = await ctx.campaigns
+          .launchBatch({ agentId: AGENT_ID, name: `${basename(file, extname(file))}-${day}`, rows: prepared.rows, rejects: prepared.rejects, columns: prepared.columns })
+          .catch(async (error: unknown) => {
+            // Failed before or at the upload: tried again next run (see nightly-batch for which failures to park).
+            if (!ctx.dryRun) await ctx.state.delete(launchedKey)
+            throw error
+          })
         // Contacts whose calling window is closed now (another time zone) are not uploaded: they are written to
-        // held-back/ for you to drop in again later (nightly-batch does this by itself, hourly).
-        if (launched.deferred.length > 0 && !ctx.dryRun) {
-          await mkdir(heldBackDir, { recursive: true })
-          outcome.held_back_file = join(heldBackDir, file)
-          const rows = launched.deferred.map((d) => d.row)
-          await ctx.campaigns.writeBatchCsv(outcome.held_back_file, rows, [...new Set(rows.flatMap((row) => Object.keys(row)))])
-        }
-        if (!ctx.dryRun) await ctx.state.set(launchedKey, { batch_id: outcome.batch_id })
+        // held-back/ (one file per list and day) for you to drop in again later (nightly-batch does this by itself).
+        const heldBack = result.deferred.map((d) => d.row)
+        const heldBackFile = heldBack.length > 0 && !ctx.dryRun ? freePath(join(inbox, 'held-back'), `${basename(file, extname(file))}.${day}.csv`) : null
+        launched = { batch_id: result.batch?.id ?? null, rows: result.rows.length, rejects: result.rejects, held_back: heldBack, held_back_file: heldBackFile }
+        if (!ctx.dryRun) await ctx.state.set(launchedKey, launched)
       }
+      if (launched.held_back_file && !existsSync(launched.held_back_file)) {
+        await mkdir(join(inbox, 'held-back'), { recursive: true })
+        const rows = launched.held_back
+        await ctx.campaigns.writeBatchCsv(launched.held_back_file, rows, [...new Set(rows.flatMap((row) => Object.keys(row)))])
+      }
+      let movedTo: string | null = null
       if (!ctx.dryRun) {
         await mkdir(done, { recursive: true })
-        await rename(path, join(done, file))
+        movedTo = freePath(done, file)
+        // `leads.csv` → done/leads.csv beside done/leads.rejects.csv (row, raw value, reason).
+        await ctx.campaigns.writeRejectsCsv(movedTo.replace(/\.csv$/i, '.rejects.csv'), launched.rejects)
+        await rename(path, movedTo)
         await ctx.state.delete(launchedKey)
       }
-      batches.push(outcome)
+      const { batch_id, rows, rejects, held_back, held_back_file } = launched
+      batches.push({ file, batch_id, rows, rejects: rejects.length, held_back: held_back.length, held_back_file, moved_to: movedTo })
     }
     return { batches }
   },
