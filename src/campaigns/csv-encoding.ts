@@ -1,4 +1,4 @@
-import { Transform, type TransformCallback } from 'node:stream'
+import { Readable, Transform, type TransformCallback } from 'node:stream'
 import { TextDecoder } from 'node:util'
 import { firstInvalidUtf8 } from '../utils/utf8.ts'
 import { printable } from '../utils/printable.ts'
@@ -41,8 +41,14 @@ function incompleteTail(buf: Uint8Array): number {
   return 0
 }
 
+/**
+ * Windows-1252's characters for bytes 0x80–0x9F (WHATWG's encoding standard; the five it leaves undefined map to the
+ * control code of the same number). The rest of the table is Latin-1. Written out, not asked of TextDecoder: Node
+ * built without full ICU decodes 'windows-1252' as Latin-1, turning O’Brien's 0x92 into a C1 control character.
+ */
+const CP1252_HIGH = '\u20ac\u0081\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u008d\u017d\u008f\u0090\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u009d\u017e\u0178'
 /** Windows-1252, the superset of Latin-1 that spreadsheets on Windows write (WHATWG's decoder for "latin1"). */
-const CP1252 = Array.from({ length: 256 }, (_, b) => new TextDecoder('windows-1252').decode(Uint8Array.of(b)))
+const CP1252 = Array.from({ length: 256 }, (_, b) => (b >= 0x80 && b <= 0x9f ? CP1252_HIGH[b - 0x80]! : String.fromCharCode(b)))
 
 export class NotTextError extends Error {
   override readonly name = 'NotTextError'
@@ -129,4 +135,11 @@ export function toUtf8(options: CsvEncodingOptions): Transform {
       done()
     },
   })
+}
+
+/** A whole file's bytes as text, decoded as `toUtf8` decodes a contacts file (UTF-16, Windows-1252; binary refused). */
+export async function decodeCsvText(bytes: Uint8Array, options: CsvEncodingOptions): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const chunk of Readable.from([bytes]).pipe(toUtf8(options))) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks).toString('utf8')
 }

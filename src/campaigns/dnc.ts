@@ -1,13 +1,13 @@
 import { existsSync } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
-import { Readable } from 'node:stream'
 import { join } from 'node:path'
 import type { Runtime } from '../runtime.ts'
 import { defineProcessingTask } from '../coordination/processing-task.ts'
 import { parse } from 'csv-parse/sync'
 import type { WebhookEvent } from '../upstream/schemas.ts'
 import { createPhoneNormalizer, normalizePhone } from './phones.ts'
-import { toUtf8 } from './csv-encoding.ts'
+import { headerDelimiter } from './csv-delimiter.ts'
+import { decodeCsvText } from './csv-encoding.ts'
 
 /**
  * Do-not-call: the `dnc` table (numbers added by results or by hand) plus an optional file kept by the
@@ -70,9 +70,7 @@ export async function readDncFile(path: string, defaultCountry: string, warn: (m
 async function parseDncFile(path: string, defaultCountry: string, warn: (message: string) => void): Promise<Set<string>> {
   const normalize = createPhoneNormalizer({ defaultCountry })
   const numbers = new Set<string>()
-  const chunks: Buffer[] = []
-  for await (const chunk of Readable.from([await readFile(path)]).pipe(toUtf8({ name: path, onWarning: warn }))) chunks.push(chunk as Buffer)
-  const text = Buffer.concat(chunks).toString('utf8')
+  const text = await decodeCsvText(await readFile(path), { name: path, onWarning: warn })
   let skipped = 0
   let example: string | undefined
   for (const [index, line] of text.replace(/^\uFEFF/, '').split(/\r\n|\r|\n/).entries()) {
@@ -191,7 +189,10 @@ export interface DncImportResult {
 export async function importDncCsv(rt: Runtime, text: string, source = 'csv import'): Promise<DncImportResult> {
   let records: string[][]
   try {
-    records = parse(text.replace(/^\uFEFF/, ''), { relax_column_count: true, skip_empty_lines: false, trim: true }) as string[][]
+    const body = text.replace(/^\uFEFF/, '')
+    // Comma, semicolon or tab, as the first line uses (the contacts files' rule): a "Unicode Text" export is tab-separated.
+    const delimiter = headerDelimiter(body.slice(0, body.search(/[\r\n]|$/)))
+    records = parse(body, { delimiter, relax_column_count: true, relax_quotes: true, skip_empty_lines: false, trim: true }) as string[][]
   } catch (error) {
     return { added: 0, existing: 0, errors: [{ row: 0, raw: '', reason: `not a CSV file: ${(error as Error).message}` }] }
   }

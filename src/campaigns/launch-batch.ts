@@ -14,6 +14,27 @@ import type { Reject } from './rejects.ts'
 /** The call parameter that names a call's campaign (src/reports/campaign.ts reads it). */
 const CAMPAIGN_COLUMN = 'campaign'
 
+/** `Campaign`, ` CAMPAIGN `: the campaign column as a spreadsheet may spell it. */
+function isCampaignColumn(name: string): boolean {
+  return name.trim().toLowerCase() === CAMPAIGN_COLUMN
+}
+
+/**
+ * The row with its campaign under `campaign`: its own (a `Campaign` column of the file, whatever its case, renamed
+ * so the report reads it), else the batch's. A `Campaign` column was kept beside an added `campaign`, and the calls
+ * counted under the batch's name.
+ */
+function withCampaign(row: BatchRow, fallback: string): BatchRow {
+  if (row[CAMPAIGN_COLUMN]) return row
+  let own: string | undefined
+  const rest: BatchRow = {}
+  for (const [key, value] of Object.entries(row)) {
+    if (key !== CAMPAIGN_COLUMN && isCampaignColumn(key)) own ||= value
+    else rest[key] = value
+  }
+  return { ...rest, [CAMPAIGN_COLUMN]: own || fallback }
+}
+
 export interface LaunchBatchInput {
   agentId: number
   /** The batch's name (shown in the provider's dashboard; the calls' campaign unless `campaign` says otherwise). */
@@ -124,9 +145,9 @@ export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects:
 
   const campaign = input.campaign === undefined ? input.name : input.campaign
   if (campaign !== false) {
-    for (let i = 0; i < rows.length; i++) if (!rows[i]![CAMPAIGN_COLUMN]) rows[i] = { ...rows[i]!, [CAMPAIGN_COLUMN]: campaign }
+    for (let i = 0; i < rows.length; i++) rows[i] = withCampaign(rows[i]!, campaign)
     // Deferred rows keep their campaign too: launched later (under another batch name), they still count under it.
-    for (const d of deferred) if (!d.row[CAMPAIGN_COLUMN]) d.row = { ...d.row, [CAMPAIGN_COLUMN]: campaign }
+    for (const d of deferred) d.row = withCampaign(d.row, campaign)
   }
   if (deferred.length > 0) {
     rt.log.info({ batch: input.name, deferred: deferred.length, first_opens_at: deferred.reduce((a, d) => (d.opensAt < a ? d.opensAt : a), deferred[0]!.opensAt) }, 'batch rows held back: their recipients\' calling window is closed')
@@ -142,7 +163,8 @@ export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects:
     effects.plan.push(effect)
     return { batch: null, rows, rejects, deferred, skipped: 'dry_run' }
   }
-  const columns = input.columns && campaign !== false && !input.columns.includes(CAMPAIGN_COLUMN) ? [...input.columns, CAMPAIGN_COLUMN] : input.columns
+  const ownColumns = campaign === false ? input.columns : input.columns?.filter((c) => c === CAMPAIGN_COLUMN || !isCampaignColumn(c))
+  const columns = ownColumns && campaign !== false && !ownColumns.includes(CAMPAIGN_COLUMN) ? [...ownColumns, CAMPAIGN_COLUMN] : ownColumns
   const csv = batchCsv(rows, columns ?? batchColumns(rows))
   const filename = `${input.name.replace(/[^\w.-]+/g, '_').slice(0, 80) || 'batch'}.csv`
   const batch = await rt.workspaceClient().createBatch({

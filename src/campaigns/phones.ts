@@ -29,6 +29,10 @@ function clean(raw: string): string {
   const formula = /^="(.*)"$/.exec(s)
   if (formula) s = formula[1]!
   s = s.replace(/^['‘’`]+/, '').replace(/^"+|"+$/g, '').trim()
+  // A numeric column written as decimals (pandas with one empty cell, a spreadsheet's number format): `3012345678.0`.
+  // Left as is, the parser reads the dot as a separator and the 0 as one more digit, which can be a valid number.
+  const decimal = /^(\+?\d+)\.0+$/.exec(s)
+  if (decimal) s = decimal[1]!
   return s
 }
 

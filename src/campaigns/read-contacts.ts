@@ -1,7 +1,8 @@
 import { createReadStream } from 'node:fs'
 import { Readable } from 'node:stream'
-import { parse } from 'csv-parse'
+import { CsvError, parse } from 'csv-parse'
 import { printable } from '../utils/printable.ts'
+import { headerDelimiter } from './csv-delimiter.ts'
 import { NotTextError, toUtf8 } from './csv-encoding.ts'
 
 /**
@@ -23,7 +24,10 @@ export type ContactsSource = string | Readable | AsyncIterable<string | Uint8Arr
 export interface ReadContactsOptions {
   /** Extra header names to read as the phone column (case-insensitive; spaces, dashes and dots count as `_`). */
   phoneAliases?: string[]
-  /** Field delimiter; `,` unless given. */
+  /**
+   * Field delimiter. Unless given, read from the header line: `,`, or `;` (Excel's CSV where the decimal mark is a
+   * comma) or a tab (Excel's "Unicode Text") when the header holds more of those than commas.
+   */
   delimiter?: string
   /** Used in error messages (a path is named automatically). */
   name?: string
@@ -85,31 +89,77 @@ function crlfs(cell: string): number {
   return count
 }
 
+/**
+ * The decoded text's chunks, with the delimiter its first line uses: chunks are read until a line break (or the end),
+ * then handed on whole, the first ones included.
+ */
+async function withDelimiter(text: AsyncIterable<Buffer>): Promise<{ delimiter: string; chunks: AsyncIterable<Buffer> }> {
+  const iterator = text[Symbol.asyncIterator]()
+  const head: Buffer[] = []
+  let line: string | undefined
+  while (line === undefined) {
+    const next = await iterator.next()
+    if (next.done) break
+    head.push(next.value)
+    const sofar = Buffer.concat(head).toString('utf8')
+    const end = sofar.search(/[\r\n]/)
+    if (end >= 0) line = sofar.slice(0, end)
+  }
+  line ??= Buffer.concat(head).toString('utf8')
+  async function* chunks() {
+    yield* head
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value
+  }
+  return { delimiter: headerDelimiter(line), chunks: chunks() }
+}
+
+/** The header's names, a repeated one numbered (`note`, `note_2`): a row keyed by name would keep only the last. */
+function uniqueHeaders(headers: string[], name: string, warn: ((message: string) => void) | undefined): string[] {
+  const seen = new Map<string, number>()
+  return headers.map((header) => {
+    if (!header) return header
+    const count = (seen.get(header) ?? 0) + 1
+    seen.set(header, count)
+    if (count === 1) return header
+    let renamed = `${header}_${count}`
+    while (headers.includes(renamed)) renamed += '_'
+    warn?.(printable(`${name} has ${count > 2 ? 'more' : 'two'} columns named "${header}": the ${count === 2 ? 'second' : `${count}th`} is read as "${renamed}"`, 300))
+    return renamed
+  })
+}
+
 /** Async iterator of the file's contact rows, in file order. Throws `ContactsError` for an unusable file. */
 export async function* readContacts(source: ContactsSource, options: ReadContactsOptions = {}): AsyncGenerator<ContactRow> {
   const name = options.name ?? (typeof source === 'string' ? source : 'the CSV')
   const input = toReadable(source)
   const text = toUtf8({ name, onWarning: options.onWarning })
-  const parser = input.pipe(text).pipe(
-    parse({
-      bom: true,
-      delimiter: options.delimiter ?? ',',
-      skip_empty_lines: true,
-      relax_column_count: true,
-      // Also lets a quoted cell follow a space (`a, "b, c"`), as hand-edited files have.
-      trim: true,
-      info: true,
-    }),
-  )
   // pipe() does not forward a source error (a missing file): without this the iterator would wait forever.
-  input.once('error', (error) => parser.destroy(error))
-  text.once('error', (error) => parser.destroy(error))
+  input.once('error', (error) => text.destroy(error))
+  let parser: ReturnType<typeof parse> | undefined
   let headers: string[] | undefined
   let phoneIndex = -1
   // csv-parse counts a line break inside a quoted cell written as \r\n as two lines; the file's editor, one. The
   // surplus so far, taken off each row number, so `row` stays the line (where the row ends) the user sees.
   let surplus = 0
   try {
+    const { delimiter, chunks } = options.delimiter ? { delimiter: options.delimiter, chunks: input.pipe(text) } : await withDelimiter(input.pipe(text))
+    const source = Readable.from(chunks)
+    // An error of the decoded text reaches the parser through this stream (and one after the parser is done, a
+    // "premature close" as the streams are torn down, goes nowhere).
+    source.once('error', (error) => parser?.destroy(error))
+    parser = source.pipe(
+      parse({
+        bom: true,
+        delimiter,
+        skip_empty_lines: true,
+        relax_column_count: true,
+        // `Bob "The Builder"` and `5'10"` are read as written: a quote inside an unquoted cell is a character, not an error.
+        relax_quotes: true,
+        // Also lets a quoted cell follow a space (`a, "b, c"`), as hand-edited files have.
+        trim: true,
+        info: true,
+      }),
+    )
     for await (const item of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
       const { info } = item
       const record = item.record
@@ -117,7 +167,7 @@ export async function* readContacts(source: ContactsSource, options: ReadContact
       // A row of empty cells (",,,") is an empty line to a spreadsheet user.
       if (record.every((cell) => cell === '')) continue
       if (!headers) {
-        headers = record.map((h) => h.replace(/^\uFEFF/, '').trim())
+        headers = uniqueHeaders(record.map((h) => h.replace(/^\uFEFF/, '').trim()), name, options.onWarning)
         phoneIndex = findPhoneColumn(headers, options.phoneAliases)
         if (phoneIndex < 0) {
           const found = headers.filter(Boolean).join(', ') || 'no columns'
@@ -142,10 +192,11 @@ export async function* readContacts(source: ContactsSource, options: ReadContact
     if (error instanceof NotTextError) throw new ContactsError(error.message)
     const code = (error as { code?: string }).code
     if (code === 'ENOENT') throw new ContactsError(`cannot read ${name}: no such file`)
-    if (typeof code === 'string' && code.startsWith('CSV_')) throw new ContactsError(`${name} is not a readable CSV: ${(error as Error).message}`)
+    // Every csv-parse error (its codes mostly start CSV_, not all: INVALID_OPENING_QUOTE) is the file's, not the service's.
+    if (error instanceof CsvError || (typeof code === 'string' && code.startsWith('CSV_'))) throw new ContactsError(`${name} is not a readable CSV: ${(error as Error).message}`)
     throw error
   } finally {
-    parser.destroy()
+    parser?.destroy()
     text.destroy()
     input.destroy()
   }

@@ -1,4 +1,5 @@
 import { HTTPError, type H3 } from 'h3'
+import { decodeCsvText, NotTextError } from '../campaigns/csv-encoding.ts'
 import { addToDnc, dncImportTask, listDnc, removeFromDnc, type DncImportResult } from '../campaigns/dnc.ts'
 import { normalizePhone } from '../campaigns/phones.ts'
 import { localDate, reportableDay } from '../reports/day-range.ts'
@@ -115,7 +116,13 @@ ${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', ''], dnc.
     if (!file || typeof file === 'string') throw new HTTPError({ status: 400, message: 'choose a CSV file' })
     if (file.size > MAX_CSV_BYTES) throw new HTTPError({ status: 413, message: 'the CSV is larger than 5 MB' })
     // Off the receiver's thread under `serve` (`dncImportTask`): a 5 MB file is seconds of parsing.
-    const result = await runProcessingTask(rt, dncImportTask, { text: await file.text(), source: `dashboard import: ${file.name}`.slice(0, 200) })
+    // Decoded as the dnc.csv file is: a spreadsheet's "Unicode Text" export is UTF-16, and read as UTF-8 every line of
+    // it was "not a phone number"; a Windows-1252 export is mended; a workbook is refused, not imported as nothing.
+    const text = await decodeCsvText(new Uint8Array(await file.arrayBuffer()), { name: 'the file' }).catch((error: unknown) => {
+      if (error instanceof NotTextError) throw new HTTPError({ status: 400, message: error.message })
+      throw error
+    })
+    const result = await runProcessingTask(rt, dncImportTask, { text, source: `dashboard import: ${file.name}`.slice(0, 200) })
     return render(event, result)
   })
 }

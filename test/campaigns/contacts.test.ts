@@ -93,6 +93,32 @@ describe('readContacts', () => {
 
   it('an unterminated quote is reported as an unreadable CSV', async () => {
     await expect(all(file('phone,name\n9876543210,"open\n'))).rejects.toThrow(/is not a readable CSV/)
+    // Whatever csv-parse's error code (INVALID_OPENING_QUOTE has no CSV_ prefix), a file it refuses is a ContactsError.
+    await expect(all(file('phone,name\n9876543210,"Bob" x"\n'))).rejects.toBeInstanceOf(ContactsError)
+  })
+
+  it('reads a quote inside an unquoted cell as written (Bob "The Builder", 5\'10")', async () => {
+    expect((await all(file('phone,name,height\n9876543210,Bob "The Builder",5\'10"\n9876543211,Ann,\n'))).map((r) => r.fields)).toEqual([
+      { name: 'Bob "The Builder"', height: '5\'10"' },
+      { name: 'Ann', height: '' },
+    ])
+  })
+
+  it('reads a semicolon file (Excel where the decimal mark is a comma) and a tab-separated one by their header', async () => {
+    expect(await all(file('Phone;Name;Notiz\n+49 30 12345678;Müller, Hans;"a; b"\n'))).toEqual([{ row: 2, phone: '+49 30 12345678', fields: { Name: 'Müller, Hans', Notiz: 'a; b' } }])
+    // Excel's "Unicode Text": UTF-16 with a BOM, tab-separated, CRLF.
+    const unicodeText = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('phone\tname\r\n9876543210\tJosé, Jr\r\n', 'utf16le')])
+    expect(await all(file(unicodeText))).toEqual([{ row: 2, phone: '9876543210', fields: { name: 'José, Jr' } }])
+    // A comma file with a semicolon in a cell, and a header split across the first chunks of a stream, stay commas.
+    expect(await all(['pho', 'ne,name;x\n9876543210,A;B\n'])).toEqual([{ row: 2, phone: '9876543210', fields: { 'name;x': 'A;B' } }])
+  })
+
+  it('a repeated header keeps both columns, the second numbered, with a warning', async () => {
+    const warnings: string[] = []
+    const rows: ContactRow[] = []
+    for await (const r of readContacts(file('phone,note,note,note_2\n9876543210,VIP,call after 5pm,x\n'), { name: 'leads.csv', onWarning: (w) => warnings.push(w) })) rows.push(r)
+    expect(rows[0]!.fields).toEqual({ note: 'VIP', note_2_: 'call after 5pm', note_2: 'x' })
+    expect(warnings).toEqual(['leads.csv has two columns named "note": the second is read as "note_2_"'])
   })
 })
 
@@ -126,6 +152,12 @@ describe('readContacts: encodings and files that are not CSV', () => {
     const { rows, warnings } = await read(bytes.length ? [bytes] : [])
     expect(rows.map((r) => r.fields.name)).toEqual(['Jürgen', 'Mañana'])
     expect(warnings).toHaveLength(1)
+  })
+
+  it('Windows-1252\'s own characters (0x80–0x9F: ’ “ ” € – —) are read as those characters, not control codes', async () => {
+    const bytes = Buffer.concat([Buffer.from('phone,name,offer\n9876543210,O'), Buffer.from([0x92]), Buffer.from('Brien,'), Buffer.from([0x80]), Buffer.from('50 '), Buffer.from([0x96]), Buffer.from(' '), Buffer.from([0x93, 0x61, 0x94]), Buffer.from('\n')])
+    const { rows } = await read(file(bytes))
+    expect(rows[0]!.fields).toEqual({ name: 'O\u2019Brien', offer: '\u20ac50 \u2013 \u201ca\u201d' })
   })
 
   it('a UTF-16 file with a byte-order mark is read', async () => {

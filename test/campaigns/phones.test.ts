@@ -21,6 +21,14 @@ describe('normalizePhone (DEFAULT_COUNTRY=IN)', () => {
     expect(normalizePhone(raw, IN)).toEqual({ ok: true, e164: '+919876543210', country: 'IN' })
   })
 
+  it('reads a number written as a decimal (a numeric column exported with .0) as the number, not with the 0 as a digit', () => {
+    expect(normalizePhone('3012345678.0', { defaultCountry: 'DE' })).toEqual({ ok: true, e164: '+493012345678', country: 'DE' })
+    expect(normalizePhone('6641234567.0', { defaultCountry: 'AT' })).toEqual({ ok: true, e164: '+436641234567', country: 'AT' })
+    expect(normalizePhone('919876543210.00', IN)).toEqual({ ok: true, e164: '+919876543210', country: 'IN' })
+    // Only a zero fraction is a spreadsheet's: any other is not a phone number.
+    expect(normalizePhone('9876543210.5', IN).ok).toBe(false)
+  })
+
   it('reads a +1 number whatever the default country', () => {
     expect(normalizePhone('+1 (213) 373-4253', IN)).toEqual({ ok: true, e164: '+12133734253', country: 'US' })
     expect(normalizePhone('(213) 373-4253', { defaultCountry: 'US' })).toEqual({ ok: true, e164: '+12133734253', country: 'US' })

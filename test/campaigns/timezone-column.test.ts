@@ -34,3 +34,13 @@ it('a direct call with a "TimeZone" parameter is scheduled in its own zone', asy
   expect(outcome).toMatchObject({ status: 'planned' })
   expect(plan.plan).toMatchObject([{ kind: 'call', request: { scheduled_for: '2026-03-10T16:00:00.000Z' } }])
 })
+
+it.each(['Campaign', 'CAMPAIGN', ' campaign '])('a batch row\'s own "%s" column is its campaign, under `campaign` (no second column beside it)', async (header) => {
+  const prepared = await prepareBatch(rt, [Buffer.from(`Phone,Name,${header}\n9876543210,Asha,spring-promo\n9876543211,Ravi,\n`)])
+  const effects = { dryRun: true, plan: [] }
+  const batch = await launchBatch(rt, { agentId: 101, name: 'leads', rows: prepared.rows, columns: prepared.columns }, effects)
+  expect(batch.rows).toEqual([
+    { customer_phone: '+919876543210', Name: 'Asha', campaign: 'spring-promo' },
+    { customer_phone: '+919876543211', Name: 'Ravi', campaign: 'leads' },
+  ])
+})

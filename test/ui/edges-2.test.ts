@@ -117,6 +117,22 @@ describe('posted forms have a size limit', () => {
     expect(await tooBig.text()).toContain('the form is larger than 5 MB')
   })
 
+  it('the DNC import reads a UTF-16 export (Excel\'s "Unicode Text") and refuses a workbook with the reason', async () => {
+    const upload = (bytes: Buffer, name: string) => {
+      const form = new FormData()
+      form.set('_csrf', session.csrf)
+      form.set('file', new Blob([new Uint8Array(bytes)]), name)
+      return fetch(`${base}/ui/dnc/import`, { method: 'POST', redirect: 'manual', headers: authed(), body: form })
+    }
+    const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('phone\treason\r\n+919876500001\topted out\r\n+919876500002\tasked\r\n', 'utf16le')])
+    const ok = await upload(utf16, 'dnc.txt')
+    expect(ok.status).toBe(200)
+    expect(await ok.text()).toContain('Imported: 2 added, 0 already listed, 0 row(s) with errors.')
+    const workbook = await upload(Buffer.concat([Buffer.from('PK\x03\x04'), Buffer.alloc(64)]), 'dnc.xlsx')
+    expect(workbook.status).toBe(400)
+    expect(await workbook.text()).toContain('it looks like a ZIP archive')
+  })
+
   it('a body that is not a form still reads as an empty one', async () => {
     const res = await fetch(`${base}/ui/login`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'multipart/form-data; boundary=x' }, body: 'not multipart' })
     expect(res.status).toBe(403)
