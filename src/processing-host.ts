@@ -1,6 +1,6 @@
 import { threadConfig } from './config/thread-config.ts'
 import { Worker } from 'node:worker_threads'
-import { AggregatorRegistry, type Registry } from 'prom-client'
+import { AggregatorRegistry, Counter, type Registry } from 'prom-client'
 import type { Runtime } from './runtime.ts'
 import { ALIVE_EVERY_MS, type ThreadMessage, type ThreadReply } from './processing-messages.ts'
 import { setProcessingTaskRunner } from './coordination/processing-task.ts'
@@ -10,11 +10,26 @@ import { webhookState } from './webhooks/state.ts'
 
 type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>
 
+/** A snapshot's counters and histograms: what stays true of a thread after it stops answering (gauges go stale). */
+function cumulative(json: MetricsJson): MetricsJson {
+  return json.filter((metric) => String(metric.type) === 'counter' || String(metric.type) === 'histogram')
+}
+
+async function aggregate(parts: MetricsJson[]): Promise<MetricsJson> {
+  return AggregatorRegistry.aggregate(parts as Parameters<typeof AggregatorRegistry.aggregate>[0]).getMetricsAsJSON()
+}
+
 export interface ProcessingThread {
   /** This runtime's metrics and the thread's, summed, as Prometheus text. */
   metrics(): Promise<string>
   /** False between a thread's death and its replacement being ready. */
   running(): boolean
+  /**
+   * Whether the thread reports the backlog gauges (the inbox's, the recipe queues', the outboxes'): running, and its
+   * last metrics request answered in time. While it does not (busy past METRICS_WAIT_MS, or restarting), the main
+   * thread counts them itself — an alert on the oldest pending event must fire when processing is stuck.
+   */
+  reportsMetrics(): boolean
   /** Runs a processing task (src/processing-tasks.ts) in the thread; rejects if the thread dies first or takes over TASK_WAIT_MS. */
   task(name: string, args: unknown): Promise<unknown>
   stop(): Promise<void>
@@ -65,6 +80,11 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
   let startedOnce = false
 
   const send = (message: ThreadMessage) => current?.postMessage(message)
+  /** The current thread's last metrics answer, and the counters of the threads before it (a restart keeps them). */
+  let lastAnswer: MetricsJson | undefined
+  let earlierThreads: MetricsJson | undefined
+  let silent = false
+  const restarts = new Counter({ name: 'switchboard_processing_thread_restarts_total', help: 'Processing threads restarted after stopping (an uncaught error, out of memory, or stuck)', registers: [rt.metrics] })
   // The receiver's commit rate and event-loop use, read by the thread to hold back during a burst (PROCESSING_YIELD_ABOVE).
   const load = trackReceiverLoad(rt.config.pipeline.processingYieldAbove)
 
@@ -106,11 +126,17 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
           else waiting?.reject(new Error(reply.error))
         } else if (reply.type === 'stopped') stopped?.()
       })
-      worker.on('error', (error) => rt.log.error({ err: error.message }, 'the processing thread failed'))
+      // The whole error: its stack names the recipe file a detached throw came from.
+      worker.on('error', (error) => rt.log.error({ err: error }, 'the processing thread failed'))
       worker.on('exit', (code) => {
         clearInterval(watchdog)
         if (current === worker) current = undefined
         if (readyWorker === worker) readyWorker = undefined
+        // Its counters live on in /metrics (summed with its successor's), as a process's would across a restart of a
+        // part of it: a thread's restart read as every recipe run and delivery counter dropping back or vanishing.
+        const last = lastAnswer
+        lastAnswer = undefined
+        if (last) void aggregate(earlierThreads ? [earlierThreads, cumulative(last)] : [cumulative(last)]).then((sum) => (earlierThreads = sum))
         // Metrics requests the dead thread will never answer.
         for (const [id, answer] of pending) {
           answer(undefined)
@@ -131,6 +157,7 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
         const wait = backoff
         backoff = Math.min(RESTART_MAX_MS, backoff * 2)
         rt.log.error({ code, restartInMs: wait }, 'the processing thread stopped; restarting it (events wait in the inbox meanwhile)')
+        restarts.inc()
         // What the dead thread had claimed is claimable at once (its process lives on, so no reaper would judge it).
         if (instanceId) void releaseInstance(rt, instanceId).catch((error: Error) => rt.log.warn({ err: error.message }, 'could not give back the stopped thread\'s claims; they lapse on their own'))
         cancelRestart = rt.clock.setTimeout(() => {
@@ -159,6 +186,7 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
   })
   const thread: ProcessingThread = {
     running: () => readyWorker !== undefined && readyWorker === current,
+    reportsMetrics: () => thread.running() && !silent,
     task(name: string, args: unknown): Promise<unknown> {
       const id = seq++
       return new Promise<unknown>((resolve, reject) => {
@@ -197,9 +225,16 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
         })
         reporting.postMessage({ type: 'metrics', id } satisfies ThreadMessage)
       })
-      const [own, other] = await Promise.all([rt.metrics.getMetricsAsJSON(), theirs])
-      if (!other) return rt.metrics.metrics()
-      return AggregatorRegistry.aggregate([own, other] as Parameters<typeof AggregatorRegistry.aggregate>[0]).metrics()
+      // The thread's answer first: whether it came decides what the main thread counts itself (reportsMetrics).
+      const other = await theirs
+      silent = reporting !== undefined && other === undefined
+      if (other) lastAnswer = other
+      const own = await rt.metrics.getMetricsAsJSON()
+      // A thread that did not answer in time (busy) is shown by its last answer's counters, not as none at all.
+      const threads = other ?? (lastAnswer ? cumulative(lastAnswer) : undefined)
+      const parts = [own, ...(threads ? [threads] : []), ...(earlierThreads ? [earlierThreads] : [])]
+      if (parts.length === 1) return rt.metrics.metrics()
+      return AggregatorRegistry.aggregate(parts as Parameters<typeof AggregatorRegistry.aggregate>[0]).metrics()
     },
     async stop() {
       stopping = true

@@ -56,11 +56,12 @@ function registerOpsRoutes(app: H3, rt: Runtime): void {
   registerBacklogMetrics(rt, {
     role: () => opsState(rt).role,
     // `serve`'s processing thread counts the backlog on its own connection and event loop (src/processing-thread.ts).
-    reportedElsewhere: () => opsState(rt).thread?.running() === true,
+    reportedElsewhere: () => opsState(rt).thread?.reportsMetrics() === true,
     // A process that receives webhooks counts only so far on its own loop; a worker's loop can afford the full count.
     countUpTo: opsState(rt).role === 'worker' ? undefined : RECEIVER_COUNT_UP_TO,
     // Processing on this loop (inline, or --role worker) counts its recipe queues and outboxes; a receiver leaves them to it.
-    processingQueues: () => opsState(rt).role !== 'receiver' && opsState(rt).thread === undefined,
+    // So does a process whose processing thread is not reporting (busy past the metrics wait, or restarting).
+    processingQueues: () => opsState(rt).role !== 'receiver' && opsState(rt).thread?.reportsMetrics() !== true,
   })
   app.get('/healthz', () => ({ status: 'ok' }))
   registerDependencyMetrics(rt)

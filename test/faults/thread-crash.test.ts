@@ -140,6 +140,8 @@ describe('fault: the processing thread dies', () => {
           const text = await (await fetch(`${serve.url}/metrics`)).text()
           const gauge = Number(/^switchboard_events_pending\{role="all"\} (\d+)/m.exec(text)?.[1])
           expect(gauge).toBe(pending())
+          // The restart is counted.
+          expect(text).toMatch(/^switchboard_processing_thread_restarts_total 1$/m)
         }
         writeFileSync(go, 'x')
         await until(() => pending() === 0, 'the backlog to drain once the thread is ready')
@@ -148,6 +150,55 @@ describe('fault: the processing thread dies', () => {
       }
     } finally {
       writeFileSync(go, 'x')
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 90_000)
+
+  it('while the thread is busy past the metrics wait, /metrics still has the backlog gauges and the thread\'s counters', async () => {
+    await serve?.stop()
+    const dir = mkdtempSync(join(tmpdir(), 'sb-thread-busy-'))
+    const spinning = join(dir, 'spinning.flag')
+    try {
+      writeFileSync(join(dir, 'quick.ts'), `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'counts', on: ['call.completed'], run: () => ({}) })\n`)
+      // Four seconds of synchronous work: past /metrics' 2 s wait for the thread, within its watchdog's 10 s.
+      writeFileSync(
+        join(dir, 'heavy.ts'),
+        [
+          `import { writeFileSync } from 'node:fs'`,
+          `import { defineRecipe } from 'switchboard'`,
+          `export default defineRecipe({ description: 'four seconds of synchronous work', on: ['call.busy'], run() {`,
+          `  writeFileSync(${JSON.stringify(spinning)}, 'x')`,
+          `  const end = Date.now() + 4000`,
+          `  while (Date.now() < end) {}`,
+          `  return {}`,
+          `} })`,
+          ``,
+        ].join('\n'),
+      )
+      serve = await startServe({ WEBHOOK_SECRET: SECRET, RECIPES_DIR: dir, RECIPES_TIMEZONE: 'UTC', RECIPES_TYPECHECK: 'false', VOICE_API_KEY: 'sk_fault_thread', VOICE_API_BASE_URL: 'http://127.0.0.1:9', BACKLOG_DEGRADED_SECONDS: '3600' })
+      await waitForLog(serve, /switchboard ready/)
+      const body = (id: string, type: 'call.completed' | 'call.busy') => {
+        const event = makeEvent({ event_id: id, event_type: type })
+        return { eventId: event.event_id, body: JSON.stringify(event) }
+      }
+      const quickRuns = (text: string) => Number(/^switchboard_recipe_runs_total\{recipe="quick",trigger="event",outcome="succeeded"\} (\d+)/m.exec(text)?.[1] ?? 0)
+      await sendWithRetries({ port: serve.port, secret: SECRET, bodies: [body('evt_busy_first', 'call.completed')], lanes: 1, retryMs: 100 })
+      let before = ''
+      await until(async () => quickRuns((before = await (await fetch(`${serve!.url}/metrics`)).text())) === 1, 'the first run to be counted')
+
+      await sendWithRetries({ port: serve.port, secret: SECRET, bodies: [body('evt_busy_spin', 'call.busy')], lanes: 1, retryMs: 100 })
+      await until(() => existsSync(spinning), 'the heavy recipe to be spinning')
+      await sendWithRetries({ port: serve.port, secret: SECRET, bodies: [1, 2, 3].map((i) => body(`evt_busy_${i}`, 'call.completed')), lanes: 1, retryMs: 100 })
+      const during = await (await fetch(`${serve.url}/metrics`)).text()
+      expect(Number(/^switchboard_events_pending\{role="all"\} (\d+)/m.exec(during)?.[1])).toBeGreaterThanOrEqual(3)
+      expect(during).toMatch(/^switchboard_events_oldest_pending_age_seconds\{role="all"\} [\d.]+$/m)
+      expect(quickRuns(during)).toBe(1)
+      // Once it answers again, the gauges are its own (counted once) and the runs go on being counted.
+      await until(async () => quickRuns(await (await fetch(`${serve!.url}/metrics`)).text()) === 2, 'the queued events to run')
+      const after = await (await fetch(`${serve.url}/metrics`)).text()
+      expect(after.match(/^switchboard_events_pending\{/gm)).toHaveLength(1)
+      expect(before).toMatch(/^switchboard_processing_thread_restarts_total 0$/m)
+    } finally {
       rmSync(dir, { recursive: true, force: true })
     }
   }, 90_000)

@@ -100,9 +100,9 @@ export async function waitForLog(child: ServeChild, msg: RegExp, timeoutMs = 30_
 }
 
 /** Polls `check` every 50 ms until it holds; fails naming `what` after `timeoutMs`. */
-export async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+export async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
   const started = Date.now()
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`)
     await new Promise((r) => setTimeout(r, 50))
   }
