@@ -6,7 +6,7 @@ import { insertRows } from '../db/insert-rows.ts'
 import type { Runtime } from '../runtime.ts'
 import { workspaceKey as configuredWorkspaceKey } from '../config/workspace-key.ts'
 import { VoiceApiError } from '../upstream/errors.ts'
-import type { CallRequest } from '../upstream/schemas.ts'
+import { ERROR_TYPES, type CallRequest } from '../upstream/schemas.ts'
 import { rateLimitResetMs } from '../upstream/rate-limit-reset.ts'
 import { backoffMs } from '../utils/backoff.ts'
 import { chunks } from '../utils/chunks.ts'
@@ -354,9 +354,16 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
       return
     }
     await settle(rt, row, owner, { status: isAmbiguous(error) ? 'failed' : 'rejected', error: `${error.type}: ${error.message}` })
-    metrics.failed.inc({ reason: error.type })
+    metrics.failed.inc({ reason: failureReason(error.type) })
     log.warn({ type: error.type, status: error.status, err: error.message }, 'queued call not placed; calls list shows it with this error')
   }
+}
+
+/** Label values the failure counter takes: the spec's error types and the client's own; anything else a provider (or a
+ * gateway in front of it) sends as `type` is `other`, so a label cannot grow without bound. */
+const FAILURE_REASONS: ReadonlySet<string> = new Set([...ERROR_TYPES, 'network_error', 'timeout', 'invalid_response'])
+function failureReason(type: string): string {
+  return FAILURE_REASONS.has(type) ? type : 'other'
 }
 
 /** A process with no queue running sends a call it just queued itself (once; a 429 leaves it queued). */

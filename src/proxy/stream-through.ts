@@ -1,3 +1,4 @@
+import { noteUpstream } from '../health/upstream-observation.ts'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import { Readable } from 'node:stream'
@@ -109,6 +110,8 @@ export async function streamThrough(
     // From here the deadline watches the answer's body (below); it stops when the body ends.
     deadline.arm()
     const status = upstream.statusCode ?? 502
+    // Judged as every request to the provider is (src/health/upstream-observation.ts): a 5xx is down, a 4xx is up.
+    noteUpstream(rt, { status })
     if (status >= 200 && status < 300 && init.onSuccess) await init.onSuccess().catch((err) => rt.log.warn({ err }, 'post-upload hook failed'))
     // A Response with a body and a null-body status throws: those answers have none to pass on anyway.
     const responseBody = request.method === 'HEAD' || NULL_BODY_STATUSES.has(status) ? null : deadline.watch(Readable.toWeb(upstream) as ReadableStream<Uint8Array>)
@@ -120,7 +123,8 @@ export async function streamThrough(
   } catch (error) {
     deadline.stop()
     if (overLimit) return tooLarge()
-    if (deadline.signal.aborted) return failureResponse({ failure: 'timeout', message: `the provider did not answer within ${timeoutMs} ms` })
-    return failureResponse(failureOf(error, timeoutMs))
+    const failure = deadline.signal.aborted ? { ok: false as const, failure: 'timeout' as const, message: `the provider did not answer within ${timeoutMs} ms` } : failureOf(error, timeoutMs)
+    noteUpstream(rt, { status: 0, error: failure.message })
+    return failureResponse(failure)
   }
 }

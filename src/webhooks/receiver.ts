@@ -9,6 +9,8 @@ import { campaignOfCall } from './event-campaign.ts'
 import { mayHaveBeenForgotten, oldEnoughToBeForgotten, rememberedDays } from './forgotten-event.ts'
 import { MAX_CONVERSATION_ID_LENGTH, MAX_EVENT_ID_LENGTH, MAX_EVENT_TYPE_LENGTH, MAX_TRACE_ID_LENGTH, checkId, containsNul, type IdCheck } from './storable.ts'
 import { readLimited } from '../utils/read-limited.ts'
+import { createLogThrottle, type LogThrottle } from '../utils/log-throttle.ts'
+import { printable } from '../utils/printable.ts'
 
 export const DEFAULT_TARGET = 'formant'
 /** Headers kept with each event for audit. Signatures are never stored. */
@@ -17,6 +19,8 @@ const AUDIT_HEADERS = [
   'webhook-id', 'webhook-timestamp', 'x-request-id', 'x-forwarded-for',
 ]
 const RETRY_AFTER_SECONDS = 5
+/** Refusal log lines, per runtime: at most one a second per target and reason. */
+const rejectionThrottles = new WeakMap<Runtime, LogThrottle>()
 
 /** The target a path names: `formant` is the provider's default unless configured explicitly. */
 export function resolveTarget(rt: Runtime, name: string): WebhookTargetConfig | undefined {
@@ -103,6 +107,8 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   const started = performance.now()
   const metrics = webhookMetrics(rt.metrics)
   const { inbox } = webhookState(rt)
+  let rejectionLogs = rejectionThrottles.get(rt)
+  if (!rejectionLogs) rejectionThrottles.set(rt, (rejectionLogs = createLogThrottle(1_000)))
   const target = resolveTarget(rt, targetName)
   const label = target ? targetName : 'unknown'
   metrics.received.inc({ target: label })
@@ -114,7 +120,10 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
     reject(status: number, reason: string, type: string, message: string, headers: Record<string, string> = {}) {
       metrics.rejected.inc({ target: label, reason })
       inbox.countRejection(label, reason, rt.clock.now())
-      rt.log.warn({ target: label, reason, status }, `webhook rejected: ${message}`)
+      // One line a second per target and reason: refusals are counted in full above, and a flood of them (a scanner,
+      // a misconfigured sender) must not fill the disk with identical lines.
+      const { log, suppressed } = rejectionLogs.take(`${label}\0${reason}`, rt.clock.now())
+      if (log) rt.log.warn({ target: label, reason, status, ...(suppressed ? { not_logged_since: suppressed } : {}) }, `webhook rejected: ${message}`)
       answer.observe('rejected')
       return errorResponse(status, type, message, headers)
     },
@@ -122,9 +131,20 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   const reject = answer.reject
   const observe = answer.observe
 
-  if (!target) return reject(404, 'unknown_target', 'not_found', `no webhook target named "${targetName}"`)
+  // The name comes from the URL: quoted short, whatever its length.
+  if (!target) return reject(404, 'unknown_target', 'not_found', `no webhook target named "${printable(targetName, 64)}"`)
 
-  const read = await readBodyLimited(event, rt.config.webhook.maxBytes)
+  let read: Awaited<ReturnType<typeof readBodyLimited>>
+  try {
+    read = await readBodyLimited(event, rt.config.webhook.maxBytes)
+  } catch (error) {
+    // The sender hung up before its body ended (its timeout, a dropped connection): nothing to store or answer, and
+    // nothing wrong here — it sends again. Counted, and logged at info, not as the service's error.
+    metrics.rejected.inc({ target: label, reason: 'aborted' })
+    observe('aborted')
+    rt.log.info({ target: label, err: (error as Error).message }, 'webhook delivery aborted by the sender before its body ended; it will be sent again')
+    return errorResponse(400, 'invalid_request', 'the request body ended early')
+  }
   if (!read.ok) {
     return reject(413, 'too_large', 'payload_too_large', `body is larger than ${rt.config.webhook.maxBytes} bytes`, { connection: 'close' })
   }

@@ -23,7 +23,7 @@ interface FakeProvider {
   scheduledFor: Map<string, string | undefined>
   requests: number
   /** 'lost': the call is created, and its answer replaced by a gateway's 502. */
-  script: Array<'rate' | 'concurrency' | 'error' | 'lost'>
+  script: Array<'rate' | 'concurrency' | 'error' | 'lost' | 'odd-type'>
   /** API keys answered 429 (rate limit, Retry-After 30 s) on every request. */
   limited: Set<string>
   close(): Promise<void>
@@ -50,6 +50,11 @@ async function startFakeProvider(): Promise<FakeProvider> {
       if (next === 'concurrency') {
         res.writeHead(429, { 'retry-after': '10' })
         return res.end(JSON.stringify({ error: { message: 'concurrent call limit reached. 10 simultaneous calls allowed.', type: 'concurrent_call_limit_exceeded', current_calls: 10, max_calls: 10 } }))
+      }
+      if (next === 'odd-type') {
+        // A type the spec does not list (a gateway's, a newer provider's): each answer a new one.
+        res.writeHead(400)
+        return res.end(JSON.stringify({ error: { message: 'refused', type: `gateway "refusal" #${fake.requests}\n${'z'.repeat(100)}` } }))
       }
       if (fake.created.has(body.idempotency_key)) {
         res.writeHead(409)
@@ -235,6 +240,19 @@ describeEachDialect('paced call queue', (dialect) => {
       await queue!.idle()
       expect(await statuses()).toEqual(['key-0', 'key-1', 'key-2', 'key-3', 'key-4', 'key-5'].map((k) => `${k}:initiated`))
     }, { timeout: 10_000, interval: 50 })
+  })
+
+  it('a refusal whose error type the spec does not list counts under reason "other": the label stays bounded', async () => {
+    await boot()
+    fake.script = ['odd-type', 'odd-type', 'odd-type']
+    queue = startCallQueue(rt)
+    for (let i = 0; i < 3; i++) await enqueueCall(rt, call(i))
+    await vi.waitFor(async () => {
+      await queue!.idle()
+      expect(await statuses()).toEqual(['key-0:rejected', 'key-1:rejected', 'key-2:rejected'])
+    })
+    const failed = (await rt.metrics.metrics()).split('\n').filter((l) => l.startsWith('switchboard_calls_failed_total{'))
+    expect(failed).toEqual(['switchboard_calls_failed_total{reason="other"} 3'])
   })
 
   it('a number put on the do-not-call list while its call waited (held by a 429) is not called: rejected, with why', async () => {

@@ -120,6 +120,26 @@ describe('readiness under serve: processing in its own thread', () => {
     otherwise = 200
   })
 
+  it('a request the proxy streams through (a batch upload) marks the provider down when it answers 5xx or cannot be reached', async () => {
+    const upload = (server: { url: string }) => {
+      const form = new FormData()
+      form.set('agent_id', '101')
+      form.set('file', new Blob(['customer_phone\n+919876543210\n'], { type: 'text/csv' }), 'b.csv')
+      return fetch(`${server.url}/v1/batch-call`, { method: 'POST', headers: { authorization: 'Bearer sk_live_ready' }, body: form })
+    }
+    const readyz = async (server: { url: string }) => ((await (await fetch(`${server.url}/readyz`)).json()) as { status: string; dependencies: Record<string, string> })
+    otherwise = 503
+    let server = await serveInProcess.start({ VOICE_API_KEY: 'sk_live_ready', VOICE_API_BASE_URL: providerUrl })
+    expect((await upload(server)).status).toBe(503)
+    expect(await readyz(server)).toMatchObject({ status: 'degraded', dependencies: { upstream: 'down: HTTP 503' } })
+    await server.close()
+
+    server = await serveInProcess.start({ VOICE_API_KEY: 'sk_live_ready', VOICE_API_BASE_URL: `http://127.0.0.1:${await closedPort()}` })
+    expect((await upload(server)).status).toBe(502)
+    expect(await readyz(server)).toMatchObject({ status: 'degraded', dependencies: { upstream: expect.stringMatching(/^down: cannot reach the provider/) } })
+    expect(await (await fetch(`${server.url}/metrics`)).text()).toMatch(/^switchboard_dependency_up\{dependency="upstream"\} 0$/m)
+  }, 20_000)
+
   // The thread runs on the system clock, so this waits for its first reconciliation (RECONCILE_INTERVAL_SECONDS=1).
   it("the thread's reconciliation failing marks the main thread's /readyz degraded, with no proxy traffic", async () => {
     otherwise = 500

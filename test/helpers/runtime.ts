@@ -5,7 +5,7 @@ import { loadConfig, type Config } from '../../src/config/load.ts'
 import type { Dialect } from '../../src/db/connect.ts'
 import { createRuntime, type Runtime } from '../../src/runtime.ts'
 import { createManualClock, type Clock } from '../../src/utils/clock.ts'
-import { createSilentLogger } from '../../src/utils/logger.ts'
+import { createSilentLogger, type Logger } from '../../src/utils/logger.ts'
 import { createSeededRandom, type Random } from '../../src/utils/random.ts'
 import { openTestStore, type TestStore } from './db.ts'
 import { FIXTURE_RECIPES_DIR } from './recipes.ts'
@@ -22,7 +22,7 @@ export interface TestRuntime extends Runtime {
  * seeded random unless given, silent logs. `env` overrides configuration as the environment would.
  */
 export async function createTestRuntime(
-  options: { dialect?: Dialect; env?: Record<string, string>; clock?: Clock; random?: Random } = {},
+  options: { dialect?: Dialect; env?: Record<string, string>; clock?: Clock; random?: Random; log?: Logger } = {},
 ): Promise<TestRuntime> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-data-'))
   const store = await openTestStore(options.dialect ?? 'sqlite')
@@ -37,7 +37,7 @@ export async function createTestRuntime(
     clock: options.clock ?? createManualClock(),
     // Each runtime its own seed: two runtimes on one database (replica tests) must not mint the same ids.
     random: options.random ?? createSeededRandom(seed++),
-    log: createSilentLogger(),
+    log: options.log ?? createSilentLogger(),
   })
   const close = rt.close
   return Object.assign(rt, {
