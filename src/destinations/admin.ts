@@ -4,11 +4,13 @@ import { adminRoute } from '../utils/admin-auth.ts'
 import { runProcessingTask } from '../coordination/processing-task.ts'
 import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, DestinationNotConfiguredError, destinationsOverviewTask, getDelivery, isDeliveryStatus, isKnownDestination, listDeliveries, notConfigured, replayDelivery, replayFailedTask } from './deliveries.ts'
 import { enableDestination } from './state.ts'
+import { parseDayOrInstant } from '../utils/iso-datetime.ts'
 
+/** As the CLI's `--since`/`--until`: a day (its UTC midnight) or a time with its zone, never "March 7" read as 2001. */
 function time(value: unknown, name: string): number | undefined {
   if (value === undefined || value === null || value === '') return undefined
-  const ms = typeof value === 'string' ? Date.parse(value) : NaN
-  if (Number.isNaN(ms)) throw new HTTPError({ status: 400, message: `${name} must be an ISO time` })
+  const ms = typeof value === 'string' ? parseDayOrInstant(value) : undefined
+  if (ms === undefined) throw new HTTPError({ status: 400, message: `${name} must be an ISO day (its UTC midnight) or a time with its zone, such as 2026-03-01 or 2026-03-01T00:00:00Z` })
   return ms
 }
 

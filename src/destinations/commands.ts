@@ -3,17 +3,14 @@ import type { Runtime } from '../runtime.ts'
 import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, DestinationNotConfiguredError, getDelivery, isDeliveryStatus, isKnownDestination, listDeliveries, notConfigured, replayDelivery, replayFailed, summarizeDestinations } from './deliveries.ts'
 import { enableDestination } from './state.ts'
 import { sendTestEvent } from './test-send.ts'
-import { isZonedIsoDateTime } from '../utils/iso-datetime.ts'
+import { parseDayOrInstant } from '../utils/iso-datetime.ts'
 import { printable } from '../utils/printable.ts'
 
 function isoFlag(ctx: CliContext, name: string): number | undefined {
   const raw = ctx.values[name]
   if (raw === undefined) return undefined
-  // A day (its UTC midnight) or a time with its zone; not whatever Date.parse makes of "March 7" (2001-03-07) or "1".
-  const text = typeof raw === 'string' ? raw.trim() : ''
-  const instant = /^\d{4}-\d{2}-\d{2}$/.test(text) ? `${text}T00:00:00Z` : text
-  const ms = isZonedIsoDateTime(instant) ? Date.parse(instant) : NaN
-  if (Number.isNaN(ms)) throw new CliError(`--${name} must be an ISO day or time with its zone such as 2026-03-01 or 2026-03-01T00:00:00Z (got "${String(raw)}")`)
+  const ms = typeof raw === 'string' ? parseDayOrInstant(raw) : undefined
+  if (ms === undefined) throw new CliError(`--${name} must be an ISO day (its UTC midnight) or a time with its zone such as 2026-03-01 or 2026-03-01T00:00:00Z (got "${String(raw)}")`)
   return ms
 }
 

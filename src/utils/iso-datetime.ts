@@ -18,3 +18,14 @@ export function isZonedIsoDateTime(text: string): boolean {
   const realDay = date.getUTCFullYear() === year && date.getUTCMonth() === month! - 1 && date.getUTCDate() === day
   return realDay && hour! <= 23 && minute! <= 59 && second! <= 59 && offsetHours! <= 23 && offsetMinutes! <= 59
 }
+
+/**
+ * A day (`2026-03-01`: its UTC midnight) or an ISO 8601 time with its zone, as epoch ms; undefined for anything else —
+ * not whatever `Date.parse` makes of "March 7" (2001-03-07), "1", or a zoneless time (read in the server's zone).
+ * What `--since`/`--until` and the admin routes' `since`/`until` take.
+ */
+export function parseDayOrInstant(text: string): number | undefined {
+  const trimmed = text.trim()
+  const instant = /^\d{4}-\d{2}-\d{2}$/.test(trimmed) ? `${trimmed}T00:00:00Z` : trimmed
+  return isZonedIsoDateTime(instant) ? Date.parse(instant) : undefined
+}

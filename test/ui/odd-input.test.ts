@@ -65,4 +65,16 @@ describeEachDialect('odd input on the dashboard and /admin', (dialect) => {
     }
     expect((await get('/ui/campaigns?date=2026-02-28')).status).toBe(200)
   })
+
+  it('since/until on /admin/destinations are a day or a time with its zone, as the CLI takes them: not "March 7" read as 2001', async () => {
+    for (const since of ['March%207', '1', '2026-03-01T00:00', '2026-02-30']) {
+      const res = await get(`/admin/destinations/deliveries?since=${since}`)
+      expect(res.status, since).toBe(400)
+      expect(await res.text(), since).toContain('since must be an ISO day (its UTC midnight) or a time with its zone')
+    }
+    for (const since of ['2026-03-01', '2026-03-01T00:00:00Z', '2026-03-01T05:30:00%2B05:30']) expect((await get(`/admin/destinations/deliveries?since=${since}`)).status, since).toBe(200)
+    const replay = await app.fetch(new Request('http://localhost/admin/destinations/crm/replay', { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ since: 'March 7' }) }))
+    expect(replay.status).toBe(400)
+  })
 })
+
