@@ -1,5 +1,6 @@
 import { getTimezonesForCountry } from 'countries-and-timezones'
 import { countryOfPhone } from './phones.ts'
+import { northAmericanZone } from './zone-abbreviations.ts'
 import { localParts, type LocalParts } from '../utils/time-zone.ts'
 
 /**
@@ -146,14 +147,20 @@ export function countryTimeZone(country: string | undefined): string | undefined
 
 /**
  * The recipient's time zone: the number's country when that country has one zone, else the contact's
- * `timezone` column when it names a valid zone, else the fallback (the recipe's).
+ * `timezone` column when it names a valid zone (for a US or Canadian number, `EST`, `PT`, `Eastern`… as the zone they
+ * mean), else the fallback (the recipe's).
  */
 export function timeZoneForPhone(
   e164: string,
   options: { column?: string | null; fallback: string; country?: string | undefined },
 ): string {
-  const fromCountry = countryTimeZone(options.country ?? countryOfPhone(e164))
+  const country = options.country ?? countryOfPhone(e164)
+  const fromCountry = countryTimeZone(country)
   if (fromCountry) return fromCountry
-  if (isValidTimeZone(options.column?.trim())) return options.column!.trim()
+  const column = options.column?.trim()
+  // A +1 number's "EST" means New York's time, daylight saving and all (Intl reads it as UTC−5 all year).
+  const abbreviated = column && (country === 'US' || country === 'CA') ? northAmericanZone(column) : undefined
+  if (abbreviated) return abbreviated
+  if (isValidTimeZone(column)) return column
   return options.fallback
 }

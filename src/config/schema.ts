@@ -1,3 +1,4 @@
+import { northAmericanZone } from '../campaigns/zone-abbreviations.ts'
 import { isSupportedCountry } from 'libphonenumber-js/max'
 import { z } from 'zod'
 import { destinationsSchema } from './destinations.ts'
@@ -94,7 +95,11 @@ const timeZone = z.string().refine(
     }
   },
   { error: 'must be an IANA time zone such as Asia/Kolkata' },
-)
+).superRefine((tz, ctx) => {
+  // Intl takes EST (UTC−5 all year, no daylight saving): a recipe's 08:00 would run at 09:00 New York time all summer.
+  const meant = northAmericanZone(tz)
+  if (meant) ctx.addIssue({ code: 'custom', message: `is an abbreviation Intl reads without daylight saving: name the zone, e.g. ${meant}` })
+})
 
 /** How one named webhook target verifies what it receives. */
 /** Strict: a misspelled key (`secret` for `secrets`) is refused instead of silently ignored. */

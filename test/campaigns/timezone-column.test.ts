@@ -44,3 +44,13 @@ it.each(['Campaign', 'CAMPAIGN', ' campaign '])('a batch row\'s own "%s" column 
     { customer_phone: '+919876543211', Name: 'Ravi', campaign: 'leads' },
   ])
 })
+
+it.each(['EST', 'est', 'Eastern', 'ET', 'EDT'])('a +1 number\'s "%s" column means New York\'s time, daylight saving and all (Intl reads EST as UTC−5 all year)', async (zone) => {
+  await rt.close()
+  // 21:30 in New York in July (EDT): closed there, though 20:30 by UTC−5.
+  rt = await createTestRuntime({ clock: createManualClock('2026-07-16T01:30:00Z'), env: { DEFAULT_COUNTRY: 'IN', RECIPES_TIMEZONE: 'Asia/Kolkata' } })
+  const prepared = await prepareBatch(rt, [Buffer.from(`Phone,Name,timezone\n+1 212 555 0123,Bob,${zone}\n`)])
+  const batch = await launchBatch(rt, { agentId: 101, name: 'x', rows: prepared.rows }, { dryRun: true, plan: [] })
+  expect(batch.rows).toEqual([])
+  expect(batch.deferred.map((d) => d.opensAt)).toEqual(['2026-07-16T13:00:00.000Z'])
+})
