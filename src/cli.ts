@@ -40,7 +40,16 @@ const serveCommand = defineCommand({
     if (!ROLES.includes(role as Role)) throw new CliError(`--role must be one of ${ROLES.join(', ')} (got "${role}")`, 2)
     const signal = waitForStopSignal()
     try {
-      const server = await startServer({ env: ctx.env, banner: role !== 'worker', role: role as Role, processing: 'thread' })
+      // A stop while starting ends the process there: start-up can wait a long time (processing waits out a database
+      // that is down, recipes take seconds to load), and a process manager's SIGTERM must not wait for it. Nothing is
+      // lost: what the listener has answered 2xx is committed, and the rest is sent again.
+      const starting = startServer({ env: ctx.env, banner: role !== 'worker', role: role as Role, processing: 'thread' })
+      const first = await Promise.race([starting.then((server) => ({ server })), signal.stopped.then((stopped) => ({ stopped }))])
+      if ('stopped' in first) {
+        process.stdout.write(`\n${first.stopped} while starting: stopped before start-up finished\n`)
+        process.exit(0)
+      }
+      const server = first.server
       const stopLoggingRejections = logUnhandledRejections(server.rt)
       const received = await signal.stopped
       process.stdout.write(`\n${received}: shutting down…\n`)

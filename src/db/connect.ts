@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs'
+import { accessSync, constants as fsConstants, existsSync, mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import pg from 'pg'
@@ -73,8 +73,30 @@ export function checkpointOnlyAsBackstop(store: Store): void {
   store.sqlite?.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`)
 }
 
+/**
+ * Fails with SQLITE_READONLY when this process cannot write the database. SQLite opens a file it may only read
+ * read-only without a word (a database made by root, a `-wal` left by another user, a read-only mount), and every
+ * read — migrations already applied included — works: the service then started half-way, said ready, and refused
+ * every webhook. Asked of the file system (what SQLite's own open tries), so it takes no lock: a probe write would
+ * fail with SQLITE_BUSY whenever another connection is writing.
+ */
+function assertWritable(file: string): void {
+  for (const path of [dirname(file), file, `${file}-wal`, `${file}-shm`]) {
+    if (!existsSync(path)) continue
+    try {
+      accessSync(path, fsConstants.W_OK)
+    } catch (error) {
+      const why = (error as NodeJS.ErrnoException).code === 'EROFS' ? 'is on a read-only file system' : 'is not writable by this process'
+      throw Object.assign(new Error(`${path} ${why}`), { code: 'SQLITE_READONLY' })
+    }
+  }
+}
+
 function openSqlite(file: string, options: OpenOptions): Store {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
+  if (file !== ':memory:') {
+    mkdirSync(dirname(file), { recursive: true })
+    assertWritable(file)
+  }
   const sqlite = new BetterSqlite3(file)
   sqlite.pragma('journal_mode = WAL')
   // FULL: a 2xx is answered only after the commit, so the commit must survive a power loss too.

@@ -6,19 +6,35 @@ const UNREACHABLE = new Set([
   // Postgres: password authentication failed, no such role / not allowed, database does not exist.
   '28P01', '28000', '3D000',
   // SQLite: the file or its folder cannot be opened or created.
-  'SQLITE_CANTOPEN', 'SQLITE_PERM', 'SQLITE_READONLY', 'ENOTDIR', 'EEXIST', 'EACCES', 'EPERM', 'EROFS', 'ENOSPC',
+  'SQLITE_CANTOPEN', 'SQLITE_PERM', 'SQLITE_READONLY', 'ENOTDIR', 'EEXIST', 'EACCES', 'EPERM', 'EROFS',
 ])
 
 /**
  * At start-up a database that cannot be reached says which one and what to check, instead of a bare
  * `connect ECONNREFUSED 127.0.0.1:5432` — with the password of the URL hidden. Other errors pass unchanged.
  */
+/** SQLite's answers about the file itself, at start-up: what to do about each. */
+const FILE_TROUBLE: ReadonlyArray<[RegExp, string]> = [
+  [/^SQLITE_(NOTADB|CORRUPT)/, 'the file is not a SQLite database or is damaged: restore it from a backup (README → Operations), or move it aside to start with an empty one'],
+  [/^SQLITE_FULL$|^ENOSPC$/, 'the disk is full: free space where DATA_DIR is'],
+  [/^SQLITE_IOERR/, 'the disk could not read or write it (full, failing, or a network mount gone): check where DATA_DIR is'],
+]
+
 export function explainOpenError(error: unknown, databaseUrl: string): unknown {
   const e = error as { code?: unknown; message?: unknown } | null
   const code = typeof e?.code === 'string' ? e.code : undefined
+  const trouble = code ? FILE_TROUBLE.find(([pattern]) => pattern.test(code))?.[1] : undefined
+  if (trouble && !databaseUrl.startsWith('postgres')) {
+    const message = typeof e?.message === 'string' ? e.message.split('\n')[0]! : String(error)
+    return new Error(`cannot open the database ${shownUrl(databaseUrl)}: ${message} (${code}) — ${trouble}`, { cause: error })
+  }
   if (!code || !UNREACHABLE.has(code)) return error
   const message = typeof e?.message === 'string' ? e.message.split('\n')[0]! : String(error)
   const reason = message.includes(code) ? message : `${code}: ${message}`
-  const hint = databaseUrl.startsWith('postgres') ? 'is it running, and is DATABASE_URL right?' : 'can this process create and write files in DATA_DIR (or the folder DATABASE_URL names)?'
+  const hint = databaseUrl.startsWith('postgres')
+    ? 'is it running, and is DATABASE_URL right?'
+    : code === 'SQLITE_READONLY'
+      ? 'check the owner and mode of the database, its -wal / -shm and their folder (made by a command run as another user, root say?)'
+      : 'can this process create and write files in DATA_DIR (or the folder DATABASE_URL names)?'
   return new Error(`cannot open the database ${shownUrl(databaseUrl)}: ${reason} — ${hint}`, { cause: error })
 }

@@ -200,7 +200,7 @@ describe('arguments a command never means', () => {
     await refused(['calls', 'list', '--recipe', ' '], '--recipe is empty (is the variable you passed set?); leave it out for the default')
     for (const limit of ['0x1', '1e0', '1.5']) await refused(['events', 'list', '--limit', limit], `--limit must be a whole number (got "${limit}")`)
     for (const since of ['March 7', '1']) {
-      await refused(['destinations', 'replay', '--destination', 'crm', '--since', since], `--since must be an ISO day or time with its zone such as 2026-03-01 or 2026-03-01T00:00:00Z (got "${since}")`)
+      await refused(['destinations', 'replay', '--destination', 'crm', '--since', since], `--since must be an ISO day (its UTC midnight) or a time with its zone such as 2026-03-01 or 2026-03-01T00:00:00Z (got "${since}")`)
     }
     // migrate names the database it cannot open and what to check, the password hidden, as every other command.
     expect(await run(['migrate'], { ...env, DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:1/app' })).toMatchObject({

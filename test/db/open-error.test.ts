@@ -66,6 +66,22 @@ describe('a database that cannot be opened at start-up', () => {
     }
   })
 
+  it('a file that is not a database, or a damaged one: names it and says to restore a backup', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-open-'))
+    try {
+      const file = join(dir, 'switchboard.db')
+      writeFileSync(file, 'this is not a database, just text that happens to be long enough to look like a header'.repeat(100))
+      const error = await openFailure(`sqlite:${file}`, dir)
+      expect(error?.message).toBe(`cannot open the database sqlite:${file}: file is not a database (SQLITE_NOTADB) — the file is not a SQLite database or is damaged: restore it from a backup (README → Operations), or move it aside to start with an empty one`)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+    const full = Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' })
+    expect((explainOpenError(full, 'sqlite:./data/switchboard.db') as Error).message).toBe('cannot open the database sqlite:./data/switchboard.db: database or disk is full (SQLITE_FULL) — the disk is full: free space where DATA_DIR is')
+    const io = Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_WRITE' })
+    expect((explainOpenError(io, 'sqlite:./data/switchboard.db') as Error).message).toMatch(/disk I\/O error \(SQLITE_IOERR_WRITE\) — the disk could not read or write it/)
+  })
+
   it('other errors pass unchanged; Postgres\'s "database does not exist" and failed logins are explained', () => {
     const syntax = Object.assign(new Error('syntax error at or near "x"'), { code: '42601' })
     expect(explainOpenError(syntax, 'postgres://db/app')).toBe(syntax)
