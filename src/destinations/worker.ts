@@ -1,3 +1,4 @@
+import { createLogThrottle } from '../utils/log-throttle.ts'
 import type { Runtime } from '../runtime.ts'
 import { createCircuitBreaker, type BreakerOptions } from './circuit-breaker.ts'
 import type { DestinationConfig } from '../config/destinations.ts'
@@ -65,6 +66,7 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
   const claimMs = destination.timeoutMs + CLAIM_GRACE_MS
   const labels = { destination: destination.name }
   const log = rt.log.child({ destination: destination.name })
+  const claimFailureLogs = createLogThrottle(10_000)
   const buffer: ClaimedDelivery[] = []
   const running = new Set<Promise<void>>()
   let pumping: Promise<void> | undefined
@@ -229,7 +231,11 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
       return
     }
     pumping = pass()
-      .catch((error) => log.error({ err: (error as Error).message }, 'destination lane could not claim deliveries'))
+      .catch((error) => {
+        // Each pump fails alike while the database does (a full disk, an outage): a line every 10 s, not every pump.
+        const { log: now, suppressed } = claimFailureLogs.take('claim', rt.clock.now())
+        if (now) log.error({ err: (error as Error).message, ...(suppressed ? { not_logged_since: suppressed } : {}) }, 'destination lane could not claim deliveries')
+      })
       .finally(() => {
         pumping = undefined
         if (again && !stopped) pump()

@@ -1,6 +1,10 @@
 import { isMigrated } from '../db/connect.ts'
 import type { Runtime } from '../runtime.ts'
+import { webhookState } from '../webhooks/state.ts'
 import { checkDependencies, describeStatus } from './dependencies.ts'
+
+/** How long a failed commit keeps /readyz unavailable without a newer delivery to tell (the provider backs off). */
+const STORAGE_TROUBLE_SHOWN_MS = 60_000
 
 export interface Readiness {
   /** 503 when the database is down or not migrated; 200 otherwise (also when degraded). */
@@ -26,6 +30,12 @@ export async function readiness(rt: Runtime): Promise<Readiness> {
     if (!(await isMigrated(rt.store))) return { httpStatus: 503, body: { status: 'unavailable', error: 'migrations pending', dependencies: shown } }
   } catch (error) {
     return { httpStatus: 503, body: { status: 'unavailable', error: (error as Error).message, dependencies: shown } }
+  }
+  // The database answers a probe, yet the receiver could not commit its last webhook (a full disk: reads work, writes
+  // do not): not ready, so a load balancer or an operator's check sees what the provider sees — 503s.
+  const trouble = webhookState(rt).storageTrouble
+  if (trouble && rt.clock.now() - trouble.at < STORAGE_TROUBLE_SHOWN_MS) {
+    return { httpStatus: 503, body: { status: 'unavailable', error: `the last webhook could not be stored (${trouble.error}); deliveries are answered 503 until one is`, dependencies: shown } }
   }
   const degraded = Object.values(dependencies).some((s) => s.state === 'down')
   return { httpStatus: 200, body: { status: degraded ? 'degraded' : 'ready', database: rt.store.dialect, dependencies: shown } }

@@ -252,15 +252,20 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
     if (error instanceof EventRefusedError) return reject(400, 'unstorable', 'invalid_request', error.message)
     const full = error instanceof StorageUnavailableError && error.reason === 'full'
     const message = error instanceof StorageUnavailableError || error instanceof CommitDeadlineError ? error.message : `storage error: ${(error as Error).message}`
-    metrics.rejected.inc({ target: label, reason: full ? 'storage_full' : 'storage_unavailable' })
-    if (full) {
-      metrics.storageFull.set(1)
-      rt.log.error({ event_id: eventId, err: message }, 'storage is full: free disk space (or raise the database size cap); webhooks are answered 503 until then')
-    } else rt.log.error({ event_id: eventId, conversation_id: conversationId, trace_id: traceId, agent_id: agentId, campaign: campaignOfCall(call), err: message }, 'webhook not stored; answered 503')
+    const reason = full ? 'storage_full' : 'storage_unavailable'
+    metrics.rejected.inc({ target: label, reason })
+    webhookState(rt).storageTrouble = { at: rt.clock.now(), error: full ? 'storage is full' : message }
+    if (full) metrics.storageFull.set(1)
+    // One line a second while it lasts (every delivery is counted): a full disk must not also fill the log's.
+    const { log, suppressed } = rejectionLogs.take(`\0${reason}`, rt.clock.now())
+    const more = suppressed ? { not_logged_since: suppressed } : {}
+    if (log && full) rt.log.error({ event_id: eventId, err: message, ...more }, 'storage is full: free disk space (or raise the database size cap); webhooks are answered 503 until then')
+    else if (log) rt.log.error({ event_id: eventId, conversation_id: conversationId, trace_id: traceId, agent_id: agentId, campaign: campaignOfCall(call), err: message, ...more }, 'webhook not stored; answered 503')
     observe('unavailable')
     return errorResponse(503, 'unavailable', full ? 'storage is full; retry later' : 'storage is unavailable; retry later', { 'retry-after': String(RETRY_AFTER_SECONDS) })
   }
   metrics.storageFull.set(0)
+  webhookState(rt).storageTrouble = undefined
   // The provider's checklist: trace_id, agent_id, conversation_id and the campaign on every line about an event.
   const log = { event_id: eventId, event_type: eventType, conversation_id: conversationId, trace_id: traceId, agent_id: agentId, campaign: campaignOfCall(call), target: targetName }
   if (duplicate) {

@@ -7,6 +7,8 @@ import type { Worker } from './worker.ts'
 export interface WebhookState {
   inbox: Inbox
   worker: Worker | undefined
+  /** The receiver's last commit, when it failed (storage full or unavailable): /readyz says so until one succeeds. */
+  storageTrouble: { at: number; error: string } | undefined
 }
 
 const states = new WeakMap<Runtime, WebhookState>()
@@ -18,7 +20,7 @@ export function webhookState(rt: Runtime): WebhookState {
       onBatch: (size) => webhookMetrics(rt.metrics).commitBatchSize.observe(size),
       deadline: { clock: rt.clock, ms: COMMIT_DEADLINE_MS },
     })
-    const created: WebhookState = { inbox, worker: undefined }
+    const created: WebhookState = { inbox, worker: undefined, storageTrouble: undefined }
     created.inbox.onCommitted(() => created.worker?.wake())
     rt.onClose(() => created.inbox.close())
     states.set(rt, created)

@@ -57,6 +57,7 @@ describe('fault: SQLite disk full', () => {
     }
     let firstFull: Delivery | undefined
     let metricWhileFull = ''
+    let readyWhileFull: { status: number; body: unknown } | undefined
     const result = await sendWithRetries({
       port: server.port,
       secret: SECRET,
@@ -71,6 +72,8 @@ describe('fault: SQLite disk full', () => {
           setTimeout(() => {
             void (async () => {
               metricWhileFull = await rt.metrics.metrics()
+              const ready = await fetch(`${server!.url}/readyz`)
+              readyWhileFull = { status: ready.status, body: await ready.json() }
               await inbox.sqlitePragma('max_page_count = 1073741823')
               spaceAt = Date.now()
             })()
@@ -94,6 +97,7 @@ describe('fault: SQLite disk full', () => {
     const stored = new Set(rows.map((r) => r.event_id))
     const lost = bodies.filter((b) => !result.acknowledged.has(b.eventId) || !stored.has(b.eventId)).length
     const metricsAfter = await rt.metrics.metrics()
+    const readyAfter = await (await fetch(`${server.url}/readyz`)).json()
     await server.close()
     server = undefined
     const check = new BetterSqlite3(file, { readonly: true })
@@ -118,6 +122,11 @@ describe('fault: SQLite disk full', () => {
     expect(processed).toBe(EVENTS)
     expect(integrity).toBe('ok')
     expect(logs.find(/^storage is full/).length).toBeGreaterThan(0)
+    // Every refusal counted, and logged at most once a second (the refusals came by the hundred a second).
+    expect(logs.find(/^storage is full/).length).toBeLessThanOrEqual(Math.ceil((spaceAt - fullAt) / 1000) + 2)
+    // /readyz says what the provider sees: not ready while the receiver cannot commit, ready again after.
+    expect(readyWhileFull).toMatchObject({ status: 503, body: { status: 'unavailable', error: expect.stringMatching(/^the last webhook could not be stored \(storage is full\)/) } })
+    expect(readyAfter).toMatchObject({ status: 'ready' })
     expect(metricWhileFull).toMatch(/^switchboard_storage_full 1$/m)
     expect(metricWhileFull).toMatch(/switchboard_webhooks_rejected_total\{target="formant",reason="storage_full"\} [1-9]/)
     expect(metricsAfter).toMatch(/^switchboard_storage_full 0$/m)
