@@ -44,6 +44,10 @@ export function withStatementCache(sqlite: BetterSqlite3Database): SqliteDatabas
       sqlite.close()
     },
     prepare(sql: string) {
+      // A COMMIT that fails with SQLITE_FULL (or IOERR) has rolled the transaction back already; kysely's ROLLBACK
+      // after it then threw "cannot rollback - no transaction is active", and that error replaced the disk-full one
+      // in every log line and event record. Nothing open: nothing to roll back.
+      if (sql === 'rollback') return idleRollback(sqlite, () => preparedStatement(sqlite, sql))
       const prepared = preparedStatement(sqlite, sql)
       let statement = views.get(prepared)
       if (!statement) {
@@ -58,5 +62,15 @@ export function withStatementCache(sqlite: BetterSqlite3Database): SqliteDatabas
       }
       return statement
     },
+  }
+}
+
+function idleRollback(sqlite: BetterSqlite3Database, prepare: () => Statement): SqliteStatement {
+  const noop = { changes: 0, lastInsertRowid: 0 }
+  return {
+    reader: false,
+    all: () => (sqlite.inTransaction ? prepare().all() : []),
+    run: () => (sqlite.inTransaction ? prepare().run() : noop),
+    iterate: () => (sqlite.inTransaction ? prepare().iterate() : [][Symbol.iterator]()),
   }
 }
