@@ -82,20 +82,29 @@ export function localTime(at: number, timeZone: string): LocalTime {
 
 /**
  * The instant a local wall-clock time occurs in `timeZone`. A time skipped by a DST jump resolves to the
- * first instant after the gap (the wall clock reads later than asked); a repeated hour picks the first.
+ * first instant after the gap (the wall clock reads later than asked); a repeated hour picks the first — or, given
+ * `notBefore`, the first that is not before it (01:30 on a fall-back night asked at the second 01:00 is the second 01:30).
  */
-export function zonedTimeToEpoch(date: { year: number; month: number; day: number }, minutes: number, timeZone: string): number {
+export function zonedTimeToEpoch(date: { year: number; month: number; day: number }, minutes: number, timeZone: string, notBefore = -Infinity): number {
   const wall = Date.UTC(date.year, date.month - 1, date.day, 0, minutes)
   // Two candidate offsets: the one before and the one after any transition near this wall time.
-  const candidates = new Set([offsetAt(wall - 86_400_000, timeZone), offsetAt(wall, timeZone), offsetAt(wall + 86_400_000, timeZone)])
+  const candidates = [...new Set([offsetAt(wall - 86_400_000, timeZone), offsetAt(wall, timeZone), offsetAt(wall + 86_400_000, timeZone)])]
   const matches: number[] = []
   for (const offset of candidates) {
     const at = wall - offset
     if (offsetAt(at, timeZone) === offset) matches.push(at)
   }
-  if (matches.length > 0) return Math.min(...matches)
-  // In a gap: the wall time never shows; the instant computed with the earlier offset lands after it.
-  return wall - Math.min(...candidates)
+  if (matches.length > 0) {
+    const later = matches.filter((at) => at >= notBefore)
+    return Math.min(...(later.length > 0 ? later : matches))
+  }
+  // In a gap: the wall time never shows. The transition lies between the instant the earlier offset gives (which
+  // reads before the gap) and the one the later gives (which reads after it), on a quarter hour as every transition.
+  const before = wall - Math.max(...candidates)
+  const after = wall - Math.min(...candidates)
+  const offsetBefore = offsetAt(before, timeZone)
+  for (let t = Math.floor(before / SLOT) * SLOT + SLOT; t < after; t += SLOT) if (offsetAt(t, timeZone) !== offsetBefore) return t
+  return after
 }
 
 function addDays(date: { year: number; month: number; day: number }, days: number) {
@@ -124,7 +133,26 @@ export function nextCallingTime(at: number, timeZone: string, window: CallingWin
   const m = l.hour * 60 + l.minute
   if (m >= start && m < end) return at
   const today = { year: l.year, month: l.month, day: l.day }
-  return zonedTimeToEpoch(m < start ? today : addDays(today, 1), start, timeZone)
+  // The first opening, today's or a later day's, that is not before `at` and is inside the window: on a DST night
+  // the day's opening may fall in the repeated hour (its first occurrence behind us, its second still to come — also
+  // after the window's first close) or in the skipped one (the first instant after the gap may be past a short
+  // window's close).
+  for (let day = 0; day < 4; day++) {
+    const opening = zonedTimeToEpoch(addDays(today, day), start, timeZone, at)
+    if (opening >= at && isWithinWindow(opening, timeZone, window)) return reopenedEarlier(at, opening, timeZone, window)
+  }
+  return zonedTimeToEpoch(addDays(today, m < start ? 0 : 1), start, timeZone, at)
+}
+
+/**
+ * A clock turned back can re-enter a window past its start (Chatham's falls from 03:45 to 02:45, inside a window open
+ * until 03:00): between `at` and the next opening, the first quarter hour — transitions fall on them — found inside
+ * the window, if the offset changes at all; else the opening.
+ */
+function reopenedEarlier(at: number, opening: number, timeZone: string, window: CallingWindow): number {
+  if (offsetAt(at, timeZone) === offsetAt(opening, timeZone)) return opening
+  for (let t = Math.floor(at / SLOT) * SLOT + SLOT; t < opening; t += SLOT) if (isWithinWindow(t, timeZone, window)) return t
+  return opening
 }
 
 const countryZones = new Map<string, string | undefined>()

@@ -58,8 +58,8 @@ describe('calling window 09:00–21:00 in the recipient’s local time', () => {
   })
 
   it('a wall time inside a DST gap resolves to just after it', () => {
-    // 02:30 does not exist in New York on 2026-03-08 (02:00 EST → 03:00 EDT).
-    expect(iso(zonedTimeToEpoch({ year: 2026, month: 3, day: 8 }, 150, 'America/New_York'))).toBe('2026-03-08T07:30:00.000Z')
+    // 02:30 does not exist in New York on 2026-03-08 (02:00 EST → 03:00 EDT): the first instant after the gap, 03:00 EDT.
+    expect(iso(zonedTimeToEpoch({ year: 2026, month: 3, day: 8 }, 150, 'America/New_York'))).toBe('2026-03-08T07:00:00.000Z')
     // 01:30 happens twice on 2026-11-01: the first (EDT) is taken.
     expect(iso(zonedTimeToEpoch({ year: 2026, month: 11, day: 1 }, 90, 'America/New_York'))).toBe('2026-11-01T05:30:00.000Z')
   })
@@ -112,5 +112,21 @@ describe('localTime agrees with Intl everywhere, including around every DST chan
     }
     expect(mismatches).toEqual([])
     expect(transitionDays).toBe(['Asia/Kolkata', 'Asia/Kathmandu'].includes(tz) ? 0 : 2)
+  })
+})
+
+describe('a window with an edge in the hour a DST change repeats or skips', () => {
+  it('the repeated hour: the next opening is never before the time asked, and may be the hour\'s second occurrence', () => {
+    // 06:00Z on 2026-11-01 is 01:00 EST, the second 01:00 in New York; 01:30 EDT (05:30Z) is behind us.
+    expect(iso(nextCallingTime(at('2026-11-01T06:00:00Z'), 'America/New_York', { start: '01:30', end: '03:00' }))).toBe('2026-11-01T06:30:00.000Z')
+    // Oslo falls back from 03:00 to 02:00: just after 02:45 CEST closed the window, 02:00 CET opens it again.
+    expect(iso(nextCallingTime(at('2026-10-25T00:45:00Z'), 'Europe/Oslo', { start: '02:00', end: '02:45' }))).toBe('2026-10-25T01:00:00.000Z')
+    // Chatham falls back from 03:45 to 02:45, inside a window open until 03:00: it reopens at the change.
+    expect(iso(nextCallingTime(at('2026-04-04T13:15:00Z'), 'Pacific/Chatham', { start: '01:30', end: '03:00' }))).toBe('2026-04-04T14:00:00.000Z')
+  })
+
+  it('the skipped hour: an opening in the gap is the first instant after it, and a window wholly inside it waits a day', () => {
+    expect(iso(nextCallingTime(at('2026-03-07T12:00:00Z'), 'America/New_York', { start: '02:30', end: '05:00' }))).toBe('2026-03-08T07:00:00.000Z')
+    expect(iso(nextCallingTime(at('2026-03-07T12:00:00Z'), 'America/New_York', { start: '02:00', end: '02:45' }))).toBe('2026-03-09T06:00:00.000Z')
   })
 })
