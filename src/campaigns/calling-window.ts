@@ -158,6 +158,17 @@ function reopenedEarlier(at: number, opening: number, timeZone: string, window: 
 const countryZones = new Map<string, string | undefined>()
 
 /**
+ * Countries with several zones of which one keeps the time of nearly everyone (outlying islands, a sparse region): a
+ * number of theirs with no `timezone` column is called in that zone rather than the recipe's — a Madrid mobile was
+ * rung at 04:30 by an Indian recipe's morning because the Canaries keep another hour. Countries split in earnest (US,
+ * CA, MX, BR, AU, RU, ID, CD…) are not here: their numbers need the column, or take the recipe's zone.
+ */
+const MAIN_ZONE: Readonly<Record<string, string>> = {
+  CN: 'Asia/Shanghai', ES: 'Europe/Madrid', PT: 'Europe/Lisbon', NZ: 'Pacific/Auckland', EC: 'America/Guayaquil',
+  CL: 'America/Santiago', UA: 'Europe/Kyiv', PG: 'Pacific/Port_Moresby', MN: 'Asia/Ulaanbaatar', GL: 'America/Nuuk',
+}
+
+/**
  * The single time zone of a country, or undefined when it has several that differ (US, AU, BR…). Zones
  * with identical offsets count as one (Germany's list carries Büsingen's Europe/Zurich, which keeps
  * German time).
@@ -176,19 +187,29 @@ export function countryTimeZone(country: string | undefined): string | undefined
 /**
  * The recipient's time zone: the number's country when that country has one zone, else the contact's
  * `timezone` column when it names a valid zone (for a US or Canadian number, `EST`, `PT`, `Eastern`… as the zone they
- * mean), else the fallback (the recipe's).
+ * mean), else the zone nearly all of the country keeps (MAIN_ZONE: Spain's, not the Canaries'), else the fallback
+ * (the recipe's).
  */
 export function timeZoneForPhone(
   e164: string,
   options: { column?: string | null; fallback: string; country?: string | undefined },
 ): string {
+  return resolveTimeZone(e164, options).zone
+}
+
+/** The recipient's time zone (see `timeZoneForPhone`) and where it came from: `fallback` is a guess worth a warning. */
+export function resolveTimeZone(
+  e164: string,
+  options: { column?: string | null; fallback: string; country?: string | undefined },
+): { zone: string; from: 'country' | 'column' | 'main_zone' | 'fallback'; country: string | undefined } {
   const country = options.country ?? countryOfPhone(e164)
   const fromCountry = countryTimeZone(country)
-  if (fromCountry) return fromCountry
+  if (fromCountry) return { zone: fromCountry, from: 'country', country }
   const column = options.column?.trim()
   // A +1 number's "EST" means New York's time, daylight saving and all (Intl reads it as UTC−5 all year).
   const abbreviated = column && (country === 'US' || country === 'CA') ? northAmericanZone(column) : undefined
-  if (abbreviated) return abbreviated
-  if (isValidTimeZone(column)) return column
-  return options.fallback
+  if (abbreviated) return { zone: abbreviated, from: 'column', country }
+  if (isValidTimeZone(column)) return { zone: column, from: 'column', country }
+  const main = country ? MAIN_ZONE[country] : undefined
+  return main ? { zone: main, from: 'main_zone', country } : { zone: options.fallback, from: 'fallback', country }
 }

@@ -2,7 +2,7 @@ import type { Runtime } from '../runtime.ts'
 import type { BatchCall } from '../upstream/schemas.ts'
 import type { Effects } from '../effects.ts'
 import { batchColumns, batchCsv, type BatchRow } from './batch-csv.ts'
-import { DEFAULT_WINDOW, isWithinWindow, nextCallingTime, timeZoneForPhone, windowMinutes, type CallingWindow } from './calling-window.ts'
+import { DEFAULT_WINDOW, isWithinWindow, nextCallingTime, resolveTimeZone, windowMinutes, type CallingWindow } from './calling-window.ts'
 import { createDeduper } from './dedupe.ts'
 import { loadDncList, type DncOptions } from './dnc.ts'
 import { createPhoneNormalizer } from './phones.ts'
@@ -122,6 +122,8 @@ export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects:
   const window = input.window === undefined ? DEFAULT_WINDOW : input.window
   const marginMs = window ? closingMarginMs(window, input.closingMarginMinutes ?? DEFAULT_CLOSING_MARGIN_MINUTES) : 0
   const fallbackZone = input.timeZone ?? rt.config.recipes.timezone
+  /** Rows of countries split across zones, with no time-zone column: called in the fallback zone, by country. */
+  const guessed = new Map<string, number>()
   input.rows.forEach((original, index) => {
     // Rows given in code have no file line: their position (1-based) is their row number.
     const rowNumber = index + 1
@@ -133,7 +135,9 @@ export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects:
     if (dnc.has(phone.e164)) return void rejects.push({ row: rowNumber, raw, reason: REJECT_REASONS.dnc })
     const row = phone.e164 === raw ? original : { ...original, [PHONE_COLUMN]: phone.e164 }
     if (window) {
-      const zone = timeZoneForPhone(phone.e164, { country: phone.country, column: timeZoneColumnOf(original), fallback: fallbackZone })
+      const resolved = resolveTimeZone(phone.e164, { country: phone.country, column: timeZoneColumnOf(original), fallback: fallbackZone })
+      const zone = resolved.zone
+      if (resolved.from === 'fallback') guessed.set(resolved.country ?? '?', (guessed.get(resolved.country ?? '?') ?? 0) + 1)
       if (!isWithinWindow(now, zone, window)) return void deferred.push({ row, opensAt: new Date(nextCallingTime(now, zone, window)).toISOString() })
       // Open now, but closing before the batch could reach the row: the next opening (the one after the close).
       if (marginMs > 0 && !isWithinWindow(now + marginMs, zone, window)) {
@@ -143,6 +147,10 @@ export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects:
     rows.push(row)
   })
 
+  if (guessed.size > 0) {
+    const counts = [...guessed].map(([country, n]) => `${country}: ${n}`).join(', ')
+    rt.log.warn({ batch: input.name, rows: [...guessed.values()].reduce((a, b) => a + b, 0), countries: counts, time_zone: fallbackZone }, `batch rows of countries with several time zones have no timezone column (${counts}): their calling window is taken in ${fallbackZone}; add a timezone column to call each in their own`)
+  }
   const campaign = input.campaign === undefined ? input.name : input.campaign
   if (campaign !== false) {
     for (let i = 0; i < rows.length; i++) rows[i] = withCampaign(rows[i]!, campaign)

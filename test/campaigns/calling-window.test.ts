@@ -130,3 +130,16 @@ describe('a window with an edge in the hour a DST change repeats or skips', () =
     expect(iso(nextCallingTime(at('2026-03-07T12:00:00Z'), 'America/New_York', { start: '02:00', end: '02:45' }))).toBe('2026-03-09T06:00:00.000Z')
   })
 })
+
+describe('countries with several zones', () => {
+  it('one zone nearly all of the country keeps is the number\'s, unless its column says otherwise; split countries need the column', () => {
+    expect(timeZoneForPhone('+34612345678', { fallback: 'Asia/Kolkata' })).toBe('Europe/Madrid')
+    expect(timeZoneForPhone('+34612345678', { fallback: 'Asia/Kolkata', column: 'Atlantic/Canary' })).toBe('Atlantic/Canary')
+    expect(timeZoneForPhone('+8613912345678', { fallback: 'Asia/Kolkata' })).toBe('Asia/Shanghai')
+    expect(timeZoneForPhone('+64211234567', { fallback: 'Asia/Kolkata' })).toBe('Pacific/Auckland')
+    // The US is split in earnest: without a column, the recipe's zone.
+    expect(timeZoneForPhone('+12125550123', { fallback: 'Asia/Kolkata' })).toBe('Asia/Kolkata')
+    // At 09:00 in India a Madrid mobile is not rung (04:30 there): it waits for 09:00 in Madrid.
+    expect(iso(nextCallingTime(at('2026-01-15T03:30:00Z'), timeZoneForPhone('+34612345678', { fallback: 'Asia/Kolkata' })))).toBe('2026-01-15T08:00:00.000Z')
+  })
+})

@@ -54,3 +54,15 @@ it.each(['EST', 'est', 'Eastern', 'ET', 'EDT'])('a +1 number\'s "%s" column mean
   expect(batch.rows).toEqual([])
   expect(batch.deferred.map((d) => d.opensAt)).toEqual(['2026-07-16T13:00:00.000Z'])
 })
+
+it('rows of a country split across zones with no timezone column are called in the recipe\'s zone, and the launch says so once', async () => {
+  await rt.close()
+  const { captureLogs } = await import('../helpers/log-capture.ts')
+  const logs = captureLogs()
+  rt = await createTestRuntime({ clock: createManualClock('2026-03-10T15:30:00Z'), log: logs.log, env: { DEFAULT_COUNTRY: 'IN', RECIPES_TIMEZONE: 'America/New_York' } })
+  const prepared = await prepareBatch(rt, [Buffer.from('Phone,Name,timezone\n+1 213 555 0100,Ana,\n+1 212 555 0123,Bob,\n+1 415 555 0100,Cy,America/Los_Angeles\n+34 612 345 678,Eva,\n')])
+  await launchBatch(rt, { agentId: 101, name: 'mixed', rows: prepared.rows }, { dryRun: true, plan: [] })
+  const warned = logs.find(/several time zones/)
+  expect(warned).toHaveLength(1)
+  expect(warned[0]).toMatchObject({ rows: 2, countries: 'US: 2', time_zone: 'America/New_York' })
+})
