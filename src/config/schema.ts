@@ -15,7 +15,7 @@ const bool = z
 
 /** An HTTP header name (an RFC 9110 token): `Headers.get` throws on anything else, so a target could never verify. */
 const headerName = z
-  .string()
+  .string({ error: (issue) => (issue.input === undefined ? 'is required: the name of an HTTP header' : 'must be an HTTP header name (a string)') })
   .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, { error: 'must be an HTTP header name (letters, digits and -, no spaces)' })
   .transform((h) => h.toLowerCase())
 
@@ -122,7 +122,10 @@ export const webhookTargetSchema = z.discriminatedUnion('scheme', [
     /** A generic HMAC over the raw body; header, prefix, encoding and algorithm are configurable. */
     scheme: z.literal('hmac'),
     secrets: secretList.default([]),
-    header: headerName,
+    // Required: which header carries the signature (GitHub: X-Hub-Signature-256, with prefix "sha256=").
+    header: z
+      .string({ error: (issue) => (issue.input === undefined ? 'is required for scheme "hmac": the header that carries the signature, e.g. X-Hub-Signature-256' : 'must be an HTTP header name (a string)') })
+      .pipe(headerName),
     // A comma or a space separates several signatures in the header, so a prefix holding one could never match.
     prefix: z
       .string()

@@ -71,6 +71,7 @@ describe('configuration', () => {
     [{ VOICE_API_KEY: 'k' }, /^Invalid configuration: WEBHOOK_SECRET is required when VOICE_API_KEY is set/],
     [{ WEBHOOK_TARGETS: '{"crm":{"scheme":"standard"}}' }, /^Invalid configuration: WEBHOOK_TARGETS target "crm" has no secret/],
     [{ WEBHOOK_TARGETS: 'not json' }, /^Invalid configuration: WEBHOOK_TARGETS must be a JSON object/],
+    [{ WEBHOOK_TARGETS: '{"gh":{"scheme":"hmac","secrets":"s"}}' }, /^Invalid configuration: WEBHOOK_TARGETS is required for scheme "hmac": the header that carries the signature, e\.g\. X-Hub-Signature-256 at gh\.header/],
     [
       { WEBHOOK_TARGETS: '{"svix":{"scheme":"hmac","secrets":"s","header":"X-Sig","prefix":"v1,"}}' },
       /^Invalid configuration: WEBHOOK_TARGETS must not contain a comma or a space: they separate signatures in the header \(for "v1,<base64>" signatures use scheme "standard"\) at svix\.prefix$/,
