@@ -288,10 +288,12 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
  * In sandbox mode with no WEBHOOK_SECRET, a secret is generated once and kept in DATA_DIR so restarts
  * keep verifying the sandbox's deliveries.
  */
-export function ensureSandboxSecret(config: Config): Config {
+export function ensureSandboxSecret(config: Config, options: { create?: boolean } = {}): Config {
   if (!config.sandboxMode || config.webhook.secrets.length > 0) return config
-  mkdirSync(config.dataDir, { recursive: true })
   const file = join(config.dataDir, 'webhook-secret')
+  // A command that only looks (doctor) reads the secret a service made, and makes none of its own.
+  if (options.create === false && !existsSync(file)) return config
+  mkdirSync(config.dataDir, { recursive: true })
   let secret = existsSync(file) ? readFileSync(file, 'utf8').trim() : ''
   if (!secret) {
     secret = `whsec_${randomBytes(24).toString('hex')}`

@@ -1,6 +1,7 @@
+import { existsSync } from 'node:fs'
 import { ConfigError, ensureSandboxSecret, type Config } from '../config/load.ts'
 import { resolveConfig } from '../config/file.ts'
-import { openStore, type Store } from '../db/connect.ts'
+import { openStore, parseDatabaseUrl, type Store } from '../db/connect.ts'
 import { createRuntime, type Runtime } from '../runtime.ts'
 import { defineCommand, JSON_OPTION } from '../cli-kit.ts'
 import { cliName } from '../utils/cli-name.ts'
@@ -21,7 +22,7 @@ export async function runDoctor(env: Record<string, string | undefined>): Promis
   }
   let config: Config
   try {
-    config = ensureSandboxSecret(await resolveConfig({ env }))
+    config = ensureSandboxSecret(await resolveConfig({ env }), { create: false })
     const source = config.configFile ? `, config file ${config.configFile}` : ''
     results.push(ok('configuration', `${config.sandboxMode ? 'sandbox mode (no VOICE_API_KEY)' : `provider ${config.upstreamBaseUrl}`}${source}`))
   } catch (error) {
@@ -30,6 +31,12 @@ export async function runDoctor(env: Record<string, string | undefined>): Promis
     return skipRest('needs a valid configuration')
   }
 
+  // A SQLite file not made yet is a fresh install, not a problem — and doctor, which only looks, does not make it.
+  const { dialect, location } = parseDatabaseUrl(config.databaseUrl)
+  if (dialect === 'sqlite' && location !== ':memory:' && !existsSync(location)) {
+    results.push(ok('database', `not created yet: ${cli === 'npm start' ? 'npm start' : `npm start (or ${cli} migrate)`} creates ${location}`))
+    return skipRest('needs the database (not created yet)')
+  }
   let store: Store
   try {
     store = await openStore(config.databaseUrl)

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -87,6 +87,13 @@ describe('doctor', () => {
   it('a database that is not migrated, and invalid configuration, stop the checks that need them', async () => {
     const fresh = mkdtempSync(join(tmpdir(), 'sb-doctor-fresh-'))
     dirs.push(fresh)
+    // Before the first start: nothing to check yet, and doctor makes nothing (no database file, no webhook secret).
+    const before = await doctor({ DATA_DIR: fresh, WEBHOOK_SECRET: '' })
+    expect(before.code).toBe(0)
+    expect(before.lines[1]).toBe(`ok       database       not created yet: npm start (or switchboard migrate) creates ${join(fresh, 'switchboard.db')}`)
+    expect(readdirSync(fresh)).toEqual([])
+    // A database file with no tables (made by another program, or a start that stopped before migrating).
+    writeFileSync(join(fresh, 'switchboard.db'), '')
     const unmigrated = await doctor({ DATA_DIR: fresh })
     expect(unmigrated.code).toBe(1)
     expect(unmigrated.lines[1]).toMatch(/^PROBLEM\s+database\s+sqlite is reachable but not migrated → run: switchboard migrate/)
