@@ -291,7 +291,7 @@ async function claimOnSqlite(rt: Runtime, destination: DestinationConfig, owner:
     const rows = q.all(select)
     if (rows.length === 0) return []
     q.run(statements.mark({ owner, until, rowids: encodeValues('sqlite', rows.map((r) => r.rowid)) }))
-    return rows.map((r) => ({ id: r.id, rowid: r.rowid, event_id: r.event_id, order_at: r.order_at, attempts: r.attempts, round_attempts: r.round_attempts, claimed_until: until, payload: r.payload }))
+    return rows.map((r) => ({ id: r.id, rowid: r.rowid, event_id: r.event_id, event_type: r.event_type, order_at: r.order_at, attempts: r.attempts, round_attempts: r.round_attempts, claimed_until: until, payload: r.payload }))
   })
 }
 
@@ -303,7 +303,7 @@ function sqliteClaimStatements(rt: Runtime, destination: DestinationConfig) {
     select: queryTemplate<{ now: number; limit: number }, ClaimRow>((slot) =>
       dueDeliveries(rt, destination, slot('now'))
         .leftJoin('destination_payloads as p', 'p.event_id', 'd.event_id')
-        .select([sql<number>`d.rowid`.as('rowid'), 'd.id', 'd.event_id', 'd.order_at', 'd.attempts', 'd.round_attempts'])
+        .select([sql<number>`d.rowid`.as('rowid'), 'd.id', 'd.event_id', 'd.event_type', 'd.order_at', 'd.attempts', 'd.round_attempts'])
         // The body from destination_payloads, or the row's own copy for a row a release before migration 0009 wrote.
         .select((eb) => eb.fn.coalesce('p.payload', 'd.payload').as('payload'))
         .limit(slot('limit'))
@@ -319,6 +319,7 @@ interface ClaimRow {
   rowid: number
   id: string
   event_id: string
+  event_type: string
   order_at: number
   attempts: number
   round_attempts: number
@@ -355,7 +356,7 @@ export function eventBody(eb: ExpressionBuilder<Database, 'destination_deliverie
 }
 
 /** The columns of a claimed delivery the worker reads (its body is added from destination_payloads). */
-export const CLAIMED_COLUMNS = ['id', 'event_id', 'order_at', 'attempts', 'round_attempts', 'claimed_until'] as const satisfies ReadonlyArray<keyof DestinationDeliveriesTable>
+export const CLAIMED_COLUMNS = ['id', 'event_id', 'event_type', 'order_at', 'attempts', 'round_attempts', 'claimed_until'] as const satisfies ReadonlyArray<keyof DestinationDeliveriesTable>
 
 /** Every column of a delivery row but its body. */
 export const DELIVERY_COLUMNS = [

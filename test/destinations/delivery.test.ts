@@ -30,6 +30,7 @@ describeEachDialect('destinations: delivery', (dialect) => {
     const [req] = s.requests
     expect(req!.headers['webhook-id']).toBe(deliveryId('crm', event.event_id))
     expect(req!.headers['x-team']).toBe('ops')
+    expect(req!.headers['x-switchboard-event-type']).toBe(event.event_type)
     expect(String(req!.headers['webhook-signature']).split(' ')).toHaveLength(2)
     expect(verifyStandard(req!, DEST_SECRET)).toEqual(event)
     expect(verifyStandard(req!, OLD_SECRET)).toEqual(event)

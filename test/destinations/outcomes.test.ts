@@ -32,7 +32,7 @@ describe('recordAttempts [sqlite]: rowids, checked by id', () => {
   const delivered = (row: ClaimedDelivery): AttemptRecord => ({
     row, result: 'delivered', startedAt: 0, latencyMs: 3, status: 200, error: null, response: null, nextAttemptAt: 0, countsInRound: true,
   })
-  const claimed = (id: string, rowid: number): ClaimedDelivery => ({ id, rowid, event_id: 'x', order_at: 0, attempts: 0, round_attempts: 0, claimed_until: 0, payload: '{}' })
+  const claimed = (id: string, rowid: number): ClaimedDelivery => ({ id, rowid, event_id: 'x', event_type: 'call.completed', order_at: 0, attempts: 0, round_attempts: 0, claimed_until: 0, payload: '{}' })
   const statuses = async () => Object.fromEntries((await rt!.store.db.selectFrom('destination_deliveries').select(['event_id', 'status']).execute()).map((r) => [r.event_id, r.status]))
 
   it('marks the deliveries its rows name', async () => {

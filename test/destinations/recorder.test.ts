@@ -29,7 +29,7 @@ describe('the attempt recorder [sqlite]', () => {
         order_at: at * 1000 + i, ordered: 0, status: 'pending', attempts: 0, round_attempts: 0, next_attempt_at: at, claimed_by: 'me',
         claimed_until: at + 60_000, last_status: null, last_error: null, created_at: at, delivered_at: null,
       }))).execute()
-      const claimed = (id: string): ClaimedDelivery => ({ id, rowid: null, event_id: 'x', order_at: 0, attempts: 0, round_attempts: 0, claimed_until: 0, payload: '{}' })
+      const claimed = (id: string): ClaimedDelivery => ({ id, rowid: null, event_id: 'x', event_type: 'call.completed', order_at: 0, attempts: 0, round_attempts: 0, claimed_until: 0, payload: '{}' })
       const delivered = (id: string): AttemptRecord => ({ row: claimed(id), result: 'delivered', startedAt: 0, latencyMs: 3, status: 200, error: null, response: null, nextAttemptAt: 0, countsInRound: true })
 
       // The database handle as the recorder sees it, with a hook on the commit's completion: another lane's outcome
