@@ -26,6 +26,7 @@ export interface TickClaim {
   claimedAt: number
 }
 
+/** The newest tick anyone claimed for this recipe, if any (the lost-tick sweep; retention keeps its run). */
 export async function latestTickClaim(rt: Runtime, recipe: string): Promise<TickClaim | undefined> {
   const row = await rt.store.db
     .selectFrom('recipe_ticks')
@@ -68,16 +69,6 @@ export async function reclaimTick(rt: Runtime, recipe: string, claim: TickClaim)
     .where('claimed_at', '=', claim.claimedAt)
     .executeTakeFirst()
   return Number(result.numUpdatedRows) === 1
-}
-
-/** The newest tick anyone claimed for this recipe (epoch ms), if any. */
-export async function lastClaimedTick(rt: Runtime, recipe: string): Promise<number | undefined> {
-  const row = await rt.store.db
-    .selectFrom('recipe_ticks')
-    .select((eb) => eb.fn.max('tick_at').as('last'))
-    .where('recipe', '=', recipe)
-    .executeTakeFirst()
-  return row?.last === null || row?.last === undefined ? undefined : Number(row.last)
 }
 
 /** Which recipes an event triggered, and when (the dashboard's event detail). */

@@ -3,7 +3,7 @@ import type { Runtime } from '../runtime.ts'
 import { deleteInChunks, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
 import { leadingKeys } from '../db/leading-keys.ts'
 import { runRetentionPurge } from '../coordination/retention-run.ts'
-import { lastClaimedTick } from './claims.ts'
+import { latestTickClaim } from './claims.ts'
 
 export interface RecipeHistoryPurgeResult {
   /** Event-triggered recipes' queue rows (`recipe_event_fires`). */
@@ -65,7 +65,7 @@ export function purgeRecipeHistory(rt: Runtime, options: DeleteInChunksOptions =
       return deleted.numDeletedRows
     })
     const ticks = await perRecipe('recipe_ticks', async (recipe, limit) => {
-      const keepFrom = Math.min(cutoff, (await lastClaimedTick(rt, recipe)) ?? cutoff)
+      const keepFrom = Math.min(cutoff, (await latestTickClaim(rt, recipe))?.tickAt ?? cutoff)
       const deleted = await db
         .deleteFrom('recipe_ticks')
         .where('recipe', '=', recipe)

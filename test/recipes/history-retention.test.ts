@@ -1,5 +1,5 @@
 import { afterEach, expect, it } from 'vitest'
-import { lastClaimedTick } from '../../src/recipes/claims.ts'
+import { latestTickClaim } from '../../src/recipes/claims.ts'
 import { purgeRecipeHistory } from '../../src/recipes/retention.ts'
 import { purgeOldEvents } from '../../src/webhooks/index.ts'
 import { acquireLease } from '../../src/coordination/lease.ts'
@@ -106,8 +106,8 @@ describeEachDialect('recipe history retention', (dialect) => {
     expect(await runsLeft()).toEqual(['run_daily_late'])
     expect((await ticksLeft()).filter((t) => t.startsWith('removed'))).toEqual([`removed@${start + 4 * DAY}`])
     expect((await ticksLeft()).filter((t) => t.startsWith('daily'))).toHaveLength(30)
-    expect(await lastClaimedTick(h.rt, 'daily')).toBe(start + 39 * DAY)
-    expect(await lastClaimedTick(h.rt, 'removed')).toBe(start + 4 * DAY)
+    expect((await latestTickClaim(h.rt, 'daily'))?.tickAt).toBe(start + 39 * DAY)
+    expect((await latestTickClaim(h.rt, 'removed'))?.tickAt).toBe(start + 4 * DAY)
     // Nothing left to purge: a second run deletes nothing.
     expect(await purgeRecipeHistory(h.rt)).toEqual({ fires: 0, runs: 0, ticks: 0, skipped: false })
   })
