@@ -14,6 +14,7 @@ export default defineConfig({
     // test changes process.env.
     isolate: false,
     globalSetup: ['test/helpers/global-setup.ts'],
+    setupFiles: ['test/helpers/isolated-cwd.ts'],
     // Two cores: more workers only add contention.
     maxWorkers: 2,
     env: { LOG_LEVEL: 'silent' },

@@ -12,6 +12,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: 'forks',
     globalSetup: ['test/helpers/global-setup.ts'],
+    setupFiles: ['test/helpers/isolated-cwd.ts'],
     maxWorkers: 1,
     fileParallelism: false,
     env: { LOG_LEVEL: 'silent' },

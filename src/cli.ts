@@ -23,6 +23,9 @@ import { sandboxCommand } from './sandbox/commands.ts'
 import { doctorCommand } from './doctor/command.ts'
 import { destinationCommands } from './destinations/commands.ts'
 
+/** How long a stop signal received while `serve` starts waits for start-up to finish (then a graceful stop). */
+const START_STOP_WAIT_MS = 5_000
+
 const serveCommand = defineCommand({
   name: 'serve',
   usage: '[--role receiver|worker|all]',
@@ -40,13 +43,18 @@ const serveCommand = defineCommand({
     if (!ROLES.includes(role as Role)) throw new CliError(`--role must be one of ${ROLES.join(', ')} (got "${role}")`, 2)
     const signal = waitForStopSignal()
     try {
-      // A stop while starting ends the process there: start-up can wait a long time (processing waits out a database
-      // that is down, recipes take seconds to load), and a process manager's SIGTERM must not wait for it. Nothing is
-      // lost: what the listener has answered 2xx is committed, and the rest is sent again.
+      // A stop while starting: the listener may already be answering (it opens before processing starts), so a
+      // start-up that finishes soon is shut down gracefully like any other; one that does not (processing waiting
+      // out a database that is down) ends the process after START_STOP_WAIT_MS — a process manager's SIGTERM must
+      // not wait for it. Nothing is lost: what the listener answered 2xx is committed, and the rest is sent again.
       const starting = startServer({ env: ctx.env, banner: role !== 'worker', role: role as Role, processing: 'thread' })
-      const first = await Promise.race([starting.then((server) => ({ server })), signal.stopped.then((stopped) => ({ stopped }))])
+      const stoppedEarly = signal.stopped.then(async (stopped) => {
+        await new Promise((resolve) => setTimeout(resolve, START_STOP_WAIT_MS))
+        return stopped
+      })
+      const first = await Promise.race([starting.then((server) => ({ server })), stoppedEarly.then((stopped) => ({ stopped }))])
       if ('stopped' in first) {
-        process.stdout.write(`\n${first.stopped} while starting: stopped before start-up finished\n`)
+        process.stdout.write(`\n${first.stopped} while starting: start-up did not finish within ${START_STOP_WAIT_MS / 1000} s; stopped\n`)
         process.exit(0)
       }
       const server = first.server

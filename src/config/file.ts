@@ -5,11 +5,13 @@ import { ConfigError, loadConfig, type Config, type LoadConfigOptions } from './
 import type { SwitchboardConfig } from './define.ts'
 
 /**
- * Finds the optional typed config file: `SWITCHBOARD_CONFIG` if set, else `switchboard.config.ts` in the
- * working directory. Returns undefined when there is none.
+ * Finds the optional typed config file: `SWITCHBOARD_CONFIG` if set (`none` for no file at all), else
+ * `switchboard.config.ts` in the working directory. Returns undefined when there is none.
  */
 export function findConfigFile(env: Record<string, string | undefined>, cwd: string): string | undefined {
   const named = env.SWITCHBOARD_CONFIG
+  // `none`: the environment alone, even beside a switchboard.config.ts (a second instance from the same checkout; tests).
+  if (named?.trim().toLowerCase() === 'none') return undefined
   if (named) {
     const path = isAbsolute(named) ? named : resolve(cwd, named)
     if (!existsSync(path)) throw new ConfigError('SWITCHBOARD_CONFIG', `names a file that does not exist: ${path}`)

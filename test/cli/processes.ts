@@ -72,8 +72,10 @@ export function spawnCollecting(command: string, args: string[], env: Record<str
 
 /** The environment of a child switchboard: ours minus anything that would change its mode. */
 export function childEnv(extra: Record<string, string>): Record<string, string | undefined> {
-  const env: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: 'silent', ...extra }
-  for (const key of ['VOICE_API_KEY', 'WEBHOOK_SECRET', 'DATABASE_URL', 'SWITCHBOARD_CONFIG', 'SMTP_URL', 'REPORT_TO', 'ADMIN_TOKEN']) {
+  // No config file unless the test names one: these children run in the checkout, where a developer's own
+  // switchboard.config.ts (real destinations, a real relay) may be.
+  const env: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: 'silent', SWITCHBOARD_CONFIG: 'none', ...extra }
+  for (const key of ['VOICE_API_KEY', 'WEBHOOK_SECRET', 'DATABASE_URL', 'SMTP_URL', 'REPORT_TO', 'ADMIN_TOKEN']) {
     if (!(key in extra)) delete env[key]
   }
   return env

@@ -22,6 +22,8 @@ export async function teardown(): Promise<void> {
     // test/helpers/db.ts's SQLITE_TEMPLATE_PREFIX and run id (not imported: that module loads the service's store).
     const prefix = `sb-db-template-${run}-`
     for (const name of readdirSync(tmpdir())) if (name.startsWith(prefix)) rmSync(join(tmpdir(), name), { recursive: true, force: true })
+    // The test files' working directory (test/helpers/isolated-cwd.ts), and what a test left in it.
+    rmSync(join(tmpdir(), `sb-test-cwd-${run}`), { recursive: true, force: true })
   }
   if (!url || !run) return
   const client = new pg.Client({ connectionString: url })

@@ -31,7 +31,7 @@ function cli(...args: string[]) {
     cwd: root,
     encoding: 'utf8',
     // LOG_LEVEL as a user has it (info): the point is what a user sees.
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir, RECIPES_DIR: folder.dir, LOG_LEVEL: 'info', RECIPES_TYPECHECK: 'false' },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir, RECIPES_DIR: folder.dir, LOG_LEVEL: 'info', RECIPES_TYPECHECK: 'false', SWITCHBOARD_CONFIG: 'none' },
   })
   return { code: result.status, out: result.stdout, err: result.stderr }
 }

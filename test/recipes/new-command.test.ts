@@ -42,12 +42,15 @@ it('writes each template; all pass recipes check and run in --dry-run', async ()
   }
 })
 
+const ROOT = new URL('../..', import.meta.url).pathname
+
 it('suggests, for each template, a recipes test with the sample its trigger needs — and that test shows it at work', async () => {
   const shown: Record<string, string> = {}
   for (const template of RECIPE_TEMPLATES) {
     const written = await cli('recipes', 'new', `try-${template}`, '--from', template)
     const hint = written.out.split('\n').find((line) => line.includes(`recipes test try-${template}`))!
-    const args = hint.slice(hint.indexOf('recipes test')).split('#')[0]!.trim().split(/\s+/)
+    // Typed in the checkout, as the hint is meant: its sample paths are the checkout's (the tests run elsewhere).
+    const args = hint.slice(hint.indexOf('recipes test')).split('#')[0]!.trim().split(/\s+/).map((a) => (a.startsWith('data/samples/') ? join(ROOT, a) : a))
     // At the default LOG_LEVEL, as a user runs it (this file's runs are silent otherwise).
     let out = ''
     let err = ''

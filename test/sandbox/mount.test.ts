@@ -136,7 +136,8 @@ describe('cli sandbox', () => {
 
   it('runs standalone: prints its URL, the demo keys and the webhook target, and answers /v1', async () => {
     const child = spawn(process.execPath, ['src/bin.mjs', 'sandbox', '--port', '0', '--webhook-url', 'http://127.0.0.1:9/hook', '--webhook-secret', 's3cret'], {
-      env: { ...process.env, LOG_LEVEL: 'silent', VOICE_API_KEY: '' },
+      cwd: new URL('../..', import.meta.url).pathname,
+      env: { ...process.env, LOG_LEVEL: 'silent', VOICE_API_KEY: '', SWITCHBOARD_CONFIG: 'none' },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     try {
