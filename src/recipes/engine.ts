@@ -82,6 +82,8 @@ export class BrokenRecipeError extends Error {
 }
 
 const WATCH_DEBOUNCE_MS = 150
+/** How often a watching engine also compares the folder with what it loaded (real time, as the watch is). */
+const WATCH_POLL_MS = 2_000
 /** How often the engine looks for a scheduled tick that did not run (see catchUp). */
 export const TICK_SWEEP_MS = 60_000
 /** The longest a claimed tick waits for its turn behind a run of the same recipe before it is recorded as skipped. */
@@ -115,6 +117,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
   let loadedOnce: Promise<void> | undefined
   let scheduler: Scheduler | undefined
   let watcher: FSWatcher | undefined
+  let stopPolling: (() => void) | undefined
   /** The folder as the last reload read it (src/recipes/folder-fingerprint.ts). */
   let loadedFingerprint: string | undefined
   let debounce: ReturnType<typeof setTimeout> | undefined
@@ -221,6 +224,9 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
         if (scheduler && !stopped && loaded === recipes) {
           reportBroken()
           scheduler.set(scheduledEntries())
+          // A recipe a type error took off the schedule is disarmed as a broken one is: once fixed, its schedule starts
+          // afresh — a tick missed while it was broken is not "caught up" at the next start.
+          void noteSchedulesSeen().catch((error: unknown) => log.warn({ err: error }, 'could not record the recipes\' schedules'))
         }
       })
       .catch((error: unknown) => {
@@ -513,12 +519,21 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       dispatch.start()
       if (startOptions.watch) {
         try {
-          // Recursive: a recipe's helpers (lib/, and `_`-prefixed files) are read anew on every reload too.
-          watcher = watch(dir, { recursive: true }, () => scheduleReload())
-          watcher.on('error', (error) => log.warn({ err: error, dir }, 'watching the recipes folder failed; edits need a restart'))
+          // The folder itself, not recursively: on Linux Node 20 watches a recursive tree file by file, and a file an
+          // editor saves atomically (a new file renamed over it: vim, JetBrains' safe write, `sed -i`) was seen once,
+          // then never again. A folder's own watch sees every rename into it.
+          watcher = watch(dir, () => scheduleReload())
+          watcher.on('error', (error) => log.warn({ err: error, dir }, 'watching the recipes folder failed; edits are picked up within a few seconds'))
         } catch (error) {
-          log.warn({ err: error, dir }, 'cannot watch the recipes folder; edits need a restart')
+          log.warn({ err: error, dir }, 'cannot watch the recipes folder; edits are picked up within a few seconds')
         }
+        // And a look every few seconds at what a reload would read (helpers in lib/ too, which the folder's watch
+        // does not cover): a change the watch missed is picked up all the same.
+        const look = setInterval(() => {
+          if (!stopped && loadedFingerprint !== undefined && folderFingerprint(dir) !== loadedFingerprint) scheduleReload()
+        }, WATCH_POLL_MS)
+        look.unref()
+        stopPolling = () => clearInterval(look)
       }
     },
     async enqueueEvents(batch) {
@@ -536,6 +551,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       scheduler?.stop()
       sweepTimer?.()
       watcher?.close()
+      stopPolling?.()
       if (debounce) clearTimeout(debounce)
       await dispatch.stop()
       await engine.idle()

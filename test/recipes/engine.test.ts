@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, expect, it, vi } from 'vitest'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { startRecipes } from '../../src/recipes/background.ts'
 import { createRecipeEngine, recipeEngineFor } from '../../src/recipes/engine.ts'
@@ -416,6 +416,26 @@ export default defineRecipe({ description: 'greets', run: () => greeting })
 
     writeFileSync(join(folder.dir, 'lib', 'greeting.ts'), "export const greeting = 'bonjour'\n")
     await vi.waitFor(async () => expect((await engine.run('greets', { dryRun: true })).summary).toBe('bonjour'), { timeout: 5000 })
+  })
+
+  it('picks up every atomic save of a recipe (a new file renamed over it, as vim and sed -i save), not only the first', async () => {
+    const description = (engine: ReturnType<typeof recipeEngineFor>) => engine.recipes().find((r) => r.name === 'edited')?.definition?.description
+    const source = (version: string) => `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: '${version}', run: () => '${version}' })\n`
+    const atomicSave = (text: string) => {
+      const tmp = join(folder.dir, '.edited.ts.swp')
+      writeFileSync(tmp, text)
+      renameSync(tmp, join(folder.dir, 'edited.ts'))
+    }
+    folder.write('edited', source('v1'))
+    const engine = recipeEngineFor(rt)
+    cleanups.push(() => engine.stop())
+    await engine.start({ watch: true })
+    for (const version of ['v2', 'v3', 'v4']) {
+      atomicSave(source(version))
+      await vi.waitFor(() => expect(description(engine)).toBe(version), { timeout: 5000 })
+    }
+    writeFileSync(join(folder.dir, 'edited.ts'), source('v5'))
+    await vi.waitFor(() => expect(description(engine)).toBe('v5'), { timeout: 5000 })
   })
 
   it('gives run(ctx) typed read access to stored conversations, events and calls, and persisted state', async () => {
