@@ -114,11 +114,15 @@ export default defineRecipe({
           .sort()
       : []
     const entries: string[] = []
+    /** Files left for the next run, in case they are still being copied (named in the result, so a dry run says so). */
+    const settling: string[] = []
     for (const file of named) {
       // Within a minute either side of now (a share's clock may run a little ahead): still being written, perhaps.
       const age = ctx.now.getTime() - (await stat(join(inbox, file))).mtimeMs
-      if (Math.abs(age) < SETTLE_MS) ctx.log.info({ file }, 'inbox file modified in the last minute: left for the next run, in case it is still being copied')
-      else entries.push(file)
+      if (Math.abs(age) < SETTLE_MS) {
+        settling.push(file)
+        ctx.log.info({ file }, 'inbox file modified in the last minute: left for the next run, in case it is still being copied')
+      } else entries.push(file)
     }
     const files = entries.filter((f) => f.toLowerCase().endsWith('.csv'))
     const waitingFiles = existsSync(waitingDir)
@@ -221,6 +225,6 @@ export default defineRecipe({
       // Files left in place (the provider failed, say) are retried next night; say so loudly.
       throw new Error(`could not process ${unparked.map((o) => `${o.file} (${o.error})`).join('; ')}`)
     }
-    return { files: outcomes.length, batches: outcomes }
+    return { files: outcomes.length, batches: outcomes, ...(settling.length ? { modified_in_the_last_minute: settling } : {}) }
   },
 })

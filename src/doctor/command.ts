@@ -46,7 +46,10 @@ export async function runDoctor(env: Record<string, string | undefined>): Promis
   }
   let rt: Runtime | undefined
   try {
-    const database = await checkDatabase(store, cli)
+    // A problem of the database's (a Postgres schema that does not exist, say) is this check's line, not doctor's exit 2.
+    const database = await checkDatabase(store, cli).catch((error: unknown) =>
+      problem('database', describeError(error).replace(/^Invalid configuration: /, ''), 'fix what the message names (README → Running on Postgres)'),
+    )
     results.push(database)
     if (database.status === 'problem') return skipRest('needs a reachable, migrated database')
     // The runtime borrows the store: doctor never migrates, it only reports.

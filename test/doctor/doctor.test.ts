@@ -102,6 +102,14 @@ describe('doctor', () => {
     expect(fromCheckout.lines[1]).toMatch(/→ run: npm run -s cli -- migrate \(serve also migrates at start-up\)$/)
     expect(unmigrated.lines[2]).toMatch(/^skipped\s+recipes\s+needs a reachable, migrated database$/)
 
+    if (process.env.DATABASE_URL_TEST) {
+      // A Postgres schema that does not exist: the database check's problem, exit 1, not doctor failing (exit 2).
+      const base = process.env.DATABASE_URL_TEST
+      const noSchema = await doctor({ DATABASE_URL: `${base}${base.includes('?') ? '&' : '?'}options=${encodeURIComponent('-c search_path=sb_doctor_missing')}` })
+      expect(noSchema.code).toBe(1)
+      expect(noSchema.lines[1]).toMatch(/^PROBLEM\s+database\s+DATABASE_URL selects the schema sb_doctor_missing .* → fix what the message names/)
+    }
+
     const badConfig = await doctor({ DEFAULT_COUNTRY: 'XX' })
     expect(badConfig.code).toBe(1)
     expect(badConfig.lines[0]).toMatch(/^PROBLEM\s+configuration\s+DEFAULT_COUNTRY is not a country .* → fix that setting/)

@@ -213,7 +213,7 @@ it('leaves a file modified in the last minute (a copy writing its final name) an
   await engine.reload()
   const early = await engine.run('nightly-batch')
   expect(early.status).toBe('succeeded')
-  expect(early.result).toEqual({ files: 0, batches: [] })
+  expect(early.result).toEqual({ files: 0, batches: [], modified_in_the_last_minute: ['leads.csv'] })
   expect(readdirSync(inbox).sort()).toEqual(['leads.csv', 'more.csv.filepart'])
 
   writeSync(fd, '43211,Ravi\n9876543212,Meena\n')
