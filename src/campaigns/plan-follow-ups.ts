@@ -90,7 +90,7 @@ export interface FollowUpPlan {
 
 export type SkipCode =
   | 'not_latest' | 'in_progress' | 'completed' | 'unreachable' | 'status' | 'platform_retry' | 'invalid_phone' | 'dnc'
-  | 'opted_out' | 'already_followed_up' | 'call_pending' | 'attempt_cap' | 'horizon'
+  | 'opted_out' | 'already_followed_up' | 'call_pending' | 'attempt_cap' | 'horizon' | 'too_old'
 
 export interface FollowUpSkip {
   conversationId: string
@@ -277,8 +277,15 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
     for (const m of members) {
       const row = m.row
       if (row.terminal !== 1) continue
-      if (endOf(row) < now - maxAge) continue
       if (onlyConversations && !onlyConversations.has(row.conversation_id)) continue
+      if (endOf(row) < now - maxAge) {
+        // Asked for by name (an event batch, `recipes test --events`): say why nothing came of it. A sweep's older
+        // rows are only the contact's history.
+        if (onlyConversations) {
+          skips.push({ conversationId: row.conversation_id, phone: m.phone || null, campaign: m.campaign, code: 'too_old', reason: `ended ${new Date(endOf(row)).toISOString()}, more than ${Math.round(maxAge / DAY)} days before now: too old to follow up (maxAgeMs)` })
+        }
+        continue
+      }
       if (onlyAgents && !onlyAgents.has(row.agent_id)) continue
       if (onlyCampaigns && !onlyCampaigns.has(m.campaign)) continue
       const results = parse<Record<string, unknown>>(row.results)

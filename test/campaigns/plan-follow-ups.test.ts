@@ -303,6 +303,15 @@ describe('planFollowUps', () => {
     })
   })
 
+  it('a conversation asked for by name that ended too long ago is a skip saying so, not silently nothing', () => {
+    const old = conversation({ ended_at: EVENING - 40 * 86_400_000, updated_at: EVENING - 40 * 86_400_000 })
+    const r = plan([old], { options: { conversationIds: [old.conversation_id] } })
+    expect(r.plans).toEqual([])
+    expect(r.skips).toMatchObject([{ conversationId: old.conversation_id, code: 'too_old', reason: expect.stringMatching(/more than 7 days before now: too old to follow up \(maxAgeMs\)$/) }])
+    // A sweep's older rows are the contact's history, not candidates: no skip for them.
+    expect(plan([old]).skips).toEqual([])
+  })
+
   it('restricts candidates on request while still counting history', () => {
     const a = conversation({ contact_number: '+919876543211' })
     const b = conversation({ contact_number: '+919876543212' })
