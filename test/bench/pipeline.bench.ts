@@ -224,7 +224,7 @@ async function startService(env: Record<string, string>): Promise<Service> {
     cwd: ROOT,
     // Logging as shipped: LOG_LEVEL's default (info: a line per stored webhook), stdout a pipe that is read,
     // as a terminal, journald or a container's log driver reads it.
-    env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, WEBHOOK_SECRET: SECRET, RECIPES_DIR: join(ROOT, 'recipes'), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', RECONCILE_INTERVAL_SECONDS: '0', ...env },
+    env: { ...process.env, SWITCHBOARD_CONFIG: 'none', PORT: String(port), DATA_DIR: dataDir, WEBHOOK_SECRET: SECRET, RECIPES_DIR: join(ROOT, 'recipes'), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', RECONCILE_INTERVAL_SECONDS: '0', ...env },
     stdio: ['ignore', 'pipe', 'ignore'],
   })
   child.stdout!.resume()

@@ -67,7 +67,7 @@ const port = await freePort()
 const dataDir = mkdtempSync(join(tmpdir(), 'sb-soak-'))
 const child = spawn(process.execPath, ['src/bin.mjs', 'serve'], {
   cwd: root,
-  env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, WEBHOOK_SECRET: SECRET, LOG_LEVEL: 'warn', RECONCILE_INTERVAL_SECONDS: '60' },
+  env: { ...process.env, SWITCHBOARD_CONFIG: 'none', PORT: String(port), DATA_DIR: dataDir, WEBHOOK_SECRET: SECRET, LOG_LEVEL: 'warn', RECONCILE_INTERVAL_SECONDS: '60' },
   stdio: ['ignore', 'ignore', 'inherit'],
 })
 const base = `http://127.0.0.1:${port}`

@@ -15,7 +15,7 @@ const BUDGET_MS = 3000
 
 async function timeToReady(args: string[], env: Record<string, string>, url: string): Promise<number> {
   const started = performance.now()
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: 'ignore' })
+  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, SWITCHBOARD_CONFIG: 'none', ...env }, stdio: 'ignore' })
   try {
     for (;;) {
       if (performance.now() - started > 30_000) throw new Error(`${url} not ready after 30 s`)
