@@ -74,3 +74,8 @@ function idleRollback(sqlite: BetterSqlite3Database, prepare: () => Statement): 
     iterate: () => (sqlite.inTransaction ? prepare().iterate() : [][Symbol.iterator]()),
   }
 }
+
+/** The SQL texts prepared on this connection now (a test checks none carries a value that changes, such as a time). */
+export function preparedSqlTexts(sqlite: BetterSqlite3Database): string[] {
+  return [...(preparedOn.get(sqlite)?.keys() ?? [])]
+}

@@ -70,7 +70,7 @@ async function nextGeneration(db: Db, now: number): Promise<number> {
   for (let round = 0; round < 3; round++) {
     const bumped = await db
       .updateTable('kv_state')
-      .set((eb) => ({ updated_at: eb.case().when('updated_at', '>=', now).then(eb('updated_at', '+', 1)).else(now).end() }))
+      .set((eb) => ({ updated_at: eb.case().when('updated_at', '>=', now).then(eb('updated_at', '+', 1)).else(eb.val(now)).end() }))
       .where('namespace', '=', NAMESPACE)
       .where('key', '=', GENERATION)
       .returning('updated_at')
