@@ -5,6 +5,7 @@ import { destinationsOverviewTask, replayFailedTask } from './destinations/deliv
 import { recipeRunTask } from './recipes/run-now.ts'
 import { recipeListTask } from './recipes/list-task.ts'
 import { reportPreviewTask, reportResendTask } from './reports/tasks.ts'
+import { campaignFiguresTask } from './ui/campaign-figures.ts'
 import { overviewCountsTask } from './ui/overview-counts.ts'
 import { eventReplayTask } from './webhooks/replay-now.ts'
 
@@ -15,6 +16,7 @@ import { eventReplayTask } from './webhooks/replay-now.ts'
  */
 const tasks: Array<ProcessingTask<never, unknown>> = [
   recipeRunTask, recipeListTask, overviewCountsTask, dncImportTask, reportPreviewTask, reportResendTask, destinationsOverviewTask, replayFailedTask, eventReplayTask,
+  campaignFiguresTask,
 ]
 
 const byName = new Map(tasks.map((task) => [task.name, task]))

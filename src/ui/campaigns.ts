@@ -1,12 +1,11 @@
 import type { H3 } from 'h3'
-import { localDate, dayRange, reportableDay } from '../reports/day-range.ts'
-import { loadDayRows } from '../reports/day-rows.ts'
-import { scalarResults, type Figures } from '../reports/figures.ts'
+import { runProcessingTask } from '../coordination/processing-task.ts'
+import { localDate, reportableDay } from '../reports/day-range.ts'
+import type { Figures } from '../reports/figures.ts'
 import { fmtPct } from '../reports/format.ts'
-import { createAgentBreakdown } from '../reports/per-agent.ts'
-import { createCampaignBreakdown } from '../reports/per-campaign.ts'
-import { buildTrend, type TrendDay } from '../reports/trend.ts'
+import type { TrendDay } from '../reports/trend.ts'
 import type { Runtime } from '../runtime.ts'
+import { campaignFiguresTask } from './campaign-figures.ts'
 import { chart, table } from './components.ts'
 import { html, type SafeHtml } from './html.ts'
 import { page } from './layout.ts'
@@ -35,34 +34,27 @@ function trendChart(title: string, trend: TrendDay[]): SafeHtml {
 
 /**
  * `/ui/campaigns`: per agent and campaign the funnel and outcomes of a day, and the 7- and 30-day trend —
- * from the daily report's own code (day rows, the same accumulators, `buildTrend`), not a second query.
+ * from the daily report's own code (src/ui/campaign-figures.ts), not a second query.
  */
 export function registerCampaignsPage(app: H3, rt: Runtime): void {
   app.get('/ui/campaigns', async (event) => {
     const tz = rt.config.recipes.timezone
     // A day that is not one (2026-02-30, a typo) shows today's, as a missing one does.
     const date = reportableDay(event.url.searchParams.get('date'), tz) ?? localDate(rt.clock.now(), tz)
-    const rows = await loadDayRows(rt, dayRange(date, tz))
-    const agents = createAgentBreakdown()
-    const campaigns = createCampaignBreakdown()
-    for (const row of rows) {
-      const results = scalarResults(row.results)
-      agents.add(row, results)
-      campaigns.add(row, results)
-    }
-    const [week, month] = await Promise.all([buildTrend(rt, date, tz, 7), buildTrend(rt, date, tz, 30)])
+    // Off the receiver's loop under `serve`: a busy day's rows take seconds to fold (src/ui/campaign-figures.ts).
+    const figures = await runProcessingTask(rt, campaignFiguresTask, { date, timezone: tz })
     return page(event, {
       title: 'Campaigns',
       body: html`<form method="get" action="/ui/campaigns" class="filters" aria-label="Pick a day">
 <label>Day (${tz})<input type="date" name="date" value="${date}"></label><button type="submit">Show</button>
 </form>
 <h2>By campaign, ${date}</h2>
-${funnel('Campaigns', campaigns.finish().map((c) => ({ name: c.campaign, figures: c.figures })))}
+${funnel('Campaigns', figures.campaigns.map((c) => ({ name: c.campaign, figures: c.figures })))}
 <h2>By agent, ${date}</h2>
-${funnel('Agents', agents.finish().map((a) => ({ name: `agent ${a.agentId}`, figures: a.figures })))}
+${funnel('Agents', figures.agents.map((a) => ({ name: `agent ${a.agentId}`, figures: a.figures })))}
 <h2>Trend</h2>
-${trendChart('Last 7 days', week.trend)}
-${trendChart('Last 30 days', month.trend)}`,
+${trendChart('Last 7 days', figures.week)}
+${trendChart('Last 30 days', figures.month)}`,
     })
   })
 }

@@ -69,6 +69,16 @@ describe.runIf(process.platform === 'linux')('heavy work a request asks for runs
     // The build's CPU was spent in the processing thread; the main thread only passed the request on.
     expect(processingMs).toBeGreaterThan(mainMs * 2)
 
+    // So is the campaigns page: a day's rows folded per campaign and agent, and the 7- and 30-day trend.
+    const processingBefore2 = niced()[0]!.cpuMs
+    const mainBefore2 = main()
+    const campaigns = await fetch(`${server.url}/ui/campaigns?date=${DAY}`, { headers: { cookie } })
+    const processingMs2 = niced()[0]!.cpuMs - processingBefore2
+    const mainMs2 = main() - mainBefore2
+    expect(campaigns.status).toBe(200)
+    expect(await campaigns.text()).toMatch(/<td[^>]*>agent 101<\/td><td[^>]*>20000<\/td>/)
+    expect(processingMs2).toBeGreaterThan(mainMs2 * 2)
+
     // A do-not-call CSV import goes the same way and reports each bad row by its number.
     const { jar: jar2, csrf } = await login(server.url)
     const form = new FormData()
