@@ -219,8 +219,8 @@ describe('voice client', () => {
     const { client, clock } = make({ signal: stopping.signal })
     script = Array.from({ length: 20 }, () => json(200, { data: [], has_more: false, total: 0 }))
     for (let i = 0; i < 20; i++) await run(() => client.listConversations({ limit: 5 }), clock)
-    const { getEventListeners } = await import('node:events')
-    expect(getEventListeners(stopping.signal, 'abort')).toHaveLength(0)
+    const { EventEmitter } = await import('node:events')
+    expect(EventEmitter.getEventListeners(stopping.signal, 'abort')).toHaveLength(0)
     const dependants = Object.getOwnPropertySymbols(stopping.signal).find((symbol) => String(symbol) === 'Symbol(kDependantSignals)')
     const held = dependants ? (stopping.signal as unknown as Record<symbol, Set<unknown> | undefined>)[dependants] : undefined
     expect(held?.size ?? 0).toBe(0)
