@@ -27,6 +27,11 @@ export interface Config {
   upstreamTimeoutMs: number
   /** The switchboard.config.ts that was loaded, if any. */
   configFile: string | undefined
+  /**
+   * Call history — conversations, the calls switchboard placed, the mail log — kept this many days past its end
+   * (HISTORY_RETENTION_DAYS); 0 keeps it for good.
+   */
+  history: { retentionDays: number }
   webhook: {
     secrets: string[]
     /** Where the default target's secret comes from, for the start banner; undefined when there is none. */
@@ -238,6 +243,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     upstreamBaseUrl: sandboxMode ? `${localOrigin(e.HOST, e.PORT)}/sandbox` : upstreamBaseUrl,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     configFile: options.fileName,
+    history: { retentionDays: e.HISTORY_RETENTION_DAYS },
     webhook: {
       secrets: e.WEBHOOK_SECRET,
       secretSource:

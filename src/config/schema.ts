@@ -232,6 +232,10 @@ export const envSchema = z.object({
     })
     .default({}),
   EVENT_RETENTION_DAYS: int(30, 3650).default(30),
+  // 0 keeps call history for good; otherwise at least 35 days, so a report's 30-day trend finds every day it reads.
+  HISTORY_RETENTION_DAYS: int(0, 36_500)
+    .refine((days) => days === 0 || days >= 35, { error: 'must be 0 (keep call history for good) or at least 35 (the daily report reads 30 days back)' })
+    .default(0),
   PROCESSING_MAX_ATTEMPTS: int(1, 100).default(8),
   RECONCILE_INTERVAL_SECONDS: int(0, 86_400).default(300),
 

@@ -26,9 +26,10 @@ export interface PurgeRun {
 }
 
 /**
- * One run of a retention purge (`webhooks`, `destinations`, `recipes`): on one replica at a time (the lease
+ * One run of a retention purge (`webhooks`, `destinations`, `recipes`, `history`): on one replica at a time (the lease
  * `<name>:purge`; `skipped` when another holds it), its rows per table recorded in the metrics and logged as
- * `purged old <what>`. `body` returns the counts the caller reports and the rows per table they came from.
+ * `purged old <what>`. `body` returns the counts the caller reports and the rows per table they came from; `cutoff`
+ * is the window's start (EVENT_RETENTION_DAYS back unless told otherwise).
  */
 export async function runRetentionPurge<Counts extends Record<string, number>>(
   rt: Runtime,
@@ -37,13 +38,14 @@ export async function runRetentionPurge<Counts extends Record<string, number>>(
   none: Counts,
   options: DeleteInChunksOptions,
   body: (run: PurgeRun) => Promise<{ counts: Counts; tables: Record<string, number> }>,
+  cutoff: () => number = () => retentionCutoff(rt),
 ): Promise<Counts & { skipped: boolean }> {
   const lease = `${name}:purge`
   if (!(await acquireLease(rt, lease, PURGE_LEASE_MS))) return { ...none, skipped: true }
   try {
     let more = false
     const run: PurgeRun = {
-      cutoff: retentionCutoff(rt),
+      cutoff: cutoff(),
       chunks: purgeRun({ beforeChunk: () => yieldToReceiver(rt), ...options }),
       counted(done) {
         more ||= done.more

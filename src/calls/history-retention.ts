@@ -1,0 +1,66 @@
+import type { Runtime } from '../runtime.ts'
+import { deleteInChunks, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
+import { runRetentionPurge } from '../coordination/retention-run.ts'
+
+const DAY_MS = 86_400_000
+
+export interface HistoryPurgeResult {
+  /** The read model's conversations (`conversations`). */
+  conversations: number
+  /** Calls switchboard placed or scheduled (`calls`). */
+  calls: number
+  /** Reports and other mail sent or given up on (`mail_log`). */
+  mail: number
+  skipped: boolean
+}
+
+/**
+ * Purges call history older than HISTORY_RETENTION_DAYS (off, 0, by default: kept for good): conversations that
+ * ended before the window (or, never ended, were last updated before it), calls placed or scheduled before it (a
+ * call still queued, or scheduled for a time inside the window, stays), and mail created before it that is no longer
+ * waiting to go. Reports, the dashboard and follow-up planning read only this history, so a day past the window
+ * reports as empty; the window is at least 35 days, past the report's 30-day trend. One replica at a time (a lease),
+ * in paced chunks (src/db/delete-in-chunks.ts) through the tables' time indexes.
+ */
+export function purgeCallHistory(rt: Runtime, options: DeleteInChunksOptions = {}): Promise<HistoryPurgeResult> {
+  const days = rt.config.history.retentionDays
+  const none = { conversations: 0, calls: 0, mail: 0 }
+  if (days <= 0) return Promise.resolve({ ...none, skipped: true })
+  const cutoff = () => rt.clock.now() - days * DAY_MS
+  return runRetentionPurge(rt, 'history', 'call history', none, options, async ({ cutoff, chunks, counted }) => {
+    const db = rt.store.db
+    const ended = counted(
+      await deleteInChunks(async (limit) => {
+        const expired = db.selectFrom('conversations').select('conversation_id').where('ended_at', '<', cutoff).limit(limit)
+        return Number((await db.deleteFrom('conversations').where('conversation_id', 'in', expired).executeTakeFirst()).numDeletedRows)
+      }, chunks),
+    )
+    // Conversations that never ended (their last event lost, the provider never reported the end): by their last update.
+    const abandoned = counted(
+      await deleteInChunks(async (limit) => {
+        const expired = db.selectFrom('conversations').select('conversation_id').where('ended_at', 'is', null).where('updated_at', '<', cutoff).limit(limit)
+        return Number((await db.deleteFrom('conversations').where('conversation_id', 'in', expired).executeTakeFirst()).numDeletedRows)
+      }, chunks),
+    )
+    const calls = counted(
+      await deleteInChunks(async (limit) => {
+        const expired = db
+          .selectFrom('calls')
+          .select('id')
+          .where('created_at', '<', cutoff)
+          .where('status', '!=', 'pending')
+          .where((eb) => eb.or([eb('scheduled_for', 'is', null), eb('scheduled_for', '<', cutoff)]))
+          .limit(limit)
+        return Number((await db.deleteFrom('calls').where('id', 'in', expired).executeTakeFirst()).numDeletedRows)
+      }, chunks),
+    )
+    const mail = counted(
+      await deleteInChunks(async (limit) => {
+        const expired = db.selectFrom('mail_log').select('id').where('created_at', '<', cutoff).where('status', '!=', 'queued').limit(limit)
+        return Number((await db.deleteFrom('mail_log').where('id', 'in', expired).executeTakeFirst()).numDeletedRows)
+      }, chunks),
+    )
+    const conversations = ended + abandoned
+    return { counts: { conversations, calls, mail }, tables: { conversations, calls, mail_log: mail } }
+  }, cutoff)
+}
