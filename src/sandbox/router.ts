@@ -131,6 +131,12 @@ export function createRouter(options: RouterOptions) {
       return response
     } catch (error) {
       if (error instanceof ApiFailure) return fail(error)
+      // The client went away while its body was read (a timeout, a stopped process): nothing failed here, and
+      // nobody reads the answer. Under a burst of calls that time out these were error lines, one per request.
+      if (request.signal.aborted || (error as { name?: string } | null)?.name === 'AbortError') {
+        log.debug({ path }, 'sandbox request aborted by its client')
+        return fail(new ApiFailure(400, 'invalid_request', 'the request was aborted before its body was read'))
+      }
       log.error({ err: error, path }, 'sandbox handler failed')
       return fail(new ApiFailure(500, 'internal_error', 'internal server error'))
     }

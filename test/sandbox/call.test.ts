@@ -210,3 +210,25 @@ describe('POST /v1/call', () => {
     })
   })
 })
+
+// A client that gives up mid-body (its own timeout, a stopped process) is not the sandbox failing: no error line each.
+it('a request its client aborts while the body is read is logged at debug, not as a handler failure', async () => {
+  const { captureLogs } = await import('../helpers/log-capture.ts')
+  const capture = captureLogs('debug')
+  h = harness({ log: capture.log })
+  const controller = new AbortController()
+  const body = new ReadableStream<Uint8Array>({
+    start(stream) {
+      stream.enqueue(new TextEncoder().encode('{"agent_id": 101, "parame'))
+      controller.signal.addEventListener('abort', () => stream.error(new DOMException('This operation was aborted', 'AbortError')))
+    },
+  })
+  const pending = h.sb.fetch(new Request('http://sandbox.test/v1/call', {
+    method: 'POST', body, signal: controller.signal, duplex: 'half', headers: { authorization: `Bearer ${ACME}`, 'content-type': 'application/json' },
+  } as RequestInit))
+  await new Promise((resolve) => setTimeout(resolve, 10))
+  controller.abort()
+  expect((await pending).status).toBe(400)
+  expect(capture.find(/handler failed/)).toEqual([])
+  expect(capture.find(/aborted by its client/)).toEqual([expect.objectContaining({ level: 20, path: '/v1/call' })])
+})
