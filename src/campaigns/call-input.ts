@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { callRequestSchema, retryContextSchema, metadataSchema } from '../upstream/schemas.ts'
 import { checkArgument } from '../utils/argument-error.ts'
 import { isValidTimeZone, type CallingWindow } from './calling-window.ts'
+import { northAmericanZone } from './zone-abbreviations.ts'
 import { isZonedIsoDateTime } from '../utils/iso-datetime.ts'
 
 /**
@@ -38,7 +39,12 @@ export interface NewCall {
 const hhmm = z.string().regex(/^\d{1,2}:\d{2}$/, { error: 'must look like "09:00"' })
 export const callingWindowSchema = z.object({ start: hhmm, end: hhmm })
 
-const timeZone = z.string().refine(isValidTimeZone, { error: 'must be an IANA time zone such as "Asia/Kolkata"' })
+// A recipient's zone often comes from contact data: `EST` there means New York with its daylight saving, as in a CSV's
+// timezone column (src/campaigns/zone-abbreviations.ts), not Intl's UTC−5 all year.
+const timeZone = z
+  .string()
+  .transform((tz) => northAmericanZone(tz) ?? tz)
+  .refine(isValidTimeZone, { error: 'must be an IANA time zone such as "Asia/Kolkata"' })
 
 /** A time with its zone (src/utils/iso-datetime.ts): a zoneless one would be read in the server's own zone. */
 const zonedTime = z.string().refine(isZonedIsoDateTime, { error: 'must be an ISO 8601 time with its time zone, e.g. "2026-01-15T10:00:00+05:30" or "2026-01-15T04:30:00Z"' })

@@ -1,10 +1,9 @@
 import { createHash } from 'node:crypto'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { Writable } from 'node:stream'
 import { basename, dirname, join, resolve } from 'node:path'
 import { z } from 'zod'
-import { loadConfig } from '../config/load.ts'
 import { WEBHOOK_EVENT_TYPES, webhookEventSchema, type WebhookEvent } from '../upstream/schemas.ts'
 import type { PlannedEffect } from '../effects.ts'
 import { ArgumentError, checkArgument } from '../utils/argument-error.ts'
@@ -170,7 +169,8 @@ function instantOf(value: string | number | Date): number {
 export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeResult> {
   const options = checkArgument(optionsSchema, input, { fn: 'testRecipe', arg: 'options', expected: '{ recipe, events?, csv?, now?, env?, recipesDir? }' })
   // Loaded here, not at import: the public API (what recipes import) stays light.
-  const [{ createRuntime }, { createFrozenClock }, { createLogger }, { applyEventToReadModel }, { loadRecipeFile }, { executeRun }, { pendingRow }, { subscribes }] = await Promise.all([
+  const [{ resolveConfig }, { createRuntime }, { createFrozenClock }, { createLogger }, { applyEventToReadModel }, { loadRecipeFile }, { executeRun }, { pendingRow }, { subscribes }] = await Promise.all([
+    import('../config/file.ts'),
     import('../runtime.ts'),
     import('../utils/clock.ts'),
     import('../utils/logger.ts'),
@@ -187,7 +187,9 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
 
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-recipe-test-'))
   try {
-    const config = loadConfig({
+    // The configuration the service would run with — the environment over switchboard.config.ts (SWITCHBOARD_CONFIG,
+    // else the working directory's) — but for where it keeps its data.
+    const config = await resolveConfig({
       env: {
         ...env,
         DATA_DIR: dataDir,
@@ -196,7 +198,8 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
       },
     })
     const file = findRecipeFile(options.recipe, options.recipesDir ?? config.recipes.dir)
-    const loaded = await loadRecipeFile(file, config.recipes.timezone)
+    // Judged as the service judges it: an `on` naming a target WEBHOOK_TARGETS does not configure is broken there.
+    const loaded = await loadRecipeFile(file, config.recipes.timezone, { targets: config.webhook.targets })
     if (!loaded.definition) throw new ArgumentError(`recipe "${loaded.name}" is broken: ${loaded.error ?? 'not loaded'}`)
     // The service never runs a recipe with a type error (unless RECIPES_TYPECHECK=false): a test that passed one
     // would promise a run that never happens.
@@ -213,7 +216,12 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
       // `recipes new <name> --from batch`): a batch recipe finds it in either.
       for (const dir of [join(dataDir, 'inbox'), join(dataDir, 'inbox', loaded.name)]) {
         mkdirSync(dir, { recursive: true })
-        copyFileSync(options.csv, join(dir, basename(options.csv)))
+        const copy = join(dir, basename(options.csv))
+        copyFileSync(options.csv, copy)
+        // Dated well before the frozen clock: the copy is whole, and a batch recipe leaves a file modified in the last
+        // minute for its next run (it may still be arriving) — with the clock at "now", a fresh copy was never read.
+        const settled = new Date(now - 10 * 60_000)
+        utimesSync(copy, settled, settled)
       }
     }
     // The type check is done above; nothing in this runtime should start the service's own checker thread.

@@ -55,6 +55,39 @@ it('recipes test nightly-batch --csv prints the batch with its rows and rejects'
   expect(out).toMatch(/rejected row \d+: /)
 })
 
+// The batch recipe leaves a file modified in the last minute for its next run (it may still be arriving): with the clock
+// at "now" by default, the fresh copy `recipes test` made of the CSV was never read — an empty plan, exit 0.
+it('recipes test nightly-batch --csv without --now plans the CSV it was given', async () => {
+  const { code, out } = await cli('recipes', 'test', 'nightly-batch', '--csv', `${SAMPLES}/leads.csv`)
+  expect(code).toBe(0)
+  expect(out).not.toContain('modified_in_the_last_minute')
+  // Read: launched, or held back for the calling window, depending on the hour the test runs at.
+  expect(out).toMatch(/^summary: files 1 · batches 1$/m)
+})
+
+// `recipes test` ran with the environment alone: a switchboard.config.ts (DEFAULT_COUNTRY, RECIPES_TIMEZONE,
+// WEBHOOK_TARGETS…) the service runs with was left out, so the test planned by other settings than the service's.
+it('recipes test reads switchboard.config.ts as the service does', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-recipe-config-'))
+  const folder = tempRecipesDir()
+  try {
+    folder.write('zone', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'says its zone and country', run: (ctx) => ({ zone: ctx.timezone, country: ctx.config.defaultCountry }) })
+`)
+    const config = join(dir, 'switchboard.config.ts')
+    writeFileSync(config, `export default { RECIPES_TIMEZONE: 'America/New_York', DEFAULT_COUNTRY: 'US', RECIPES_TYPECHECK: false }\n`)
+    const { RECIPES_TIMEZONE: _tz, DEFAULT_COUNTRY: _country, ...rest } = env
+    let out = ''
+    const code = await main(['recipes', 'test', 'zone', '--json'], { env: { ...rest, RECIPES_DIR: folder.dir, SWITCHBOARD_CONFIG: config }, stdout: (t) => void (out += t), stderr: (t) => void (out += t) })
+    expect(out).toContain('"status": "succeeded"')
+    expect(code).toBe(0)
+    expect(JSON.parse(out)).toMatchObject({ summary: { zone: 'America/New_York', country: 'US' } })
+  } finally {
+    folder.cleanup()
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
 it('without --events or --csv: a scheduled recipe runs as its tick at --now would (trigger cron), and says where sample inputs are', async () => {
   const { code, out } = await cli('recipes', 'test', 'no-answer-followup', '--now', '2026-01-15T04:00:00Z')
   expect(code).toBe(0)
@@ -212,11 +245,17 @@ export default defineRecipe({ description: 'reads CRM updates', on: ['crm:contac
 `)
     const file = join(dir, 'crm-events.json')
     writeFileSync(file, JSON.stringify([{ target: 'crm', event_type: 'contact.updated', body: { id: 'ct_1' } }, { target: 'crm', event_type: 'contact.updated', event_id: 'msg_2', body: { id: 'ct_2' } }]))
-    const result = await testRecipe({ recipe: 'crm-sync', recipesDir: folder.dir, events: file, now: '2026-01-15T10:00:00Z', env: { ...env, RECIPES_TYPECHECK: 'false' } })
+    // The target is configured, as the service needs it to run the recipe at all.
+    const withCrm = { ...env, RECIPES_TYPECHECK: 'false', WEBHOOK_TARGETS: '{"crm":{"scheme":"standard","secrets":"whsec_c2VjcmV0"}}' }
+    const result = await testRecipe({ recipe: 'crm-sync', recipesDir: folder.dir, events: file, now: '2026-01-15T10:00:00Z', env: withCrm })
     expect(result).toMatchObject({ status: 'succeeded', warnings: [], result: { kinds: 'target,target', targets: 'crm,crm', ids: 'ct_1,ct_2' } })
     // Another type of the target, not listed in `on`, is warned about as provider types are.
-    const other = await testRecipe({ recipe: 'crm-sync', recipesDir: folder.dir, events: [{ target: 'crm', event_type: 'deal.won', body: {} }], env: { ...env, RECIPES_TYPECHECK: 'false' } })
+    const other = await testRecipe({ recipe: 'crm-sync', recipesDir: folder.dir, events: [{ target: 'crm', event_type: 'deal.won', body: {} }], env: withCrm })
     expect(other.warnings).toEqual(['the recipe does not list crm:deal.won in `on` (it lists crm:contact.updated), so the service would not run it for these events'])
+    // Without the target configured the service would never run it (broken, naming the target), and neither does the test.
+    await expect(testRecipe({ recipe: 'crm-sync', recipesDir: folder.dir, events: file, env: { ...env, RECIPES_TYPECHECK: 'false' } })).rejects.toThrow(
+      /recipe "crm-sync" is broken: `on` lists "crm:contact.updated", but no webhook target is named "crm"/,
+    )
     // A mistake in one entry names it.
     const bad = await cli('recipes', 'test', 'crm-sync', '--events', file.replace('crm-events', 'bad'))
     expect(bad.code).toBe(2)
