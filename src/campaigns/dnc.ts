@@ -6,7 +6,7 @@ import { defineProcessingTask } from '../coordination/processing-task.ts'
 import { parse } from 'csv-parse/sync'
 import type { WebhookEvent } from '../upstream/schemas.ts'
 import { createPhoneNormalizer, normalizePhone } from './phones.ts'
-import { headerDelimiter } from './csv-delimiter.ts'
+import { firstDelimiter } from './csv-delimiter.ts'
 import { decodeCsvText } from './csv-encoding.ts'
 
 /**
@@ -190,8 +190,9 @@ export async function importDncCsv(rt: Runtime, text: string, source = 'csv impo
   let records: string[][]
   try {
     const body = text.replace(/^\uFEFF/, '')
-    // Comma, semicolon or tab, as the first line uses (the contacts files' rule): a "Unicode Text" export is tab-separated.
-    const delimiter = headerDelimiter(body.slice(0, body.search(/[\r\n]|$/)))
+    // Comma, semicolon or tab: the one after the first column (a number, or a header's name) on the first line — the
+    // file may have no header, and a reason's free text can hold more semicolons than the line has commas.
+    const delimiter = firstDelimiter(body.slice(0, body.search(/[\r\n]|$/)))
     records = parse(body, { delimiter, relax_column_count: true, relax_quotes: true, skip_empty_lines: false, trim: true }) as string[][]
   } catch (error) {
     return { added: 0, existing: 0, errors: [{ row: 0, raw: '', reason: `not a CSV file: ${(error as Error).message}` }] }

@@ -89,6 +89,9 @@ function crlfs(cell: string): number {
   return count
 }
 
+/** How far the header line is looked for: header lines are a few hundred bytes. */
+const HEADER_SCAN_BYTES = 64 * 1024
+
 /**
  * The decoded text's chunks, with the delimiter its first line uses: chunks are read until a line break (or the end),
  * then handed on whole, the first ones included.
@@ -96,21 +99,34 @@ function crlfs(cell: string): number {
 async function withDelimiter(text: AsyncIterable<Buffer>): Promise<{ delimiter: string; chunks: AsyncIterable<Buffer> }> {
   const iterator = text[Symbol.asyncIterator]()
   const head: Buffer[] = []
-  let line: string | undefined
-  while (line === undefined) {
+  let size = 0
+  let found = false
+  // Each chunk is searched once, for the line's end (CR and LF are single bytes in UTF-8); a first line longer than
+  // HEADER_SCAN_BYTES (a file that is not a CSV) is judged by its start. Joining and decoding everything read so far
+  // for every chunk made a 20 MB file with no line break take half a minute.
+  while (!found && size < HEADER_SCAN_BYTES) {
     const next = await iterator.next()
     if (next.done) break
     head.push(next.value)
-    const sofar = Buffer.concat(head).toString('utf8')
-    const end = sofar.search(/[\r\n]/)
-    if (end >= 0) line = sofar.slice(0, end)
+    size += next.value.length
+    found = next.value.includes(0x0a) || next.value.includes(0x0d)
   }
-  line ??= Buffer.concat(head).toString('utf8')
+  const start = Buffer.concat(head).subarray(0, HEADER_SCAN_BYTES).toString('utf8')
+  const end = start.search(/[\r\n]/)
+  const line = end >= 0 ? start.slice(0, end) : start
   async function* chunks() {
     yield* head
     for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value
   }
   return { delimiter: headerDelimiter(line), chunks: chunks() }
+}
+
+/** 3 → "third", 21 → "21st". */
+function ordinal(n: number): string {
+  const words = ['', 'first', 'second', 'third', 'fourth', 'fifth', 'sixth', 'seventh', 'eighth', 'ninth', 'tenth']
+  if (n < words.length) return words[n]!
+  const suffix = n % 100 >= 11 && n % 100 <= 13 ? 'th' : (['th', 'st', 'nd', 'rd'][n % 10] ?? 'th')
+  return `${n}${suffix}`
 }
 
 /** The header's names, a repeated one numbered (`note`, `note_2`): a row keyed by name would keep only the last. */
@@ -123,7 +139,14 @@ function uniqueHeaders(headers: string[], name: string, warn: ((message: string)
     if (count === 1) return header
     let renamed = `${header}_${count}`
     while (headers.includes(renamed)) renamed += '_'
-    warn?.(printable(`${name} has ${count > 2 ? 'more' : 'two'} columns named "${header}": the ${count === 2 ? 'second' : `${count}th`} is read as "${renamed}"`, 300))
+    warn?.(
+      printable(
+        count === 2
+          ? `${name} has two columns named "${header}": the second is read as "${renamed}"`
+          : `${name} has a ${ordinal(count)} column named "${header}": it is read as "${renamed}"`,
+        300,
+      ),
+    )
     return renamed
   })
 }

@@ -113,12 +113,24 @@ describe('readContacts', () => {
     expect(await all(['pho', 'ne,name;x\n9876543210,A;B\n'])).toEqual([{ row: 2, phone: '9876543210', fields: { 'name;x': 'A;B' } }])
   })
 
+  it('a tab-separated file with as many commas as tabs in its header names is read by tabs', async () => {
+    expect(await all(file('Phone\tName, First\tName, Last\n9876543210\tBob\tSmith\n'))).toEqual([{ row: 2, phone: '9876543210', fields: { 'Name, First': 'Bob', 'Name, Last': 'Smith' } }])
+  })
+
+  it('a first line of a megabyte with no line break is judged by its start (a file that is not a CSV)', async () => {
+    const line = `phone,${'x'.repeat(1024 * 1024)}`
+    expect(await all([line.slice(0, 70_000), line.slice(70_000), '\n9876543210,a\n'])).toEqual([{ row: 2, phone: '9876543210', fields: { ['x'.repeat(1024 * 1024)]: 'a' } }])
+  })
+
   it('a repeated header keeps both columns, the second numbered, with a warning', async () => {
     const warnings: string[] = []
     const rows: ContactRow[] = []
     for await (const r of readContacts(file('phone,note,note,note_2\n9876543210,VIP,call after 5pm,x\n'), { name: 'leads.csv', onWarning: (w) => warnings.push(w) })) rows.push(r)
     expect(rows[0]!.fields).toEqual({ note: 'VIP', note_2_: 'call after 5pm', note_2: 'x' })
     expect(warnings).toEqual(['leads.csv has two columns named "note": the second is read as "note_2_"'])
+    const more: string[] = []
+    for await (const _ of readContacts(file('phone,note,note,note\n9876543210,a,b,c\n'), { name: 'leads.csv', onWarning: (w) => more.push(w) })) void _
+    expect(more).toEqual(['leads.csv has two columns named "note": the second is read as "note_2"', 'leads.csv has a third column named "note": it is read as "note_3"'])
   })
 })
 

@@ -32,3 +32,19 @@ it('a workbook saved as dnc.csv is an error, not an empty list', async () => {
   writeFileSync(join(rt.dataDir, 'dnc.csv'), Buffer.from([0x50, 0x4b, 0x03, 0x04, 0x14, 0x00, 0x06, 0x00, 0, 0, 0, 0]))
   await expect(isBlocked(rt, '+919876543210')).rejects.toThrow(/dnc\.csv is not a CSV file: it looks like a ZIP archive/)
 })
+
+// The import takes files with no header: the delimiter was taken as the first line's most frequent one, so a first
+// reason holding semicolons made the whole file ';'-separated — and no number went on the list.
+it('a do-not-call import without a header whose first reason holds semicolons adds every number', async () => {
+  rt = await createTestRuntime({ env: { DEFAULT_COUNTRY: 'US' } })
+  const { importDncCsv } = await import('../../src/campaigns/dnc.ts')
+  expect(await importDncCsv(rt, '+12025550101,asked us to stop; twice; rude\n+12025550102,lawyer\n')).toEqual({ added: 2, existing: 0, errors: [] })
+  expect(await importDncCsv(rt, 'phone;reason\n+12025550103;asked, twice\n')).toEqual({ added: 1, existing: 0, errors: [] })
+  expect(await importDncCsv(rt, '+12025550104\tsaid no, politely\n')).toEqual({ added: 1, existing: 0, errors: [] })
+  expect((await rt.store.db.selectFrom('dnc').select(['phone', 'reason']).orderBy('phone').execute()).map((r) => `${r.phone} ${r.reason}`)).toEqual([
+    '+12025550101 asked us to stop; twice; rude',
+    '+12025550102 lawyer',
+    '+12025550103 asked, twice',
+    '+12025550104 said no, politely',
+  ])
+})
