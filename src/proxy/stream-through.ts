@@ -70,22 +70,34 @@ export async function streamThrough(
   const deadline = createIdleDeadline(timeoutMs)
   let received = 0
   let overLimit = false
+  // The caller's own upload failed (it hung up mid-body): not the provider's doing, so not noted against its health.
+  let callerFailed = false
   let body: ReadableStream<Uint8Array> | null = null
   if (request.body && request.method !== 'GET' && request.method !== 'HEAD') {
-    body = request.body.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, ctl) {
-          received += chunk.byteLength
-          if (received > max) {
-            overLimit = true
-            ctl.error(new Error('upload too large'))
-            return
-          }
-          deadline.arm()
-          ctl.enqueue(chunk)
-        },
-      }),
-    )
+    const reader = request.body.getReader()
+    body = new ReadableStream<Uint8Array>({
+      async pull(ctl) {
+        let next: ReadableStreamReadResult<Uint8Array>
+        try {
+          next = await reader.read()
+        } catch (error) {
+          callerFailed = true
+          ctl.error(error)
+          return
+        }
+        if (next.done) return ctl.close()
+        received += next.value.byteLength
+        if (received > max) {
+          overLimit = true
+          ctl.error(new Error('upload too large'))
+          await reader.cancel().catch(() => {})
+          return
+        }
+        deadline.arm()
+        ctl.enqueue(next.value)
+      },
+      cancel: (reason) => reader.cancel(reason),
+    })
   }
   const headers: Record<string, string> = { authorization: `Bearer ${init.apiKey}`, accept: 'application/json' }
   // What the caller asked for goes on as asked: a recording by a query or a route we do not know may be ranged.
@@ -123,6 +135,10 @@ export async function streamThrough(
   } catch (error) {
     deadline.stop()
     if (overLimit) return tooLarge()
+    if (callerFailed || request.signal.aborted) {
+      rt.log.info({ path: init.pathAndQuery.split('?')[0], received }, 'proxy upload ended by its caller before its body was whole; the provider was not given a whole request')
+      return withCache(apiErrorResponse(400, 'invalid_request', 'the request body ended before it was whole (the upload was cancelled)'), 'BYPASS')
+    }
     const failure = deadline.signal.aborted ? { ok: false as const, failure: 'timeout' as const, message: `the provider did not answer within ${timeoutMs} ms` } : failureOf(error, timeoutMs)
     noteUpstream(rt, { status: 0, error: failure.message })
     return failureResponse(failure)
