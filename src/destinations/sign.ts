@@ -37,3 +37,12 @@ export function signedHeaders(keys: SigningKey[], id: string, nowMs: number, bod
     'webhook-signature': signatureHeader(keys, id, timestamp, body),
   }
 }
+
+/**
+ * The event's type, beside the body: a named target's body need not say it (GitHub's does not), nor a recipe's own
+ * event's. Not signed (Standard Webhooks signs the id, the time and the body): verify, then trust the body first.
+ * Left out when the type cannot be a header value. Real deliveries and `destinations test` alike carry it.
+ */
+export function eventTypeHeader(type: string): Record<string, string> {
+  return /^[\x21-\x7e]{1,200}$/.test(type) ? { 'x-switchboard-event-type': type } : {}
+}

@@ -1,7 +1,7 @@
 import type { Runtime } from '../runtime.ts'
 import type { DestinationConfig } from '../config/destinations.ts'
 import { sendOnce } from './http-send.ts'
-import { deliveryId, signedHeaders, signingKeys } from './sign.ts'
+import { deliveryId, eventTypeHeader, signedHeaders, signingKeys } from './sign.ts'
 
 export interface TestSendResult {
   destination: string
@@ -30,7 +30,7 @@ export async function sendTestEvent(rt: Runtime, destination: DestinationConfig)
   const sent = await sendOnce({
     url: destination.url,
     body,
-    headers: { ...destination.headers, ...signedHeaders(signingKeys(destination.secret), id, now, body) },
+    headers: { ...destination.headers, ...eventTypeHeader('switchboard.test'), ...signedHeaders(signingKeys(destination.secret), id, now, body) },
     timeoutMs: destination.timeoutMs,
     allowPrivate: rt.config.destinations.allowPrivate,
     allowHttp: destination.allowHttp,

@@ -7,7 +7,7 @@ import { destinationMetrics, type DestinationMetrics } from './metrics.ts'
 import { classify } from './outcome.ts'
 import { claimDeliveries, onEnqueued, orderQueuedDeliveries, releaseClaims, type ClaimedDelivery } from './outbox.ts'
 import { createAttemptRecorder, type AttemptRecorder } from './recorder.ts'
-import { signedHeaders, signingKeys } from './sign.ts'
+import { eventTypeHeader, signedHeaders, signingKeys } from './sign.ts'
 import { shownUrl } from '../utils/shown-url.ts'
 import { disableDestination, disabledDestinations } from './state.ts'
 import { yieldToReceiver } from '../coordination/receiver-load.ts'
@@ -59,15 +59,6 @@ interface Lane {
  * One lane per destination, each with its own claims, concurrency limit, keep-alive connections and
  * circuit breaker, so a slow or failing destination only ever occupies its own lane.
  */
-/**
- * The event's type, beside the body: a named target's body need not say it (GitHub's does not), nor a recipe's own
- * event's. Not signed (Standard Webhooks signs the id, the time and the body): verify, then trust the body first.
- * Left out when the type cannot be a header value.
- */
-function eventTypeHeader(type: string): Record<string, string> {
-  return /^[\x21-\x7e]{1,200}$/.test(type) ? { 'x-switchboard-event-type': type } : {}
-}
-
 function startLane(rt: Runtime, destination: DestinationConfig, owner: string, metrics: DestinationMetrics, recorder: AttemptRecorder, options: DeliveryWorkerOptions): Lane {
   const keys = signingKeys(destination.secret)
   const agents = createAgents(destination.concurrency, rt.config.destinations.allowPrivate)
