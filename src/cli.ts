@@ -48,8 +48,11 @@ const serveCommand = defineCommand({
       // out a database that is down) ends the process after START_STOP_WAIT_MS — a process manager's SIGTERM must
       // not wait for it. Nothing is lost: what the listener answered 2xx is committed, and the rest is sent again.
       const starting = startServer({ env: ctx.env, banner: role !== 'worker', role: role as Role, processing: 'thread' })
+      // Armed by any stop signal, the one after start-up included: cleared once the process is done with it, so a
+      // clean shutdown does not wait it out (it kept every `serve` alive ~1 s past "switchboard stopped").
+      let startStopTimer: NodeJS.Timeout | undefined
       const stoppedEarly = signal.stopped.then(async (stopped) => {
-        await new Promise((resolve) => setTimeout(resolve, START_STOP_WAIT_MS))
+        await new Promise((resolve) => (startStopTimer = setTimeout(resolve, START_STOP_WAIT_MS)))
         return stopped
       })
       const first = await Promise.race([starting.then((server) => ({ server })), stoppedEarly.then((stopped) => ({ stopped }))])
@@ -60,6 +63,7 @@ const serveCommand = defineCommand({
       const server = first.server
       const stopLoggingRejections = logUnhandledRejections(server.rt)
       const received = await signal.stopped
+      clearTimeout(startStopTimer)
       process.stdout.write(`\n${received}: shutting down…\n`)
       // Still logged while stopping: a run in flight (waited for below) can leave a rejection behind too.
       try {
