@@ -119,7 +119,8 @@ export interface EventFilter {
 
 /** Stored events, newest first (ties by id); keyset pagination with `after` stays fast deep into millions. */
 export async function listEvents(rt: Runtime, filter: EventFilter = {}): Promise<StoredEvent[]> {
-  let q = rt.store.db.selectFrom('webhook_events').select([...LISTED_COLUMNS, phoneColumn(rt.store.dialect).as('customer_phone')])
+  const db = rt.store.db
+  let q = db.selectFrom('webhook_events').select(LISTED_COLUMNS)
   if (filter.type) q = q.where('event_type', '=', filter.type)
   if (filter.status) q = Array.isArray(filter.status) ? q.where('status', 'in', filter.status) : q.where('status', '=', filter.status)
   if (filter.conversationId) q = q.where('conversation_id', '=', filter.conversationId)
@@ -131,12 +132,15 @@ export async function listEvents(rt: Runtime, filter: EventFilter = {}): Promise
     const normalized = normalizePhone(filter.phone, { defaultCountry: rt.config.defaultCountry })
     const phone = normalized.ok ? normalized.e164 : filter.phone
     // Events carry no phone column: go through the read model and the calls ledger (both indexed by phone).
-    q = q.where((eb) =>
-      eb.or([
-        eb('conversation_id', 'in', eb.selectFrom('conversations').select('conversation_id').where('contact_number', '=', phone)),
-        eb('trace_id', 'in', eb.selectFrom('calls').select('trace_id').where('customer_phone', '=', phone).where('trace_id', 'is not', null)),
-      ]),
-    )
+    const conversations = db.selectFrom('conversations').select('conversation_id').where('contact_number', '=', phone)
+    const traces = db.selectFrom('calls').select('trace_id').where('customer_phone', '=', phone).where('trace_id', 'is not', null)
+    // SQLite answers `a IN (…) OR b IN (…)` with one index search per side (MULTI-INDEX OR). Postgres cannot turn an OR
+    // of IN-subqueries into index lookups: it walked the whole table newest first, filtering every row (1–6 s over a
+    // million events); `= ANY(ARRAY(…))` makes each side a list it looks up by index (a BitmapOr, ~1 ms).
+    q =
+      rt.store.dialect === 'postgres'
+        ? q.where((eb) => eb.or([sql<boolean>`${eb.ref('conversation_id')} = any(array(${conversations}))`, sql<boolean>`${eb.ref('trace_id')} = any(array(${traces}))`]))
+        : q.where((eb) => eb.or([eb('conversation_id', 'in', conversations), eb('trace_id', 'in', traces)]))
   }
   if (filter.after) {
     const { receivedAt, eventId } = filter.after
@@ -149,8 +153,19 @@ export async function listEvents(rt: Runtime, filter: EventFilter = {}): Promise
     .limit(Math.min(Math.max(filter.limit ?? 50, 1), 10_000))
     .offset(Math.max(filter.offset ?? 0, 0))
     .execute()
-  return rows.map((row) => toStoredEvent(row, row.customer_phone))
+  // The number each event is about comes from its body, read for the rows listed only: in the listing's own SELECT,
+  // Postgres parsed the body of every row an OFFSET skipped too (10,050 bodies for the 50 at offset 10,000: 170 ms).
+  const phones = new Map<string, string | null>()
+  for (let i = 0; i < rows.length; i += PHONE_CHUNK) {
+    const ids = rows.slice(i, i + PHONE_CHUNK).map((row) => row.event_id)
+    const found = await db.selectFrom('webhook_events').select(['event_id', phoneColumn(rt.store.dialect).as('customer_phone')]).where('event_id', 'in', ids).execute()
+    for (const row of found) phones.set(row.event_id, row.customer_phone)
+  }
+  return rows.map((row) => toStoredEvent(row, phones.get(row.event_id) ?? null))
 }
+
+/** Events whose number is read per statement, by id. */
+const PHONE_CHUNK = 500
 
 export interface EventHourCount {
   /** Start of the hour (epoch ms). */
