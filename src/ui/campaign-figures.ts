@@ -1,7 +1,7 @@
 import { defineProcessingTask } from '../coordination/processing-task.ts'
 import { dayRange } from '../reports/day-range.ts'
 import { loadDayRows } from '../reports/day-rows.ts'
-import { scalarResults } from '../reports/figures.ts'
+import { createFiguresAccumulator, scalarResults } from '../reports/figures.ts'
 import { createAgentBreakdown } from '../reports/per-agent.ts'
 import { createCampaignBreakdown } from '../reports/per-campaign.ts'
 import { buildTrend } from '../reports/trend.ts'
@@ -15,15 +15,19 @@ import type { Runtime } from '../runtime.ts'
  */
 export async function campaignFigures(rt: Runtime, date: string, timezone: string) {
   const rows = await loadDayRows(rt, dayRange(date, timezone))
+  const totals = createFiguresAccumulator()
   const agents = createAgentBreakdown()
   const campaigns = createCampaignBreakdown()
   for (const row of rows) {
     const results = scalarResults(row.results)
+    totals.add(row, results)
     agents.add(row, results)
     campaigns.add(row, results)
   }
-  const [week, month] = await Promise.all([buildTrend(rt, date, timezone, 7), buildTrend(rt, date, timezone, 30)])
-  return { campaigns: campaigns.finish(), agents: agents.finish(), week: week.trend, month: month.trend }
+  // One 30-day trend, its last seven the week's, with the day itself from the rows just read (as the report does):
+  // two trends counted 37 days, the day's — the busiest — twice more.
+  const month = await buildTrend(rt, date, timezone, 30, totals.finish())
+  return { campaigns: campaigns.finish(), agents: agents.finish(), week: month.trend.slice(-7), month: month.trend }
 }
 
 export const campaignFiguresTask = defineProcessingTask('campaignFigures', (rt, args: { date: string; timezone: string }) =>
