@@ -471,6 +471,20 @@ const m0019: Migration = {
   },
 }
 
+/**
+ * 0.13.0: calls by the conversation they became. A follow-up chain (`/ui/calls?chain=`, `followUpChain`) is walked back
+ * one call at a time by the conversation each continues: without an index every step read the whole ledger (77 ms a
+ * page at 300,000 calls on Postgres, up to 20 steps a chain, growing with history).
+ */
+const m0020: Migration = {
+  async up(db: AnyDb) {
+    await db.schema.createIndex('calls_conversation').ifNotExists().on('calls').column('conversation_id').execute()
+  },
+  async down(db: AnyDb) {
+    await db.schema.dropIndex('calls_conversation').ifExists().execute()
+  },
+}
+
 export const migrations: Record<string, Migration> = {
   '0001_initial': m0001,
   '0002_webhooks_stats': m0002,
@@ -491,6 +505,7 @@ export const migrations: Record<string, Migration> = {
   '0017_recipe_runs_process': m0017,
   '0018_recipe_runs_one_running': m0018,
   '0019_revoked_sessions': m0019,
+  '0020_calls_conversation': m0020,
 }
 
 export const migrationProvider: MigrationProvider = {

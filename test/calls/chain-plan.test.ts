@@ -1,0 +1,36 @@
+import { afterEach, expect, it } from 'vitest'
+import { followUpChain } from '../../src/calls/list-calls.ts'
+import { capturePrepared, queryPlan } from '../helpers/query-plans.ts'
+import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+
+let rt: TestRuntime | undefined
+afterEach(async () => {
+  await rt?.close()
+  rt = undefined
+})
+
+// A follow-up chain is walked back one call at a time by the conversation each continues: with no index on
+// calls.conversation_id each step read the whole ledger (up to 20 a chain, growing with history).
+it('a follow-up chain is walked by index, both ways, whatever the size of the ledger', async () => {
+  rt = await createTestRuntime({})
+  const call = (id: string, conversation: string | null, previous: string | null, at: number) =>
+    rt!.store.db.insertInto('calls').values({
+      id, tenant: 't', agent_id: 101, customer_phone: '+919876543210', idempotency_key: `key_${id}`, trace_id: `tr_${id}`, conversation_id: conversation,
+      previous_conversation_id: previous, scheduled_for: null, parameters: '[]', retry_context: null, metadata: null, recipe: null, campaign: null,
+      status: 'initiated', error: null, created_at: at, updated_at: at,
+    }).execute()
+  await call('call_1', 'conv_1', null, 1)
+  await call('call_2', 'conv_2', 'conv_1', 2)
+  await call('call_3', null, 'conv_2', 3)
+  const prepared = capturePrepared(rt.store.sqlite!)
+  let chain
+  try {
+    chain = await followUpChain(rt, 'call_2')
+  } finally {
+    prepared.stop()
+  }
+  expect(chain.map((c) => c.id)).toEqual(['call_1', 'call_2', 'call_3'])
+  const steps = prepared.texts.filter((t) => /from "calls" where "(previous_)?conversation_id" = \?/.test(t))
+  expect(steps).toHaveLength(2)
+  for (const text of steps) expect(queryPlan(rt.store.sqlite!, text).join(' ')).toMatch(/USING INDEX calls_(previous_)?conversation\b/)
+})
