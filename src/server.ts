@@ -51,6 +51,9 @@ const opsState = (rt: Runtime): OpsState => {
 /** Events counted on the receiver's event loop at most (/readyz, and /metrics while no processing thread reports them). */
 const RECEIVER_COUNT_UP_TO = 10_000
 
+/** How long the receiver's loop reuses its count of the recipe queues and outboxes (src/backlog-metrics.ts). */
+const QUEUES_MAX_AGE_MS = 30_000
+
 /** /healthz, /readyz and /metrics: every role serves them. */
 function registerOpsRoutes(app: H3, rt: Runtime): void {
   registerBacklogMetrics(rt, {
@@ -62,6 +65,9 @@ function registerOpsRoutes(app: H3, rt: Runtime): void {
     // Processing on this loop (inline, or --role worker) counts its recipe queues and outboxes; a receiver leaves them to it.
     // So does a process whose processing thread is not reporting (busy past the metrics wait, or restarting).
     processingQueues: () => opsState(rt).role !== 'receiver' && opsState(rt).thread?.reportsMetrics() !== true,
+    // Counted here only while the thread does not answer: a count a few scrapes old, rather than one per scrape on the
+    // loop that answers webhooks. A worker's loop counts at every scrape.
+    queuesMaxAgeMs: opsState(rt).role === 'worker' ? 0 : QUEUES_MAX_AGE_MS,
   })
   app.get('/healthz', () => ({ status: 'ok' }))
   registerDependencyMetrics(rt)

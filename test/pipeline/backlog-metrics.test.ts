@@ -52,6 +52,23 @@ describeEachDialect('backlog gauges across the two threads of `serve`', (dialect
     expect(onReceiver).not.toContain('switchboard_recipe_events_queued{')
   })
 
+  // While `serve`'s processing thread is too busy to answer, the main thread — the one answering webhooks — counts the
+  // recipe queues and outboxes itself: once per queuesMaxAgeMs, not at every scrape.
+  it('a loop that counts the queues for a busy thread reuses its count for queuesMaxAgeMs', async () => {
+    h = await createHarness(dialect)
+    const fire = (id: string) =>
+      h.rt.store.db.insertInto('recipe_event_fires').values({ recipe: 'missed-calls', event_id: id, fired_at: h.clock.now(), status: 'pending', attempts: 0, next_attempt_at: h.clock.now() }).execute()
+    await fire('evt_r1')
+    const main: Runtime = { ...h.rt, metrics: new Registry() }
+    registerBacklogMetrics(main, { role: () => 'all', countUpTo: 10_000, queuesMaxAgeMs: 30_000 })
+    expect(await main.metrics.metrics()).toContain('switchboard_recipe_events_queued{recipe="missed-calls"} 1\n')
+    await fire('evt_r2')
+    await h.clock.advance(29_000)
+    expect(await main.metrics.metrics()).toContain('switchboard_recipe_events_queued{recipe="missed-calls"} 1\n')
+    await h.clock.advance(1_000)
+    expect(await main.metrics.metrics()).toContain('switchboard_recipe_events_queued{recipe="missed-calls"} 2\n')
+  })
+
   it('counts each recipe\'s pending and failed fires exactly, reading the pending ones only, not every fire kept', async () => {
     h = await createHarness(dialect)
     const db = h.rt.store.db
