@@ -30,15 +30,15 @@ export interface BacklogMetricsOptions {
    * loop, counting them while the processing thread is too busy to answer took ~15 ms for 30,000 queued recipe events
    * and ~7 ms for 100,000 waiting deliveries, at every scrape, while webhooks waited.
    */
-  queuesMaxAgeMs?: number
+  queuesMaxAgeMs?(): number
 }
 
-/** `read`, its answer reused for `maxAgeMs` from when it was asked (a failure is not reused; 0: read every time). */
-function reusedFor<T>(rt: Runtime, maxAgeMs: number, read: () => Promise<T>): () => Promise<T> {
+/** `read`, its answer reused for `maxAgeMs()` from when it was asked (a failure is not reused; 0: read every time). */
+function reusedFor<T>(rt: Runtime, maxAgeMs: () => number, read: () => Promise<T>): () => Promise<T> {
   let last: { at: number; value: Promise<T> } | undefined
   return () => {
     const now = rt.clock.now()
-    if (last && now - last.at < maxAgeMs) return last.value
+    if (last && now - last.at < maxAgeMs()) return last.value
     const asked = { at: now, value: read() }
     last = asked
     asked.value.catch(() => {
@@ -69,7 +69,8 @@ export function registerBacklogMetrics(rt: Runtime, options: BacklogMetricsOptio
     return reading
   }
   const registers = [rt.metrics]
-  const readFires = reusedFor(rt, options.queuesMaxAgeMs ?? 0, () => pendingFires(rt))
+  const queuesMaxAgeMs = () => options.queuesMaxAgeMs?.() ?? 0
+  const readFires = reusedFor(rt, queuesMaxAgeMs, () => pendingFires(rt))
   // The queues processing works through: counted where it runs, and only there.
   const queuesCountedHere = () => !options.reportedElsewhere?.() && (options.processingQueues?.() ?? true)
   const backlogGauge = (name: string, help: string, value: (b: Backlog) => number) =>
@@ -100,7 +101,7 @@ export function registerBacklogMetrics(rt: Runtime, options: BacklogMetricsOptio
   })
   // One read of the outboxes for both of their gauges, as for the inbox's.
   let outboxes: Promise<Map<string, DestinationBacklog>> | undefined
-  const countOutboxes = reusedFor(rt, options.queuesMaxAgeMs ?? 0, () => destinationBacklogs(rt))
+  const countOutboxes = reusedFor(rt, queuesMaxAgeMs, () => destinationBacklogs(rt))
   const readOutboxes = () => {
     outboxes ??= countOutboxes()
       .catch(() => new Map<string, DestinationBacklog>())

@@ -66,8 +66,8 @@ function registerOpsRoutes(app: H3, rt: Runtime): void {
     // So does a process whose processing thread is not reporting (busy past the metrics wait, or restarting).
     processingQueues: () => opsState(rt).role !== 'receiver' && opsState(rt).thread?.reportsMetrics() !== true,
     // Counted here only while the thread does not answer: a count a few scrapes old, rather than one per scrape on the
-    // loop that answers webhooks. A worker's loop counts at every scrape.
-    queuesMaxAgeMs: opsState(rt).role === 'worker' ? 0 : QUEUES_MAX_AGE_MS,
+    // loop that answers webhooks. Where processing runs on this loop (a worker, inline), at every scrape.
+    queuesMaxAgeMs: () => (opsState(rt).thread ? QUEUES_MAX_AGE_MS : 0),
   })
   app.get('/healthz', () => ({ status: 'ok' }))
   registerDependencyMetrics(rt)

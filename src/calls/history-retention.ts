@@ -17,9 +17,10 @@ export interface HistoryPurgeResult {
 /**
  * Purges call history older than HISTORY_RETENTION_DAYS (off, 0, by default: kept for good): conversations that
  * ended before the window (or, never ended, were last updated before it), calls placed or scheduled before it (a
- * call still queued, or scheduled for a time inside the window, stays), and mail created before it that is no longer
+ * call still queued or awaiting its answer, or scheduled for a time inside the window, stays), and mail created before it that is no longer
  * waiting to go. Reports, the dashboard and follow-up planning read only this history, so a day past the window
- * reports as empty; the window is at least 35 days, past the report's 30-day trend. One replica at a time (a lease),
+ * reports as empty; the window is at least 40 days, past the report's 30-day trend and the follow-up planner's
+ * reading of a contact's calls (30 days before the 7 it follows up by default). One replica at a time (a lease),
  * in paced chunks (src/db/delete-in-chunks.ts) through the tables' time indexes.
  */
 export function purgeCallHistory(rt: Runtime, options: DeleteInChunksOptions = {}): Promise<HistoryPurgeResult> {
@@ -48,7 +49,8 @@ export function purgeCallHistory(rt: Runtime, options: DeleteInChunksOptions = {
           .selectFrom('calls')
           .select('id')
           .where('created_at', '<', cutoff)
-          .where('status', '!=', 'pending')
+          // Waiting in the paced queue, or sent with no answer yet: its ledger row is still to be settled.
+          .where('status', 'not in', ['queued', 'pending'])
           .where((eb) => eb.or([eb('scheduled_for', 'is', null), eb('scheduled_for', '<', cutoff)]))
           .limit(limit)
         return Number((await db.deleteFrom('calls').where('id', 'in', expired).executeTakeFirst()).numDeletedRows)

@@ -39,12 +39,11 @@ export interface NewCall {
 const hhmm = z.string().regex(/^\d{1,2}:\d{2}$/, { error: 'must look like "09:00"' })
 export const callingWindowSchema = z.object({ start: hhmm, end: hhmm })
 
-// A recipient's zone often comes from contact data: `EST` there means New York with its daylight saving, as in a CSV's
-// timezone column (src/campaigns/zone-abbreviations.ts), not Intl's UTC−5 all year.
+// A recipient's zone often comes from contact data, where `EST` or `Eastern` is how a US number's zone is written:
+// taken here, and read as a CSV's timezone column reads it (`givenTimeZone`, once the number's country is known).
 const timeZone = z
   .string()
-  .transform((tz) => northAmericanZone(tz) ?? tz)
-  .refine(isValidTimeZone, { error: 'must be an IANA time zone such as "Asia/Kolkata"' })
+  .refine((tz) => isValidTimeZone(tz) || northAmericanZone(tz) !== undefined, { error: 'must be an IANA time zone such as "Asia/Kolkata"' })
 
 /** A time with its zone (src/utils/iso-datetime.ts): a zoneless one would be read in the server's own zone. */
 const zonedTime = z.string().refine(isZonedIsoDateTime, { error: 'must be an ISO 8601 time with its time zone, e.g. "2026-01-15T10:00:00+05:30" or "2026-01-15T04:30:00Z"' })

@@ -197,6 +197,17 @@ export function timeZoneForPhone(
   return resolveTimeZone(e164, options).zone
 }
 
+/**
+ * A zone given for a recipient (a call's `timeZone`): a North American abbreviation is the zone with the daylight
+ * saving its writer meant for a US or Canadian number (`EST` is New York), as a CSV's timezone column is read; for any
+ * other number Intl's own reading stands (`EST` for a Panama number is UTC−5 all year, which is right there), and a
+ * name Intl does not know (`Eastern`) is the zone it names.
+ */
+export function givenTimeZone(zone: string, country: string | undefined): string {
+  const meant = northAmericanZone(zone)
+  return meant && (country === 'US' || country === 'CA' || !isValidTimeZone(zone)) ? meant : zone
+}
+
 /** The recipient's time zone (see `timeZoneForPhone`) and where it came from: `fallback` is a guess worth a warning. */
 export function resolveTimeZone(
   e164: string,

@@ -8,7 +8,7 @@ import type { CallRequest, CallResponse } from '../upstream/schemas.ts'
 import type { Effects } from '../effects.ts'
 import { blockedAmong, type DncOptions } from './dnc.ts'
 import { DEFAULT_FOLLOW_UP } from './plan-follow-ups.ts'
-import { DEFAULT_WINDOW, nextCallingTime, timeZoneForPhone, type CallingWindow } from './calling-window.ts'
+import { DEFAULT_WINDOW, givenTimeZone, nextCallingTime, timeZoneForPhone, type CallingWindow } from './calling-window.ts'
 import { toCallPlan, type NewCall } from './call-input.ts'
 import { isTimeZoneColumn } from './timezone-column.ts'
 import { normalizePhone } from './phones.ts'
@@ -92,7 +92,7 @@ function applyRules(rt: Runtime, call: NewCall | CallPlan, options: ScheduleCall
 
   // The plan may be older than now (a slow run, a dry run replayed): keep the call inside the window.
   const zone =
-    plan.timeZone ??
+    (plan.timeZone === undefined ? undefined : givenTimeZone(plan.timeZone, phone.country)) ??
     timeZoneForPhone(phone.e164, {
       country: phone.country,
       column: request.parameters.find((p) => isTimeZoneColumn(p.name))?.value,

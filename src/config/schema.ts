@@ -1,4 +1,4 @@
-import { northAmericanZone } from '../campaigns/zone-abbreviations.ts'
+import { misreadZone } from '../campaigns/zone-abbreviations.ts'
 import { isSupportedCountry } from 'libphonenumber-js/max'
 import { z } from 'zod'
 import { destinationsSchema } from './destinations.ts'
@@ -97,8 +97,8 @@ const timeZone = z.string().refine(
   { error: 'must be an IANA time zone such as Asia/Kolkata' },
 ).superRefine((tz, ctx) => {
   // Intl takes EST (UTC−5 all year, no daylight saving): a recipe's 08:00 would run at 09:00 New York time all summer.
-  const meant = northAmericanZone(tz)
-  if (meant) ctx.addIssue({ code: 'custom', message: `is an abbreviation Intl reads without daylight saving: name the zone, e.g. ${meant}` })
+  const misread = misreadZone(tz)
+  if (misread) ctx.addIssue({ code: 'custom', message: misread })
 })
 
 /** How one named webhook target verifies what it receives. */
@@ -232,9 +232,10 @@ export const envSchema = z.object({
     })
     .default({}),
   EVENT_RETENTION_DAYS: int(30, 3650).default(30),
-  // 0 keeps call history for good; otherwise at least 35 days, so a report's 30-day trend finds every day it reads.
+  // 0 keeps call history for good; otherwise at least 40 days: a report's 30-day trend reads 30 days back, and the
+  // follow-up planner a contact's calls 37 (its attempt cap would forget calls purged sooner).
   HISTORY_RETENTION_DAYS: int(0, 36_500)
-    .refine((days) => days === 0 || days >= 35, { error: 'must be 0 (keep call history for good) or at least 35 (the daily report reads 30 days back)' })
+    .refine((days) => days === 0 || days >= 40, { error: 'must be 0 (keep call history for good) or at least 40 (the daily report reads 30 days back, follow-up planning 37)' })
     .default(0),
   PROCESSING_MAX_ATTEMPTS: int(1, 100).default(8),
   RECONCILE_INTERVAL_SECONDS: int(0, 86_400).default(300),

@@ -135,7 +135,9 @@ export async function streamThrough(
   } catch (error) {
     deadline.stop()
     if (overLimit) return tooLarge()
-    if (callerFailed || request.signal.aborted) {
+    // Only our own read of the caller's body failing says the caller went: when the provider drops the connection,
+    // the pipe cancels the body we read, and that aborts `request.signal` too.
+    if (callerFailed) {
       rt.log.info({ path: init.pathAndQuery.split('?')[0], received }, 'proxy upload ended by its caller before its body was whole; the provider was not given a whole request')
       return withCache(apiErrorResponse(400, 'invalid_request', 'the request body ended before it was whole (the upload was cancelled)'), 'BYPASS')
     }

@@ -1,6 +1,6 @@
 import { Cron } from 'croner'
 import { WEBHOOK_EVENT_TYPES } from '../upstream/schemas.ts'
-import { northAmericanZone } from '../campaigns/zone-abbreviations.ts'
+import { misreadZone } from '../campaigns/zone-abbreviations.ts'
 import type { RecipeDefinition } from './define.ts'
 
 export function isTimeZone(tz: string): boolean {
@@ -111,8 +111,8 @@ export function validateRecipe(value: unknown, fallbackTimezone: string, targets
     throw new Error(`\`timezone\` must be an IANA time zone such as Asia/Kolkata (got ${JSON.stringify(def.timezone)})`)
   }
   // As RECIPES_TIMEZONE: Intl takes EST as UTC−5 all year, so a schedule of 08:00 ran at 09:00 New York time all summer.
-  const meant = typeof def.timezone === 'string' ? northAmericanZone(def.timezone) : undefined
-  if (meant) throw new Error(`\`timezone\` "${def.timezone as string}" is an abbreviation Intl reads without daylight saving: name the zone, e.g. ${meant}`)
+  const misread = typeof def.timezone === 'string' ? misreadZone(def.timezone) : undefined
+  if (misread) throw new Error(`\`timezone\` "${def.timezone as string}" ${misread}`)
   if (def.schedule !== undefined) {
     if (typeof def.schedule !== 'string' || !def.schedule.trim()) throw new Error('`schedule` must be a cron pattern such as "0 8 * * *"')
     try {

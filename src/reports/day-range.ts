@@ -4,7 +4,7 @@
  * whose midnight is skipped starts at the transition.
  */
 
-import { northAmericanZone } from '../campaigns/zone-abbreviations.ts'
+import { misreadZone } from '../campaigns/zone-abbreviations.ts'
 import { localParts, zoneFormatter } from '../utils/time-zone.ts'
 
 const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/
@@ -24,8 +24,8 @@ export function assertTimeZone(timezone: string): void {
     throw new Error(`unknown time zone "${timezone}" (use an IANA name such as Asia/Kolkata)`)
   }
   // Intl takes EST as UTC−5 all year: a report's day in New York would begin an hour off all summer.
-  const meant = northAmericanZone(timezone)
-  if (meant) throw new Error(`time zone "${timezone}" is an abbreviation Intl reads without daylight saving: name the zone, e.g. ${meant}`)
+  const misread = misreadZone(timezone)
+  if (misread) throw new Error(`time zone "${timezone}" ${misread}`)
 }
 
 /** The offset of local time from UTC at an instant, in ms (Asia/Kolkata: +5h30). */

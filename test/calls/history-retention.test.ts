@@ -62,6 +62,8 @@ describeEachDialect('call history retention', (dialect) => {
     await call('call_old_initiated', now - 41 * DAY, 'initiated')
     await call('call_old_failed', now - 50 * DAY, 'failed')
     await call('call_old_pending', now - 41 * DAY, 'pending')
+    // Still waiting in the paced queue (its call_queue row holds it): its ledger row is what the send settles.
+    await call('call_old_queued', now - 41 * DAY, 'queued')
     await call('call_old_scheduled_ahead', now - 41 * DAY, 'scheduled', now + DAY)
     await call('call_old_scheduled_past', now - 41 * DAY, 'scheduled', now - 41 * DAY + 3_600_000)
     await call('call_recent', now - 39 * DAY, 'initiated')
@@ -85,7 +87,7 @@ describeEachDialect('call history retention', (dialect) => {
     expect(await purgeCallHistory(h.rt, { chunk: 1 })).toEqual({ conversations: 3, calls: 3, mail: 2, skipped: false })
     expect(await left()).toEqual({
       conversations: ['conv_ended_recent', 'conv_in_progress'],
-      calls: ['call_old_pending', 'call_old_scheduled_ahead', 'call_recent'],
+      calls: ['call_old_pending', 'call_old_queued', 'call_old_scheduled_ahead', 'call_recent'],
       mail: ['mail_old_queued', 'mail_recent'],
     })
     expect(await purgeCallHistory(h.rt)).toEqual({ conversations: 0, calls: 0, mail: 0, skipped: false })
@@ -99,9 +101,10 @@ describeEachDialect('call history retention', (dialect) => {
   })
 })
 
-it('HISTORY_RETENTION_DAYS is 0 or at least 35: a shorter window would empty the report\'s 30-day trend', () => {
+it('HISTORY_RETENTION_DAYS is 0 or at least 40: a shorter window would empty the report\'s trend and the follow-up cap\'s history', () => {
   expect(loadConfig({ env: {} }).history.retentionDays).toBe(0)
   expect(loadConfig({ env: { HISTORY_RETENTION_DAYS: '365' } }).history.retentionDays).toBe(365)
-  expect(() => loadConfig({ env: { HISTORY_RETENTION_DAYS: '30' } })).toThrow(/HISTORY_RETENTION_DAYS.*must be 0 \(keep call history for good\) or at least 35/)
+  expect(() => loadConfig({ env: { HISTORY_RETENTION_DAYS: '39' } })).toThrow(/HISTORY_RETENTION_DAYS.*must be 0 \(keep call history for good\) or at least 40/)
+  expect(loadConfig({ env: { HISTORY_RETENTION_DAYS: '40' } }).history.retentionDays).toBe(40)
   expect(() => loadConfig({ env: { HISTORY_RETENTION_DAYS: '-1' } })).toThrow(/HISTORY_RETENTION_DAYS/)
 })

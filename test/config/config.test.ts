@@ -59,7 +59,7 @@ describe('configuration', () => {
     [{ PORT: '70000' }, /^Invalid configuration: PORT must be at most 65535/],
     [{ WEBHOOK_TOLERANCE_SECONDS: '-1' }, /^Invalid configuration: WEBHOOK_TOLERANCE_SECONDS must be at least 0/],
     [{ RECIPES_TIMEZONE: 'Mars/Base' }, /^Invalid configuration: RECIPES_TIMEZONE must be an IANA time zone/],
-    [{ RECIPES_TIMEZONE: 'EST' }, /^Invalid configuration: RECIPES_TIMEZONE is an abbreviation Intl reads without daylight saving: name the zone, e\.g\. America\/New_York/],
+    [{ RECIPES_TIMEZONE: 'EST' }, /^Invalid configuration: RECIPES_TIMEZONE is an abbreviation Intl reads as America\/Panama's time, not America\/New_York's: name the zone, e\.g\. America\/New_York/],
     [{ DATABASE_URL: 'mysql://x' }, /^Invalid configuration: DATABASE_URL must start with sqlite: or postgres:\/\//],
     [{ SANDBOX_FAULTS: 'meteor=1' }, /^Invalid configuration: SANDBOX_FAULTS unknown fault "meteor"/],
     [{ SANDBOX_FAULTS: 'webhook_drop=2' }, /^Invalid configuration: SANDBOX_FAULTS webhook_drop must be a number from 0 to 1/],

@@ -60,7 +60,7 @@ describeEachDialect('backlog gauges across the two threads of `serve`', (dialect
       h.rt.store.db.insertInto('recipe_event_fires').values({ recipe: 'missed-calls', event_id: id, fired_at: h.clock.now(), status: 'pending', attempts: 0, next_attempt_at: h.clock.now() }).execute()
     await fire('evt_r1')
     const main: Runtime = { ...h.rt, metrics: new Registry() }
-    registerBacklogMetrics(main, { role: () => 'all', countUpTo: 10_000, queuesMaxAgeMs: 30_000 })
+    registerBacklogMetrics(main, { role: () => 'all', countUpTo: 10_000, queuesMaxAgeMs: () => 30_000 })
     expect(await main.metrics.metrics()).toContain('switchboard_recipe_events_queued{recipe="missed-calls"} 1\n')
     await fire('evt_r2')
     await h.clock.advance(29_000)
