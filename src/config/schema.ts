@@ -204,6 +204,14 @@ export const envSchema = z.object({
     .string()
     .refine((u) => /^(sqlite:|postgres(ql)?:\/\/)/.test(u), { error: 'must start with sqlite: or postgres://' })
     .refine((u) => !/^sqlite:(\/\/)?\s*$/.test(u), { error: 'names no file: sqlite:<path>, e.g. sqlite:./data/switchboard.db' })
+    .superRefine((u, ctx) => {
+      // node-postgres reads neither (other tools do): the tables went to "public" without a word.
+      const param = /^postgres(ql)?:\/\//.test(u) ? /[?&](schema|search_path|currentSchema)=([^&]*)/i.exec(u) : null
+      if (param) {
+        const schema = decodeURIComponent(param[2]!) || 'my_schema'
+        ctx.addIssue({ code: 'custom', message: `has ?${param[1]}=, which the Postgres driver ignores (the tables would go to "public"): pick the schema with ?options=-c%20search_path%3D${encodeURIComponent(schema)}` })
+      }
+    })
     .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DB_SLOW_STATEMENT_MS: int(0, 3_600_000).default(2_000),

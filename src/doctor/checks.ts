@@ -107,5 +107,20 @@ export async function checkWebhookUrl(rt: Runtime, serviceUp: boolean, fetcher: 
   if (res.status === 401) {
     return problem('webhook url', `${url} refused a delivery signed with ${rt.config.webhook.secretSource ?? 'WEBHOOK_SECRET'}`, 'give doctor and the service the same WEBHOOK_SECRET (and DATA_DIR)')
   }
+  // A switchboard worker answers /readyz with its role and nothing under /webhooks: it is not another program.
+  if (res.status === 404 && (await roleAt(localUrl(rt.config), fetcher)) === 'worker') {
+    return skipped('webhook url', `${localUrl(rt.config)} is a switchboard worker (--role worker), which receives no webhooks: run doctor with a receiver's PORT to check the webhook URL`)
+  }
   return problem('webhook url', `${url} answered ${res.status}, not a switchboard receiver`, 'check PORT: another program may be listening there')
+}
+
+/** The role a switchboard process at `origin` reports on /readyz, if it answers as one. */
+async function roleAt(origin: string, fetcher: typeof fetch): Promise<string | undefined> {
+  try {
+    const res = await fetcher(`${origin}/readyz`, { signal: AbortSignal.timeout(3_000) })
+    const body = (await res.json()) as { role?: unknown }
+    return typeof body.role === 'string' ? body.role : undefined
+  } catch {
+    return undefined
+  }
 }

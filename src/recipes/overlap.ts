@@ -113,7 +113,7 @@ export class RecipeRunningError extends Error {
     readonly running: RunInProgress,
   ) {
     super(
-      `recipe "${recipe}" is already running: a ${running.trigger} run started at ${new Date(running.startedAt).toISOString()} ` +
+      `recipe "${recipe}" is already running: ${/^[aeiou]/.test(running.trigger) ? 'an' : 'a'} ${running.trigger} run started at ${new Date(running.startedAt).toISOString()} ` +
         `in another process (run ${running.id}); try again when it has finished (a dry run can go ahead)`,
     )
     this.name = 'RecipeRunningError'

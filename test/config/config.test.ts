@@ -82,6 +82,9 @@ describe('configuration', () => {
     [{ HOST: '  ' }, /^Invalid configuration: HOST is blank/],
     [{ DATA_DIR: ' ' }, /^Invalid configuration: DATA_DIR is blank/],
     [{ DATABASE_URL: 'sqlite:' }, /^Invalid configuration: DATABASE_URL names no file/],
+    // node-postgres reads neither: every table went to "public" without a word.
+    [{ DATABASE_URL: 'postgres://db/app?search_path=tenant_a' }, /^Invalid configuration: DATABASE_URL has \?search_path=, which the Postgres driver ignores \(the tables would go to "public"\): pick the schema with \?options=-c%20search_path%3Dtenant_a/],
+    [{ DATABASE_URL: 'postgres://db/app?sslmode=require&schema=tenant_a' }, /^Invalid configuration: DATABASE_URL has \?schema=, which the Postgres driver ignores/],
     [{ WEBHOOK_ALLOW_UNSIGNED: 'maybe' }, /^Invalid configuration: WEBHOOK_ALLOW_UNSIGNED must be true or false/],
     [{ WEBHOOK_TARGETS: '{"formant":{"scheme":"standard","secrets":"whsec_c2VjcmV0"}}' }, /^Invalid configuration: WEBHOOK_TARGETS cannot name a target "formant"/],
     [{ WEBHOOK_TARGETS: '{"gh":{"scheme":"hmac","secrets":"x","header":"X Hub"}}' }, /^Invalid configuration: WEBHOOK_TARGETS must be an HTTP header name .* at gh\.header$/],

@@ -75,6 +75,24 @@ describe('doctor', () => {
     expect(r.lines.at(-1)).toBe('doctor: 3 problem(s) to fix')
   })
 
+  // On a worker's host, doctor run with the worker's PORT found a switchboard with no /webhooks and blamed "another program".
+  it("a worker's PORT: the webhook URL is skipped as the worker's, not blamed on another program", async () => {
+    const workerDir = mkdtempSync(join(tmpdir(), 'sb-doctor-worker-'))
+    dirs.push(workerDir)
+    const worker = await startServer({
+      env: { DATA_DIR: workerDir, PORT: '0', WEBHOOK_SECRET: SECRET, LOG_LEVEL: 'silent', RECIPES_DIR: RECIPES, RECONCILE_INTERVAL_SECONDS: '0', VOICE_API_KEY: 'sk_test_acme', VOICE_API_BASE_URL: `${server.url}/sandbox` },
+      role: 'worker',
+      background: false,
+    })
+    try {
+      const r = await doctor({ DATA_DIR: workerDir, PORT: String(worker.port), VOICE_API_KEY: 'sk_test_acme', VOICE_API_BASE_URL: `${server.url}/sandbox` })
+      expect(r.lines.find((l) => l.includes('webhook url'))).toMatch(/^skipped\s+webhook url\s+http:\/\/127\.0\.0\.1:\d+ is a switchboard worker \(--role worker\), which receives no webhooks: run doctor with a receiver's PORT/)
+      expect(r.code).toBe(0)
+    } finally {
+      await worker.close()
+    }
+  })
+
   it('service not running: says so, and skips what needs it', async () => {
     const r = await doctor({ PORT: String(await closedPort()) })
     expect(r.code).toBe(0)
