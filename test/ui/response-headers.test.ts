@@ -3,7 +3,7 @@ import { CONTENT_SECURITY_POLICY } from '../../src/ui/security-headers.ts'
 import { cookieHeader, login, startUiServer, TOKEN, type UiServer } from './helpers.ts'
 
 /**
- * Every answer under /admin and /ui — success, the service's own errors, h3's 404, refusals — is kept out of
+ * Every answer under /admin and /ui — success, the service's own errors, a path no route answers, refusals — is kept out of
  * caches and never sniffed: they carry stored data, and a browser with the session cookie can fetch them.
  */
 describe('headers on every /admin and /ui answer', () => {
@@ -54,7 +54,7 @@ describe('headers on every /admin and /ui answer', () => {
     }
   })
 
-  it('/ui: pages, h3\'s 404 JSON (which names the URL), thrown errors, the login redirect, 401, 403 and 429', async () => {
+  it('/ui: pages, the no-route 404, thrown errors, the login redirect, 401, 403 and 429', async () => {
     const page = await fetch(`${base}/ui/events`, { headers: { cookie } })
     expect(page.status).toBe(200)
     expectPageHeaders(page, 'a page')
@@ -70,7 +70,7 @@ describe('headers on every /admin and /ui answer', () => {
 
     const missing = await fetch(`${base}/ui/no-such-page?x=<b>`, { headers: { cookie } })
     expect(missing.status).toBe(404)
-    expectPageHeaders(missing, 'h3 404')
+    expectPageHeaders(missing, 'no-route 404')
     await missing.text()
 
     // An htmx request gets the error as thrown (JSON), not as a page: here a missing CSRF token.
