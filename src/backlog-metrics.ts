@@ -59,7 +59,8 @@ export function registerBacklogMetrics(rt: Runtime, options: BacklogMetricsOptio
   if (rt.metrics.getSingleMetric('switchboard_events_pending')) return
   // Registered up front so every series is listed (at zero) before its first sample.
   recipeMetrics(rt.metrics)
-  callMetrics(rt.metrics)
+  // The paced queue runs where processing does: a receiver's /metrics listed its depth as a 0 nothing ever set.
+  if (options.role() !== 'receiver') callMetrics(rt.metrics)
   // One read of the backlog for both gauges of a scrape (prom-client collects them together).
   let reading: Promise<Backlog | undefined> | undefined
   const backlog = () => {

@@ -50,6 +50,9 @@ describeEachDialect('backlog gauges across the two threads of `serve`', (dialect
     const onReceiver = await receiver.metrics.metrics()
     expect(onReceiver).toContain('switchboard_events_pending{role="receiver"} 0\n')
     expect(onReceiver).not.toContain('switchboard_recipe_events_queued{')
+    // Nor the paced queue's depth, which only the process sending its calls knows (it read 0 there, never set).
+    expect(onReceiver).not.toContain('switchboard_call_queue_depth')
+    expect(await processing.metrics.metrics()).toContain('switchboard_call_queue_depth 0')
   })
 
   // While `serve`'s processing thread is too busy to answer, the main thread — the one answering webhooks — counts the
