@@ -14,7 +14,7 @@ import { mountProxy } from './proxy/mount.ts'
 import { mountSandbox } from './sandbox/mount.ts'
 import { registerAdminGate } from './ui/gate.ts'
 import { ADMIN_RESPONSE_HEADERS, setResponseHeaders } from './utils/admin-auth.ts'
-import { apiErrorResponse } from './upstream/api-error.ts'
+import { noRouteResponse } from './utils/no-route.ts'
 import { registerUi } from './ui/index.ts'
 import { adminTokenFile, ensureAdminToken, type AdminTokenSource } from './config/admin-token.ts'
 import { isMalformedPath, malformedPathAnswer } from './upstream/malformed-path.ts'
@@ -109,19 +109,6 @@ export function createOpsApp(rt: Runtime): H3 {
  * work (processing, reconciliation, schedules) starts only in `startServer`, so tests can drive a bare
  * app through `app.fetch` without timers.
  */
-/** A request no route answers: 404 in the `{ error: { type, message } }` shape; a dashboard path gets a page. */
-function noRoute(method: string, path: string): Response {
-  const shown = path.length > 200 ? `${path.slice(0, 200)}…` : path
-  if (/^\/ui(\/|$)/.test(path)) {
-    const text = shown.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
-    return new Response(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Not found · switchboard</title></head><body><h1>Not found</h1><p>No page at <code>${text}</code>.</p><p><a href="/ui">Back to the dashboard</a></p></body></html>`, {
-      status: 404,
-      headers: { 'content-type': 'text/html; charset=utf-8', ...ADMIN_RESPONSE_HEADERS },
-    })
-  }
-  return apiErrorResponse(404, 'not_found', `no route for ${method} ${shown}`)
-}
-
 export function createApp(rt: Runtime): H3 {
   const app = new H3({
     onError(error, event) {
@@ -137,7 +124,7 @@ export function createApp(rt: Runtime): H3 {
       }
       // No route at all: the one error shape every other answer uses, not h3's own (which echoed the request's Host).
       if (status === 404 && /^Cannot find any route/.test((error as Error).message ?? '')) {
-        const answer = noRoute(event.req.method, path)
+        const answer = noRouteResponse(event.req.method, path)
         // With the headers the middleware set for the path (the dashboard's CSP and framing, no caching under /admin).
         for (const [name, value] of event.res.headers) if (!answer.headers.has(name)) answer.headers.set(name, value)
         return answer

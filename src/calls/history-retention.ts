@@ -17,8 +17,8 @@ export interface HistoryPurgeResult {
 /**
  * Purges call history older than HISTORY_RETENTION_DAYS (off, 0, by default: kept for good): conversations that
  * ended before the window (or, never ended, were last updated before it), calls placed or scheduled before it (a
- * call still queued or awaiting its answer, or scheduled for a time inside the window, stays), and mail created before it that is no longer
- * waiting to go. Reports, the dashboard and follow-up planning read only this history, so a day past the window
+ * call still queued or awaiting its answer, or scheduled for a time inside the window, stays), and mail created
+ * before it that is no longer waiting to go. Reports, the dashboard and follow-up planning read only this history, so a day past the window
  * reports as empty; the window is at least 40 days, past the report's 30-day trend and the follow-up planner's
  * reading of a contact's calls (30 days before the 7 it follows up by default). One replica at a time (a lease),
  * in paced chunks (src/db/delete-in-chunks.ts) through the tables' time indexes.
@@ -30,37 +30,38 @@ export function purgeCallHistory(rt: Runtime, options: DeleteInChunksOptions = {
   const cutoff = () => rt.clock.now() - days * DAY_MS
   return runRetentionPurge(rt, 'history', 'call history', none, options, async ({ cutoff, chunks, counted }) => {
     const db = rt.store.db
-    const ended = counted(
-      await deleteInChunks(async (limit) => {
-        const expired = db.selectFrom('conversations').select('conversation_id').where('ended_at', '<', cutoff).limit(limit)
-        return Number((await db.deleteFrom('conversations').where('conversation_id', 'in', expired).executeTakeFirst()).numDeletedRows)
-      }, chunks),
+    /** Rows `deleteChunk` deletes, chunk by chunk, paced as the other purges. */
+    const purged = async (deleteChunk: (limit: number) => Promise<{ numDeletedRows: bigint }>) =>
+      counted(await deleteInChunks(async (limit) => Number((await deleteChunk(limit)).numDeletedRows), chunks))
+    const ended = await purged((limit) =>
+      db.deleteFrom('conversations').where('conversation_id', 'in', db.selectFrom('conversations').select('conversation_id').where('ended_at', '<', cutoff).limit(limit)).executeTakeFirst(),
     )
     // Conversations that never ended (their last event lost, the provider never reported the end): by their last update.
-    const abandoned = counted(
-      await deleteInChunks(async (limit) => {
-        const expired = db.selectFrom('conversations').select('conversation_id').where('ended_at', 'is', null).where('updated_at', '<', cutoff).limit(limit)
-        return Number((await db.deleteFrom('conversations').where('conversation_id', 'in', expired).executeTakeFirst()).numDeletedRows)
-      }, chunks),
+    const abandoned = await purged((limit) =>
+      db
+        .deleteFrom('conversations')
+        .where('conversation_id', 'in', db.selectFrom('conversations').select('conversation_id').where('ended_at', 'is', null).where('updated_at', '<', cutoff).limit(limit))
+        .executeTakeFirst(),
     )
-    const calls = counted(
-      await deleteInChunks(async (limit) => {
-        const expired = db
-          .selectFrom('calls')
-          .select('id')
-          .where('created_at', '<', cutoff)
-          // Waiting in the paced queue, or sent with no answer yet: its ledger row is still to be settled.
-          .where('status', 'not in', ['queued', 'pending'])
-          .where((eb) => eb.or([eb('scheduled_for', 'is', null), eb('scheduled_for', '<', cutoff)]))
-          .limit(limit)
-        return Number((await db.deleteFrom('calls').where('id', 'in', expired).executeTakeFirst()).numDeletedRows)
-      }, chunks),
+    const calls = await purged((limit) =>
+      db
+        .deleteFrom('calls')
+        .where(
+          'id',
+          'in',
+          db
+            .selectFrom('calls')
+            .select('id')
+            .where('created_at', '<', cutoff)
+            // Waiting in the paced queue, or sent with no answer yet: its ledger row is still to be settled.
+            .where('status', 'not in', ['queued', 'pending'])
+            .where((eb) => eb.or([eb('scheduled_for', 'is', null), eb('scheduled_for', '<', cutoff)]))
+            .limit(limit),
+        )
+        .executeTakeFirst(),
     )
-    const mail = counted(
-      await deleteInChunks(async (limit) => {
-        const expired = db.selectFrom('mail_log').select('id').where('created_at', '<', cutoff).where('status', '!=', 'queued').limit(limit)
-        return Number((await db.deleteFrom('mail_log').where('id', 'in', expired).executeTakeFirst()).numDeletedRows)
-      }, chunks),
+    const mail = await purged((limit) =>
+      db.deleteFrom('mail_log').where('id', 'in', db.selectFrom('mail_log').select('id').where('created_at', '<', cutoff).where('status', '!=', 'queued').limit(limit)).executeTakeFirst(),
     )
     const conversations = ended + abandoned
     return { counts: { conversations, calls, mail }, tables: { conversations, calls, mail_log: mail } }

@@ -75,26 +75,29 @@ export async function loadDayRows(rt: Runtime, range: Pick<DayRange, 'startMs' |
   // them, each page is read from the file once (src/db/read-cache.ts). On SQLite the rows come back as arrays:
   // better-sqlite3 builds an object per row property by property, ~0.6 s for a day of 100,000 against ~0.4 s for
   // arrays, which become objects of one shape here for ~0.1 s more (and read faster after).
+  // Postgres likewise: node-pg builds each row object column by column (and kysely then copied it), the larger part of
+  // reading a day there.
+  const compiled = query.compile()
   const started = performance.now()
   const rows: ReportRow[] = await withLargeReadCache(rt.store, async () => {
-    const compiled = query.compile()
-    if (!sqlite) {
-      // Arrays too: node-pg builds each row object column by column (and kysely then copied it), the larger part of
-      // reading a day of 100,000 conversations on Postgres.
+    let names: string[]
+    let arrays: unknown[][]
+    if (sqlite) {
+      const statement = sqlite.prepare(compiled.sql).raw(true)
+      names = statement.columns().map((c) => c.name)
+      arrays = whileBusy(() => statement.all(...compiled.parameters)) as unknown[][]
+    } else {
       const result = await rt.store.pool!.query<unknown[]>({ text: compiled.sql, values: [...compiled.parameters], rowMode: 'array' })
-      const names = result.fields.map((f) => f.name)
-      if (names.join() !== NAMES.join()) throw new Error(`the day's rows came back as ${names.join(', ')}, not ${NAMES.join(', ')}`)
-      return result.rows.map(rowOf)
+      names = result.fields.map((f) => f.name)
+      arrays = result.rows
     }
-    const statement = sqlite.prepare(compiled.sql).raw(true)
-    const names = statement.columns().map((c) => c.name)
     if (names.join() !== NAMES.join()) throw new Error(`the day's rows came back as ${names.join(', ')}, not ${NAMES.join(', ')}`)
-    return (whileBusy(() => statement.all(...compiled.parameters)) as unknown[][]).map(rowOf)
+    return arrays.map(rowOf)
   })
   // Read beside kysely (raw arrays), so its slow-statement log does not see this, the service's largest read: said here.
   const tookMs = performance.now() - started
   if (rt.config.slowStatementMs > 0 && tookMs >= rt.config.slowStatementMs) {
-    rt.log.warn({ duration_ms: Math.round(tookMs), sql: shortSql(query.compile().sql) }, 'slow database statement')
+    rt.log.warn({ duration_ms: Math.round(tookMs), sql: shortSql(compiled.sql) }, 'slow database statement')
   }
   // Sorted here rather than in SQL: a 100,000-row sort in SQLite's temp b-tree costs more than in JS, and
   // both dialects then agree on where unfinished calls go (NULLS FIRST vs LAST differ).

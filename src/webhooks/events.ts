@@ -117,6 +117,9 @@ export interface EventFilter {
   offset?: number
 }
 
+/** Events whose number is read per statement, by id (listEvents). */
+const PHONE_CHUNK = 500
+
 /** Stored events, newest first (ties by id); keyset pagination with `after` stays fast deep into millions. */
 export async function listEvents(rt: Runtime, filter: EventFilter = {}): Promise<StoredEvent[]> {
   const db = rt.store.db
@@ -163,9 +166,6 @@ export async function listEvents(rt: Runtime, filter: EventFilter = {}): Promise
   }
   return rows.map((row) => toStoredEvent(row, phones.get(row.event_id) ?? null))
 }
-
-/** Events whose number is read per statement, by id. */
-const PHONE_CHUNK = 500
 
 export interface EventHourCount {
   /** Start of the hour (epoch ms). */
