@@ -208,9 +208,12 @@ async function warmTypeCache(): Promise<void> {
       return 0
     }
   }
-  await until('the recipes to be type-checked', async () => cachedCount() >= recipes, 60_000)
-  typeCache = readFileSync(file, 'utf8')
-  await svc.stop()
+  try {
+    await until('the recipes to be type-checked', async () => cachedCount() >= recipes, 60_000)
+    typeCache = readFileSync(file, 'utf8')
+  } finally {
+    await svc.stop()
+  }
 }
 
 async function startService(env: Record<string, string>): Promise<Service> {
@@ -233,7 +236,12 @@ async function startService(env: Record<string, string>): Promise<Service> {
   await until('the service to be ready with processing running', async () => {
     const r = await request(port, 'GET', '/readyz', undefined, {}).catch(() => ({ status: 0, body: '' }))
     return r.status === 200 && (JSON.parse(r.body) as { processing?: string }).processing === 'running'
-  }, 30_000)
+  }, 30_000).catch((error: unknown) => {
+    // Never left running behind a failed benchmark (it would hold a core through every run after it).
+    child.kill('SIGKILL')
+    rmSync(dataDir, { recursive: true, force: true })
+    throw error
+  })
   let handle: BetterSqlite3.Database | undefined
   return {
     port,
