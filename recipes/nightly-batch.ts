@@ -72,6 +72,8 @@ interface Launched {
   waiting_file: string | null
   opens_at: string | null
   held_back: Array<Record<string, string>>
+  /** What the launch warned of (rows of a country split across time zones called in the fallback zone). */
+  warnings?: string[]
 }
 
 /** A run found the mark an earlier run set before uploading this file, and no record of the upload's end. */
@@ -183,7 +185,7 @@ export default defineRecipe({
           // Named by this version of the file: a run that fails after the launch writes the same file again, never a
           // second copy of these contacts.
           const waitingFile = result.deferred.length > 0 && !ctx.dryRun ? `${WAITING}/${list}.${createHash('sha256').update(launchedKey).digest('hex').slice(0, 8)}.csv` : null
-          launched = { batch_id: result.batch?.id ?? null, rows: result.rows.length, waiting: result.deferred.length, waiting_file: waitingFile, opens_at: opensAt, held_back: result.deferred.map((d) => d.row) }
+          launched = { batch_id: result.batch?.id ?? null, rows: result.rows.length, waiting: result.deferred.length, waiting_file: waitingFile, opens_at: opensAt, held_back: result.deferred.map((d) => d.row), warnings: result.warnings }
           // Recorded before anything else can fail (writing the waiting file on a full disk, say): whatever fails
           // next, the next run finds the batch launched and does not upload these contacts again.
           if (!ctx.dryRun) await ctx.state.set(launchedKey, launched)
@@ -202,7 +204,9 @@ export default defineRecipe({
           await rename(path, movedTo)
           await ctx.state.delete(launchedKey)
         }
-        const warnings = prepared.warnings.length ? { warnings: prepared.warnings } : {}
+        // The file's (prepareBatch) and the launch's (launchBatch, which logs its own).
+        const allWarnings = [...prepared.warnings, ...(launched.warnings ?? [])]
+        const warnings = allWarnings.length ? { warnings: allWarnings } : {}
         const { batch_id, rows, waiting: held, waiting_file, opens_at } = launched
         outcomes.push({ file, batch_id, batch: name, rows, rejects: rejects.length, waiting: held, waiting_file, opens_at, moved_to: movedTo, ...warnings })
         for (const warning of prepared.warnings) ctx.log.warn({ file }, warning)

@@ -101,6 +101,11 @@ export interface LaunchBatchResult {
   deferred: DeferredRow[]
   /** Why nothing was sent, when nothing was. */
   skipped?: 'dry_run' | 'no_rows' | 'outside_window'
+  /**
+   * What did not stop the launch but the team should see (a recipe puts them in its run's summary): rows of a
+   * country split across time zones, with no `timezone` column, called in the fallback zone. Also logged.
+   */
+  warnings: string[]
 }
 
 /**
@@ -147,9 +152,12 @@ export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects:
     rows.push(row)
   })
 
+  const warnings: string[] = []
   if (guessed.size > 0) {
     const counts = [...guessed].map(([country, n]) => `${country}: ${n}`).join(', ')
-    rt.log.warn({ batch: input.name, rows: [...guessed.values()].reduce((a, b) => a + b, 0), countries: counts, time_zone: fallbackZone }, `batch rows of countries with several time zones have no timezone column (${counts}): their calling window is taken in ${fallbackZone}; add a timezone column to call each in their own`)
+    const warning = `batch rows of countries with several time zones have no timezone column (${counts}): their calling window is taken in ${fallbackZone}; add a timezone column to call each in their own`
+    warnings.push(warning)
+    rt.log.warn({ batch: input.name, rows: [...guessed.values()].reduce((a, b) => a + b, 0), countries: counts, time_zone: fallbackZone }, warning)
   }
   const campaign = input.campaign === undefined ? input.name : input.campaign
   if (campaign !== false) {
@@ -163,13 +171,13 @@ export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects:
   const effect = { kind: 'batch' as const, agent_id: input.agentId, name: input.name, rows, rejects }
   // Nothing to upload: a dry run says what the real run would (no batch in its plan), not "0 rows uploaded".
   if (rows.length === 0) {
-    if (deferred.length > 0) return { batch: null, rows, rejects, deferred, skipped: 'outside_window' }
+    if (deferred.length > 0) return { batch: null, rows, rejects, deferred, skipped: 'outside_window', warnings }
     if (!effects.dryRun) rt.log.info({ batch: input.name, rejects: rejects.length }, 'batch has no callable rows; nothing uploaded')
-    return { batch: null, rows, rejects, deferred, skipped: 'no_rows' }
+    return { batch: null, rows, rejects, deferred, skipped: 'no_rows', warnings }
   }
   if (effects.dryRun) {
     effects.plan.push(effect)
-    return { batch: null, rows, rejects, deferred, skipped: 'dry_run' }
+    return { batch: null, rows, rejects, deferred, skipped: 'dry_run', warnings }
   }
   const ownColumns = campaign === false ? input.columns : input.columns?.filter((c) => c === CAMPAIGN_COLUMN || !isCampaignColumn(c))
   const columns = ownColumns && campaign !== false && !ownColumns.includes(CAMPAIGN_COLUMN) ? [...ownColumns, CAMPAIGN_COLUMN] : ownColumns
@@ -182,5 +190,5 @@ export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects:
   })
   effects.plan.push(effect)
   rt.log.info({ batch_id: batch.id, name: input.name, rows: rows.length, rejects: rejects.length }, 'batch launched')
-  return { batch, rows, rejects, deferred }
+  return { batch, rows, rejects, deferred, warnings }
 }

@@ -61,8 +61,10 @@ it('rows of a country split across zones with no timezone column are called in t
   const logs = captureLogs()
   rt = await createTestRuntime({ clock: createManualClock('2026-03-10T15:30:00Z'), log: logs.log, env: { DEFAULT_COUNTRY: 'IN', RECIPES_TIMEZONE: 'America/New_York' } })
   const prepared = await prepareBatch(rt, [Buffer.from('Phone,Name,timezone\n+1 213 555 0100,Ana,\n+1 212 555 0123,Bob,\n+1 415 555 0100,Cy,America/Los_Angeles\n+34 612 345 678,Eva,\n')])
-  await launchBatch(rt, { agentId: 101, name: 'mixed', rows: prepared.rows }, { dryRun: true, plan: [] })
+  const result = await launchBatch(rt, { agentId: 101, name: 'mixed', rows: prepared.rows }, { dryRun: true, plan: [] })
   const warned = logs.find(/several time zones/)
   expect(warned).toHaveLength(1)
   expect(warned[0]).toMatchObject({ rows: 2, countries: 'US: 2', time_zone: 'America/New_York' })
+  // Returned too, for the recipe's run summary (what the dashboard shows; a log line is easily missed).
+  expect(result.warnings).toEqual(['batch rows of countries with several time zones have no timezone column (US: 2): their calling window is taken in America/New_York; add a timezone column to call each in their own'])
 })

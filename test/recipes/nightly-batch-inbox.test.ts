@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { closeSync, existsSync, futimesSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync, writeSync } from 'node:fs'
+import { closeSync, existsSync, futimesSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, statSync, utimesSync, writeFileSync, writeSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { afterEach, expect, it } from 'vitest'
 import { createRecipeEngine, type RecipeEngine } from '../../src/recipes/engine.ts'
@@ -223,4 +223,21 @@ it('leaves a file modified in the last minute (a copy writing its final name) an
   const later = await engine.run('nightly-batch')
   expect((later.result as { batches: Outcome[] }).batches).toMatchObject([{ file: 'leads.csv', rows: 3, rejects: 0 }])
   expect(readdirSync(inbox).sort()).toEqual(['done', 'more.csv.filepart'])
+})
+
+it('says in its run summary when a file\'s rows of a country split across time zones were called in the recipes\' zone', async () => {
+  h = await proxyHarness({ env: { RECIPES_DIR: SHIPPED, RECIPES_TIMEZONE: 'America/New_York', DEFAULT_COUNTRY: 'US' } })
+  // 10:30 in New York: inside the calling window there.
+  await h.clock.advanceTo(Date.parse('2026-03-19T14:30:00Z'))
+  const inbox = join(h.rt.config.dataDir, 'inbox')
+  mkdirSync(inbox, { recursive: true })
+  writeFileSync(join(inbox, 'east.csv'), 'phone,name\n+1 212 555 0123,Bob\n+1 213 555 0100,Ana\n')
+  utimesSync(join(inbox, 'east.csv'), new Date(0), new Date(0))
+  engine = createRecipeEngine(h.rt)
+  await engine.reload()
+  const run = await engine.run('nightly-batch')
+  expect(run.status).toBe('succeeded')
+  const [outcome] = (run.result as { batches: Outcome[] }).batches
+  expect(outcome).toMatchObject({ file: 'east.csv', rows: 2, batch_id: expect.any(Number) })
+  expect(outcome!.warnings).toEqual([expect.stringMatching(/^batch rows of countries with several time zones have no timezone column \(US: 2\): their calling window is taken in America\/New_York/)])
 })

@@ -28,6 +28,8 @@ interface Launched {
   /** Contacts whose calling window was closed, and the file they go to. */
   held_back: Array<Record<string, string>>
   held_back_file: string | null
+  /** What did not stop the launch but should be seen (rows read with a guessed country or time zone, say). */
+  warnings?: string[]
 }
 
 /** `leads.csv` → a free path in `dir` (a second `leads.csv` on another day becomes `leads-2.csv`). */
@@ -88,7 +90,7 @@ export default defineRecipe({
         // held-back/ (one file per list and day) for you to drop in again later (nightly-batch does this by itself).
         const heldBack = result.deferred.map((d) => d.row)
         const heldBackFile = heldBack.length > 0 && !ctx.dryRun ? freePath(join(inbox, 'held-back'), `${basename(file, extname(file))}.${day}.csv`) : null
-        launched = { batch_id: result.batch?.id ?? null, rows: result.rows.length, rejects: result.rejects, held_back: heldBack, held_back_file: heldBackFile }
+        launched = { batch_id: result.batch?.id ?? null, rows: result.rows.length, rejects: result.rejects, held_back: heldBack, held_back_file: heldBackFile, warnings: [...prepared.warnings, ...result.warnings] }
         if (!ctx.dryRun) await ctx.state.set(launchedKey, launched)
       }
       if (launched.held_back_file && !existsSync(launched.held_back_file)) {
@@ -105,8 +107,9 @@ export default defineRecipe({
         await rename(path, movedTo)
         await ctx.state.delete(launchedKey)
       }
-      const { batch_id, rows, rejects, held_back, held_back_file } = launched
-      batches.push({ file, batch_id, rows, rejects: rejects.length, held_back: held_back.length, held_back_file, moved_to: movedTo })
+      const { batch_id, rows, rejects, held_back, held_back_file, warnings = [] } = launched
+      // Shown with the run (dashboard, `recipes run`); launchBatch and prepareBatch log them too.
+      batches.push({ file, batch_id, rows, rejects: rejects.length, held_back: held_back.length, held_back_file, moved_to: movedTo, ...(warnings.length ? { warnings } : {}) })
     }
     return { batches }
   },
