@@ -57,7 +57,7 @@ const secret = z.string().refine(
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 /** Headers switchboard sets itself; a destination may not override them. */
-const RESERVED_HEADERS = new Set(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-type', 'content-length', 'host', 'transfer-encoding', 'connection'])
+const RESERVED_HEADERS = new Set(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'x-switchboard-event-type', 'content-type', 'content-length', 'host', 'transfer-encoding', 'connection'])
 
 export const destinationSchema = z
   .object({
@@ -97,6 +97,17 @@ export const destinationSchema = z
         z.string().regex(/^[\t\x20-\x7e]*$/, { error: 'header values may hold printable ASCII, spaces and tabs only (no line breaks, no characters such as “–”)' }),
       )
       .refine((h) => Object.keys(h).every((k) => !RESERVED_HEADERS.has(k.toLowerCase())), { error: `may not set ${[...RESERVED_HEADERS].join(', ')}` })
+      // Header names are case-insensitive: kept lowercase, so `User-Agent` replaces switchboard's own instead of going
+      // out beside it, and two spellings of one name are a mistake rather than two headers.
+      .transform((h, ctx) => {
+        const out: Record<string, string> = {}
+        for (const [name, value] of Object.entries(h)) {
+          const key = name.toLowerCase()
+          if (key in out) ctx.addIssue({ code: 'custom', path: [name], message: 'names a header already set (header names are case-insensitive)' })
+          out[key] = value
+        }
+        return out
+      })
       .default({}),
     /** Plain http is refused unless this is true (a same-host or private-network app without TLS). */
     allowHttp: z.boolean().default(false),

@@ -4,6 +4,7 @@ import { adminRoute } from '../utils/admin-auth.ts'
 import { runProcessingTask } from '../coordination/processing-task.ts'
 import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, DestinationNotConfiguredError, destinationsOverviewTask, getDelivery, isDeliveryStatus, isKnownDestination, listDeliveries, notConfigured, replayDelivery, replayFailedTask } from './deliveries.ts'
 import { enableDestination } from './state.ts'
+import { discardDestination, DestinationStillConfiguredError } from './discard.ts'
 import { parseDayOrInstant } from '../utils/iso-datetime.ts'
 
 /** As the CLI's `--since`/`--until`: a day (its UTC midnight) or a time with its zone, never "March 7" read as 2001. */
@@ -77,6 +78,7 @@ export function registerDestinationAdminRoutes(app: H3, rt: Runtime): void {
     }
     const since = time(body.since, 'since') ?? 0
     const until = time(body.until, 'until') ?? Number.MAX_SAFE_INTEGER
+    if (until <= since) throw new HTTPError({ status: 400, message: '"until" must be after "since"' })
     if (!(await isKnownDestination(rt, name))) {
       throw new HTTPError({ status: 404, message: `no destination named "${name}"` })
     }
@@ -88,6 +90,21 @@ export function registerDestinationAdminRoutes(app: H3, rt: Runtime): void {
 
   app.post('/admin/destinations/:name/enable', adminRoute(rt, async (event) => {
     const name = decodeURIComponent(event.context.params?.name ?? '')
+    if (!(await isKnownDestination(rt, name))) throw new HTTPError({ status: 404, message: `no destination named "${name}"` })
+    const unconfigured = notConfigured(rt, name)
+    if (unconfigured) throw new HTTPError({ status: 409, message: unconfigured })
     return { data: { enabled: await enableDestination(rt, name) } }
+  }))
+
+  /** Deletes the deliveries kept for a destination removed from DESTINATIONS (its pending ones are never sent). */
+  app.post('/admin/destinations/:name/discard', adminRoute(rt, async (event) => {
+    const name = decodeURIComponent(event.context.params?.name ?? '')
+    if (!(await isKnownDestination(rt, name))) throw new HTTPError({ status: 404, message: `no destination named "${name}"` })
+    try {
+      return { data: await discardDestination(rt, name) }
+    } catch (error) {
+      if (error instanceof DestinationStillConfiguredError) throw new HTTPError({ status: 409, message: error.message })
+      throw error
+    }
   }))
 }

@@ -2,6 +2,7 @@ import { CliError, defineCommand, intFlag, JSON_OPTION, limitOption, type CliCom
 import type { Runtime } from '../runtime.ts'
 import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, DestinationNotConfiguredError, getDelivery, isDeliveryStatus, isKnownDestination, listDeliveries, notConfigured, replayDelivery, replayFailed, summarizeDestinations } from './deliveries.ts'
 import { enableDestination } from './state.ts'
+import { discardDestination, DestinationStillConfiguredError } from './discard.ts'
 import { sendTestEvent } from './test-send.ts'
 import { parseDayOrInstant } from '../utils/iso-datetime.ts'
 import { printable } from '../utils/printable.ts'
@@ -152,4 +153,27 @@ const enable = defineCommand({
   },
 })
 
-export const destinationCommands: CliCommand[] = [list, test, deliveries, show, replay, enable]
+const discard = defineCommand({
+  name: 'destinations discard',
+  usage: '<name> [--json]',
+  args: [['<name>', 'a destination no longer in DESTINATIONS (destinations list shows it as "(no longer configured)")']],
+  summary: 'delete every delivery kept for a destination removed from DESTINATIONS (its pending ones are never sent)',
+  options: { json: JSON_OPTION },
+  async run(ctx) {
+    const name = ctx.positionals[0]
+    if (!name) throw new CliError('give the destination name: destinations discard <name>')
+    const rt = await ctx.runtime()
+    if (!(await isKnownDestination(rt, name))) throw new CliError(`no deliveries kept for a destination named "${name}" (see: destinations list)`)
+    let result
+    try {
+      result = await discardDestination(rt, name)
+    } catch (error) {
+      if (error instanceof DestinationStillConfiguredError) throw new CliError(error.message)
+      throw error
+    }
+    if (ctx.values.json) return ctx.json(result)
+    ctx.write(`${name}: ${result.deliveries} deliveries discarded (with ${result.attempts} attempts)\n`)
+  },
+})
+
+export const destinationCommands: CliCommand[] = [list, test, deliveries, show, replay, enable, discard]

@@ -284,7 +284,8 @@ async function hop(target: Target, headers: Record<string, string>, request: Sen
   }
   if (attempt.cut) return failure(attempt, request, undefined)
   headers['content-type'] = 'application/json'
-  headers['user-agent'] = 'switchboard-destinations/1'
+  // The destination's own (its configured headers are lowercase) wins.
+  headers['user-agent'] ??= 'switchboard-destinations/1'
   // Credentials in the URL go out as Basic auth (as node:http did), unless the destination's own headers set one.
   const auth = target.auth
   if (auth && !Object.keys(headers).some((name) => name.toLowerCase() === 'authorization')) headers.authorization = auth

@@ -3,6 +3,7 @@ import { z } from 'zod'
 import { runProcessingTask } from '../coordination/processing-task.ts'
 import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, DestinationNotConfiguredError, destinationsOverviewTask, getDelivery, isKnownDestination, notConfigured, replayDelivery, replayFailedTask } from '../destinations/deliveries.ts'
 import { enableDestination } from '../destinations/state.ts'
+import { discardDestination, DestinationStillConfiguredError } from '../destinations/discard.ts'
 import type { Runtime } from '../runtime.ts'
 import { clip, fields, shortId, status, table } from './components.ts'
 import { flashMessage } from './flash.ts'
@@ -34,6 +35,7 @@ export function registerDestinationsPage(app: H3, rt: Runtime): void {
       deliveries: { destination: q.destination, status: q.status, limit: DELIVERIES_PAGE_SIZE },
     })
     const filtered = Boolean(q.destination || q.status)
+    const configuredNames = new Set(rt.config.destinations.list.map((d) => d.name))
     return page(event, {
       title: 'Destinations',
       flash: flashMessage(event.url.searchParams),
@@ -47,7 +49,10 @@ export function registerDestinationsPage(app: H3, rt: Runtime): void {
   String(d.pending), String(d.delivered),
   d.dead > 0 ? html`<a href="${`/ui/destinations?${new URLSearchParams({ destination: d.name, status: 'dead' })}`}">${String(d.dead)}</a>` : '0',
   fmtIso(d.oldest_pending_at),
-  html`<div class="actions">${d.state === 'disabled'
+  // Removed from DESTINATIONS: nothing sends its deliveries any more; they can only be discarded (or the destination added back).
+  !configuredNames.has(d.name)
+    ? html`<div class="actions"><form method="post" action="${`/ui/destinations/${encodeURIComponent(d.name)}/discard`}" class="inline" data-confirm="${`Delete every delivery kept for ${d.name}? It is no longer configured: its pending ones would never be sent.`}">${csrfField(event)}<button type="submit" class="secondary">Discard</button></form></div>`
+    : html`<div class="actions">${d.state === 'disabled'
     ? html`<form method="post" action="${`/ui/destinations/${encodeURIComponent(d.name)}/enable`}" class="inline" data-confirm="${`Enable ${d.name} again? Its waiting deliveries go out.`}">${csrfField(event)}<button type="submit">Enable</button></form>`
     : ''}${d.dead > 0 || d.pending > 0
     ? html`<form method="post" action="${`/ui/destinations/${encodeURIComponent(d.name)}/replay`}" class="inline" data-confirm="${`Send every dead delivery of ${d.name}, and every pending one that has failed, again now?`}">${csrfField(event)}<button type="submit" class="secondary">Replay failed</button></form>`
@@ -133,6 +138,20 @@ ${table('Attempts', ['#', 'Started (UTC)', 'Answer', 'Latency', 'Result', 'Error
     const queued = await runProcessingTask(rt, replayFailedTask, { destination: name, since: 0, until: Number.MAX_SAFE_INTEGER })
     rt.log.info({ destination: name, queued }, 'dashboard: failed deliveries queued again')
     return seeOther(event, `/ui/destinations?${new URLSearchParams({ destination: name, done: 'delivery-queued', n: String(queued) })}`)
+  })
+
+  app.post('/ui/destinations/:name/discard', async (event) => {
+    const name = getRouterParam(event, 'name', { decode: true }) ?? ''
+    if (!(await isKnownDestination(rt, name))) throw new HTTPError({ status: 404, message: `no destination named "${name}"` })
+    let discarded
+    try {
+      discarded = await discardDestination(rt, name)
+    } catch (error) {
+      if (error instanceof DestinationStillConfiguredError) throw new HTTPError({ status: 409, message: error.message })
+      throw error
+    }
+    rt.log.info({ destination: name, ...discarded }, 'dashboard: deliveries of a destination no longer configured discarded')
+    return seeOther(event, `/ui/destinations?done=destination-discarded&n=${discarded.deliveries}`)
   })
 
   app.post('/ui/destinations/:name/enable', async (event) => {

@@ -13,6 +13,7 @@ const MESSAGES: Record<string, (n: string | null, s: string | null) => string> =
   'delivery-queued': (n) => `Queued ${n ?? 0} deliver${n === '1' ? 'y' : 'ies'} to be sent again (by the running service, with the same webhook-id).`,
   'delivery-busy': () => 'That delivery is being sent right now; try again in a minute.',
   'destination-enabled': (n) => (n === '1' ? 'Enabled: its waiting deliveries go out.' : 'That destination was not disabled.'),
+  'destination-discarded': (n) => `Discarded ${n ?? 0} deliver${n === '1' ? 'y' : 'ies'} of a destination no longer configured.`,
   'resent': (_n, s) => `Report sent again: ${s ?? 'done'}.`,
   'resend-failed': (_n, s) => `Resend failed: ${s === 'failed' ? 'the mail could not be delivered' : 'only daily reports can be resent'}.`,
 }

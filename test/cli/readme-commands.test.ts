@@ -109,6 +109,7 @@ const CASES: Record<string, { run: () => ReturnType<typeof runBin>; code: number
   'destinations show': { run: () => runBin(['destinations', 'show', 'dlv_nope']), code: 2, last: /^$/ },
   'destinations replay': { run: () => runBin(['destinations', 'replay', 'dlv_nope']), code: 2, last: /^$/ },
   'destinations enable': { run: () => runBin(['destinations', 'enable', 'crm']), code: 2, last: /^$/ },
+  'destinations discard': { run: () => runBin(['destinations', 'discard', 'crm']), code: 2, last: /^$/ },
   'report send': { run: () => runBin(['report', 'send', '--to', 'ops@example.com']), code: 0, last: /^ {2}file: {5}.*\.eml$/ },
 }
 

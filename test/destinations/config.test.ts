@@ -48,6 +48,11 @@ describe('DESTINATIONS', () => {
     expect(bad({ secret: [] })).toThrow('Invalid configuration: DESTINATIONS destination "crm": secret needs at least one secret')
     expect(bad({ timeoutMs: 5 })).toThrow(/destination "crm": timeoutMs /)
     expect(bad({ headers: { 'webhook-id': 'x' } })).toThrow(/destination "crm": headers may not set webhook-id/)
+    // The event type header is switchboard's word on the event: never the configuration's, in any case.
+    expect(bad({ headers: { 'X-Switchboard-Event-Type': 'spoof' } })).toThrow(/destination "crm": headers may not set .*x-switchboard-event-type/)
+    // Header names are case-insensitive: kept lowercase (so one of ours is replaced, not doubled), two spellings refused.
+    expect(load({ DESTINATIONS: JSON.stringify([{ name: 'crm', url: 'https://crm.example.com', secret: DEST_SECRET, headers: { 'User-Agent': 'team-agent', 'X-Team': 'ops' } }]) }).destinations.list[0]!.headers).toEqual({ 'user-agent': 'team-agent', 'x-team': 'ops' })
+    expect(bad({ headers: { 'X-Team': 'a', 'x-team': 'b' } })).toThrow('Invalid configuration: DESTINATIONS destination "crm": headers.x-team names a header already set (header names are case-insensitive)')
     expect(bad({ colour: 'red' })).toThrow(/destination "crm": entry Unrecognized key/)
     expect(() => load({ DESTINATIONS: '[{"url":"https://x.example"}]' })).toThrow(/destination #1: name /)
     expect(() => load({ DESTINATIONS: '{' })).toThrow('Invalid configuration: DESTINATIONS must be a JSON array of destinations')

@@ -22,7 +22,7 @@ describeEachDialect('destinations: delivery', (dialect) => {
 
   it('forwards a processed event signed the Standard Webhooks way; the official library verifies it, with either secret during rotation', async () => {
     const s = await sink()
-    h = await createForwardHarness(dialect, [destination(s, { secret: [DEST_SECRET, OLD_SECRET], headers: { 'x-team': 'ops' } })])
+    h = await createForwardHarness(dialect, [destination(s, { secret: [DEST_SECRET, OLD_SECRET], headers: { 'X-Team': 'ops', 'User-Agent': 'team-agent/2' } })])
     const event = makeEvent()
     await h.ingest([event])
     await vi.waitFor(async () => expect((await h!.status())[0]?.status).toBe('delivered'), WAIT)
@@ -30,6 +30,9 @@ describeEachDialect('destinations: delivery', (dialect) => {
     const [req] = s.requests
     expect(req!.headers['webhook-id']).toBe(deliveryId('crm', event.event_id))
     expect(req!.headers['x-team']).toBe('ops')
+    // The destination's User-Agent replaces switchboard's: one header, not both (names are case-insensitive).
+    expect(req!.rawHeaders.filter((_v, i) => i % 2 === 0 && req!.rawHeaders[i]!.toLowerCase() === 'user-agent')).toHaveLength(1)
+    expect(req!.headers['user-agent']).toBe('team-agent/2')
     expect(req!.headers['x-switchboard-event-type']).toBe(event.event_type)
     expect(String(req!.headers['webhook-signature']).split(' ')).toHaveLength(2)
     expect(verifyStandard(req!, DEST_SECRET)).toEqual(event)
@@ -192,6 +195,59 @@ describeEachDialect('destinations: delivery', (dialect) => {
     const ranged = await runCli(['destinations', 'replay', 'msg_crm_0', '--until', '2000-01-01'], env)
     expect([ranged.code, ranged.err.trim()]).toEqual([2, 'error: --since and --until go with --destination, not with a delivery id'])
     expect((await h.status()).find((r) => r.destination === 'crm')?.status).toBe('dead')
+  })
+
+  it('discards every delivery kept for a destination removed from DESTINATIONS (pending ones included), and refuses a configured one', async () => {
+    const s = await sink()
+    const dests = [destination(s)]
+    h = await createForwardHarness(dialect, dests)
+    await h.worker.stop()
+    const db = h.rt.store.db
+    const created = h.clock.now()
+    const row = (name: string, i: number, status: string) => ({
+      id: `msg_${name}_${i}`, destination: name, event_id: `evt_${i}`, event_type: 'call.completed', conversation_id: null, payload: '',
+      order_at: created * 1000 + i, ordered: 0, status, attempts: 1, round_attempts: 1, next_attempt_at: created, claimed_by: null, claimed_until: null,
+      last_status: 500, last_error: 'HTTP 500', created_at: created, delivered_at: null,
+    })
+    // retired (renamed away): two pending nothing will ever send, one dead, one delivered; crm: one pending.
+    const rows = [row('retired', 0, 'pending'), row('retired', 1, 'pending'), row('retired', 2, 'dead'), row('retired', 3, 'delivered'), row('crm', 4, 'pending')]
+    await db.insertInto('destination_deliveries').values(rows).execute()
+    await db.insertInto('destination_attempts').values(rows.map((r) => ({ delivery_id: r.id, attempt: 1, started_at: created, latency_ms: 3, status: 500, result: 'retry', error: 'HTTP 500', response: null }))).execute()
+    await db.insertInto('destination_state').values({ name: 'retired', disabled_at: created, disabled_reason: 'HTTP 410 Gone' }).execute()
+    // A scrape, a turn of the event loop after the last (a scrape's count is shared by its gauges until then).
+    const depth = async () => {
+      await new Promise((resolve) => setImmediate(resolve))
+      return (await h!.rt.metrics.metrics()).split('\n').filter((l) => l.startsWith('switchboard_destination_queue_depth{'))
+    }
+    expect(await depth()).toEqual(expect.arrayContaining(['switchboard_destination_queue_depth{destination="retired"} 2']))
+
+    const env = cliEnv(h.rt, { DESTINATIONS: JSON.stringify(dests), ALLOW_PRIVATE_DESTINATIONS: '1' })
+    const configured = await runCli(['destinations', 'discard', 'crm'], env)
+    expect([configured.code, configured.err.trim()]).toEqual([2, 'error: destination "crm" is in DESTINATIONS: remove it from the configuration (and restart) before discarding its deliveries'])
+    const unknown = await runCli(['destinations', 'discard', 'nope'], env)
+    expect([unknown.code, unknown.err.trim()]).toEqual([2, 'error: no deliveries kept for a destination named "nope" (see: destinations list)'])
+    const refused = await h.app.fetch(new Request('http://localhost/admin/destinations/crm/discard', { method: 'POST', headers: adminHeaders }))
+    expect(refused.status).toBe(409)
+    expect((await h.app.fetch(new Request('http://localhost/admin/destinations/nope/discard', { method: 'POST', headers: adminHeaders }))).status).toBe(404)
+
+    const done = await runCli(['destinations', 'discard', 'retired', '--json'], env)
+    expect([done.code, JSON.parse(done.out)]).toEqual([0, { deliveries: 4, attempts: 4 }])
+    expect((await db.selectFrom('destination_deliveries').select('id').execute()).map((r) => r.id)).toEqual(['msg_crm_4'])
+    expect((await db.selectFrom('destination_attempts').select('delivery_id').execute()).map((r) => r.delivery_id)).toEqual(['msg_crm_4'])
+    expect(await db.selectFrom('destination_state').select('name').where('name', '=', 'retired').execute()).toEqual([])
+    // Its gauges go with its rows; the configured one's stay.
+    expect(await depth()).toEqual(['switchboard_destination_queue_depth{destination="crm"} 1'])
+    const list = await runCli(['destinations', 'list', '--json'], env)
+    expect((JSON.parse(list.out) as Array<{ name: string }>).map((d) => d.name)).toEqual(['crm'])
+  })
+
+  it('the admin routes refuse a replay range that ends before it starts, and enabling a destination that is not configured', async () => {
+    const s = await sink()
+    h = await createForwardHarness(dialect, [destination(s)])
+    const backwards = await h.app.fetch(new Request('http://localhost/admin/destinations/crm/replay', { method: 'POST', headers: { ...adminHeaders, 'content-type': 'application/json' }, body: JSON.stringify({ since: '2026-03-02T00:00:00Z', until: '2026-03-01T00:00:00Z' }) }))
+    expect([backwards.status, ((await backwards.json()) as { error: { message: string } }).error.message]).toEqual([400, '"until" must be after "since"'])
+    expect((await h.app.fetch(new Request('http://localhost/admin/destinations/nope/enable', { method: 'POST', headers: adminHeaders }))).status).toBe(404)
+    expect((await h.app.fetch(new Request('http://localhost/admin/destinations/crm/enable', { method: 'POST', headers: adminHeaders }))).status).toBe(200)
   })
 
   it('purges finished deliveries, their attempt logs and unneeded bodies once past the retention window; pending ones stay', async () => {

@@ -17,6 +17,8 @@ export const OLD_SECRET = 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD'
 
 export interface SinkRequest {
   headers: http.IncomingHttpHeaders
+  /** Every header line as sent, names in their case (Node folds duplicates of some names in `headers`). */
+  rawHeaders: string[]
   body: string
   at: number
 }
@@ -46,7 +48,7 @@ export async function startSink(behaviour: SinkBehaviour = ok, path = '/hooks'):
     req.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8')
       const n = requests.length
-      requests.push({ headers: req.headers, body, at: Date.now() })
+      requests.push({ headers: req.headers, rawHeaders: req.rawHeaders, body, at: Date.now() })
       fn(n, req, res, body)
     })
   })

@@ -129,3 +129,29 @@ it('shows a destination disabled by a 410 with its reason, and enables it again'
   expect(after).toContain('class="status-active">active<')
   expect(after).not.toContain('action="/ui/destinations/crm/enable"')
 })
+
+it('offers Discard, not Replay, for a destination no longer configured, and discarding removes its deliveries', async () => {
+  // A destination renamed away: its rows stay under the old name, and nothing sends them.
+  const now = ui.clock.now()
+  await ui.server.rt.store.db.insertInto('destination_deliveries').values({
+    id: 'msg_retired_0', destination: 'retired', event_id: events[0]!, event_type: 'call.completed', conversation_id: null, payload: '',
+    order_at: now * 1000, ordered: 0, status: 'pending', attempts: 1, round_attempts: 1, next_attempt_at: now, claimed_by: null, claimed_until: null,
+    last_status: 503, last_error: 'HTTP 503', created_at: now, delivered_at: null,
+  }).execute()
+  const page = await get('/ui/destinations')
+  expect(page).toContain('(no longer configured)')
+  expect(page).toContain('action="/ui/destinations/retired/discard"')
+  expect(page).not.toContain('action="/ui/destinations/retired/replay"')
+  expect(page).not.toContain('action="/ui/destinations/crm/discard"')
+  expect(await post('/ui/destinations/retired/discard')).toBe('/ui/destinations?done=destination-discarded&n=1')
+  const after = await get('/ui/destinations?done=destination-discarded&n=1')
+  expect(after).toContain('Discarded 1 delivery of a destination no longer configured.')
+  expect(after).not.toContain('(no longer configured)')
+  // A configured destination is refused.
+  const refused = await fetch(`${ui.server.url}/ui/destinations/crm/discard`, {
+    method: 'POST', redirect: 'manual',
+    headers: { cookie: cookieHeader(session.jar), 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ _csrf: session.csrf }).toString(),
+  })
+  expect(refused.status).toBe(409)
+})

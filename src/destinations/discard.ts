@@ -1,0 +1,57 @@
+import type { Runtime } from '../runtime.ts'
+import { deleteInChunks } from '../db/delete-in-chunks.ts'
+import { inImmediateTransaction } from '../db/sqlite-transaction.ts'
+
+/** `discardDestination` was asked for a destination still in DESTINATIONS: its deliveries are live. */
+export class DestinationStillConfiguredError extends Error {
+  override readonly name = 'DestinationStillConfiguredError'
+}
+
+export interface DiscardResult {
+  /** Deliveries deleted, whatever their status (pending, delivered, dead). */
+  deliveries: number
+  /** Their attempt logs. */
+  attempts: number
+}
+
+/**
+ * Deletes every delivery kept for a destination that is no longer in DESTINATIONS — the ones still pending, which
+ * nothing sends any more and the retention purge never removes (they would hold its backlog gauges up for ever), and
+ * its delivered and dead ones — with their attempts and its stored state (a 410's disabled mark). The name is a
+ * destination's identity (its `webhook-id`s derive from it), so a renamed destination does not inherit them: drain
+ * or replay before renaming. Refused while the name is configured. Event bodies no delivery refers to any more go
+ * with the retention purge. In chunks paced like the purges' (a running service's commits go between them), each
+ * delivery with its attempts in one transaction.
+ */
+export async function discardDestination(rt: Runtime, name: string): Promise<DiscardResult> {
+  if (rt.config.destinations.list.some((d) => d.name === name)) {
+    throw new DestinationStillConfiguredError(`destination "${name}" is in DESTINATIONS: remove it from the configuration (and restart) before discarding its deliveries`)
+  }
+  const db = rt.store.db
+  const ofDestination = (q: typeof db, limit: number) => q.selectFrom('destination_deliveries').select('id').where('destination', '=', name).limit(limit)
+  let attempts = 0
+  const { rows: deliveries } = await deleteInChunks(async (limit) => {
+    const chunk = rt.store.sqlite
+      ? await inImmediateTransaction(rt.store, (q) => {
+          const ids = q.all(ofDestination(db, limit).compile()).map((r) => r.id)
+          if (ids.length === 0) return { attempts: 0, deliveries: 0 }
+          return {
+            attempts: q.run(db.deleteFrom('destination_attempts').where('delivery_id', 'in', ids).compile()),
+            deliveries: q.run(db.deleteFrom('destination_deliveries').where('id', 'in', ids).compile()),
+          }
+        })
+      : await db.transaction().execute(async (trx) => {
+          // Rows a replica still sending under an older configuration holds are left for the next chunk.
+          const ids = (await ofDestination(trx, limit).forUpdate().skipLocked().execute()).map((r) => r.id)
+          if (ids.length === 0) return { attempts: 0, deliveries: 0 }
+          return {
+            attempts: Number((await trx.deleteFrom('destination_attempts').where('delivery_id', 'in', ids).executeTakeFirst()).numDeletedRows),
+            deliveries: Number((await trx.deleteFrom('destination_deliveries').where('id', 'in', ids).executeTakeFirst()).numDeletedRows),
+          }
+        })
+    attempts += chunk.attempts
+    return chunk.deliveries
+  })
+  await db.deleteFrom('destination_state').where('name', '=', name).execute()
+  return { deliveries, attempts }
+}
