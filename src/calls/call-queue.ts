@@ -249,7 +249,17 @@ async function writeSettlements(rt: Runtime, batch: Settlement[]): Promise<void>
     else byOwner.set(s.owner, [s.id])
   }
   await rt.store.db.transaction().execute(async (trx) => {
-    for (const s of sorted) await trx.updateTable('calls').set({ ...s.fields, updated_at: s.at }).where('id', '=', s.id).execute()
+    // Only while the call is still this sender's: a process frozen past its claim (a VM pause, a clock stepping
+    // forward) resumes its send after another claimed and placed the call, and its late answer — a 409
+    // duplicate_request read as a refusal — must not overwrite the ledger the other one wrote.
+    for (const s of sorted) {
+      await trx
+        .updateTable('calls')
+        .set({ ...s.fields, updated_at: s.at })
+        .where('id', '=', s.id)
+        .where(({ exists, selectFrom }) => exists(selectFrom('call_queue as q').select('q.id').whereRef('q.id', '=', 'calls.id').where('q.claimed_by', '=', s.owner)))
+        .execute()
+    }
     for (const [owner, ids] of byOwner) {
       for (const chunk of chunks(ids, SETTLE_CHUNK)) await trx.deleteFrom('call_queue').where('claimed_by', '=', owner).where('id', 'in', chunk).execute()
     }
@@ -399,6 +409,8 @@ export function startCallQueue(rt: Runtime): CallQueue {
   const concurrency = rt.config.pipeline.callConcurrency
   const metrics = callMetrics(rt.metrics)
   const sending = new Set<Promise<void>>()
+  /** The ids of the calls being sent. */
+  const inFlight = new Set<string>()
   let pass: Promise<void> | undefined
   let again = false
   let stopped = false
@@ -434,10 +446,15 @@ export function startCallQueue(rt: Runtime): CallQueue {
         const rows = await claimDueCalls(rt, owner, concurrency - sending.size, [...held.keys()])
         if (rows.length === 0) break
         for (const row of rows) {
+          // Claimed again while this process still sends it (its claim lapsed: the clock stepped forward, or the
+          // provider held the request past the claim): the send under way settles it; a second POST would not.
+          if (inFlight.has(row.id)) continue
+          inFlight.add(row.id)
           const p: Promise<void> = send(rt, row, owner)
             .catch((error) => rt.log.error({ err: (error as Error).message, call_id: row.id }, 'sending a queued call failed; its claim lapses and it is retried'))
             .finally(() => {
               sending.delete(p)
+              inFlight.delete(row.id)
               wake()
             })
           sending.add(p)
