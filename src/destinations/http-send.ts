@@ -318,9 +318,12 @@ function crossOriginHeaders(headers: Record<string, string>): Record<string, str
 export async function sendOnce(request: SendRequest): Promise<SendResult> {
   const started = performance.now()
   const attempt: Attempt = {}
+  let late: NodeJS.Immediate | undefined
   const cuts = {
+    // After the event loop's next look at the sockets: a process frozen past the deadline runs its due timers first,
+    // and an answer that arrived meanwhile would count as a timeout (and the delivery be sent again).
     timeout() {
-      cutAttempt(attempt, 'timeout')
+      late = setImmediate(() => cutAttempt(attempt, 'timeout'))
     },
     cancelled() {
       cutAttempt(attempt, 'cancelled')
@@ -364,6 +367,7 @@ export async function sendOnce(request: SendRequest): Promise<SendResult> {
     }
   } finally {
     cancelTimer()
+    if (late) clearImmediate(late)
     leaveGroup?.()
     if (agents !== request.agents) await agents.close()
   }

@@ -191,10 +191,16 @@ async function untilAborted(wait: Promise<void>, signal: AbortSignal | undefined
  */
 function attemptDeadline(ms: number, outer: AbortSignal | undefined): { signal: AbortSignal; clear(keepOuter?: boolean): void } {
   const controller = new AbortController()
+  let late: NodeJS.Immediate | undefined
+  // Aborted after the event loop's next look at the sockets, not at once: a process frozen past the deadline (a VM
+  // paused, a laptop asleep) runs its due timers before it reads what arrived meanwhile, and an answer already in the
+  // socket was thrown away as a timeout — for a call, placed but recorded without its trace id, then sent again.
   const timer = setTimeout(() => {
-    const error = new Error(`the operation was aborted after ${ms} ms`)
-    error.name = 'TimeoutError'
-    controller.abort(error)
+    late = setImmediate(() => {
+      const error = new Error(`the operation was aborted after ${ms} ms`)
+      error.name = 'TimeoutError'
+      controller.abort(error)
+    })
   }, ms)
   const onAbort = () => controller.abort(outer!.reason)
   outer?.addEventListener('abort', onAbort, { once: true })
@@ -203,6 +209,7 @@ function attemptDeadline(ms: number, outer: AbortSignal | undefined): { signal: 
     // `keepOuter`: a streamed answer's body is still read after this, and the caller's signal still ends it.
     clear: (keepOuter = false) => {
       clearTimeout(timer)
+      if (late) clearImmediate(late)
       if (!keepOuter) outer?.removeEventListener('abort', onAbort)
     },
   }
