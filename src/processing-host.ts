@@ -98,8 +98,15 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
       // The watchdog: real time, as the thread's own timers run.
       let lastHeard = performance.now()
       const silentFor = unresponsiveAfterMs(rt.config.pipeline.recipeTimeoutMs)
+      let lastLook = performance.now()
       const watchdog = setInterval(() => {
-        if (stopping || performance.now() - lastHeard < silentFor) return
+        const now = performance.now()
+        // Looking far later than asked, this thread stood still too — the whole process frozen (a VM paused, SIGSTOP)
+        // or its loop blocked — and the thread's "alive" may be waiting in the queue: a fresh window, not a restart.
+        const stoodStill = now - lastLook > ALIVE_EVERY_MS * 5
+        lastLook = now
+        if (stoodStill) lastHeard = now
+        if (stopping || now - lastHeard < silentFor) return
         clearInterval(watchdog)
         rt.log.error({ silent_ms: Math.round(performance.now() - lastHeard) }, 'the processing thread stopped answering (a recipe that never yields, e.g. a synchronous loop?); stopping it to restart it')
         void worker.terminate()
