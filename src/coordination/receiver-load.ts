@@ -53,6 +53,8 @@ export const RECEIVING_FOR_MS = 250
  * deliveries arriving keeps the whole batch: in quarter batches it was 15 % slower.
  */
 const RECEIVING_BATCH = 50
+/** The furthest ahead of its clock the receiver ever marks itself busy; a mark further ahead is a clock stepped back. */
+const FURTHEST_MARK_MS = WINDOW_MS + BUSY_FOR_MS
 
 export interface ReceiverLoad {
   /** Memory shared with the processing thread (a "busy until" and a "last commit" epoch-ms time). */
@@ -84,8 +86,10 @@ export function trackReceiverLoad(aboveRate: number, options: ReceiverLoadOption
   let inWindow = 0
   let loopLookedAt = Number.NEGATIVE_INFINITY
   let until = 0
-  const busyTill = (at: number) => {
-    if (at <= until) return
+  const busyTill = (at: number, now: number) => {
+    // Never moved earlier — unless it lies further ahead than any mark this makes, which only a clock stepped back
+    // (NTP) leaves: kept, it held processing back for the whole step.
+    if (at <= until && until <= now + FURTHEST_MARK_MS) return
     until = at
     Atomics.store(slots, 0, BigInt(at))
   }
@@ -94,17 +98,26 @@ export function trackReceiverLoad(aboveRate: number, options: ReceiverLoadOption
     committed(deliveries, now) {
       if (aboveRate <= 0) return
       Atomics.store(slots, 1, BigInt(now))
+      // The clock stepped back: the window's commits, and a busy mark made from them, lie in its future and would
+      // count for the length of the step.
+      if (recent.length > 0 && recent[recent.length - 1]!.at > now) {
+        recent.length = 0
+        inWindow = 0
+        until = 0
+        Atomics.store(slots, 0, 0n)
+      }
+      if (now < loopLookedAt) loopLookedAt = Number.NEGATIVE_INFINITY
       recent.push({ at: now, n: deliveries })
       inWindow += deliveries
       while (recent.length > 0 && recent[0]!.at <= now - WINDOW_MS) inWindow -= recent.shift()!.n
-      if ((inWindow * 1000) / WINDOW_MS > aboveRate) busyTill(now + BUSY_FOR_MS)
+      if ((inWindow * 1000) / WINDOW_MS > aboveRate) busyTill(now + BUSY_FOR_MS, now)
       // Once a window: a loop busy through it while the receiver takes at least half the threshold's rate stays
       // busy until the next look, and a little after. Without the rate, a loop kept busy by other work (the proxy
       // relaying processing's own calls, an in-process sandbox) would hold back the processing that feeds it.
       if (now - loopLookedAt >= WINDOW_MS) {
         const share = loopBusyShare()
         const receiving = (inWindow * 1000) / WINDOW_MS > aboveRate / 2
-        if (loopLookedAt !== Number.NEGATIVE_INFINITY && receiving && share >= LOOP_BUSY_SHARE) busyTill(now + WINDOW_MS + BUSY_FOR_MS)
+        if (loopLookedAt !== Number.NEGATIVE_INFINITY && receiving && share >= LOOP_BUSY_SHARE) busyTill(now + WINDOW_MS + BUSY_FOR_MS, now)
         loopLookedAt = now
       }
     },
@@ -146,7 +159,9 @@ export function createYieldGate(shared: SharedArrayBuffer, options: YieldGateOpt
   const slots = new BigInt64Array(shared)
   const busy = () => {
     const now = options.now()
-    if (Number(Atomics.load(slots, 0)) <= now) return false
+    const until = Number(Atomics.load(slots, 0))
+    // Passed — or further ahead than the receiver ever marks, the clock having stepped back since (NTP).
+    if (until <= now || until > now + FURTHEST_MARK_MS + 1_000) return false
     // Quiet: nothing committed for QUIET_MS and nothing being written (a slow commit is deliveries still arriving).
     return Number(Atomics.load(slots, 1)) > now - QUIET_MS || Atomics.load(slots, 2) !== 0n
   }
@@ -162,7 +177,9 @@ export function createYieldGate(shared: SharedArrayBuffer, options: YieldGateOpt
     }
     try {
       while (busy() && !options.stopping?.()) {
-        if (options.now() - started >= HOLD_MAX_MS) {
+        const held = options.now() - started
+        // A negative hold is the clock stepped back: measured from there it would last the whole step.
+        if (held >= HOLD_MAX_MS || held < 0) {
           runUntil = options.now() + HOLD_MAX_MS
           return
         }

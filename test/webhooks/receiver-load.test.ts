@@ -260,3 +260,45 @@ describe('receiver first during a burst', () => {
     expect(claimSize(rt, 200)).toBe(200)
   })
 })
+
+describe('a wall clock stepped back (NTP) just after a burst', () => {
+  // The receiver marks its times on the wall clock, and so does the gate; a trickle (50 a second) follows the burst.
+  async function longestHold(stepBackMs: number): Promise<{ held: number; longest: number }> {
+    let wall = Date.parse('2026-03-01T10:00:00Z')
+    let realMs = 0
+    const load = trackReceiverLoad(3000, { loopBusyShare: () => 0 })
+    for (let i = 0; i < 100; i++) {
+      load.committed(100, wall)
+      wall += 10
+    }
+    let stepped = false
+    const tick = (ms: number) => {
+      wall += ms
+      realMs += ms
+      if (realMs % 20 === 0) load.committed(1, wall)
+      if (!stepped && realMs >= 20) {
+        stepped = true
+        wall -= stepBackMs
+      }
+    }
+    const gate = createYieldGate(load.shared, { now: () => wall, sleep: async (ms) => tick(ms) })
+    let held = 0
+    let longest = 0
+    while (realMs < 180_000) {
+      const before = realMs
+      await gate()
+      held += realMs - before
+      longest = Math.max(longest, realMs - before)
+      tick(10)
+    }
+    return { held, longest }
+  }
+
+  it('holds processing back no longer than without the step (it held for the whole two minutes)', async () => {
+    const steady = await longestHold(0)
+    const stepped = await longestHold(120_000)
+    expect(steady.held).toBeLessThan(1_000)
+    expect(stepped.held).toBeLessThan(1_000)
+    expect(stepped.longest).toBeLessThanOrEqual(HOLD_MAX_MS)
+  })
+})
