@@ -1,7 +1,8 @@
-import { afterEach, beforeEach, expect, it, vi } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createRecipeEngine, type RecipeEngine } from '../../src/recipes/engine.ts'
 import { listRuns } from '../../src/recipes/runner.ts'
-import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
+import { createManualClock, type Clock, type ManualClock } from '../../src/utils/clock.ts'
+import { MAX_WAIT_MS } from '../../src/recipes/scheduler.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { tempRecipesDir, tickRecipe } from './helpers.ts'
@@ -313,5 +314,34 @@ export default defineRecipe({
       ['succeeded', null, { n: 2 }],
     ])
     expect(runs.every((r) => r.endedAt !== null)).toBe(true)
+  })
+})
+
+describe('a machine suspended before a tick (its timers stop; the wall clock does not)', () => {
+  it('runs the tick within a minute of its time, not up to an hour late', async () => {
+    const folder = tempRecipesDir()
+    folder.write('daily', tickRecipe({ schedule: '0 8 * * *', timezone: 'UTC' }))
+    // Timers on a manual clock; the wall clock the same plus the time spent asleep.
+    const timers = createManualClock('2026-01-08T07:00:00Z')
+    let slept = 0
+    const clock: Clock = { now: () => timers.now() + slept, setTimeout: (fn, ms, o) => timers.setTimeout(fn, ms, o) }
+    const rt = await createTestRuntime({ clock, env: { RECIPES_DIR: folder.dir } })
+    const engine = createRecipeEngine(rt)
+    try {
+      await engine.start()
+      await timers.advance(0)
+      slept += 50 * 60_000 // asleep 07:00 → 07:50
+      for (let i = 0; i < 15; i++) {
+        await timers.advance(60_000)
+        await engine.idle()
+      }
+      const runs = await listRuns(rt, { recipe: 'daily' })
+      expect(runs).toHaveLength(1)
+      expect(Date.parse((runs[0]!.summary as { now: string }).now) - Date.parse('2026-01-08T08:00:00Z')).toBeLessThanOrEqual(MAX_WAIT_MS)
+    } finally {
+      await engine.stop()
+      await rt.close()
+      folder.cleanup()
+    }
   })
 })
