@@ -2,7 +2,7 @@ import { HTTPError, type H3 } from 'h3'
 import { decodeCsvText, NotTextError } from '../campaigns/csv-encoding.ts'
 import { addToDnc, dncImportTask, listDnc, removeFromDnc, type DncImportResult } from '../campaigns/dnc.ts'
 import { normalizePhone } from '../campaigns/phones.ts'
-import { localDate, reportableDay } from '../reports/day-range.ts'
+import { reportableDay, yesterday } from '../reports/day-range.ts'
 import { reportOfSubject } from '../reports/format.ts'
 import { getMailLog, listMailLog } from '../reports/mail-log.ts'
 import { runProcessingTask } from '../coordination/processing-task.ts'
@@ -29,7 +29,8 @@ export function registerMailPage(app: H3, rt: Runtime): void {
     const params = event.url.searchParams
     const search = (params.get('q') ?? '').slice(0, 40)
     const tz = rt.config.recipes.timezone
-    const previewDate = reportableDay(params.get('date'), tz) ?? localDate(rt.clock.now() - 86_400_000, tz)
+    // Yesterday by the calendar, as the daily report's: 24 hours back is two days back just after a spring-forward midnight.
+    const previewDate = reportableDay(params.get('date'), tz) ?? yesterday(rt.clock.now(), tz)
     const [mails, dnc] = await Promise.all([listMailLog(rt, 50), listDnc(rt, { search, limit: 100 })])
     return page(event, {
       title: 'Mail & DNC',
