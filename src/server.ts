@@ -99,7 +99,12 @@ function registerOpsRoutes(app: H3, rt: Runtime): void {
 
 /** The worker role's HTTP surface: operations endpoints only. */
 export function createOpsApp(rt: Runtime): H3 {
-  const app = new H3()
+  const app = new H3({
+    onError(error, event) {
+      if ((error as { status?: number }).status === 404 && /^Cannot find any route/.test((error as Error).message ?? '')) return noRouteResponse(event.req.method, event.url.pathname)
+      return undefined
+    },
+  })
   registerOpsRoutes(app, rt)
   return app
 }

@@ -1,5 +1,5 @@
 import { afterEach, expect, it } from 'vitest'
-import { createApp } from '../../src/server.ts'
+import { createApp, createOpsApp } from '../../src/server.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 
 let rt: TestRuntime | undefined
@@ -28,4 +28,11 @@ it('a path no route answers is 404 in the one error shape; a dashboard path gets
   expect(html).toContain('<a href="/ui">Back to the dashboard</a>')
   expect(html).not.toContain('<script>')
   expect(html).not.toContain('evil.example')
+})
+
+it("a worker's operations port answers a path it has no route for in the same shape", async () => {
+  rt = await createTestRuntime()
+  const res = await createOpsApp(rt).fetch(new Request('http://evil.example/webhooks/formant', { method: 'POST' }))
+  expect(res.status).toBe(404)
+  expect(await res.json()).toEqual({ error: { type: 'not_found', message: 'no route for POST /webhooks/formant' } })
 })
