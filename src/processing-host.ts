@@ -65,7 +65,8 @@ export function canRunInThread(rt: Runtime): boolean {
  * the first thread is processing; rejects only if the first thread cannot even build its runtime (a
  * configuration problem, not a passing one).
  */
-export async function startProcessingThread(rt: Runtime): Promise<ProcessingThread> {
+export async function startProcessingThread(rt: Runtime, options: { role?: 'all' | 'worker' } = {}): Promise<ProcessingThread> {
+  const role = options.role ?? 'all'
   const pending = new Map<number, (json: MetricsJson | undefined) => void>()
   const tasks = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>()
   let seq = 0
@@ -89,7 +90,10 @@ export async function startProcessingThread(rt: Runtime): Promise<ProcessingThre
   const load = trackReceiverLoad(rt.config.pipeline.processingYieldAbove)
 
   function spawn(): Promise<void> {
-    const worker = new Worker(new URL('./worker-thread.mjs', import.meta.url), { workerData: { config: threadConfig(rt.config), receiverLoad: load.shared } })
+    const worker = new Worker(new URL('./worker-thread.mjs', import.meta.url), {
+      // A worker's process has no receiver to hold back for.
+      workerData: { config: threadConfig(rt.config), role, receiverLoad: role === 'all' ? load.shared : undefined },
+    })
     current = worker
     const startedAt = rt.clock.now()
     return new Promise<void>((resolve, reject) => {

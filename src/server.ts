@@ -207,13 +207,15 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   try {
     if (options.background !== false) {
       opsState(rt).starting = true
-      const threaded = role === 'all' && options.processing === 'thread' && canRunInThread(rt)
+      // `worker` too: its own loop then only answers /healthz, /readyz and /metrics, and the thread's watchdog restarts
+      // processing held by a recipe that never yields (on the loop itself, nothing could).
+      const threaded = role !== 'receiver' && options.processing === 'thread' && canRunInThread(rt)
       // SQLite: checkpoints on a thread of their own; every connection of the service only as a backstop.
       checkpoints = startWalCheckpoints(rt)
       let stopWork: () => Promise<void>
       if (threaded) {
-        const stopOwn = await startBackground(rt, { role: 'receiver' })
-        const thread = await startProcessingThread(rt).catch(async (error: unknown) => {
+        const stopOwn = role === 'all' ? await startBackground(rt, { role: 'receiver' }) : async () => {}
+        const thread = await startProcessingThread(rt, { role: role === 'worker' ? 'worker' : 'all' }).catch(async (error: unknown) => {
           await stopOwn()
           throw error
         })

@@ -219,4 +219,43 @@ export default defineRecipe({ description: 'never yields', on: ['call.no_answer'
       recipes.cleanup()
     }
   }, 60_000)
+
+  // `--role worker` ran processing on its own event loop, with nothing to watch it: a recipe that never yields held
+  // every recipe and the worker's /healthz and /metrics for good. It runs processing in the watched thread too.
+  it('under --role worker too: a recipe that never yields is stopped, later events are processed, /healthz answers meanwhile', async () => {
+    const recipes = tempRecipesDir()
+    recipes.write('spins', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'never yields', on: ['call.no_answer'], run() { for (;;) {} } })
+`)
+    dataDir = mkdtempSync(join(tmpdir(), 'sb-watchdog-worker-'))
+    const secret = 'whsec_watchdog_test'
+    // Not the sandbox (a worker cannot reach it); this recipe never calls the provider.
+    const env = { PORT: '0', DATA_DIR: dataDir, RECIPES_DIR: recipes.dir, WEBHOOK_SECRET: secret, LOG_LEVEL: 'silent', ADMIN_TOKEN: TOKEN, RECONCILE_INTERVAL_SECONDS: '0', RECIPES_TYPECHECK: 'false', RECIPE_TIMEOUT_SECONDS: '1', VOICE_API_KEY: 'sk_live_watchdog', VOICE_API_BASE_URL: 'http://127.0.0.1:9' }
+    let worker: RunningServer | undefined
+    try {
+      server = await startServer({ env, role: 'receiver' })
+      worker = await startServer({ env, role: 'worker', processing: 'thread' })
+      const post = async (event: ReturnType<typeof makeEvent>) => {
+        const body = JSON.stringify(event)
+        const res = await fetch(`${server!.url}/webhooks/formant`, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-formantai-signature': signFormant(body, secret), 'x-formantai-timestamp': String(Math.floor(Date.now() / 1000)) } })
+        expect(res.status).toBe(204)
+      }
+      await post(makeEvent({ event_id: 'evt_spins', event_type: 'call.no_answer', timestamp: new Date().toISOString() }))
+      const db = server.rt.store.db
+      await vi.waitFor(async () => expect(await db.selectFrom('recipe_event_fires').select('claimed_by').where('event_id', '=', 'evt_spins').executeTakeFirst()).toMatchObject({ claimed_by: expect.any(String) }), { timeout: 10_000, interval: 100 })
+      // The worker's own loop still answers while its processing thread spins.
+      expect((await fetch(`${worker.url}/healthz`, { signal: AbortSignal.timeout(2_000) })).status).toBe(200)
+      await post(makeEvent({ event_id: 'evt_after', timestamp: new Date().toISOString() }))
+      await vi.waitFor(async () => {
+        expect(await db.selectFrom('webhook_events').select('status').where('event_id', '=', 'evt_after').executeTakeFirst()).toEqual({ status: 'processed' })
+      }, { timeout: 30_000, interval: 200 })
+      expect(await db.selectFrom('recipe_event_fires').select(['status', 'attempts', 'last_error']).where('event_id', '=', 'evt_spins').executeTakeFirst()).toEqual({
+        status: 'failed', attempts: 1, last_error: expect.stringMatching(/^interrupted/),
+      })
+      expect(await (await fetch(`${worker.url}/metrics`)).text()).toMatch(/switchboard_processing_thread_restarts_total 1/)
+    } finally {
+      await worker?.close()
+      recipes.cleanup()
+    }
+  }, 60_000)
 })
