@@ -100,6 +100,20 @@ export function registerBacklogMetrics(rt: Runtime, options: BacklogMetricsOptio
       for (const r of await readFires().catch(() => [])) this.set({ recipe: r.recipe }, r.n)
     },
   })
+  // `/readyz` and `switchboard_events_oldest_pending_age_seconds` watch the inbox; a recipe whose queue stands still (a
+  // run that hangs until its time limit, over and over) shows here.
+  new Gauge({
+    name: 'switchboard_recipe_events_oldest_age_seconds',
+    help: 'Age of the oldest event queued for a recipe and not yet run (waiting, or failed and due again), per recipe',
+    labelNames: ['recipe'],
+    registers,
+    async collect() {
+      this.reset()
+      if (!queuesCountedHere()) return
+      const now = rt.clock.now()
+      for (const r of await readFires().catch(() => [])) if (r.oldest !== null) this.set({ recipe: r.recipe }, Math.max(0, (now - r.oldest) / 1000))
+    },
+  })
   // One read of the outboxes for both of their gauges, as for the inbox's.
   let outboxes: Promise<Map<string, DestinationBacklog>> | undefined
   const countOutboxes = reusedFor(rt, queuesMaxAgeMs, () => destinationBacklogs(rt))

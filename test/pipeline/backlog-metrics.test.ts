@@ -40,16 +40,19 @@ describeEachDialect('backlog gauges across the two threads of `serve`', (dialect
     const now = h.clock.now()
     await h.rt.store.db
       .insertInto('recipe_event_fires')
-      .values(['evt_q1', 'evt_q2'].map((id) => ({ recipe: 'missed-calls', event_id: id, fired_at: now, status: 'pending', attempts: 0, next_attempt_at: now })))
+      .values(['evt_q1', 'evt_q2'].map((id, i) => ({ recipe: 'missed-calls', event_id: id, fired_at: now - i * 90_000, status: 'pending', attempts: 0, next_attempt_at: now })))
       .execute()
     const processing: Runtime = { ...h.rt, metrics: new Registry() }
     const receiver: Runtime = { ...h.rt, metrics: new Registry() }
     registerBacklogMetrics(processing, { role: () => 'worker' })
     registerBacklogMetrics(receiver, { role: () => 'receiver', countUpTo: 10_000, processingQueues: () => false })
     expect(await processing.metrics.metrics()).toContain('switchboard_recipe_events_queued{recipe="missed-calls"} 2\n')
+    // How long its oldest has waited: a queue that stands still shows here (/readyz watches the inbox).
+    expect(await processing.metrics.metrics()).toContain('switchboard_recipe_events_oldest_age_seconds{recipe="missed-calls"} 90\n')
     const onReceiver = await receiver.metrics.metrics()
     expect(onReceiver).toContain('switchboard_events_pending{role="receiver"} 0\n')
     expect(onReceiver).not.toContain('switchboard_recipe_events_queued{')
+    expect(onReceiver).not.toContain('switchboard_recipe_events_oldest_age_seconds{')
     // Nor the paced queue's depth, which only the process sending its calls knows (it read 0 there, never set).
     expect(onReceiver).not.toContain('switchboard_call_queue_depth')
     expect(await processing.metrics.metrics()).toContain('switchboard_call_queue_depth 0')
