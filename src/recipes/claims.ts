@@ -172,15 +172,16 @@ export async function claimFireBatch(rt: Runtime, recipe: string, owner: string,
   return []
 }
 
-/** Extends this owner's claim on a batch whose run is still going. */
-export async function renewFireClaims(rt: Runtime, recipe: string, owner: string, claimMs: number): Promise<void> {
-  await rt.store.db
+/** Extends this owner's claim on a batch whose run is still going; resolves with how many fires it still holds. */
+export async function renewFireClaims(rt: Runtime, recipe: string, owner: string, claimMs: number): Promise<number> {
+  const result = await rt.store.db
     .updateTable('recipe_event_fires')
     .set({ claimed_until: rt.clock.now() + claimMs })
     .where('recipe', '=', recipe)
     .where('claimed_by', '=', owner)
     .where('status', 'in', ['pending', 'failed'])
-    .execute()
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows)
 }
 
 export type FireOutcome =

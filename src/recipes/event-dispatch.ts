@@ -90,6 +90,14 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
   async function runBatch(recipe: LoadedRecipe, rows: FireRow[]): Promise<boolean> {
     const ids = rows.map((r) => r.event_id)
     const events = await load(rows)
+    // Still ours? A process frozen past FIRE_CLAIM_MS since its claim (a VM paused, a laptop asleep) finds them taken:
+    // another has claimed them, and perhaps run them already — running them too would be each event twice. Renewed
+    // here, as the run starts, so what it runs is what it holds (the run's slot keeps a second run out after that).
+    if ((await renewFireClaims(rt, recipe.name, owner, FIRE_CLAIM_MS)) < ids.length) {
+      log.warn({ recipe: recipe.name, events: ids.length }, 'claims on a batch lapsed before its run (was this process paused?); another process has them, so this one does not run them')
+      await releaseFires(rt, recipe.name, owner, ids)
+      return false
+    }
     if (events.length === 0) {
       await finishFires(rt, recipe.name, owner, ids, { status: 'dead', runId: null, error: 'event no longer stored' })
       return true
