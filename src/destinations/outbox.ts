@@ -91,8 +91,9 @@ const INSERT_CHUNK = 500
  * Writes the deliveries `events` owe to the configured destinations, inside `trx` (the transaction that
  * marks them processed). Safe to call twice for the same events. Returns how many rows it wrote.
  */
-export async function enqueueDeliveries(trx: Transaction<Database>, rt: Runtime, events: OutboxEvent[]): Promise<number> {
-  const rows = planDeliveries(rt, events)
+export async function enqueueDeliveries(trx: Transaction<Database>, rt: Runtime, events: OutboxEvent[], planned?: DeliveryRow[]): Promise<number> {
+  // `planned`: what planDeliveries already said for these events (each filter runs once per event and destination).
+  const rows = planned ?? planDeliveries(rt, events)
   if (rows.length === 0) return 0
   // The body once per event in destination_payloads, however many destinations it goes to (a second enqueue
   // keeps the first). The rows carry none: the previous release reads the body from this table too.

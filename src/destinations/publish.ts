@@ -43,12 +43,13 @@ export async function publishEvent(rt: Runtime, recipe: string, type: string, pa
     body: JSON.stringify({ event_id: eventId, event_type: type, timestamp: new Date(now).toISOString(), data: payload }),
     origin: 'recipe',
   }
-  const destinations = planDeliveries(rt, [event]).map((r) => r.destination)
+  const planned = planDeliveries(rt, [event])
+  const destinations = planned.map((r) => r.destination)
   if (effects?.dryRun) {
     effects.plan.push({ kind: 'publish', event_type: type, event_id: eventId, destinations })
     return { eventId, destinations }
   }
-  if (destinations.length > 0) await rt.store.db.transaction().execute((trx) => enqueueDeliveries(trx, rt, [event]))
+  if (destinations.length > 0) await rt.store.db.transaction().execute((trx) => enqueueDeliveries(trx, rt, [event], planned))
   effects?.plan.push({ kind: 'publish', event_type: type, event_id: eventId, destinations })
   return { eventId, destinations }
 }

@@ -36,3 +36,17 @@ it('ctx.destinations.publish only plans in a dry run, and queues for the matchin
   expect(JSON.parse(body.payload)).toMatchObject({ event_id: sent.eventId, event_type: 'followup.scheduled', data: { phone: '+919876543210' } })
   await expect(recipeDestinations(rt, live, 'r').publish('bad type!', {})).rejects.toThrow(/must be letters/)
 })
+
+it("a destination's filter runs once per published event (it ran twice: once to plan, again to queue)", async () => {
+  rt = await createTestRuntime({ env: { DESTINATIONS: JSON.stringify([{ name: 'crm', url: 'https://crm.example.com/h', secret: DEST_SECRET }]) } })
+  let calls = 0
+  const filter = () => {
+    calls++
+    return true
+  }
+  rt.config = { ...rt.config, destinations: { ...rt.config.destinations, list: rt.config.destinations.list.map((d) => ({ ...d, filter })) } }
+  const sent = await recipeDestinations(rt, { dryRun: false, plan: [] }, 'r').publish('followup.scheduled', { phone: '+919876543210' })
+  expect(sent.destinations).toEqual(['crm'])
+  expect(calls).toBe(1)
+  expect(await rt.store.db.selectFrom('destination_deliveries').select('destination').execute()).toEqual([{ destination: 'crm' }])
+})
