@@ -1,3 +1,4 @@
+import { endpointOf, upstreamMetrics } from './upstream/metrics.ts'
 import { Registry, collectDefaultMetrics } from 'prom-client'
 import type { Config } from './config/load.ts'
 import { migrate, openStore, type Store } from './db/connect.ts'
@@ -96,6 +97,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
         // how the provider is doing, not only the proxy's own requests: a worker may be the only one calling it.
         onOutcome(outcome) {
           noteUpstream(rt, outcome)
+          upstreamMetrics(rt.metrics).requestSeconds.observe({ endpoint: endpointOf(outcome.method, outcome.path), status: String(outcome.status) }, outcome.seconds)
           onOutcome?.(outcome)
         },
       })

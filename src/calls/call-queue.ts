@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks'
 import type { Selectable } from 'kysely'
 import type { CallQueueTable } from '../db/schema.ts'
 import { inClaimSubquery } from '../db/in-claim-subquery.ts'
@@ -325,10 +324,8 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
   if (movedTo !== undefined) log.info({ scheduled_for: request.scheduled_for }, 'queued call reached the front outside its calling window; scheduled for the next opening')
   const client = rt.clientFor(apiKey, { idempotency: 'never', retry: { retries: 0, maxRetryAfterMs: 0 } })
   state.pacer.started(row.tenant)
-  const started = performance.now()
   try {
     const call = await client.createCall(request)
-    metrics.upstreamSeconds.observe({ endpoint: 'POST /v1/call', status: '200' }, (performance.now() - started) / 1000)
     state.pacer.finished(row.tenant, client.lastRateLimit, rt.clock.now())
     state.pacer.accepted(row.tenant)
     const status = call.status === 'scheduled' ? 'scheduled' : 'initiated'
@@ -339,7 +336,6 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
   } catch (cause) {
     const error =
       cause instanceof VoiceApiError ? cause : new VoiceApiError({ type: 'network_error', status: 0, message: (cause as Error).message ?? String(cause), cause })
-    metrics.upstreamSeconds.observe({ endpoint: 'POST /v1/call', status: String(error.status) }, (performance.now() - started) / 1000)
     const now = rt.clock.now()
     state.pacer.finished(row.tenant, error.rateLimit, now)
     if (error.status === 429) {

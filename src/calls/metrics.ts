@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram } from 'prom-client'
+import { Counter, Gauge } from 'prom-client'
 import { defineMetrics } from '../utils/define-metrics.ts'
 
 /** The call queue's and the upstream client's Prometheus metrics, registered once per registry. */
@@ -7,7 +7,6 @@ export interface CallMetrics {
   placed: Counter<'status'>
   retried: Counter<'reason'>
   failed: Counter<'reason'>
-  upstreamSeconds: Histogram<'endpoint' | 'status'>
 }
 
 export const callMetrics = defineMetrics((registers): CallMetrics => ({
@@ -15,11 +14,4 @@ export const callMetrics = defineMetrics((registers): CallMetrics => ({
   placed: new Counter({ name: 'switchboard_calls_placed_total', help: 'Calls the provider accepted from the queue, by status (initiated, scheduled, recovered)', labelNames: ['status'], registers }),
   retried: new Counter({ name: 'switchboard_calls_retried_total', help: 'Queued calls sent again later, by reason (rate_limit, number_rate_limit, concurrency_limit, transient)', labelNames: ['reason'], registers }),
   failed: new Counter({ name: 'switchboard_calls_failed_total', help: 'Queued calls that ended failed or rejected, by reason (the provider\'s error type; other for a type the spec does not list)', labelNames: ['reason'], registers }),
-  upstreamSeconds: new Histogram({
-    name: 'switchboard_upstream_request_seconds',
-    help: 'Calls the queue sent to the provider (POST /v1/call), by endpoint and HTTP status (0: no answer)',
-    labelNames: ['endpoint', 'status'],
-    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15],
-    registers,
-  }),
 }))

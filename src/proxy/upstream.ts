@@ -1,6 +1,7 @@
 import type { Runtime } from '../runtime.ts'
 import { apiErrorResponse } from '../upstream/api-error.ts'
 import { noteUpstream } from '../health/upstream-observation.ts'
+import { endpointOf, upstreamMetrics } from '../upstream/metrics.ts'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'BYPASS'
 
@@ -31,6 +32,8 @@ export async function fetchUpstream(
 ): Promise<UpstreamResult> {
   const timeoutMs = rt.config.upstreamTimeoutMs
   const signal = init.signal ?? AbortSignal.timeout(timeoutMs)
+  const started = performance.now()
+  const observe = (status: number) => upstreamMetrics(rt.metrics).requestSeconds.observe({ endpoint: endpointOf(init.method, init.pathAndQuery), status: String(status) }, (performance.now() - started) / 1000)
   try {
     const response = await fetch(upstreamUrl(rt, init.pathAndQuery), {
       method: init.method,
@@ -42,10 +45,12 @@ export async function fetchUpstream(
     } as RequestInit)
     // Judged as every provider client's requests are (src/health/upstream-observation.ts): a 5xx is down, a 4xx is up.
     noteUpstream(rt, { status: response.status })
+    observe(response.status)
     return { ok: true, response }
   } catch (error) {
     const failure = failureOf(error, timeoutMs)
     noteUpstream(rt, { status: 0, error: failure.message })
+    observe(0)
     return failure
   }
 }

@@ -72,6 +72,8 @@ export interface AttemptOutcome {
   status: number
   /** Why no answer came, when `status` is 0. */
   error?: string
+  /** From the request's start to its answer's headers (or to the failure). */
+  seconds: number
 }
 
 /**
@@ -259,6 +261,8 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
       const attemptMs = Math.max(1, Math.min(timeout, left()))
       options.signal?.throwIfAborted()
       const deadline = attemptDeadline(attemptMs, options.signal)
+      const startedAt = performance.now()
+      const took = () => (performance.now() - startedAt) / 1000
       let streaming = false
       try {
         const response = await ofetch.raw(`${baseUrl}${req.path}`, {
@@ -271,7 +275,7 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
           ignoreResponseError: true,
           responseType: req.stream ? 'stream' : req.text ? 'text' : 'json',
         })
-        observe({ method: req.method, path: req.path, status: response.status })
+        observe({ method: req.method, path: req.path, status: response.status, seconds: took() })
         lastRateLimit = readRateLimit(response.headers, clock.now())
         streaming = response.ok && req.stream === true
         if (response.ok) return response
@@ -293,7 +297,7 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
           message: timedOut ? `no answer from ${baseUrl} within ${attemptMs} ms` : `cannot reach ${baseUrl}: ${(cause as Error).message}`,
           cause,
         })
-        observe({ method: req.method, path: req.path, status: 0, error: error.message })
+        observe({ method: req.method, path: req.path, status: 0, error: error.message, seconds: took() })
       } finally {
         deadline.clear(streaming)
       }
