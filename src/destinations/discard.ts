@@ -1,6 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import { deleteInChunks } from '../db/delete-in-chunks.ts'
-import { inImmediateTransaction } from '../db/sqlite-transaction.ts'
+import { deleteDeliveryChunk } from './delete-deliveries.ts'
 
 /** `discardDestination` was asked for a destination still in DESTINATIONS: its deliveries are live. */
 export class DestinationStillConfiguredError extends Error {
@@ -31,24 +31,8 @@ export async function discardDestination(rt: Runtime, name: string): Promise<Dis
   const ofDestination = (q: typeof db, limit: number) => q.selectFrom('destination_deliveries').select('id').where('destination', '=', name).limit(limit)
   let attempts = 0
   const { rows: deliveries } = await deleteInChunks(async (limit) => {
-    const chunk = rt.store.sqlite
-      ? await inImmediateTransaction(rt.store, (q) => {
-          const ids = q.all(ofDestination(db, limit).compile()).map((r) => r.id)
-          if (ids.length === 0) return { attempts: 0, deliveries: 0 }
-          return {
-            attempts: q.run(db.deleteFrom('destination_attempts').where('delivery_id', 'in', ids).compile()),
-            deliveries: q.run(db.deleteFrom('destination_deliveries').where('id', 'in', ids).compile()),
-          }
-        })
-      : await db.transaction().execute(async (trx) => {
-          // Rows a replica still sending under an older configuration holds are left for the next chunk.
-          const ids = (await ofDestination(trx, limit).forUpdate().skipLocked().execute()).map((r) => r.id)
-          if (ids.length === 0) return { attempts: 0, deliveries: 0 }
-          return {
-            attempts: Number((await trx.deleteFrom('destination_attempts').where('delivery_id', 'in', ids).executeTakeFirst()).numDeletedRows),
-            deliveries: Number((await trx.deleteFrom('destination_deliveries').where('id', 'in', ids).executeTakeFirst()).numDeletedRows),
-          }
-        })
+    // On Postgres, rows a replica still sending under an older configuration holds are skipped (run it again after).
+    const chunk = await deleteDeliveryChunk(rt, ofDestination, limit)
     attempts += chunk.attempts
     return chunk.deliveries
   })

@@ -1,7 +1,7 @@
 import type { Runtime } from '../runtime.ts'
 import { deleteInChunks, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
 import { leadingKeys } from '../db/leading-keys.ts'
-import { inImmediateTransaction } from '../db/sqlite-transaction.ts'
+import { deleteDeliveryChunk } from './delete-deliveries.ts'
 import { runRetentionPurge } from '../coordination/retention-run.ts'
 
 export interface DeliveryPurgeResult {
@@ -36,28 +36,7 @@ export function purgeOldDeliveries(rt: Runtime, options: DeleteInChunksOptions =
           .limit(limit)
       deliveries += counted(
         await deleteInChunks(async (limit) => {
-          // A chunk reads its ids, then deletes. On SQLite it takes the write lock first (BEGIN IMMEDIATE): a
-          // transaction that began by reading could not write once the receiver's writer had committed since
-          // (SQLITE_BUSY_SNAPSHOT), which under steady ingest failed most runs of the purge.
-          const chunk = rt.store.sqlite
-            ? await inImmediateTransaction(rt.store, (q) => {
-                const ids = q.all(finished(db, limit).compile()).map((r) => r.id)
-                if (ids.length === 0) return { attempts: 0, deliveries: 0 }
-                return {
-                  attempts: q.run(db.deleteFrom('destination_attempts').where('delivery_id', 'in', ids).compile()),
-                  deliveries: q.run(db.deleteFrom('destination_deliveries').where('id', 'in', ids).compile()),
-                }
-              })
-            : await db.transaction().execute(async (trx) => {
-                // Locked as read, skipping rows another transaction holds: a replay that turns one pending meanwhile
-                // either waits for this chunk (and finds it gone) or keeps its row out of it — never pending, deleted.
-                const ids = (await finished(trx, limit).forUpdate().skipLocked().execute()).map((r) => r.id)
-                if (ids.length === 0) return { attempts: 0, deliveries: 0 }
-                return {
-                  attempts: Number((await trx.deleteFrom('destination_attempts').where('delivery_id', 'in', ids).executeTakeFirst()).numDeletedRows),
-                  deliveries: Number((await trx.deleteFrom('destination_deliveries').where('id', 'in', ids).executeTakeFirst()).numDeletedRows),
-                }
-              })
+          const chunk = await deleteDeliveryChunk(rt, finished, limit)
           attempts += chunk.attempts
           return chunk.deliveries
         }, chunks),
