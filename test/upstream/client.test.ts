@@ -197,7 +197,7 @@ describe('voice client', () => {
     const outcomes: AttemptOutcome[] = []
     const { client, clock } = make({ onOutcome: (o: AttemptOutcome) => outcomes.push(o) })
     await run(() => client.createCall({ agent_id: 101, parameters: [{ name: 'customer_phone', value: '1' }] }), clock)
-    expect(outcomes).toEqual([500, 429, 200].map((status) => ({ method: 'POST', path: '/v1/call', status })))
+    expect(outcomes).toEqual([500, 429, 200].map((status) => ({ method: 'POST', path: '/v1/call', status, seconds: expect.any(Number) })))
 
     const unreachable: AttemptOutcome[] = []
     const clock2 = createManualClock()
