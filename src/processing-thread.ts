@@ -1,5 +1,5 @@
 /**
- * The worker role inside `serve --role all`: read model, consumers, recipes, the call queue and
+ * The worker role inside `serve` (`--role all` and `--role worker`): read model, consumers, recipes, the call queue and
  * reconciliation on their own event loop and database connection (SQLite WAL lets the receiver's writer
  * and this thread share the file; Postgres gives it its own pool), so the receiver's event loop only
  * verifies, commits and answers. The main thread wakes it after each commit, asks it for its metrics, and
@@ -28,7 +28,7 @@ const START_RETRY_MAX_MS = 15_000
 
 const port = parentPort
 if (!port) throw new Error('processing-thread.ts runs only as a worker thread')
-const { config: handed, role, receiverLoad } = workerData as { config: ThreadConfig; role?: 'all' | 'worker'; receiverLoad?: SharedArrayBuffer }
+const { config: handed, role = 'all', receiverLoad } = workerData as { config: ThreadConfig; role?: 'all' | 'worker'; receiverLoad?: SharedArrayBuffer }
 
 let rt: Runtime
 let config: Config
@@ -49,7 +49,7 @@ setInterval(() => port.postMessage({ type: 'alive' } satisfies ThreadReply), ALI
 useAsProcessingConnection(rt.store)
 // The backlog gauges are counted here, in full, off the receiver's event loop; /metrics sums this registry with
 // the main thread's, whose own backlog gauges stay empty while this thread runs (src/backlog-metrics.ts).
-registerBacklogMetrics(rt, { role: () => role ?? 'all' })
+registerBacklogMetrics(rt, { role: () => role })
 logUnhandledRejections(rt)
 // PROCESSING_NICE (default 5): the receiver's threads get a core first, since its answers are what the
 // provider waits for while processing only has to keep up over seconds. Measured under a burst on two cores
@@ -59,7 +59,7 @@ logUnhandledRejections(rt)
 // core — about a quarter at 5, a tenth at 10. Never raises a priority: a process started at a higher nice
 // value keeps it. On Linux a nice value belongs to one thread (this one); elsewhere it would be the whole process.
 // Under `--role worker` there is no receiver in the process to give way to: its thread keeps the process's priority.
-if (process.platform === 'linux' && (role ?? 'all') === 'all' && config.pipeline.processingNice > getPriority(0)) {
+if (process.platform === 'linux' && role === 'all' && config.pipeline.processingNice > getPriority(0)) {
   try {
     setPriority(0, config.pipeline.processingNice)
   } catch (error) {

@@ -1,4 +1,3 @@
-import { endpointOf, upstreamMetrics } from './upstream/metrics.ts'
 import { Registry, collectDefaultMetrics } from 'prom-client'
 import type { Config } from './config/load.ts'
 import { migrate, openStore, type Store } from './db/connect.ts'
@@ -10,7 +9,7 @@ import { systemClock, type Clock } from './utils/clock.ts'
 import { createLogger, type Logger } from './utils/logger.ts'
 import { systemRandom, type Random } from './utils/random.ts'
 import { createEventHooks, type EventHooks } from './events/hooks.ts'
-import { noteUpstream } from './health/upstream-observation.ts'
+import { recordUpstreamRequest } from './upstream/metrics.ts'
 
 /**
  * Everything a feature needs, created once and passed down: configuration, storage, time, randomness,
@@ -96,8 +95,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
         // Every attempt of every client (call queue, recipes, reconciliation, the proxy's calls) tells /readyz
         // how the provider is doing, not only the proxy's own requests: a worker may be the only one calling it.
         onOutcome(outcome) {
-          noteUpstream(rt, outcome)
-          upstreamMetrics(rt.metrics).requestSeconds.observe({ endpoint: endpointOf(outcome.method, outcome.path), status: String(outcome.status) }, outcome.seconds)
+          recordUpstreamRequest(rt, outcome)
           onOutcome?.(outcome)
         },
       })

@@ -86,10 +86,8 @@ export function trackReceiverLoad(aboveRate: number, options: ReceiverLoadOption
   let inWindow = 0
   let loopLookedAt = Number.NEGATIVE_INFINITY
   let until = 0
-  const busyTill = (at: number, now: number) => {
-    // Never moved earlier — unless it lies further ahead than any mark this makes, which only a clock stepped back
-    // (NTP) leaves: kept, it held processing back for the whole step.
-    if (at <= until && until <= now + FURTHEST_MARK_MS) return
+  const busyTill = (at: number) => {
+    if (at <= until) return
     until = at
     Atomics.store(slots, 0, BigInt(at))
   }
@@ -98,26 +96,26 @@ export function trackReceiverLoad(aboveRate: number, options: ReceiverLoadOption
     committed(deliveries, now) {
       if (aboveRate <= 0) return
       Atomics.store(slots, 1, BigInt(now))
-      // The clock stepped back: the window's commits, and a busy mark made from them, lie in its future and would
-      // count for the length of the step.
+      // The clock stepped back (NTP): the window's commits, the loop's last look and a busy mark made from them lie in
+      // its future, and would count for the length of the step — processing held back all that time.
       if (recent.length > 0 && recent[recent.length - 1]!.at > now) {
         recent.length = 0
         inWindow = 0
+        loopLookedAt = Number.NEGATIVE_INFINITY
         until = 0
         Atomics.store(slots, 0, 0n)
       }
-      if (now < loopLookedAt) loopLookedAt = Number.NEGATIVE_INFINITY
       recent.push({ at: now, n: deliveries })
       inWindow += deliveries
       while (recent.length > 0 && recent[0]!.at <= now - WINDOW_MS) inWindow -= recent.shift()!.n
-      if ((inWindow * 1000) / WINDOW_MS > aboveRate) busyTill(now + BUSY_FOR_MS, now)
+      if ((inWindow * 1000) / WINDOW_MS > aboveRate) busyTill(now + BUSY_FOR_MS)
       // Once a window: a loop busy through it while the receiver takes at least half the threshold's rate stays
       // busy until the next look, and a little after. Without the rate, a loop kept busy by other work (the proxy
       // relaying processing's own calls, an in-process sandbox) would hold back the processing that feeds it.
       if (now - loopLookedAt >= WINDOW_MS) {
         const share = loopBusyShare()
         const receiving = (inWindow * 1000) / WINDOW_MS > aboveRate / 2
-        if (loopLookedAt !== Number.NEGATIVE_INFINITY && receiving && share >= LOOP_BUSY_SHARE) busyTill(now + WINDOW_MS + BUSY_FOR_MS, now)
+        if (loopLookedAt !== Number.NEGATIVE_INFINITY && receiving && share >= LOOP_BUSY_SHARE) busyTill(now + WINDOW_MS + BUSY_FOR_MS)
         loopLookedAt = now
       }
     },

@@ -1,4 +1,4 @@
-import { noteUpstream } from '../health/upstream-observation.ts'
+import { recordUpstreamRequest } from '../upstream/metrics.ts'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import { Readable } from 'node:stream'
@@ -112,6 +112,9 @@ export async function streamThrough(
     else headers['transfer-encoding'] = 'chunked'
   }
   deadline.arm()
+  const started = performance.now()
+  const record = (status: number, error?: string) =>
+    recordUpstreamRequest(rt, { method: request.method, path: init.pathAndQuery, status, ...(error === undefined ? {} : { error }), seconds: (performance.now() - started) / 1000 })
   try {
     const upstream = await sendStreaming(upstreamUrl(rt, init.pathAndQuery), { method: request.method, headers, body, signal: deadline.signal })
     if (overLimit) {
@@ -123,7 +126,7 @@ export async function streamThrough(
     deadline.arm()
     const status = upstream.statusCode ?? 502
     // Judged as every request to the provider is (src/health/upstream-observation.ts): a 5xx is down, a 4xx is up.
-    noteUpstream(rt, { status })
+    record(status)
     if (status >= 200 && status < 300 && init.onSuccess) await init.onSuccess().catch((err) => rt.log.warn({ err }, 'post-upload hook failed'))
     // A Response with a body and a null-body status throws: those answers have none to pass on anyway.
     const responseBody = request.method === 'HEAD' || NULL_BODY_STATUSES.has(status) ? null : deadline.watch(Readable.toWeb(upstream) as ReadableStream<Uint8Array>)
@@ -142,7 +145,7 @@ export async function streamThrough(
       return withCache(apiErrorResponse(400, 'invalid_request', 'the request body ended before it was whole (the upload was cancelled)'), 'BYPASS')
     }
     const failure = deadline.signal.aborted ? { ok: false as const, failure: 'timeout' as const, message: `the provider did not answer within ${timeoutMs} ms` } : failureOf(error, timeoutMs)
-    noteUpstream(rt, { status: 0, error: failure.message })
+    record(0, failure.message)
     return failureResponse(failure)
   }
 }

@@ -1,7 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import { apiErrorResponse } from '../upstream/api-error.ts'
-import { noteUpstream } from '../health/upstream-observation.ts'
-import { endpointOf, upstreamMetrics } from '../upstream/metrics.ts'
+import { recordUpstreamRequest } from '../upstream/metrics.ts'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'BYPASS'
 
@@ -33,7 +32,8 @@ export async function fetchUpstream(
   const timeoutMs = rt.config.upstreamTimeoutMs
   const signal = init.signal ?? AbortSignal.timeout(timeoutMs)
   const started = performance.now()
-  const observe = (status: number) => upstreamMetrics(rt.metrics).requestSeconds.observe({ endpoint: endpointOf(init.method, init.pathAndQuery), status: String(status) }, (performance.now() - started) / 1000)
+  const record = (status: number, error?: string) =>
+    recordUpstreamRequest(rt, { method: init.method, path: init.pathAndQuery, status, ...(error === undefined ? {} : { error }), seconds: (performance.now() - started) / 1000 })
   try {
     const response = await fetch(upstreamUrl(rt, init.pathAndQuery), {
       method: init.method,
@@ -44,13 +44,11 @@ export async function fetchUpstream(
       ...(init.body ? { duplex: 'half' } : {}),
     } as RequestInit)
     // Judged as every provider client's requests are (src/health/upstream-observation.ts): a 5xx is down, a 4xx is up.
-    noteUpstream(rt, { status: response.status })
-    observe(response.status)
+    record(response.status)
     return { ok: true, response }
   } catch (error) {
     const failure = failureOf(error, timeoutMs)
-    noteUpstream(rt, { status: 0, error: failure.message })
-    observe(0)
+    record(0, failure.message)
     return failure
   }
 }

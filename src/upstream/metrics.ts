@@ -1,4 +1,6 @@
 import { Histogram } from 'prom-client'
+import { noteUpstream } from '../health/upstream-observation.ts'
+import type { Runtime } from '../runtime.ts'
 import { defineMetrics } from '../utils/define-metrics.ts'
 
 /** The provider's endpoints (spec → Endpoints) as templates, so a conversation's id never becomes a label value. */
@@ -29,3 +31,23 @@ export const upstreamMetrics = defineMetrics((registers) => ({
     registers,
   }),
 }))
+
+/** One request to the provider that ended: an answer (its status) or none (status 0, with why). */
+export interface UpstreamRequest {
+  method: string
+  /** The path as requested (a query is ignored); named by its template in the metric. */
+  path: string
+  status: number
+  error?: string
+  /** From its start to its answer's headers (or to the failure). */
+  seconds: number
+}
+
+/**
+ * Every request to the provider ends here, whoever sent it (a client the runtime made, the proxy, a streamed upload):
+ * `/readyz` hears how the provider is doing (src/health/upstream-observation.ts) and the duration histogram counts it.
+ */
+export function recordUpstreamRequest(rt: Runtime, request: UpstreamRequest): void {
+  noteUpstream(rt, request.error === undefined ? { status: request.status } : { status: request.status, error: request.error })
+  upstreamMetrics(rt.metrics).requestSeconds.observe({ endpoint: endpointOf(request.method, request.path), status: String(request.status) }, request.seconds)
+}

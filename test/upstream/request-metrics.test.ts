@@ -29,7 +29,10 @@ it('counts the proxy\'s requests and a client\'s alike', async () => {
   expect((await h.request('/v1/conversations')).status).toBe(200)
   // A client's request (the workspace key's, as reconciliation and recipes send them).
   await h.rt.workspaceClient().listConversations({})
+  // Streamed through (a recording asked for with a query): counted as well.
+  expect((await h.request('/v1/conversations/conv_nope/recording?format=mp3')).status).toBe(404)
   const text = await h.rt.metrics.metrics()
+  expect(text).toContain('switchboard_upstream_request_seconds_count{endpoint="GET /v1/conversations/{conversation_id}/recording",status="404"} 1')
   expect(text).toContain('switchboard_upstream_request_seconds_count{endpoint="GET /v1/conversations/{conversation_id}",status="404"} 1')
   expect(text).toMatch(/switchboard_upstream_request_seconds_count\{endpoint="GET \/v1\/conversations",status="200"\} 2/)
 })
