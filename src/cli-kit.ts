@@ -1,6 +1,7 @@
 import type { ParseArgsConfig } from 'node:util'
 import type { Runtime } from './runtime.ts'
 import { printable } from './utils/printable.ts'
+import { parseDayOrInstant } from './utils/iso-datetime.ts'
 
 /** A user mistake: printed as one line, exit code 2, no stack trace. */
 export class CliError extends Error {
@@ -101,4 +102,13 @@ export function intFlag(values: CliContext['values'], name: string, fallback?: n
   // Digits, as the configuration reads numbers: not '' (0), '0x1' or '1e0'.
   if (typeof raw !== 'string' || !/^\s*-?\d+\s*$/.test(raw)) throw new CliError(`--${name} must be a whole number (got "${String(raw)}")`)
   return Number(raw)
+}
+
+/** Reads a `--since`/`--until` flag: an ISO day (its UTC midnight) or a time with its zone, as epoch ms. */
+export function isoFlag(values: CliContext['values'], name: string): number | undefined {
+  const raw = values[name]
+  if (raw === undefined) return undefined
+  const ms = typeof raw === 'string' ? parseDayOrInstant(raw) : undefined
+  if (ms === undefined) throw new CliError(`--${name} must be an ISO day (its UTC midnight) or a time with its zone such as 2026-03-01 or 2026-03-01T00:00:00Z (got "${String(raw)}")`)
+  return ms
 }

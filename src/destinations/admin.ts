@@ -5,15 +5,8 @@ import { runProcessingTask } from '../coordination/processing-task.ts'
 import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, DestinationNotConfiguredError, destinationsOverviewTask, getDelivery, isDeliveryStatus, isKnownDestination, listDeliveries, notConfigured, replayDelivery, replayFailedTask } from './deliveries.ts'
 import { enableDestination } from './state.ts'
 import { discardDestination, DestinationStillConfiguredError } from './discard.ts'
-import { parseDayOrInstant } from '../utils/iso-datetime.ts'
-
-/** As the CLI's `--since`/`--until`: a day (its UTC midnight) or a time with its zone, never "March 7" read as 2001. */
-function time(value: unknown, name: string): number | undefined {
-  if (value === undefined || value === null || value === '') return undefined
-  const ms = typeof value === 'string' ? parseDayOrInstant(value) : undefined
-  if (ms === undefined) throw new HTTPError({ status: 400, message: `${name} must be an ISO day (its UTC midnight) or a time with its zone, such as 2026-03-01 or 2026-03-01T00:00:00Z` })
-  return ms
-}
+import { adminTime } from '../utils/admin-time.ts'
+import { readAdminJsonObject } from '../utils/admin-body.ts'
 
 /**
  * `/admin/destinations`: list, deliveries (dead letters with `?status=dead`), one delivery with its
@@ -35,8 +28,8 @@ export function registerDestinationAdminRoutes(app: H3, rt: Runtime): void {
       data: await listDeliveries(rt, {
         destination: q.get('destination') ?? undefined,
         status,
-        since: time(q.get('since'), 'since'),
-        until: time(q.get('until'), 'until'),
+        since: adminTime(q.get('since'), 'since'),
+        until: adminTime(q.get('until'), 'until'),
         limit: limit === null ? undefined : Number(limit),
       }),
     }
@@ -65,19 +58,9 @@ export function registerDestinationAdminRoutes(app: H3, rt: Runtime): void {
   /** Body (JSON, optional): `{ "since": ISO, "until": ISO }`; default: everything failed or dead. */
   app.post('/admin/destinations/:name/replay', adminRoute(rt, async (event) => {
     const name = decodeURIComponent(event.context.params?.name ?? '')
-    const text = await event.req.text()
-    let body: Record<string, unknown> = {}
-    if (text.trim()) {
-      try {
-        const parsed = JSON.parse(text) as unknown
-        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object')
-        body = parsed as Record<string, unknown>
-      } catch {
-        throw new HTTPError({ status: 400, message: 'body must be a JSON object: { "since": ISO, "until": ISO }' })
-      }
-    }
-    const since = time(body.since, 'since') ?? 0
-    const until = time(body.until, 'until') ?? Number.MAX_SAFE_INTEGER
+    const body = await readAdminJsonObject(event, '{ "since": ISO, "until": ISO }')
+    const since = adminTime(body.since, 'since') ?? 0
+    const until = adminTime(body.until, 'until') ?? Number.MAX_SAFE_INTEGER
     if (until <= since) throw new HTTPError({ status: 400, message: '"until" must be after "since"' })
     if (!(await isKnownDestination(rt, name))) {
       throw new HTTPError({ status: 404, message: `no destination named "${name}"` })

@@ -1,19 +1,10 @@
-import { CliError, defineCommand, intFlag, JSON_OPTION, limitOption, type CliCommand, type CliContext } from '../cli-kit.ts'
+import { CliError, defineCommand, intFlag, isoFlag, JSON_OPTION, limitOption, type CliCommand } from '../cli-kit.ts'
 import type { Runtime } from '../runtime.ts'
 import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, DestinationNotConfiguredError, getDelivery, isDeliveryStatus, isKnownDestination, listDeliveries, notConfigured, replayDelivery, replayFailed, summarizeDestinations } from './deliveries.ts'
 import { enableDestination } from './state.ts'
 import { discardDestination, DestinationStillConfiguredError } from './discard.ts'
 import { sendTestEvent } from './test-send.ts'
-import { parseDayOrInstant } from '../utils/iso-datetime.ts'
 import { printable } from '../utils/printable.ts'
-
-function isoFlag(ctx: CliContext, name: string): number | undefined {
-  const raw = ctx.values[name]
-  if (raw === undefined) return undefined
-  const ms = typeof raw === 'string' ? parseDayOrInstant(raw) : undefined
-  if (ms === undefined) throw new CliError(`--${name} must be an ISO day (its UTC midnight) or a time with its zone such as 2026-03-01 or 2026-03-01T00:00:00Z (got "${String(raw)}")`)
-  return ms
-}
 
 function configured(rt: Runtime, name: string | undefined) {
   if (!name) throw new CliError('give the destination name (see: destinations list)')
@@ -126,9 +117,9 @@ const replay = defineCommand({
       if (ctx.values.json) return ctx.json({ queued: 1, ids: [id] })
       return void ctx.write(`${id}: queued; the running service sends it with the same webhook-id\n`)
     }
-    const since = isoFlag(ctx, 'since')
+    const since = isoFlag(ctx.values, 'since')
     if (since === undefined) throw new CliError('--since is required with --destination (an ISO time such as 2026-03-01T00:00:00Z)')
-    const until = isoFlag(ctx, 'until') ?? Number.MAX_SAFE_INTEGER
+    const until = isoFlag(ctx.values, 'until') ?? Number.MAX_SAFE_INTEGER
     if (until <= since) throw new CliError('--until must be after --since')
     if (!(await isKnownDestination(rt, destination!))) throw new CliError(`no destination named "${destination}" (see: destinations list)`)
     const unconfigured = notConfigured(rt, destination!)

@@ -1,4 +1,4 @@
-import { CliError, defineCommand, intFlag, JSON_OPTION, limitOption, type CliCommand } from '../cli-kit.ts'
+import { CliError, defineCommand, intFlag, isoFlag, JSON_OPTION, limitOption, type CliCommand } from '../cli-kit.ts'
 import { BrokenRecipeError, recipeEngineFor, RecipeRunningError, UnknownRecipeError } from './engine.ts'
 import { recipeInfoJson, renderRun, runJson } from './present.ts'
 import { listRuns } from './runner.ts'
@@ -6,6 +6,7 @@ import { summaryLine } from './summary.ts'
 import { recipesCheck } from './check-command.ts'
 import { recipesTest } from './test-command.ts'
 import { recipesNew } from './new-command.ts'
+import { discardRecipeQueue, RecipeRemovedError, RecipeStillPresentError, recipeQueueCounts, retryRecipeEvents, UnknownRecipeQueueError } from './queue-control.ts'
 
 const recipesList = defineCommand({
   name: 'recipes list',
@@ -14,21 +15,30 @@ const recipesList = defineCommand({
   options: { json: JSON_OPTION },
   async run(ctx) {
     const rt = await ctx.runtime()
-    const infos = (await recipeEngineFor(rt).list()).map(recipeInfoJson)
+    const queues = await recipeQueueCounts(rt)
+    const infos = (await recipeEngineFor(rt).list()).map((info) => recipeInfoJson(info, queues.get(info.name)))
+    // Recipes whose file is gone while events still wait for them: nothing runs those (recipes discard).
+    const orphans = [...queues].filter(([name, c]) => c.queued > 0 && !infos.some((r) => r.name === name))
     if (ctx.values.json) return void ctx.json(infos)
-    if (infos.length === 0) return void ctx.write(`no recipes in ${rt.config.recipes.dir}\n`)
-    ctx.table(
-      infos.map((r) => ({
-        name: r.name,
-        schedule: r.schedule ? `${r.schedule} (${r.timezone})` : '',
-        on: r.on.join(', '),
-        next_run: r.next_run ?? '',
-        last_run: r.last_run ? `${r.last_run.status} ${r.last_run.started_at} (${r.last_run.trigger})` : '',
-        broken: r.broken ? 'BROKEN (see below)' : '',
-      })),
-    )
+    if (infos.length === 0 && orphans.length === 0) return void ctx.write(`no recipes in ${rt.config.recipes.dir}\n`)
+    if (infos.length > 0) {
+      ctx.table(
+        infos.map((r) => ({
+          name: r.name,
+          schedule: r.schedule ? `${r.schedule} (${r.timezone})` : '',
+          on: r.on.join(', '),
+          next_run: r.next_run ?? '',
+          last_run: r.last_run ? `${r.last_run.status} ${r.last_run.started_at} (${r.last_run.trigger})` : '',
+          queue: r.on.length > 0 || r.queue.queued + r.queue.dead > 0 ? `${r.queue.queued} waiting, ${r.queue.dead} dead` : '',
+          broken: r.broken ? 'BROKEN (see below)' : '',
+        })),
+      )
+    }
     // Reasons are often longer than a table cell: print them whole.
     for (const r of infos) if (r.broken) ctx.write(`\n${r.name} is broken: ${r.broken}\n  file: ${r.file}\n`)
+    const dead = infos.filter((r) => r.queue.dead > 0 && !r.broken)
+    if (dead.length > 0) ctx.write(`\n${dead.map((r) => r.name).join(', ')}: events given up on after their retries; once the cause is fixed, run them: recipes retry <name>\n`)
+    for (const [name, c] of orphans) ctx.write(`\n${name}: no longer in ${rt.config.recipes.dir}, with ${c.queued} events still waiting that nothing runs: put the file back, or give them up: recipes discard ${name}\n`)
   },
 })
 
@@ -90,4 +100,56 @@ const recipesRuns = defineCommand({
   },
 })
 
-export const recipeCommands: CliCommand[] = [recipesList, recipesRun, recipesRuns, recipesCheck, recipesTest, recipesNew]
+const recipesRetry = defineCommand({
+  name: 'recipes retry',
+  summary: 'run again the events a recipe gave up on (dead) or waits to retry, e.g. after the system it calls was down',
+  usage: '<name> [--since ISO] [--until ISO] [--json]',
+  args: [['<name>', 'the event-triggered recipe (recipes list shows its waiting and dead events)']],
+  options: {
+    since: { type: 'string', value: 'ISO', help: 'only events queued for it at or after this time, e.g. 2026-03-01T00:00:00Z (default: all)' },
+    until: { type: 'string', value: 'ISO', help: 'and before this time (default: no end)' },
+    json: JSON_OPTION,
+  },
+  examples: ['recipes retry crm-sync', 'recipes retry crm-sync --since 2026-03-01T08:00:00Z'],
+  async run(ctx) {
+    const [name] = ctx.positionals
+    if (!name) throw new CliError('which recipe? usage: recipes retry <name> [--since ISO] [--until ISO] (see "recipes list")')
+    const since = isoFlag(ctx.values, 'since')
+    const until = isoFlag(ctx.values, 'until')
+    if (since !== undefined && until !== undefined && until <= since) throw new CliError('--until must be after --since')
+    const rt = await ctx.runtime()
+    let queued
+    try {
+      queued = await retryRecipeEvents(rt, name, { ...(since === undefined ? {} : { since }), ...(until === undefined ? {} : { until }) })
+    } catch (error) {
+      if (error instanceof UnknownRecipeQueueError || error instanceof RecipeRemovedError) throw new CliError(error.message)
+      throw error
+    }
+    if (ctx.values.json) return void ctx.json({ queued })
+    ctx.write(`${name}: ${queued} events queued again; the running service runs them within a second, each once\n`)
+  },
+})
+
+const recipesDiscard = defineCommand({
+  name: 'recipes discard',
+  summary: 'give up on the events still waiting for a recipe whose file was removed (they go dead; nothing runs them)',
+  usage: '<name> [--json]',
+  args: [['<name>', 'the removed recipe (recipes list names one with events waiting)']],
+  options: { json: JSON_OPTION },
+  async run(ctx) {
+    const [name] = ctx.positionals
+    if (!name) throw new CliError('which recipe? usage: recipes discard <name> (see "recipes list")')
+    const rt = await ctx.runtime()
+    let discarded
+    try {
+      discarded = await discardRecipeQueue(rt, name)
+    } catch (error) {
+      if (error instanceof UnknownRecipeQueueError || error instanceof RecipeStillPresentError) throw new CliError(error.message)
+      throw error
+    }
+    if (ctx.values.json) return void ctx.json({ discarded })
+    ctx.write(`${name}: ${discarded} waiting events given up (dead)\n`)
+  },
+})
+
+export const recipeCommands: CliCommand[] = [recipesList, recipesRun, recipesRuns, recipesRetry, recipesDiscard, recipesCheck, recipesTest, recipesNew]

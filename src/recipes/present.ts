@@ -2,12 +2,13 @@ import type { PlannedEffect } from '../effects.ts'
 import type { RecipeInfo } from './engine.ts'
 import type { RecipeRun } from './runner.ts'
 import { summaryLine } from './summary.ts'
+import type { QueueCounts } from './queue-control.ts'
 import { campaignFrom } from '../reports/campaign.ts'
 
 const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString())
 
 /** A recipe listing as JSON (CLI --json and GET /admin/recipes): times as ISO 8601. */
-export function recipeInfoJson(info: RecipeInfo) {
+export function recipeInfoJson(info: RecipeInfo, queue: QueueCounts = { queued: 0, dead: 0 }) {
   return {
     name: info.name,
     description: info.description,
@@ -28,6 +29,8 @@ export function recipeInfoJson(info: RecipeInfo) {
           error: info.lastRun.error,
         }
       : null,
+    /** Its event queue: waiting for a run, and given up on (`recipes retry` runs them again). */
+    queue,
   }
 }
 

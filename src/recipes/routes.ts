@@ -5,15 +5,29 @@ import { listRecipes } from './list-task.ts'
 import { recipeInfoJson, runJson } from './present.ts'
 import { runRecipeNow } from './run-now.ts'
 import { listRuns } from './runner.ts'
+import { discardRecipeQueue, RecipeRemovedError, RecipeStillPresentError, recipeQueueCounts, retryRecipeEvents, UnknownRecipeQueueError } from './queue-control.ts'
+import { adminTime } from '../utils/admin-time.ts'
+import { readAdminJsonObject } from '../utils/admin-body.ts'
 
 function truthy(value: unknown): boolean {
   return value === true || value === 1 || (typeof value === 'string' && ['1', 'true', 'yes'].includes(value.toLowerCase()))
 }
 
-/** `/admin/recipes`: list, recent runs, run now (optionally dry) — the same as `recipes list` / `recipes run`. */
+/** An error of the queue operations as the admin routes answer it: 404 unknown, 409 removed / still present. */
+function queueHttpError(error: unknown): unknown {
+  if (error instanceof UnknownRecipeQueueError) return new HTTPError({ status: 404, message: error.message })
+  if (error instanceof RecipeRemovedError || error instanceof RecipeStillPresentError) return new HTTPError({ status: 409, message: error.message })
+  return error
+}
+
+/**
+ * `/admin/recipes`: list, recent runs, run now (optionally dry), retry a recipe's dead events, discard a removed
+ * recipe's queue — the same as `recipes list` / `run` / `retry` / `discard`.
+ */
 export function registerRecipeRoutes(app: H3, rt: Runtime): void {
   app.get('/admin/recipes', adminRoute(rt, async (event) => {
-    return { data: (await listRecipes(rt)).map(recipeInfoJson) }
+    const queues = await recipeQueueCounts(rt)
+    return { data: (await listRecipes(rt)).map((info) => recipeInfoJson(info, queues.get(info.name))) }
   }))
 
   app.get('/admin/recipes/:name/runs', adminRoute(rt, async (event) => {
@@ -36,5 +50,30 @@ export function registerRecipeRoutes(app: H3, rt: Runtime): void {
     }
     const dryRun = truthy(event.url.searchParams.get('dry_run')) || truthy((body as { dry_run?: unknown } | null)?.dry_run)
     return { data: runJson(await runRecipeNow(rt, name, dryRun)) }
+  }))
+
+  /** Body (JSON, optional): `{ "since": ISO, "until": ISO }`; default: every dead or failed event of the recipe. */
+  app.post('/admin/recipes/:name/retry', adminRoute(rt, async (event) => {
+    const name = decodeURIComponent(event.context.params?.name ?? '')
+    const body = await readAdminJsonObject(event, '{ "since": ISO, "until": ISO }')
+    const since = adminTime(body.since, 'since')
+    const until = adminTime(body.until, 'until')
+    if (since !== undefined && until !== undefined && until <= since) throw new HTTPError({ status: 400, message: '"until" must be after "since"' })
+    try {
+      event.res.status = 202
+      return { data: { queued: await retryRecipeEvents(rt, name, { ...(since === undefined ? {} : { since }), ...(until === undefined ? {} : { until }) }) } }
+    } catch (error) {
+      throw queueHttpError(error)
+    }
+  }))
+
+  /** Gives up on the events still waiting for a recipe whose file was removed. */
+  app.post('/admin/recipes/:name/discard', adminRoute(rt, async (event) => {
+    const name = decodeURIComponent(event.context.params?.name ?? '')
+    try {
+      return { data: { discarded: await discardRecipeQueue(rt, name) } }
+    } catch (error) {
+      throw queueHttpError(error)
+    }
   }))
 }

@@ -88,6 +88,8 @@ const CASES: Record<string, { run: () => ReturnType<typeof runBin>; code: number
   'recipes list': { run: () => runBin(['recipes', 'list']), code: 0, last: /no-answer-followup/ },
   'recipes run': { run: () => runBin(['recipes', 'run', 'daily-report', '--dry-run']), code: 0, last: /\S/ },
   'recipes runs': { run: () => runBin(['recipes', 'runs', '--limit', '5']), code: 0, last: /daily-report|\(none\)/ },
+  'recipes retry': { run: () => runBin(['recipes', 'retry', 'no-answer-followup']), code: 0, last: /^no-answer-followup: 0 events queued again; / },
+  'recipes discard': { run: () => runBin(['recipes', 'discard', 'retired-recipe']), code: 2, last: /^$/ },
   'recipes check': { run: () => runBin(['recipes', 'check']), code: 0, last: /^\d+ recipes checked: no type errors$/ },
   'recipes test': { run: () => runBin(['recipes', 'test', 'no-answer-followup', '--events', 'data/samples/no-answer-events.json']), code: 0, last: /retry_context: / },
   // Written into a directory of its own, not the checkout's recipes/.

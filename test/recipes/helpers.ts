@@ -5,6 +5,8 @@ import { loadConfig } from '../../src/config/load.ts'
 import { openStore } from '../../src/db/connect.ts'
 import { createRuntime, type Runtime } from '../../src/runtime.ts'
 import type { Clock } from '../../src/utils/clock.ts'
+import type { WebhookEvent } from '../../src/upstream/schemas.ts'
+import type { PipelineEvent, ProcessedEvent } from '../../src/events/hooks.ts'
 import { createSilentLogger } from '../../src/utils/logger.ts'
 import { createSeededRandom } from '../../src/utils/random.ts'
 
@@ -135,4 +137,37 @@ export async function openReplica(
     await store.close()
   })
   return other
+}
+
+/** A provider event as processing hands it to consumers. */
+export function processed(eventId: string, type: WebhookEvent['event_type'], conversationId = 'conv_1'): ProcessedEvent {
+  const event: WebhookEvent = {
+    event_id: eventId,
+    event_type: type,
+    timestamp: '2026-01-01T10:00:00Z',
+    data: {
+      call: {
+        agent_id: 101, call_parameters: { customer_phone: '+919876543215' }, conversation_id: conversationId, duration_seconds: 0,
+        started_at: null, ended_at: '2026-01-01T10:00:00Z', failure_reason: null, from_phone: '+918035550101',
+        to_phone: '+919876543215', recording_url: null, status: type.slice(5), trace_id: 'tr_1',
+      },
+      results: {},
+    },
+  }
+  return { eventId, eventType: type, target: 'formant', source: 'webhook', receivedAt: Date.parse('2026-01-01T10:00:01Z'), event }
+}
+
+/** Stores events as the receiver would (recipes read events queued by another replica back from storage). */
+export async function storeEvents(rt: Runtime, events: PipelineEvent[]): Promise<void> {
+  await rt.store.db.insertInto('webhook_events').values(events.map((e) => ({
+    event_id: e.eventId, target: e.target, event_type: e.eventType, conversation_id: null, trace_id: null, agent_id: null,
+    body: JSON.stringify(e.kind === 'target' ? e.body : e.event), headers: '{}', source: 'webhook', received_at: e.receivedAt,
+    status: 'processed', attempts: 1, next_attempt_at: 0, claimed_by: null, claimed_until: null, last_error: null, processed_at: e.receivedAt,
+  }))).onConflict((oc) => oc.column('event_id').doNothing()).execute()
+}
+
+/** What processing does with a claimed batch after the read model: hand it to every registered consumer. */
+export async function deliver(rt: Runtime, batch: PipelineEvent[]): Promise<void> {
+  await storeEvents(rt, batch)
+  for (const { consume } of rt.hooks.list()) await consume(batch)
 }
