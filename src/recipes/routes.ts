@@ -14,7 +14,7 @@ function truthy(value: unknown): boolean {
 }
 
 /** An error of the queue operations as the admin routes answer it: 404 unknown, 409 removed / still present. */
-function queueHttpError(error: unknown): unknown {
+export function queueHttpError(error: unknown): unknown {
   if (error instanceof UnknownRecipeQueueError) return new HTTPError({ status: 404, message: error.message })
   if (error instanceof RecipeRemovedError || error instanceof RecipeStillPresentError) return new HTTPError({ status: 409, message: error.message })
   return error

@@ -14,6 +14,8 @@ const MESSAGES: Record<string, (n: string | null, s: string | null) => string> =
   'delivery-busy': () => 'That delivery is being sent right now; try again in a minute.',
   'destination-enabled': (n) => (n === '1' ? 'Enabled: its waiting deliveries go out.' : 'That destination was not disabled.'),
   'destination-discarded': (n) => `Discarded ${n ?? 0} deliver${n === '1' ? 'y' : 'ies'} of a destination no longer configured.`,
+  'recipe-retried': (n) => `Queued ${n ?? 0} event(s) again: the running service runs them within a second, each once.`,
+  'recipe-queue-discarded': (n) => `Gave up ${n ?? 0} event(s) that waited for a removed recipe.`,
   'resent': (_n, s) => `Report sent again: ${s ?? 'done'}.`,
   'resend-failed': (_n, s) => `Resend failed: ${s === 'failed' ? 'the mail could not be delivered' : 'only daily reports can be resent'}.`,
 }

@@ -10,8 +10,15 @@ import { csrfField, page } from './layout.ts'
 import { renderPlanHtml } from './plan.ts'
 import { seeOther } from './responses.ts'
 import { summaryLine } from '../recipes/summary.ts'
+import { discardRecipeQueue, recipeQueueCounts, retryRecipeEvents, type QueueCounts } from '../recipes/queue-control.ts'
+import { queueHttpError } from '../recipes/routes.ts'
+import { flashMessage } from './flash.ts'
 
 const RUNS_SHOWN = 5
+
+function queueText(queue: QueueCounts): string {
+  return `${queue.queued} waiting, ${queue.dead} dead`
+}
 
 function duration(run: Pick<RecipeRun, 'startedAt' | 'endedAt'>): string {
   return run.endedAt === null ? 'running' : `${run.endedAt - run.startedAt} ms`
@@ -30,30 +37,65 @@ function runUrl(recipe: string, id: string): string {
 export function registerRecipesPage(app: H3, rt: Runtime): void {
   app.get('/ui/recipes', async (event) => {
     const recipes = await listRecipes(rt)
-    const runs = await Promise.all(recipes.map((r) => listRuns(rt, { recipe: r.name, limit: RUNS_SHOWN })))
+    const [runs, queues] = await Promise.all([Promise.all(recipes.map((r) => listRuns(rt, { recipe: r.name, limit: RUNS_SHOWN }))), recipeQueueCounts(rt)])
+    const none: QueueCounts = { queued: 0, dead: 0 }
+    // Removed recipes with events still waiting: nothing runs those; they can be given up (or the file put back).
+    const removed = [...queues].filter(([name, q]) => q.queued > 0 && !recipes.some((r) => r.name === name))
     return page(event, {
       title: 'Recipes',
-      body: recipes.length === 0
-        ? html`<p>No recipes in <code>${rt.config.recipes.dir}</code>.</p>`
-        : recipes.map((r, i) => html`<article aria-label="${`Recipe ${r.name}`}">
+      flash: flashMessage(event.url.searchParams),
+      body: [
+        ...removed.map(([name, q]) => html`<article aria-label="${`Removed recipe ${name}`}">
+<header><h2>${name}</h2><p>No longer in <code>${rt.config.recipes.dir}</code>: ${q.queued} event(s) still wait for it, and nothing runs them.</p></header>
+<div class="actions"><form method="post" action="${`/ui/recipes/${encodeURIComponent(name)}/discard`}" data-confirm="${`Give up the ${q.queued} event(s) still waiting for ${name}? Its file is gone: nothing runs them.`}">${csrfField(event)}<button type="submit" class="secondary">Discard its queue</button></form></div>
+</article>`),
+        ...(recipes.length === 0 ? [html`<p>No recipes in <code>${rt.config.recipes.dir}</code>.</p>`] : []),
+        ...recipes.map((r, i) => { const queue = queues.get(r.name) ?? none; return html`<article aria-label="${`Recipe ${r.name}`}">
 <header><h2>${r.name}</h2>${r.description ? html`<p>${r.description}</p>` : ''}</header>
 ${r.broken ? html`<p class="flash error" role="alert"><strong>Broken:</strong> ${r.broken}<br><small>${r.file}</small></p>` : ''}
 ${fields(`Recipe ${r.name}`, [
   ['Schedule', r.schedule ? `${r.schedule} (${r.timezone})` : '—'],
   ['On events', r.on.join(', ') || '—'],
   ['Next run', fmtTime(r.nextRun)],
+  ...(r.on.length > 0 || queue.queued + queue.dead > 0 ? [['Event queue', queueText(queue)] as [string, string]] : []),
   ['File', r.file],
 ])}
 <div class="actions">
 <form method="post" action="${`/ui/recipes/${encodeURIComponent(r.name)}/run`}">${csrfField(event)}<input type="hidden" name="dry_run" value="1"><button type="submit" class="secondary"${r.broken ? html` disabled` : ''}>Dry run</button></form>
 <form method="post" action="${`/ui/recipes/${encodeURIComponent(r.name)}/run`}" data-confirm="${`Run ${r.name} now? Its calls, batches and mail are real.`}">${csrfField(event)}<input type="hidden" name="dry_run" value="0"><button type="submit"${r.broken ? html` disabled` : ''}>Run now</button></form>
+${queue.dead > 0 ? html`<form method="post" action="${`/ui/recipes/${encodeURIComponent(r.name)}/retry`}" data-confirm="${`Run again the ${queue.dead} event(s) ${r.name} gave up on? Fix what made them fail first.`}">${csrfField(event)}<button type="submit" class="secondary">Retry dead events</button></form>` : ''}
 </div>
 <h3>Last runs</h3>
 ${table(`Runs of ${r.name}`, ['Started', 'Trigger', 'Status', 'Duration', 'Summary', 'Error'], runs[i]!.map((run) => [
   html`<a href="${runUrl(r.name, run.id)}">${fmtTime(run.startedAt)}</a>`, `${run.trigger}${run.dryRun ? ' (dry run)' : ''}`, status(run.status), duration(run), clip(run.summary === null ? null : summaryLine(run.summary), 140), clip(run.error, 140),
 ]), 'Not run yet.')}
-</article>`),
+</article>` }),
+      ],
     })
+  })
+
+  app.post('/ui/recipes/:name/retry', async (event) => {
+    const name = getRouterParam(event, 'name', { decode: true }) ?? ''
+    let queued
+    try {
+      queued = await retryRecipeEvents(rt, name)
+    } catch (error) {
+      throw queueHttpError(error)
+    }
+    rt.log.info({ recipe: name, queued }, 'dashboard: a recipe\'s dead events queued again')
+    return seeOther(event, `/ui/recipes?done=recipe-retried&n=${queued}`)
+  })
+
+  app.post('/ui/recipes/:name/discard', async (event) => {
+    const name = getRouterParam(event, 'name', { decode: true }) ?? ''
+    let discarded
+    try {
+      discarded = await discardRecipeQueue(rt, name)
+    } catch (error) {
+      throw queueHttpError(error)
+    }
+    rt.log.info({ recipe: name, discarded }, 'dashboard: the queue of a removed recipe given up')
+    return seeOther(event, `/ui/recipes?done=recipe-queue-discarded&n=${discarded}`)
   })
 
   app.post('/ui/recipes/:name/run', async (event) => {
