@@ -12,7 +12,7 @@ import { requeueEvent } from '../../src/webhooks/processing.ts'
 import { createKvState, recipeStateNamespace } from '../../src/recipes/state.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
-import { deliver, openReplica, processed, tempRecipesDir, tickRecipe } from './helpers.ts'
+import { CRM_RECIPE, deliver, openReplica, processed, STEADY_RECIPE, tempRecipesDir, tickRecipe } from './helpers.ts'
 
 /** A run's summary is the JSON value the test recipe returned. */
 type Summary = { at: string; tz: string; runs: number } & Record<string, unknown>
@@ -221,9 +221,7 @@ export default defineRecipe({
   },
 })
 `)
-    folder.write('steady', `import { defineRecipe } from 'switchboard'
-export default defineRecipe({ description: 'fine', on: ['call.no_answer'], run: (ctx) => ctx.trigger.events!.map((e) => e.eventId).join(',') })
-`)
+    folder.write('steady', STEADY_RECIPE)
     registerConsumers(rt, { recipes: recipeEngineFor(rt) })
     cleanups.push(await startRecipes(rt, { watch: false }))
     // Stopping waits for runs in flight: should an assertion fail before the hung run timed out, time it out
@@ -264,19 +262,8 @@ export default defineRecipe({ description: 'fine', on: ['call.no_answer'], run: 
   it('a replayed event runs again for a recipe that gave up on it (dead), and not for one that ran it', async () => {
     await rt.close()
     rt = await createTestRuntime({ dialect, clock, env: { RECIPES_DIR: folder.dir, RECIPES_TIMEZONE: 'UTC', PROCESSING_MAX_ATTEMPTS: '1' } })
-    folder.write('crm', `import { defineRecipe } from 'switchboard'
-export default defineRecipe({
-  description: 'fails while the CRM is down',
-  on: ['call.no_answer'],
-  async run(ctx) {
-    if (!(await ctx.state.get<boolean>('up'))) throw new Error('CRM is down')
-    return ctx.trigger.events!.map((e) => e.eventId).join(',')
-  },
-})
-`)
-    folder.write('steady', `import { defineRecipe } from 'switchboard'
-export default defineRecipe({ description: 'fine', on: ['call.no_answer'], run: (ctx) => ctx.trigger.events!.map((e) => e.eventId).join(',') })
-`)
+    folder.write('crm', CRM_RECIPE)
+    folder.write('steady', STEADY_RECIPE)
     registerConsumers(rt, { recipes: recipeEngineFor(rt) })
     cleanups.push(await startRecipes(rt, { watch: false }))
     await deliver(rt, [processed('evt_r', 'call.no_answer', 'c1')])

@@ -171,3 +171,20 @@ export async function deliver(rt: Runtime, batch: PipelineEvent[]): Promise<void
   await storeEvents(rt, batch)
   for (const { consume } of rt.hooks.list()) await consume(batch)
 }
+
+/** An event recipe that throws until its state says the CRM is `up`; it returns the ids of the events it ran on. */
+export const CRM_RECIPE = `import { defineRecipe } from 'switchboard'
+export default defineRecipe({
+  description: 'fails while the CRM is down',
+  on: ['call.no_answer'],
+  async run(ctx) {
+    if (!(await ctx.state.get<boolean>('up'))) throw new Error('CRM is down')
+    return ctx.trigger.events!.map((e) => e.eventId).join(',')
+  },
+})
+`
+
+/** An event recipe that always succeeds, returning the ids of the events it ran on. */
+export const STEADY_RECIPE = `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'fine', on: ['call.no_answer'], run: (ctx) => ctx.trigger.events!.map((e) => e.eventId).join(',') })
+`

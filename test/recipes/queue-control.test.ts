@@ -14,7 +14,7 @@ import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { cliEnv, runCli } from '../webhooks/helpers.ts'
-import { deliver, processed, storeEvents, tempRecipesDir } from './helpers.ts'
+import { CRM_RECIPE, deliver, processed, STEADY_RECIPE, storeEvents, tempRecipesDir } from './helpers.ts'
 
 const ADMIN_TOKEN = 'a-long-admin-token-for-recipe-queues'
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }
@@ -51,19 +51,8 @@ describeEachDialect('recipe queues: retry and discard', (dialect) => {
     (await rt.store.db.selectFrom('recipe_event_fires').select(['event_id', 'status', 'attempts', 'last_error']).where('recipe', '=', recipe).orderBy('event_id').execute()).map((f) => [f.event_id, f.status, f.last_error])
 
   it('queues again the events a recipe gave up on, once it can run them: each runs once, in a batch, and the others stay as they were', async () => {
-    folder.write('crm', `import { defineRecipe } from 'switchboard'
-export default defineRecipe({
-  description: 'fails while the CRM is down',
-  on: ['call.no_answer'],
-  async run(ctx) {
-    if (!(await ctx.state.get<boolean>('up'))) throw new Error('CRM is down')
-    return ctx.trigger.events!.map((e) => e.eventId).join(',')
-  },
-})
-`)
-    folder.write('steady', `import { defineRecipe } from 'switchboard'
-export default defineRecipe({ description: 'fine', on: ['call.no_answer'], run: (ctx) => ctx.trigger.events!.map((e) => e.eventId).join(',') })
-`)
+    folder.write('crm', CRM_RECIPE)
+    folder.write('steady', STEADY_RECIPE)
     registerConsumers(rt, { recipes: recipeEngineFor(rt) })
     cleanups.push(await startRecipes(rt, { watch: false }))
     await deliver(rt, [processed('evt_1', 'call.no_answer', 'c1'), processed('evt_2', 'call.no_answer', 'c2')])
