@@ -1,3 +1,4 @@
+import { recipeQueueCounts, type QueueCounts } from '../recipes/queue-control.ts'
 import type { Config } from '../config/load.ts'
 import { isMigrated, ping, type Store } from '../db/connect.ts'
 import { recipeEngineFor } from '../recipes/engine.ts'
@@ -26,6 +27,13 @@ export async function checkRecipes(rt: Runtime, cli = 'switchboard'): Promise<Ch
   if (broken.length > 0) {
     const first = broken[0]!
     return problem('recipes', `${broken.length} of ${recipes.length} do not load: ${first.name}: ${first.broken}`, `fix ${first.file} (see: ${cli} recipes list)`)
+  }
+  // A recipe whose file was removed while events waited for it: nothing runs those (the database may not be migrated yet).
+  const queues = await recipeQueueCounts(rt).catch(() => new Map<string, QueueCounts>())
+  const removed = [...queues].filter(([name, q]) => q.queued > 0 && !recipes.some((r) => r.name === name))
+  if (removed.length > 0) {
+    const [name, q] = removed[0]!
+    return problem('recipes', `"${name}" is no longer in ${rt.config.recipes.dir} but ${q.queued} events still wait for it, and nothing runs them${removed.length > 1 ? ` (and ${removed.length - 1} more such recipes)` : ''}`, `put its file back, or give them up: ${cli} recipes discard ${name}`)
   }
   return ok('recipes', recipes.length ? `${recipes.length} load (${recipes.map((r) => r.name).join(', ')})` : `none in ${rt.config.recipes.dir}`)
 }

@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { main } from '../../src/cli.ts'
 import { startServer, type RunningServer } from '../../src/server.ts'
 import { closedPort, startSmtp } from '../reports/smtp.ts'
+import { enqueueEventFires } from '../../src/recipes/claims.ts'
+import { discardRecipeQueue } from '../../src/recipes/queue-control.ts'
 
 // doctor against real things: a SQLite file, the service with its sandbox running in-process, a real
 // SMTP server (smtp-server), and ports with nothing behind them.
@@ -73,6 +75,15 @@ describe('doctor', () => {
     expect(r.lines.find((l) => l.includes('upstream key'))).toMatch(/^PROBLEM\s+upstream key\s+VOICE_API_KEY is refused by .*\(401\) → copy the workspace key/)
     expect(r.lines.find((l) => l.includes('webhook url'))).toMatch(/^PROBLEM\s+webhook url\s+.*refused a delivery signed with WEBHOOK_SECRET from the environment → give doctor and the service the same WEBHOOK_SECRET/)
     expect(r.lines.at(-1)).toBe('doctor: 3 problem(s) to fix')
+  })
+
+  it('a recipe removed while events still wait for it is a problem, until its queue is given up', async () => {
+    await enqueueEventFires(server.rt, [{ recipe: 'retired', eventId: 'evt_doctor_1' }, { recipe: 'retired', eventId: 'evt_doctor_2' }])
+    const r = await doctor({})
+    expect(r.code).toBe(1)
+    expect(r.lines[2]).toBe(`PROBLEM  recipes        "retired" is no longer in ${RECIPES} but 2 events still wait for it, and nothing runs them → put its file back, or give them up: switchboard recipes discard retired`)
+    await discardRecipeQueue(server.rt, 'retired')
+    expect((await doctor({})).lines[2]).toMatch(/^ok\s+recipes\s+3 load/)
   })
 
   // On a worker's host, doctor run with the worker's PORT found a switchboard with no /webhooks and blamed "another program".
