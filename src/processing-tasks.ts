@@ -4,6 +4,7 @@ import { dncImportTask } from './campaigns/dnc.ts'
 import { destinationsOverviewTask, replayFailedTask } from './destinations/deliveries.ts'
 import { recipeRunTask } from './recipes/run-now.ts'
 import { recipeListTask } from './recipes/list-task.ts'
+import { recipeDiscardTask, recipeQueueCountsTask, recipeRetryTask } from './recipes/queue-control.ts'
 import { reportPreviewTask, reportResendTask } from './reports/tasks.ts'
 import { campaignFiguresTask } from './ui/campaign-figures.ts'
 import { overviewCountsTask } from './ui/overview-counts.ts'
@@ -16,7 +17,7 @@ import { eventReplayTask } from './webhooks/replay-now.ts'
  */
 const tasks: Array<ProcessingTask<never, unknown>> = [
   recipeRunTask, recipeListTask, overviewCountsTask, dncImportTask, reportPreviewTask, reportResendTask, destinationsOverviewTask, replayFailedTask, eventReplayTask,
-  campaignFiguresTask,
+  campaignFiguresTask, recipeQueueCountsTask, recipeRetryTask, recipeDiscardTask,
 ]
 
 const byName = new Map(tasks.map((task) => [task.name, task]))

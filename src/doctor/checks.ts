@@ -28,12 +28,15 @@ export async function checkRecipes(rt: Runtime, cli = 'switchboard'): Promise<Ch
     const first = broken[0]!
     return problem('recipes', `${broken.length} of ${recipes.length} do not load: ${first.name}: ${first.broken}`, `fix ${first.file} (see: ${cli} recipes list)`)
   }
-  // A recipe whose file was removed while events waited for it: nothing runs those (the database may not be migrated yet).
+  // Events waiting for a recipe that nothing runs any more — its file removed, or its `on` taken out (the database may
+  // not be migrated yet: then there is no queue to look at).
   const queues = await recipeQueueCounts(rt).catch(() => new Map<string, QueueCounts>())
-  const removed = [...queues].filter(([name, q]) => q.queued > 0 && !recipes.some((r) => r.name === name))
-  if (removed.length > 0) {
-    const [name, q] = removed[0]!
-    return problem('recipes', `"${name}" is no longer in ${rt.config.recipes.dir} but ${q.queued} events still wait for it, and nothing runs them${removed.length > 1 ? ` (and ${removed.length - 1} more such recipes)` : ''}`, `put its file back, or give them up: ${cli} recipes discard ${name}`)
+  const stranded = [...queues].filter(([name, q]) => q.queued > 0 && (recipes.find((r) => r.name === name)?.on.length ?? 0) === 0 && !recipes.find((r) => r.name === name)?.broken)
+  if (stranded.length > 0) {
+    const [name, q] = stranded[0]!
+    const why = recipes.some((r) => r.name === name) ? `takes no events now` : `is no longer in ${rt.config.recipes.dir}`
+    const more = stranded.length > 1 ? ` (and ${stranded.length - 1} more such recipes)` : ''
+    return problem('recipes', `"${name}" ${why} but ${q.queued} events still wait for it, and nothing runs them${more}`, `give them up: ${cli} recipes discard ${name} (or put its file or "on" back)`)
   }
   return ok('recipes', recipes.length ? `${recipes.length} load (${recipes.map((r) => r.name).join(', ')})` : `none in ${rt.config.recipes.dir}`)
 }

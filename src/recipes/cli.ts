@@ -1,12 +1,12 @@
 import { CliError, defineCommand, intFlag, isoFlag, JSON_OPTION, limitOption, type CliCommand } from '../cli-kit.ts'
 import { BrokenRecipeError, recipeEngineFor, RecipeRunningError, UnknownRecipeError } from './engine.ts'
-import { recipeInfoJson, renderRun, runJson } from './present.ts'
+import { recipeInfoJson, recipeListingJson, removedRecipes, renderRun, runJson } from './present.ts'
 import { listRuns } from './runner.ts'
 import { summaryLine } from './summary.ts'
 import { recipesCheck } from './check-command.ts'
 import { recipesTest } from './test-command.ts'
 import { recipesNew } from './new-command.ts'
-import { discardRecipeQueue, RecipeRemovedError, RecipeStillPresentError, recipeQueueCounts, retryRecipeEvents, UnknownRecipeQueueError } from './queue-control.ts'
+import { discardRecipeQueue, QueueControlError, recipeQueueCounts, retryRecipeEvents } from './queue-control.ts'
 
 const recipesList = defineCommand({
   name: 'recipes list',
@@ -15,12 +15,12 @@ const recipesList = defineCommand({
   options: { json: JSON_OPTION },
   async run(ctx) {
     const rt = await ctx.runtime()
+    const recipes = await recipeEngineFor(rt).list()
     const queues = await recipeQueueCounts(rt)
-    const infos = (await recipeEngineFor(rt).list()).map((info) => recipeInfoJson(info, queues.get(info.name)))
-    // Recipes whose file is gone while events still wait for them: nothing runs those (recipes discard).
-    const orphans = [...queues].filter(([name, c]) => c.queued > 0 && !infos.some((r) => r.name === name))
-    if (ctx.values.json) return void ctx.json(infos)
-    if (infos.length === 0 && orphans.length === 0) return void ctx.write(`no recipes in ${rt.config.recipes.dir}\n`)
+    if (ctx.values.json) return void ctx.json(recipeListingJson(recipes, queues))
+    const infos = recipes.map((info) => recipeInfoJson(info, queues.get(info.name)))
+    const removed = removedRecipes(recipes, queues)
+    if (infos.length === 0 && removed.length === 0) return void ctx.write(`no recipes in ${rt.config.recipes.dir}\n`)
     if (infos.length > 0) {
       ctx.table(
         infos.map((r) => ({
@@ -36,9 +36,12 @@ const recipesList = defineCommand({
     }
     // Reasons are often longer than a table cell: print them whole.
     for (const r of infos) if (r.broken) ctx.write(`\n${r.name} is broken: ${r.broken}\n  file: ${r.file}\n`)
-    const dead = infos.filter((r) => r.queue.dead > 0 && !r.broken)
-    if (dead.length > 0) ctx.write(`\n${dead.map((r) => r.name).join(', ')}: events given up on after their retries; once the cause is fixed, run them: recipes retry <name>\n`)
-    for (const [name, c] of orphans) ctx.write(`\n${name}: no longer in ${rt.config.recipes.dir}, with ${c.queued} events still waiting that nothing runs: put the file back, or give them up: recipes discard ${name}\n`)
+    for (const r of infos) {
+      if (r.queue.dead > 0 && !r.broken && r.on.length > 0) ctx.write(`\n${r.name}: ${r.queue.dead} events given up on after their retries; once the cause is fixed, run them again: recipes retry ${r.name}\n`)
+      // Taken out of `on` with events still waiting: nothing runs those.
+      if (r.queue.queued > 0 && !r.broken && r.on.length === 0) ctx.write(`\n${r.name}: takes no events now, with ${r.queue.queued} still waiting that nothing runs: give them up: recipes discard ${r.name}\n`)
+    }
+    for (const [name, q] of removed) ctx.write(`\n${name}: no longer in ${rt.config.recipes.dir}, with ${q.queued} events still waiting that nothing runs: put the file back, or give them up: recipes discard ${name}\n`)
   },
 })
 
@@ -122,7 +125,7 @@ const recipesRetry = defineCommand({
     try {
       queued = await retryRecipeEvents(rt, name, { ...(since === undefined ? {} : { since }), ...(until === undefined ? {} : { until }) })
     } catch (error) {
-      if (error instanceof UnknownRecipeQueueError || error instanceof RecipeRemovedError) throw new CliError(error.message)
+      if (error instanceof QueueControlError) throw new CliError(error.message)
       throw error
     }
     if (ctx.values.json) return void ctx.json({ queued })
@@ -132,9 +135,9 @@ const recipesRetry = defineCommand({
 
 const recipesDiscard = defineCommand({
   name: 'recipes discard',
-  summary: 'give up on the events still waiting for a recipe whose file was removed (they go dead; nothing runs them)',
+  summary: 'give up on the events still waiting for a recipe that nothing runs any more: its file removed, or its on taken out (they go dead)',
   usage: '<name> [--json]',
-  args: [['<name>', 'the removed recipe (recipes list names one with events waiting)']],
+  args: [['<name>', 'the recipe (recipes list names one whose events wait with nothing to run them)']],
   options: { json: JSON_OPTION },
   async run(ctx) {
     const [name] = ctx.positionals
@@ -144,7 +147,7 @@ const recipesDiscard = defineCommand({
     try {
       discarded = await discardRecipeQueue(rt, name)
     } catch (error) {
-      if (error instanceof UnknownRecipeQueueError || error instanceof RecipeStillPresentError) throw new CliError(error.message)
+      if (error instanceof QueueControlError) throw new CliError(error.message)
       throw error
     }
     if (ctx.values.json) return void ctx.json({ discarded })

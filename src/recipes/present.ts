@@ -31,7 +31,27 @@ export function recipeInfoJson(info: RecipeInfo, queue: QueueCounts = { queued: 
       : null,
     /** Its event queue: waiting for a run, and given up on (`recipes retry` runs them again). */
     queue,
+    /** True for a recipe no longer in RECIPES_DIR that events still wait for (listed so they can be given up). */
+    removed: false,
   }
+}
+
+/** Recipes whose file is gone while events still wait for them: nothing runs those (`recipes discard`). */
+export function removedRecipes(infos: readonly RecipeInfo[], queues: ReadonlyMap<string, QueueCounts>): Array<[string, QueueCounts]> {
+  return [...queues].filter(([name, q]) => q.queued > 0 && !infos.some((r) => r.name === name))
+}
+
+/**
+ * The recipes listing as JSON (`recipes list --json`, `GET /admin/recipes`): every recipe in RECIPES_DIR, then every
+ * removed one that events still wait for, in the same shape (`removed: true`, no file, nothing scheduled).
+ */
+export function recipeListingJson(infos: readonly RecipeInfo[], queues: ReadonlyMap<string, QueueCounts>) {
+  return [
+    ...infos.map((info) => recipeInfoJson(info, queues.get(info.name))),
+    ...removedRecipes(infos, queues).map(([name, queue]) => ({
+      name, description: null, file: null, schedule: null, timezone: null, on: [], broken: null, next_run: null, last_run: null, queue, removed: true,
+    })),
+  ]
 }
 
 export function runJson(run: RecipeRun) {

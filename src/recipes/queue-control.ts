@@ -1,34 +1,42 @@
-import { basename } from 'node:path'
 import { sql } from 'kysely'
 import type { Runtime } from '../runtime.ts'
-import { deleteInChunks } from '../db/delete-in-chunks.ts'
-import { listRecipeFiles } from './loader.ts'
+import { defineProcessingTask } from '../coordination/processing-task.ts'
+import { deleteInChunks, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
+import { inValues } from '../db/in-values.ts'
+import { recipeEngineFor, type RecipeInfo } from './engine.ts'
 
 /**
  * What an operator does with an event-triggered recipe's queue (`recipe_event_fires`) when the automatic retries are
  * not enough: run the events a recipe gave up on again once the cause is fixed (a CRM that was down longer than the
  * retries last — 2 s doubling, PROCESSING_MAX_ATTEMPTS of them, a few minutes in all), and give up on the queue of a
- * recipe whose file is gone (nothing runs it: its events would wait for ever, hold the retention purge back and keep
- * its backlog gauge climbing). `events replay <id>` does the first for one event; these do it for a recipe.
+ * recipe that nothing runs any more — its file removed, or its `on` taken out (its events would wait for ever, hold the
+ * retention purge back and keep its backlog gauge climbing). `events replay <id>` does the first for one event; these
+ * do it for a recipe.
  */
 
-/** No recipe file of this name and nothing ever queued for one. */
-export class UnknownRecipeQueueError extends Error {
-  override readonly name = 'UnknownRecipeQueueError'
-}
+/** Why a queue operation was refused; each names what to do instead. */
+export type QueueRefusal = 'unknown' | 'removed' | 'broken' | 'no-events' | 'present'
 
-/** Retrying events for a recipe whose file is gone: nothing would run them. */
-export class RecipeRemovedError extends Error {
-  override readonly name = 'RecipeRemovedError'
-}
-
-/** Discarding the queue of a recipe whose file is still in RECIPES_DIR: its events are live. */
-export class RecipeStillPresentError extends Error {
-  override readonly name = 'RecipeStillPresentError'
+/** A refused queue operation: a user's mistake (CLI exit 2; HTTP 404 for `unknown`, else 409). */
+export class QueueControlError extends Error {
+  override readonly name = 'QueueControlError'
+  constructor(
+    readonly refusal: QueueRefusal,
+    message: string,
+  ) {
+    super(message)
+  }
 }
 
 /** Why `recipes discard` marks an event dead for a recipe (`recipe_event_fires.last_error`). */
-export const DISCARDED = 'discarded: the recipe was removed (recipes discard)'
+export const DISCARDED = 'discarded: nothing runs it any more (recipes discard)'
+
+/**
+ * A claim older than this is taken for one its process lost. The command may run on another host than the service
+ * that set the claim, and their clocks may differ by a little: a claim is renewed every few seconds while its run
+ * goes on, so one a minute past its end is no run's.
+ */
+const CLAIM_SKEW_MS = 60_000
 
 export interface QueueCounts {
   /** Waiting for a run: new, or failed and due again. */
@@ -37,17 +45,15 @@ export interface QueueCounts {
   dead: number
 }
 
-function recipeFileExists(rt: Runtime, name: string): boolean {
-  return listRecipeFiles(rt.config.recipes.dir).some((file) => basename(file, '.ts') === name)
-}
-
 async function hasQueueRows(rt: Runtime, name: string): Promise<boolean> {
   return (await rt.store.db.selectFrom('recipe_event_fires').select('recipe').where('recipe', '=', name).limit(1).executeTakeFirst()) !== undefined
 }
 
 /**
  * Every recipe's queued and dead events, by recipe — also recipes whose file is gone, while rows remain. Reads the
- * (recipe, status, next_attempt_at) index: each recipe found by a skip scan, then a count per status range.
+ * (recipe, status, next_attempt_at) index: each recipe found by a skip scan, then a count per status range (rows
+ * `done` are never read). Dead rows are kept as long as their event (30 days): after a long outage of what a recipe
+ * calls, hundreds of thousands — ~0.3 s to count on SQLite, so requests count them in the processing thread.
  */
 export async function recipeQueueCounts(rt: Runtime): Promise<Map<string, QueueCounts>> {
   const { rows } = await sql<{ recipe: string; status: string; n: number | string }>`
@@ -71,6 +77,11 @@ export async function recipeQueueCounts(rt: Runtime): Promise<Map<string, QueueC
   return counts
 }
 
+/** The counts as a request reads them: in the processing thread under `serve`, off the receiver's event loop. */
+export const recipeQueueCountsTask = defineProcessingTask('recipeQueueCounts', async (rt, _args: Record<string, never>): Promise<Array<[string, QueueCounts]>> => [
+  ...(await recipeQueueCounts(rt)),
+])
+
 export interface RetryRange {
   /** Events queued for the recipe at or after this time (epoch ms; default: any). */
   since?: number
@@ -79,81 +90,137 @@ export interface RetryRange {
 }
 
 /**
- * Queues again every event `name` gave up on (`dead`) or is waiting to retry (`failed`), queued for it in the range:
- * back to `pending` with their attempts reset, due at once, so the running service runs them in batches within a second
- * (its sweep), each event still once. Rows a run holds right now are left to it, and so are those whose event was
- * purged (nothing left to run). In short chunks, paced as the purges are (a running service's commits go between).
- * Returns how many were queued again.
+ * Walks a recipe's queue rows in `statuses` queued within the range, each row once — in (fired_at, event_id) order,
+ * which no update changes, so a row the running service turns back into one of `statuses` meanwhile (a retried event
+ * that fails again) is not met a second time — and applies `update` to each chunk's rows (by id, the status and claim
+ * checked again on the row itself). In short chunks, paced as the purges are: a running service's commits go between
+ * them. Returns how many rows `update` changed.
  */
-export async function retryRecipeEvents(rt: Runtime, name: string, range: RetryRange = {}): Promise<number> {
-  if (!recipeFileExists(rt, name)) {
-    if (!(await hasQueueRows(rt, name))) throw new UnknownRecipeQueueError(`no recipe named "${name}" in ${rt.config.recipes.dir} (see: recipes list)`)
-    throw new RecipeRemovedError(`recipe "${name}" is no longer in ${rt.config.recipes.dir}: nothing would run its events (put the file back first, or give them up: recipes discard ${name})`)
-  }
-  const since = range.since ?? 0
-  const until = range.until ?? Number.MAX_SAFE_INTEGER
+async function walkQueue(
+  rt: Runtime,
+  name: string,
+  statuses: readonly string[],
+  range: RetryRange & { ofStoredEvents?: boolean },
+  update: (eventIds: string[], now: number) => Promise<number>,
+  chunks: DeleteInChunksOptions,
+): Promise<number> {
   const db = rt.store.db
-  const { rows } = await deleteInChunks(async (limit) => {
+  let after: { firedAt: number; eventId: string } | undefined
+  let changed = 0
+  await deleteInChunks(async (limit) => {
     const now = rt.clock.now()
+    let chunk = db
+      .selectFrom('recipe_event_fires as f')
+      .select(['f.event_id', 'f.fired_at'])
+      .where('f.recipe', '=', name)
+      .where('f.status', 'in', statuses)
+      .where('f.fired_at', '>=', range.since ?? 0)
+      .where('f.fired_at', '<', range.until ?? Number.MAX_SAFE_INTEGER)
+      .where((w) => w.or([w('f.claimed_by', 'is', null), w('f.claimed_until', '<', now - CLAIM_SKEW_MS)]))
+    if (after) {
+      const from = after
+      chunk = chunk.where(({ eb, refTuple, tuple }) => eb(refTuple('f.fired_at', 'f.event_id'), '>', tuple(from.firedAt, from.eventId)))
+    }
+    if (range.ofStoredEvents) {
+      chunk = chunk.where(({ exists, selectFrom }) => exists(selectFrom('webhook_events as e').select(sql.lit(1).as('one')).whereRef('e.event_id', '=', 'f.event_id')))
+    }
+    const rows = await chunk.orderBy('f.fired_at').orderBy('f.event_id').limit(limit).execute()
+    const last = rows.at(-1)
+    if (!last) return 0
+    after = { firedAt: Number(last.fired_at), eventId: last.event_id }
+    changed += await update(rows.map((r) => r.event_id), now)
+    return rows.length
+  }, chunks)
+  return changed
+}
+
+/** The recipe named `name` as the service would load it now, if its file is there. */
+async function findRecipe(rt: Runtime, name: string): Promise<RecipeInfo | undefined> {
+  return (await recipeEngineFor(rt).list()).find((r) => r.name === name)
+}
+
+/**
+ * Queues again every event `name` gave up on (`dead`) or is waiting to retry (`failed`), queued for it in the range:
+ * back to `pending` with their attempts reset and due at once, so the running service runs them in batches within a
+ * second (its sweep), each event still once. Rows a run holds right now are left to it, and so are those whose event
+ * was purged (nothing left to run). Refused for a recipe that nothing would run them with: removed, broken (fix it
+ * first), or no longer taking events. Returns how many were queued again.
+ */
+export async function retryRecipeEvents(rt: Runtime, name: string, range: RetryRange = {}, chunks: DeleteInChunksOptions = {}): Promise<number> {
+  const recipe = await findRecipe(rt, name)
+  const dir = rt.config.recipes.dir
+  if (!recipe) {
+    if (!(await hasQueueRows(rt, name))) throw new QueueControlError('unknown', `no recipe named "${name}" in ${dir} (see: recipes list)`)
+    throw new QueueControlError('removed', `recipe "${name}" is no longer in ${dir}: nothing would run its events (put the file back first, or give them up: recipes discard ${name})`)
+  }
+  if (recipe.broken) throw new QueueControlError('broken', `recipe "${name}" does not load: fix it first, then retry (${recipe.broken})`)
+  if (recipe.on.length === 0) {
+    throw new QueueControlError('no-events', `recipe "${name}" takes no events (its definition has no "on"): nothing would run its queue (give it up: recipes discard ${name})`)
+  }
+  const db = rt.store.db
+  return walkQueue(rt, name, ['dead', 'failed'], { ...range, ofStoredEvents: true }, async (eventIds, now) => {
     const result = await db
       .updateTable('recipe_event_fires')
       // Due at the time it was first queued: already due on any replica's clock (the command may run on another host,
       // its clock ahead), and in the queue's order — oldest first, as they would have run.
       .set((eb) => ({ status: 'pending', attempts: 0, next_attempt_at: eb.ref('fired_at'), claimed_by: null, claimed_until: null, last_error: null }))
       .where('recipe', '=', name)
-      // Again on the row itself: on Postgres a row a run claimed meanwhile is re-checked against these, not the subquery.
+      .where(inValues(rt.store.dialect, 'event_id', eventIds))
       .where('status', 'in', ['dead', 'failed'])
-      .where((w) => w.or([w('claimed_until', 'is', null), w('claimed_until', '<', now)]))
-      .where('event_id', 'in', (eb) =>
-        eb
-          .selectFrom('recipe_event_fires as f')
-          .select('f.event_id')
-          .where('f.recipe', '=', name)
-          .where('f.status', 'in', ['dead', 'failed'])
-          .where('f.fired_at', '>=', since)
-          .where('f.fired_at', '<', until)
-          .where((w) => w.or([w('f.claimed_until', 'is', null), w('f.claimed_until', '<', now)]))
-          .where(({ exists, selectFrom }) => exists(selectFrom('webhook_events as e').select(sql.lit(1).as('one')).whereRef('e.event_id', '=', 'f.event_id')))
-          .limit(limit),
-      )
+      .where((w) => w.or([w('claimed_by', 'is', null), w('claimed_until', '<', now - CLAIM_SKEW_MS)]))
       .executeTakeFirst()
     return Number(result.numUpdatedRows)
-  })
-  return rows
+  }, chunks)
 }
 
 /**
- * Gives up on the events still queued for a recipe whose file was removed from RECIPES_DIR: its `pending` and `failed`
- * rows become `dead` (last error DISCARDED), so they stop holding the retention purge back and leave its backlog
- * gauges, and the record stays (the purge removes it with its event; `recipes retry` runs them if the file comes
- * back). Refused while the file is there. Rows a process still running the recipe holds are left to it. Returns how
- * many were given up.
+ * Gives up on the events still queued for a recipe that nothing runs any more — its file removed from RECIPES_DIR,
+ * or its `on` taken out: its `pending` and `failed` rows become `dead` (last error DISCARDED), so they stop holding
+ * the retention purge back and leave its backlog gauges, and the record stays (the purge removes it with its event;
+ * `recipes retry` runs them if the recipe takes events again). Refused while the recipe takes events, or does not
+ * load (what it takes is unknown). Rows a process still running the recipe holds are left to it. Returns how many
+ * were given up.
  */
-export async function discardRecipeQueue(rt: Runtime, name: string): Promise<number> {
-  if (recipeFileExists(rt, name)) {
-    throw new RecipeStillPresentError(`recipe "${name}" is in ${rt.config.recipes.dir}: remove its file first (a recipe that is there runs its queue; to stop one that fails, fix it, or let its events go dead)`)
+export async function discardRecipeQueue(rt: Runtime, name: string, chunks: DeleteInChunksOptions = {}): Promise<number> {
+  const recipe = await findRecipe(rt, name)
+  const dir = rt.config.recipes.dir
+  if (recipe?.broken) throw new QueueControlError('broken', `recipe "${name}" does not load: fix it (its queue runs once it does) or remove its file, then discard (${recipe.broken})`)
+  if (recipe && recipe.on.length > 0) {
+    throw new QueueControlError('present', `recipe "${name}" in ${dir} takes events (on: ${recipe.on.join(', ')}): its queue is live — remove the file (or its "on") first`)
   }
-  if (!(await hasQueueRows(rt, name))) throw new UnknownRecipeQueueError(`nothing was ever queued for a recipe named "${name}" (see: recipes list)`)
+  if (!(await hasQueueRows(rt, name))) throw new QueueControlError('unknown', `nothing was ever queued for a recipe named "${name}" (see: recipes list)`)
   const db = rt.store.db
-  const { rows } = await deleteInChunks(async (limit) => {
-    const now = rt.clock.now()
+  return walkQueue(rt, name, ['pending', 'failed'], {}, async (eventIds, now) => {
     const result = await db
       .updateTable('recipe_event_fires')
       .set({ status: 'dead', claimed_by: null, claimed_until: null, last_error: DISCARDED })
       .where('recipe', '=', name)
+      .where(inValues(rt.store.dialect, 'event_id', eventIds))
       .where('status', 'in', ['pending', 'failed'])
-      .where((w) => w.or([w('claimed_until', 'is', null), w('claimed_until', '<', now)]))
-      .where('event_id', 'in', (eb) =>
-        eb
-          .selectFrom('recipe_event_fires as f')
-          .select('f.event_id')
-          .where('f.recipe', '=', name)
-          .where('f.status', 'in', ['pending', 'failed'])
-          .where((w) => w.or([w('f.claimed_until', 'is', null), w('f.claimed_until', '<', now)]))
-          .limit(limit),
-      )
+      .where((w) => w.or([w('claimed_by', 'is', null), w('claimed_until', '<', now - CLAIM_SKEW_MS)]))
       .executeTakeFirst()
     return Number(result.numUpdatedRows)
-  })
-  return rows
+  }, chunks)
 }
+
+/** A queue operation asked for by a request: its count, or why it was refused. */
+export type QueueControlOutcome = { ok: true; n: number } | { ok: false; refusal: QueueRefusal; message: string }
+
+async function outcomeOf(operation: () => Promise<number>): Promise<QueueControlOutcome> {
+  try {
+    return { ok: true, n: await operation() }
+  } catch (error) {
+    if (error instanceof QueueControlError) return { ok: false, refusal: error.refusal, message: error.message }
+    throw error
+  }
+}
+
+/**
+ * Retry and discard as requests ask for them (the admin routes, the dashboard): in the processing thread under
+ * `serve`, whose engine has the recipes loaded — the receiver's thread never loads a recipe file — and whose chunks
+ * keep off the receiver's event loop.
+ */
+export const recipeRetryTask = defineProcessingTask('recipeRetry', (rt, args: { name: string; since?: number; until?: number }) =>
+  outcomeOf(() => retryRecipeEvents(rt, args.name, args)),
+)
+export const recipeDiscardTask = defineProcessingTask('recipeDiscard', (rt, args: { name: string }) => outcomeOf(() => discardRecipeQueue(rt, args.name)))

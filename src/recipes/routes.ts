@@ -2,10 +2,11 @@ import { HTTPError, type H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import { adminRoute } from '../utils/admin-auth.ts'
 import { listRecipes } from './list-task.ts'
-import { recipeInfoJson, runJson } from './present.ts'
+import { recipeListingJson, runJson } from './present.ts'
 import { runRecipeNow } from './run-now.ts'
 import { listRuns } from './runner.ts'
-import { discardRecipeQueue, RecipeRemovedError, RecipeStillPresentError, recipeQueueCounts, retryRecipeEvents, UnknownRecipeQueueError } from './queue-control.ts'
+import { recipeDiscardTask, recipeQueueCountsTask, recipeRetryTask, type QueueControlOutcome } from './queue-control.ts'
+import { runProcessingTask } from '../coordination/processing-task.ts'
 import { adminTime } from '../utils/admin-time.ts'
 import { readAdminJsonObject } from '../utils/admin-body.ts'
 
@@ -13,11 +14,10 @@ function truthy(value: unknown): boolean {
   return value === true || value === 1 || (typeof value === 'string' && ['1', 'true', 'yes'].includes(value.toLowerCase()))
 }
 
-/** An error of the queue operations as the admin routes answer it: 404 unknown, 409 removed / still present. */
-export function queueHttpError(error: unknown): unknown {
-  if (error instanceof UnknownRecipeQueueError) return new HTTPError({ status: 404, message: error.message })
-  if (error instanceof RecipeRemovedError || error instanceof RecipeStillPresentError) return new HTTPError({ status: 409, message: error.message })
-  return error
+/** A queue operation's count, or its refusal as an HTTP error: 404 unknown, 409 otherwise (removed, broken, …). */
+export function queueCountOrThrow(outcome: QueueControlOutcome): number {
+  if (outcome.ok) return outcome.n
+  throw new HTTPError({ status: outcome.refusal === 'unknown' ? 404 : 409, message: outcome.message })
 }
 
 /**
@@ -26,8 +26,8 @@ export function queueHttpError(error: unknown): unknown {
  */
 export function registerRecipeRoutes(app: H3, rt: Runtime): void {
   app.get('/admin/recipes', adminRoute(rt, async (event) => {
-    const queues = await recipeQueueCounts(rt)
-    return { data: (await listRecipes(rt)).map((info) => recipeInfoJson(info, queues.get(info.name))) }
+    const [recipes, queues] = await Promise.all([listRecipes(rt), runProcessingTask(rt, recipeQueueCountsTask, {})])
+    return { data: recipeListingJson(recipes, new Map(queues)) }
   }))
 
   app.get('/admin/recipes/:name/runs', adminRoute(rt, async (event) => {
@@ -59,21 +59,14 @@ export function registerRecipeRoutes(app: H3, rt: Runtime): void {
     const since = adminTime(body.since, 'since')
     const until = adminTime(body.until, 'until')
     if (since !== undefined && until !== undefined && until <= since) throw new HTTPError({ status: 400, message: '"until" must be after "since"' })
-    try {
-      event.res.status = 202
-      return { data: { queued: await retryRecipeEvents(rt, name, { ...(since === undefined ? {} : { since }), ...(until === undefined ? {} : { until }) }) } }
-    } catch (error) {
-      throw queueHttpError(error)
-    }
+    const queued = queueCountOrThrow(await runProcessingTask(rt, recipeRetryTask, { name, ...(since === undefined ? {} : { since }), ...(until === undefined ? {} : { until }) }))
+    event.res.status = 202
+    return { data: { queued } }
   }))
 
-  /** Gives up on the events still waiting for a recipe whose file was removed. */
+  /** Gives up on the events still waiting for a recipe that nothing runs any more. */
   app.post('/admin/recipes/:name/discard', adminRoute(rt, async (event) => {
     const name = decodeURIComponent(event.context.params?.name ?? '')
-    try {
-      return { data: { discarded: await discardRecipeQueue(rt, name) } }
-    } catch (error) {
-      throw queueHttpError(error)
-    }
+    return { data: { discarded: queueCountOrThrow(await runProcessingTask(rt, recipeDiscardTask, { name })) } }
   }))
 }

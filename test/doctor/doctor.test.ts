@@ -81,7 +81,7 @@ describe('doctor', () => {
     await enqueueEventFires(server.rt, [{ recipe: 'retired', eventId: 'evt_doctor_1' }, { recipe: 'retired', eventId: 'evt_doctor_2' }])
     const r = await doctor({})
     expect(r.code).toBe(1)
-    expect(r.lines[2]).toBe(`PROBLEM  recipes        "retired" is no longer in ${RECIPES} but 2 events still wait for it, and nothing runs them → put its file back, or give them up: switchboard recipes discard retired`)
+    expect(r.lines[2]).toBe(`PROBLEM  recipes        "retired" is no longer in ${RECIPES} but 2 events still wait for it, and nothing runs them → give them up: switchboard recipes discard retired (or put its file or "on" back)`)
     await discardRecipeQueue(server.rt, 'retired')
     expect((await doctor({})).lines[2]).toMatch(/^ok\s+recipes\s+3 load/)
   })

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, expect, it, vi } from 'vitest'
 import { startRecipes } from '../../src/recipes/background.ts'
 import { enqueueEventFires } from '../../src/recipes/claims.ts'
 import { recipeEngineFor } from '../../src/recipes/engine.ts'
-import { DISCARDED } from '../../src/recipes/queue-control.ts'
+import { DISCARDED, retryRecipeEvents } from '../../src/recipes/queue-control.ts'
 import { registerRecipeRoutes } from '../../src/recipes/routes.ts'
 import { listRuns } from '../../src/recipes/runner.ts'
 import { createKvState, recipeStateNamespace } from '../../src/recipes/state.ts'
@@ -56,6 +56,11 @@ describeEachDialect('recipe queues: retry and discard', (dialect) => {
     registerConsumers(rt, { recipes: recipeEngineFor(rt) })
     cleanups.push(await startRecipes(rt, { watch: false }))
     await deliver(rt, [processed('evt_1', 'call.no_answer', 'c1'), processed('evt_2', 'call.no_answer', 'c2')])
+    // Both recipes done with these before the clock moves on hours (a run still going then would read as abandoned).
+    await vi.waitFor(async () => {
+      await recipeEngineFor(rt).idle()
+      expect([(await fires('crm')).map((f) => f[1]), (await fires('steady')).map((f) => f[1])]).toEqual([['dead', 'dead'], ['done', 'done']])
+    })
     await clock.advance(6 * 3600_000)
     await deliver(rt, [processed('evt_3', 'call.no_answer', 'c3')])
     await vi.waitFor(async () => {
@@ -64,12 +69,12 @@ describeEachDialect('recipe queues: retry and discard', (dialect) => {
       expect((await fires('crm')).map((f) => f[1])).toEqual(['dead', 'dead', 'dead'])
     })
     const list = await runCli(['recipes', 'list', '--json'], env())
-    expect((JSON.parse(list.out) as Array<{ name: string; queue: unknown }>).map((r) => [r.name, r.queue])).toEqual([
-      ['crm', { queued: 0, dead: 3 }],
-      ['steady', { queued: 0, dead: 0 }],
+    expect((JSON.parse(list.out) as Array<{ name: string; queue: unknown; removed: boolean }>).map((r) => [r.name, r.queue, r.removed])).toEqual([
+      ['crm', { queued: 0, dead: 3 }, false],
+      ['steady', { queued: 0, dead: 0 }, false],
     ])
     const text = await runCli(['recipes', 'list'], env())
-    expect(text.out).toMatch(/crm: events given up on after their retries; once the cause is fixed, run them: recipes retry <name>/)
+    expect(text.out).toContain('crm: 3 events given up on after their retries; once the cause is fixed, run them again: recipes retry crm')
 
     // A range that holds none of them, a backwards one, an unparsable one.
     expect(JSON.parse((await runCli(['recipes', 'retry', 'crm', '--since', '2026-01-02', '--json'], env())).out)).toEqual({ queued: 0 })
@@ -124,9 +129,14 @@ export default defineRecipe({ description: 'fine', on: ['call.no_answer'], run: 
     expect(await ages()).toEqual(['switchboard_recipe_events_oldest_age_seconds{recipe="retired"}', 'switchboard_recipe_events_oldest_age_seconds{recipe="steady"}'])
     const text = await runCli(['recipes', 'list'], env())
     expect(text.out).toContain(`retired: no longer in ${folder.dir}, with 3 events still waiting that nothing runs: put the file back, or give them up: recipes discard retired`)
+    // The JSON listings name it too, in the listing's shape.
+    const listed = JSON.parse((await runCli(['recipes', 'list', '--json'], env())).out) as Array<{ name: string; removed: boolean; queue: unknown; file: unknown }>
+    expect(listed.map((r) => [r.name, r.removed, r.queue, r.file])).toEqual([['steady', false, { queued: 1, dead: 0 }, `${folder.dir}/steady.ts`], ['retired', true, { queued: 3, dead: 0 }, null]])
+    const overHttp = (await (await app.fetch(new Request('http://localhost/admin/recipes', { headers: admin }))).json()) as { data: typeof listed }
+    expect(overHttp.data.map((r) => [r.name, r.removed])).toEqual([['steady', false], ['retired', true]])
 
     const present = await runCli(['recipes', 'discard', 'steady'], env())
-    expect([present.code, present.err.trim()]).toEqual([2, `error: recipe "steady" is in ${folder.dir}: remove its file first (a recipe that is there runs its queue; to stop one that fails, fix it, or let its events go dead)`])
+    expect([present.code, present.err.trim()]).toEqual([2, `error: recipe "steady" in ${folder.dir} takes events (on: call.no_answer): its queue is live — remove the file (or its "on") first`])
     expect((await post('/admin/recipes/steady/discard')).status).toBe(409)
     const never = await runCli(['recipes', 'discard', 'nope'], env())
     expect([never.code, never.err.trim()]).toEqual([2, 'error: nothing was ever queued for a recipe named "nope" (see: recipes list)'])
@@ -154,5 +164,41 @@ export default defineRecipe({ description: 'back', on: ['call.no_answer'], run: 
     expect(JSON.parse((await runCli(['recipes', 'retry', 'retired', '--json'], env())).out)).toEqual({ queued: 3 })
     expect((await fires('retired')).map((f) => f[1])).toEqual(['pending', 'pending', 'pending', 'done'])
     rmSync(`${folder.dir}/retired.ts`)
+  })
+
+  it('walks each row once: events that fail again while a retry goes on are not queued again by it, nor counted twice', async () => {
+    folder.write('crm', CRM_RECIPE)
+    const ids = Array.from({ length: 9 }, (_, i) => `evt_w${i}`)
+    await storeEvents(rt, ids.map((id) => processed(id, 'call.no_answer')))
+    await enqueueEventFires(rt, ids.map((eventId) => ({ recipe: 'crm', eventId })))
+    const db = rt.store.db
+    await db.updateTable('recipe_event_fires').set({ status: 'dead', attempts: 1, last_error: 'CRM is down' }).execute()
+    // Between chunks the running service takes the revived events and, the CRM still down, they die again.
+    const failAgain = async () => {
+      await db.updateTable('recipe_event_fires').set({ status: 'dead', attempts: 1, last_error: 'CRM is down' }).where('status', '=', 'pending').execute()
+    }
+    const queued = await retryRecipeEvents(rt, 'crm', {}, { chunk: 2, beforeChunk: failAgain, sleep: async () => {} })
+    expect(queued).toBe(9)
+    expect((await fires('crm')).filter((f) => f[1] === 'pending')).toHaveLength(1)
+  })
+
+  it('refuses to retry what nothing would run (a broken recipe, one that takes no events), and discards a queue its recipe no longer takes', async () => {
+    folder.write('crm', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'now a daily sync', schedule: '0 8 * * *', run: () => 'ok' })\n`)
+    folder.write('half', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'half written', run: () => {\n`)
+    await storeEvents(rt, ['evt_x', 'evt_y'].map((id) => processed(id, 'call.no_answer')))
+    await enqueueEventFires(rt, [{ recipe: 'crm', eventId: 'evt_x' }, { recipe: 'crm', eventId: 'evt_y' }, { recipe: 'half', eventId: 'evt_x' }])
+    await rt.store.db.updateTable('recipe_event_fires').set({ status: 'dead' }).where('event_id', '=', 'evt_y').execute()
+
+    const noEvents = await runCli(['recipes', 'retry', 'crm'], env())
+    expect([noEvents.code, noEvents.err.trim()]).toEqual([2, 'error: recipe "crm" takes no events (its definition has no "on"): nothing would run its queue (give it up: recipes discard crm)'])
+    expect((await post('/admin/recipes/crm/retry')).status).toBe(409)
+    const broken = await runCli(['recipes', 'retry', 'half'], env())
+    expect([broken.code, broken.err]).toEqual([2, expect.stringMatching(/^error: recipe "half" does not load: fix it first, then retry \(/)])
+    expect((await post('/admin/recipes/half/discard')).status).toBe(409)
+    expect((await runCli(['recipes', 'list'], env())).out).toContain('crm: takes no events now, with 1 still waiting that nothing runs: give them up: recipes discard crm')
+
+    expect(await (await post('/admin/recipes/crm/discard')).json()).toEqual({ data: { discarded: 1 } })
+    expect(await fires('crm')).toEqual([['evt_x', 'dead', DISCARDED], ['evt_y', 'dead', null]])
+    expect(await fires('half')).toEqual([['evt_x', 'pending', null]])
   })
 })
