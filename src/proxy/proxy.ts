@@ -19,6 +19,7 @@ import { currentGeneration } from './invalidation-marks.ts'
 import { createRecordingCache } from './recordings.ts'
 import { matchRoute, type ProxyRoute } from './routes-table.ts'
 import { createSingleFlight } from './single-flight.ts'
+import { proxyCoalesced } from './metrics.ts'
 import { streamThrough } from './stream-through.ts'
 import { createTenantKeys } from './tenant-keys.ts'
 import { failureResponse, fetchUpstream, isRateLimitHeader, passHeaders, storableHeaders, withCache, type CacheStatus } from './upstream.ts'
@@ -136,7 +137,7 @@ export function createProxy(rt: Runtime): Proxy {
    * Identical misses in flight at once share one upstream request (keyed by the cache key, so never across
    * tenants). Neither the requests joined to it nor the one that started it can cancel it: it belongs to none.
    */
-  const flights = createSingleFlight<Fetched>()
+  const flights = createSingleFlight<Fetched>({ onJoin: () => proxyCoalesced(rt.metrics).inc() })
 
   /** Asks upstream for a GET, learns from the answer about the key, and caches it as the policy says. */
   async function fetchForCache(url: URL, route: ProxyRoute, apiKey: string, tenant: string, cacheKey: string): Promise<Fetched> {

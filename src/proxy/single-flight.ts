@@ -13,12 +13,15 @@ export interface SingleFlight<T> {
  * one each (which burned the key's rate limit, and held every caller for its own full timeout when the
  * provider hung). In-process only: replicas each make their own, which is enough to bound the burst.
  */
-export function createSingleFlight<T>(): SingleFlight<T> {
+export function createSingleFlight<T>(options: { onJoin?(key: string): void } = {}): SingleFlight<T> {
   const flights = new Map<string, Promise<T>>()
   return {
     run(key, fn) {
       const current = flights.get(key)
-      if (current) return current
+      if (current) {
+        options.onJoin?.(key)
+        return current
+      }
       const flight: Promise<T> = fn().finally(() => {
         if (flights.get(key) === flight) flights.delete(key)
       })

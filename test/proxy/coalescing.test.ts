@@ -4,11 +4,11 @@ import { ACME, GLOBEX, proxyHarness, type ProxyHarness } from './helpers.ts'
 import { gate, scriptedUpstream, type ScriptedUpstream } from './scripted-upstream.ts'
 
 const json = { 'content-type': 'application/json' }
-/**
- * Real time, unavoidably (the requests travel over sockets): long enough for every concurrent request to have
- * reached the proxy, so that without coalescing each would have gone upstream.
- */
-const letThemArrive = () => new Promise((r) => setTimeout(r, 100))
+/** Misses that joined a request already in flight, as /metrics counts them. */
+async function coalesced(h: ProxyHarness): Promise<number> {
+  const line = (await h.rt.metrics.metrics()).split('\n').find((l) => l.startsWith('switchboard_proxy_coalesced_total '))
+  return Number(line?.split(' ')[1] ?? 0)
+}
 
 describeEachDialect('proxy: identical misses in flight share one upstream request', (dialect) => {
   let h: ProxyHarness | undefined
@@ -48,7 +48,8 @@ describeEachDialect('proxy: identical misses in flight share one upstream reques
     const held = listsAfter(up, list)
     const pending = Array.from({ length: 20 }, (_, i) => h.request(paths[i % 2]!, { method: i === 5 ? 'HEAD' : 'GET' }))
     await expect.poll(() => up.count('GET', list)).toBe(1)
-    await letThemArrive()
+    // Every other one joined it (a fixed wait here let a slow request arrive after the answer, and read it as a HIT).
+    await expect.poll(() => coalesced(h), { timeout: 15_000 }).toBe(19)
     held.open()
     const answers = await Promise.all(pending)
     expect(up.count('GET', list)).toBe(1)
@@ -69,7 +70,7 @@ describeEachDialect('proxy: identical misses in flight share one upstream reques
     const held = listsAfter(up, path)
     const pending = [ACME, GLOBEX, ACME, GLOBEX].map((key) => h.request(path, { key }))
     await expect.poll(() => up.count('GET', path)).toBe(2)
-    await letThemArrive()
+    await expect.poll(() => coalesced(h), { timeout: 15_000 }).toBe(2)
     held.open()
     const bodies = await Promise.all(pending.map(async (p) => (await (await p).json()).key))
     expect(bodies).toEqual([`Bearer ${ACME}`, `Bearer ${GLOBEX}`, `Bearer ${ACME}`, `Bearer ${GLOBEX}`])
@@ -86,7 +87,7 @@ describeEachDialect('proxy: identical misses in flight share one upstream reques
     await expect.poll(() => up.count('GET', path)).toBe(1)
     const gone = h.request(path, { signal: follower.signal })
     const staying = [h.request(path), h.request(path)]
-    await letThemArrive()
+    await expect.poll(() => coalesced(h), { timeout: 15_000 }).toBe(3)
     leader.abort()
     follower.abort()
     await expect(first).rejects.toThrow()
