@@ -1,5 +1,14 @@
 import { BroadcastChannel } from 'node:worker_threads'
-import type { Runtime } from '../runtime.ts'
+
+/**
+ * What the observation needs of the runtime. Not the Runtime type itself: the runtime records every provider request
+ * through here (src/upstream/metrics.ts), and a module it imports must not import it back.
+ */
+export interface UpstreamObserverHost {
+  config: { dataDir: string; databaseUrl: string }
+  clock: { now(): number }
+  onClose(fn: () => Promise<void> | void): void
+}
 
 /**
  * How long one outcome stands for the provider's state. Past it, with no fresher request, the provider
@@ -36,24 +45,24 @@ interface Observation {
 /** A thread repeats an unchanged state to the others at most this often (well inside UPSTREAM_EVIDENCE_MS). */
 const REPOST_MS = 5_000
 
-const observations = new WeakMap<Runtime, Observation>()
+const observations = new WeakMap<UpstreamObserverHost, Observation>()
 
 /**
  * Under `serve` the call queue, recipes and reconciliation run in the processing thread, with a runtime
  * of their own, while /readyz is answered by the main thread's: each thread's outcomes are shared with
  * the others serving the same data (a BroadcastChannel reaches every thread of this process, and only it).
  */
-function channelName(rt: Runtime): string {
+function channelName(rt: UpstreamObserverHost): string {
   return `switchboard:upstream-outcomes:${rt.config.dataDir}:${rt.config.databaseUrl}`
 }
 
-function record(observation: Observation, rt: Runtime, outcome: UpstreamOutcome): void {
+function record(observation: Observation, rt: UpstreamObserverHost, outcome: UpstreamOutcome): void {
   // Stamped on arrival with this runtime's clock: the threads' clocks need not agree.
   const at = rt.clock.now()
   observation.last = isUpstreamDown(outcome) ? { up: false, error: outcome.error ?? `HTTP ${outcome.status}`, at } : { up: true, at }
 }
 
-function observationOf(rt: Runtime): Observation {
+function observationOf(rt: UpstreamObserverHost): Observation {
   let observation = observations.get(rt)
   if (observation) return observation
   const channel = new BroadcastChannel(channelName(rt))
@@ -74,12 +83,12 @@ function observationOf(rt: Runtime): Observation {
  * Starts listening for the outcomes other threads observe. The main thread calls it when it serves
  * /readyz, before its processing thread starts: an outcome posted before anyone listens is not kept.
  */
-export function watchUpstream(rt: Runtime): void {
+export function watchUpstream(rt: UpstreamObserverHost): void {
   observationOf(rt)
 }
 
 /** Records one request's outcome (the proxy's, or any provider client's the runtime made). */
-export function noteUpstream(rt: Runtime, outcome: UpstreamOutcome): void {
+export function noteUpstream(rt: UpstreamObserverHost, outcome: UpstreamOutcome): void {
   const observation = observationOf(rt)
   record(observation, rt, outcome)
   // Told to the other threads when it changes, else every REPOST_MS: this runs on every proxied miss and every
@@ -93,7 +102,7 @@ export function noteUpstream(rt: Runtime, outcome: UpstreamOutcome): void {
 }
 
 /** The latest outcome, if it is younger than UPSTREAM_EVIDENCE_MS on the runtime's clock; else unknown. */
-export function upstreamStatus(rt: Runtime): UpstreamStatus {
+export function upstreamStatus(rt: UpstreamObserverHost): UpstreamStatus {
   const last = observationOf(rt).last
   if (!last || rt.clock.now() - last.at > UPSTREAM_EVIDENCE_MS) return { state: 'unknown' }
   return last.up ? { state: 'up' } : { state: 'down', error: last.error }

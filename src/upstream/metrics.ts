@@ -1,6 +1,5 @@
-import { Histogram } from 'prom-client'
-import { noteUpstream } from '../health/upstream-observation.ts'
-import type { Runtime } from '../runtime.ts'
+import { Histogram, type Registry } from 'prom-client'
+import { noteUpstream, type UpstreamObserverHost } from '../health/upstream-observation.ts'
 import { defineMetrics } from '../utils/define-metrics.ts'
 
 /** The provider's endpoints (spec → Endpoints) as templates, so a conversation's id never becomes a label value. */
@@ -47,7 +46,7 @@ export interface UpstreamRequest {
  * Every request to the provider ends here, whoever sent it (a client the runtime made, the proxy, a streamed upload):
  * `/readyz` hears how the provider is doing (src/health/upstream-observation.ts) and the duration histogram counts it.
  */
-export function recordUpstreamRequest(rt: Runtime, request: UpstreamRequest): void {
+export function recordUpstreamRequest(rt: UpstreamObserverHost & { metrics: Registry }, request: UpstreamRequest): void {
   noteUpstream(rt, request.error === undefined ? { status: request.status } : { status: request.status, error: request.error })
   upstreamMetrics(rt.metrics).requestSeconds.observe({ endpoint: endpointOf(request.method, request.path), status: String(request.status) }, request.seconds)
 }
