@@ -14,7 +14,7 @@ import { mountProxy } from './proxy/mount.ts'
 import { mountSandbox } from './sandbox/mount.ts'
 import { registerAdminGate } from './ui/gate.ts'
 import { ADMIN_RESPONSE_HEADERS, setResponseHeaders } from './utils/admin-auth.ts'
-import { noRouteResponse } from './utils/no-route.ts'
+import { isNoRoute, noRouteResponse } from './utils/no-route.ts'
 import { registerUi } from './ui/index.ts'
 import { adminTokenFile, ensureAdminToken, type AdminTokenSource } from './config/admin-token.ts'
 import { isMalformedPath, malformedPathAnswer } from './upstream/malformed-path.ts'
@@ -101,7 +101,7 @@ function registerOpsRoutes(app: H3, rt: Runtime): void {
 export function createOpsApp(rt: Runtime): H3 {
   const app = new H3({
     onError(error, event) {
-      if ((error as { status?: number }).status === 404 && /^Cannot find any route/.test((error as Error).message ?? '')) return noRouteResponse(event.req.method, event.url.pathname)
+      if (isNoRoute(error)) return noRouteResponse(event.req.method, event.url.pathname)
       return undefined
     },
   })
@@ -128,7 +128,7 @@ export function createApp(rt: Runtime): H3 {
         return answer
       }
       // No route at all: the one error shape every other answer uses, not h3's own (which echoed the request's Host).
-      if (status === 404 && /^Cannot find any route/.test((error as Error).message ?? '')) {
+      if (isNoRoute(error)) {
         const answer = noRouteResponse(event.req.method, path)
         // With the headers the middleware set for the path (the dashboard's CSP and framing, no caching under /admin).
         for (const [name, value] of event.res.headers) if (!answer.headers.has(name)) answer.headers.set(name, value)

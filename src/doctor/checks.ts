@@ -1,7 +1,7 @@
-import { recipeQueueCounts, type QueueCounts } from '../recipes/queue-control.ts'
 import type { Config } from '../config/load.ts'
 import { isMigrated, ping, type Store } from '../db/connect.ts'
 import { recipeEngineFor } from '../recipes/engine.ts'
+import { isStranded, recipeQueueCounts, type QueueCounts } from '../recipes/queue-control.ts'
 import { recipeSendsMail } from '../recipes/sends-mail.ts'
 import { createMailTransport } from '../reports/mail-transport.ts'
 import type { Runtime } from '../runtime.ts'
@@ -31,7 +31,7 @@ export async function checkRecipes(rt: Runtime, cli = 'switchboard'): Promise<Ch
   // Events waiting for a recipe that nothing runs any more — its file removed, or its `on` taken out (the database may
   // not be migrated yet: then there is no queue to look at).
   const queues = await recipeQueueCounts(rt).catch(() => new Map<string, QueueCounts>())
-  const stranded = [...queues].filter(([name, q]) => q.queued > 0 && (recipes.find((r) => r.name === name)?.on.length ?? 0) === 0 && !recipes.find((r) => r.name === name)?.broken)
+  const stranded = [...queues].filter(([name, q]) => isStranded(recipes.find((r) => r.name === name), q))
   if (stranded.length > 0) {
     const [name, q] = stranded[0]!
     const why = recipes.some((r) => r.name === name) ? `takes no events now` : `is no longer in ${rt.config.recipes.dir}`

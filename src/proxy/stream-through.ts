@@ -1,4 +1,4 @@
-import { recordUpstreamRequest } from '../upstream/metrics.ts'
+import { timeUpstreamRequest } from '../upstream/metrics.ts'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import { Readable } from 'node:stream'
@@ -112,9 +112,7 @@ export async function streamThrough(
     else headers['transfer-encoding'] = 'chunked'
   }
   deadline.arm()
-  const started = performance.now()
-  const record = (status: number, error?: string) =>
-    recordUpstreamRequest(rt, { method: request.method, path: init.pathAndQuery, status, ...(error === undefined ? {} : { error }), seconds: (performance.now() - started) / 1000 })
+  const record = timeUpstreamRequest(rt, request.method, init.pathAndQuery)
   try {
     const upstream = await sendStreaming(upstreamUrl(rt, init.pathAndQuery), { method: request.method, headers, body, signal: deadline.signal })
     if (overLimit) {

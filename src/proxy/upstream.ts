@@ -1,6 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import { apiErrorResponse } from '../upstream/api-error.ts'
-import { recordUpstreamRequest } from '../upstream/metrics.ts'
+import { timeUpstreamRequest } from '../upstream/metrics.ts'
 
 export type CacheStatus = 'HIT' | 'MISS' | 'STALE' | 'BYPASS'
 
@@ -31,9 +31,7 @@ export async function fetchUpstream(
 ): Promise<UpstreamResult> {
   const timeoutMs = rt.config.upstreamTimeoutMs
   const signal = init.signal ?? AbortSignal.timeout(timeoutMs)
-  const started = performance.now()
-  const record = (status: number, error?: string) =>
-    recordUpstreamRequest(rt, { method: init.method, path: init.pathAndQuery, status, ...(error === undefined ? {} : { error }), seconds: (performance.now() - started) / 1000 })
+  const record = timeUpstreamRequest(rt, init.method, init.pathAndQuery)
   try {
     const response = await fetch(upstreamUrl(rt, init.pathAndQuery), {
       method: init.method,

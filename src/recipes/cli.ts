@@ -6,7 +6,7 @@ import { summaryLine } from './summary.ts'
 import { recipesCheck } from './check-command.ts'
 import { recipesTest } from './test-command.ts'
 import { recipesNew } from './new-command.ts'
-import { discardRecipeQueue, QueueControlError, recipeQueueCounts, retryRecipeEvents } from './queue-control.ts'
+import { discardRecipeQueue, isStranded, QueueControlError, recipeQueueCounts, retryRecipeEvents, runsItsQueue } from './queue-control.ts'
 
 const recipesList = defineCommand({
   name: 'recipes list',
@@ -37,9 +37,9 @@ const recipesList = defineCommand({
     // Reasons are often longer than a table cell: print them whole.
     for (const r of infos) if (r.broken) ctx.write(`\n${r.name} is broken: ${r.broken}\n  file: ${r.file}\n`)
     for (const r of infos) {
-      if (r.queue.dead > 0 && !r.broken && r.on.length > 0) ctx.write(`\n${r.name}: ${r.queue.dead} events given up on after their retries; once the cause is fixed, run them again: recipes retry ${r.name}\n`)
+      if (r.queue.dead > 0 && runsItsQueue(r)) ctx.write(`\n${r.name}: ${r.queue.dead} events given up on after their retries; once the cause is fixed, run them again: recipes retry ${r.name}\n`)
       // Taken out of `on` with events still waiting: nothing runs those.
-      if (r.queue.queued > 0 && !r.broken && r.on.length === 0) ctx.write(`\n${r.name}: takes no events now, with ${r.queue.queued} still waiting that nothing runs: give them up: recipes discard ${r.name}\n`)
+      if (isStranded(r, r.queue)) ctx.write(`\n${r.name}: takes no events now, with ${r.queue.queued} still waiting that nothing runs: give them up: recipes discard ${r.name}\n`)
     }
     for (const [name, q] of removed) ctx.write(`\n${name}: no longer in ${rt.config.recipes.dir}, with ${q.queued} events still waiting that nothing runs: put the file back, or give them up: recipes discard ${name}\n`)
   },

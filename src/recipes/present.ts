@@ -2,7 +2,7 @@ import type { PlannedEffect } from '../effects.ts'
 import type { RecipeInfo } from './engine.ts'
 import type { RecipeRun } from './runner.ts'
 import { summaryLine } from './summary.ts'
-import type { QueueCounts } from './queue-control.ts'
+import { isStranded, type QueueCounts } from './queue-control.ts'
 import { campaignFrom } from '../reports/campaign.ts'
 
 const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString())
@@ -38,7 +38,7 @@ export function recipeInfoJson(info: RecipeInfo, queue: QueueCounts = { queued: 
 
 /** Recipes whose file is gone while events still wait for them: nothing runs those (`recipes discard`). */
 export function removedRecipes(infos: readonly RecipeInfo[], queues: ReadonlyMap<string, QueueCounts>): Array<[string, QueueCounts]> {
-  return [...queues].filter(([name, q]) => q.queued > 0 && !infos.some((r) => r.name === name))
+  return [...queues].filter(([name, q]) => !infos.some((r) => r.name === name) && isStranded(undefined, q))
 }
 
 /**

@@ -1,6 +1,5 @@
 import { sql } from 'kysely'
 import type { Runtime } from '../runtime.ts'
-import { defineProcessingTask } from '../coordination/processing-task.ts'
 import { deleteInChunks, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
 import { inValues } from '../db/in-values.ts'
 import { recipeEngineFor, type RecipeInfo } from './engine.ts'
@@ -45,6 +44,19 @@ export interface QueueCounts {
   dead: number
 }
 
+/** Whether `recipes retry` would take this recipe: it loads and takes events (what runs its queue). */
+export function runsItsQueue(recipe: Pick<RecipeInfo, 'on' | 'broken'>): boolean {
+  return recipe.broken === null && recipe.on.length > 0
+}
+
+/**
+ * Whether events wait for a recipe that nothing runs any more — its file removed (`recipe` undefined), or loading and
+ * taking no events now: what `recipes discard` takes. A broken recipe is not: its queue runs once it loads.
+ */
+export function isStranded(recipe: Pick<RecipeInfo, 'on' | 'broken'> | undefined, queue: QueueCounts): boolean {
+  return queue.queued > 0 && (recipe === undefined || (recipe.broken === null && recipe.on.length === 0))
+}
+
 async function hasQueueRows(rt: Runtime, name: string): Promise<boolean> {
   return (await rt.store.db.selectFrom('recipe_event_fires').select('recipe').where('recipe', '=', name).limit(1).executeTakeFirst()) !== undefined
 }
@@ -76,11 +88,6 @@ export async function recipeQueueCounts(rt: Runtime): Promise<Map<string, QueueC
   }
   return counts
 }
-
-/** The counts as a request reads them: in the processing thread under `serve`, off the receiver's event loop. */
-export const recipeQueueCountsTask = defineProcessingTask('recipeQueueCounts', async (rt, _args: Record<string, never>): Promise<Array<[string, QueueCounts]>> => [
-  ...(await recipeQueueCounts(rt)),
-])
 
 export interface RetryRange {
   /** Events queued for the recipe at or after this time (epoch ms; default: any). */
@@ -202,25 +209,3 @@ export async function discardRecipeQueue(rt: Runtime, name: string, chunks: Dele
     return Number(result.numUpdatedRows)
   }, chunks)
 }
-
-/** A queue operation asked for by a request: its count, or why it was refused. */
-export type QueueControlOutcome = { ok: true; n: number } | { ok: false; refusal: QueueRefusal; message: string }
-
-async function outcomeOf(operation: () => Promise<number>): Promise<QueueControlOutcome> {
-  try {
-    return { ok: true, n: await operation() }
-  } catch (error) {
-    if (error instanceof QueueControlError) return { ok: false, refusal: error.refusal, message: error.message }
-    throw error
-  }
-}
-
-/**
- * Retry and discard as requests ask for them (the admin routes, the dashboard): in the processing thread under
- * `serve`, whose engine has the recipes loaded — the receiver's thread never loads a recipe file — and whose chunks
- * keep off the receiver's event loop.
- */
-export const recipeRetryTask = defineProcessingTask('recipeRetry', (rt, args: { name: string; since?: number; until?: number }) =>
-  outcomeOf(() => retryRecipeEvents(rt, args.name, args)),
-)
-export const recipeDiscardTask = defineProcessingTask('recipeDiscard', (rt, args: { name: string }) => outcomeOf(() => discardRecipeQueue(rt, args.name)))

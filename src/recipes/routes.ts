@@ -1,23 +1,15 @@
 import { HTTPError, type H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import { adminRoute } from '../utils/admin-auth.ts'
-import { listRecipes } from './list-task.ts'
 import { recipeListingJson, runJson } from './present.ts'
 import { runRecipeNow } from './run-now.ts'
 import { listRuns } from './runner.ts'
-import { recipeDiscardTask, recipeQueueCountsTask, recipeRetryTask, type QueueControlOutcome } from './queue-control.ts'
-import { runProcessingTask } from '../coordination/processing-task.ts'
+import { discardRecipeQueueNow, listRecipesWithQueues, retryRecipeEventsNow } from './queue-requests.ts'
 import { adminTime } from '../utils/admin-time.ts'
 import { readAdminJsonObject } from '../utils/admin-body.ts'
 
 function truthy(value: unknown): boolean {
   return value === true || value === 1 || (typeof value === 'string' && ['1', 'true', 'yes'].includes(value.toLowerCase()))
-}
-
-/** A queue operation's count, or its refusal as an HTTP error: 404 unknown, 409 otherwise (removed, broken, …). */
-export function queueCountOrThrow(outcome: QueueControlOutcome): number {
-  if (outcome.ok) return outcome.n
-  throw new HTTPError({ status: outcome.refusal === 'unknown' ? 404 : 409, message: outcome.message })
 }
 
 /**
@@ -26,8 +18,8 @@ export function queueCountOrThrow(outcome: QueueControlOutcome): number {
  */
 export function registerRecipeRoutes(app: H3, rt: Runtime): void {
   app.get('/admin/recipes', adminRoute(rt, async (event) => {
-    const [recipes, queues] = await Promise.all([listRecipes(rt), runProcessingTask(rt, recipeQueueCountsTask, {})])
-    return { data: recipeListingJson(recipes, new Map(queues)) }
+    const { recipes, queues } = await listRecipesWithQueues(rt)
+    return { data: recipeListingJson(recipes, queues) }
   }))
 
   app.get('/admin/recipes/:name/runs', adminRoute(rt, async (event) => {
@@ -59,7 +51,7 @@ export function registerRecipeRoutes(app: H3, rt: Runtime): void {
     const since = adminTime(body.since, 'since')
     const until = adminTime(body.until, 'until')
     if (since !== undefined && until !== undefined && until <= since) throw new HTTPError({ status: 400, message: '"until" must be after "since"' })
-    const queued = queueCountOrThrow(await runProcessingTask(rt, recipeRetryTask, { name, ...(since === undefined ? {} : { since }), ...(until === undefined ? {} : { until }) }))
+    const queued = await retryRecipeEventsNow(rt, name, { ...(since === undefined ? {} : { since }), ...(until === undefined ? {} : { until }) })
     event.res.status = 202
     return { data: { queued } }
   }))
@@ -67,6 +59,6 @@ export function registerRecipeRoutes(app: H3, rt: Runtime): void {
   /** Gives up on the events still waiting for a recipe that nothing runs any more. */
   app.post('/admin/recipes/:name/discard', adminRoute(rt, async (event) => {
     const name = decodeURIComponent(event.context.params?.name ?? '')
-    return { data: { discarded: queueCountOrThrow(await runProcessingTask(rt, recipeDiscardTask, { name })) } }
+    return { data: { discarded: await discardRecipeQueueNow(rt, name) } }
   }))
 }

@@ -1,5 +1,4 @@
 import { getRouterParam, HTTPError, type H3 } from 'h3'
-import { listRecipes } from '../recipes/list-task.ts'
 import { runRecipeNow } from '../recipes/run-now.ts'
 import { getRun, listRuns, type RecipeRun } from '../recipes/runner.ts'
 import type { Runtime } from '../runtime.ts'
@@ -10,10 +9,9 @@ import { csrfField, page } from './layout.ts'
 import { renderPlanHtml } from './plan.ts'
 import { seeOther } from './responses.ts'
 import { summaryLine } from '../recipes/summary.ts'
-import { recipeDiscardTask, recipeQueueCountsTask, recipeRetryTask, type QueueCounts } from '../recipes/queue-control.ts'
+import { isStranded, runsItsQueue, type QueueCounts } from '../recipes/queue-control.ts'
+import { discardRecipeQueueNow, listRecipesWithQueues, retryRecipeEventsNow } from '../recipes/queue-requests.ts'
 import { removedRecipes } from '../recipes/present.ts'
-import { queueCountOrThrow } from '../recipes/routes.ts'
-import { runProcessingTask } from '../coordination/processing-task.ts'
 import { flashMessage } from './flash.ts'
 
 const RUNS_SHOWN = 5
@@ -38,9 +36,8 @@ function runUrl(recipe: string, id: string): string {
  */
 export function registerRecipesPage(app: H3, rt: Runtime): void {
   app.get('/ui/recipes', async (event) => {
-    const recipes = await listRecipes(rt)
-    const [runs, counted] = await Promise.all([Promise.all(recipes.map((r) => listRuns(rt, { recipe: r.name, limit: RUNS_SHOWN }))), runProcessingTask(rt, recipeQueueCountsTask, {})])
-    const queues = new Map(counted)
+    const { recipes, queues } = await listRecipesWithQueues(rt)
+    const runs = await Promise.all(recipes.map((r) => listRuns(rt, { recipe: r.name, limit: RUNS_SHOWN })))
     const none: QueueCounts = { queued: 0, dead: 0 }
     // Removed recipes with events still waiting: nothing runs those; they can be given up (or the file put back).
     const removed = removedRecipes(recipes, queues)
@@ -66,8 +63,8 @@ ${fields(`Recipe ${r.name}`, [
 <div class="actions">
 <form method="post" action="${`/ui/recipes/${encodeURIComponent(r.name)}/run`}">${csrfField(event)}<input type="hidden" name="dry_run" value="1"><button type="submit" class="secondary"${r.broken ? html` disabled` : ''}>Dry run</button></form>
 <form method="post" action="${`/ui/recipes/${encodeURIComponent(r.name)}/run`}" data-confirm="${`Run ${r.name} now? Its calls, batches and mail are real.`}">${csrfField(event)}<input type="hidden" name="dry_run" value="0"><button type="submit"${r.broken ? html` disabled` : ''}>Run now</button></form>
-${queue.dead > 0 && r.on.length > 0 && !r.broken ? html`<form method="post" action="${`/ui/recipes/${encodeURIComponent(r.name)}/retry`}" data-confirm="${`Run again the ${queue.dead} event(s) ${r.name} gave up on? Fix what made them fail first.`}">${csrfField(event)}<button type="submit" class="secondary">Retry dead events</button></form>` : ''}
-${queue.queued > 0 && r.on.length === 0 && !r.broken ? html`<form method="post" action="${`/ui/recipes/${encodeURIComponent(r.name)}/discard`}" data-confirm="${`Give up the ${queue.queued} event(s) still waiting for ${r.name}? It takes no events now: nothing runs them.`}">${csrfField(event)}<button type="submit" class="secondary">Discard its queue</button></form>` : ''}
+${queue.dead > 0 && runsItsQueue(r) ? html`<form method="post" action="${`/ui/recipes/${encodeURIComponent(r.name)}/retry`}" data-confirm="${`Run again the ${queue.dead} event(s) ${r.name} gave up on? Fix what made them fail first.`}">${csrfField(event)}<button type="submit" class="secondary">Retry dead events</button></form>` : ''}
+${isStranded(r, queue) ? html`<form method="post" action="${`/ui/recipes/${encodeURIComponent(r.name)}/discard`}" data-confirm="${`Give up the ${queue.queued} event(s) still waiting for ${r.name}? It takes no events now: nothing runs them.`}">${csrfField(event)}<button type="submit" class="secondary">Discard its queue</button></form>` : ''}
 </div>
 <h3>Last runs</h3>
 ${table(`Runs of ${r.name}`, ['Started', 'Trigger', 'Status', 'Duration', 'Summary', 'Error'], runs[i]!.map((run) => [
@@ -80,14 +77,14 @@ ${table(`Runs of ${r.name}`, ['Started', 'Trigger', 'Status', 'Duration', 'Summa
 
   app.post('/ui/recipes/:name/retry', async (event) => {
     const name = getRouterParam(event, 'name', { decode: true }) ?? ''
-    const queued = queueCountOrThrow(await runProcessingTask(rt, recipeRetryTask, { name }))
+    const queued = await retryRecipeEventsNow(rt, name)
     rt.log.info({ recipe: name, queued }, 'dashboard: a recipe\'s dead events queued again')
     return seeOther(event, `/ui/recipes?done=recipe-retried&n=${queued}`)
   })
 
   app.post('/ui/recipes/:name/discard', async (event) => {
     const name = getRouterParam(event, 'name', { decode: true }) ?? ''
-    const discarded = queueCountOrThrow(await runProcessingTask(rt, recipeDiscardTask, { name }))
+    const discarded = await discardRecipeQueueNow(rt, name)
     rt.log.info({ recipe: name, discarded }, 'dashboard: the queue of a removed recipe given up')
     return seeOther(event, `/ui/recipes?done=recipe-queue-discarded&n=${discarded}`)
   })

@@ -50,3 +50,9 @@ export function recordUpstreamRequest(rt: UpstreamObserverHost & { metrics: Regi
   noteUpstream(rt, request.error === undefined ? { status: request.status } : { status: request.status, error: request.error })
   upstreamMetrics(rt.metrics).requestSeconds.observe({ endpoint: endpointOf(request.method, request.path), status: String(request.status) }, request.seconds)
 }
+
+/** Starts timing one request to the provider; the function it returns records how it ended (an answer's status, or 0 and why). */
+export function timeUpstreamRequest(rt: UpstreamObserverHost & { metrics: Registry }, method: string, path: string): (status: number, error?: string) => void {
+  const started = performance.now()
+  return (status, error) => recordUpstreamRequest(rt, { method, path, status, ...(error === undefined ? {} : { error }), seconds: (performance.now() - started) / 1000 })
+}

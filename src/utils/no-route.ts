@@ -14,3 +14,8 @@ export function noRouteResponse(method: string, path: string): Response {
   }
   return apiErrorResponse(404, 'not_found', `no route for ${method} ${shown}`)
 }
+
+/** h3's error for a request no route matched (answered with noRouteResponse instead). */
+export function isNoRoute(error: unknown): boolean {
+  return (error as { status?: number }).status === 404 && /^Cannot find any route/.test((error as Error).message ?? '')
+}
