@@ -334,6 +334,11 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
   }
 
   /**
+   * Each schedule's latest tick once the sweep has seen it settled — run (or skipped) by someone, or from before the
+   * schedule was armed — so the sweep stops asking the database about it every minute until the next tick comes.
+   */
+  const settledTicks = new Map<string, number>()
+  /**
    * Each schedule's latest tick, if it has not run: never claimed (the service was down, or the database was away
    * when it came due — the claim failed), or claimed and never run (its process died, or lost the database, between
    * the claim and the run's record; TICK_CLAIM_LOST_MS after the claim). At start-up, and every TICK_SWEEP_MS after;
@@ -347,8 +352,13 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       if (prev === undefined || ticksUnderWay.has(`${entry.name}@${prev}`)) continue
       // Past a pause (a machine asleep) the scheduler's timer fires with this one: a tick it has still to fire is its own.
       if (!atStart && (now - prev < TICK_CLAIM_LOST_MS || (scheduler?.nextRun(entry.name) ?? Infinity) <= now)) continue
+      if (settledTicks.get(entry.name) === prev) continue
       const armed = await schedulerState.get<ArmedSchedule>(`armed:${entry.name}`)
-      if (armed === undefined || armed.since >= prev) continue
+      if (armed === undefined) continue
+      if (armed.since >= prev) {
+        settledTicks.set(entry.name, prev)
+        continue
+      }
       const last = await latestTickClaim(rt, entry.name)
       if (last === undefined || last.tickAt < prev) {
         log.info({ recipe: entry.name, tick_at: prev }, atStart ? 'running a tick missed while down' : 'running a tick missed while the database was away')
@@ -356,7 +366,10 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
         continue
       }
       if (last.tickAt !== prev || now - last.claimedAt < TICK_CLAIM_LOST_MS || tails.has(entry.name)) continue
-      if (await tickRanSince(rt, entry.name, last.claimedAt)) continue
+      if (await tickRanSince(rt, entry.name, last.claimedAt)) {
+        settledTicks.set(entry.name, prev)
+        continue
+      }
       if (!(await reclaimTick(rt, entry.name, last))) continue
       log.warn({ recipe: entry.name, tick_at: prev, claimed_by: last.owner }, 'running a tick that was claimed but never run')
       void track(runTick(entry.name, prev, 'catchup', true))

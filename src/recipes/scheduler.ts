@@ -22,15 +22,49 @@ export interface Scheduler {
  */
 export const MAX_WAIT_MS = 60_000
 
+/**
+ * Ticks around an instant: the latest at or before it (`prev`) and the first after it (`next`), so that for every
+ * instant in [prev, next) the answers are the same. The engine asks about every schedule every minute (its catch-up
+ * sweep) and the scheduler at every arm; each croner answer costs 40–80 µs and parsing the pattern as much again, so
+ * the last window of each schedule is kept and most questions are answered without croner.
+ */
+interface TickWindow {
+  cron: ReturnType<typeof cronFor>
+  /** Undefined before the first question, or when the pattern has no tick before the window's instant. */
+  prev?: number
+  next?: number
+  /** The instant the window was computed at: it holds for [prev ?? at, next ?? Infinity). */
+  at?: number
+}
+const windows = new Map<string, TickWindow>()
+/** Schedules are few; a folder churned through many patterns just starts the memo afresh. */
+const MAX_WINDOWS = 1_000
+
+function windowAt(pattern: string, timezone: string, at: number): TickWindow {
+  const key = `${timezone}\0${pattern}`
+  let window = windows.get(key)
+  if (!window) {
+    if (windows.size >= MAX_WINDOWS) windows.clear()
+    window = { cron: cronFor(pattern, timezone) }
+    windows.set(key, window)
+  }
+  const holds = window.at !== undefined && (window.prev ?? window.at) <= at && at < (window.next ?? Infinity)
+  if (!holds) {
+    window.at = at
+    window.prev = window.cron.previousRuns(1, new Date(at + 1))[0]?.getTime()
+    window.next = window.cron.nextRun(new Date(at))?.getTime()
+  }
+  return window
+}
+
 /** The latest tick at or before `at`, if the pattern has one. */
 export function previousTick(pattern: string, timezone: string, at: number): number | undefined {
-  const prev = cronFor(pattern, timezone).previousRuns(1, new Date(at + 1))[0]
-  return prev ? prev.getTime() : undefined
+  return windowAt(pattern, timezone, at).prev
 }
 
 /** The first tick strictly after `after`. */
 export function nextTick(pattern: string, timezone: string, after: number): number | undefined {
-  return cronFor(pattern, timezone).nextRun(new Date(after))?.getTime()
+  return windowAt(pattern, timezone, after).next
 }
 
 /**
