@@ -11,8 +11,14 @@ import pg from 'pg'
  * templates were left to each process's 'exit', which a worker the pool ends does not always run: ~90 of them piled
  * up in /tmp over a few days of runs.
  */
-export function setup(): void {
+export async function setup(): Promise<void> {
   process.env.SB_TEST_RUN ??= randomBytes(3).toString('hex')
+  // Processing threads the tests start in-process (startServer, startProcessingThread) load the bundle `serve` runs
+  // (src/bundle.mjs), as the executable's threads do: from the sources each thread registered tsx and loaded ~180
+  // modules through a loader thread of its own, a second or two of CPU per thread, ~70 threads a run.
+  const { bundledEntries } = await import('../../src/bundle.mjs')
+  const bundle = await bundledEntries()
+  if (bundle) process.env.SWITCHBOARD_PROCESSING_ENTRY = bundle['processing-thread']
 }
 
 export async function teardown(): Promise<void> {
