@@ -65,7 +65,14 @@ export function canRunInThread(rt: Runtime): boolean {
  * the first thread is processing; rejects only if the first thread cannot even build its runtime (a
  * configuration problem, not a passing one).
  */
-export async function startProcessingThread(rt: Runtime, options: { role?: 'all' | 'worker' } = {}): Promise<ProcessingThread> {
+export async function startProcessingThread(
+  rt: Runtime,
+  options: {
+    role?: 'all' | 'worker'
+    /** How long the thread may be silent before it is stopped and restarted (default: `unresponsiveAfterMs` of the recipe time limit). */
+    unresponsiveAfterMs?: number
+  } = {},
+): Promise<ProcessingThread> {
   const role = options.role ?? 'all'
   const pending = new Map<number, (json: MetricsJson | undefined) => void>()
   const tasks = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>()
@@ -101,7 +108,7 @@ export async function startProcessingThread(rt: Runtime, options: { role?: 'all'
       let instanceId: string | undefined
       // The watchdog: real time, as the thread's own timers run.
       let lastHeard = performance.now()
-      const silentFor = unresponsiveAfterMs(rt.config.pipeline.recipeTimeoutMs)
+      const silentFor = options.unresponsiveAfterMs ?? unresponsiveAfterMs(rt.config.pipeline.recipeTimeoutMs)
       let lastLook = performance.now()
       const watchdog = setInterval(() => {
         const now = performance.now()

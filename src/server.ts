@@ -171,6 +171,11 @@ export interface StartOptions extends LoadConfigOptions {
   role?: Role
   /** For `all`: processing in a worker thread (the CLI) or inline on the HTTP event loop (default). */
   processing?: 'thread' | 'inline'
+  /**
+   * For a processing thread: how long it may be silent before the watchdog restarts it (default: 5 s past the
+   * recipe time limit, 10 s to 60 s). Not a setting: tests shorten it rather than wait 10 s of real time.
+   */
+  processingWatchdogMs?: number
 
   /** Print the start banner (default false; the CLI turns it on). */
   banner?: boolean
@@ -215,7 +220,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       let stopWork: () => Promise<void>
       if (threaded) {
         const stopOwn = role === 'all' ? await startBackground(rt, { role: 'receiver' }) : async () => {}
-        const thread = await startProcessingThread(rt, { role: role === 'worker' ? 'worker' : 'all' }).catch(async (error: unknown) => {
+        const thread = await startProcessingThread(rt, { role: role === 'worker' ? 'worker' : 'all', ...(options.processingWatchdogMs !== undefined ? { unresponsiveAfterMs: options.processingWatchdogMs } : {}) }).catch(async (error: unknown) => {
           await stopOwn()
           throw error
         })

@@ -7,6 +7,7 @@ import { createManualClock } from '../../src/utils/clock.ts'
 import { captureLogs } from '../helpers/log-capture.ts'
 import { dayRange } from '../../src/reports/day-range.ts'
 import { startServer, type RunningServer } from '../../src/server.ts'
+import { unresponsiveAfterMs } from '../../src/processing-host.ts'
 import { FIXTURE_RECIPES_DIR } from '../helpers/recipes.ts'
 import { cookieHeader, login, TOKEN } from '../ui/helpers.ts'
 import { tempRecipesDir } from '../recipes/helpers.ts'
@@ -17,6 +18,11 @@ import { makeEvent } from '../webhooks/helpers.ts'
 const DAY = '2026-11-20'
 const TZ = 'Asia/Kolkata'
 const ROWS = 20_000
+/**
+ * The watchdog tests' silence limit: long enough for a thread to start on a loaded machine, short of the service's
+ * 10 s minimum (unresponsiveAfterMs, tested on its own below), which these tests would otherwise wait out twice.
+ */
+const WATCHDOG_MS = 4_000
 
 describe.runIf(process.platform === 'linux')('heavy work a request asks for runs off the receiver under serve', () => {
   let server: RunningServer | undefined
@@ -185,6 +191,12 @@ export default defineRecipe({ description: 'notes the thread that loads it', sch
   // A synchronous loop in a recipe holds the processing thread's event loop: no timer there can cut it (the run's time
   // limit is one), so every later event waited for good while /readyz said "running". The host's watchdog stops a
   // thread that has not answered for a while and restarts it; the run counts as an attempt on its events.
+  it("the watchdog's silence limit: 5 s past the recipe time limit, never under 10 s nor over 60 s", () => {
+    expect(unresponsiveAfterMs(1_000)).toBe(10_000)
+    expect(unresponsiveAfterMs(30_000)).toBe(35_000)
+    expect(unresponsiveAfterMs(300_000)).toBe(60_000)
+  })
+
   it('a recipe that never yields is stopped by the watchdog: the thread restarts, later events are processed, its event has spent an attempt', async () => {
     const recipes = tempRecipesDir()
     recipes.write('spins', `import { defineRecipe } from 'switchboard'
@@ -196,6 +208,7 @@ export default defineRecipe({ description: 'never yields', on: ['call.no_answer'
       server = await startServer({
         env: { PORT: '0', DATA_DIR: dataDir, RECIPES_DIR: recipes.dir, WEBHOOK_SECRET: secret, LOG_LEVEL: 'silent', ADMIN_TOKEN: TOKEN, RECONCILE_INTERVAL_SECONDS: '0', RECIPES_TYPECHECK: 'false', RECIPE_TIMEOUT_SECONDS: '1' },
         processing: 'thread',
+        processingWatchdogMs: WATCHDOG_MS,
       })
       const post = async (event: ReturnType<typeof makeEvent>) => {
         const body = JSON.stringify(event)
@@ -234,7 +247,7 @@ export default defineRecipe({ description: 'never yields', on: ['call.no_answer'
     let worker: RunningServer | undefined
     try {
       server = await startServer({ env, role: 'receiver' })
-      worker = await startServer({ env, role: 'worker', processing: 'thread' })
+      worker = await startServer({ env, role: 'worker', processing: 'thread', processingWatchdogMs: WATCHDOG_MS })
       const post = async (event: ReturnType<typeof makeEvent>) => {
         const body = JSON.stringify(event)
         const res = await fetch(`${server!.url}/webhooks/formant`, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-formantai-signature': signFormant(body, secret), 'x-formantai-timestamp': String(Math.floor(Date.now() / 1000)) } })
