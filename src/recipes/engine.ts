@@ -11,7 +11,7 @@ import { loadRecipes, type LoadedRecipe } from './loader.ts'
 import { executeRun, recordSkipped, type RecipeRun } from './runner.ts'
 import { createScheduler, nextTick, previousTick, type Scheduler } from './scheduler.ts'
 import { createRecipeSubscriptions } from './subscriptions.ts'
-import { createTypeVerdicts, typeCacheFile } from './type-verdicts.ts'
+import { createTypeVerdicts, installationTypeCacheFile, typeCacheFile } from './type-verdicts.ts'
 import { formatDiagnostic, type RecipeDiagnostic } from './diagnostic.ts'
 import { realRunInProgress, RecipeBusyError, RecipeRunningError, RUN_STALE_MS } from './overlap.ts'
 
@@ -106,7 +106,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
   const fallbackTz = rt.config.recipes.timezone
   const log = rt.log.child({ component: 'recipes' })
   const schedulerState = createKvState(rt, SCHEDULER_NS)
-  const verdicts = (options.typeCheck ?? rt.config.recipes.typeCheck) ? createTypeVerdicts({ cacheFile: typeCacheFile(rt.config.dataDir) }) : undefined
+  const verdicts = (options.typeCheck ?? rt.config.recipes.typeCheck) ? createTypeVerdicts({ cacheFile: typeCacheFile(rt.config.dataDir), sharedFile: installationTypeCacheFile() }) : undefined
   // Settles when the last load's recipes all have a type verdict; runs and listings wait for it.
   let typeChecked: Promise<void> = Promise.resolve()
   let typeCheckFailed = false

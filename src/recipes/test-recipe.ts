@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { Writable } from 'node:stream'
@@ -11,7 +10,7 @@ import type { PipelineEvent } from '../events/hooks.ts'
 import type { RecipeTrigger } from './define.ts'
 import { formatDiagnostic, type RecipeDiagnostic } from './diagnostic.ts'
 import { findRecipeFile } from './find-recipe-file.ts'
-import { hashRecipeSources } from './type-verdicts.ts'
+import { createTypeVerdicts, installationTypeCacheFile } from './type-verdicts.ts'
 import { isZonedIsoDateTime } from '../utils/iso-datetime.ts'
 
 /**
@@ -290,39 +289,25 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
   }
 }
 
-/** Verdicts reached in this process, by what they depend on: the file (path and content) and its folder's sources. */
-const typeVerdicts = new Map<string, RecipeDiagnostic | null>()
-
-function verdictKey(file: string): string {
-  const hash = createHash('sha256').update(file).update('\0').update(readFileSync(file))
-  hashRecipeSources(hash, dirname(file))
-  return hash.digest('hex')
-}
-
 /**
- * The recipe's first type error, as the service finds it (an error in the recipe file itself). The compiler's cost
- * is mostly this service's own types, whatever the number of recipes: so the other recipes of the folder are checked
- * in the same pass, as the service checks its folder, and testing them next in this process answers at once.
+ * The recipe's first type error, as the service finds it: the same verdicts (src/recipes/type-verdicts.ts), so one the
+ * service or another command already reached for this content answers at once from the installation's copy
+ * (`node_modules/.cache/switchboard/`). The compiler's cost is mostly this service's own types, whatever the number of
+ * recipes: so the other recipes of the folder are checked in the same pass, as the service checks its folder.
  */
 async function firstTypeError(recipe: string): Promise<{ ok: true; diagnostic: RecipeDiagnostic | null } | { ok: false; error: string }> {
   const file = resolve(recipe)
-  const key = verdictKey(file)
-  const known = typeVerdicts.get(key)
-  if (known !== undefined) return { ok: true, diagnostic: known }
-  let checker: typeof import('./typecheck.ts')
-  try {
-    // Loaded here: TypeScript's compiler is large, and only a test that type-checks needs it.
-    checker = await import('./typecheck.ts')
-  } catch (error) {
-    // As in the service: without the compiler (a production install without TypeScript), recipes run unchecked.
-    return { ok: false, error: (error as Error).message }
-  }
   const { listRecipeFiles } = await import('./loader.ts')
   // Only files that are recipes: a folder given by path may also hold test files and other TypeScript.
   const others = listRecipeFiles(dirname(file)).map((f) => resolve(f)).filter((f) => f !== file && readFileSync(f, 'utf8').includes('defineRecipe'))
-  const files = [file, ...others]
-  const verdicts = checker.typeCheckRecipes(files)
-  for (const f of files) typeVerdicts.set(verdictKey(f), verdicts[resolve(f)] ?? null)
-  return { ok: true, diagnostic: verdicts[resolve(file)] ?? null }
+  const verdicts = createTypeVerdicts({ sharedFile: installationTypeCacheFile() })
+  try {
+    return { ok: true, diagnostic: (await verdicts.check([file, ...others])).get(file) ?? null }
+  } catch (error) {
+    // As in the service: without the compiler (a production install without TypeScript), recipes run unchecked.
+    return { ok: false, error: (error as Error).message }
+  } finally {
+    await verdicts.close()
+  }
 }
 

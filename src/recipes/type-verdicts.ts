@@ -1,11 +1,12 @@
-import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { createHash, randomBytes } from 'node:crypto'
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import type { RecipeDiagnostic } from './diagnostic.ts'
 import { recipeSourceFiles } from './source-files.ts'
+import { installationCacheDir } from '../utils/installation-cache.ts'
 
 /**
  * The service's view of recipe type errors: the first error of each recipe file, or none. Checking
@@ -54,7 +55,7 @@ function apiFingerprint(): string {
  * import any of them, so any change there is a change to every recipe's verdict: a recheck costs a second, a stale
  * verdict lets a type error run (or keeps a fixed recipe broken).
  */
-export function hashRecipeSources(hash: ReturnType<typeof createHash>, dir: string): void {
+function hashRecipeSources(hash: ReturnType<typeof createHash>, dir: string): void {
   for (const path of recipeSourceFiles(dir)) hash.update(path).update('\0').update(readFileSync(path))
 }
 
@@ -199,26 +200,69 @@ function remember(key: string, verdict: RecipeDiagnostic | null): void {
   if (known.size > MAX_ENTRIES) known.delete(known.keys().next().value!)
 }
 
-export function createTypeVerdicts(options: { cacheFile?: string; /** Default CHECKER_IDLE_MS. */ idleMs?: number } = {}): TypeVerdicts {
-  let entries: Record<string, RecipeDiagnostic | null> = {}
-  if (options.cacheFile && existsSync(options.cacheFile)) {
-    try {
-      const saved = JSON.parse(readFileSync(options.cacheFile, 'utf8')) as { version?: number; entries?: Record<string, RecipeDiagnostic | null> }
-      if (saved.version === CACHE_VERSION && saved.entries) entries = saved.entries
-    } catch {
-      // A damaged cache is only a slower start: everything is checked again.
-    }
+type VerdictEntries = Record<string, RecipeDiagnostic | null>
+
+/** A verdict file's entries; none if it is missing, damaged or of another version (a damaged cache is only a slower check). */
+function readVerdicts(file: string): VerdictEntries {
+  try {
+    if (!existsSync(file)) return {}
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as { version?: number; entries?: VerdictEntries }
+    return saved.version === CACHE_VERSION && saved.entries ? saved.entries : {}
+  } catch {
+    return {}
   }
-  const save = () => {
-    if (!options.cacheFile) return
-    const keys = Object.keys(entries)
-    for (const k of keys.slice(0, Math.max(0, keys.length - MAX_ENTRIES))) delete entries[k]
-    try {
-      mkdirSync(dirname(options.cacheFile), { recursive: true })
-      writeFileSync(options.cacheFile, JSON.stringify({ version: CACHE_VERSION, entries }))
-    } catch {
-      // Read-only data folder: verdicts stay in memory.
-    }
+}
+
+/**
+ * Writes a verdict file whole, the newest MAX_ENTRIES kept. Written beside it and renamed over it: processes sharing
+ * the file (a receiver and a worker on one data folder, CLI commands) never read half of another's write.
+ */
+function writeVerdicts(file: string, entries: VerdictEntries): void {
+  const keys = Object.keys(entries)
+  for (const k of keys.slice(0, Math.max(0, keys.length - MAX_ENTRIES))) delete entries[k]
+  const temporary = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
+  try {
+    mkdirSync(dirname(file), { recursive: true })
+    writeFileSync(temporary, JSON.stringify({ version: CACHE_VERSION, entries }))
+    renameSync(temporary, file)
+  } catch {
+    // A read-only folder: verdicts stay in memory.
+    rmSync(temporary, { force: true })
+  }
+}
+
+/**
+ * The installation's copy of the verdicts, beside the bundle (src/bundle.mjs): every process of this checkout — CLI
+ * commands, replicas, services with other data folders — answers from it what one of them checked. Inside
+ * node_modules, so `npm ci` starts it afresh.
+ */
+export function installationTypeCacheFile(): string {
+  return installationCacheDir('recipe-types.json')
+}
+
+export function createTypeVerdicts(
+  options: {
+    /** The data folder's verdicts (`typeCacheFile`). */
+    cacheFile?: string
+    /** Verdicts shared by every process of the installation (`installationTypeCacheFile`), asked after `cacheFile`. */
+    sharedFile?: string
+    /** Default CHECKER_IDLE_MS. */
+    idleMs?: number
+  } = {},
+): TypeVerdicts {
+  const entries: VerdictEntries = options.cacheFile ? readVerdicts(options.cacheFile) : {}
+  const shared: VerdictEntries = options.sharedFile ? readVerdicts(options.sharedFile) : {}
+  const save = (checked: VerdictEntries) => {
+    if (options.cacheFile) writeVerdicts(options.cacheFile, entries)
+    // Read again just before writing: other processes add theirs meanwhile (two writing at once: one's additions
+    // are lost, and checked again when next needed).
+    if (options.sharedFile && Object.keys(checked).length > 0) writeVerdicts(options.sharedFile, { ...readVerdicts(options.sharedFile), ...checked })
+  }
+  /** A verdict known without checking: this data folder's, this process's, or the installation's. */
+  const lookUp = (key: string): RecipeDiagnostic | null | undefined => {
+    if (key in entries) return entries[key]
+    if (known.has(key)) return known.get(key) ?? null
+    return key in shared ? shared[key] : undefined
   }
 
   /** This instance's checks, told apart from other runtimes' in the shared thread (close rejects only its own). */
@@ -230,8 +274,7 @@ export function createTypeVerdicts(options: { cacheFile?: string; /** Default CH
   return {
     cached(file) {
       const key = keyOf(file)
-      if (key === undefined) return undefined
-      return key in entries ? entries[key] : known.get(key)
+      return key === undefined ? undefined : lookUp(key)
     },
     async check(files) {
       const verdicts = new Map<string, RecipeDiagnostic | undefined>()
@@ -240,14 +283,18 @@ export function createTypeVerdicts(options: { cacheFile?: string; /** Default CH
       for (const file of files) {
         const key = keyOf(file)
         if (key === undefined) continue
-        if (key in entries) verdicts.set(file, entries[key] ?? undefined)
-        else if (known.has(key)) {
-          entries[key] = known.get(key) ?? null
+        const verdict = lookUp(key)
+        if (verdict === undefined) {
+          todo.push({ file, key })
+          continue
+        }
+        if (!(key in entries)) {
+          entries[key] = verdict
           learned = true
-          verdicts.set(file, entries[key] ?? undefined)
-        } else todo.push({ file, key })
+        }
+        verdicts.set(file, verdict ?? undefined)
       }
-      if (learned) save()
+      if (learned) save({})
       if (todo.length === 0) return verdicts
       const job = running.then(() => {
         if (closed) throw new Error('closed')
@@ -255,13 +302,15 @@ export function createTypeVerdicts(options: { cacheFile?: string; /** Default CH
       })
       running = job.then(() => undefined, () => undefined)
       const checked = await job
+      const fresh: VerdictEntries = {}
       for (const { file, key } of todo) {
         const first = checked[resolve(file)] ?? null
         entries[key] = first
+        fresh[key] = first
         remember(key, first)
         verdicts.set(file, first ?? undefined)
       }
-      save()
+      save(fresh)
       return verdicts
     },
     async close() {

@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { main } from '../../src/cli.ts'
 import { BrokenRecipeError, createRecipeEngine, type RecipeEngine } from '../../src/recipes/engine.ts'
@@ -169,6 +169,44 @@ export default defineRecipe({
       }
     } finally {
       folder.cleanup()
+    }
+  }, 60_000)
+
+  it("a verdict one process checked answers another with its own data folder, from the installation's file", async () => {
+    const folder = tempRecipesDir()
+    const dir = mkdtempSync(join(tmpdir(), 'sb-shared-verdicts-'))
+    const shared = join(dir, 'installation.json')
+    try {
+      const typo = folder.write('typo', TYPO)
+      // Another process checks it (its own data folder: none), and writes its verdict to the shared file.
+      const api = pathToFileURL(join(ROOT, 'src/recipes/type-verdicts.ts')).href
+      const script = join(dir, 'check.mts')
+      writeFileSync(script, [
+        `const { createTypeVerdicts } = await import(${JSON.stringify(api)})`,
+        `const verdicts = createTypeVerdicts({ sharedFile: ${JSON.stringify(shared)} })`,
+        `await verdicts.check([${JSON.stringify(typo)}])`,
+        'await verdicts.close()',
+      ].join('\n'))
+      execFileSync(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, stdio: 'pipe', timeout: 60_000 })
+      const written = JSON.parse(readFileSync(shared, 'utf8')) as { entries: Record<string, { message: string } | null> }
+      const [key, verdict] = Object.entries(written.entries).find(([, v]) => v !== null && /status/.test(v.message)) ?? []
+      expect(verdict).toBeDefined()
+      // Marked, so an answer taken from the file is told apart from one checked again here (this process never checked it).
+      written.entries[key!] = { ...verdict!, message: 'from the installation file' }
+      writeFileSync(shared, JSON.stringify(written))
+      const cacheFile = join(dir, 'data-folder.json')
+      const here = createTypeVerdicts({ cacheFile, sharedFile: shared })
+      try {
+        expect(here.cached(typo)?.message).toBe('from the installation file')
+        expect((await here.check([typo])).get(typo)?.message).toBe('from the installation file')
+      } finally {
+        await here.close()
+      }
+      // Copied into this data folder's own file, which is asked first.
+      expect(Object.values((JSON.parse(readFileSync(cacheFile, 'utf8')) as { entries: Record<string, { message: string } | null> }).entries)).toEqual([expect.objectContaining({ message: 'from the installation file' })])
+    } finally {
+      folder.cleanup()
+      rmSync(dir, { recursive: true, force: true })
     }
   }, 60_000)
 })
