@@ -127,7 +127,9 @@ export function ownModuleUrls(include) {
 
 function removeStale(cacheDir, keep, now) {
   for (const name of readdirSync(cacheDir)) {
-    if (name === keep) continue
+    // Bundles only (a fingerprint, or one being built under it): the folder also holds the recipes' compiled forms
+    // and type verdicts (src/utils/installation-cache.ts), which keep their own keys.
+    if (name === keep || !/^[0-9a-f]{20}(\.|$)/.test(name)) continue
     const path = join(cacheDir, name)
     try {
       if (now - statSync(path).mtimeMs > STALE_MS) rmSync(path, { recursive: true, force: true })

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs'
 import { isAbsolute, resolve } from 'node:path'
 import { createJiti } from 'jiti'
+import { installationCacheDir } from '../utils/installation-cache.ts'
 import { ConfigError, loadConfig, type Config, type LoadConfigOptions } from './load.ts'
 import type { SwitchboardConfig } from './define.ts'
 
@@ -23,7 +24,7 @@ export function findConfigFile(env: Record<string, string | undefined>, cwd: str
 
 /** The config file's module, loaded fresh (TypeScript through jiti; `switchboard` resolves to this service). */
 export function importConfigFile(file: string): Promise<unknown> {
-  const jiti = createJiti(import.meta.url, { moduleCache: false, fsCache: false, interopDefault: false, alias: { switchboard: resolve(import.meta.dirname, '../index.ts') } })
+  const jiti = createJiti(import.meta.url, { moduleCache: false, fsCache: installationCacheDir('jiti'), interopDefault: false, alias: { switchboard: resolve(import.meta.dirname, '../index.ts') } })
   return jiti.import(file)
 }
 

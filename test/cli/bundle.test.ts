@@ -66,10 +66,14 @@ describe('the executable runs a bundle of the sources (src/bundle.mjs)', () => {
     const old = readdirSync(cache)[0]!
     const weekAgo = new Date(Date.now() - 8 * 24 * 3600_000)
     utimesSync(join(cache, old), weekAgo, weekAgo)
+    // What else the installation keeps there (compiled recipes, type verdicts) is not a bundle, however old.
+    mkdirSync(join(cache, 'jiti'))
+    writeFileSync(join(cache, 'recipe-types.json'), '{}')
+    for (const other of ['jiti', 'recipe-types.json']) utimesSync(join(cache, other), weekAgo, weekAgo)
     const second = await bundle({ srcDir: src, cacheDir: cache })
     expect(second!.cli).not.toBe(first!.cli)
     expect(await ((await import(second!.cli)) as { main(): Promise<{ lazy: string }> }).main()).toMatchObject({ lazy: 'edited' })
-    expect(readdirSync(cache)).toEqual([second!.cli.split('/').at(-2)])
+    expect(readdirSync(cache).sort()).toEqual([second!.cli.split('/').at(-2), 'jiti', 'recipe-types.json'].sort())
   })
 
   it('builds started at once (CLI commands, test workers, or calls in one process) all get the one complete bundle', async () => {
