@@ -24,8 +24,11 @@ export interface TypeVerdicts {
 }
 
 const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '..')
-/** 3: a verdict covers the helper files a recipe imports (2: the recipe file alone; keys cover every source file of the folder since 2, only `_*.ts` beside it in 1). */
-const CACHE_VERSION = 3
+/**
+ * 4: keys take the folder's sources as one digest (3: a verdict covers the helper files a recipe imports; 2: the recipe
+ * file alone; keys cover every source file of the folder since 2, only `_*.ts` beside it in 1).
+ */
+const CACHE_VERSION = 4
 const MAX_ENTRIES = 500
 /** How long the type-check thread lives without a check before it is ended (real time: this is about memory). */
 const CHECKER_IDLE_MS = 30_000
@@ -50,21 +53,27 @@ function apiFingerprint(): string {
 }
 
 /**
- * Feeds `hash` every source file under the recipes folder `dir` (sub-folders too: `lib/`, not only the `_*.ts`
+ * A digest of every source file under the recipes folder `dir` (sub-folders too: `lib/`, not only the `_*.ts`
  * helpers beside the recipes), by path and content, in a fixed order (src/recipes/source-files.ts). A recipe may
  * import any of them, so any change there is a change to every recipe's verdict: a recheck costs a second, a stale
  * verdict lets a type error run (or keeps a fixed recipe broken).
  */
-function hashRecipeSources(hash: ReturnType<typeof createHash>, dir: string): void {
+function folderDigest(dir: string): string {
+  const hash = createHash('sha256')
   for (const path of recipeSourceFiles(dir)) hash.update(path).update('\0').update(readFileSync(path))
+  return hash.digest('hex')
 }
 
-/** The recipe, every source file of its folder (helpers, `lib/`) and the API: what its verdict depends on. */
-function keyOf(file: string): string | undefined {
+/**
+ * The recipe, every source file of its folder (helpers, `lib/`) and the API: what its verdict depends on. `folders`
+ * keeps each folder's digest for the keys of one call: a folder of many recipes is read once, not once per recipe.
+ */
+function keyOf(file: string, folders: Map<string, string> = new Map()): string | undefined {
   try {
-    const hash = createHash('sha256').update(apiFingerprint()).update(file).update('\0').update(readFileSync(file))
-    hashRecipeSources(hash, dirname(file))
-    return hash.digest('hex')
+    const dir = dirname(file)
+    let folder = folders.get(dir)
+    if (folder === undefined) folders.set(dir, (folder = folderDigest(dir)))
+    return createHash('sha256').update(apiFingerprint()).update(file).update('\0').update(readFileSync(file)).update(folder).digest('hex')
   } catch {
     return undefined
   }
@@ -280,8 +289,9 @@ export function createTypeVerdicts(
       const verdicts = new Map<string, RecipeDiagnostic | undefined>()
       const todo: Array<{ file: string; key: string }> = []
       let learned = false
+      const folders = new Map<string, string>()
       for (const file of files) {
-        const key = keyOf(file)
+        const key = keyOf(file, folders)
         if (key === undefined) continue
         const verdict = lookUp(key)
         if (verdict === undefined) {
