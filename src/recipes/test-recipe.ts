@@ -168,9 +168,10 @@ function instantOf(value: string | number | Date): number {
 export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeResult> {
   const options = checkArgument(optionsSchema, input, { fn: 'testRecipe', arg: 'options', expected: '{ recipe, events?, csv?, now?, env?, recipesDir? }' })
   // Loaded here, not at import: the public API (what recipes import) stays light.
-  const [{ resolveConfig }, { createRuntime }, { createFrozenClock }, { createLogger }, { applyEventToReadModel }, { loadRecipeFile }, { executeRun }, { pendingRow }, { subscribes }] = await Promise.all([
+  const [{ resolveConfig }, { createRuntime }, { openMigratedMemoryStore }, { createFrozenClock }, { createLogger }, { applyEventToReadModel }, { loadRecipeFile }, { executeRun }, { pendingRow }, { subscribes }] = await Promise.all([
     import('../config/file.ts'),
     import('../runtime.ts'),
+    import('../db/connect.ts'),
     import('../utils/clock.ts'),
     import('../utils/logger.ts'),
     import('../webhooks/read-model.ts'),
@@ -192,6 +193,7 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
       env: {
         ...env,
         DATA_DIR: dataDir,
+        // Where it would be; the runtime below is given an in-memory database of its own instead (a migrated copy).
         DATABASE_URL: `sqlite:${join(dataDir, 'test.db')}`,
         WEBHOOK_SECRET: env.WEBHOOK_SECRET || 'whsec_recipe_test',
       },
@@ -226,7 +228,11 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
     // The type check is done above; nothing in this runtime should start the service's own checker thread.
     const logged: TestRecipeLogLine[] = []
     const log = createLogger({ level: env.LOG_LEVEL || 'info', destination: collectLog(logged) })
-    const rt = await createRuntime({ ...config, recipes: { ...config.recipes, typeCheck: false } }, { clock: createFrozenClock(now), log })
+    const database = await openMigratedMemoryStore()
+    const rt = await createRuntime({ ...config, recipes: { ...config.recipes, typeCheck: false } }, { clock: createFrozenClock(now), log, store: database, skipMigrate: true }).catch(async (error: unknown) => {
+      await database.close()
+      throw error
+    })
     try {
       // Stored as the service stores what it received and processed, so `ctx.data.events()` finds them too.
       const store = (row: Parameters<typeof pendingRow>[0], receivedAt: number) =>
@@ -283,6 +289,7 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
       }
     } finally {
       await rt.close()
+      await database.close()
     }
   } finally {
     rmSync(dataDir, { recursive: true, force: true })

@@ -3,7 +3,7 @@ import { sql } from 'kysely'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { isMigrated, migrate, openStore } from '../../src/db/connect.ts'
+import { isMigrated, migrate, openMigratedMemoryStore, openStore } from '../../src/db/connect.ts'
 import { migrations } from '../../src/db/migrations.ts'
 import { DIALECTS, describeEachDialect, openTestStore, type TestStore } from '../helpers/db.ts'
 
@@ -130,5 +130,31 @@ describe.runIf(DIALECTS.includes('postgres'))('store [postgres]: introspection s
       ['label', 'text', false, false, true],
       ['note', 'text', false, true, false],
     ])
+  })
+})
+
+describe('a migrated in-memory store (recipes test, testRecipe)', () => {
+  it('is a fresh copy each time: every migration applied, nothing one copy writes seen by another', async () => {
+    const a = await openMigratedMemoryStore()
+    const b = await openMigratedMemoryStore()
+    try {
+      expect(await isMigrated(a)).toBe(true)
+      expect(await isMigrated(b)).toBe(true)
+      expect(a.sqlite?.memory).toBe(true)
+      await a.db.insertInto('kv_state').values({ namespace: 'test', key: 'k', value: '"a"', updated_at: 1 }).execute()
+      expect(await a.db.selectFrom('kv_state').select('value').execute()).toEqual([{ value: '"a"' }])
+      expect(await b.db.selectFrom('kv_state').select('value').execute()).toEqual([])
+      // The service's settings, as on any store it opens.
+      expect(a.sqlite?.pragma('foreign_keys', { simple: true })).toBe(1)
+    } finally {
+      await a.close()
+      await b.close()
+    }
+    const c = await openMigratedMemoryStore()
+    try {
+      expect(await c.db.selectFrom('kv_state').select('value').execute()).toEqual([])
+    } finally {
+      await c.close()
+    }
   })
 })
