@@ -14,9 +14,14 @@ export default defineConfig({
     // test changes process.env.
     isolate: false,
     globalSetup: ['test/helpers/global-setup.ts'],
-    setupFiles: ['test/helpers/isolated-cwd.ts'],
-    // Two cores: more workers only add contention.
-    maxWorkers: 2,
+    setupFiles: ['test/helpers/isolated-cwd.ts', 'test/helpers/wait-defaults.ts'],
+    // A poll that names no timeout: see test/helpers/wait-defaults.ts.
+    expect: { poll: { timeout: 10_000 } },
+    // Three on two cores: a sixth of the suite's time both workers waited (a real-time watchdog, child processes
+    // starting, kill -9 and restart), and a third worker fills those gaps — 219 → 186 s on the same machine, the same
+    // CPU. With two, more workers only added contention while type checks took a third of the CPU. Its waits allow
+    // for the added contention (test/helpers/wait-defaults.ts).
+    maxWorkers: 3,
     env: { LOG_LEVEL: 'silent' },
   },
 })
