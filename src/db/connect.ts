@@ -233,7 +233,7 @@ let migratedImage: Promise<Buffer> | undefined
  * (better-sqlite3's serialize), not a run of every migration each time (~30 ms on a quiet machine, more on a busy one).
  * For short-lived runtimes that need an empty database of their own: `recipes test` and testRecipe() open one per run.
  */
-export async function openMigratedMemoryStore(options: OpenOptions = {}): Promise<Store> {
+export async function openMigratedMemoryStore(): Promise<Store> {
   migratedImage ??= (async () => {
     const template = openSqlite(':memory:', {})
     try {
@@ -248,7 +248,7 @@ export async function openMigratedMemoryStore(options: OpenOptions = {}): Promis
     migratedImage = undefined
     throw error
   })
-  return sqliteStore(new BetterSqlite3(image), options)
+  return sqliteStore(new BetterSqlite3(image), {})
 }
 
 export interface MigrationReport {

@@ -207,9 +207,10 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
   const checkTypes = (recipes: LoadedRecipe[]) => {
     if (!verdicts) return
     const pending: LoadedRecipe[] = []
+    const known = verdicts.cached(recipes.filter((r) => r.definition).map((r) => r.file))
     for (const r of recipes) {
       if (!r.definition) continue
-      const cached = verdicts.cached(r.file)
+      const cached = known.get(r.file)
       if (cached) markTypeError(r, cached)
       else if (cached === undefined) pending.push(r)
     }

@@ -18,8 +18,11 @@ import { installationCacheDir } from '../utils/installation-cache.ts'
 export interface TypeVerdicts {
   /** First error per file (undefined: clean). Cached verdicts answer at once; the rest go to the worker. */
   check(files: string[]): Promise<Map<string, RecipeDiagnostic | undefined>>
-  /** A cached verdict, if there is one (null: clean); undefined when the file needs checking. */
-  cached(file: string): RecipeDiagnostic | null | undefined
+  /**
+   * Each file's cached verdict, if there is one (null: clean); undefined when the file needs checking. Asked for a
+   * whole load at once: a folder's sources are read once for all of its recipes.
+   */
+  cached(files: string[]): Map<string, RecipeDiagnostic | null | undefined>
   close(): Promise<void>
 }
 
@@ -281,9 +284,12 @@ export function createTypeVerdicts(
   let running: Promise<void> = Promise.resolve()
 
   return {
-    cached(file) {
-      const key = keyOf(file)
-      return key === undefined ? undefined : lookUp(key)
+    cached(files) {
+      const folders = new Map<string, string>()
+      return new Map(files.map((file) => {
+        const key = keyOf(file, folders)
+        return [file, key === undefined ? undefined : lookUp(key)]
+      }))
     },
     async check(files) {
       const verdicts = new Map<string, RecipeDiagnostic | undefined>()

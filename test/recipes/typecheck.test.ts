@@ -162,7 +162,7 @@ export default defineRecipe({
       writeFileSync(lib, `export const missedFilter = () => ({ status: 'no_answer' as const })\n`)
       const restarted = createTypeVerdicts({ cacheFile })
       try {
-        expect(restarted.cached(recipe)).toBeUndefined()
+        expect(restarted.cached([recipe]).get(recipe)).toBeUndefined()
         expect((await restarted.check([recipe])).get(recipe)).toBeUndefined()
       } finally {
         await restarted.close()
@@ -197,7 +197,7 @@ export default defineRecipe({
       const cacheFile = join(dir, 'data-folder.json')
       const here = createTypeVerdicts({ cacheFile, sharedFile: shared })
       try {
-        expect(here.cached(typo)?.message).toBe('from the installation file')
+        expect(here.cached([typo]).get(typo)?.message).toBe('from the installation file')
         expect((await here.check([typo])).get(typo)?.message).toBe('from the installation file')
       } finally {
         await here.close()
