@@ -16,6 +16,7 @@
  * phase also prints what the checkpoint thread did in each window (its checkpoints, their time, those over 50 ms).
  */
 import { createBareWebhookApp } from './bare-webhook-app.ts'
+import { providerIds } from './provider-ids.ts'
 import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync } from 'node:fs'
@@ -197,20 +198,18 @@ function checkpointsBetween(a: { n: number; ms: number; over50: number }, b: { n
   return `checkpoints: ${b.n - a.n}, ${(b.ms - a.ms).toFixed(0)} ms in all, ${b.over50 - a.over50} over 50 ms`
 }
 
-let seq = 0
 async function signedEvent(): Promise<{ body: Buffer; headers: Record<string, string> }> {
   const { signFormant } = await import('../../src/webhooks/verify.ts')
-  seq++
-  const id = `evt_bench_${process.pid}_${seq}`
+  const { eventId: id, conversationId, traceId } = providerIds()
   const event = {
     event_id: id,
     event_type: 'call.completed',
     timestamp: new Date().toISOString(),
     data: {
       call: {
-        agent_id: 101, call_parameters: { customer_phone: '+919876543210', name: 'Asha' }, conversation_id: `conv-bench-${seq}_1`,
+        agent_id: 101, call_parameters: { customer_phone: '+919876543210', name: 'Asha' }, conversation_id: conversationId,
         duration_seconds: 42, started_at: new Date().toISOString(), ended_at: new Date().toISOString(), failure_reason: null,
-        from_phone: '+918035550101', to_phone: '+919876543210', recording_url: null, status: 'completed', trace_id: `trace-${seq}`,
+        from_phone: '+918035550101', to_phone: '+919876543210', recording_url: null, status: 'completed', trace_id: traceId,
       },
       results: { intent: 'pay_later', amount_promised: 2500 },
       retry: { attempt_number: 1, is_final_attempt: true, max_attempts: 1, next_retry_at: null },

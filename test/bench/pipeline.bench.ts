@@ -27,6 +27,7 @@
  * Loopback only; every wait is bounded.
  */
 import { createBareWebhookApp } from './bare-webhook-app.ts'
+import { providerIds } from './provider-ids.ts'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
@@ -91,14 +92,14 @@ async function burstEvents(n: number): Promise<Array<{ body: Buffer; headers: Re
     seq++
     const status = (['completed', 'no_answer', 'busy'] as const)[seq % 3]!
     const phone = `+9190${String(seq).padStart(7, '0')}${status === 'busy' ? 6 : status === 'no_answer' ? 5 : 1}`
-    const id = `evt_pipe_${process.pid}_${seq}`
+    const { eventId: id, conversationId, traceId } = providerIds()
     const body = Buffer.from(JSON.stringify({
       event_id: id, event_type: `call.${status}`, timestamp: now,
       data: {
         call: {
-          agent_id: 101, call_parameters: { customer_phone: phone, name: 'Asha' }, conversation_id: `conv-pipe-${seq}_1`,
+          agent_id: 101, call_parameters: { customer_phone: phone, name: 'Asha' }, conversation_id: conversationId,
           duration_seconds: status === 'completed' ? 42 : null, started_at: now, ended_at: now, failure_reason: status === 'completed' ? null : status,
-          from_phone: '+918035550101', to_phone: phone, recording_url: null, status, trace_id: `trace-pipe-${seq}`,
+          from_phone: '+918035550101', to_phone: phone, recording_url: null, status, trace_id: traceId,
         },
         results: status === 'completed' ? { intent: 'pay_later' } : {},
         retry: { attempt_number: 1, is_final_attempt: true, max_attempts: 1, next_retry_at: null },
