@@ -3,6 +3,7 @@ import type { Selectable } from 'kysely'
 import { z } from 'zod'
 import { toCallRecord, type CallRecord, type CallStatus } from '../calls/record.ts'
 import type { WebhookEventsTable } from '../db/schema.ts'
+import { keyedLookup } from '../webhooks/keyed-lookup.ts'
 import type { Runtime } from '../runtime.ts'
 import { NON_TERMINAL_STATUSES, TERMINAL_STATUSES, WEBHOOK_EVENT_TYPES, type WebhookEvent, type WebhookEventType } from '../upstream/schemas.ts'
 import { checkArgument, type ArgumentSite } from '../utils/argument-error.ts'
@@ -150,7 +151,10 @@ export function createQueries(rt: Runtime): RecipeQueries {
       let query = db.selectFrom('webhook_events').selectAll().where((eb) => eb.or([eb('target', 'in', providerTargetNames(rt)), eb('source', '=', 'reconcile')]))
       if (q.type !== undefined) query = query.where('event_type', 'in', list(q.type))
       if (q.status !== undefined) query = query.where('status', '=', q.status)
-      if (q.conversationId !== undefined) query = query.where('conversation_id', '=', q.conversationId)
+      if (q.conversationId !== undefined) {
+        const conversationId = q.conversationId
+        query = query.where((eb) => keyedLookup(eb, [eb('conversation_id', '=', conversationId)]))
+      }
       if (q.since !== undefined) query = query.where('received_at', '>=', ms(q.since))
       const rows = await query.orderBy('received_at', 'desc').orderBy('event_id').limit(q.limit ?? 1000).execute()
       return rows.map(({ body, headers: _headers, ...rest }) => ({ ...rest, event: JSON.parse(body) as WebhookEvent }))

@@ -1,9 +1,10 @@
-import { sql, type RawBuilder } from 'kysely'
+import { sql, type RawBuilder, type SqlBool } from 'kysely'
 import type { Dialect } from '../db/connect.ts'
 import type { Runtime } from '../runtime.ts'
 import { fromJson } from '../db/json.ts'
 import { normalizePhone } from '../campaigns/phones.ts'
 import type { EventRow } from './processing.ts'
+import { keyedLookup } from './keyed-lookup.ts'
 
 export const EVENT_STATUSES = ['pending', 'processed', 'failed', 'dead'] as const
 export type EventStatus = (typeof EVENT_STATUSES)[number]
@@ -126,9 +127,16 @@ export async function listEvents(rt: Runtime, filter: EventFilter = {}): Promise
   let q = db.selectFrom('webhook_events').select(LISTED_COLUMNS)
   if (filter.type) q = q.where('event_type', '=', filter.type)
   if (filter.status) q = Array.isArray(filter.status) ? q.where('status', 'in', filter.status) : q.where('status', '=', filter.status)
-  if (filter.conversationId) q = q.where('conversation_id', '=', filter.conversationId)
+  // By conversation, trace or phone through keyedLookup: those indexes hold no pending event (migration 0021).
+  if (filter.conversationId) {
+    const conversationId = filter.conversationId
+    q = q.where((eb) => keyedLookup(eb, [eb('conversation_id', '=', conversationId)]))
+  }
   if (filter.source) q = q.where('source', '=', filter.source)
-  if (filter.traceId) q = q.where('trace_id', '=', filter.traceId)
+  if (filter.traceId) {
+    const traceId = filter.traceId
+    q = q.where((eb) => keyedLookup(eb, [eb('trace_id', '=', traceId)]))
+  }
   if (filter.since !== undefined) q = q.where('received_at', '>=', filter.since)
   if (filter.until !== undefined) q = q.where('received_at', '<', filter.until)
   if (filter.phone) {
@@ -142,8 +150,8 @@ export async function listEvents(rt: Runtime, filter: EventFilter = {}): Promise
     // million events); `= ANY(ARRAY(…))` makes each side a list it looks up by index (a BitmapOr, ~1 ms).
     q =
       rt.store.dialect === 'postgres'
-        ? q.where((eb) => eb.or([sql<boolean>`${eb.ref('conversation_id')} = any(array(${conversations}))`, sql<boolean>`${eb.ref('trace_id')} = any(array(${traces}))`]))
-        : q.where((eb) => eb.or([eb('conversation_id', 'in', conversations), eb('trace_id', 'in', traces)]))
+        ? q.where((eb) => keyedLookup(eb, [sql<SqlBool>`${eb.ref('conversation_id')} = any(array(${conversations}))`, sql<SqlBool>`${eb.ref('trace_id')} = any(array(${traces}))`]))
+        : q.where((eb) => keyedLookup(eb, [eb('conversation_id', 'in', conversations), eb('trace_id', 'in', traces)]))
   }
   if (filter.after) {
     const { receivedAt, eventId } = filter.after

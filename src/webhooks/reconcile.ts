@@ -8,6 +8,7 @@ import {
   type WebhookEvent,
 } from '../upstream/schemas.ts'
 import { pendingRow } from './inbox.ts'
+import { keyedLookup } from './keyed-lookup.ts'
 import { acquireLease, releaseLease } from '../coordination/lease.ts'
 import { webhookMetrics } from './metrics.ts'
 import { webhookState } from './state.ts'
@@ -119,7 +120,11 @@ export async function reconcile(rt: Runtime, options: ReconcileOptions = {}): Pr
       if (candidates.length > 0) {
         const ids = candidates.map((c) => c.conversation_id)
         const known = await rt.store.db.selectFrom('conversations').select(['conversation_id', 'terminal']).where('conversation_id', 'in', ids).execute()
-        const delivered = await rt.store.db.selectFrom('webhook_events').select('conversation_id').where('conversation_id', 'in', ids).execute()
+        const delivered = await rt.store.db
+          .selectFrom('webhook_events')
+          .select('conversation_id')
+          .where((eb) => keyedLookup(eb, [eb('conversation_id', 'in', ids)]))
+          .execute()
         const done = new Set([...known.filter((k) => k.terminal === 1).map((k) => k.conversation_id), ...delivered.map((d) => d.conversation_id)])
         for (const item of candidates) {
           if (done.has(item.conversation_id)) continue

@@ -54,9 +54,25 @@ it.runIf(DIALECTS.includes('postgres'))('postgres: the events listing by phone l
   const listing = statements.find((s) => /from "webhook_events"/.test(s.text) && /order by "received_at" desc/.test(s.text))
   expect(listing).toBeDefined()
   const text = await plan(listing!)
-  expect(text).toMatch(/Bitmap Index Scan on webhook_events_conversation/)
-  expect(text).toMatch(/Bitmap Index Scan on webhook_events_trace/)
+  expect(text).toMatch(/Bitmap Index Scan on webhook_events_conversation_handled/)
+  expect(text).toMatch(/Bitmap Index Scan on webhook_events_trace_handled/)
   expect(text).not.toMatch(/Filter: .*SubPlan/)
+})
+
+// Those two indexes hold no pending event (migration 0021): a lookup by conversation or trace reads the handled events
+// through them and the pending ones through the status index, each a bitmap scan.
+it.runIf(DIALECTS.includes('postgres'))('postgres: the events listing by conversation or trace reads their partial index and the pending events by status', async () => {
+  const statements = recordStatements()
+  h = await createHarness('postgres')
+  statements.length = 0
+  await listEvents(h.rt, { conversationId: 'conv_p_1' })
+  await listEvents(h.rt, { traceId: 'tr_p' })
+  const listings = statements.filter((s) => /from "webhook_events"/.test(s.text) && /order by "received_at" desc/.test(s.text))
+  expect(listings).toHaveLength(2)
+  const [byConversation, byTrace] = await Promise.all(listings.map((s) => plan(s)))
+  expect(byConversation).toMatch(/Bitmap Index Scan on webhook_events_conversation_handled/)
+  expect(byTrace).toMatch(/Bitmap Index Scan on webhook_events_trace_handled/)
+  for (const text of [byConversation, byTrace]) expect(text).toMatch(/Index Cond: \(status = 'pending'::text\)/)
 })
 
 // The number each event is about is read from its body: in the listing's own SELECT Postgres worked it out for every row
