@@ -29,7 +29,7 @@
 import { createBareWebhookApp } from './bare-webhook-app.ts'
 import { providerIds } from './provider-ids.ts'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import http from 'node:http'
 import { cpus, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -192,38 +192,32 @@ interface Service {
 }
 
 /**
- * The recipes' type verdicts (`$DATA_DIR/cache/recipe-types.json`) from a first start, copied into each
- * measured service's data folder: a campaign's burst meets a service that has run before, not one whose
- * first start is still type-checking the recipes on a core of its own (about 7 s of CPU on this machine).
+ * The shipped recipes' type verdicts, checked once before anything is measured by `recipes list` (which waits for
+ * them) and kept in the installation's verdict file (node_modules/.cache/switchboard/recipe-types.json), where every
+ * measured service finds them: a campaign's burst meets a service that has run before, not one whose first start is
+ * still type-checking the recipes on a core of its own (about 7 s of CPU on this machine).
  */
-let typeCache: string | undefined
-
 async function warmTypeCache(): Promise<void> {
-  const recipes = readdirSync(join(ROOT, 'recipes')).filter((f) => f.endsWith('.ts') && !f.startsWith('_')).length
-  const svc = await startService({})
-  const file = join(svc.dataDir, 'cache', 'recipe-types.json')
-  const cachedCount = () => {
-    try {
-      return Object.keys((JSON.parse(readFileSync(file, 'utf8')) as { entries?: object }).entries ?? {}).length
-    } catch {
-      return 0
-    }
-  }
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-bench-pipeline-'))
   try {
-    await until('the recipes to be type-checked', async () => cachedCount() >= recipes, 60_000)
-    typeCache = readFileSync(file, 'utf8')
+    const child = spawn(process.execPath, [join(ROOT, 'src/bin.mjs'), 'recipes', 'list'], {
+      cwd: ROOT,
+      env: { ...process.env, SWITCHBOARD_CONFIG: 'none', DATA_DIR: dataDir, RECIPES_DIR: join(ROOT, 'recipes'), LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let output = ''
+    child.stdout!.on('data', (c: Buffer) => (output += c.toString()))
+    child.stderr!.on('data', (c: Buffer) => (output += c.toString()))
+    const code = await new Promise<number | null>((done) => child.on('exit', done))
+    if (code !== 0 || /type error|could not be type-checked/.test(output)) throw new Error(`recipes list (checking the shipped recipes' types) failed (${code}):\n${output}`)
   } finally {
-    await svc.stop()
+    rmSync(dataDir, { recursive: true, force: true })
   }
 }
 
 async function startService(env: Record<string, string>): Promise<Service> {
   const port = await freePort()
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-bench-pipeline-'))
-  if (typeCache) {
-    mkdirSync(join(dataDir, 'cache'), { recursive: true })
-    writeFileSync(join(dataDir, 'cache', 'recipe-types.json'), typeCache)
-  }
   const child = spawn(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : []), ...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : []), join(ROOT, 'src/bin.mjs'), 'serve'], {
     cwd: ROOT,
     // Logging as shipped: LOG_LEVEL's default (info: a line per stored webhook), stdout a pipe that is read,
