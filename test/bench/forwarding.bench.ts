@@ -24,6 +24,7 @@
  * (0 skips step 3) and FWD_CONCURRENCY change the size of the run (for quick local checks); BENCH_PROF=<dir> writes a
  * CPU profile of each drain (step 2 alone) there.
  */
+import { providerIds } from './provider-ids.ts'
 import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import http from 'node:http'
@@ -79,16 +80,25 @@ async function serveSinks(): Promise<void> {
 }
 
 // ── load side (parent) ────────────────────────────────────────────────────────────────────────────
+/** Event `i`'s ids, provider-shaped (./provider-ids.ts), the same at every use. */
+const idsByIndex = new Map<number, ReturnType<typeof providerIds>>()
+function idsFor(i: number): ReturnType<typeof providerIds> {
+  let ids = idsByIndex.get(i)
+  if (!ids) idsByIndex.set(i, (ids = providerIds()))
+  return ids
+}
+
 function body(i: number): string {
   const at = new Date().toISOString()
+  const { eventId, conversationId, traceId } = idsFor(i)
   return JSON.stringify({
-    event_id: `evt_fwd_${i}`,
+    event_id: eventId,
     event_type: 'call.completed',
     timestamp: at,
     data: {
       call: {
-        agent_id: 101, call_parameters: { customer_phone: '+919876543210', name: 'Asha' }, conversation_id: `conv-fwd-${i}_1`, duration_seconds: 42,
-        started_at: at, ended_at: at, failure_reason: null, from_phone: '+918035550101', to_phone: '+919876543210', recording_url: null, status: 'completed', trace_id: `trace-${i}`,
+        agent_id: 101, call_parameters: { customer_phone: '+919876543210', name: 'Asha' }, conversation_id: conversationId, duration_seconds: 42,
+        started_at: at, ended_at: at, failure_reason: null, from_phone: '+918035550101', to_phone: '+919876543210', recording_url: null, status: 'completed', trace_id: traceId,
       },
       results: { intent: 'pay_later', amount_promised: 2500 },
       retry: { attempt_number: 1, is_final_attempt: true, max_attempts: 1, next_retry_at: null },
@@ -177,7 +187,7 @@ async function forwarding(ports: number[], dataDir: string): Promise<{ perSecond
   const { startCheckpointer } = await import('../../src/db/checkpointer.ts')
   const checkpointer = startCheckpointer(rt.store.sqlite!.name)
   const now = Date.now()
-  const events = Array.from({ length: EVENTS }, (_, i) => ({ event_id: `evt_fwd_${i}`, event_type: 'call.completed', agent_id: 101, conversation_id: `conv-fwd-${i}_1`, received_at: now, body: body(i) }))
+  const events = Array.from({ length: EVENTS }, (_, i) => ({ event_id: idsFor(i).eventId, event_type: 'call.completed', agent_id: 101, conversation_id: idsFor(i).conversationId, received_at: now, body: body(i) }))
   for (let i = 0; i < events.length; i += 1000) await rt.store.db.transaction().execute((trx) => enqueueDeliveries(trx, rt, events.slice(i, i + 1000)))
   const total = EVENTS * destinations.length
   // Progress as the sinks count it (as step 3 does): a count(*) over the outbox every 50 ms cost the worker's
@@ -242,11 +252,13 @@ async function forwardingAsShipped(ports: number[]): Promise<{ perSecond: number
     }
     const now = new Date().toISOString()
     const events = Array.from({ length: SERVICE_EVENTS }, (_, i) => {
-      const id = `evt_fwd_serve_${i}`
-      const payload = JSON.parse(body(i)) as { event_id: string; timestamp: string; data: { call: { conversation_id: string } } }
+      const fresh = providerIds()
+      const id = fresh.eventId
+      const payload = JSON.parse(body(i)) as { event_id: string; timestamp: string; data: { call: { conversation_id: string; trace_id: string } } }
       payload.event_id = id
       payload.timestamp = now
-      payload.data.call.conversation_id = `conv-fwd-serve-${i}_1`
+      payload.data.call.conversation_id = fresh.conversationId
+      payload.data.call.trace_id = fresh.traceId
       const raw = Buffer.from(JSON.stringify(payload))
       return { raw, headers: { 'x-formantai-signature': signFormant(raw, WEBHOOK_SECRET), 'x-formantai-timestamp': String(Math.floor(Date.now() / 1000)), 'x-formantai-event-id': id } }
     })

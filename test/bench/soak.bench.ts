@@ -7,6 +7,7 @@
  * /proc. It prints the slopes after a warm-up and the counts at start and end, and fails on clear growth.
  * With DATABASE_URL=postgres://… the service runs on Postgres.
  */
+import { providerIds } from './provider-ids.ts'
 import { spawn } from 'node:child_process'
 import { createHmac } from 'node:crypto'
 import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs'
@@ -81,20 +82,22 @@ console.log(`soak: ${MINUTES} min at ${RATE} events/s against pid ${child.pid} (
 const counts = { sent: 0, acknowledged: 0, other: 0, proxy: 0, proxyErrors: 0, calls: 0 }
 const otherStatuses = new Map<number, number>()
 let seq = 0
+let lastIds = providerIds()
 const sendOne = async () => {
   const i = seq++
   const repeat = i % 20 === 19 && i > 0
-  const n = repeat ? i - 1 : i
+  // Every 20th is the one before again (set synchronously, before any await: the previous one is i - 1's).
+  const ids = repeat ? lastIds : (lastIds = providerIds())
   const at = new Date().toISOString()
   const body = JSON.stringify({
-    event_id: `evt_soak_${process.pid}_${n}`,
+    event_id: ids.eventId,
     event_type: 'call.completed',
     timestamp: at,
     data: {
       call: {
-        agent_id: 101, call_parameters: { customer_phone: '+919876543210' }, conversation_id: `conv_soak_${n}`, duration_seconds: 30,
+        agent_id: 101, call_parameters: { customer_phone: '+919876543210' }, conversation_id: ids.conversationId, duration_seconds: 30,
         started_at: at, ended_at: at, failure_reason: null, from_phone: '+918035550101', to_phone: '+919876543210', recording_url: null,
-        status: 'completed', trace_id: `trace_soak_${n}`,
+        status: 'completed', trace_id: ids.traceId,
       },
       results: { intent: 'interested' },
       retry: { attempt_number: 1, is_final_attempt: true, max_attempts: 1, next_retry_at: null },
