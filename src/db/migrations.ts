@@ -489,8 +489,8 @@ const m0020: Migration = {
  * 0.16.0: the conversation and trace indexes of `webhook_events` leave out pending events (src/webhooks/keyed-lookup.ts).
  * The provider's ids are random: each new entry of these indexes landed on a page of its own, written whole into the
  * log by the receiver's durable commit — with provider-shaped ids the insert cost ~50 µs of CPU a row, ~30 without
- * them. Processing's outcome UPDATE adds the entries instead, off the webhook's path; lookups add the pending events
- * through the status index. Rebuilding both indexes reads the table once (seconds at millions of events).
+ * them. Processing's outcome UPDATE adds the entries instead, off the webhook's path; lookups search the pending events
+ * in the status index, which now carries both ids. Each index built reads the table once (seconds at millions of events).
  */
 const m0021: Migration = {
   async up(db: AnyDb) {
@@ -499,8 +499,15 @@ const m0021: Migration = {
       await db.schema.dropIndex(name).ifExists().execute()
       await db.schema.createIndex(`${name}_handled`).ifNotExists().on('webhook_events').column(column).where(sql.ref('status'), '<>', sql.lit('pending')).execute()
     }
+    // The pending events' side of those lookups: the status index also carries both ids, so the backlog is searched in
+    // the index (its entries appended in arrival order, as before) instead of row by row. Built before the old one
+    // goes, so no query is left without an index by status meanwhile.
+    await db.schema.createIndex('webhook_events_status_received_keys').ifNotExists().on('webhook_events').columns(['status', 'received_at', 'conversation_id', 'trace_id']).execute()
+    await db.schema.dropIndex('webhook_events_status_received').ifExists().execute()
   },
   async down(db: AnyDb) {
+    await db.schema.createIndex('webhook_events_status_received').ifNotExists().on('webhook_events').columns(['status', 'received_at']).execute()
+    await db.schema.dropIndex('webhook_events_status_received_keys').ifExists().execute()
     for (const column of ['conversation_id', 'trace_id'] as const) {
       const name = column === 'conversation_id' ? 'webhook_events_conversation' : 'webhook_events_trace'
       await db.schema.dropIndex(`${name}_handled`).ifExists().execute()

@@ -112,7 +112,7 @@ it.runIf(DIALECTS.includes('sqlite'))('sqlite: lookups by conversation, trace an
   expect(byPhone).toMatch(/USING INDEX webhook_events_conversation_handled \(conversation_id=\?\)/)
   expect(byPhone).toMatch(/USING INDEX webhook_events_trace_handled \(trace_id=\?\)/)
   for (const plan of [byConversation, byTrace, byPhone]) {
-    expect(plan).toMatch(/USING INDEX webhook_events_(status_received|due) \(status=\?/)
+    expect(plan).toMatch(/USING INDEX webhook_events_status_received_keys \(status=\? AND received_at>\?\)/)
     expect(plan).not.toMatch(/SCAN webhook_events/)
   }
 })

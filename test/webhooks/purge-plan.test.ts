@@ -32,6 +32,6 @@ it('on SQLite the purge deletes by primary key, each chunk from its subquery\'s 
   expect(queryPlan(sqlite, purge)).toEqual([
     expect.stringMatching(/^SEARCH webhook_events USING (COVERING )?INDEX sqlite_autoindex_webhook_events_1 \(event_id=\?\)$/),
     'LIST SUBQUERY 1',
-    expect.stringMatching(/^SEARCH e USING INDEX webhook_events_status_received \(status=\? AND received_at<\?\)$/),
+    expect.stringMatching(/^SEARCH e USING INDEX webhook_events_status_received_keys \(status=\? AND received_at<\?\)$/),
   ])
 })
