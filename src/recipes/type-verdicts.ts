@@ -276,6 +276,25 @@ export function createTypeVerdicts(
     if (known.has(key)) return known.get(key) ?? null
     return key in shared ? shared[key] : undefined
   }
+  /**
+   * The verdicts of `files` known without checking (by file; undefined: needs checking). One found elsewhere is kept in
+   * this data folder's file too, which is then written once: a reinstall (a fresh node_modules) still finds it there.
+   */
+  const recall = (files: string[]): Map<string, { key: string | undefined; verdict: RecipeDiagnostic | null | undefined }> => {
+    const folders = new Map<string, string>()
+    let learned = false
+    const found = new Map(files.map((file) => {
+      const key = keyOf(file, folders)
+      const verdict = key === undefined ? undefined : lookUp(key)
+      if (key !== undefined && verdict !== undefined && !(key in entries)) {
+        entries[key] = verdict
+        learned = true
+      }
+      return [file, { key, verdict }] as const
+    }))
+    if (learned) save({})
+    return found
+  }
 
   /** This instance's checks, told apart from other runtimes' in the shared thread (close rejects only its own). */
   const owner = {}
@@ -285,32 +304,16 @@ export function createTypeVerdicts(
 
   return {
     cached(files) {
-      const folders = new Map<string, string>()
-      return new Map(files.map((file) => {
-        const key = keyOf(file, folders)
-        return [file, key === undefined ? undefined : lookUp(key)]
-      }))
+      return new Map([...recall(files)].map(([file, { verdict }]) => [file, verdict]))
     },
     async check(files) {
       const verdicts = new Map<string, RecipeDiagnostic | undefined>()
       const todo: Array<{ file: string; key: string }> = []
-      let learned = false
-      const folders = new Map<string, string>()
-      for (const file of files) {
-        const key = keyOf(file, folders)
+      for (const [file, { key, verdict }] of recall(files)) {
         if (key === undefined) continue
-        const verdict = lookUp(key)
-        if (verdict === undefined) {
-          todo.push({ file, key })
-          continue
-        }
-        if (!(key in entries)) {
-          entries[key] = verdict
-          learned = true
-        }
-        verdicts.set(file, verdict ?? undefined)
+        if (verdict === undefined) todo.push({ file, key })
+        else verdicts.set(file, verdict ?? undefined)
       }
-      if (learned) save({})
       if (todo.length === 0) return verdicts
       const job = running.then(() => {
         if (closed) throw new Error('closed')

@@ -198,6 +198,8 @@ export default defineRecipe({
       const here = createTypeVerdicts({ cacheFile, sharedFile: shared })
       try {
         expect(here.cached([typo]).get(typo)?.message).toBe('from the installation file')
+        // Kept in this data folder's file at once (a start whose verdicts were all known never calls check).
+        expect(Object.values((JSON.parse(readFileSync(cacheFile, 'utf8')) as { entries: Record<string, { message: string } | null> }).entries)).toEqual([expect.objectContaining({ message: 'from the installation file' })])
         expect((await here.check([typo])).get(typo)?.message).toBe('from the installation file')
       } finally {
         await here.close()
