@@ -119,19 +119,30 @@ export function typeCheckRecipes(files: string[]): Record<string, RecipeDiagnost
   return verdicts
 }
 
-/** `root`, then the files of its folders it imports, breadth first (static imports and re-exports). */
+/**
+ * The module names a file imports: static imports and re-exports, and `import('…')` with a literal name anywhere in it
+ * (the program checks a dynamically imported helper too, so `recipes check` reported its errors while the recipe's
+ * verdict missed them).
+ */
+function importedNames(source: TypeScript.SourceFile): string[] {
+  const names: string[] = []
+  const visit = (node: TypeScript.Node): void => {
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) names.push(node.moduleSpecifier.text)
+    else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteralLike(node.arguments[0])) names.push(node.arguments[0].text)
+    ts.forEachChild(node, visit)
+  }
+  visit(source)
+  return names
+}
+
+/** `root`, then the files of its folders it imports, breadth first (see importedNames). */
 function localImports(program: TypeScript.Program, root: string, ours: (file: string) => boolean): string[] {
   const reached = [root]
   for (let i = 0; i < reached.length; i++) {
     const from = reached[i]!
     const source = program.getSourceFile(from)
     if (!source) continue
-    for (const statement of source.statements) {
-      const specifier =
-        (ts.isImportDeclaration(statement) || ts.isExportDeclaration(statement)) && statement.moduleSpecifier && ts.isStringLiteral(statement.moduleSpecifier)
-          ? statement.moduleSpecifier.text
-          : undefined
-      if (specifier === undefined) continue
+    for (const specifier of importedNames(source)) {
       const target = ts.resolveModuleName(specifier, from, OPTIONS, compilerHost()).resolvedModule?.resolvedFileName
       if (target === undefined) continue
       const file = resolve(target)

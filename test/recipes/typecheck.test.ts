@@ -172,6 +172,37 @@ export default defineRecipe({
     }
   }, 60_000)
 
+  it('a helper imported dynamically (`await import(\'./lib/…\')`) is part of the recipe\'s verdict, as `recipes check` reports it', async () => {
+    const folder = tempRecipesDir()
+    const cacheFile = join(dataDir, 'recipe-types-dynamic.json')
+    const LATE = `import { defineRecipe } from 'switchboard'
+export default defineRecipe({
+  description: 'loads its helper when it runs',
+  async run(ctx) {
+    const { missedFilter } = await import('./lib/late.ts')
+    return { missed: (await ctx.data.conversations(missedFilter())).length }
+  },
+})
+`
+    try {
+      const recipe = folder.write('late-helper', LATE)
+      const lib = join(folder.dir, 'lib', 'late.ts')
+      mkdirSync(dirname(lib))
+      // The recipe's own file is clean; the helper's error is its own.
+      writeFileSync(lib, `const limit: number = 'ten'\nexport const missedFilter = () => ({ status: 'no_answer' as const, limit })\n`)
+      const verdicts = createTypeVerdicts({ cacheFile })
+      try {
+        const verdict = (await verdicts.check([recipe])).get(recipe)
+        expect(verdict?.file).toBe(resolve(lib))
+        expect(verdict?.message).toMatch(/not assignable to type 'number'/)
+      } finally {
+        await verdicts.close()
+      }
+    } finally {
+      folder.cleanup()
+    }
+  }, 60_000)
+
   it("a verdict one process checked answers another with its own data folder, from the installation's file", async () => {
     const folder = tempRecipesDir()
     const dir = mkdtempSync(join(tmpdir(), 'sb-shared-verdicts-'))
