@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config'
+import { WAIT_MS } from './test/helpers/wait-ms.ts'
 
 export default defineConfig({
   test: {
@@ -15,8 +16,8 @@ export default defineConfig({
     isolate: false,
     globalSetup: ['test/helpers/global-setup.ts'],
     setupFiles: ['test/helpers/isolated-cwd.ts', 'test/helpers/wait-defaults.ts'],
-    // A poll that names no timeout: see test/helpers/wait-defaults.ts.
-    expect: { poll: { timeout: 10_000 } },
+    // A poll that names no timeout waits as long as a vi.waitFor (test/helpers/wait-ms.ts).
+    expect: { poll: { timeout: WAIT_MS } },
     // Three on two cores: a sixth of the suite's time both workers waited (a real-time watchdog, child processes
     // starting, kill -9 and restart), and a third worker fills those gaps — 219 → 186 s on the same machine, the same
     // CPU. With two, more workers only added contention while type checks took a third of the CPU. Its waits allow

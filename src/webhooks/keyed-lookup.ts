@@ -8,7 +8,7 @@ import type { Database } from '../db/schema.ts'
  * off the webhook's durable commit (the receiver's insert with provider-shaped ids: ~50 → ~30 µs of CPU a row).
  * A literal, not a parameter, in every query: it names the partial index's condition for both planners.
  */
-export const UNINDEXED_STATUS = 'pending'
+const UNINDEXED_STATUS = 'pending'
 
 type EventsEb = ExpressionBuilder<Database, 'webhook_events'>
 

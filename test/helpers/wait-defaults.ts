@@ -1,13 +1,7 @@
 import { vi } from 'vitest'
+import { WAIT_MS } from './wait-ms.ts'
 
-/**
- * How long a `vi.waitFor` that names no timeout waits: vitest's default, 1 s, is what a condition needs on a quiet
- * machine, not on a two-core one running the rest of the suite beside it (a batch that commits, a thread that starts).
- * A wait that holds returns as soon as it holds, so only a failing test waits this long. `expect.poll` gets the same
- * from vitest.config.ts (expect.poll.timeout).
- */
-export const WAIT_MS = 10_000
-
+// Every `vi.waitFor` that names no timeout waits WAIT_MS; `expect.poll` gets the same from vitest.config.ts.
 type WaitFor = typeof vi.waitFor
 const PATCHED = Symbol.for('switchboard.test.waitForDefault')
 

@@ -6,7 +6,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { main } from '../../src/cli.ts'
 import { BrokenRecipeError, createRecipeEngine, type RecipeEngine } from '../../src/recipes/engine.ts'
-import { createTypeVerdicts, typeCheckThreadId } from '../../src/recipes/type-verdicts.ts'
+import { createTypeVerdicts, typeCheckThreadId, type TypeVerdicts } from '../../src/recipes/type-verdicts.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { tempRecipesDir } from './helpers.ts'
 
@@ -58,6 +58,24 @@ async function cli(...argv: string[]) {
   let err = ''
   const code = await main(argv, { env: { DATA_DIR: dataDir, RECIPES_DIR: folder.dir, LOG_LEVEL: 'silent' }, stdout: (t) => void (out += t), stderr: (t) => void (err += t) })
   return { code, out, err }
+}
+
+/** Runs `use` with a TypeVerdicts for `options`, closed afterwards whatever happens. */
+async function withVerdicts<T>(options: Parameters<typeof createTypeVerdicts>[0], use: (verdicts: TypeVerdicts) => Promise<T> | T): Promise<T> {
+  const verdicts = createTypeVerdicts(options)
+  try {
+    return await use(verdicts)
+  } finally {
+    await verdicts.close()
+  }
+}
+
+/** Writes `text` to `lib/<name>` of the recipes folder `dir` (the folder made if needed); returns its path. */
+function writeHelper(dir: string, name: string, text: string): string {
+  const file = join(dir, 'lib', name)
+  mkdirSync(dirname(file), { recursive: true })
+  writeFileSync(file, text)
+  return file
 }
 
 describe('recipes check', () => {
@@ -149,24 +167,16 @@ export default defineRecipe({
 `
     try {
       const recipe = folder.write('uses-lib', USES_LIB)
-      const lib = join(folder.dir, 'lib', 'filters.ts')
-      mkdirSync(dirname(lib))
-      writeFileSync(lib, `export const missedFilter = () => ({ status: 42 })\n`)
-      const first = createTypeVerdicts({ cacheFile })
-      try {
+      writeHelper(folder.dir, 'filters.ts', `export const missedFilter = () => ({ status: 42 })\n`)
+      await withVerdicts({ cacheFile }, async (first) => {
         expect((await first.check([recipe])).get(recipe)?.message).toMatch(/not assignable/)
-      } finally {
-        await first.close()
-      }
+      })
       // The helper is fixed; the recipe file itself is unchanged. A restarted service must not keep the old verdict.
-      writeFileSync(lib, `export const missedFilter = () => ({ status: 'no_answer' as const })\n`)
-      const restarted = createTypeVerdicts({ cacheFile })
-      try {
+      writeHelper(folder.dir, 'filters.ts', `export const missedFilter = () => ({ status: 'no_answer' as const })\n`)
+      await withVerdicts({ cacheFile }, async (restarted) => {
         expect(restarted.cached([recipe]).get(recipe)).toBeUndefined()
         expect((await restarted.check([recipe])).get(recipe)).toBeUndefined()
-      } finally {
-        await restarted.close()
-      }
+      })
     } finally {
       folder.cleanup()
     }
@@ -186,18 +196,11 @@ export default defineRecipe({
 `
     try {
       const recipe = folder.write('late-helper', LATE)
-      const lib = join(folder.dir, 'lib', 'late.ts')
-      mkdirSync(dirname(lib))
       // The recipe's own file is clean; the helper's error is its own.
-      writeFileSync(lib, `const limit: number = 'ten'\nexport const missedFilter = () => ({ status: 'no_answer' as const, limit })\n`)
-      const verdicts = createTypeVerdicts({ cacheFile })
-      try {
-        const verdict = (await verdicts.check([recipe])).get(recipe)
-        expect(verdict?.file).toBe(resolve(lib))
-        expect(verdict?.message).toMatch(/not assignable to type 'number'/)
-      } finally {
-        await verdicts.close()
-      }
+      const lib = writeHelper(folder.dir, 'late.ts', `const limit: number = 'ten'\nexport const missedFilter = () => ({ status: 'no_answer' as const, limit })\n`)
+      const verdict = await withVerdicts({ cacheFile }, async (verdicts) => (await verdicts.check([recipe])).get(recipe))
+      expect(verdict?.file).toBe(resolve(lib))
+      expect(verdict?.message).toMatch(/not assignable to type 'number'/)
     } finally {
       folder.cleanup()
     }
@@ -226,17 +229,15 @@ export default defineRecipe({
       written.entries[key!] = { ...verdict!, message: 'from the installation file' }
       writeFileSync(shared, JSON.stringify(written))
       const cacheFile = join(dir, 'data-folder.json')
-      const here = createTypeVerdicts({ cacheFile, sharedFile: shared })
-      try {
+      const dataFolderVerdicts = () => Object.values((JSON.parse(readFileSync(cacheFile, 'utf8')) as { entries: Record<string, { message: string } | null> }).entries)
+      await withVerdicts({ cacheFile, sharedFile: shared }, async (here) => {
         expect(here.cached([typo]).get(typo)?.message).toBe('from the installation file')
         // Kept in this data folder's file at once (a start whose verdicts were all known never calls check).
-        expect(Object.values((JSON.parse(readFileSync(cacheFile, 'utf8')) as { entries: Record<string, { message: string } | null> }).entries)).toEqual([expect.objectContaining({ message: 'from the installation file' })])
+        expect(dataFolderVerdicts()).toEqual([expect.objectContaining({ message: 'from the installation file' })])
         expect((await here.check([typo])).get(typo)?.message).toBe('from the installation file')
-      } finally {
-        await here.close()
-      }
+      })
       // Copied into this data folder's own file, which is asked first.
-      expect(Object.values((JSON.parse(readFileSync(cacheFile, 'utf8')) as { entries: Record<string, { message: string } | null> }).entries)).toEqual([expect.objectContaining({ message: 'from the installation file' })])
+      expect(dataFolderVerdicts()).toEqual([expect.objectContaining({ message: 'from the installation file' })])
     } finally {
       folder.cleanup()
       rmSync(dir, { recursive: true, force: true })
