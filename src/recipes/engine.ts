@@ -157,13 +157,14 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
    * The queue always moves on: every run ends within RECIPE_TIMEOUT_SECONDS (runner.ts), timed out if need be,
    * and a timed-out run's code — which cannot be cancelled and may never settle — is not waited for: the next run
    * starts beside it. With `maxWaitMs` (event batches, which hold claims on their events) a run that has not had
-   * its turn by then gives up with RecipeBusyError rather than waiting on. The tail settles only once this run and
-   * everything before it have, so one that gave up never lets a later run start beside the run it gave up on.
+   * its turn that long after `waitingSince` (default: now) gives up with RecipeBusyError rather than waiting on. The
+   * tail settles only once this run and everything before it have, so one that gave up never lets a later run start
+   * beside the run it gave up on.
    */
-  const exclusive = (name: string, fn: () => Promise<RecipeRun>, options: { dryRun?: boolean; maxWaitMs?: number } = {}): Promise<RecipeRun> => {
+  const exclusive = (name: string, fn: () => Promise<RecipeRun>, options: { dryRun?: boolean; maxWaitMs?: number; waitingSince?: number } = {}): Promise<RecipeRun> => {
     const previous = tails.get(name)
     let turn: Promise<unknown> = previous ?? Promise.resolve()
-    if (previous !== undefined && options.maxWaitMs !== undefined) turn = turnWithin(name, previous, options.maxWaitMs)
+    if (previous !== undefined && options.maxWaitMs !== undefined) turn = turnWithin(name, previous, options.maxWaitMs, options.waitingSince ?? rt.clock.now())
     const next = turn.then(fn)
     if (options.dryRun) return track(next)
     const tail = Promise.allSettled([previous, next])
@@ -174,10 +175,13 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
     return track(next)
   }
 
-  /** Resolves when `previous` settles, or rejects with RecipeBusyError after `ms` on the runtime's clock. */
-  const turnWithin = (name: string, previous: Promise<unknown>, ms: number) =>
+  /** Resolves when `previous` settles, or rejects with RecipeBusyError `ms` after `since` on the runtime's clock. */
+  const turnWithin = (name: string, previous: Promise<unknown>, ms: number, since: number) =>
     new Promise<void>((resolve, reject) => {
-      const cancel = rt.clock.setTimeout(() => reject(new RecipeBusyError(name, ms)), ms)
+      const left = since + ms - rt.clock.now()
+      // Its time was up before it asked (an event batch's wait counts from its claim): it gives up at once.
+      if (left <= 0) return reject(new RecipeBusyError(name, ms))
+      const cancel = rt.clock.setTimeout(() => reject(new RecipeBusyError(name, ms)), left)
       const done = () => {
         cancel()
         resolve()
@@ -427,8 +431,12 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
     recipes: () => loaded,
     subscriptions: (name) => subscriptions.get(name),
     inProgress: runningElsewhere,
-    run: (recipe, events) =>
-      exclusive(recipe.name, () => runNow(recipe, { type: 'event', events, event: events[0] }, false), { maxWaitMs: rt.config.pipeline.recipeTimeoutMs }),
+    // The wait counts from the claim, not from this call: loading the batch and renewing its claims came first.
+    run: (recipe, events, claimedAt) =>
+      exclusive(recipe.name, () => runNow(recipe, { type: 'event', events, event: events[0] }, false), {
+        maxWaitMs: rt.config.pipeline.recipeTimeoutMs,
+        waitingSince: claimedAt,
+      }),
   })
 
   const engine: RecipeEngine = {

@@ -45,9 +45,10 @@ export interface DispatchDeps {
   inProgress(name: string): Promise<boolean>
   /**
    * Runs one batch (the engine: one run at a time per recipe, recorded, timed out). Rejects with RecipeBusyError when
-   * another run of the recipe in this process kept it from starting in time: the batch is then handed back.
+   * another run of the recipe in this process kept it from starting in time — counted from `claimedAt`, the moment
+   * its events were claimed: the batch is then handed back.
    */
-  run(recipe: LoadedRecipe, events: PipelineEvent[]): Promise<RecipeRun>
+  run(recipe: LoadedRecipe, events: PipelineEvent[], claimedAt: number): Promise<RecipeRun>
 }
 
 /**
@@ -87,7 +88,7 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
   }
 
   /** Runs a claimed batch and settles its fires; false when the recipe stayed busy and the batch was handed back. */
-  async function runBatch(recipe: LoadedRecipe, rows: FireRow[]): Promise<boolean> {
+  async function runBatch(recipe: LoadedRecipe, rows: FireRow[], claimedAt: number): Promise<boolean> {
     const ids = rows.map((r) => r.event_id)
     const events = await load(rows)
     // Still ours? A process frozen past FIRE_CLAIM_MS since its claim (a VM paused, a laptop asleep) finds them taken:
@@ -116,7 +117,7 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
     renew()
     let run: RecipeRun
     try {
-      run = await deps.run(recipe, events)
+      run = await deps.run(recipe, events, claimedAt)
     } catch (error) {
       // Never run: another run of the recipe here kept it busy past the wait, or one in another process took the
       // recipe's running slot between the sweep's look and this run's start. The events go back to the queue as
@@ -163,10 +164,11 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
       if (!recipe?.definition?.on?.length) return
       // The recipe is running elsewhere: nothing is claimed, so nothing is spent or run twice; the sweep retries.
       if (await deps.inProgress(name)) return
+      const claimedAt = rt.clock.now()
       const rows = await claimFireBatch(rt, name, owner, recipeBatchMax, FIRE_CLAIM_MS)
       if (rows.length === 0) return
       // Handed back: claiming the same events again now would only wait again; the sweep looks later.
-      if (!(await runBatch(recipe, rows))) return
+      if (!(await runBatch(recipe, rows, claimedAt))) return
       // The rest of the thread (messages, timers) gets a turn between batches (src/utils/next-turn.ts).
       await nextTurn()
     }
