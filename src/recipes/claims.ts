@@ -5,6 +5,7 @@ import { chunks } from '../utils/chunks.ts'
 import { inValues } from '../db/in-values.ts'
 import { insertRows } from '../db/insert-rows.ts'
 import { inClaimSubquery } from '../db/in-claim-subquery.ts'
+import { RUN_STALE_MS } from './overlap.ts'
 
 /**
  * Claims that make scheduled ticks and event triggers run once across replicas: the first to insert the
@@ -165,6 +166,24 @@ export async function claimFireBatch(rt: Runtime, recipe: string, owner: string,
       // SQLite walked the status index over the recipe's whole queue, testing each row against the list).
       .where((eb) => eb.fn.coalesce('status', sql.lit('')), '=', status)
       .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+      // Not while a real run of the recipe is going (its running slot taken: migration 0018's partial unique index
+      // answers this). The caller looked before claiming, but a run can start between that look and this write;
+      // a batch claimed then would only wait for its turn, holding its events (src/recipes/engine.ts).
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('recipe_runs')
+              .select(sql.lit(1).as('one'))
+              .where('recipe', '=', recipe)
+              // The recipe's one running slot, through its partial unique index: literals, which a planner matches
+              // against the index's own terms (parameters it cannot), and the age test kept off the (recipe,
+              // started_at) index with a unary plus — else SQLite walked that one over every run of the last hour.
+              .where('status', '=', sql.lit('running'))
+              .where('dry_run', '=', sql.lit(0))
+              .where(sql<boolean>`+${sql.ref('started_at')} > ${now - RUN_STALE_MS}`),
+          ),
+        ),
+      )
       .returningAll()
       .execute()
     if (rows.length > 0) return rows.sort((a, b) => a.fired_at - b.fired_at || (a.event_id < b.event_id ? -1 : 1))

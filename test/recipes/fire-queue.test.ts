@@ -1,5 +1,6 @@
 import { afterEach, expect, it } from 'vitest'
 import { claimFireBatch, enqueueEventFires, finishFires, releaseFires } from '../../src/recipes/claims.ts'
+import { RUN_STALE_MS } from '../../src/recipes/overlap.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createHarness, type Harness } from '../webhooks/helpers.ts'
 
@@ -52,6 +53,27 @@ describeEachDialect('recipe event queue, batch by batch', (dialect) => {
     expect(failed.every((f) => Number(f.attempts) === 1 && Number(f.next_attempt_at) === 123 && f.last_error === 'boom')).toBe(true)
     // Nothing to finish is a no-op.
     await finishFires(h.rt, 'followup', 'worker-a', [], { status: 'done', runId: 'run_c' })
+  })
+
+  it('claims nothing while a real run of the recipe is going, even one that started after the caller looked', async () => {
+    h = await createHarness(dialect)
+    await enqueueEventFires(h.rt, [...pairs('followup', 0, 3), ...pairs('digest', 0, 1)])
+    const run = (id: string, recipe: string, fields: { dry_run?: number; started_at?: number } = {}) =>
+      h.rt.store.db.insertInto('recipe_runs').values({ id, recipe, trigger: 'manual', event_id: null, dry_run: 0, status: 'running', started_at: h.clock.now(), ended_at: null, summary: null, plan: null, error: null, process: null, ...fields }).execute()
+    // A dry run does not hold the queue back.
+    await run('run_dry', 'followup', { dry_run: 1 })
+    expect(await claimFireBatch(h.rt, 'followup', 'worker-a', 1, 10_000)).toHaveLength(1)
+    // A real one does (its own recipe's queue only); a claim is not taken in its shadow.
+    await run('run_real', 'followup')
+    expect(await claimFireBatch(h.rt, 'followup', 'worker-a', 10, 10_000)).toEqual([])
+    expect(await claimFireBatch(h.rt, 'digest', 'worker-a', 10, 10_000)).toHaveLength(1)
+    // Once it has ended, the rest are claimed.
+    await h.rt.store.db.updateTable('recipe_runs').set({ status: 'succeeded', ended_at: h.clock.now() }).where('id', '=', 'run_real').execute()
+    expect(await claimFireBatch(h.rt, 'followup', 'worker-a', 10, 10_000)).toHaveLength(2)
+    // A run still marked running past RUN_STALE_MS is a crashed process's: it holds nothing back.
+    await enqueueEventFires(h.rt, pairs('followup', 3, 4))
+    await run('run_crashed', 'followup', { started_at: h.clock.now() - RUN_STALE_MS - 1 })
+    expect(await claimFireBatch(h.rt, 'followup', 'worker-a', 10, 10_000)).toHaveLength(1)
   })
 
   it('hands a claimed batch of 300 back untouched, and only the claimant can', async () => {
