@@ -14,6 +14,7 @@ import { createKvState, recipeStateNamespace } from './state.ts'
 import { decodeSummary, encodeSummary } from './summary.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
 import { runOwner, takeRunSlot } from './overlap.ts'
+import { keepClosing } from './keep-closing.ts'
 
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'skipped'
 
@@ -212,15 +213,19 @@ export async function executeRun(
   } catch (recording) {
     // The outcome could not be written as it is (a plan entry the recipe pushed that is not JSON, say). The row must
     // not read as running for RUN_STALE_MS, holding the recipe back: close it failed, with the reason and without
-    // the parts that failed to write. If this write fails too (the database is down), that error is the one thrown.
+    // the parts that failed to write. If this write fails too (the database is down), that error is the one thrown,
+    // and the run is closed once the database takes the write (keep-closing.ts).
     log.error({ err: recording }, 'recording a recipe run failed; closing it as failed')
     const why = `could not record the run's outcome: ${errorText(recording)}`
     const closed = error === null ? why : `${error}; ${why}`
-    await rt.store.db
-      .updateTable('recipe_runs')
-      .set({ status: 'failed', ended_at: endedAt, summary: null, plan: null, error: closed })
-      .where('id', '=', id)
-      .execute()
+    const failed = { status: 'failed', ended_at: endedAt, summary: null, plan: null, error: closed }
+    try {
+      await rt.store.db.updateTable('recipe_runs').set(failed).where('id', '=', id).execute()
+    } catch (down) {
+      // Not even that (the database is down): the row would hold the recipe back as running; it is closed later.
+      keepClosing(rt, id, failed)
+      throw down
+    }
     // As recorded: the plan may be what could not be written (and what a caller printing it would trip on too).
     return {
       id, recipe: name, trigger: trigger.type, eventId: trigger.event?.eventId ?? null, dryRun, status: 'failed',

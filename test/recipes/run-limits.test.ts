@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { sql } from 'kysely'
 import { afterEach, beforeEach, expect, it, vi } from 'vitest'
 import { loadConfig } from '../../src/config/load.ts'
 import type { PipelineEvent } from '../../src/events/hooks.ts'
@@ -216,6 +217,25 @@ export default defineRecipe({ description: 'never loads', on: ['call.no_answer']
     await engine.idle()
     expect(await runs()).toEqual([['event', 'succeeded', 'event:evt_1']])
     expect((await engine.reload()).map((r) => [r.name, r.error ?? null])).toEqual(broken)
+    expect(await engine.run('sweep')).toMatchObject({ status: 'succeeded', summary: 'manual' })
+  })
+
+  it('a run that ends while the database refuses every write is closed once it takes them again, not held running for an hour', async () => {
+    const engine = engineOf()
+    const manual = hang('manual')
+    const first = engine.run('sweep')
+    await vi.waitFor(() => expect(manual.started).toBe(true))
+    // The database stops taking the run's writes as it ends (here: its table gone for a moment, on either dialect).
+    await sql`alter table recipe_runs rename to recipe_runs_away`.execute(rt.store.db)
+    manual.release()
+    await expect(first).rejects.toThrow(/recipe_runs/)
+    await sql`alter table recipe_runs_away rename to recipe_runs`.execute(rt.store.db)
+    // Its row still reads running, and this process lives: nothing else would close it before RUN_STALE_MS.
+    expect(await runs()).toEqual([['manual', 'running', null]])
+    await expect(engine.run('sweep')).rejects.toThrow(/is already running/)
+    await clock.advance(5_000)
+    await vi.waitFor(async () => expect(await runs()).toEqual([['manual', 'failed', expect.stringMatching(/^could not record the run's outcome: .*recipe_runs/)]]))
+    expect(logs.find(/^a recipe run whose outcome could not be written is closed as failed now that the database takes it$/)).toHaveLength(1)
     expect(await engine.run('sweep')).toMatchObject({ status: 'succeeded', summary: 'manual' })
   })
 
