@@ -59,7 +59,9 @@ export function createManualClock(start: number | Date | string = '2026-01-01T00
   const clock: ManualClock = {
     now: () => current,
     setTimeout(fn, ms) {
-      const timer = { at: current + Math.max(0, ms), seq: seq++, fn }
+      // Whole milliseconds, as the system clock reads (Date.now()): a timer set for a third of a claim's life must not
+      // make `now()` fractional — a Postgres bigint column refuses 1767225663333.3333.
+      const timer = { at: current + Math.max(0, Math.ceil(ms)), seq: seq++, fn }
       timers.add(timer)
       return () => {
         timers.delete(timer)
