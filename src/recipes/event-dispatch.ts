@@ -16,6 +16,9 @@ export const FIRE_CLAIM_MS = 10_000
 const SWEEP_MS = 1_000
 /** Events kept in memory between queueing and running (beyond this, a run reads them back from storage). */
 const MEMO_LIMIT = 20_000
+/** A batch's outcome the database refused is written again this often, this many times (well within its claim). */
+const SETTLE_RETRY_MS = 1_000
+const SETTLE_TRIES = 5
 
 /** Whether a recipe's `on` list subscribes to an event: provider types as is, named targets as `<target>:<type>`. */
 export function subscribes(on: readonly string[], event: PipelineEvent): boolean {
@@ -87,6 +90,41 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
     return rows.map((r) => memo.get(key(r.event_id)) ?? loaded.get(r.event_id)).filter((e): e is PipelineEvent => e !== undefined)
   }
 
+  /** Wakes the batches waiting to write their outcome again when the dispatch stops (they give up at once). */
+  const onStop = new Set<() => void>()
+
+  /**
+   * Writes a batch's outcome, again while the database refuses it (a dropped connection, a failover): the run has
+   * happened, and until its fires say so only their claims keep the events from running a second time — a claim
+   * that lapses (FIRE_CLAIM_MS) hands them to the sweep. Tried every SETTLE_RETRY_MS, the claims renewed between
+   * tries, SETTLE_TRIES times — within the claims' life — then the error stands: the events run again once claimed
+   * (at least once, as after a crash).
+   */
+  async function settle(recipe: string, ids: string[], write: () => Promise<unknown>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await write()
+        if (attempt > 1) log.info({ recipe, events: ids.length, attempts: attempt }, 'recorded the batch\'s outcome once the database took it')
+        return
+      } catch (error) {
+        if (stopped || attempt >= SETTLE_TRIES) throw error
+        if (attempt === 1) log.warn({ recipe, events: ids.length, err: (error as Error)?.message ?? String(error) }, 'could not record a batch\'s outcome; trying again while its claims hold')
+        await new Promise<void>((resolve) => {
+          const wake = () => {
+            cancel()
+            onStop.delete(wake)
+            resolve()
+          }
+          const cancel = rt.clock.setTimeout(wake, SETTLE_RETRY_MS)
+          onStop.add(wake)
+        })
+        // Still ours? Renewed, or found taken (then writing would change nothing: another process runs them).
+        const held = await renewFireClaims(rt, recipe, owner, FIRE_CLAIM_MS).catch(() => ids.length)
+        if (held < ids.length) throw error
+      }
+    }
+  }
+
   /** Runs a claimed batch and settles its fires; false when the recipe stayed busy and the batch was handed back. */
   async function runBatch(recipe: LoadedRecipe, rows: FireRow[], claimedAt: number): Promise<boolean> {
     const ids = rows.map((r) => r.event_id)
@@ -140,19 +178,19 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
       return true
     }
     if (run.status === 'succeeded') {
-      await finishFires(rt, recipe.name, owner, ids, { status: 'done', runId: run.id })
+      await settle(recipe.name, ids, () => finishFires(rt, recipe.name, owner, ids, { status: 'done', runId: run.id }))
       return true
     }
     const attempts = Math.max(...rows.map((r) => r.attempts)) + 1
     const error = run.error ?? (run.summary === null || run.summary === undefined ? 'run did not succeed' : summaryText(run.summary))
     if (attempts >= rt.config.webhook.maxAttempts) {
       log.error({ recipe: recipe.name, events: ids.length, attempts, err: error }, 'recipe gave up on these events (dead)')
-      await finishFires(rt, recipe.name, owner, ids, { status: 'dead', runId: run.id, error })
+      await settle(recipe.name, ids, () => finishFires(rt, recipe.name, owner, ids, { status: 'dead', runId: run.id, error }))
       return true
     }
     const nextAttemptAt = rt.clock.now() + backoffMs(attempts, rt.random.next)
     log.warn({ recipe: recipe.name, events: ids.length, attempts, next_attempt_at: nextAttemptAt, err: error }, 'recipe run failed; its events will be retried one by one')
-    await finishFires(rt, recipe.name, owner, ids, { status: 'failed', runId: run.id, error, nextAttemptAt })
+    await settle(recipe.name, ids, () => finishFires(rt, recipe.name, owner, ids, { status: 'failed', runId: run.id, error, nextAttemptAt }))
     return true
   }
 
@@ -236,6 +274,7 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
     async stop() {
       stopped = true
       cancelSweep?.()
+      for (const wake of [...onStop]) wake()
       await Promise.allSettled([...passes.values()])
     },
   }

@@ -239,6 +239,29 @@ export default defineRecipe({ description: 'never loads', on: ['call.no_answer']
     expect(await engine.run('sweep')).toMatchObject({ status: 'succeeded', summary: 'manual' })
   })
 
+  it('a batch whose outcome the database refuses for a moment is recorded once it takes it: its events do not run again', async () => {
+    const engine = engineOf()
+    await engine.start()
+    const event = hang('event')
+    await engine.enqueueEvents([noAnswer('evt_1')])
+    await vi.waitFor(() => expect(event.started).toBe(true))
+    // The database refuses the queue's writes as the run ends (its table gone for a moment, on either dialect).
+    await sql`alter table recipe_event_fires rename to recipe_event_fires_away`.execute(rt.store.db)
+    event.release()
+    // The run is over and writing its outcome has failed once.
+    await vi.waitFor(() => expect(logs.find(/^could not record a batch's outcome|^recipe event queue failed/).length).toBeGreaterThan(0))
+    await sql`alter table recipe_event_fires_away rename to recipe_event_fires`.execute(rt.store.db)
+    await vi.waitFor(async () => {
+      await clock.advance(1_000)
+      expect(await fires()).toEqual([['evt_1', 'done', 0, null]])
+    }, { interval: 20 })
+    // Past the claim's life (FIRE_CLAIM_MS): nothing is claimed or run again.
+    await clock.advance(30_000)
+    await engine.idle()
+    expect(await runs()).toEqual([['event', 'succeeded', 'event:evt_1']])
+    expect(logs.find(/^could not record a batch's outcome; trying again while its claims hold$/)).toHaveLength(1)
+  })
+
   it('a summary that is not JSON is kept as far as it can be, and a run whose outcome cannot be written is still closed', async () => {
     folder.write('odd', `import { defineRecipe } from 'switchboard'
 export default defineRecipe({
