@@ -1,6 +1,7 @@
 import type { Runtime } from '../runtime.ts'
 import { backoffMs } from '../utils/backoff.ts'
 import { sleep } from '../utils/clock.ts'
+import { writeAgain } from '../utils/write-again.ts'
 import { nextTurn } from '../utils/next-turn.ts'
 import type { PipelineEvent } from '../events/hooks.ts'
 import { parseRow } from '../webhooks/processing.ts'
@@ -90,39 +91,27 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
     return rows.map((r) => memo.get(key(r.event_id)) ?? loaded.get(r.event_id)).filter((e): e is PipelineEvent => e !== undefined)
   }
 
-  /** Wakes the batches waiting to write their outcome again when the dispatch stops (they give up at once). */
-  const onStop = new Set<() => void>()
+  /** Ends the waits of batches writing their outcome again when the dispatch stops (they give up at once). */
+  const stopping = new AbortController()
 
   /**
-   * Writes a batch's outcome, again while the database refuses it (a dropped connection, a failover): the run has
-   * happened, and until its fires say so only their claims keep the events from running a second time — a claim
-   * that lapses (FIRE_CLAIM_MS) hands them to the sweep. Tried every SETTLE_RETRY_MS, the claims renewed between
-   * tries, SETTLE_TRIES times — within the claims' life — then the error stands: the events run again once claimed
-   * (at least once, as after a crash).
+   * Writes a batch's outcome, again while the database refuses it (src/utils/write-again.ts): the run has happened,
+   * and until its fires say so only their claims keep the events from running a second time. Every SETTLE_RETRY_MS,
+   * SETTLE_TRIES times in all — within the claims' life (FIRE_CLAIM_MS), renewed between tries.
    */
   async function settle(recipe: string, ids: string[], write: () => Promise<unknown>): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await write()
-        if (attempt > 1) log.info({ recipe, events: ids.length, attempts: attempt }, 'recorded the batch\'s outcome once the database took it')
-        return
-      } catch (error) {
-        if (stopped || attempt >= SETTLE_TRIES) throw error
-        if (attempt === 1) log.warn({ recipe, events: ids.length, err: (error as Error)?.message ?? String(error) }, 'could not record a batch\'s outcome; trying again while its claims hold')
-        await new Promise<void>((resolve) => {
-          const wake = () => {
-            cancel()
-            onStop.delete(wake)
-            resolve()
-          }
-          const cancel = rt.clock.setTimeout(wake, SETTLE_RETRY_MS)
-          onStop.add(wake)
-        })
-        // Still ours? Renewed, or found taken (then writing would change nothing: another process runs them).
-        const held = await renewFireClaims(rt, recipe, owner, FIRE_CLAIM_MS).catch(() => ids.length)
-        if (held < ids.length) throw error
-      }
-    }
+    let failed = false
+    await writeAgain(rt.clock, write, {
+      tries: SETTLE_TRIES,
+      everyMs: SETTLE_RETRY_MS,
+      signal: stopping.signal,
+      stillOurs: async () => (await renewFireClaims(rt, recipe, owner, FIRE_CLAIM_MS)) >= ids.length,
+      onFirstFailure: (error) => {
+        failed = true
+        log.warn({ recipe, events: ids.length, err: (error as Error)?.message ?? String(error) }, 'could not record a batch\'s outcome; trying again while its claims hold')
+      },
+    })
+    if (failed) log.info({ recipe, events: ids.length }, 'recorded the batch\'s outcome once the database took it')
   }
 
   /** Runs a claimed batch and settles its fires; false when the recipe stayed busy and the batch was handed back. */
@@ -274,7 +263,7 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
     async stop() {
       stopped = true
       cancelSweep?.()
-      for (const wake of [...onStop]) wake()
+      stopping.abort()
       await Promise.allSettled([...passes.values()])
     },
   }

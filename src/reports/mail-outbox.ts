@@ -5,6 +5,7 @@ import { createMailTransport } from './mail-transport.ts'
 import { formatMailbox, parseMailboxes, sameAddress } from '../utils/mail-addresses.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
 import { every } from '../utils/every.ts'
+import { writeAgain } from '../utils/write-again.ts'
 
 /**
  * The mail outbox. A message for the SMTP relay is stored with its bytes (mail_log.raw) before the first
@@ -19,6 +20,9 @@ export const MAIL_GIVE_UP_MS = 24 * 60 * 60_000
 export const OUTBOX_POLL_MS = 15_000
 /** How long a claim lasts; an attempt renews it every third of this while it talks to the relay. */
 export const MAIL_CLAIM_MS = 2 * 60_000
+/** A sent mail whose record the database refuses is recorded again this often, this many times (within its claim). */
+const SENT_RECORD_RETRY_MS = 2_000
+const SENT_RECORD_TRIES = 5
 
 /** The wait after the n-th failed attempt (1-based); the last delay repeats. */
 export function retryDelayMs(attempts: number): number {
@@ -127,15 +131,26 @@ export async function deliverQueued(rt: Runtime, id: string, owner: string, opti
       .where('id', '=', id)
       .where('claimed_by', '=', owner)
       .execute()
+  const renewClaim = async () =>
+    Number((await rt.store.db.updateTable('mail_log').set({ claimed_until: rt.clock.now() + MAIL_CLAIM_MS }).where('id', '=', id).where('claimed_by', '=', owner).executeTakeFirst()).numUpdatedRows) === 1
+  /**
+   * What the relay took is recorded again while the database refuses it (src/utils/write-again.ts): until the row
+   * says `sent`, only its claim keeps the outbox from sending the message a second time.
+   */
+  const recordSent = <T>(write: () => Promise<T>): Promise<T> =>
+    writeAgain(rt.clock, write, {
+      tries: SENT_RECORD_TRIES,
+      everyMs: SENT_RECORD_RETRY_MS,
+      stillOurs: renewClaim,
+      onFirstFailure: (error) => log.warn({ err: describeMailError(error) }, 'the relay took the mail but recording it failed; trying again while its claim holds'),
+    })
 
   let failure: { error: unknown } | undefined
   let refusals: Refusal[] = []
   const { transporter } = createMailTransport(rt.config)
   // A relay may take longer than one claim (a slow one, a large attachment: the socket timeout is an idle timeout):
   // the claim is renewed meanwhile, so no outbox — this process's or another replica's — sends the message again.
-  const stopRenewing = every(rt.clock, rt.log, 'renewing a mail claim', MAIL_CLAIM_MS / 3, MAIL_CLAIM_MS / 3, () =>
-    rt.store.db.updateTable('mail_log').set({ claimed_until: rt.clock.now() + MAIL_CLAIM_MS }).where('id', '=', id).where('claimed_by', '=', owner).execute(),
-  )
+  const stopRenewing = every(rt.clock, rt.log, 'renewing a mail claim', MAIL_CLAIM_MS / 3, MAIL_CLAIM_MS / 3, renewClaim)
   try {
     const info: unknown = await transporter.sendMail({ envelope: { from: rt.config.mail.from, to: mailboxes.map((m) => m.address) }, raw: Buffer.from(raw, 'utf8') })
     refusals = refusalsOf(info)
@@ -168,7 +183,7 @@ export async function deliverQueued(rt: Runtime, id: string, owner: string, opti
       ...(accepted.length && retryRow ? [{ ...retryRow, mailId: timeOrderedId(now, rt.random) }] : []),
       ...(own.status === 'failed' ? [] : refusedForGood).map((r): RefusedRecipients => ({ mailId: timeOrderedId(now, rt.random), recipients: recipientsOf([r]), status: 'failed', error: r.error })),
     ]
-    const settled = await rt.store.db.transaction().execute(async (trx) => {
+    const write = () => rt.store.db.transaction().execute(async (trx) => {
       const updated = await trx
         .updateTable('mail_log')
         .set({ ...own, attempts, claimed_by: null, claimed_until: null, updated_at: now })
@@ -201,6 +216,8 @@ export async function deliverQueued(rt: Runtime, id: string, owner: string, opti
         .execute()
       return true
     })
+    // Sent to some: recorded again while the database refuses it, as a whole send is (recordSent).
+    const settled = await (accepted.length ? recordSent(write) : write())
     if (!settled) return { status: 'skipped' }
     for (const r of newRows.filter((n) => n.status === 'failed')) {
       metrics.failures.inc({ transport: 'smtp' })
@@ -243,7 +260,7 @@ export async function deliverQueued(rt: Runtime, id: string, owner: string, opti
     return split(accepted, refusals)
   }
   // The bytes are no longer needed once the relay has them.
-  await settle({ status: 'sent', error: null, next_attempt_at: null, raw: null })
+  await recordSent(() => settle({ status: 'sent', error: null, next_attempt_at: null, raw: null }))
   metrics.sent.inc({ transport: 'smtp' })
   log.info({ attempts, message_id: row.message_id, recipients: to }, 'mail sent')
   return { status: 'sent', attempts }
