@@ -7,6 +7,9 @@ import { setProcessingTaskRunner } from './coordination/processing-task.ts'
 import { trackReceiverLoad } from './coordination/receiver-load.ts'
 import { releaseInstance } from './instances.ts'
 import { webhookState } from './webhooks/state.ts'
+import { fileVersion } from './recipes/load-watch.ts'
+import { RECIPE_LOAD_TIME_LIMIT_MS } from './recipes/loader.ts'
+import { basename } from 'node:path'
 
 type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>
 
@@ -53,6 +56,12 @@ export function unresponsiveAfterMs(recipeTimeoutMs: number): number {
   return Math.min(60_000, Math.max(10_000, recipeTimeoutMs + 5_000))
 }
 
+/**
+ * While a recipe file loads, the thread is stuck sooner: its top-level code gets RECIPE_LOAD_TIME_LIMIT_MS (an await
+ * that never settles breaks the recipe at that limit), and one silent 5 s past it is a synchronous loop.
+ */
+const LOADING_SILENT_MS = RECIPE_LOAD_TIME_LIMIT_MS + 5_000
+
 /** Whether the database can be opened a second time by a thread (an in-memory SQLite database cannot). */
 export function canRunInThread(rt: Runtime): boolean {
   return rt.store.dialect === 'postgres' || (rt.store.sqlite !== undefined && !rt.store.sqlite.memory)
@@ -92,6 +101,12 @@ export async function startProcessingThread(
   let lastAnswer: MetricsJson | undefined
   let earlierThreads: MetricsJson | undefined
   let silent = false
+  /**
+   * Recipe files whose top-level code held a thread until the watchdog stopped it, each with its version then: the
+   * next threads leave them out (reported broken) until they change, so one bad file cannot keep processing — or the
+   * service's start — from ever getting past it.
+   */
+  const leftOut = new Map<string, string>()
   const restarts = new Counter({ name: 'switchboard_processing_thread_restarts_total', help: 'Processing threads restarted after stopping (an uncaught error, out of memory, or stuck)', registers: [rt.metrics] })
   // The receiver's commit rate and event-loop use, read by the thread to hold back during a burst (PROCESSING_YIELD_ABOVE).
   const load = trackReceiverLoad(rt.config.pipeline.processingYieldAbove)
@@ -99,13 +114,16 @@ export async function startProcessingThread(
   function spawn(): Promise<void> {
     const worker = new Worker(new URL('./worker-thread.mjs', import.meta.url), {
       // A worker's process has no receiver to hold back for.
-      workerData: { config: threadConfig(rt.config), role, receiverLoad: role === 'all' ? load.shared : undefined },
+      workerData: { config: threadConfig(rt.config), role, receiverLoad: role === 'all' ? load.shared : undefined, leftOut: [...leftOut] },
     })
     current = worker
     const startedAt = rt.clock.now()
     return new Promise<void>((resolve, reject) => {
       let ready = false
       let instanceId: string | undefined
+      /** The recipe file the thread is loading now, and the one it was loading when the watchdog stopped it. */
+      let loading: string | undefined
+      let stuckLoading: string | undefined
       // The watchdog: real time, as the thread's own timers run.
       let lastHeard = performance.now()
       const silentFor = options.unresponsiveAfterMs ?? unresponsiveAfterMs(rt.config.pipeline.recipeTimeoutMs)
@@ -117,16 +135,22 @@ export async function startProcessingThread(
         const stoodStill = now - lastLook > ALIVE_EVERY_MS * 5
         lastLook = now
         if (stoodStill) lastHeard = now
-        if (stopping || now - lastHeard < silentFor) return
+        if (stopping || now - lastHeard < (loading === undefined ? silentFor : Math.min(silentFor, LOADING_SILENT_MS))) return
         clearInterval(watchdog)
-        rt.log.error({ silent_ms: Math.round(performance.now() - lastHeard) }, 'the processing thread stopped answering (a recipe that never yields, e.g. a synchronous loop?); stopping it to restart it')
+        const silentMs = Math.round(performance.now() - lastHeard)
+        if (loading !== undefined) {
+          stuckLoading = loading
+          rt.log.error({ file: loading, silent_ms: silentMs }, `recipe file ${basename(loading)} never finished loading: its top-level code held the processing thread (a synchronous loop?); stopping the thread, and leaving the file out until it changes`)
+        } else rt.log.error({ silent_ms: silentMs }, 'the processing thread stopped answering (a recipe that never yields, e.g. a synchronous loop?); stopping it to restart it')
         void worker.terminate()
       }, ALIVE_EVERY_MS)
       watchdog.unref()
       worker.on('message', (reply: ThreadReply) => {
         lastHeard = performance.now()
         if (reply.type === 'alive') return
-        if (reply.type === 'instance') instanceId = reply.instanceId
+        if (reply.type === 'loading') loading = reply.file
+        else if (reply.type === 'loaded') loading = undefined
+        else if (reply.type === 'instance') instanceId = reply.instanceId
         else if (reply.type === 'ready') {
           ready = true
           startedOnce = true
@@ -164,6 +188,14 @@ export async function startProcessingThread(
         for (const [id, waiting] of tasks) {
           waiting.reject(new Error('the processing thread stopped before finishing; try again'))
           tasks.delete(id)
+        }
+        const version = stuckLoading === undefined ? undefined : fileVersion(stuckLoading)
+        if (stuckLoading !== undefined && version !== undefined) leftOut.set(stuckLoading, version)
+        // The first thread was held by a recipe file's top-level code: the service starts without that file.
+        if (!ready && !startedOnce && version !== undefined && !stopping) {
+          if (instanceId) void releaseInstance(rt, instanceId).catch(() => {})
+          spawn().then(resolve, reject)
+          return
         }
         if (!ready) reject(new Error(`the processing thread exited while starting (code ${code})`))
         if (stopping) return

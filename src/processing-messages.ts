@@ -22,4 +22,7 @@ export type ThreadReply =
   | { type: 'stopped' }
   /** Sent every ALIVE_EVERY_MS while the thread's event loop turns: the host's watchdog (src/processing-host.ts). */
   | { type: 'alive' }
+  /** A recipe file about to load (its top-level code runs then), and done loading: src/recipes/load-watch.ts. */
+  | { type: 'loading'; file: string }
+  | { type: 'loaded'; file: string }
   | { type: 'failed'; error: string }

@@ -21,6 +21,10 @@ import { runTaskByName } from './processing-tasks.ts'
 import { ALIVE_EVERY_MS, type ThreadMessage, type ThreadReply } from './processing-messages.ts'
 import { webhookState } from './webhooks/state.ts'
 import { webhookMetrics } from './webhooks/metrics.ts'
+import { fileVersion, setLoadWatch } from './recipes/load-watch.ts'
+
+/** Why a recipe file is left out (the host stopped a thread its top-level code held: src/processing-host.ts). */
+const LEFT_OUT = 'its top-level code never finished loading (a synchronous loop?) and held the processing thread until it was stopped; left out until the file changes'
 
 /** Backoff while the background work cannot start (the database is unreachable): 500 ms doubling to 15 s. */
 const START_RETRY_MIN_MS = 500
@@ -28,7 +32,13 @@ const START_RETRY_MAX_MS = 15_000
 
 const port = parentPort
 if (!port) throw new Error('processing-thread.ts runs only as a worker thread')
-const { config: handed, role = 'all', receiverLoad } = workerData as { config: ThreadConfig; role?: 'all' | 'worker'; receiverLoad?: SharedArrayBuffer }
+const { config: handed, role = 'all', receiverLoad, leftOut = [] } = workerData as {
+  config: ThreadConfig
+  role?: 'all' | 'worker'
+  receiverLoad?: SharedArrayBuffer
+  /** Recipe files whose top-level code held an earlier thread for good, each with its version then (src/recipes/load-watch.ts). */
+  leftOut?: Array<[file: string, version: string]>
+}
 
 let rt: Runtime
 let config: Config
@@ -45,6 +55,14 @@ try {
 port.postMessage({ type: 'instance', instanceId: rt.instanceId } satisfies ThreadReply)
 // The watchdog's signal: silent only while something (a recipe's synchronous loop) holds this thread's event loop.
 setInterval(() => port.postMessage({ type: 'alive' } satisfies ThreadReply), ALIVE_EVERY_MS).unref()
+// Which recipe file is loading, for the watchdog to name one whose top-level code never returns; such a file, as it
+// was then, is not loaded again here (reported broken) until it changes.
+const heldEarlier = new Map(leftOut)
+setLoadWatch(rt, {
+  loading: (file) => port.postMessage({ type: 'loading', file } satisfies ThreadReply),
+  loaded: (file) => port.postMessage({ type: 'loaded', file } satisfies ThreadReply),
+  leftOut: (file) => (heldEarlier.has(file) && heldEarlier.get(file) === fileVersion(file) ? LEFT_OUT : undefined),
+})
 // This connection writes only what is derived from the inbox; the checkpoint thread runs the file's checkpoints (see useAsProcessingConnection).
 useAsProcessingConnection(rt.store)
 // The backlog gauges are counted here, in full, off the receiver's event loop; /metrics sums this registry with

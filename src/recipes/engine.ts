@@ -8,6 +8,7 @@ import { claimTick, latestTickClaim, reclaimTick, tickRanSince } from './claims.
 import { createEventDispatch } from './event-dispatch.ts'
 import type { RecipeTrigger, RecipeTriggerType } from './define.ts'
 import { loadRecipes, type LoadedRecipe } from './loader.ts'
+import { loadWatchOf } from './load-watch.ts'
 import { executeRun, recordSkipped, type RecipeRun } from './runner.ts'
 import { createScheduler, nextTick, previousTick, type Scheduler } from './scheduler.ts'
 import { createRecipeSubscriptions } from './subscriptions.ts'
@@ -444,7 +445,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       // Serialize reloads; a reload requested during one runs after it with the newest files.
       const run = async () => {
         const fingerprint = folderFingerprint(dir)
-        const next = await loadRecipes(dir, fallbackTz, { timeLimitMs: options.loadTimeLimitMs, targets: rt.config.webhook.targets })
+        const next = await loadRecipes(dir, fallbackTz, { timeLimitMs: options.loadTimeLimitMs, targets: rt.config.webhook.targets, watch: loadWatchOf(rt) })
         // Before the type verdicts: a recipe with type errors still subscribes to what its definition says.
         // Remembering them is a database write: if it fails, the recipes still load, each with its own `on`.
         const nextSubscriptions = await subscriptionMemory.refresh(next).catch((error: unknown) => {

@@ -5,6 +5,7 @@ import { createJiti } from 'jiti'
 import { installationCacheDir } from '../utils/installation-cache.ts'
 import type { RecipeDefinition } from './define.ts'
 import { validateRecipe } from './validate.ts'
+import type { LoadWatch } from './load-watch.ts'
 
 /** One file of RECIPES_DIR: a usable definition, or the reason it is broken. */
 export interface LoadedRecipe {
@@ -31,6 +32,8 @@ export interface LoadOptions {
   timeLimitMs?: number
   /** WEBHOOK_TARGETS: when given, an `on` entry naming a target that is not configured (or is the provider's) breaks the recipe. */
   targets?: Readonly<Record<string, { scheme: string }>>
+  /** Told which file is loading (the processing thread's host watches for one that never returns: src/recipes/load-watch.ts). */
+  watch?: LoadWatch
 }
 
 /** A recipe's own vitest file beside it (`no-answer-followup.test.ts`): a test, not a recipe. */
@@ -125,14 +128,19 @@ async function loadOne(
   const name = basename(file, '.ts')
   const base = { name, file, definition: undefined, error: undefined, timezone: fallbackTimezone }
   if (!NAME.test(name)) return { ...base, error: 'file name must use letters, digits, "-" or "_" only' }
+  const leftOut = options.watch?.leftOut(file)
+  if (leftOut) return { ...base, error: leftOut }
   const limitMs = options.timeLimitMs ?? RECIPE_LOAD_TIME_LIMIT_MS
   let exported: unknown
+  options.watch?.loading(file)
   try {
     const mod = await withinTimeLimit(jiti.import<Record<string, unknown> | undefined>(file), limitMs)
     exported = mod && 'default' in mod ? mod.default : undefined
   } catch (error) {
     if (error instanceof LoadTimeLimitError) return { ...base, error: `did not finish loading within ${duration(limitMs)}: a top-level await that never settles?` }
     return { ...base, error: `failed to load: ${firstLine(error)}` }
+  } finally {
+    options.watch?.loaded(file)
   }
   try {
     const definition = validateRecipe(exported, fallbackTimezone, options.targets)

@@ -154,6 +154,47 @@ export default defineRecipe({ description: 'says which thread ran it', async run
       recipes.cleanup()
     }
   }, 60_000)
+  // A synchronous loop at a recipe file's top level held the first thread while it loaded the recipes: 60 s of silence,
+  // then "the processing thread exited while starting" — naming no file — and the service did not start at all.
+  it('a recipe file whose top-level code never returns is named and left out: the service starts, runs the others, and loads it once it changes', async () => {
+    const recipes = tempRecipesDir()
+    recipes.write('spins', `import { defineRecipe } from 'switchboard'
+for (;;) {}
+export default defineRecipe({ description: 'never loads', run: () => 'never' })
+`)
+    recipes.write('fine', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'loads', run: () => 'ran' })
+`)
+    dataDir = mkdtempSync(join(tmpdir(), 'sb-spins-at-load-'))
+    const capture = captureLogs('info')
+    try {
+      server = await startServer({
+        env: { PORT: '0', DATA_DIR: dataDir, RECIPES_DIR: recipes.dir, WEBHOOK_SECRET: 'whsec_spins_at_load', ADMIN_TOKEN: TOKEN, RECONCILE_INTERVAL_SECONDS: '0', RECIPES_TYPECHECK: 'false' },
+        processing: 'thread',
+        processingWatchdogMs: WATCHDOG_MS,
+        overrides: { log: capture.log },
+      })
+      expect(capture.find(/^recipe file spins\.ts never finished loading: its top-level code held the processing thread/)).toHaveLength(1)
+      const list = async () => {
+        const res = await fetch(`${server!.url}/admin/recipes`, { headers: { authorization: `Bearer ${TOKEN}` } })
+        return ((await res.json()) as { data: Array<{ name: string; broken: string | null }> }).data.map((r) => [r.name, r.broken])
+      }
+      expect(await list()).toEqual([
+        ['fine', null],
+        ['spins', expect.stringMatching(/^its top-level code never finished loading \(a synchronous loop\?\).*left out until the file changes$/)],
+      ])
+      const ran = await fetch(`${server.url}/admin/recipes/fine/run`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })
+      expect(((await ran.json()) as { data: { status: string; summary: unknown } }).data).toMatchObject({ status: 'succeeded', summary: 'ran' })
+      // Fixed: the thread watching the folder loads it.
+      recipes.write('spins', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'loads now', run: () => 'fixed' })
+`)
+      await vi.waitFor(async () => expect(await list()).toEqual([['fine', null], ['spins', null]]), { timeout: 20_000, interval: 200 })
+    } finally {
+      recipes.cleanup()
+    }
+  }, 60_000)
+
   // Listing loaded every recipe file on the receiver's thread, running its top-level code there: a `while (true)` in a
   // file stopped the receiver, a `Date.now = () => 0` made it refuse every signature (stale timestamp).
   it('listing the recipes (admin API, dashboard) runs no recipe code on the receiver\'s thread', async () => {
