@@ -1,6 +1,7 @@
 import type { Updateable } from 'kysely'
 import type { RecipeRunsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
+import { writeAgain } from '../utils/write-again.ts'
 import { RUN_STALE_MS } from './overlap.ts'
 
 /** How often a run whose outcome the database refused is tried again. */
@@ -10,26 +11,17 @@ export const CLOSE_RETRY_MS = 5_000
  * Keeps trying to close a run whose outcome the database refused (down, read-only, its connection dropped). Until
  * then its row reads `running`, and while this process lives no other process takes it for a crashed one's: the
  * recipe's ticks and event queue would wait RUN_STALE_MS — an hour — for a run that is over. Tried again every
- * CLOSE_RETRY_MS on the runtime's clock, without keeping the process alive (a process that ends is seen to have
- * stopped, and the next look closes its run), until RUN_STALE_MS, when every process ignores the row anyway. Only
- * a row still `running` is closed: one taken over meanwhile keeps what was written.
+ * CLOSE_RETRY_MS on the runtime's clock, in the background and without keeping the process alive (a process that
+ * ends is seen to have stopped, and the next look closes its run), until RUN_STALE_MS, when every process ignores
+ * the row anyway. Only a row still `running` is closed: one taken over meanwhile keeps what was written.
  */
 export function keepClosing(rt: Runtime, id: string, outcome: Updateable<RecipeRunsTable>): void {
-  const giveUpAt = rt.clock.now() + RUN_STALE_MS
-  const attempt = () =>
-    rt.clock.setTimeout(() => {
-      void rt.store.db
-        .updateTable('recipe_runs')
-        .set(outcome)
-        .where('id', '=', id)
-        .where('status', '=', 'running')
-        .execute()
-        .then(
-          () => rt.log.warn({ run_id: id }, 'a recipe run whose outcome could not be written is closed as failed now that the database takes it'),
-          () => {
-            if (rt.clock.now() < giveUpAt) attempt()
-          },
-        )
-    }, CLOSE_RETRY_MS)
-  attempt()
+  const close = () => rt.store.db.updateTable('recipe_runs').set(outcome).where('id', '=', id).where('status', '=', 'running').execute()
+  // The write just failed: the first try again waits CLOSE_RETRY_MS too.
+  rt.clock.setTimeout(() => {
+    void writeAgain(rt.clock, close, { tries: RUN_STALE_MS / CLOSE_RETRY_MS, everyMs: CLOSE_RETRY_MS }).then(
+      () => rt.log.warn({ run_id: id }, 'a recipe run whose outcome could not be written is closed as failed now that the database takes it'),
+      () => {},
+    )
+  }, CLOSE_RETRY_MS)
 }
