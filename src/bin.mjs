@@ -19,7 +19,7 @@ if (bundle) {
   register()
   cli = await import('./cli.ts')
 }
-process.exitCode = await cli.main(process.argv.slice(2))
+process.exitCode = await cli.main(process.argv.slice(2), { watchRecipeCode: true })
 // The command is over. What a recipe (or anything else) left behind — an interval, a socket — must not hold the process
 // open after its last line: a second for the output (and async log lines) to drain, then it ends, with the command's code.
 setTimeout(() => process.exit(), 1_000).unref()

@@ -1,5 +1,6 @@
 import type { ParseArgsConfig } from 'node:util'
 import type { Runtime } from './runtime.ts'
+import type { LoadWatch } from './recipes/load-watch.ts'
 import { printable } from './utils/printable.ts'
 import { parseDayOrInstant } from './utils/iso-datetime.ts'
 
@@ -27,6 +28,8 @@ export interface CliContext {
   json(value: unknown): void
   /** Prints rows as an aligned table. */
   table(rows: Array<Record<string, unknown>>, columns?: string[]): void
+  /** For a command that runs recipe code (`runsRecipeCode`) as the CLI: told which file loads (src/recipes/cli-watchdog.ts). */
+  loadWatch?: LoadWatch
 }
 
 /** One option of a command: how it parses, and what `<command> --help` says of it. */
@@ -55,6 +58,11 @@ export interface CliCommand {
   /** Command lines `<command> --help` shows under "examples" (after the CLI's name). */
   examples?: string[]
   run(ctx: CliContext): Promise<number | void>
+  /**
+   * It loads or runs recipe code in this process (a recipe's top-level code, its `run`): as the CLI, a watchdog ends
+   * code that never returns, with one line naming the file and exit 1 (src/recipes/cli-watchdog.ts).
+   */
+  runsRecipeCode?: boolean
 }
 
 export function defineCommand(command: CliCommand): CliCommand {

@@ -22,6 +22,10 @@ import { recipeCommands } from './recipes/cli.ts'
 import { sandboxCommand } from './sandbox/commands.ts'
 import { doctorCommand } from './doctor/command.ts'
 import { destinationCommands } from './destinations/commands.ts'
+import { startCliWatchdog, type CliWatchdog, type CliWatchdogOptions } from './recipes/cli-watchdog.ts'
+import { setLoadWatch } from './recipes/load-watch.ts'
+import { LOAD_HELD_MS } from './recipes/loader.ts'
+import { MOST_UNRESPONSIVE_MS, unresponsiveAfterMs } from './processing-host.ts'
 
 /** How long a stop signal received while `serve` starts waits for start-up to finish (then a graceful stop). */
 const START_STOP_WAIT_MS = 5_000
@@ -156,6 +160,11 @@ export interface MainOptions {
   stderr?: (text: string) => void
   /** The terminal's width, for help text (default: stdout's when it is a terminal, else 80). */
   columns?: number
+  /**
+   * Runs a watchdog beside commands that run recipe code (`runsRecipeCode`), which ends the process on code that never
+   * returns: the CLI's executable asks for it (src/bin.mjs); `true` gives the service's limits.
+   */
+  watchRecipeCode?: boolean | CliWatchdogOptions
 }
 
 /**
@@ -214,6 +223,7 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
   }
   const { command, rest } = found
   let runtime: Runtime | undefined
+  let watchdog: CliWatchdog | undefined
   try {
     const parsed = parseArgs({ args: rest, options: parseArgsOptions(command), allowPositionals: true, strict: true, tokens: true })
     if (parsed.values.help) {
@@ -221,6 +231,10 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
       return 0
     }
     checkArguments(command, parsed.tokens, parsed.positionals, name)
+    if (command.runsRecipeCode && options.watchRecipeCode) {
+      // The service's limits (src/processing-host.ts): its processing thread's watchdog, for the configured recipe time limit once read.
+      watchdog = startCliWatchdog(options.watchRecipeCode === true ? { loadingMs: LOAD_HELD_MS, runningMs: MOST_UNRESPONSIVE_MS } : options.watchRecipeCode)
+    }
     const ctx: CliContext = {
       values: parsed.values,
       positionals: parsed.positionals,
@@ -230,9 +244,12 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
           const config = ensureSandboxSecret(await resolveConfig({ env }))
           // Logs go to stderr so a command's stdout (tables, --json) stays clean.
           runtime = await createRuntime(config, { ...options.overrides, log: createLogger({ level: config.logLevel, destination: pino.destination({ dest: 2, sync: true }) }) })
+          if (watchdog) setLoadWatch(runtime, watchdog.watch)
+          if (watchdog && options.watchRecipeCode === true) watchdog.limitRuns(unresponsiveAfterMs(config.pipeline.recipeTimeoutMs))
         }
         return runtime
       },
+      ...(watchdog ? { loadWatch: watchdog.watch } : {}),
       write: out,
       json: (value) => out(JSON.stringify(value, null, 2) + '\n'),
       table: (rows, columns) => out(formatTable(rows, columns)),
@@ -262,5 +279,6 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
     return 1
   } finally {
     await runtime?.close()
+    await watchdog?.stop()
   }
 }

@@ -8,7 +8,7 @@ import { trackReceiverLoad } from './coordination/receiver-load.ts'
 import { releaseInstance } from './instances.ts'
 import { webhookState } from './webhooks/state.ts'
 import { fileVersion } from './recipes/load-watch.ts'
-import { RECIPE_LOAD_TIME_LIMIT_MS } from './recipes/loader.ts'
+import { LOAD_HELD_MS } from './recipes/loader.ts'
 import { basename } from 'node:path'
 
 type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>
@@ -53,14 +53,12 @@ const HEALTHY_AFTER_MS = 60_000
  * 10 s to 60 s.
  */
 export function unresponsiveAfterMs(recipeTimeoutMs: number): number {
-  return Math.min(60_000, Math.max(10_000, recipeTimeoutMs + 5_000))
+  return Math.min(MOST_UNRESPONSIVE_MS, Math.max(10_000, recipeTimeoutMs + 5_000))
 }
 
-/**
- * While a recipe file loads, the thread is stuck sooner: its top-level code gets RECIPE_LOAD_TIME_LIMIT_MS (an await
- * that never settles breaks the recipe at that limit), and one silent 5 s past it is a synchronous loop.
- */
-const LOADING_SILENT_MS = RECIPE_LOAD_TIME_LIMIT_MS + 5_000
+/** The longest silence the watchdog allows, whatever the recipe time limit. */
+export const MOST_UNRESPONSIVE_MS = 60_000
+
 
 /** Whether the database can be opened a second time by a thread (an in-memory SQLite database cannot). */
 export function canRunInThread(rt: Runtime): boolean {
@@ -135,7 +133,7 @@ export async function startProcessingThread(
         const stoodStill = now - lastLook > ALIVE_EVERY_MS * 5
         lastLook = now
         if (stoodStill) lastHeard = now
-        if (stopping || now - lastHeard < (loading === undefined ? silentFor : Math.min(silentFor, LOADING_SILENT_MS))) return
+        if (stopping || now - lastHeard < (loading === undefined ? silentFor : Math.min(silentFor, LOAD_HELD_MS))) return
         clearInterval(watchdog)
         const silentMs = Math.round(performance.now() - lastHeard)
         if (loading !== undefined) {

@@ -3,6 +3,7 @@ import { ConfigError, ensureSandboxSecret, type Config } from '../config/load.ts
 import { resolveConfig } from '../config/file.ts'
 import { openStore, parseDatabaseUrl, type Store } from '../db/connect.ts'
 import { createRuntime, type Runtime } from '../runtime.ts'
+import { setLoadWatch, type LoadWatch } from '../recipes/load-watch.ts'
 import { defineCommand, JSON_OPTION } from '../cli-kit.ts'
 import { cliName } from '../utils/cli-name.ts'
 import { createSilentLogger } from '../utils/logger.ts'
@@ -12,7 +13,7 @@ import { checkDatabase, checkRecipes, checkSmtp, checkUpstreamKey, checkWebhookU
 const CHECKS = ['configuration', 'database', 'recipes', 'smtp', 'upstream key', 'webhook url'] as const
 
 /** Runs every check in order; a check that needs what an earlier one found broken is skipped with that reason. */
-export async function runDoctor(env: Record<string, string | undefined>): Promise<CheckResult[]> {
+export async function runDoctor(env: Record<string, string | undefined>, options: { loadWatch?: LoadWatch } = {}): Promise<CheckResult[]> {
   const results: CheckResult[] = []
   // How the hints name the CLI: as the user typed it (src/utils/cli-name.ts).
   const cli = cliName(env)
@@ -55,6 +56,8 @@ export async function runDoctor(env: Record<string, string | undefined>): Promis
     // The runtime borrows the store: doctor never migrates, it only reports.
     try {
       rt = await createRuntime(config, { store, skipMigrate: true, log: createSilentLogger() })
+      // As the CLI: a recipe file whose top-level code never returns is named by the command's watchdog.
+      if (options.loadWatch) setLoadWatch(rt, options.loadWatch)
     } catch (error) {
       results.push(problem('recipes', `the service cannot start here: ${describeError(error)}`, 'fix what the message names (README → Configuration)'))
       return skipRest('needs the service to start')
@@ -84,11 +87,12 @@ const MARK = { ok: 'ok     ', problem: 'PROBLEM', skipped: 'skipped' } as const
 
 export const doctorCommand = defineCommand({
   name: 'doctor',
+  runsRecipeCode: true,
   usage: '[--json]',
   summary: 'check configuration, recipes, database, SMTP, the provider key and the webhook URL; one line each, exit 1 on a problem',
   options: { json: JSON_OPTION },
   async run(ctx) {
-    const results = await runDoctor(ctx.env)
+    const results = await runDoctor(ctx.env, { loadWatch: ctx.loadWatch })
     const problems = results.filter((r) => r.status === 'problem')
     if (ctx.values.json) {
       ctx.json({ ok: problems.length === 0, checks: results.map((r) => ({ name: r.name, status: r.status, detail: r.detail, fix: r.fix ?? null })) })

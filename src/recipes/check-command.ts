@@ -29,6 +29,7 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
  */
 export const recipesCheck = defineCommand({
   name: 'recipes check',
+  runsRecipeCode: true,
   summary: 'check recipe files in RECIPES_DIR as the service would: load and validate each, and type-check it against this service\'s API',
   usage: '[name] [--json]',
   args: [['[name]', 'one recipe to check: its name in RECIPES_DIR (with or without .ts), or a path to a recipe file (default: every recipe in RECIPES_DIR)']],
@@ -52,7 +53,8 @@ export const recipesCheck = defineCommand({
       return 0
     }
     // The loader first: it is the cheap half, and the service refuses a file it rejects whatever its types.
-    const loaded = name ? [await loadRecipeFile(files[0]!, config.recipes.timezone, { targets: config.webhook.targets })] : await loadRecipes(dir, config.recipes.timezone, { targets: config.webhook.targets })
+    const options = { targets: config.webhook.targets, watch: ctx.loadWatch }
+    const loaded = name ? [await loadRecipeFile(files[0]!, config.recipes.timezone, options)] : await loadRecipes(dir, config.recipes.timezone, options)
     const broken: LoadProblem[] = loaded.flatMap((r) => (r.error === undefined ? [] : [{ recipe: r.name, file: r.file, reason: r.error }]))
     // The compiler is large: loaded only by the command that needs it.
     const { typeCheckFiles, formatDiagnostic } = await import('./typecheck.ts')

@@ -10,6 +10,7 @@ import { discardRecipeQueue, isStranded, QueueControlError, recipeQueueCounts, r
 
 const recipesList = defineCommand({
   name: 'recipes list',
+  runsRecipeCode: true,
   summary: 'recipes in RECIPES_DIR: triggers, next run, last run, and why a broken one is broken',
   usage: '[--json]',
   options: { json: JSON_OPTION },
@@ -47,6 +48,7 @@ const recipesList = defineCommand({
 
 const recipesRun = defineCommand({
   name: 'recipes run',
+  runsRecipeCode: true,
   summary: 'run a recipe now and print what it did; with --dry-run it only plans (no call, batch or mail)',
   usage: '<name> [--dry-run] [--json]',
   args: [['<name>', 'the recipe\'s file name in RECIPES_DIR, without .ts']],
@@ -105,6 +107,7 @@ const recipesRuns = defineCommand({
 
 const recipesRetry = defineCommand({
   name: 'recipes retry',
+  runsRecipeCode: true,
   summary: 'run again the events a recipe gave up on (dead) or waits to retry, e.g. after the system it calls was down',
   usage: '<name> [--since ISO] [--until ISO] [--json]',
   args: [['<name>', 'the event-triggered recipe (recipes list shows its waiting and dead events)']],
@@ -135,6 +138,7 @@ const recipesRetry = defineCommand({
 
 const recipesDiscard = defineCommand({
   name: 'recipes discard',
+  runsRecipeCode: true,
   summary: 'give up on the events still waiting for a recipe that nothing runs any more: its file removed, or its on taken out (they go dead)',
   usage: '<name> [--json]',
   args: [['<name>', 'the recipe (recipes list names one whose events wait with nothing to run them)']],

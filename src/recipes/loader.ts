@@ -26,6 +26,12 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]*$/
  * fetch to a host that never answers) must break that one recipe, not stall them all.
  */
 export const RECIPE_LOAD_TIME_LIMIT_MS = 10_000
+/**
+ * A file still loading this long holds its thread in a synchronous loop (an await that never settles breaks the recipe
+ * at RECIPE_LOAD_TIME_LIMIT_MS; code that never returns keeps any timer from firing): the watchdogs of serve's
+ * processing thread and of the CLI stop it then.
+ */
+export const LOAD_HELD_MS = RECIPE_LOAD_TIME_LIMIT_MS + 5_000
 
 export interface LoadOptions {
   /** Per file; RECIPE_LOAD_TIME_LIMIT_MS unless given (tests use a few milliseconds). */

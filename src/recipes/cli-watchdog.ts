@@ -1,0 +1,89 @@
+import { writeSync } from 'node:fs'
+import { basename } from 'node:path'
+import { Worker } from 'node:worker_threads'
+import type { LoadWatch } from './load-watch.ts'
+
+export interface CliWatchdogOptions {
+  /** How long a recipe file may hold the event loop while it loads (its top-level code). */
+  loadingMs: number
+  /** How long recipe code may hold it otherwise (a run's synchronous loop). */
+  runningMs: number
+}
+
+export interface CliWatchdog {
+  /** Told which recipe file is loading (src/recipes/load-watch.ts): the line it ends the process with names it. */
+  watch: LoadWatch
+  /** Another limit for recipe code outside loading (the configured recipe time limit, once read). */
+  limitRuns(ms: number): void
+  stop(): Promise<void>
+}
+
+// Plain CommonJS, evaluated in the watchdog's thread. The main thread counts a heartbeat in shared memory; a count
+// that stands still past the limit is recipe code holding the event loop — a synchronous loop, which no timer of that
+// thread can cut. The watchdog then ends that code through the inspector (Runtime.terminateExecution, delivered as an
+// interrupt even inside a loop), lets go of the inspector, and says why: the main thread prints it and exits 1.
+const WORKER_SOURCE = `
+const { Session } = require('node:inspector')
+const { parentPort, workerData } = require('node:worker_threads')
+const beat = workerData.beat
+let last = Atomics.load(beat, 0)
+let since = Date.now()
+let loading
+let runningMs = workerData.runningMs
+parentPort.on('message', (m) => {
+  if ('loading' in m) loading = m.loading
+  if (m.runningMs) runningMs = m.runningMs
+})
+const look = setInterval(() => {
+  const now = Atomics.load(beat, 0)
+  if (now !== last) { last = now; since = Date.now(); return }
+  const limit = loading === undefined ? runningMs : workerData.loadingMs
+  if (Date.now() - since < limit) return
+  clearInterval(look)
+  const held = Math.round((Date.now() - since) / 1000)
+  const session = new Session()
+  session.connectToMainThread()
+  session.post('Runtime.terminateExecution', () => {
+    session.disconnect()
+    parentPort.postMessage({ held, loading })
+  })
+}, 200)
+`
+
+/** How often the main thread says its event loop turns. */
+const BEAT_MS = 100
+
+/**
+ * For a CLI command that runs recipe code in its own process (`recipes list`, `recipes run`, `doctor`, …): a recipe
+ * whose code never returns — a loop at a file's top level, or in `run` — held the command for good, silent, until
+ * someone pressed Ctrl-C. The serve's processing thread has its watchdog (src/processing-host.ts); this is the
+ * CLI's: it ends such code, prints one line naming the file, and the command exits 1.
+ */
+export function startCliWatchdog(options: CliWatchdogOptions): CliWatchdog {
+  const beat = new Int32Array(new SharedArrayBuffer(4))
+  const heartbeat = setInterval(() => Atomics.add(beat, 0, 1), BEAT_MS)
+  heartbeat.unref()
+  // Plain CommonJS whatever flags the process has (`--input-type=module` would make the eval'd source a module).
+  const worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { beat, loadingMs: options.loadingMs, runningMs: options.runningMs } })
+  worker.unref()
+  worker.on('message', (stuck: { held: number; loading?: string }) => {
+    const line = stuck.loading
+      ? `error: recipe file ${basename(stuck.loading)} never finished loading: its top-level code held this command for ${stuck.held} s without returning (a synchronous loop?); fix the file and run the command again`
+      : `error: recipe code held this command for ${stuck.held} s without returning (a synchronous loop in run?); stopped it`
+    // Written at once: the process ends right after.
+    writeSync(2, `${line}\n`)
+    process.exit(1)
+  })
+  return {
+    watch: {
+      loading: (file) => worker.postMessage({ loading: file }),
+      loaded: () => worker.postMessage({ loading: undefined }),
+      leftOut: () => undefined,
+    },
+    limitRuns: (ms) => worker.postMessage({ runningMs: ms }),
+    async stop() {
+      clearInterval(heartbeat)
+      await worker.terminate()
+    },
+  }
+}

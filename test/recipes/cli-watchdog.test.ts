@@ -1,0 +1,69 @@
+import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { afterEach, expect, it } from 'vitest'
+import { tempRecipesDir } from './helpers.ts'
+
+const ROOT = resolve(import.meta.dirname, '../..')
+const CLI = join(ROOT, 'src/cli.ts')
+
+/**
+ * The CLI as its executable runs it (src/bin.mjs asks for the watchdog), with short limits: a recipe whose code never
+ * returns held `recipes list`, `recipes run` or `doctor` for good, silent, until someone pressed Ctrl-C.
+ */
+function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string; err: string; ms: number }> {
+  const script = `import { main } from ${JSON.stringify(CLI)}
+process.exitCode = await main(process.argv.slice(1), { watchRecipeCode: { loadingMs: 1_500, runningMs: 1_500 } })`
+  const started = Date.now()
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, ...args], {
+    // From the checkout, where `--import tsx` resolves (test files run in a folder of their own).
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', SWITCHBOARD_CONFIG: 'none', LOG_LEVEL: 'silent', RECIPES_TYPECHECK: 'false', ...env },
+  })
+  let out = ''
+  let err = ''
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()))
+  // Bounded: a command the watchdog failed to end is killed, and the test says so.
+  const kill = setTimeout(() => child.kill('SIGKILL'), 30_000)
+  return new Promise((done) => child.on('close', (code) => (clearTimeout(kill), done({ code, out, err, ms: Date.now() - started }))))
+}
+
+let cleanups: Array<() => void> = []
+afterEach(() => {
+  for (const fn of cleanups) fn()
+  cleanups = []
+})
+
+function setup() {
+  const folder = tempRecipesDir()
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-cli-watchdog-'))
+  cleanups.push(folder.cleanup, () => rmSync(dataDir, { recursive: true, force: true }))
+  return { folder, env: { DATA_DIR: dataDir, RECIPES_DIR: folder.dir } }
+}
+
+it('a recipe file whose top-level code never returns ends the command with one line naming it, exit 1', async () => {
+  const { folder, env } = setup()
+  folder.write('fine', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'loads', run: () => 'ok' })\n`)
+  folder.write('spins', `import { defineRecipe } from 'switchboard'\nfor (;;) {}\nexport default defineRecipe({ description: 'never loads', run: () => 'x' })\n`)
+  for (const command of [['recipes', 'list'], ['recipes', 'check'], ['doctor']]) {
+    const r = await cli(command, env)
+    expect([command.join(' '), r.code, r.err.trim().split('\n').at(-1)]).toEqual([
+      command.join(' '),
+      1,
+      expect.stringMatching(/^error: recipe file spins\.ts never finished loading: its top-level code held this command for \d+ s without returning \(a synchronous loop\?\); fix the file and run the command again$/),
+    ])
+  }
+}, 120_000)
+
+it('a run whose code never returns ends `recipes run` with one line, exit 1; a command whose recipes behave is not held by the watchdog', async () => {
+  const { folder, env } = setup()
+  folder.write('spins', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'never returns', run() { for (;;) {} } })\n`)
+  folder.write('fine', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'loads', run: () => 'ok' })\n`)
+  const stuck = await cli(['recipes', 'run', 'spins'], env)
+  expect([stuck.code, stuck.err.trim().split('\n').at(-1)]).toEqual([1, expect.stringMatching(/^error: recipe code held this command for \d+ s without returning \(a synchronous loop in run\?\); stopped it$/)])
+  const fine = await cli(['recipes', 'run', 'fine'], env)
+  expect([fine.code, fine.err]).toEqual([0, ''])
+  expect(fine.out).toContain('succeeded')
+}, 120_000)
