@@ -1,5 +1,4 @@
 import { writeSync } from 'node:fs'
-import { basename } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import type { LoadWatch } from './load-watch.ts'
 
@@ -23,8 +22,9 @@ export interface CliWatchdog {
 // thread can cut. The watchdog then ends that code through the inspector (Runtime.terminateExecution, delivered as an
 // interrupt even inside a loop), lets go of the inspector, and says why: the main thread prints it and exits 1.
 const WORKER_SOURCE = `
-const { Session } = require('node:inspector')
 const { parentPort, workerData } = require('node:worker_threads')
+const { writeSync } = require('node:fs')
+const { basename } = require('node:path')
 const beat = workerData.beat
 let last = Atomics.load(beat, 0)
 let since = Date.now()
@@ -41,11 +41,22 @@ const look = setInterval(() => {
   if (Date.now() - since < limit) return
   clearInterval(look)
   const held = Math.round((Date.now() - since) / 1000)
+  const line = loading
+    ? 'error: recipe file ' + basename(loading) + ' never finished loading: its top-level code held this command for ' + held + ' s without returning (a synchronous loop?); fix the file and run the command again'
+    : 'error: recipe code held this command for ' + held + ' s without returning (a synchronous loop in run?); stopped it'
+  let Session
+  try { Session = require('node:inspector').Session } catch {}
+  if (!Session) {
+    // A Node built without the inspector: the line, then the process ends the only way left.
+    writeSync(2, line + '\\n')
+    process.kill(process.pid, 'SIGKILL')
+    return
+  }
   const session = new Session()
   session.connectToMainThread()
   session.post('Runtime.terminateExecution', () => {
     session.disconnect()
-    parentPort.postMessage({ held, loading })
+    parentPort.postMessage({ line })
   })
 }, 200)
 `
@@ -66,14 +77,13 @@ export function startCliWatchdog(options: CliWatchdogOptions): CliWatchdog {
   // Plain CommonJS whatever flags the process has (`--input-type=module` would make the eval'd source a module).
   const worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { beat, loadingMs: options.loadingMs, runningMs: options.runningMs } })
   worker.unref()
-  worker.on('message', (stuck: { held: number; loading?: string }) => {
-    const line = stuck.loading
-      ? `error: recipe file ${basename(stuck.loading)} never finished loading: its top-level code held this command for ${stuck.held} s without returning (a synchronous loop?); fix the file and run the command again`
-      : `error: recipe code held this command for ${stuck.held} s without returning (a synchronous loop in run?); stopped it`
+  worker.on('message', (stuck: { line: string }) => {
     // Written at once: the process ends right after.
-    writeSync(2, `${line}\n`)
+    writeSync(2, `${stuck.line}\n`)
     process.exit(1)
   })
+  // A watchdog that fails (it should not) leaves the command as it would be without one.
+  worker.on('error', () => {})
   return {
     watch: {
       loading: (file) => worker.postMessage({ loading: file }),
