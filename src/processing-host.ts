@@ -47,6 +47,9 @@ const METRICS_WAIT_MS = 2_000
 const RESTART_MIN_MS = 1_000
 const RESTART_MAX_MS = 30_000
 const HEALTHY_AFTER_MS = 60_000
+/** The longest silence the watchdog allows, whatever the recipe time limit. */
+export const MOST_UNRESPONSIVE_MS = 60_000
+
 /**
  * A thread silent this long is stuck — something holds its event loop, a recipe's `while (true)` say, which no
  * timer in the thread can cut — and is stopped and restarted: past the recipe time limit (a run is cut at it), within
@@ -55,10 +58,6 @@ const HEALTHY_AFTER_MS = 60_000
 export function unresponsiveAfterMs(recipeTimeoutMs: number): number {
   return Math.min(MOST_UNRESPONSIVE_MS, Math.max(10_000, recipeTimeoutMs + 5_000))
 }
-
-/** The longest silence the watchdog allows, whatever the recipe time limit. */
-export const MOST_UNRESPONSIVE_MS = 60_000
-
 
 /** Whether the database can be opened a second time by a thread (an in-memory SQLite database cannot). */
 export function canRunInThread(rt: Runtime): boolean {
