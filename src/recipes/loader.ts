@@ -38,7 +38,7 @@ export interface LoadOptions {
   timeLimitMs?: number
   /** WEBHOOK_TARGETS: when given, an `on` entry naming a target that is not configured (or is the provider's) breaks the recipe. */
   targets?: Readonly<Record<string, { scheme: string }>>
-  /** Told which file is loading (the processing thread's host watches for one that never returns: src/recipes/load-watch.ts). */
+  /** Told which file is loading: the watchdogs of serve's processing thread and of the CLI name one that never returns (src/recipes/load-watch.ts). */
   watch?: LoadWatch
 }
 
