@@ -41,6 +41,12 @@ export interface ProcessingThread {
 /** The longest a request waits on a task in the thread (a day's report takes seconds, not minutes). */
 const TASK_WAIT_MS = 120_000
 
+/**
+ * How long a task that runs recipe code waits for a thread being restarted (it never runs on the receiver's thread):
+ * the restart's longest backoff.
+ */
+const THREAD_WAIT_MS = 30_000
+
 /** How long `/metrics` waits for the thread's share before answering with the main thread's alone. */
 const METRICS_WAIT_MS = 2_000
 /** Restart backoff after the thread dies: 1 s doubling to 30 s, reset once a thread has run for a minute. */
@@ -104,6 +110,8 @@ export async function startProcessingThread(
    * service's start — from ever getting past it.
    */
   const leftOut = new Map<string, string>()
+  /** Tasks that run recipe code, waiting for the next thread to be ready. */
+  const waitingForThread = new Set<{ ready(): void; gone(error: Error): void }>()
   const restarts = new Counter({ name: 'switchboard_processing_thread_restarts_total', help: 'Processing threads restarted after stopping (an uncaught error, out of memory, or stuck)', registers: [rt.metrics] })
   // The receiver's commit rate and event-loop use, read by the thread to hold back during a burst (PROCESSING_YIELD_ABOVE).
   const load = trackReceiverLoad(rt.config.pipeline.processingYieldAbove)
@@ -154,6 +162,7 @@ export async function startProcessingThread(
           instanceId = reply.instanceId
           readyWorker = worker
           resolve()
+          for (const waiting of waitingForThread) waiting.ready()
         } else if (reply.type === 'failed') reject(new Error(`the processing thread could not start: ${reply.error}`))
         else if (reply.type === 'metrics') {
           pending.get(reply.id)?.(reply.json as MetricsJson)
@@ -286,6 +295,7 @@ export async function startProcessingThread(
     async stop() {
       stopping = true
       setProcessingTaskRunner(rt, undefined)
+      for (const waiting of waitingForThread) waiting.gone(new Error('the service is stopping'))
       off()
       offWriting()
       cancelRestart?.()
@@ -300,7 +310,21 @@ export async function startProcessingThread(
       await worker.terminate()
     },
   }
-  // Requests' heavy tasks go to the thread while it runs; between a death and the restart they run here.
-  setProcessingTaskRunner(rt, (name, args) => (thread.running() ? thread.task(name, args) : undefined))
+  /** Resolves once a thread is ready; rejects after THREAD_WAIT_MS, or when the service stops. */
+  const threadReady = () =>
+    new Promise<void>((resolve, reject) => {
+      const waiting = {
+        ready: () => (waitingForThread.delete(waiting), cancel(), resolve()),
+        gone: (error: Error) => (waitingForThread.delete(waiting), cancel(), reject(error)),
+      }
+      const cancel = rt.clock.setTimeout(() => waiting.gone(new Error(`the processing thread is restarting and was not back within ${THREAD_WAIT_MS / 1000} s; try again in a minute`)), THREAD_WAIT_MS)
+      waitingForThread.add(waiting)
+    })
+  // Requests' heavy tasks go to the thread while it runs; between a death and the restart they run here — but for those
+  // that run recipe code, which wait for the new thread (the receiver's thread never runs a recipe).
+  setProcessingTaskRunner(rt, (name, args, recipeCode) => {
+    if (thread.running()) return thread.task(name, args)
+    return recipeCode ? threadReady().then(() => thread.task(name, args)) : undefined
+  })
   return thread
 }

@@ -11,15 +11,24 @@ import type { Runtime } from '../runtime.ts'
  */
 export interface ProcessingTask<Args, Result> {
   readonly name: string
+  /**
+   * It loads or runs recipe code (listing, Run now, a queue's retry): under `serve` it never runs on the receiver's
+   * thread — between a processing thread's death and its restart it waits for the new thread rather than running here,
+   * where a recipe's top-level `while (true)` would stop the receiver.
+   */
+  readonly recipeCode: boolean
   run(rt: Runtime, args: Args): Promise<Result>
 }
 
-export function defineProcessingTask<Args, Result>(name: string, run: (rt: Runtime, args: Args) => Promise<Result>): ProcessingTask<Args, Result> {
-  return { name, run }
+export function defineProcessingTask<Args, Result>(name: string, run: (rt: Runtime, args: Args) => Promise<Result>, options: { recipeCode?: boolean } = {}): ProcessingTask<Args, Result> {
+  return { name, run, recipeCode: options.recipeCode === true }
 }
 
-/** Sends a task by name to where it runs, or answers undefined to run it here (no processing thread running now). */
-export type ProcessingTaskRunner = (name: string, args: unknown) => Promise<unknown> | undefined
+/**
+ * Sends a task by name to where it runs, or answers undefined to run it here (no processing thread running now) —
+ * never for a task that runs recipe code (`recipeCode`), which waits for the thread instead.
+ */
+export type ProcessingTaskRunner = (name: string, args: unknown, recipeCode: boolean) => Promise<unknown> | undefined
 
 const runners = new WeakMap<Runtime, ProcessingTaskRunner>()
 
@@ -31,7 +40,7 @@ export function setProcessingTaskRunner(rt: Runtime, runner: ProcessingTaskRunne
 
 /** Runs a task in the processing thread when one is running, else on this thread. */
 export async function runProcessingTask<Args, Result>(rt: Runtime, task: ProcessingTask<Args, Result>, args: Args): Promise<Result> {
-  const sent = runners.get(rt)?.(task.name, args)
+  const sent = runners.get(rt)?.(task.name, args, task.recipeCode)
   return sent ? ((await sent) as Result) : task.run(rt, args)
 }
 

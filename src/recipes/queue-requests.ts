@@ -25,8 +25,8 @@ async function outcomeOf(operation: () => Promise<number>): Promise<QueueControl
 export const recipeQueueCountsTask = defineProcessingTask('recipeQueueCounts', async (rt, _args: Record<string, never>): Promise<Array<[string, QueueCounts]>> => [
   ...(await recipeQueueCounts(rt)),
 ])
-export const recipeRetryTask = defineProcessingTask('recipeRetry', (rt, args: { name: string } & RetryRange) => outcomeOf(() => retryRecipeEvents(rt, args.name, args)))
-export const recipeDiscardTask = defineProcessingTask('recipeDiscard', (rt, args: { name: string }) => outcomeOf(() => discardRecipeQueue(rt, args.name)))
+export const recipeRetryTask = defineProcessingTask('recipeRetry', (rt, args: { name: string } & RetryRange) => outcomeOf(() => retryRecipeEvents(rt, args.name, args)), { recipeCode: true })
+export const recipeDiscardTask = defineProcessingTask('recipeDiscard', (rt, args: { name: string }) => outcomeOf(() => discardRecipeQueue(rt, args.name)), { recipeCode: true })
 
 function countOrThrow(outcome: QueueControlOutcome): number {
   if (outcome.ok) return outcome.n

@@ -21,7 +21,7 @@ export const recipeRunTask = defineProcessingTask('recipeRun', async (rt, args: 
     if (error instanceof RecipeRunningError) return { ok: false, problem: 'running', message: error.message }
     throw error
   }
-})
+}, { recipeCode: true })
 
 /**
  * A run asked for over HTTP ("Run now" on the dashboard, `POST /admin/recipes/:name/run`). Under `serve` it

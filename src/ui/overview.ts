@@ -52,7 +52,9 @@ function forwardingCard(f: ForwardingTotals, now: number): SafeHtml {
 /** The part of the overview that refreshes itself (htmx polls `/ui/overview/live`). */
 async function live(rt: Runtime): Promise<SafeHtml> {
   const now = rt.clock.now()
-  const [ready, counts, recipes] = await Promise.all([readiness(rt), runProcessingTask(rt, overviewCountsTask, { now }), listRecipes(rt)])
+  // The recipes are listed by the processing thread: while it restarts (for longer than the list waits), the overview
+  // still shows the rest.
+  const [ready, counts, recipes] = await Promise.all([readiness(rt), runProcessingTask(rt, overviewCountsTask, { now }), listRecipes(rt).catch((error: Error) => error)])
   const { firstHour, backlog, last5, lastHour, hourly, mail, calls, forwarding } = counts
   const byType = hourlySeries(hourly, 'event_type', firstHour)
   const byStatus = hourlySeries(hourly, 'status', firstHour)
@@ -71,7 +73,7 @@ ${forwarding ? forwardingCard(forwarding, now) : ''}
 ${chart('Events by type per hour', byType, hourLabel)}
 ${chart('Events by status per hour', byStatus, hourLabel)}
 <h2>Recipes</h2>
-${table('Recipes', ['Recipe', 'Last run', 'Result', 'Next run'], recipes.map((r) => [
+${recipes instanceof Error ? html`<p>Not listed just now: ${recipes.message}.</p>` : table('Recipes', ['Recipe', 'Last run', 'Result', 'Next run'], recipes.map((r) => [
   html`<a href="/ui/recipes">${r.name}</a>`,
   r.lastRun ? fmtTime(r.lastRun.startedAt) : '—',
   r.broken ? html`<span class="status-failed">broken</span>` : r.lastRun ? status(r.lastRun.status) : '—',

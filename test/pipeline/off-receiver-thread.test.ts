@@ -190,6 +190,15 @@ export default defineRecipe({ description: 'loads', run: () => 'ran' })
 export default defineRecipe({ description: 'loads now', run: () => 'fixed' })
 `)
       await vi.waitFor(async () => expect(await list()).toEqual([['fine', null], ['spins', null]]), { timeout: 20_000, interval: 200 })
+      // Broken again while the service runs: the reload holds the thread; it is restarted without the file.
+      recipes.write('spins', `import { defineRecipe } from 'switchboard'
+while (Date.now() > 0) {}
+export default defineRecipe({ description: 'never loads again', run: () => 'never' })
+`)
+      await vi.waitFor(async () => expect(await list()).toEqual([['fine', null], ['spins', expect.stringMatching(/^its top-level code never finished loading/)]]), { timeout: 30_000, interval: 250 })
+      expect(capture.find(/^recipe file spins\.ts never finished loading/)).toHaveLength(2)
+      const again = await fetch(`${server.url}/admin/recipes/fine/run`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })
+      expect(((await again.json()) as { data: { status: string } }).data.status).toBe('succeeded')
     } finally {
       recipes.cleanup()
     }
@@ -221,9 +230,21 @@ export default defineRecipe({ description: 'notes the thread that loads it', sch
         expect(res.status).toBe(200)
         expect(await res.text()).toContain('marks')
       }
+      // While the processing thread is down (a recipe ended it: `process.exit` in a thread ends the thread), listing
+      // ran here, on the receiver's thread; it waits for the new thread now.
+      recipes.write('exits', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'ends its thread', run() { process.exit(3) } })
+`)
+      const names = async () => ((await (await fetch(`${server!.url}/admin/recipes`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as { data: Array<{ name: string }> }).data.map((r) => r.name)
+      await vi.waitFor(async () => expect(await names()).toEqual(['exits', 'marks']), { timeout: 10_000, interval: 100 })
+      const exits = await fetch(`${server.url}/admin/recipes/exits/run`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })
+      expect(exits.status).toBeGreaterThanOrEqual(500)
+      const readyz = (await (await fetch(`${server.url}/readyz`)).json()) as { processing: string }
+      expect(readyz.processing).toBe('restarting')
+      expect(await names()).toEqual(['exits', 'marks'])
       const { readFileSync } = await import('node:fs')
       const threadsThatLoaded = new Set(readFileSync(marks, 'utf8').trim().split('\n'))
-      expect(threadsThatLoaded.size).toBeGreaterThan(0)
+      expect(threadsThatLoaded.size).toBeGreaterThan(1)
       expect(threadsThatLoaded.has('0')).toBe(false)
     } finally {
       recipes.cleanup()
