@@ -1,6 +1,5 @@
 import type { ParseArgsConfig } from 'node:util'
 import type { Runtime } from './runtime.ts'
-import type { LoadWatch } from './recipes/load-watch.ts'
 import { printable } from './utils/printable.ts'
 import { parseDayOrInstant } from './utils/iso-datetime.ts'
 
@@ -28,8 +27,6 @@ export interface CliContext {
   json(value: unknown): void
   /** Prints rows as an aligned table. */
   table(rows: Array<Record<string, unknown>>, columns?: string[]): void
-  /** For a command that runs recipe code (`runsRecipeCode`) as the CLI: told which file loads (src/recipes/cli-watchdog.ts). */
-  loadWatch?: LoadWatch
 }
 
 /** One option of a command: how it parses, and what `<command> --help` says of it. */

@@ -249,7 +249,6 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
         }
         return runtime
       },
-      ...(watchdog ? { loadWatch: watchdog.watch } : {}),
       write: out,
       json: (value) => out(JSON.stringify(value, null, 2) + '\n'),
       table: (rows, columns) => out(formatTable(rows, columns)),

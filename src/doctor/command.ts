@@ -4,6 +4,7 @@ import { resolveConfig } from '../config/file.ts'
 import { openStore, parseDatabaseUrl, type Store } from '../db/connect.ts'
 import { createRuntime, type Runtime } from '../runtime.ts'
 import { setLoadWatch, type LoadWatch } from '../recipes/load-watch.ts'
+import { cliLoadWatch } from '../recipes/cli-watchdog.ts'
 import { defineCommand, JSON_OPTION } from '../cli-kit.ts'
 import { cliName } from '../utils/cli-name.ts'
 import { createSilentLogger } from '../utils/logger.ts'
@@ -92,7 +93,7 @@ export const doctorCommand = defineCommand({
   summary: 'check configuration, recipes, database, SMTP, the provider key and the webhook URL; one line each, exit 1 on a problem',
   options: { json: JSON_OPTION },
   async run(ctx) {
-    const results = await runDoctor(ctx.env, { loadWatch: ctx.loadWatch })
+    const results = await runDoctor(ctx.env, { loadWatch: cliLoadWatch() })
     const problems = results.filter((r) => r.status === 'problem')
     if (ctx.values.json) {
       ctx.json({ ok: problems.length === 0, checks: results.map((r) => ({ name: r.name, status: r.status, detail: r.detail, fix: r.fix ?? null })) })

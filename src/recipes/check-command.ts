@@ -4,6 +4,7 @@ import { CliError, defineCommand, JSON_OPTION } from '../cli-kit.ts'
 import { ArgumentError } from '../utils/argument-error.ts'
 import { findRecipeFile } from './find-recipe-file.ts'
 import { listRecipeFiles, loadRecipeFile, loadRecipes } from './loader.ts'
+import { cliLoadWatch } from './cli-watchdog.ts'
 
 /** A file the service would list as broken before any type check: it does not load, or its definition is refused. */
 interface LoadProblem {
@@ -53,7 +54,7 @@ export const recipesCheck = defineCommand({
       return 0
     }
     // The loader first: it is the cheap half, and the service refuses a file it rejects whatever its types.
-    const options = { targets: config.webhook.targets, watch: ctx.loadWatch }
+    const options = { targets: config.webhook.targets, watch: cliLoadWatch() }
     const loaded = name ? [await loadRecipeFile(files[0]!, config.recipes.timezone, options)] : await loadRecipes(dir, config.recipes.timezone, options)
     const broken: LoadProblem[] = loaded.flatMap((r) => (r.error === undefined ? [] : [{ recipe: r.name, file: r.file, reason: r.error }]))
     // The compiler is large: loaded only by the command that needs it.

@@ -61,6 +61,14 @@ const look = setInterval(() => {
 }, 200)
 `
 
+/** The watchdog of this process's command, if one runs: commands that load recipes without a runtime tell it too. */
+let current: CliWatchdog | undefined
+
+/** Told which recipe file loads, when this process's command has a watchdog (`recipes check`, `doctor`). */
+export function cliLoadWatch(): LoadWatch | undefined {
+  return current?.watch
+}
+
 /** How often the main thread says its event loop turns. */
 const BEAT_MS = 100
 
@@ -84,7 +92,7 @@ export function startCliWatchdog(options: CliWatchdogOptions): CliWatchdog {
   })
   // A watchdog that fails (it should not) leaves the command as it would be without one.
   worker.on('error', () => {})
-  return {
+  const watchdog: CliWatchdog = {
     watch: {
       loading: (file) => worker.postMessage({ loading: file }),
       loaded: () => worker.postMessage({ loading: undefined }),
@@ -92,8 +100,11 @@ export function startCliWatchdog(options: CliWatchdogOptions): CliWatchdog {
     },
     limitRuns: (ms) => worker.postMessage({ runningMs: ms }),
     async stop() {
+      if (current === watchdog) current = undefined
       clearInterval(heartbeat)
       await worker.terminate()
     },
   }
+  current = watchdog
+  return watchdog
 }
