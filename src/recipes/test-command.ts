@@ -11,6 +11,7 @@ import { decodeSummary, encodeSummary, summaryLine } from './summary.ts'
  */
 export const recipesTest = defineCommand({
   name: 'recipes test',
+  runsRecipeCode: true,
   summary: 'dry-run a recipe against sample events (--events) or a contacts CSV (--csv) on a frozen clock; prints the plan',
   usage: '<name> [--events file.json] [--csv file.csv] [--now ISO] [--json]',
   args: [['<name>', 'a recipe in RECIPES_DIR (its name, with or without .ts), or a path to a recipe file']],

@@ -168,7 +168,7 @@ function instantOf(value: string | number | Date): number {
 export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeResult> {
   const options = checkArgument(optionsSchema, input, { fn: 'testRecipe', arg: 'options', expected: '{ recipe, events?, csv?, now?, env?, recipesDir? }' })
   // Loaded here, not at import: the public API (what recipes import) stays light.
-  const [{ resolveConfig }, { createRuntime }, { openMigratedMemoryStore }, { createFrozenClock }, { createLogger }, { applyEventToReadModel }, { loadRecipeFile }, { executeRun }, { pendingRow }, { subscribes }] = await Promise.all([
+  const [{ resolveConfig }, { createRuntime }, { openMigratedMemoryStore }, { createFrozenClock }, { createLogger }, { applyEventToReadModel }, { loadRecipeFile }, { executeRun }, { pendingRow }, { subscribes }, { cliLoadWatch }] = await Promise.all([
     import('../config/file.ts'),
     import('../runtime.ts'),
     import('../db/connect.ts'),
@@ -179,6 +179,7 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
     import('./runner.ts'),
     import('../webhooks/inbox.ts'),
     import('./event-dispatch.ts'),
+    import('./cli-watchdog.ts'),
   ])
   const env = options.env ?? process.env
   const events = options.events === undefined ? [] : typeof options.events === 'string' ? readEventsFile(options.events) : parseEvents(options.events, 'argument')
@@ -200,7 +201,8 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
     })
     const file = findRecipeFile(options.recipe, options.recipesDir ?? config.recipes.dir)
     // Judged as the service judges it: an `on` naming a target WEBHOOK_TARGETS does not configure is broken there.
-    const loaded = await loadRecipeFile(file, config.recipes.timezone, { targets: config.webhook.targets })
+    // As the CLI's `recipes test`: told to the command's watchdog, which names a file whose top-level code never returns.
+    const loaded = await loadRecipeFile(file, config.recipes.timezone, { targets: config.webhook.targets, watch: cliLoadWatch() })
     if (!loaded.definition) throw new ArgumentError(`recipe "${loaded.name}" is broken: ${loaded.error ?? 'not loaded'}`)
     // The service never runs a recipe with a type error (unless RECIPES_TYPECHECK=false): a test that passed one
     // would promise a run that never happens.

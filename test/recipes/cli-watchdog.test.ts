@@ -47,7 +47,7 @@ it('a recipe file whose top-level code never returns ends the command with one l
   const { folder, env } = setup()
   folder.write('fine', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'loads', run: () => 'ok' })\n`)
   folder.write('spins', `import { defineRecipe } from 'switchboard'\nfor (;;) {}\nexport default defineRecipe({ description: 'never loads', run: () => 'x' })\n`)
-  for (const command of [['recipes', 'list'], ['recipes', 'check'], ['doctor']]) {
+  for (const command of [['recipes', 'list'], ['recipes', 'check'], ['recipes', 'test', 'spins'], ['doctor']]) {
     const r = await cli(command, env)
     expect([command.join(' '), r.code, r.err.trim().split('\n').at(-1)]).toEqual([
       command.join(' '),
