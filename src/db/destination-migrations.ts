@@ -1,4 +1,4 @@
-import { sql, type Migration } from 'kysely'
+import { PostgresAdapter, sql, type Migration } from 'kysely'
 import { hasColumn } from './has-column.ts'
 
 /**
@@ -228,5 +228,92 @@ export const destinationPendingCoveringMigration: Migration = {
       .where(sql.ref('status'), '=', sql.lit('pending'))
       .execute()
     await db.schema.dropIndex('destination_deliveries_pending_due_created').ifExists().execute()
+  },
+}
+
+/**
+ * `0022_destination_tallies` (Postgres only; nothing on SQLite): each destination's deliveries counted by status, kept
+ * by the outbox's own triggers, and an index of the pending deliveries by age.
+ *
+ * The Destinations page, `destinations list`, the overview and every `/metrics` scrape counted the outbox: every
+ * delivery kept, for each destination. SQLite reads the count off an index; Postgres must also see that each entry's
+ * row is visible to it, which it can only skip on pages autovacuum has marked all-visible — and the outbox's newest
+ * pages, the pending ones above all, are rewritten until they are delivered. With 1,000,000 deliveries kept and a
+ * fifth of them changed since autovacuum last ran (its default threshold), the page took 250 ms (`npm run bench --
+ * dashboard` with DATABASE_URL=postgres://…).
+ *
+ * A trigger per statement (insert, update, delete) adds a row of changes per destination and status the statement
+ * moved, read from its transition tables: any writer — this version, an older replica during a rolling deploy, an
+ * operator's SQL — keeps the counts, in its own transaction. Readers add the changes to the tallies; a fold every
+ * minute (src/destinations/tallies.ts) moves them into the tallies. Rows of changes rather than the tallies updated in
+ * place: concurrent transactions never wait on, or deadlock over, one destination's counter.
+ *
+ * The oldest pending delivery was the least of the pending index's `created_at` — again every pending entry read;
+ * on `(destination, created_at)` it is the first entry of the destination's range.
+ *
+ * The outbox is locked against writes while the triggers are created and the tallies filled from one snapshot, so no
+ * write falls between the two.
+ */
+export const destinationTalliesMigration: Migration = {
+  async up(db) {
+    if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return
+    await sql`LOCK TABLE destination_deliveries IN SHARE ROW EXCLUSIVE MODE`.execute(db)
+    await sql`CREATE TABLE IF NOT EXISTS destination_tallies (destination text NOT NULL, status text NOT NULL, n bigint NOT NULL, PRIMARY KEY (destination, status))`.execute(db)
+    await sql`CREATE TABLE IF NOT EXISTS destination_tally_changes (destination text NOT NULL, status text NOT NULL, n bigint NOT NULL)`.execute(db)
+    // Table names resolve through the writer's search_path, as every query of the service does (one schema per
+    // deployment, README → Running on Postgres).
+    await sql
+      .raw(
+        `CREATE OR REPLACE FUNCTION switchboard_destination_tally() RETURNS trigger LANGUAGE plpgsql AS $tally$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    INSERT INTO destination_tally_changes (destination, status, n) SELECT destination, status, count(*) FROM new_rows GROUP BY destination, status;
+  ELSIF TG_OP = 'DELETE' THEN
+    INSERT INTO destination_tally_changes (destination, status, n) SELECT destination, status, -count(*) FROM old_rows GROUP BY destination, status;
+  ELSE
+    INSERT INTO destination_tally_changes (destination, status, n)
+    SELECT destination, status, sum(n) FROM (
+      SELECT destination, status, 1 AS n FROM new_rows UNION ALL SELECT destination, status, -1 FROM old_rows
+    ) moved GROUP BY destination, status HAVING sum(n) <> 0;
+  END IF;
+  RETURN NULL;
+END
+$tally$`,
+      )
+      .execute(db)
+    await sql
+      .raw(
+        `CREATE OR REPLACE FUNCTION switchboard_destination_tally_reset() RETURNS trigger LANGUAGE plpgsql AS $tally$
+BEGIN
+  DELETE FROM destination_tally_changes;
+  DELETE FROM destination_tallies;
+  RETURN NULL;
+END
+$tally$`,
+      )
+      .execute(db)
+    await sql`CREATE TRIGGER destination_tally_insert AFTER INSERT ON destination_deliveries REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION switchboard_destination_tally()`.execute(db)
+    await sql`CREATE TRIGGER destination_tally_update AFTER UPDATE ON destination_deliveries REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION switchboard_destination_tally()`.execute(db)
+    await sql`CREATE TRIGGER destination_tally_delete AFTER DELETE ON destination_deliveries REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION switchboard_destination_tally()`.execute(db)
+    await sql`CREATE TRIGGER destination_tally_truncate AFTER TRUNCATE ON destination_deliveries FOR EACH STATEMENT EXECUTE FUNCTION switchboard_destination_tally_reset()`.execute(db)
+    await sql`INSERT INTO destination_tallies (destination, status, n) SELECT destination, status, count(*) FROM destination_deliveries GROUP BY destination, status`.execute(db)
+    await db.schema
+      .createIndex('destination_deliveries_pending_created')
+      .ifNotExists()
+      .on('destination_deliveries')
+      .columns(['destination', 'created_at'])
+      .where(sql.ref('status'), '=', sql.lit('pending'))
+      .execute()
+  },
+  async down(db) {
+    if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return
+    await db.schema.dropIndex('destination_deliveries_pending_created').ifExists().execute()
+    for (const name of ['destination_tally_insert', 'destination_tally_update', 'destination_tally_delete', 'destination_tally_truncate']) {
+      await sql.raw(`DROP TRIGGER IF EXISTS ${name} ON destination_deliveries`).execute(db)
+    }
+    await sql`DROP FUNCTION IF EXISTS switchboard_destination_tally()`.execute(db)
+    await sql`DROP FUNCTION IF EXISTS switchboard_destination_tally_reset()`.execute(db)
+    await sql`DROP TABLE IF EXISTS destination_tally_changes`.execute(db)
+    await sql`DROP TABLE IF EXISTS destination_tallies`.execute(db)
   },
 }

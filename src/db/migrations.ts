@@ -1,4 +1,4 @@
-import { destinationDeadIndexMigration, destinationOrderedFlagMigration, destinationPayloadsMigration, destinationPendingCoveringMigration, destinationPendingIndexesMigration, destinationsMigration } from './destination-migrations.ts'
+import { destinationDeadIndexMigration, destinationOrderedFlagMigration, destinationPayloadsMigration, destinationPendingCoveringMigration, destinationPendingIndexesMigration, destinationsMigration, destinationTalliesMigration } from './destination-migrations.ts'
 import { sql, type Kysely, type Migration, type MigrationProvider } from 'kysely'
 import { hasColumn } from './has-column.ts'
 
@@ -538,6 +538,7 @@ export const migrations: Record<string, Migration> = {
   '0019_revoked_sessions': m0019,
   '0020_calls_conversation': m0020,
   '0021_event_lookups_past_pending': m0021,
+  '0022_destination_tallies': destinationTalliesMigration,
 }
 
 export const migrationProvider: MigrationProvider = {

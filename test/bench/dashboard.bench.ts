@@ -4,6 +4,9 @@
  * server time, no browser. Budgets: the events page's first page and a filtered search ≤ 150 ms each, the
  * Destinations page ≤ 150 ms, the overview ≤ 300 ms (median of several requests after a warm-up). Baseline,
  * measured in the same run: /healthz.
+ *
+ * DATABASE_URL=postgres://… runs the same pages on Postgres (README → Running on Postgres), in a schema of their own
+ * inside that database, dropped at the end.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -14,6 +17,8 @@ import { createApp } from '../../src/server.ts'
 import { createManualClock } from '../../src/utils/clock.ts'
 import { createSilentLogger } from '../../src/utils/logger.ts'
 import { createSeededRandom } from '../../src/utils/random.ts'
+import type { Runtime } from '../../src/runtime.ts'
+import pg from 'pg'
 
 const N = Number(process.env.BENCH_DASHBOARD_EVENTS ?? 1_000_000)
 const DELIVERIES = Number(process.env.BENCH_DASHBOARD_DELIVERIES ?? 1_000_000)
@@ -26,15 +31,19 @@ const TYPES = ['call.completed', 'call.completed', 'call.completed', 'call.no_an
 const STATUSES = [...Array(90).fill('processed'), ...Array(5).fill('failed'), ...Array(3).fill('dead'), ...Array(2).fill('pending')] as string[]
 const REPEATS = 9
 
+const POSTGRES_URL = process.env.DATABASE_URL?.startsWith('postgres') ? process.env.DATABASE_URL : undefined
+const PG_SCHEMA = `sb_bench_dashboard_${process.pid}`
 const dir = mkdtempSync(join(tmpdir(), 'sb-bench-dashboard-'))
 // An empty recipes folder: the dashboard's pages are measured, not recipes (a missing folder is refused).
 mkdirSync(join(dir, 'recipes'))
 let failed = false
+if (POSTGRES_URL) await postgresAdmin((c) => c.query(`CREATE SCHEMA ${PG_SCHEMA}`))
 try {
+  const databaseUrl = POSTGRES_URL ? `${POSTGRES_URL}${POSTGRES_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${PG_SCHEMA}`)}` : `sqlite:${join(dir, 'bench.db')}`
   const rt = await createRuntime(
     loadConfig({
       env: {
-        DATA_DIR: dir, DATABASE_URL: `sqlite:${join(dir, 'bench.db')}`, WEBHOOK_SECRET: 'whsec_bench', ADMIN_TOKEN: TOKEN, RECIPES_DIR: join(dir, 'recipes'), LOG_LEVEL: 'silent',
+        DATA_DIR: dir, DATABASE_URL: databaseUrl, WEBHOOK_SECRET: 'whsec_bench', ADMIN_TOKEN: TOKEN, RECIPES_DIR: join(dir, 'recipes'), LOG_LEVEL: 'silent',
         // Destinations are only read here (no delivery worker runs): their deliveries are seeded below.
         ALLOW_PRIVATE_DESTINATIONS: '1',
         DESTINATIONS: JSON.stringify(DESTINATION_NAMES.map((name) => ({ name, url: 'http://127.0.0.1:9/hooks', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', allowHttp: true }))),
@@ -42,50 +51,9 @@ try {
     }),
     { clock: createManualClock(NOW), random: createSeededRandom(11), log: createSilentLogger() },
   )
-  const sqlite = rt.store.sqlite!
-  const random = createSeededRandom(3)
-
-  // Bulk insert: one transaction, one prepared statement, no fsync per row, and the secondary indexes
-  // built once afterwards (a sorted build) instead of updated row by row.
   const seedStart = performance.now()
-  sqlite.pragma('synchronous = OFF')
-  sqlite.pragma('cache_size = -200000')
-  const indexes = sqlite.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'webhook_events' AND sql IS NOT NULL`).all() as Array<{ name: string; sql: string }>
-  for (const index of indexes) sqlite.exec(`DROP INDEX "${index.name}"`)
-  const insert = sqlite.prepare(`INSERT INTO webhook_events (event_id, target, event_type, conversation_id, trace_id, agent_id, body, headers, source, received_at, status, attempts, next_attempt_at, claimed_by, claimed_until, last_error, processed_at, duplicates)
-    VALUES (?, 'formant', ?, ?, ?, 101, ?, '{}', 'webhook', ?, ?, ?, ?, NULL, NULL, ?, ?, 0)`)
-  sqlite.transaction(() => {
-    for (let i = 0; i < N; i++) {
-      const type = TYPES[i % TYPES.length]!
-      const status = STATUSES[Math.floor(random.next() * STATUSES.length)]!
-      const at = NOW - Math.floor(random.next() * SPAN_MS)
-      const conv = `conv_${Math.floor(i / 3)}`
-      const trace = `tr_${Math.floor(i / 3)}`
-      const body = `{"event_id":"evt_${i}","event_type":"${type}","data":{"call":{"conversation_id":"${conv}","trace_id":"${trace}","to_phone":"+9198${String(i % 1e8).padStart(8, '0')}"}}}`
-      insert.run(`evt_${String(i).padStart(7, '0')}`, type, conv, trace, body, at, status, status === 'processed' ? 1 : 3, at, status === 'processed' ? null : 'hook "x" failed', status === 'processed' ? at : null)
-    }
-  })()
-  for (const index of indexes) sqlite.exec(index.sql)
-  // A month of forwarding, kept: mostly delivered, 1 % dead letters, a small backlog pending — and the warehouse
-  // down for the last three days, its deliveries since then all waiting (~50,000, the newest rows of its outbox).
-  const deliveryIndexes = sqlite.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'destination_deliveries' AND sql IS NOT NULL`).all() as Array<{ name: string; sql: string }>
-  for (const index of deliveryIndexes) sqlite.exec(`DROP INDEX "${index.name}"`)
-  const delivery = sqlite.prepare(`INSERT INTO destination_deliveries (id, destination, event_id, event_type, conversation_id, payload, order_at, ordered, status, attempts, round_attempts, next_attempt_at, claimed_by, claimed_until, last_status, last_error, created_at, delivered_at)
-    VALUES (?, ?, ?, 'call.completed', ?, '', ?, 0, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?)`)
-  sqlite.transaction(() => {
-    for (let i = 0; i < DELIVERIES; i++) {
-      const r = random.next()
-      const at = NOW - Math.floor(random.next() * SPAN_MS)
-      const down = DESTINATION_NAMES[i % DESTINATION_NAMES.length] === 'warehouse' && at > NOW - WAREHOUSE_DOWN_MS
-      const status = down ? 'pending' : r < 0.01 ? 'dead' : r < 0.015 ? 'pending' : 'delivered'
-      const attempts = status === 'dead' ? 10 : status === 'pending' ? 2 : 1
-      delivery.run(`msg_${String(i).padStart(8, '0')}`, DESTINATION_NAMES[i % DESTINATION_NAMES.length], `evt_${String(i >> 1).padStart(7, '0')}`, `conv_${i >> 3}`, at * 1000, status, attempts, attempts, at + 60_000,
-        status === 'delivered' ? 200 : 503, status === 'delivered' ? null : 'answered 503', at, status === 'delivered' ? at + 40 : null)
-    }
-  })()
-  for (const index of deliveryIndexes) sqlite.exec(index.sql)
-  sqlite.pragma('synchronous = NORMAL')
-  sqlite.exec('ANALYZE')
+  if (POSTGRES_URL) await seedPostgres(rt)
+  else seedSqlite(rt)
   const seedMs = performance.now() - seedStart
   console.log(`seeded ${N.toLocaleString('en-US')} events and ${DELIVERIES.toLocaleString('en-US')} deliveries in ${(seedMs / 1000).toFixed(1)} s`)
 
@@ -128,5 +96,119 @@ try {
   await rt.close()
 } finally {
   rmSync(dir, { recursive: true, force: true })
+  if (POSTGRES_URL) await postgresAdmin((c) => c.query(`DROP SCHEMA IF EXISTS ${PG_SCHEMA} CASCADE`))
 }
 if (failed) process.exit(1)
+
+/** Bulk insert: one transaction, one prepared statement, no fsync per row, and the secondary indexes
+ * built once afterwards (a sorted build) instead of updated row by row. */
+function seedSqlite(rt: Runtime): void {
+  const sqlite = rt.store.sqlite!
+  const random = createSeededRandom(3)
+  sqlite.pragma('synchronous = OFF')
+  sqlite.pragma('cache_size = -200000')
+  const indexes = sqlite.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'webhook_events' AND sql IS NOT NULL`).all() as Array<{ name: string; sql: string }>
+  for (const index of indexes) sqlite.exec(`DROP INDEX "${index.name}"`)
+  const insert = sqlite.prepare(`INSERT INTO webhook_events (event_id, target, event_type, conversation_id, trace_id, agent_id, body, headers, source, received_at, status, attempts, next_attempt_at, claimed_by, claimed_until, last_error, processed_at, duplicates)
+    VALUES (?, 'formant', ?, ?, ?, 101, ?, '{}', 'webhook', ?, ?, ?, ?, NULL, NULL, ?, ?, 0)`)
+  sqlite.transaction(() => {
+    for (let i = 0; i < N; i++) {
+      const type = TYPES[i % TYPES.length]!
+      const status = STATUSES[Math.floor(random.next() * STATUSES.length)]!
+      const at = NOW - Math.floor(random.next() * SPAN_MS)
+      const conv = `conv_${Math.floor(i / 3)}`
+      const trace = `tr_${Math.floor(i / 3)}`
+      const body = `{"event_id":"evt_${i}","event_type":"${type}","data":{"call":{"conversation_id":"${conv}","trace_id":"${trace}","to_phone":"+9198${String(i % 1e8).padStart(8, '0')}"}}}`
+      insert.run(`evt_${String(i).padStart(7, '0')}`, type, conv, trace, body, at, status, status === 'processed' ? 1 : 3, at, status === 'processed' ? null : 'hook "x" failed', status === 'processed' ? at : null)
+    }
+  })()
+  for (const index of indexes) sqlite.exec(index.sql)
+  // A month of forwarding, kept: mostly delivered, 1 % dead letters, a small backlog pending — and the warehouse
+  // down for the last three days, its deliveries since then all waiting (~50,000, the newest rows of its outbox).
+  const deliveryIndexes = sqlite.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'destination_deliveries' AND sql IS NOT NULL`).all() as Array<{ name: string; sql: string }>
+  for (const index of deliveryIndexes) sqlite.exec(`DROP INDEX "${index.name}"`)
+  const delivery = sqlite.prepare(`INSERT INTO destination_deliveries (id, destination, event_id, event_type, conversation_id, payload, order_at, ordered, status, attempts, round_attempts, next_attempt_at, claimed_by, claimed_until, last_status, last_error, created_at, delivered_at)
+    VALUES (?, ?, ?, 'call.completed', ?, '', ?, 0, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?)`)
+  sqlite.transaction(() => {
+    for (let i = 0; i < DELIVERIES; i++) {
+      const r = random.next()
+      const at = NOW - Math.floor(random.next() * SPAN_MS)
+      const down = DESTINATION_NAMES[i % DESTINATION_NAMES.length] === 'warehouse' && at > NOW - WAREHOUSE_DOWN_MS
+      const status = down ? 'pending' : r < 0.01 ? 'dead' : r < 0.015 ? 'pending' : 'delivered'
+      const attempts = status === 'dead' ? 10 : status === 'pending' ? 2 : 1
+      delivery.run(`msg_${String(i).padStart(8, '0')}`, DESTINATION_NAMES[i % DESTINATION_NAMES.length], `evt_${String(i >> 1).padStart(7, '0')}`, `conv_${i >> 3}`, at * 1000, status, attempts, attempts, at + 60_000,
+        status === 'delivered' ? 200 : 503, status === 'delivered' ? null : 'answered 503', at, status === 'delivered' ? at + 40 : null)
+    }
+  })()
+  for (const index of deliveryIndexes) sqlite.exec(index.sql)
+  sqlite.pragma('synchronous = NORMAL')
+  sqlite.exec('ANALYZE')
+}
+
+/**
+ * The same month on Postgres, generated by the server itself (generate_series; random() seeded, so every run
+ * seeds the same rows): the same shares of types and statuses, the warehouse down for the last three days.
+ * Secondary indexes are dropped first and built once afterwards, as on SQLite.
+ */
+async function seedPostgres(rt: Runtime): Promise<void> {
+  await postgresAdmin(async (c) => {
+    await c.query(`SET search_path = ${PG_SCHEMA}`)
+    await c.query(`SET maintenance_work_mem = '256MB'`)
+    const dropIndexes = async (table: string): Promise<string[]> => {
+      const { rows } = await c.query<{ name: string; def: string }>(
+        `SELECT i.relname AS name, pg_get_indexdef(i.oid) AS def FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+         WHERE x.indrelid = $1::regclass AND NOT x.indisprimary`, [`${PG_SCHEMA}.${table}`])
+      for (const r of rows) await c.query(`DROP INDEX ${PG_SCHEMA}."${r.name}"`)
+      return rows.map((r) => r.def)
+    }
+    const types = `ARRAY[${TYPES.map((t) => `'${t}'`).join(',')}]`
+    const eventIndexes = await dropIndexes('webhook_events')
+    await c.query(`SELECT setseed(0.3)`)
+    await c.query(`
+      INSERT INTO webhook_events (event_id, target, event_type, conversation_id, trace_id, agent_id, body, headers, source, received_at, status, attempts, next_attempt_at, claimed_by, claimed_until, last_error, processed_at, duplicates)
+      SELECT 'evt_' || lpad(i::text, 7, '0'), 'formant', type, 'conv_' || (i / 3), 'tr_' || (i / 3), 101,
+             '{"event_id":"evt_' || i || '","event_type":"' || type || '","data":{"call":{"conversation_id":"conv_' || (i / 3) || '","trace_id":"tr_' || (i / 3) || '","to_phone":"+9198' || lpad((i % 100000000)::text, 8, '0') || '"}}}',
+             '{}', 'webhook', at, status, CASE WHEN status = 'processed' THEN 1 ELSE 3 END, at, NULL, NULL,
+             CASE WHEN status = 'processed' THEN NULL ELSE 'hook "x" failed' END, CASE WHEN status = 'processed' THEN at END, 0
+      FROM (SELECT i, (${types})[i % ${TYPES.length} + 1] AS type, ${NOW} - floor(random() * ${SPAN_MS})::bigint AS at,
+                   CASE WHEN r < 0.90 THEN 'processed' WHEN r < 0.95 THEN 'failed' WHEN r < 0.98 THEN 'dead' ELSE 'pending' END AS status
+            FROM (SELECT i, random() AS r FROM generate_series(0, ${N - 1}) AS i) g) e`)
+    for (const def of eventIndexes) await c.query(def)
+    const deliveryIndexes = await dropIndexes('destination_deliveries')
+    const names = `ARRAY[${DESTINATION_NAMES.map((n) => `'${n}'`).join(',')}]`
+    await c.query(`
+      INSERT INTO destination_deliveries (id, destination, event_id, event_type, conversation_id, payload, order_at, ordered, status, attempts, round_attempts, next_attempt_at, claimed_by, claimed_until, last_status, last_error, created_at, delivered_at)
+      SELECT 'msg_' || lpad(i::text, 8, '0'), destination, 'evt_' || lpad((i >> 1)::text, 7, '0'), 'call.completed', 'conv_' || (i >> 3), '', at * 1000, 0,
+             status, attempts, attempts, at + 60000, NULL, NULL, CASE WHEN status = 'delivered' THEN 200 ELSE 503 END,
+             CASE WHEN status = 'delivered' THEN NULL ELSE 'answered 503' END, at, CASE WHEN status = 'delivered' THEN at + 40 END
+      FROM (SELECT i, destination, at, status, CASE status WHEN 'dead' THEN 10 WHEN 'pending' THEN 2 ELSE 1 END AS attempts
+            FROM (SELECT i, destination, at,
+                         CASE WHEN destination = 'warehouse' AND at > ${NOW - WAREHOUSE_DOWN_MS} THEN 'pending' WHEN r < 0.01 THEN 'dead' WHEN r < 0.015 THEN 'pending' ELSE 'delivered' END AS status
+                  FROM (SELECT i, (${names})[i % ${DESTINATION_NAMES.length} + 1] AS destination, random() AS r, ${NOW} - floor(random() * ${SPAN_MS})::bigint AS at
+                        FROM generate_series(0, ${DELIVERIES - 1}) AS i) g) s) d`)
+    for (const def of deliveryIndexes) await c.query(def)
+    // A month-old table as autovacuum leaves it at its worst: vacuumed (its visibility map set, so counts can be read
+    // from indexes alone), then as much of it changed since as makes autovacuum come back (the server's
+    // autovacuum_vacuum_scale_factor, a fifth by default) — the newest days, rewritten as processing and delivery
+    // rewrite them. Left unvacuumed, every count read each row; vacuumed whole, none: neither is a service's day.
+    await c.query('VACUUM ANALYZE webhook_events')
+    await c.query('VACUUM ANALYZE destination_deliveries')
+    const { rows } = await c.query<{ share: string }>(`SELECT current_setting('autovacuum_vacuum_scale_factor') AS share`)
+    const recent = NOW - Math.round(SPAN_MS * Number(rows[0]!.share))
+    await c.query(`UPDATE webhook_events SET attempts = attempts WHERE received_at >= ${recent}`)
+    await c.query(`UPDATE destination_deliveries SET attempts = attempts WHERE created_at >= ${recent}`)
+    await c.query('ANALYZE')
+  })
+}
+
+/** A connection of its own to the benchmark's Postgres database, for what the service never does (schemas, bulk seeding). */
+async function postgresAdmin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL })
+  await client.connect()
+  try {
+    return await work(client)
+  } finally {
+    await client.end()
+  }
+}
+

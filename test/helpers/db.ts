@@ -109,7 +109,8 @@ function migratedPostgresSchema(base: string): Promise<string> {
 
 /**
  * One statement that gives schema `to` the tables of schema `from` (columns with their defaults), then their
- * constraints and indexes under their own names, then their rows (the migrations' bookkeeping). Both names are
+ * constraints and indexes under their own names, then their rows (the migrations' bookkeeping), then the functions
+ * and triggers (the outbox's counts), after the rows so that copying them fires nothing. Both names are
  * ours ([a-z0-9_]).
  */
 function cloneSchemaSql(from: string, to: string): string {
@@ -129,6 +130,13 @@ BEGIN
   END LOOP;
   FOR r IN SELECT c.relname FROM pg_class c WHERE c.relnamespace = '${from}'::regnamespace AND c.relkind = 'r' LOOP
     EXECUTE format('INSERT INTO ${to}.%I SELECT * FROM ${from}.%I', r.relname, r.relname);
+  END LOOP;
+  FOR r IN SELECT pg_get_functiondef(p.oid) AS def FROM pg_proc p WHERE p.pronamespace = '${from}'::regnamespace LOOP
+    EXECUTE replace(r.def, '${from}.', '${to}.');
+  END LOOP;
+  FOR r IN SELECT pg_get_triggerdef(t.oid) AS def FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+      WHERE c.relnamespace = '${from}'::regnamespace AND NOT t.tgisinternal ORDER BY t.oid LOOP
+    EXECUTE replace(r.def, '${from}.', '${to}.');
   END LOOP;
 END
 $clone$`
