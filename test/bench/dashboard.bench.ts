@@ -1,9 +1,10 @@
 /**
- * Dashboard benchmark (issue 11): 1,000,000 stored webhook events and 1,000,000 kept deliveries to two destinations
- * (one of them down for the last three days, ~50,000 of its deliveries waiting) in a real SQLite file, then the dashboard's pages served in-process through the app (`app.fetch`, bearer token) —
- * server time, no browser. Budgets: the events page's first page and a filtered search ≤ 150 ms each, the
- * Destinations page ≤ 150 ms, the overview ≤ 300 ms (median of several requests after a warm-up). Baseline,
- * measured in the same run: /healthz.
+ * Dashboard benchmark (issue 11): 1,000,000 stored webhook events, 1,000,000 kept deliveries to two destinations
+ * (one of them down for the last three days, ~50,000 of its deliveries waiting), 300,000 calls placed and 300,000
+ * events queued for a recipe in a real SQLite file, then the dashboard's pages served in-process through the app
+ * (`app.fetch`, bearer token) — server time, no browser. Budgets: each page ≤ 150 ms (the events page's first page and
+ * its searches, Destinations, Calls, Recipes, Mail), the overview ≤ 300 ms (median of several requests after a
+ * warm-up). Baseline, measured in the same run: /healthz.
  *
  * DATABASE_URL=postgres://… runs the same pages on Postgres (README → Running on Postgres), in a schema of their own
  * inside that database, dropped at the end.
@@ -22,6 +23,10 @@ import pg from 'pg'
 
 const N = Number(process.env.BENCH_DASHBOARD_EVENTS ?? 1_000_000)
 const DELIVERIES = Number(process.env.BENCH_DASHBOARD_DELIVERIES ?? 1_000_000)
+/** A month of calls placed (follow-ups and batches, ~10,000 a day) and of events queued for a recipe (2 % dead after an outage). */
+const CALLS = Number(process.env.BENCH_DASHBOARD_CALLS ?? 300_000)
+const FIRES = Number(process.env.BENCH_DASHBOARD_FIRES ?? 300_000)
+const RECIPE = 'no-answer-followup'
 const DESTINATION_NAMES = ['crm', 'warehouse']
 const WAREHOUSE_DOWN_MS = 3 * 86_400_000
 const NOW = Date.parse('2026-11-21T06:00:00Z')
@@ -55,7 +60,7 @@ try {
   if (POSTGRES_URL) await seedPostgres(rt)
   else seedSqlite(rt)
   const seedMs = performance.now() - seedStart
-  console.log(`seeded ${N.toLocaleString('en-US')} events and ${DELIVERIES.toLocaleString('en-US')} deliveries in ${(seedMs / 1000).toFixed(1)} s`)
+  console.log(`seeded ${N.toLocaleString('en-US')} events, ${DELIVERIES.toLocaleString('en-US')} deliveries, ${CALLS.toLocaleString('en-US')} calls and ${FIRES.toLocaleString('en-US')} recipe queue rows in ${(seedMs / 1000).toFixed(1)} s`)
 
   const app = createApp(rt)
   const get = async (path: string): Promise<number> => {
@@ -84,6 +89,11 @@ try {
     { name: 'events, a page deep in the keyset', path: deep, budget: 150 },
     { name: `destinations (${DELIVERIES.toLocaleString('en-US')} deliveries kept)`, path: '/ui/destinations', budget: 150 },
     { name: 'destinations, the dead letters of one', path: '/ui/destinations?destination=crm&status=dead', budget: 150 },
+    { name: `calls (${CALLS.toLocaleString('en-US')} placed)`, path: '/ui/calls', budget: 150 },
+    { name: 'calls, filtered (status=failed)', path: '/ui/calls?status=failed', budget: 150 },
+    { name: 'calls, by phone', path: '/ui/calls?phone=%2B919800012345', budget: 150 },
+    { name: `recipes (${FIRES.toLocaleString('en-US')} events queued for one, 2 % dead)`, path: '/ui/recipes', budget: 150 },
+    { name: 'mail', path: '/ui/mail', budget: 150 },
     { name: 'overview', path: '/ui', budget: 300 },
   ]
   console.log(`baseline /healthz: median ${baseline.median.toFixed(2)} ms`)
@@ -141,6 +151,26 @@ function seedSqlite(rt: Runtime): void {
     }
   })()
   for (const index of deliveryIndexes) sqlite.exec(index.sql)
+  const call = sqlite.prepare(`INSERT INTO calls (id, tenant, agent_id, customer_phone, idempotency_key, trace_id, conversation_id, previous_conversation_id, scheduled_for, parameters, retry_context, metadata, recipe, campaign, status, error, created_at, updated_at)
+    VALUES (?, 'bench', 101, ?, ?, ?, ?, ?, NULL, ?, ?, NULL, ?, ?, ?, ?, ?, ?)`)
+  const fire = sqlite.prepare(`INSERT INTO recipe_event_fires (recipe, event_id, fired_at, status, attempts, next_attempt_at, claimed_by, claimed_until, run_id, last_error) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?)`)
+  sqlite.transaction(() => {
+    for (let i = 0; i < CALLS; i++) {
+      const r = random.next()
+      const at = NOW - Math.floor(random.next() * SPAN_MS)
+      const status = r < 0.9 ? 'initiated' : r < 0.95 ? 'scheduled' : r < 0.98 ? 'failed' : 'rejected'
+      const phone = `+9198${String(i % 1e8).padStart(8, '0')}`
+      const recipe = i % 10 < 7 ? RECIPE : null
+      call.run(`call_${String(i).padStart(7, '0')}`, phone, `idem_${i}`, `ctr_${i}`, status === 'initiated' ? `conv_call_${i}` : null, recipe && i > 0 ? `conv_call_${i - 1}` : null,
+        `[{"name":"customer_phone","value":"${phone}"}]`, recipe ? '{"attempt":2}' : null, recipe, i % 3 === 0 ? 'spring' : null, status, status === 'failed' ? 'upstream answered 500' : null, at, at)
+    }
+    for (let i = 0; i < FIRES; i++) {
+      const r = random.next()
+      const at = NOW - Math.floor(random.next() * SPAN_MS)
+      const status = r < 0.97 ? 'done' : r < 0.99 ? 'dead' : 'pending'
+      fire.run(RECIPE, `evt_${String(i).padStart(7, '0')}`, at, status, status === 'dead' ? 3 : status === 'done' ? 1 : 0, at, status === 'dead' ? 'call failed' : null)
+    }
+  })()
   sqlite.pragma('synchronous = NORMAL')
   sqlite.exec('ANALYZE')
 }
@@ -187,16 +217,35 @@ async function seedPostgres(rt: Runtime): Promise<void> {
                   FROM (SELECT i, (${names})[i % ${DESTINATION_NAMES.length} + 1] AS destination, random() AS r, ${NOW} - floor(random() * ${SPAN_MS})::bigint AS at
                         FROM generate_series(0, ${DELIVERIES - 1}) AS i) g) s) d`)
     for (const def of deliveryIndexes) await c.query(def)
+    await c.query(`
+      INSERT INTO calls (id, tenant, agent_id, customer_phone, idempotency_key, trace_id, conversation_id, previous_conversation_id, scheduled_for, parameters, retry_context, metadata, recipe, campaign, status, error, created_at, updated_at)
+      SELECT 'call_' || lpad(i::text, 7, '0'), 'bench', 101, phone, 'idem_' || i, 'ctr_' || i, CASE WHEN status = 'initiated' THEN 'conv_call_' || i END,
+             CASE WHEN recipe IS NOT NULL AND i > 0 THEN 'conv_call_' || (i - 1) END, NULL, '[{"name":"customer_phone","value":"' || phone || '"}]',
+             CASE WHEN recipe IS NOT NULL THEN '{"attempt":2}' END, NULL, recipe, CASE WHEN i % 3 = 0 THEN 'spring' END, status,
+             CASE WHEN status = 'failed' THEN 'upstream answered 500' END, at, at
+      FROM (SELECT i, '+9198' || lpad((i % 100000000)::text, 8, '0') AS phone, CASE WHEN i % 10 < 7 THEN '${RECIPE}' END AS recipe, ${NOW} - floor(random() * ${SPAN_MS})::bigint AS at,
+                   CASE WHEN r < 0.9 THEN 'initiated' WHEN r < 0.95 THEN 'scheduled' WHEN r < 0.98 THEN 'failed' ELSE 'rejected' END AS status
+            FROM (SELECT i, random() AS r FROM generate_series(0, ${CALLS - 1}) AS i) g) c`)
+    await c.query(`
+      INSERT INTO recipe_event_fires (recipe, event_id, fired_at, status, attempts, next_attempt_at, claimed_by, claimed_until, run_id, last_error)
+      SELECT '${RECIPE}', 'evt_' || lpad(i::text, 7, '0'), at, status, CASE status WHEN 'dead' THEN 3 WHEN 'done' THEN 1 ELSE 0 END, at, NULL, NULL, NULL,
+             CASE WHEN status = 'dead' THEN 'call failed' END
+      FROM (SELECT i, ${NOW} - floor(random() * ${SPAN_MS})::bigint AS at, CASE WHEN r < 0.97 THEN 'done' WHEN r < 0.99 THEN 'dead' ELSE 'pending' END AS status
+            FROM (SELECT i, random() AS r FROM generate_series(0, ${FIRES - 1}) AS i) g) f`)
     // A month-old table as autovacuum leaves it at its worst: vacuumed (its visibility map set, so counts can be read
     // from indexes alone), then as much of it changed since as makes autovacuum come back (the server's
     // autovacuum_vacuum_scale_factor, a fifth by default) — the newest days, rewritten as processing and delivery
     // rewrite them. Left unvacuumed, every count read each row; vacuumed whole, none: neither is a service's day.
     await c.query('VACUUM ANALYZE webhook_events')
     await c.query('VACUUM ANALYZE destination_deliveries')
+    await c.query('VACUUM ANALYZE calls')
+    await c.query('VACUUM ANALYZE recipe_event_fires')
     const { rows } = await c.query<{ share: string }>(`SELECT current_setting('autovacuum_vacuum_scale_factor') AS share`)
     const recent = NOW - Math.round(SPAN_MS * Number(rows[0]!.share))
     await c.query(`UPDATE webhook_events SET attempts = attempts WHERE received_at >= ${recent}`)
     await c.query(`UPDATE destination_deliveries SET attempts = attempts WHERE created_at >= ${recent}`)
+    await c.query(`UPDATE calls SET updated_at = updated_at WHERE created_at >= ${recent}`)
+    await c.query(`UPDATE recipe_event_fires SET attempts = attempts WHERE fired_at >= ${recent}`)
     await c.query('ANALYZE')
   })
 }
