@@ -298,7 +298,8 @@ export interface ForwardingTotals {
 
 /**
  * The whole outbox at a glance, for the dashboard's overview: the waiting deliveries and their oldest from the
- * pending index alone, the dead letters from theirs — a read of the backlog, never of every delivery kept.
+ * pending index alone, the dead letters from theirs — a read of the backlog, never of every delivery kept. On
+ * Postgres the counts are the tallies' and each destination's oldest waiting delivery one index entry.
  */
 export async function forwardingTotals(rt: Runtime): Promise<ForwardingTotals> {
   if (keepsTallies(rt)) {
