@@ -25,7 +25,7 @@ export function registerDestinationRoutes(app: H3, rt: Runtime): void {
  */
 export function startDestinations(rt: Runtime): () => Promise<void> {
   const stopPurge = every(rt.clock, rt.log, 'delivery purge', 90_000, PURGE_EVERY_MS, (signal) => purgeOldDeliveries(rt, { signal }))
-  const stopFold = keepsTallies(rt) ? every(rt.clock, rt.log, 'folding delivery counts', TALLY_FOLD_EVERY_MS, TALLY_FOLD_EVERY_MS, () => foldTallies(rt)) : undefined
+  const stopFold = keepsTallies(rt) ? every(rt.clock, rt.log, 'folding delivery counts', TALLY_FOLD_EVERY_MS, TALLY_FOLD_EVERY_MS, (signal) => foldTallies(rt, { signal })) : undefined
   const worker = rt.config.destinations.list.length > 0 ? startDeliveryWorker(rt) : undefined
   return async () => {
     await stopPurge()

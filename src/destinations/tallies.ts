@@ -41,19 +41,31 @@ export async function readTallies(rt: Runtime): Promise<Map<string, Tally>> {
 
 export const tallyOf = (tallies: Map<string, Tally>, destination: string): Tally => tallies.get(destination) ?? EMPTY
 
+/** Rows of changes folded per statement: a backlog of them (a previous version ran alone for a while and folded none) goes in bounded steps, each well inside the statement timeout. */
+export const FOLD_CHUNK = 50_000
+
 /**
- * Moves the rows of changes into the tallies, in one statement: the rows it deletes are the rows it adds, so a
- * reader sees each change once, before or after. Replicas may fold at once: a row of changes another fold deleted
+ * Moves the rows of changes into the tallies, a chunk per statement: the rows a statement deletes are the rows it adds,
+ * so a reader sees each change once, before or after. Replicas may fold at once: a row of changes another fold deleted
  * first is skipped, and the tallies' upsert waits for the other's commit. Returns how many rows were folded.
  */
-export async function foldTallies(rt: Runtime): Promise<number> {
-  const { rows } = await sql<{ folded: string | number | null }>`
-    WITH moved AS (DELETE FROM destination_tally_changes RETURNING destination, status, n),
-    added AS (
-      INSERT INTO destination_tallies (destination, status, n)
-      SELECT destination, status, sum(n) FROM moved GROUP BY destination, status
-      ON CONFLICT (destination, status) DO UPDATE SET n = destination_tallies.n + excluded.n
-    )
-    SELECT count(*) AS folded FROM moved`.execute(rt.store.db)
-  return Number(rows[0]?.folded ?? 0)
+export async function foldTallies(rt: Runtime, options: { chunk?: number; signal?: AbortSignal } = {}): Promise<number> {
+  const chunk = options.chunk ?? FOLD_CHUNK
+  let folded = 0
+  for (;;) {
+    const { rows } = await sql<{ folded: string | number | null }>`
+      WITH moved AS (
+        DELETE FROM destination_tally_changes WHERE ctid = ANY(ARRAY(SELECT ctid FROM destination_tally_changes LIMIT ${chunk}))
+        RETURNING destination, status, n
+      ),
+      added AS (
+        INSERT INTO destination_tallies (destination, status, n)
+        SELECT destination, status, sum(n) FROM moved GROUP BY destination, status
+        ON CONFLICT (destination, status) DO UPDATE SET n = destination_tallies.n + excluded.n
+      )
+      SELECT count(*) AS folded FROM moved`.execute(rt.store.db)
+    const n = Number(rows[0]?.folded ?? 0)
+    folded += n
+    if (n < chunk || options.signal?.aborted) return folded
+  }
 }

@@ -101,6 +101,22 @@ describe.runIf(process.env.DATABASE_URL_TEST)('destinations: the outbox counted 
     expect(nonZero(await readTallies(rt))).toEqual(new Map())
   })
 
+  it('a backlog of changes (a previous version ran alone and folded none) folds in chunks, every change once', async () => {
+    h = await createHarness('postgres')
+    const db = h.rt.store.db
+    for (let i = 0; i < 25; i++) {
+      await db.insertInto('destination_deliveries').values([row('crm', i, 'pending', i), row('erp', 100 + i, i % 2 ? 'dead' : 'delivered', i)]).execute()
+      if (i % 3 === 0) await db.updateTable('destination_deliveries').set({ status: 'delivered' }).where('id', '=', deliveryId('crm', `evt_${i}`)).execute()
+    }
+    const changes = async () => Number((await sql<{ n: string }>`SELECT count(*) AS n FROM destination_tally_changes`.execute(db)).rows[0]!.n)
+    const before = await changes()
+    expect(before).toBeGreaterThan(40)
+    expect(await foldTallies(h.rt, { chunk: 7 })).toBe(before)
+    expect(await changes()).toBe(0)
+    expect(nonZero(await readTallies(h.rt))).toEqual(await counted(db))
+    expect(await foldTallies(h.rt, { chunk: 7 })).toBe(0)
+  })
+
   it('the Destinations summary reads the tallies, and the service folds them every minute', async () => {
     const destinations = ['crm', 'warehouse'].map((name) => ({ name, url: `http://127.0.0.1:9/${name}`, secret: DEST_SECRET, allowHttp: true }))
     h = await createHarness('postgres', { ALLOW_PRIVATE_DESTINATIONS: '1', DESTINATIONS: JSON.stringify(destinations) })
