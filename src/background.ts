@@ -55,3 +55,17 @@ export async function startBackground(rt: Runtime, options: { role?: Role } = {}
   }
   return stopAll
 }
+
+/**
+ * A receiver's task thread (`serve --role receiver`: src/processing-thread.ts): it processes nothing, and runs the heavy
+ * work requests hand it. Registered as an instance of its own (a "Run now" it runs is attributed to it, and closed if
+ * it is killed), and marked as one whose events others process, as its receiver is: a replay is handed to the workers.
+ */
+export async function startTaskHost(rt: Runtime): Promise<() => Promise<void>> {
+  const stopRegistry = await startInstanceRegistry(rt)
+  setProcessedElsewhere(rt, true)
+  return async () => {
+    setProcessedElsewhere(rt, false)
+    await stopRegistry()
+  }
+}

@@ -71,7 +71,8 @@ export function canRunInThread(rt: Runtime): boolean {
 }
 
 /**
- * Starts the worker role in a worker thread, wakes it after every inbox commit, and keeps it running: a
+ * Starts the worker role in a worker thread (under `--role receiver`, a thread for the tasks requests hand over, which
+ * processes nothing), wakes it after every inbox commit, and keeps it running: a
  * thread that dies (an uncaught error in a recipe's promise, an out-of-memory in the thread) is logged and
  * restarted with backoff while the receiver goes on accepting — the events wait in the inbox. Resolves once
  * the first thread is processing; rejects only if the first thread cannot even build its runtime (a
@@ -80,7 +81,7 @@ export function canRunInThread(rt: Runtime): boolean {
 export async function startProcessingThread(
   rt: Runtime,
   options: {
-    role?: 'all' | 'worker'
+    role?: 'all' | 'worker' | 'receiver'
     /** How long the thread may be silent before it is stopped and restarted (default: `unresponsiveAfterMs` of the recipe time limit). */
     unresponsiveAfterMs?: number
   } = {},
@@ -233,7 +234,8 @@ export async function startProcessingThread(
   const off = webhookState(rt).inbox.onCommitted((deliveries) => {
     // Wall-clock time, as the thread reads it (its runtime runs on the system clock).
     load.committed(deliveries, Date.now())
-    if (waking) return
+    // A receiver's task thread has no events to process.
+    if (waking || role === 'receiver') return
     waking = true
     setImmediate(() => {
       waking = false

@@ -4,6 +4,9 @@
  * and this thread share the file; Postgres gives it its own pool), so the receiver's event loop only
  * verifies, commits and answers. The main thread wakes it after each commit, asks it for its metrics, and
  * restarts it if it dies (src/processing-host.ts).
+ *
+ * Under `--role receiver` the thread processes nothing: it runs the heavy work the dashboard and the admin API ask for
+ * (src/processing-tasks.ts) — listing and running recipes, reports, imports — off the receiver's event loop all the same.
  */
 import { restoreFilters, type ThreadConfig } from './config/thread-config.ts'
 import { getPriority, setPriority } from 'node:os'
@@ -13,7 +16,7 @@ import type { Config } from './config/load.ts'
 import { createRuntime, type Runtime } from './runtime.ts'
 import { useAsProcessingConnection } from './db/connect.ts'
 import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
-import { startBackground } from './background.ts'
+import { startBackground, startTaskHost } from './background.ts'
 import { registerBacklogMetrics } from './backlog-metrics.ts'
 import { sleep } from './utils/clock.ts'
 import { createReceivingCheck, createYieldGate, setReceivingCheck, setYieldGate } from './coordination/receiver-load.ts'
@@ -34,7 +37,7 @@ const port = parentPort
 if (!port) throw new Error('processing-thread.ts runs only as a worker thread')
 const { config: handed, role = 'all', receiverLoad, leftOut = [] } = workerData as {
   config: ThreadConfig
-  role?: 'all' | 'worker'
+  role?: 'all' | 'worker' | 'receiver'
   receiverLoad?: SharedArrayBuffer
   /** Recipe files whose top-level code held an earlier thread for good, each with its version then (src/recipes/load-watch.ts). */
   leftOut?: Array<[file: string, version: string]>
@@ -63,11 +66,15 @@ setLoadWatch(rt, {
   loaded: (file) => port.postMessage({ type: 'loaded', file } satisfies ThreadReply),
   leftOut: (file) => (heldEarlier.has(file) && heldEarlier.get(file) === fileVersion(file) ? LEFT_OUT : undefined),
 })
-// This connection writes only what is derived from the inbox; the checkpoint thread runs the file's checkpoints (see useAsProcessingConnection).
-useAsProcessingConnection(rt.store)
-// The backlog gauges are counted here, in full, off the receiver's event loop; /metrics sums this registry with
-// the main thread's, whose own backlog gauges stay empty while this thread runs (src/backlog-metrics.ts).
-registerBacklogMetrics(rt, { role: () => role })
+/** Processing here (`all`, `worker`), or only the tasks a receiver's requests hand over (`receiver`). */
+const processes = role !== 'receiver'
+if (processes) {
+  // This connection writes only what is derived from the inbox; the checkpoint thread runs the file's checkpoints (see useAsProcessingConnection).
+  useAsProcessingConnection(rt.store)
+  // The backlog gauges are counted here, in full, off the receiver's event loop; /metrics sums this registry with
+  // the main thread's, whose own backlog gauges stay empty while this thread runs (src/backlog-metrics.ts).
+  registerBacklogMetrics(rt, { role: () => role })
+}
 logUnhandledRejections(rt)
 // PROCESSING_NICE (default 5): the receiver's threads get a core first, since its answers are what the
 // provider waits for while processing only has to keep up over seconds. Measured under a burst on two cores
@@ -77,7 +84,7 @@ logUnhandledRejections(rt)
 // core — about a quarter at 5, a tenth at 10. Never raises a priority: a process started at a higher nice
 // value keeps it. On Linux a nice value belongs to one thread (this one); elsewhere it would be the whole process.
 // Under `--role worker` there is no receiver in the process to give way to: its thread keeps the process's priority.
-if (process.platform === 'linux' && role === 'all' && config.pipeline.processingNice > getPriority(0)) {
+if (process.platform === 'linux' && role !== 'worker' && config.pipeline.processingNice > getPriority(0)) {
   try {
     setPriority(0, config.pipeline.processingNice)
   } catch (error) {
@@ -141,7 +148,7 @@ port.on('message', (message: ThreadMessage) => {
 // a failover — is waited out here rather than leaving the service without processing.
 for (let wait = START_RETRY_MIN_MS; !stopping; wait = Math.min(START_RETRY_MAX_MS, wait * 2)) {
   try {
-    stopBackground = await startBackground(rt, { role: 'worker' })
+    stopBackground = processes ? await startBackground(rt, { role: 'worker' }) : await startTaskHost(rt)
     break
   } catch (error) {
     rt.log.error({ err: (error as Error).message, retryInMs: wait }, 'processing could not start; retrying')

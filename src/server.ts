@@ -59,8 +59,9 @@ const QUEUES_MAX_AGE_MS = 30_000
 function registerOpsRoutes(app: H3, rt: Runtime): void {
   registerBacklogMetrics(rt, {
     role: () => opsState(rt).role,
-    // `serve`'s processing thread counts the backlog on its own connection and event loop (src/processing-thread.ts).
-    reportedElsewhere: () => opsState(rt).thread?.reportsMetrics() === true,
+    // `serve`'s processing thread counts the backlog on its own connection and event loop (src/processing-thread.ts);
+    // a receiver's task thread counts none.
+    reportedElsewhere: () => opsState(rt).role !== 'receiver' && opsState(rt).thread?.reportsMetrics() === true,
     // A process that receives webhooks counts only so far on its own loop; a worker's loop can afford the full count.
     countUpTo: opsState(rt).role === 'worker' ? undefined : RECEIVER_COUNT_UP_TO,
     // Processing on this loop (inline, or --role worker) counts its recipe queues and outboxes; a receiver leaves them to it.
@@ -213,14 +214,15 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     if (options.background !== false) {
       opsState(rt).starting = true
       // `worker` too: its own loop then only answers /healthz, /readyz and /metrics, and the thread's watchdog restarts
-      // processing held by a recipe that never yields (on the loop itself, nothing could).
-      const threaded = role !== 'receiver' && options.processing === 'thread' && canRunInThread(rt)
+      // processing held by a recipe that never yields (on the loop itself, nothing could). `receiver` too: its thread
+      // processes nothing but runs the recipe code and the heavy reads its dashboard and admin API ask for.
+      const threaded = options.processing === 'thread' && canRunInThread(rt)
       // SQLite: checkpoints on a thread of their own; every connection of the service only as a backstop.
       checkpoints = startWalCheckpoints(rt)
       let stopWork: () => Promise<void>
       if (threaded) {
-        const stopOwn = role === 'all' ? await startBackground(rt, { role: 'receiver' }) : async () => {}
-        const thread = await startProcessingThread(rt, { role: role === 'worker' ? 'worker' : 'all', ...(options.processingWatchdogMs !== undefined ? { unresponsiveAfterMs: options.processingWatchdogMs } : {}) }).catch(async (error: unknown) => {
+        const stopOwn = role !== 'worker' ? await startBackground(rt, { role: 'receiver' }) : async () => {}
+        const thread = await startProcessingThread(rt, { role, ...(options.processingWatchdogMs !== undefined ? { unresponsiveAfterMs: options.processingWatchdogMs } : {}) }).catch(async (error: unknown) => {
           await stopOwn()
           throw error
         })
@@ -244,7 +246,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     throw error
   }
   if (options.banner) process.stdout.write(renderBanner(rt.config, url, { adminTokenSource, terminal: Boolean(process.stdout.isTTY) }))
-  rt.log.info({ url, role, sandbox: rt.config.sandboxMode, database: rt.store.dialect, processing: opsState(rt).thread ? 'thread' : role === 'receiver' ? 'none' : 'inline' }, 'switchboard ready')
+  rt.log.info({ url, role, sandbox: rt.config.sandboxMode, database: rt.store.dialect, processing: role === 'receiver' ? 'none' : opsState(rt).thread ? 'thread' : 'inline' }, 'switchboard ready')
   let closed = false
   return {
     url,

@@ -333,4 +333,47 @@ export default defineRecipe({ description: 'never yields', on: ['call.no_answer'
       recipes.cleanup()
     }
   }, 60_000)
+
+  // `--role receiver` ran every task on its webhook loop: listing the recipes loaded each file there (a `while (true)` at
+  // a file's top stopped the receiver), "Run now" ran the recipe there, the report preview read its day there. It has a
+  // thread for them too, which processes nothing.
+  it('under --role receiver: listing and running recipes happen in a thread of their own, which processes no event, while webhooks are answered', async () => {
+    const recipes = tempRecipesDir()
+    const marks = join(recipes.dir, 'loaded-on.txt')
+    recipes.write('marks', `import { appendFileSync } from 'node:fs'
+import { threadId } from 'node:worker_threads'
+import { defineRecipe } from 'switchboard'
+appendFileSync(${JSON.stringify(marks)}, 'load ' + threadId + '\\n')
+export default defineRecipe({ description: 'notes the thread that loads and runs it', schedule: '0 8 * * *', run() { appendFileSync(${JSON.stringify(marks)}, 'run ' + threadId + '\\n'); return null } })
+`)
+    dataDir = mkdtempSync(join(tmpdir(), 'sb-receiver-tasks-'))
+    const secret = 'whsec_receiver_tasks'
+    const env = { PORT: '0', DATA_DIR: dataDir, RECIPES_DIR: recipes.dir, WEBHOOK_SECRET: secret, LOG_LEVEL: 'silent', ADMIN_TOKEN: TOKEN, RECONCILE_INTERVAL_SECONDS: '0', RECIPES_TYPECHECK: 'false', VOICE_API_KEY: 'sk_live_receiver', VOICE_API_BASE_URL: 'http://127.0.0.1:9' }
+    try {
+      server = await startServer({ env, role: 'receiver', processing: 'thread', processingWatchdogMs: WATCHDOG_MS })
+      const auth = { authorization: `Bearer ${TOKEN}` }
+      const listed = await fetch(`${server.url}/admin/recipes`, { headers: auth })
+      expect(listed.status).toBe(200)
+      expect(((await listed.json()) as { data: Array<{ name: string }> }).data.map((r) => r.name)).toEqual(['marks'])
+      const ran = await fetch(`${server.url}/admin/recipes/marks/run`, { method: 'POST', headers: auth })
+      expect(ran.status).toBe(200)
+      const { readFileSync } = await import('node:fs')
+      const lines = readFileSync(marks, 'utf8').trim().split('\n')
+      expect(lines.some((l) => l.startsWith('run '))).toBe(true)
+      // Thread 0 is the receiver's own.
+      expect(lines.filter((l) => l.endsWith(' 0'))).toEqual([])
+
+      // The thread processes nothing: a webhook stays pending for the workers (none here), answered at once.
+      const body = JSON.stringify(makeEvent({ event_id: 'evt_for_workers', timestamp: new Date().toISOString() }))
+      const res = await fetch(`${server.url}/webhooks/formant`, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-formantai-signature': signFormant(body, secret), 'x-formantai-timestamp': String(Math.floor(Date.now() / 1000)) } })
+      expect(res.status).toBe(204)
+      expect(await server.rt.store.db.selectFrom('webhook_events').select('status').where('event_id', '=', 'evt_for_workers').executeTakeFirst()).toEqual({ status: 'pending' })
+      const readyz = (await (await fetch(`${server.url}/readyz`)).json()) as { role: string; processing: string; backlog: { pending: number } }
+      expect(readyz).toMatchObject({ role: 'receiver', processing: 'none', backlog: { pending: 1 } })
+      // The receiver's own gauges still count its backlog (its thread counts none).
+      expect(await (await fetch(`${server.url}/metrics`)).text()).toMatch(/switchboard_events_pending\{role="receiver"\} 1/)
+    } finally {
+      recipes.cleanup()
+    }
+  }, 60_000)
 })
