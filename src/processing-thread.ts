@@ -151,7 +151,7 @@ for (let wait = START_RETRY_MIN_MS; !stopping; wait = Math.min(START_RETRY_MAX_M
     stopBackground = processes ? await startBackground(rt, { role: 'worker' }) : await startTaskHost(rt)
     break
   } catch (error) {
-    rt.log.error({ err: (error as Error).message, retryInMs: wait }, 'processing could not start; retrying')
+    rt.log.error({ err: (error as Error).message, retryInMs: wait }, processes ? 'processing could not start; retrying' : 'the task thread could not start; retrying')
     await sleep(rt.clock, wait)
   }
 }

@@ -41,7 +41,10 @@ export async function readTallies(rt: Runtime): Promise<Map<string, Tally>> {
 
 export const tallyOf = (tallies: Map<string, Tally>, destination: string): Tally => tallies.get(destination) ?? EMPTY
 
-/** Rows of changes folded per statement: a backlog of them (a previous version ran alone for a while and folded none) goes in bounded steps, each well inside the statement timeout. */
+/**
+ * Rows of changes folded per statement: a backlog of them (a previous version ran alone for a while and folded none)
+ * goes in bounded steps, each well inside the statement timeout.
+ */
 export const FOLD_CHUNK = 50_000
 
 /**
