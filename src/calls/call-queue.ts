@@ -12,7 +12,7 @@ import { chunks } from '../utils/chunks.ts'
 import { createGroupCommit, type GroupCommit } from '../utils/group-commit.ts'
 import { yieldToReceiver } from '../coordination/receiver-load.ts'
 import { callMetrics } from './metrics.ts'
-import { CAPACITY_RECHECK_MS, createPacer, type Pacer } from './pacer.ts'
+import { createPacer, type Pacer } from './pacer.ts'
 import { claim, finish, IDEMPOTENCY_WINDOW_MS, isAmbiguous, LEDGER_COLUMNS, ledgerRow, type PlaceCallInput } from './place-call.ts'
 import { isBlocked } from '../campaigns/dnc.ts'
 import type { CallRecord } from './record.ts'
@@ -316,7 +316,9 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
     return
   }
   if (state.pacer.atCapacity(row.tenant)) {
-    await requeue(rt, row, owner, rt.clock.now() + CAPACITY_RECHECK_MS, row.last_error, { uncounted: true })
+    // Due again at once: the pacer keeps the tenant's calls unclaimed while it is at capacity (`held`), and the send that
+    // frees a slot wakes the queue — a first answer most of all, which opens a fresh process up (pacer.atCapacity).
+    await requeue(rt, row, owner, rt.clock.now(), row.last_error, { uncounted: true })
     return
   }
   // Held back past its window's close (by the provider's limits), a call moves to the next opening.

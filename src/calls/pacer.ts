@@ -21,13 +21,20 @@ export interface Pacer {
   limitConcurrency(tenant: string, until: number, maxCalls: number | undefined): void
   /** A call the provider accepted: widens a tenant's concurrency window (see limitConcurrency). */
   accepted(tenant: string): void
-  /** True while the tenant has as many sends in flight as its concurrency window allows. */
+  /**
+   * True while the tenant has as many sends in flight as its concurrency window allows — and, until the provider has
+   * answered a first send for it, while one is in flight: a process that knows nothing of a tenant's limits yet (just
+   * started) sends one request first instead of a send slot's worth, each of which would meet a limit another process
+   * already spent.
+   */
   atCapacity(tenant: string): boolean
   /** Tenants that may not send now, each with the time it may again. */
   held(now: number): Map<string, number>
 }
 
 interface TenantState {
+  /** Whether the provider has answered a send for this tenant yet (any answer, or none at all: a send that ended). */
+  heard: boolean
   inFlight: number
   remaining: number | undefined
   resetAt: number
@@ -44,7 +51,7 @@ export function createPacer(): Pacer {
   const tenants = new Map<string, TenantState>()
   const stateOf = (tenant: string): TenantState => {
     let s = tenants.get(tenant)
-    if (!s) tenants.set(tenant, (s = { inFlight: 0, remaining: undefined, resetAt: 0, blockedUntil: 0, window: undefined, maxCalls: undefined }))
+    if (!s) tenants.set(tenant, (s = { heard: false, inFlight: 0, remaining: undefined, resetAt: 0, blockedUntil: 0, window: undefined, maxCalls: undefined }))
     return s
   }
   const notBefore = (s: TenantState, now: number): number => {
@@ -53,7 +60,7 @@ export function createPacer(): Pacer {
     if (s.remaining !== undefined && s.resetAt > now && s.remaining - s.inFlight <= 0) return s.resetAt
     return 0
   }
-  const atCapacity = (s: TenantState): boolean => s.window !== undefined && s.inFlight >= s.window
+  const atCapacity = (s: TenantState): boolean => (!s.heard && s.inFlight >= 1) || (s.window !== undefined && s.inFlight >= s.window)
   return {
     notBefore: (tenant, now) => notBefore(stateOf(tenant), now),
     held(now) {
@@ -70,6 +77,7 @@ export function createPacer(): Pacer {
     },
     finished(tenant, info, now) {
       const s = stateOf(tenant)
+      s.heard = true
       s.inFlight = Math.max(0, s.inFlight - 1)
       if (info?.remaining !== undefined) s.remaining = info.remaining
       const reset = rateLimitResetMs(info?.reset)

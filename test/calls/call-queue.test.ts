@@ -26,16 +26,19 @@ interface FakeProvider {
   script: Array<'rate' | 'concurrency' | 'error' | 'lost' | 'odd-type'>
   /** API keys answered 429 (rate limit, Retry-After 30 s) on every request. */
   limited: Set<string>
+  /** While set, answers wait for it (requests are counted as they arrive). */
+  held: Promise<void> | undefined
   close(): Promise<void>
 }
 
 async function startFakeProvider(): Promise<FakeProvider> {
-  const fake: FakeProvider = { url: '', created: new Map(), scheduledFor: new Map(), requests: 0, script: [], limited: new Set(), close: async () => {} }
+  const fake: FakeProvider = { url: '', created: new Map(), scheduledFor: new Map(), requests: 0, script: [], limited: new Set(), held: undefined, close: async () => {} }
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', () => {
+    req.on('end', async () => {
       fake.requests++
+      await fake.held
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { agent_id: number; idempotency_key: string; scheduled_for?: string }
       res.setHeader('content-type', 'application/json')
       const next = fake.limited.has(String(req.headers.authorization).replace('Bearer ', '')) ? 'rate' : fake.script.shift()
@@ -94,10 +97,10 @@ describeEachDialect('paced call queue', (dialect) => {
     await fake?.close()
   })
 
-  async function boot(at = '2026-03-01T10:00:00Z'): Promise<void> {
+  async function boot(at = '2026-03-01T10:00:00Z', env: Record<string, string> = {}): Promise<void> {
     fake = await startFakeProvider()
     clock = createManualClock(at)
-    rt = await createTestRuntime({ dialect, clock, env: { VOICE_API_KEY: 'sk_live_queue_test', VOICE_API_BASE_URL: fake.url, CALL_QUEUE_CONCURRENCY: '2' } })
+    rt = await createTestRuntime({ dialect, clock, env: { VOICE_API_KEY: 'sk_live_queue_test', VOICE_API_BASE_URL: fake.url, CALL_QUEUE_CONCURRENCY: '2', ...env } })
   }
 
   const statuses = async () => (await rt.store.db.selectFrom('calls').select(['idempotency_key', 'status']).orderBy('idempotency_key').execute()).map((r) => `${r.idempotency_key}:${r.status}`)
@@ -134,6 +137,38 @@ describeEachDialect('paced call queue', (dialect) => {
     expect(metrics).toMatch(/switchboard_calls_retried_total\{reason="concurrency_limit"\} 1/)
     expect(metrics).toMatch(/switchboard_calls_placed_total\{status="initiated"\} 5/)
     expect(metrics).not.toMatch(/switchboard_calls_failed_total\{/)
+  })
+
+  // A process just started knows nothing of a workspace's limits: it sent a send slot's worth of calls at once, and a
+  // workspace whose rate another process had spent answered each with a 429.
+  it('a fresh queue sends one call first and opens up once the provider has answered: a spent limit costs one 429, not one per send slot', async () => {
+    await boot(undefined, { CALL_QUEUE_CONCURRENCY: '6' })
+    fake.limited.add('sk_live_queue_test')
+    let answer: () => void = () => {}
+    fake.held = new Promise((resolve) => (answer = resolve))
+    queue = startCallQueue(rt)
+    await enqueueCalls(rt, [0, 1, 2, 3, 4, 5].map((n) => call(n)))
+    // The queue claims all six at once; while the first answer is on its way the other five are put back, not sent:
+    // once as many calls are claimed as have reached the provider, the queue is done with them.
+    const claimed = async () => (await rt.store.db.selectFrom('call_queue').select('id').where('claimed_by', 'is not', null).execute()).length
+    await vi.waitFor(async () => {
+      expect(fake.requests).toBeGreaterThanOrEqual(1)
+      expect(await claimed()).toBe(fake.requests)
+    })
+    expect(fake.requests).toBe(1)
+    answer()
+    fake.held = undefined
+    await queue.idle()
+    expect(fake.requests).toBe(1)
+    // Once the limit lifts (Retry-After 30 s) the queue, having heard from the provider, sends the rest side by side.
+    fake.limited.clear()
+    await clock.advance(30_000)
+    await vi.waitFor(async () => {
+      await clock.advance(1_000)
+      await queue!.idle()
+      expect(await statuses()).toEqual([0, 1, 2, 3, 4, 5].map((n) => `key-${n}:initiated`))
+    }, { timeout: 10_000, interval: 50 })
+    expect(fake.requests).toBe(7)
   })
 
   it('each line about a queued call names its agent and campaign, and a placed call says so with its trace id', async () => {
