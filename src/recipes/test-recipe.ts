@@ -187,6 +187,10 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
   const now = options.now !== undefined ? instantOf(options.now) : lastEvent ? lastEvent + 60_000 : Date.now()
 
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-recipe-test-'))
+  const removeDataDir = () => rmSync(dataDir, { recursive: true, force: true })
+  // Also when the process ends inside the test: `recipes test`'s watchdog ends a recipe that never returns with
+  // process.exit, which runs no `finally`.
+  process.once('exit', removeDataDir)
   try {
     // The configuration the service would run with — the environment over switchboard.config.ts (SWITCHBOARD_CONFIG,
     // else the working directory's) — but for where it keeps its data.
@@ -294,7 +298,8 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
       await database.close()
     }
   } finally {
-    rmSync(dataDir, { recursive: true, force: true })
+    process.off('exit', removeDataDir)
+    removeDataDir()
   }
 }
 

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterEach, expect, it } from 'vitest'
@@ -47,14 +47,19 @@ it('a recipe file whose top-level code never returns ends the command with one l
   const { folder, env } = setup()
   folder.write('fine', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'loads', run: () => 'ok' })\n`)
   folder.write('spins', `import { defineRecipe } from 'switchboard'\nfor (;;) {}\nexport default defineRecipe({ description: 'never loads', run: () => 'x' })\n`)
+  // `recipes test` works in a data folder of its own under the system's temporary folder: gone after the command, even
+  // one the watchdog ended (it was left behind, one a run).
+  const tmp = mkdtempSync(join(tmpdir(), 'sb-cli-watchdog-tmp-'))
+  cleanups.push(() => rmSync(tmp, { recursive: true, force: true }))
   for (const command of [['recipes', 'list'], ['recipes', 'check'], ['recipes', 'test', 'spins'], ['doctor']]) {
-    const r = await cli(command, env)
+    const r = await cli(command, command[1] === 'test' ? { ...env, TMPDIR: tmp } : env)
     expect([command.join(' '), r.code, r.err.trim().split('\n').at(-1)]).toEqual([
       command.join(' '),
       1,
       expect.stringMatching(/^error: recipe file spins\.ts never finished loading: its top-level code held this command for \d+ s without returning \(a synchronous loop\?\); fix the file and run the command again$/),
     ])
   }
+  expect(readdirSync(tmp).filter((name) => name.startsWith('sb-recipe-test-'))).toEqual([])
 }, 120_000)
 
 it('a run whose code never returns ends `recipes run` with one line, exit 1; a command whose recipes behave is not held by the watchdog', async () => {
