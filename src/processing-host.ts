@@ -229,19 +229,23 @@ export async function startProcessingThread(
 
   // Coalesced: one wake per tick however many commits landed in it.
   let waking = false
+  // A receiver's task thread processes no events: nothing to wake after a commit, no burst to hold back for — the
+  // receiver's commits are not watched at all.
+  const watchesCommits = role !== 'receiver'
   // A batch being written counts as deliveries arriving (a slow commit must not end the hold).
-  const offWriting = webhookState(rt).inbox.onWriting((on) => load.writing(on, Date.now()))
-  const off = webhookState(rt).inbox.onCommitted((deliveries) => {
-    // Wall-clock time, as the thread reads it (its runtime runs on the system clock).
-    load.committed(deliveries, Date.now())
-    // A receiver's task thread has no events to process.
-    if (waking || role === 'receiver') return
-    waking = true
-    setImmediate(() => {
-      waking = false
-      send({ type: 'wake' })
-    })
-  })
+  const offWriting = watchesCommits ? webhookState(rt).inbox.onWriting((on) => load.writing(on, Date.now())) : () => {}
+  const off = watchesCommits
+    ? webhookState(rt).inbox.onCommitted((deliveries) => {
+        // Wall-clock time, as the thread reads it (its runtime runs on the system clock).
+        load.committed(deliveries, Date.now())
+        if (waking) return
+        waking = true
+        setImmediate(() => {
+          waking = false
+          send({ type: 'wake' })
+        })
+      })
+    : () => {}
   const thread: ProcessingThread = {
     running: () => readyWorker !== undefined && readyWorker === current,
     reportsMetrics: () => thread.running() && !silent,
