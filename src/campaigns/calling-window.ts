@@ -18,11 +18,24 @@ export interface CallingWindow {
 /** The default calling hours: 09:00–21:00 in the recipient's local time. */
 export const DEFAULT_WINDOW: CallingWindow = { start: '09:00', end: '21:00' }
 
-function minutesOf(hhmm: string): number {
+function parseMinutes(hhmm: string): number {
   const match = /^(\d{1,2}):(\d{2})$/.exec(hhmm.trim())
   if (!match) throw new Error(`calling window times look like "09:00" (got "${hhmm}")`)
   const minutes = Number(match[1]) * 60 + Number(match[2])
   if (minutes > 24 * 60 || Number(match[2]) > 59) throw new Error(`"${hhmm}" is not a time of day`)
+  return minutes
+}
+
+// Windows are a handful of strings, asked about once per follow-up planned: each is read once.
+const minutesByTime = new Map<string, number>()
+
+function minutesOf(hhmm: string): number {
+  let minutes = minutesByTime.get(hhmm)
+  if (minutes === undefined) {
+    minutes = parseMinutes(hhmm)
+    if (minutesByTime.size >= 1_000) minutesByTime.clear()
+    minutesByTime.set(hhmm, minutes)
+  }
   return minutes
 }
 
@@ -80,6 +93,17 @@ export function localTime(at: number, timeZone: string): LocalTime {
   return { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate(), hour: d.getUTCHours(), minute: d.getUTCMinutes(), second: d.getUTCSeconds() }
 }
 
+/** The instant wall-clock time `wall` (read as UTC) shows under `offset`, or NaN when the zone keeps another then. */
+function occursAt(wall: number, offset: number, timeZone: string): number {
+  const at = wall - offset
+  return offsetAt(at, timeZone) === offset ? at : NaN
+}
+
+/** The earlier of two instants, NaN standing for none. */
+function earlier(best: number, at: number): number {
+  return at < best || Number.isNaN(best) ? at : best
+}
+
 /**
  * The instant a local wall-clock time occurs in `timeZone`. A time skipped by a DST jump resolves to the
  * first instant after the gap (the wall clock reads later than asked); a repeated hour picks the first — or, given
@@ -87,17 +111,20 @@ export function localTime(at: number, timeZone: string): LocalTime {
  */
 export function zonedTimeToEpoch(date: { year: number; month: number; day: number }, minutes: number, timeZone: string, notBefore = -Infinity): number {
   const wall = Date.UTC(date.year, date.month - 1, date.day, 0, minutes)
-  // Two candidate offsets: the one before and the one after any transition near this wall time.
-  const candidates = [...new Set([offsetAt(wall - 86_400_000, timeZone), offsetAt(wall, timeZone), offsetAt(wall + 86_400_000, timeZone)])]
-  const matches: number[] = []
-  for (const offset of candidates) {
-    const at = wall - offset
-    if (offsetAt(at, timeZone) === offset) matches.push(at)
+  // Two candidate offsets: the one before and the one after any transition near this wall time (the one at the wall
+  // time itself lies between them). Without arrays or sets: this runs for every follow-up planned.
+  const a = offsetAt(wall - 86_400_000, timeZone)
+  const b = offsetAt(wall, timeZone)
+  const c = offsetAt(wall + 86_400_000, timeZone)
+  const x = occursAt(wall, a, timeZone)
+  const y = b === a ? NaN : occursAt(wall, b, timeZone)
+  const z = c === a || c === b ? NaN : occursAt(wall, c, timeZone)
+  const first = earlier(earlier(x, y), z)
+  if (!Number.isNaN(first)) {
+    const firstLater = earlier(earlier(x >= notBefore ? x : NaN, y >= notBefore ? y : NaN), z >= notBefore ? z : NaN)
+    return Number.isNaN(firstLater) ? first : firstLater
   }
-  if (matches.length > 0) {
-    const later = matches.filter((at) => at >= notBefore)
-    return Math.min(...(later.length > 0 ? later : matches))
-  }
+  const candidates = [a, b, c]
   // In a gap: the wall time never shows. The transition lies between the instant the earlier offset gives (which
   // reads before the gap) and the one the later gives (which reads after it), on a quarter hour as every transition.
   const before = wall - Math.max(...candidates)

@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs'
 import { Readable } from 'node:stream'
-import { CsvError, parse } from 'csv-parse'
+import { CsvError, Parser, type Options as CsvOptions } from 'csv-parse'
 import { printable } from '../utils/printable.ts'
 import { headerDelimiter } from './csv-delimiter.ts'
 import { NotTextError, toUtf8 } from './csv-encoding.ts'
@@ -89,6 +89,27 @@ function crlfs(cell: string): number {
   return count
 }
 
+/** A record with the line it ends on (the parser's `info.lines` as the record is handed on). */
+interface NumberedRecord {
+  record: string[]
+  lines: number
+}
+
+/**
+ * csv-parse with each record paired with the line it ends on. The parser hands a record on (`push`) in the same
+ * synchronous step that finished it, so its public `info.lines` is that record's. Its own `info: true` builds two
+ * copies of all its counters for every record: half of the parser's time on a 100,000-row list.
+ */
+class LineNumberedParser extends Parser {
+  constructor(options: CsvOptions) {
+    super(options)
+  }
+
+  override push(record: unknown, encoding?: BufferEncoding): boolean {
+    return super.push(record === null ? null : ({ record: record as string[], lines: this.info.lines } satisfies NumberedRecord), encoding)
+  }
+}
+
 /** How far the header line is looked for: header lines are a few hundred bytes. */
 const HEADER_SCAN_BYTES = 64 * 1024
 
@@ -158,7 +179,7 @@ export async function* readContacts(source: ContactsSource, options: ReadContact
   const text = toUtf8({ name, onWarning: options.onWarning })
   // pipe() does not forward a source error (a missing file): without this the iterator would wait forever.
   input.once('error', (error) => text.destroy(error))
-  let parser: ReturnType<typeof parse> | undefined
+  let parser: LineNumberedParser | undefined
   let headers: string[] | undefined
   let phoneIndex = -1
   // csv-parse counts a line break inside a quoted cell written as \r\n as two lines; the file's editor, one. The
@@ -171,7 +192,7 @@ export async function* readContacts(source: ContactsSource, options: ReadContact
     // "premature close" as the streams are torn down, goes nowhere).
     source.once('error', (error) => parser?.destroy(error))
     parser = source.pipe(
-      parse({
+      new LineNumberedParser({
         bom: true,
         delimiter,
         skip_empty_lines: true,
@@ -180,11 +201,9 @@ export async function* readContacts(source: ContactsSource, options: ReadContact
         relax_quotes: true,
         // Also lets a quoted cell follow a space (`a, "b, c"`), as hand-edited files have.
         trim: true,
-        info: true,
       }),
     )
-    for await (const item of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
-      const { info } = item
+    for await (const item of parser as AsyncIterable<NumberedRecord>) {
       const record = item.record
       for (const cell of record) if (cell.includes('\r')) surplus += crlfs(cell)
       // A row of empty cells (",,,") is an empty line to a spreadsheet user.
@@ -208,7 +227,7 @@ export async function* readContacts(source: ContactsSource, options: ReadContact
         if (!header) continue
         fields[header] = record[i] ?? ''
       }
-      yield { row: info.lines - surplus, phone: record[phoneIndex] ?? '', fields }
+      yield { row: item.lines - surplus, phone: record[phoneIndex] ?? '', fields }
     }
   } catch (error) {
     if (error instanceof ContactsError) throw error
