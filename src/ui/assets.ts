@@ -18,6 +18,7 @@ const VENDOR: Record<string, { module: string; type: string }> = {
 }
 
 const OWN: Record<string, string> = {
+  'locale-guard.js': 'text/javascript; charset=utf-8',
   'app.js': 'text/javascript; charset=utf-8',
   'app.css': 'text/css; charset=utf-8',
 }

@@ -50,6 +50,7 @@ function shell(event: H3Event, title: string, inner: HtmlValue, withNav: boolean
 <link rel="stylesheet" href="${assetUrl('uPlot.min.css')}">
 <link rel="stylesheet" href="${assetUrl('app.css')}">
 <script src="${assetUrl('htmx.min.js')}" defer></script>
+<script src="${assetUrl('locale-guard.js')}" defer></script>
 <script src="${assetUrl('uPlot.iife.min.js')}" defer></script>
 <script src="${assetUrl('app.js')}" defer></script>
 </head>

@@ -61,7 +61,7 @@
 
   function draw(el) {
     if (el.getAttribute('data-drawn')) return
-    // uPlot did not load (it formats with Intl, whose constructors refuse some browsers' locales while it loads).
+    // uPlot did not load (blocked, or failed in a browser whose language Intl refuses that locale-guard.js could not mend).
     if (typeof window.uPlot !== 'function') return unavailable(el)
     var spec
     try { spec = JSON.parse(el.getAttribute('data-chart')) } catch (e) { return }
