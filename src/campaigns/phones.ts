@@ -1,4 +1,5 @@
-import { getCountryCallingCode, parsePhoneNumberWithError, ParseError, type CountryCode } from 'libphonenumber-js/max'
+import { getCountryCallingCode, ParseError, type CountryCode } from 'libphonenumber-js/max'
+import { parsePhone, phoneParseOptions, type PhoneParseOptions } from './parse-phone.ts'
 import { isValidPhoneNumber } from './phone-validity.ts'
 
 /**
@@ -36,9 +37,11 @@ function clean(raw: string): string {
   return s
 }
 
-function tryParse(text: string, country: CountryCode | undefined) {
+const NO_DEFAULT_COUNTRY = phoneParseOptions(undefined)
+
+function tryParse(text: string, options: PhoneParseOptions) {
   try {
-    const parsed = parsePhoneNumberWithError(text, { defaultCountry: country, extract: false })
+    const parsed = parsePhone(text, options)
     return { parsed, error: undefined }
   } catch (error) {
     return { parsed: undefined, error: error instanceof ParseError ? error.message : 'NOT_A_NUMBER' }
@@ -83,13 +86,14 @@ function compile(defaultCountryOption: string | undefined): (raw: string | null 
   const country = defaultCountryOption?.toUpperCase()
   const defaultCountry = isCountryCode(country) ? country : undefined
   const callingCode = defaultCountry ? getCountryCallingCode(defaultCountry) : undefined
+  const options = phoneParseOptions(defaultCountry)
   return (raw) => {
     // Most cells are plain digits (maybe with +): skip the spreadsheet clean-up for them.
     const text = raw && PLAIN.test(raw) ? raw : clean(raw ?? '')
     if (!text) return { ok: false, reason: 'phone number is empty' }
     if (/[a-z]{2,}/i.test(text)) return { ok: false, reason: 'not a phone number (contains letters)' }
 
-    const first = tryParse(text, defaultCountry)
+    const first = tryParse(text, options)
     if (first.parsed && isValidPhoneNumber(first.parsed)) return { ok: true, e164: first.parsed.number, country: first.parsed.country }
 
     // Alternative readings, each accepted only if it yields a VALID number:
@@ -103,7 +107,7 @@ function compile(defaultCountryOption: string | undefined): (raw: string | null 
       if (rest.startsWith(callingCode)) alternatives.push(`+${rest}`)
     }
     for (const alt of alternatives) {
-      const { parsed } = tryParse(alt, defaultCountry)
+      const { parsed } = tryParse(alt, options)
       if (parsed && isValidPhoneNumber(parsed)) return { ok: true, e164: parsed.number, country: parsed.country }
     }
 
@@ -144,6 +148,6 @@ export function createPhoneNormalizer(options: PhoneOptions & { maxCacheEntries?
 
 /** The ISO country of an E.164 number (undefined for non-geographic numbers). */
 export function countryOfPhone(e164: string): string | undefined {
-  const { parsed } = tryParse(e164, undefined)
+  const { parsed } = tryParse(e164, NO_DEFAULT_COUNTRY)
   return parsed?.country
 }
