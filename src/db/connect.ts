@@ -1,7 +1,7 @@
 import { accessSync, constants as fsConstants, existsSync, mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
-import pg from 'pg'
+import type pg from 'pg'
 import { ConfigError } from '../config/load.ts'
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type KyselyConfig, type MigrationResultSet } from 'kysely'
 import type { Database } from './schema.ts'
@@ -125,12 +125,21 @@ function sqliteStore(sqlite: BetterSqlite3.Database, options: OpenOptions): Stor
 // well inside Number.MAX_SAFE_INTEGER.
 const INT8_OID = 20
 const NUMERIC_OID = 1700
-const pgTypes = {
-  getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === INT8_OID || oid === NUMERIC_OID) return (value: string) => Number(value)
-    return pg.types.getTypeParser(oid, format)
-  },
+function pgTypes(driver: typeof pg) {
+  return {
+    getTypeParser(oid: number, format?: 'text' | 'binary') {
+      if (oid === INT8_OID || oid === NUMERIC_OID) return (value: string) => Number(value)
+      return driver.types.getTypeParser(oid, format)
+    },
+  }
 }
+
+/**
+ * pg, loaded on first use: a service on SQLite (the default) never needs it, and importing it was ~50 ms of every
+ * start — each CLI command's, the service's and its processing thread's.
+ */
+let driver: Promise<typeof pg> | undefined
+const loadPg = (): Promise<typeof pg> => (driver ??= import('pg').then((m) => m.default))
 
 /**
  * Bounds on waiting for Postgres. While the database is unreachable every query fails within these
@@ -174,10 +183,11 @@ function guardClient(client: pg.PoolClient, report: (error: Error) => void): voi
 async function openPostgres(url: string, options: OpenOptions): Promise<Store> {
   const schema = options.schema
   if (schema && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error(`invalid schema name "${schema}"`)
-  const pool = new pg.Pool({
+  const pgDriver = await loadPg()
+  const pool = new pgDriver.Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
-    types: pgTypes,
+    types: pgTypes(pgDriver),
     connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
     ...(options.noTimeouts ? {} : { statement_timeout: PG_STATEMENT_TIMEOUT_MS, query_timeout: PG_QUERY_TIMEOUT_MS, idle_in_transaction_session_timeout: PG_IDLE_IN_TRANSACTION_MS }),
     // Idle connections are probed, so a half-open one is noticed and replaced between bursts.

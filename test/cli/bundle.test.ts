@@ -126,3 +126,26 @@ describe('the executable runs a bundle of the sources (src/bundle.mjs)', () => {
     expect(sourced.stdout).toBe(bundled.stdout)
   })
 })
+
+describe('the start path', () => {
+  it('a command on SQLite (the default) loads no Postgres driver and no TypeScript compiler', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-start-path-'))
+    dirs.push(dir)
+    // Preloaded into the real bin: at exit it names every package module the process loaded that a SQLite start
+    // has no use for (pg was imported by the store's module, ~50 ms of every start).
+    const probe = join(dir, 'probe.mjs')
+    writeFileSync(
+      probe,
+      [
+        `import { createRequire } from 'node:module'`,
+        `import { writeSync } from 'node:fs'`,
+        `const cache = createRequire(import.meta.url).cache`,
+        `process.on('exit', () => writeSync(2, '\\nloaded: ' + JSON.stringify(Object.keys(cache).filter((k) => /\\/node_modules\\/(pg|pg-[a-z-]+|typescript)\\//.test(k)).length) + '\\n'))`,
+      ].join('\n'),
+    )
+    const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATA_DIR: join(dir, 'data'), SWITCHBOARD_CONFIG: 'none' }
+    const { stdout, stderr } = await run(process.execPath, ['--import', pathToFileURL(probe).href, join(ROOT, 'src/bin.mjs'), 'migrate'], { env })
+    expect(stdout).toMatch(/^applied 0001_initial/)
+    expect(stderr).toMatch(/\nloaded: 0\n/)
+  })
+})
