@@ -2,6 +2,7 @@ import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 import { BACKSTOP_CHECKPOINT_PAGES } from '../db/connect.ts'
 import { closeWorker } from '../utils/close-worker.ts'
+import { systemClock, type Clock } from '../utils/clock.ts'
 
 /**
  * A dedicated thread with its own connection to the SQLite file, for the inbox's commits. better-sqlite3
@@ -140,11 +141,25 @@ export class SqliteWriteError extends Error {
   }
 }
 
-export function startSqliteWriter(file: string): SqliteWriter {
+/**
+ * A thread that ends before it answered anything (its connection could not be opened: the folder gone, the file not
+ * readable, no memory for a thread) is not started again for this long, doubling with each such failure up to
+ * RESTART_MAX_MS; writes meanwhile fail at once with its error. Restarted for every batch instead, a retry storm of
+ * deliveries started a thread (tens of ms of CPU) for each group commit while every one of them failed alike.
+ */
+export const RESTART_MIN_MS = 100
+export const RESTART_MAX_MS = 5_000
+
+export function startSqliteWriter(file: string, options: { clock?: Clock } = {}): SqliteWriter {
+  const clock = options.clock ?? systemClock
   const driver = createRequire(import.meta.url).resolve('better-sqlite3')
   let worker: Worker | undefined
   let seq = 0
   const waiting = new Map<number, { resolve(reply: Reply): void; reject(error: Error): void }>()
+  /** Threads in a row that ended before answering, the last one's error, and when the next may start. */
+  let startFailures = 0
+  let startError: Error | undefined
+  let nextStartAt = 0
 
   const failAll = (error: Error) => {
     for (const w of waiting.values()) w.reject(error)
@@ -152,21 +167,45 @@ export function startSqliteWriter(file: string): SqliteWriter {
     worker = undefined
   }
 
+  /** A thread ended before it answered anything: the next one waits. */
+  const startFailed = (error: Error) => {
+    startFailures++
+    startError = error
+    nextStartAt = clock.now() + Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** (startFailures - 1))
+  }
+
   const ensure = (): Worker => {
     if (worker) return worker
+    const wait = nextStartAt - clock.now()
+    if (startFailures > 0 && wait > 0) {
+      const code = (startError as { code?: unknown } | undefined)?.code
+      throw new SqliteWriteError(`the inbox writer thread could not start (${startError?.message}); trying again in ${Math.ceil(wait)} ms`, typeof code === 'string' ? code : undefined)
+    }
     const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { file, driver, autocheckpointPages: BACKSTOP_CHECKPOINT_PAGES } })
     w.unref()
+    let answered = false
     w.on('message', (reply: Reply) => {
       if (reply.id === undefined) return
+      if (!answered) {
+        answered = true
+        startFailures = 0
+      }
       const entry = waiting.get(reply.id)
       waiting.delete(reply.id)
       if (!entry) return
       if (reply.ok) entry.resolve(reply)
       else entry.reject(new SqliteWriteError(reply.message ?? 'write failed', reply.code))
     })
-    w.on('error', (error) => failAll(error))
+    w.on('error', (error) => {
+      if (worker !== w) return
+      if (!answered) startFailed(error)
+      failAll(error)
+    })
     w.on('exit', (code) => {
-      if (worker === w) failAll(new Error(`the inbox writer thread exited (${code})`))
+      if (worker !== w) return
+      const error = new Error(`the inbox writer thread exited (${code})`)
+      if (!answered) startFailed(error)
+      failAll(error)
     })
     worker = w
     return w
