@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { readdirSync, rmSync } from 'node:fs'
+import { existsSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
@@ -31,6 +31,10 @@ export async function teardown(): Promise<void> {
     // The test files' working directory (test/helpers/isolated-cwd.ts), and what a test left in it.
     rmSync(join(tmpdir(), `sb-test-cwd-${run}`), { recursive: true, force: true })
   }
+  // The recipes the tests wrote to temporary folders (all named sb-…), as jiti compiled them into the installation's
+  // cache (src/recipes/loader.ts): one file per path, so each run added ~200 that no later run would read.
+  const jiti = join(import.meta.dirname, '../../node_modules/.cache/switchboard/jiti')
+  for (const name of existsSync(jiti) ? readdirSync(jiti) : []) if (name.startsWith('sb-')) rmSync(join(jiti, name), { force: true })
   if (!url || !run) return
   const client = new pg.Client({ connectionString: url })
   await client.connect()
