@@ -1,4 +1,5 @@
 import { accessSync, constants as fsConstants, existsSync, mkdirSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { dirname, resolve } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import type pg from 'pg'
@@ -136,10 +137,12 @@ function pgTypes(driver: typeof pg) {
 
 /**
  * pg, loaded on first use: a service on SQLite (the default) never needs it, and importing it was ~50 ms of every
- * start — each CLI command's, the service's and its processing thread's.
+ * start — each CLI command's, the service's and its processing thread's. Required (it is CommonJS), not `import()`ed:
+ * tsx, which the benchmarks register, rewrites every module that has a dynamic import in it, and on a benchmark's
+ * bundle (one 3 MB file) that cost ~140 MB of memory.
  */
-let driver: Promise<typeof pg> | undefined
-const loadPg = (): Promise<typeof pg> => (driver ??= import('pg').then((m) => m.default))
+let driver: typeof pg | undefined
+const loadPg = (): typeof pg => (driver ??= createRequire(import.meta.url)('pg') as typeof pg)
 
 /**
  * Bounds on waiting for Postgres. While the database is unreachable every query fails within these
@@ -183,7 +186,7 @@ function guardClient(client: pg.PoolClient, report: (error: Error) => void): voi
 async function openPostgres(url: string, options: OpenOptions): Promise<Store> {
   const schema = options.schema
   if (schema && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error(`invalid schema name "${schema}"`)
-  const pgDriver = await loadPg()
+  const pgDriver = loadPg()
   const pool = new pgDriver.Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
