@@ -52,9 +52,7 @@ let host: TypeScript.CompilerHost | undefined
  * thread (a recipe edited, another folder) took ~1.5 s where it now takes ~0.3 s. Replaced by each program's files,
  * so it holds no more than the last program does.
  */
-let parsed = new Map<string, ParsedFile>()
-/** Files parsed for the program being made. */
-let fresh = new Map<string, ParsedFile>()
+const parsed = new Map<string, ParsedFile>()
 interface ParsedFile {
   file: TypeScript.SourceFile
   /** The parse's language version and settings, as the program asked for them. */
@@ -82,7 +80,7 @@ function compilerHost(): TypeScript.CompilerHost {
     const known = parsed.get(fileName)
     if (known && known.file.text === text && known.options === options) return known.file
     const file = ts.createSourceFile(fileName, text, languageVersionOrOptions)
-    fresh.set(fileName, { file, options })
+    parsed.set(fileName, { file, options })
     return file
   }
   return (host = created)
@@ -90,13 +88,8 @@ function compilerHost(): TypeScript.CompilerHost {
 
 /** Keeps the files of `program` (and no others) for the next one to reuse. */
 function keepParsed(program: TypeScript.Program): void {
-  const next = new Map<string, ParsedFile>()
-  for (const file of program.getSourceFiles()) {
-    const entry = fresh.get(file.fileName) ?? parsed.get(file.fileName)
-    if (entry?.file === file) next.set(file.fileName, entry)
-  }
-  parsed = next
-  fresh = new Map()
+  const kept = new Set(program.getSourceFiles())
+  for (const [name, entry] of parsed) if (!kept.has(entry.file)) parsed.delete(name)
 }
 
 /**

@@ -196,17 +196,14 @@ export function startSqliteWriter(file: string, options: { clock?: Clock } = {})
       if (reply.ok) entry.resolve(reply)
       else entry.reject(new SqliteWriteError(reply.message ?? 'write failed', reply.code))
     })
-    w.on('error', (error) => {
+    // An 'error' is followed by 'exit'; whichever comes first ends this thread (a later one is another's business).
+    const ended = (error: Error) => {
       if (worker !== w) return
       if (!answered) startFailed(error)
       failAll(error)
-    })
-    w.on('exit', (code) => {
-      if (worker !== w) return
-      const error = new Error(`the inbox writer thread exited (${code})`)
-      if (!answered) startFailed(error)
-      failAll(error)
-    })
+    }
+    w.on('error', ended)
+    w.on('exit', (code) => ended(new Error(`the inbox writer thread exited (${code})`)))
     worker = w
     return w
   }

@@ -3,6 +3,7 @@ import { existsSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
+import { installationCacheDir } from '../../src/utils/installation-cache.ts'
 
 /**
  * Each test run gets an id; its Postgres schemas and its test processes' SQLite templates are named after it and
@@ -33,7 +34,7 @@ export async function teardown(): Promise<void> {
   }
   // The recipes the tests wrote to temporary folders (all named sb-…), as jiti compiled them into the installation's
   // cache (src/recipes/loader.ts): one file per path, so each run added ~200 that no later run would read.
-  const jiti = join(import.meta.dirname, '../../node_modules/.cache/switchboard/jiti')
+  const jiti = installationCacheDir('jiti')
   for (const name of existsSync(jiti) ? readdirSync(jiti) : []) if (name.startsWith('sb-')) rmSync(join(jiti, name), { force: true })
   if (!url || !run) return
   const client = new pg.Client({ connectionString: url })
