@@ -3,7 +3,7 @@ import { sql } from 'kysely'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { isMigrated, migrate, openMigratedMemoryStore, openStore } from '../../src/db/connect.ts'
+import { isMigrated, migrate, openMigratedMemoryStore, openStore, useAsProcessingConnection } from '../../src/db/connect.ts'
 import { migrations } from '../../src/db/migrations.ts'
 import { DIALECTS, describeEachDialect, openTestStore, type TestStore } from '../helpers/db.ts'
 
@@ -63,6 +63,25 @@ describe('store [sqlite]: two processes migrating one file at once', () => {
     } finally {
       await a.close()
       await b.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('store [sqlite]: the processing connection', () => {
+  it('commits at NORMAL and keeps statement journals in memory; other connections keep FULL and temporary files', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-processing-conn-'))
+    const url = `sqlite:${join(dir, 'switchboard.db')}`
+    const [receiving, processing] = [await openStore(url), await openStore(url)]
+    try {
+      useAsProcessingConnection(processing)
+      const settings = (s: typeof processing) => ({ synchronous: s.sqlite!.pragma('synchronous', { simple: true }), temp_store: s.sqlite!.pragma('temp_store', { simple: true }) })
+      // synchronous: 1 NORMAL, 2 FULL; temp_store: 0 the build's default (files), 2 MEMORY.
+      expect(settings(processing)).toEqual({ synchronous: 1, temp_store: 2 })
+      expect(settings(receiving)).toEqual({ synchronous: 2, temp_store: 0 })
+    } finally {
+      await receiving.close()
+      await processing.close()
       rmSync(dir, { recursive: true, force: true })
     }
   })
