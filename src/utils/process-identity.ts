@@ -6,9 +6,21 @@ import { readFileSync, readlinkSync } from 'node:fs'
  * it is not, within one boot and one namespace. Undefined elsewhere (no /proc).
  */
 export function processIdentity(pid: number = process.pid): string | undefined {
+  if (pid === process.pid) return ownIdentity()
   const scope = ownScope()
   const stat = scope ? readStat(pid) : undefined
   return !stat || stat.zombie ? undefined : `${scope}/${pid}/${stat.start}`
+}
+
+/** This process's identity: fixed for its lifetime, so read once (every recipe run records it). */
+let identityOfThisProcess: string | null | undefined
+function ownIdentity(): string | undefined {
+  if (identityOfThisProcess === undefined) {
+    const scope = ownScope()
+    const stat = scope ? readStat(process.pid) : undefined
+    identityOfThisProcess = stat ? `${scope}/${process.pid}/${stat.start}` : null
+  }
+  return identityOfThisProcess ?? undefined
 }
 
 /** `<boot>/<pid namespace>` of this process: fixed for its lifetime, so read once. */
@@ -30,6 +42,8 @@ function ownScope(): string | undefined {
  * container's namespace, an earlier boot, a process it may not look at, a malformed identity).
  */
 export function isProcessAlive(identity: string): boolean | undefined {
+  // This process: alive, without reading /proc again.
+  if (identity === ownIdentity()) return true
   const own = ownScope()
   if (!own) return undefined
   const [boot, namespace, pidText, start] = identity.split('/')
