@@ -183,6 +183,28 @@ interface Conv {
 }
 
 /** Plans follow-ups from conversations, the calls ledger and the DNC list at `now`: pure, so the same inputs give the same plans. */
+/** The country national-form numbers are read in while planning. */
+const planningCountry = (o: FollowUpOptions): string => o.defaultCountry ?? 'IN'
+
+/**
+ * Every number planFollowUps may look up in its `dnc` for these conversations, as E.164 — the contact's number, or the
+ * `customer_phone` the call was placed with when the conversation has none; a superset of the lookups. A caller asks
+ * the do-not-call list about these alone instead of reading the whole list for every batch.
+ */
+export function numbersToScreen(conversations: Iterable<ConversationInput>, options: FollowUpOptions = {}): string[] {
+  const defaultCountry = planningCountry(options)
+  const numbers = new Set<string>()
+  const add = (raw: string | null | undefined) => {
+    const r = normalizePhone(raw, { defaultCountry })
+    if (r.ok) numbers.add(r.e164)
+  }
+  for (const row of conversations) {
+    if (row.contact_number) add(row.contact_number)
+    else add(stringRecord(parse(row.call_parameters))?.customer_phone)
+  }
+  return [...numbers]
+}
+
 export function planFollowUps(input: FollowUpInput): FollowUpResult {
   const o = input.options ?? {}
   const now = input.now
@@ -195,7 +217,7 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
   const fallbackZone = o.timeZone ?? 'UTC'
   // The process's shared cache (normalizePhone), not one of the run's own: the numbers were just read by
   // loadFollowUpInputs and are read again when each call is scheduled, so each is parsed once, not twice.
-  const defaultCountry = o.defaultCountry ?? 'IN'
+  const defaultCountry = planningCountry(o)
   const normalize = (raw: string | null | undefined): PhoneResult => normalizePhone(raw, { defaultCountry })
   const onlyConversations = o.conversationIds ? new Set(o.conversationIds) : undefined
   const onlyAgents = o.agentIds ? new Set(o.agentIds) : undefined

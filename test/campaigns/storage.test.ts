@@ -8,12 +8,14 @@ import {
   launchBatch,
   loadDncList,
   loadFollowUpInputs,
+  numbersToScreen,
   planFollowUps,
   prepareBatch,
   optOutFromEvent,
   removeFromDnc,
   runFollowUps,
   scheduleCall,
+  type ConversationInput,
 } from '../../src/campaigns/index.ts'
 import type { ConversationsTable } from '../../src/db/schema.ts'
 import { createManualClock } from '../../src/utils/clock.ts'
@@ -222,6 +224,21 @@ describeEachDialect('campaign toolkit with storage', (dialect) => {
     expect(upstream.requests).toHaveLength(0)
     expect(await removeFromDnc(rt, '+919876543211')).toBe(true)
     expect(await isBlocked(rt, '+919876543211')).toBe(false)
+  })
+
+  it('do-not-call on an event batch: the numbers of the batch\'s contacts are looked up, the contact\'s own or the one the call was placed with', async () => {
+    // A long list: the run asks about its contacts' numbers, in the table and the file, not the whole list.
+    await rt.store.db.insertInto('dnc').values(Array.from({ length: 300 }, (_, i) => ({ phone: `+91987650${String(i).padStart(4, '0')}`, reason: 'import', source: 'test', added_at: 0 }))).execute()
+    await addToDnc(rt, '+919876543211', { reason: 'asked' })
+    writeFileSync(join(rt.dataDir, 'dnc.csv'), '098765 43212\n')
+    await seedNoAnswer({ conversation_id: 'own_1', contact_number: '+919876543211', trace_id: 't-own' })
+    // No contact number on the conversation: the customer_phone it was called on (national form) is the contact.
+    await seedNoAnswer({ conversation_id: 'param_1', contact_number: null, trace_id: 't-param', call_parameters: JSON.stringify({ customer_phone: '09876543212' }) })
+    await seedNoAnswer({ conversation_id: 'free_1', contact_number: '+919876543213', trace_id: 't-free' })
+    const r = await runFollowUps(rt, { conversationIds: ['own_1', 'param_1', 'free_1'] }, dry())
+    expect(r.skips.filter((s) => s.code === 'dnc').map((s) => s.conversationId).sort()).toEqual(['own_1', 'param_1'])
+    expect(r.plans.map((p) => p.previousConversationId)).toEqual(['free_1'])
+    expect(numbersToScreen([{ contact_number: null, call_parameters: JSON.stringify({ customer_phone: '(213) 373-4253' }) }, { contact_number: '213 373 4254', call_parameters: null }] as ConversationInput[], { defaultCountry: 'US' })).toEqual(['+12133734253', '+12133734254'])
   })
 
   it('a DNC file (default $DATA_DIR/dnc.csv) is honoured along with the table', async () => {
