@@ -22,6 +22,7 @@
  * during the burst, during the bare handler's burst (CPU per event, service against bare, is steadier than the
  * throughput ratio on a host whose speed moves by a third between minutes) and over the paced seconds; step 2
  * prints it for its burst and for the drain after it (processing alone, on one core).
+ * Each service's do-not-call list holds BENCH_DNC numbers (default 50,000), as a user's would.
  * BENCH_NODE_FLAGS (space-separated) adds Node/V8 flags to the service's process, for experiments.
  * Budgets: 1 ≥ 0.6× bare and p99 ≤ 20 ms; 2 ≥ 0.25× bare; 3 ≤ 10 s, 0 duplicates, 0 failed; 4 0 failed.
  * Loopback only; every wait is bounded.
@@ -48,6 +49,11 @@ const FLOW_CALLS = Number(process.env.BENCH_FLOW_CALLS ?? 3_000)
 const LIMITS_CALLS = Number(process.env.BENCH_LIMITS_CALLS ?? 400)
 /** Rounds of steps 1 and 2 (BENCH_ROUNDS); each budget is judged on its best round, as `ingest` judges its best of three. */
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2))
+/**
+ * Numbers on the service's do-not-call list (the `dnc` table: imported, or added by results), none of them a number the
+ * benchmark calls (BENCH_DNC). A user's list, not an empty one: the follow-up recipe screens every batch against it.
+ */
+const DNC_NUMBERS = Number(process.env.BENCH_DNC ?? 50_000)
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 })
 
 async function serveBare(): Promise<void> {
@@ -237,6 +243,7 @@ async function startService(env: Record<string, string>): Promise<Service> {
     rmSync(dataDir, { recursive: true, force: true })
     throw error
   })
+  seedDncList(dataDir)
   let handle: BetterSqlite3.Database | undefined
   return {
     port,
@@ -249,6 +256,21 @@ async function startService(env: Record<string, string>): Promise<Service> {
       await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)))
       rmSync(dataDir, { recursive: true, force: true })
     },
+  }
+}
+
+/** DNC_NUMBERS numbers on the running service's do-not-call list (+9160…: a prefix no call of the benchmark uses). */
+function seedDncList(dataDir: string): void {
+  if (DNC_NUMBERS <= 0) return
+  const db = new BetterSqlite3(join(dataDir, 'switchboard.db'), { fileMustExist: true })
+  try {
+    db.pragma('busy_timeout = 5000')
+    const insert = db.prepare('insert or ignore into dnc (phone, reason, source, added_at) values (?, ?, ?, ?)')
+    db.transaction(() => {
+      for (let i = 0; i < DNC_NUMBERS; i++) insert.run(`+9160${String(i).padStart(8, '0')}`, 'opted out', 'import', 0)
+    })()
+  } finally {
+    db.close()
   }
 }
 
