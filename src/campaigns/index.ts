@@ -47,7 +47,6 @@ export { buildRetryContext, type RetryContextOptions, type RetryContextSource } 
 export { deterministicKey, followUpKey } from './idempotency-key.ts'
 export {
   planFollowUps,
-  numbersToScreen,
   DEFAULT_FOLLOW_UP,
   TECHNICAL_FAILURES,
   type FollowUpInput,

@@ -182,7 +182,6 @@ interface Conv {
   ledger: CallInput | undefined
 }
 
-/** Plans follow-ups from conversations, the calls ledger and the DNC list at `now`: pure, so the same inputs give the same plans. */
 /** The country national-form numbers are read in while planning. */
 const planningCountry = (o: FollowUpOptions): string => o.defaultCountry ?? 'IN'
 
@@ -205,6 +204,7 @@ export function numbersToScreen(conversations: Iterable<ConversationInput>, opti
   return [...numbers]
 }
 
+/** Plans follow-ups from conversations, the calls ledger and the DNC list at `now`: pure, so the same inputs give the same plans. */
 export function planFollowUps(input: FollowUpInput): FollowUpResult {
   const o = input.options ?? {}
   const now = input.now

@@ -8,7 +8,6 @@ import {
   launchBatch,
   loadDncList,
   loadFollowUpInputs,
-  numbersToScreen,
   planFollowUps,
   prepareBatch,
   optOutFromEvent,
@@ -17,6 +16,7 @@ import {
   scheduleCall,
   type ConversationInput,
 } from '../../src/campaigns/index.ts'
+import { numbersToScreen } from '../../src/campaigns/plan-follow-ups.ts'
 import type { ConversationsTable } from '../../src/db/schema.ts'
 import { createManualClock } from '../../src/utils/clock.ts'
 import type { Effects } from '../../src/effects.ts'
