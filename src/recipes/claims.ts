@@ -4,6 +4,7 @@ import type { Runtime } from '../runtime.ts'
 import { chunks } from '../utils/chunks.ts'
 import { inValues } from '../db/in-values.ts'
 import { insertRows } from '../db/insert-rows.ts'
+import { leadingKeys } from '../db/leading-keys.ts'
 import { inClaimSubquery } from '../db/in-claim-subquery.ts'
 import { RUN_STALE_MS } from './overlap.ts'
 
@@ -72,9 +73,21 @@ export async function reclaimTick(rt: Runtime, recipe: string, claim: TickClaim)
   return Number(result.numUpdatedRows) === 1
 }
 
+/**
+ * The recipes with rows in the event queue, each found by one probe of its primary key (recipe, event_id): an event's
+ * rows are then looked up by that key, recipe by recipe. The queue has no index of its own on event_id (each would be a
+ * random-keyed entry written per event processed); without the recipes, a lookup by event read the whole queue — a
+ * month of events for every recipe subscribed to them.
+ */
+function queuedRecipes(rt: Runtime): Promise<string[]> {
+  return leadingKeys(rt.store.db, 'recipe_event_fires', 'recipe')
+}
+
 /** Which recipes an event triggered, and when (the dashboard's event detail). */
 export async function firesForEvent(rt: Runtime, eventId: string): Promise<Array<{ recipe: string; firedAt: number }>> {
-  const rows = await rt.store.db.selectFrom('recipe_event_fires').select(['recipe', 'fired_at']).where('event_id', '=', eventId).orderBy('recipe').execute()
+  const recipes = await queuedRecipes(rt)
+  if (recipes.length === 0) return []
+  const rows = await rt.store.db.selectFrom('recipe_event_fires').select(['recipe', 'fired_at']).where('recipe', 'in', recipes).where('event_id', '=', eventId).orderBy('recipe').execute()
   return rows.map((r) => ({ recipe: r.recipe, firedAt: Number(r.fired_at) }))
 }
 
@@ -119,10 +132,13 @@ export async function enqueueEventFires(rt: Runtime, fires: Array<{ recipe: stri
  * so the follow-up a failed run never planned was never planned. Returns how many rows were revived.
  */
 export async function reviveEventFires(rt: Runtime, eventId: string): Promise<number> {
+  const recipes = await queuedRecipes(rt)
+  if (recipes.length === 0) return 0
   const now = rt.clock.now()
   const result = await rt.store.db
     .updateTable('recipe_event_fires')
     .set({ status: 'pending', attempts: 0, next_attempt_at: now, claimed_by: null, claimed_until: null, last_error: null })
+    .where('recipe', 'in', recipes)
     .where('event_id', '=', eventId)
     .where('status', 'in', ['dead', 'failed'])
     .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))

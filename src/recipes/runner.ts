@@ -15,6 +15,7 @@ import { decodeSummary, encodeSummary } from './summary.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
 import { runOwner, takeRunSlot } from './overlap.ts'
 import { keepClosing } from './keep-closing.ts'
+import { leadingKeys } from '../db/leading-keys.ts'
 
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'skipped'
 
@@ -251,13 +252,26 @@ function recordedRun(r: Selectable<RecipeRunsTable>): RecipeRun {
   }
 }
 
-/** Recorded runs, newest first. */
+/**
+ * Recorded runs, newest first: a recipe's (the (recipe, started_at) index), an event's (the event_id index) or every
+ * recipe's. Every recipe's are read recipe by recipe, the newest `limit` of each, and merged: ordered by start alone,
+ * the database read and sorted every run kept (a run per event batch adds up over a month).
+ */
 export async function listRuns(rt: Runtime, query: { recipe?: string; eventId?: string; limit?: number } = {}): Promise<RecipeRun[]> {
-  let q = rt.store.db.selectFrom('recipe_runs').selectAll()
-  if (query.recipe !== undefined) q = q.where('recipe', '=', query.recipe)
-  if (query.eventId !== undefined) q = q.where('event_id', '=', query.eventId)
-  const rows = await q.orderBy('started_at', 'desc').orderBy('id', 'desc').limit(query.limit ?? 50).execute()
-  return rows.map(recordedRun)
+  const limit = query.limit ?? 50
+  const newest = (recipe: string | undefined) => {
+    let q = rt.store.db.selectFrom('recipe_runs').selectAll()
+    if (recipe !== undefined) q = q.where('recipe', '=', recipe)
+    if (query.eventId !== undefined) q = q.where('event_id', '=', query.eventId)
+    return q.orderBy('started_at', 'desc').orderBy('id', 'desc').limit(limit).execute()
+  }
+  if (query.recipe !== undefined || query.eventId !== undefined) return (await newest(query.recipe)).map(recordedRun)
+  const perRecipe = await Promise.all((await leadingKeys(rt.store.db, 'recipe_runs', 'recipe')).map(newest))
+  return perRecipe
+    .flat()
+    .sort((a, b) => Number(b.started_at) - Number(a.started_at) || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+    .slice(0, limit)
+    .map(recordedRun)
 }
 
 /** One recorded run of `recipe`, or undefined when it has none with this id (the dashboard's run page). */
