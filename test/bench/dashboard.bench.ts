@@ -1,7 +1,7 @@
 /**
  * Dashboard benchmark (issue 11): 1,000,000 stored webhook events, 1,000,000 kept deliveries to two destinations
- * (one of them down for the last three days, ~50,000 of its deliveries waiting), 300,000 calls placed and 300,000
- * events queued for a recipe in a real SQLite file, then the dashboard's pages served in-process through the app
+ * (one of them down for the last three days, ~50,000 of its deliveries waiting), 300,000 calls placed, 300,000
+ * events queued for a recipe and 100,000 runs of it in a real SQLite file, then the dashboard's pages served in-process through the app
  * (`app.fetch`, bearer token) — server time, no browser. Budgets: each page ≤ 150 ms (the events page's first page and
  * its searches, Destinations, Calls, Recipes, Mail), the overview ≤ 300 ms (median of several requests after a
  * warm-up). Baseline, measured in the same run: /healthz.
@@ -26,7 +26,14 @@ const DELIVERIES = Number(process.env.BENCH_DASHBOARD_DELIVERIES ?? 1_000_000)
 /** A month of calls placed (follow-ups and batches, ~10,000 a day) and of events queued for a recipe (2 % dead after an outage). */
 const CALLS = Number(process.env.BENCH_DASHBOARD_CALLS ?? 300_000)
 const FIRES = Number(process.env.BENCH_DASHBOARD_FIRES ?? 300_000)
+/** The recipe's runs over that month: one per event batch (~3,300 a day), each naming its batch's first event. */
+const RUNS = Number(process.env.BENCH_DASHBOARD_RUNS ?? 100_000)
 const RECIPE = 'no-answer-followup'
+/** A run's summary as the shipped follow-up recipe records it for a batch: counts and its calls (~1.5 KB). */
+const RUN_SUMMARY = JSON.stringify({
+  planned: 0, queued: 9, placed: 0, duplicates: 0, blocked: 0, rejected: 0, failed: 0, skipped: 3, optOuts: 0,
+  calls: Array.from({ length: 9 }, (_, i) => ({ status: 'queued', phone: `+91980000000${i}`, scheduled_for: '2026-11-30T10:00:00.000Z', idempotency_key: `fu_${i}_2` })),
+})
 const DESTINATION_NAMES = ['crm', 'warehouse']
 const WAREHOUSE_DOWN_MS = 3 * 86_400_000
 const NOW = Date.parse('2026-11-21T06:00:00Z')
@@ -60,7 +67,7 @@ try {
   if (POSTGRES_URL) await seedPostgres(rt)
   else seedSqlite(rt)
   const seedMs = performance.now() - seedStart
-  console.log(`seeded ${N.toLocaleString('en-US')} events, ${DELIVERIES.toLocaleString('en-US')} deliveries, ${CALLS.toLocaleString('en-US')} calls and ${FIRES.toLocaleString('en-US')} recipe queue rows in ${(seedMs / 1000).toFixed(1)} s`)
+  console.log(`seeded ${N.toLocaleString('en-US')} events, ${DELIVERIES.toLocaleString('en-US')} deliveries, ${CALLS.toLocaleString('en-US')} calls, ${FIRES.toLocaleString('en-US')} recipe queue rows and ${RUNS.toLocaleString('en-US')} runs in ${(seedMs / 1000).toFixed(1)} s`)
 
   const app = createApp(rt)
   const get = async (path: string): Promise<number> => {
@@ -93,6 +100,7 @@ try {
     { name: 'calls, filtered (status=failed)', path: '/ui/calls?status=failed', budget: 150 },
     { name: 'calls, by phone', path: '/ui/calls?phone=%2B919800012345', budget: 150 },
     { name: `recipes (${FIRES.toLocaleString('en-US')} events queued for one, 2 % dead)`, path: '/ui/recipes', budget: 150 },
+    { name: `an event's page (its queue rows and runs among ${FIRES.toLocaleString('en-US')} and ${RUNS.toLocaleString('en-US')})`, path: '/ui/events/evt_0123456', budget: 150 },
     { name: 'mail', path: '/ui/mail', budget: 150 },
     { name: 'overview', path: '/ui', budget: 300 },
   ]
@@ -170,9 +178,16 @@ function seedSqlite(rt: Runtime): void {
       const status = r < 0.97 ? 'done' : r < 0.99 ? 'dead' : 'pending'
       fire.run(RECIPE, `evt_${String(i).padStart(7, '0')}`, at, status, status === 'dead' ? 3 : status === 'done' ? 1 : 0, at, status === 'dead' ? 'call failed' : null)
     }
+    const run = sqlite.prepare(`INSERT INTO recipe_runs (id, recipe, trigger, event_id, dry_run, status, started_at, ended_at, summary, plan, error, process) VALUES (?, ?, 'event', ?, 0, 'succeeded', ?, ?, ?, NULL, NULL, NULL)`)
+    for (let i = 0; i < RUNS; i++) {
+      const at = NOW - Math.floor(((RUNS - i) / RUNS) * SPAN_MS)
+      run.run(`run_${String(i).padStart(7, '0')}`, RECIPE, `evt_${String(i * 3).padStart(7, '0')}`, at, at + 800, RUN_SUMMARY)
+    }
   })()
   sqlite.pragma('synchronous = NORMAL')
-  sqlite.exec('ANALYZE')
+  // No ANALYZE: the service never runs it on SQLite, so a user's database has no statistics and SQLite plans every
+  // page's statements without them. Measured with them, the pages were measured under plans no user gets.
+  if (process.env.BENCH_DASHBOARD_ANALYZE === '1') sqlite.exec('ANALYZE')
 }
 
 /**
@@ -232,6 +247,12 @@ async function seedPostgres(rt: Runtime): Promise<void> {
              CASE WHEN status = 'dead' THEN 'call failed' END
       FROM (SELECT i, ${NOW} - floor(random() * ${SPAN_MS})::bigint AS at, CASE WHEN r < 0.97 THEN 'done' WHEN r < 0.99 THEN 'dead' ELSE 'pending' END AS status
             FROM (SELECT i, random() AS r FROM generate_series(0, ${FIRES - 1}) AS i) g) f`)
+    await c.query(
+      `INSERT INTO recipe_runs (id, recipe, trigger, event_id, dry_run, status, started_at, ended_at, summary, plan, error, process)
+       SELECT 'run_' || lpad(i::text, 7, '0'), '${RECIPE}', 'event', 'evt_' || lpad((i * 3)::text, 7, '0'), 0, 'succeeded', at, at + 800, $1, NULL, NULL, NULL
+       FROM (SELECT i, ${NOW} - floor(((${RUNS} - i)::float8 / ${RUNS}) * ${SPAN_MS})::bigint AS at FROM generate_series(0, ${RUNS - 1}) AS i) r`,
+      [RUN_SUMMARY],
+    )
     // A month-old table as autovacuum leaves it at its worst: vacuumed (its visibility map set, so counts can be read
     // from indexes alone), then as much of it changed since as makes autovacuum come back (the server's
     // autovacuum_vacuum_scale_factor, a fifth by default) — the newest days, rewritten as processing and delivery
