@@ -12,15 +12,16 @@ export function processIdentity(pid: number = process.pid): string | undefined {
   return !stat || stat.zombie ? undefined : `${scope}/${pid}/${stat.start}`
 }
 
-/** This process's identity: fixed for its lifetime, so read once (every recipe run records it). */
-let identityOfThisProcess: string | null | undefined
+/** This process's identity: fixed for its lifetime, so kept once read (every recipe run records it). */
+let identityOfThisProcess: string | undefined
 function ownIdentity(): string | undefined {
   if (identityOfThisProcess === undefined) {
     const scope = ownScope()
     const stat = scope ? readStat(process.pid) : undefined
-    identityOfThisProcess = stat ? `${scope}/${process.pid}/${stat.start}` : null
+    // A read that failed is tried again next time, not kept.
+    if (stat) identityOfThisProcess = `${scope}/${process.pid}/${stat.start}`
   }
-  return identityOfThisProcess ?? undefined
+  return identityOfThisProcess
 }
 
 /** `<boot>/<pid namespace>` of this process: fixed for its lifetime, so read once. */
