@@ -54,6 +54,12 @@ const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2))
  * benchmark calls (BENCH_DNC). A user's list, not an empty one: the follow-up recipe screens every batch against it.
  */
 const DNC_NUMBERS = Number(process.env.BENCH_DNC ?? 50_000)
+/**
+ * Events already handled when the burst arrives (BENCH_HISTORY, default 0: an empty database): each with its
+ * conversation, a third with a follow-up in the ledger and a queue row for the recipe, every id provider-shaped — a
+ * service that has run a campaign for weeks, whose random-keyed indexes no longer fit SQLite's page cache.
+ */
+const HISTORY = Number(process.env.BENCH_HISTORY ?? 0)
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 })
 
 async function serveBare(): Promise<void> {
@@ -221,9 +227,10 @@ async function warmTypeCache(): Promise<void> {
   }
 }
 
-async function startService(env: Record<string, string>): Promise<Service> {
+async function startService(env: Record<string, string>, options: { history?: number } = {}): Promise<Service> {
   const port = await freePort()
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-bench-pipeline-'))
+  if (options.history) await seedHistory(dataDir, options.history)
   const child = spawn(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : []), ...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : []), join(ROOT, 'src/bin.mjs'), 'serve'], {
     cwd: ROOT,
     // Logging as shipped: LOG_LEVEL's default (info: a line per stored webhook), stdout a pipe that is read,
@@ -256,6 +263,52 @@ async function startService(env: Record<string, string>): Promise<Service> {
       await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)))
       rmSync(dataDir, { recursive: true, force: true })
     },
+  }
+}
+
+/** HISTORY handled events (and their conversations, follow-ups, queue rows) written into a fresh data folder's database. */
+async function seedHistory(dataDir: string, n: number): Promise<void> {
+  const migrate = spawn(process.execPath, [join(ROOT, 'src/bin.mjs'), 'migrate'], {
+    cwd: ROOT,
+    env: { ...process.env, SWITCHBOARD_CONFIG: 'none', DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
+    stdio: 'ignore',
+  })
+  const code = await new Promise<number | null>((done) => migrate.on('exit', done))
+  if (code !== 0) throw new Error(`migrate exited ${code}`)
+  const db = new BetterSqlite3(join(dataDir, 'switchboard.db'), { fileMustExist: true })
+  try {
+    const tables = ['webhook_events', 'conversations', 'calls', 'recipe_event_fires']
+    const indexes = db.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN (${tables.map(() => '?').join(', ')})`).all(...tables) as Array<{ name: string; sql: string }>
+    for (const index of indexes) db.exec(`DROP INDEX "${index.name}"`)
+    const event = db.prepare(`INSERT INTO webhook_events (event_id, target, event_type, conversation_id, trace_id, agent_id, body, headers, source, received_at, status, attempts, next_attempt_at, claimed_by, claimed_until, last_error, processed_at, duplicates)
+      VALUES (?, 'formant', ?, ?, ?, 101, ?, '{}', 'webhook', ?, 'processed', 1, ?, NULL, NULL, NULL, ?, 0)`)
+    const conversation = db.prepare(`INSERT INTO conversations (conversation_id, agent_id, contact_number, status, terminal, duration_seconds, started_at, ended_at, failure_reason, trace_id, from_phone, recording_url, transcript, results, call_parameters, retry, retry_context, last_event_at, last_event_id, source, created_at, updated_at)
+      VALUES (?, 101, ?, ?, 1, NULL, ?, ?, NULL, ?, '+918035550101', NULL, NULL, '{}', ?, NULL, NULL, ?, ?, 'webhook', ?, ?)`)
+    const call = db.prepare(`INSERT INTO calls (id, tenant, agent_id, customer_phone, idempotency_key, trace_id, conversation_id, previous_conversation_id, scheduled_for, parameters, retry_context, metadata, recipe, campaign, status, error, created_at, updated_at)
+      VALUES (?, 'bench', 101, ?, ?, ?, ?, ?, NULL, ?, NULL, NULL, 'no-answer-followup', 'agent:101', 'scheduled', NULL, ?, ?)`)
+    const fire = db.prepare(`INSERT INTO recipe_event_fires (recipe, event_id, fired_at, status, attempts, next_attempt_at, claimed_by, claimed_until, run_id, last_error) VALUES ('no-answer-followup', ?, ?, 'done', 1, ?, NULL, NULL, NULL, NULL)`)
+    const now = Date.now()
+    db.transaction(() => {
+      for (let i = 0; i < n; i++) {
+        const status = (['completed', 'no_answer', 'busy'] as const)[i % 3]!
+        // Numbers no call of the benchmark uses (+9180…), received over the last 20 days (inside the retention window).
+        const phone = `+9180${String(i).padStart(8, '0')}`
+        const at = now - 3_600_000 - Math.floor(((n - i) / n) * 20 * 86_400_000)
+        const { eventId, conversationId, traceId } = providerIds()
+        const parameters = JSON.stringify({ customer_phone: phone, name: 'Asha' })
+        const body = JSON.stringify({ event_id: eventId, event_type: `call.${status}`, timestamp: new Date(at).toISOString(), data: { call: { agent_id: 101, call_parameters: { customer_phone: phone, name: 'Asha' }, conversation_id: conversationId, status, to_phone: phone, from_phone: '+918035550101', trace_id: traceId, started_at: new Date(at).toISOString(), ended_at: new Date(at).toISOString() }, results: {}, transcript: status === 'completed' ? 'BOT: Namaste?\nHUMAN: Yes.' : null } })
+        event.run(eventId, `call.${status}`, conversationId, traceId, body, at, at, at + 200)
+        conversation.run(conversationId, phone, status, at - 60_000, at, traceId, parameters, at, eventId, at, at + 200)
+        if (status !== 'completed') {
+          fire.run(eventId, at + 200, at + 200)
+          const next = providerIds()
+          call.run(`call_${next.eventId}`, phone, `fu_${next.traceId}`, next.traceId, null, conversationId, `[{"name":"customer_phone","value":"${phone}"}]`, at + 300, at + 300)
+        }
+      }
+    })()
+    for (const index of indexes) db.exec(index.sql)
+  } finally {
+    db.close()
   }
 }
 
@@ -436,7 +489,7 @@ async function main(): Promise<void> {
     const bareSpent = cpuSince(barePid)
     let bareBefore = await throughput(barePort, bareEvents)
     const bareCpu = bareSpent()
-    const svc = await startService({})
+    const svc = await startService({}, { history: HISTORY })
     services.push(svc)
     // Warmed like the bare handler: a service that has run takes the campaign's burst with its hot code
     // already compiled (a fresh one spends the first seconds compiling on V8's background threads).
