@@ -79,7 +79,7 @@ export async function reclaimTick(rt: Runtime, recipe: string, claim: TickClaim)
  * random-keyed entry written per event processed); without the recipes, a lookup by event read the whole queue — a
  * month of events for every recipe subscribed to them.
  */
-function queuedRecipes(rt: Runtime): Promise<string[]> {
+export function queuedRecipes(rt: Runtime): Promise<string[]> {
   return leadingKeys(rt.store.db, 'recipe_event_fires', 'recipe')
 }
 

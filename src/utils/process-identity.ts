@@ -6,22 +6,18 @@ import { readFileSync, readlinkSync } from 'node:fs'
  * it is not, within one boot and one namespace. Undefined elsewhere (no /proc).
  */
 export function processIdentity(pid: number = process.pid): string | undefined {
-  if (pid === process.pid) return ownIdentity()
+  // This process's identity is fixed for its lifetime (every recipe run records it): kept once read. A read that
+  // failed is tried again next time.
+  if (pid === process.pid) return (identityOfThisProcess ??= identityOf(pid))
+  return identityOf(pid)
+}
+
+let identityOfThisProcess: string | undefined
+
+function identityOf(pid: number): string | undefined {
   const scope = ownScope()
   const stat = scope ? readStat(pid) : undefined
   return !stat || stat.zombie ? undefined : `${scope}/${pid}/${stat.start}`
-}
-
-/** This process's identity: fixed for its lifetime, so kept once read (every recipe run records it). */
-let identityOfThisProcess: string | undefined
-function ownIdentity(): string | undefined {
-  if (identityOfThisProcess === undefined) {
-    const scope = ownScope()
-    const stat = scope ? readStat(process.pid) : undefined
-    // A read that failed is tried again next time, not kept.
-    if (stat) identityOfThisProcess = `${scope}/${process.pid}/${stat.start}`
-  }
-  return identityOfThisProcess
 }
 
 /** `<boot>/<pid namespace>` of this process: fixed for its lifetime, so read once. */
@@ -44,7 +40,7 @@ function ownScope(): string | undefined {
  */
 export function isProcessAlive(identity: string): boolean | undefined {
   // This process: alive, without reading /proc again.
-  if (identity === ownIdentity()) return true
+  if (identity === processIdentity()) return true
   const own = ownScope()
   if (!own) return undefined
   const [boot, namespace, pidText, start] = identity.split('/')

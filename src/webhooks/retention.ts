@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import type { Runtime } from '../runtime.ts'
-import { leadingKeys } from '../db/leading-keys.ts'
+import { queuedRecipes } from '../recipes/claims.ts'
 import { deleteInChunks, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
 import { runRetentionPurge } from '../coordination/retention-run.ts'
 import { noteForgetting } from './forgotten-event.ts'
@@ -23,8 +23,8 @@ export function purgeOldEvents(rt: Runtime, options: DeleteInChunksOptions = {})
   return runRetentionPurge(rt, 'webhooks', 'webhook events', { events: 0, rejections: 0 }, options, async ({ cutoff, chunks, counted }) => {
     const db = rt.store.db
     // The recipes with queued events, read once: the check below then finds an event's fire by the queue's primary
-    // key (recipe, event_id), one probe per recipe, with no index of its own on event_id.
-    const recipes = await leadingKeys(db, 'recipe_event_fires', 'recipe')
+    // key (recipe, event_id), one probe per recipe (src/recipes/claims.ts → queuedRecipes).
+    const recipes = await queuedRecipes(rt)
     // Ids about to go: noted first, so the receiver refuses a re-sent delivery of one even if the purge stops midway.
     // Only when there is something to delete — a fresh install fed an old sample event has forgotten nothing.
     const anyExpired = await db.selectFrom('webhook_events').select('event_id').where('status', 'in', ['processed', 'dead']).where('received_at', '<', cutoff).limit(1).executeTakeFirst()
