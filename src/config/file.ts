@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs'
 import { isAbsolute, resolve } from 'node:path'
-import { createJiti } from 'jiti'
 import { installationCacheDir } from '../utils/installation-cache.ts'
 import { ConfigError, loadConfig, type Config, type LoadConfigOptions } from './load.ts'
 import type { SwitchboardConfig } from './define.ts'
@@ -22,8 +21,13 @@ export function findConfigFile(env: Record<string, string | undefined>, cwd: str
   return existsSync(path) ? path : undefined
 }
 
-/** The config file's module, loaded fresh (TypeScript through jiti; `switchboard` resolves to this service). */
-export function importConfigFile(file: string): Promise<unknown> {
+/**
+ * The config file's module, loaded fresh (TypeScript through jiti; `switchboard` resolves to this service). jiti is
+ * imported here, not at the top: most starts have no config file, and loading jiti (~190 KB of CommonJS that Node's
+ * ESM loader scans for its exports) was a tenth of a CLI command's start.
+ */
+export async function importConfigFile(file: string): Promise<unknown> {
+  const { createJiti } = await import('jiti')
   const jiti = createJiti(import.meta.url, { moduleCache: false, fsCache: installationCacheDir('jiti'), interopDefault: false, alias: { switchboard: resolve(import.meta.dirname, '../index.ts') } })
   return jiti.import(file)
 }

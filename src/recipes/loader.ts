@@ -1,7 +1,6 @@
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { createJiti } from 'jiti'
 import { installationCacheDir } from '../utils/installation-cache.ts'
 import type { RecipeDefinition } from './define.ts'
 import { validateRecipe } from './validate.ts'
@@ -110,6 +109,8 @@ async function createRecipeJiti() {
   // Imported here rather than at the top: the public API exports `testRecipe`, which loads recipes with
   // this very module, and a static import both ways would make the two modules a cycle.
   const publicApi = await import('../index.ts')
+  // jiti too: commands that never load a recipe (and `serve`'s receiver thread) need not load it (src/config/file.ts).
+  const { createJiti } = await import('jiti')
   return createJiti(import.meta.url, {
     moduleCache: false,
     // Each file's compiled form is kept by content (jiti names it after the file and checks a hash of its source):

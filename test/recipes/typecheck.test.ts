@@ -137,7 +137,7 @@ describe('the service', () => {
 })
 
 describe('start-up cost', () => {
-  it('the service does not load TypeScript’s compiler on its start path (only the type-check thread does)', () => {
+  it('the service does not load TypeScript’s compiler on its start path (only the type-check thread does), nor jiti (only loading a recipe or a config file does)', () => {
     // A child process: this one has loaded the compiler for the tests above.
     const script = [
       "await import('./src/cli.ts')",
@@ -145,7 +145,7 @@ describe('start-up cost', () => {
       "await import('./src/processing-host.ts')",
       "const { createRequire } = await import('node:module')",
       'const cache = createRequire(import.meta.url).cache',
-      "console.log(JSON.stringify(Object.keys(cache).filter((k) => k.includes('/node_modules/typescript/'))))",
+      "console.log(JSON.stringify(Object.keys(cache).filter((k) => k.includes('/node_modules/typescript/') || k.includes('/node_modules/jiti/'))))",
     ].join(';')
     const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' })
     expect(JSON.parse(out.trim().split('\n').at(-1)!)).toEqual([])
