@@ -9,15 +9,9 @@ import { startMailOutbox } from './reports/mail-outbox.ts'
 import { startWebhookWorkers } from './webhooks/index.ts'
 import { startInstanceRegistry } from './instances.ts'
 import { setProcessedElsewhere } from './coordination/processing-task.ts'
+import type { Role } from './roles.ts'
 
-/**
- * Where a process sits in the event pipeline. `receiver`: the webhook receiver, proxy, sandbox, admin and
- * dashboard — no processing. `worker`: processing (read model, consumers, recipes, the call queue,
- * reconciliation), with only the operations endpoints on HTTP. `all`: both — processing in a worker
- * thread when the database allows it, so the receiver's event loop never runs it.
- */
-export type Role = 'receiver' | 'worker' | 'all'
-export const ROLES: readonly Role[] = ['receiver', 'worker', 'all']
+export { ROLES, type Role } from './roles.ts'
 
 /**
  * Starts each feature's background work for a role; returns a function that stops it all. `all` here is

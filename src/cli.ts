@@ -1,13 +1,11 @@
 import { parseArgs } from 'node:util'
 import { ConfigError, ensureSandboxSecret } from './config/load.ts'
 import { resolveConfig } from './config/file.ts'
-import { migrate, openStore } from './db/connect.ts'
 import { explainOpenError } from './db/open-error.ts'
 import pino from 'pino'
-import { createRuntime, type Runtime, type RuntimeOverrides } from './runtime.ts'
+import type { Runtime, RuntimeOverrides } from './runtime.ts'
 import { createLogger } from './utils/logger.ts'
-import { ROLES, type Role } from './background.ts'
-import { startServer } from './server.ts'
+import { ROLES, type Role } from './roles.ts'
 import { waitForStopSignal } from './utils/stop-signal.ts'
 import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
 import { CliError, defineCommand, JSON_OPTION, formatTable, parseArgsOptions, type CliCommand, type CliContext } from './cli-kit.ts'
@@ -15,17 +13,9 @@ import { commandHelp, commandList, groupList } from './cli-help.ts'
 import { helpWidth, wrapText } from './utils/wrap-text.ts'
 import { cliName } from './utils/cli-name.ts'
 import { didYouMean } from './utils/did-you-mean.ts'
-import { callsCommands } from './calls/commands.ts'
-import { mailListCommand, reportSendCommand } from './reports/cli.ts'
-import { webhookCommands } from './webhooks/commands.ts'
-import { recipeCommands } from './recipes/cli.ts'
-import { sandboxCommand } from './sandbox/commands.ts'
-import { doctorCommand } from './doctor/command.ts'
-import { destinationCommands } from './destinations/commands.ts'
 import { startCliWatchdog, type CliWatchdog, type CliWatchdogOptions } from './recipes/cli-watchdog.ts'
 import { setLoadWatch } from './recipes/load-watch.ts'
 import { LOAD_HELD_MS } from './recipes/loader.ts'
-import { MOST_UNRESPONSIVE_MS, unresponsiveAfterMs } from './processing-host.ts'
 
 /** How long a stop signal received while `serve` starts waits for start-up to finish (then a graceful stop). */
 const START_STOP_WAIT_MS = 5_000
@@ -51,6 +41,7 @@ const serveCommand = defineCommand({
       // start-up that finishes soon is shut down gracefully like any other; one that does not (processing waiting
       // out a database that is down) ends the process after START_STOP_WAIT_MS — a process manager's SIGTERM must
       // not wait for it. Nothing is lost: what the listener answered 2xx is committed, and the rest is sent again.
+      const { startServer } = await import('./server.ts')
       const starting = startServer({ env: ctx.env, banner: role !== 'worker', role: role as Role, processing: 'thread' })
       // Armed by any stop signal, the one after start-up included: cleared once the process is done with it, so a
       // clean shutdown does not wait it out (it kept every `serve` alive ~1 s past "switchboard stopped").
@@ -89,6 +80,7 @@ const migrateCommand = defineCommand({
   options: { json: JSON_OPTION },
   async run(ctx) {
     const config = await resolveConfig({ env: ctx.env })
+    const { migrate, openStore } = await import('./db/connect.ts')
     // As every other command says it: which database, and what to check (the URL's password hidden).
     const store = await openStore(config.databaseUrl).catch((error: unknown) => {
       throw explainOpenError(error, config.databaseUrl)
@@ -105,10 +97,36 @@ const migrateCommand = defineCommand({
   },
 })
 
-/** Every command; features add theirs here. */
-export const commands: CliCommand[] = [serveCommand, sandboxCommand, migrateCommand, reportSendCommand, mailListCommand, ...webhookCommands, ...callsCommands, ...recipeCommands, ...destinationCommands, doctorCommand]
+/**
+ * Every command, by the module that defines it; features add theirs here. A command's module is imported when the
+ * command runs, not at every start: importing them all loaded the whole service (3.7 MB of code — the server, the
+ * recipe engine, the doctor's checks) for `events list`, ~150 ms of every command's start. `words` are the first words
+ * of the module's commands; a test checks them against the commands each module defines.
+ */
+export const COMMAND_MODULES: ReadonlyArray<{ words: readonly string[]; load: () => Promise<CliCommand[]> }> = [
+  { words: ['serve'], load: async () => [serveCommand] },
+  { words: ['sandbox'], load: async () => [(await import('./sandbox/commands.ts')).sandboxCommand] },
+  { words: ['migrate'], load: async () => [migrateCommand] },
+  { words: ['report', 'mail'], load: async () => { const m = await import('./reports/cli.ts'); return [m.reportSendCommand, m.mailListCommand] } },
+  { words: ['events', 'reconcile'], load: async () => (await import('./webhooks/commands.ts')).webhookCommands },
+  { words: ['calls'], load: async () => (await import('./calls/commands.ts')).callsCommands },
+  { words: ['recipes'], load: async () => (await import('./recipes/cli.ts')).recipeCommands },
+  { words: ['destinations'], load: async () => (await import('./destinations/commands.ts')).destinationCommands },
+  { words: ['doctor'], load: async () => [(await import('./doctor/command.ts')).doctorCommand] },
+]
 
-function help(name: string, width: number): string {
+/** Every command, in the order help lists them (loads every command's module). */
+export async function loadCommands(): Promise<CliCommand[]> {
+  return (await Promise.all(COMMAND_MODULES.map((m) => m.load()))).flat()
+}
+
+/** The commands `argv` can name: those of the module its first word belongs to, or every command for a word no module has. */
+async function commandsFor(argv: string[]): Promise<CliCommand[]> {
+  const module = COMMAND_MODULES.find((m) => m.words.includes(argv[0] ?? ''))
+  return module ? module.load() : loadCommands()
+}
+
+function help(name: string, commands: CliCommand[], width: number): string {
   return [
     ...wrapText(`usage: ${name} <command> [options]`, width),
     '',
@@ -122,7 +140,7 @@ function help(name: string, width: number): string {
 }
 
 /** The commands of a group such as "events" (the first word of "events list", "events show", …). */
-function groupOf(word: string | undefined): CliCommand[] {
+function groupOf(commands: CliCommand[], word: string | undefined): CliCommand[] {
   return word ? commands.filter((c) => c.name.split(' ').length > 1 && c.name.split(' ')[0] === word) : []
 }
 
@@ -131,7 +149,7 @@ function groupHelp(name: string, group: string, members: CliCommand[], width: nu
 }
 
 /** The command a mistyped one most likely meant ("evnts list" → "events list", "recipe" → "recipes"), if any is close. */
-function guessCommand(argv: string[]): string | undefined {
+function guessCommand(commands: CliCommand[], argv: string[]): string | undefined {
   for (const words of [2, 1]) {
     if (argv.length < words) continue
     const typed = argv.slice(0, words).join(' ')
@@ -142,7 +160,7 @@ function guessCommand(argv: string[]): string | undefined {
   return undefined
 }
 
-function findCommand(argv: string[]): { command: CliCommand; rest: string[] } | undefined {
+function findCommand(commands: CliCommand[], argv: string[]): { command: CliCommand; rest: string[] } | undefined {
   // Longest match first: "events list" before "events".
   const sorted = [...commands].sort((a, b) => b.name.split(' ').length - a.name.split(' ').length)
   for (const command of sorted) {
@@ -200,19 +218,21 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
   const name = cliName(env)
   const width = helpWidth(options.columns ?? (process.stdout.isTTY ? process.stdout.columns : undefined))
   if (argv.length === 0 || argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {
-    out(help(name, width))
+    out(help(name, await loadCommands(), width))
     return argv.length === 0 ? 2 : 0
   }
-  const found = findCommand(argv)
+  const known = await commandsFor(argv)
+  const found = findCommand(known, argv)
   if (!found) {
-    const members = groupOf(argv[0])
+    const members = groupOf(known, argv[0])
     const asksHelp = argv.length === 2 && ['--help', '-h', 'help'].includes(argv[1]!)
     if (members.length > 0 && (argv.length === 1 || asksHelp)) {
       // "events" or "events --help": the group's commands (a bare group is an incomplete command: exit 2).
       out(groupHelp(name, argv[0]!, members, width))
       return asksHelp ? 0 : 2
     }
-    const guess = guessCommand(argv)
+    // Among the group's commands ("events lsit"), or among every command for a word no module has ("evnts list").
+    const guess = guessCommand(known, argv)
     const meant = guess ? ` (did you mean "${guess}"?)` : ''
     if (members.length > 0) {
       err(`error: unknown command "${argv.join(' ')}"${meant}. ${argv[0]} commands: ${members.map((c) => c.name.split(' ').slice(1).join(' ')).join(', ')}.\n`)
@@ -233,6 +253,7 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
     checkArguments(command, parsed.tokens, parsed.positionals, name)
     if (command.runsRecipeCode && options.watchRecipeCode) {
       // The service's limits (src/processing-host.ts): its processing thread's watchdog, for the configured recipe time limit once read.
+      const { MOST_UNRESPONSIVE_MS } = await import('./processing-host.ts')
       watchdog = startCliWatchdog(options.watchRecipeCode === true ? { loadingMs: LOAD_HELD_MS, runningMs: MOST_UNRESPONSIVE_MS } : options.watchRecipeCode)
     }
     const ctx: CliContext = {
@@ -242,10 +263,11 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
       async runtime() {
         if (!runtime) {
           const config = ensureSandboxSecret(await resolveConfig({ env }))
+          const { createRuntime } = await import('./runtime.ts')
           // Logs go to stderr so a command's stdout (tables, --json) stays clean.
           runtime = await createRuntime(config, { ...options.overrides, log: createLogger({ level: config.logLevel, destination: pino.destination({ dest: 2, sync: true }) }) })
           if (watchdog) setLoadWatch(runtime, watchdog.watch)
-          if (watchdog && options.watchRecipeCode === true) watchdog.limitRuns(unresponsiveAfterMs(config.pipeline.recipeTimeoutMs))
+          if (watchdog && options.watchRecipeCode === true) watchdog.limitRuns((await import('./processing-host.ts')).unresponsiveAfterMs(config.pipeline.recipeTimeoutMs))
         }
         return runtime
       },

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { commands, main } from '../../src/cli.ts'
+import { COMMAND_MODULES, loadCommands, main } from '../../src/cli.ts'
 import { wrapText, wrapUsage } from '../../src/utils/wrap-text.ts'
+import { execFileSync } from 'node:child_process'
+import { ROOT } from './processes.ts'
 
 async function run(argv: string[], columns?: number) {
   let stdout = ''
@@ -11,6 +13,8 @@ async function run(argv: string[], columns?: number) {
 
 const longest = (text: string, skip: (line: string) => boolean = () => false) =>
   Math.max(...text.split('\n').filter((l) => !skip(l)).map((l) => l.length))
+
+const commands = await loadCommands()
 
 describe('help text', () => {
   it('the command list fits an 80-column terminal and names every command with its summary', async () => {
@@ -54,6 +58,32 @@ describe('help text', () => {
     for (const c of commands) {
       for (const [name, o] of Object.entries(c.options ?? {})) if (o.type === 'string') expect(o.value, `${c.name} --${name}`).toMatch(/\S/)
     }
+  })
+})
+
+describe('the command table', () => {
+  // A command runs after only its own module is imported (src/cli.ts → COMMAND_MODULES): the table's first words must
+  // be exactly those of the commands each module defines, or a command would be found only by `help`.
+  it('names each module by the first words of its commands, and no word twice', async () => {
+    for (const m of COMMAND_MODULES) {
+      const words = [...new Set((await m.load()).map((c) => c.name.split(' ')[0]!))].sort()
+      expect(words, m.words.join(', ')).toEqual([...m.words].sort())
+    }
+    const all = COMMAND_MODULES.flatMap((m) => m.words)
+    expect(new Set(all).size).toBe(all.length)
+  })
+
+  it('runs a command with only its own module loaded: events list does not load the server (its dashboard\'s assets)', () => {
+    // A child process: this one has loaded every module for the tests above.
+    const script = [
+      "const { main } = await import('./src/cli.ts')",
+      "await main(['events', 'list', '--help'], { env: {}, stdout: () => {}, stderr: () => {} })",
+      "const { createRequire } = await import('node:module')",
+      'const loaded = Object.keys(createRequire(import.meta.url).cache)',
+      "console.log(JSON.stringify(loaded.filter((k) => /\\/node_modules\\/(htmx\\.org|uplot|@picocss)\\//.test(k))))",
+    ].join(';')
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' })
+    expect(JSON.parse(out.trim().split('\n').at(-1)!)).toEqual([])
   })
 })
 
