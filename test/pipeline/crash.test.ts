@@ -120,6 +120,9 @@ describeEachDialect('pipeline survives kill -9 mid-drain', (dialect) => {
       const calls = await store!.db.selectFrom('calls').select(['idempotency_key', 'status']).where('recipe', '=', 'no-answer-followup').execute()
       expect(calls.filter((c) => c.status === 'scheduled' || c.status === 'initiated')).toHaveLength(EVENTS)
       expect(await store!.db.selectFrom('call_queue').selectAll().execute()).toEqual([])
+      // A run's calls are queued (and may be placed) before its events are marked done: wait for that commit too.
+      const open = await store!.db.selectFrom('recipe_event_fires').select('event_id').where('recipe', '=', 'no-answer-followup').where('status', '!=', 'done').execute()
+      expect(open).toEqual([])
     }, { timeout: 60_000, interval: 250 })
     // Each follow-up reached the provider once (a re-send after the kill met the provider's idempotency).
     expect(provider.created.size).toBe(EVENTS)
