@@ -186,20 +186,23 @@ interface Conv {
 const planningCountry = (o: FollowUpOptions): string => o.defaultCountry ?? 'IN'
 
 /**
- * Every number planFollowUps may look up in its `dnc` for these conversations, as E.164 — the contact's number, or the
- * `customer_phone` the call was placed with when the conversation has none; a superset of the lookups. A caller asks
- * the do-not-call list about these alone instead of reading the whole list for every batch.
+ * The number a conversation is about, as stored: its contact's, else the `customer_phone` its call was placed with.
+ * `params` gives the call's parameters when the caller has them parsed already.
+ */
+function rawPhoneOf(row: ConversationInput, params: () => Record<string, string> | null = () => stringRecord(parse(row.call_parameters))): string | null {
+  return row.contact_number ?? params()?.customer_phone ?? null
+}
+
+/**
+ * Every number planFollowUps may look up in its `dnc` for these conversations, as E.164 (rawPhoneOf, the planner's own
+ * rule). A caller asks the do-not-call list about these alone instead of reading the whole list for every batch.
  */
 export function numbersToScreen(conversations: Iterable<ConversationInput>, options: FollowUpOptions = {}): string[] {
   const defaultCountry = planningCountry(options)
   const numbers = new Set<string>()
-  const add = (raw: string | null | undefined) => {
-    const r = normalizePhone(raw, { defaultCountry })
-    if (r.ok) numbers.add(r.e164)
-  }
   for (const row of conversations) {
-    if (row.contact_number) add(row.contact_number)
-    else add(stringRecord(parse(row.call_parameters))?.customer_phone)
+    const r = normalizePhone(rawPhoneOf(row), { defaultCountry })
+    if (r.ok) numbers.add(r.e164)
   }
   return [...numbers]
 }
@@ -275,7 +278,7 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
       params = stringRecord(parse(row.call_parameters))
       campaign = params?.campaign ?? (ledger ? callCampaign(ledger) : `agent:${row.agent_id}`)
     }
-    const phone = row.contact_number ?? (params ??= stringRecord(parse(row.call_parameters)))?.customer_phone ?? null
+    const phone = rawPhoneOf(row, () => (params ??= stringRecord(parse(row.call_parameters))))
     const conv: Conv = { row, campaign, phone: phoneKey(phone), params, ledger }
     const g = group(campaign, conv.phone)
     g.conversations.push(row)
