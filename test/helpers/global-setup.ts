@@ -20,6 +20,11 @@ export async function setup(): Promise<void> {
   const { bundledEntries } = await import('../../src/bundle.mjs')
   const bundle = await bundledEntries()
   if (bundle) process.env.SWITCHBOARD_PROCESSING_ENTRY = bundle['processing-thread']
+  // The browser tests' Chromium (test/helpers/browser.ts) is unpacked from its npm package into the temp folder on first
+  // use; unpacked here, once, before any worker starts. Left to the workers, the browser test files of a fresh machine's
+  // first run each found it missing and unpacked it at the same time, and one launched it while another was still
+  // writing it (spawn ETXTBSY).
+  await (await import('@sparticuz/chromium')).default.executablePath()
 }
 
 export async function teardown(): Promise<void> {
