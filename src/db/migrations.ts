@@ -533,6 +533,21 @@ const m0023: Migration = {
   },
 }
 
+/**
+ * 0.19.0: the do-not-call list newest first (the dashboard's Mail page shows its latest 100) read off an index in that
+ * order, instead of every number on the list sorted per page view: 7–8 ms at 100,000 numbers, ten times that at
+ * 1,000,000 — a national list's size — against under a millisecond. The index's mixed order (newest first, then by
+ * number) is the query's own: one in a single direction is read backwards for DESC, DESC only.
+ */
+const m0024: Migration = {
+  async up(db: AnyDb) {
+    await sql`create index if not exists dnc_added on dnc (added_at desc, phone)`.execute(db)
+  },
+  async down(db: AnyDb) {
+    await sql`drop index if exists dnc_added`.execute(db)
+  },
+}
+
 export const migrations: Record<string, Migration> = {
   '0001_initial': m0001,
   '0002_webhooks_stats': m0002,
@@ -557,6 +572,7 @@ export const migrations: Record<string, Migration> = {
   '0021_event_lookups_past_pending': m0021,
   '0022_destination_tallies': destinationTalliesMigration,
   '0023_recipe_runs_indexes': m0023,
+  '0024_dnc_added_index': m0024,
 }
 
 export const migrationProvider: MigrationProvider = {

@@ -17,7 +17,7 @@ describeEachDialect('store', (dialect) => {
   it('migrates, is idempotent, and reports readiness', async () => {
     store = await openTestStore(dialect, { migrate: false })
     expect(await isMigrated(store)).toBe(false)
-    expect((await migrate(store)).applied).toEqual(['0001_initial', '0002_webhooks_stats', '0003_event_pipeline', '0004_mail_outbox', '0005_dashboard_indexes', '0006_destinations', '0007_recording_headers', '0008_follow_up_sweep_indexes', '0009_destination_payloads', '0010_destination_pending_indexes', '0011_instances', '0012_recipe_fires_fired_index', '0013_destination_ordered_flag', '0014_destination_dead_index', '0015_destination_pending_covering', '0016_call_queue_window', '0017_recipe_runs_process', '0018_recipe_runs_one_running', '0019_revoked_sessions', '0020_calls_conversation', '0021_event_lookups_past_pending', '0022_destination_tallies', '0023_recipe_runs_indexes'])
+    expect((await migrate(store)).applied).toEqual(['0001_initial', '0002_webhooks_stats', '0003_event_pipeline', '0004_mail_outbox', '0005_dashboard_indexes', '0006_destinations', '0007_recording_headers', '0008_follow_up_sweep_indexes', '0009_destination_payloads', '0010_destination_pending_indexes', '0011_instances', '0012_recipe_fires_fired_index', '0013_destination_ordered_flag', '0014_destination_dead_index', '0015_destination_pending_covering', '0016_call_queue_window', '0017_recipe_runs_process', '0018_recipe_runs_one_running', '0019_revoked_sessions', '0020_calls_conversation', '0021_event_lookups_past_pending', '0022_destination_tallies', '0023_recipe_runs_indexes', '0024_dnc_added_index'])
     expect((await migrate(store)).applied).toEqual([])
     expect(await isMigrated(store)).toBe(true)
   })
