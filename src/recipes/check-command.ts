@@ -3,8 +3,12 @@ import { resolveConfig } from '../config/file.ts'
 import { CliError, defineCommand, JSON_OPTION } from '../cli-kit.ts'
 import { ArgumentError } from '../utils/argument-error.ts'
 import { findRecipeFile } from './find-recipe-file.ts'
-import { listRecipeFiles, loadRecipeFile, loadRecipes } from './loader.ts'
+import { listRecipeFiles, loadRecipeFile, loadRecipes, type LoadOptions } from './loader.ts'
 import { cliLoadWatch } from './cli-watchdog.ts'
+import type { RecipeDiagnostic } from './diagnostic.ts'
+import { folderFingerprint } from './folder-fingerprint.ts'
+import { watchRecipesFolder } from './watch-folder.ts'
+import { waitForStopSignal } from '../utils/stop-signal.ts'
 
 /** A file the service would list as broken before any type check: it does not load, or its definition is refused. */
 interface LoadProblem {
@@ -21,57 +25,118 @@ function shownPath(file: string, cwd = process.cwd()): string {
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
 
+/** What one check found, and the exit code it gives. */
+interface CheckResult {
+  code: number
+  /** The result as `--json` prints it. */
+  json: { dir: string; files: string[]; errors: RecipeDiagnostic[]; broken: LoadProblem[] }
+  /** The result as text: a line per finding, then the verdict. */
+  text: string
+}
+
+/** Loads, validates and type-checks `name` (a recipe of `dir` or a path), or every recipe of `dir`. */
+async function checkRecipes(dir: string, name: string | undefined, timezone: string, targets: LoadOptions['targets']): Promise<CheckResult> {
+  let files = listRecipeFiles(dir)
+  if (name) {
+    try {
+      files = [findRecipeFile(name, dir)]
+    } catch (error) {
+      if (error instanceof ArgumentError) throw new CliError(error.message)
+      throw error
+    }
+  }
+  if (files.length === 0) return { code: 0, json: { dir, files: [], errors: [], broken: [] }, text: `no recipes in ${dir}\n` }
+  // The loader first: it is the cheap half, and the service refuses a file it rejects whatever its types.
+  const options = { targets, watch: cliLoadWatch() }
+  const loaded = name ? [await loadRecipeFile(files[0]!, timezone, options)] : await loadRecipes(dir, timezone, options)
+  const broken: LoadProblem[] = loaded.flatMap((r) => (r.error === undefined ? [] : [{ recipe: r.name, file: r.file, reason: r.error }]))
+  // The compiler is large: loaded only by the command that needs it.
+  const { typeCheckFiles, formatDiagnostic } = await import('./typecheck.ts')
+  const diagnostics = typeCheckFiles(files)
+  const lines = [...diagnostics.map((d) => formatDiagnostic(d)), ...broken.map((b) => `${shownPath(b.file)}: broken: ${b.reason}`)]
+  const withErrors = new Set(diagnostics.map((d) => d.file)).size
+  const found = [
+    ...(diagnostics.length ? [`${plural(diagnostics.length, 'type error')} in ${plural(withErrors, 'file')}`] : []),
+    ...(broken.length ? [`${plural(broken.length, 'recipe')} the service would not load`] : []),
+  ]
+  lines.push(found.length ? found.join('; ') : `${plural(files.length, 'recipe')} checked: no type errors`)
+  return {
+    code: diagnostics.length || broken.length ? 1 : 0,
+    json: { dir, files: files.map((f) => join(dir, basename(f))), errors: diagnostics, broken },
+    text: lines.map((l) => `${l}\n`).join(''),
+  }
+}
+
+/** The local time of day, for the line each check in watch mode starts with. */
+const timeOfDay = (date = new Date()) => date.toTimeString().slice(0, 8)
+
 /**
  * `recipes check [name]`: what the service would say of each recipe file of RECIPES_DIR (wherever it is)
  * before running it. It loads and validates each file as the service's loader does (a bad schedule, time zone or
  * event type, an unknown key, no default export, a file name it refuses: `file: broken: reason`) and type-checks
  * them against this service's API (`file:line:col message`). Exit 1 when either finds something: a check that
  * passed a file the service then refuses would be worse than none.
+ *
+ * `--watch` checks again whenever a file of the folder changes, until Ctrl-C (exit 0): the compiler keeps the parse
+ * of every file that has not changed (src/recipes/typecheck.ts), so after the first check's few seconds a save is
+ * answered in about a second — where a new `recipes check` parses switchboard's types and @types/node again.
  */
 export const recipesCheck = defineCommand({
   name: 'recipes check',
   runsRecipeCode: true,
   summary: 'check recipe files in RECIPES_DIR as the service would: load and validate each, and type-check it against this service\'s API',
-  usage: '[name] [--json]',
+  usage: '[name] [--watch] [--json]',
   args: [['[name]', 'one recipe to check: its name in RECIPES_DIR (with or without .ts), or a path to a recipe file (default: every recipe in RECIPES_DIR)']],
-  options: { json: JSON_OPTION },
+  options: {
+    watch: {
+      type: 'boolean',
+      help: 'keep checking: check again each time a file of RECIPES_DIR (or a sub-folder such as lib/) changes — about a second after the first check — until Ctrl-C; with --json, one JSON object a line per check',
+    },
+    json: JSON_OPTION,
+  },
+  examples: ['recipes check', 'recipes check missed-calls --watch'],
   async run(ctx) {
     const [name] = ctx.positionals
     const config = await resolveConfig({ env: ctx.env })
     const dir = config.recipes.dir
-    const all = listRecipeFiles(dir)
-    let files = all
-    if (name) {
-      try {
-        files = [findRecipeFile(name, dir)]
-      } catch (error) {
-        if (error instanceof ArgumentError) throw new CliError(error.message)
-        throw error
-      }
+    const json = Boolean(ctx.values.json)
+    const check = () => checkRecipes(dir, name, config.recipes.timezone, config.webhook.targets)
+    if (!ctx.values.watch) {
+      const result = await check()
+      if (json) ctx.json(result.json)
+      else ctx.write(result.text)
+      return result.code
     }
-    if (files.length === 0) {
-      ctx.write(`no recipes in ${dir}\n`)
-      return 0
+    // In watch mode `--json` prints each check on a line of its own (a stream a tool reads line by line), and the
+    // lines about watching go to stderr, out of that stream.
+    const say = (text: string) => (json ? process.stderr.write(text) : ctx.write(text))
+    const report = (result: CheckResult) => (json ? ctx.write(`${JSON.stringify(result.json)}\n`) : ctx.write(result.text))
+    const since = folderFingerprint(dir)
+    // A mistake in the command itself (a name that is no recipe) ends it, as without --watch.
+    report(await check())
+    say(`watching ${shownPath(dir)} for changes (Ctrl-C to stop)\n`)
+    const signal = waitForStopSignal()
+    const watching = watchRecipesFolder(
+      dir,
+      async (changed) => {
+        const shown = changed.slice(0, 3).map((f) => shownPath(f)).join(', ') + (changed.length > 3 ? ` and ${changed.length - 3} more` : '')
+        say(`\n[${timeOfDay()}] ${shown} changed: checking again\n`)
+        try {
+          report(await check())
+        } catch (error) {
+          // The recipe named went away (renamed, deleted), the folder with it: said, and watched for its return.
+          say(`error: ${(error as Error).message}\n`)
+        }
+      },
+      { since },
+    )
+    try {
+      await signal.stopped
+    } finally {
+      watching.close()
+      signal.release()
     }
-    // The loader first: it is the cheap half, and the service refuses a file it rejects whatever its types.
-    const options = { targets: config.webhook.targets, watch: cliLoadWatch() }
-    const loaded = name ? [await loadRecipeFile(files[0]!, config.recipes.timezone, options)] : await loadRecipes(dir, config.recipes.timezone, options)
-    const broken: LoadProblem[] = loaded.flatMap((r) => (r.error === undefined ? [] : [{ recipe: r.name, file: r.file, reason: r.error }]))
-    // The compiler is large: loaded only by the command that needs it.
-    const { typeCheckFiles, formatDiagnostic } = await import('./typecheck.ts')
-    const diagnostics = typeCheckFiles(files)
-    if (ctx.values.json) {
-      ctx.json({ dir, files: files.map((f) => join(dir, basename(f))), errors: diagnostics, broken })
-    } else {
-      for (const d of diagnostics) ctx.write(`${formatDiagnostic(d)}\n`)
-      for (const b of broken) ctx.write(`${shownPath(b.file)}: broken: ${b.reason}\n`)
-      const withErrors = new Set(diagnostics.map((d) => d.file)).size
-      const found = [
-        ...(diagnostics.length ? [`${plural(diagnostics.length, 'type error')} in ${plural(withErrors, 'file')}`] : []),
-        ...(broken.length ? [`${plural(broken.length, 'recipe')} the service would not load`] : []),
-      ]
-      ctx.write(found.length ? `${found.join('; ')}\n` : `${plural(files.length, 'recipe')} checked: no type errors\n`)
-    }
-    return diagnostics.length || broken.length ? 1 : 0
+    say('stopped watching\n')
+    return 0
   },
 })
