@@ -1,4 +1,4 @@
-import { basename, isAbsolute, join, relative } from 'node:path'
+import { basename, join } from 'node:path'
 import { resolveConfig } from '../config/file.ts'
 import { CliError, defineCommand, JSON_OPTION } from '../cli-kit.ts'
 import { ArgumentError } from '../utils/argument-error.ts'
@@ -6,21 +6,14 @@ import { findRecipeFile } from './find-recipe-file.ts'
 import { listRecipeFiles, loadRecipeFile, loadRecipes, type LoadOptions } from './loader.ts'
 import { cliLoadWatch } from './cli-watchdog.ts'
 import type { RecipeDiagnostic } from './diagnostic.ts'
-import { folderFingerprint } from './folder-fingerprint.ts'
-import { watchRecipesFolder } from './watch-folder.ts'
-import { waitForStopSignal } from '../utils/stop-signal.ts'
+import { watchedFingerprint } from './watch-folder.ts'
+import { rerunOnChange, shownPath } from './rerun-on-change.ts'
 
 /** A file the service would list as broken before any type check: it does not load, or its definition is refused. */
 interface LoadProblem {
   recipe: string
   file: string
   reason: string
-}
-
-/** Like `formatDiagnostic`: relative to the working directory when the file is inside it. */
-function shownPath(file: string, cwd = process.cwd()): string {
-  const rel = relative(cwd, file)
-  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : file
 }
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
@@ -67,9 +60,6 @@ async function checkRecipes(dir: string, name: string | undefined, timezone: str
   }
 }
 
-/** The local time of day, for the line each check in watch mode starts with. */
-const timeOfDay = (date = new Date()) => date.toTimeString().slice(0, 8)
-
 /**
  * `recipes check [name]`: what the service would say of each recipe file of RECIPES_DIR (wherever it is)
  * before running it. It loads and validates each file as the service's loader does (a bad schedule, time zone or
@@ -109,34 +99,10 @@ export const recipesCheck = defineCommand({
     }
     // In watch mode `--json` prints each check on a line of its own (a stream a tool reads line by line), and the
     // lines about watching go to stderr, out of that stream.
-    const say = (text: string) => (json ? process.stderr.write(text) : ctx.write(text))
     const report = (result: CheckResult) => (json ? ctx.write(`${JSON.stringify(result.json)}\n`) : ctx.write(result.text))
-    const since = folderFingerprint(dir)
+    const since = watchedFingerprint(dir)
     // A mistake in the command itself (a name that is no recipe) ends it, as without --watch.
     report(await check())
-    say(`watching ${shownPath(dir)} for changes (Ctrl-C to stop)\n`)
-    const signal = waitForStopSignal()
-    const watching = watchRecipesFolder(
-      dir,
-      async (changed) => {
-        const shown = changed.slice(0, 3).map((f) => shownPath(f)).join(', ') + (changed.length > 3 ? ` and ${changed.length - 3} more` : '')
-        say(`\n[${timeOfDay()}] ${shown} changed: checking again\n`)
-        try {
-          report(await check())
-        } catch (error) {
-          // The recipe named went away (renamed, deleted), the folder with it: said, and watched for its return.
-          say(`error: ${(error as Error).message}\n`)
-        }
-      },
-      { since },
-    )
-    try {
-      await signal.stopped
-    } finally {
-      watching.close()
-      signal.release()
-    }
-    say('stopped watching\n')
-    return 0
+    return rerunOnChange({ dir, since, again: 'checking again', say: (text) => (json ? process.stderr.write(text) : ctx.write(text)), rerun: async () => report(await check()) })
   },
 })

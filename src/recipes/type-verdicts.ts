@@ -127,6 +127,8 @@ const checker = {
   /** The ended worker's 'exit' has not come yet while this is set. */
   live: undefined as Worker | undefined,
   idleTimer: undefined as ReturnType<typeof setTimeout> | undefined,
+  /** Commands watching a folder (keepTypeCheckerWarm): while any does, an idle checker is not ended. */
+  kept: 0,
   seq: 0,
   waiting: new Map<number, { owner: object; resolve(v: Record<string, RecipeDiagnostic | null>): void; reject(e: Error): void }>(),
 }
@@ -171,6 +173,33 @@ function ensureChecker(): Worker {
   return w
 }
 
+/**
+ * Keeps the checker (and the program it holds) while a command watches recipes for changes (`recipes test --watch`):
+ * ended after CHECKER_IDLE_MS, the next save after a pause was a whole check again (seconds) where a kept program
+ * answers in a fraction of one. The returned function lets it go (ended after the usual idle time).
+ */
+export function keepTypeCheckerWarm(): () => void {
+  checker.kept++
+  let released = false
+  return () => {
+    if (released) return
+    released = true
+    checker.kept--
+    endWhenIdle(CHECKER_IDLE_MS)
+  }
+}
+
+/**
+ * Starts the checker on `files` now, when no check is due: a command watching a recipe whose first verdict came from
+ * the cache has no program yet, and the first save then waited for a whole check (~2 s, more on a slow machine) where
+ * a later one takes a fraction of a second. Its verdicts are not needed (a save checks again); a failure is the next
+ * check's to report.
+ */
+export function warmTypeChecker(files: string[]): void {
+  if (checker.worker) return
+  checkInThread({}, files, CHECKER_IDLE_MS).catch(() => undefined)
+}
+
 /** The thread id of the type-check thread while it runs (until its exit), if there is one. */
 export function typeCheckThreadId(): number | undefined {
   return checker.live?.threadId
@@ -184,19 +213,23 @@ function checkInThread(owner: object, files: string[], idleMs: number): Promise<
     // Referenced while a check is pending, so an awaiting CLI command is not cut short.
     w.ref()
     w.postMessage({ id, files })
-  }).finally(() => {
-    const idle = checker.worker
-    if (checker.waiting.size > 0 || !idle) return
-    idle.unref()
-    if (checker.idleTimer) clearTimeout(checker.idleTimer)
-    checker.idleTimer = setTimeout(() => {
-      checker.idleTimer = undefined
-      if (checker.worker !== idle || checker.waiting.size > 0) return
-      checker.worker = undefined
-      void idle.terminate()
-    }, idleMs)
-    checker.idleTimer.unref()
-  })
+  }).finally(() => endWhenIdle(idleMs))
+}
+
+/** Ends the checker once it has been idle for `idleMs`, unless a check is pending or a watching command keeps it. */
+function endWhenIdle(idleMs: number): void {
+  const idle = checker.worker
+  if (checker.waiting.size > 0 || !idle) return
+  idle.unref()
+  if (checker.kept > 0) return
+  if (checker.idleTimer) clearTimeout(checker.idleTimer)
+  checker.idleTimer = setTimeout(() => {
+    checker.idleTimer = undefined
+    if (checker.worker !== idle || checker.waiting.size > 0 || checker.kept > 0) return
+    checker.worker = undefined
+    void idle.terminate()
+  }, idleMs)
+  checker.idleTimer.unref()
 }
 
 /**

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync, unlinkSync } from 'node:fs'
+import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -7,9 +7,10 @@ import { changedFiles } from '../../src/recipes/watch-folder.ts'
 import { tempRecipesDir } from './helpers.ts'
 
 /**
- * `recipes check --watch`: the check a recipe's author runs after each save, kept running. A new `recipes check`
- * parses switchboard's types and @types/node again (a few seconds); the watching one keeps what has not changed, so
- * a save is answered in about a second. Through the CLI as a user runs it, in a process of its own, stopped by SIGINT.
+ * `recipes check --watch` and `recipes test --watch`: what a recipe's author runs after each save, kept running. A new
+ * `recipes check` parses switchboard's types and @types/node again (a few seconds); the watching one keeps what has not
+ * changed, so a save is answered in a fraction of a second. Through the CLI as a user runs it, in a process of its own,
+ * stopped by SIGINT.
  */
 const BIN = resolve(import.meta.dirname, '../../src/bin.mjs')
 
@@ -47,8 +48,12 @@ afterEach(() => {
 })
 
 function watchCheck(args: string[]): Watching {
-  dataDir = mkdtempSync(join(tmpdir(), 'sb-check-watch-'))
-  const child = spawn(process.execPath, [BIN, 'recipes', 'check', '--watch', ...args], {
+  return watchCommand(['check', '--watch', ...args])
+}
+
+function watchCommand(args: string[]): Watching {
+  dataDir = mkdtempSync(join(tmpdir(), 'sb-watch-'))
+  const child = spawn(process.execPath, [BIN, 'recipes', ...args], {
     env: { ...process.env, DATA_DIR: dataDir, RECIPES_DIR: folder!.dir, LOG_LEVEL: 'silent', WEBHOOK_SECRET: 'whsec_x' },
     cwd: folder!.dir,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -134,6 +139,65 @@ describe('recipes check --watch', () => {
     const code = await new Promise<number | null>((done) => watching.child.once('exit', (c) => done(c)))
     expect(code).toBe(2)
     expect(watching.stderr()).toMatch(/gret/)
+  })
+})
+
+describe('recipes test --watch', () => {
+  const FOLLOW_UP = `import { defineRecipe } from 'switchboard'
+import { label } from './lib/label.ts'
+
+export default defineRecipe({
+  description: 'counts the missed calls of a batch',
+  on: ['call.no_answer'],
+  run: (ctx) => ({ missed: ctx.trigger.events?.length ?? 0, label: label() }),
+})
+`
+  const event = (n: number) => ({
+    event_id: `evt_watch_${n}`,
+    event_type: 'call.no_answer',
+    timestamp: '2026-01-15T10:00:00Z',
+    data: {
+      call: {
+        agent_id: 101, conversation_id: `conv_watch_${n}`, status: 'no_answer', to_phone: `+91987654321${n}`, call_parameters: { customer_phone: `+91987654321${n}` },
+        duration_seconds: null, started_at: '2026-01-15T09:59:20Z', ended_at: '2026-01-15T10:00:00Z', failure_reason: null, from_phone: '+918035550101', recording_url: null, trace_id: `trace-watch-${n}`,
+      },
+      results: {}, retry: null, retry_context: null, transcript: null,
+    },
+  })
+
+  it('runs it again on a save of the recipe, its helper or the --events file; a type error is said and the watch goes on', async () => {
+    folder = tempRecipesDir()
+    folder.write('missed', FOLLOW_UP)
+    folder.write('lib/label', `export const label = (): string => 'first'\n`)
+    const events = join(folder.dir, '..', `${folder.dir.split('/').pop()}-events.json`)
+    writeFileSync(events, JSON.stringify([event(1)]))
+    try {
+      const watching = watchCommand(['test', 'missed', '--events', events, '--watch'])
+      const first = await watching.next(/watching .* for changes \(Ctrl-C to stop\)/)
+      expect(first).toMatch(/^recipe missed: succeeded/m)
+      expect(first).toMatch(/^summary: missed 1 · label first$/m)
+
+      // The fixture: two events now.
+      writeFileSync(events, JSON.stringify([event(1), event(2)]))
+      const more = await watching.next(/^summary: .*$/m)
+      expect(more).toMatch(/events\.json changed: testing again/)
+      expect(more).toMatch(/^summary: missed 2 · label first$/m)
+
+      // A helper in lib/.
+      folder.write('lib/label', `export const label = (): string => 'second'\n`)
+      expect(await watching.next(/^summary: .*$/m)).toMatch(/^summary: missed 2 · label second$/m)
+
+      // A type error: the service would not run it, so neither does the test; said, and the next save runs it again.
+      folder.write('missed', FOLLOW_UP.replace('label: label()', 'label: label(42)'))
+      expect(await watching.next(/^error: /m)).toMatch(/^error: recipe "missed" is broken: type error at .*missed\.ts:7:\d+ Expected 0 arguments, but got 1\./m)
+      folder.write('missed', FOLLOW_UP)
+      expect(await watching.next(/^summary: .*$/m)).toMatch(/^summary: missed 2 · label second$/m)
+
+      expect(await watching.stop()).toBe(0)
+      expect(watching.stdout()).toMatch(/stopped watching\n$/)
+    } finally {
+      rmSync(events, { force: true })
+    }
   })
 })
 
