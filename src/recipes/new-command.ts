@@ -4,6 +4,7 @@ import { resolveConfig } from '../config/file.ts'
 import { CliError, defineCommand } from '../cli-kit.ts'
 import { cliName } from '../utils/cli-name.ts'
 import { loadRecipes } from './loader.ts'
+import { ensureEditorTsconfig } from './editor-tsconfig.ts'
 
 /** The starting points `recipes new --from` offers: each a commented recipe in ./templates that type-checks as is. */
 export const RECIPE_TEMPLATES = ['followup', 'batch', 'report', 'webhook-forward'] as const
@@ -65,15 +66,20 @@ export const recipesNew = defineCommand({
     const created = !existsSync(dir)
     mkdirSync(dir, { recursive: true })
     writeFileSync(file, recipeTemplate(from as RecipeTemplate, name))
+    // An editor's view of the folder: without it, one outside the checkout had `switchboard` unresolved on every line.
+    const tsconfig = ensureEditorTsconfig(dir)
     const shown = relative(process.cwd(), file).startsWith('..') ? file : relative(process.cwd(), file)
     const cli = cliName(ctx.env)
     ctx.write(
       [
         ...(created ? [`created the recipes folder ${dir}`] : []),
         `wrote ${shown} (from the ${from} template); a running service loads it at once and runs it on its events and schedule`,
+        ...(tsconfig === 'written' || tsconfig === 'updated'
+          ? [`${tsconfig === 'written' ? 'wrote' : 'updated'} ${join(dir, 'tsconfig.json')}: an editor type-checks the folder as recipes check does`]
+          : []),
         ...(await sharedTriggers(dir, name, config.recipes.timezone)),
         'next:',
-        `  ${cli} recipes check ${name}            # type errors, as file:line:col`,
+        `  ${cli} recipes check ${name} --watch    # type errors, as file:line:col, again on every save`,
         `  ${cli} recipes run ${name} --dry-run    # the plan: calls, batches, mails`,
         `  ${cli} recipes test ${name}${TEST_INPUT[from as RecipeTemplate]}`,
         'reference: docs/recipes.md',

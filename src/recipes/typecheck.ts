@@ -26,7 +26,7 @@ export const PUBLIC_API_FILE = resolve(ROOT, 'src/index.ts')
  * library: recipes run in Node, where `document` or `localStorage` do not exist (what Node has — fetch, URL,
  * TextEncoder, AbortController — @types/node declares), and lib.dom was a fifth of every check's parsing.
  */
-const OPTIONS: TypeScript.CompilerOptions = {
+export const RECIPE_COMPILER_OPTIONS: TypeScript.CompilerOptions = {
   target: ts.ScriptTarget.ES2022,
   module: ts.ModuleKind.ESNext,
   moduleResolution: ts.ModuleResolutionKind.Bundler,
@@ -65,7 +65,7 @@ interface ParsedFile {
  */
 function compilerHost(): TypeScript.CompilerHost {
   if (host) return host
-  const created = ts.createCompilerHost(OPTIONS)
+  const created = ts.createCompilerHost(RECIPE_COMPILER_OPTIONS)
   created.jsDocParsingMode = ts.JSDocParsingMode.ParseForTypeErrors
   created.getSourceFile = (fileName, languageVersionOrOptions, onError) => {
     let text: string | undefined
@@ -98,7 +98,7 @@ function keepParsed(program: TypeScript.Program): void {
  */
 export function typeCheckFiles(files: string[]): RecipeDiagnostic[] {
   const roots = files.map((f) => resolve(f))
-  const program = ts.createProgram({ rootNames: roots, options: OPTIONS, host: compilerHost(), oldProgram: previous })
+  const program = ts.createProgram({ rootNames: roots, options: RECIPE_COMPILER_OPTIONS, host: compilerHost(), oldProgram: previous })
   previous = program
   keepParsed(program)
   const folders = new Set(roots.map((f) => dirname(f)))
@@ -182,7 +182,7 @@ function localImports(program: TypeScript.Program, root: string, ours: (file: st
     const source = program.getSourceFile(from)
     if (!source) continue
     for (const specifier of importedNames(source)) {
-      const target = ts.resolveModuleName(specifier, from, OPTIONS, compilerHost()).resolvedModule?.resolvedFileName
+      const target = ts.resolveModuleName(specifier, from, RECIPE_COMPILER_OPTIONS, compilerHost()).resolvedModule?.resolvedFileName
       if (target === undefined) continue
       const file = resolve(target)
       if (ours(file) && !reached.includes(file)) reached.push(file)
