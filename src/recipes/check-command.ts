@@ -1,8 +1,7 @@
-import { basename, join } from 'node:path'
+import { basename, dirname, join, resolve } from 'node:path'
 import { resolveConfig } from '../config/file.ts'
-import { CliError, defineCommand, JSON_OPTION } from '../cli-kit.ts'
-import { ArgumentError } from '../utils/argument-error.ts'
-import { findRecipeFile } from './find-recipe-file.ts'
+import { defineCommand, JSON_OPTION } from '../cli-kit.ts'
+import { namedRecipeFile } from './named-recipe-file.ts'
 import { listRecipeFiles, loadRecipeFile, loadRecipes, type LoadOptions } from './loader.ts'
 import { cliLoadWatch } from './cli-watchdog.ts'
 import type { RecipeDiagnostic } from './diagnostic.ts'
@@ -29,15 +28,7 @@ interface CheckResult {
 
 /** Loads, validates and type-checks `name` (a recipe of `dir` or a path), or every recipe of `dir`. */
 async function checkRecipes(dir: string, name: string | undefined, timezone: string, targets: LoadOptions['targets']): Promise<CheckResult> {
-  let files = listRecipeFiles(dir)
-  if (name) {
-    try {
-      files = [findRecipeFile(name, dir)]
-    } catch (error) {
-      if (error instanceof ArgumentError) throw new CliError(error.message)
-      throw error
-    }
-  }
+  const files = name ? [namedRecipeFile(name, dir)] : listRecipeFiles(dir)
   if (files.length === 0) return { code: 0, json: { dir, files: [], errors: [], broken: [] }, text: `no recipes in ${dir}\n` }
   // The loader first: it is the cheap half, and the service refuses a file it rejects whatever its types.
   const options = { targets, watch: cliLoadWatch() }
@@ -100,9 +91,11 @@ export const recipesCheck = defineCommand({
     // In watch mode `--json` prints each check on a line of its own (a stream a tool reads line by line), and the
     // lines about watching go to stderr, out of that stream.
     const report = (result: CheckResult) => (json ? ctx.write(`${JSON.stringify(result.json)}\n`) : ctx.write(result.text))
-    const since = watchedFingerprint(dir)
+    // The folder of the recipe named (a path may be outside RECIPES_DIR), else RECIPES_DIR.
+    const watched = name ? dirname(resolve(namedRecipeFile(name, dir))) : dir
+    const since = watchedFingerprint(watched)
     // A mistake in the command itself (a name that is no recipe) ends it, as without --watch.
     report(await check())
-    return rerunOnChange({ dir, since, again: 'checking again', say: (text) => (json ? process.stderr.write(text) : ctx.write(text)), rerun: async () => report(await check()) })
+    return rerunOnChange({ dir: watched, since, again: 'checking again', say: (text) => (json ? process.stderr.write(text) : ctx.write(text)), rerun: async () => report(await check()) })
   },
 })

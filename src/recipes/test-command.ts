@@ -5,7 +5,7 @@ import { renderPlan } from './present.ts'
 import { testRecipe } from './test-recipe.ts'
 import { decodeSummary, encodeSummary, summaryLine } from './summary.ts'
 import { dirname, resolve } from 'node:path'
-import { findRecipeFile } from './find-recipe-file.ts'
+import { namedRecipeFile } from './named-recipe-file.ts'
 import { rerunOnChange } from './rerun-on-change.ts'
 import { keepTypeCheckerWarm, warmTypeChecker } from './type-verdicts.ts'
 import { watchedFingerprint } from './watch-folder.ts'
@@ -82,13 +82,7 @@ export const recipesTest = defineCommand({
     // Watching: the recipe's folder (its helpers) and the fixtures. A name that is no recipe ends it (exit 2), as
     // without --watch; anything else a run finds — a type error, a fixture that does not parse — is said, and the
     // next save runs it again.
-    let file: string
-    try {
-      file = findRecipeFile(name, config.recipes.dir)
-    } catch (error) {
-      if (error instanceof ArgumentError) throw new CliError(error.message)
-      throw error
-    }
+    const file = namedRecipeFile(name, config.recipes.dir)
     const dir = dirname(resolve(file))
     const fixtures = [events, csv].filter((f): f is string => f !== undefined).map((f) => resolve(f))
     const say = (text: string) => (json ? process.stderr.write(text) : ctx.write(text))

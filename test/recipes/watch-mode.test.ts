@@ -132,6 +132,22 @@ describe('recipes check --watch', () => {
     expect(watching.stderr()).toMatch(/greet\.ts changed: checking again\n[\s\S]*stopped watching\n$/)
   })
 
+  it('watches the folder of a recipe given by path, outside RECIPES_DIR', async () => {
+    folder = tempRecipesDir()
+    const elsewhere = tempRecipesDir()
+    try {
+      const file = elsewhere.write('greet', RECIPE)
+      elsewhere.write('lib/greeting', HELPER)
+      const watching = watchCheck([file])
+      expect(await watching.next(/watching .* for changes/)).toContain('1 recipe checked: no type errors')
+      elsewhere.write('greet', RECIPE.replace("greeting('team')", 'greeting(42)'))
+      expect(await watching.next(/type error in 1 file/)).toMatch(/greet\.ts:7:23 Argument of type 'number'/)
+      expect(await watching.stop()).toBe(0)
+    } finally {
+      elsewhere.cleanup()
+    }
+  })
+
   it('ends at once, exit 2, for a name that is no recipe', async () => {
     folder = tempRecipesDir()
     folder.write('greet', RECIPE)
