@@ -116,7 +116,7 @@ ${fields('Run', [
   ['Error', run.error ?? '—'],
 ])}
 <h2>Plan</h2>
-<div id="plan">${renderPlanHtml(run.plan)}</div>`,
+<div id="plan">${renderPlanHtml(run.plan, name)}</div>`,
     })
   })
 }
