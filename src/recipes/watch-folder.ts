@@ -55,11 +55,11 @@ export function changedFiles(before: string, after: string): string[] {
 
 /**
  * Calls `onChange` with the files of a recipes folder (sub-folders such as `lib/` included: what a reload reads), and
- * of `options.files`, that were added, removed or changed, one call at a time: a change made while `onChange` runs is reported once it has
- * finished. The folder's own watch makes a save seen within `settleMs`; a look every `pollMs` catches what the watch
- * does not cover (files in sub-folders) or misses (an editor's atomic save, seen once and then never again on Linux:
- * the engine's watch says more; files outside the folder are seen by the look alone). A look compares sizes and modification times only, so a watch event that changed
- * nothing (a file opened, touched to the same content by another tool) calls nothing.
+ * of `options.files`, that were added, removed or changed — one call at a time: a change made while `onChange` runs is
+ * reported once it has finished. The folder's own watch makes a save seen within `settleMs`; a look every `pollMs`
+ * catches what the watch does not cover (files in sub-folders, `options.files`) or misses (an editor's atomic save,
+ * seen once and then never again on Linux: the engine's watch says more). A look compares sizes and modification
+ * times, so a watch event that changed neither (a file opened or read) calls nothing.
  */
 export function watchRecipesFolder(dir: string, onChange: (changed: string[]) => Promise<void>, options: RecipesFolderWatchOptions = {}): RecipesFolderWatch {
   const pollMs = options.pollMs ?? 500
