@@ -5,6 +5,7 @@ import { CliError, defineCommand } from '../cli-kit.ts'
 import { cliName } from '../utils/cli-name.ts'
 import { loadRecipes } from './loader.ts'
 import { ensureEditorTsconfig } from './editor-tsconfig.ts'
+import { samplePath } from './sample-path.ts'
 
 /** The starting points `recipes new --from` offers: each a commented recipe in ./templates that type-checks as is. */
 export const RECIPE_TEMPLATES = ['followup', 'batch', 'report', 'webhook-forward'] as const
@@ -34,11 +35,11 @@ async function sharedTriggers(dir: string, name: string, timezone: string): Prom
 }
 
 /** What `recipes test` takes to show each template at work: the sample its trigger needs. */
-const TEST_INPUT: Record<RecipeTemplate, string> = {
-  followup: ' --events data/samples/no-answer-events.json   # a dry run on sample no_answer/busy events',
-  batch: ` --csv data/samples/leads.csv --now 2026-01-15T04:00:00Z   # a sample CSV, at a morning hour`,
-  report: '   # the report of an empty day (a dry run: nothing is mailed)',
-  'webhook-forward': ' --events data/samples/completed-events.json   # logs what it would forward',
+const TEST_INPUT: Record<RecipeTemplate, () => string> = {
+  followup: () => ` --events ${samplePath('no-answer-events.json')}   # a dry run on sample no_answer/busy events`,
+  batch: () => ` --csv ${samplePath('leads.csv')} --now 2026-01-15T04:00:00Z   # a sample CSV, at a morning hour`,
+  report: () => '   # the report of an empty day (a dry run: nothing is mailed)',
+  'webhook-forward': () => ` --events ${samplePath('completed-events.json')}   # logs what it would forward`,
 }
 
 /** `recipes new <name> [--from followup|batch|report|webhook-forward]`: writes RECIPES_DIR/<name>.ts. */
@@ -81,7 +82,7 @@ export const recipesNew = defineCommand({
         'next:',
         `  ${cli} recipes check ${name} --watch    # type errors, as file:line:col, again on every save`,
         `  ${cli} recipes run ${name} --dry-run    # the plan: calls, batches, mails`,
-        `  ${cli} recipes test ${name}${TEST_INPUT[from as RecipeTemplate]}`,
+        `  ${cli} recipes test ${name}${TEST_INPUT[from as RecipeTemplate]()}`,
         'reference: docs/recipes.md',
         '',
       ].join('\n'),

@@ -9,6 +9,7 @@ import { namedRecipeFile } from './named-recipe-file.ts'
 import { rerunOnChange } from './rerun-on-change.ts'
 import { keepTypeCheckerWarm, warmTypeChecker } from './type-verdicts.ts'
 import { watchedFingerprint } from './watch-folder.ts'
+import { samplePath } from './sample-path.ts'
 
 /**
  * `recipes test <name> --events file.json | --csv file.csv [--now ISO] [--json]`: a dry run against
@@ -67,7 +68,7 @@ export const recipesTest = defineCommand({
         const lines = [`recipe ${result.recipe}: ${result.status} (dry run on a frozen clock at ${result.now}; nothing was called, launched or mailed)`]
         if (events === undefined && csv === undefined) {
           // Legitimate (a scheduled recipe's dry run), but an empty throw-away database makes for an empty plan.
-          lines.push(`note: no --events or --csv, so it ran as ${result.trigger === 'cron' ? `its scheduled tick at ${result.now} would` : 'a manual run'}, over an empty database; samples: --events data/samples/no-answer-events.json, --csv data/samples/leads.csv`)
+          lines.push(`note: no --events or --csv, so it ran as ${result.trigger === 'cron' ? `its scheduled tick at ${result.now} would` : 'a manual run'}, over an empty database; samples: --events ${samplePath('no-answer-events.json')}, --csv ${samplePath('leads.csv')}`)
         }
         for (const w of result.warnings) lines.push(`warning: ${w}`)
         for (const l of result.log) lines.push(`log ${l.level}: ${l.msg}${l.fields ? ` ${JSON.stringify(l.fields)}` : ''}`)

@@ -1,9 +1,10 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, expect, it } from 'vitest'
 import { main } from '../../src/cli.ts'
 import { RECIPE_TEMPLATES } from '../../src/recipes/new-command.ts'
+import { samplePath } from '../../src/recipes/sample-path.ts'
 
 /** `recipes new` writes a recipe that passes `recipes check` and runs in `--dry-run` as it is. */
 const dir = mkdtempSync(join(tmpdir(), 'sb-new-'))
@@ -50,7 +51,9 @@ it('suggests, for each template, a recipes test with the sample its trigger need
     const written = await cli('recipes', 'new', `try-${template}`, '--from', template)
     const hint = written.out.split('\n').find((line) => line.includes(`recipes test try-${template}`))!
     // Typed in the checkout, as the hint is meant: its sample paths are the checkout's (the tests run elsewhere).
-    const args = hint.slice(hint.indexOf('recipes test')).split('#')[0]!.trim().split(/\s+/).map((a) => (a.startsWith('data/samples/') ? join(ROOT, a) : a))
+    // Named so that the command line works where it was typed: the tests run outside the checkout, so in full.
+    const args = hint.slice(hint.indexOf('recipes test')).split('#')[0]!.trim().split(/\s+/)
+    for (const sample of args.filter((a) => a.includes('data/samples/'))) expect(existsSync(sample), sample).toBe(true)
     // At the default LOG_LEVEL, as a user runs it (this file's runs are silent otherwise).
     let out = ''
     let err = ''
@@ -102,4 +105,11 @@ it('makes a RECIPES_DIR that does not exist yet, and says so (every other comman
   const other = await main(['recipes', 'list'], { env: { ...env, RECIPES_DIR: join(dir, 'typo') }, stdout: () => {}, stderr: (t) => void (err += t) })
   expect(other).toBe(2)
   expect(err).toMatch(/RECIPES_DIR does not exist/)
+})
+
+it('names a sample relative to where the command runs inside the checkout, in full from anywhere else', () => {
+  expect(samplePath('leads.csv', ROOT)).toBe('data/samples/leads.csv')
+  expect(samplePath('leads.csv', join(ROOT, 'recipes'))).toBe(join(ROOT, 'data/samples/leads.csv'))
+  expect(samplePath('leads.csv', tmpdir())).toBe(join(ROOT, 'data/samples/leads.csv'))
+  expect(existsSync(samplePath('no-answer-events.json', tmpdir()))).toBe(true)
 })

@@ -91,7 +91,8 @@ export default defineRecipe({ description: 'says its zone and country', run: (ct
 it('without --events or --csv: a scheduled recipe runs as its tick at --now would (trigger cron), and says where sample inputs are', async () => {
   const { code, out } = await cli('recipes', 'test', 'no-answer-followup', '--now', '2026-01-15T04:00:00Z')
   expect(code).toBe(0)
-  expect(out.split('\n')[1]).toBe('note: no --events or --csv, so it ran as its scheduled tick at 2026-01-15T04:00:00.000Z would, over an empty database; samples: --events data/samples/no-answer-events.json, --csv data/samples/leads.csv')
+  // The samples named so that they open from here (the tests run outside the checkout: in full).
+  expect(out.split('\n')[1]).toBe(`note: no --events or --csv, so it ran as its scheduled tick at 2026-01-15T04:00:00.000Z would, over an empty database; samples: --events ${SAMPLES}/no-answer-events.json, --csv ${SAMPLES}/leads.csv`)
   expect(out).toContain('plan: nothing')
   const json = await cli('recipes', 'test', 'no-answer-followup', '--now', '2026-01-15T04:00:00Z', '--json')
   expect(JSON.parse(json.out)).toMatchObject({ trigger: 'cron', now: '2026-01-15T04:00:00.000Z' })
