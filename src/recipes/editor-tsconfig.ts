@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { recipeCompilerOptionsJson } from './recipe-compiler-options.ts'
 
 /** The checkout (or installation) this module runs from. */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
@@ -9,29 +10,14 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 export const EDITOR_TSCONFIG_MARK = '// Written by switchboard (recipes new)'
 
 /**
- * A recipes folder's tsconfig.json for an editor: the compiler options `recipes check` uses (src/recipes/typecheck.ts;
- * a test holds the two together), with `switchboard` and Node's types mapped to this installation by absolute path. A
+ * A recipes folder's tsconfig.json for an editor: the compiler options `recipes check` uses
+ * (src/recipes/recipe-compiler-options.ts), with `switchboard` and Node's types mapped to this installation by path. A
  * folder outside the checkout (RECIPES_DIR=/srv/recipes, a repository of the team's own) had none: `recipes check`
  * needs none, but an editor then could not resolve `import … from 'switchboard'` and marked every line of a recipe.
  */
 export function editorTsconfig(root = ROOT): string {
   const config = {
-    compilerOptions: {
-      target: 'ES2022',
-      module: 'ESNext',
-      moduleResolution: 'Bundler',
-      lib: ['ES2023'],
-      allowImportingTsExtensions: true,
-      noEmit: true,
-      strict: true,
-      skipLibCheck: true,
-      esModuleInterop: true,
-      resolveJsonModule: true,
-      isolatedModules: true,
-      types: ['node'],
-      typeRoots: [join(root, 'node_modules/@types')],
-      paths: { switchboard: [join(root, 'src/index.ts')] },
-    },
+    compilerOptions: recipeCompilerOptionsJson(root),
     include: ['**/*.ts'],
     exclude: ['node_modules'],
   }

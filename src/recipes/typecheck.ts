@@ -15,32 +15,18 @@ const ts = createRequire(import.meta.url)('typescript') as typeof TypeScript
  * This module loads the compiler (large): the service reaches it only off its start path (a worker).
  */
 export { formatDiagnostic, type RecipeDiagnostic } from './diagnostic.ts'
+import { recipeCompilerOptionsJson } from './recipe-compiler-options.ts'
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 export const PUBLIC_API_FILE = resolve(ROOT, 'src/index.ts')
 
-/**
- * Close to the project's tsconfig, minus what suits a codebase but not a user's recipe folder:
- * `Bundler` resolution (a folder outside the checkout has no package.json saying it is ESM, and NodeNext
- * would read its files as CommonJS), no `verbatimModuleSyntax`, no `noUncheckedIndexedAccess`, and no DOM
- * library: recipes run in Node, where `document` or `localStorage` do not exist (what Node has — fetch, URL,
- * TextEncoder, AbortController — @types/node declares), and lib.dom was a fifth of every check's parsing.
- */
-export const RECIPE_COMPILER_OPTIONS: TypeScript.CompilerOptions = {
-  target: ts.ScriptTarget.ES2022,
-  module: ts.ModuleKind.ESNext,
-  moduleResolution: ts.ModuleResolutionKind.Bundler,
-  lib: ['lib.es2023.d.ts'],
-  allowImportingTsExtensions: true,
-  noEmit: true,
-  strict: true,
-  skipLibCheck: true,
-  esModuleInterop: true,
-  resolveJsonModule: true,
-  isolatedModules: true,
-  types: ['node'],
-  typeRoots: [resolve(ROOT, 'node_modules/@types')],
-  paths: { switchboard: [PUBLIC_API_FILE] },
+/** The options of src/recipes/recipe-compiler-options.ts, as the compiler API takes them. */
+export const RECIPE_COMPILER_OPTIONS: TypeScript.CompilerOptions = compilerOptions()
+
+function compilerOptions(): TypeScript.CompilerOptions {
+  const converted = ts.convertCompilerOptionsFromJson(recipeCompilerOptionsJson(ROOT), ROOT)
+  if (converted.errors.length > 0) throw new Error(`recipe compiler options: ${ts.flattenDiagnosticMessageText(converted.errors[0]!.messageText, ' ')}`)
+  return converted.options
 }
 
 let previous: TypeScript.Program | undefined
