@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { ConfigError, ensureSandboxSecret, type Config } from '../config/load.ts'
 import { resolveConfig } from '../config/file.ts'
-import { openStore, parseDatabaseUrl, type Store } from '../db/connect.ts'
+import { openMigratedMemoryStore, openStore, parseDatabaseUrl, type Store } from '../db/connect.ts'
 import { createRuntime, type Runtime } from '../runtime.ts'
 import { setLoadWatch, type LoadWatch } from '../recipes/load-watch.ts'
 import { cliLoadWatch } from '../recipes/cli-watchdog.ts'
@@ -33,27 +33,30 @@ export async function runDoctor(env: Record<string, string | undefined>, options
     return skipRest('needs a valid configuration')
   }
 
-  // A SQLite file not made yet is a fresh install, not a problem — and doctor, which only looks, does not make it.
+  // A SQLite file not made yet is a fresh install, not a problem — and doctor, which only looks, does not make it. The
+  // checks after it still run, on an empty database in memory: the recipes load or do not, the relay answers or does
+  // not, whatever the service has stored (on a fresh install every one of them was skipped, the recipes' too).
   const { dialect, location } = parseDatabaseUrl(config.databaseUrl)
-  if (dialect === 'sqlite' && location !== ':memory:' && !existsSync(location)) {
-    results.push(ok('database', `not created yet: ${cli === 'npm start' ? 'npm start' : `npm start (or ${cli} migrate)`} creates ${location}`))
-    return skipRest('needs the database (not created yet)')
-  }
+  const fresh = dialect === 'sqlite' && location !== ':memory:' && !existsSync(location)
   let store: Store
   try {
-    store = await openStore(config.databaseUrl)
+    store = fresh ? await openMigratedMemoryStore() : await openStore(config.databaseUrl)
   } catch (error) {
     results.push(problem('database', `cannot open ${config.databaseUrl.split(':')[0]}: ${describeError(error)}`, 'check DATABASE_URL and that the database is up'))
     return skipRest('needs the database')
   }
   let rt: Runtime | undefined
   try {
-    // A problem of the database's (a Postgres schema that does not exist, say) is this check's line, not doctor's exit 2.
-    const database = await checkDatabase(store, cli).catch((error: unknown) =>
-      problem('database', describeError(error).replace(/^Invalid configuration: /, ''), 'fix what the message names (README → Running on Postgres)'),
-    )
-    results.push(database)
-    if (database.status === 'problem') return skipRest('needs a reachable, migrated database')
+    if (fresh) {
+      results.push(ok('database', `not created yet: ${cli === 'npm start' ? 'npm start' : `npm start (or ${cli} migrate)`} creates ${location}`))
+    } else {
+      // A problem of the database's (a Postgres schema that does not exist, say) is this check's line, not doctor's exit 2.
+      const database = await checkDatabase(store, cli).catch((error: unknown) =>
+        problem('database', describeError(error).replace(/^Invalid configuration: /, ''), 'fix what the message names (README → Running on Postgres)'),
+      )
+      results.push(database)
+      if (database.status === 'problem') return skipRest('needs a reachable, migrated database')
+    }
     // The runtime borrows the store: doctor never migrates, it only reports.
     try {
       rt = await createRuntime(config, { store, skipMigrate: true, log: createSilentLogger() })

@@ -7,6 +7,7 @@ import { startServer, type RunningServer } from '../../src/server.ts'
 import { closedPort, startSmtp } from '../reports/smtp.ts'
 import { enqueueEventFires } from '../../src/recipes/claims.ts'
 import { discardRecipeQueue } from '../../src/recipes/queue-control.ts'
+import { tempRecipesDir } from '../recipes/helpers.ts'
 
 // doctor against real things: a SQLite file, the service with its sandbox running in-process, a real
 // SMTP server (smtp-server), and ports with nothing behind them.
@@ -116,11 +117,25 @@ describe('doctor', () => {
   it('a database that is not migrated, and invalid configuration, stop the checks that need them', async () => {
     const fresh = mkdtempSync(join(tmpdir(), 'sb-doctor-fresh-'))
     dirs.push(fresh)
-    // Before the first start: nothing to check yet, and doctor makes nothing (no database file, no webhook secret).
+    // Before the first start: no database to check yet, and doctor makes none (no database file, no webhook secret) —
+    // but what needs no stored data is still checked, on an empty database in memory: the recipes, the mail relay.
     const before = await doctor({ DATA_DIR: fresh, WEBHOOK_SECRET: '' })
     expect(before.code).toBe(0)
     expect(before.lines[1]).toBe(`ok       database       not created yet: npm start (or switchboard migrate) creates ${join(fresh, 'switchboard.db')}`)
-    expect(readdirSync(fresh)).toEqual([])
+    expect(before.lines[2]).toMatch(/^ok\s+recipes\s+3 load \(daily-report, nightly-batch, no-answer-followup\)$/)
+    expect(before.lines[3]).toMatch(/^ok\s+smtp\s+127\.0\.0\.1:\d+ accepts connections \(for daily-report\)$/)
+    expect(readdirSync(fresh).filter((f) => f !== 'cache')).toEqual([])
+    // A recipe that does not load is found before the first start too.
+    const broken = tempRecipesDir()
+    try {
+      broken.write('typo', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'x', schedule: '0 25 * * *', run: () => 1 })\n`)
+      const found = await doctor({ DATA_DIR: fresh, WEBHOOK_SECRET: '', RECIPES_DIR: broken.dir })
+      expect(found.code).toBe(1)
+      expect(found.lines[2]).toMatch(/^PROBLEM\s+recipes\s+1 of 1 do not load: typo: /)
+      expect(readdirSync(fresh).filter((f) => f !== 'cache')).toEqual([])
+    } finally {
+      broken.cleanup()
+    }
     // A database file with no tables (made by another program, or a start that stopped before migrating).
     writeFileSync(join(fresh, 'switchboard.db'), '')
     const unmigrated = await doctor({ DATA_DIR: fresh })
