@@ -1,4 +1,4 @@
-import { basename, dirname, join, resolve } from 'node:path'
+import { dirname, resolve } from 'node:path'
 import { resolveConfig } from '../config/file.ts'
 import { defineCommand, JSON_OPTION } from '../cli-kit.ts'
 import { namedRecipeFile } from './named-recipe-file.ts'
@@ -46,7 +46,7 @@ async function checkRecipes(dir: string, name: string | undefined, timezone: str
   lines.push(found.length ? found.join('; ') : `${plural(files.length, 'recipe')} checked: no type errors`)
   return {
     code: diagnostics.length || broken.length ? 1 : 0,
-    json: { dir, files: files.map((f) => join(dir, basename(f))), errors: diagnostics, broken },
+    json: { dir, files: files.map((f) => resolve(f)), errors: diagnostics, broken },
     text: lines.map((l) => `${l}\n`).join(''),
   }
 }

@@ -40,8 +40,10 @@ interface Watching {
 let folder: ReturnType<typeof tempRecipesDir> | undefined
 let dataDir: string | undefined
 let running: ChildProcess | undefined
+const cleanups: Array<() => void> = []
 afterEach(() => {
   if (running && running.exitCode === null) running.kill('SIGKILL')
+  for (const cleanup of cleanups.splice(0)) cleanup()
   folder?.cleanup()
   if (dataDir) rmSync(dataDir, { recursive: true, force: true })
   folder = dataDir = running = undefined
@@ -115,37 +117,26 @@ describe('recipes check --watch', () => {
     expect(watching.stdout()).toMatch(/stopped watching\n$/)
   })
 
-  it('with --json prints each check as one JSON object a line, the lines about watching on stderr', async () => {
+  it('with --json prints each check as one JSON object a line, the lines about watching on stderr; a recipe given by path is watched in its own folder', async () => {
+    // RECIPES_DIR is another, empty folder: the recipe is named by its path.
     folder = tempRecipesDir()
-    folder.write('greet', RECIPE)
-    folder.write('lib/greeting', HELPER)
-    const watching = watchCheck(['greet', '--json'])
+    const elsewhere = tempRecipesDir()
+    cleanups.push(() => elsewhere.cleanup())
+    const file = elsewhere.write('greet', RECIPE)
+    elsewhere.write('lib/greeting', HELPER)
+    const watching = watchCheck([file, '--json'])
     await watching.next(/\n$/)
     await expect.poll(() => watching.stderr()).toMatch(/watching .* for changes/)
-    folder.write('greet', RECIPE.replace("greeting('team')", 'greeting(42)'))
+    elsewhere.write('greet', RECIPE.replace("greeting('team')", 'greeting(42)'))
     await watching.next(/"errors":\[\{/)
     expect(await watching.stop()).toBe(0)
     const checks = watching.stdout().trim().split('\n').map((line) => JSON.parse(line) as { files: string[]; errors: Array<{ line: number; column: number; message: string }>; broken: unknown[] })
     expect(checks).toHaveLength(2)
-    expect(checks[0]).toMatchObject({ files: [join(folder.dir, 'greet.ts')], errors: [], broken: [] })
+    // The file checked, where it is (it was named as if in RECIPES_DIR).
+    expect(checks[0]).toMatchObject({ files: [file], errors: [], broken: [] })
+    expect(checks[1]!.errors[0]).toMatchObject({ file })
     expect(checks[1]!.errors).toEqual([expect.objectContaining({ line: 7, column: 23, message: expect.stringMatching(/^Argument of type 'number'/) })])
     expect(watching.stderr()).toMatch(/greet\.ts changed: checking again\n[\s\S]*stopped watching\n$/)
-  })
-
-  it('watches the folder of a recipe given by path, outside RECIPES_DIR', async () => {
-    folder = tempRecipesDir()
-    const elsewhere = tempRecipesDir()
-    try {
-      const file = elsewhere.write('greet', RECIPE)
-      elsewhere.write('lib/greeting', HELPER)
-      const watching = watchCheck([file])
-      expect(await watching.next(/watching .* for changes/)).toContain('1 recipe checked: no type errors')
-      elsewhere.write('greet', RECIPE.replace("greeting('team')", 'greeting(42)'))
-      expect(await watching.next(/type error in 1 file/)).toMatch(/greet\.ts:7:23 Argument of type 'number'/)
-      expect(await watching.stop()).toBe(0)
-    } finally {
-      elsewhere.cleanup()
-    }
   })
 
   it('ends at once, exit 2, for a name that is no recipe', async () => {
