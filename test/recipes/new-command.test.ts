@@ -110,6 +110,12 @@ it('makes a RECIPES_DIR that does not exist yet, and says so (every other comman
 it('names a sample relative to where the command runs inside the checkout, in full from anywhere else', () => {
   expect(samplePath('leads.csv', ROOT)).toBe('data/samples/leads.csv')
   expect(samplePath('leads.csv', join(ROOT, 'recipes'))).toBe(join(ROOT, 'data/samples/leads.csv'))
-  expect(samplePath('leads.csv', tmpdir())).toBe(join(ROOT, 'data/samples/leads.csv'))
-  expect(existsSync(samplePath('no-answer-events.json', tmpdir()))).toBe(true)
+  // A folder beside the checkout (tmpdir() itself may hold it: CI clones under /tmp, and from there the path is relative).
+  const elsewhere = mkdtempSync(join(tmpdir(), 'sb-elsewhere-'))
+  try {
+    expect(samplePath('leads.csv', elsewhere)).toBe(join(ROOT, 'data/samples/leads.csv'))
+    expect(existsSync(samplePath('no-answer-events.json', elsewhere))).toBe(true)
+  } finally {
+    rmSync(elsewhere, { recursive: true, force: true })
+  }
 })
