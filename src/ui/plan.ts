@@ -1,14 +1,7 @@
 import type { PlannedEffect } from '../effects.ts'
+import { SHOWN_CALLS, SHOWN_ROWS } from '../recipes/present.ts'
 import { fields, table } from './components.ts'
 import { html, type SafeHtml } from './html.ts'
-
-/**
- * The most rows of a batch (and of its rejected rows) and the most calls a plan's page shows: a dry run of a nightly batch
- * over a list of 100,000 contacts made a page of 6.6 MB, one table row a contact, which a browser renders slowly and
- * nobody reads; the counts stay in each heading, and the CLI's --json gives the plan whole.
- */
-export const SHOWN_ROWS = 500
-export const SHOWN_CALLS = 200
 
 /**
  * A run's plan for people (the HTML form of `renderPlan` in recipes/present.ts): each batch with its rows

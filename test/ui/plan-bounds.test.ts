@@ -1,6 +1,7 @@
 import { expect, it } from 'vitest'
 import type { PlannedEffect } from '../../src/effects.ts'
-import { renderPlanHtml, SHOWN_CALLS, SHOWN_ROWS } from '../../src/ui/plan.ts'
+import { SHOWN_CALLS, SHOWN_ROWS } from '../../src/recipes/present.ts'
+import { renderPlanHtml } from '../../src/ui/plan.ts'
 
 /**
  * A plan's page (a dry run from the dashboard) shows the start of a long plan: a nightly batch over 100,000 contacts
