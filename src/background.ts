@@ -11,8 +11,6 @@ import { startInstanceRegistry } from './instances.ts'
 import { setProcessedElsewhere } from './coordination/processing-task.ts'
 import type { Role } from './roles.ts'
 
-export { ROLES, type Role } from './roles.ts'
-
 /**
  * Starts each feature's background work for a role; returns a function that stops it all. `all` here is
  * inline (one event loop: tests, embedders); the CLI's `serve` moves the worker role to a thread.

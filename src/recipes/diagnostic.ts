@@ -1,4 +1,4 @@
-import { isAbsolute, relative } from 'node:path'
+import { shownPath } from '../utils/shown-path.ts'
 
 /**
  * A recipe's type error as the checker reports it. Apart from the checker (src/recipes/typecheck.ts) so the
@@ -18,8 +18,5 @@ export interface RecipeDiagnostic {
 
 /** `file:line:col message`, the file relative to `cwd` when it is inside it. */
 export function formatDiagnostic(d: RecipeDiagnostic, cwd = process.cwd()): string {
-  if (!d.file) return d.message
-  const rel = relative(cwd, d.file)
-  const shown = rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : d.file
-  return `${shown}:${d.line}:${d.column} ${d.message}`
+  return d.file ? `${shownPath(d.file, cwd)}:${d.line}:${d.column} ${d.message}` : d.message
 }

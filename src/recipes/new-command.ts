@@ -1,11 +1,12 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { basename, join, relative } from 'node:path'
+import { basename, join } from 'node:path'
 import { resolveConfig } from '../config/file.ts'
 import { CliError, defineCommand } from '../cli-kit.ts'
 import { cliName } from '../utils/cli-name.ts'
 import { loadRecipes } from './loader.ts'
 import { ensureEditorTsconfig } from './editor-tsconfig.ts'
 import { samplePath } from './sample-path.ts'
+import { shownPath } from '../utils/shown-path.ts'
 
 /** The starting points `recipes new --from` offers: each a commented recipe in ./templates that type-checks as is. */
 export const RECIPE_TEMPLATES = ['followup', 'batch', 'report', 'webhook-forward'] as const
@@ -69,7 +70,7 @@ export const recipesNew = defineCommand({
     writeFileSync(file, recipeTemplate(from as RecipeTemplate, name))
     // An editor's view of the folder: without it, one outside the checkout had `switchboard` unresolved on every line.
     const tsconfig = ensureEditorTsconfig(dir)
-    const shown = relative(process.cwd(), file).startsWith('..') ? file : relative(process.cwd(), file)
+    const shown = shownPath(file)
     const cli = cliName(ctx.env)
     ctx.write(
       [

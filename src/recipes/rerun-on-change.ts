@@ -1,12 +1,6 @@
-import { isAbsolute, relative } from 'node:path'
+import { shownPath } from '../utils/shown-path.ts'
 import { waitForStopSignal } from '../utils/stop-signal.ts'
 import { watchRecipesFolder } from './watch-folder.ts'
-
-/** Relative to the working directory when the file is inside it (as diagnostics show files). */
-export function shownPath(file: string, cwd = process.cwd()): string {
-  const rel = relative(cwd, file)
-  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : file
-}
 
 /** The local time of day, for the line each run again starts with. */
 const timeOfDay = (date = new Date()) => date.toTimeString().slice(0, 8)

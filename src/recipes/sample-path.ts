@@ -1,5 +1,6 @@
-import { isAbsolute, join, relative, resolve } from 'node:path'
+import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { shownPath } from '../utils/shown-path.ts'
 
 /** The checkout's sample files (`data/samples/`). */
 const SAMPLES = resolve(fileURLToPath(new URL('../../data/samples', import.meta.url)))
@@ -10,7 +11,5 @@ const SAMPLES = resolve(fileURLToPath(new URL('../../data/samples', import.meta.
  * user whose recipes folder is elsewhere (RECIPES_DIR=/srv/recipes) to a file that is not there.
  */
 export function samplePath(name: string, cwd = process.cwd()): string {
-  const file = join(SAMPLES, name)
-  const rel = relative(cwd, file)
-  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : file
+  return shownPath(join(SAMPLES, name), cwd)
 }
