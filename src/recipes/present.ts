@@ -1,3 +1,4 @@
+import { shownPlan } from './shown-plan.ts'
 import type { PlannedEffect } from '../effects.ts'
 import type { RecipeInfo } from './engine.ts'
 import type { RecipeRun } from './runner.ts'
@@ -74,36 +75,27 @@ function phoneOf(effect: Extract<PlannedEffect, { kind: 'call' }>): string {
   return effect.request.parameters.find((p) => p.name === 'customer_phone')?.value ?? '(no customer_phone)'
 }
 
-/** The plan for people: each batch with its rows and rejects, each call, each mail. */
-/**
- * The most rows of a batch (and of its rejected rows) and the most calls a plan shows to people — the CLI's text and
- * the dashboard's page (src/ui/plan.ts): a dry run of a nightly batch over 100,000 contacts printed 100,000 lines (a
- * 6.6 MB page on the dashboard). The counts stay whole; `--json` gives every row.
- */
-export const SHOWN_ROWS = 500
-export const SHOWN_CALLS = 200
-
+/** The plan for people: each batch with its rows and rejects, each call, each mail — a long plan's start (shownPlan). */
 export function renderPlan(plan: PlannedEffect[]): string {
   if (plan.length === 0) return 'plan: nothing (no call, batch or mail)\n'
   const lines: string[] = [`plan: ${plan.length} side effect${plan.length === 1 ? '' : 's'}`]
   const more = (n: number, what: string, indent: string) => {
     if (n > 0) lines.push(`${indent}… and ${n} more ${what}, not shown (--json prints them all)`)
   }
-  const calls = plan.filter((effect) => effect.kind === 'call').length
-  let callsShown = 0
-  for (const effect of plan) {
+  for (const entry of shownPlan(plan)) {
+    if ('omittedCalls' in entry) {
+      more(entry.omittedCalls, 'calls', '  ')
+      continue
+    }
+    const { effect } = entry
     if (effect.kind === 'batch') {
-      lines.push(`  batch "${effect.name}" for agent ${effect.agent_id}: ${effect.rows.length} row${effect.rows.length === 1 ? '' : 's'}, ${effect.rejects.length} rejected`)
-      for (const row of effect.rows.slice(0, SHOWN_ROWS)) lines.push(`    ${JSON.stringify(row)}`)
-      more(effect.rows.length - SHOWN_ROWS, 'rows', '    ')
-      for (const r of effect.rejects.slice(0, SHOWN_ROWS)) lines.push(`    rejected row ${r.row}: ${JSON.stringify(r.raw)} — ${r.reason}`)
-      more(effect.rejects.length - SHOWN_ROWS, 'rejected rows', '    ')
+      const rows = effect.rows.length + entry.omittedRows
+      lines.push(`  batch "${effect.name}" for agent ${effect.agent_id}: ${rows} row${rows === 1 ? '' : 's'}, ${effect.rejects.length + entry.omittedRejects} rejected`)
+      for (const row of effect.rows) lines.push(`    ${JSON.stringify(row)}`)
+      more(entry.omittedRows, 'rows', '    ')
+      for (const r of effect.rejects) lines.push(`    rejected row ${r.row}: ${JSON.stringify(r.raw)} — ${r.reason}`)
+      more(entry.omittedRejects, 'rejected rows', '    ')
     } else if (effect.kind === 'call') {
-      callsShown++
-      if (callsShown > SHOWN_CALLS) {
-        if (callsShown === SHOWN_CALLS + 1) more(calls - SHOWN_CALLS, 'calls', '  ')
-        continue
-      }
       const r = effect.request
       const when = r.scheduled_for ? `at ${r.scheduled_for}` : 'now'
       lines.push(`  call ${phoneOf(effect)} with agent ${r.agent_id} ${when}${effect.note ? ` (${effect.note})` : ''}`)

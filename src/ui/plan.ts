@@ -1,33 +1,30 @@
 import type { PlannedEffect } from '../effects.ts'
-import { SHOWN_CALLS, SHOWN_ROWS } from '../recipes/present.ts'
+import { shownPlan } from '../recipes/shown-plan.ts'
 import { fields, table } from './components.ts'
 import { html, type SafeHtml } from './html.ts'
 
 /**
  * A run's plan for people (the HTML form of `renderPlan` in recipes/present.ts): each batch with its rows
- * and rejected rows with reasons, each call with its schedule, idempotency key and retry_context, each mail.
+ * and rejected rows with reasons, each call with its schedule, idempotency key and retry_context, each mail — a long
+ * plan's start (shownPlan), with how much more it has.
  */
 export function renderPlanHtml(plan: PlannedEffect[], runOf?: string): SafeHtml {
   if (plan.length === 0) return html`<p><em>Nothing planned: no call, batch or mail.</em></p>`
   const whole = runOf ? html` (a dry run from the command line prints them all: <code>npm run -s cli -- recipes run ${runOf} --dry-run --json</code>)` : ''
   const more = (n: number, what: string) => (n > 0 ? html`<p><em>… and ${n.toLocaleString('en')} more ${what}, not shown${whole}.</em></p>` : '')
-  const calls = plan.filter((effect) => effect.kind === 'call').length
-  let callsShown = 0
-  return html`${plan.map((effect, i) => {
+  return html`${shownPlan(plan).map((entry) => {
+    if ('omittedCalls' in entry) return more(entry.omittedCalls, 'calls')
+    const { effect, index: i } = entry
     if (effect.kind === 'batch') {
-      const rows = effect.rows.slice(0, SHOWN_ROWS)
-      const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))]
-      const rejects = effect.rejects.slice(0, SHOWN_ROWS)
+      const columns = [...new Set(effect.rows.flatMap((r) => Object.keys(r)))]
       return html`<section aria-label="${`Batch ${effect.name}`}">
-<h3>Batch “${effect.name}” for agent ${effect.agent_id}: ${effect.rows.length} row(s), ${effect.rejects.length} rejected</h3>
-${table(`Batch ${effect.name} rows`, columns, rows.map((r) => columns.map((c) => r[c] ?? '')), 'No rows.')}
-${more(effect.rows.length - rows.length, 'rows')}
-${rejects.length ? html`<h4>Rejected rows</h4>${table(`Batch ${effect.name} rejected rows`, ['Row', 'Value', 'Reason'], rejects.map((r) => [String(r.row), r.raw, r.reason]))}${more(effect.rejects.length - rejects.length, 'rejected rows')}` : ''}
+<h3>Batch “${effect.name}” for agent ${effect.agent_id}: ${effect.rows.length + entry.omittedRows} row(s), ${effect.rejects.length + entry.omittedRejects} rejected</h3>
+${table(`Batch ${effect.name} rows`, columns, effect.rows.map((r) => columns.map((c) => r[c] ?? '')), 'No rows.')}
+${more(entry.omittedRows, 'rows')}
+${effect.rejects.length ? html`<h4>Rejected rows</h4>${table(`Batch ${effect.name} rejected rows`, ['Row', 'Value', 'Reason'], effect.rejects.map((r) => [String(r.row), r.raw, r.reason]))}${more(entry.omittedRejects, 'rejected rows')}` : ''}
 </section>`
     }
     if (effect.kind === 'call') {
-      callsShown++
-      if (callsShown > SHOWN_CALLS) return callsShown === SHOWN_CALLS + 1 ? more(calls - SHOWN_CALLS, 'calls') : ''
       const r = effect.request
       const phone = r.parameters.find((p) => p.name === 'customer_phone')?.value ?? '(no customer_phone)'
       return html`<section aria-label="${`Call ${i + 1}`}">
