@@ -23,6 +23,8 @@ export interface CliContext {
   runtime(): Promise<Runtime>
   env: Record<string, string | undefined>
   write(text: string): void
+  /** Writes to stderr: what is not the command's output, where stdout carries it as JSON (`--watch --json`). */
+  writeErr(text: string): void
   /** Prints `value` as JSON (for --json). */
   json(value: unknown): void
   /** Prints rows as an aligned table. */

@@ -272,6 +272,7 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
         return runtime
       },
       write: out,
+      writeErr: err,
       json: (value) => out(JSON.stringify(value, null, 2) + '\n'),
       table: (rows, columns) => out(formatTable(rows, columns)),
     }

@@ -6,7 +6,8 @@ import { listRecipeFiles, loadRecipeFile, loadRecipes, type LoadOptions } from '
 import { cliLoadWatch } from './cli-watchdog.ts'
 import type { RecipeDiagnostic } from './diagnostic.ts'
 import { watchedFingerprint } from './watch-folder.ts'
-import { rerunOnChange, shownPath } from './rerun-on-change.ts'
+import { rerunOnChange } from './rerun-on-change.ts'
+import { shownPath } from '../utils/shown-path.ts'
 
 /** A file the service would list as broken before any type check: it does not load, or its definition is refused. */
 interface LoadProblem {
@@ -60,7 +61,7 @@ async function checkRecipes(dir: string, name: string | undefined, timezone: str
  *
  * `--watch` checks again whenever a file of the folder changes, until Ctrl-C (exit 0): the compiler keeps the parse
  * of every file that has not changed (src/recipes/typecheck.ts), so after the first check's few seconds a save is
- * answered in about a second — where a new `recipes check` parses switchboard's types and @types/node again.
+ * answered in a fraction of a second — where a new `recipes check` parses switchboard's types and @types/node again.
  */
 export const recipesCheck = defineCommand({
   name: 'recipes check',
@@ -71,7 +72,7 @@ export const recipesCheck = defineCommand({
   options: {
     watch: {
       type: 'boolean',
-      help: 'keep checking: check again each time a file of RECIPES_DIR (or a sub-folder such as lib/) changes — about a second after the first check — until Ctrl-C; with --json, one JSON object a line per check',
+      help: 'keep checking: check again each time a file of RECIPES_DIR (or a sub-folder such as lib/) changes — in a fraction of a second after the first check — until Ctrl-C; with --json, one JSON object a line per check',
     },
     json: JSON_OPTION,
   },
@@ -96,6 +97,6 @@ export const recipesCheck = defineCommand({
     const since = watchedFingerprint(watched)
     // A mistake in the command itself (a name that is no recipe) ends it, as without --watch.
     report(await check())
-    return rerunOnChange({ dir: watched, since, again: 'checking again', say: (text) => (json ? process.stderr.write(text) : ctx.write(text)), rerun: async () => report(await check()) })
+    return rerunOnChange({ dir: watched, since, again: 'checking again', say: (text) => (json ? ctx.writeErr(text) : ctx.write(text)), rerun: async () => report(await check()) })
   },
 })

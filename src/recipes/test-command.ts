@@ -86,7 +86,7 @@ export const recipesTest = defineCommand({
     const file = namedRecipeFile(name, config.recipes.dir)
     const dir = dirname(resolve(file))
     const fixtures = [events, csv].filter((f): f is string => f !== undefined).map((f) => resolve(f))
-    const say = (text: string) => (json ? process.stderr.write(text) : ctx.write(text))
+    const say = (text: string) => (json ? ctx.writeErr(text) : ctx.write(text))
     const since = watchedFingerprint(dir, fixtures)
     const release = keepTypeCheckerWarm()
     try {
