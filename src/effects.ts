@@ -20,6 +20,10 @@ export type PlannedEffect =
       /** Each row as an object with customer_phone and the other columns. */
       rows: Array<Record<string, string>>
       rejects: Array<{ row: number; raw: string; reason: string }>
+      /** In a run's record (src/recipes/kept-plan.ts): the rows past the first 500, left out. */
+      rows_omitted?: number
+      /** In a run's record: the rejected rows past the first 500, left out. */
+      rejects_omitted?: number
     }
   | {
       kind: 'mail'

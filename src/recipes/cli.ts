@@ -2,6 +2,7 @@ import { CliError, defineCommand, intFlag, isoFlag, JSON_OPTION, limitOption, ty
 import { BrokenRecipeError, recipeEngineFor, RecipeRunningError, UnknownRecipeError } from './engine.ts'
 import { recipeInfoJson, recipeListingJson, removedRecipes, renderRun, runJson } from './present.ts'
 import { listRuns } from './runner.ts'
+import { planSize } from './kept-plan.ts'
 import { summaryLine } from './summary.ts'
 import { recipesCheck } from './check-command.ts'
 import { recipesTest } from './test-command.ts'
@@ -90,7 +91,7 @@ const recipesRuns = defineCommand({
     const rt = await ctx.runtime()
     const runs = await listRuns(rt, { ...(name ? { recipe: name } : {}), limit })
     // The plan is the run's own record (`recipes run --json`, the dashboard): a listing keeps to one row a run.
-    if (ctx.values.json) return void ctx.json(runs.map((r) => ({ ...runJson(r), plan: undefined, planned: r.plan.length })))
+    if (ctx.values.json) return void ctx.json(runs.map((r) => ({ ...runJson(r), plan: undefined, plan_omitted: undefined, planned: planSize({ effects: r.plan, omitted: r.planOmitted }) })))
     ctx.table(
       runs.map((r) => ({
         started_at: new Date(r.startedAt).toISOString(),

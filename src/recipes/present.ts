@@ -1,4 +1,5 @@
-import { shownPlan } from './shown-plan.ts'
+import { OMITTED_WORDS, shownPlan } from './shown-plan.ts'
+import { planSize, type PlanOmitted } from './kept-plan.ts'
 import type { PlannedEffect } from '../effects.ts'
 import type { RecipeInfo } from './engine.ts'
 import type { RecipeRun } from './runner.ts'
@@ -68,6 +69,8 @@ export function runJson(run: RecipeRun) {
     summary: run.summary,
     error: run.error,
     plan: run.plan,
+    // A recorded run's plan is kept cut (src/recipes/kept-plan.ts): the effects of each kind it left out.
+    ...(Object.keys(run.planOmitted).length > 0 ? { plan_omitted: run.planOmitted } : {}),
   }
 }
 
@@ -75,16 +78,20 @@ function phoneOf(effect: Extract<PlannedEffect, { kind: 'call' }>): string {
   return effect.request.parameters.find((p) => p.name === 'customer_phone')?.value ?? '(no customer_phone)'
 }
 
-/** The plan for people: each batch with its rows and rejects, each call, each mail — a long plan's start (shownPlan). */
-export function renderPlan(plan: PlannedEffect[]): string {
-  if (plan.length === 0) return 'plan: nothing (no call, batch or mail)\n'
-  const lines: string[] = [`plan: ${plan.length} side effect${plan.length === 1 ? '' : 's'}`]
+/**
+ * The plan for people: each batch with its rows and rejects, each call, each mail — a long plan's start (shownPlan).
+ * `omitted`: what a run's record left out of it (src/recipes/kept-plan.ts).
+ */
+export function renderPlan(plan: PlannedEffect[], omitted: PlanOmitted = {}): string {
+  const size = planSize({ effects: plan, omitted })
+  if (size === 0) return 'plan: nothing (no call, batch or mail)\n'
+  const lines: string[] = [`plan: ${size} side effect${size === 1 ? '' : 's'}`]
   const more = (n: number, what: string, indent: string) => {
     if (n > 0) lines.push(`${indent}… and ${n} more ${what}, not shown (--json prints them all)`)
   }
-  for (const entry of shownPlan(plan)) {
-    if ('omittedCalls' in entry) {
-      more(entry.omittedCalls, 'calls', '  ')
+  for (const entry of shownPlan(plan, omitted)) {
+    if ('omittedKind' in entry) {
+      more(entry.omitted, OMITTED_WORDS[entry.omittedKind], '  ')
       continue
     }
     const { effect } = entry
@@ -121,5 +128,5 @@ export function renderRun(run: RecipeRun): string {
   ]
   if (run.error) lines.push(`error: ${run.error}`)
   if (run.summary !== null && run.summary !== undefined) lines.push(`summary: ${summaryLine(run.summary)}`)
-  return lines.join('\n') + '\n' + renderPlan(run.plan)
+  return lines.join('\n') + '\n' + renderPlan(run.plan, run.planOmitted)
 }

@@ -1,10 +1,9 @@
 import { dryRunClient } from './dry-run-client.ts'
 import { relative, resolve, sep } from 'node:path'
-import type { Selectable } from 'kysely'
-import type { RecipeRunsTable } from '../db/schema.ts'
+import type { Selectable, SelectQueryBuilder } from 'kysely'
+import type { Database, RecipeRunsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
 import type { Effects, PlannedEffect } from '../effects.ts'
-import { fromJson, toJson } from '../db/json.ts'
 import type { PipelineEvent } from '../events/hooks.ts'
 import type { RecipeContext, RecipeDefinition, RecipeTrigger, RecipeTriggerType } from './define.ts'
 import { recipeMetrics } from './metrics.ts'
@@ -12,6 +11,7 @@ import { createBindings } from './bindings.ts'
 import { createQueries } from './queries.ts'
 import { createKvState, recipeStateNamespace } from './state.ts'
 import { decodeSummary, encodeSummary } from './summary.ts'
+import { decodePlan, encodePlan, type PlanOmitted } from './kept-plan.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
 import { runOwner, takeRunSlot } from './overlap.ts'
 import { keepClosing } from './keep-closing.ts'
@@ -31,7 +31,10 @@ export interface RecipeRun {
   endedAt: number | null
   /** What `run` returned (a JSON value), or why the run was skipped; null when nothing. */
   summary: unknown
+  /** The run's side effects: whole for the run just made, as its record keeps them (src/recipes/kept-plan.ts) after. */
   plan: PlannedEffect[]
+  /** The effects of each kind the record left out of `plan` (none for the run just made). */
+  planOmitted: PlanOmitted
   error: string | null
   /** What `run` returned, unserialized (only on the run that just happened). */
   result?: unknown
@@ -80,6 +83,7 @@ export async function recordSkipped(rt: Runtime, recipe: string, trigger: Recipe
     endedAt: now,
     summary: reason,
     plan: [],
+    planOmitted: {},
     error: null,
   }
   recipeMetrics(rt.metrics).runs.inc({ recipe, trigger: trigger.type, outcome: 'skipped' })
@@ -203,13 +207,13 @@ export async function executeRun(
     const summary = decodeSummary(stored)
     await rt.store.db
       .updateTable('recipe_runs')
-      .set({ status, ended_at: endedAt, summary: stored, plan: effects.plan.length ? toJson(effects.plan) : null, error })
+      .set({ status, ended_at: endedAt, summary: stored, plan: encodePlan(effects.plan), error })
       .where('id', '=', id)
       .execute()
     if (status === 'succeeded') log.info({ summary }, 'recipe run succeeded')
     return {
       id, recipe: name, trigger: trigger.type, eventId: trigger.event?.eventId ?? null, dryRun, status,
-      startedAt, endedAt, summary, plan: effects.plan, error, result,
+      startedAt, endedAt, summary, plan: effects.plan, planOmitted: {}, error, result,
     }
   } catch (recording) {
     // The outcome could not be written as it is (a plan entry the recipe pushed that is not JSON, say). The row must
@@ -230,13 +234,16 @@ export async function executeRun(
     // As recorded: the plan may be what could not be written (and what a caller printing it would trip on too).
     return {
       id, recipe: name, trigger: trigger.type, eventId: trigger.event?.eventId ?? null, dryRun, status: 'failed',
-      startedAt, endedAt, summary: null, plan: [], error: closed, result,
+      startedAt, endedAt, summary: null, plan: [], planOmitted: {}, error: closed, result,
     }
   }
 }
 
-/** A `recipe_runs` row as a run (its `result`, the value in memory, is not stored). */
-function recordedRun(r: Selectable<RecipeRunsTable>): RecipeRun {
+/** A recorded run as a listing shows it: everything but its plan. */
+export type RunRecord = Omit<RecipeRun, 'plan' | 'planOmitted' | 'result'>
+
+/** A `recipe_runs` row, but for its plan, as a run. */
+function recordOf(r: Omit<Selectable<RecipeRunsTable>, 'plan'>): RunRecord {
   return {
     id: r.id,
     recipe: r.recipe,
@@ -247,31 +254,57 @@ function recordedRun(r: Selectable<RecipeRunsTable>): RecipeRun {
     startedAt: Number(r.started_at),
     endedAt: r.ended_at === null ? null : Number(r.ended_at),
     summary: decodeSummary(r.summary),
-    plan: fromJson<PlannedEffect[]>(r.plan) ?? [],
     error: r.error,
   }
 }
 
+/** A `recipe_runs` row as a run (its `result`, the value in memory, is not stored). */
+function recordedRun(r: Selectable<RecipeRunsTable>): RecipeRun {
+  const plan = decodePlan(r.plan)
+  return { ...recordOf(r), plan: plan.effects, planOmitted: plan.omitted }
+}
+
+type RunsQuery = { recipe?: string; eventId?: string; limit?: number }
+
+/** Every column of `recipe_runs` but the plan, which only a run's own page and the admin API's runs read. */
+const RECORD_COLUMNS = ['id', 'recipe', 'trigger', 'event_id', 'dry_run', 'status', 'started_at', 'ended_at', 'summary', 'error', 'process'] as const
+
 /**
- * Recorded runs, newest first: a recipe's (the (recipe, started_at) index), an event's (the event_id index) or every
- * recipe's. Every recipe's are read recipe by recipe, the newest `limit` of each, and merged: ordered by start alone,
- * the database read and sorted every run kept (a run per event batch adds up over a month).
+ * Recorded runs, newest first, with their plans as kept (the admin API's runs, `recipes runs --json`'s counts): a
+ * recipe's (the (recipe, started_at) index), an event's (the event_id index) or every recipe's.
  */
-export async function listRuns(rt: Runtime, query: { recipe?: string; eventId?: string; limit?: number } = {}): Promise<RecipeRun[]> {
+export async function listRuns(rt: Runtime, query: RunsQuery = {}): Promise<RecipeRun[]> {
+  return (await newestRuns(rt, query, (q) => q.selectAll())).map(recordedRun)
+}
+
+/** As listRuns, without the plans: what the dashboard's lists of runs show. */
+export async function listRunRecords(rt: Runtime, query: RunsQuery = {}): Promise<RunRecord[]> {
+  return (await newestRuns(rt, query, (q) => q.select(RECORD_COLUMNS))).map(recordOf)
+}
+
+/**
+ * The newest `limit` rows of the query. Every recipe's are read recipe by recipe, the newest `limit` of each, and
+ * merged: ordered by start alone, the database read and sorted every run kept (a run per event batch adds up over a
+ * month).
+ */
+async function newestRuns<R extends { id: string; started_at: number | bigint | string }>(
+  rt: Runtime,
+  query: RunsQuery,
+  columns: (q: SelectQueryBuilder<Database, 'recipe_runs', object>) => SelectQueryBuilder<Database, 'recipe_runs', R>,
+): Promise<R[]> {
   const limit = query.limit ?? 50
   const newest = (recipe: string | undefined) => {
-    let q = rt.store.db.selectFrom('recipe_runs').selectAll()
+    let q = columns(rt.store.db.selectFrom('recipe_runs'))
     if (recipe !== undefined) q = q.where('recipe', '=', recipe)
     if (query.eventId !== undefined) q = q.where('event_id', '=', query.eventId)
     return q.orderBy('started_at', 'desc').orderBy('id', 'desc').limit(limit).execute()
   }
-  if (query.recipe !== undefined || query.eventId !== undefined) return (await newest(query.recipe)).map(recordedRun)
+  if (query.recipe !== undefined || query.eventId !== undefined) return newest(query.recipe)
   const perRecipe = await Promise.all((await leadingKeys(rt.store.db, 'recipe_runs', 'recipe')).map(newest))
   return perRecipe
     .flat()
     .sort((a, b) => Number(b.started_at) - Number(a.started_at) || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
     .slice(0, limit)
-    .map(recordedRun)
 }
 
 /** One recorded run of `recipe`, or undefined when it has none with this id (the dashboard's run page). */

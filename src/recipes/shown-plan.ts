@@ -1,39 +1,47 @@
 import type { PlannedEffect } from '../effects.ts'
+import { keptPlan, type EffectKind, type PlanOmitted } from './kept-plan.ts'
 
 /**
- * The most rows of a batch (and of its rejected rows) and the most calls a plan shows to people — the CLI's text
- * (src/recipes/present.ts) and the dashboard's page (src/ui/plan.ts): a dry run of a nightly batch over 100,000 contacts
- * printed 100,000 lines and made a 6.6 MB page. The counts stay whole; `--json` gives every row.
+ * An effect as shown — a batch with its first rows and rejected rows, and how many of each were left out; `index` is
+ * its place among the effects shown — or, after the last one shown of its kind, how many more of that kind there are.
  */
-export const SHOWN_ROWS = 500
-export const SHOWN_CALLS = 200
+export type ShownPlanEntry =
+  | { effect: PlannedEffect; index: number; omittedRows: number; omittedRejects: number }
+  | { omittedKind: EffectKind; omitted: number }
 
 /**
- * An effect as shown — a batch with its first SHOWN_ROWS rows and rejected rows, and how many of each were left out;
- * `index` is its place in the whole plan — or, where the calls past SHOWN_CALLS were, how many they are.
+ * `plan` as people are shown it — the CLI's text (src/recipes/present.ts) and the dashboard's page (src/ui/plan.ts):
+ * what a run's record keeps (keptPlan: a long batch's first rows, the first effects of each kind), in order, each kind
+ * cut followed by how many more it has. `omitted` is what the record already left out (a recorded run's plan).
  */
-export type ShownPlanEntry = { effect: PlannedEffect; index: number; omittedRows: number; omittedRejects: number } | { omittedCalls: number }
-
-/** `plan` as people are shown it: in order, long batches cut, the calls past SHOWN_CALLS replaced by their count. */
-export function shownPlan(plan: PlannedEffect[]): ShownPlanEntry[] {
-  const calls = plan.filter((effect) => effect.kind === 'call').length
+export function shownPlan(plan: PlannedEffect[], omitted: PlanOmitted = {}): ShownPlanEntry[] {
+  const kept = keptPlan(plan, omitted)
+  const last = new Map<EffectKind, number>()
+  kept.effects.forEach((effect, index) => last.set(effect.kind, index))
   const shown: ShownPlanEntry[] = []
-  let callsSeen = 0
-  plan.forEach((effect, index) => {
-    if (effect.kind === 'call' && ++callsSeen > SHOWN_CALLS) {
-      if (callsSeen === SHOWN_CALLS + 1) shown.push({ omittedCalls: calls - SHOWN_CALLS })
-      return
-    }
-    if (effect.kind !== 'batch') {
-      shown.push({ effect, index, omittedRows: 0, omittedRejects: 0 })
-      return
-    }
+  const more = (kind: EffectKind) => {
+    const n = kept.omitted[kind] ?? 0
+    if (n > 0) shown.push({ omittedKind: kind, omitted: n })
+  }
+  kept.effects.forEach((effect, index) => {
     shown.push({
-      effect: { ...effect, rows: effect.rows.slice(0, SHOWN_ROWS), rejects: effect.rejects.slice(0, SHOWN_ROWS) },
+      effect,
       index,
-      omittedRows: Math.max(0, effect.rows.length - SHOWN_ROWS),
-      omittedRejects: Math.max(0, effect.rejects.length - SHOWN_ROWS),
+      omittedRows: effect.kind === 'batch' ? (effect.rows_omitted ?? 0) : 0,
+      omittedRejects: effect.kind === 'batch' ? (effect.rejects_omitted ?? 0) : 0,
     })
+    if (last.get(effect.kind) === index) more(effect.kind)
   })
+  // A kind none of whose effects was kept (a record cut to fit MAX_PLAN_CHARS).
+  for (const kind of Object.keys(kept.omitted) as EffectKind[]) if (!last.has(kind)) more(kind)
   return shown
+}
+
+/** The words for effects of a kind left out: "… and 50 more calls". */
+export const OMITTED_WORDS: Record<EffectKind, string> = {
+  call: 'calls',
+  batch: 'batches',
+  mail: 'mails',
+  state: 'state changes',
+  publish: 'publishes',
 }

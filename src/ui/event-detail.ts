@@ -1,6 +1,6 @@
 import { HTTPError, type H3 } from 'h3'
 import { firesForEvent } from '../recipes/claims.ts'
-import { listRuns } from '../recipes/runner.ts'
+import { listRunRecords } from '../recipes/runner.ts'
 import type { Runtime } from '../runtime.ts'
 import { getEvent } from '../webhooks/events.ts'
 import { EventBusyError, EventNotFoundError } from '../webhooks/processing.ts'
@@ -22,7 +22,7 @@ export function registerEventDetailPage(app: H3, rt: Runtime): void {
     const id = idOf(event.context.params?.id)
     const found = await getEvent(rt, id)
     if (!found) throw new HTTPError({ status: 404, message: `no webhook event with id "${id}"` })
-    const [fires, runs] = await Promise.all([firesForEvent(rt, id), listRuns(rt, { eventId: id, limit: 50 })])
+    const [fires, runs] = await Promise.all([firesForEvent(rt, id), listRunRecords(rt, { eventId: id, limit: 50 })])
     const link = (key: string, value: string | null) => (value ? html`<a href="${`/ui/events?${new URLSearchParams({ [key]: value })}`}">${value}</a>` : '—')
     return page(event, {
       title: 'Event',

@@ -1,5 +1,6 @@
 import type { PlannedEffect } from '../effects.ts'
-import { shownPlan } from '../recipes/shown-plan.ts'
+import { OMITTED_WORDS, shownPlan } from '../recipes/shown-plan.ts'
+import { planSize, type PlanOmitted } from '../recipes/kept-plan.ts'
 import { fields, table } from './components.ts'
 import { html, type SafeHtml } from './html.ts'
 
@@ -8,12 +9,12 @@ import { html, type SafeHtml } from './html.ts'
  * and rejected rows with reasons, each call with its schedule, idempotency key and retry_context, each mail — a long
  * plan's start (shownPlan), with how much more it has.
  */
-export function renderPlanHtml(plan: PlannedEffect[], runOf?: string): SafeHtml {
-  if (plan.length === 0) return html`<p><em>Nothing planned: no call, batch or mail.</em></p>`
+export function renderPlanHtml(plan: PlannedEffect[], runOf?: string, omitted: PlanOmitted = {}): SafeHtml {
+  if (planSize({ effects: plan, omitted }) === 0) return html`<p><em>Nothing planned: no call, batch or mail.</em></p>`
   const whole = runOf ? html` (a dry run from the command line prints them all: <code>npm run -s cli -- recipes run ${runOf} --dry-run --json</code>)` : ''
   const more = (n: number, what: string) => (n > 0 ? html`<p><em>… and ${n.toLocaleString('en')} more ${what}, not shown${whole}.</em></p>` : '')
-  return html`${shownPlan(plan).map((entry) => {
-    if ('omittedCalls' in entry) return more(entry.omittedCalls, 'calls')
+  return html`${shownPlan(plan, omitted).map((entry) => {
+    if ('omittedKind' in entry) return more(entry.omitted, OMITTED_WORDS[entry.omittedKind])
     const { effect, index: i } = entry
     if (effect.kind === 'batch') {
       const columns = [...new Set(effect.rows.flatMap((r) => Object.keys(r)))]

@@ -1,6 +1,6 @@
 import { getRouterParam, HTTPError, type H3 } from 'h3'
 import { runRecipeNow } from '../recipes/run-now.ts'
-import { getRun, listRuns, type RecipeRun } from '../recipes/runner.ts'
+import { getRun, listRunRecords, type RunRecord } from '../recipes/runner.ts'
 import type { Runtime } from '../runtime.ts'
 import { clip, fields, status, table } from './components.ts'
 import { field, formOf } from './form.ts'
@@ -20,7 +20,7 @@ function queueText(queue: QueueCounts): string {
   return `${queue.queued} waiting, ${queue.dead} dead`
 }
 
-function duration(run: Pick<RecipeRun, 'startedAt' | 'endedAt'>): string {
+function duration(run: Pick<RunRecord, 'startedAt' | 'endedAt'>): string {
   return run.endedAt === null ? 'running' : `${run.endedAt - run.startedAt} ms`
 }
 
@@ -37,7 +37,7 @@ function runUrl(recipe: string, id: string): string {
 export function registerRecipesPage(app: H3, rt: Runtime): void {
   app.get('/ui/recipes', async (event) => {
     const { recipes, queues } = await listRecipesWithQueues(rt)
-    const runs = await Promise.all(recipes.map((r) => listRuns(rt, { recipe: r.name, limit: RUNS_SHOWN })))
+    const runs = await Promise.all(recipes.map((r) => listRunRecords(rt, { recipe: r.name, limit: RUNS_SHOWN })))
     const none: QueueCounts = { queued: 0, dead: 0 }
     // Removed recipes with events still waiting: nothing runs those; they can be given up (or the file put back).
     const removed = removedRecipes(recipes, queues)
@@ -116,7 +116,7 @@ ${fields('Run', [
   ['Error', run.error ?? '—'],
 ])}
 <h2>Plan</h2>
-<div id="plan">${renderPlanHtml(run.plan, name)}</div>`,
+<div id="plan">${renderPlanHtml(run.plan, name, run.planOmitted)}</div>`,
     })
   })
 }

@@ -1,17 +1,19 @@
 /**
  * Dashboard benchmark (issue 11): 1,000,000 stored webhook events, 1,000,000 kept deliveries to two destinations
  * (one of them down for the last three days, ~50,000 of its deliveries waiting), 300,000 calls placed, 300,000
- * events queued for a recipe and 100,000 runs of it in a real SQLite file, then the dashboard's pages served in-process through the app
+ * events queued for a recipe and 100,000 runs of it, and a month of nightly batches over 100,000 contacts in a real SQLite file, then the dashboard's pages served in-process through the app
  * (`app.fetch`, bearer token) — server time, no browser. Budgets: each page ≤ 150 ms (the events page's first page and
- * its searches, Destinations, Calls, Recipes, Mail), the overview ≤ 300 ms (median of several requests after a
+ * its searches, Destinations, Calls, Recipes, a nightly batch's run and the admin API's list of them, Mail), the overview ≤ 300 ms (median of several requests after a
  * warm-up). Baseline, measured in the same run: /healthz.
  *
  * DATABASE_URL=postgres://… runs the same pages on Postgres (README → Running on Postgres), in a schema of their own
  * inside that database, dropped at the end.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { encodePlan } from '../../src/recipes/kept-plan.ts'
 import { loadConfig } from '../../src/config/load.ts'
 import { createRuntime } from '../../src/runtime.ts'
 import { createApp } from '../../src/server.ts'
@@ -34,6 +36,18 @@ const RUN_SUMMARY = JSON.stringify({
   planned: 0, queued: 9, placed: 0, duplicates: 0, blocked: 0, rejected: 0, failed: 0, skipped: 3, optOuts: 0,
   calls: Array.from({ length: 9 }, (_, i) => ({ status: 'queued', phone: `+91980000000${i}`, scheduled_for: '2026-11-30T10:00:00.000Z', idempotency_key: `fu_${i}_2` })),
 })
+/**
+ * The shipped nightly batch's runs over that month: one a night launching a batch over 100,000 contacts (the rest of its
+ * hourly runs find no file and record no plan). Its record keeps the plan as the service writes it (kept-plan.ts).
+ */
+const NIGHTLY = 'nightly-batch'
+const NIGHTLY_RUNS = 30
+const NIGHTLY_CONTACTS = 100_000
+const NIGHTLY_PLAN = encodePlan([{
+  kind: 'batch', agent_id: 101, name: 'contacts', rejects: [],
+  rows: Array.from({ length: NIGHTLY_CONTACTS }, (_, i) => ({ customer_phone: `+1415${String(5_000_000 + i).padStart(7, '0')}`, first_name: `Name ${i}`, timezone: 'America/Los_Angeles', campaign: 'contacts' })),
+}])!
+const NIGHTLY_SUMMARY = JSON.stringify({ files: 1, launched: 1, rows: NIGHTLY_CONTACTS, rejects: 0, waiting: 0 })
 const DESTINATION_NAMES = ['crm', 'warehouse']
 const WAREHOUSE_DOWN_MS = 3 * 86_400_000
 const NOW = Date.parse('2026-11-21T06:00:00Z')
@@ -46,8 +60,9 @@ const REPEATS = 9
 const POSTGRES_URL = process.env.DATABASE_URL?.startsWith('postgres') ? process.env.DATABASE_URL : undefined
 const PG_SCHEMA = `sb_bench_dashboard_${process.pid}`
 const dir = mkdtempSync(join(tmpdir(), 'sb-bench-dashboard-'))
-// An empty recipes folder: the dashboard's pages are measured, not recipes (a missing folder is refused).
+// The shipped nightly batch alone (its runs are seeded): the dashboard's pages are measured, not recipes.
 mkdirSync(join(dir, 'recipes'))
+copyFileSync(fileURLToPath(new URL(`../../recipes/${NIGHTLY}.ts`, import.meta.url)), join(dir, 'recipes', `${NIGHTLY}.ts`))
 let failed = false
 if (POSTGRES_URL) await postgresAdmin((c) => c.query(`CREATE SCHEMA ${PG_SCHEMA}`))
 try {
@@ -55,7 +70,7 @@ try {
   const rt = await createRuntime(
     loadConfig({
       env: {
-        DATA_DIR: dir, DATABASE_URL: databaseUrl, WEBHOOK_SECRET: 'whsec_bench', ADMIN_TOKEN: TOKEN, RECIPES_DIR: join(dir, 'recipes'), LOG_LEVEL: 'silent',
+        DATA_DIR: dir, DATABASE_URL: databaseUrl, WEBHOOK_SECRET: 'whsec_bench', ADMIN_TOKEN: TOKEN, RECIPES_DIR: join(dir, 'recipes'), RECIPES_TYPECHECK: 'false', LOG_LEVEL: 'silent',
         // Destinations are only read here (no delivery worker runs): their deliveries are seeded below.
         ALLOW_PRIVATE_DESTINATIONS: '1',
         DESTINATIONS: JSON.stringify(DESTINATION_NAMES.map((name) => ({ name, url: 'http://127.0.0.1:9/hooks', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', allowHttp: true }))),
@@ -101,6 +116,8 @@ try {
     { name: 'calls, by phone', path: '/ui/calls?phone=%2B919800012345', budget: 150 },
     { name: `recipes (${FIRES.toLocaleString('en-US')} events queued for one, 2 % dead)`, path: '/ui/recipes', budget: 150 },
     { name: `an event's page (its queue rows and runs among ${FIRES.toLocaleString('en-US')} and ${RUNS.toLocaleString('en-US')})`, path: '/ui/events/evt_0123456', budget: 150 },
+    { name: `a nightly batch's run (${NIGHTLY_CONTACTS.toLocaleString('en-US')} contacts)`, path: `/ui/recipes/${NIGHTLY}/runs/nightly_${NIGHTLY_RUNS - 1}`, budget: 150 },
+    { name: `the nightly batch's runs over the admin API (${NIGHTLY_RUNS} of ${NIGHTLY_CONTACTS.toLocaleString('en-US')} contacts)`, path: `/admin/recipes/${NIGHTLY}/runs?limit=50`, budget: 150 },
     { name: 'mail', path: '/ui/mail', budget: 150 },
     { name: 'overview', path: '/ui', budget: 300 },
   ]
@@ -183,6 +200,11 @@ function seedSqlite(rt: Runtime): void {
       const at = NOW - Math.floor(((RUNS - i) / RUNS) * SPAN_MS)
       run.run(`run_${String(i).padStart(7, '0')}`, RECIPE, `evt_${String(i * 3).padStart(7, '0')}`, at, at + 800, RUN_SUMMARY)
     }
+    const nightly = sqlite.prepare(`INSERT INTO recipe_runs (id, recipe, trigger, event_id, dry_run, status, started_at, ended_at, summary, plan, error, process) VALUES (?, ?, 'cron', NULL, 0, 'succeeded', ?, ?, ?, ?, NULL, NULL)`)
+    for (let i = 0; i < NIGHTLY_RUNS; i++) {
+      const at = NOW - (NIGHTLY_RUNS - i) * 86_400_000
+      nightly.run(`nightly_${i}`, NIGHTLY, at, at + 9_000, NIGHTLY_SUMMARY, NIGHTLY_PLAN)
+    }
   })()
   sqlite.pragma('synchronous = NORMAL')
   // No ANALYZE: the service never runs it on SQLite, so a user's database has no statistics and SQLite plans every
@@ -252,6 +274,12 @@ async function seedPostgres(rt: Runtime): Promise<void> {
        SELECT 'run_' || lpad(i::text, 7, '0'), '${RECIPE}', 'event', 'evt_' || lpad((i * 3)::text, 7, '0'), 0, 'succeeded', at, at + 800, $1, NULL, NULL, NULL
        FROM (SELECT i, ${NOW} - floor(((${RUNS} - i)::float8 / ${RUNS}) * ${SPAN_MS})::bigint AS at FROM generate_series(0, ${RUNS - 1}) AS i) r`,
       [RUN_SUMMARY],
+    )
+    await c.query(
+      `INSERT INTO recipe_runs (id, recipe, trigger, event_id, dry_run, status, started_at, ended_at, summary, plan, error, process)
+       SELECT 'nightly_' || i, '${NIGHTLY}', 'cron', NULL, 0, 'succeeded', at, at + 9000, $1, $2, NULL, NULL
+       FROM (SELECT i, ${NOW} - (${NIGHTLY_RUNS} - i)::bigint * 86400000 AS at FROM generate_series(0, ${NIGHTLY_RUNS - 1}) AS i) r`,
+      [NIGHTLY_SUMMARY, NIGHTLY_PLAN],
     )
     // A month-old table as autovacuum leaves it at its worst: vacuumed (its visibility map set, so counts can be read
     // from indexes alone), then as much of it changed since as makes autovacuum come back (the server's

@@ -89,7 +89,7 @@ it('a replica frozen between claiming a batch and running it does not run events
     inProgress: async () => false,
     run: async (_recipe: LoadedRecipe, events: Array<{ eventId: string }>): Promise<RecipeRun> => {
       ran.push({ replica, events: events.map((e) => e.eventId).sort() })
-      return { id: `run_${replica}_${ran.length}`, recipe: RECIPE.name, trigger: 'event', eventId: null, dryRun: false, status: 'succeeded', startedAt: 0, endedAt: 0, summary: null, plan: [], error: null }
+      return { id: `run_${replica}_${ran.length}`, recipe: RECIPE.name, trigger: 'event', eventId: null, dryRun: false, status: 'succeeded', startedAt: 0, endedAt: 0, summary: null, plan: [], planOmitted: {}, error: null }
     },
   })
   const frozen = frozenOnLoad(a.store.db)

@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest'
 import type { PlannedEffect } from '../../src/effects.ts'
 import { renderPlan } from '../../src/recipes/present.ts'
-import { SHOWN_CALLS, SHOWN_ROWS } from '../../src/recipes/shown-plan.ts'
+import { KEPT_EFFECTS as SHOWN_CALLS, KEPT_ROWS as SHOWN_ROWS } from '../../src/recipes/kept-plan.ts'
 
 /**
  * The CLI's text plan (`recipes run --dry-run`, `recipes test`) shows the start of a long plan: a dry run of a nightly

@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest'
 import type { PlannedEffect } from '../../src/effects.ts'
-import { SHOWN_CALLS, SHOWN_ROWS } from '../../src/recipes/shown-plan.ts'
+import { KEPT_EFFECTS as SHOWN_CALLS, KEPT_ROWS as SHOWN_ROWS } from '../../src/recipes/kept-plan.ts'
 import { renderPlanHtml } from '../../src/ui/plan.ts'
 
 /**
