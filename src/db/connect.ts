@@ -9,6 +9,7 @@ import type { Database } from './schema.ts'
 import { schemaScopedPostgres } from './schema-introspector.ts'
 import { migrationProvider } from './migrations.ts'
 import { withStatementCache } from './statement-cache.ts'
+import { storableParameters } from './storable-text.ts'
 
 export type Dialect = 'sqlite' | 'postgres'
 
@@ -172,7 +173,7 @@ function guardClient(client: pg.PoolClient, report: (error: Error) => void): voi
   client.on('error', report)
   const query = client.query.bind(client) as (...args: unknown[]) => unknown
   const guarded = (...args: unknown[]): unknown => {
-    const result = query(...args)
+    const result = query(...storableArguments(args))
     if (result instanceof Promise) {
       result.catch((error: unknown) => {
         if (error instanceof Error && error.message === 'Query read timeout') client.connection.stream.destroy()
@@ -181,6 +182,24 @@ function guardClient(client: pg.PoolClient, report: (error: Error) => void): voi
     return result
   }
   client.query = guarded as typeof client.query
+}
+
+/**
+ * A query's arguments with its string parameters storable (src/db/storable-text.ts): `(text, values)` as kysely sends a
+ * statement, or a submittable (a cursor) carrying `values`. Postgres refuses U+0000 in text, failing the statement —
+ * a recorded error, a searched term, a CSV's value: whatever text reaches a statement.
+ */
+function storableArguments(args: unknown[]): unknown[] {
+  const [first, second] = args
+  if (Array.isArray(second)) {
+    const values = storableParameters(second)
+    return values === second ? args : [first, values, ...args.slice(2)]
+  }
+  if (first !== null && typeof first === 'object' && Array.isArray((first as { values?: unknown }).values)) {
+    const submittable = first as { values: unknown[] }
+    submittable.values = storableParameters(submittable.values)
+  }
+  return args
 }
 
 async function openPostgres(url: string, options: OpenOptions): Promise<Store> {

@@ -3,7 +3,7 @@ import { Agent, type Dispatcher } from 'undici'
 import type { Clock } from '../utils/clock.ts'
 import { BlockedAddressError, checkLiteralHost, guardedLookup } from './address-guard.ts'
 import { basicAuthOf } from '../utils/shown-url.ts'
-import { storableText } from './storable-text.ts'
+import { storableText } from '../db/storable-text.ts'
 
 /** How much of a response is read at most; the rest is cut off (a sink cannot make us buffer it). */
 export const MAX_RESPONSE_BYTES = 64 * 1024

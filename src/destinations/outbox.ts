@@ -9,7 +9,7 @@ import { inImmediateTransaction } from '../db/sqlite-transaction.ts'
 import { encodeValues, inParameter } from '../db/in-values.ts'
 import { queryTemplate, type SlotOf } from '../db/query-template.ts'
 import { inClaimSubquery } from '../db/in-claim-subquery.ts'
-import { storableOrNull } from './storable-text.ts'
+import { storableOrNull } from '../db/storable-text.ts'
 
 /**
  * The durable outbox: one `destination_deliveries` row per (event, destination). Rows are written in the
