@@ -2,8 +2,14 @@
 // The package's executable. It runs the CLI from a bundle of the TypeScript sources, built on first use
 // (src/bundle.mjs); where no bundle can be had, or with SWITCHBOARD_BUNDLE=0, it registers tsx's loader so
 // the sources run as they are (Node 20 has no type stripping).
-import { bundledEntries } from './bundle.mjs'
+import { nodeTooOld } from './node-version.mjs'
 
+const tooOld = nodeTooOld(process.versions.node)
+if (tooOld) {
+  process.stderr.write(`error: ${tooOld}\n`)
+  process.exit(1)
+}
+const { bundledEntries } = await import('./bundle.mjs')
 const bundle = process.env.SWITCHBOARD_BUNDLE === '0' ? undefined : await bundledEntries()
 let cli
 if (bundle) {
