@@ -190,9 +190,10 @@ export default defineRecipe({ description: 'loads', run: () => 'ran' })
 export default defineRecipe({ description: 'loads now', run: () => 'fixed' })
 `)
       await vi.waitFor(async () => expect(await list()).toEqual([['fine', null], ['spins', null]]), { timeout: 20_000, interval: 200 })
-      // Broken again while the service runs: the reload holds the thread; it is restarted without the file.
+      // Broken again while the service runs: the reload holds the thread; it is restarted without the file. (Blocked
+      // rather than spinning, as the first load did: the same silence, without burning a core for the watchdog's seconds.)
       recipes.write('spins', `import { defineRecipe } from 'switchboard'
-while (Date.now() > 0) {}
+while (Date.now() > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0)
 export default defineRecipe({ description: 'never loads again', run: () => 'never' })
 `)
       await vi.waitFor(async () => expect(await list()).toEqual([['fine', null], ['spins', expect.stringMatching(/^its top-level code never finished loading/)]]), { timeout: 30_000, interval: 250 })
@@ -299,8 +300,10 @@ export default defineRecipe({ description: 'never yields', on: ['call.no_answer'
   // every recipe and the worker's /healthz and /metrics for good. It runs processing in the watched thread too.
   it('under --role worker too: a recipe that never yields is stopped, later events are processed, /healthz answers meanwhile', async () => {
     const recipes = tempRecipesDir()
+    // Blocked rather than spinning (the test above spins): the watchdog hears the same silence, and the seconds it
+    // waits for do not burn a core that the suite's other files are using.
     recipes.write('spins', `import { defineRecipe } from 'switchboard'
-export default defineRecipe({ description: 'never yields', on: ['call.no_answer'], run() { for (;;) {} } })
+export default defineRecipe({ description: 'never yields', on: ['call.no_answer'], run() { Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0) } })
 `)
     dataDir = mkdtempSync(join(tmpdir(), 'sb-watchdog-worker-'))
     const secret = 'whsec_watchdog_test'
