@@ -3,6 +3,7 @@ import { SEARCHED_BATCHES } from './batch-metrics.ts'
 import { rate, type CountItem, type Figures } from './figures.ts'
 import { fmtDelta, fmtInt, fmtPct, fmtSeconds, fmtSecondsShort, subjectFor } from './format.ts'
 import { escapeHtml as e } from './html-escape.ts'
+import { attachmentNote, type CsvAttachment } from './csv-attachment.ts'
 
 /**
  * The report as an HTML email. Mail clients strip <style> blocks and scripts and block remote images, so
@@ -193,7 +194,7 @@ ${cell('received', fmtInt(w.received))}${cell('duplicates', w.duplicates === nul
   )
 }
 
-function shell(report: DailyReport, preheader: string, inner: string): string {
+function shell(report: DailyReport, preheader: string, inner: string, attachment: Pick<CsvAttachment, 'zipped' | 'csvBytes'> | undefined): string {
   const title = subjectFor(report.date, report.timezone)
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="color-scheme" content="light"><title>${e(title)}</title></head>
@@ -208,7 +209,7 @@ function shell(report: DailyReport, preheader: string, inner: string): string {
 <div style="font-size:13px;line-height:18px;color:${MUTED};${FONT};${WRAP}">${e(report.timezone)} · calls that ended that day</div>
 </td></tr>
 ${inner}
-<tr><td style="padding:16px;border-top:1px solid ${LINE}">${note(`Every conversation of the day is in the attached CSV. Connected = completed or socket_failure; success = completed. Rates are shares of all calls. Generated ${e(new Date(report.generatedAt).toISOString())}.`)}</td></tr>
+<tr><td style="padding:16px;border-top:1px solid ${LINE}">${note(`${attachmentNote(attachment)} Connected = completed or socket_failure; success = completed. Rates are shares of all calls. Generated ${e(new Date(report.generatedAt).toISOString())}.`)}</td></tr>
 </table>
 </td></tr></table>
 </body></html>
@@ -216,7 +217,7 @@ ${inner}
 }
 
 /** The whole HTML document. */
-export function renderHtml(report: DailyReport): string {
+export function renderHtml(report: DailyReport, attachment?: Pick<CsvAttachment, 'zipped' | 'csvBytes'>): string {
   const t = report.totals
   if (t.calls === 0) {
     return shell(
@@ -228,8 +229,7 @@ export function renderHtml(report: DailyReport): string {
 ${section('Last 7 days', trendChart(report))}
 ${followUpSection(report)}
 ${batchSection(report)}
-${webhookSection(report)}`,
-    )
+${webhookSection(report)}`, attachment)
   }
   const preheader = `${fmtInt(t.calls)} calls · ${fmtPct(t.successRate)} success · ${fmtPct(t.connectRate)} connected`
   const agents = report.agents.map((a) => ({ name: `Agent ${a.agentId}`, figures: a.figures }))
@@ -250,6 +250,5 @@ ${section('Top failure reasons', failures)}
 ${resultsSection(report)}
 ${followUpSection(report)}
 ${batchSection(report)}
-${webhookSection(report)}`,
-  )
+${webhookSection(report)}`, attachment)
 }

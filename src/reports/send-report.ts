@@ -49,7 +49,7 @@ export async function sendDailyReport(rt: Runtime, options: SendReportOptions, e
       subject: rendered.subject,
       text: rendered.text,
       html: rendered.html,
-      attachments: [{ filename: rendered.csvFilename, content: rendered.csv, contentType: 'text/csv; charset=utf-8' }],
+      attachments: [{ filename: rendered.attachment.filename, content: rendered.attachment.content, contentType: rendered.attachment.contentType! }],
     },
     effects,
   )

@@ -2,6 +2,7 @@ import type { DailyReport } from './build-report.ts'
 import { SEARCHED_BATCHES } from './batch-metrics.ts'
 import { rate, type CountItem, type Figures } from './figures.ts'
 import { fmtDelta, fmtInt, fmtPct, fmtSeconds, subjectFor } from './format.ts'
+import { attachmentNote, type CsvAttachment } from './csv-attachment.ts'
 
 /** The plain-text part: the same figures as the HTML, for clients that show text only. */
 
@@ -29,7 +30,7 @@ function groupLines(rows: Array<{ name: string; figures: Figures }>): string[] {
   })
 }
 
-export function renderText(report: DailyReport): string {
+export function renderText(report: DailyReport, attachment?: Pick<CsvAttachment, 'zipped' | 'csvBytes'>): string {
   const t = report.totals
   const c = report.change
   const out: string[] = [subjectFor(report.date, report.timezone), '']
@@ -101,7 +102,7 @@ export function renderText(report: DailyReport): string {
     ...webhooks,
     '',
     'Connected = completed or socket_failure; success = completed; rates are shares of all calls.',
-    'Every conversation of the day is in the attached CSV.',
+    attachmentNote(attachment),
     '',
   )
   return out.join('\n')
