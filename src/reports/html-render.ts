@@ -4,6 +4,7 @@ import { rate, type CountItem, type Figures } from './figures.ts'
 import { fmtDelta, fmtInt, fmtPct, fmtSeconds, fmtSecondsShort, subjectFor } from './format.ts'
 import { escapeHtml as e } from './html-escape.ts'
 import { attachmentNote, type CsvAttachment } from './csv-attachment.ts'
+import { GROUPS_IN_MAIL, shownGroups } from './shown-groups.ts'
 
 /**
  * The report as an HTML email. Mail clients strip <style> blocks and scripts and block remote images, so
@@ -109,7 +110,8 @@ function trendChart(report: DailyReport): string {
 ${note('Calls per day; the darker part completed. Below each day: its success rate.')}`
 }
 
-function groupTable(title: string, rows: Array<{ name: string; figures: Figures }>): string {
+function groupTable(title: string, what: string, groups: Array<{ name: string; figures: Figures }>): string {
+  const { shown: rows, more } = shownGroups(groups, GROUPS_IN_MAIL)
   const th = (t: string, align = 'right') =>
     `<th style="padding:6px 4px;border-bottom:2px solid ${LINE};font-size:12px;line-height:15px;color:${MUTED};${FONT};font-weight:600;text-align:${align}">${t}</th>`
   const td = (t: string, align = 'right') =>
@@ -129,7 +131,7 @@ function groupTable(title: string, rows: Array<{ name: string; figures: Figures 
     title,
     `<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="border-collapse:collapse;width:100%">
 <tr>${th('', 'left')}${th('Calls')}${th('Connect')}${th('Success')}${th('Avg.')}</tr>
-${body}</table>`,
+${body}</table>${more.groups ? note(`and ${fmtInt(more.groups)} more ${what} with ${fmtInt(more.calls)} calls between them (each call is in the CSV)`) : ''}`,
   )
 }
 
@@ -243,8 +245,8 @@ ${webhookSection(report)}`, attachment)
     `${kpis(report)}
 ${section('Outcomes', barList(t.byStatus, t.calls, statusColor))}
 ${section('Last 7 days', trendChart(report))}
-${groupTable('By agent', agents)}
-${groupTable('By campaign', campaigns)}
+${groupTable('By agent', 'agents', agents)}
+${groupTable('By campaign', 'campaigns', campaigns)}
 <tr><td style="padding:2px 16px 0 16px">${legend()}</td></tr>
 ${section('Top failure reasons', failures)}
 ${resultsSection(report)}

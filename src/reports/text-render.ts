@@ -3,6 +3,7 @@ import { SEARCHED_BATCHES } from './batch-metrics.ts'
 import { rate, type CountItem, type Figures } from './figures.ts'
 import { fmtDelta, fmtInt, fmtPct, fmtSeconds, subjectFor } from './format.ts'
 import { attachmentNote, type CsvAttachment } from './csv-attachment.ts'
+import { GROUPS_IN_MAIL, shownGroups } from './shown-groups.ts'
 
 /** The plain-text part: the same figures as the HTML, for clients that show text only. */
 
@@ -19,8 +20,9 @@ function bars(items: CountItem[], total: number): string[] {
   })
 }
 
-function groupLines(rows: Array<{ name: string; figures: Figures }>): string[] {
-  return rows.flatMap(({ name, figures: f }) => {
+function groupLines(what: string, groups: Array<{ name: string; figures: Figures }>): string[] {
+  const { shown, more } = shownGroups(groups, GROUPS_IN_MAIL)
+  const lines = shown.flatMap(({ name, figures: f }) => {
     const reason = f.failureReasons[0]
     return [
       `  ${name}`,
@@ -28,6 +30,7 @@ function groupLines(rows: Array<{ name: string; figures: Figures }>): string[] {
       `    ${f.byStatus.map((s) => `${s.value} ${fmtInt(s.count)}`).join(', ')}${reason ? ` · top failure: ${reason.value} (${fmtInt(reason.count)})` : ''}`,
     ]
   })
+  return more.groups ? [...lines, `  and ${fmtInt(more.groups)} more ${what} with ${fmtInt(more.calls)} calls between them (each call is in the CSV)`] : lines
 }
 
 export function renderText(report: DailyReport, attachment?: Pick<CsvAttachment, 'zipped' | 'csvBytes'>): string {
@@ -81,10 +84,10 @@ export function renderText(report: DailyReport, attachment?: Pick<CsvAttachment,
     ...trend,
     '',
     'By agent:',
-    ...groupLines(report.agents.map((a) => ({ name: `Agent ${a.agentId}`, figures: a.figures }))),
+    ...groupLines('agents', report.agents.map((a) => ({ name: `Agent ${a.agentId}`, figures: a.figures }))),
     '',
     'By campaign:',
-    ...groupLines(report.campaigns.map((x) => ({ name: x.campaign, figures: x.figures }))),
+    ...groupLines('campaigns', report.campaigns.map((x) => ({ name: x.campaign, figures: x.figures }))),
     '',
     'Top failure reasons:',
     ...(t.failureReasons.length ? bars(t.failureReasons, t.calls - t.completed) : ['  none reported']),

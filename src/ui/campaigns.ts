@@ -3,6 +3,7 @@ import { runProcessingTask } from '../coordination/processing-task.ts'
 import { localDate, reportableDay } from '../reports/day-range.ts'
 import type { Figures } from '../reports/figures.ts'
 import { fmtPct } from '../reports/format.ts'
+import { shownGroups } from '../reports/shown-groups.ts'
 import type { TrendDay } from '../reports/trend.ts'
 import type { Runtime } from '../runtime.ts'
 import { campaignFiguresTask } from './campaign-figures.ts'
@@ -10,8 +11,19 @@ import { chart, table } from './components.ts'
 import { html, type SafeHtml } from './html.ts'
 import { page } from './layout.ts'
 
+/**
+ * The most campaigns (or agents) a day's table lists, busiest first; the rest are counted below it. A campaign is
+ * whatever the calls were given: one per row of a batch (a customer id in its `campaign` column) made a page of
+ * 100,000 rows.
+ */
+const GROUPS_ON_PAGE = 200
 
-function funnel(label: string, rows: Array<{ name: string; figures: Figures }>): SafeHtml {
+function funnel(label: string, what: string, groups: Array<{ name: string; figures: Figures }>): SafeHtml {
+  const { shown: rows, more } = shownGroups(groups, GROUPS_ON_PAGE)
+  return html`${funnelTable(label, rows)}${more.groups ? html`<p><em>… and ${more.groups.toLocaleString('en')} more ${what} with ${more.calls.toLocaleString('en')} calls between them, not shown (the daily report's CSV lists each call with its campaign).</em></p>` : ''}`
+}
+
+function funnelTable(label: string, rows: Array<{ name: string; figures: Figures }>): SafeHtml {
   return table(label, ['', 'Placed', 'Connected', 'Completed', 'Connect rate', 'Success rate', 'Outcomes'], rows.map(({ name, figures: f }) => [
     name, String(f.calls), String(f.connected), String(f.completed), fmtPct(f.connectRate), fmtPct(f.successRate),
     // Every outcome of a busy day is a long line: it wraps rather than pushing the table past the screen.
@@ -49,9 +61,9 @@ export function registerCampaignsPage(app: H3, rt: Runtime): void {
 <label>Day (${tz})<input type="date" name="date" value="${date}"></label><button type="submit">Show</button>
 </form>
 <h2>By campaign, ${date}</h2>
-${funnel('Campaigns', figures.campaigns.map((c) => ({ name: c.campaign, figures: c.figures })))}
+${funnel('Campaigns', 'campaigns', figures.campaigns.map((c) => ({ name: c.campaign, figures: c.figures })))}
 <h2>By agent, ${date}</h2>
-${funnel('Agents', figures.agents.map((a) => ({ name: `agent ${a.agentId}`, figures: a.figures })))}
+${funnel('Agents', 'agents', figures.agents.map((a) => ({ name: `agent ${a.agentId}`, figures: a.figures })))}
 <h2>Trend</h2>
 ${trendChart('Last 7 days', figures.week)}
 ${trendChart('Last 30 days', figures.month)}`,
