@@ -40,10 +40,16 @@ export interface RecipeRun {
   result?: unknown
 }
 
+/**
+ * The most characters of an error's message a run keeps (the run's row, its events' queue rows, the log line): a recipe
+ * that threw an error quoting a whole response or file made rows and lines of megabytes.
+ */
+export const MAX_ERROR_CHARS = 8 * 1024
+
 function errorText(error: unknown): string {
   try {
-    if (error instanceof Error) return error.message || error.name
-    return String(error)
+    const text = error instanceof Error ? error.message || error.name : String(error)
+    return text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS)}… (${text.length - MAX_ERROR_CHARS} more characters)` : text
   } catch {
     // String() throws for a null-prototype object: a recipe can throw anything, and this runs with the row open.
     return 'threw a value that cannot be shown as text'
@@ -192,7 +198,8 @@ export async function executeRun(
       // Said if it ever does: whatever it did meanwhile happened after the run was recorded failed.
       const late = () => log.warn({ late_ms: rt.clock.now() - startedAt - timeoutMs }, `a timed-out run of recipe "${name}" ended after all; it stays recorded failed`)
       running.then(late, late)
-    } else log.error({ err: thrown }, 'recipe run failed')
+    } else if (thrown instanceof Error && thrown.message.length > MAX_ERROR_CHARS) log.error({ error }, 'recipe run failed') // its stack repeats the message whole
+    else log.error({ err: thrown }, 'recipe run failed')
   }
   const endedAt = rt.clock.now()
   try {

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config/load.ts'
 import { createRecipeEngine } from '../../src/recipes/engine.ts'
-import { listRuns } from '../../src/recipes/runner.ts'
+import { listRuns, MAX_ERROR_CHARS } from '../../src/recipes/runner.ts'
 import { encodeSummary, MAX_SUMMARY_CHARS, summaryLine } from '../../src/recipes/summary.ts'
 import { createRuntime, type Runtime } from '../../src/runtime.ts'
 import { captureLogs } from '../helpers/log-capture.ts'
@@ -91,4 +91,29 @@ export default defineRecipe({
   const [line] = logs.find(/^recipe run succeeded$/)
   expect(JSON.stringify(line).length).toBeLessThan(MAX_SUMMARY_CHARS + 1_000)
   expect(line).toMatchObject({ summary: { planned: 20000, calls_omitted: expect.any(Number) } })
+})
+
+it('a run that throws an error of megabytes is recorded and logged with the start of its message', async () => {
+  folder = tempRecipesDir()
+  folder.write('loud', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({
+  description: 'throws the whole response it got',
+  run: () => { throw new Error('CRM answered 500: ' + 'x'.repeat(2_000_000)) },
+})
+`)
+  dataDir = mkdtempSync(join(tmpdir(), 'sb-summary-'))
+  const logs = captureLogs('info')
+  rt = await createRuntime(loadConfig({ env: { DATA_DIR: dataDir, LOG_LEVEL: 'info', RECIPES_DIR: folder.dir, RECIPES_TYPECHECK: 'false' } }), { log: logs.log })
+  const engine = createRecipeEngine(rt)
+  try {
+    await engine.run('loud')
+  } finally {
+    await engine.stop()
+  }
+  const [run] = await listRuns(rt, { recipe: 'loud' })
+  expect(run!.status).toBe('failed')
+  expect(run!.error).toMatch(new RegExp(`^CRM answered 500: x+… \\(${2_000_000 + 18 - MAX_ERROR_CHARS} more characters\\) \\(at .*loud\\.ts:\\d+:\\d+\\)$`))
+  expect(run!.error!.length).toBeLessThan(MAX_ERROR_CHARS + 500)
+  const [line] = logs.find(/^recipe run failed$/)
+  expect(JSON.stringify(line).length).toBeLessThan(MAX_ERROR_CHARS + 1_000)
 })
