@@ -76,6 +76,7 @@ export const reportSendCommand = defineCommand({
           nextAttemptAt: r.nextAttemptAt === undefined ? null : new Date(r.nextAttemptAt).toISOString(),
         })),
         subject: result.subject,
+        attachment: result.attachment,
         plan: effects.plan,
         report: figures,
       }))
@@ -96,7 +97,7 @@ export const reportSendCommand = defineCommand({
           `  subject:  ${result.subject}`,
           // Without --date the day is yesterday where the campaign runs, which is not always the day a user just called on.
           ...(date === undefined ? [`  day:      ${result.date}, yesterday in ${result.timezone} (--date YYYY-MM-DD for another day)`] : []),
-          `  attached: conversations-${result.date}.csv (${t.calls} rows)`,
+          `  attached: ${result.attachment.filename} (${t.calls} rows${result.attachment.zipped ? `; zipped: ${(result.attachment.csvBytes / 1024 / 1024).toFixed(1)} MB of CSV in ${(result.attachment.bytes / 1024 / 1024).toFixed(1)} MB` : ''})`,
           `  figures:  ${t.calls} calls · connect ${fmtPct(t.connectRate)} · success ${fmtPct(t.successRate)} · avg ${fmtSeconds(t.avgDurationSeconds)}`,
           ...(result.messageId ? [`  message:  ${result.messageId}`] : []),
           ...(result.file ? [`  file:     ${result.file}`] : []),

@@ -31,6 +31,8 @@ export interface SendReportResult {
   timezone: string
   to: string[]
   subject: string
+  /** The file attached: the day's CSV, or that CSV zipped past PLAIN_CSV_MAX_BYTES (src/reports/csv-attachment.ts). */
+  attachment: { filename: string; zipped: boolean; csvBytes: number; bytes: number }
   report: DailyReport
 }
 
@@ -65,6 +67,12 @@ export async function sendDailyReport(rt: Runtime, options: SendReportOptions, e
     timezone,
     to,
     subject: rendered.subject,
+    attachment: {
+      filename: rendered.attachment.filename,
+      zipped: rendered.attachment.zipped,
+      csvBytes: rendered.attachment.csvBytes,
+      bytes: typeof rendered.attachment.content === 'string' ? Buffer.byteLength(rendered.attachment.content) : rendered.attachment.content.length,
+    },
     report,
   }
 }

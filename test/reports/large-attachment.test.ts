@@ -6,7 +6,8 @@ import { PLAIN_CSV_MAX_BYTES } from '../../src/reports/csv-attachment.ts'
 import { sendDailyReport } from '../../src/reports/index.ts'
 import { createManualClock } from '../../src/utils/clock.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
-import { DAY, DAY_START, FORMULA, insertConversations, type SeedConversation } from './seed.ts'
+import { DAY, DAY_START, FORMULA, insertConversations, TZ, type SeedConversation } from './seed.ts'
+import { cliEnv, runCli } from '../webhooks/helpers.ts'
 import { startSmtp } from './smtp.ts'
 
 /**
@@ -39,7 +40,9 @@ it('a CSV over the bound is attached zipped — the same CSV inside, formulas st
 
   const effects = liveEffects()
   const result = await sendDailyReport(rt, {}, effects)
-  expect(result).toMatchObject({ status: 'sent', date: DAY })
+  expect(result).toMatchObject({ status: 'sent', date: DAY, attachment: { filename: 'conversations-2026-11-20.zip', zipped: true, csvBytes: expect.any(Number), bytes: expect.any(Number) } })
+  expect(result.attachment.csvBytes).toBeGreaterThan(PLAIN_CSV_MAX_BYTES)
+  expect(result.attachment.bytes).toBeLessThan(result.attachment.csvBytes / 10)
   const [mail] = smtp.messages
   expect(smtp.raw[0]!.length).toBeLessThan(1_000_000)
   expect(mail!.attachments.map((a) => [a.filename, a.contentType])).toEqual([['conversations-2026-11-20.zip', 'application/zip']])
@@ -55,4 +58,9 @@ it('a CSV over the bound is attached zipped — the same CSV inside, formulas st
   expect(mail!.text).toMatch(said)
   expect(mail!.html).toMatch(said)
   expect(effects.plan).toEqual([expect.objectContaining({ kind: 'mail', attachments: ['conversations-2026-11-20.zip'] })])
+
+  // What `report send --dry-run` says it would attach.
+  const dry = await runCli(['report', 'send', '--dry-run', '--date', DAY, '--timezone', TZ], cliEnv(rt))
+  expect(dry.code, dry.err).toBe(0)
+  expect(dry.out).toMatch(new RegExp(`^  attached: conversations-2026-11-20\\.zip \\(${N} rows; zipped: \\d+\\.\\d MB of CSV in \\d+\\.\\d MB\\)$`, 'm'))
 })
