@@ -12,34 +12,27 @@ export function zipOneFile(name: string, data: Buffer, modified: Date): Buffer {
   const deflated = deflateRawSync(data, { level: 6 })
   const crc = crc32(data)
   const { time, date } = dosDateTime(modified)
-  const UTF8_NAME = 0x0800
-  const DEFLATE = 8
   const VERSION = 20
-
+  // The fields the local header and the central directory's entry share, in the same order: from `at` on.
+  const entry = (header: Buffer, at: number) => {
+    header.writeUInt16LE(VERSION, at) // version needed to extract
+    header.writeUInt16LE(0x0800, at + 2) // flags: the name is UTF-8
+    header.writeUInt16LE(8, at + 4) // deflate
+    header.writeUInt16LE(time, at + 6)
+    header.writeUInt16LE(date, at + 8)
+    header.writeUInt32LE(crc, at + 10)
+    header.writeUInt32LE(deflated.length, at + 14)
+    header.writeUInt32LE(data.length, at + 18)
+    header.writeUInt16LE(nameBytes.length, at + 22)
+    return header
+  }
   const local = Buffer.alloc(30)
   local.writeUInt32LE(0x04034b50, 0)
-  local.writeUInt16LE(VERSION, 4)
-  local.writeUInt16LE(UTF8_NAME, 6)
-  local.writeUInt16LE(DEFLATE, 8)
-  local.writeUInt16LE(time, 10)
-  local.writeUInt16LE(date, 12)
-  local.writeUInt32LE(crc, 14)
-  local.writeUInt32LE(deflated.length, 18)
-  local.writeUInt32LE(data.length, 22)
-  local.writeUInt16LE(nameBytes.length, 26)
-
+  entry(local, 4)
   const central = Buffer.alloc(46)
   central.writeUInt32LE(0x02014b50, 0)
-  central.writeUInt16LE(VERSION, 4)
-  central.writeUInt16LE(VERSION, 6)
-  central.writeUInt16LE(UTF8_NAME, 8)
-  central.writeUInt16LE(DEFLATE, 10)
-  central.writeUInt16LE(time, 12)
-  central.writeUInt16LE(date, 14)
-  central.writeUInt32LE(crc, 16)
-  central.writeUInt32LE(deflated.length, 20)
-  central.writeUInt32LE(data.length, 24)
-  central.writeUInt16LE(nameBytes.length, 28)
+  central.writeUInt16LE(VERSION, 4) // version made by
+  entry(central, 6)
   // No extra field or comment, disk 0, no attributes; its local header is at offset 0.
 
   const end = Buffer.alloc(22)
