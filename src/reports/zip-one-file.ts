@@ -2,7 +2,7 @@ import { crc32, deflateRawSync } from 'node:zlib'
 
 /**
  * A zip archive of one file (PKWARE's APPNOTE: a local header, the deflated bytes, a central directory of one entry
- * and its end record; the name flagged UTF-8). Deflated by Node's zlib: the libraries that write zips in JavaScript
+ * and its end record; the name flagged UTF-8). Deflated by Node's zlib: fflate, which writes zips in JavaScript,
  * took 440 ms for a day of 100,000 conversations (a 13 MiB CSV) where zlib takes 180 ms, within the report's 2 s.
  * Sizes are 32-bit (no zip64): a JavaScript string, and so the CSV, stays well under 4 GiB.
  */
