@@ -1,5 +1,6 @@
 import { callRequestSchema, type CallRequest } from '../upstream/schemas.ts'
 import { isZonedIsoDateTime } from '../utils/iso-datetime.ts'
+import { MAX_CONVERSATION_ID_LENGTH, MAX_IDEMPOTENCY_KEY_LENGTH, MAX_PHONE_LENGTH } from '../upstream/id-limits.ts'
 
 /** The provider's scheduling horizon (spec → Limits). */
 export const SCHEDULING_HORIZON_MS = 30 * 24 * 60 * 60 * 1000
@@ -31,9 +32,16 @@ export function validateCallRequest(body: unknown, now: number): CallValidation 
   }
   const phone = (body.parameters as Array<{ name: string; value: string }>).find((p) => p.name === 'customer_phone')
   if (!phone || phone.value.trim() === '') return fail('customer_phone parameter is required')
+  if (phone.value.length > MAX_PHONE_LENGTH) return fail(`customer_phone must be at most ${MAX_PHONE_LENGTH} characters`)
   if (body.conversation_id !== undefined && typeof body.conversation_id !== 'string') return fail('conversation_id must be a string')
+  if (typeof body.conversation_id === 'string' && body.conversation_id.length > MAX_CONVERSATION_ID_LENGTH) {
+    return fail(`conversation_id must be at most ${MAX_CONVERSATION_ID_LENGTH} characters`)
+  }
   if (body.idempotency_key !== undefined && (typeof body.idempotency_key !== 'string' || body.idempotency_key === '')) {
     return fail('idempotency_key must be a non-empty string')
+  }
+  if (typeof body.idempotency_key === 'string' && body.idempotency_key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+    return fail(`idempotency_key must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`)
   }
   if (body.metadata !== undefined) {
     const m = body.metadata

@@ -4,6 +4,7 @@ import { checkArgument } from '../utils/argument-error.ts'
 import { isValidTimeZone, type CallingWindow } from './calling-window.ts'
 import { northAmericanZone } from './zone-abbreviations.ts'
 import { isZonedIsoDateTime } from '../utils/iso-datetime.ts'
+import { MAX_CONVERSATION_ID_LENGTH, MAX_IDEMPOTENCY_KEY_LENGTH, MAX_PHONE_LENGTH } from '../upstream/id-limits.ts'
 
 /**
  * What `scheduleCall` accepts. A recipe usually writes the short form (`{ agentId, phone, … }`); the
@@ -50,15 +51,15 @@ const zonedTime = z.string().refine(isZonedIsoDateTime, { error: 'must be an ISO
 
 export const newCallSchema = z.strictObject({
   agentId: z.number({ error: 'must be the agent id (a whole number, e.g. 101)' }).int({ error: 'must be a whole number' }),
-  phone: z.string({ error: 'must be the phone number as a string, e.g. "98765 43210" or "+919876543210"' }),
+  phone: z.string({ error: 'must be the phone number as a string, e.g. "98765 43210" or "+919876543210"' }).max(MAX_PHONE_LENGTH, { error: `must be at most ${MAX_PHONE_LENGTH} characters (a phone number)` }),
   parameters: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
   scheduledFor: z
     .union([z.date(), zonedTime])
     .optional(),
   campaign: z.string().optional(),
-  idempotencyKey: z.string().min(1).optional(),
+  idempotencyKey: z.string().min(1).max(MAX_IDEMPOTENCY_KEY_LENGTH, { error: `must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters (a UUID is 36)` }).optional(),
   retryContext: retryContextSchema.optional(),
-  conversationId: z.string().min(1).optional(),
+  conversationId: z.string().min(1).max(MAX_CONVERSATION_ID_LENGTH, { error: `must be at most ${MAX_CONVERSATION_ID_LENGTH} characters` }).optional(),
   metadata: metadataSchema.optional(),
   timeZone: timeZone.optional(),
   window: callingWindowSchema.optional(),

@@ -17,7 +17,15 @@ export interface RecipeState {
   delete(key: string): Promise<void>
 }
 
-const keySchema = z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' })
+/**
+ * The longest key: (namespace, key) is the table's key, and Postgres refuses an index entry past ~2,700 bytes — a key
+ * made of data (`seen:<a URL>`) of thousands of characters failed the write there and worked on SQLite.
+ */
+export const MAX_STATE_KEY_LENGTH = 512
+const keySchema = z
+  .string({ error: 'must be a string' })
+  .min(1, { error: 'must not be empty' })
+  .max(MAX_STATE_KEY_LENGTH, { error: `must be at most ${MAX_STATE_KEY_LENGTH} characters (hash a long one)` })
 /** A value as `set` keeps it (JSON); undefined is refused, as it cannot be told from a missing key. */
 function encodeValue(k: string, value: unknown): string {
   if (value === undefined) throw new Error(`ctx.state.set("${k}", value): value is undefined; use ctx.state.delete to remove a key`)

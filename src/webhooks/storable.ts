@@ -10,8 +10,7 @@
  */
 export const MAX_EVENT_ID_LENGTH = 255
 export const MAX_EVENT_TYPE_LENGTH = 100
-export const MAX_CONVERSATION_ID_LENGTH = 255
-export const MAX_TRACE_ID_LENGTH = 255
+export { MAX_CONVERSATION_ID_LENGTH, MAX_TRACE_ID_LENGTH } from '../upstream/id-limits.ts'
 
 /** True when some string in the parsed JSON (a key or a value) contains U+0000. */
 export function containsNul(rawJson: string, parsed: unknown): boolean {

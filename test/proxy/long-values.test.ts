@@ -1,0 +1,43 @@
+import { randomBytes } from 'node:crypto'
+import { afterEach, expect, it } from 'vitest'
+import { MAX_CONVERSATION_ID_LENGTH, MAX_IDEMPOTENCY_KEY_LENGTH, MAX_PHONE_LENGTH } from '../../src/upstream/id-limits.ts'
+import { describeEachDialect } from '../helpers/db.ts'
+import { phoneCall, proxyHarness, type ProxyHarness } from './helpers.ts'
+
+/**
+ * An idempotency key, a conversation id or a customer_phone of thousands of characters was a 500 on Postgres (an
+ * index entry past its ~2,700 bytes fails the ledger's insert) and stored on SQLite. Each has a length both take,
+ * and past it POST /v1/call is a 400 naming the field, before anything is stored or sent.
+ */
+const text = (n: number) => randomBytes(n).toString('base64url').slice(0, n)
+
+describeEachDialect('POST /v1/call with values longer than switchboard stores', (dialect) => {
+  let h: ProxyHarness | undefined
+  afterEach(async () => {
+    await h?.close()
+    h = undefined
+  })
+
+  it('is a 400 naming the field; at the limit it is placed', async () => {
+    h = await proxyHarness({ dialect })
+    const post = (body: unknown) => h!.request('/v1/call', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    const refused = [
+      [phoneCall('+919876543210', { idempotency_key: text(MAX_IDEMPOTENCY_KEY_LENGTH + 1) }), `idempotency_key must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`],
+      [phoneCall(`+91 98765 43210 ${'9'.repeat(MAX_PHONE_LENGTH)}`), `customer_phone must be at most ${MAX_PHONE_LENGTH} characters`],
+      [phoneCall('+919876543211', { conversation_id: text(MAX_CONVERSATION_ID_LENGTH + 1) }), `conversation_id must be at most ${MAX_CONVERSATION_ID_LENGTH} characters`],
+    ] as const
+    for (const [body, message] of refused) {
+      const res = await post(body)
+      expect(res.status).toBe(400)
+      expect(await res.json()).toEqual({ error: { message, type: 'invalid_request' } })
+    }
+    // The header form of the key too.
+    const viaHeader = await h.request('/v1/call', { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': text(MAX_IDEMPOTENCY_KEY_LENGTH + 1) }, body: JSON.stringify(phoneCall('+919876543212')) })
+    expect(viaHeader.status).toBe(400)
+    expect(await h.rt.store.db.selectFrom('calls').select('id').execute()).toEqual([])
+
+    const placed = await post(phoneCall('+919876543213', { idempotency_key: text(MAX_IDEMPOTENCY_KEY_LENGTH) }))
+    expect(placed.status).toBe(200)
+    expect(await h.rt.store.db.selectFrom('calls').select('idempotency_key').execute()).toEqual([{ idempotency_key: expect.stringMatching(new RegExp(`^.{${MAX_IDEMPOTENCY_KEY_LENGTH}}$`)) }])
+  })
+})
