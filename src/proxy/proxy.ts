@@ -11,6 +11,7 @@ import type { CallRequest } from '../upstream/schemas.ts'
 import { readLimited } from '../utils/read-limited.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
 import { CACHE_TTL_MS, planCache } from './cache-policy.ts'
+import { cacheKey } from './cache-key.ts'
 import { createJsonCache, invalidateTenantLists, type CacheEntry } from './json-cache.ts'
 import { applyIdempotencyHeader } from './idempotency-header.ts'
 import { parseJsonBody } from './json-body.ts'
@@ -140,7 +141,7 @@ export function createProxy(rt: Runtime): Proxy {
   const flights = createSingleFlight<Fetched>({ onJoin: () => proxyCoalesced(rt.metrics).inc() })
 
   /** Asks upstream for a GET, learns from the answer about the key, and caches it as the policy says. */
-  async function fetchForCache(url: URL, route: ProxyRoute, apiKey: string, tenant: string, cacheKey: string): Promise<Fetched> {
+  async function fetchForCache(url: URL, route: ProxyRoute, apiKey: string, tenant: string, key: string): Promise<Fetched> {
     // Read before asking: an invalidation after this point may announce a change the answer predates.
     const since = await currentGeneration(rt.store.db)
     const result = await fetchUpstream(rt, { method: 'GET', pathAndQuery: url.pathname + url.search, apiKey })
@@ -163,21 +164,21 @@ export function createProxy(rt: Runtime): Proxy {
     if (plan) {
       // The answer is good whether or not it could be kept: a failed write costs a later miss, not this answer.
       await json
-        .put({ key: cacheKey, tenant, plan, status: upstream.status, headers: storableHeaders(upstream.headers), body: text, since })
+        .put({ key, tenant, plan, status: upstream.status, headers: storableHeaders(upstream.headers), body: text, since })
         .catch((err: unknown) => rt.log.warn({ err, path: url.pathname }, 'proxy cache write failed'))
     }
     return { ok: true, status: upstream.status, headers: passHeaders(upstream.headers, upstream.status), text }
   }
 
   async function cachedGet(request: Request, url: URL, route: ProxyRoute, apiKey: string, tenant: string): Promise<ProxyReply> {
-    const cacheKey = `${tenant}:${url.pathname}?${canonicalQuery(url.searchParams)}`
-    const entry = await json.get(cacheKey)
+    const key = cacheKey(tenant, `${url.pathname}?${canonicalQuery(url.searchParams)}`)
+    const entry = await json.get(key)
     if (entry && entry.expires_at > rt.clock.now() && (await keys.isConfirmed(tenant))) {
-      json.touch(cacheKey)
+      json.touch(key)
       return fromEntry(entry, 'HIT', request.method, rt.clock.now())
     }
     const stale = async () => (entry && (await keys.wasEverAccepted(tenant)) ? fromEntry(entry, 'STALE', request.method, rt.clock.now()) : undefined)
-    const fetched = await flights.run(cacheKey, () => fetchForCache(url, route, apiKey, tenant, cacheKey))
+    const fetched = await flights.run(key, () => fetchForCache(url, route, apiKey, tenant, key))
     if (!fetched.ok) return (await stale()) ?? failureResponse(fetched)
     if (fetched.status >= 500) {
       const served = await stale()
@@ -217,7 +218,7 @@ export function createProxy(rt: Runtime): Proxy {
       if (answer) return answer
     }
     // A missing recording stays a 404, cached briefly like any other.
-    const notFoundKey = `${tenant}:${url.pathname}?`
+    const notFoundKey = cacheKey(tenant, `${url.pathname}?`)
     const notFound = await json.get(notFoundKey)
     if (notFound && notFound.expires_at > rt.clock.now() && (await keys.isConfirmed(tenant))) return fromEntry(notFound, 'HIT', request.method, rt.clock.now())
     const since = await currentGeneration(rt.store.db)

@@ -7,7 +7,8 @@ import { phoneCall, proxyHarness, type ProxyHarness } from './helpers.ts'
 /**
  * An idempotency key, a conversation id or a customer_phone of thousands of characters was a 500 on Postgres (an
  * index entry past its ~2,700 bytes fails the ledger's insert) and stored on SQLite. Each has a length both take,
- * and past it POST /v1/call is a 400 naming the field, before anything is stored or sent.
+ * and past it POST /v1/call is a 400 naming the field, before anything is stored or sent. A GET's cache key holds its
+ * path and query: one of kilobytes was never cached on Postgres (each request logged a failed cache write).
  */
 const text = (n: number) => randomBytes(n).toString('base64url').slice(0, n)
 
@@ -39,5 +40,16 @@ describeEachDialect('POST /v1/call with values longer than switchboard stores', 
     const placed = await post(phoneCall('+919876543213', { idempotency_key: text(MAX_IDEMPOTENCY_KEY_LENGTH) }))
     expect(placed.status).toBe(200)
     expect(await h.rt.store.db.selectFrom('calls').select('idempotency_key').execute()).toEqual([{ idempotency_key: expect.stringMatching(new RegExp(`^.{${MAX_IDEMPOTENCY_KEY_LENGTH}}$`)) }])
+  })
+
+  it('a GET with a query of kilobytes is cached like any other (its key hashed), on both', async () => {
+    h = await proxyHarness({ dialect })
+    const path = `/v1/conversations?agent_id=101&note=${text(3_000)}`
+    const first = await h.request(path)
+    expect([first.status, first.headers.get('x-cache')]).toEqual([200, 'MISS'])
+    const second = await h.request(path)
+    expect([second.status, second.headers.get('x-cache')]).toEqual([200, 'HIT'])
+    const [{ key }] = await h.rt.store.db.selectFrom('cache_entries').select('key').execute() as [{ key: string }]
+    expect(key.length).toBeLessThan(200)
   })
 })
