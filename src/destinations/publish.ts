@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import type { Runtime } from '../runtime.ts'
 import type { Effects } from '../effects.ts'
 import { enqueueDeliveries, planDeliveries, type OutboxEvent } from './outbox.ts'
+import { MAX_CONVERSATION_ID_LENGTH } from '../upstream/id-limits.ts'
 
 export interface PublishOptions {
   conversationId?: string
@@ -30,6 +31,10 @@ const TYPE = /^[a-z0-9][a-z0-9_.-]{0,99}$/i
  */
 export async function publishEvent(rt: Runtime, recipe: string, type: string, payload: Record<string, unknown>, options: PublishOptions = {}, effects?: Effects): Promise<PublishResult> {
   if (!TYPE.test(type)) throw new Error(`event type "${type}" must be letters, digits, ".", "-" or "_"`)
+  // Deliveries are ordered per conversation through an index; Postgres refuses an entry past ~2,700 bytes.
+  if (options.conversationId !== undefined && options.conversationId.length > MAX_CONVERSATION_ID_LENGTH) {
+    throw new Error(`ctx.destinations.publish: conversationId must be at most ${MAX_CONVERSATION_ID_LENGTH} characters`)
+  }
   const now = rt.clock.now()
   const eventId = options.idempotencyKey
     ? `pub_${createHash('sha256').update(recipe).update('\0').update(options.idempotencyKey).digest('base64url').slice(0, 24)}`
