@@ -62,20 +62,20 @@ export function planSize(plan: KeptPlan): number {
 
 /**
  * A run's plan as its record keeps it (the `plan` column): the JSON list of its effects, cut as `keptPlan` cuts, within
- * MAX_PLAN_CHARS; null for an empty plan. Whole effects left out are counted on the last kept effect of their kind
+ * MAX_PLAN_CHARS (`omitted`: what an earlier cut left out, for a record cut again); null for an empty plan. Whole effects left out are counted on the last kept effect of their kind
  * (`omitted_after`), so the column stays a list of effects that a replica of an earlier version, during a rolling
  * deploy, reads as it always did (a cut batch reads as a shorter one there). Throws what JSON.stringify throws (an
  * effect that is not JSON): the runner records that as the run's failure.
  */
-export function encodePlan(plan: PlannedEffect[]): string | null {
-  if (plan.length === 0) return null
+export function encodePlan(plan: PlannedEffect[], omitted: PlanOmitted = {}): string | null {
+  if (plan.length === 0 && Object.keys(omitted).length === 0) return null
   let text = ''
   for (let rows = KEPT_ROWS, effects = KEPT_EFFECTS; effects >= 1; rows = Math.max(1, Math.floor(rows / 2)), effects = Math.floor(effects / 2)) {
-    text = JSON.stringify(withCounts(keptPlan(plan, {}, rows, effects)))
+    text = JSON.stringify(withCounts(keptPlan(plan, omitted, rows, effects)))
     if (text.length <= MAX_PLAN_CHARS) return text
   }
   // One effect of each kind, one row a batch, and still over: the effects hold long strings (a state value, wide rows).
-  return JSON.stringify(withCounts(keptPlan(plan, {}, 1, 1)), (_key, value: unknown) => typeof value === 'string' && value.length > LONG_STRING ? `${value.slice(0, LONG_STRING)}… (${value.length - LONG_STRING} more characters)` : value)
+  return JSON.stringify(withCounts(keptPlan(plan, omitted, 1, 1)), (_key, value: unknown) => typeof value === 'string' && value.length > LONG_STRING ? `${value.slice(0, LONG_STRING)}… (${value.length - LONG_STRING} more characters)` : value)
 }
 
 /** The characters a string of an effect keeps when a plan is still over MAX_PLAN_CHARS with one effect of each kind. */
@@ -95,7 +95,7 @@ function withCounts(plan: KeptPlan): Counted[] {
 
 /**
  * A record's plan. Records written before plans were kept cut (0.19.0 and earlier) hold every effect: they are cut as
- * they are read, so every reader gets a bounded plan.
+ * they are read, so every reader gets a bounded plan, until the recipe history purge rewrites them (retention.ts).
  */
 export function decodePlan(text: string | null): KeptPlan {
   if (text === null || text === '') return { effects: [], omitted: {} }

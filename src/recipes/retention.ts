@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import type { Runtime } from '../runtime.ts'
-import { deleteInChunks, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
+import { deleteInChunks, type ChunkedDeletion, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
+import { decodePlan, encodePlan, MAX_PLAN_CHARS } from './kept-plan.ts'
 import { leadingKeys } from '../db/leading-keys.ts'
 import { runRetentionPurge } from '../coordination/retention-run.ts'
 import { latestTickClaim } from './claims.ts'
@@ -12,6 +13,8 @@ export interface RecipeHistoryPurgeResult {
   runs: number
   /** Claimed schedule ticks (`recipe_ticks`). */
   ticks: number
+  /** Runs recorded before 0.20.0 whose whole plans were rewritten cut (`recutOldPlans`). */
+  plans: number
   skipped: boolean
 }
 
@@ -25,10 +28,10 @@ export interface RecipeHistoryPurgeResult {
  * - claimed schedule ticks (`recipe_ticks`) before the window, except each recipe's newest: the missed-tick
  *   catch-up at start-up reads it.
  * One replica at a time (a lease); in chunks (src/db/delete-in-chunks.ts), runs and ticks a recipe at a time
- * through their (recipe, …) indexes.
+ * through their (recipe, …) indexes. It also rewrites the whole plans runs recorded before 0.20.0 (recutOldPlans).
  */
 export function purgeRecipeHistory(rt: Runtime, options: DeleteInChunksOptions = {}): Promise<RecipeHistoryPurgeResult> {
-  return runRetentionPurge(rt, 'recipes', 'recipe history', { fires: 0, runs: 0, ticks: 0 }, options, async ({ cutoff, chunks, counted }) => {
+  return runRetentionPurge(rt, 'recipes', 'recipe history', { fires: 0, runs: 0, ticks: 0, plans: 0 }, options, async ({ cutoff, chunks, counted }) => {
     const db = rt.store.db
     const fires = counted(
       await deleteInChunks(async (limit) => {
@@ -73,6 +76,41 @@ export function purgeRecipeHistory(rt: Runtime, options: DeleteInChunksOptions =
         .executeTakeFirst()
       return deleted.numDeletedRows
     })
-    return { counts: { fires, runs, ticks }, tables: { recipe_event_fires: fires, recipe_runs: runs, recipe_ticks: ticks } }
+    const plans = counted(await recutOldPlans(rt, chunks))
+    // Rewritten, not purged: no table's purged rows.
+    return { counts: { fires, runs, ticks, plans }, tables: { recipe_event_fires: fires, recipe_runs: runs, recipe_ticks: ticks } }
   })
+}
+
+/**
+ * Runs recorded by 0.19.0 and earlier kept their plans whole — a nightly batch's every row, 11 MB a night — and every
+ * reader cuts them as it reads (src/recipes/kept-plan.ts), after parsing them whole. Each is rewritten as a record
+ * keeps a plan now, one at a time and paced like a purge's chunks, found by the size of the column (its length in
+ * bytes, which neither database reads the value for). A plan within MAX_PLAN_CHARS characters but over that many bytes
+ * (written now, with multibyte text) is read and left as it is.
+ */
+function recutOldPlans(rt: Runtime, options: DeleteInChunksOptions): Promise<ChunkedDeletion> {
+  const db = rt.store.db
+  let after = ''
+  let rewritten = 0
+  return deleteInChunks(async () => {
+    const row = await db
+      .selectFrom('recipe_runs')
+      .select(['id', 'plan'])
+      .where(sql<number>`octet_length(plan)`, '>', MAX_PLAN_CHARS)
+      .where('id', '>', after)
+      .orderBy('id')
+      .limit(1)
+      .executeTakeFirst()
+    if (!row) return 0
+    after = row.id
+    const kept = decodePlan(row.plan)
+    const text = encodePlan(kept.effects, kept.omitted)
+    if (text !== row.plan) {
+      // A finished run's plan is written once, at its end; the purge's lease keeps other replicas off this one.
+      await db.updateTable('recipe_runs').set({ plan: text }).where('id', '=', row.id).execute()
+      rewritten++
+    }
+    return 1
+  }, { ...options, chunk: 1 }).then((done) => ({ ...done, rows: rewritten }))
 }

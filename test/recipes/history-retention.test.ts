@@ -1,6 +1,8 @@
 import { afterEach, expect, it } from 'vitest'
 import { latestTickClaim } from '../../src/recipes/claims.ts'
 import { purgeRecipeHistory } from '../../src/recipes/retention.ts'
+import { decodePlan, encodePlan, KEPT_EFFECTS, KEPT_ROWS, MAX_PLAN_CHARS } from '../../src/recipes/kept-plan.ts'
+import type { PlannedEffect } from '../../src/effects.ts'
 import { purgeOldEvents } from '../../src/webhooks/index.ts'
 import { acquireLease } from '../../src/coordination/lease.ts'
 import { describeEachDialect } from '../helpers/db.ts'
@@ -55,14 +57,14 @@ describeEachDialect('recipe history retention', (dialect) => {
     await purgeOldEvents(h.rt)
 
     // Chunks of 3: the 8 finished fires of gone events go in three statements.
-    expect(await purgeRecipeHistory(h.rt, { chunk: 3 })).toEqual({ fires: 8, runs: 0, ticks: 0, skipped: false })
+    expect(await purgeRecipeHistory(h.rt, { chunk: 3 })).toEqual({ fires: 8, runs: 0, ticks: 0, plans: 0, skipped: false })
     expect(await firesLeft()).toEqual([
       'followup/evt_gone_failed_fire',
       'followup/evt_gone_pending_fire',
       `followup/${kept.event_id}`,
       'followup/evt_recent',
     ])
-    expect(await purgeRecipeHistory(h.rt)).toEqual({ fires: 0, runs: 0, ticks: 0, skipped: false })
+    expect(await purgeRecipeHistory(h.rt)).toEqual({ fires: 0, runs: 0, ticks: 0, plans: 0, skipped: false })
   })
 
   it('keeps an expired event while a recipe has still to run it (its fire pending or failed), then purges it', async () => {
@@ -102,19 +104,46 @@ describeEachDialect('recipe history retention', (dialect) => {
     await run('run_removed_0', 'removed', start)
     await h.clock.advance(40 * DAY)
     // The window starts at day 10: days 0–9 of daily go, removed keeps day 4 only.
-    expect(await purgeRecipeHistory(h.rt, { chunk: 4 })).toEqual({ fires: 0, runs: 8, ticks: 14, skipped: false })
+    expect(await purgeRecipeHistory(h.rt, { chunk: 4 })).toEqual({ fires: 0, runs: 8, ticks: 14, plans: 0, skipped: false })
     expect(await runsLeft()).toEqual(['run_daily_late'])
     expect((await ticksLeft()).filter((t) => t.startsWith('removed'))).toEqual([`removed@${start + 4 * DAY}`])
     expect((await ticksLeft()).filter((t) => t.startsWith('daily'))).toHaveLength(30)
     expect((await latestTickClaim(h.rt, 'daily'))?.tickAt).toBe(start + 39 * DAY)
     expect((await latestTickClaim(h.rt, 'removed'))?.tickAt).toBe(start + 4 * DAY)
     // Nothing left to purge: a second run deletes nothing.
-    expect(await purgeRecipeHistory(h.rt)).toEqual({ fires: 0, runs: 0, ticks: 0, skipped: false })
+    expect(await purgeRecipeHistory(h.rt)).toEqual({ fires: 0, runs: 0, ticks: 0, plans: 0, skipped: false })
   })
 
   it('one replica at a time (lease)', async () => {
     h = await createHarness(dialect)
     expect(await acquireLease(h.rt, 'recipes:purge', 60_000, 'other-replica')).toBe(true)
-    expect(await purgeRecipeHistory(h.rt)).toEqual({ fires: 0, runs: 0, ticks: 0, skipped: true })
+    expect(await purgeRecipeHistory(h.rt)).toEqual({ fires: 0, runs: 0, ticks: 0, plans: 0, skipped: true })
+  })
+
+  // 0.19.0 and earlier kept a run's plan whole: a nightly batch's every row, 11 MB a night, parsed whole by each reader.
+  it('rewrites the plans runs recorded whole before 0.20.0 as records keep them now, once; a kept plan stays as it is', async () => {
+    h = await createHarness(dialect)
+    const start = h.clock.now()
+    const rows = Array.from({ length: 20_000 }, (_, i) => ({ customer_phone: `+9198${String(i).padStart(8, '0')}`, note: 'é'.repeat(30) }))
+    const whole: PlannedEffect[] = [{ kind: 'batch', agent_id: 101, name: 'leads', rows, rejects: [] }, ...Array.from({ length: KEPT_EFFECTS + 7 }, (_, i): PlannedEffect => ({ kind: 'call', request: { agent_id: 101, parameters: [{ name: 'customer_phone', value: `+9197${String(i).padStart(8, '0')}` }] } }))]
+    const small: PlannedEffect[] = [{ kind: 'mail', to: ['ops@example.com'], subject: 'Daily report' }]
+    // Within MAX_PLAN_CHARS characters but over that many bytes: a plan recorded now, with multibyte text.
+    const wide: PlannedEffect[] = [{ kind: 'batch', agent_id: 101, name: 'wide', rows: Array.from({ length: KEPT_ROWS }, (_, i) => ({ customer_phone: `+9196${String(i).padStart(8, '0')}`, note: 'é'.repeat(1_500) })), rejects: [] }]
+    const keptWide = encodePlan(wide)!
+    expect(keptWide.length).toBeLessThanOrEqual(MAX_PLAN_CHARS)
+    expect(Buffer.byteLength(keptWide)).toBeGreaterThan(MAX_PLAN_CHARS)
+    for (const [id, plan] of [['run_old', JSON.stringify(whole)], ['run_small', JSON.stringify(small)], ['run_wide', keptWide]] as const) {
+      await run(id, 'nightly', start)
+      await h.rt.store.db.updateTable('recipe_runs').set({ plan }).where('id', '=', id).execute()
+    }
+    const noPause = { sleep: () => Promise.resolve() }
+    expect((await purgeRecipeHistory(h.rt, noPause)).plans).toBe(1)
+    const plans = new Map((await h.rt.store.db.selectFrom('recipe_runs').select(['id', 'plan']).execute()).map((r) => [r.id, r.plan!]))
+    expect(plans.get('run_old')!.length).toBeLessThanOrEqual(MAX_PLAN_CHARS)
+    expect(decodePlan(plans.get('run_old')!)).toEqual(decodePlan(JSON.stringify(whole)))
+    expect(decodePlan(plans.get('run_old')!).omitted).toEqual({ call: 7 })
+    expect(plans.get('run_small')).toBe(JSON.stringify(small))
+    expect(plans.get('run_wide')).toBe(keptWide)
+    expect((await purgeRecipeHistory(h.rt, noPause)).plans).toBe(0)
   })
 })
