@@ -87,13 +87,17 @@ export function purgeRecipeHistory(rt: Runtime, options: DeleteInChunksOptions =
  * reader cuts them as it reads (src/recipes/kept-plan.ts), after parsing them whole. Each is rewritten as a record
  * keeps a plan now, one at a time and paced like a purge's chunks, found by the size of the column (its length in
  * bytes, which neither database reads the value for). A plan within MAX_PLAN_CHARS characters but over that many bytes
- * (written now, with multibyte text) is read and left as it is.
+ * (written now, with multibyte text) is read and left as it is. A pass that finds none left is noted, and later runs
+ * skip the scan (a replica of 0.19.0 still running after it, in a rolling deploy, writes plans cut as they are read).
  */
-function recutOldPlans(rt: Runtime, options: DeleteInChunksOptions): Promise<ChunkedDeletion> {
+async function recutOldPlans(rt: Runtime, options: DeleteInChunksOptions): Promise<ChunkedDeletion> {
   const db = rt.store.db
+  // Once a pass has found none left, later runs skip the scan: it reads every run's row (100,000 a month, and more).
+  const noted = await db.selectFrom('kv_state').select('value').where('namespace', '=', MAINTENANCE).where('key', '=', PLANS_RECUT).executeTakeFirst()
+  if (noted) return { rows: 0, more: false }
   let after = ''
   let rewritten = 0
-  return deleteInChunks(async () => {
+  const done = await deleteInChunks(async () => {
     const row = await db
       .selectFrom('recipe_runs')
       .select(['id', 'plan'])
@@ -112,5 +116,14 @@ function recutOldPlans(rt: Runtime, options: DeleteInChunksOptions): Promise<Chu
       rewritten++
     }
     return 1
-  }, { ...options, chunk: 1 }).then((done) => ({ ...done, rows: rewritten }))
+  }, { ...options, chunk: 1 })
+  if (!done.more) {
+    const now = rt.clock.now()
+    await db.insertInto('kv_state').values({ namespace: MAINTENANCE, key: PLANS_RECUT, value: JSON.stringify(now), updated_at: now }).onConflict((oc) => oc.doNothing()).execute()
+  }
+  return { ...done, rows: rewritten }
 }
+
+/** Where the purge notes a pass of recutOldPlans that found nothing left to rewrite (kv_state). */
+const MAINTENANCE = 'switchboard:maintenance'
+const PLANS_RECUT = 'recipe_plans_recut'
