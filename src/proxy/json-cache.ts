@@ -4,6 +4,7 @@ import type { Runtime } from '../runtime.ts'
 import { STALE_MAX_MS, type CachePlan } from './cache-policy.ts'
 import { createAccessTimes } from './access-times.ts'
 import { invalidate, invalidatedSince, scope, scopesOf, sweepMarks } from './invalidation-marks.ts'
+import { MAX_CONVERSATION_ID_LENGTH } from '../upstream/id-limits.ts'
 
 export type CacheEntry = Selectable<CacheEntriesTable>
 
@@ -81,6 +82,9 @@ export function createJsonCache(rt: Runtime): JsonCache {
       const headerText = JSON.stringify(headers)
       const size = key.length + headerText.length + Buffer.byteLength(body)
       if (size > rt.config.proxy.cacheMaxBytes / 4) return false
+      // No provider id is this long (a junk path: `/v1/conversations/<kilobytes>`), and (kind, resource_id) is indexed:
+      // Postgres refused the entry, and each such request logged a failed cache write.
+      if (plan.resourceId !== null && plan.resourceId.length > MAX_CONVERSATION_ID_LENGTH) return false
       const scopes = scopesOf(tenant, plan)
       const outdated = () => (since === undefined ? Promise.resolve(false) : invalidatedSince(db, scopes, since))
       if (await outdated()) return false

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { afterEach, expect, it } from 'vitest'
+import { afterEach, expect, it, vi } from 'vitest'
 import { MAX_CONVERSATION_ID_LENGTH, MAX_IDEMPOTENCY_KEY_LENGTH, MAX_PHONE_LENGTH } from '../../src/upstream/id-limits.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { phoneCall, proxyHarness, type ProxyHarness } from './helpers.ts'
@@ -51,5 +51,17 @@ describeEachDialect('POST /v1/call with values longer than switchboard stores', 
     expect([second.status, second.headers.get('x-cache')]).toEqual([200, 'HIT'])
     const [{ key }] = await h.rt.store.db.selectFrom('cache_entries').select('key').execute() as [{ key: string }]
     expect(key.length).toBeLessThan(200)
+  })
+
+  it('a path holding an id of kilobytes is answered, not cached, and logs no failed cache write', async () => {
+    h = await proxyHarness({ dialect })
+    const warn = vi.spyOn(h.rt.log, 'warn')
+    const path = `/v1/conversations/${text(3_000)}`
+    for (let i = 0; i < 2; i++) {
+      const res = await h.request(path)
+      expect([res.status, res.headers.get('x-cache')]).toEqual([404, 'MISS'])
+    }
+    expect(warn.mock.calls.filter((call) => call.includes('proxy cache write failed'))).toEqual([])
+    expect(await h.rt.store.db.selectFrom('cache_entries').select('key').execute()).toEqual([])
   })
 })
