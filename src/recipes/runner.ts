@@ -31,7 +31,10 @@ export interface RecipeRun {
   endedAt: number | null
   /** What `run` returned (a JSON value), or why the run was skipped; null when nothing. */
   summary: unknown
-  /** The run's side effects: whole for the run just made, as its record keeps them (src/recipes/kept-plan.ts) after. */
+  /**
+   * The run's side effects: whole as the engine returns the run just made (`recipes run --json` prints that), as its
+   * record keeps them (src/recipes/kept-plan.ts) when read back or asked for over HTTP (run-now.ts).
+   */
   plan: PlannedEffect[]
   /** The effects of each kind the record left out of `plan` (none for the run just made). */
   planOmitted: PlanOmitted

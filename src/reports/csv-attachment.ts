@@ -30,8 +30,11 @@ export function csvAttachment(csv: string, filename: string, dateMs: number): Cs
   }
 }
 
+/** What the mail's text says about its attachment (the dashboard's preview has none: a plain CSV, as it would be). */
+export type AttachedCsv = Pick<CsvAttachment, 'zipped' | 'csvBytes'>
+
 /** The report's line about its attachment: where every conversation of the day is. */
-export function attachmentNote(attachment: Pick<CsvAttachment, 'zipped' | 'csvBytes'> | undefined): string {
+export function attachmentNote(attachment: AttachedCsv | undefined): string {
   if (!attachment?.zipped) return 'Every conversation of the day is in the attached CSV.'
   return `Every conversation of the day is in the attached CSV, zipped (${(attachment.csvBytes / 1024 / 1024).toFixed(1)} MB unzipped: too large to attach as it is).`
 }

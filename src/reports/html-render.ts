@@ -3,7 +3,7 @@ import { SEARCHED_BATCHES } from './batch-metrics.ts'
 import { rate, type CountItem, type Figures } from './figures.ts'
 import { fmtDelta, fmtInt, fmtPct, fmtSeconds, fmtSecondsShort, subjectFor } from './format.ts'
 import { escapeHtml as e } from './html-escape.ts'
-import { attachmentNote, type CsvAttachment } from './csv-attachment.ts'
+import { attachmentNote, type AttachedCsv } from './csv-attachment.ts'
 import { GROUPS_IN_MAIL, shownGroups } from './shown-groups.ts'
 
 /**
@@ -196,7 +196,7 @@ ${cell('received', fmtInt(w.received))}${cell('duplicates', w.duplicates === nul
   )
 }
 
-function shell(report: DailyReport, preheader: string, inner: string, attachment: Pick<CsvAttachment, 'zipped' | 'csvBytes'> | undefined): string {
+function shell(report: DailyReport, preheader: string, inner: string, attachment: AttachedCsv | undefined): string {
   const title = subjectFor(report.date, report.timezone)
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="color-scheme" content="light"><title>${e(title)}</title></head>
@@ -219,7 +219,7 @@ ${inner}
 }
 
 /** The whole HTML document. */
-export function renderHtml(report: DailyReport, attachment?: Pick<CsvAttachment, 'zipped' | 'csvBytes'>): string {
+export function renderHtml(report: DailyReport, attachment?: AttachedCsv): string {
   const t = report.totals
   if (t.calls === 0) {
     return shell(

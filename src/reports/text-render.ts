@@ -2,7 +2,7 @@ import type { DailyReport } from './build-report.ts'
 import { SEARCHED_BATCHES } from './batch-metrics.ts'
 import { rate, type CountItem, type Figures } from './figures.ts'
 import { fmtDelta, fmtInt, fmtPct, fmtSeconds, subjectFor } from './format.ts'
-import { attachmentNote, type CsvAttachment } from './csv-attachment.ts'
+import { attachmentNote, type AttachedCsv } from './csv-attachment.ts'
 import { GROUPS_IN_MAIL, shownGroups } from './shown-groups.ts'
 
 /** The plain-text part: the same figures as the HTML, for clients that show text only. */
@@ -33,7 +33,7 @@ function groupLines(what: string, groups: Array<{ name: string; figures: Figures
   return more.groups ? [...lines, `  and ${fmtInt(more.groups)} more ${what} with ${fmtInt(more.calls)} calls between them (each call is in the CSV)`] : lines
 }
 
-export function renderText(report: DailyReport, attachment?: Pick<CsvAttachment, 'zipped' | 'csvBytes'>): string {
+export function renderText(report: DailyReport, attachment?: AttachedCsv): string {
   const t = report.totals
   const c = report.change
   const out: string[] = [subjectFor(report.date, report.timezone), '']
