@@ -3,6 +3,7 @@ import type { Runtime } from '../runtime.ts'
 import type { ConversationsTable, Database } from '../db/schema.ts'
 import { fromJson, toJson } from '../db/json.ts'
 import { insertRows } from '../db/insert-rows.ts'
+import { MAX_PHONE_LENGTH } from '../upstream/id-limits.ts'
 import type { ProcessedEvent } from '../events/hooks.ts'
 import {
   isTerminalStatus,
@@ -70,6 +71,27 @@ export function eventTimeMs(event: WebhookEvent, receivedAt: number): number {
   return isoToMs(event.timestamp) ?? isoToMs(event.data.call.ended_at) ?? receivedAt
 }
 
+/**
+ * The number a conversation is filed under, or null for a `to_phone` longer than any phone number: the column is
+ * indexed, and Postgres refuses an index entry past ~2,700 bytes — the event failed until it was dead and its
+ * outcome never reached the read model. The rest of the conversation is kept (warnOfUnfiledNumbers says why).
+ */
+function contactNumber(toPhone: string): string | null {
+  return toPhone.length <= MAX_PHONE_LENGTH ? toPhone : null
+}
+
+/** One warning per event whose `to_phone` the read model leaves out (contactNumber). */
+function warnOfUnfiledNumbers(rt: Runtime, facts: readonly ReadModelFact[]): void {
+  for (const { event } of facts) {
+    const call = event.data.call
+    if (contactNumber(call.to_phone) !== null) continue
+    rt.log.warn(
+      { event_id: event.event_id, conversation_id: call.conversation_id, trace_id: call.trace_id, to_phone_length: call.to_phone.length },
+      `the event's to_phone is longer than any phone number (${MAX_PHONE_LENGTH} characters); its conversation is kept without a contact number`,
+    )
+  }
+}
+
 /** The facts one event carries, as a row (JSON as text). */
 function rowFromEvent(event: WebhookEvent, source: 'webhook' | 'reconcile', at: number, now: number): Row {
   const call = event.data.call
@@ -77,7 +99,7 @@ function rowFromEvent(event: WebhookEvent, source: 'webhook' | 'reconcile', at: 
   return {
     conversation_id: call.conversation_id,
     agent_id: call.agent_id,
-    contact_number: call.to_phone,
+    contact_number: contactNumber(call.to_phone),
     status: call.status,
     terminal: isTerminalStatus(call.status) ? 1 : 0,
     duration_seconds: call.duration_seconds === null ? null : Math.round(call.duration_seconds),
@@ -216,6 +238,7 @@ export async function applyReadModelBatch(rt: Runtime, items: ProcessedEvent[]):
   const errors = new Map<string, Error>()
   if (items.length === 0) return errors
   const now = rt.clock.now()
+  warnOfUnfiledNumbers(rt, items)
   try {
     await rt.store.db.transaction().execute((trx) => applyEventsInTransaction(trx, rt.store.dialect, items, now))
     return errors
@@ -239,6 +262,7 @@ export async function applyEventToReadModel(
   receivedAt: number,
 ): Promise<StoredConversation> {
   const now = rt.clock.now()
+  warnOfUnfiledNumbers(rt, [{ event, source, receivedAt }])
   const stored = await rt.store.db.transaction().execute((trx) => applyEventsInTransaction(trx, rt.store.dialect, [{ event, source, receivedAt }], now))
   return toStoredConversation(stored.get(event.data.call.conversation_id)!)
 }

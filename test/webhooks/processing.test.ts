@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { H3, serve } from 'h3'
 import { createRuntime } from '../../src/runtime.ts'
@@ -267,6 +268,23 @@ describeEachDialect('webhook processing', (dialect) => {
       retry_context: { retry_initial_message: 'Hello again' },
     })
     expect(seen.map((e) => e.eventType).sort()).toEqual(['call.no_answer', 'call.voicemail'])
+  })
+
+  // conversations.contact_number is indexed, and Postgres refuses an index entry past ~2,700 bytes: the event failed
+  // until it was dead, and the conversation's outcome never reached the read model.
+  it('a to_phone longer than any phone number is processed: the conversation is stored without a contact number', async () => {
+    h = await createHarness(dialect)
+    const logs = captureLogs('warn')
+    h.rt.log = logs.log
+    stop = startWebhookWorkers(h.rt)
+    // Random, so Postgres cannot compress the index entry under its limit.
+    const long = makeEvent({ event_type: 'call.no_answer', call: { to_phone: `+${[...randomBytes(5_000)].map((b) => b % 10).join('')}` } })
+    const next = makeEvent({ event_type: 'call.busy' })
+    for (const e of [long, next]) expect((await h.send(e)).status).toBe(204)
+    for (const e of [long, next]) await waitForStatus(h, e.event_id, 'processed')
+    expect(await getConversation(h.rt, long.data.call.conversation_id)).toMatchObject({ status: 'no_answer', terminal: true, contact_number: null, from_phone: '+918035550101' })
+    expect(await getConversation(h.rt, next.data.call.conversation_id)).toMatchObject({ status: 'busy', contact_number: '+919876543210' })
+    expect(logs.find(/to_phone/)).toEqual([expect.objectContaining({ event_id: long.event_id, conversation_id: long.data.call.conversation_id, to_phone_length: 5_001 })])
   })
 
   it('a named target\'s events (a CRM on Standard Webhooks) are processed, not failed: the read model ignores them, consumers get them', async () => {
