@@ -1,6 +1,7 @@
 import { callRequestSchema, type CallRequest } from '../upstream/schemas.ts'
 import { isZonedIsoDateTime } from '../utils/iso-datetime.ts'
-import { MAX_CONVERSATION_ID_LENGTH, MAX_IDEMPOTENCY_KEY_LENGTH, MAX_PHONE_LENGTH } from '../upstream/id-limits.ts'
+import { pathOfNul } from '../utils/nul-path.ts'
+import { MAX_CONVERSATION_ID_LENGTH, MAX_PHONE_LENGTH, idempotencyKeyProblem } from '../upstream/id-limits.ts'
 
 /** The provider's scheduling horizon (spec → Limits). */
 export const SCHEDULING_HORIZON_MS = 30 * 24 * 60 * 60 * 1000
@@ -30,6 +31,8 @@ export function validateCallRequest(body: unknown, now: number): CallValidation 
       return fail(`parameters[${i}] must be an object with string name and value`)
     }
   }
+  const nul = pathOfNul(body)
+  if (nul !== undefined) return fail(`${nul} contains U+0000 (a NUL character); remove it`)
   const phone = (body.parameters as Array<{ name: string; value: string }>).find((p) => p.name === 'customer_phone')
   if (!phone || phone.value.trim() === '') return fail('customer_phone parameter is required')
   if (phone.value.length > MAX_PHONE_LENGTH) return fail(`customer_phone must be at most ${MAX_PHONE_LENGTH} characters`)
@@ -40,9 +43,8 @@ export function validateCallRequest(body: unknown, now: number): CallValidation 
   if (body.idempotency_key !== undefined && (typeof body.idempotency_key !== 'string' || body.idempotency_key === '')) {
     return fail('idempotency_key must be a non-empty string')
   }
-  if (typeof body.idempotency_key === 'string' && body.idempotency_key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
-    return fail(`idempotency_key must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`)
-  }
+  const keyProblem = typeof body.idempotency_key === 'string' ? idempotencyKeyProblem(body.idempotency_key) : undefined
+  if (keyProblem) return fail(`idempotency_key ${keyProblem}`)
   if (body.metadata !== undefined) {
     const m = body.metadata
     if (typeof m !== 'string' && !(isRecord(m) && Object.values(m).every((v) => typeof v === 'string'))) {

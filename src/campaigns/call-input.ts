@@ -4,7 +4,7 @@ import { checkArgument } from '../utils/argument-error.ts'
 import { isValidTimeZone, type CallingWindow } from './calling-window.ts'
 import { northAmericanZone } from './zone-abbreviations.ts'
 import { isZonedIsoDateTime } from '../utils/iso-datetime.ts'
-import { MAX_CONVERSATION_ID_LENGTH, MAX_IDEMPOTENCY_KEY_LENGTH, MAX_PHONE_LENGTH } from '../upstream/id-limits.ts'
+import { MAX_CONVERSATION_ID_LENGTH, MAX_IDEMPOTENCY_KEY_LENGTH, MAX_PHONE_LENGTH, idempotencyKeyProblem } from '../upstream/id-limits.ts'
 
 /**
  * What `scheduleCall` accepts. A recipe usually writes the short form (`{ agentId, phone, … }`); the
@@ -57,7 +57,15 @@ export const newCallSchema = z.strictObject({
     .union([z.date(), zonedTime])
     .optional(),
   campaign: z.string().optional(),
-  idempotencyKey: z.string().min(1).max(MAX_IDEMPOTENCY_KEY_LENGTH, { error: `must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters (a UUID is 36)` }).optional(),
+  idempotencyKey: z
+    .string()
+    .min(1)
+    .max(MAX_IDEMPOTENCY_KEY_LENGTH, { error: `must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters (a UUID is 36)` })
+    .superRefine((key, ctx) => {
+      const problem = idempotencyKeyProblem(key)
+      if (problem) ctx.addIssue({ code: 'custom', message: problem })
+    })
+    .optional(),
   retryContext: retryContextSchema.optional(),
   conversationId: z.string().min(1).max(MAX_CONVERSATION_ID_LENGTH, { error: `must be at most ${MAX_CONVERSATION_ID_LENGTH} characters` }).optional(),
   metadata: metadataSchema.optional(),

@@ -1,4 +1,5 @@
 import { firstInvalidUtf8 } from '../utils/utf8.ts'
+import { MAX_JSON_DEPTH, jsonNestedDeeperThan } from '../utils/json-depth.ts'
 
 export type JsonBody = { ok: true; value: unknown } | { ok: false; message: string }
 
@@ -39,8 +40,9 @@ export function parseJsonBody(bytes: Uint8Array): JsonBody {
     // The prefix is valid, so its length is the index of the first replacement character in the lossy text.
     const lossy = decoder.decode(bytes)
     let field: string | undefined
+    const marked = before + MARK + lossy.slice(before.length + 1)
     try {
-      field = pathOfMark(JSON.parse(before + MARK + lossy.slice(before.length + 1)), '')
+      field = jsonNestedDeeperThan(marked) ? undefined : pathOfMark(JSON.parse(marked), '')
     } catch {
       field = undefined
     }
@@ -48,6 +50,7 @@ export function parseJsonBody(bytes: Uint8Array): JsonBody {
   }
   const text = decoder.decode(bytes)
   if (!text.trim()) return { ok: false, message: 'request body must be a JSON object' }
+  if (jsonNestedDeeperThan(text)) return { ok: false, message: `request body is nested deeper than ${MAX_JSON_DEPTH} levels` }
   try {
     return { ok: true, value: JSON.parse(text) }
   } catch (error) {

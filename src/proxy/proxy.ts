@@ -262,7 +262,15 @@ export function createProxy(rt: Runtime): Proxy {
       withCache(apiErrorResponse(413, 'invalid_request', `request body is larger than ${MAX_JSON_BODY_BYTES} bytes`, { headers }), 'BYPASS')
     const declared = Number(request.headers.get('content-length') ?? 0)
     if (declared > MAX_JSON_BODY_BYTES) return tooLarge()
-    const read = await readLimited(request.body, MAX_JSON_BODY_BYTES)
+    let read: Awaited<ReturnType<typeof readLimited>>
+    try {
+      read = await readLimited(request.body, MAX_JSON_BODY_BYTES)
+    } catch (error) {
+      // The client hung up before its body ended (its timeout, a dropped connection): nothing was placed and no one
+      // reads the answer. Logged at info, as the receiver does — not as switchboard's own failure.
+      rt.log.info({ path: '/v1/call', err: (error as Error).message }, 'call request aborted by the client before its body ended; nothing was placed')
+      return withCache(apiErrorResponse(400, 'invalid_request', 'the request body ended early'), 'BYPASS')
+    }
     // The rest of the body is being drained unread: closing the connection after the 413 bounds that.
     if (!read.ok) return tooLarge({ connection: 'close' })
     const parsed = parseJsonBody(read.bytes)

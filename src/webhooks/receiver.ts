@@ -7,7 +7,8 @@ import { webhookState } from './state.ts'
 import { verifyRequest, type SignedRequest } from './verify.ts'
 import { campaignOfCall } from './event-campaign.ts'
 import { mayHaveBeenForgotten, oldEnoughToBeForgotten, rememberedDays } from './forgotten-event.ts'
-import { MAX_CONVERSATION_ID_LENGTH, MAX_EVENT_ID_LENGTH, MAX_EVENT_TYPE_LENGTH, MAX_TRACE_ID_LENGTH, checkId, containsNul, type IdCheck } from './storable.ts'
+import { MAX_CONVERSATION_ID_LENGTH, MAX_EVENT_ID_LENGTH, MAX_EVENT_TYPE_LENGTH, MAX_TRACE_ID_LENGTH, checkId, containsNul, isDotSegment, type IdCheck } from './storable.ts'
+import { MAX_JSON_DEPTH, jsonNestedDeeperThan } from '../utils/json-depth.ts'
 import { readLimited } from '../utils/read-limited.ts'
 import { createLogThrottle, type LogThrottle } from '../utils/log-throttle.ts'
 import { printable } from '../utils/printable.ts'
@@ -165,12 +166,15 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
 
   let parsed: Record<string, unknown> | undefined
   let text = ''
+  let tooDeep = false
   try {
     text = utf8.decode(body)
-    parsed = record(JSON.parse(text))
+    tooDeep = jsonNestedDeeperThan(text)
+    parsed = tooDeep ? undefined : record(JSON.parse(text))
   } catch {
     parsed = undefined
   }
+  if (tooDeep) return reject(400, 'too_deep', 'invalid_request', `body is nested deeper than ${MAX_JSON_DEPTH} levels`)
   if (!parsed) return reject(400, 'invalid_json', 'invalid_request', 'body must be a JSON object')
   if (containsNul(text, parsed)) {
     return reject(400, 'unstorable', 'invalid_request', 'body contains U+0000 (a NUL character), which cannot be stored; remove it')
@@ -194,6 +198,9 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   if (!idCheck.ok && idCheck.problem === 'too_long') {
     return reject(400, 'event_id_too_long', 'invalid_request', `event id is longer than ${MAX_EVENT_ID_LENGTH} characters`)
   }
+  if ((!idCheck.ok && idCheck.problem === 'malformed') || (idCheck.ok && isDotSegment(idCheck.value))) {
+    return reject(400, 'event_id_malformed', 'invalid_request', 'event id must be well-formed text (no half of a surrogate pair) and not "." or ".."')
+  }
   if (!idCheck.ok && idCheck.problem === 'imprecise') {
     return reject(400, 'event_id_imprecise', 'invalid_request', 'event id is a number JSON cannot carry exactly (not a whole number below 2^53): send it as a string')
   }
@@ -207,6 +214,7 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
     headers.get('x-formantai-event-type'),
   )
   if (!typeCheck.ok && typeCheck.problem === 'imprecise') return reject(400, 'invalid_event_type', 'invalid_request', 'event type must be text')
+  if (!typeCheck.ok && typeCheck.problem === 'malformed') return reject(400, 'invalid_event_type', 'invalid_request', 'event type must be well-formed text (no half of a surrogate pair)')
   if (!typeCheck.ok && typeCheck.problem === 'too_long') {
     return reject(400, 'event_type_too_long', 'invalid_request', `event type is longer than ${MAX_EVENT_TYPE_LENGTH} characters`)
   }
@@ -222,6 +230,12 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   }
   if (traceId !== null && traceId.length > MAX_TRACE_ID_LENGTH) {
     return reject(400, 'trace_id_too_long', 'invalid_request', `data.call.trace_id is longer than ${MAX_TRACE_ID_LENGTH} characters`)
+  }
+  if (conversationId !== null && !conversationId.isWellFormed()) {
+    return reject(400, 'conversation_id_malformed', 'invalid_request', 'data.call.conversation_id must be well-formed text (no half of a surrogate pair)')
+  }
+  if (traceId !== null && !traceId.isWellFormed()) {
+    return reject(400, 'trace_id_malformed', 'invalid_request', 'data.call.trace_id must be well-formed text (no half of a surrogate pair)')
   }
   const agentId = typeof call?.agent_id === 'number' && Number.isSafeInteger(call.agent_id) ? call.agent_id : null
   const audit: Record<string, string> = {}

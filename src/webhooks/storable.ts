@@ -7,6 +7,11 @@
  *   columns (ids, type, status, phone numbers, failure reasons). Refused on both dialects alike.
  * - Id lengths: event id, type, conversation id and trace id are keys or indexed columns; the limits are
  *   far above anything the provider sends (ids are UUID-sized) and keep index entries small.
+ * - Ids that are not well-formed text: JSON can carry half of a UTF-16 surrogate pair (`"\ud800"`), which no
+ *   database stores as it came — SQLite kept its bytes and gave back three U+FFFD, so the event's outcome, written by
+ *   the id read back, never matched its row and it stayed pending forever; a conversation id read back that way
+ *   failed the read model. And an event id of `.` or `..` is a path segment every URL drops (its event page, its
+ *   replay — `POST /ui/events/./replay` reached "replay all matching").
  */
 export const MAX_EVENT_ID_LENGTH = 255
 export const MAX_EVENT_TYPE_LENGTH = 100
@@ -36,16 +41,22 @@ export function containsNul(rawJson: string, parsed: unknown): boolean {
   return false
 }
 
-export type IdCheck = { ok: true; value: string } | { ok: false; problem: 'missing' | 'too_long' | 'imprecise' }
+export type IdCheck = { ok: true; value: string } | { ok: false; problem: 'missing' | 'too_long' | 'imprecise' | 'malformed' }
 
 /**
  * An id from the body or a header: a non-blank string, or a whole number JSON carries exactly (below 2^53), of at
- * most `max` characters. A larger number has already lost digits (1234567890123456789 reads as …800): two events
+ * most `max` characters, well-formed (no half of a surrogate pair). A larger number has already lost digits (1234567890123456789 reads as …800): two events
  * would share an id, so it is refused rather than stored as the other's duplicate.
  */
 export function checkId(value: unknown, max: number): IdCheck {
   if (typeof value === 'number') return Number.isSafeInteger(value) ? { ok: true, value: String(value) } : { ok: false, problem: 'imprecise' }
   if (typeof value !== 'string' || value.trim() === '') return { ok: false, problem: 'missing' }
   if (value.length > max) return { ok: false, problem: 'too_long' }
+  if (!value.isWellFormed()) return { ok: false, problem: 'malformed' }
   return { ok: true, value }
+}
+
+/** An id no URL can name: `.` and `..` are path segments that URL parsing removes. */
+export function isDotSegment(id: string): boolean {
+  return id === '.' || id === '..'
 }

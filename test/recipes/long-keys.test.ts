@@ -30,6 +30,8 @@ export default defineRecipe({
     const refused: string[] = []
     try { await ctx.state.set(text(${MAX_STATE_KEY_LENGTH + 1}), 1) } catch (error) { refused.push((error as Error).message) }
     try { await ctx.campaigns.scheduleCall({ agentId: 101, phone: '+919876543210', idempotencyKey: text(${MAX_IDEMPOTENCY_KEY_LENGTH + 1}) }) } catch (error) { refused.push((error as Error).message) }
+    // A key the X-Idempotency-Key header could not carry (src/upstream/id-limits.ts), as POST /v1/call refuses it.
+    try { await ctx.campaigns.scheduleCall({ agentId: 101, phone: '+919876543210', idempotencyKey: 'ключ-1' }) } catch (error) { refused.push((error as Error).message) }
     await ctx.state.set(text(${MAX_STATE_KEY_LENGTH}), 'kept')
     return { refused, kept: await ctx.state.get(text(${MAX_STATE_KEY_LENGTH})) }
   },
@@ -44,6 +46,7 @@ export default defineRecipe({
         refused: [
           expect.stringMatching(new RegExp(`^ctx\\.state\\.set\\(key\\).*must be at most ${MAX_STATE_KEY_LENGTH} characters`)),
           expect.stringMatching(new RegExp(`idempotencyKey: must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`)),
+          expect.stringMatching(/idempotencyKey: must be printable ASCII/),
         ],
         kept: 'kept',
       })

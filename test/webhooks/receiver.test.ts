@@ -101,12 +101,45 @@ describeEachDialect('webhook receiver', (dialect) => {
       expect(await countEvents(h.rt)).toBe(2)
     })
 
-    it('a signed body nested 100,000 deep with an escaped NUL in it is a 400, not a stack overflow', async () => {
+    // 10,000 deep was stored and processed, and then its event page, its admin JSON and `events show` failed (JSON.stringify
+    // ran out of stack); 100,000 deep went dead. Brackets inside strings are text, not nesting.
+    it('a signed body nested deeper than 128 levels is a 400, not a stack overflow; one at 128 with brackets in its strings is stored', async () => {
       h = await createHarness(dialect)
-      const depth = 100_000
-      const body = `{"event_id":"evt_deep","event_type":"call.completed","x":${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)}}`
-      const res = await h.post(body, { 'x-formantai-signature': signFormant(body, SECRET), 'x-formantai-timestamp': String(h.clock.now() / 1000) })
-      expect(await expectError(res, 400, 'invalid_request')).toMatch(/NUL/)
+      const signedPost = (body: string) => h!.post(body, { 'x-formantai-signature': signFormant(body, SECRET), 'x-formantai-timestamp': String(h!.clock.now() / 1000) })
+      for (const depth of [100_000, 10_000, 128]) {
+        const body = `{"event_id":"evt_deep_${depth}","event_type":"call.completed","x":${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)}}`
+        expect(await expectError(await signedPost(body), 400, 'invalid_request')).toBe('body is nested deeper than 128 levels')
+      }
+      const event = makeEvent({ event_id: 'evt_deep_ok', data: { results: { note: '[[[{{{'.repeat(100), nested: JSON.parse(`${'['.repeat(125)}1${']'.repeat(125)}`) as unknown } } })
+      expect((await h.send(event)).status).toBe(204)
+      expect(await drainDue(h.rt)).toEqual([expect.objectContaining({ eventId: 'evt_deep_ok', status: 'processed' })])
+    })
+
+    // JSON carries half of a surrogate pair as "\ud800"; no database stores it as it came (SQLite kept the bytes and gave back
+    // three U+FFFD): an event with one in its id was answered 204, then its outcome never matched its row — pending
+    // forever, /readyz degraded, not found by its page, replay or the CLI. One in the conversation id failed the read
+    // model. And an event id of "." or ".." is a path segment every URL drops: its page was the events list, and its
+    // Replay button posted to "replay all matching".
+    it('an id that is not well-formed text, or is "." or "..", is a 400 naming the field; nothing is stored', async () => {
+      h = await createHarness(dialect)
+      const cases: Array<[Record<string, unknown>, RegExp]> = [
+        [{ ...makeEvent(), event_id: 'evt_half\ud800' }, /^event id must be well-formed text/],
+        [{ ...makeEvent(), event_id: '\udfffevt' }, /^event id must be well-formed text/],
+        [{ ...makeEvent(), event_id: '.' }, /not "\." or "\.\."$/],
+        [{ ...makeEvent(), event_id: '..' }, /not "\." or "\.\."$/],
+        [{ ...makeEvent(), event_type: 'call.\ud800' }, /^event type must be well-formed text/],
+        [makeEvent({ call: { conversation_id: 'conv-\ud800' } }), /^data\.call\.conversation_id must be well-formed text/],
+        [makeEvent({ call: { trace_id: '\udc00-trace' } }), /^data\.call\.trace_id must be well-formed text/],
+      ]
+      // No id header: the body's id decides (a header could not carry these anyway).
+      const send = (event: Record<string, unknown>) => h.send(event, { headers: { 'x-formantai-event-id': '' } })
+      for (const [event, message] of cases) expect(await expectError(await send(event), 400, 'invalid_request')).toMatch(message)
+      expect(await countEvents(h.rt)).toBe(0)
+      // A whole pair is text like any other, and so are dots within an id.
+      for (const event of [{ ...makeEvent(), event_id: 'evt_😀' }, { ...makeEvent(), event_id: '...' }, makeEvent({ call: { conversation_id: 'conv-😀' } })]) {
+        expect((await send(event)).status).toBe(204)
+      }
+      expect((await drainDue(h.rt)).map((o) => o.status)).toEqual(['processed', 'processed', 'processed'])
     })
 
     it('400 for a body that is not a JSON object, or has no event id or type', async () => {
