@@ -1,4 +1,5 @@
 import { sql, type RawBuilder, type SqlBool } from 'kysely'
+import { jsonNestedDeeperThan } from '../utils/json-depth.ts'
 import type { Dialect } from '../db/connect.ts'
 import type { Runtime } from '../runtime.ts'
 import { fromJson } from '../db/json.ts'
@@ -211,11 +212,15 @@ export async function countReceived(rt: Runtime, fromMs: number, toMs: number): 
 export async function getEvent(rt: Runtime, eventId: string): Promise<StoredEventDetail | undefined> {
   const row = await rt.store.db.selectFrom('webhook_events').selectAll().where('event_id', '=', eventId).executeTakeFirst()
   if (!row) return undefined
-  let body: unknown
-  try {
-    body = JSON.parse(row.body)
-  } catch {
-    body = row.body
+  // Text that is not JSON, or JSON nested deeper than the receiver takes now (stored by 0.20.0 or earlier), stays text:
+  // every page, answer and command that shows a parsed body re-encodes it, and JSON.stringify ran out of stack.
+  let body: unknown = row.body
+  if (!jsonNestedDeeperThan(row.body)) {
+    try {
+      body = JSON.parse(row.body)
+    } catch {
+      body = row.body
+    }
   }
   return { ...toStoredEvent(row, phoneOf(row.body)), headers: fromJson<Record<string, string>>(row.headers) ?? {}, body }
 }
