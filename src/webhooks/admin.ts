@@ -1,6 +1,7 @@
 import { HTTPError, type H3 } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import { adminRoute } from '../utils/admin-auth.ts'
+import { snakeCaseKeys } from '../utils/snake-case.ts'
 import { EVENT_STATUSES, getEvent, listEvents } from './events.ts'
 import { EventBusyError, EventNotFoundError } from './processing.ts'
 import { replayEventNow } from './replay-now.ts'
@@ -48,7 +49,8 @@ export function registerEventAdminRoutes(app: H3, rt: Runtime): void {
   app.post('/admin/events/:id/replay', adminRoute(rt, async (event) => {
     const id = decodeURIComponent(event.context.params?.id ?? '')
     try {
-      return { data: await replayEventNow(rt, id) }
+      // snake_case, as every other /admin answer (it was `eventId`, `nextAttemptAt`).
+      return { data: snakeCaseKeys(await replayEventNow(rt, id)) }
     } catch (error) {
       if (error instanceof EventNotFoundError) throw new HTTPError({ status: 404, message: error.message })
       if (error instanceof EventBusyError) throw new HTTPError({ status: 409, message: error.message })

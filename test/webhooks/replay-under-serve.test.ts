@@ -42,7 +42,7 @@ export default defineRecipe({ description: 'counts', on: ['call.no_answer'], run
   await storeDeadEvent(server.rt, event)
   const replay = await fetch(`${server.url}/admin/events/${event.event_id}/replay`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })
   expect(replay.status).toBe(200)
-  expect((await replay.json()).data).toMatchObject({ eventId: event.event_id, status: 'processed' })
+  expect((await replay.json()).data).toEqual({ event_id: event.event_id, status: 'processed', attempts: expect.any(Number) })
   const fires = await server.rt.store.db.selectFrom('recipe_event_fires').select(['recipe', 'event_id']).execute()
   expect(fires).toEqual([{ recipe: 'followups', event_id: event.event_id }])
   await vi.waitFor(async () => {
@@ -75,7 +75,7 @@ export default defineRecipe({ description: 'counts', on: ['call.no_answer'], run
     worker = await startServer({ env, role: 'worker' })
     const res = await replay
     expect(res.status).toBe(200)
-    expect((await res.json()).data).toMatchObject({ eventId: event.event_id, status: 'processed' })
+    expect((await res.json()).data).toEqual({ event_id: event.event_id, status: 'processed', attempts: expect.any(Number) })
     const fires = await receiver.rt.store.db.selectFrom('recipe_event_fires').select(['recipe', 'event_id']).execute()
     expect(fires).toEqual([{ recipe: 'followups', event_id: event.event_id }])
   } finally {
