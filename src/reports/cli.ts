@@ -139,8 +139,10 @@ export const mailListCommand = defineCommand({
     if (limit < 1 || limit > MAIL_LIST_MAX) throw new CliError(`--limit must be from 1 to ${MAIL_LIST_MAX} (got ${limit})`)
     const rt = await ctx.runtime()
     const rows = await listMailLog(rt, limit, status as MailStatus | undefined)
-    if (ctx.values.json) return ctx.json(snakeCaseKeys(rows))
-    const iso = (ms: number | null) => (ms === null ? '' : new Date(ms).toISOString())
+    // Times as ISO 8601, as in every other --json listing (`events list`, `calls list`, `recipes runs`).
+    const isoOrNull = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
+    if (ctx.values.json) return ctx.json(snakeCaseKeys(rows.map((r) => ({ ...r, nextAttemptAt: isoOrNull(r.nextAttemptAt), createdAt: isoOrNull(r.createdAt), updatedAt: isoOrNull(r.updatedAt) }))))
+    const iso = (ms: number | null) => isoOrNull(ms) ?? ''
     ctx.table(
       rows.map((r) => ({
         id: r.id,

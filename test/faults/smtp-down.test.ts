@@ -62,9 +62,9 @@ describe('fault: SMTP relay down when the report is due', () => {
     expect((JSON.parse(recipe.out) as { summary: Record<string, unknown> }).summary).toMatchObject({ status: 'queued', mailed: false, next_attempt_at: expect.stringMatching(/^\d{4}-/) })
 
     const listed = await runCli(['mail', 'list', '--status', 'queued', '--json'], env)
-    const queued = JSON.parse(listed.out) as Array<{ id: string; attempts: number; next_attempt_at: number }>
+    const queued = JSON.parse(listed.out) as Array<{ id: string; attempts: number; next_attempt_at: string }>
     expect(queued).toHaveLength(2)
-    expect(queued.every((m) => m.attempts === 1 && m.next_attempt_at > Date.now())).toBe(true)
+    expect(queued.every((m) => m.attempts === 1 && Date.parse(m.next_attempt_at) > Date.now())).toBe(true)
 
     // The running service, with its own (manual) clock.
     const clock = createManualClock(Date.now())

@@ -115,9 +115,11 @@ describeEachDialect('mail recipients', (dialect) => {
     let stdout = ''
     const code = await main(['mail', 'list', '--json'], { env, stdout: (t) => void (stdout += t), stderr: () => {} })
     expect(code).toBe(0)
-    const rows = JSON.parse(stdout) as Array<{ id: string; status: string; recipients: string[]; error: string | null }>
+    const rows = JSON.parse(stdout) as Array<{ id: string; status: string; recipients: string[]; error: string | null; created_at: string }>
     expect(rows.map((r) => [r.recipients, r.status]).sort()).toEqual([[['a@x.example'], 'sent'], [['c@z.example'], 'failed']])
     expect(rows.find((r) => r.status === 'failed')).toMatchObject({ id: result.refused![0]!.mailId, error: expect.stringMatching(/550 mailbox unavailable/) })
+    // Times as ISO 8601, as in every other --json listing.
+    expect(rows.map((r) => r.created_at)).toEqual([expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/), expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/)])
 
     // Not retried: nothing is due, ever.
     await clock.advance(24 * 3_600_000)
