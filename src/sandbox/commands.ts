@@ -69,7 +69,7 @@ export const sandboxCommand = defineCommand({
       const bound = typeof address === 'object' && address ? address.port : port
       publicBase = localOrigin(host, bound)
       const keys = DEMO_TENANTS.map((t) =>
-        t.disabled ? `${t.apiKey} (disabled: 401)` : `${t.apiKey} (agents ${t.agents.map((a) => a.id).join(', ')})`,
+        t.disabled ? `${t.apiKey} (disabled: 401)` : `${t.apiKey} (${t.agents.length === 1 ? 'agent' : 'agents'} ${t.agents.map((a) => a.id).join(', ')})`,
       ).join(' · ')
       ctx.write(
         [

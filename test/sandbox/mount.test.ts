@@ -146,6 +146,7 @@ describe('cli sandbox', () => {
       await expect.poll(() => out, { timeout: 15_000 }).toMatch(/listening at (http:\/\/127\.0\.0\.1:\d+)\/v1/)
       const base = /listening at (http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(out)![1]!
       expect(out).toContain('sk_test_acme (agents 101, 102, 103)')
+      expect(out).toContain('sk_test_globex (agent 201)')
       expect(out).toContain('sk_test_disabled (disabled: 401)')
       expect(out).toContain('every event type → http://127.0.0.1:9/hook (signed')
       const res = await fetch(`${base}/v1/conversations`, { headers: { authorization: 'Bearer sk_test_globex' } })
