@@ -24,7 +24,8 @@ const STATUS_WORDS = new Set(['processed', 'failed', 'dead', 'pending', 'sent', 
 
 export function flashMessage(params: URLSearchParams): string | null {
   const code = params.get('done')
-  const make = code ? MESSAGES[code] : undefined
+  // Own keys only: a code such as `toString` or `__proto__` is Object.prototype's, not a notice.
+  const make = code && Object.hasOwn(MESSAGES, code) ? MESSAGES[code] : undefined
   if (!make) return null
   const n = params.get('n')
   const s = params.get('s')
