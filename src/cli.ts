@@ -10,6 +10,7 @@ import { waitForStopSignal } from './utils/stop-signal.ts'
 import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
 import { CliError, defineCommand, JSON_OPTION, formatTable, parseArgsOptions, type CliCommand, type CliContext } from './cli-kit.ts'
 import { commandHelp, commandList, groupList } from './cli-help.ts'
+import { writerTo } from './cli-output.ts'
 import { helpWidth, wrapText } from './utils/wrap-text.ts'
 import { cliName } from './utils/cli-name.ts'
 import { didYouMean } from './utils/did-you-mean.ts'
@@ -213,8 +214,8 @@ function checkArguments(command: CliCommand, tokens: ReturnType<typeof parseArgs
 /** Runs one CLI command; returns the exit code. */
 export async function main(argv: string[], options: MainOptions = {}): Promise<number> {
   const env = options.env ?? process.env
-  const out = options.stdout ?? ((t: string) => void process.stdout.write(t))
-  const err = options.stderr ?? ((t: string) => void process.stderr.write(t))
+  const out = options.stdout ?? writerTo(process.stdout)
+  const err = options.stderr ?? writerTo(process.stderr)
   const name = cliName(env)
   const width = helpWidth(options.columns ?? (process.stdout.isTTY ? process.stdout.columns : undefined))
   if (argv.length === 0 || argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {

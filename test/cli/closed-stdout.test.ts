@@ -1,0 +1,38 @@
+import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { childEnv, ROOT } from './processes.ts'
+
+/**
+ * `doctor | head -1`: a reader that stops reading (head, a pager quit early) closes the command's stdout, and the next
+ * write failed with EPIPE — an unhandled 'error' event: exit 1 and Node's stack trace. Closed output only means nobody
+ * reads any more: the command ends as it would have, with its own exit code, and says nothing about it.
+ */
+let dataDir: string
+beforeAll(() => {
+  dataDir = mkdtempSync(join(tmpdir(), 'sb-closed-stdout-'))
+})
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
+
+/** Runs the real bin; with `closeStdout`, its stdout's read end is closed before it writes anything. */
+function switchboard(args: string[], closeStdout: boolean): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [join(ROOT, 'src/bin.mjs'), ...args], { cwd: ROOT, env: childEnv({ DATA_DIR: dataDir }), stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  if (closeStdout) child.stdout.destroy()
+  else child.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })))
+}
+
+it.each(['doctor', 'events list', 'events list --json', 'help'])('%s with its stdout closed ends quietly, with its own exit code', async (command) => {
+  const args = command.split(' ')
+  const open = await switchboard(args, false)
+  expect(open.stdout).not.toBe('')
+  const closed = await switchboard(args, true)
+  expect(closed.stderr).not.toMatch(/EPIPE|Unhandled 'error' event|^\s+at /m)
+  expect(closed.stderr).toBe(open.stderr)
+  expect(closed.code).toBe(open.code)
+}, 60_000)
