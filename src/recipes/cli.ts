@@ -7,6 +7,7 @@ import { summaryLine } from './summary.ts'
 import { recipesCheck } from './check-command.ts'
 import { recipesTest } from './test-command.ts'
 import { recipesNew } from './new-command.ts'
+import { unknownRecipeForRuns } from './unknown-runs-name.ts'
 import { discardRecipeQueue, isStranded, QueueControlError, recipeQueueCounts, retryRecipeEvents, runsItsQueue } from './queue-control.ts'
 
 const recipesList = defineCommand({
@@ -90,6 +91,8 @@ const recipesRuns = defineCommand({
     if (limit < 1 || limit > 10_000) throw new CliError('--limit must be from 1 to 10000')
     const rt = await ctx.runtime()
     const runs = await listRuns(rt, { ...(name ? { recipe: name } : {}), limit })
+    const unknown = name === undefined ? undefined : unknownRecipeForRuns(rt.config.recipes.dir, name, runs.length)
+    if (unknown) throw new CliError(unknown)
     // The plan is the run's own record (`recipes run --json`, the dashboard): a listing keeps to one row a run.
     if (ctx.values.json) return void ctx.json(runs.map((r) => ({ ...runJson(r), plan: undefined, plan_omitted: undefined, planned: planSize({ effects: r.plan, omitted: r.planOmitted }) })))
     ctx.table(

@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { basename, join } from 'node:path'
+import { basename, join, resolve } from 'node:path'
 import { resolveConfig } from '../config/file.ts'
 import { CliError, defineCommand } from '../cli-kit.ts'
 import { cliName } from '../utils/cli-name.ts'
@@ -33,6 +33,20 @@ async function sharedTriggers(dir: string, name: string, timezone: string): Prom
     lines.push(`  to have ${name} replace it, move ${basename(other.file)} out of the recipes folder (or rename it to _${basename(other.file)}: files starting with "_" are not loaded)`)
   }
   return lines
+}
+
+/** A word a shell reads back as it is: quoted when it has anything but the characters of a plain path. */
+function shellWord(word: string): string {
+  return /^[\w./:@%+=,-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`
+}
+
+/**
+ * `RECIPES_DIR=<dir> ` when the recipe went to a folder only this command's environment names: the next commands, and
+ * the service, find it only with the same setting (without it they read ./recipes, or the config file's folder).
+ */
+function recipesDirPrefix(env: Record<string, string | undefined>, dir: string): string {
+  if (!env.RECIPES_DIR || dir === resolve(process.cwd(), 'recipes')) return ''
+  return `RECIPES_DIR=${shellWord(shownPath(dir))} `
 }
 
 /** What `recipes test` takes to show each template at work: the sample its trigger needs. */
@@ -71,11 +85,13 @@ export const recipesNew = defineCommand({
     // An editor's view of the folder: without it, one outside the checkout had `switchboard` unresolved on every line.
     const tsconfig = ensureEditorTsconfig(dir)
     const shown = shownPath(file)
-    const cli = cliName(ctx.env)
+    const prefix = recipesDirPrefix(ctx.env, dir)
+    const cli = `${prefix}${cliName(ctx.env)}`
+    const service = prefix ? `a service started with ${prefix.trim()}` : 'a running service'
     ctx.write(
       [
         ...(created ? [`created the recipes folder ${dir}`] : []),
-        `wrote ${shown} (from the ${from} template); a running service loads it at once and runs it on its events and schedule`,
+        `wrote ${shown} (from the ${from} template); ${service} loads it at once and runs it on its events and schedule`,
         ...(tsconfig === 'written' || tsconfig === 'updated'
           ? [`${tsconfig === 'written' ? 'wrote' : 'updated'} ${join(dir, 'tsconfig.json')}: an editor type-checks the folder as recipes check does`]
           : []),

@@ -162,6 +162,10 @@ export async function retryRecipeEvents(rt: Runtime, name: string, range: RetryR
   }
   if (recipe.broken) throw new QueueControlError('broken', `recipe "${name}" does not load: fix it first, then retry (${recipe.broken})`)
   if (recipe.on.length === 0) {
+    // Discarding is the way out only for a queue there is: `recipes discard` refuses a recipe nothing was queued for.
+    if (!(await hasQueueRows(rt, name))) {
+      throw new QueueControlError('no-events', `recipe "${name}" takes no events (its definition has no "on"): nothing was ever queued for it, so there is nothing to retry`)
+    }
     throw new QueueControlError('no-events', `recipe "${name}" takes no events (its definition has no "on"): nothing would run its queue (give it up: recipes discard ${name})`)
   }
   const db = rt.store.db

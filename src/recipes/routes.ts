@@ -4,6 +4,7 @@ import { adminRoute } from '../utils/admin-auth.ts'
 import { recipeListingJson, runJson } from './present.ts'
 import { runRecipeNow } from './run-now.ts'
 import { listRuns } from './runner.ts'
+import { unknownRecipeForRuns } from './unknown-runs-name.ts'
 import { discardRecipeQueueNow, listRecipesWithQueues, retryRecipeEventsNow } from './queue-requests.ts'
 import { adminTime } from '../utils/admin-time.ts'
 import { readAdminJsonObject } from '../utils/admin-body.ts'
@@ -26,7 +27,10 @@ export function registerRecipeRoutes(app: H3, rt: Runtime): void {
     const name = decodeURIComponent(event.context.params?.name ?? '')
     const limit = Number(event.url.searchParams.get('limit') ?? 20)
     if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new HTTPError({ status: 400, message: 'limit must be a whole number from 1 to 500' })
-    return { data: (await listRuns(rt, { recipe: name, limit })).map(runJson) }
+    const runs = await listRuns(rt, { recipe: name, limit })
+    const unknown = unknownRecipeForRuns(rt.config.recipes.dir, name, runs.length)
+    if (unknown) throw new HTTPError({ status: 404, message: unknown })
+    return { data: runs.map(runJson) }
   }))
 
   app.post('/admin/recipes/:name/run', adminRoute(rt, async (event) => {

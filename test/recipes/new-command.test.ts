@@ -84,7 +84,7 @@ it('says when the new recipe runs on the same events as one already there (a cop
   let second = ''
   expect(await main(['recipes', 'new', 'second-try', '--from', 'followup'], { env: { ...env, RECIPES_DIR: own }, stdout: (t) => void (second += t), stderr: () => {} })).toBe(0)
   const lines = second.split('\n')
-  expect(lines[0]).toMatch(/second-try\.ts \(from the followup template\); a running service loads it at once and runs it on its events and schedule$/)
+  expect(lines[0]).toMatch(new RegExp(`second-try\\.ts \\(from the followup template\\); a service started with RECIPES_DIR=${own} loads it at once and runs it on its events and schedule$`))
   expect(lines[1]).toBe('note: missed-calls also runs on call.no_answer, call.busy: both will run on each of them.')
   expect(lines[2]).toBe('  to have second-try replace it, move missed-calls.ts out of the recipes folder (or rename it to _missed-calls.ts: files starting with "_" are not loaded)')
   // A recipe on other events (or none) is not mentioned.
@@ -118,4 +118,27 @@ it('names a sample relative to where the command runs inside the checkout, in fu
   } finally {
     rmSync(elsewhere, { recursive: true, force: true })
   }
+})
+
+// With RECIPES_DIR=/tmp/x, the hints left it out: `recipes run foo --dry-run`, typed as shown, looked in ./recipes and
+// answered "no recipe named foo" (exit 2).
+it('a recipe written to the folder RECIPES_DIR names: the hints carry RECIPES_DIR, and each works as typed', async () => {
+  const own = join(dir, 'recipes elsewhere')
+  let out = ''
+  const code = await main(['recipes', 'new', 'foo', '--from', 'batch'], { env: { ...env, RECIPES_DIR: own }, stdout: (t) => void (out += t), stderr: () => {} })
+  expect(code).toBe(0)
+  const lines = out.split('\n')
+  expect(lines).toContain(`wrote ${join(own, 'foo.ts')} (from the batch template); a service started with RECIPES_DIR='${own}' loads it at once and runs it on its events and schedule`)
+  const hints = lines.slice(lines.indexOf('next:') + 1, lines.indexOf('reference: docs/recipes.md'))
+  expect(hints).toHaveLength(3)
+  for (const hint of hints) expect(hint.startsWith(`  RECIPES_DIR='${own}' switchboard recipes `), hint).toBe(true)
+  // The dry run as the hint types it: its RECIPES_DIR, and nothing else of this test's.
+  const dryRun = hints.find((h) => h.includes('--dry-run'))!
+  const [, quoted, args] = /^ {2}RECIPES_DIR='([^']+)' switchboard (.+?)\s+#/.exec(dryRun)!
+  const { RECIPES_DIR: _set, ...rest } = env
+  let ran = ''
+  let err = ''
+  const run = await main(args!.split(/\s+/), { env: { ...rest, RECIPES_DIR: quoted! }, stdout: (t) => void (ran += t), stderr: (t) => void (err += t) })
+  expect({ run, err }).toEqual({ run: 0, err: '' })
+  expect(ran).toMatch(/^recipe foo: succeeded/)
 })

@@ -202,4 +202,18 @@ export default defineRecipe({ description: 'back', on: ['call.no_answer'], run: 
     expect(await fires('crm')).toEqual([['evt_x', 'dead', DISCARDED], ['evt_y', 'dead', null]])
     expect(await fires('half')).toEqual([['evt_x', 'pending', null]])
   })
+
+  // `recipes retry daily-report` (a scheduled recipe, never queued anything) advised `recipes discard daily-report`,
+  // which then refused: "nothing was ever queued for a recipe named …".
+  it('a recipe that takes no events and never had a queue has nothing to retry: no advice to discard it', async () => {
+    folder.write('daily', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'a daily sync', schedule: '0 8 * * *', run: () => 'ok' })\n`)
+    const expected = 'recipe "daily" takes no events (its definition has no "on"): nothing was ever queued for it, so there is nothing to retry'
+    const cli = await runCli(['recipes', 'retry', 'daily'], env())
+    expect([cli.code, cli.err.trim()]).toEqual([2, `error: ${expected}`])
+    const res = await post('/admin/recipes/daily/retry')
+    expect(res.status).toBe(409)
+    expect(await res.json()).toEqual({ error: { type: 'conflict', message: expected } })
+    // And what the advice would have led to is refused as before.
+    expect((await runCli(['recipes', 'discard', 'daily'], env())).code).toBe(2)
+  })
 })
