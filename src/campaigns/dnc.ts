@@ -173,12 +173,54 @@ export interface DncEntry {
  */
 export async function listDnc(rt: Runtime, query: { search?: string; limit?: number } = {}): Promise<DncEntry[]> {
   let q = rt.store.db.selectFrom('dnc').selectAll()
-  const digits = (query.search ?? '').replace(/\D/g, '')
-  const whole = digits.length >= 7 ? normalizePhone(query.search, { defaultCountry: rt.config.defaultCountry }) : undefined
-  if (whole?.ok) q = q.where('phone', '=', whole.e164)
+  const { whole, digits } = searchOf(rt, query.search)
+  if (whole) q = q.where('phone', '=', whole)
   else if (digits) q = q.where('phone', 'like', `%${digits}%`)
-  const rows = await q.orderBy('added_at', 'desc').orderBy('phone').limit(Math.min(Math.max(query.limit ?? 100, 1), 1000)).execute()
+  const rows = await q.orderBy('added_at', 'desc').orderBy('phone').limit(limitOf(query.limit)).execute()
   return rows.map((r) => ({ phone: r.phone, reason: r.reason, source: r.source, addedAt: Number(r.added_at) }))
+}
+
+/** A search as `listDnc` reads it: a whole number (its E.164), or the digits any part of a number must hold. */
+function searchOf(rt: Runtime, search: string | undefined): { whole?: string; digits: string } {
+  const digits = (search ?? '').replace(/\D/g, '')
+  const whole = digits.length >= 7 ? normalizePhone(search, { defaultCountry: rt.config.defaultCountry }) : undefined
+  return whole?.ok ? { whole: whole.e164, digits } : { digits }
+}
+
+const limitOf = (limit: number | undefined) => Math.min(Math.max(limit ?? 100, 1), 1000)
+
+export interface DncFileSearch {
+  /** The file `isBlocked` reads by default. */
+  path: string
+  /** How many numbers it lists. */
+  size: number
+  has(e164: string): boolean
+  /** Its numbers a search finds, as `listDnc` searches the table (none without a search), in order, at most `limit`. */
+  matches: string[]
+}
+
+/**
+ * The file's part of the list for a search of it (the Mail page): `isBlocked`'s default file (`$DATA_DIR/dnc.csv` when it
+ * exists), read in DEFAULT_COUNTRY as a call's number is; undefined without one. A whole number is one look-up; part of one
+ * reads the file's numbers (parsed once per version of the file, as every call reads it).
+ */
+export async function searchDncFile(rt: Runtime, query: { search?: string; limit?: number } = {}): Promise<DncFileSearch | undefined> {
+  const file = fileOf(rt, {})
+  if (!file) return undefined
+  const numbers = await readDncFile(file, countryOf(rt, {}), dncWarning(rt))
+  const { whole, digits } = searchOf(rt, query.search)
+  const limit = limitOf(query.limit)
+  const matches: string[] = []
+  if (whole) {
+    if (numbers.has(whole)) matches.push(whole)
+  } else if (digits) {
+    for (const phone of numbers) {
+      if (!phone.includes(digits)) continue
+      matches.push(phone)
+      if (matches.length >= limit) break
+    }
+  }
+  return { path: file, size: numbers.size, has: (e164) => numbers.has(e164), matches: matches.sort() }
 }
 
 export interface DncImportResult {

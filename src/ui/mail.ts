@@ -1,6 +1,7 @@
+import { basename } from 'node:path'
 import { HTTPError, type H3 } from 'h3'
 import { decodeCsvText, NotTextError } from '../campaigns/csv-encoding.ts'
-import { addToDnc, dncImportTask, listDnc, removeFromDnc, type DncImportResult } from '../campaigns/dnc.ts'
+import { addToDnc, dncImportTask, listDnc, removeFromDnc, searchDncFile, type DncFileSearch, type DncImportResult } from '../campaigns/dnc.ts'
 import { normalizePhone } from '../campaigns/phones.ts'
 import { reportableDay, yesterday } from '../reports/day-range.ts'
 import { reportOfSubject } from '../reports/format.ts'
@@ -8,6 +9,7 @@ import { getMailLog, listMailLog } from '../reports/mail-log.ts'
 import { runProcessingTask } from '../coordination/processing-task.ts'
 import { reportPreviewTask, reportResendTask } from '../reports/tasks.ts'
 import type { Runtime } from '../runtime.ts'
+import { shownPath } from '../utils/shown-path.ts'
 import { clip, shortId, status, table } from './components.ts'
 import { flashMessage } from './flash.ts'
 import { field, formOf, MAX_CSV_BYTES } from './form.ts'
@@ -23,6 +25,21 @@ function dncSource(source: string | null): HtmlValue {
   return html`conversation ${shortId(conversation, `/ui/events?${new URLSearchParams({ conversation_id: conversation })}`)}`
 }
 
+/**
+ * The do-not-call file's part of the page: every call checks it as it checks the table, so "is this number listed?" must
+ * answer for it — its numbers are shown as listed by the file, which only an edit of the file removes. A file that cannot be
+ * read is said so (calls fail on it too), not shown as no numbers.
+ */
+async function dncFileOf(rt: Runtime, search: string): Promise<DncFileSearch | Error | undefined> {
+  return searchDncFile(rt, { search, limit: 100 }).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))))
+}
+
+function dncFileNote(file: DncFileSearch | Error | undefined): HtmlValue {
+  if (!file) return ''
+  if (file instanceof Error) return html`<p class="flash error">The do-not-call file cannot be read: ${file.message}</p>`
+  return html`<p>The file <code>${shownPath(file.path)}</code> lists ${file.size} number${file.size === 1 ? '' : 's'} too, checked before every call; they are the file's, removed by editing it, not here.</p>`
+}
+
 /** `/ui/mail`: the mail log with resend of a failed report, a report preview for any day, and the DNC list. */
 export function registerMailPage(app: H3, rt: Runtime): void {
   const render = async (event: Parameters<typeof page>[0], imported?: DncImportResult) => {
@@ -31,7 +48,11 @@ export function registerMailPage(app: H3, rt: Runtime): void {
     const tz = rt.config.recipes.timezone
     // Yesterday by the calendar, as the daily report's: 24 hours back is two days back just after a spring-forward midnight.
     const previewDate = reportableDay(params.get('date'), tz) ?? yesterday(rt.clock.now(), tz)
-    const [mails, dnc] = await Promise.all([listMailLog(rt, 50), listDnc(rt, { search, limit: 100 })])
+    const [mails, dnc, dncFile] = await Promise.all([listMailLog(rt, 50), listDnc(rt, { search, limit: 100 }), dncFileOf(rt, search)])
+    const file = dncFile instanceof Error ? undefined : dncFile
+    const shownInTable = new Set(dnc.map((d) => d.phone))
+    const fileName = file ? html`<code>${basename(file.path)}</code>` : ''
+    const fileOnly = (file?.matches ?? []).filter((phone) => !shownInTable.has(phone))
     return page(event, {
       title: 'Mail & DNC',
       flash: flashMessage(params),
@@ -64,10 +85,14 @@ ${imported.errors.length ? table('Import errors', ['Row', 'Value', 'Reason'], im
 <label>CSV (number, reason)<input name="file" type="file" accept=".csv,text/csv" required></label>
 <button type="submit">Import</button>
 </form>
-${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', ''], dnc.map((d) => [
-  d.phone, d.reason ?? '', dncSource(d.source), fmtTime(d.addedAt),
-  html`<form method="post" action="/ui/dnc/remove" class="inline" data-confirm="${`Remove ${d.phone} from the do-not-call list?`}">${csrfField(event)}<input type="hidden" name="phone" value="${d.phone}"><button type="submit" class="secondary">Remove</button></form>`,
-]), search ? 'No number matches.' : 'The list is empty.')}`,
+${dncFileNote(dncFile)}
+${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', ''], [
+  ...dnc.map((d) => [
+    d.phone, d.reason ?? '', file?.has(d.phone) ? html`${dncSource(d.source)}; also listed by the file ${fileName}` : dncSource(d.source), fmtTime(d.addedAt),
+    html`<form method="post" action="/ui/dnc/remove" class="inline" data-confirm="${`Remove ${d.phone} from the do-not-call list?`}">${csrfField(event)}<input type="hidden" name="phone" value="${d.phone}"><button type="submit" class="secondary">Remove</button></form>`,
+  ]),
+  ...fileOnly.map((phone) => [phone, '', html`listed by the file ${fileName} (edit the file to remove it)`, '', '']),
+], search ? 'No number matches.' : dncFile instanceof Error || file?.size ? 'No number was added here; the file above is the rest of the list.' : 'The list is empty.')}`,
     })
   }
 
