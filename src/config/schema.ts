@@ -3,6 +3,7 @@ import { isSupportedCountry } from 'libphonenumber-js/max'
 import { z } from 'zod'
 import { destinationsSchema } from './destinations.ts'
 import { parseMailboxes, parseRecipients } from '../utils/mail-addresses.ts'
+import { secretProblem } from './webhook-secret.ts'
 
 /**
  * Every setting switchboard reads, keyed by its environment variable. `switchboard.config.ts` may set the
@@ -60,12 +61,19 @@ const list = z
   .transform((v) => (Array.isArray(v) ? v : v.split(',')).map((s) => s.trim()).filter(Boolean))
 
 /**
- * Webhook secrets. A `whsec_` secret is the Standard Webhooks form, `whsec_` + base64 of the key: one that
- * does not decode would never verify a signature, so it is refused at start-up.
+ * Webhook secrets of a scheme (WEBHOOK_SECRET's is `formant`), refused at start-up when one is a placeholder or not a key
+ * the scheme can verify with (src/config/webhook-secret.ts): the first such secret, without echoing it.
  */
-export const secretList = list.refine((secrets) => secrets.every((s) => !s.startsWith('whsec_') || /^[A-Za-z0-9+/_-]+={0,2}$/.test(s.slice(6))), {
-  error: 'has a whsec_ secret that is not valid base64 (whsec_ is followed by the base64 of the key: the sender shows it, or make one with openssl rand -base64 32)',
-})
+const secretsOf = (scheme: 'formant' | 'standard' | 'hmac') =>
+  list.superRefine((secrets, ctx) => {
+    for (const secret of secrets) {
+      const problem = secretProblem(secret, scheme)
+      if (!problem) continue
+      ctx.addIssue({ code: 'custom', message: problem })
+      return
+    }
+  })
+export const secretList = secretsOf('formant')
 
 const email = z.email()
 
@@ -112,16 +120,12 @@ export const webhookTargetSchema = z.discriminatedUnion('scheme', [
     /** Standard Webhooks: webhook-id / webhook-timestamp / webhook-signature, whsec_ secrets. */
     scheme: z.literal('standard'),
     // The key is the base64 after `whsec_`, prefix or not: a secret that does not decode would verify nothing.
-    secrets: secretList
-      .refine((secrets) => secrets.every((s) => /^[A-Za-z0-9+/_-]+={0,2}$/.test(s.startsWith('whsec_') ? s.slice(6) : s)), {
-        error: 'has a secret that is not base64: a Standard Webhooks secret is whsec_ followed by the base64 of the key (the sender shows it, or make one with openssl rand -base64 32)',
-      })
-      .default([]),
+    secrets: secretsOf('standard').default([]),
   }),
   z.strictObject({
     /** A generic HMAC over the raw body; header, prefix, encoding and algorithm are configurable. */
     scheme: z.literal('hmac'),
-    secrets: secretList.default([]),
+    secrets: secretsOf('hmac').default([]),
     // Required: which header carries the signature (GitHub: X-Hub-Signature-256, with prefix "sha256=").
     header: z
       .string({ error: (issue) => (issue.input === undefined ? 'is required for scheme "hmac": the header that carries the signature, e.g. X-Hub-Signature-256' : 'must be an HTTP header name (a string)') })

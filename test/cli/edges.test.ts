@@ -154,7 +154,7 @@ describe('the start banner', () => {
     expect(renderBanner(generated, 'http://127.0.0.1:3000')).toContain(`(signed with the secret kept in ${join(dataDir, 'webhook-secret')})`)
 
     const file = join(dataDir, 'switchboard.config.ts')
-    writeFileSync(file, "export default { WEBHOOK_SECRET: 'whsec_c2VjcmV0', WEBHOOK_TARGETS: { crm: { scheme: 'standard', secrets: 'whsec_c2VjcmV0' } } }\n")
+    writeFileSync(file, "export default { WEBHOOK_SECRET: 'whsec_c2VjcmV0', WEBHOOK_TARGETS: { crm: { scheme: 'standard', secrets: 'whsec_Y3JtLXNlY3JldC1jcm0tc2VjcmV0LWNybS1zZWNyZXQ=' } } }\n")
     const fromFile = ensureSandboxSecret(await resolveConfig({ env: { DATA_DIR: dataDir }, cwd: dataDir }))
     const withFile = renderBanner(fromFile, 'http://127.0.0.1:3000')
     expect(withFile).toContain(`(signed with WEBHOOK_SECRET in ${file})`)

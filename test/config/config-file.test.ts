@@ -20,12 +20,12 @@ describe('switchboard.config.ts', () => {
     const dir = tempDir()
     writeFileSync(
       join(dir, 'switchboard.config.ts'),
-      `import { defineConfig } from 'switchboard'\nexport default defineConfig({ PORT: 4100, RECIPES_TIMEZONE: 'Europe/Berlin', WEBHOOK_TARGETS: { crm: { scheme: 'standard', secrets: ['whsec_c2VjcmV0'] } } })\n`,
+      `import { defineConfig } from 'switchboard'\nexport default defineConfig({ PORT: 4100, RECIPES_TIMEZONE: 'Europe/Berlin', WEBHOOK_TARGETS: { crm: { scheme: 'standard', secrets: ['whsec_Y3JtLXNlY3JldC1jcm0tc2VjcmV0LWNybS1zZWNyZXQ='] } } })\n`,
     )
     const config = await resolveConfig({ env: { RECIPES_TIMEZONE: 'UTC' }, cwd: dir })
     expect(config.port).toBe(4100)
     expect(config.recipes.timezone).toBe('UTC')
-    expect(config.webhook.targets.crm).toEqual({ scheme: 'standard', secrets: ['whsec_c2VjcmV0'] })
+    expect(config.webhook.targets.crm).toEqual({ scheme: 'standard', secrets: ['whsec_Y3JtLXNlY3JldC1jcm0tc2VjcmV0LWNybS1zZWNyZXQ='] })
   })
 
   it('names a broken file in one line', async () => {

@@ -86,7 +86,7 @@ describe('configuration', () => {
     [{ DATABASE_URL: 'postgres://db/app?search_path=tenant_a' }, /^Invalid configuration: DATABASE_URL has \?search_path=, which the Postgres driver ignores \(the tables would go to "public"\): pick the schema with \?options=-c%20search_path%3Dtenant_a/],
     [{ DATABASE_URL: 'postgres://db/app?sslmode=require&schema=tenant_a' }, /^Invalid configuration: DATABASE_URL has \?schema=, which the Postgres driver ignores/],
     [{ WEBHOOK_ALLOW_UNSIGNED: 'maybe' }, /^Invalid configuration: WEBHOOK_ALLOW_UNSIGNED must be true or false/],
-    [{ WEBHOOK_TARGETS: '{"formant":{"scheme":"standard","secrets":"whsec_c2VjcmV0"}}' }, /^Invalid configuration: WEBHOOK_TARGETS cannot name a target "formant"/],
+    [{ WEBHOOK_TARGETS: '{"formant":{"scheme":"standard","secrets":"whsec_Y3JtLXNlY3JldC1jcm0tc2VjcmV0LWNybS1zZWNyZXQ="}}' }, /^Invalid configuration: WEBHOOK_TARGETS cannot name a target "formant"/],
     [{ WEBHOOK_TARGETS: '{"gh":{"scheme":"hmac","secrets":"x","header":"X Hub"}}' }, /^Invalid configuration: WEBHOOK_TARGETS must be an HTTP header name .* at gh\.header$/],
     [{ WEBHOOK_TARGETS: '{"gh":{"scheme":"hmac","secrets":"x","header":"X-Sig","timestampHeader":""}}' }, /^Invalid configuration: WEBHOOK_TARGETS must be an HTTP header name .* at gh\.timestampHeader$/],
     [{ SMTP_URL: 'smtp://[bad' }, /^Invalid configuration: SMTP_URL must be a URL: smtp\(s\):\/\/\[user:password@\]host\[:port\]$/],

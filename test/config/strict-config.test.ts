@@ -143,16 +143,16 @@ describe('values that look fine but are not', () => {
 
   it('a whsec_ secret of a named target that is not base64', async () => {
     const r = await startWith({ WEBHOOK_TARGETS: JSON.stringify({ std: { scheme: 'standard', secrets: 'whsec_%%%' } }) })
-    expect(r.stderr).toBe('error: Invalid configuration: WEBHOOK_TARGETS has a whsec_ secret that is not valid base64 (whsec_ is followed by the base64 of the key: the sender shows it, or make one with openssl rand -base64 32) at std.secrets\n')
+    expect(r.stderr).toBe('error: Invalid configuration: WEBHOOK_TARGETS has a secret that is not base64: a Standard Webhooks secret is whsec_ followed by the base64 of the key (A–Z a–z 0–9 + /, = padding; the sender shows it, or make one with openssl rand -base64 32) at std.secrets\n')
   })
 
   // Without the prefix it was taken, and every delivery was then 401 "signature does not match": no key to try.
   it('a standard target\'s secret that is not base64 without its whsec_ prefix either', async () => {
     const r = await startWith({ WEBHOOK_TARGETS: JSON.stringify({ crm: { scheme: 'standard', secrets: 'my.crm.secret!' } }) })
     expect(r.code).toBe(2)
-    expect(r.stderr).toBe('error: Invalid configuration: WEBHOOK_TARGETS has a secret that is not base64: a Standard Webhooks secret is whsec_ followed by the base64 of the key (the sender shows it, or make one with openssl rand -base64 32) at crm.secrets\n')
+    expect(r.stderr).toBe('error: Invalid configuration: WEBHOOK_TARGETS has a secret that is not base64: a Standard Webhooks secret is whsec_ followed by the base64 of the key (A–Z a–z 0–9 + /, = padding; the sender shows it, or make one with openssl rand -base64 32) at crm.secrets\n')
     // Base64 without the prefix is the same key.
-    expect((await startWith({ WEBHOOK_TARGETS: JSON.stringify({ crm: { scheme: 'standard', secrets: Buffer.from('crm-secret-crm-secret').toString('base64') } }), LOG_LEVEL: 'silent' })).stderr).not.toMatch(/WEBHOOK_TARGETS/)
+    expect((await startWith({ WEBHOOK_TARGETS: JSON.stringify({ crm: { scheme: 'standard', secrets: Buffer.from('crm-secret-crm-secret-crm-secret').toString('base64') } }), LOG_LEVEL: 'silent' })).stderr).not.toMatch(/WEBHOOK_TARGETS/)
   })
 
   it('RECIPES_DIR that does not exist, or is a file: one line, no stack, and what to do', async () => {

@@ -17,7 +17,7 @@ describeEachDialect('ctx.data.events', (dialect) => {
   })
 
   it('returns the provider\'s events (named provider targets and reconciliation\'s too), not a named target\'s of another scheme', async () => {
-    rt = await createTestRuntime({ dialect, env: { WEBHOOK_TARGETS: JSON.stringify({ crm: { scheme: 'standard', secrets: 'whsec_Y3JtLXNlY3JldC1jcm0tc2VjcmV0' }, india: { scheme: 'formant', secrets: 'x' } }) } })
+    rt = await createTestRuntime({ dialect, env: { WEBHOOK_TARGETS: JSON.stringify({ crm: { scheme: 'standard', secrets: 'whsec_Y3JtLXNlY3JldC1jcm0tc2VjcmV0LWNybS1zZWNyZXQ=' }, india: { scheme: 'formant', secrets: 'x' } }) } })
     const at = rt.clock.now()
     const row = (id: string, target: string, body: unknown, source = 'webhook') => ({
       event_id: id, target, event_type: (body as { event_type?: string }).event_type ?? 'contact.updated', conversation_id: null, trace_id: null, agent_id: null,

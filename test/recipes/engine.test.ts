@@ -174,7 +174,7 @@ export default defineRecipe({ description: 'follow-ups', on: ['call.no_answer'],
 
   it('a named target\'s events reach recipes subscribed as <target>:<type>', async () => {
     await rt.close()
-    rt = await createTestRuntime({ dialect, clock, env: { RECIPES_DIR: folder.dir, RECIPES_TIMEZONE: 'UTC', WEBHOOK_TARGETS: '{"crm":{"scheme":"standard","secrets":"whsec_c2VjcmV0"}}' } })
+    rt = await createTestRuntime({ dialect, clock, env: { RECIPES_DIR: folder.dir, RECIPES_TIMEZONE: 'UTC', WEBHOOK_TARGETS: '{"crm":{"scheme":"standard","secrets":"whsec_Y3JtLXNlY3JldC1jcm0tc2VjcmV0LWNybS1zZWNyZXQ="}}' } })
     folder.write('crm', `import { defineRecipe } from 'switchboard'
 export default defineRecipe({
   description: 'CRM updates',

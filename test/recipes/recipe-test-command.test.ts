@@ -247,7 +247,7 @@ export default defineRecipe({ description: 'reads CRM updates', on: ['crm:contac
     const file = join(dir, 'crm-events.json')
     writeFileSync(file, JSON.stringify([{ target: 'crm', event_type: 'contact.updated', body: { id: 'ct_1' } }, { target: 'crm', event_type: 'contact.updated', event_id: 'msg_2', body: { id: 'ct_2' } }]))
     // The target is configured, as the service needs it to run the recipe at all.
-    const withCrm = { ...env, RECIPES_TYPECHECK: 'false', WEBHOOK_TARGETS: '{"crm":{"scheme":"standard","secrets":"whsec_c2VjcmV0"}}' }
+    const withCrm = { ...env, RECIPES_TYPECHECK: 'false', WEBHOOK_TARGETS: '{"crm":{"scheme":"standard","secrets":"whsec_Y3JtLXNlY3JldC1jcm0tc2VjcmV0LWNybS1zZWNyZXQ="}}' }
     const result = await testRecipe({ recipe: 'crm-sync', recipesDir: folder.dir, events: file, now: '2026-01-15T10:00:00Z', env: withCrm })
     expect(result).toMatchObject({ status: 'succeeded', warnings: [], result: { kinds: 'target,target', targets: 'crm,crm', ids: 'ct_1,ct_2' } })
     // Another type of the target, not listed in `on`, is warned about as provider types are.

@@ -119,7 +119,7 @@ describeEachDialect('daily report figures', (dialect) => {
   // A CRM's or a GitHub's deliveries (named targets of another scheme) counted as the provider's received, duplicates
   // and rejections. A refusal on an unknown target still counts: a provider pointed at a misspelled URL.
   it('webhook health counts the provider\'s deliveries: not a named target\'s of another scheme', async () => {
-    rt = await createTestRuntime({ dialect, env: { WEBHOOK_TARGETS: JSON.stringify({ crm: { scheme: 'standard', secrets: 'whsec_Y3JtLXNlY3JldC1jcm0tc2VjcmV0' }, provider2: { scheme: 'formant', secrets: 'p2-secret' } }) } })
+    rt = await createTestRuntime({ dialect, env: { WEBHOOK_TARGETS: JSON.stringify({ crm: { scheme: 'standard', secrets: 'whsec_Y3JtLXNlY3JldC1jcm0tc2VjcmV0LWNybS1zZWNyZXQ=' }, provider2: { scheme: 'formant', secrets: 'p2-secret' } }) } })
     await seedKnownDay(rt)
     const at = DAY_START + 60_000
     const row = (id: string, target: string) => ({
