@@ -9,6 +9,8 @@ import { startMailOutbox } from './reports/mail-outbox.ts'
 import { startWebhookWorkers } from './webhooks/index.ts'
 import { startInstanceRegistry } from './instances.ts'
 import { setProcessedElsewhere } from './coordination/processing-task.ts'
+import { registerPurgeMetrics } from './db/purge-metrics.ts'
+import { upstreamMetrics } from './upstream/metrics.ts'
 import type { Role } from './roles.ts'
 
 /**
@@ -32,6 +34,10 @@ export async function startBackground(rt: Runtime, options: { role?: Role } = {}
       stops.push(() => setProcessedElsewhere(rt, false))
     }
     if (role !== 'receiver') {
+      // The retention purges run in the workers started here, and the call queue's and recipes' requests to the provider
+      // are sent from here: their metrics are listed (the purges' at 0) from now on, not from the first purge or request.
+      registerPurgeMetrics(rt.metrics)
+      upstreamMetrics(rt.metrics)
       registerConsumers(rt, { recipes: recipeEngineFor(rt) })
       stops.push(startWebhookWorkers(rt))
       const calls = startCallQueue(rt)

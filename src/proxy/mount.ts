@@ -4,7 +4,8 @@ import { createJsonCache } from './json-cache.ts'
 import { createProxy, type Proxy } from './proxy.ts'
 import { createRecordingCache } from './recordings.ts'
 import { createTenantKeys } from './tenant-keys.ts'
-import { proxyCacheResults } from './metrics.ts'
+import { proxyCacheResults, proxyCoalesced } from './metrics.ts'
+import { upstreamMetrics } from '../upstream/metrics.ts'
 
 /** How often the caches are swept and trimmed to their byte budgets in the background. */
 export const MAINTENANCE_INTERVAL_MS = 60_000
@@ -13,6 +14,9 @@ export const MAINTENANCE_INTERVAL_MS = 60_000
 export function mountProxy(app: H3, rt: Runtime): Proxy {
   const proxy = createProxy(rt)
   const results = proxyCacheResults(rt.metrics)
+  // Listed by /metrics from the start (the coalesced count at 0), not from the first coalesced miss or provider request.
+  proxyCoalesced(rt.metrics)
+  upstreamMetrics(rt.metrics)
   app.all('/v1/**', async (event) => {
     const reply = await proxy.handle(event.req, event.url)
     results.inc({ result: reply.headers.get('x-cache') ?? 'BYPASS' })

@@ -288,6 +288,8 @@ const gauges = new WeakMap<Runtime, true>()
 
 /** `switchboard_mail_pending` and the age of the oldest, read from the outbox at each scrape. */
 export function registerOutboxMetrics(rt: Runtime): void {
+  // The counters too, where mail is sent and retried: /metrics lists them (at 0) before the first mail.
+  mailMetrics(rt.metrics)
   if (gauges.has(rt) || rt.metrics.getSingleMetric('switchboard_mail_pending')) return
   gauges.set(rt, true)
   const pending = async () =>

@@ -1,0 +1,37 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { expect, it } from 'vitest'
+import { useServeInProcess } from '../helpers/serve-in-process.ts'
+
+const serve = useServeInProcess('metrics-at-start')
+
+/** Every `switchboard_*` metric the README names (the `switchboard_process_*` / `switchboard_nodejs_*` families aside). */
+function readmeMetrics(): string[] {
+  const readme = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8')
+  return [...new Set([...readme.matchAll(/\bswitchboard_[a-z_]*[a-z]\b(?!_\*)/g)].map((m) => m[0]))].filter((name) => !/^switchboard_(process|nodejs)_/.test(name))
+}
+
+// An alert written from the README (`increase(switchboard_mail_failures_total[1h]) > 0`, `switchboard_retention_purge_behind == 1`)
+// found nothing on a service that had not yet sent a mail or run a purge: the metric was not there until its first event.
+it('/metrics lists every metric the README names as soon as serve is up, at zero for their fixed label values', async () => {
+  const server = await serve.start()
+  const metrics = await (await fetch(`${server.url}/metrics`)).text()
+  const names = readmeMetrics()
+  expect(names.length).toBeGreaterThan(30)
+  const listed = new Set([...metrics.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]))
+  expect(names.filter((name) => !listed.has(name))).toEqual([])
+
+  const series = [
+    'switchboard_mail_sent_total{transport="smtp"} 0',
+    'switchboard_mail_sent_total{transport="outbox"} 0',
+    'switchboard_mail_failures_total{transport="smtp"} 0',
+    'switchboard_mail_failures_total{transport="outbox"} 0',
+    'switchboard_proxy_coalesced_total 0',
+    ...['webhooks', 'destinations', 'recipes', 'history'].map((purge) => `switchboard_retention_purge_behind{purge="${purge}"} 0`),
+    ...['webhook_events', 'webhook_rejections', 'destination_deliveries', 'destination_attempts', 'destination_payloads', 'recipe_event_fires', 'recipe_runs', 'recipe_ticks', 'conversations', 'calls', 'mail_log'].map(
+      (table) => `switchboard_retention_purged_rows_total{table="${table}"} 0`,
+    ),
+  ]
+  const lines = new Set(metrics.split('\n'))
+  expect(series.filter((line) => !lines.has(line))).toEqual([])
+}, 60_000)
