@@ -1,4 +1,4 @@
-import { H3 } from 'h3'
+import { H3, type H3Event } from 'h3'
 import { ConfigError, ensureSandboxSecret, withListenPort, type Config, type LoadConfigOptions } from './config/load.ts'
 import { resolveConfig } from './config/file.ts'
 import { readiness } from './health/readiness.ts'
@@ -16,8 +16,9 @@ import { mountSandbox } from './sandbox/mount.ts'
 import { registerAdminGate } from './ui/gate.ts'
 import { ADMIN_RESPONSE_HEADERS, setResponseHeaders } from './utils/admin-auth.ts'
 import { isNoRoute, noRouteResponse } from './utils/no-route.ts'
+import { internalErrorResponse, logUnhandledError } from './utils/unhandled-error.ts'
 import { registerUi } from './ui/index.ts'
-import { adminTokenFile, ensureAdminToken, type AdminTokenSource } from './config/admin-token.ts'
+import { adminTokenFile, ensureAdminToken, markAdminTokenShown, type AdminTokenSource } from './config/admin-token.ts'
 import { isMalformedPath, malformedPathAnswer } from './upstream/malformed-path.ts'
 import { serveApp } from './utils/serve-app.ts'
 import { registerDestinationRoutes } from './destinations/index.ts'
@@ -102,13 +103,25 @@ function registerOpsRoutes(app: H3, rt: Runtime): void {
 /** The worker role's HTTP surface: operations endpoints only. */
 export function createOpsApp(rt: Runtime): H3 {
   const app = new H3({
+    // Unhandled errors are logged once, as JSON, by onError: not also printed by h3 as a stack trace.
+    silent: true,
     onError(error, event) {
       if (isNoRoute(error)) return noRouteResponse(event.req.method, event.url.pathname)
+      if (error.status >= 500) {
+        logUnhandledError(rt.log, error, event)
+        return internalErrorResponse(event.url.pathname)
+      }
       return undefined
     },
   })
   registerOpsRoutes(app, rt)
   return app
+}
+
+/** Headers an answer of onError's own needs: h3 does not add the ones set for the request to a Response from onError. */
+function withRequestHeaders(answer: Response, event: H3Event): Response {
+  for (const [name, value] of event.res.headers) if (!answer.headers.has(name)) answer.headers.set(name, value)
+  return answer
 }
 
 /**
@@ -118,23 +131,33 @@ export function createOpsApp(rt: Runtime): H3 {
  */
 export function createApp(rt: Runtime): H3 {
   const app = new H3({
+    // Unhandled errors are logged once, as JSON, by onError: not also printed by h3 as a stack trace.
+    silent: true,
     onError(error, event) {
-      const status = (error as { status?: number }).status ?? 500
-      if (status >= 500) rt.log.error({ err: error }, 'unhandled error')
+      const status = error.status ?? 500
       const path = event.url.pathname
       // Errors raised before any middleware (a path h3 cannot decode) miss the gate's headers: set them here.
       if (/^\/(ui|admin)(\/|$)/i.test(path)) setResponseHeaders(event, ADMIN_RESPONSE_HEADERS)
-      if (status === 400 && /^\/(sandbox\/)?v1(\/|$)/.test(path) && isMalformedPath(path)) {
-        const answer = malformedPathAnswer(path)
-        if (path.startsWith('/v1')) answer.headers.set('x-cache', 'BYPASS')
-        return answer
+      if (status === 400 && isMalformedPath(path)) {
+        // The proxy and the sandbox in the provider's shape; the receiver and /admin in the service's, which is the same
+        // body (uncached, as their other errors). The dashboard keeps h3's answer.
+        if (/^\/(sandbox\/)?v1(\/|$)/.test(path)) {
+          const answer = malformedPathAnswer(path)
+          if (path.startsWith('/v1')) answer.headers.set('x-cache', 'BYPASS')
+          return answer
+        }
+        if (!/^\/ui(\/|$)/i.test(path)) {
+          const answer = malformedPathAnswer(path)
+          answer.headers.set('cache-control', 'no-store')
+          return withRequestHeaders(answer, event)
+        }
       }
       // No route at all: the one error shape every other answer uses, not h3's own (which echoed the request's Host).
-      if (isNoRoute(error)) {
-        const answer = noRouteResponse(event.req.method, path)
-        // With the headers the middleware set for the path (the dashboard's CSP and framing, no caching under /admin).
-        for (const [name, value] of event.res.headers) if (!answer.headers.has(name)) answer.headers.set(name, value)
-        return answer
+      // With the headers the middleware set for the path (the dashboard's CSP and framing, no caching under /admin).
+      if (isNoRoute(error)) return withRequestHeaders(noRouteResponse(event.req.method, path), event)
+      if (status >= 500) {
+        logUnhandledError(rt.log, error, event)
+        return withRequestHeaders(internalErrorResponse(path), event)
       }
       return undefined
     },
@@ -246,7 +269,11 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     await rt.close()
     throw error
   }
-  if (options.banner) process.stdout.write(renderBanner(rt.config, url, { adminTokenSource, terminal: Boolean(process.stdout.isTTY) }))
+  if (options.banner) {
+    const banner = { adminTokenSource, terminal: Boolean(process.stdout.isTTY) }
+    process.stdout.write(renderBanner(rt.config, url, banner))
+    if (showsAdminToken(banner)) markAdminTokenShown(rt.config.dataDir)
+  }
   rt.log.info({ url, role, sandbox: rt.config.sandboxMode, database: rt.store.dialect, processing: role === 'receiver' ? 'none' : opsState(rt).thread ? 'thread' : 'inline' }, 'switchboard ready')
   let closed = false
   return {
@@ -282,6 +309,11 @@ export interface BannerOptions {
   terminal?: boolean
 }
 
+/** Whether the banner prints the admin token: one no banner has shown yet, to a terminal. */
+function showsAdminToken(options: BannerOptions): boolean {
+  return (options.adminTokenSource === 'generated' || options.adminTokenSource === 'unshown') && Boolean(options.terminal)
+}
+
 export function renderBanner(config: Config, url: string, options: BannerOptions = {}): string {
   const lines = [
     '',
@@ -313,10 +345,13 @@ export function renderBanner(config: Config, url: string, options: BannerOptions
     )
   }
   lines.push(`  Dashboard: ${url}/ui   (log in with the admin token)`)
-  if (options.adminTokenSource === 'generated' && config.adminToken && options.terminal) {
-    lines.push(`    admin token         ${config.adminToken}`, `                        (generated now and shown only this once; kept in ${adminTokenFile(config.dataDir)})`)
+  if (showsAdminToken(options) && config.adminToken) {
+    const made = options.adminTokenSource === 'generated' ? 'generated now' : 'generated by an earlier start that did not come up'
+    lines.push(`    admin token         ${config.adminToken}`, `                        (${made} and shown only this once; kept in ${adminTokenFile(config.dataDir)})`)
   } else if (options.adminTokenSource === 'generated') {
     lines.push(`    admin token         generated now into ${adminTokenFile(config.dataDir)}   (not printed: this output is not a terminal)`)
+  } else if (options.adminTokenSource === 'unshown') {
+    lines.push(`    admin token         in ${adminTokenFile(config.dataDir)}   (not printed: this output is not a terminal)`)
   } else if (options.adminTokenSource === 'file') {
     lines.push(`    admin token         in ${adminTokenFile(config.dataDir)}`)
   } else if (options.adminTokenSource === 'config') {
