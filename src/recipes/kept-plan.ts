@@ -69,17 +69,27 @@ export function planSize(plan: KeptPlan): number {
  */
 export function encodePlan(plan: PlannedEffect[], omitted: PlanOmitted = {}): string | null {
   if (plan.length === 0 && Object.keys(omitted).length === 0) return null
-  let text = ''
+  const whole = JSON.stringify(withCounts(keptPlan(plan, omitted)))
+  if (whole.length <= MAX_PLAN_CHARS) return whole
+  // Over: strings past VERY_LONG_STRING are cut first — one cell of a megabyte in a batch's first row otherwise took
+  // the place of every other batch of the run — then the bounds halve until the plan fits.
+  const veryLong = cutStrings(VERY_LONG_STRING)
   for (let rows = KEPT_ROWS, effects = KEPT_EFFECTS; effects >= 1; rows = Math.max(1, Math.floor(rows / 2)), effects = Math.floor(effects / 2)) {
-    text = JSON.stringify(withCounts(keptPlan(plan, omitted, rows, effects)))
+    const text = JSON.stringify(withCounts(keptPlan(plan, omitted, rows, effects)), veryLong)
     if (text.length <= MAX_PLAN_CHARS) return text
   }
-  // One effect of each kind, one row a batch, and still over: the effects hold long strings (a state value, wide rows).
-  return JSON.stringify(withCounts(keptPlan(plan, omitted, 1, 1)), (_key, value: unknown) => typeof value === 'string' && value.length > LONG_STRING ? `${value.slice(0, LONG_STRING)}… (${value.length - LONG_STRING} more characters)` : value)
+  // One effect of each kind, one row a batch, and still over: the effects hold many long strings (wide rows).
+  return JSON.stringify(withCounts(keptPlan(plan, omitted, 1, 1)), cutStrings(LONG_STRING))
 }
 
-/** The characters a string of an effect keeps when a plan is still over MAX_PLAN_CHARS with one effect of each kind. */
+/** The characters a string of an effect keeps once a plan is over MAX_PLAN_CHARS: 64 KiB, then 1,000 as a last resort. */
+const VERY_LONG_STRING = 64 * 1024
 const LONG_STRING = 1000
+
+/** A JSON.stringify replacer that cuts strings longer than `max`, saying how much was cut. */
+function cutStrings(max: number): (key: string, value: unknown) => unknown {
+  return (_key, value) => (typeof value === 'string' && value.length > max ? `${value.slice(0, max)}… (${value.length - max} more characters)` : value)
+}
 
 type Counted = PlannedEffect & { omitted_after?: number }
 

@@ -136,6 +136,16 @@ describe('the plan column', () => {
     expect(state!.value).toMatch(/^"x+… \(\d+ more characters\)$/)
   })
 
+  // A nightly batch whose first file held one cell of a megabyte kept that batch alone: the bounds halved until the
+  // plan fit, and the other batches of the run were left out ("… and 2 more batches, not shown").
+  it('a string of a megabyte is cut before any effect is left out', () => {
+    const batch = (name: string, notes: string): PlannedEffect => ({ kind: 'batch', agent_id: 101, name, rows: [{ customer_phone: '+447911123417', notes }], rejects: [] })
+    const plan = decodePlan(encodePlan([batch('a1', 'n'.repeat(1_100_000)), batch('b1', 'short'), batch('c1', 'short')]))
+    expect(plan.omitted).toEqual({})
+    expect(plan.effects.map((e) => (e as Extract<PlannedEffect, { kind: 'batch' }>).name)).toEqual(['a1', 'b1', 'c1'])
+    expect(batchOf(plan.effects).rows[0]!.notes).toMatch(/^n{65536}… \(1034464 more characters\)$/)
+  })
+
   it('reads a record written whole by 0.19.0 and earlier cut, as it reads a new one', () => {
     const rows = Array.from({ length: 2_000 }, (_, i) => ({ customer_phone: `+9198${String(i).padStart(8, '0')}` }))
     const old = JSON.stringify([{ kind: 'batch', agent_id: 101, name: 'old', rows, rejects: [] }, ...Array.from({ length: KEPT_EFFECTS + 3 }, (_, i) => call(i))])
