@@ -65,6 +65,17 @@ it('suggests, for each template, a recipes test with the sample its trigger need
   expect(shown.followup).toMatch(/^ {2}call \+9198765432\d\d with agent 101/m)
   expect(shown.batch).toMatch(/batch "leads-2026-01-15" for agent 101: \d+ rows/)
   expect(shown['webhook-forward']).toContain('log info: would forward')
+  // Its summary says so: it read "nothing to report (every count 0)" beside the lines saying what it would forward.
+  expect(shown['webhook-forward']).toMatch(/^summary: .*would_forward \d+/m)
+})
+
+it("each template's own comment names a sample file that is there", async () => {
+  for (const template of RECIPE_TEMPLATES) {
+    await cli('recipes', 'new', `see-${template}`, '--from', template)
+    const source = readFileSync(join(recipesDir, `see-${template}.ts`), 'utf8')
+    for (const [sample] of source.matchAll(/data\/samples\/[\w.-]+/g)) expect(existsSync(join(ROOT, sample)), `${template}: ${sample}`).toBe(true)
+    expect(source, template).not.toMatch(/--events (?!data\/samples\/)/)
+  }
 })
 
 it('refuses a bad name, an unknown template and an existing file, in one line', async () => {

@@ -2,7 +2,7 @@ import { defineRecipe } from 'switchboard'
 
 // A forwarding recipe: posts each completed call's outcome to another system (a CRM, a chat hook).
 // Nothing is posted in a dry run. Try it:
-//   npm run -s cli -- recipes test __NAME__ --events my-completed-events.json
+//   npm run -s cli -- recipes test __NAME__ --events data/samples/completed-events.json
 // Reference: docs/recipes.md (every ctx member, with examples).
 
 // ── Settings ────────────────────────────────────────────────────────────────────────────────────
@@ -14,6 +14,7 @@ export default defineRecipe({
   on: ['call.completed'],
   async run(ctx) {
     let forwarded = 0
+    let wouldForward = 0
     for (const { event } of ctx.trigger.events ?? []) {
       const body = {
         conversation_id: event.data.call.conversation_id,
@@ -23,6 +24,7 @@ export default defineRecipe({
       }
       if (ctx.dryRun || !FORWARD_URL) {
         ctx.log.info({ body }, 'would forward')
+        wouldForward++
         continue
       }
       const response = await fetch(FORWARD_URL, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
@@ -30,6 +32,6 @@ export default defineRecipe({
       if (!response.ok) throw new Error(`${FORWARD_URL} answered ${response.status}`)
       forwarded++
     }
-    return { forwarded }
+    return wouldForward > 0 ? { forwarded, would_forward: wouldForward } : { forwarded }
   },
 })
