@@ -17,6 +17,17 @@ import { samplePath } from './sample-path.ts'
  * on every save of the recipe's folder or a fixture; the type-check thread is kept meanwhile, so a save is answered in
  * well under a second (src/recipes/rerun-on-change.ts).
  */
+/**
+ * testRecipe()'s messages name its options as a recipe's code passes them (`testRecipe(now): …`); typed on the command
+ * line they were the flags: said as such (`--now: …`, `--events data/x.json, event [0]: …`).
+ */
+function asFlags(message: string): string {
+  return message
+    .replace(/^testRecipe\((now|csv)\): /, '--$1: ')
+    .replace(/^testRecipe\(events \((.*?)\)(\[\d+\])?\): /, (_all, file: string, index: string | undefined) => `--events ${file}${index ? `, event ${index}` : ''}: `)
+    .replace(/events \([^)]*\)(\[\d+\])/g, 'event $1')
+}
+
 export const recipesTest = defineCommand({
   name: 'recipes test',
   runsRecipeCode: true,
@@ -53,7 +64,7 @@ export const recipesTest = defineCommand({
           ...(typeof ctx.values.now === 'string' ? { now: ctx.values.now } : {}),
         })
       } catch (error) {
-        if (error instanceof ArgumentError) throw new CliError(error.message)
+        if (error instanceof ArgumentError) throw new CliError(asFlags(error.message))
         throw error
       }
       // What the service would record as the run's summary, not the raw value: `run` may return anything (a BigInt,

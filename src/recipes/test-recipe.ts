@@ -128,7 +128,8 @@ export function readEventsFile(path: string): Array<WebhookEvent | TestTargetEve
     parsed = JSON.parse(readFileSync(path, 'utf8').replace(/^\uFEFF/, ''))
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a folder, not a file' : (error as Error).message.split('\n')[0]
+    // JSON.parse quotes the text around the mistake, line breaks included: shown escaped, so the line is whole.
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a folder, not a file' : (error as Error).message.replace(/\r/g, '\\r').replace(/\n/g, '\\n')
     throw new ArgumentError(`events file ${path}: ${why}`)
   }
   return parseEvents(parsed, path)

@@ -177,9 +177,18 @@ it('reads an events file with a byte-order mark, and says in one line what is wr
     expect(await cli('recipes', 'test', 'no-answer-followup', '--events', bom)).toMatchObject({ code: 0, err: '' })
     const object = join(dir, 'object.json')
     writeFileSync(object, '{"foo":1}')
-    expect(await cli('recipes', 'test', 'no-answer-followup', '--events', object)).toEqual({ code: 2, out: '', err: `error: testRecipe(events (${object})): expected a JSON list of webhook events, or { "events": [ … ] }\n` })
+    // Named as typed on the command line: the flags, not testRecipe()'s options.
+    expect(await cli('recipes', 'test', 'no-answer-followup', '--events', object)).toEqual({ code: 2, out: '', err: `error: --events ${object}: expected a JSON list of webhook events, or { "events": [ … ] }\n` })
+    const oneBad = join(dir, 'one-bad.json')
+    writeFileSync(oneBad, JSON.stringify([{ event_id: 'evt_1' }]))
+    expect(await cli('recipes', 'test', 'no-answer-followup', '--events', oneBad)).toMatchObject({ code: 2, out: '', err: expect.stringMatching(new RegExp(`^error: --events ${oneBad}, event \\[0\\]: event \\[0\\]\\.event_type: `)) })
+    expect(await cli('recipes', 'test', 'no-answer-followup', '--now', 'March 7')).toEqual({ code: 2, out: '', err: 'error: --now: "March 7" is not an ISO 8601 time with a zone, e.g. 2026-03-01T10:00:00+05:30\n' })
     expect(await cli('recipes', 'test', 'no-answer-followup', '--events', dir)).toEqual({ code: 2, out: '', err: `error: events file ${dir}: is a folder, not a file\n` })
-    expect(await cli('recipes', 'test', 'nightly-batch', '--csv', dir)).toEqual({ code: 2, out: '', err: `error: testRecipe(csv): ${dir} is a folder, not a CSV file\n` })
+    expect(await cli('recipes', 'test', 'nightly-batch', '--csv', dir)).toEqual({ code: 2, out: '', err: `error: --csv: ${dir} is a folder, not a CSV file\n` })
+    // Text that is not JSON: the parser's words, whole on one line (its quote of the text held the file's line break).
+    const notJson = join(dir, 'not.json')
+    writeFileSync(notJson, 'not json\n')
+    expect(await cli('recipes', 'test', 'no-answer-followup', '--events', notJson)).toEqual({ code: 2, out: '', err: `error: events file ${notJson}: Unexpected token 'o', "not json\\n" is not valid JSON\n` })
     // A CSV the recipe cannot use: its error names the author's file, not the test's copy of it.
     const noPhone = join(dir, 'no-phone.csv')
     writeFileSync(noPhone, 'name,city\nAsha,Pune\n')
@@ -261,7 +270,7 @@ export default defineRecipe({ description: 'reads CRM updates', on: ['crm:contac
     const bad = await cli('recipes', 'test', 'crm-sync', '--events', file.replace('crm-events', 'bad'))
     expect(bad.code).toBe(2)
     writeFileSync(file, JSON.stringify([{ target: 'crm', body: {} }]))
-    expect((await cli('recipes', 'test', 'no-answer-followup', '--events', file)).err).toMatch(/^error: testRecipe\(events \(.*crm-events\.json\)\[0\]\)/)
+    expect((await cli('recipes', 'test', 'no-answer-followup', '--events', file)).err).toMatch(/^error: --events .*crm-events\.json, event \[0\]: /)
   } finally {
     folder.cleanup()
     rmSync(dir, { recursive: true, force: true })
