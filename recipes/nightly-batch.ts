@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { existsSync } from 'node:fs'
+import { existsSync, lstatSync } from 'node:fs'
 import { mkdir, readdir, rename, stat, writeFile } from 'node:fs/promises'
 import { basename, extname, join } from 'node:path'
 import { defineRecipe, isVoiceApiError } from 'switchboard'
@@ -49,13 +49,70 @@ const IN_PROGRESS = /\.(part|partial|filepart|tmp|temp|crdownload|download|swp)$
  */
 const SETTLE_MS = 60_000
 
-/** `name.csv` → a free path in `dir` (a second `name.csv` on another night becomes `name-2.csv`). */
-function freePath(dir: string, file: string): string {
-  const ext = extname(file)
-  const stem = basename(file, ext)
-  let candidate = join(dir, file)
-  for (let i = 2; existsSync(candidate); i++) candidate = join(dir, `${stem}-${i}${ext}`)
-  return candidate
+/** The longest file name the usual file systems take: 255 bytes (ext4, XFS, APFS), 255 UTF-16 units (NTFS). */
+const NAME_MAX_BYTES = 255
+
+/** `text` cut to at most `bytes` bytes of UTF-8, never inside a character. */
+function cutToBytes(text: string, bytes: number): string {
+  if (Buffer.byteLength(text) <= bytes) return text
+  let cut = ''
+  let used = 0
+  for (const ch of text) {
+    used += Buffer.byteLength(ch)
+    if (used > bytes) break
+    cut += ch
+  }
+  return cut
+}
+
+/** Whether anything holds this name: a file, a folder, a link (a dangling one too: `existsSync` follows links). */
+function taken(path: string): boolean {
+  try {
+    lstatSync(path)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ENOENT'
+  }
+}
+
+/**
+ * Paths in `dir` for `file` and the files kept beside it, free all at once: `endings(ext)` gives each one's ending after
+ * the shared base (done/: `.csv` and `.rejects.csv`; failed/: `.xlsx` and `.xlsx.error.txt`). A base where any of them is
+ * taken gets `-2`, `-3`, … — checking the moved file's name alone let `z.csv`'s rejects overwrite an archived
+ * `z.rejects.csv`. Each name fits NAME_MAX_BYTES: a long stem is cut (by UTF-8 bytes, the extension kept), or the
+ * rejects file of a 250-byte name could never be written and the file failed every run.
+ */
+function freeNames(dir: string, file: string, endings: (ext: string) => string[]): string[] {
+  const longest = (ext: string) => Math.max(...endings(ext).map((e) => Buffer.byteLength(e)))
+  let ext = extname(file)
+  let stem = basename(file, ext)
+  // An "extension" that is most of the name (`a.<250 bytes>`) is cut as part of the stem.
+  if (NAME_MAX_BYTES - longest(ext) < 16) {
+    stem = file
+    ext = ''
+  }
+  for (let i = 1; ; i++) {
+    const suffix = i === 1 ? '' : `-${i}`
+    const base = cutToBytes(stem, NAME_MAX_BYTES - longest(ext) - suffix.length) + suffix
+    const paths = endings(ext).map((end) => join(dir, base + end))
+    if (!paths.some(taken)) return paths
+  }
+}
+
+/** A name as one printable line (a file name may hold a line break or an escape sequence): controls as `\xNN`. */
+function shown(name: string): string {
+  return name.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => (c <= '\u00ff' ? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}` : `\\u${c.charCodeAt(0).toString(16)}`))
+}
+
+/**
+ * The provider's dashboard shows a batch by name, and a file name may hold anything Linux allows: control characters
+ * (a line break, an escape sequence) become a space; a long name is cut so the name with its night stays within
+ * BATCH_NAME_MAX (the spec sets no limit; launchBatch cuts there too).
+ */
+const BATCH_NAME_MAX = 200
+function listTitle(list: string): string {
+  const clean = list.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').trim() || 'batch'
+  return Array.from(clean).slice(0, BATCH_NAME_MAX - '-YYYY-MM-DD'.length).join('')
 }
 
 /** `leads.csv` → `leads`; a waiting part `leads.0123abcd.csv` → `leads` (its list, which names batch and campaign). */
@@ -109,12 +166,11 @@ export default defineRecipe({
     const waitingDir = join(inbox, WAITING)
     const done = join(inbox, 'done')
     const failed = join(inbox, 'failed')
-    const named = existsSync(inbox)
-      ? (await readdir(inbox, { withFileTypes: true }))
-          .filter((e) => e.isFile() && !e.name.startsWith('.') && !IN_PROGRESS.test(e.name))
-          .map((e) => e.name)
-          .sort()
-      : []
+    const listing = existsSync(inbox) ? (await readdir(inbox, { withFileTypes: true })).filter((e) => !e.name.startsWith('.') && !IN_PROGRESS.test(e.name)) : []
+    const named = listing.filter((e) => e.isFile()).map((e) => e.name).sort()
+    // Named like a list but not a file: never read (a link's target may be any file on the machine), but said so — they
+    // were passed over without a word. Other folders are done/, failed/, waiting/ and template recipes' inboxes.
+    const notFiles = listing.filter((e) => !e.isFile() && e.name.toLowerCase().endsWith('.csv')).sort((a, b) => (a.name < b.name ? -1 : 1))
     const entries: string[] = []
     /** Files left for the next run, in case they are still being copied (named in the result, so a dry run says so). */
     const settling: string[] = []
@@ -135,13 +191,30 @@ export default defineRecipe({
     const park = async (file: string, reason: string): Promise<string | null> => {
       if (ctx.dryRun) return null
       await mkdir(failed, { recursive: true })
-      const movedTo = freePath(failed, basename(file))
-      await rename(join(inbox, file), movedTo)
-      await writeFile(`${movedTo}.error.txt`, reason + '\n')
-      return movedTo
+      const [movedTo, errorFile] = freeNames(failed, basename(file), (ext) => [ext, `${ext}.error.txt`])
+      await rename(join(inbox, file), movedTo!)
+      await writeFile(errorFile!, reason + '\n')
+      return movedTo!
     }
     for (const file of entries.filter((f) => !files.includes(f))) {
-      const reason = `${file} is not a CSV file (the inbox reads *.csv only); export it as "CSV UTF-8" and drop the .csv in`
+      const reason = `${shown(file)} is not a CSV file (the inbox reads *.csv only); export it as "CSV UTF-8" and drop the .csv in`
+      ctx.log.warn({ file }, reason)
+      outcomes.push({ file, batch_id: null, batch: '', rows: 0, rejects: 0, waiting: 0, waiting_file: null, opens_at: null, moved_to: await park(file, reason), error: reason })
+    }
+    /** Folders named `*.csv`, left where they are (they may be someone's), named in every run's summary. */
+    const skipped: Array<{ entry: string; reason: string }> = []
+    for (const entry of notFiles) {
+      const file = entry.name
+      if (entry.isDirectory()) {
+        const reason = `${shown(file)} is a folder, not a file: left as it is (the inbox reads the *.csv files directly in it, not in folders)`
+        ctx.log.warn({ file }, reason)
+        skipped.push({ entry: file, reason })
+        continue
+      }
+      // A link is parked as it is (rename moves the link, not its target), so it is named once, not every hour.
+      const reason = entry.isSymbolicLink()
+        ? `${shown(file)} is a symbolic link: the inbox reads files only, never a link's target; move or copy the file itself in`
+        : `${shown(file)} is not a regular file (a pipe, a socket, a device): the inbox reads files only`
       ctx.log.warn({ file }, reason)
       outcomes.push({ file, batch_id: null, batch: '', rows: 0, rejects: 0, waiting: 0, waiting_file: null, opens_at: null, moved_to: await park(file, reason), error: reason })
     }
@@ -150,7 +223,7 @@ export default defineRecipe({
     // New files first, then contacts held back by earlier runs (`waiting/…`, named so in the summary).
     const sources = [...files.map((file) => ({ file, path: join(inbox, file), waiting: false })), ...waitingFiles.map((file) => ({ file: `${WAITING}/${file}`, path: join(waitingDir, file), waiting: true }))]
     for (const { file, path, waiting } of sources) {
-      const list = listOf(file, waiting)
+      const list = listTitle(listOf(file, waiting))
       // The batch is named by list and night (as the provider's dashboard shows it); its campaign is the list's
       // name, so a list sent again on another night stays one campaign (the report's rows, the follow-up cap).
       const name = `${list}-${day}`
@@ -184,7 +257,7 @@ export default defineRecipe({
           }
           // Named by this version of the file: a run that fails after the launch writes the same file again, never a
           // second copy of these contacts.
-          const waitingFile = result.deferred.length > 0 && !ctx.dryRun ? `${WAITING}/${list}.${createHash('sha256').update(launchedKey).digest('hex').slice(0, 8)}.csv` : null
+          const waitingFile = result.deferred.length > 0 && !ctx.dryRun ? `${WAITING}/${cutToBytes(list, NAME_MAX_BYTES - '.01234567.csv.part'.length)}.${createHash('sha256').update(launchedKey).digest('hex').slice(0, 8)}.csv` : null
           launched = { batch_id: result.batch?.id ?? null, rows: result.rows.length, waiting: result.deferred.length, waiting_file: waitingFile, opens_at: opensAt, held_back: result.deferred.map((d) => d.row), warnings: result.warnings }
           // Recorded before anything else can fail (writing the waiting file on a full disk, say): whatever fails
           // next, the next run finds the batch launched and does not upload these contacts again.
@@ -197,18 +270,30 @@ export default defineRecipe({
           await rename(partial, join(inbox, launched.waiting_file))
         }
         let movedTo: string | null = null
+        /** Why a launched file went to failed/ instead of done/. */
+        let archiveError: string | undefined
         if (!ctx.dryRun) {
-          await mkdir(done, { recursive: true })
-          movedTo = freePath(done, basename(file))
-          await ctx.campaigns.writeRejectsCsv(movedTo.replace(/\.csv$/i, '.rejects.csv'), rejects)
-          await rename(path, movedTo)
+          try {
+            await mkdir(done, { recursive: true })
+            const [moved, rejectsFile] = freeNames(done, basename(file), (ext) => [ext, '.rejects.csv'])
+            await ctx.campaigns.writeRejectsCsv(rejectsFile!, rejects)
+            await rename(path, moved!)
+            movedTo = moved!
+          } catch (error) {
+            // Launched, but not archived (done/ unwritable, say): left in the inbox it would fail every run from now on.
+            // Parked instead, saying it was launched — dropped in again it would be called again.
+            const batch = launched.batch_id === null ? 'no batch (no row to call now)' : `batch ${launched.batch_id}`
+            archiveError = `${shown(file)} was launched as ${batch} (${launched.rows} row${launched.rows === 1 ? '' : 's'}, ${launched.waiting} waiting, ${rejects.length} rejected) but could not be moved to done/ (${shown((error as Error).message)}): parked here so later runs do not fail on it; do not drop it in again`
+            ctx.log.error({ file, err: error }, 'launched inbox file could not be moved to done/; parked in failed/')
+            movedTo = await park(file, archiveError)
+          }
           await ctx.state.delete(launchedKey)
         }
         // The file's (prepareBatch) and the launch's (launchBatch, which logs its own).
         const allWarnings = [...prepared.warnings, ...(launched.warnings ?? [])]
         const warnings = allWarnings.length ? { warnings: allWarnings } : {}
         const { batch_id, rows, waiting: held, waiting_file, opens_at } = launched
-        outcomes.push({ file, batch_id, batch: name, rows, rejects: rejects.length, waiting: held, waiting_file, opens_at, moved_to: movedTo, ...warnings })
+        outcomes.push({ file, batch_id, batch: name, rows, rejects: rejects.length, waiting: held, waiting_file, opens_at, moved_to: movedTo, ...warnings, ...(archiveError ? { error: archiveError } : {}) })
         for (const warning of prepared.warnings) ctx.log.warn({ file }, warning)
         ctx.log.info({ file, batch_id, rows, rejects: rejects.length, waiting: held, opens_at }, 'inbox file processed')
       } catch (error) {
@@ -229,6 +314,6 @@ export default defineRecipe({
       // Files left in place (the provider failed, say) are retried next night; say so loudly.
       throw new Error(`could not process ${unparked.map((o) => `${o.file} (${o.error})`).join('; ')}`)
     }
-    return { files: outcomes.length, batches: outcomes, ...(settling.length ? { modified_in_the_last_minute: settling } : {}) }
+    return { files: outcomes.length, batches: outcomes, ...(settling.length ? { modified_in_the_last_minute: settling } : {}), ...(skipped.length ? { skipped } : {}) }
   },
 })

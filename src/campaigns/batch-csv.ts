@@ -1,6 +1,7 @@
 import { createWriteStream } from 'node:fs'
 import { once } from 'node:events'
 import { stringify as stringifySync } from 'csv-stringify/sync'
+import { ownValue } from './own-field.ts'
 import { PHONE_COLUMN } from './read-contacts.ts'
 
 /**
@@ -22,7 +23,8 @@ function ordered(columns: string[]): string[] {
 }
 
 function toRecord(row: BatchRow, columns: string[]): string[] {
-  return columns.map((c) => row[c] ?? '')
+  // Own cells only: a row without a `constructor` column must not upload the inherited function's text.
+  return columns.map((c) => ownValue(row, c) ?? '')
 }
 
 /** The whole CSV as text (what gets uploaded). */

@@ -1,10 +1,13 @@
 import type { Runtime } from '../runtime.ts'
 import type { BatchCall } from '../upstream/schemas.ts'
 import type { Effects } from '../effects.ts'
+import { printable } from '../utils/printable.ts'
 import { batchColumns, batchCsv, type BatchRow } from './batch-csv.ts'
 import { DEFAULT_WINDOW, isWithinWindow, nextCallingTime, resolveTimeZone, windowMinutes, type CallingWindow } from './calling-window.ts'
+import { oversizedCell } from './cell-limit.ts'
 import { createDeduper } from './dedupe.ts'
 import { loadDncList, type DncOptions } from './dnc.ts'
+import { setOwn } from './own-field.ts'
 import { createPhoneNormalizer } from './phones.ts'
 import { REJECT_REASONS } from './prepare-batch.ts'
 import { PHONE_COLUMN } from './read-contacts.ts'
@@ -30,14 +33,41 @@ function withCampaign(row: BatchRow, fallback: string): BatchRow {
   const rest: BatchRow = {}
   for (const [key, value] of Object.entries(row)) {
     if (key !== CAMPAIGN_COLUMN && isCampaignColumn(key)) own ||= value
-    else rest[key] = value
+    else setOwn(rest, key, value)
   }
   return { ...rest, [CAMPAIGN_COLUMN]: own || fallback }
 }
 
+/**
+ * The longest batch name sent. The spec sets no limit; the provider's dashboard lists batches by name, and a name
+ * made from a file name may run to 250 bytes.
+ */
+export const MAX_BATCH_NAME_CHARS = 200
+
+/**
+ * The name as sent: control characters (a line break, an escape sequence from a file's name) are one space each run,
+ * and the name is cut to MAX_BATCH_NAME_CHARS characters (never inside one).
+ */
+export function cleanBatchName(name: string): string {
+  const clean = name.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').trim() || 'batch'
+  const chars = Array.from(clean)
+  return chars.length > MAX_BATCH_NAME_CHARS ? chars.slice(0, MAX_BATCH_NAME_CHARS).join('').trimEnd() : clean
+}
+
+/** A time-zone value as a warning quotes it: in double quotes, escaped, cut. */
+function quotedZone(value: string): string {
+  return printable(JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value), 60)
+}
+
+/** How many distinct unknown time-zone values a warning quotes. */
+const ZONES_SHOWN = 3
+
 export interface LaunchBatchInput {
   agentId: number
-  /** The batch's name (shown in the provider's dashboard; the calls' campaign unless `campaign` says otherwise). */
+  /**
+   * The batch's name (shown in the provider's dashboard; the calls' campaign unless `campaign` says otherwise). Sent
+   * with control characters as spaces and cut to MAX_BATCH_NAME_CHARS (`cleanBatchName`).
+   */
   name: string
   /** Rows with `customer_phone` and the other columns; usually `prepareBatch(...).rows`. */
   rows: BatchRow[]
@@ -115,7 +145,8 @@ export interface LaunchBatchResult {
  * a batch at once, so rows whose recipient's window is closed are returned in `deferred` instead of uploaded.
  * In a dry run the batch goes into the plan instead.
  */
-export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects: Effects): Promise<LaunchBatchResult> {
+export async function launchBatch(rt: Runtime, given: LaunchBatchInput, effects: Effects): Promise<LaunchBatchResult> {
+  const input = { ...given, name: cleanBatchName(given.name) }
   const defaultCountry = input.defaultCountry ?? rt.config.defaultCountry
   const normalize = createPhoneNormalizer({ defaultCountry })
   const dnc = await loadDncList(rt, { ...input.dnc, defaultCountry: input.dnc?.defaultCountry ?? defaultCountry })
@@ -129,20 +160,33 @@ export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects:
   const fallbackZone = input.timeZone ?? rt.config.recipes.timezone
   /** Rows of countries split across zones, with no time-zone column: called in the fallback zone, by country. */
   const guessed = new Map<string, number>()
+  /** Such rows whose time-zone value is not a zone (`Mars/Phobos`), by country, and the values. */
+  const unknown = new Map<string, number>()
+  const unknownValues = new Set<string>()
   input.rows.forEach((original, index) => {
     // Rows given in code have no file line: their position (1-based) is their row number.
     const rowNumber = index + 1
     const raw = original[PHONE_COLUMN] ?? ''
     const phone = normalize(raw)
     if (!phone.ok) return void rejects.push({ row: rowNumber, raw, reason: phone.reason })
+    // Rows given in code are held to what prepareBatch holds a file's rows to.
+    const oversized = oversizedCell(original)
+    if (oversized) return void rejects.push({ row: rowNumber, raw, reason: oversized })
     const first = dedupe.firstSeen(phone.e164, rowNumber)
     if (first !== undefined) return void rejects.push({ row: rowNumber, raw, reason: REJECT_REASONS.duplicate(first) })
     if (dnc.has(phone.e164)) return void rejects.push({ row: rowNumber, raw, reason: REJECT_REASONS.dnc })
     const row = phone.e164 === raw ? original : { ...original, [PHONE_COLUMN]: phone.e164 }
     if (window) {
-      const resolved = resolveTimeZone(phone.e164, { country: phone.country, column: timeZoneColumnOf(original), fallback: fallbackZone })
+      const column = timeZoneColumnOf(original)
+      const resolved = resolveTimeZone(phone.e164, { country: phone.country, column, fallback: fallbackZone })
       const zone = resolved.zone
-      if (resolved.from === 'fallback') guessed.set(resolved.country ?? '?', (guessed.get(resolved.country ?? '?') ?? 0) + 1)
+      if (resolved.from === 'fallback') {
+        // A value that is not a zone is not a missing column: said as such, with the values, so the list can be fixed.
+        const value = column?.trim()
+        const counts = value ? unknown : guessed
+        counts.set(resolved.country ?? '?', (counts.get(resolved.country ?? '?') ?? 0) + 1)
+        if (value) unknownValues.add(value)
+      }
       if (!isWithinWindow(now, zone, window)) return void deferred.push({ row, opensAt: new Date(nextCallingTime(now, zone, window)).toISOString() })
       // Open now, but closing before the batch could reach the row: the next opening (the one after the close).
       if (marginMs > 0 && !isWithinWindow(now + marginMs, zone, window)) {
@@ -158,6 +202,14 @@ export async function launchBatch(rt: Runtime, input: LaunchBatchInput, effects:
     const warning = `batch rows of countries with several time zones have no timezone column (${counts}): their calling window is taken in ${fallbackZone}; add a timezone column to call each in their own`
     warnings.push(warning)
     rt.log.warn({ batch: input.name, rows: [...guessed.values()].reduce((a, b) => a + b, 0), countries: counts, time_zone: fallbackZone }, warning)
+  }
+  if (unknown.size > 0) {
+    const counts = [...unknown].map(([country, n]) => `${country}: ${n}`).join(', ')
+    const values = [...unknownValues]
+    const shown = values.slice(0, ZONES_SHOWN).map(quotedZone).join(', ') + (values.length > ZONES_SHOWN ? ` and ${values.length - ZONES_SHOWN} more` : '')
+    const warning = `batch rows of countries with several time zones have a timezone value that is not a time zone (${counts}; ${shown}): their calling window is taken in ${fallbackZone}; write an IANA zone such as "America/Chicago" (or EST, CT, PT…) to call each in their own`
+    warnings.push(warning)
+    rt.log.warn({ batch: input.name, rows: [...unknown.values()].reduce((a, b) => a + b, 0), countries: counts, time_zone: fallbackZone }, warning)
   }
   const campaign = input.campaign === undefined ? input.name : input.campaign
   if (campaign !== false) {

@@ -1,7 +1,9 @@
 import type { Runtime } from '../runtime.ts'
 import type { BatchRow } from './batch-csv.ts'
+import { oversizedCell } from './cell-limit.ts'
 import { createDeduper } from './dedupe.ts'
 import { loadDncList, type DncList, type DncOptions } from './dnc.ts'
+import { setOwn } from './own-field.ts'
 import { createPhoneNormalizer, type PhoneNormalizer } from './phones.ts'
 import { PHONE_COLUMN, readContacts, type ContactsSource, type ReadContactsOptions } from './read-contacts.ts'
 import type { Reject } from './rejects.ts'
@@ -58,6 +60,13 @@ export async function prepareContacts(source: ContactsSource, options: PrepareOp
       rejects.push({ row: contact.row, raw: contact.phone, reason: phone.reason })
       continue
     }
+    // Before dedupe: a row that cannot go out leaves its number to a later row.
+    const oversized = oversizedCell(contact.fields)
+    if (oversized) {
+      stats.invalid++
+      rejects.push({ row: contact.row, raw: contact.phone, reason: oversized })
+      continue
+    }
     const first = dedupe.firstSeen(phone.e164, contact.row)
     if (first !== undefined) {
       stats.duplicates++
@@ -70,7 +79,7 @@ export async function prepareContacts(source: ContactsSource, options: PrepareOp
       continue
     }
     const row: BatchRow = { [PHONE_COLUMN]: phone.e164 }
-    for (const key in contact.fields) if (key !== PHONE_COLUMN) row[key] = contact.fields[key]!
+    for (const key of Object.keys(contact.fields)) if (key !== PHONE_COLUMN) setOwn(row, key, contact.fields[key]!)
     rows.push(row)
     stats.kept++
   }

@@ -4,6 +4,7 @@ import { CsvError, Parser } from 'csv-parse'
 import { printable } from '../utils/printable.ts'
 import { headerDelimiter } from './csv-delimiter.ts'
 import { NotTextError, toUtf8 } from './csv-encoding.ts'
+import { setOwn } from './own-field.ts'
 
 /**
  * Contacts from a CSV, streamed (a 100,000-row file is never held as text), with the spreadsheet quirks
@@ -168,6 +169,38 @@ function uniqueHeaders(headers: string[], name: string, warn: ((message: string)
   })
 }
 
+/** Cells a file held where its header names no column: where, and the first row's values, for one warning. */
+interface Dropped {
+  count: number
+  /** The first few rows' numbers. */
+  rows: number[]
+  /** The first row's values (non-empty cells). */
+  values: string[]
+}
+
+/** How many rows and values a dropped-cells warning names: enough to find them, not a copy of the file. */
+const DROPPED_SHOWN = 3
+
+function noteDropped(dropped: Dropped | undefined, row: number, values: string[]): Dropped {
+  const seen = dropped ?? { count: 0, rows: [], values }
+  seen.count++
+  if (seen.rows.length < DROPPED_SHOWN) seen.rows.push(row)
+  return seen
+}
+
+/** A value as a warning quotes it: in double quotes, escaped, cut. */
+function quoted(value: string): string {
+  return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)
+}
+
+/** `in 1 row (row 2: "x")`, `in 6 rows (rows 2, 3, 4 and 3 more; row 2: "x", "y")`. */
+function whereDropped(d: Dropped): string {
+  const shown = d.values.slice(0, DROPPED_SHOWN).map(quoted).join(', ') + (d.values.length > DROPPED_SHOWN ? ` and ${d.values.length - DROPPED_SHOWN} more` : '')
+  if (d.count === 1) return `in 1 row (row ${d.rows[0]}: ${shown})`
+  const listed = d.count > d.rows.length ? `${d.rows.join(', ')} and ${d.count - d.rows.length} more` : `${d.rows.slice(0, -1).join(', ')} and ${d.rows.at(-1)}`
+  return `in ${d.count} rows (rows ${listed}; row ${d.rows[0]}: ${shown})`
+}
+
 /** Async iterator of the file's contact rows, in file order. Throws `ContactsError` for an unusable file. */
 export async function* readContacts(source: ContactsSource, options: ReadContactsOptions = {}): AsyncGenerator<ContactRow> {
   const name = options.name ?? (typeof source === 'string' ? source : 'the CSV')
@@ -181,6 +214,10 @@ export async function* readContacts(source: ContactsSource, options: ReadContact
   // csv-parse counts a line break inside a quoted cell written as \r\n as two lines; the file's editor, one. The
   // surplus so far, taken off each row number, so `row` stays the line (where the row ends) the user sees.
   let surplus = 0
+  // Values no header names (cells past the header's end, a column whose header cell is empty): the row goes out
+  // without them, and the file's warnings say so — they were dropped without a word.
+  let beyond: Dropped | undefined
+  const unnamed = new Map<number, Dropped>()
   try {
     const { delimiter, chunks } = options.delimiter ? { delimiter: options.delimiter, chunks: input.pipe(text) } : await withDelimiter(input.pipe(text))
     const source = Readable.from(chunks)
@@ -215,15 +252,31 @@ export async function* readContacts(source: ContactsSource, options: ReadContact
         }
         continue
       }
+      const row = item.lines - surplus
       const fields: Record<string, string> = {}
       for (let i = 0; i < headers.length; i++) {
         if (i === phoneIndex) continue
         const header = headers[i]!
-        // An unnamed column carries nothing a prompt could refer to.
-        if (!header) continue
-        fields[header] = record[i] ?? ''
+        // An unnamed column carries nothing a prompt could refer to (the provider refuses an empty column name).
+        if (!header) {
+          if (record[i]) unnamed.set(i, noteDropped(unnamed.get(i), row, [record[i]!]))
+          continue
+        }
+        setOwn(fields, header, record[i] ?? '')
       }
-      yield { row: item.lines - surplus, phone: record[phoneIndex] ?? '', fields }
+      if (record.length > headers.length) {
+        const extra = record.slice(headers.length).filter((cell) => cell !== '')
+        if (extra.length) beyond = noteDropped(beyond, row, extra)
+      }
+      yield { row, phone: record[phoneIndex] ?? '', fields }
+    }
+    if (headers) {
+      for (const [index, dropped] of [...unnamed].sort(([a], [b]) => a - b)) {
+        options.onWarning?.(printable(`${name} has a column with no name (column ${index + 1}) holding values ${whereDropped(dropped)}: they are not passed to the calls; name the column in the header to keep them`, 1000))
+      }
+      if (beyond) {
+        options.onWarning?.(printable(`${name} has cells beyond its header's ${headers.length} columns ${whereDropped(beyond)}: they are not passed to the calls; name those columns in the header to keep them`, 1000))
+      }
     }
   } catch (error) {
     if (error instanceof ContactsError) throw error

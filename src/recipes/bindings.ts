@@ -105,7 +105,12 @@ export interface Bindings {
 const site = (fn: string, arg: string, expected: string): ArgumentSite => ({ fn, arg, expected })
 const phoneArg = z.string({ error: 'must be a phone number as a string, e.g. "+919876543210"' })
 const dncOptions = z.strictObject({ file: z.union([z.string(), z.literal(false)]).optional(), defaultCountry: z.string().optional() })
-const batchRow = z.record(z.string(), z.string({ error: 'batch cells must be strings' }))
+// Checked without being copied: z.record() builds a new object and skips a `__proto__` key, so a CSV column of that
+// name reached the provider's batch with every cell empty.
+const batchRow = z.custom<Record<string, string>>(
+  (row) => typeof row === 'object' && row !== null && !Array.isArray(row) && Object.values(row).every((cell) => typeof cell === 'string'),
+  { error: 'must be an object of column → cell, every cell a string (batch cells must be strings)' },
+)
 const rejectSchema = z.object({ row: z.number().int(), raw: z.string(), reason: z.string() })
 
 const launchBatchSchema = z.strictObject({

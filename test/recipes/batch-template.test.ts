@@ -105,3 +105,15 @@ it('a run stopped mid-upload moves the file to failed/ for a person to check, in
   expect(await batchesUpstream()).toBe(0)
   expect(readdirSync(join(own, 'failed')).sort()).toEqual(['leads.csv', 'leads.csv.error.txt'])
 })
+
+it('never overwrites an archived list with another file\'s rejects: a list named z.rejects.csv keeps its contacts', async () => {
+  const { own, engine } = await start()
+  writeFileSync(join(own, 'z.rejects.csv'), 'name,phone\nORIGINAL-LIST-ROW,9876543210\n')
+  await engine.run('weekly')
+  writeFileSync(join(own, 'z.csv'), 'name,phone\nQ,notaphone\n')
+  expect((await engine.run('weekly')).status).toBe('succeeded')
+  const done = join(own, 'done')
+  expect(readFileSync(join(done, 'z.rejects.csv'), 'utf8')).toContain('ORIGINAL-LIST-ROW')
+  expect(readdirSync(done).sort()).toEqual(['z-2.csv', 'z-2.rejects.csv', 'z.rejects.csv', 'z.rejects.rejects.csv'])
+  expect(readFileSync(join(done, 'z-2.rejects.csv'), 'utf8')).toMatch(/^row,raw,reason\n2,notaphone,/)
+})

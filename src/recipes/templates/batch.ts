@@ -32,14 +32,19 @@ interface Launched {
   warnings?: string[]
 }
 
-/** `leads.csv` → a free path in `dir` (a second `leads.csv` on another day becomes `leads-2.csv`). */
-function freePath(dir: string, file: string): string {
+/**
+ * `leads.csv` → a free path in `dir` whose companions (`leads.rejects.csv`, from `companions`) are free too: a second
+ * `leads.csv` on another day becomes `leads-2.csv`, and so does a `leads.csv` whose rejects would overwrite an
+ * archived list named `leads.rejects.csv`.
+ */
+function freePath(dir: string, file: string, companions: (path: string) => string[] = () => []): string {
   const ext = extname(file)
   const stem = basename(file, ext)
   let candidate = join(dir, file)
-  for (let i = 2; existsSync(candidate); i++) candidate = join(dir, `${stem}-${i}${ext}`)
+  for (let i = 2; [candidate, ...companions(candidate)].some((path) => existsSync(path)); i++) candidate = join(dir, `${stem}-${i}${ext}`)
   return candidate
 }
+const rejectsOf = (path: string) => path.replace(/\.csv$/i, '.rejects.csv')
 
 export default defineRecipe({
   description: `Launches one batch per CSV in DATA_DIR/${INBOX}/ for agent ${AGENT_ID}, then moves the file to ${INBOX}/done/`,
@@ -65,7 +70,7 @@ export default defineRecipe({
         // dashboard (batch uploads have no idempotency key: uploading again could call every contact twice).
         const failed = join(inbox, 'failed')
         await mkdir(failed, { recursive: true })
-        const movedTo = freePath(failed, file)
+        const movedTo = freePath(failed, file, (path) => [`${path}.error.txt`])
         await rename(path, movedTo)
         await writeFile(`${movedTo}.error.txt`, `a run stopped while uploading this file (at ${earlier.uploading}): check the provider for the batch before dropping it in again\n`)
         await ctx.state.delete(launchedKey)
@@ -101,9 +106,9 @@ export default defineRecipe({
       let movedTo: string | null = null
       if (!ctx.dryRun) {
         await mkdir(done, { recursive: true })
-        movedTo = freePath(done, file)
+        movedTo = freePath(done, file, (path) => [rejectsOf(path)])
         // `leads.csv` → done/leads.csv beside done/leads.rejects.csv (row, raw value, reason).
-        await ctx.campaigns.writeRejectsCsv(movedTo.replace(/\.csv$/i, '.rejects.csv'), launched.rejects)
+        await ctx.campaigns.writeRejectsCsv(rejectsOf(movedTo), launched.rejects)
         await rename(path, movedTo)
         await ctx.state.delete(launchedKey)
       }
