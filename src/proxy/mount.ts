@@ -14,7 +14,9 @@ export const MAINTENANCE_INTERVAL_MS = 60_000
 export function mountProxy(app: H3, rt: Runtime): Proxy {
   const proxy = createProxy(rt)
   const results = proxyCacheResults(rt.metrics)
-  // Listed by /metrics from the start (the coalesced count at 0), not from the first coalesced miss or provider request.
+  // Listed by /metrics from the start (each X-Cache result and the coalesced count at 0), not from the first answer,
+  // coalesced miss or provider request: a hit-rate alert divides by series that must exist.
+  for (const result of ['HIT', 'MISS', 'STALE', 'BYPASS']) results.inc({ result }, 0)
   proxyCoalesced(rt.metrics)
   upstreamMetrics(rt.metrics)
   app.all('/v1/**', async (event) => {

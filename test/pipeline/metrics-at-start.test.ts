@@ -27,6 +27,8 @@ it('/metrics lists every metric the README names as soon as serve is up, at zero
     'switchboard_mail_failures_total{transport="smtp"} 0',
     'switchboard_mail_failures_total{transport="outbox"} 0',
     'switchboard_proxy_coalesced_total 0',
+    'switchboard_proxy_cache_results_total{result="HIT"} 0',
+    'switchboard_proxy_cache_results_total{result="STALE"} 0',
     ...['webhooks', 'destinations', 'recipes', 'history'].map((purge) => `switchboard_retention_purge_behind{purge="${purge}"} 0`),
     ...['webhook_events', 'webhook_rejections', 'destination_deliveries', 'destination_attempts', 'destination_payloads', 'recipe_event_fires', 'recipe_runs', 'recipe_ticks', 'conversations', 'calls', 'mail_log'].map(
       (table) => `switchboard_retention_purged_rows_total{table="${table}"} 0`,
