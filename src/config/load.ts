@@ -7,6 +7,7 @@ import { didYouMean } from '../utils/did-you-mean.ts'
 import { localOrigin } from '../utils/local-origin.ts'
 import { shownUrl } from '../utils/shown-url.ts'
 import { writeSecretFile } from '../utils/write-secret-file.ts'
+import { printable } from '../utils/printable.ts'
 import { knownKeysAt } from './known-keys.ts'
 import { envSchema, type EnvInput, type WebhookTargetConfig, type SandboxFaults } from './schema.ts'
 import type { DestinationConfig } from './destinations.ts'
@@ -143,9 +144,14 @@ function describeIssue(issue: z.core.$ZodIssue, input: Record<string, unknown>):
   // A nested problem is located by its path; the whole value (JSON that may hold secrets) is not echoed.
   // A config file's value of the wrong kind is shown too (`got null`, `got true`), never a secret's.
   let shown = ''
-  if (issue.path.length === 1 && typeof raw === 'string') {
+  // A list refused for one of its entries (REPORT_TO's `bob` of `ops@example.com, bob`) shows that entry.
+  const entry = issue.code === 'custom' && typeof issue.params?.['entry'] === 'string' ? issue.params['entry'] : undefined
+  if (entry !== undefined && !holdsSecret(variable)) {
+    shown = ` (got "${printable(entry, 60)}")`
+  } else if (issue.path.length === 1 && typeof raw === 'string') {
     const value = shownValue(variable, raw)
-    if (value !== undefined) shown = ` (got "${value.length > 60 ? value.slice(0, 60) + '…' : value}")`
+    // Shown on the one line of the error: a line break or an escape sequence in the value is shown escaped.
+    if (value !== undefined) shown = ` (got "${printable(value, 60)}")`
   } else if (issue.path.length === 1 && !holdsSecret(variable) && (raw === null || typeof raw === 'number' || typeof raw === 'boolean')) {
     shown = ` (got ${String(raw)})`
   }

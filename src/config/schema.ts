@@ -2,7 +2,7 @@ import { misreadZone } from '../campaigns/zone-abbreviations.ts'
 import { isSupportedCountry } from 'libphonenumber-js/max'
 import { z } from 'zod'
 import { destinationsSchema } from './destinations.ts'
-import { parseMailboxes, parseRecipients } from '../utils/mail-addresses.ts'
+import { formatMailbox, readAddressList, type AddressRefusal } from '../utils/mail-addresses.ts'
 import { secretProblem } from './webhook-secret.ts'
 
 /**
@@ -83,14 +83,27 @@ export function isMailAddress(text: string): boolean {
 }
 
 /**
- * Email addresses, comma-separated (or an array of them). Parsed as address lists, so a comma inside a quoted
- * display name (`"Doe, John" <j@example.com>`) is part of the name, not a second address.
+ * Email addresses, comma-separated (or an array of them). Read strictly (`readAddressList`): a comma inside a quoted
+ * display name (`"Doe, John" <j@example.com>`) is part of the name, not a second address, and anything else — two
+ * addresses without a comma, a line break, `Bcc: …` — is refused naming the entry, where it once dropped or replaced
+ * a recipient without a word.
  */
 const emailList = z
   .union([z.string(), z.array(z.string())], { error: 'must be email addresses: a comma-separated string, or a list of strings' })
-  .transform((v) => parseRecipients(v))
-  .refine((addresses) => addresses.every(isMailAddress), {
-    error: 'must be email addresses, comma-separated',
+  .transform((v, ctx) => {
+    const list = readAddressList(v)
+    const rule = 'must be email addresses, comma-separated'
+    if (!list.ok) {
+      ctx.addIssue({ code: 'custom', message: list.refusal.hint ? `${rule}: ${list.refusal.hint}` : rule, params: { entry: list.refusal.entry } })
+      return z.NEVER
+    }
+    const addresses = list.mailboxes.map(formatMailbox)
+    const bad = addresses.find((a) => !isMailAddress(a))
+    if (bad !== undefined) {
+      ctx.addIssue({ code: 'custom', message: rule, params: { entry: bad } })
+      return z.NEVER
+    }
+    return addresses
   })
 
 const timeZone = z.string().refine(
@@ -290,14 +303,15 @@ export const envSchema = z.object({
   MAIL_FROM: z
     .string()
     .trim()
-    .refine(
-      (from) => {
-        // One mailbox with a local part and a domain (a host name alone, `@localhost`, is fine for a sender).
-        const boxes = parseMailboxes(from)
-        return boxes.length === 1 && /^[^@\s<>]+@[^@\s<>.][^@\s<>]*$/.test(boxes[0]!.address)
-      },
-      { error: 'must be one email address, e.g. switchboard@example.com or Reports <reports@example.com>' },
-    )
+    .superRefine((from, ctx) => {
+      // One mailbox with a local part and a domain (a host name alone, `@localhost`, is fine for a sender), read as
+      // REPORT_TO is: `a@x b@y` and `a@x\r\nBcc: e@y` became a From of `"b@y" <a@x>` and a group.
+      const list = readAddressList(from)
+      const refusal: AddressRefusal | undefined = !list.ok ? list.refusal : list.mailboxes.length !== 1 || !/^[^@\s<>]+@[^@\s<>.][^@\s<>]*$/.test(list.mailboxes[0]!.address) ? { entry: from } : undefined
+      if (refusal === undefined) return
+      const rule = 'must be one email address, e.g. switchboard@example.com or Reports <reports@example.com>'
+      ctx.addIssue({ code: 'custom', message: refusal.hint ? `${rule}: ${refusal.hint}` : rule, params: { entry: refusal.entry } })
+    })
     .default('switchboard <switchboard@localhost>'),
   REPORT_TO: emailList.default([]),
 

@@ -2,7 +2,7 @@ import { CliError, defineCommand, intFlag, JSON_OPTION, limitOption } from '../c
 import { cliName } from '../utils/cli-name.ts'
 import { isMailAddress } from '../config/schema.ts'
 import type { Effects } from '../effects.ts'
-import { parseRecipients } from '../utils/mail-addresses.ts'
+import { describeRefusal, formatMailbox, readAddressList } from '../utils/mail-addresses.ts'
 import { snakeCaseKeys } from '../utils/snake-case.ts'
 import { assertTimeZone, parseDate } from './day-range.ts'
 import { fmtPct, fmtSeconds } from './format.ts'
@@ -15,11 +15,15 @@ import { listMailLog, type MailStatus } from './mail-log.ts'
  */
 function recipientsFlag(given: string[] | undefined): string[] | undefined {
   if (given === undefined) return undefined
-  // Address lists: a comma inside a quoted display name ("Doe, John" <j@x>) does not split it.
-  const addresses = parseRecipients(given)
+  // Address lists read strictly: a comma inside a quoted display name ("Doe, John" <j@x>) does not split it, and
+  // `a@x b@y` or `a@x\r\nBcc: e@y` is refused, not read as a display name or a header.
+  const rule = 'must be email addresses, comma-separated, as REPORT_TO'
+  const list = readAddressList(given)
+  if (!list.ok) throw new CliError(describeRefusal('--to', rule, list.refusal))
+  const addresses = list.mailboxes.map(formatMailbox)
   if (addresses.length === 0) throw new CliError('--to names no address (is the variable you passed set?); leave it out to send to REPORT_TO')
   const bad = addresses.find((a) => !isMailAddress(a))
-  if (bad !== undefined) throw new CliError(`--to must be email addresses, comma-separated, as REPORT_TO (got "${bad}")`)
+  if (bad !== undefined) throw new CliError(describeRefusal('--to', rule, { entry: bad }))
   return addresses
 }
 

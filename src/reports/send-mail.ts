@@ -5,7 +5,7 @@ import { insertMailLog, type MailStatus } from './mail-log.ts'
 import { mailMetrics } from './mail-metrics.ts'
 import { MAIL_CLAIM_MS, deliverQueued, describeMailError, type RefusedRecipients } from './mail-outbox.ts'
 import { writeOutboxMessage } from './outbox.ts'
-import { parseRecipients } from '../utils/mail-addresses.ts'
+import { strictRecipients } from '../utils/mail-addresses.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
 
 export type { MailAttachment, MailMessage } from './compose-mail.ts'
@@ -44,7 +44,8 @@ export { MAIL_RETRY_DELAYS_MS, MAIL_GIVE_UP_MS } from './mail-outbox.ts'
  * added to the plan.
  */
 export async function sendMail(rt: Runtime, message: MailMessage, effects: Effects): Promise<MailResult> {
-  const to = parseRecipients(message.to)
+  // Read strictly, as REPORT_TO is: a recipe's `to: 'a@x b@y'` is refused, not sent to one of them.
+  const to = strictRecipients(message.to, 'mail recipients (to)')
   // A dry run only plans the mail; a plan without a recipient still shows what would be sent.
   if (to.length === 0 && !effects.dryRun) throw new Error('mail has no recipient: pass one, or set REPORT_TO')
   const id = timeOrderedId(rt.clock.now(), rt.random)

@@ -4,7 +4,7 @@ import { buildDailyReport, type DailyReport } from './build-report.ts'
 import { assertTimeZone, parseDate, yesterday } from './day-range.ts'
 import { renderDailyReport } from './render-report.ts'
 import { sendMail, type MailResult } from './send-mail.ts'
-import { parseRecipients } from '../utils/mail-addresses.ts'
+import { strictRecipients } from '../utils/mail-addresses.ts'
 import { findHandedOverMail, type MailLogEntry } from './mail-log.ts'
 import { subjectFor } from './format.ts'
 
@@ -90,10 +90,10 @@ export async function findReportMail(rt: Runtime, options: { date: string; timez
 
 /**
  * The zone a report's day is counted in (default RECIPES_TIMEZONE, checked) and its recipients (default REPORT_TO),
- * parsed as mail does: a comma inside a quoted display name ("Doe, John" <j@x>) is part of it.
+ * read strictly as REPORT_TO is: a comma inside a quoted display name ("Doe, John" <j@x>) is part of it; `a@x b@y` is refused.
  */
 function reportAudience(rt: Runtime, options: Pick<SendReportOptions, 'timezone' | 'to'>): { timezone: string; to: string[] } {
   const timezone = options.timezone ?? rt.config.recipes.timezone
   assertTimeZone(timezone)
-  return { timezone, to: parseRecipients(options.to === undefined ? rt.config.mail.reportTo : options.to) }
+  return { timezone, to: options.to === undefined ? rt.config.mail.reportTo : strictRecipients(options.to, 'the report\'s recipients (to)') }
 }
