@@ -4,10 +4,15 @@ import { join } from 'node:path'
 import type { Runtime } from '../runtime.ts'
 import { defineProcessingTask } from '../coordination/processing-task.ts'
 import { parse } from 'csv-parse/sync'
+import type { CountryCode } from 'libphonenumber-js/max'
+import { Counter } from 'prom-client'
 import type { WebhookEvent } from '../upstream/schemas.ts'
 import { createPhoneNormalizer, normalizePhone } from './phones.ts'
 import { firstDelimiter } from './csv-delimiter.ts'
-import { decodeCsvText } from './csv-encoding.ts'
+import { decodeCsvText, NotTextError } from './csv-encoding.ts'
+import { parsePhone, phoneParseOptions } from './parse-phone.ts'
+import { defineMetrics } from '../utils/define-metrics.ts'
+import { printable } from '../utils/printable.ts'
 
 /**
  * Do-not-call: the `dnc` table (numbers added by results or by hand) plus an optional file kept by the
@@ -49,7 +54,44 @@ const MAX_CACHED_FILES = 32
  * since it is checked before every call.
  */
 export async function readDncFile(path: string, defaultCountry: string, warn: (message: string) => void = () => {}): Promise<Set<string>> {
+  try {
+    return await readDncFileOnce(path, defaultCountry, warn)
+  } catch (error) {
+    throw dncFileError(path, error)
+  }
+}
+
+/**
+ * The do-not-call file could not be read (a directory, no permission, a workbook): every call must stop, and whoever
+ * reads the error — a batch's run, the proxy's answer, the log — is told which file and why, in one sentence.
+ */
+export class DncFileError extends Error {
+  override readonly name = 'DncFileError'
+  constructor(
+    readonly file: string,
+    message: string,
+    options?: { cause: unknown },
+  ) {
+    super(message, options)
+  }
+}
+
+function dncFileError(path: string, error: unknown): DncFileError {
+  if (error instanceof DncFileError) return error
+  // "…/dnc.csv is not a CSV file: it looks like a ZIP archive …" names the file already.
+  if (error instanceof NotTextError) return new DncFileError(path, `the do-not-call file ${error.message}`, { cause: error })
+  const code = (error as NodeJS.ErrnoException).code
+  const why =
+    code === 'EISDIR' ? IS_A_DIRECTORY : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code === 'ENOENT' ? 'it was removed while being read' : (error as Error).message
+  return new DncFileError(path, unreadable(path, why), { cause: error })
+}
+
+const IS_A_DIRECTORY = 'it is a directory, not a file'
+const unreadable = (path: string, why: string) => `the do-not-call file ${path} cannot be read: ${why}`
+
+async function readDncFileOnce(path: string, defaultCountry: string, warn: (message: string) => void): Promise<Set<string>> {
   const info = await stat(path)
+  if (info.isDirectory()) throw new DncFileError(path, unreadable(path, IS_A_DIRECTORY))
   const key = `${defaultCountry.toUpperCase()}\0${path}`
   const version = `${info.size}:${info.mtimeMs}`
   const cached = fileCache.get(key)
@@ -321,10 +363,64 @@ export function asksNotToCall(results: Record<string, unknown> | null | undefine
 export async function optOutFromEvent(rt: Runtime, event: WebhookEvent): Promise<boolean> {
   if (!asksNotToCall(event.data.results ?? null)) return false
   const phone = event.data.call.to_phone
-  if (!normalizePhone(phone, { defaultCountry: rt.config.defaultCountry }).ok) return false
-  const { added } = await addToDnc(rt, phone, { reason: 'results asked not to be called', source: `conversation:${event.data.call.conversation_id}` })
+  const source = `conversation:${event.data.call.conversation_id}`
+  if (normalizePhone(phone, { defaultCountry: rt.config.defaultCountry }).ok) {
+    const { added } = await addToDnc(rt, phone, { reason: 'results asked not to be called', source })
+    return added
+  }
+  // A number that does not normalise (`+447911000009 ext 5`, `=+447911000010`) was an opt-out dropped without a trace.
+  // The number within it is listed when there is one (a call to it is refused, the safe side of the rule); either
+  // way the operator hears of it, in the log and in switchboard_dnc_unreadable_opt_outs_total.
+  const fields = { event_id: event.event_id, conversation_id: event.data.call.conversation_id, to_phone: printable(phone, 60) }
+  const within = numberWithin(phone, rt.config.defaultCountry)
+  const metrics = optOutMetrics(rt.metrics)
+  if (within === undefined) {
+    metrics.unreadable.inc({ outcome: 'not_listed' })
+    rt.log.warn(fields, 'a call\'s results asked not to be called, but its number (to_phone) is not a phone number: nothing was added to the do-not-call list; add the number by hand')
+    return false
+  }
+  const { added } = await addToDnc(rt, within, { reason: `results asked not to be called (number given as ${JSON.stringify(printable(phone, 60))})`, source })
+  metrics.unreadable.inc({ outcome: 'listed' })
+  rt.log.warn({ ...fields, phone: within }, 'a call\'s results asked not to be called, and its number (to_phone) is not a plain phone number: the number read within it was added to the do-not-call list')
   return added
 }
+
+/**
+ * The phone number a text holds, read as the library reads free text (an extension, `ext 5`, left off; a leading
+ * `=` or quote skipped), or undefined when there is none valid.
+ */
+function numberWithin(text: string, defaultCountry: string): string | undefined {
+  let found: string
+  try {
+    // DEFAULT_COUNTRY is checked against libphonenumber's countries at start-up.
+    found = parsePhone(text, { ...phoneParseOptions(defaultCountry.toUpperCase() as CountryCode), extract: true }).number
+  } catch {
+    return undefined
+  }
+  const normalized = normalizePhone(found, { defaultCountry })
+  return normalized.ok ? normalized.e164 : undefined
+}
+
+interface OptOutMetrics {
+  unreadable: Counter<'outcome'>
+}
+
+/**
+ * Opt-outs whose number did not normalise: `listed` (the number within it was added), `not_listed` (none could be
+ * read: someone must add it by hand). Both series are listed at 0 from the start of processing (`optOutConsumer`).
+ */
+export const optOutMetrics = defineMetrics(
+  (registers): OptOutMetrics => {
+    const unreadable = new Counter({
+      name: 'switchboard_dnc_unreadable_opt_outs_total',
+      help: 'Opt-outs (results asking not to be called) whose number did not normalise, by outcome: listed (the number read within it) or not_listed',
+      labelNames: ['outcome'],
+      registers,
+    })
+    for (const outcome of ['listed', 'not_listed']) unreadable.inc({ outcome }, 0)
+    return { unreadable }
+  },
+)
 
 /** A do-not-call CSV from the dashboard (up to 5 MB, every number parsed and normalised: seconds for the largest), off the receiver's loop. */
 export const dncImportTask = defineProcessingTask('dncImport', (rt, args: { text: string; source: string }) => importDncCsv(rt, args.text, args.source))

@@ -1,6 +1,7 @@
+import { basename } from 'node:path'
 import { HTTPResponse } from 'h3'
 import { placeCall, STALE_PENDING_MS } from '../calls/place-call.ts'
-import { isBlocked } from '../campaigns/dnc.ts'
+import { DncFileError, isBlocked } from '../campaigns/dnc.ts'
 import { continuedCampaign } from '../calls/continued-campaign.ts'
 import { tenantOf } from '../calls/tenant.ts'
 import { validateCallRequest } from '../calls/validate-call.ts'
@@ -281,7 +282,16 @@ export function createProxy(rt: Runtime): Proxy {
     if (!checked.ok) return withCache(apiErrorResponse(400, 'invalid_request', checked.message), 'BYPASS')
     // The do-not-call list is checked before every call switchboard places, its own or one sent through it.
     const phone = checked.request.parameters.find((p) => p.name === 'customer_phone')?.value
-    if (phone !== undefined && (await isBlocked(rt, phone))) {
+    let blocked: boolean
+    try {
+      blocked = phone !== undefined && (await isBlocked(rt, phone))
+    } catch (error) {
+      if (!(error instanceof DncFileError)) throw error
+      // No call is placed while the list cannot be read; the caller is told so, not "internal error, see the logs".
+      rt.log.error({ path: '/v1/call', file: error.file, err: error.message }, 'call refused: the do-not-call file cannot be read; no call is placed until it can')
+      return withCache(apiErrorResponse(503, 'internal_error', `switchboard cannot read its do-not-call file (${basename(error.file)}), so no call was placed; see its logs`), 'BYPASS')
+    }
+    if (blocked) {
       rt.log.info({ agent_id: checked.request.agent_id }, 'call refused: its number is on the do-not-call list')
       return withCache(apiErrorResponse(400, 'invalid_request', 'customer_phone is on the do-not-call list (switchboard): not called'), 'BYPASS')
     }
