@@ -10,7 +10,7 @@ import { recipeMetrics } from './metrics.ts'
 import { createBindings } from './bindings.ts'
 import { createQueries } from './queries.ts'
 import { createKvState, recipeStateNamespace } from './state.ts'
-import { decodeSummary, encodeSummary } from './summary.ts'
+import { decodeSummary, encodeSummary, storableSummary } from './summary.ts'
 import { decodePlan, encodePlan, type PlanOmitted } from './kept-plan.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
 import { runOwner, takeRunSlot } from './overlap.ts'
@@ -213,8 +213,13 @@ export async function executeRun(
       metrics.runSeconds.observe({ recipe: name, outcome }, (endedAt - startedAt) / 1000)
       if (trigger.events) metrics.batchSize.observe({ recipe: name }, trigger.events.length)
     }
-    const stored = encodeSummary(result)
+    const { text: stored, replaced } = storableSummary(result)
     const summary = decodeSummary(stored)
+    // What JSON could not keep as it was (an Error, a Map, a throwing toJSON, nesting past the bound) is stored as a
+    // stand-in: said here, or the recipe's author would find `{}` or a marker and not know why.
+    if (replaced.length > 0) {
+      log.warn({ replaced: replaced.slice(0, 10), replaced_count: replaced.length }, "the run's summary held values JSON cannot keep as they are; stored with stand-ins for them")
+    }
     await rt.store.db
       .updateTable('recipe_runs')
       .set({ status, ended_at: endedAt, summary: stored, plan: encodePlan(effects.plan), error })

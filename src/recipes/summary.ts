@@ -1,18 +1,118 @@
+import { MAX_JSON_DEPTH } from '../utils/json-depth.ts'
+
 /**
  * A run's summary is whatever `run` returned, kept as a JSON value so every reader (CLI --json,
  * /admin/recipes, the log) hands it on as a value, never as JSON text inside JSON.
  */
 export function encodeSummary(value: unknown): string | null {
-  if (value === undefined || value === null) return null
+  return storableSummary(value).text
+}
+
+/**
+ * A run's summary as it is stored (`text`, or null for none), and what in it JSON could not keep as it was and was
+ * stood in for (`replaced`: where, and by what — for the run's log). `JSON.stringify` alone made a returned Error,
+ * Map, Set or RegExp `{}`, and a summary nested 5,000 deep or holding a throwing toJSON `"[object Object]"`. Never throws:
+ * it runs after the run's `running` row was written, and a throw here would leave that row open.
+ */
+export function storableSummary(value: unknown): { text: string | null; replaced: string[] } {
+  if (value === undefined || value === null) return { text: null, replaced: [] }
+  const replaced: string[] = []
   let text: string | null
   try {
-    text = JSON.stringify(value) ?? null
+    text = JSON.stringify(jsonValue(value, 'summary', [], replaced, true)) ?? null
   } catch {
-    // Not plain JSON (a BigInt, a cycle): keep its figures rather than lose the run's summary. This must never
-    // throw — it runs after the run's `running` row was written, and a throw here would leave that row open.
-    text = lenientJson(value) ?? textOf(value)
+    text = JSON.stringify('(a summary that cannot be written as JSON or text)')
+    replaced.push('summary: could not be written at all')
   }
-  return text !== null && text.length > MAX_SUMMARY_CHARS ? boundedSummary(JSON.parse(text) as unknown, text.length) : text
+  return { text: text !== null && text.length > MAX_SUMMARY_CHARS ? boundedSummary(JSON.parse(text) as unknown, text.length) : text, replaced }
+}
+
+/** How deep a summary nests before what is below is cut (the bound switchboard takes in any JSON body). */
+export const MAX_SUMMARY_DEPTH = MAX_JSON_DEPTH
+
+/** The stand-in for what lies deeper than MAX_SUMMARY_DEPTH, beside "[Circular]" for a reference back. */
+export const DEEPER_OMITTED = `[nested deeper than ${MAX_SUMMARY_DEPTH} levels: omitted]`
+
+/**
+ * `value` as the plain JSON value JSON.stringify would write, except where that loses it: an Error as `{ name, message }`
+ * (no stack), a Map as an object (its keys all strings) or a list of [key, value] entries, a Set as a list, a RegExp as
+ * its source text (`/a+b/gi`), a BigInt as its digits, a reference back to an enclosing object as "[Circular]", nesting
+ * past MAX_SUMMARY_DEPTH as DEEPER_OMITTED, and a toJSON or getter that throws as a note naming the problem. Each
+ * stand-in is noted in `replaced`. `undefined` (a function, a symbol) where JSON leaves a value out.
+ */
+function jsonValue(value: unknown, path: string, ancestors: object[], replaced: string[], callToJson: boolean, key = ''): unknown {
+  const note = (what: string, standIn: unknown, at = path) => {
+    // A path 128 levels deep, or through a key of a megabyte, is told by its end.
+    replaced.push(`${at.length > 120 ? `…${at.slice(-120)}` : at}: ${what}`)
+    return standIn
+  }
+  if (typeof value === 'bigint') return note('a BigInt, kept as its digits', value.toString())
+  if (typeof value === 'function' || typeof value === 'symbol' || value === undefined) return undefined
+  if (value === null || typeof value !== 'object') return value
+  if (ancestors.includes(value)) return note('a reference back to an enclosing object', '[Circular]')
+  if (ancestors.length >= MAX_SUMMARY_DEPTH) return note(`nested deeper than ${MAX_SUMMARY_DEPTH} levels, cut`, DEEPER_OMITTED)
+  try {
+    const toJSON: unknown = callToJson ? (value as { toJSON?: unknown }).toJSON : undefined
+    if (typeof toJSON === 'function') {
+      let converted: unknown
+      try {
+        converted = toJSON.call(value, key)
+      } catch (error) {
+        return note(`its toJSON() threw (${messageOf(error)})`, `[toJSON() threw: ${messageOf(error)}]`)
+      }
+      return jsonValue(converted, path, ancestors, replaced, false, key)
+    }
+    if (value instanceof Number || value instanceof String || value instanceof Boolean) return value.valueOf()
+    const inner = [...ancestors, value]
+    const nested = (v: unknown, at: string, k: string) => jsonValue(v, at, inner, replaced, true, k)
+    if (value instanceof Error) return note('an Error, kept as its name and message', { name: String(value.name), message: String(value.message) })
+    if (value instanceof RegExp) return note('a RegExp, kept as its source text', String(value))
+    if (value instanceof Map) {
+      const entries = [...value.entries()]
+      if (entries.every(([k]) => typeof k === 'string')) {
+        const out: Record<string, unknown> = {}
+        for (const [k, v] of entries as Array<[string, unknown]>) {
+          const written = nested(v, `${path}.${k}`, k)
+          if (written !== undefined) put(out, k, written)
+        }
+        return note('a Map, kept as an object', out)
+      }
+      return note('a Map, kept as a list of [key, value] entries', entries.map(([k, v], i) => [nested(k, `${path}[${i}][0]`, '0') ?? null, nested(v, `${path}[${i}][1]`, '1') ?? null]))
+    }
+    if (value instanceof Set) return note('a Set, kept as a list', [...value].map((v, i) => nested(v, `${path}[${i}]`, String(i)) ?? null))
+    if (Array.isArray(value)) return value.map((v, i) => nested(v, `${path}[${i}]`, String(i)) ?? null)
+    const out: Record<string, unknown> = {}
+    for (const k of Object.keys(value)) {
+      let v: unknown
+      try {
+        v = (value as Record<string, unknown>)[k]
+      } catch (error) {
+        put(out, k, note(`reading it threw (${messageOf(error)})`, `[reading it threw: ${messageOf(error)}]`, `${path}.${k}`))
+        continue
+      }
+      const written = nested(v, `${path}.${k}`, k)
+      if (written !== undefined) put(out, k, written)
+    }
+    return out
+  } catch (error) {
+    // A revoked proxy, a Map whose iteration throws: nothing of it can be read.
+    return note(`could not be read (${messageOf(error)})`, `[could not be read: ${messageOf(error)}]`)
+  }
+}
+
+/** A key set as data: `__proto__` (from JSON.parse, a Map) is a key like any other, not the object's prototype. */
+function put(out: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true })
+}
+
+/** A thrown value's message, short and never throwing itself. */
+function messageOf(error: unknown): string {
+  try {
+    const text = error instanceof Error ? error.message : String(error)
+    return text.length > 100 ? `${text.slice(0, 100)}…` : text
+  } catch {
+    return 'a value that cannot be shown as text'
+  }
 }
 
 /**
@@ -59,35 +159,6 @@ function cut(value: unknown, kept: number): unknown {
     if (Array.isArray(v) && v.length > kept && !(`${key}_omitted` in value)) out[`${key}_omitted`] = v.length - kept
   }
   return out
-}
-
-/** JSON with BigInts as their digits and a reference back to an enclosing object as "[Circular]"; undefined if even that fails. */
-function lenientJson(value: unknown): string | undefined {
-  // The objects enclosing the one being written: a replacer's `this` is the holder of the key it is given.
-  const ancestors: unknown[] = []
-  function replacer(this: unknown, _key: string, v: unknown): unknown {
-    if (typeof v === 'bigint') return v.toString()
-    if (typeof v !== 'object' || v === null) return v
-    while (ancestors.length > 0 && ancestors[ancestors.length - 1] !== this) ancestors.pop()
-    if (ancestors.includes(v)) return '[Circular]'
-    ancestors.push(v)
-    return v
-  }
-  try {
-    return JSON.stringify(value, replacer) ?? undefined
-  } catch {
-    // A getter or toJSON that throws, a revoked proxy.
-    return undefined
-  }
-}
-
-/** The value's text form as a JSON string, or a fixed note: String() itself throws for a null-prototype object. */
-function textOf(value: unknown): string {
-  try {
-    return JSON.stringify(String(value))
-  } catch {
-    return JSON.stringify('(a summary that cannot be written as JSON or text)')
-  }
 }
 
 /** Rows written before summaries were JSON hold plain text: that text is the value. */

@@ -310,9 +310,13 @@ it('encodeSummary never throws', () => {
   const loop: Record<string, unknown> = { list: [] }
   ;(loop.list as unknown[]).push(loop)
   expect(encodeSummary(loop)).toBe('{"list":["[Circular]"]}')
-  const hostile = { get n(): number { throw new Error('no') } }
-  expect(encodeSummary(hostile)).toBe('"[object Object]"')
+  // A getter that throws stands in for its own key (the whole summary was "[object Object]").
+  const hostile = { a: 1, get n(): number { throw new Error('no') } }
+  expect(encodeSummary(hostile)).toBe('{"a":1,"n":"[reading it threw: no]"}')
   const nothing = Object.create(null) as object
   Object.defineProperty(nothing, 'n', { enumerable: true, get: () => { throw new Error('no') } })
-  expect(encodeSummary(nothing)).toBe('"(a summary that cannot be written as JSON or text)"')
+  expect(encodeSummary(nothing)).toBe('{"n":"[reading it threw: no]"}')
+  const revoked = Proxy.revocable({}, {})
+  revoked.revoke()
+  expect(encodeSummary({ p: revoked.proxy })).toMatch(/^\{"p":"\[could not be read: .+\]"\}$/)
 })
