@@ -1,6 +1,6 @@
 import { callRequestSchema, type CallRequest } from '../upstream/schemas.ts'
 import { isZonedIsoDateTime } from '../utils/iso-datetime.ts'
-import { pathOfNul } from '../utils/nul-path.ts'
+import { pathOfString } from '../utils/path-of-string.ts'
 import { MAX_CONVERSATION_ID_LENGTH, MAX_PHONE_LENGTH, idempotencyKeyProblem } from '../upstream/id-limits.ts'
 
 /** The provider's scheduling horizon (spec → Limits). */
@@ -31,8 +31,10 @@ export function validateCallRequest(body: unknown, now: number): CallValidation 
       return fail(`parameters[${i}] must be an object with string name and value`)
     }
   }
-  const nul = pathOfNul(body)
+  const nul = pathOfString(body, (text) => text.includes('\u0000'))
   if (nul !== undefined) return fail(`${nul} contains U+0000 (a NUL character); remove it`)
+  const half = pathOfString(body, (text) => !text.isWellFormed())
+  if (half !== undefined) return fail(`${half} holds half of a UTF-16 surrogate pair (an unpaired \\ud800–\\udfff); send whole characters`)
   const phone = (body.parameters as Array<{ name: string; value: string }>).find((p) => p.name === 'customer_phone')
   if (!phone || phone.value.trim() === '') return fail('customer_phone parameter is required')
   if (phone.value.length > MAX_PHONE_LENGTH) return fail(`customer_phone must be at most ${MAX_PHONE_LENGTH} characters`)

@@ -170,8 +170,16 @@ export async function listEvents(rt: Runtime, filter: EventFilter = {}): Promise
   const phones = new Map<string, string | null>()
   for (let i = 0; i < rows.length; i += PHONE_CHUNK) {
     const ids = rows.slice(i, i + PHONE_CHUNK).map((row) => row.event_id)
-    const found = await db.selectFrom('webhook_events').select(['event_id', phoneColumn(rt.store.dialect).as('customer_phone')]).where('event_id', 'in', ids).execute()
-    for (const row of found) phones.set(row.event_id, row.customer_phone)
+    try {
+      const found = await db.selectFrom('webhook_events').select(['event_id', phoneColumn(rt.store.dialect).as('customer_phone')]).where('event_id', 'in', ids).execute()
+      for (const row of found) phones.set(row.event_id, row.customer_phone)
+    } catch (error) {
+      // A body Postgres' json cannot read (half of a surrogate pair, stored by 0.20.0 or earlier) failed the whole
+      // listing — a 500 on every page that reached it. Those rows' numbers are read here instead, as `events show` does.
+      rt.log.debug({ err: (error as Error).message }, 'reading event phone numbers in SQL failed; reading the bodies')
+      const bodies = await db.selectFrom('webhook_events').select(['event_id', 'body']).where('event_id', 'in', ids).execute()
+      for (const row of bodies) phones.set(row.event_id, phoneOf(row.body))
+    }
   }
   return rows.map((row) => toStoredEvent(row, phones.get(row.event_id) ?? null))
 }

@@ -7,7 +7,7 @@ import { webhookState } from './state.ts'
 import { verifyRequest, type SignedRequest } from './verify.ts'
 import { campaignOfCall } from './event-campaign.ts'
 import { mayHaveBeenForgotten, oldEnoughToBeForgotten, rememberedDays } from './forgotten-event.ts'
-import { MAX_CONVERSATION_ID_LENGTH, MAX_EVENT_ID_LENGTH, MAX_EVENT_TYPE_LENGTH, MAX_TRACE_ID_LENGTH, checkId, containsNul, isDotSegment, type IdCheck } from './storable.ts'
+import { MAX_CONVERSATION_ID_LENGTH, MAX_EVENT_ID_LENGTH, MAX_EVENT_TYPE_LENGTH, MAX_TRACE_ID_LENGTH, checkId, isDotSegment, unstorableText, type IdCheck } from './storable.ts'
 import { MAX_JSON_DEPTH, jsonNestedDeeperThan } from '../utils/json-depth.ts'
 import { readLimited } from '../utils/read-limited.ts'
 import { createLogThrottle, type LogThrottle } from '../utils/log-throttle.ts'
@@ -176,7 +176,8 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   }
   if (tooDeep) return reject(400, 'too_deep', 'invalid_request', `body is nested deeper than ${MAX_JSON_DEPTH} levels`)
   if (!parsed) return reject(400, 'invalid_json', 'invalid_request', 'body must be a JSON object')
-  if (containsNul(text, parsed)) {
+  const unstorable = unstorableText(text, parsed)
+  if (unstorable === 'nul') {
     return reject(400, 'unstorable', 'invalid_request', 'body contains U+0000 (a NUL character), which cannot be stored; remove it')
   }
   // The provider's timestamp header is not signed, so its tolerance stops no one re-sending a captured delivery; the
@@ -236,6 +237,10 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   }
   if (traceId !== null && !traceId.isWellFormed()) {
     return reject(400, 'trace_id_malformed', 'invalid_request', 'data.call.trace_id must be well-formed text (no half of a surrogate pair)')
+  }
+  // After the ids, whose own checks name the field.
+  if (unstorable === 'lone_surrogate') {
+    return reject(400, 'unstorable', 'invalid_request', 'body contains half of a UTF-16 surrogate pair (an unpaired \\ud800–\\udfff escape), which cannot be stored; send whole characters')
   }
   const agentId = typeof call?.agent_id === 'number' && Number.isSafeInteger(call.agent_id) ? call.agent_id : null
   const audit: Record<string, string> = {}

@@ -17,28 +17,41 @@ export const MAX_EVENT_ID_LENGTH = 255
 export const MAX_EVENT_TYPE_LENGTH = 100
 export { MAX_CONVERSATION_ID_LENGTH, MAX_TRACE_ID_LENGTH } from '../upstream/id-limits.ts'
 
-/** True when some string in the parsed JSON (a key or a value) contains U+0000. */
-export function containsNul(rawJson: string, parsed: unknown): boolean {
-  // JSON can carry U+0000 only as the escape \u0000 (a raw NUL byte is invalid JSON), so bodies without
-  // that text — all of them, in practice — skip the walk. "\\u0000" (an escaped backslash) also matches
-  // here, which is why the walk decides.
-  if (!rawJson.includes('\\u0000')) return false
+/** Why a parsed JSON body cannot be stored as its text says: a string holding U+0000, or half of a surrogate pair. */
+export type UnstorableText = 'nul' | 'lone_surrogate'
+
+/**
+ * The first string in the parsed JSON (a key or a value) that no database stores as it is: U+0000 (Postgres text cannot
+ * hold it), or half of a UTF-16 surrogate pair (`"\ud800"`: Postgres' json type refuses the escape, so one such body
+ * made every event listing that reached it answer 500 on Postgres for as long as it was kept). Undefined for nearly
+ * every body at the cost of one `includes`: JSON carries either only as a `\u` escape (a raw NUL byte is invalid JSON,
+ * and an encoded surrogate is invalid UTF-8, refused before this).
+ */
+export function unstorableText(rawJson: string, parsed: unknown): UnstorableText | undefined {
+  if (!rawJson.includes('\\u')) return undefined
+  // "\\u0000" (an escaped backslash) and a whole pair also match here, which is why the walk decides.
+  const nul = rawJson.includes('\\u0000')
+  const surrogate = /\\u[dD][89a-fA-F]/.test(rawJson)
+  if (!nul && !surrogate) return undefined
   // A loop over a stack, not recursion: a signed body nested 100,000 deep must be a 400, not a stack overflow (500).
   const stack: unknown[] = [parsed]
+  const problem = (text: string): UnstorableText | undefined => (nul && text.includes('\u0000') ? 'nul' : surrogate && !text.isWellFormed() ? 'lone_surrogate' : undefined)
   while (stack.length > 0) {
     const value = stack.pop()
     if (typeof value === 'string') {
-      if (value.includes('\u0000')) return true
+      const found = problem(value)
+      if (found) return found
     } else if (Array.isArray(value)) {
       for (const item of value) stack.push(item)
     } else if (value !== null && typeof value === 'object') {
       for (const [key, child] of Object.entries(value)) {
-        if (key.includes('\u0000')) return true
+        const found = problem(key)
+        if (found) return found
         stack.push(child)
       }
     }
   }
-  return false
+  return undefined
 }
 
 export type IdCheck = { ok: true; value: string } | { ok: false; problem: 'missing' | 'too_long' | 'imprecise' | 'malformed' }

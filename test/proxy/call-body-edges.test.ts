@@ -26,7 +26,7 @@ describe('POST /v1/call: what is refused before the call is placed', () => {
     for (const key of ['ключ-1', '😀-1', 'line\nbreak', 'tab\there', 'a\u0000b', '\ud800x', ' tk123 ', 'tk123 ']) {
       const res = await post(JSON.stringify(phoneCall('+919876543210', { idempotency_key: key })))
       expect(res.status, JSON.stringify(key)).toBe(400)
-      expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/^idempotency_key (must be printable ASCII|must not begin or end with a space|contains U\+0000)/)
+      expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/^idempotency_key (must be printable ASCII|must not begin or end with a space|contains U\+0000|holds half of a UTF-16 surrogate pair)/)
     }
     expect(await placed()).toEqual([])
     // Printable ASCII with a space inside is a key like any other: placed, echoed, and a retry is a 409 carrying it.
@@ -45,6 +45,26 @@ describe('POST /v1/call: what is refused before the call is placed', () => {
     expect(res.status).toBe(400)
     expect(await res.json()).toEqual({ error: { type: 'invalid_request', message: 'parameters[1].value contains U+0000 (a NUL character); remove it' } })
     expect(await placed()).toEqual([])
+  })
+
+  // Placed, and then its outcome webhook carried the value back: stored on SQLite, and on Postgres every event listing
+  // that reached that event answered 500 (its json type refuses the escape) for as long as the event was kept.
+  it('a value holding half of a surrogate pair, in a parameter, metadata or retry_context', async () => {
+    h = await proxyHarness()
+    const half = (extra: Record<string, unknown>) => JSON.stringify(phoneCall('+919876543210', extra))
+    const cases: Array<[string, string]> = [
+      [half({ parameters: [{ name: 'customer_phone', value: '+919876543210' }, { name: '名前', value: '値\ud800' }] }), 'parameters[1].value'],
+      [half({ metadata: { note: '\udfffx' } }), 'metadata.note'],
+      [half({ retry_context: { retry_initial_message: 'hi \ud83d' } }), 'retry_context.retry_initial_message'],
+    ]
+    for (const [body, field] of cases) {
+      const res = await post(body)
+      expect(res.status, field).toBe(400)
+      expect(await res.json()).toEqual({ error: { type: 'invalid_request', message: `${field} holds half of a UTF-16 surrogate pair (an unpaired \\ud800–\\udfff); send whole characters` } })
+    }
+    expect(await placed()).toEqual([])
+    // A whole pair is a character like any other.
+    expect((await post(half({ metadata: { note: '😀' } }))).status).toBe(200)
   })
 
   // 6,000 levels within the 1 MB limit: in retry_context a 500 (the ledger's JSON), elsewhere a 502 that named the

@@ -134,6 +134,11 @@ describeEachDialect('webhook receiver', (dialect) => {
       // No id header: the body's id decides (a header could not carry these anyway).
       const send = (event: Record<string, unknown>) => h.send(event, { headers: { 'x-formantai-event-id': '' } })
       for (const [event, message] of cases) expect(await expectError(await send(event), 400, 'invalid_request')).toMatch(message)
+      // Anywhere else in the body too: on Postgres the event listings read the body as json, which refuses the escape,
+      // and one such event made every listing reaching it a 500 for as long as it was kept.
+      for (const event of [makeEvent({ data: { results: { intent: '\ud800' } } }), makeEvent({ call: { call_parameters: { customer_phone: '+919876543210', ['k\udc00']: 'v' } } })]) {
+        expect(await expectError(await send(event), 400, 'invalid_request')).toMatch(/^body contains half of a UTF-16 surrogate pair/)
+      }
       expect(await countEvents(h.rt)).toBe(0)
       // A whole pair is text like any other, and so are dots within an id.
       for (const event of [{ ...makeEvent(), event_id: 'evt_😀' }, { ...makeEvent(), event_id: '...' }, makeEvent({ call: { conversation_id: 'conv-😀' } })]) {
