@@ -55,10 +55,27 @@ export function toStoredConversation(row: Row): StoredConversation {
   }
 }
 
+/**
+ * The times a conversation keeps: years 1 to 9999 (others are taken as missing). Date takes ±275,760 years, and a
+ * day's report over a conversation started at its very end failed to build ("Invalid time value": the report's zone
+ * offset went past Date's range), that day's report never sent.
+ */
+const EARLIEST_MS = Date.parse('0001-01-01T00:00:00Z')
+const LATEST_MS = Date.parse('9999-12-31T23:59:59.999Z')
+
 function isoToMs(iso: string | null | undefined): number | null {
   if (!iso) return null
   const ms = Date.parse(iso)
-  return Number.isFinite(ms) ? ms : null
+  return Number.isFinite(ms) && ms >= EARLIEST_MS && ms <= LATEST_MS ? ms : null
+}
+
+/** Postgres keeps a duration in an `integer` column: one past it (2^31 s is 68 years) failed the event until it was dead. */
+const MAX_DURATION_SECONDS = 2_147_483_647
+
+function durationSeconds(seconds: number | null): number | null {
+  if (seconds === null || !Number.isFinite(seconds)) return null
+  const rounded = Math.round(seconds)
+  return Math.abs(rounded) <= MAX_DURATION_SECONDS ? rounded : null
 }
 
 function emptyToNull<T extends object>(value: T | null | undefined): T | null {
@@ -102,7 +119,7 @@ function rowFromEvent(event: WebhookEvent, source: 'webhook' | 'reconcile', at: 
     contact_number: contactNumber(call.to_phone),
     status: call.status,
     terminal: isTerminalStatus(call.status) ? 1 : 0,
-    duration_seconds: call.duration_seconds === null ? null : Math.round(call.duration_seconds),
+    duration_seconds: durationSeconds(call.duration_seconds),
     started_at: isoToMs(call.started_at),
     ended_at: isoToMs(call.ended_at),
     failure_reason: call.failure_reason,

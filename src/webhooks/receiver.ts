@@ -238,6 +238,11 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   if (traceId !== null && !traceId.isWellFormed()) {
     return reject(400, 'trace_id_malformed', 'invalid_request', 'data.call.trace_id must be well-formed text (no half of a surrogate pair)')
   }
+  // Indexed in the read model as the ids are (a status of 3,000 characters failed the event until dead on Postgres);
+  // a call's status is a word, and its event type (`call.<status>`) is held to the same length.
+  if (typeof call?.status === 'string' && call.status.length > MAX_EVENT_TYPE_LENGTH) {
+    return reject(400, 'status_too_long', 'invalid_request', `data.call.status is longer than ${MAX_EVENT_TYPE_LENGTH} characters`)
+  }
   // After the ids, whose own checks name the field.
   if (unstorable === 'lone_surrogate') {
     return reject(400, 'unstorable', 'invalid_request', 'body contains half of a UTF-16 surrogate pair (an unpaired \\ud800–\\udfff escape), which cannot be stored; send whole characters')

@@ -287,6 +287,30 @@ describeEachDialect('webhook processing', (dialect) => {
     expect(logs.find(/to_phone/)).toEqual([expect.objectContaining({ event_id: long.event_id, conversation_id: long.data.call.conversation_id, to_phone_length: 5_001 })])
   })
 
+  // conversations.duration_seconds is an integer column on Postgres: 2^31 seconds failed the event until it was dead. A
+  // start at the very end of Date's range made that day's report fail to build ("Invalid time value").
+  it('a duration or a time no conversation can have is kept as missing; the rest of the conversation is stored', async () => {
+    h = await createHarness(dialect)
+    stop = startWebhookWorkers(h.rt)
+    const events = [
+      makeEvent({ call: { duration_seconds: 2 ** 31 } }),
+      makeEvent({ call: { duration_seconds: 1e308 } }),
+      makeEvent({ call: { duration_seconds: -(2 ** 40) } }),
+      makeEvent({ call: { started_at: '+275760-09-13T00:00:00Z', ended_at: '2026-03-01T09:58:42Z' } }),
+      makeEvent({ call: { duration_seconds: 2 ** 31 - 1, started_at: '9999-12-31T23:59:59Z' } }),
+    ]
+    for (const e of events) expect((await h.send(e)).status).toBe(204)
+    for (const e of events) await waitForStatus(h, e.event_id, 'processed')
+    const stored = await Promise.all(events.map((e) => getConversation(h.rt, e.data.call.conversation_id)))
+    expect(stored.map((c) => [c?.status, c?.duration_seconds, c?.started_at])).toEqual([
+      ['completed', null, Date.parse('2026-03-01T09:58:00Z')],
+      ['completed', null, Date.parse('2026-03-01T09:58:00Z')],
+      ['completed', null, Date.parse('2026-03-01T09:58:00Z')],
+      ['completed', 42, null],
+      ['completed', 2 ** 31 - 1, Date.parse('9999-12-31T23:59:59Z')],
+    ])
+  })
+
   it('a named target\'s events (a CRM on Standard Webhooks) are processed, not failed: the read model ignores them, consumers get them', async () => {
     const secret = `whsec_${Buffer.from('crm-secret-crm-secret-crm-secret').toString('base64')}`
     h = await createHarness(dialect, { WEBHOOK_TARGETS: JSON.stringify({ crm: { scheme: 'standard', secrets: secret } }) })

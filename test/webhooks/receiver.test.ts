@@ -130,6 +130,7 @@ describeEachDialect('webhook receiver', (dialect) => {
         [{ ...makeEvent(), event_type: 'call.\ud800' }, /^event type must be well-formed text/],
         [makeEvent({ call: { conversation_id: 'conv-\ud800' } }), /^data\.call\.conversation_id must be well-formed text/],
         [makeEvent({ call: { trace_id: '\udc00-trace' } }), /^data\.call\.trace_id must be well-formed text/],
+        [makeEvent({ call: { status: 's'.repeat(101) } }), /^data\.call\.status is longer than 100 characters$/],
       ]
       // No id header: the body's id decides (a header could not carry these anyway).
       const send = (event: Record<string, unknown>) => h.send(event, { headers: { 'x-formantai-event-id': '' } })
