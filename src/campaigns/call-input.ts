@@ -54,7 +54,8 @@ export const newCallSchema = z.strictObject({
   phone: z.string({ error: 'must be the phone number as a string, e.g. "98765 43210" or "+919876543210"' }).max(MAX_PHONE_LENGTH, { error: `must be at most ${MAX_PHONE_LENGTH} characters (a phone number)` }),
   parameters: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
   scheduledFor: z
-    .union([z.date(), zonedTime])
+    // Within years 1–9999: the last instant Date holds has no ISO text in a zone east of UTC ("Invalid time value").
+    .union([z.date().min(new Date('0001-01-01T00:00:00Z'), { error: 'must be a time in the years 1–9999' }).max(new Date('9999-12-31T23:59:59Z'), { error: 'must be a time in the years 1–9999' }), zonedTime])
     .optional(),
   campaign: z.string().optional(),
   idempotencyKey: z

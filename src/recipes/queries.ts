@@ -76,7 +76,11 @@ export interface RecipeQueries {
   calls(query?: CallQuery): Promise<StoredCall[]>
 }
 
-const instant = z.union([z.number().finite(), z.date()], { error: 'must be an instant: epoch milliseconds or a Date' })
+// Epoch milliseconds within Date's range (±8.64e15): 1e20 reached Postgres, which answered with its own error ("out of
+// range for type bigint") instead of the helper's message.
+const MAX_INSTANT_MS = 8.64e15
+const INSTANT = 'must be an instant: epoch milliseconds (within ±8.64e15, Date\'s range) or a Date'
+const instant = z.union([z.number().finite().min(-MAX_INSTANT_MS, { error: INSTANT }).max(MAX_INSTANT_MS, { error: INSTANT }), z.date()], { error: INSTANT })
 const limit = z.number().int().min(1).max(10_000, { error: 'must be at most 10000' }).optional()
 const oneOrMany = <T extends z.ZodType>(item: T) => z.union([item, z.array(item).min(1)])
 // Provider-specific statuses exist beyond the documented ones, so any status word is accepted at run time.

@@ -32,6 +32,11 @@ it('names the argument instead of surfacing a driver error', async () => {
   expect(await errorOf(`await ctx.mail.send({ to: 'a@b.c', subject: 's' } as never)`)).toMatch(/^ctx\.mail\.send\(message\): message\.text: must be the plain-text body/)
   expect(await errorOf(`await ctx.state.get(42 as never)`)).toMatch(/^ctx\.state\.get\(key\): key: must be a string/)
   expect(await errorOf(`await ctx.campaigns.runFollowUps({ maxAttempt: 2 } as never)`)).toMatch(/^ctx\.campaigns\.runFollowUps\(options\): .*maxAttempt/)
+  // An instant past Date's range reached Postgres, which answered "out of range for type bigint".
+  expect(await errorOf(`await ctx.data.conversations({ endedSince: 1e20 })`)).toMatch(/^ctx\.data\.conversations\(query\): query\.endedSince: must be an instant/)
+  expect(await errorOf(`await ctx.data.calls({ since: -1e20 })`)).toMatch(/^ctx\.data\.calls\(query\): query\.since: must be an instant/)
+  // The last instant Date holds: its ISO text in any zone east of UTC is past Date's range ("Invalid time value").
+  expect(await errorOf(`await ctx.campaigns.scheduleCall({ agentId: 101, phone: '9876543210', scheduledFor: new Date(8.64e15) })`)).toMatch(/^scheduleCall\(call\): call\.scheduledFor: /)
 })
 
 it('refuses a scheduled time without its time zone (it would be read in the server’s own zone)', async () => {
