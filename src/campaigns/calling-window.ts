@@ -16,7 +16,11 @@ export interface CallingWindow {
 }
 
 /** The default calling hours: 09:00–21:00 in the recipient's local time. */
-export const DEFAULT_WINDOW: CallingWindow = { start: '09:00', end: '21:00' }
+/**
+ * 09:00–21:00, frozen: recipes get it as `ctx.campaigns.DEFAULT_WINDOW`, and one that set `DEFAULT_WINDOW.end = '23:59'`
+ * — even in a dry run — changed the window of every call and batch of every recipe in the process.
+ */
+export const DEFAULT_WINDOW: Readonly<CallingWindow> = Object.freeze({ start: '09:00', end: '21:00' })
 
 function parseMinutes(hhmm: string): number {
   const match = /^(\d{1,2}):(\d{2})$/.exec(hhmm.trim())

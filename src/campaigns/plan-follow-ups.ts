@@ -109,14 +109,17 @@ export interface FollowUpResult {
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
-/** The follow-up defaults (attempt cap, gaps, horizon, max age) every option overrides. */
-export const DEFAULT_FOLLOW_UP = {
+/**
+ * The follow-up defaults (attempt cap, gaps, horizon, max age) every option overrides. Frozen, as DEFAULT_WINDOW is:
+ * recipes get it as `ctx.campaigns.DEFAULT_FOLLOW_UP`, and a change there held for every recipe in the process.
+ */
+export const DEFAULT_FOLLOW_UP = Object.freeze({
   maxAttempts: 3,
-  minGapMs: { no_answer: HOUR, busy: 2 * HOUR, technical: 10 * 60_000 } satisfies Record<FollowUpStatus, number>,
+  minGapMs: Object.freeze({ no_answer: HOUR, busy: 2 * HOUR, technical: 10 * 60_000 } satisfies Record<FollowUpStatus, number>),
   horizonMs: 30 * DAY - 5 * 60_000,
   maxAgeMs: 7 * DAY,
   immediateWithinMs: 60_000,
-}
+})
 
 const E164 = /^\+[1-9]\d{6,14}$/
 

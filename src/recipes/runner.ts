@@ -8,6 +8,7 @@ import type { PipelineEvent } from '../events/hooks.ts'
 import type { RecipeContext, RecipeDefinition, RecipeTrigger, RecipeTriggerType } from './define.ts'
 import { recipeMetrics } from './metrics.ts'
 import { createBindings } from './bindings.ts'
+import { openWhileRunning, type RunClock } from './open-while-running.ts'
 import { createQueries } from './queries.ts'
 import { createKvState, recipeStateNamespace } from './state.ts'
 import { decodeSummary, encodeSummary, storableSummary } from './summary.ts'
@@ -162,6 +163,10 @@ export async function executeRun(
   if (dryRun) await insertRow()
   else await takeRunSlot(rt, name, insertRow)
   const bindings = createBindings(rt, effects, name, timezone)
+  // Every member with an effect refuses once the run is over (src/recipes/open-while-running.ts).
+  const run: RunClock = { ended: false }
+  const late = (what: string) => log.warn({ call: what }, `recipe "${name}" called ${what} after its run ended; refused (README → Recipes → Every run has the time limit)`)
+  const open = <T extends object>(target: T, path: string, members: readonly string[] | 'all') => openWhileRunning(target, path, members, run, late)
   const ctx: RecipeContext<PipelineEvent> = {
     name,
     trigger,
@@ -169,13 +174,13 @@ export async function executeRun(
     now: new Date(startedAt),
     timezone,
     log,
-    client: dryRun ? dryRunClient(rt.workspaceClient(), effects, name) : rt.workspaceClient(),
+    client: open(dryRun ? dryRunClient(rt.workspaceClient(), effects, name) : rt.workspaceClient(), 'ctx.client', 'all'),
     data: createQueries(rt),
-    campaigns: bindings.campaigns,
-    reports: bindings.reports,
-    mail: bindings.mail,
-    destinations: bindings.destinations,
-    state: createKvState(rt, recipeStateNamespace(name), effects),
+    campaigns: open(bindings.campaigns, 'ctx.campaigns', ['launchBatch', 'scheduleCall', 'scheduleCalls', 'runFollowUps', 'addToDnc', 'removeFromDnc']),
+    reports: open(bindings.reports, 'ctx.reports', ['sendDailyReport']),
+    mail: open(bindings.mail, 'ctx.mail', ['send']),
+    destinations: open(bindings.destinations, 'ctx.destinations', ['publish']),
+    state: open(createKvState(rt, recipeStateNamespace(name), effects), 'ctx.state', ['set', 'delete']),
     plan: effects.plan,
     config: rt.config,
   }
@@ -204,6 +209,7 @@ export async function executeRun(
     } else if (thrown instanceof Error && thrown.message.length > MAX_ERROR_CHARS) log.error({ error }, 'recipe run failed') // its stack repeats the message whole
     else log.error({ err: thrown }, 'recipe run failed')
   }
+  run.ended = true
   const endedAt = rt.clock.now()
   try {
     const outcome = timedOut ? 'timed_out' : status
