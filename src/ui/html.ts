@@ -17,19 +17,8 @@ function render(value: HtmlValue): string {
   if (value === null || value === undefined || value === false) return ''
   if (value instanceof SafeHtml) return value.value
   if (Array.isArray(value)) return value.map(render).join('')
-  return escapeHtml(visibleControls(String(value)))
-}
-
-/**
- * Control characters (C0 but tab, line feed and carriage return; DEL; C1) and the bidirectional embedding, override and
- * isolate characters (U+202A–U+202E, U+2066–U+2069). A recipe's summary or a webhook's field holding them put raw NUL
- * and ESC bytes into the page, and an unmatched right-to-left override reversed the page text after it.
- */
-const UNSHOWN = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g
-
-/** Text with each character of UNSHOWN written as its escape (`\u001b`, `\u202e`): seen, and inert. */
-function visibleControls(text: string): string {
-  return text.replace(UNSHOWN, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+  // Control and bidi override characters come out as escapes (src/reports/html-escape.ts).
+  return escapeHtml(String(value))
 }
 
 export function html(strings: TemplateStringsArray, ...values: HtmlValue[]): SafeHtml {
