@@ -167,13 +167,17 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   let parsed: Record<string, unknown> | undefined
   let text = ''
   let tooDeep = false
+  let decoded = false
   try {
     text = utf8.decode(body)
+    decoded = true
     tooDeep = jsonNestedDeeperThan(text)
     parsed = tooDeep ? undefined : record(JSON.parse(text))
   } catch {
     parsed = undefined
   }
+  // Said as such: "body must be a JSON object" sent its sender looking for a JSON mistake in a body that had none.
+  if (!decoded) return reject(400, 'invalid_utf8', 'invalid_request', 'body is not valid UTF-8')
   if (tooDeep) return reject(400, 'too_deep', 'invalid_request', `body is nested deeper than ${MAX_JSON_DEPTH} levels`)
   if (!parsed) return reject(400, 'invalid_json', 'invalid_request', 'body must be a JSON object')
   const unstorable = unstorableText(text, parsed)

@@ -155,7 +155,10 @@ describeEachDialect('webhook receiver', (dialect) => {
       for (const body of ['[1,2]', 'null', '"text"', '42', '{"event_id":', '', 'not json']) {
         await expectError(await signedPost(body, { 'x-formantai-event-id': 'evt_x', 'x-formantai-event-type': 'call.completed' }), 400, 'invalid_request')
       }
-      await expectError(await signedPost(new Uint8Array([0x7b, 0xff, 0xfe, 0x7d])), 400, 'invalid_request') // not UTF-8
+      expect(await expectError(await signedPost(new Uint8Array([0x7b, 0xff, 0xfe, 0x7d])), 400, 'invalid_request')).toBe('body is not valid UTF-8')
+      // An encoded surrogate (CESU-8) and an overlong form are not UTF-8 either.
+      expect(await expectError(await signedPost(new Uint8Array([0x7b, 0xed, 0xa0, 0x80, 0x7d])), 400, 'invalid_request')).toBe('body is not valid UTF-8')
+      expect(await expectError(await signedPost(new Uint8Array([0x7b, 0xc0, 0xaf, 0x7d])), 400, 'invalid_request')).toBe('body is not valid UTF-8')
       expect(await expectError(await signedPost('{"event_type":"call.completed"}'), 400, 'invalid_request')).toMatch(/event id/)
       expect(await expectError(await signedPost('{"event_id":"evt_1"}'), 400, 'invalid_request')).toMatch(/event type/)
       expect(await expectError(await signedPost('{"event_id":"","event_type":"call.completed"}'), 400, 'invalid_request')).toMatch(/event id/)
