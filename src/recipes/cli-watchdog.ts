@@ -1,5 +1,7 @@
 import { writeSync } from 'node:fs'
+import { relative, resolve, sep } from 'node:path'
 import { Worker } from 'node:worker_threads'
+import { printable } from '../utils/printable.ts'
 import type { LoadWatch } from './load-watch.ts'
 
 export interface CliWatchdogOptions {
@@ -44,6 +46,7 @@ const look = setInterval(() => {
   const line = loading
     ? 'error: recipe file ' + basename(loading) + ' never finished loading: its top-level code held this command for ' + held + ' s without returning (a synchronous loop?); fix the file and run the command again'
     : 'error: recipe code held this command for ' + held + ' s without returning (a synchronous loop in run?); stopped it'
+  const stuck = { line, held, loading: loading !== undefined }
   let Session
   try { Session = require('node:inspector').Session } catch {}
   if (!Session) {
@@ -56,13 +59,39 @@ const look = setInterval(() => {
   session.connectToMainThread()
   session.post('Runtime.terminateExecution', () => {
     session.disconnect()
-    parentPort.postMessage({ line })
+    parentPort.postMessage(stuck)
   })
 }, 200)
 `
 
 /** The watchdog of this process's command, if one runs: commands that load recipes without a runtime tell it too. */
 let current: CliWatchdog | undefined
+
+/** What runs once the watchdog has stopped recipe code, before the process ends: told how long the code held it. */
+type BeforeExit = (heldSeconds: number) => Promise<void>
+const beforeExit = new Set<BeforeExit>()
+
+/** How long the process waits for what runs before it ends (a database that does not answer must not hold it). */
+const BEFORE_EXIT_MS = 2_000
+
+/**
+ * Runs `close` if the watchdog stops this command's recipe code, before the process ends: `recipes run` closes the run
+ * it had started, which would otherwise read `running` — a dry run, which no other process looks at, for the next hour.
+ * A no-op where no watchdog runs. Returns the function that takes it back (the run is over).
+ */
+export function whenCliWatchdogStops(close: BeforeExit): () => void {
+  if (!current) return () => {}
+  beforeExit.add(close)
+  return () => void beforeExit.delete(close)
+}
+
+/** What was asked to run before the process ends, each given at most BEFORE_EXIT_MS together; their failures are not the line's. */
+async function runBeforeExit(heldSeconds: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, BEFORE_EXIT_MS)))
+  await Promise.race([Promise.allSettled([...beforeExit].map((close) => close(heldSeconds))), bound])
+  clearTimeout(timer)
+}
 
 /** Told which recipe file loads, when this process's command has a watchdog (`recipes check`, `doctor`). */
 export function cliLoadWatch(): LoadWatch | undefined {
@@ -85,10 +114,13 @@ export function startCliWatchdog(options: CliWatchdogOptions): CliWatchdog {
   // Plain CommonJS whatever flags the process has (`--input-type=module` would make the eval'd source a module).
   const worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { beat, loadingMs: options.loadingMs, runningMs: options.runningMs } })
   worker.unref()
-  worker.on('message', (stuck: { line: string }) => {
-    // Written at once: the process ends right after.
-    writeSync(2, `${stuck.line}\n`)
-    process.exit(1)
+  worker.on('message', (stuck: { line: string; held: number; loading: boolean }) => {
+    // The code is stopped and the event loop turns again: what the command started is closed first (a run's row), then
+    // the line, written at once: the process ends right after.
+    void (stuck.loading ? Promise.resolve() : runBeforeExit(stuck.held)).then(() => {
+      writeSync(2, `${stuck.line}\n`)
+      process.exit(1)
+    })
   })
   // A watchdog that fails (it should not) leaves the command as it would be without one.
   worker.on('error', () => {})
@@ -107,4 +139,84 @@ export function startCliWatchdog(options: CliWatchdogOptions): CliWatchdog {
   }
   current = watchdog
   return watchdog
+}
+
+/** What recipe code threw where nothing could catch it, seen by the command that ran it (src/recipes/cli.ts, test-command.ts). */
+export interface StrayErrors {
+  /** Another run starts (`recipes test --watch`): an error from now on waits for its outcome. */
+  starts(): void
+  /** The run is over and recorded with `status`: an error reported from now on says so. */
+  ran(recipe: string, status: string): void
+}
+
+/** The first frame of a stack in one of `dirs` — where in the recipe's folder it came from — as `(at file:line:col)`. */
+function recipeLocation(error: unknown, dirs: readonly string[]): string {
+  const stack = error instanceof Error && typeof error.stack === 'string' ? error.stack : ''
+  const roots = dirs.map((dir) => resolve(dir) + sep)
+  for (const line of stack.split('\n').slice(1)) {
+    const match = /\(?((?:file:\/\/)?\/[^()]+?):(\d+):(\d+)\)?\s*$/.exec(line)
+    const file = match?.[1]?.replace(/^file:\/\//, '')
+    if (!match || !file || !roots.some((root) => file.startsWith(root))) continue
+    const shown = file.startsWith(process.cwd() + sep) ? relative(process.cwd(), file) : file
+    return ` (at ${printable(shown)}:${match[2]}:${match[3]})`
+  }
+  return ''
+}
+
+/**
+ * For a command that runs a recipe in its own process (`recipes run`, `recipes test`): a timer the run left that throws,
+ * or a promise it left that rejects with no handler, ended the process with Node's multi-line crash — after the run was
+ * printed and recorded `succeeded`, or in the middle of it. Here each is one line on stderr, saying what the run was
+ * recorded as and where in the recipe's folder it threw (`DEBUG=1` adds the stack), and, with `failCommand`, the
+ * command exits 1 (it ran and failed: the recipe's code did), whatever the run's own outcome. One line per run: a
+ * timer that throws again and again is said once. Only where the command owns its process — its executable, which
+ * runs the watchdog (src/bin.mjs) — and for the rest of the process's life, since such code may throw after the
+ * command has returned; a caller of `main()` keeps its own handling.
+ */
+export function catchStrayRecipeErrors(options: { dirs: readonly string[]; debug: boolean; failCommand: boolean }): StrayErrors | undefined {
+  if (!current) return undefined
+  let outcome: { recipe: string; status: string } | undefined
+  let waiting: { error: unknown; rejected: boolean } | undefined
+  let saidForThisRun = false
+  let said = false
+  const say = (error: unknown, rejected: boolean) => {
+    const message = printable(error instanceof Error ? error.message : String(error), 500)
+    const what = rejected ? 'a promise it did not wait for was rejected with nothing to handle it' : 'code it did not wait for (a timer?) threw'
+    const head = outcome ? `error: recipe ${outcome.recipe}: its run was recorded ${outcome.status}, but ${what}` : `error: recipe code outside its run: ${what}`
+    const stack = options.debug && error instanceof Error && error.stack ? `\n${error.stack}` : ''
+    said = true
+    try {
+      // At once: it may be the process's last word.
+      writeSync(2, `${head}: ${message}${recipeLocation(error, options.dirs)}${stack}\n`)
+    } catch {
+      // stderr closed by its reader: nothing to say it on.
+    }
+  }
+  const seen = (rejected: boolean) => (error: unknown) => {
+    if (!outcome) {
+      // During the run: said with its outcome, once it is recorded.
+      waiting ??= { error, rejected }
+      return
+    }
+    if (saidForThisRun) return
+    saidForThisRun = true
+    say(error, rejected)
+  }
+  process.on('uncaughtException', seen(false))
+  process.on('unhandledRejection', seen(true))
+  process.on('exit', () => {
+    if (waiting) say(waiting.error, waiting.rejected)
+    if (said && options.failCommand && !process.exitCode) process.exitCode = 1
+  })
+  return {
+    starts() {
+      outcome = undefined
+    },
+    ran(recipe, status) {
+      outcome = { recipe, status }
+      saidForThisRun = waiting !== undefined
+      if (waiting) say(waiting.error, waiting.rejected)
+      waiting = undefined
+    },
+  }
 }

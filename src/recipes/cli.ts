@@ -8,6 +8,8 @@ import { recipesCheck } from './check-command.ts'
 import { recipesTest } from './test-command.ts'
 import { recipesNew } from './new-command.ts'
 import { unknownRecipeForRuns } from './unknown-runs-name.ts'
+import { catchStrayRecipeErrors, whenCliWatchdogStops } from './cli-watchdog.ts'
+import { closeOwnRunsLeftRunning } from './keep-closing.ts'
 import { discardRecipeQueue, isStranded, QueueControlError, recipeQueueCounts, retryRecipeEvents, runsItsQueue } from './queue-control.ts'
 
 const recipesList = defineCommand({
@@ -63,6 +65,13 @@ const recipesRun = defineCommand({
     const [name] = ctx.positionals
     if (!name) throw new CliError('which recipe? usage: recipes run <name> [--dry-run] [--json] (see "recipes list")')
     const rt = await ctx.runtime()
+    // A timer or a promise the run leaves that throws: one line and exit 1, not Node's crash after "succeeded".
+    const stray = catchStrayRecipeErrors({ dirs: [rt.config.recipes.dir], debug: Boolean(ctx.env.DEBUG), failCommand: true })
+    // Code that never returns is stopped by the CLI's watchdog, which ends the process: the run's row is closed first,
+    // or it read `running` for an hour (a dry run's: nothing else ever closes it).
+    const closeOnStop = whenCliWatchdogStops((held) =>
+      closeOwnRunsLeftRunning(rt, name, `stopped: its code held the command for ${held} s without returning (a synchronous loop in run?)`),
+    )
     let run
     try {
       run = await recipeEngineFor(rt).run(name, { dryRun: ctx.values['dry-run'] === true })
@@ -71,9 +80,12 @@ const recipesRun = defineCommand({
       // Not a usage mistake: the run could not happen now (the service or a replica is running it), so exit 1.
       if (error instanceof RecipeRunningError) throw new CliError(error.message, 1)
       throw error
+    } finally {
+      closeOnStop()
     }
     if (ctx.values.json) ctx.json(runJson(run))
     else ctx.write(renderRun(run))
+    stray?.ran(name, run.status)
     return run.status === 'failed' ? 1 : 0
   },
 })

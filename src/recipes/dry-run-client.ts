@@ -1,6 +1,6 @@
 import { parse } from 'csv-parse/sync'
 import type { Effects } from '../effects.ts'
-import type { CallCreation, UploadFile, VoiceClient } from '../upstream/client.ts'
+import { checkCallRequest, type CallCreation, type UploadFile, type VoiceClient } from '../upstream/client.ts'
 import type { BatchCall, CallRequest, CallResponse } from '../upstream/schemas.ts'
 
 /** The text of an upload, as the provider would read it. */
@@ -23,15 +23,18 @@ function unplacedCall(request: CallRequest): CallResponse {
  */
 export function dryRunClient(client: VoiceClient, effects: Effects, recipe: string): VoiceClient {
   const note = 'placed with ctx.client (not by the campaign rules): not placed in a dry run'
-  const createCallRaw = async (request: CallRequest): Promise<CallCreation> => {
+  // Checked as the real client checks it: a request the provider's client would refuse is refused here too, with the
+  // same one-line message, rather than planned as if it would go through.
+  const createCallRaw = async (given: CallRequest, method: 'createCall' | 'createCallRaw' = 'createCallRaw'): Promise<CallCreation> => {
+    const request = checkCallRequest(given, method)
     effects.plan.push({ kind: 'call', request, recipe, note })
     const call = unplacedCall(request)
     return { call, status: 200, body: JSON.stringify({ data: call }), contentType: 'application/json', unexpectedShape: undefined }
   }
   const overrides: Pick<VoiceClient, 'createCall' | 'createCallRaw' | 'createBatch'> = {
-    createCallRaw,
+    createCallRaw: (request) => createCallRaw(request),
     async createCall(request) {
-      return (await createCallRaw(request)).call
+      return (await createCallRaw(request, 'createCall')).call
     },
     async createBatch({ agent_id, name, file }) {
       const records = parse(await uploadText(file), { columns: true, skip_empty_lines: true, bom: true, relax_column_count: true }) as Array<Record<string, string>>

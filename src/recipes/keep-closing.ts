@@ -2,7 +2,7 @@ import type { Updateable } from 'kysely'
 import type { RecipeRunsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
 import { writeAgain } from '../utils/write-again.ts'
-import { RUN_STALE_MS } from './overlap.ts'
+import { RUN_STALE_MS, runOwner } from './overlap.ts'
 
 /** How often a run whose outcome the database refused is tried again. */
 export const CLOSE_RETRY_MS = 5_000
@@ -24,4 +24,24 @@ export function keepClosing(rt: Runtime, id: string, outcome: Updateable<RecipeR
       () => {},
     )
   }, CLOSE_RETRY_MS)
+}
+
+/**
+ * Closes as failed the runs of `recipe` this runtime started that still read `running`: the CLI's watchdog stopped
+ * their code (src/recipes/cli-watchdog.ts), and the process ends next. A real run's row would be closed by the next
+ * process to look for one in progress (its process gone), but nothing ever looks for a dry run: it read
+ * `running (dry run)` until RUN_STALE_MS. Only a row still `running` is closed: an outcome written meanwhile stays.
+ */
+export async function closeOwnRunsLeftRunning(rt: Runtime, recipe: string, error: string): Promise<void> {
+  const owner = runOwner(rt)
+  if (owner === null) return
+  const now = rt.clock.now()
+  await rt.store.db
+    .updateTable('recipe_runs')
+    .set({ status: 'failed', ended_at: now, error })
+    .where('recipe', '=', recipe)
+    .where('started_at', '>', now - RUN_STALE_MS)
+    .where('status', '=', 'running')
+    .where('process', '=', owner)
+    .execute()
 }

@@ -10,6 +10,7 @@ import { rerunOnChange } from './rerun-on-change.ts'
 import { keepTypeCheckerWarm, warmTypeChecker } from './type-verdicts.ts'
 import { watchedFingerprint } from './watch-folder.ts'
 import { samplePath } from './sample-path.ts'
+import { catchStrayRecipeErrors } from './cli-watchdog.ts'
 
 /**
  * `recipes test <name> --events file.json | --csv file.csv [--now ISO] [--json]`: a dry run against
@@ -52,7 +53,12 @@ export const recipesTest = defineCommand({
     const events = typeof ctx.values.events === 'string' ? ctx.values.events : undefined
     const csv = typeof ctx.values.csv === 'string' ? ctx.values.csv : undefined
     const json = Boolean(ctx.values.json)
+    // A timer or a promise the run leaves that throws: one line (and, but for --watch, exit 1), not Node's crash after the
+    // plan. A recipe given by path may live outside RECIPES_DIR.
+    const dirs = [config.recipes.dir, ...(/[\\/]/.test(name) ? [dirname(resolve(name))] : [])]
+    const stray = catchStrayRecipeErrors({ dirs, debug: Boolean(ctx.env.DEBUG), failCommand: !ctx.values.watch })
     const test = async (): Promise<number> => {
+      stray?.starts()
       let result
       try {
         result = await testRecipe({
@@ -87,6 +93,7 @@ export const recipesTest = defineCommand({
         if (summary !== null) lines.push(`summary: ${summaryLine(summary)}`)
         ctx.write(lines.join('\n') + '\n' + renderPlan(result.plan))
       }
+      stray?.ran(result.recipe, result.status)
       return result.status === 'failed' ? 1 : 0
     }
     if (!ctx.values.watch) return test()

@@ -6,6 +6,7 @@ import { systemRandom, type Random } from '../utils/random.ts'
 import { VoiceApiError, errorFromResponse, readRateLimit, type RateLimitInfo } from './errors.ts'
 import { defaultRetryPolicy, isTransient, retryDelay, type RetryPolicy } from './retry.ts'
 import { readCallAnswer } from './call-answer.ts'
+import { checkArgument } from '../utils/argument-error.ts'
 import {
   batchCallSchema,
   batchListSchema,
@@ -24,6 +25,19 @@ import {
   type ConversationList,
   type TranscriptionJob,
 } from './schemas.ts'
+
+/**
+ * A call request checked before anything is sent: a mistake (`agent_id: 'x'`) is one line naming the method, the field
+ * and what was passed, as the recipe helpers' mistakes are — not zod's multi-line issue list. The dry-run client checks
+ * with it too (src/recipes/dry-run-client.ts), so a dry run refuses what the real run would.
+ */
+export function checkCallRequest(request: unknown, method: 'createCall' | 'createCallRaw'): CallRequest {
+  return checkArgument(callRequestSchema, request, {
+    fn: `client.${method}`,
+    arg: 'request',
+    expected: '{ agent_id: integer, parameters: [{ name, value }], … }',
+  })
+}
 
 export interface VoiceClientOptions {
   apiKey: string
@@ -371,8 +385,8 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
 
   const enc = encodeURIComponent
 
-  async function createCallRaw(request: CallRequest): Promise<CallCreation> {
-    const body = callRequestSchema.parse(request)
+  async function createCallRaw(request: CallRequest, method: 'createCall' | 'createCallRaw' = 'createCallRaw'): Promise<CallCreation> {
+    const body = checkCallRequest(request, method)
     if (!body.idempotency_key && (options.idempotency ?? 'auto') === 'auto') body.idempotency_key = random.uuid()
     const key = body.idempotency_key || undefined
     const res = await send({ method: 'POST', path: '/v1/call', body: () => body, repeatable: key !== undefined, idempotencyKey: key, text: true })
@@ -388,10 +402,10 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
     },
 
     async createCall(request) {
-      return (await createCallRaw(request)).call
+      return (await createCallRaw(request, 'createCall')).call
     },
 
-    createCallRaw,
+    createCallRaw: (request) => createCallRaw(request),
 
     async createBatch({ agent_id, name, file }) {
       const res = await send({
