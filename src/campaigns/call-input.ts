@@ -37,8 +37,17 @@ export interface NewCall {
   note?: string
 }
 
-const hhmm = z.string().regex(/^\d{1,2}:\d{2}$/, { error: 'must look like "09:00"' })
-export const callingWindowSchema = z.object({ start: hhmm, end: hhmm })
+/** Minutes since midnight of "HH:MM" (already matched by `hhmm`'s pattern). */
+const minutesOfDay = (time: string) => Number(time.split(':')[0]) * 60 + Number(time.split(':')[1])
+const hhmm = z
+  .string()
+  .regex(/^\d{1,2}:\d{2}$/, { error: 'must look like "09:00"' })
+  .refine((time) => Number(time.split(':')[1]) <= 59 && minutesOfDay(time) <= 24 * 60, { error: 'must be a time of day, 00:00 to 24:00' })
+// Checked here, where the recipe's argument is named: a window that closes before it opens failed later, deep in the
+// planning, with a message that named neither the function nor the argument.
+export const callingWindowSchema = z
+  .object({ start: hhmm, end: hhmm })
+  .refine((w) => minutesOfDay(w.end) > minutesOfDay(w.start), { error: 'must be after start (a window is one stretch of a day, e.g. { start: "09:00", end: "21:00" })', path: ['end'] })
 
 // A recipient's zone often comes from contact data, where `EST` or `Eastern` is how a US number's zone is written:
 // taken here, and read as a CSV's timezone column reads it (`givenTimeZone`, once the number's country is known).
@@ -63,6 +72,8 @@ export const newCallSchema = z.strictObject({
     .min(1)
     .max(MAX_IDEMPOTENCY_KEY_LENGTH, { error: `must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters (a UUID is 36)` })
     .superRefine((key, ctx) => {
+      // The length has its own message above (.max): said once, not twice.
+      if (key.length > MAX_IDEMPOTENCY_KEY_LENGTH) return
       const problem = idempotencyKeyProblem(key)
       if (problem) ctx.addIssue({ code: 'custom', message: problem })
     })

@@ -13,9 +13,11 @@ import {
   type CallInput,
   type ConversationInput,
   type FollowUpOptions,
+  type FollowUpPlan,
   type FollowUpResult,
 } from './plan-follow-ups.ts'
-import { scheduleCalls, type ScheduleCallOutcome } from './schedule-call.ts'
+import { plannedInDryRun, scheduleCalls, type ScheduleCallOutcome } from './schedule-call.ts'
+import { workspaceKey } from '../config/workspace-key.ts'
 
 /**
  * The follow-up sweep: read the conversations read model and the calls ledger, plan with
@@ -130,6 +132,24 @@ export async function followUpCandidates(
 }
 
 /**
+ * A dry run's follow-ups already planned earlier in the run (`runFollowUps` called twice): the real run's ledger has
+ * them by then, so its sweep does not see those conversations again and a given conversation is skipped as followed
+ * up. The dry run's ledger is its plan: it answers the same instead of planning each follow-up twice.
+ */
+function withoutPlannedEarlier(rt: Runtime, planned: FollowUpResult, effects: Effects, options: RunFollowUpsOptions): void {
+  const apiKey = options.apiKey ?? workspaceKey(rt.config)
+  const plans: FollowUpPlan[] = []
+  for (const plan of planned.plans) {
+    const earlier = plannedInDryRun(effects, plan.request, apiKey)
+    if (!earlier) plans.push(plan)
+    else if (options.conversationIds) {
+      planned.skips.push({ conversationId: plan.previousConversationId, phone: plan.phone, campaign: plan.campaign, code: 'already_followed_up', reason: `already followed up (call ${earlier.trace_id ?? earlier.id}, ${earlier.status})` })
+    }
+  }
+  planned.plans = plans
+}
+
+/**
  * Plans and schedules follow-ups, a page of candidates at a time: the conversations given (an event
  * batch), or on a sweep every recent terminal no_answer / busy (and technical, when asked) conversation
  * not yet followed up. Each page reads its contacts' whole history, so the attempt cap and "a later
@@ -153,6 +173,7 @@ export async function runFollowUps(rt: Runtime, options: RunFollowUpsOptions, ef
     // batch ~175 ms at 100,000 numbers on SQLite (a page's numbers: ~1 ms), however few contacts the batch had.
     const dnc = await blockedAmong(rt, numbersToScreen(inputs.conversations, planOptions), dncOptions)
     const planned = planFollowUps({ ...inputs, dnc, now, options: planOptions })
+    if (effects.dryRun) withoutPlannedEarlier(rt, planned, effects, options)
     if (!effects.dryRun) {
       for (const o of planned.optOuts) await addToDnc(rt, o.phone, { reason: 'results asked not to be called', source: `conversation:${o.conversationId}` })
     }

@@ -13,6 +13,22 @@ import { REJECT_REASONS } from './prepare-batch.ts'
 import { PHONE_COLUMN } from './read-contacts.ts'
 import { timeZoneColumnOf } from './timezone-column.ts'
 import type { Reject } from './rejects.ts'
+import { MAX_CSV_BYTES, MAX_CSV_ROWS } from '../sandbox/csv.ts'
+import { isVoiceApiError, VoiceApiError } from '../upstream/errors.ts'
+
+/** How a batch's refusal names the call, as a recipe writes it. */
+const FN = 'ctx.campaigns.launchBatch(input)'
+
+/**
+ * The sandbox's limits on one batch upload (src/sandbox/csv.ts; the spec shows none): checked before a dry run plans
+ * the batch as well as before the upload, so a dry run refuses what the real run would be refused. A real provider's
+ * limits are its own: there its answer is the check.
+ */
+function sandboxRefusal(rows: number, csvBytes: number): string | undefined {
+  if (rows > MAX_CSV_ROWS) return `${FN}: batch has ${rows} rows to upload; the sandbox takes at most ${MAX_CSV_ROWS} per batch: launch the rows in several batches`
+  if (csvBytes > MAX_CSV_BYTES) return `${FN}: batch is ${csvBytes} bytes as CSV; the sandbox takes at most ${MAX_CSV_BYTES / 1024 / 1024} MB per batch: launch the rows in several batches`
+  return undefined
+}
 
 /** The call parameter that names a call's campaign (src/reports/campaign.ts reads it). */
 const CAMPAIGN_COLUMN = 'campaign'
@@ -227,19 +243,35 @@ export async function launchBatch(rt: Runtime, given: LaunchBatchInput, effects:
     if (!effects.dryRun) rt.log.info({ batch: input.name, rejects: rejects.length }, 'batch has no callable rows; nothing uploaded')
     return { batch: null, rows, rejects, deferred, skipped: 'no_rows', warnings }
   }
+  const ownColumns = campaign === false ? input.columns : input.columns?.filter((c) => c === CAMPAIGN_COLUMN || !isCampaignColumn(c))
+  const columns = ownColumns && campaign !== false && !ownColumns.includes(CAMPAIGN_COLUMN) ? [...ownColumns, CAMPAIGN_COLUMN] : ownColumns
+  // Built before a dry run plans the batch only where its size is checked (the sandbox's limits).
+  const csvOf = () => batchCsv(rows, columns ?? batchColumns(rows))
+  if (rt.config.sandboxMode) {
+    const refusal = sandboxRefusal(rows.length, rows.length > MAX_CSV_ROWS ? 0 : Buffer.byteLength(csvOf()))
+    // The sandbox's own answer (400 invalid_request), so a recipe that parks a refused file handles it as it would.
+    if (refusal) throw new VoiceApiError({ type: 'invalid_request', status: 400, message: refusal })
+  }
   if (effects.dryRun) {
     effects.plan.push(effect)
     return { batch: null, rows, rejects, deferred, skipped: 'dry_run', warnings }
   }
-  const ownColumns = campaign === false ? input.columns : input.columns?.filter((c) => c === CAMPAIGN_COLUMN || !isCampaignColumn(c))
-  const columns = ownColumns && campaign !== false && !ownColumns.includes(CAMPAIGN_COLUMN) ? [...ownColumns, CAMPAIGN_COLUMN] : ownColumns
-  const csv = batchCsv(rows, columns ?? batchColumns(rows))
   const filename = `${input.name.replace(/[^\w.-]+/g, '_').slice(0, 80) || 'batch'}.csv`
-  const batch = await rt.workspaceClient().createBatch({
-    agent_id: input.agentId,
-    name: input.name,
-    file: { data: csv, filename, contentType: 'text/csv' },
-  })
+  let batch: BatchCall
+  try {
+    batch = await rt.workspaceClient().createBatch({
+      agent_id: input.agentId,
+      name: input.name,
+      file: { data: csvOf(), filename, contentType: 'text/csv' },
+    })
+  } catch (error) {
+    // The provider's 404 to a batch is its agent ("agent not found"): said with the id the recipe passed. Still the
+    // provider's error (type, status, body), so a recipe that tells a refusal from an outage goes on doing so.
+    if (isVoiceApiError(error) && error.status === 404) {
+      throw new VoiceApiError({ type: error.type, status: error.status, body: error.body, rateLimit: error.rateLimit, cause: error, message: `${FN}: input.agentId: the provider has no agent ${input.agentId} (${error.message})` })
+    }
+    throw error
+  }
   effects.plan.push(effect)
   rt.log.info({ batch_id: batch.id, name: input.name, rows: rows.length, rejects: rejects.length }, 'batch launched')
   return { batch, rows, rejects, deferred, warnings }

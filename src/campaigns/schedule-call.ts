@@ -1,5 +1,7 @@
 import { enqueueCalls } from '../calls/call-queue.ts'
-import type { CallRecord } from '../calls/record.ts'
+import { toCallRecord, type CallRecord } from '../calls/record.ts'
+import { ledgerRow } from '../calls/place-call.ts'
+import { tenantOf } from '../calls/tenant.ts'
 import type { QueuedWindow } from '../calls/window-at-send.ts'
 import type { Runtime } from '../runtime.ts'
 import { workspaceKey } from '../config/workspace-key.ts'
@@ -114,6 +116,23 @@ function applyRules(rt: Runtime, call: NewCall | CallPlan, options: ScheduleCall
 }
 
 /**
+ * A dry run's idempotency keys, per run (its Effects): the record each key's first call would have had. The real run
+ * answers a key used again `duplicate`; a dry run that planned the call again showed calls that would never be made.
+ */
+const dryRunKeys = new WeakMap<Effects, Map<string, CallRecord>>()
+
+/** The queue's duplicate key: tenant, agent and idempotency key (src/calls/call-queue.ts). */
+function keyOf(tenant: string, request: CallRequest): string | undefined {
+  return request.idempotency_key === undefined ? undefined : `${tenant}\0${request.agent_id}\0${request.idempotency_key}`
+}
+
+/** The call a dry run already planned with this key (the real run would answer `duplicate` with its record). */
+export function plannedInDryRun(effects: Effects, request: CallRequest, apiKey: string): CallRecord | undefined {
+  const key = keyOf(tenantOf(apiKey), request)
+  return key === undefined ? undefined : dryRunKeys.get(effects)?.get(key)
+}
+
+/**
  * Queues calls in the paced outbound queue (`enqueueCalls`: ledger row + queue row, many calls per
  * commit) under the campaign rules: the number becomes E.164 (or the call is rejected with the reason),
  * the do-not-call list is checked, and the time is moved into the recipient's calling window (09:00–21:00
@@ -150,6 +169,19 @@ export async function scheduleCalls(
     }
     const effect = { kind: 'call' as const, request: a.request, recipe: options.recipe ?? null, campaign: a.plan.campaign ?? null, ...(a.plan.note ? { note: a.plan.note } : {}) }
     if (effects.dryRun) {
+      const apiKey = options.apiKey ?? workspaceKey(rt.config)
+      const earlier = plannedInDryRun(effects, a.request, apiKey)
+      if (earlier) {
+        outcomes[a.at] = { status: 'duplicate', request: a.request, record: earlier }
+        continue
+      }
+      const key = keyOf(tenantOf(apiKey), a.request)
+      if (key !== undefined) {
+        const input = { apiKey, request: a.request, recipe: options.recipe ?? null, campaign: a.plan.campaign ?? null, previousConversationId: a.plan.previousConversationId ?? a.request.conversation_id ?? null }
+        let keys = dryRunKeys.get(effects)
+        if (!keys) dryRunKeys.set(effects, (keys = new Map()))
+        keys.set(key, toCallRecord(ledgerRow(rt, input, 'queued').row))
+      }
       effects.plan.push(effect)
       outcomes[a.at] = { status: 'planned', request: a.request }
     } else toQueue.push({ ...a, effect })

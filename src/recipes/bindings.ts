@@ -1,9 +1,11 @@
+import { stat } from 'node:fs/promises'
 import { z } from 'zod'
 import * as toolkit from '../campaigns/index.ts'
 import { callingWindowSchema } from '../campaigns/call-input.ts'
 import * as reports from '../reports/index.ts'
+import { assertTimeZone } from '../reports/day-range.ts'
 import type { Runtime } from '../runtime.ts'
-import { checkArgument, type ArgumentSite } from '../utils/argument-error.ts'
+import { ArgumentError, checkArgument, type ArgumentSite } from '../utils/argument-error.ts'
 import type { Effects } from '../effects.ts'
 import { recipeDestinations, type RecipeDestinations } from '../destinations/publish.ts'
 
@@ -59,7 +61,10 @@ export interface RecipeCampaigns extends Omit<Toolkit, Bound> {
   loadDncList: Drop<Toolkit['loadDncList']>
   /** Whether one number (any form) is on the do-not-call list. */
   isBlocked(phone: string, options?: toolkit.DncOptions): Promise<boolean>
-  /** Adds a number to the do-not-call list (skipped in a dry run; `added` false then). */
+  /**
+   * Adds a number to the do-not-call list. A dry run writes nothing, but refuses what the real run refuses, answers
+   * `added` as it would, and its `isBlocked` and `loadDncList` count the number for the rest of the run.
+   */
   addToDnc(phone: string, details?: { reason?: string | null; source?: string | null }): Promise<{ added: boolean; phone: string }>
   /** Removes a number from the do-not-call table (skipped in a dry run). Returns whether it was listed. */
   removeFromDnc(phone: string): Promise<boolean>
@@ -163,17 +168,168 @@ const mailSchema = z.strictObject({
     .array(z.strictObject({ filename: z.string(), content: z.union([z.string(), z.instanceof(Buffer)]), contentType: z.string().optional() }))
     .optional(),
 })
+const dncDetails = z.strictObject({ reason: z.string().nullable().optional(), source: z.string().nullable().optional() })
 const reportSchema = z.strictObject({
   date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, { error: 'must be a day, YYYY-MM-DD' }).optional(),
   timezone: z.string().optional(),
   to: z.union([z.string(), z.array(z.string())]).optional(),
 })
 
+/**
+ * The toolkit's pure helpers as a recipe gets them: the same functions, with their arguments checked first. Unchecked,
+ * a wrong argument failed deep inside ("text.replace is not a function", "Invalid time value", "Invalid time zone
+ * specified: Mars/Base") without naming the function or the argument. The toolkit's own callers (planning 100,000
+ * follow-ups) call the unchecked functions and pay nothing for it.
+ */
+
+const MAX_INSTANT_MS = 8.64e15
+const instant = z
+  .number({ error: 'must be an instant: epoch milliseconds (a number, e.g. ctx.now.getTime())' })
+  .finite({ error: 'must be an instant: a finite number of epoch milliseconds' })
+  .min(-MAX_INSTANT_MS, { error: 'must be within Date\'s range (±8.64e15)' })
+  .max(MAX_INSTANT_MS, { error: 'must be within Date\'s range (±8.64e15)' })
+const timeZone = z.string({ error: 'must be an IANA time zone name (a string)' }).refine(toolkit.isValidTimeZone, { error: 'must be an IANA time zone such as "Asia/Kolkata"' })
+/** A report's zone: refused as `report send --timezone` refuses it (EST too: Intl reads it as UTC−5 all year). */
+const reportZone = z.string({ error: 'must be an IANA time zone name (a string)' }).superRefine((zone, ctx) => {
+  try {
+    assertTimeZone(zone)
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', message: (error as Error).message })
+  }
+})
+const day = z.string({ error: 'must be a day, YYYY-MM-DD' }).regex(/^\d{4}-\d{2}-\d{2}$/, { error: 'must be a day, YYYY-MM-DD' })
+const calendarDate = z
+  .strictObject({
+    year: z.number().int().min(1).max(9999),
+    month: z.number().int().min(1, { error: 'must be a month, 1 to 12' }).max(12, { error: 'must be a month, 1 to 12' }),
+    day: z.number().int().min(1, { error: 'must be a day of the month, from 1' }).max(31, { error: 'must be a day of the month, up to 31' }),
+  })
+  // Date.UTC rolls 30 February over into March: a day the month does not have is refused instead.
+  .refine((d) => d.day <= new Date(Date.UTC(d.year, d.month, 0)).getUTCDate(), { error: 'must be a day the month has', path: ['day'] })
+const minutesOfDay = z.number({ error: 'must be minutes since midnight (a number, 0 to 1440)' }).int({ error: 'must be a whole number of minutes' }).min(0, { error: 'must be 0 to 1440 (minutes since midnight)' }).max(24 * 60, { error: 'must be 0 to 1440 (minutes since midnight)' })
+const text = z.string({ error: 'must be a string' })
+const strings = z.array(z.string(), { error: 'must be an array of strings' })
+const iterable = z.custom<Iterable<unknown>>((v) => typeof v === 'object' && v !== null && Symbol.iterator in v, { error: 'must be an array (or another iterable)' })
+const fn = z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', { error: 'must be a function' })
+const followUpInput = z.looseObject({
+  conversations: iterable,
+  calls: iterable,
+  dnc: z.custom<{ has(e164: string): boolean }>((v) => typeof v === 'object' && v !== null && typeof (v as { has?: unknown }).has === 'function', { error: 'must be a do-not-call list ({ has(e164) }, e.g. await ctx.campaigns.loadDncList())' }),
+  now: instant,
+})
+const section = z.looseObject({})
+const report = z.looseObject({
+  date: day, timezone: z.string(), startMs: z.number(), endMs: z.number(), generatedAt: z.number(), totals: section, agents: z.array(section),
+  campaigns: z.array(section), followUps: section, batches: section, webhooks: section, trend: z.array(section), change: section, conversations: z.array(section),
+})
+const followUpInputsOptions = z.strictObject({ since: instant, conversationIds: z.array(z.string()).optional() })
+
+const c = (name: string) => `ctx.campaigns.${name}`
+const r = (name: string) => `ctx.reports.${name}`
+
+/** `ctx.campaigns`' pure helpers, checked. */
+export function checkedCampaignHelpers() {
+  return {
+    normalizePhone: ((phone, options) =>
+      toolkit.normalizePhone(checkArgument(text, phone, { fn: c('normalizePhone'), arg: 'phone', expected: 'a phone number as a string, e.g. "98765 43210"' }), options)) satisfies typeof toolkit.normalizePhone,
+    headerKey: ((header) => toolkit.headerKey(checkArgument(text, header, { fn: c('headerKey'), arg: 'header', expected: 'a column header (a string)' }))) satisfies typeof toolkit.headerKey,
+    findPhoneColumn: ((headers, extraAliases) =>
+      toolkit.findPhoneColumn(
+        checkArgument(strings, headers, { fn: c('findPhoneColumn'), arg: 'headers', expected: 'the header row as an array of strings, e.g. ["Name", "Mobile No"]' }),
+        extraAliases === undefined ? undefined : checkArgument(strings, extraAliases, { fn: c('findPhoneColumn'), arg: 'extraAliases', expected: 'more phone column names (an array of strings)' }),
+      )) satisfies typeof toolkit.findPhoneColumn,
+    dedupeBy: (<T>(items: Iterable<T>, key: (item: T) => string) => {
+      checkArgument(iterable, items, { fn: c('dedupeBy'), arg: 'items', expected: 'an array of items' })
+      checkArgument(fn, key, { fn: c('dedupeBy'), arg: 'key', expected: 'a function from an item to its key, e.g. (row) => row.phone' })
+      return toolkit.dedupeBy(items, key)
+    }) satisfies typeof toolkit.dedupeBy,
+    planFollowUps: ((input) => {
+      checkArgument(followUpInput, input, { fn: c('planFollowUps'), arg: 'input', expected: '{ conversations, calls, dnc, now, options? } (conversations and calls from ctx.campaigns.loadFollowUpInputs)' })
+      return toolkit.planFollowUps(input)
+    }) satisfies typeof toolkit.planFollowUps,
+    localTime: ((at, zone) =>
+      toolkit.localTime(
+        checkArgument(instant, at, { fn: c('localTime'), arg: 'at', expected: 'epoch milliseconds' }),
+        checkArgument(timeZone, zone, { fn: c('localTime'), arg: 'timeZone', expected: 'an IANA time zone, e.g. "Asia/Kolkata"' }),
+      )) satisfies typeof toolkit.localTime,
+    zonedTimeToEpoch: ((date, minutes, zone, notBefore) =>
+      toolkit.zonedTimeToEpoch(
+        checkArgument(calendarDate, date, { fn: c('zonedTimeToEpoch'), arg: 'date', expected: '{ year, month: 1–12, day: 1–31 } (a day the month has)' }),
+        checkArgument(minutesOfDay, minutes, { fn: c('zonedTimeToEpoch'), arg: 'minutes', expected: 'minutes since local midnight, 0–1440 (10:00 is 600)' }),
+        checkArgument(timeZone, zone, { fn: c('zonedTimeToEpoch'), arg: 'timeZone', expected: 'an IANA time zone, e.g. "Asia/Kolkata"' }),
+        notBefore === undefined ? undefined : checkArgument(instant, notBefore, { fn: c('zonedTimeToEpoch'), arg: 'notBefore', expected: 'epoch milliseconds' }),
+      )) satisfies typeof toolkit.zonedTimeToEpoch,
+    nextCallingTime: ((at, zone, window) =>
+      toolkit.nextCallingTime(
+        checkArgument(instant, at, { fn: c('nextCallingTime'), arg: 'at', expected: 'epoch milliseconds (a number, e.g. Date.parse(text))' }),
+        checkArgument(timeZone, zone, { fn: c('nextCallingTime'), arg: 'timeZone', expected: 'an IANA time zone, e.g. "Asia/Kolkata"' }),
+        window === undefined ? undefined : checkArgument(callingWindowSchema, window, { fn: c('nextCallingTime'), arg: 'window', expected: '{ start: "09:00", end: "21:00" }' }),
+      )) satisfies typeof toolkit.nextCallingTime,
+    isWithinWindow: ((at, zone, window) =>
+      toolkit.isWithinWindow(
+        checkArgument(instant, at, { fn: c('isWithinWindow'), arg: 'at', expected: 'epoch milliseconds' }),
+        checkArgument(timeZone, zone, { fn: c('isWithinWindow'), arg: 'timeZone', expected: 'an IANA time zone, e.g. "Asia/Kolkata"' }),
+        window === undefined ? undefined : checkArgument(callingWindowSchema, window, { fn: c('isWithinWindow'), arg: 'window', expected: '{ start: "09:00", end: "21:00" }' }),
+      )) satisfies typeof toolkit.isWithinWindow,
+  }
+}
+
+/** `ctx.campaigns.loadFollowUpInputs(options)`'s options, checked (`since: 'yesterday'` read nothing at all). */
+export function checkFollowUpInputsOptions(options: unknown): { since: number; conversationIds?: string[] } {
+  return checkArgument(followUpInputsOptions, options, { fn: c('loadFollowUpInputs'), arg: 'options', expected: '{ since: epoch milliseconds, conversationIds?: string[] }' })
+}
+
+/** A path to a folder is not a CSV: said so, rather than as the file system's EISDIR. */
+export async function checkContactsPath(source: unknown): Promise<void> {
+  if (typeof source !== 'string') return
+  const found = await stat(source).catch(() => undefined)
+  if (found?.isDirectory()) {
+    throw new ArgumentError(`${c('prepareBatch')}(source): source: is a folder, not a file — expected a CSV file path (a folder's files: readdir it and pass each .csv), got ${JSON.stringify(source)}`)
+  }
+}
+
+/** `ctx.reports`' pure helpers, checked. */
+export function checkedReportHelpers() {
+  return {
+    yesterday: ((nowMs, zone) =>
+      reports.yesterday(
+        checkArgument(instant, nowMs, { fn: r('yesterday'), arg: 'nowMs', expected: 'epoch milliseconds, e.g. ctx.now.getTime()' }),
+        checkArgument(reportZone, zone, { fn: r('yesterday'), arg: 'timezone', expected: 'an IANA time zone, e.g. ctx.timezone' }),
+      )) satisfies typeof reports.yesterday,
+    dayRange: ((date, zone) =>
+      reports.dayRange(
+        checkArgument(day, date, { fn: r('dayRange'), arg: 'date', expected: 'a day, YYYY-MM-DD' }),
+        checkArgument(reportZone, zone, { fn: r('dayRange'), arg: 'timezone', expected: 'an IANA time zone, e.g. ctx.timezone' }),
+      )) satisfies typeof reports.dayRange,
+    renderDailyReport: ((built) => {
+      checkArgument(report, built, { fn: r('renderDailyReport'), arg: 'report', expected: 'a report from await ctx.reports.buildDailyReport({ date })' })
+      return reports.renderDailyReport(built)
+    }) satisfies typeof reports.renderDailyReport,
+  }
+}
+
 export function createBindings(rt: Runtime, effects: Effects, recipe: string, timeZone?: string): Bindings {
   // The pipeline's own opt-out hook stays out of reach; the bound members below replace their raw forms.
   const { optOutFromEvent: _pipelineHook, ...pure } = toolkit
+  /**
+   * A dry run's do-not-call additions (E.164), for the rest of the run only — as ctx.state's overlay: the real run's
+   * `isBlocked` after `addToDnc` answers true, and so does the dry run's, without writing the list.
+   */
+  const dncAdded = new Set<string>()
+  /** The number as the list keys it, or the refusal the real `addToDnc` gives (a dry run refuses it the same). */
+  const dncNumber = (phone: string): string => {
+    const n = toolkit.normalizePhone(phone, { defaultCountry: rt.config.defaultCountry })
+    if (!n.ok) throw new Error(`cannot add "${phone}" to the do-not-call list: ${n.reason}`)
+    return n.e164
+  }
+  const addedInDryRun = (phone: string, options?: toolkit.DncOptions): boolean => {
+    if (dncAdded.size === 0) return false
+    const n = toolkit.normalizePhone(phone, { defaultCountry: options?.defaultCountry ?? rt.config.defaultCountry })
+    return dncAdded.has(n.ok ? n.e164 : phone)
+  }
   const campaigns: RecipeCampaigns = {
     ...pure,
+    ...checkedCampaignHelpers(),
     launchBatch: (input) =>
       toolkit.launchBatch(rt, { timeZone, ...checkArgument(launchBatchSchema, input, site('ctx.campaigns.launchBatch', 'input', '{ agentId: number, name: string, rows: [{ customer_phone, … }], rejects?, columns?, campaign?, window?, closingMarginMinutes?, defaultCountry?, timeZone? }')) }, effects),
     scheduleCall: (call, options = {}) => toolkit.scheduleCall(rt, call, effects, { recipe, timeZone, ...options }),
@@ -183,41 +339,60 @@ export function createBindings(rt: Runtime, effects: Effects, recipe: string, ti
       const checked = checkArgument(followUpsSchema, options, site('ctx.campaigns.runFollowUps', 'options', '{ maxAttempts?, minGapMs?, window?, timeZone?, agentId?, conversationIds?, … }'))
       return toolkit.runFollowUps(rt, { recipe, timeZone, ...checked }, effects)
     },
-    prepareBatch: (source, options = {}) => {
+    prepareBatch: async (source, options = {}) => {
       if (typeof source !== 'string' && (typeof source !== 'object' || source === null)) {
         checkArgument(z.string(), source, site('ctx.campaigns.prepareBatch', 'source', 'a CSV file path, or a stream of CSV text'))
       }
-      return toolkit.prepareBatch(rt, source, checkArgument(prepareSchema, options, site('ctx.campaigns.prepareBatch', 'options', '{ phoneAliases?, delimiter?, name?, defaultCountry?, dnc? }')))
+      const checked = checkArgument(prepareSchema, options, site('ctx.campaigns.prepareBatch', 'options', '{ phoneAliases?, delimiter?, name?, defaultCountry?, dnc? }'))
+      await checkContactsPath(source)
+      return toolkit.prepareBatch(rt, source, checked)
     },
-    loadDncList: (options) => toolkit.loadDncList(rt, options),
-    isBlocked: (phone, options) => toolkit.isBlocked(rt, checkArgument(phoneArg, phone, site('ctx.campaigns.isBlocked', 'phone', 'a phone number (string)')), options),
+    async loadDncList(options) {
+      const list = await toolkit.loadDncList(rt, options)
+      if (dncAdded.size === 0) return list
+      const added = [...dncAdded].filter((n) => !list.has(n)).length
+      return { has: (e164) => dncAdded.has(e164) || list.has(e164), size: list.size + added }
+    },
+    async isBlocked(phone, options) {
+      checkArgument(phoneArg, phone, site('ctx.campaigns.isBlocked', 'phone', 'a phone number (string)'))
+      return addedInDryRun(phone, options) || toolkit.isBlocked(rt, phone, options)
+    },
     async addToDnc(phone, details) {
       checkArgument(phoneArg, phone, site('ctx.campaigns.addToDnc', 'phone', 'a phone number (string)'))
+      const checked = checkArgument(dncDetails.optional(), details, site('ctx.campaigns.addToDnc', 'details', '{ reason?: string, source?: string }'))
+      const e164 = dncNumber(phone)
       if (effects.dryRun) {
-        const n = toolkit.normalizePhone(phone, { defaultCountry: rt.config.defaultCountry })
-        return { added: false, phone: n.ok ? n.e164 : phone }
+        // As the real run would answer: added unless the table (or this run) has it already.
+        const added = !dncAdded.has(e164) && !(await toolkit.isBlocked(rt, e164, { file: false }))
+        dncAdded.add(e164)
+        return { added, phone: e164 }
       }
-      return toolkit.addToDnc(rt, phone, details)
+      return toolkit.addToDnc(rt, phone, checked)
     },
     async removeFromDnc(phone) {
       checkArgument(phoneArg, phone, site('ctx.campaigns.removeFromDnc', 'phone', 'a phone number (string)'))
       return effects.dryRun ? false : toolkit.removeFromDnc(rt, phone)
     },
-    loadFollowUpInputs: (options) => toolkit.loadFollowUpInputs(rt, options),
+    loadFollowUpInputs: (options) => toolkit.loadFollowUpInputs(rt, checkFollowUpInputsOptions(options)),
     defaultDncFile: () => toolkit.defaultDncFile(rt),
   }
   return {
     campaigns,
     reports: {
-      sendDailyReport: (options = {}) =>
-        reports.sendDailyReport(rt, checkArgument(reportSchema, options, site('ctx.reports.sendDailyReport', 'options', '{ date?: "YYYY-MM-DD", timezone?, to? }')), effects),
+      sendDailyReport: (options = {}) => {
+        const checked = checkArgument(reportSchema, options, site('ctx.reports.sendDailyReport', 'options', '{ date?: "YYYY-MM-DD", timezone?, to? }'))
+        // Refused in a dry run too, as the real run refuses it — and with what a recipe can do about it.
+        const to = checked.to ?? rt.config.mail.reportTo
+        if (typeof to === 'string' ? to.trim() === '' : to.length === 0) {
+          throw new ArgumentError('ctx.reports.sendDailyReport(options): no recipient for the daily report: set REPORT_TO or pass { to } to ctx.reports.sendDailyReport')
+        }
+        return reports.sendDailyReport(rt, checked, effects)
+      },
       findReportMail: (options) =>
         reports.findReportMail(rt, checkArgument(reportSchema.required({ date: true }), options, site('ctx.reports.findReportMail', 'options', '{ date: "YYYY-MM-DD", timezone?, to? }'))),
       buildDailyReport: (options) =>
         reports.buildDailyReport(rt, checkArgument(reportSchema.omit({ to: true }).required({ date: true }), options, site('ctx.reports.buildDailyReport', 'options', '{ date: "YYYY-MM-DD", timezone? }'))),
-      renderDailyReport: reports.renderDailyReport,
-      dayRange: reports.dayRange,
-      yesterday: reports.yesterday,
+      ...checkedReportHelpers(),
     },
     mail: {
       send: (message) =>

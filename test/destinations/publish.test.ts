@@ -36,7 +36,7 @@ it('ctx.destinations.publish only plans in a dry run, and queues for the matchin
   expect(JSON.parse(body.payload)).toMatchObject({ event_id: sent.eventId, event_type: 'followup.scheduled', data: { phone: '+919876543210' } })
   await expect(recipeDestinations(rt, live, 'r').publish('bad type!', {})).rejects.toThrow(/must be letters/)
   // Deliveries are ordered per conversation through an index Postgres caps (~2,700 bytes an entry): refused by name.
-  await expect(recipeDestinations(rt, live, 'r').publish('lead.scored', {}, { conversationId: 'c'.repeat(256) })).rejects.toThrow(/conversationId must be at most 255 characters/)
+  await expect(recipeDestinations(rt, live, 'r').publish('lead.scored', {}, { conversationId: 'c'.repeat(256) })).rejects.toThrow(/conversationId: must be at most 255 characters/)
   expect(await rt.store.db.selectFrom('destination_deliveries').select('id').execute()).toHaveLength(1)
 })
 

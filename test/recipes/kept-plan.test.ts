@@ -49,7 +49,8 @@ it('a dry run prints its plan whole; its record keeps the first rows and calls, 
   folder = tempRecipesDir()
   folder.write('sweep', SWEEP)
   dataDir = mkdtempSync(join(tmpdir(), 'sb-kept-plan-'))
-  const env = { DATA_DIR: dataDir, RECIPES_DIR: folder.dir, RECIPES_TYPECHECK: 'false', LOG_LEVEL: 'silent', ADMIN_TOKEN: 'kept-plan-token-0123456789abcdef' }
+  // Not the sandbox: a batch of 20,000 rows is past the sandbox's 10,000, which a dry run refuses as the real run would.
+  const env = { DATA_DIR: dataDir, RECIPES_DIR: folder.dir, RECIPES_TYPECHECK: 'false', LOG_LEVEL: 'silent', ADMIN_TOKEN: 'kept-plan-token-0123456789abcdef', VOICE_API_KEY: 'sk_test_kept_plan', WEBHOOK_SECRET: 'whsec_kept_plan' }
 
   const made = await runCli(['recipes', 'run', 'sweep', '--dry-run', '--json'], env)
   expect(made.code, made.err).toBe(0)

@@ -1,0 +1,127 @@
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterEach, beforeEach, expect, it } from 'vitest'
+import { createRecipeEngine } from '../../src/recipes/engine.ts'
+import type { RecipeRun } from '../../src/recipes/runner.ts'
+import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+import { tempRecipesDir } from './helpers.ts'
+
+/** A dry run answers as the real run would within the run: what the real run refuses or de-duplicates, so does the plan. */
+let rt: TestRuntime
+let folder: ReturnType<typeof tempRecipesDir>
+beforeEach(async () => {
+  folder = tempRecipesDir()
+  rt = await createTestRuntime({ env: { RECIPES_DIR: folder.dir } })
+})
+afterEach(async () => {
+  await rt.close()
+  folder.cleanup()
+})
+
+async function run(body: string, dryRun: boolean): Promise<RecipeRun> {
+  folder.write('r', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'x', async run(ctx) { ${body} } })\n`)
+  return createRecipeEngine(rt).run('r', { dryRun })
+}
+
+/** The dry run first (it must leave nothing behind), then the real run, of the same body. */
+async function both(body: string): Promise<{ dry: RecipeRun; real: RecipeRun }> {
+  const dry = await run(body, true)
+  const real = await run(body, false)
+  return { dry, real }
+}
+
+/** The run's error without where in the recipe it was thrown (` (at r.ts:2:5)`). */
+const errorOf = (run: RecipeRun): string | null => run.error?.replace(/ \(at [^()]*\)$/, '') ?? null
+
+async function seedNoAnswer(id: string, phone: string): Promise<void> {
+  const ended = rt.clock.now() - 3_600_000
+  await rt.store.db.insertInto('conversations').values({
+    conversation_id: id, agent_id: 101, contact_number: phone, status: 'no_answer', terminal: 1, duration_seconds: 0,
+    started_at: ended - 1000, ended_at: ended, failure_reason: null, trace_id: `tr_${id}`, from_phone: null, recording_url: null,
+    transcript: null, results: null, call_parameters: JSON.stringify({ customer_phone: phone }),
+    retry: null, retry_context: null, last_event_at: ended, last_event_id: null, source: 'webhook', created_at: ended, updated_at: ended,
+  }).execute()
+}
+
+it('an idempotency key used twice in one run: the dry run plans one call and answers duplicate, as the real run does', async () => {
+  const body = `const call = { agentId: 101, phone: '+442079460301', idempotencyKey: 'same-key' }
+    const one = await ctx.campaigns.scheduleCall(call)
+    const two = await ctx.campaigns.scheduleCall(call)
+    const many = await ctx.campaigns.scheduleCalls([{ ...call, idempotencyKey: 'k2' }, { ...call, idempotencyKey: 'k2' }])
+    return [one.status, two.status, ...many.map((o) => o.status)].join(' ')`
+  const { dry, real } = await both(body)
+  expect(real.summary).toBe('queued duplicate queued duplicate')
+  expect(dry.summary).toBe('planned duplicate planned duplicate')
+  expect(dry.plan.filter((p) => p.kind === 'call')).toHaveLength(2)
+  expect(real.plan.filter((p) => p.kind === 'call')).toHaveLength(2)
+})
+
+it('runFollowUps twice in one run: the dry run plans each follow-up once, as the real run does', async () => {
+  await seedNoAnswer('c1', '+919876543215')
+  const body = `const first = await ctx.campaigns.runFollowUps({ conversationIds: ['c1'] })
+    const second = await ctx.campaigns.runFollowUps({ conversationIds: ['c1'] })
+    const sweep = await ctx.campaigns.runFollowUps()
+    return { first: first.summary, second: second.summary, sweep: sweep.summary, codes: second.skips.map((s) => s.code) }`
+  const { dry, real } = await both(body)
+  expect(real.summary).toMatchObject({ first: { queued: 1 }, second: { queued: 0, skipped: 1 }, sweep: { queued: 0, skipped: 0 }, codes: ['already_followed_up'] })
+  expect(dry.summary).toMatchObject({ first: { planned: 1 }, second: { planned: 0, duplicates: 0, skipped: 1 }, sweep: { planned: 0, duplicates: 0, skipped: 0 }, codes: ['already_followed_up'] })
+  expect(dry.plan.filter((p) => p.kind === 'call')).toHaveLength(1)
+})
+
+it('sendDailyReport with no recipient: refused in the dry run as in the real run, with what a recipe can do', async () => {
+  const { dry, real } = await both(`await ctx.reports.sendDailyReport({})`)
+  const message = 'ctx.reports.sendDailyReport(options): no recipient for the daily report: set REPORT_TO or pass { to } to ctx.reports.sendDailyReport'
+  expect(errorOf(real)).toBe(message)
+  expect(errorOf(dry)).toBe(message)
+  expect(dry.plan).toEqual([])
+  expect((await run(`return (await ctx.reports.sendDailyReport({ to: 'ops@example.com' })).to`, true)).summary).toEqual(['ops@example.com'])
+})
+
+it('a batch past the sandbox’s 10,000 rows: the dry run refuses it as the real run does, naming the function', async () => {
+  const body = `const rows = Array.from({ length: 10_001 }, (_, i) => ({ customer_phone: '+91987' + String(i).padStart(7, '0') }))
+    await ctx.campaigns.launchBatch({ agentId: 101, name: 'x', rows, window: false })`
+  const { dry, real } = await both(body)
+  const message = 'ctx.campaigns.launchBatch(input): batch has 10001 rows to upload; the sandbox takes at most 10000 per batch: launch the rows in several batches'
+  expect(errorOf(dry)).toBe(message)
+  expect(errorOf(real)).toBe(message)
+  expect(dry.plan).toEqual([])
+})
+
+it('addToDnc: the dry run refuses what the real run refuses, and its isBlocked sees the numbers the run added', async () => {
+  const refused = await both(`await ctx.campaigns.addToDnc('hello')`)
+  expect(errorOf(refused.real)).toBe('cannot add "hello" to the do-not-call list: not a phone number (contains letters)')
+  expect(errorOf(refused.dry)).toBe(errorOf(refused.real))
+  const unknownKey = await both(`await ctx.campaigns.addToDnc('+919876543219', { reason: 'asked', bogus: 1 } as never)`)
+  expect(errorOf(unknownKey.dry)).toMatch(/^ctx\.campaigns\.addToDnc\(details\): .*bogus/)
+  expect(errorOf(unknownKey.real)).toBe(errorOf(unknownKey.dry))
+  const body = `const before = await ctx.campaigns.isBlocked('98765 43219')
+    const first = await ctx.campaigns.addToDnc('+91 98765 43219', { reason: 'asked by email' })
+    const again = await ctx.campaigns.addToDnc('+919876543219')
+    const list = await ctx.campaigns.loadDncList()
+    const call = await ctx.campaigns.scheduleCall({ agentId: 101, phone: '+919876543210' })
+    return { before, first: first.added, again: again.added, after: await ctx.campaigns.isBlocked('98765 43219'), listed: list.has('+919876543219'), other: await ctx.campaigns.isBlocked('+919876543210'), call: call.status }`
+  const { dry, real } = await both(body)
+  expect(real.summary).toEqual({ before: false, first: true, again: false, after: true, listed: true, other: false, call: 'queued' })
+  expect(dry.summary).toEqual({ ...(real.summary as object), call: 'planned' })
+})
+
+it('a batch for an agent the provider does not know: the real run’s error names the function and the agent id', async () => {
+  const server = createServer((req, res) => {
+    req.resume()
+    req.on('end', () => {
+      res.statusCode = 404
+      res.setHeader('content-type', 'application/json')
+      res.end(JSON.stringify({ error: { message: 'agent not found', type: 'not_found' } }))
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const own = await createTestRuntime({ env: { RECIPES_DIR: folder.dir, VOICE_API_KEY: 'sk_test_acme', VOICE_API_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}` } })
+  try {
+    folder.write('r', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'x', async run(ctx) { await ctx.campaigns.launchBatch({ agentId: 999999, name: 'x', rows: [{ customer_phone: '+919876543210' }], window: false }) } })\n`)
+    const real = await createRecipeEngine(own).run('r', { dryRun: false })
+    expect(errorOf(real)).toMatch(/^ctx\.campaigns\.launchBatch\(input\): input\.agentId: the provider has no agent 999999 \(.*agent not found/)
+  } finally {
+    await own.close()
+    await new Promise((resolve) => server.close(resolve))
+  }
+})
