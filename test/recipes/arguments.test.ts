@@ -1,49 +1,33 @@
-import { afterEach, beforeEach, expect, it } from 'vitest'
-import { createRecipeEngine } from '../../src/recipes/engine.ts'
-import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
-import { tempRecipesDir } from './helpers.ts'
+import { expect, it } from 'vitest'
+import { oneBodyRecipe } from './one-body-recipe.ts'
 
 /** A wrong argument fails with a message naming the function, the argument and the expected shape. */
-let rt: TestRuntime
-let folder: ReturnType<typeof tempRecipesDir>
-beforeEach(async () => {
-  folder = tempRecipesDir()
-  rt = await createTestRuntime({ env: { RECIPES_DIR: folder.dir } })
-})
-afterEach(async () => {
-  await rt.close()
-  folder.cleanup()
-})
-
-async function errorOf(body: string): Promise<string | null> {
-  folder.write('r', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'x', async run(ctx) { ${body} } })\n`)
-  return (await createRecipeEngine(rt).run('r', { dryRun: true })).error
-}
+const h = oneBodyRecipe()
 
 it('names the argument instead of surfacing a driver error', async () => {
-  const conversation = await errorOf(`await ctx.data.conversation({ status: 'no_answer' } as never)`)
+  const conversation = await h.errorOf(`await ctx.data.conversation({ status: 'no_answer' } as never)`)
   expect(conversation).toMatch(/^ctx\.data\.conversation\(conversationId\): conversationId: .*expected a conversation id \(a string\), got \{"status":"no_answer"\}\. To filter conversations use ctx\.data\.conversations/)
   expect(conversation).not.toMatch(/SQLite|bind/)
-  expect(await errorOf(`await ctx.data.conversations({ limit: '5' } as never)`)).toMatch(/^ctx\.data\.conversations\(query\): query\.limit: /)
-  expect(await errorOf(`await ctx.data.conversations({ stauts: 'busy' } as never)`)).toMatch(/^ctx\.data\.conversations\(query\): .*stauts/)
-  expect(await errorOf(`await ctx.data.events({ type: 'call.no_anwser' } as never)`)).toMatch(/^ctx\.data\.events\(query\): query\.type/)
-  expect(await errorOf(`await ctx.campaigns.launchBatch({ agentId: '101', name: 'x', rows: [] } as never)`)).toMatch(/^ctx\.campaigns\.launchBatch\(input\): input\.agentId: must be the agent id/)
-  expect(await errorOf(`await ctx.campaigns.scheduleCalls({ agentId: 101, phone: '9876543210' } as never)`)).toMatch(/^ctx\.campaigns\.scheduleCalls\(calls\): calls: must be an array of calls/)
-  expect(await errorOf(`await ctx.mail.send({ to: 'a@b.c', subject: 's' } as never)`)).toMatch(/^ctx\.mail\.send\(message\): message\.text: must be the plain-text body/)
-  expect(await errorOf(`await ctx.state.get(42 as never)`)).toMatch(/^ctx\.state\.get\(key\): key: must be a string/)
-  expect(await errorOf(`await ctx.campaigns.runFollowUps({ maxAttempt: 2 } as never)`)).toMatch(/^ctx\.campaigns\.runFollowUps\(options\): .*maxAttempt/)
+  expect(await h.errorOf(`await ctx.data.conversations({ limit: '5' } as never)`)).toMatch(/^ctx\.data\.conversations\(query\): query\.limit: /)
+  expect(await h.errorOf(`await ctx.data.conversations({ stauts: 'busy' } as never)`)).toMatch(/^ctx\.data\.conversations\(query\): .*stauts/)
+  expect(await h.errorOf(`await ctx.data.events({ type: 'call.no_anwser' } as never)`)).toMatch(/^ctx\.data\.events\(query\): query\.type/)
+  expect(await h.errorOf(`await ctx.campaigns.launchBatch({ agentId: '101', name: 'x', rows: [] } as never)`)).toMatch(/^ctx\.campaigns\.launchBatch\(input\): input\.agentId: must be the agent id/)
+  expect(await h.errorOf(`await ctx.campaigns.scheduleCalls({ agentId: 101, phone: '9876543210' } as never)`)).toMatch(/^ctx\.campaigns\.scheduleCalls\(calls\): calls: must be an array of calls/)
+  expect(await h.errorOf(`await ctx.mail.send({ to: 'a@b.c', subject: 's' } as never)`)).toMatch(/^ctx\.mail\.send\(message\): message\.text: must be the plain-text body/)
+  expect(await h.errorOf(`await ctx.state.get(42 as never)`)).toMatch(/^ctx\.state\.get\(key\): key: must be a string/)
+  expect(await h.errorOf(`await ctx.campaigns.runFollowUps({ maxAttempt: 2 } as never)`)).toMatch(/^ctx\.campaigns\.runFollowUps\(options\): .*maxAttempt/)
   // An instant past Date's range reached Postgres, which answered "out of range for type bigint".
-  expect(await errorOf(`await ctx.data.conversations({ endedSince: 1e20 })`)).toMatch(/^ctx\.data\.conversations\(query\): query\.endedSince: must be an instant/)
-  expect(await errorOf(`await ctx.data.calls({ since: -1e20 })`)).toMatch(/^ctx\.data\.calls\(query\): query\.since: must be an instant/)
+  expect(await h.errorOf(`await ctx.data.conversations({ endedSince: 1e20 })`)).toMatch(/^ctx\.data\.conversations\(query\): query\.endedSince: must be an instant/)
+  expect(await h.errorOf(`await ctx.data.calls({ since: -1e20 })`)).toMatch(/^ctx\.data\.calls\(query\): query\.since: must be an instant/)
   // The last instant Date holds: its ISO text in any zone east of UTC is past Date's range ("Invalid time value").
-  expect(await errorOf(`await ctx.campaigns.scheduleCall({ agentId: 101, phone: '9876543210', scheduledFor: new Date(8.64e15) })`)).toMatch(/^scheduleCall\(call\): call\.scheduledFor: /)
+  expect(await h.errorOf(`await ctx.campaigns.scheduleCall({ agentId: 101, phone: '9876543210', scheduledFor: new Date(8.64e15) })`)).toMatch(/^scheduleCall\(call\): call\.scheduledFor: /)
 })
 
 it('refuses a scheduled time without its time zone (it would be read in the server’s own zone)', async () => {
-  expect(await errorOf(`await ctx.campaigns.scheduleCall({ agentId: 101, phone: '9876543210', scheduledFor: '2026-03-12T10:00:00' })`)).toMatch(
+  expect(await h.errorOf(`await ctx.campaigns.scheduleCall({ agentId: 101, phone: '9876543210', scheduledFor: '2026-03-12T10:00:00' })`)).toMatch(
     /^scheduleCall\(call\): call\.scheduledFor: must be an ISO 8601 time with its time zone, e\.g\. "2026-01-15T10:00:00\+05:30"/,
   )
-  expect(await errorOf(`await ctx.campaigns.scheduleCall({ agentId: 101, phone: '9876543210', scheduledFor: '2026-03-12' })`)).toMatch(/scheduledFor: must be an ISO 8601 time with its time zone/)
-  expect(await errorOf(`await ctx.campaigns.scheduleCall({ request: { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543210' }], scheduled_for: '2026-03-12T10:00:00' } })`)).toMatch(/scheduled_for: must be an ISO 8601 time with its time zone/)
-  expect(await errorOf(`await ctx.campaigns.scheduleCall({ agentId: 101, phone: '9876543210', scheduledFor: '2026-03-12T10:00:00+05:30' })`)).toBeNull()
+  expect(await h.errorOf(`await ctx.campaigns.scheduleCall({ agentId: 101, phone: '9876543210', scheduledFor: '2026-03-12' })`)).toMatch(/scheduledFor: must be an ISO 8601 time with its time zone/)
+  expect(await h.errorOf(`await ctx.campaigns.scheduleCall({ request: { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543210' }], scheduled_for: '2026-03-12T10:00:00' } })`)).toMatch(/scheduled_for: must be an ISO 8601 time with its time zone/)
+  expect(await h.errorOf(`await ctx.campaigns.scheduleCall({ agentId: 101, phone: '9876543210', scheduledFor: '2026-03-12T10:00:00+05:30' })`)).toBeNull()
 })

@@ -1,32 +1,18 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { afterEach, beforeEach, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { createRecipeEngine } from '../../src/recipes/engine.ts'
 import type { RecipeRun } from '../../src/recipes/runner.ts'
-import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
-import { tempRecipesDir } from './helpers.ts'
+import { createTestRuntime } from '../helpers/runtime.ts'
+import { oneBodyRecipe } from './one-body-recipe.ts'
 
 /** A dry run answers as the real run would within the run: what the real run refuses or de-duplicates, so does the plan. */
-let rt: TestRuntime
-let folder: ReturnType<typeof tempRecipesDir>
-beforeEach(async () => {
-  folder = tempRecipesDir()
-  rt = await createTestRuntime({ env: { RECIPES_DIR: folder.dir } })
-})
-afterEach(async () => {
-  await rt.close()
-  folder.cleanup()
-})
-
-async function run(body: string, dryRun: boolean): Promise<RecipeRun> {
-  folder.write('r', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'x', async run(ctx) { ${body} } })\n`)
-  return createRecipeEngine(rt).run('r', { dryRun })
-}
+const h = oneBodyRecipe()
 
 /** The dry run first (it must leave nothing behind), then the real run, of the same body. */
 async function both(body: string): Promise<{ dry: RecipeRun; real: RecipeRun }> {
-  const dry = await run(body, true)
-  const real = await run(body, false)
+  const dry = await h.run(body, true)
+  const real = await h.run(body, false)
   return { dry, real }
 }
 
@@ -34,8 +20,8 @@ async function both(body: string): Promise<{ dry: RecipeRun; real: RecipeRun }> 
 const errorOf = (run: RecipeRun): string | null => run.error?.replace(/ \(at [^()]*\)$/, '') ?? null
 
 async function seedNoAnswer(id: string, phone: string): Promise<void> {
-  const ended = rt.clock.now() - 3_600_000
-  await rt.store.db.insertInto('conversations').values({
+  const ended = h.rt.clock.now() - 3_600_000
+  await h.rt.store.db.insertInto('conversations').values({
     conversation_id: id, agent_id: 101, contact_number: phone, status: 'no_answer', terminal: 1, duration_seconds: 0,
     started_at: ended - 1000, ended_at: ended, failure_reason: null, trace_id: `tr_${id}`, from_phone: null, recording_url: null,
     transcript: null, results: null, call_parameters: JSON.stringify({ customer_phone: phone }),
@@ -74,7 +60,7 @@ it('sendDailyReport with no recipient: refused in the dry run as in the real run
   expect(errorOf(real)).toBe(message)
   expect(errorOf(dry)).toBe(message)
   expect(dry.plan).toEqual([])
-  expect((await run(`return (await ctx.reports.sendDailyReport({ to: 'ops@example.com' })).to`, true)).summary).toEqual(['ops@example.com'])
+  expect((await h.run(`return (await ctx.reports.sendDailyReport({ to: 'ops@example.com' })).to`, true)).summary).toEqual(['ops@example.com'])
 })
 
 it('a batch past the sandbox’s 10,000 rows: the dry run refuses it as the real run does, naming the function', async () => {
@@ -115,9 +101,9 @@ it('a batch for an agent the provider does not know: the real run’s error name
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const own = await createTestRuntime({ env: { RECIPES_DIR: folder.dir, VOICE_API_KEY: 'sk_test_acme', VOICE_API_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}` } })
+  const own = await createTestRuntime({ env: { RECIPES_DIR: h.folder.dir, VOICE_API_KEY: 'sk_test_acme', VOICE_API_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}` } })
   try {
-    folder.write('r', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'x', async run(ctx) { await ctx.campaigns.launchBatch({ agentId: 999999, name: 'x', rows: [{ customer_phone: '+919876543210' }], window: false }) } })\n`)
+    h.folder.write('r', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'x', async run(ctx) { await ctx.campaigns.launchBatch({ agentId: 999999, name: 'x', rows: [{ customer_phone: '+919876543210' }], window: false }) } })\n`)
     const real = await createRecipeEngine(own).run('r', { dryRun: false })
     expect(errorOf(real)).toMatch(/^ctx\.campaigns\.launchBatch\(input\): input\.agentId: the provider has no agent 999999 \(.*agent not found/)
   } finally {

@@ -1,26 +1,10 @@
-import { afterEach, beforeEach, expect, it } from 'vitest'
-import { createRecipeEngine } from '../../src/recipes/engine.ts'
-import type { RecipeRun } from '../../src/recipes/runner.ts'
-import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
-import { tempRecipesDir } from './helpers.ts'
+import { expect, it } from 'vitest'
+import { oneBodyRecipe } from './one-body-recipe.ts'
 
 /** ctx.destinations.publish checks its arguments as every recipe function does: a typo is refused, not dropped. */
-let rt: TestRuntime
-let folder: ReturnType<typeof tempRecipesDir>
-beforeEach(async () => {
-  folder = tempRecipesDir()
-  rt = await createTestRuntime({ env: { RECIPES_DIR: folder.dir } })
-})
-afterEach(async () => {
-  await rt.close()
-  folder.cleanup()
-})
+const h = oneBodyRecipe()
 
-async function run(body: string, dryRun: boolean): Promise<RecipeRun> {
-  folder.write('r', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'x', async run(ctx) { ${body} } })\n`)
-  return createRecipeEngine(rt).run('r', { dryRun })
-}
-const errorOf = async (body: string, dryRun = true) => (await run(body, dryRun)).error?.replace(/ \(at [^()]*\)$/, '') ?? null
+const errorOf = async (body: string, dryRun = true) => (await h.run(body, dryRun)).error?.replace(/ \(at [^()]*\)$/, '') ?? null
 
 it('refuses an unknown option naming it (a misspelt idempotencyKey lost the de-duplication)', async () => {
   for (const dryRun of [true, false]) {

@@ -1,37 +1,21 @@
-import { afterEach, beforeEach, expect, it } from 'vitest'
-import { createRecipeEngine } from '../../src/recipes/engine.ts'
-import type { RecipeRun } from '../../src/recipes/runner.ts'
-import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
-import { tempRecipesDir } from './helpers.ts'
+import { expect, it } from 'vitest'
+import { oneBodyRecipe } from './one-body-recipe.ts'
 
 /** ctx.state keeps JSON: null comes back as null, and a value JSON cannot keep is refused, not stored as something else. */
-let rt: TestRuntime
-let folder: ReturnType<typeof tempRecipesDir>
-beforeEach(async () => {
-  folder = tempRecipesDir()
-  rt = await createTestRuntime({ env: { RECIPES_DIR: folder.dir } })
-})
-afterEach(async () => {
-  await rt.close()
-  folder.cleanup()
-})
+const h = oneBodyRecipe()
 
-async function run(body: string, dryRun: boolean): Promise<RecipeRun> {
-  folder.write('r', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'x', async run(ctx) { ${body} } })\n`)
-  return createRecipeEngine(rt).run('r', { dryRun })
-}
-const errorOf = async (body: string, dryRun: boolean) => (await run(body, dryRun)).error?.replace(/ \(at [^()]*\)$/, '') ?? null
+const errorOf = async (body: string, dryRun: boolean) => (await h.run(body, dryRun)).error?.replace(/ \(at [^()]*\)$/, '') ?? null
 
 it('a key set to null reads back null; a missing key undefined (dry run and real run)', async () => {
   for (const dryRun of [true, false]) {
-    const result = await run(`await ctx.state.set('n', null)
+    const result = await h.run(`await ctx.state.set('n', null)
       const n = await ctx.state.get('n')
       const missing = await ctx.state.get('missing')
       return { n: n === null ? 'null' : typeof n, missing: missing === undefined ? 'undefined' : typeof missing }`, dryRun)
     expect(result.summary).toEqual({ n: 'null', missing: 'undefined' })
   }
   // And between runs: read by a dry run from what the real run stored.
-  expect((await run(`const n = await ctx.state.get('n'); return n === null ? 'null' : typeof n`, true)).summary).toBe('null')
+  expect((await h.run(`const n = await ctx.state.get('n'); return n === null ? 'null' : typeof n`, true)).summary).toBe('null')
 })
 
 it('refuses a value JSON cannot keep, naming ctx.state.set and what is wrong, on one line', async () => {
