@@ -2,6 +2,7 @@ import { providerTargetNames } from '../webhooks/provider-target.ts'
 import type { Selectable } from 'kysely'
 import { z } from 'zod'
 import { toCallRecord, type CallRecord, type CallStatus } from '../calls/record.ts'
+import { CALL_STATUSES } from '../calls/list-calls.ts'
 import type { WebhookEventsTable } from '../db/schema.ts'
 import { keyedLookup } from '../webhooks/keyed-lookup.ts'
 import type { Runtime } from '../runtime.ts'
@@ -104,7 +105,8 @@ const eventQuerySchema = z.strictObject({
 const callQuerySchema = z.strictObject({
   recipe: z.string().optional(),
   campaign: z.string().optional(),
-  status: oneOrMany(z.enum(['pending', 'initiated', 'scheduled', 'failed', 'rejected'])).optional(),
+  // Every status the ledger has: `queued` (waiting in the paced call queue) was refused, though CallQuery allows it.
+  status: oneOrMany(z.enum(CALL_STATUSES as [CallStatus, ...CallStatus[]])).optional(),
   customerPhone: z.string().optional(),
   since: instant.optional(),
   limit,

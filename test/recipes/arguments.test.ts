@@ -16,6 +16,9 @@ it('names the argument instead of surfacing a driver error', async () => {
   expect(await h.errorOf(`await ctx.mail.send({ to: 'a@b.c', subject: 's' } as never)`)).toMatch(/^ctx\.mail\.send\(message\): message\.text: must be the plain-text body/)
   expect(await h.errorOf(`await ctx.state.get(42 as never)`)).toMatch(/^ctx\.state\.get\(key\): key: must be a string/)
   expect(await h.errorOf(`await ctx.campaigns.runFollowUps({ maxAttempt: 2 } as never)`)).toMatch(/^ctx\.campaigns\.runFollowUps\(options\): .*maxAttempt/)
+  // Every status the calls ledger has is a status to filter by (`queued` was refused).
+  expect(await h.errorOf(`await ctx.data.calls({ status: ['queued', 'pending'] })`)).toBeNull()
+  expect(await h.errorOf(`await ctx.data.calls({ status: 'zzz' as never })`)).toMatch(/^ctx\.data\.calls\(query\): query\.status/)
   // An instant past Date's range reached Postgres, which answered "out of range for type bigint".
   expect(await h.errorOf(`await ctx.data.conversations({ endedSince: 1e20 })`)).toMatch(/^ctx\.data\.conversations\(query\): query\.endedSince: must be an instant/)
   expect(await h.errorOf(`await ctx.data.calls({ since: -1e20 })`)).toMatch(/^ctx\.data\.calls\(query\): query\.since: must be an instant/)
