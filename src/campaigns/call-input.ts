@@ -4,6 +4,7 @@ import { checkArgument } from '../utils/argument-error.ts'
 import { isValidTimeZone, type CallingWindow } from './calling-window.ts'
 import { northAmericanZone } from './zone-abbreviations.ts'
 import { isZonedIsoDateTime } from '../utils/iso-datetime.ts'
+import { EARLIEST_KEPT_MS, LATEST_KEPT_MS } from '../utils/time-range.ts'
 import { MAX_CONVERSATION_ID_LENGTH, MAX_IDEMPOTENCY_KEY_LENGTH, MAX_PHONE_LENGTH, idempotencyKeyProblem } from '../upstream/id-limits.ts'
 
 /**
@@ -64,7 +65,7 @@ export const newCallSchema = z.strictObject({
   parameters: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
   scheduledFor: z
     // Within years 1–9999: the last instant Date holds has no ISO text in a zone east of UTC ("Invalid time value").
-    .union([z.date().min(new Date('0001-01-01T00:00:00Z'), { error: 'must be a time in the years 1–9999' }).max(new Date('9999-12-31T23:59:59Z'), { error: 'must be a time in the years 1–9999' }), zonedTime])
+    .union([z.date().min(new Date(EARLIEST_KEPT_MS), { error: 'must be a time in the years 1–9999' }).max(new Date(LATEST_KEPT_MS), { error: 'must be a time in the years 1–9999' }), zonedTime])
     .optional(),
   campaign: z.string().optional(),
   idempotencyKey: z

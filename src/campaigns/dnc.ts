@@ -178,19 +178,25 @@ export async function blockedAmong(rt: Runtime, phones: string[], options: DncOp
 }
 
 /** Adds a number; `added` is false when it was already listed (the first reason is kept). */
+/** The number as the list keys it (E.164), or the refusal `addToDnc` gives: a recipe's dry run refuses it the same. */
+export function dncNumber(rt: Runtime, phone: string): string {
+  const normalized = normalizePhone(phone, { defaultCountry: rt.config.defaultCountry })
+  if (!normalized.ok) throw new Error(`cannot add "${phone}" to the do-not-call list: ${normalized.reason}`)
+  return normalized.e164
+}
+
 export async function addToDnc(
   rt: Runtime,
   phone: string,
   details: { reason?: string | null; source?: string | null } = {},
 ): Promise<{ added: boolean; phone: string }> {
-  const normalized = normalizePhone(phone, { defaultCountry: rt.config.defaultCountry })
-  if (!normalized.ok) throw new Error(`cannot add "${phone}" to the do-not-call list: ${normalized.reason}`)
+  const e164 = dncNumber(rt, phone)
   const result = await rt.store.db
     .insertInto('dnc')
-    .values({ phone: normalized.e164, reason: details.reason ?? null, source: details.source ?? null, added_at: rt.clock.now() })
+    .values({ phone: e164, reason: details.reason ?? null, source: details.source ?? null, added_at: rt.clock.now() })
     .onConflict((oc) => oc.column('phone').doNothing())
     .executeTakeFirst()
-  return { added: Number(result.numInsertedOrUpdatedRows ?? 0) > 0, phone: normalized.e164 }
+  return { added: Number(result.numInsertedOrUpdatedRows ?? 0) > 0, phone: e164 }
 }
 
 export async function removeFromDnc(rt: Runtime, phone: string): Promise<boolean> {

@@ -2,11 +2,13 @@ import { stat } from 'node:fs/promises'
 import { z } from 'zod'
 import * as toolkit from '../campaigns/index.ts'
 import { callingWindowSchema } from '../campaigns/call-input.ts'
+import { dncNumber } from '../campaigns/dnc.ts'
 import * as reports from '../reports/index.ts'
 import { assertTimeZone } from '../reports/day-range.ts'
 import type { Runtime } from '../runtime.ts'
 import { ArgumentError, checkArgument, type ArgumentSite } from '../utils/argument-error.ts'
 import type { Effects } from '../effects.ts'
+import { MAX_DATE_MS } from '../utils/time-range.ts'
 import { recipeDestinations, type RecipeDestinations } from '../destinations/publish.ts'
 
 type Toolkit = typeof toolkit
@@ -182,12 +184,11 @@ const reportSchema = z.strictObject({
  * follow-ups) call the unchecked functions and pay nothing for it.
  */
 
-const MAX_INSTANT_MS = 8.64e15
 const instant = z
   .number({ error: 'must be an instant: epoch milliseconds (a number, e.g. ctx.now.getTime())' })
   .finite({ error: 'must be an instant: a finite number of epoch milliseconds' })
-  .min(-MAX_INSTANT_MS, { error: 'must be within Date\'s range (±8.64e15)' })
-  .max(MAX_INSTANT_MS, { error: 'must be within Date\'s range (±8.64e15)' })
+  .min(-MAX_DATE_MS, { error: 'must be within Date\'s range (±8.64e15)' })
+  .max(MAX_DATE_MS, { error: 'must be within Date\'s range (±8.64e15)' })
 const timeZone = z.string({ error: 'must be an IANA time zone name (a string)' }).refine(toolkit.isValidTimeZone, { error: 'must be an IANA time zone such as "Asia/Kolkata"' })
 /** A report's zone: refused as `report send --timezone` refuses it (EST too: Intl reads it as UTC−5 all year). */
 const reportZone = z.string({ error: 'must be an IANA time zone name (a string)' }).superRefine((zone, ctx) => {
@@ -316,12 +317,6 @@ export function createBindings(rt: Runtime, effects: Effects, recipe: string, ti
    * `isBlocked` after `addToDnc` answers true, and so does the dry run's, without writing the list.
    */
   const dncAdded = new Set<string>()
-  /** The number as the list keys it, or the refusal the real `addToDnc` gives (a dry run refuses it the same). */
-  const dncNumber = (phone: string): string => {
-    const n = toolkit.normalizePhone(phone, { defaultCountry: rt.config.defaultCountry })
-    if (!n.ok) throw new Error(`cannot add "${phone}" to the do-not-call list: ${n.reason}`)
-    return n.e164
-  }
   const addedInDryRun = (phone: string, options?: toolkit.DncOptions): boolean => {
     if (dncAdded.size === 0) return false
     const n = toolkit.normalizePhone(phone, { defaultCountry: options?.defaultCountry ?? rt.config.defaultCountry })
@@ -360,7 +355,8 @@ export function createBindings(rt: Runtime, effects: Effects, recipe: string, ti
     async addToDnc(phone, details) {
       checkArgument(phoneArg, phone, site('ctx.campaigns.addToDnc', 'phone', 'a phone number (string)'))
       const checked = checkArgument(dncDetails.optional(), details, site('ctx.campaigns.addToDnc', 'details', '{ reason?: string, source?: string }'))
-      const e164 = dncNumber(phone)
+      // The number as the list keys it, or the refusal the real `addToDnc` gives: a dry run refuses it the same.
+      const e164 = dncNumber(rt, phone)
       if (effects.dryRun) {
         // As the real run would answer: added unless the table (or this run) has it already.
         const added = !dncAdded.has(e164) && !(await toolkit.isBlocked(rt, e164, { file: false }))

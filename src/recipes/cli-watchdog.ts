@@ -1,8 +1,8 @@
 import { writeSync } from 'node:fs'
-import { relative, resolve, sep } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { printable } from '../utils/printable.ts'
 import type { LoadWatch } from './load-watch.ts'
+import { recipeFrame } from './recipe-frame.ts'
 
 export interface CliWatchdogOptions {
   /** How long a recipe file may hold the event loop while it loads (its top-level code). */
@@ -149,20 +149,6 @@ export interface StrayErrors {
   ran(recipe: string, status: string): void
 }
 
-/** The first frame of a stack in one of `dirs` — where in the recipe's folder it came from — as `(at file:line:col)`. */
-function recipeLocation(error: unknown, dirs: readonly string[]): string {
-  const stack = error instanceof Error && typeof error.stack === 'string' ? error.stack : ''
-  const roots = dirs.map((dir) => resolve(dir) + sep)
-  for (const line of stack.split('\n').slice(1)) {
-    const match = /\(?((?:file:\/\/)?\/[^()]+?):(\d+):(\d+)\)?\s*$/.exec(line)
-    const file = match?.[1]?.replace(/^file:\/\//, '')
-    if (!match || !file || !roots.some((root) => file.startsWith(root))) continue
-    const shown = file.startsWith(process.cwd() + sep) ? relative(process.cwd(), file) : file
-    return ` (at ${printable(shown)}:${match[2]}:${match[3]})`
-  }
-  return ''
-}
-
 /**
  * For a command that runs a recipe in its own process (`recipes run`, `recipes test`): a timer the run left that throws,
  * or a promise it left that rejects with no handler, ended the process with Node's multi-line crash — after the run was
@@ -187,7 +173,7 @@ export function catchStrayRecipeErrors(options: { dirs: readonly string[]; debug
     said = true
     try {
       // At once: it may be the process's last word.
-      writeSync(2, `${head}: ${message}${recipeLocation(error, options.dirs)}${stack}\n`)
+      writeSync(2, `${head}: ${message}${recipeFrame(error, options.dirs)}${stack}\n`)
     } catch {
       // stderr closed by its reader: nothing to say it on.
     }

@@ -8,6 +8,7 @@ import { keyedLookup } from '../webhooks/keyed-lookup.ts'
 import type { Runtime } from '../runtime.ts'
 import { NON_TERMINAL_STATUSES, TERMINAL_STATUSES, WEBHOOK_EVENT_TYPES, type WebhookEvent, type WebhookEventType } from '../upstream/schemas.ts'
 import { checkArgument, type ArgumentSite } from '../utils/argument-error.ts'
+import { MAX_DATE_MS } from '../utils/time-range.ts'
 import { toStoredConversation, type StoredConversation } from '../webhooks/read-model.ts'
 
 export type { StoredConversation }
@@ -77,11 +78,10 @@ export interface RecipeQueries {
   calls(query?: CallQuery): Promise<StoredCall[]>
 }
 
-// Epoch milliseconds within Date's range (±8.64e15): 1e20 reached Postgres, which answered with its own error ("out of
-// range for type bigint") instead of the helper's message.
-const MAX_INSTANT_MS = 8.64e15
+// Epoch milliseconds within Date's range: 1e20 reached Postgres, which answered with its own error ("out of range for
+// type bigint") instead of the helper's message.
 const INSTANT = 'must be an instant: epoch milliseconds (within ±8.64e15, Date\'s range) or a Date'
-const instant = z.union([z.number().finite().min(-MAX_INSTANT_MS, { error: INSTANT }).max(MAX_INSTANT_MS, { error: INSTANT }), z.date()], { error: INSTANT })
+const instant = z.union([z.number().finite().min(-MAX_DATE_MS, { error: INSTANT }).max(MAX_DATE_MS, { error: INSTANT }), z.date()], { error: INSTANT })
 const limit = z.number().int().min(1).max(10_000, { error: 'must be at most 10000' }).optional()
 const oneOrMany = <T extends z.ZodType>(item: T) => z.union([item, z.array(item).min(1)])
 // Provider-specific statuses exist beyond the documented ones, so any status word is accepted at run time.

@@ -1,5 +1,4 @@
 import { dryRunClient } from './dry-run-client.ts'
-import { relative, resolve, sep } from 'node:path'
 import type { Selectable, SelectQueryBuilder } from 'kysely'
 import type { Database, RecipeRunsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
@@ -8,6 +7,7 @@ import type { PipelineEvent } from '../events/hooks.ts'
 import type { RecipeContext, RecipeDefinition, RecipeTrigger, RecipeTriggerType } from './define.ts'
 import { recipeMetrics } from './metrics.ts'
 import { createBindings } from './bindings.ts'
+import { recipeFrame } from './recipe-frame.ts'
 import { openWhileRunning, type RunClock } from './open-while-running.ts'
 import { createQueries } from './queries.ts'
 import { createKvState, recipeStateNamespace } from './state.ts'
@@ -58,25 +58,6 @@ function errorText(error: unknown): string {
     // String() throws for a null-prototype object: a recipe can throw anything, and this runs with the row open.
     return 'threw a value that cannot be shown as text'
   }
-}
-
-/**
- * Where in the recipe's own code an error came from: the first frame of its stack in `<name>.ts` or in the recipes
- * folder (a helper of its own), as ` (at recipes/x.ts:12:5)` — relative to the working directory when inside it. The
- * loader keeps a recipe's lines as written, so the place is the one the author's editor shows.
- */
-function recipeFrame(error: unknown, name: string, dir: string): string {
-  const stack = error instanceof Error && typeof error.stack === 'string' ? error.stack : ''
-  const root = resolve(dir) + sep
-  for (const line of stack.split('\n').slice(1)) {
-    const match = /\(?((?:file:\/\/)?\/[^()]+?):(\d+):(\d+)\)?\s*$/.exec(line)
-    if (!match) continue
-    const file = match[1]!.replace(/^file:\/\//, '')
-    if (!file.endsWith(`${sep}${name}.ts`) && !file.startsWith(root)) continue
-    const shown = file.startsWith(process.cwd() + sep) ? relative(process.cwd(), file) : file
-    return ` (at ${shown}:${match[2]}:${match[3]})`
-  }
-  return ''
 }
 
 /** Records a tick that did not run because the previous run is still going. */
@@ -197,7 +178,7 @@ export async function executeRun(
     result = await withTimeout(rt, running, timeoutMs)
   } catch (thrown) {
     status = 'failed'
-    error = errorText(thrown) + recipeFrame(thrown, name, rt.config.recipes.dir)
+    error = errorText(thrown) + recipeFrame(thrown, [rt.config.recipes.dir], name)
     if (thrown instanceof RecipeTimeoutError) {
       timedOut = true
       const next = trigger.type === 'event' ? 'its events are retried with backoff' : 'the recipe\'s next run goes ahead'

@@ -1,8 +1,9 @@
 /**
  * Where the first string of a parsed JSON value (a key or a value) that `test` picks sits — `parameters[1].value`,
- * `a field name in metadata` — or undefined when there is none. POST /v1/call uses it to refuse, naming the field,
- * what the call's outcome webhook would carry back and the receiver refuse (U+0000, which Postgres text cannot hold;
- * half of a surrogate pair, which Postgres' json refuses): the call would be placed and its result never arrive.
+ * `a field name in metadata` — or undefined when there is none. The webhook receiver and POST /v1/call use it to refuse,
+ * naming the field, what no database stores as it came (U+0000, which Postgres text cannot hold; half of a surrogate
+ * pair, which Postgres' json refuses) — for a call, what its outcome webhook would carry back. Recursive: call it on a
+ * value whose nesting is bounded (src/utils/json-depth.ts).
  */
 export function pathOfString(value: unknown, test: (text: string) => boolean, path = ''): string | undefined {
   if (typeof value === 'string') return test(value) ? path || 'the value' : undefined

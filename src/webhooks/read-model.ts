@@ -4,6 +4,7 @@ import type { ConversationsTable, Database } from '../db/schema.ts'
 import { fromJson, toJson } from '../db/json.ts'
 import { insertRows } from '../db/insert-rows.ts'
 import { MAX_PHONE_LENGTH } from '../upstream/id-limits.ts'
+import { EARLIEST_KEPT_MS, LATEST_KEPT_MS } from '../utils/time-range.ts'
 import type { ProcessedEvent } from '../events/hooks.ts'
 import {
   isTerminalStatus,
@@ -55,18 +56,11 @@ export function toStoredConversation(row: Row): StoredConversation {
   }
 }
 
-/**
- * The times a conversation keeps: years 1 to 9999 (others are taken as missing). Date takes ±275,760 years, and a
- * day's report over a conversation started at its very end failed to build ("Invalid time value": the report's zone
- * offset went past Date's range), that day's report never sent.
- */
-const EARLIEST_MS = Date.parse('0001-01-01T00:00:00Z')
-const LATEST_MS = Date.parse('9999-12-31T23:59:59.999Z')
-
+/** An ISO time as epoch ms, or null: missing, unreadable, or outside the years a conversation keeps (1–9999). */
 function isoToMs(iso: string | null | undefined): number | null {
   if (!iso) return null
   const ms = Date.parse(iso)
-  return Number.isFinite(ms) && ms >= EARLIEST_MS && ms <= LATEST_MS ? ms : null
+  return Number.isFinite(ms) && ms >= EARLIEST_KEPT_MS && ms <= LATEST_KEPT_MS ? ms : null
 }
 
 /** Postgres keeps a duration in an `integer` column: one past it (2^31 s is 68 years) failed the event until it was dead. */

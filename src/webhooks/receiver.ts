@@ -181,8 +181,8 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   if (tooDeep) return reject(400, 'too_deep', 'invalid_request', `body is nested deeper than ${MAX_JSON_DEPTH} levels`)
   if (!parsed) return reject(400, 'invalid_json', 'invalid_request', 'body must be a JSON object')
   const unstorable = unstorableText(text, parsed)
-  if (unstorable === 'nul') {
-    return reject(400, 'unstorable', 'invalid_request', 'body contains U+0000 (a NUL character), which cannot be stored; remove it')
+  if (unstorable?.problem === 'nul') {
+    return reject(400, 'unstorable', 'invalid_request', `body contains U+0000 (a NUL character) at ${unstorable.at}, which cannot be stored; remove it`)
   }
   // The provider's timestamp header is not signed, so its tolerance stops no one re-sending a captured delivery; the
   // event id does, for as long as it is kept. Past that, the body's own (signed) creation time: asked of the database
@@ -248,8 +248,8 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
     return reject(400, 'status_too_long', 'invalid_request', `data.call.status is longer than ${MAX_EVENT_TYPE_LENGTH} characters`)
   }
   // After the ids, whose own checks name the field.
-  if (unstorable === 'lone_surrogate') {
-    return reject(400, 'unstorable', 'invalid_request', 'body contains half of a UTF-16 surrogate pair (an unpaired \\ud800–\\udfff escape), which cannot be stored; send whole characters')
+  if (unstorable?.problem === 'lone_surrogate') {
+    return reject(400, 'unstorable', 'invalid_request', `body contains half of a UTF-16 surrogate pair (an unpaired \\ud800–\\udfff escape) at ${unstorable.at}, which cannot be stored; send whole characters`)
   }
   const agentId = typeof call?.agent_id === 'number' && Number.isSafeInteger(call.agent_id) ? call.agent_id : null
   const audit: Record<string, string> = {}

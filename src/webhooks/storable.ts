@@ -1,3 +1,5 @@
+import { pathOfString } from '../utils/path-of-string.ts'
+
 /**
  * What the inbox can store, checked before the commit so a bad body is a 400 with its reason (the
  * provider stops retrying it) instead of a database error reported as an outage (503, retried for
@@ -17,41 +19,28 @@ export const MAX_EVENT_ID_LENGTH = 255
 export const MAX_EVENT_TYPE_LENGTH = 100
 export { MAX_CONVERSATION_ID_LENGTH, MAX_TRACE_ID_LENGTH } from '../upstream/id-limits.ts'
 
-/** Why a parsed JSON body cannot be stored as its text says: a string holding U+0000, or half of a surrogate pair. */
-export type UnstorableText = 'nul' | 'lone_surrogate'
+/** Why a parsed JSON body cannot be stored as its text says, and where: a string holding U+0000, or half of a surrogate pair. */
+export interface UnstorableText {
+  problem: 'nul' | 'lone_surrogate'
+  /** The field, as `data.results.intent` or `a field name in data.call` (src/utils/path-of-string.ts). */
+  at: string
+}
 
 /**
  * The first string in the parsed JSON (a key or a value) that no database stores as it is: U+0000 (Postgres text cannot
  * hold it), or half of a UTF-16 surrogate pair (`"\ud800"`: Postgres' json type refuses the escape, so one such body
  * made every event listing that reached it answer 500 on Postgres for as long as it was kept). Undefined for nearly
  * every body at the cost of one `includes`: JSON carries either only as a `\u` escape (a raw NUL byte is invalid JSON,
- * and an encoded surrogate is invalid UTF-8, refused before this).
+ * and an encoded surrogate is invalid UTF-8, refused before this). The same walk as POST /v1/call's; call it after the
+ * nesting check (MAX_JSON_DEPTH), which bounds its recursion.
  */
 export function unstorableText(rawJson: string, parsed: unknown): UnstorableText | undefined {
   if (!rawJson.includes('\\u')) return undefined
-  // "\\u0000" (an escaped backslash) and a whole pair also match here, which is why the walk decides.
-  const nul = rawJson.includes('\\u0000')
-  const surrogate = /\\u[dD][89a-fA-F]/.test(rawJson)
-  if (!nul && !surrogate) return undefined
-  // A loop over a stack, not recursion: a signed body nested 100,000 deep must be a 400, not a stack overflow (500).
-  const stack: unknown[] = [parsed]
-  const problem = (text: string): UnstorableText | undefined => (nul && text.includes('\u0000') ? 'nul' : surrogate && !text.isWellFormed() ? 'lone_surrogate' : undefined)
-  while (stack.length > 0) {
-    const value = stack.pop()
-    if (typeof value === 'string') {
-      const found = problem(value)
-      if (found) return found
-    } else if (Array.isArray(value)) {
-      for (const item of value) stack.push(item)
-    } else if (value !== null && typeof value === 'object') {
-      for (const [key, child] of Object.entries(value)) {
-        const found = problem(key)
-        if (found) return found
-        stack.push(child)
-      }
-    }
-  }
-  return undefined
+  // "\\u0000" (an escaped backslash) and a whole pair also match these, which is why the walk decides.
+  const nul = rawJson.includes('\\u0000') ? pathOfString(parsed, (text) => text.includes('\u0000')) : undefined
+  if (nul !== undefined) return { problem: 'nul', at: nul }
+  const half = /\\u[dD][89a-fA-F]/.test(rawJson) ? pathOfString(parsed, (text) => !text.isWellFormed()) : undefined
+  return half === undefined ? undefined : { problem: 'lone_surrogate', at: half }
 }
 
 export type IdCheck = { ok: true; value: string } | { ok: false; problem: 'missing' | 'too_long' | 'imprecise' | 'malformed' }

@@ -140,6 +140,9 @@ describeEachDialect('webhook receiver', (dialect) => {
       for (const event of [makeEvent({ data: { results: { intent: '\ud800' } } }), makeEvent({ call: { call_parameters: { customer_phone: '+919876543210', ['k\udc00']: 'v' } } })]) {
         expect(await expectError(await send(event), 400, 'invalid_request')).toMatch(/^body contains half of a UTF-16 surrogate pair/)
       }
+      // The field is named, as POST /v1/call names it.
+      expect(await expectError(await send(makeEvent({ data: { results: { intent: 'x\udfff' } } })), 400, 'invalid_request')).toMatch(/ at data\.results\.intent, /)
+      expect(await expectError(await send(makeEvent({ data: { results: { intent: 'a\u0000b' } } })), 400, 'invalid_request')).toMatch(/^body contains U\+0000 \(a NUL character\) at data\.results\.intent, /)
       expect(await countEvents(h.rt)).toBe(0)
       // A whole pair is text like any other, and so are dots within an id.
       for (const event of [{ ...makeEvent(), event_id: 'evt_😀' }, { ...makeEvent(), event_id: '...' }, makeEvent({ call: { conversation_id: 'conv-😀' } })]) {
