@@ -34,7 +34,9 @@ function busyPort(): Promise<{ server: Server; port: number }> {
 
 /** `switchboard serve` with a terminal for its output (util-linux `script`), stopped with Ctrl-C once its banner is out. */
 async function serveInTerminal(env: Record<string, string>): Promise<string> {
-  const child = spawn('script', ['-qfec', `'${process.execPath}' src/bin.mjs serve`, '/dev/null'], { cwd: ROOT, env: childEnv(env), stdio: ['pipe', 'pipe', 'pipe'] })
+  // `exec`: whatever shell `script` runs the command with ($SHELL, or /bin/sh where it is unset) must not stay in the
+  // terminal's foreground group, where Ctrl-C would end it too (dash dies of SIGINT: exit 130, whatever serve did).
+  const child = spawn('script', ['-qfec', `exec '${process.execPath}' src/bin.mjs serve`, '/dev/null'], { cwd: ROOT, env: childEnv(env), stdio: ['pipe', 'pipe', 'pipe'] })
   pids.push(child.pid!)
   let out = ''
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
