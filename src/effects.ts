@@ -40,6 +40,15 @@ export type PlannedEffect =
       value?: string
     }
   | {
+      /** A number added to or removed from the do-not-call table (the file is never changed): only when the table changed. */
+      kind: 'dnc'
+      action: 'add' | 'remove'
+      /** E.164, as the list keys it. */
+      phone: string
+      /** Why it was added (`add` only). */
+      reason?: string | null
+    }
+  | {
       /** An event a recipe published to destinations (src/destinations). */
       kind: 'publish'
       event_type: string

@@ -13,6 +13,7 @@ import { decodeCsvText, NotTextError } from './csv-encoding.ts'
 import { parsePhone, phoneParseOptions } from './parse-phone.ts'
 import { defineMetrics } from '../utils/define-metrics.ts'
 import { printable } from '../utils/printable.ts'
+import { tableLists, type DncOverlay } from './dry-run-dnc.ts'
 
 /**
  * Do-not-call: the `dnc` table (numbers added by results or by hand) plus an optional file kept by the
@@ -142,32 +143,51 @@ function countryOf(rt: Runtime, options: DncOptions): string {
   return options.defaultCountry ?? rt.config.defaultCountry
 }
 
-export async function loadDncList(rt: Runtime, options: DncOptions = {}): Promise<DncList> {
+/** `overlay`: a dry run's own changes to the table so far (src/campaigns/dry-run-dnc.ts). */
+export async function loadDncList(rt: Runtime, options: DncOptions = {}, overlay?: DncOverlay): Promise<DncList> {
   const numbers = new Set<string>()
   const rows = await rt.store.db.selectFrom('dnc').select('phone').execute()
   for (const row of rows) numbers.add(row.phone)
+  for (const [phone, listed] of overlay ?? []) {
+    if (listed) numbers.add(phone)
+    else numbers.delete(phone)
+  }
   const file = fileOf(rt, options)
   if (file) for (const n of await readDncFile(file, countryOf(rt, options), dncWarning(rt))) numbers.add(n)
   return { has: (e164) => numbers.has(e164), size: numbers.size }
 }
 
+/** The reason an opt-out read from a call's results is listed with. */
+export const OPT_OUT_REASON = 'results asked not to be called'
+
+/** Whether the table (not the file) lists `e164`. */
+export async function tableHas(rt: Runtime, e164: string): Promise<boolean> {
+  return (await rt.store.db.selectFrom('dnc').select('phone').where('phone', '=', e164).executeTakeFirst()) !== undefined
+}
+
 /** Checks one number against the table and the file. Numbers that do not parse are compared as given. */
-export async function isBlocked(rt: Runtime, phone: string, options: DncOptions = {}): Promise<boolean> {
+export async function isBlocked(rt: Runtime, phone: string, options: DncOptions = {}, overlay?: DncOverlay): Promise<boolean> {
   const normalized = normalizePhone(phone, { defaultCountry: countryOf(rt, options) })
   const e164 = normalized.ok ? normalized.e164 : phone
-  const row = await rt.store.db.selectFrom('dnc').select('phone').where('phone', '=', e164).executeTakeFirst()
-  if (row) return true
+  const listed = await tableLists(overlay, e164, () => tableHas(rt, e164))
+  if (listed) return true
   const file = fileOf(rt, options)
   return file ? (await readDncFile(file, countryOf(rt, options), dncWarning(rt))).has(e164) : false
 }
 
 /** Which of `phones` (already E.164) are on the do-not-call list: one query per 500 numbers, the file once. */
-export async function blockedAmong(rt: Runtime, phones: string[], options: DncOptions = {}): Promise<Set<string>> {
+export async function blockedAmong(rt: Runtime, phones: string[], options: DncOptions = {}, overlay?: DncOverlay): Promise<Set<string>> {
   const blocked = new Set<string>()
   if (phones.length === 0) return blocked
-  const unique = [...new Set(phones)]
+  const asked = new Set(phones)
+  const unique = [...asked]
   for (let i = 0; i < unique.length; i += 500) {
     for (const row of await rt.store.db.selectFrom('dnc').select('phone').where('phone', 'in', unique.slice(i, i + 500)).execute()) blocked.add(row.phone)
+  }
+  for (const [phone, listed] of overlay ?? []) {
+    if (!asked.has(phone)) continue
+    if (listed) blocked.add(phone)
+    else blocked.delete(phone)
   }
   const file = fileOf(rt, options)
   if (file) {
@@ -199,9 +219,14 @@ export async function addToDnc(
   return { added: Number(result.numInsertedOrUpdatedRows ?? 0) > 0, phone: e164 }
 }
 
-export async function removeFromDnc(rt: Runtime, phone: string): Promise<boolean> {
+/** The number `removeFromDnc` removes: E.164 when it normalises, else as given (a row stored before normalisation). */
+export function dncRemovalNumber(rt: Runtime, phone: string): string {
   const normalized = normalizePhone(phone, { defaultCountry: rt.config.defaultCountry })
-  const e164 = normalized.ok ? normalized.e164 : phone
+  return normalized.ok ? normalized.e164 : phone
+}
+
+export async function removeFromDnc(rt: Runtime, phone: string): Promise<boolean> {
+  const e164 = dncRemovalNumber(rt, phone)
   const result = await rt.store.db.deleteFrom('dnc').where('phone', '=', e164).executeTakeFirst()
   return Number(result.numDeletedRows) > 0
 }
@@ -371,7 +396,7 @@ export async function optOutFromEvent(rt: Runtime, event: WebhookEvent): Promise
   const phone = event.data.call.to_phone
   const source = `conversation:${event.data.call.conversation_id}`
   if (normalizePhone(phone, { defaultCountry: rt.config.defaultCountry }).ok) {
-    const { added } = await addToDnc(rt, phone, { reason: 'results asked not to be called', source })
+    const { added } = await addToDnc(rt, phone, { reason: OPT_OUT_REASON, source })
     return added
   }
   // A number that does not normalise (`+447911000009 ext 5`, `=+447911000010`) was an opt-out dropped without a trace.

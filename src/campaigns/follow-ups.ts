@@ -1,6 +1,8 @@
 import type { Runtime } from '../runtime.ts'
 import type { Effects } from '../effects.ts'
-import { addToDnc, blockedAmong, type DncOptions } from './dnc.ts'
+import { blockedAmong, OPT_OUT_REASON, type DncOptions } from './dnc.ts'
+import { dncOverlayOf } from './dry-run-dnc.ts'
+import { addToDncFor } from './dnc-effects.ts'
 import { normalizePhone } from './phones.ts'
 import { chunks } from '../utils/chunks.ts'
 import { inValues } from '../db/in-values.ts'
@@ -171,12 +173,10 @@ export async function runFollowUps(rt: Runtime, options: RunFollowUpsOptions, ef
     const planOptions = { defaultCountry: rt.config.defaultCountry, timeZone: rt.config.recipes.timezone, ...options, conversationIds: page }
     // The do-not-call list is asked about the page's numbers only. Read whole, as it was, it cost every run of an event
     // batch ~175 ms at 100,000 numbers on SQLite (a page's numbers: ~1 ms), however few contacts the batch had.
-    const dnc = await blockedAmong(rt, numbersToScreen(inputs.conversations, planOptions), dncOptions)
+    const dnc = await blockedAmong(rt, numbersToScreen(inputs.conversations, planOptions), dncOptions, dncOverlayOf(effects))
     const planned = planFollowUps({ ...inputs, dnc, now, options: planOptions })
     if (effects.dryRun) withoutPlannedEarlier(rt, planned, effects, options)
-    if (!effects.dryRun) {
-      for (const o of planned.optOuts) await addToDnc(rt, o.phone, { reason: 'results asked not to be called', source: `conversation:${o.conversationId}` })
-    }
+    for (const o of planned.optOuts) await addToDncFor(rt, effects, o.phone, { reason: OPT_OUT_REASON, source: `conversation:${o.conversationId}` })
     outcomes.push(...(await scheduleCalls(rt, planned.plans, effects, { recipe: options.recipe ?? null, apiKey: options.apiKey, dnc: dncOptions, timeZone: options.timeZone })))
     result.plans.push(...planned.plans)
     result.skips.push(...planned.skips)

@@ -7,6 +7,7 @@ import { DEFAULT_WINDOW, isWithinWindow, nextCallingTime, resolveTimeZone, windo
 import { oversizedCell } from './cell-limit.ts'
 import { createDeduper } from './dedupe.ts'
 import { loadDncList, type DncOptions } from './dnc.ts'
+import { dncOverlayOf } from './dry-run-dnc.ts'
 import { setOwn } from './own-field.ts'
 import { createPhoneNormalizer } from './phones.ts'
 import { REJECT_REASONS } from './prepare-batch.ts'
@@ -165,7 +166,7 @@ export async function launchBatch(rt: Runtime, given: LaunchBatchInput, effects:
   const input = { ...given, name: cleanBatchName(given.name) }
   const defaultCountry = input.defaultCountry ?? rt.config.defaultCountry
   const normalize = createPhoneNormalizer({ defaultCountry })
-  const dnc = await loadDncList(rt, { ...input.dnc, defaultCountry: input.dnc?.defaultCountry ?? defaultCountry })
+  const dnc = await loadDncList(rt, { ...input.dnc, defaultCountry: input.dnc?.defaultCountry ?? defaultCountry }, dncOverlayOf(effects))
   const dedupe = createDeduper()
   const rows: BatchRow[] = []
   const rejects: Reject[] = [...(input.rejects ?? [])]

@@ -3,6 +3,7 @@ import type { BatchRow } from './batch-csv.ts'
 import { oversizedCell } from './cell-limit.ts'
 import { createDeduper } from './dedupe.ts'
 import { loadDncList, type DncList, type DncOptions } from './dnc.ts'
+import type { DncOverlay } from './dry-run-dnc.ts'
 import { setOwn } from './own-field.ts'
 import { createPhoneNormalizer, type PhoneNormalizer } from './phones.ts'
 import { PHONE_COLUMN, readContacts, type ContactsSource, type ReadContactsOptions } from './read-contacts.ts'
@@ -95,8 +96,10 @@ export async function prepareBatch(
   rt: Runtime,
   source: ContactsSource,
   options: Omit<PrepareOptions, 'dnc'> & { dnc?: DncOptions } = {},
+  /** A recipe's dry run: its own changes to the do-not-call table so far (src/campaigns/dry-run-dnc.ts). */
+  overlay?: DncOverlay,
 ): Promise<PreparedBatch> {
   const defaultCountry = options.defaultCountry ?? rt.config.defaultCountry
-  const dnc = await loadDncList(rt, { ...options.dnc, defaultCountry: options.dnc?.defaultCountry ?? defaultCountry })
+  const dnc = await loadDncList(rt, { ...options.dnc, defaultCountry: options.dnc?.defaultCountry ?? defaultCountry }, overlay)
   return prepareContacts(source, { ...options, defaultCountry, dnc })
 }

@@ -9,6 +9,7 @@ import type { VoiceApiError } from '../upstream/errors.ts'
 import type { CallRequest, CallResponse } from '../upstream/schemas.ts'
 import type { Effects } from '../effects.ts'
 import { blockedAmong, type DncOptions } from './dnc.ts'
+import { dncOverlayOf } from './dry-run-dnc.ts'
 import { DEFAULT_FOLLOW_UP } from './plan-follow-ups.ts'
 import { DEFAULT_WINDOW, givenTimeZone, nextCallingTime, timeZoneForPhone, type CallingWindow } from './calling-window.ts'
 import { toCallPlan, type NewCall } from './call-input.ts'
@@ -160,7 +161,7 @@ export async function scheduleCalls(
     }
   }
   const dncCountry = options.dnc?.defaultCountry ?? options.defaultCountry
-  const blocked = await blockedAmong(rt, accepted.map((a) => a.phone), dncCountry === undefined ? options.dnc : { ...options.dnc, defaultCountry: dncCountry })
+  const blocked = await blockedAmong(rt, accepted.map((a) => a.phone), dncCountry === undefined ? options.dnc : { ...options.dnc, defaultCountry: dncCountry }, dncOverlayOf(effects))
   const toQueue: Array<Accepted & { at: number; effect: Effects['plan'][number] }> = []
   for (const a of accepted) {
     if (blocked.has(a.phone)) {

@@ -2,7 +2,8 @@ import { stat } from 'node:fs/promises'
 import { z } from 'zod'
 import * as toolkit from '../campaigns/index.ts'
 import { callingWindowSchema } from '../campaigns/call-input.ts'
-import { dncNumber } from '../campaigns/dnc.ts'
+import { addToDncFor, removeFromDncFor } from '../campaigns/dnc-effects.ts'
+import { dncOverlayOf } from '../campaigns/dry-run-dnc.ts'
 import * as reports from '../reports/index.ts'
 import { assertTimeZone } from '../reports/day-range.ts'
 import type { Runtime } from '../runtime.ts'
@@ -312,16 +313,6 @@ export function checkedReportHelpers() {
 export function createBindings(rt: Runtime, effects: Effects, recipe: string, timeZone?: string): Bindings {
   // The pipeline's own opt-out hook stays out of reach; the bound members below replace their raw forms.
   const { optOutFromEvent: _pipelineHook, ...pure } = toolkit
-  /**
-   * A dry run's do-not-call additions (E.164), for the rest of the run only — as ctx.state's overlay: the real run's
-   * `isBlocked` after `addToDnc` answers true, and so does the dry run's, without writing the list.
-   */
-  const dncAdded = new Set<string>()
-  const addedInDryRun = (phone: string, options?: toolkit.DncOptions): boolean => {
-    if (dncAdded.size === 0) return false
-    const n = toolkit.normalizePhone(phone, { defaultCountry: options?.defaultCountry ?? rt.config.defaultCountry })
-    return dncAdded.has(n.ok ? n.e164 : phone)
-  }
   const campaigns: RecipeCampaigns = {
     ...pure,
     ...checkedCampaignHelpers(),
@@ -340,34 +331,22 @@ export function createBindings(rt: Runtime, effects: Effects, recipe: string, ti
       }
       const checked = checkArgument(prepareSchema, options, site('ctx.campaigns.prepareBatch', 'options', '{ phoneAliases?, delimiter?, name?, defaultCountry?, dnc? }'))
       await checkContactsPath(source)
-      return toolkit.prepareBatch(rt, source, checked)
+      return toolkit.prepareBatch(rt, source, checked, dncOverlayOf(effects))
     },
-    async loadDncList(options) {
-      const list = await toolkit.loadDncList(rt, options)
-      if (dncAdded.size === 0) return list
-      const added = [...dncAdded].filter((n) => !list.has(n)).length
-      return { has: (e164) => dncAdded.has(e164) || list.has(e164), size: list.size + added }
-    },
+    // A dry run's own addToDnc / removeFromDnc count for the rest of the run (src/campaigns/dry-run-dnc.ts).
+    loadDncList: (options) => toolkit.loadDncList(rt, options, dncOverlayOf(effects)),
     async isBlocked(phone, options) {
       checkArgument(phoneArg, phone, site('ctx.campaigns.isBlocked', 'phone', 'a phone number (string)'))
-      return addedInDryRun(phone, options) || toolkit.isBlocked(rt, phone, options)
+      return toolkit.isBlocked(rt, phone, options, dncOverlayOf(effects))
     },
     async addToDnc(phone, details) {
       checkArgument(phoneArg, phone, site('ctx.campaigns.addToDnc', 'phone', 'a phone number (string)'))
       const checked = checkArgument(dncDetails.optional(), details, site('ctx.campaigns.addToDnc', 'details', '{ reason?: string, source?: string }'))
-      // The number as the list keys it, or the refusal the real `addToDnc` gives: a dry run refuses it the same.
-      const e164 = dncNumber(rt, phone)
-      if (effects.dryRun) {
-        // As the real run would answer: added unless the table (or this run) has it already.
-        const added = !dncAdded.has(e164) && !(await toolkit.isBlocked(rt, e164, { file: false }))
-        dncAdded.add(e164)
-        return { added, phone: e164 }
-      }
-      return toolkit.addToDnc(rt, phone, checked)
+      return addToDncFor(rt, effects, phone, checked)
     },
     async removeFromDnc(phone) {
       checkArgument(phoneArg, phone, site('ctx.campaigns.removeFromDnc', 'phone', 'a phone number (string)'))
-      return effects.dryRun ? false : toolkit.removeFromDnc(rt, phone)
+      return removeFromDncFor(rt, effects, phone)
     },
     loadFollowUpInputs: (options) => toolkit.loadFollowUpInputs(rt, checkFollowUpInputsOptions(options)),
     defaultDncFile: () => toolkit.defaultDncFile(rt),

@@ -1,6 +1,6 @@
 import type { PlannedEffect } from '../effects.ts'
 
-/** The kinds of effect a plan holds: call, batch, mail, state, publish. */
+/** The kinds of effect a plan holds: call, batch, mail, state, publish, dnc. */
 export type EffectKind = PlannedEffect['kind']
 
 /** How many effects of each kind were left out of a plan, after the ones of that kind it kept. */

@@ -114,6 +114,8 @@ export function renderPlan(plan: PlannedEffect[], omitted: PlanOmitted = {}): st
       lines.push(effect.action === 'set' ? `  state ${JSON.stringify(effect.key)} = ${effect.value ?? 'null'} (kept for this dry run only)` : `  state ${JSON.stringify(effect.key)} deleted (for this dry run only)`)
     } else if (effect.kind === 'publish') {
       lines.push(`  publish ${effect.event_type} (${effect.event_id}) to ${effect.destinations.length ? effect.destinations.join(', ') : 'no destination'}`)
+    } else if (effect.kind === 'dnc') {
+      lines.push(effect.action === 'add' ? `  do-not-call: add ${effect.phone}${effect.reason ? ` (${effect.reason})` : ''}` : `  do-not-call: remove ${effect.phone}`)
     } else {
       lines.push(`  mail to ${effect.to.join(', ')}: "${effect.subject}"${effect.attachments?.length ? ` (attachments: ${effect.attachments.join(', ')})` : ''}`)
     }

@@ -44,4 +44,5 @@ export const OMITTED_WORDS: Record<EffectKind, string> = {
   mail: 'mails',
   state: 'state changes',
   publish: 'publishes',
+  dnc: 'do-not-call changes',
 }

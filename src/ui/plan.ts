@@ -49,6 +49,10 @@ ${effect.action === 'set' ? html`<pre tabindex="0"><code>${effect.value ?? 'null
       return html`<section aria-label="${`Publish ${i + 1}`}"><h3>Publish “${effect.event_type}”</h3>
 ${fields(`Publish ${i + 1}`, [['Event id', effect.event_id], ['Destinations', effect.destinations.join(', ') || '—']])}</section>`
     }
+    if (effect.kind === 'dnc') {
+      return html`<section aria-label="${`Do-not-call ${i + 1}`}"><h3>Do-not-call: ${effect.action === 'add' ? 'add' : 'remove'} ${effect.phone}</h3>
+${effect.action === 'add' ? fields(`Do-not-call ${i + 1}`, [['Reason', effect.reason ?? '—']]) : ''}</section>`
+    }
     return html`<section aria-label="${`Mail ${i + 1}`}"><h3>Mail “${effect.subject}”</h3>
 ${fields(`Mail ${i + 1}`, [['To', effect.to.join(', ')], ['Attachments', (effect.attachments ?? []).join(', ') || '—']])}</section>`
   })}`

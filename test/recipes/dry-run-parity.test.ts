@@ -1,4 +1,6 @@
+import { writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
+import { join } from 'node:path'
 import type { AddressInfo } from 'node:net'
 import { expect, it } from 'vitest'
 import { createRecipeEngine } from '../../src/recipes/engine.ts'
@@ -110,4 +112,36 @@ it('a batch for an agent the provider does not know: the real run’s error name
     await own.close()
     await new Promise((resolve) => server.close(resolve))
   }
+})
+
+it('addToDnc and removeFromDnc: the dry run’s scheduleCall, launchBatch, prepareBatch, isBlocked and loadDncList see them as the real run’s do, and its plan lists them', async () => {
+  writeFileSync(join(h.folder.dir, 'contacts.csv'), 'customer_phone\n+919876543221\n+919876543222\n')
+  const body = `const n = '+919876543221'
+    const added = await ctx.campaigns.addToDnc(n, { reason: 'asked' })
+    const call = await ctx.campaigns.scheduleCall({ agentId: 101, phone: n, idempotencyKey: 'k-while-listed' })
+    // Its one row on the list: nothing is uploaded (this test has no provider to take a batch).
+    const batch = await ctx.campaigns.launchBatch({ agentId: 101, name: 'b', rows: [{ customer_phone: n }], window: false })
+    const prepared = await ctx.campaigns.prepareBatch(${JSON.stringify(`${h.folder.dir}/contacts.csv`)})
+    const removed = await ctx.campaigns.removeFromDnc('98765 43221')
+    const removedAgain = await ctx.campaigns.removeFromDnc(n)
+    const call2 = await ctx.campaigns.scheduleCall({ agentId: 101, phone: n, idempotencyKey: 'k-after-removal' })
+    return { added: added.added, call: call.status, batch: [batch.rows.length, batch.rejects.map((r) => r.reason).join()], preparedBlocked: prepared.stats.blocked, removed, removedAgain,
+      after: await ctx.campaigns.isBlocked(n), listed: (await ctx.campaigns.loadDncList()).has(n), call2: call2.status }`
+  const { dry, real } = await both(body)
+  expect(real.summary).toEqual({ added: true, call: 'blocked', batch: [0, 'on the do-not-call list'], preparedBlocked: 1, removed: true, removedAgain: false, after: false, listed: false, call2: 'queued' })
+  expect(dry.summary).toEqual({ ...(real.summary as object), call2: 'planned' })
+  const changes = [{ kind: 'dnc', action: 'add', phone: '+919876543221', reason: 'asked' }, { kind: 'dnc', action: 'remove', phone: '+919876543221' }]
+  expect(dry.plan.filter((p) => p.kind === 'dnc')).toEqual(changes)
+  expect(real.plan.filter((p) => p.kind === 'dnc')).toEqual(changes)
+  expect(await h.rt.store.db.selectFrom('dnc').selectAll().execute()).toEqual([])
+})
+
+it('runFollowUps after addToDnc: the dry run blocks the follow-up as the real run does', async () => {
+  await seedNoAnswer('c2', '+919876543216')
+  const body = `await ctx.campaigns.addToDnc('+919876543216')
+    const { summary } = await ctx.campaigns.runFollowUps({ conversationIds: ['c2'] })
+    return { planned: summary.planned + summary.queued, blocked: summary.blocked, skipped: summary.skipped }`
+  const { dry, real } = await both(body)
+  expect(real.summary).toEqual({ planned: 0, blocked: 0, skipped: 1 })
+  expect(dry.summary).toEqual(real.summary)
 })

@@ -28,3 +28,13 @@ it('prints a plan within the bounds whole', () => {
   expect(text).not.toContain('more')
   expect(text).toContain('+919800000001')
 })
+
+it('says each change to the do-not-call table, as text and on the dashboard (the reason escaped)', async () => {
+  const { renderPlanHtml } = await import('../../src/ui/plan.ts')
+  const plan: PlannedEffect[] = [{ kind: 'dnc', action: 'add', phone: '+919876543221', reason: 'said <stop>' }, { kind: 'dnc', action: 'remove', phone: '+919876543222' }]
+  expect(renderPlan(plan)).toBe('plan: 2 side effects\n  do-not-call: add +919876543221 (said <stop>)\n  do-not-call: remove +919876543222\n')
+  const page = String(renderPlanHtml(plan))
+  expect(page).toContain('<h3>Do-not-call: add +919876543221</h3>')
+  expect(page).toContain('said &lt;stop&gt;')
+  expect(page).toContain('<h3>Do-not-call: remove +919876543222</h3>')
+})
