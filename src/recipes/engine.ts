@@ -9,7 +9,7 @@ import { createEventDispatch } from './event-dispatch.ts'
 import type { RecipeTrigger, RecipeTriggerType } from './define.ts'
 import { loadRecipes, type LoadedRecipe } from './loader.ts'
 import { loadWatchOf } from './load-watch.ts'
-import { executeRun, recordSkipped, type RecipeRun } from './runner.ts'
+import { closingAbandoned, executeRun, recordSkipped, type RecipeRun } from './runner.ts'
 import { createScheduler, nextTick, previousTick, type Scheduler } from './scheduler.ts'
 import { createRecipeSubscriptions } from './subscriptions.ts'
 import { createTypeVerdicts, installationTypeCacheFile, typeCacheFile } from './type-verdicts.ts'
@@ -487,6 +487,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
           .orderBy('id', 'desc')
           .limit(1)
           .executeTakeFirst()
+          .then(async (row) => (row ? (await closingAbandoned(rt, [row]))[0] : undefined))
         infos.push({
           name: r.name,
           file: r.file,

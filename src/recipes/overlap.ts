@@ -95,15 +95,20 @@ async function closeStaleRuns(rt: Runtime, recipe: string): Promise<void> {
   if (Number(closed.numUpdatedRows) > 0) rt.log.warn({ recipe }, 'a recipe run still marked running after an hour was closed as failed')
 }
 
-/** Closes a run whose process stopped before it finished; a no-op if it was closed meanwhile. */
-async function closeAbandonedRun(rt: Runtime, id: string): Promise<void> {
-  await rt.store.db
+/** What a run left running by a process that stopped is closed with. */
+export const ABANDONED_RUN_ERROR = 'the process running it stopped before it finished (killed or crashed)'
+
+/** Closes a run whose process stopped before it finished; false (a no-op) if it was closed meanwhile. */
+export async function closeAbandonedRun(rt: Runtime, id: string, endedAt = rt.clock.now()): Promise<boolean> {
+  const closed = await rt.store.db
     .updateTable('recipe_runs')
-    .set({ status: 'failed', ended_at: rt.clock.now(), error: 'the process running it stopped before it finished (killed or crashed)' })
+    .set({ status: 'failed', ended_at: endedAt, error: ABANDONED_RUN_ERROR })
     .where('id', '=', id)
     .where('status', '=', 'running')
-    .execute()
+    .executeTakeFirst()
+  if (Number(closed.numUpdatedRows) === 0) return false
   rt.log.warn({ run_id: id }, 'a recipe run was left running by a process that stopped; closed as failed')
+  return true
 }
 
 /** A real run asked for while another process (the service, a replica, the CLI) is running the same recipe. */

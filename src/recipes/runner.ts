@@ -14,7 +14,8 @@ import { createKvState, recipeStateNamespace } from './state.ts'
 import { decodeSummary, encodeSummary, storableSummary } from './summary.ts'
 import { decodePlan, encodePlan, type PlanOmitted } from './kept-plan.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
-import { runOwner, takeRunSlot } from './overlap.ts'
+import { ABANDONED_RUN_ERROR, closeAbandonedRun, runOwner, takeRunSlot } from './overlap.ts'
+import { isProcessAlive } from '../utils/process-identity.ts'
 import { keepClosing } from './keep-closing.ts'
 import { leadingKeys } from '../db/leading-keys.ts'
 
@@ -276,12 +277,35 @@ const RECORD_COLUMNS = ['id', 'recipe', 'trigger', 'event_id', 'dry_run', 'statu
  * recipe's (the (recipe, started_at) index), an event's (the event_id index) or every recipe's.
  */
 export async function listRuns(rt: Runtime, query: RunsQuery = {}): Promise<RecipeRun[]> {
-  return (await newestRuns(rt, query, (q) => q.selectAll())).map(recordedRun)
+  return (await closingAbandoned(rt, await newestRuns(rt, query, (q) => q.selectAll()))).map(recordedRun)
 }
 
 /** As listRuns, without the plans: what the dashboard's lists of runs show. */
 export async function listRunRecords(rt: Runtime, query: RunsQuery = {}): Promise<RunRecord[]> {
-  return (await newestRuns(rt, query, (q) => q.select(RECORD_COLUMNS))).map(recordOf)
+  return (await closingAbandoned(rt, await newestRuns(rt, query, (q) => q.select(RECORD_COLUMNS)))).map(recordOf)
+}
+
+type RunState = Pick<Selectable<RecipeRunsTable>, 'id' | 'status' | 'process' | 'ended_at' | 'error'>
+
+/**
+ * The rows, with every `running` one whose process is known to have stopped (killed, crashed: on this machine) closed
+ * as failed as it is read — a dry run's too, which no other check closes (they never hold a recipe back): a dry run
+ * whose `recipes run --dry-run` was killed read `running` for an hour, until a service start swept it.
+ */
+export async function closingAbandoned<R extends RunState>(rt: Runtime, rows: R[]): Promise<R[]> {
+  if (!rows.some((r) => r.status === 'running' && r.process)) return rows
+  const now = rt.clock.now()
+  return Promise.all(
+    rows.map(async (r) => {
+      if (r.status !== 'running' || !r.process || isProcessAlive(r.process) !== false) return r
+      if (!(await closeAbandonedRun(rt, r.id, now))) {
+        // Closed meanwhile by its own process or another reader: read as it is now.
+        const current = await rt.store.db.selectFrom('recipe_runs').select(['status', 'ended_at', 'error']).where('id', '=', r.id).executeTakeFirst()
+        return current ? { ...r, ...current } : r
+      }
+      return { ...r, status: 'failed', ended_at: now, error: ABANDONED_RUN_ERROR }
+    }),
+  )
 }
 
 /**
@@ -312,5 +336,5 @@ async function newestRuns<R extends { id: string; started_at: number | bigint | 
 /** One recorded run of `recipe`, or undefined when it has none with this id (the dashboard's run page). */
 export async function getRun(rt: Runtime, recipe: string, id: string): Promise<RecipeRun | undefined> {
   const row = await rt.store.db.selectFrom('recipe_runs').selectAll().where('id', '=', id).where('recipe', '=', recipe).executeTakeFirst()
-  return row ? recordedRun(row) : undefined
+  return row ? recordedRun((await closingAbandoned(rt, [row]))[0]!) : undefined
 }

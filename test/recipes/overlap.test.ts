@@ -7,7 +7,7 @@ import type { PipelineEvent } from '../../src/events/hooks.ts'
 import { createRecipeEngine, RecipeRunningError, type RecipeEngine } from '../../src/recipes/engine.ts'
 import { realRunInProgress } from '../../src/recipes/overlap.ts'
 import { runRecipeNow } from '../../src/recipes/run-now.ts'
-import { executeRun, listRuns } from '../../src/recipes/runner.ts'
+import { executeRun, getRun, listRunRecords, listRuns } from '../../src/recipes/runner.ts'
 import type { Runtime } from '../../src/runtime.ts'
 import type { WebhookEvent } from '../../src/upstream/schemas.ts'
 import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
@@ -176,6 +176,30 @@ describeEachDialect('recipe runs never overlap', (dialect) => {
     expect((await engine.run('batch')).status).toBe('succeeded')
     const left = await rt.store.db.selectFrom('recipe_runs').select(['status', 'error']).where('id', '=', 'run_killed').executeTakeFirstOrThrow()
     expect(left).toEqual({ status: 'failed', error: 'the process running it stopped before it finished (killed or crashed)' })
+  })
+
+  it.runIf(processIdentity() !== undefined)('a run left running by a killed process, dry or real, reads failed in every listing (not running for an hour)', async () => {
+    const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'])
+    await vi.waitFor(() => expect(child.pid && processIdentity(child.pid)).toBeTruthy())
+    const killed = `${processIdentity(child.pid!)!}/cli`
+    child.kill('SIGKILL')
+    await once(child, 'exit')
+    const row = (id: string, dryRun: 0 | 1, process: string) => ({
+      id, recipe: 'batch', trigger: 'manual', event_id: null, dry_run: dryRun, status: 'running', started_at: clock.now() - 60_000,
+      ended_at: null, summary: null, plan: null, error: null, process,
+    })
+    // A dry run (`recipes run batch --dry-run`) and a real one whose command was killed; a live process's dry run.
+    await rt.store.db.insertInto('recipe_runs').values([row('run_dry_killed', 1, killed), row('run_real_killed', 0, killed)]).execute()
+    await rt.store.db.insertInto('recipe_runs').values({ ...row('run_dry_live', 1, `${processIdentity()!}/cli`), recipe: 'other' }).execute()
+    const statuses = async () => Object.fromEntries((await listRuns(rt)).map((r) => [r.id, r.status]))
+    const listed = engineOf(rt).list()
+    expect((await listed).find((r) => r.name === 'batch')?.lastRun).toMatchObject({ id: 'run_real_killed', status: 'failed', error: 'the process running it stopped before it finished (killed or crashed)' })
+    expect(await statuses()).toEqual({ run_dry_killed: 'failed', run_real_killed: 'failed', run_dry_live: 'running' })
+    expect((await listRunRecords(rt, { recipe: 'batch' })).map((r) => [r.id, r.status, r.endedAt])).toEqual([
+      ['run_real_killed', 'failed', clock.now()],
+      ['run_dry_killed', 'failed', clock.now()],
+    ])
+    expect(await getRun(rt, 'other', 'run_dry_live')).toMatchObject({ status: 'running', endedAt: null })
   })
 
   it('two processes that both found nothing running cannot both start: the second meets the running slot before its code runs', async () => {
