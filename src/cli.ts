@@ -14,7 +14,7 @@ import { writerTo } from './cli-output.ts'
 import { helpWidth, wrapText } from './utils/wrap-text.ts'
 import { cliName } from './utils/cli-name.ts'
 import { didYouMean } from './utils/did-you-mean.ts'
-import { startCliWatchdog, type CliWatchdog, type CliWatchdogOptions } from './recipes/cli-watchdog.ts'
+import { catchStrayRecipeErrors, startCliWatchdog, type CliWatchdog, type CliWatchdogOptions } from './recipes/cli-watchdog.ts'
 import { setLoadWatch } from './recipes/load-watch.ts'
 import { LOAD_HELD_MS } from './recipes/loader.ts'
 
@@ -256,6 +256,9 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
       // The service's limits (src/processing-host.ts): its processing thread's watchdog, for the configured recipe time limit once read.
       const { MOST_UNRESPONSIVE_MS } = await import('./processing-host.ts')
       watchdog = startCliWatchdog(options.watchRecipeCode === true ? { loadingMs: LOAD_HELD_MS, runningMs: MOST_UNRESPONSIVE_MS } : options.watchRecipeCode)
+      // A recipe file's top-level code that leaves a throwing timer: one line and exit 1, not Node's crash. Its place is
+      // said within RECIPES_DIR as the environment gives it, until the command's configuration (a config file's) is read.
+      catchStrayRecipeErrors({ dirs: [env.RECIPES_DIR || './recipes'], debug: Boolean(env.DEBUG), failCommand: true })
     }
     const ctx: CliContext = {
       values: parsed.values,
@@ -267,7 +270,10 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
           const { createRuntime } = await import('./runtime.ts')
           // Logs go to stderr so a command's stdout (tables, --json) stays clean.
           runtime = await createRuntime(config, { ...options.overrides, log: createLogger({ level: config.logLevel, destination: pino.destination({ dest: 2, sync: true }) }) })
-          if (watchdog) setLoadWatch(runtime, watchdog.watch)
+          if (watchdog) {
+            setLoadWatch(runtime, watchdog.watch)
+            catchStrayRecipeErrors({ dirs: [config.recipes.dir], debug: Boolean(env.DEBUG), failCommand: true })
+          }
           if (watchdog && options.watchRecipeCode === true) watchdog.limitRuns((await import('./processing-host.ts')).unresponsiveAfterMs(config.pipeline.recipeTimeoutMs))
         }
         return runtime

@@ -16,6 +16,7 @@ import type { Config } from './config/load.ts'
 import { createRuntime, type Runtime } from './runtime.ts'
 import { useAsProcessingConnection } from './db/connect.ts'
 import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
+import { logUncaughtRecipeErrors } from './recipes/uncaught-recipe-errors.ts'
 import { startBackground, startTaskHost } from './background.ts'
 import { registerBacklogMetrics } from './backlog-metrics.ts'
 import { sleep } from './utils/clock.ts'
@@ -76,6 +77,7 @@ if (processes) {
   registerBacklogMetrics(rt, { role: () => role })
 }
 logUnhandledRejections(rt)
+logUncaughtRecipeErrors(rt, [config.recipes.dir])
 // PROCESSING_NICE (default 5): the receiver's threads get a core first, since its answers are what the
 // provider waits for while processing only has to keep up over seconds. Measured under a burst on two cores
 // (README → Benchmarks): ingest while processing +25–40 %, p99 while draining 60–150 ms → 20–30 ms, end to end

@@ -141,6 +141,18 @@ export function startCliWatchdog(options: CliWatchdogOptions): CliWatchdog {
   return watchdog
 }
 
+interface StrayErrorOptions {
+  /** The recipes' folders: an error's place is said within them. */
+  dirs: readonly string[]
+  /** DEBUG=1: the stack too. */
+  debug: boolean
+  /** Whether such an error fails the command (exit 1). */
+  failCommand: boolean
+}
+
+/** This process's handlers, once installed. */
+let stray: { options: StrayErrorOptions; errors: StrayErrors } | undefined
+
 /** What recipe code threw where nothing could catch it, seen by the command that ran it (src/recipes/cli.ts, test-command.ts). */
 export interface StrayErrors {
   /** Another run starts (`recipes test --watch`): an error from now on waits for its outcome. */
@@ -150,7 +162,8 @@ export interface StrayErrors {
 }
 
 /**
- * For a command that runs a recipe in its own process (`recipes run`, `recipes test`): a timer the run left that throws,
+ * For a command that loads or runs recipes in its own process (`recipes run`, `recipes test`; `recipes list`, `check`,
+ * `retry`, `discard` and `doctor` load them, and a recipe file's top-level code can leave a timer too): a timer the run left that throws,
  * or a promise it left that rejects with no handler, ended the process with Node's multi-line crash — after the run was
  * printed and recorded `succeeded`, or in the middle of it. Here each is one line on stderr, saying what the run was
  * recorded as and where in the recipe's folder it threw (`DEBUG=1` adds the stack), and, with `failCommand`, the
@@ -159,8 +172,15 @@ export interface StrayErrors {
  * runs the watchdog (src/bin.mjs) — and for the rest of the process's life, since such code may throw after the
  * command has returned; a caller of `main()` keeps its own handling.
  */
-export function catchStrayRecipeErrors(options: { dirs: readonly string[]; debug: boolean; failCommand: boolean }): StrayErrors | undefined {
+export function catchStrayRecipeErrors(given: StrayErrorOptions): StrayErrors | undefined {
   if (!current) return undefined
+  // Once per process: every command that loads recipes installs it (src/cli.ts), and the commands that run one ask
+  // again for the handle, with their own options.
+  if (stray) {
+    Object.assign(stray.options, given)
+    return stray.errors
+  }
+  const options = { ...given }
   let outcome: { recipe: string; status: string } | undefined
   let waiting: { error: unknown; rejected: boolean } | undefined
   let saidForThisRun = false
@@ -194,7 +214,7 @@ export function catchStrayRecipeErrors(options: { dirs: readonly string[]; debug
     if (waiting) say(waiting.error, waiting.rejected)
     if (said && options.failCommand && !process.exitCode) process.exitCode = 1
   })
-  return {
+  const errors: StrayErrors = {
     starts() {
       outcome = undefined
     },
@@ -205,4 +225,6 @@ export function catchStrayRecipeErrors(options: { dirs: readonly string[]; debug
       waiting = undefined
     },
   }
+  stray = { options, errors }
+  return errors
 }

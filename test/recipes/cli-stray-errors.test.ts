@@ -71,3 +71,18 @@ it('a timer that throws while the run still goes: the run finishes and is record
   const runs = cli(['recipes', 'runs', 'p-during', '--json'])
   expect((JSON.parse(runs.out) as Array<{ status: string }>).map((r) => r.status)).toEqual(['succeeded'])
 }, 60_000)
+
+it('recipes list, check and doctor: a recipe file whose top-level code sets a timer that throws is one line on stderr, exit 1', () => {
+  const loading = tempRecipesDir()
+  try {
+    loading.write('loads-badly', `import { defineRecipe } from 'switchboard'\nsetTimeout(() => { throw new Error('boom at load') }, 0)\nexport default defineRecipe({ description: 'x', schedule: '0 9 * * *', run() {} })\n`)
+    const line = new RegExp(`error: recipe code outside its run: code it did not wait for \\(a timer\\?\\) threw: boom at load \\(at ${loading.dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/loads-badly\\.ts:2:\\d+\\)\\n$`)
+    for (const args of [['recipes', 'list'], ['recipes', 'check'], ['doctor']]) {
+      const result = cli(args, { RECIPES_DIR: loading.dir, PORT: '9' })
+      expect([args.join(' '), result.code, result.err]).toEqual([args.join(' '), 1, expect.stringMatching(line)])
+      expect(result.err).not.toContain('Node.js v')
+    }
+  } finally {
+    loading.cleanup()
+  }
+}, 120_000)
