@@ -1,5 +1,6 @@
 import { misreadZone } from '../campaigns/zone-abbreviations.ts'
 import { isSupportedCountry } from 'libphonenumber-js/max'
+import { domainToASCII } from 'node:url'
 import { z } from 'zod'
 import { destinationsSchema } from './destinations.ts'
 import { formatMailbox, readAddressList, type AddressRefusal } from '../utils/mail-addresses.ts'
@@ -77,9 +78,20 @@ export const secretList = secretsOf('formant')
 
 const email = z.email()
 
-/** One recipient as REPORT_TO and `report send --to` take it: `ops@example.com` or `Ops <ops@example.com>`. */
+/**
+ * One recipient as REPORT_TO and `report send --to` take it: `ops@example.com` or `Ops <ops@example.com>`. An
+ * internationalised address (`ops@bücher.example`, `jörg@example.com`) is checked in the form it travels in — the
+ * domain in its ASCII form, as nodemailer sends it — as `ctx.mail.send` takes it: REPORT_TO refused what a recipe's mail
+ * was sent to.
+ */
 export function isMailAddress(text: string): boolean {
-  return email.safeParse(text.replace(/^.*<([^>]+)>\s*$/, '$1')).success
+  const address = text.replace(/^.*<([^>]+)>\s*$/, '$1')
+  const at = address.lastIndexOf('@')
+  if (at <= 0) return false
+  const domain = domainToASCII(address.slice(at + 1))
+  // A local part's non-ASCII letters are the relay's to take (SMTPUTF8); its shape is checked as an ASCII one's.
+  const local = address.slice(0, at).replace(/[^\x00-\x7f]/gu, 'a')
+  return domain !== '' && email.safeParse(`${local}@${domain}`).success
 }
 
 /**

@@ -46,6 +46,9 @@ describe('configuration', () => {
   it('reads REPORT_TO as address lists: a comma inside a quoted display name does not split it', () => {
     expect(load({ REPORT_TO: '"Doe, John" <j@x.test>, Ops <ops@x.test>,c@x.test' }).mail.reportTo).toEqual(['"Doe, John" <j@x.test>', '"Ops" <ops@x.test>', 'c@x.test'])
     expect(() => load({ REPORT_TO: '"Doe, John" <j@x.test>, bob' })).toThrow(/REPORT_TO/)
+    // Internationalised addresses, as ctx.mail.send takes them.
+    expect(load({ REPORT_TO: 'ops@bücher.example, Jörg <jörg@example.com>' }).mail.reportTo).toEqual(['ops@bücher.example', '"Jörg" <jörg@example.com>'])
+    for (const bad of ['ops@bücher', 'jörg@', '@bücher.example', 'ops@b..example', 'jörg ops@bücher.example']) expect(() => load({ REPORT_TO: bad })).toThrow(/REPORT_TO/)
   })
 
   it('parses SANDBOX_FAULTS', () => {
