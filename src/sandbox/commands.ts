@@ -2,6 +2,7 @@ import { serveApp } from '../utils/serve-app.ts'
 import { localOrigin } from '../utils/local-origin.ts'
 import { resolveConfig } from '../config/file.ts'
 import { CliError, defineCommand, intFlag } from '../cli-kit.ts'
+import { secretProblem } from '../config/webhook-secret.ts'
 import { createLogger } from '../utils/logger.ts'
 import { waitForStopSignal } from '../utils/stop-signal.ts'
 import { explainListenError } from '../utils/listen-error.ts'
@@ -36,7 +37,12 @@ export const sandboxCommand = defineCommand({
       // and the receiver would refuse every one.
       throw new CliError('--webhook-secret is empty (is the variable you passed set?); leave it out to use WEBHOOK_SECRET')
     }
-    const secret = (ctx.values['webhook-secret'] as string | undefined) ?? config.webhook.secrets[0]
+    const given = ctx.values['webhook-secret'] as string | undefined
+    // Checked as WEBHOOK_SECRET is: a placeholder copied from an example, or a whsec_ secret that is not base64,
+    // signs deliveries a switchboard configured the same way would be refused to start with.
+    const problem = given === undefined ? undefined : secretProblem(given, 'formant')
+    if (problem) throw new CliError(`--webhook-secret ${problem}`)
+    const secret = given ?? config.webhook.secrets[0]
     if (webhookUrl !== undefined && !secret) {
       // switchboard verifies every webhook: unsigned ones would all be answered 401.
       throw new CliError('--webhook-url needs a secret to sign with: set WEBHOOK_SECRET (the one switchboard verifies with) or pass --webhook-secret')

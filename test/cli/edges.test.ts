@@ -275,6 +275,13 @@ describe('cli sandbox', () => {
     expect(r.stderr).toBe('error: --webhook-secret is empty (is the variable you passed set?); leave it out to use WEBHOOK_SECRET\n')
   })
 
+  it('refuses a placeholder --webhook-secret, and a whsec_ one that is not base64, as WEBHOOK_SECRET is refused', async () => {
+    const placeholder = await run(['sandbox', '--port', '0', '--webhook-url', 'http://127.0.0.1:3000/webhooks/formant', '--webhook-secret', 'whsec_CHANGE_ME'], { LOG_LEVEL: 'silent' })
+    expect([placeholder.code, placeholder.stderr]).toEqual([2, expect.stringMatching(/^error: --webhook-secret has a placeholder secret \(.*\n$/)])
+    const notBase64 = await run(['sandbox', '--port', '0', '--webhook-secret', 'whsec_not base64!'], { LOG_LEVEL: 'silent' })
+    expect([notBase64.code, notBase64.stderr]).toEqual([2, expect.stringMatching(/^error: --webhook-secret has a whsec_ secret that is not valid base64 .*\n$/)])
+  })
+
   it('refuses --webhook-url with no secret at all (no flag, no WEBHOOK_SECRET): every webhook would be refused 401', async () => {
     const r = await run(['sandbox', '--port', '0', '--webhook-url', 'http://127.0.0.1:3000/webhooks/formant'], { LOG_LEVEL: 'silent' })
     expect(r.code).toBe(2)
