@@ -96,7 +96,10 @@ export async function getCall(rt: Runtime, id: string): Promise<CallRecord | und
 
 /**
  * The follow-up chain a call belongs to, first attempt first: each follow-up names the conversation it
- * continues (`previous_conversation_id`), so the chain is walked back to its start and then forward.
+ * continues (`previous_conversation_id`), so the chain is walked back to its start and then forward. The conversation
+ * a call became is the ledger's `conversation_id` when the provider's answer gave it, and otherwise the one its webhooks
+ * named for its `trace_id` (the read model's): the provider answers a new call with `conversation_id: null` — the record
+ * is made as the call starts — so a chain of calls placed through the proxy or by a recipe was never linked.
  */
 export async function followUpChain(rt: Runtime, id: string, maxLength = 20): Promise<CallRecord[]> {
   const db = rt.store.db
@@ -106,19 +109,38 @@ export async function followUpChain(rt: Runtime, id: string, maxLength = 20): Pr
   const seen = new Set([start.id])
   let first = start
   while (first.previous_conversation_id && chain.length < maxLength) {
-    const row = await db.selectFrom('calls').selectAll().where('conversation_id', '=', first.previous_conversation_id).orderBy('created_at').executeTakeFirst()
+    const row = await callThatBecame(rt, first.previous_conversation_id)
     if (!row || seen.has(row.id)) break
-    first = toCallRecord(row)
+    first = row
     seen.add(first.id)
     chain.unshift(first)
   }
   let last = start
-  while (last.conversation_id && chain.length < maxLength) {
-    const row = await db.selectFrom('calls').selectAll().where('previous_conversation_id', '=', last.conversation_id).orderBy('created_at').executeTakeFirst()
+  for (let became = await conversationOf(rt, last); became && chain.length < maxLength; became = await conversationOf(rt, last)) {
+    const row = await db.selectFrom('calls').selectAll().where('previous_conversation_id', '=', became).orderBy('created_at').executeTakeFirst()
     if (!row || seen.has(row.id)) break
     last = toCallRecord(row)
     seen.add(last.id)
     chain.push(last)
   }
   return chain
+}
+
+/** The conversation `call` became: the provider's answer's, else its webhooks' (by trace id); null before either. */
+async function conversationOf(rt: Runtime, call: CallRecord): Promise<string | null> {
+  if (call.conversation_id) return call.conversation_id
+  if (!call.trace_id) return null
+  const row = await rt.store.db.selectFrom('conversations').select('conversation_id').where('trace_id', '=', call.trace_id).orderBy('created_at').executeTakeFirst()
+  return row?.conversation_id ?? null
+}
+
+/** The call that became `conversationId`: by the ledger's conversation id, else by the trace id its webhooks gave. */
+async function callThatBecame(rt: Runtime, conversationId: string): Promise<CallRecord | undefined> {
+  const db = rt.store.db
+  const byId = await db.selectFrom('calls').selectAll().where('conversation_id', '=', conversationId).orderBy('created_at').executeTakeFirst()
+  if (byId) return toCallRecord(byId)
+  const conversation = await db.selectFrom('conversations').select('trace_id').where('conversation_id', '=', conversationId).executeTakeFirst()
+  if (!conversation?.trace_id) return undefined
+  const byTrace = await db.selectFrom('calls').selectAll().where('trace_id', '=', conversation.trace_id).orderBy('created_at').executeTakeFirst()
+  return byTrace ? toCallRecord(byTrace) : undefined
 }
