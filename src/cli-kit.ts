@@ -29,6 +29,8 @@ export interface CliContext {
   json(value: unknown): void
   /** Prints rows as an aligned table. */
   table(rows: Array<Record<string, unknown>>, columns?: string[]): void
+  /** Resolves when whoever read stdout has gone (a closed pipe): a command that runs until Ctrl-C ends then. */
+  readerGone: Promise<void>
 }
 
 /** One option of a command: how it parses, and what `<command> --help` says of it. */

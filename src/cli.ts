@@ -10,7 +10,7 @@ import { waitForStopSignal } from './utils/stop-signal.ts'
 import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
 import { CliError, defineCommand, JSON_OPTION, formatTable, parseArgsOptions, type CliCommand, type CliContext } from './cli-kit.ts'
 import { commandHelp, commandList, groupList } from './cli-help.ts'
-import { writerTo } from './cli-output.ts'
+import { whenReaderGone, writerTo } from './cli-output.ts'
 import { helpWidth, wrapText } from './utils/wrap-text.ts'
 import { cliName } from './utils/cli-name.ts'
 import { didYouMean } from './utils/did-you-mean.ts'
@@ -280,6 +280,8 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
       },
       write: out,
       writeErr: err,
+      // Known for the process's own stdout only; a caller of main() that passes its own writer never sees it go.
+      readerGone: options.stdout ? new Promise<void>(() => {}) : whenReaderGone(process.stdout),
       json: (value) => out(JSON.stringify(value, null, 2) + '\n'),
       table: (rows, columns) => out(formatTable(rows, columns)),
     }

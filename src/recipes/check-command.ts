@@ -97,6 +97,6 @@ export const recipesCheck = defineCommand({
     const since = watchedFingerprint(watched)
     // A mistake in the command itself (a name that is no recipe) ends it, as without --watch.
     report(await check())
-    return rerunOnChange({ dir: watched, since, again: 'checking again', say: (text) => (json ? ctx.writeErr(text) : ctx.write(text)), rerun: async () => report(await check()) })
+    return rerunOnChange({ dir: watched, since, again: 'checking again', say: (text) => (json ? ctx.writeErr(text) : ctx.write(text)), rerun: async () => report(await check()), readerGone: ctx.readerGone })
   },
 })

@@ -18,12 +18,15 @@ export interface RerunOnChangeOptions {
   say(text: string): void
   /** Runs the command again and prints what it found; a thrown error is said on one line and the watch goes on. */
   rerun(): Promise<void>
+  /** Resolves when nobody reads the command's output any more (stdout's pipe closed): the watch ends, exit 0. */
+  readerGone?: Promise<void>
 }
 
 /**
  * The `--watch` of `recipes check` and `recipes test`, after their first run: runs again whenever a file of the folder
  * (or one of `files`) changes, with a line naming what changed, until SIGINT or SIGTERM (Ctrl-C); then says so and
- * gives exit code 0. Runs never overlap: a save during a run is run after it.
+ * gives exit code 0 — or, once whoever read its output has gone (`| head`), ends there with 0. Runs never overlap: a save
+ * during a run is run after it.
  */
 export async function rerunOnChange(options: RerunOnChangeOptions): Promise<number> {
   const { say } = options
@@ -44,7 +47,9 @@ export async function rerunOnChange(options: RerunOnChangeOptions): Promise<numb
     { since: options.since, ...(options.files ? { files: options.files } : {}) },
   )
   try {
-    await signal.stopped
+    const gone = await Promise.race([signal.stopped.then(() => false), options.readerGone?.then(() => true) ?? new Promise<boolean>(() => {})])
+    // Nobody reads what a run would print: nothing to say it to either.
+    if (gone) return 0
   } finally {
     watching.close()
     signal.release()

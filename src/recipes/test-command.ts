@@ -118,7 +118,7 @@ export const recipesTest = defineCommand({
       await runAndSay()
       // The next save's check then finds the program built (RECIPES_TYPECHECK=false: no check, so no checker).
       if (config.recipes.typeCheck) warmTypeChecker([file])
-      return await rerunOnChange({ dir, files: fixtures, since, again: 'testing again', say, rerun: runAndSay })
+      return await rerunOnChange({ dir, files: fixtures, since, again: 'testing again', say, rerun: runAndSay, readerGone: ctx.readerGone })
     } finally {
       release()
     }
