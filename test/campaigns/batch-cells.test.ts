@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { parse } from 'csv-parse/sync'
 import { launchBatch, prepareBatch, prepareContacts, type BatchRow } from '../../src/campaigns/index.ts'
-import { MAX_CELL_CHARS } from '../../src/campaigns/cell-limit.ts'
+import { MAX_CELL_CHARS, MAX_ROW_CHARS } from '../../src/campaigns/cell-limit.ts'
 import { createManualClock } from '../../src/utils/clock.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { startRecordingUpstream, uploadedCsv, type RecordingUpstream } from './recording-upstream.ts'
@@ -70,6 +70,14 @@ describe('prepareContacts: cells too long for a call', () => {
     expect(out.rows.map((r) => r.name)).toEqual(['B', 'C'])
     expect(out.rejects).toEqual([{ row: 2, raw: '+447911123464', reason: `the "notes" cell holds 1048576 characters; at most ${MAX_CELL_CHARS} go to a call (the call's webhooks carry every parameter back)` }])
     expect(out.stats).toEqual({ read: 3, kept: 2, invalid: 1, duplicates: 0, blocked: 0 })
+  })
+  it(`a row whose cells hold more than ${MAX_ROW_CHARS} characters together is rejected, each cell within the limit`, async () => {
+    const columns = Array.from({ length: 12 }, (_, i) => `c${i}`)
+    const wide = columns.map(() => 'w'.repeat(MAX_CELL_CHARS)).join(',')
+    const narrow = columns.map(() => 'n').join(',')
+    const out = await prepareContacts(file(`phone,${columns.join(',')}\n+447911123464,${wide}\n+447911123465,${narrow}\n`))
+    expect(out.rows.map((r) => r.customer_phone)).toEqual(['+447911123465'])
+    expect(out.rejects).toEqual([{ row: 2, raw: '+447911123464', reason: `the row's columns hold ${12 * (MAX_CELL_CHARS + 2) + 2} characters together (names and values); at most ${MAX_ROW_CHARS} go to a call (the call's webhooks carry every parameter back)` }])
   })
 })
 
