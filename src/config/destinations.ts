@@ -116,6 +116,9 @@ export const destinationSchema = z
   })
   .strict()
   .superRefine((d, ctx) => {
+    // Runs even when `url` failed its own check (a format issue does not stop the object's refinements): a URL that
+    // does not parse has its line already, and must not throw here.
+    if (!URL.canParse(d.url)) return
     // As the URL reads it: `HTTP://` is http too.
     if (new URL(d.url).protocol === 'http:' && !d.allowHttp) {
       ctx.addIssue({ code: 'custom', path: ['url'], message: 'must be https (set allowHttp: true to allow plain http)' })
