@@ -3,6 +3,7 @@ import { Agent, type Dispatcher } from 'undici'
 import type { Clock } from '../utils/clock.ts'
 import { BlockedAddressError, checkLiteralHost, guardedLookup } from './address-guard.ts'
 import { basicAuthOf } from '../utils/shown-url.ts'
+import { shownLocation } from './shown-location.ts'
 import { storableText } from '../db/storable-text.ts'
 
 /** How much of a response is read at most; the rest is cut off (a sink cannot make us buffer it). */
@@ -347,7 +348,7 @@ export async function sendOnce(request: SendRequest): Promise<SendResult> {
       const redirect = result.status !== null && result.status >= 300 && result.status < 400
       if (!redirect || !result.location || hops >= request.followRedirects) {
         const latencyMs = Math.round(performance.now() - started)
-        const error = result.error ?? (redirect ? `redirect to ${result.location ?? '(no location)'} not followed` : undefined)
+        const error = result.error ?? (redirect ? `redirect to ${result.location ? shownLocation(result.location, target.url) : '(no location)'} not followed` : undefined)
         const sent: SendResult = { status: result.status, latencyMs, response: result.response }
         if (error) sent.error = error
         if (result.retryAfter) sent.retryAfter = result.retryAfter
@@ -359,7 +360,7 @@ export async function sendOnce(request: SendRequest): Promise<SendResult> {
       try {
         next = targetOf(new URL(result.location, target.url))
       } catch {
-        return { status: result.status, latencyMs: Math.round(performance.now() - started), error: `redirect to an invalid URL: ${result.location}`, response: result.response }
+        return { status: result.status, latencyMs: Math.round(performance.now() - started), error: `redirect to an invalid URL: ${shownLocation(result.location, target.url)}`, response: result.response }
       }
       // Once dropped they stay dropped, even if a later hop comes back to the first origin (as fetch does).
       if (next.origin !== target.origin) headers = crossOriginHeaders(headers)
