@@ -58,7 +58,7 @@ export function registerDestinationAdminRoutes(app: H3, rt: Runtime): void {
   /** Body (JSON, optional): `{ "since": ISO, "until": ISO }`; default: everything failed or dead. */
   app.post('/admin/destinations/:name/replay', adminRoute(rt, async (event) => {
     const name = decodeURIComponent(event.context.params?.name ?? '')
-    const body = await readAdminJsonObject(event, '{ "since": ISO, "until": ISO }')
+    const body = await readAdminJsonObject(event, { since: 'ISO', until: 'ISO' })
     const since = adminTime(body.since, 'since') ?? 0
     const until = adminTime(body.until, 'until') ?? Number.MAX_SAFE_INTEGER
     if (until <= since) throw new HTTPError({ status: 400, message: '"until" must be after "since"' })

@@ -51,7 +51,7 @@ export function registerRecipeRoutes(app: H3, rt: Runtime): void {
   /** Body (JSON, optional): `{ "since": ISO, "until": ISO }`; default: every dead or failed event of the recipe. */
   app.post('/admin/recipes/:name/retry', adminRoute(rt, async (event) => {
     const name = decodeURIComponent(event.context.params?.name ?? '')
-    const body = await readAdminJsonObject(event, '{ "since": ISO, "until": ISO }')
+    const body = await readAdminJsonObject(event, { since: 'ISO', until: 'ISO' })
     const since = adminTime(body.since, 'since')
     const until = adminTime(body.until, 'until')
     if (since !== undefined && until !== undefined && until <= since) throw new HTTPError({ status: 400, message: '"until" must be after "since"' })
