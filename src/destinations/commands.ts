@@ -6,6 +6,11 @@ import { discardDestination, DestinationStillConfiguredError } from './discard.t
 import { sendTestEvent } from './test-send.ts'
 import { printable } from '../utils/printable.ts'
 
+/** `1 delivery`, `68 deliveries`: a count with its noun agreeing. */
+function counted(n: number, one: string, many: string): string {
+  return `${n} ${n === 1 ? one : many}`
+}
+
 function configured(rt: Runtime, name: string | undefined) {
   if (!name) throw new CliError('give the destination name (see: destinations list)')
   const d = rt.config.destinations.list.find((x) => x.name === name)
@@ -22,7 +27,7 @@ const list = defineCommand({
     const rt = await ctx.runtime()
     const rows = await summarizeDestinations(rt)
     if (ctx.values.json) return ctx.json(rows)
-    ctx.table(rows.map((r) => ({ ...r, events: Array.isArray(r.events) ? r.events.join(',') : r.events })), ['name', 'url', 'events', 'ordered', 'state', 'pending', 'delivered', 'dead', 'oldest_pending_at'])
+    ctx.table(rows.map((r) => ({ ...r, events: r.events === null ? '—' : Array.isArray(r.events) ? r.events.join(',') : r.events })), ['name', 'url', 'events', 'ordered', 'state', 'pending', 'delivered', 'dead', 'oldest_pending_at'])
   },
 })
 
@@ -126,7 +131,7 @@ const replay = defineCommand({
     if (unconfigured) throw new CliError(unconfigured)
     const queued = await replayFailed(rt, destination!, since, until)
     if (ctx.values.json) return ctx.json({ queued })
-    ctx.write(`${queued} failed or dead deliveries of "${destination}" queued again\n`)
+    ctx.write(`${counted(queued, 'failed or dead delivery', 'failed or dead deliveries')} of "${destination}" queued again\n`)
   },
 })
 
@@ -163,7 +168,7 @@ const discard = defineCommand({
       throw error
     }
     if (ctx.values.json) return ctx.json(result)
-    ctx.write(`${name}: ${result.deliveries} deliveries discarded (with ${result.attempts} attempts)\n`)
+    ctx.write(`${name}: ${counted(result.deliveries, 'delivery', 'deliveries')} discarded (with ${counted(result.attempts, 'attempt', 'attempts')})\n`)
   },
 })
 

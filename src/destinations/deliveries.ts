@@ -195,7 +195,8 @@ export async function replayFailed(rt: Runtime, destination: string, since: numb
 export interface DestinationSummary {
   name: string
   url: string
-  events: string[] | 'all'
+  /** 'all' when the destination takes every event; null once it is no longer configured (its filter is not known). */
+  events: string[] | 'all' | null
   ordered: boolean
   state: 'active' | 'disabled'
   disabled_reason: string | null
@@ -344,7 +345,7 @@ export async function summarizeDestinations(rt: Runtime): Promise<DestinationSum
       return {
         name,
         url: d ? shownUrl(d.url) : '(no longer configured)',
-        events: d?.events ?? 'all',
+        events: d ? (d.events ?? 'all') : null,
         ordered: d?.ordered ?? false,
         state: off ? 'disabled' : 'active',
         disabled_reason: off?.reason ?? null,
