@@ -44,8 +44,9 @@ export function registerDestinationsPage(app: H3, rt: Runtime): void {
         : html`${table('Destinations', ['Name', 'URL', 'Events', 'State', 'Pending', 'Delivered', 'Dead', 'Oldest pending', ''], destinations.map((d) => [
   html`<a href="${`/ui/destinations?${new URLSearchParams({ destination: d.name })}`}">${d.name}</a>`,
   clip(d.url, 60),
-  d.events === 'all' ? 'all' : clip(d.events.join(', '), 60),
-  d.state === 'disabled' ? html`${status('disabled')} ${clip(d.disabled_reason, 60)}` : status('active'),
+  // Unknown once removed from DESTINATIONS: not "all".
+  d.events === null ? '—' : d.events === 'all' ? 'all' : clip(d.events.join(', '), 60),
+  d.state === 'disabled' ? html`<div class="cell-wrap">${status('disabled')} ${clip(d.disabled_reason, 60)}</div>` : status('active'),
   String(d.pending), String(d.delivered),
   d.dead > 0 ? html`<a href="${`/ui/destinations?${new URLSearchParams({ destination: d.name, status: 'dead' })}`}">${String(d.dead)}</a>` : '0',
   fmtIso(d.oldest_pending_at),
