@@ -20,6 +20,7 @@ import { internalErrorResponse, logUnhandledError } from './utils/unhandled-erro
 import { registerUi } from './ui/index.ts'
 import { adminTokenFile, ensureAdminToken, markAdminTokenShown, type AdminTokenSource } from './config/admin-token.ts'
 import { isMalformedPath, malformedPathAnswer } from './upstream/malformed-path.ts'
+import { setUiHeaders } from './ui/security-headers.ts'
 import { serveApp } from './utils/serve-app.ts'
 import { registerDestinationRoutes } from './destinations/index.ts'
 import { inboxBacklog } from './webhooks/backlog.ts'
@@ -139,18 +140,18 @@ export function createApp(rt: Runtime): H3 {
       // Errors raised before any middleware (a path h3 cannot decode) miss the gate's headers: set them here.
       if (/^\/(ui|admin)(\/|$)/i.test(path)) setResponseHeaders(event, ADMIN_RESPONSE_HEADERS)
       if (status === 400 && isMalformedPath(path)) {
-        // The proxy and the sandbox in the provider's shape; the receiver and /admin in the service's, which is the same
-        // body (uncached, as their other errors). The dashboard keeps h3's answer.
+        // The proxy and the sandbox in the provider's shape; the receiver, /admin and the dashboard in the service's,
+        // which is the same body (uncached, as their other errors) — the dashboard's with its page headers (CSP,
+        // framing, referrer), as every answer under /ui has them: h3's own answer went out without them.
         if (/^\/(sandbox\/)?v1(\/|$)/.test(path)) {
           const answer = malformedPathAnswer(path)
           if (path.startsWith('/v1')) answer.headers.set('x-cache', 'BYPASS')
           return answer
         }
-        if (!/^\/ui(\/|$)/i.test(path)) {
-          const answer = malformedPathAnswer(path)
-          answer.headers.set('cache-control', 'no-store')
-          return withRequestHeaders(answer, event)
-        }
+        if (/^\/ui(\/|$)/i.test(path)) setUiHeaders(event)
+        const answer = malformedPathAnswer(path)
+        answer.headers.set('cache-control', 'no-store')
+        return withRequestHeaders(answer, event)
       }
       // No route at all: the one error shape every other answer uses, not h3's own (which echoed the request's Host).
       // With the headers the middleware set for the path (the dashboard's CSP and framing, no caching under /admin).

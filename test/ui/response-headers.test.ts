@@ -60,12 +60,14 @@ describe('headers on every /admin and /ui answer', () => {
     expectPageHeaders(page, 'a page')
     await page.text()
 
-    // A path h3 cannot decode is refused (400) before any middleware runs.
-    for (const path of ['/ui/%zz', '/admin/%zz']) {
+    // A path h3 cannot decode is refused (400) before any middleware runs: in the service's error shape, and under /ui
+    // with the page headers every /ui answer has (h3's own answer had neither).
+    for (const path of ['/ui/%zz', '/admin/%zz', '/ui/events/%E0%A4']) {
       const malformed = await fetch(`${base}${path}`, { headers: { cookie } })
       expect(malformed.status, path).toBe(400)
       expectPrivate(malformed, `${path} → 400`)
-      await malformed.text()
+      if (path.startsWith('/ui')) expectPageHeaders(malformed, `${path} → 400`)
+      expect(await malformed.json(), path).toEqual({ error: { type: 'invalid_request', message: `malformed path: ${path} is not valid percent-encoded UTF-8` } })
     }
 
     const missing = await fetch(`${base}/ui/no-such-page?x=<b>`, { headers: { cookie } })
