@@ -246,18 +246,23 @@ export interface DncEntry {
  */
 export async function listDnc(rt: Runtime, query: { search?: string; limit?: number } = {}): Promise<DncEntry[]> {
   let q = rt.store.db.selectFrom('dnc').selectAll()
-  const { whole, digits } = searchOf(rt, query.search)
+  const { whole, digits, none } = searchOf(rt, query.search)
+  if (none) return []
   if (whole) q = q.where('phone', '=', whole)
   else if (digits) q = q.where('phone', 'like', `%${digits}%`)
   const rows = await q.orderBy('added_at', 'desc').orderBy('phone').limit(limitOf(query.limit)).execute()
   return rows.map((r) => ({ phone: r.phone, reason: r.reason, source: r.source, addedAt: Number(r.added_at) }))
 }
 
-/** A search as `listDnc` reads it: a whole number (its E.164), or the digits any part of a number must hold. */
-function searchOf(rt: Runtime, search: string | undefined): { whole?: string; digits: string } {
+/**
+ * A search as `listDnc` reads it: a whole number (its E.164), or the digits any part of a number must hold. A search
+ * with no digit at all (`abc`, `--`) matches nothing (`none`): read as "no filter", it listed every number as a match.
+ */
+function searchOf(rt: Runtime, search: string | undefined): { whole?: string; digits: string; none: boolean } {
   const digits = (search ?? '').replace(/\D/g, '')
+  const none = digits === '' && (search ?? '').trim() !== ''
   const whole = digits.length >= 7 ? normalizePhone(search, { defaultCountry: rt.config.defaultCountry }) : undefined
-  return whole?.ok ? { whole: whole.e164, digits } : { digits }
+  return whole?.ok ? { whole: whole.e164, digits, none } : { digits, none }
 }
 
 const limitOf = (limit: number | undefined) => Math.min(Math.max(limit ?? 100, 1), 1000)

@@ -1,6 +1,6 @@
-import { HTTPError, type H3 } from 'h3'
+import type { H3 } from 'h3'
 import { z } from 'zod'
-import { CALL_STATUSES, followUpChain, listCalls, outcomesByTrace } from '../calls/list-calls.ts'
+import { CALL_STATUSES, decodeCallsCursor, encodeCallsCursor, followUpChain, listCalls, outcomesByTrace, type CallsCursor } from '../calls/list-calls.ts'
 import type { CallRecord } from '../calls/record.ts'
 import { normalizePhone } from '../campaigns/phones.ts'
 import type { Runtime } from '../runtime.ts'
@@ -9,15 +9,43 @@ import { getConversation } from '../webhooks/read-model.ts'
 import { fields, shortId, status, table } from './components.ts'
 import { fmtTime, html } from './html.ts'
 import { page } from './layout.ts'
+import { badQuery } from './responses.ts'
 
-const CALLS_SHOWN = 100
-const opt = z.string().trim().max(200).optional().transform((v) => (v ? v : undefined))
+/** Calls a page lists, newest first; older ones are on the next page (a keyset cursor, as the events page's). */
+export const CALLS_PAGE_SIZE = 100
+const blank = (v: unknown) => (typeof v === 'string' ? v.trim() || undefined : v)
+const opt = (name: string) => z.preprocess(blank, z.string().max(200, { error: `${name} must be at most 200 characters` }).optional())
 const callsQuerySchema = z.object({
-  recipe: opt,
-  status: z.union([z.enum(CALL_STATUSES as [string, ...string[]]), z.literal('')]).optional().transform((v) => (v ? v : undefined)),
-  phone: opt,
-  chain: opt,
+  recipe: opt('recipe'),
+  status: z.preprocess(blank, z.enum(CALL_STATUSES, { error: `status must be one of ${CALL_STATUSES.join(', ')} (or empty for any)` }).optional()),
+  phone: opt('phone'),
+  chain: opt('chain'),
+  before: opt('before'),
 })
+type CallsQuery = z.output<typeof callsQuerySchema>
+
+/** A cursor this page did not make (a time Postgres' bigint cannot hold, an id with a NUL) starts from the top. */
+function cursorOf(value: string | undefined): CallsCursor | undefined {
+  const cursor = value ? decodeCallsCursor(value) : undefined
+  return cursor && Number.isSafeInteger(cursor.createdAt) && cursor.createdAt >= 0 && !cursor.id.includes('\0') ? cursor : undefined
+}
+
+/** Says which part of the ledger the page is: it listed the newest 100 and said nothing of the rest. */
+function pageNote(before: CallsCursor | undefined, more: boolean): string {
+  const rest = more ? '; older ones are on the next page' : ''
+  if (before) return `Calls older than the previous page's (created ${fmtTime(before.createdAt)} or earlier)${rest}.`
+  return more ? `The newest ${CALLS_PAGE_SIZE} calls${rest}.` : ''
+}
+
+/** The filters as a query string (no cursor, no chain): for the page links. */
+function filterParams(q: CallsQuery): URLSearchParams {
+  const p = new URLSearchParams()
+  for (const key of ['recipe', 'status', 'phone'] as const) {
+    const v = q[key]
+    if (v) p.set(key, v)
+  }
+  return p
+}
 
 const when = (c: CallRecord) => (c.scheduled_for ? fmtTime(c.scheduled_for) : 'now')
 const outcomeCell = (outcome: { status: string } | undefined) => (outcome ? status(outcome.status) : '—')
@@ -26,15 +54,23 @@ const outcomeCell = (outcome: { status: string } | undefined) => (outcome ? stat
 export function registerCallsPage(app: H3, rt: Runtime): void {
   app.get('/ui/calls', async (event) => {
     const parsed = callsQuerySchema.safeParse(Object.fromEntries(event.url.searchParams))
-    if (!parsed.success) throw new HTTPError({ status: 400, message: parsed.error.issues[0]?.message ?? 'bad filter' })
+    if (!parsed.success) throw badQuery(parsed.error)
     const q = parsed.data
     const phone = q.phone ? normalizePhone(q.phone, { defaultCountry: rt.config.defaultCountry }) : undefined
-    const calls = await listCalls(rt, {
+    const before = cursorOf(q.before)
+    // One more than a page: whether older calls follow, so the last page has no "Older" link to an empty one.
+    const listed = await listCalls(rt, {
       recipe: q.recipe,
-      status: q.status as CallRecord['status'] | undefined,
+      status: q.status,
       customerPhone: phone ? (phone.ok ? phone.e164 : q.phone) : undefined,
-      limit: CALLS_SHOWN,
+      limit: CALLS_PAGE_SIZE + 1,
+      before,
     })
+    const calls = listed.slice(0, CALLS_PAGE_SIZE)
+    const last = calls[calls.length - 1]
+    const filters = filterParams(q)
+    const older = listed.length > CALLS_PAGE_SIZE && last ? new URLSearchParams([...filters, ['before', encodeCallsCursor(last)]]) : undefined
+    const note = pageNote(before, older !== undefined)
     const chain = q.chain ? await followUpChain(rt, q.chain) : []
     // What each call came to: the conversation the provider reported for its trace id (one read for the page).
     const byTrace = await outcomesByTrace(rt, [...calls, ...chain].map((c) => c.trace_id ?? ''))
@@ -68,7 +104,12 @@ ${table('Calls', ['Created', 'Phone', 'Agent', 'Recipe', 'Campaign', 'Status', '
   html`<a href="${`/ui/calls?${new URLSearchParams({ ...(q.phone ? { phone: q.phone } : {}), chain: c.id })}`}" title="the follow-up chain of this call">${c.customer_phone}</a>`,
   String(c.agent_id), c.recipe ?? 'proxy', campaignFrom(c.campaign, c.recipe, c.agent_id, () => c.parameters.find((p) => p.name === 'campaign')?.value), status(c.status),
   outcomeCell(outcomeOf(c)), when(c), shortId(c.idempotency_key),
-]), 'No call matches.')}`,
+]), before ? 'No older call matches.' : 'No call matches.')}
+${note ? html`<p>${note}</p>` : ''}
+<nav aria-label="Pages" class="actions">
+${before ? html`<a href="${`/ui/calls${filters.size ? `?${filters}` : ''}`}">← Newest</a>` : ''}
+${older ? html`<a href="${`/ui/calls?${older}`}" rel="next">Older →</a>` : ''}
+</nav>`,
     })
   })
 }

@@ -7,7 +7,7 @@ import { shownGroups } from '../reports/shown-groups.ts'
 import type { TrendDay } from '../reports/trend.ts'
 import type { Runtime } from '../runtime.ts'
 import { campaignFiguresTask } from './campaign-figures.ts'
-import { chart, table } from './components.ts'
+import { chart, dayNotUnderstood, table } from './components.ts'
 import { html, type SafeHtml } from './html.ts'
 import { page } from './layout.ts'
 
@@ -18,13 +18,13 @@ import { page } from './layout.ts'
  */
 const GROUPS_ON_PAGE = 200
 
-function funnel(label: string, what: string, groups: Array<{ name: string; figures: Figures }>): SafeHtml {
+function funnel(label: string, what: string, column: string, groups: Array<{ name: string; figures: Figures }>): SafeHtml {
   const { shown: rows, more } = shownGroups(groups, GROUPS_ON_PAGE)
-  return html`${funnelTable(label, rows)}${more.groups ? html`<p><em>… and ${more.groups.toLocaleString('en')} more ${what} with ${more.calls.toLocaleString('en')} calls between them, not shown (the daily report's CSV lists each call with its campaign).</em></p>` : ''}`
+  return html`${funnelTable(label, column, rows)}${more.groups ? html`<p><em>… and ${more.groups.toLocaleString('en')} more ${what} with ${more.calls.toLocaleString('en')} calls between them, not shown (the daily report's CSV lists each call with its campaign).</em></p>` : ''}`
 }
 
-function funnelTable(label: string, rows: Array<{ name: string; figures: Figures }>): SafeHtml {
-  return table(label, ['', 'Placed', 'Connected', 'Completed', 'Connect rate', 'Success rate', 'Outcomes'], rows.map(({ name, figures: f }) => [
+function funnelTable(label: string, column: string, rows: Array<{ name: string; figures: Figures }>): SafeHtml {
+  return table(label, [column, 'Placed', 'Connected', 'Completed', 'Connect rate', 'Success rate', 'Outcomes'], rows.map(({ name, figures: f }) => [
     name, String(f.calls), String(f.connected), String(f.completed), fmtPct(f.connectRate), fmtPct(f.successRate),
     // Every outcome of a busy day is a long line: it wraps rather than pushing the table past the screen.
     html`<span class="cell-text">${f.byStatus.map((s) => `${s.value} ${s.count}`).join(' · ')}</span>`,
@@ -51,8 +51,9 @@ function trendChart(title: string, trend: TrendDay[]): SafeHtml {
 export function registerCampaignsPage(app: H3, rt: Runtime): void {
   app.get('/ui/campaigns', async (event) => {
     const tz = rt.config.recipes.timezone
-    // A day that is not one (2026-02-30, a typo) shows today's, as a missing one does.
-    const date = reportableDay(event.url.searchParams.get('date'), tz) ?? localDate(rt.clock.now(), tz)
+    // A day that is not one (2026-02-30, a typo) shows today's, as a missing one does — saying so under the day picker.
+    const asked = reportableDay(event.url.searchParams.get('date'), tz)
+    const date = asked ?? localDate(rt.clock.now(), tz)
     // Off the receiver's loop under `serve`: a busy day's rows take seconds to fold (src/ui/campaign-figures.ts).
     const figures = await runProcessingTask(rt, campaignFiguresTask, { date, timezone: tz })
     return page(event, {
@@ -60,10 +61,11 @@ export function registerCampaignsPage(app: H3, rt: Runtime): void {
       body: html`<form method="get" action="/ui/campaigns" class="filters" aria-label="Pick a day">
 <label>Day (${tz})<input type="date" name="date" value="${date}"></label><button type="submit">Show</button>
 </form>
+${asked ? '' : dayNotUnderstood(event.url.searchParams.get('date'), date, `today in ${tz}`)}
 <h2>By campaign, ${date}</h2>
-${funnel('Campaigns', 'campaigns', figures.campaigns.map((c) => ({ name: c.campaign, figures: c.figures })))}
+${funnel('Campaigns', 'campaigns', 'Campaign', figures.campaigns.map((c) => ({ name: c.campaign, figures: c.figures })))}
 <h2>By agent, ${date}</h2>
-${funnel('Agents', 'agents', figures.agents.map((a) => ({ name: `agent ${a.agentId}`, figures: a.figures })))}
+${funnel('Agents', 'agents', 'Agent', figures.agents.map((a) => ({ name: `agent ${a.agentId}`, figures: a.figures })))}
 <h2>Trend</h2>
 ${trendChart('Last 7 days', figures.week)}
 ${trendChart('Last 30 days', figures.month)}`,

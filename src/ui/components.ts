@@ -1,12 +1,17 @@
 import { html, type HtmlValue, type SafeHtml } from './html.ts'
 
 /** A table that scrolls sideways inside its box, so the page itself never does on a phone. */
-export function table(caption: string, headers: string[], rows: HtmlValue[][], empty = 'Nothing here yet.'): SafeHtml {
+export function table(caption: string, headers: Array<string | SafeHtml>, rows: HtmlValue[][], empty = 'Nothing here yet.'): SafeHtml {
   if (rows.length === 0) return html`<p><em>${empty}</em></p>`
   return html`<div class="table-wrap" role="region" aria-label="${caption}" tabindex="0"><table>
 <thead><tr>${headers.map((h) => html`<th scope="col">${h}</th>`)}</tr></thead>
 <tbody>${rows.map((r) => html`<tr>${r.map((c) => html`<td>${c}</td>`)}</tr>`)}</tbody>
 </table></div>`
+}
+
+/** Text for screen readers only (`.visually-hidden` in app.css): the header of a column of buttons, say. */
+export function visuallyHidden(text: string): SafeHtml {
+  return html`<span class="visually-hidden">${text}</span>`
 }
 
 /** Label/value pairs (a record's fields). */
@@ -33,7 +38,7 @@ export function chart(title: string, spec: { x: number[]; series: Array<{ label:
 <figcaption>${title}</figcaption>
 <div class="chart" role="img" aria-label="${`Chart: ${title}`}" data-chart="${JSON.stringify(spec)}"></div>
 <details><summary>${title}: the figures</summary>
-${table(title, ['', ...spec.series.map((s) => s.label)], spec.x.map((x, i) => [xLabel(x), ...spec.series.map((s) => String(s.values[i] ?? 0))]))}
+${table(title, [spec.days ? 'Day' : 'Time (UTC)', ...spec.series.map((s) => s.label)], spec.x.map((x, i) => [xLabel(x), ...spec.series.map((s) => String(s.values[i] ?? 0))]))}
 </details>
 </figure>`
 }
@@ -57,4 +62,14 @@ export function shortId(id: string | null | undefined, href?: string): SafeHtml 
 export function clip(text: string | null | undefined, n = 80): SafeHtml | string {
   if (!text) return ''
   return text.length > n ? html`<span class="cell-text" title="${text}">${text.slice(0, n)}…</span>` : html`<span class="cell-text">${text}</span>`
+}
+
+/**
+ * A day in the link that is not one (`date=garbage`, 2026-02-30) shows the page's default day, deliberately, as a missing
+ * one does — and says so, rather than showing another day as if it were the one asked for. The value is not quoted back:
+ * a link must not put words on the page.
+ */
+export function dayNotUnderstood(asked: string | null, shown: string, which: string): SafeHtml | string {
+  if (!asked) return ''
+  return html`<p class="flash error" role="status">The day in the link is not a calendar day (YYYY-MM-DD, years 0001–9998): showing ${shown}, ${which}, instead.</p>`
 }

@@ -1,33 +1,56 @@
 import { z } from 'zod'
 import { EVENT_STATUSES, type EventFilter } from '../webhooks/events.ts'
 
-/** The events page's filters, from the query string (or a posted form: "replay all matching"). */
-const text = z.string().trim().max(200).optional().transform((v) => (v ? v : undefined))
-const day = z
-  .string()
-  .trim()
-  .optional()
-  .transform((v) => (v ? v : undefined))
-  .refine((v) => v === undefined || (/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2})?$/.test(v) && !Number.isNaN(Date.parse(v.length === 10 ? `${v}T00:00:00Z` : `${v}:00Z`))), {
-    error: 'dates are YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC)',
-  })
+/**
+ * The events page's filters, from the query string (or a posted form: "replay all matching"). Each refusal names its
+ * parameter and what it takes: the page shows the message alone, and "Invalid input" left the reader to guess which.
+ */
+const blank = (v: unknown) => (typeof v === 'string' ? v.trim() || undefined : v)
+const text = (name: string) => z.preprocess(blank, z.string().max(200, { error: `${name} must be at most 200 characters` }).optional())
 
-export const eventsQuerySchema = z.object({
-  type: text,
-  status: z.union([z.enum(EVENT_STATUSES), z.literal('')]).optional().transform((v) => (v ? v : undefined)),
-  from: day,
-  to: day,
-  trace_id: text,
-  conversation_id: text,
-  phone: text,
-  after: text,
-})
-export type EventsQuery = z.output<typeof eventsQuerySchema>
+const DAY_OR_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2})?$/
 
 function utc(v: string, endOfDay: boolean): number {
   if (v.length === 10) return Date.parse(`${v}T00:00:00Z`) + (endOfDay ? 86_400_000 : 0)
   return Date.parse(`${v}:00Z`)
 }
+
+/** A day or minute that exists: Date.parse rolls 2026-02-30 over to March 2nd, so the parsed time must read back the same. */
+function exists(v: string): boolean {
+  const ms = utc(v, false)
+  return !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, v.length) === v
+}
+
+const day = (name: string) =>
+  z.preprocess(
+    blank,
+    z.string().refine((v) => DAY_OR_TIME.test(v) && exists(v), { error: `${name} must be a date that exists, YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC)` }).optional(),
+  )
+
+export const eventsQuerySchema = z
+  .object({
+    type: text('type'),
+    status: z.preprocess(blank, z.enum(EVENT_STATUSES, { error: `status must be one of ${EVENT_STATUSES.join(', ')} (or empty for any)` }).optional()),
+    from: day('from'),
+    to: day('to'),
+    trace_id: text('trace_id'),
+    conversation_id: text('conversation_id'),
+    phone: text('phone'),
+    after: text('after'),
+  })
+  .superRefine((q, ctx) => {
+    // Both already checked as real dates (their values are digits and dashes only, so they can be quoted back).
+    if (!q.from || !q.to) return
+    const since = utc(q.from, false)
+    const until = utc(q.to, true)
+    if (since < until) return
+    ctx.addIssue({
+      code: 'custom',
+      path: ['from'],
+      message: since > until && q.from > q.to ? `from (${q.from}) is after to (${q.to}): no event can match; swap them` : `from (${q.from}) must be before to (${q.to})`,
+    })
+  })
+export type EventsQuery = z.output<typeof eventsQuerySchema>
 
 /** `received_at:event_id` in base64url: where the next page starts. */
 export function encodeCursor(receivedAt: number, eventId: string): string {

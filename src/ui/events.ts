@@ -1,5 +1,6 @@
 import { isProviderTarget } from '../webhooks/provider-target.ts'
-import { HTTPError, type H3 } from 'h3'
+import type { H3 } from 'h3'
+import { sql } from 'kysely'
 import type { Runtime } from '../runtime.ts'
 import { WEBHOOK_EVENT_TYPES } from '../upstream/schemas.ts'
 import { EVENT_STATUSES, listEvents } from '../webhooks/events.ts'
@@ -10,25 +11,56 @@ import { formOf } from './form.ts'
 import { fmtIso, html } from './html.ts'
 import { csrfField, page } from './layout.ts'
 import { requeueMatching } from './replay-matching.ts'
-import { seeOther } from './responses.ts'
+import { badQuery, seeOther } from './responses.ts'
 
 export const EVENTS_PAGE_SIZE = 50
+/** The most stored types the Type filter offers besides the provider's own. */
+const STORED_TYPES_OFFERED = 50
 
-function parseQuery(params: URLSearchParams | FormData): EventsQuery {
+function parseQuery(rt: Runtime, params: URLSearchParams | FormData): EventsQuery {
   const input: Record<string, string> = {}
   for (const key of ['type', 'status', 'from', 'to', 'trace_id', 'conversation_id', 'phone', 'after']) {
     const v = params.get(key)
     if (typeof v === 'string') input[key] = v
   }
   const parsed = eventsQuerySchema.safeParse(input)
-  if (!parsed.success) throw new HTTPError({ status: 400, message: parsed.error.issues[0]?.message ?? 'bad filter' })
-  return parsed.data
+  if (!parsed.success) throw badQuery(parsed.error)
+  return { ...parsed.data, type: storedTypeOf(rt, parsed.data.type) }
 }
 
-function filterForm(q: EventsQuery) {
+/**
+ * The table names a named target's event as `crm:contact.updated`, so that label is what people paste into a link.
+ * The listing filters by the stored type alone (it has no target filter), so it is read as `contact.updated` — and the
+ * form then shows that, saying what was filtered: the rows still tell each target's events apart.
+ */
+function storedTypeOf(rt: Runtime, type: string | undefined): string | undefined {
+  const colon = type?.indexOf(':') ?? -1
+  if (!type || colon < 1) return type
+  const target = type.slice(0, colon)
+  return Object.hasOwn(rt.config.webhook.targets, target) && !isProviderTarget(rt, target) ? type.slice(colon + 1) || type : type
+}
+
+/**
+ * The distinct stored event types, first ones by name: a loose index scan (one seek of the type index per type, the
+ * recursion's `n` capping them), where `SELECT DISTINCT` would read every entry of the index on each page view.
+ */
+async function storedEventTypes(rt: Runtime): Promise<string[]> {
+  const { rows } = await sql<{ event_type: string | null }>`with recursive types (event_type, n) as (
+  select (select event_type from webhook_events order by event_type limit 1), 1
+  union all
+  select (select w.event_type from webhook_events w where w.event_type > types.event_type order by w.event_type limit 1), types.n + 1
+  from types where types.event_type is not null and types.n < ${sql.lit(STORED_TYPES_OFFERED)}
+) select event_type from types where event_type is not null`.execute(rt.store.db)
+  return rows.flatMap((r) => (r.event_type === null ? [] : [r.event_type]))
+}
+
+function filterForm(q: EventsQuery, stored: string[]) {
   const option = (value: string, current: string | undefined) => html`<option value="${value}"${value === (current ?? '') ? html` selected` : ''}>${value || 'any'}</option>`
+  // The provider's types, then the others stored (a named target's, a newer provider type), then the current one when
+  // neither lists it: a type the select did not offer showed "any", and the next submit dropped the filter.
+  const types = [...new Set(['', ...WEBHOOK_EVENT_TYPES, ...stored, ...(q.type ? [q.type] : [])])]
   return html`<form method="get" action="/ui/events" class="filters" role="search" aria-label="Filter events">
-<label>Type<select name="type">${['', ...WEBHOOK_EVENT_TYPES].map((t) => option(t, q.type))}</select></label>
+<label>Type<select name="type">${types.map((t) => option(t, q.type))}</select></label>
 <label>Status<select name="status">${['', ...EVENT_STATUSES].map((s) => option(s, q.status))}</select></label>
 <label>From (UTC)<input type="date" name="from" value="${q.from ?? ''}"></label>
 <label>To (UTC)<input type="date" name="to" value="${q.to ?? ''}"></label>
@@ -42,8 +74,8 @@ function filterForm(q: EventsQuery) {
 /** `/ui/events`: filters, keyset pages of 50, replay of every failed/dead event matching the filter. */
 export function registerEventsPage(app: H3, rt: Runtime): void {
   app.get('/ui/events', async (event) => {
-    const q = parseQuery(event.url.searchParams)
-    const events = await listEvents(rt, { ...toEventFilter(q), limit: EVENTS_PAGE_SIZE })
+    const q = parseQuery(rt, event.url.searchParams)
+    const [events, stored] = await Promise.all([listEvents(rt, { ...toEventFilter(q), limit: EVENTS_PAGE_SIZE }), storedEventTypes(rt)])
     const params = filterParams(q)
     const last = events[events.length - 1]
     const nextParams = new URLSearchParams(params)
@@ -65,7 +97,7 @@ export function registerEventsPage(app: H3, rt: Runtime): void {
     return page(event, {
       title: 'Events',
       flash: flashMessage(event.url.searchParams),
-      body: html`${filterForm(q)}
+      body: html`${filterForm(q, stored)}
 <div class="actions">
 <form method="post" action="/ui/events/replay" data-confirm="Replay every failed or dead event that matches this filter? They are queued for processing again, with every hook.">
 ${csrfField(event)}${[...params].map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}
@@ -83,7 +115,7 @@ ${events.length === EVENTS_PAGE_SIZE ? html`<a href="${`/ui/events?${nextParams}
 
   app.post('/ui/events/replay', async (event) => {
     const form = await formOf(event)
-    const q = parseQuery(form)
+    const q = parseQuery(rt, form)
     const queued = await requeueMatching(rt, toEventFilter({ ...q, after: undefined }))
     rt.log.info({ queued, filter: Object.fromEntries(filterParams(q)) }, 'dashboard: failed/dead events queued again')
     const back = filterParams(q)

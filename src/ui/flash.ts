@@ -2,7 +2,7 @@
  * Notices after an action travel as a code in the redirect (`?done=…&n=…`), never as text from the URL,
  * so a crafted link cannot put words on the page.
  */
-const MESSAGES: Record<string, (n: string | null, s: string | null) => string> = {
+const MESSAGES: Record<string, (n: string | null, s: string | null, count: (key: string) => string) => string> = {
   'replayed-one': (_n, s) =>
     s === 'queued' ? 'Queued for the workers: none has processed it yet (is a worker running?).' : `Replayed: the event is now ${s ?? 'processed'}.`,
   'replay-busy': () => 'That event is being processed right now; try again in a minute.',
@@ -10,6 +10,7 @@ const MESSAGES: Record<string, (n: string | null, s: string | null) => string> =
   'dnc-added': (n) => (n === '1' ? 'Added to the do-not-call list.' : 'That number was already on the list.'),
   'dnc-removed': (n) => (n === '1' ? 'Removed from the do-not-call list.' : 'That number was not on the list.'),
   'dnc-invalid': () => 'That is not a phone number.',
+  'dnc-imported': (n, _s, count) => `Imported: ${n ?? 0} added, ${count('e')} already listed, ${count('x')} row(s) with errors.`,
   'delivery-queued': (n) => `Queued ${n ?? 0} deliver${n === '1' ? 'y' : 'ies'} to be sent again (by the running service, with the same webhook-id).`,
   'delivery-busy': () => 'That delivery is being sent right now; try again in a minute.',
   'destination-enabled': (n) => (n === '1' ? 'Enabled: its waiting deliveries go out.' : 'That destination was not disabled.'),
@@ -27,7 +28,10 @@ export function flashMessage(params: URLSearchParams): string | null {
   // Own keys only: a code such as `toString` or `__proto__` is Object.prototype's, not a notice.
   const make = code && Object.hasOwn(MESSAGES, code) ? MESSAGES[code] : undefined
   if (!make) return null
-  const n = params.get('n')
+  const digits = (key: string) => {
+    const value = params.get(key)
+    return value && /^\d+$/.test(value) ? value : null
+  }
   const s = params.get('s')
-  return make(n && /^\d+$/.test(n) ? n : null, s && STATUS_WORDS.has(s) ? s : null)
+  return make(digits('n'), s && STATUS_WORDS.has(s) ? s : null, (key) => digits(key) ?? '0')
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { basename } from 'node:path'
 import { HTTPError, type H3 } from 'h3'
 import { decodeCsvText, NotTextError } from '../campaigns/csv-encoding.ts'
@@ -10,7 +11,7 @@ import { runProcessingTask } from '../coordination/processing-task.ts'
 import { reportPreviewTask, reportResendTask } from '../reports/tasks.ts'
 import type { Runtime } from '../runtime.ts'
 import { shownPath } from '../utils/shown-path.ts'
-import { clip, shortId, status, table } from './components.ts'
+import { clip, dayNotUnderstood, shortId, status, table, visuallyHidden } from './components.ts'
 import { flashMessage } from './flash.ts'
 import { field, formOf, MAX_CSV_BYTES } from './form.ts'
 import { fmtTime, html, type HtmlValue } from './html.ts'
@@ -40,14 +41,67 @@ function dncFileNote(file: DncFileSearch | Error | undefined): HtmlValue {
   return html`<p>The file <code>${shownPath(file.path)}</code> lists ${file.size} number${file.size === 1 ? '' : 's'} too, checked before every call; they are the file's, removed by editing it, not here.</p>`
 }
 
+/** How long, and for how many imports, the rows a DNC import could not read are kept for the page it redirects to. */
+const IMPORT_ERRORS_KEPT_MS = 15 * 60_000
+const IMPORTS_KEPT = 20
+/** The most bad rows one import keeps (and the page lists); the notice counts them all. */
+const IMPORT_ERRORS_SHOWN = 1000
+
+interface KeptImport {
+  at: number
+  errors: DncImportResult['errors']
+}
+
+/**
+ * The bad rows of recent imports, by a random id the redirect carries (`r=`): the import answers 303, so reloading the
+ * page never posts the file again, and its counts travel as numbers in the notice — but the rows' values and reasons are
+ * the file's text, which a link must never be able to put on the page. Kept in this process only, for a while: a page
+ * asked for later, or from another replica, says the details are gone.
+ */
+function importErrorsStore(now: () => number) {
+  const kept = new Map<string, KeptImport>()
+  const prune = () => {
+    for (const [id, entry] of kept) if (now() - entry.at > IMPORT_ERRORS_KEPT_MS || kept.size > IMPORTS_KEPT) kept.delete(id)
+  }
+  return {
+    keep(errors: DncImportResult['errors']): string {
+      const id = randomUUID()
+      kept.set(id, { at: now(), errors: errors.slice(0, IMPORT_ERRORS_SHOWN) })
+      prune()
+      return id
+    },
+    get(id: string | null): KeptImport | undefined {
+      prune()
+      return id ? kept.get(id) : undefined
+    },
+  }
+}
+
+function importResult(params: URLSearchParams, kept: KeptImport | undefined): HtmlValue {
+  if (params.get('done') !== 'dnc-imported') return ''
+  const bad = Number(/^\d+$/.test(params.get('x') ?? '') ? params.get('x') : 0)
+  if (bad === 0) return ''
+  if (!kept) {
+    return html`<p id="dnc-import-result" class="flash error">Its rows with errors are no longer kept to show here (they are for ${IMPORT_ERRORS_KEPT_MS / 60_000} minutes after an import): import the file again to see them — numbers already listed stay as they are.</p>`
+  }
+  return html`<div id="dnc-import-result" class="flash error">
+<p>Rows of the import with errors${kept.errors.length < bad ? ` (the first ${kept.errors.length} of ${bad})` : ''}:</p>
+${table('Import errors', ['Row', 'Value', 'Reason'], kept.errors.map((e) => [String(e.row), e.raw, e.reason]))}
+</div>`
+}
+
 /** `/ui/mail`: the mail log with resend of a failed report, a report preview for any day, and the DNC list. */
 export function registerMailPage(app: H3, rt: Runtime): void {
-  const render = async (event: Parameters<typeof page>[0], imported?: DncImportResult) => {
+  const imports = importErrorsStore(() => rt.clock.now())
+  const render = async (event: Parameters<typeof page>[0]) => {
     const params = event.url.searchParams
     const search = (params.get('q') ?? '').slice(0, 40)
+    // A search with no digit matches nothing (every number is digits): said, rather than the list shown as its matches.
+    const noDigits = search.trim() !== '' && !/\d/.test(search)
     const tz = rt.config.recipes.timezone
     // Yesterday by the calendar, as the daily report's: 24 hours back is two days back just after a spring-forward midnight.
-    const previewDate = reportableDay(params.get('date'), tz) ?? yesterday(rt.clock.now(), tz)
+    const askedDate = reportableDay(params.get('date'), tz)
+    const previewDate = askedDate ?? yesterday(rt.clock.now(), tz)
     const [mails, dnc, dncFile] = await Promise.all([listMailLog(rt, 50), listDnc(rt, { search, limit: 100 }), dncFileOf(rt, search)])
     const file = dncFile instanceof Error ? undefined : dncFile
     const shownInTable = new Set(dnc.map((d) => d.phone))
@@ -57,7 +111,7 @@ export function registerMailPage(app: H3, rt: Runtime): void {
       title: 'Mail & DNC',
       flash: flashMessage(params),
       body: html`<h2>Mail</h2>
-${table('Mail log', ['Created', 'Subject', 'To', 'Status', 'Attempts', 'Error', ''], mails.map((m) => [
+${table('Mail log', ['Created', 'Subject', 'To', 'Status', 'Attempts', 'Error', visuallyHidden('Action')], mails.map((m) => [
   fmtTime(m.createdAt), m.subject, m.recipients.join(', '), status(m.status), String(m.attempts), clip(m.error, 80),
   m.status === 'failed' && reportOfSubject(m.subject)
     ? html`<form method="post" action="${`/ui/mail/${encodeURIComponent(m.id)}/resend`}" class="inline" data-confirm="Send this report again?">${csrfField(event)}<button type="submit">Resend</button></form>`
@@ -67,12 +121,10 @@ ${table('Mail log', ['Created', 'Subject', 'To', 'Status', 'Attempts', 'Error', 
 <form method="get" action="/ui/mail" class="filters" aria-label="Preview a report">
 <label>Day (${tz})<input type="date" name="date" value="${previewDate}"></label><button type="submit">Preview</button>
 </form>
+${askedDate ? '' : dayNotUnderstood(params.get('date'), previewDate, `yesterday in ${tz}`)}
 <iframe class="preview" title="${`Daily report for ${previewDate}`}" sandbox src="${`/ui/mail/preview?date=${previewDate}`}"></iframe>
 <h2>Do-not-call list</h2>
-${imported ? html`<div id="dnc-import-result" role="status" class="flash${imported.errors.length ? ' error' : ''}">
-<p>Imported: ${imported.added} added, ${imported.existing} already listed, ${imported.errors.length} row(s) with errors.</p>
-${imported.errors.length ? table('Import errors', ['Row', 'Value', 'Reason'], imported.errors.map((e) => [String(e.row), e.raw, e.reason])) : ''}
-</div>` : ''}
+${importResult(params, imports.get(params.get('r')))}
 <form method="get" action="/ui/mail" class="filters" role="search" aria-label="Search the do-not-call list">
 <label>Search numbers<input name="q" type="search" value="${search}"></label><button type="submit">Search</button>
 </form>
@@ -86,13 +138,13 @@ ${imported.errors.length ? table('Import errors', ['Row', 'Value', 'Reason'], im
 <button type="submit">Import</button>
 </form>
 ${dncFileNote(dncFile)}
-${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', ''], [
+${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', visuallyHidden('Action')], [
   ...dnc.map((d) => [
     d.phone, d.reason ?? '', file?.has(d.phone) ? html`${dncSource(d.source)}; also listed by the file ${fileName}` : dncSource(d.source), fmtTime(d.addedAt),
-    html`<form method="post" action="/ui/dnc/remove" class="inline" data-confirm="${`Remove ${d.phone} from the do-not-call list?`}">${csrfField(event)}<input type="hidden" name="phone" value="${d.phone}"><button type="submit" class="secondary">Remove</button></form>`,
+    html`<form method="post" action="/ui/dnc/remove" class="inline" data-confirm="${`Remove ${d.phone} from the do-not-call list?`}">${csrfField(event)}<input type="hidden" name="phone" value="${d.phone}"><button type="submit" class="secondary" aria-label="${`Remove ${d.phone}`}">Remove</button></form>`,
   ]),
   ...fileOnly.map((phone) => [phone, '', html`listed by the file ${fileName} (edit the file to remove it)`, '', '']),
-], search ? 'No number matches.' : dncFile instanceof Error || file?.size ? 'No number was added here; the file above is the rest of the list.' : 'The list is empty.')}`,
+], noDigits ? 'No number matches: type some digits of the number.' : search ? 'No number matches.' : dncFile instanceof Error || file?.size ? 'No number was added here; the file above is the rest of the list.' : 'The list is empty.')}`,
     })
   }
 
@@ -149,6 +201,9 @@ ${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', ''], [
       throw error
     })
     const result = await runProcessingTask(rt, dncImportTask, { text, source: `dashboard import: ${file.name}`.slice(0, 200) })
-    return render(event, result)
+    // 303 to the page, as every other form: reloading the result no longer posts the file again.
+    const back = new URLSearchParams({ done: 'dnc-imported', n: String(result.added), e: String(result.existing), x: String(result.errors.length) })
+    if (result.errors.length) back.set('r', imports.keep(result.errors))
+    return seeOther(event, `/ui/mail?${back}`)
   })
 }

@@ -1,4 +1,5 @@
-import type { H3Event } from 'h3'
+import { HTTPError, type H3Event } from 'h3'
+import type { z } from 'zod'
 
 /** 303 See Other: after a form post, and for pages asked for without a session. */
 export function seeOther(event: H3Event, location: string): string {
@@ -22,4 +23,15 @@ export function safeNext(value: string | null | undefined): string {
   }
   const path = `${url.pathname}${url.search}${url.hash}`
   return url.origin === 'http://switchboard.invalid' && /^\/ui(\/|\?|#|$)/.test(path) ? path : '/ui'
+}
+
+/**
+ * The 400 for a query string a page cannot read: its first problem, naming the parameter (the page shows this message
+ * alone, and zod's own — "Invalid input", "Too big: …" — said neither which parameter nor what it takes).
+ */
+export function badQuery(error: z.ZodError): HTTPError {
+  const issue = error.issues[0]
+  const name = issue ? issue.path.map(String).join('.') : ''
+  const message = issue?.message ?? 'the query string cannot be read'
+  return new HTTPError({ status: 400, message: name && !message.startsWith(name) ? `${name}: ${message}` : message })
 }
