@@ -25,19 +25,20 @@ function parseQuery(rt: Runtime, params: URLSearchParams | FormData): EventsQuer
   }
   const parsed = eventsQuerySchema.safeParse(input)
   if (!parsed.success) throw badQuery(parsed.error)
-  return { ...parsed.data, type: storedTypeOf(rt, parsed.data.type) }
+  return parsed.data
 }
 
 /**
- * The table names a named target's event as `crm:contact.updated`, so that label is what people paste into a link.
- * The listing filters by the stored type alone (it has no target filter), so it is read as `contact.updated` — and the
- * form then shows that, saying what was filtered: the rows still tell each target's events apart.
+ * The table names a named target's event as `crm:contact.updated`, so that label is what people paste into a link, and
+ * what the form keeps: it filters by that target and its type `contact.updated` (`replay all matching` too). Any other
+ * type (`call.completed`, a type with a colon of no named target) is the stored type as given.
  */
-function storedTypeOf(rt: Runtime, type: string | undefined): string | undefined {
-  const colon = type?.indexOf(':') ?? -1
-  if (!type || colon < 1) return type
-  const target = type.slice(0, colon)
-  return Object.hasOwn(rt.config.webhook.targets, target) && !isProviderTarget(rt, target) ? type.slice(colon + 1) || type : type
+export function typeFilterOf(rt: Runtime, label: string | undefined): { type?: string; target?: string } {
+  const colon = label?.indexOf(':') ?? -1
+  if (!label || colon < 1) return label ? { type: label } : {}
+  const target = label.slice(0, colon)
+  const type = label.slice(colon + 1)
+  return type && Object.hasOwn(rt.config.webhook.targets, target) && !isProviderTarget(rt, target) ? { type, target } : { type: label }
 }
 
 /**
@@ -75,7 +76,7 @@ function filterForm(q: EventsQuery, stored: string[]) {
 export function registerEventsPage(app: H3, rt: Runtime): void {
   app.get('/ui/events', async (event) => {
     const q = parseQuery(rt, event.url.searchParams)
-    const [events, stored] = await Promise.all([listEvents(rt, { ...toEventFilter(q), limit: EVENTS_PAGE_SIZE }), storedEventTypes(rt)])
+    const [events, stored] = await Promise.all([listEvents(rt, { ...toEventFilter(q), ...typeFilterOf(rt, q.type), limit: EVENTS_PAGE_SIZE }), storedEventTypes(rt)])
     const params = filterParams(q)
     const last = events[events.length - 1]
     const nextParams = new URLSearchParams(params)
@@ -116,7 +117,7 @@ ${events.length === EVENTS_PAGE_SIZE ? html`<a href="${`/ui/events?${nextParams}
   app.post('/ui/events/replay', async (event) => {
     const form = await formOf(event)
     const q = parseQuery(rt, form)
-    const queued = await requeueMatching(rt, toEventFilter({ ...q, after: undefined }))
+    const queued = await requeueMatching(rt, { ...toEventFilter({ ...q, after: undefined }), ...typeFilterOf(rt, q.type) })
     rt.log.info({ queued, filter: Object.fromEntries(filterParams(q)) }, 'dashboard: failed/dead events queued again')
     const back = filterParams(q)
     back.set('done', 'requeued')

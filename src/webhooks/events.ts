@@ -103,6 +103,8 @@ function toStoredEvent(row: ListedRow, customerPhone: string | null): StoredEven
 
 export interface EventFilter {
   type?: string
+  /** The target the event was received on (`provider`, or a named target such as `crm`). */
+  target?: string
   status?: string | string[]
   conversationId?: string
   source?: string
@@ -127,6 +129,7 @@ export async function listEvents(rt: Runtime, filter: EventFilter = {}): Promise
   const db = rt.store.db
   let q = db.selectFrom('webhook_events').select(LISTED_COLUMNS)
   if (filter.type) q = q.where('event_type', '=', filter.type)
+  if (filter.target) q = q.where('target', '=', filter.target)
   if (filter.status) q = Array.isArray(filter.status) ? q.where('status', 'in', filter.status) : q.where('status', '=', filter.status)
   // By conversation, trace or phone through keyedLookup: those indexes hold no pending event (migration 0021).
   if (filter.conversationId) {

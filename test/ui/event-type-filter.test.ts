@@ -14,9 +14,12 @@ import { deliver } from './seed.ts'
  * The events page's Type filter offered the provider's seven types only: a stored type outside them (a newer provider
  * type, a named target's) was listed by `?type=` but the select showed "any", so the next submit dropped it, and a
  * named target's events could not be picked at all. It offers the stored types (read by index, never the whole
- * table), keeps the current one, and reads the table's `crm:contact.updated` label as its type.
+ * table), keeps the current one, and reads the table's `crm:contact.updated` label as that target's events of that type.
  */
-const TARGETS = JSON.stringify({ crm: { scheme: 'standard', secrets: 'whsec_Y3JtLXNlY3JldC1jcm0tc2VjcmV0LWNybS1zZWNyZXQ=' } })
+const TARGETS = JSON.stringify({
+  crm: { scheme: 'standard', secrets: 'whsec_Y3JtLXNlY3JldC1jcm0tc2VjcmV0LWNybS1zZWNyZXQ=' },
+  shop: { scheme: 'standard', secrets: 'whsec_c2hvcC1zZWNyZXQtc2hvcC1zZWNyZXQtc2hvcC1zZWNyZXQ=' },
+})
 
 describeEachDialect('events page: the Type filter', (dialect) => {
   let rt: TestRuntime
@@ -28,6 +31,7 @@ describeEachDialect('events page: the Type filter', (dialect) => {
       row('evt_completed', 'formant', 'call.completed', makeEvent({ event_id: 'evt_completed' })),
       row('evt_voicemail', 'formant', 'call.voicemail', makeEvent({ event_id: 'evt_voicemail' })),
       row('msg_crm', 'crm', 'contact.updated', { type: 'contact.updated', data: { id: 'ct_1' } }),
+      row('msg_shop', 'shop', 'contact.updated', { type: 'contact.updated', data: { id: 'ct_2' } }),
     ]).execute()
   })
   afterAll(() => rt.close())
@@ -79,12 +83,15 @@ describeEachDialect('events page: the Type filter', (dialect) => {
     expect(never).toContain('No event matches.')
   })
 
-  it('reads a named target\'s label (crm:contact.updated), as the table shows it, as its type', async () => {
+  it('reads a named target\'s label (crm:contact.updated), as the table shows it, as that target\'s events of that type, and keeps it', async () => {
     const body = await get('/ui/events?type=crm:contact.updated')
     expect(rows(body)).toEqual(['msg_crm'])
-    expect(body).toContain('crm:contact.updated')
-    expect(selected(body)).toBe('contact.updated')
-    expect(rows(await get('/ui/events?type=contact.updated'))).toEqual(['msg_crm'])
+    expect(selected(body)).toBe('crm:contact.updated')
+    expect(rows(await get('/ui/events?type=shop:contact.updated'))).toEqual(['msg_shop'])
+    // The bare type takes it from any target.
+    expect(rows(await get('/ui/events?type=contact.updated')).sort()).toEqual(['msg_crm', 'msg_shop'])
+    // A colon that names no target is part of the type.
+    expect(rows(await get('/ui/events?type=nosuch:contact.updated'))).toEqual([])
   })
 
   it('offers at most 50 stored types, first by name; one past them is still kept when it is the filter', async () => {
