@@ -197,7 +197,8 @@ export interface DestinationSummary {
   url: string
   /** 'all' when the destination takes every event; null once it is no longer configured (its filter is not known). */
   events: string[] | 'all' | null
-  ordered: boolean
+  /** null once it is no longer configured, as `events`. */
+  ordered: boolean | null
   state: 'active' | 'disabled'
   disabled_reason: string | null
   pending: number
@@ -346,7 +347,7 @@ export async function summarizeDestinations(rt: Runtime): Promise<DestinationSum
         name,
         url: d ? shownUrl(d.url) : '(no longer configured)',
         events: d ? (d.events ?? 'all') : null,
-        ordered: d?.ordered ?? false,
+        ordered: d ? (d.ordered ?? false) : null,
         state: off ? 'disabled' : 'active',
         disabled_reason: off?.reason ?? null,
         pending,

@@ -32,15 +32,17 @@ beforeAll(async () => {
 }, 60_000)
 afterAll(() => ui?.close())
 
-it('lists a destination no longer configured with its events unknown: null in JSON, — in tables, never "all"', async () => {
+it('lists a destination no longer configured with its events (and ordering) unknown: null in JSON, — in tables, never "all"', async () => {
   const listed = await runCli(['destinations', 'list', '--json'], env)
   expect(listed.code, listed.err).toBe(0)
-  const rows = JSON.parse(listed.out) as Array<{ name: string; events: unknown }>
+  const rows = JSON.parse(listed.out) as Array<{ name: string; events: unknown; ordered: unknown }>
   expect(Object.fromEntries(rows.map((r) => [r.name, r.events]))).toEqual({ crm: ['call.completed'], erp: 'all', old: null, retired: null })
+  // Whether it was ordered is as unknown.
+  expect(Object.fromEntries(rows.map((r) => [r.name, r.ordered]))).toEqual({ crm: false, erp: false, old: null, retired: null })
 
   const table = await runCli(['destinations', 'list'], env)
   const line = (name: string) => table.out.split('\n').find((l) => l.startsWith(`${name} `))!.split(/\s{2,}/)
-  expect(line('retired').slice(0, 3)).toEqual(['retired', '(no longer configured)', '—'])
+  expect(line('retired').slice(0, 4)).toEqual(['retired', '(no longer configured)', '—', '—'])
   expect(line('erp')[2]).toBe('all')
 
   const admin = await fetch(`${ui.server.url}/admin/destinations`, { headers: { authorization: `Bearer ${TOKEN}` } })
