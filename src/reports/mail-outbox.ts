@@ -339,6 +339,16 @@ export function startMailOutbox(rt: Runtime): () => Promise<void> {
   return async () => {
     stopped = true
     cancel?.()
-    await running
+    if (!running) return
+    // A relay gets minutes to answer (mail-transport.ts): a stop does not wait that long. The message's claim lapses and
+    // the next start tries it again — which mails it twice if the relay took it meanwhile, as any stop mid-send can.
+    let waited: (() => void) | undefined
+    const late = new Promise<'late'>((resolve) => (waited = rt.clock.setTimeout(() => resolve('late'), STOP_WAIT_MS)))
+    const outcome = await Promise.race([running.then(() => 'done' as const), late])
+    waited?.()
+    if (outcome === 'late') rt.log.warn({ waited_ms: STOP_WAIT_MS }, 'stopping while a mail is still with the relay: it is tried again at the next start (the relay may have taken it)')
   }
 }
+
+/** How long stopping waits for a mail the relay is still answering. */
+const STOP_WAIT_MS = 30_000
