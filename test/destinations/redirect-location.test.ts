@@ -65,6 +65,10 @@ describe('a redirect from a destination on the running service', () => {
     await drainDue(ui.server.rt)
     worker = startDeliveryWorker({ ...ui.server.rt, log: logs.log })
     await vi.waitFor(async () => expect(logs.find(/will retry/)).toHaveLength(1), WAIT)
+    // The attempt's outcome is recorded after its log line: read by the commands below.
+    await vi.waitFor(async () => {
+      expect(await ui.server.rt.store.db.selectFrom('destination_deliveries').select('last_error').where('id', '=', id).executeTakeFirst()).toEqual({ last_error: expect.stringMatching(/^redirect to /) })
+    }, WAIT)
   }, 60_000)
   afterAll(async () => {
     await worker?.stop()
