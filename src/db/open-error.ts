@@ -3,8 +3,9 @@ import { shownUrl } from '../utils/shown-url.ts'
 /** Errors that mean the database cannot be reached or opened at all (rather than a statement that failed). */
 const UNREACHABLE = new Set([
   'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET',
-  // Postgres: password authentication failed, no such role / not allowed, database does not exist.
-  '28P01', '28000', '3D000',
+  // Postgres: password authentication failed, no such role / not allowed, database does not exist; starting up,
+  // shutting down (admin, crash), too many connections, and the connection exceptions (08…).
+  '28P01', '28000', '3D000', '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006',
   // SQLite: the file or its folder cannot be opened or created.
   'SQLITE_CANTOPEN', 'SQLITE_PERM', 'SQLITE_READONLY', 'ENOTDIR', 'EEXIST', 'EACCES', 'EPERM', 'EROFS',
 ])
@@ -20,17 +21,24 @@ const FILE_TROUBLE: ReadonlyArray<[RegExp, string]> = [
   [/^SQLITE_IOERR/, 'the disk could not read or write it (full, failing, or a network mount gone): check where DATA_DIR is'],
 ]
 
+/**
+ * node-postgres's own errors carry no code: a port that accepts and closes at once (pgbouncer, HAProxy or a container's
+ * published port, with the database behind it down) is `Connection terminated unexpectedly`. Read as unreachable.
+ */
+const PG_CLIENT_UNREACHABLE = /^Connection terminated( unexpectedly| due to connection timeout)?$|^timeout expired$/
+
 export function explainOpenError(error: unknown, databaseUrl: string): unknown {
   const e = error as { code?: unknown; message?: unknown } | null
+  const pgClientGone = databaseUrl.startsWith('postgres') && typeof e?.code !== 'string' && typeof e?.message === 'string' && PG_CLIENT_UNREACHABLE.test(e.message)
   const code = typeof e?.code === 'string' ? e.code : undefined
   const trouble = code ? FILE_TROUBLE.find(([pattern]) => pattern.test(code))?.[1] : undefined
   if (trouble && !databaseUrl.startsWith('postgres')) {
     const message = typeof e?.message === 'string' ? e.message.split('\n')[0]! : String(error)
     return new Error(`cannot open the database ${shownUrl(databaseUrl)}: ${message} (${code}) — ${trouble}`, { cause: error })
   }
-  if (!code || !UNREACHABLE.has(code)) return error
+  if (!pgClientGone && (!code || !UNREACHABLE.has(code))) return error
   const message = typeof e?.message === 'string' ? e.message.split('\n')[0]! : String(error)
-  const reason = message.includes(code) ? message : `${code}: ${message}`
+  const reason = !code || message.includes(code) ? message : `${code}: ${message}`
   const hint = databaseUrl.startsWith('postgres')
     ? 'is it running, and is DATABASE_URL right?'
     : code === 'SQLITE_READONLY'

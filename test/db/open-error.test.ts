@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -30,6 +31,27 @@ describe('a database that cannot be opened at start-up', () => {
       expect(error?.message).not.toContain('s3cret-pw')
     } finally {
       rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('a port that accepts and closes at once (a pooler or a container port with the database down): the same line, not a bare "Connection terminated"', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-open-'))
+    const closer = createServer((socket) => socket.destroy())
+    await new Promise<void>((resolve) => closer.listen(0, '127.0.0.1', resolve))
+    try {
+      const port = (closer.address() as AddressInfo).port
+      const error = await openFailure(`postgres://switchboard:s3cret-pw@127.0.0.1:${port}/app`, dir)
+      expect(error?.message).toBe(`cannot open the database postgres://***@127.0.0.1:${port}/app: Connection terminated unexpectedly — is it running, and is DATABASE_URL right?`)
+    } finally {
+      await new Promise((resolve) => closer.close(resolve))
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('Postgres starting up or shutting down (57P03, 57P01): the same line', () => {
+    for (const code of ['57P03', '57P01']) {
+      const error = explainOpenError(Object.assign(new Error('the database system is starting up'), { code }), 'postgres://u:pw@db:5432/app') as Error
+      expect(error.message).toBe(`cannot open the database postgres://***@db:5432/app: ${code}: the database system is starting up — is it running, and is DATABASE_URL right?`)
     }
   })
 
