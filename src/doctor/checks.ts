@@ -1,3 +1,4 @@
+import { existsSync, statfsSync } from 'node:fs'
 import type { Config } from '../config/load.ts'
 import { isMigrated, ping, type Store } from '../db/connect.ts'
 import { recipeEngineFor } from '../recipes/engine.ts'
@@ -134,4 +135,70 @@ async function roleAt(origin: string, fetcher: typeof fetch): Promise<string | u
   } catch {
     return undefined
   }
+}
+
+/** Below this much free space where DATA_DIR is, doctor calls it a problem: a full disk refuses every webhook (503). */
+export const MIN_FREE_BYTES = 100 * 1024 * 1024
+
+/**
+ * The free space where DATA_DIR is (the SQLite file, the mail outbox, recordings and batch files live there): a full
+ * disk stops storing webhooks — every delivery answered 503 — and the running service says so on /readyz, which doctor
+ * reported as "no problems found".
+ */
+export function checkDisk(dataDir: string, minFreeBytes = MIN_FREE_BYTES): CheckResult {
+  if (!existsSync(dataDir)) return skipped('disk', `${dataDir} does not exist yet: the first start makes it`)
+  let free: number
+  try {
+    const stats = statfsSync(dataDir)
+    free = stats.bavail * stats.bsize
+  } catch (error) {
+    return skipped('disk', `cannot read the free space of ${dataDir}: ${describeError(error)}`)
+  }
+  const shown = formatBytes(free)
+  if (free < minFreeBytes) {
+    return problem('disk', `${shown} free where DATA_DIR is (${dataDir}): when it is full, every webhook is refused (503) until space is freed`, 'free disk space there, or move DATA_DIR to a larger disk (README → Operations)')
+  }
+  return ok('disk', `${shown} free where DATA_DIR is (${dataDir})`)
+}
+
+function formatBytes(bytes: number): string {
+  const units = ['bytes', 'KB', 'MB', 'GB', 'TB']
+  let value = bytes
+  let unit = 0
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024
+    unit++
+  }
+  return unit === 0 ? `${value} bytes` : `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`
+}
+
+/**
+ * What the running service says of itself (/readyz): `unavailable` — the database down, migrations pending, the last
+ * webhook not stored (a full disk) — is a problem, with its reason; `degraded` is said (the checks above name the
+ * dependency); skipped when the service is not running.
+ */
+export async function checkService(rt: Runtime, serviceUp: boolean, fetcher: typeof fetch = fetch): Promise<CheckResult> {
+  const origin = localUrl(rt.config)
+  if (!serviceUp) return skipped('service', `not running at ${origin}`)
+  let res: Response
+  let body: { status?: unknown; error?: unknown; reason?: unknown; dependencies?: unknown }
+  try {
+    res = await fetcher(`${origin}/readyz`, { signal: AbortSignal.timeout(5_000) })
+    body = (await res.json()) as typeof body
+  } catch (error) {
+    return problem('service', `${origin}/readyz did not answer: ${describeError(error)}`, 'see the service log')
+  }
+  const status = typeof body.status === 'string' ? body.status : `HTTP ${res.status}`
+  if (res.status === 503 || status === 'unavailable') {
+    return problem('service', `${origin} is not ready: ${typeof body.error === 'string' ? body.error : status}`, 'see its log and README → Operations → What happens when…')
+  }
+  // Processing behind (BACKLOG_DEGRADED_SECONDS): no other check says it.
+  if (status === 'degraded' && typeof body.reason === 'string') {
+    return problem('service', `${origin} is degraded: ${body.reason}`, 'see the processing side: its log, /metrics (switchboard_events_pending), README → Operations')
+  }
+  if (status === 'degraded' && body.dependencies && typeof body.dependencies === 'object') {
+    const down = Object.entries(body.dependencies as Record<string, unknown>).filter(([, v]) => typeof v === 'string' && v.startsWith('down')).map(([name]) => name)
+    return ok('service', `${origin} is up, degraded${down.length ? ` (${down.join(', ')} down)` : ''}`)
+  }
+  return ok('service', `${origin} is ${status}`)
 }

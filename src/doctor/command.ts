@@ -9,9 +9,9 @@ import { defineCommand, JSON_OPTION } from '../cli-kit.ts'
 import { cliName } from '../utils/cli-name.ts'
 import { createSilentLogger } from '../utils/logger.ts'
 import { describeError, ok, problem, skipped, type CheckResult } from './check.ts'
-import { checkDatabase, checkRecipes, checkSmtp, checkUpstreamKey, checkWebhookUrl, serviceIsUp } from './checks.ts'
+import { checkDatabase, checkDisk, checkRecipes, checkService, checkSmtp, checkUpstreamKey, checkWebhookUrl, serviceIsUp } from './checks.ts'
 
-const CHECKS = ['configuration', 'database', 'recipes', 'smtp', 'upstream key', 'webhook url'] as const
+const CHECKS = ['configuration', 'database', 'recipes', 'smtp', 'upstream key', 'webhook url', 'disk', 'service'] as const
 
 /** Runs every check in order; a check that needs what an earlier one found broken is skipped with that reason. */
 export async function runDoctor(env: Record<string, string | undefined>, options: { loadWatch?: LoadWatch } = {}): Promise<CheckResult[]> {
@@ -42,7 +42,10 @@ export async function runDoctor(env: Record<string, string | undefined>, options
   try {
     store = fresh ? await openMigratedMemoryStore() : await openStore(config.databaseUrl)
   } catch (error) {
-    results.push(problem('database', `cannot open ${config.databaseUrl.split(':')[0]}: ${describeError(error)}`, 'check DATABASE_URL and that the database is up'))
+    // A SQLite file is "up" whenever it can be opened: what stands in the way is the file system (owner, mode, a
+    // read-only mount, a full disk), as the start-up line says.
+    const fix = dialect === 'sqlite' ? 'check that this process can write DATA_DIR and the database file (owner, mode, a read-only mount) and that the disk has room' : 'check DATABASE_URL and that the database is up'
+    results.push(problem('database', `cannot open ${config.databaseUrl.split(':')[0]}: ${describeError(error)}`, fix))
     return skipRest('needs the database')
   }
   let rt: Runtime | undefined
@@ -80,6 +83,8 @@ export async function runDoctor(env: Record<string, string | undefined>, options
     const up = await serviceIsUp(config)
     results.push(await guarded('upstream key', () => checkUpstreamKey(runtime, up)))
     results.push(await guarded('webhook url', () => checkWebhookUrl(runtime, up)))
+    results.push(checkDisk(config.dataDir))
+    results.push(await guarded('service', () => checkService(runtime, up)))
     return results
   } finally {
     await rt?.close()

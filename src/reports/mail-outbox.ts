@@ -57,7 +57,9 @@ function isPermanent(error: unknown): boolean {
 
 export function describeMailError(error: unknown): string {
   const e = error as { message?: string; code?: string; response?: string }
-  return [e.code, e.response ?? e.message ?? String(error)].filter(Boolean).join(': ').replace(/\s+/g, ' ').slice(0, 500)
+  const text = e.response ?? e.message ?? String(error)
+  // Node's own errors start with their code already (`EEXIST: file already exists, mkdir …`): said once.
+  return [e.code && !text.startsWith(`${e.code}:`) ? e.code : undefined, text].filter(Boolean).join(': ').replace(/\s+/g, ' ').slice(0, 500)
 }
 
 /** One recipient refused at RCPT TO, with the relay's reply. */

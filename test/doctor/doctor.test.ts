@@ -44,14 +44,16 @@ describe('doctor', () => {
     const r = await doctor({})
     expect(r.stderr).toBe('')
     expect(r.code).toBe(0)
-    expect(r.lines).toHaveLength(7)
+    expect(r.lines).toHaveLength(9)
     expect(r.lines[0]).toMatch(/^ok\s+configuration\s+sandbox mode/)
     expect(r.lines[1]).toMatch(/^ok\s+database\s+sqlite reachable, migrations applied$/)
     expect(r.lines[2]).toMatch(/^ok\s+recipes\s+3 load \(daily-report, nightly-batch, no-answer-followup\)$/)
     expect(r.lines[3]).toMatch(/^ok\s+smtp\s+127\.0\.0\.1:\d+ accepts connections \(for daily-report\)$/)
     expect(r.lines[4]).toMatch(/^ok\s+upstream key\s+the sandbox demo key is accepted by http:\/\/127\.0\.0\.1:\d+\/sandbox$/)
     expect(r.lines[5]).toMatch(/^ok\s+webhook url\s+http:\/\/127\.0\.0\.1:\d+\/webhooks\/formant answers and accepts this secret \(WEBHOOK_SECRET from the environment\)$/)
-    expect(r.lines[6]).toBe('doctor: no problems found')
+    expect(r.lines[6]).toBe(`ok       disk           ${r.lines[6]!.match(/disk\s+(\S+ \S+) free/)![1]} free where DATA_DIR is (${dataDir})`)
+    expect(r.lines[7]).toMatch(/^ok\s+service\s+http:\/\/127\.0\.0\.1:\d+ is ready$/)
+    expect(r.lines[8]).toBe('doctor: no problems found')
   })
 
   it('--json gives the same checks as objects', async () => {
@@ -60,7 +62,7 @@ describe('doctor', () => {
     const out = JSON.parse(r.stdout) as { ok: boolean; checks: Array<{ name: string; status: string; fix: string | null }> }
     expect(out.ok).toBe(true)
     expect(out.checks.map((c) => [c.name, c.status])).toEqual([
-      ['configuration', 'ok'], ['database', 'ok'], ['recipes', 'ok'], ['smtp', 'ok'], ['upstream key', 'ok'], ['webhook url', 'ok'],
+      ['configuration', 'ok'], ['database', 'ok'], ['recipes', 'ok'], ['smtp', 'ok'], ['upstream key', 'ok'], ['webhook url', 'ok'], ['disk', 'ok'], ['service', 'ok'],
     ])
   })
 
@@ -111,7 +113,8 @@ describe('doctor', () => {
     expect(r.lines.find((l) => l.includes('webhook url'))).toMatch(/^skipped\s+webhook url\s+service not running at http:\/\/127\.0\.0\.1:\d+: start it \(npm start\), then run doctor again — or, if it runs with another PORT or HOST, run doctor with the same$/)
     expect(r.lines.find((l) => l.includes('upstream key'))).toMatch(/^skipped\s+upstream key\s+sandbox mode/)
     // Nothing found wrong, but not everything was looked at: the summary says so.
-    expect(r.lines.at(-1)).toBe('doctor: no problems found (2 checks skipped, see above)')
+    expect(r.lines.find((l) => /^\S+\s+service\s/.test(l))).toMatch(/^skipped\s+service\s+not running at http:\/\/127\.0\.0\.1:\d+$/)
+    expect(r.lines.at(-1)).toBe('doctor: no problems found (3 checks skipped, see above)')
   })
 
   it('a database that is not migrated, and invalid configuration, stop the checks that need them', async () => {
@@ -159,4 +162,36 @@ describe('doctor', () => {
     expect(badConfig.lines[0]).toMatch(/^PROBLEM\s+configuration\s+DEFAULT_COUNTRY is not a country .* → fix that setting/)
     expect(badConfig.lines.slice(1, -1).every((l) => l.startsWith('skipped'))).toBe(true)
   })
+})
+
+// A full disk refuses every webhook (503) and the service says so on /readyz: doctor said "no problems found".
+describe('doctor: the disk and what the running service says of itself', () => {
+  it('too little free space where DATA_DIR is is a problem; DATA_DIR not made yet is skipped', async () => {
+    const { checkDisk } = await import('../../src/doctor/checks.ts')
+    expect(checkDisk(dataDir)).toMatchObject({ name: 'disk', status: 'ok' })
+    expect(checkDisk(dataDir, Number.MAX_SAFE_INTEGER)).toEqual({
+      name: 'disk', status: 'problem',
+      detail: expect.stringMatching(new RegExp(`^\\S+ \\S+ free where DATA_DIR is \\(${dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\): when it is full, every webhook is refused \\(503\\) until space is freed$`)),
+      fix: 'free disk space there, or move DATA_DIR to a larger disk (README → Operations)',
+    })
+    expect(checkDisk(join(dataDir, 'not-yet'))).toMatchObject({ status: 'skipped', detail: `${join(dataDir, 'not-yet')} does not exist yet: the first start makes it` })
+  })
+
+  it("the service's own unavailable or behind is a problem with its reason; a dependency down is left to its own check", async () => {
+    const { checkService } = await import('../../src/doctor/checks.ts')
+    const answer = (status: number, body: unknown) => async () => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
+    const full = await checkService(server.rt, true, answer(503, { status: 'unavailable', error: 'the last webhook could not be stored (storage is full); deliveries are answered 503 until one is' }))
+    expect(full).toMatchObject({ status: 'problem', detail: expect.stringMatching(/ is not ready: the last webhook could not be stored \(storage is full\)/) })
+    const behind = await checkService(server.rt, true, answer(200, { status: 'degraded', reason: 'the oldest unprocessed event is 900 s old (BACKLOG_DEGRADED_SECONDS=300)' }))
+    expect(behind).toMatchObject({ status: 'problem', detail: expect.stringMatching(/ is degraded: the oldest unprocessed event is 900 s old/) })
+    const relay = await checkService(server.rt, true, answer(200, { status: 'degraded', dependencies: { database: 'up', smtp: 'down: ECONNREFUSED', upstream: 'up' } }))
+    expect(relay).toMatchObject({ status: 'ok', detail: expect.stringMatching(/ is up, degraded \(smtp down\)$/) })
+  })
+})
+
+// A SQLite file that cannot be opened was told to "check DATABASE_URL and that the database is up": a file has no "up".
+it('a SQLite database that cannot be opened says what stands in the way: the file system', async () => {
+  const r = await doctor({ DATABASE_URL: `sqlite:${dataDir}` })
+  expect(r.code).toBe(1)
+  expect(r.lines[1]).toMatch(/^PROBLEM\s+database\s+cannot open sqlite: .* → check that this process can write DATA_DIR and the database file \(owner, mode, a read-only mount\) and that the disk has room$/)
 })
