@@ -1,5 +1,3 @@
-import type { AddressInfo } from 'node:net'
-import { SMTPServer } from 'smtp-server'
 import { sql } from 'kysely'
 import { afterEach, expect, it, vi } from 'vitest'
 import { deliverDue, sendDailyReport } from '../../src/reports/index.ts'
@@ -10,32 +8,7 @@ import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { captureLogs } from '../helpers/log-capture.ts'
 import { seedKnownDay } from './seed.ts'
-
-/** A relay that takes the message's bytes and then sits on its answer until released (a slow relay, a huge attachment). */
-async function startSlowSmtp() {
-  let release!: () => void
-  const released = new Promise<void>((resolve) => (release = resolve))
-  let received = 0
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    onData(stream, _session, callback) {
-      stream.resume()
-      stream.on('end', () => {
-        received++
-        void released.then(() => callback())
-      })
-    },
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return {
-    port: (server.server.address() as AddressInfo).port,
-    received: () => received,
-    release,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  }
-}
+import { startSlowSmtp } from './smtp.ts'
 
 describeEachDialect('mail outbox claims', (dialect) => {
   let rt: TestRuntime | undefined

@@ -1,10 +1,9 @@
-import type { AddressInfo } from 'node:net'
-import { SMTPServer } from 'smtp-server'
 import { afterEach, expect, it, vi } from 'vitest'
 import { startMailOutbox } from '../../src/reports/index.ts'
 import { createManualClock } from '../../src/utils/clock.ts'
 import { captureLogs } from '../helpers/log-capture.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+import { startSlowSmtp } from './smtp.ts'
 
 /**
  * A relay gets minutes to answer the end of a message (src/reports/mail-transport.ts), and stopping `serve` waited for
@@ -20,27 +19,15 @@ afterEach(async () => {
 })
 
 it('a stop waits 30 s for a relay that has the message and does not answer, then says so', async () => {
-  const held: Array<() => void> = []
-  let received = 0
-  // A relay that takes the whole message and never answers its end.
-  const relay = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    onData(stream, _session, callback) {
-      stream.resume()
-      stream.on('end', () => {
-        received++
-        held.push(() => callback())
-      })
-    },
-  })
-  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve))
-  closeRelay = () => new Promise<void>((resolve) => relay.close(() => resolve()))
-  const port = (relay.server.address() as AddressInfo).port
+  // A relay that takes the whole message and never answers its end (until the test is over).
+  const relay = await startSlowSmtp()
+  closeRelay = async () => {
+    relay.release()
+    await relay.close()
+  }
   const clock = createManualClock('2026-11-20T09:00:00Z')
   const capture = captureLogs('warn')
-  rt = await createTestRuntime({ clock, log: capture.log, env: { SMTP_URL: `smtp://127.0.0.1:${port}`, MAIL_FROM: 'reports@switchboard.test' } })
+  rt = await createTestRuntime({ clock, log: capture.log, env: { SMTP_URL: `smtp://127.0.0.1:${relay.port}`, MAIL_FROM: 'reports@switchboard.test' } })
   const now = clock.now()
   await rt.store.db.insertInto('mail_log').values({
     id: 'mail_1', message_id: '<m1@switchboard.test>', recipients: 'ops@example.com', subject: 'Daily report', status: 'queued', attempts: 0, error: null,
@@ -48,7 +35,7 @@ it('a stop waits 30 s for a relay that has the message and does not answer, then
   }).execute()
   const stop = startMailOutbox(rt)
   await clock.advance(1_000)
-  await vi.waitFor(() => expect(received).toBe(1), { timeout: 10_000, interval: 10 })
+  await vi.waitFor(() => expect(relay.received()).toBe(1), { timeout: 10_000, interval: 10 })
 
   let stopped = false
   const stopping = stop().then(() => (stopped = true))
@@ -59,5 +46,4 @@ it('a stop waits 30 s for a relay that has the message and does not answer, then
   expect(capture.find(/^stopping while a mail is still with the relay/)).toHaveLength(1)
   // Still claimed by the send that was cut short: its claim lapses, and the next start tries it again.
   expect(await rt.store.db.selectFrom('mail_log').select(['status', 'claimed_by']).where('id', '=', 'mail_1').executeTakeFirst()).toMatchObject({ status: 'queued', claimed_by: expect.any(String) })
-  for (const answer of held) answer()
 })

@@ -43,3 +43,29 @@ export async function closedPort(): Promise<number> {
   await new Promise<void>((resolve) => srv.close(() => resolve()))
   return port
 }
+
+/** A relay that takes the message's bytes and then sits on its answer until released (a slow relay, a huge attachment). */
+export async function startSlowSmtp() {
+  let release!: () => void
+  const released = new Promise<void>((resolve) => (release = resolve))
+  let received = 0
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onData(stream, _session, callback) {
+      stream.resume()
+      stream.on('end', () => {
+        received++
+        void released.then(() => callback())
+      })
+    },
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    port: (server.server.address() as AddressInfo).port,
+    received: () => received,
+    release,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  }
+}
