@@ -346,10 +346,14 @@ export function createProxy(rt: Runtime): Proxy {
     return errorFromVoiceApi(result.error)
   }
 
-  async function handle(request: Request, url = new URL(request.url)): Promise<ProxyReply> {
+  async function handle(request: Request, asked = new URL(request.url)): Promise<ProxyReply> {
     const apiKey = bearer(request.headers.get('authorization'))
     if (!apiKey) return refusedKey()
     const tenant = tenantOf(apiKey)
+    // `/v1//call` (a client's base URL ending in a slash) is `/v1/call`, as a provider behind a server that merges
+    // slashes reads it: matched as such, not sent through as an unknown path — which placed a call with no do-not-call
+    // check, no ledger row and no idempotency key.
+    const url = mergedSlashes(asked)
     const route = matchRoute(request.method, url.pathname)
     const pathAndQuery = url.pathname + url.search
     // Reads only: they have no body to drain. Writes always ask the provider: a call's answer goes in the ledger.
@@ -387,4 +391,12 @@ export function createProxy(rt: Runtime): Proxy {
       await json.flushTouches()
     },
   }
+}
+
+/** `url` with every run of slashes in its path as one (a path with none is returned as it is). */
+function mergedSlashes(url: URL): URL {
+  if (!url.pathname.includes('//')) return url
+  const merged = new URL(url)
+  merged.pathname = url.pathname.replace(/\/{2,}/g, '/')
+  return merged
 }

@@ -115,6 +115,23 @@ describeEachDialect('POST /v1/call once the provider answered', (dialect) => {
     expect((await post(h, phoneCall('+919876543245'))).status).toBe(200)
     expect(up.count('POST', '/v1/call')).toBe(1)
   })
+  // `/v1//call` went through as an unknown path: the provider (behind a server that merges slashes) placed the call,
+  // with no do-not-call check, no ledger row and no idempotency key.
+  it('a path with doubled slashes is the route it names: /v1//call is checked, recorded and keyed as /v1/call', async () => {
+    const { h, up } = await scripted()
+    await h.rt.store.db.insertInto('dnc').values({ phone: '+919876543246', reason: 'asked', source: 'test', added_at: 0 }).execute()
+    for (const path of ['/v1//call', '/v1///call', '/v1//call/']) {
+      const res = await h.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(phoneCall('+919876543246')) })
+      expect(res.status, path).toBe(400)
+      expect(await res.json(), path).toEqual({ error: { type: 'invalid_request', message: 'customer_phone is on the do-not-call list (switchboard): not called' } })
+    }
+    expect(up.seen.filter((r) => r.method === 'POST')).toEqual([])
+    const placed = await h.request('/v1//call', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(phoneCall('+919876543247')) })
+    expect(placed.status).toBe(200)
+    expect(placed.headers.get('x-idempotency-key')).toBeTruthy()
+    expect(up.count('POST', '/v1/call')).toBe(1)
+    expect(await ledger(h)).toMatchObject([{ idempotency_key: placed.headers.get('x-idempotency-key') }])
+  })
   // README: a follow-up counts with the call it follows. One sent through /v1 (it continues a conversation) was
   // recorded with no campaign and counted under "(direct)", in the report and by the follow-up planner's attempt cap.
   it('a follow-up sent through /v1 is recorded under the campaign of the call it follows, unless it names its own', async () => {
