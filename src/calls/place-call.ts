@@ -1,5 +1,5 @@
 import type { QueuedWindow } from './window-at-send.ts'
-import type { Insertable } from 'kysely'
+import type { Insertable, Selectable } from 'kysely'
 import type { CallsTable } from '../db/schema.ts'
 import { toJson } from '../db/json.ts'
 import type { Runtime } from '../runtime.ts'
@@ -77,6 +77,25 @@ function findByKey(db: Runtime['store']['db'], key: { tenant: string; agent_id: 
     .executeTakeFirst()
 }
 
+/**
+ * Whether a ledger row no longer holds its key at `now`: past the 24 h window, refused, failed, or pending with its
+ * process gone. A key whose row is not reusable is a duplicate.
+ */
+function isReusable(existing: Selectable<CallsTable>, now: number): boolean {
+  const expired = existing.created_at <= now - IDEMPOTENCY_WINDOW_MS
+  const stalePending = existing.status === 'pending' && existing.updated_at <= now - STALE_PENDING_MS
+  return expired || existing.status === 'rejected' || existing.status === 'failed' || stalePending
+}
+
+/**
+ * The call the ledger holds `row`'s key for, when queueing `row` now would be a duplicate — read only, for a dry run,
+ * which must answer as the real run would: it answered `planned` for a key a real run had used an hour before.
+ */
+export async function ledgerDuplicate(db: Runtime['store']['db'], row: { tenant: string; agent_id: number; idempotency_key: string; created_at: number }): Promise<CallRecord | undefined> {
+  const existing = await findByKey(db, row)
+  return existing && !isReusable(existing, row.created_at) ? toCallRecord(existing) : undefined
+}
+
 export async function claim(db: Runtime['store']['db'], row: Insertable<CallsTable> & { id: string; created_at: number }): Promise<Claim> {
   for (let round = 0; round < 3; round++) {
     const inserted = await db
@@ -90,8 +109,7 @@ export async function claim(db: Runtime['store']['db'], row: Insertable<CallsTab
     const now = row.created_at
     const expired = existing.created_at <= now - IDEMPOTENCY_WINDOW_MS
     const stalePending = existing.status === 'pending' && existing.updated_at <= now - STALE_PENDING_MS
-    const reusable = expired || existing.status === 'rejected' || existing.status === 'failed' || stalePending
-    if (!reusable) return { kind: 'duplicate', record: toCallRecord(existing) }
+    if (!isReusable(existing, now)) return { kind: 'duplicate', record: toCallRecord(existing) }
     const { id: _id, ...fields } = row
     const taken = await db
       .updateTable('calls')

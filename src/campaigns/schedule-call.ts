@@ -1,6 +1,6 @@
 import { enqueueCalls } from '../calls/call-queue.ts'
 import { toCallRecord, type CallRecord } from '../calls/record.ts'
-import { ledgerRow } from '../calls/place-call.ts'
+import { ledgerDuplicate, ledgerRow } from '../calls/place-call.ts'
 import { tenantOf } from '../calls/tenant.ts'
 import type { QueuedWindow } from '../calls/window-at-send.ts'
 import type { Runtime } from '../runtime.ts'
@@ -179,9 +179,16 @@ export async function scheduleCalls(
       const key = keyOf(tenantOf(apiKey), a.request)
       if (key !== undefined) {
         const input = { apiKey, request: a.request, recipe: options.recipe ?? null, campaign: a.plan.campaign ?? null, previousConversationId: a.plan.previousConversationId ?? a.request.conversation_id ?? null }
+        const { row } = ledgerRow(rt, input, 'queued')
+        // A key the ledger holds (a real run used it within 24 h) is a duplicate in the real run: so here.
+        const recorded = await ledgerDuplicate(rt.store.db, row)
+        if (recorded) {
+          outcomes[a.at] = { status: 'duplicate', request: a.request, record: recorded }
+          continue
+        }
         let keys = dryRunKeys.get(effects)
         if (!keys) dryRunKeys.set(effects, (keys = new Map()))
-        keys.set(key, toCallRecord(ledgerRow(rt, input, 'queued').row))
+        keys.set(key, toCallRecord(row))
       }
       effects.plan.push(effect)
       outcomes[a.at] = { status: 'planned', request: a.request }

@@ -145,3 +145,15 @@ it('runFollowUps after addToDnc: the dry run blocks the follow-up as the real ru
   expect(real.summary).toEqual({ planned: 0, blocked: 0, skipped: 1 })
   expect(dry.summary).toEqual(real.summary)
 })
+
+it('a key a real run used (within 24 h) is a duplicate in a later dry run too, as in a later real run', async () => {
+  const body = `const first = await ctx.campaigns.scheduleCall({ agentId: 101, phone: '+919876543212', idempotencyKey: 'welcome-+919876543212' })
+    const other = await ctx.campaigns.scheduleCall({ agentId: 101, phone: '+919876543213' })
+    return [first.status, other.status].join(' ')`
+  expect((await h.run(body, false)).summary).toBe('queued queued')
+  const dry = await h.run(body, true)
+  const real = await h.run(body, false)
+  expect(real.summary).toBe('duplicate queued')
+  expect(dry.summary).toBe('duplicate planned')
+  expect(dry.plan.filter((p) => p.kind === 'call')).toHaveLength(1)
+})
