@@ -6,6 +6,16 @@ export class RunEndedError extends Error {
 /** Whether a run is over: set once its outcome is decided, before it is recorded. */
 export interface RunClock {
   ended: boolean
+  /**
+   * The `ctx` calls still going, by what was called: the runner waits for them before the run is over, so that a call
+   * the recipe did not `await` happens within its run and its record holds it.
+   */
+  inFlight: Map<Promise<void>, string>
+}
+
+/** A run's clock: not ended, nothing in flight. */
+export function runClock(): RunClock {
+  return { ended: false, inFlight: new Map() }
 }
 
 /**
@@ -20,11 +30,27 @@ export function openWhileRunning<T extends object>(target: T, path: string, memb
       const value: unknown = Reflect.get(object, property, receiver)
       if (typeof value !== 'function' || typeof property !== 'string' || (members !== 'all' && !members.includes(property))) return value
       return (...args: unknown[]) => {
-        if (!run.ended) return (value as (...a: unknown[]) => unknown).apply(object, args)
         const what = `${path}.${property}()`
+        if (!run.ended) return tracked(run, what, (value as (...a: unknown[]) => unknown).apply(object, args))
         onLate(what)
         return Promise.reject(new RunEndedError(`${what} was called after the run ended (from a timer or a promise the recipe left running): not done — a run's effects happen while it runs, so that its record holds them`))
       }
     },
   })
+}
+
+/**
+ * `result`, kept in `run.inFlight` until it settles when it is a promise. The recipe gets a promise of its own that
+ * settles as it does, so that one it never awaits still rejects unhandled (said as such) rather than being taken as
+ * handled by the runner's bookkeeping.
+ */
+function tracked(run: RunClock, what: string, result: unknown): unknown {
+  if (!(result instanceof Promise)) return result
+  const settled = result.then(
+    () => undefined,
+    () => undefined,
+  )
+  run.inFlight.set(settled, what)
+  void settled.then(() => run.inFlight.delete(settled))
+  return result.then((value: unknown) => value)
 }

@@ -8,7 +8,7 @@ import type { RecipeContext, RecipeDefinition, RecipeTrigger, RecipeTriggerType 
 import { recipeMetrics } from './metrics.ts'
 import { createBindings } from './bindings.ts'
 import { recipeFrame } from './recipe-frame.ts'
-import { openWhileRunning, type RunClock } from './open-while-running.ts'
+import { openWhileRunning, runClock } from './open-while-running.ts'
 import { createQueries } from './queries.ts'
 import { createKvState, recipeStateNamespace } from './state.ts'
 import { decodeSummary, encodeSummary, storableSummary } from './summary.ts'
@@ -146,7 +146,7 @@ export async function executeRun(
   else await takeRunSlot(rt, name, insertRow)
   const bindings = createBindings(rt, effects, name, timezone)
   // Every member with an effect refuses once the run is over (src/recipes/open-while-running.ts).
-  const run: RunClock = { ended: false }
+  const run = runClock()
   const late = (what: string) => log.warn({ call: what }, `recipe "${name}" called ${what} after its run ended; refused (README → Recipes → Every run has the time limit)`)
   const open = <T extends object>(target: T, path: string, members: readonly string[] | 'all') => openWhileRunning(target, path, members, run, late)
   const ctx: RecipeContext<PipelineEvent> = {
@@ -190,6 +190,20 @@ export async function executeRun(
       running.then(late, late)
     } else if (thrown instanceof Error && thrown.message.length > MAX_ERROR_CHARS) log.error({ error }, 'recipe run failed') // its stack repeats the message whole
     else log.error({ err: thrown }, 'recipe run failed')
+  }
+  // Calls the recipe made and did not wait for (a missing `await`): they happen within the run, so its record holds
+  // them — a call went out after the run was recorded with none planned. Not after a timeout: nothing waits then.
+  if (!timedOut && run.inFlight.size > 0) {
+    const pending = [...new Set(run.inFlight.values())]
+    log.warn({ calls: pending }, `recipe "${name}" returned while ${pending.join(', ')} it called was still going (a missing await?): the run waits for it, so that its record holds what it did`)
+    const left = Math.max(0, timeoutMs - (rt.clock.now() - startedAt))
+    // Until none is left: what it did not wait for may start more of the same.
+    const drained = async () => {
+      while (run.inFlight.size > 0) await Promise.all(run.inFlight.keys())
+    }
+    await withTimeout(rt, drained(), left).catch(() => {
+      log.error({ calls: [...new Set(run.inFlight.values())] }, `recipe "${name}": what it did not wait for was still going at its time limit; whatever it does now is not in the run's record`)
+    })
   }
   run.ended = true
   const endedAt = rt.clock.now()

@@ -157,3 +157,17 @@ it('a key a real run used (within 24 h) is a duplicate in a later dry run too, a
   expect(dry.summary).toBe('duplicate planned')
   expect(dry.plan.filter((p) => p.kind === 'call')).toHaveLength(1)
 })
+
+// Without `await`, the call went out after the run was recorded with nothing planned; `recipes test` showed it planned.
+it('a call the recipe does not await happens within its run: the record holds it, dry or real', async () => {
+  const body = `void ctx.campaigns.scheduleCall({ agentId: 101, phone: '+919876543214', idempotencyKey: 'no-await' })
+    return 'done'`
+  const { dry, real } = await both(body)
+  expect(real.status).toBe('succeeded')
+  expect(real.plan.filter((p) => p.kind === 'call')).toHaveLength(1)
+  expect(dry.plan.filter((p) => p.kind === 'call')).toHaveLength(1)
+  const recorded = await h.rt.store.db.selectFrom('recipe_runs').select(['plan', 'ended_at']).where('id', '=', real.id).executeTakeFirstOrThrow()
+  expect(JSON.parse(recorded.plan!)).toHaveLength(1)
+  const queued = await h.rt.store.db.selectFrom('calls').select(['created_at']).where('idempotency_key', '=', 'no-await').executeTakeFirstOrThrow()
+  expect(Number(queued.created_at)).toBeLessThanOrEqual(Number(recorded.ended_at))
+})
