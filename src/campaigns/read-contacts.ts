@@ -62,9 +62,12 @@ export class ContactsError extends Error {
   }
 }
 
-/** A header as compared with the aliases: lower case, spaces, dashes and dots as `_`. */
+/**
+ * A header as compared with the aliases: lower case, spaces, dashes and dots as `_`, none at either end — `Mobile No.`
+ * is `mobile_no` (it was `mobile_no_`, and a list headed so had "no phone column").
+ */
 export function headerKey(header: string): string {
-  return header.replace(/^\uFEFF/, '').trim().toLowerCase().replace(/[\s\-.]+/g, '_')
+  return header.replace(/^\uFEFF/, '').trim().toLowerCase().replace(/[\s\-.]+/g, '_').replace(/^_+|_+$/g, '')
 }
 
 /** Which header index is the phone column: `customer_phone` itself first, then the aliases in order. */

@@ -34,7 +34,7 @@ describe('readContacts', () => {
     expect(await all(path)).toEqual([{ row: 3, phone: '9876543210', fields: { Name: 'Doe, Jane', Note: 'said "hi"\nthen left' } }])
   })
 
-  it.each(['phone', 'Phone Number', 'MOBILE', 'contact_number', 'Contact-Number', 'msisdn', 'customer_phone'])('takes "%s" as the phone column', async (header) => {
+  it.each(['phone', 'Phone Number', 'MOBILE', 'contact_number', 'Contact-Number', 'msisdn', 'customer_phone', 'Mobile No.', 'Phone No.', ' Cell. '])('takes "%s" as the phone column', async (header) => {
     const rows = await all(file(`${header},name\n9876543210,A\n`))
     expect(rows).toEqual([{ row: 2, phone: '9876543210', fields: { name: 'A' } }])
   })
