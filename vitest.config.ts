@@ -3,7 +3,8 @@ import { WAIT_MS } from './test/helpers/wait-ms.ts'
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    // The team's tests of its recipes, beside them (docs/recipes.md → Testing a recipe in vitest), run with the rest.
+    include: ['test/**/*.test.ts', 'recipes/**/*.test.ts'],
     exclude: ['test/bench/**', 'test/faults/**', 'node_modules/**'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
