@@ -1,4 +1,5 @@
 import { stat } from 'node:fs/promises'
+import { isSupportedCountry } from 'libphonenumber-js/max'
 import { z } from 'zod'
 import * as toolkit from '../campaigns/index.ts'
 import { callingWindowSchema } from '../campaigns/call-input.ts'
@@ -112,7 +113,17 @@ export interface Bindings {
 
 const site = (fn: string, arg: string, expected: string): ArgumentSite => ({ fn, arg, expected })
 const phoneArg = z.string({ error: 'must be a phone number as a string, e.g. "+919876543210"' })
-const dncOptions = z.strictObject({ file: z.union([z.string(), z.literal(false)]).optional(), defaultCountry: z.string().optional() })
+/** A country as libphonenumber knows it: `'India'` passed, and the number was "without a country code" downstream. */
+const countryCode = z.string().refine((c) => isSupportedCountry(c), { error: 'must be a country code libphonenumber knows (ISO 3166, e.g. "IN", "US", "GB")' })
+const dncOptions = z.strictObject({ file: z.union([z.string(), z.literal(false)]).optional(), defaultCountry: countryCode.optional() })
+const scheduleOptionsSchema = z.strictObject({
+  recipe: z.string().nullable().optional(),
+  apiKey: z.string().optional(),
+  dnc: dncOptions.optional(),
+  timeZone: z.string().optional(),
+  defaultCountry: countryCode.optional(),
+})
+const SCHEDULE_OPTIONS = '{ defaultCountry?, timeZone?, dnc?: { file?, defaultCountry? }, apiKey?, recipe? }'
 // Checked without being copied: z.record() builds a new object and skips a `__proto__` key, so a CSV column of that
 // name reached the provider's batch with every cell empty.
 const batchRow = z.custom<Record<string, string>>(
@@ -131,7 +142,7 @@ const launchBatchSchema = z.strictObject({
   campaign: z.union([z.string().min(1, { error: 'must name the campaign (or be false for none)' }), z.literal(false)]).optional(),
   window: z.union([callingWindowSchema, z.literal(false)]).optional(),
   closingMarginMinutes: z.number({ error: 'must be a number of minutes (0 for none)' }).min(0, { error: 'must be 0 or more minutes' }).optional(),
-  defaultCountry: z.string().optional(),
+  defaultCountry: countryCode.optional(),
   timeZone: z.string().optional(),
 })
 const followUpsSchema = z.strictObject({
@@ -143,7 +154,7 @@ const followUpsSchema = z.strictObject({
   horizonMs: z.number().optional(),
   maxAgeMs: z.number().optional(),
   immediateWithinMs: z.number().optional(),
-  defaultCountry: z.string().optional(),
+  defaultCountry: countryCode.optional(),
   agentId: z.number().int().optional(),
   retryContext: z.looseObject({}).optional(),
   conversationIds: z.array(z.string()).optional(),
@@ -158,7 +169,7 @@ const prepareSchema = z.strictObject({
   phoneAliases: z.array(z.string()).optional(),
   delimiter: z.string().optional(),
   name: z.string().optional(),
-  defaultCountry: z.string().optional(),
+  defaultCountry: countryCode.optional(),
   dnc: dncOptions.optional(),
   normalizer: z.custom<toolkit.PhoneNormalizer>((v) => typeof v === 'function').optional(),
 })
@@ -318,9 +329,13 @@ export function createBindings(rt: Runtime, effects: Effects, recipe: string, ti
     ...checkedCampaignHelpers(),
     launchBatch: (input) =>
       toolkit.launchBatch(rt, { timeZone, ...checkArgument(launchBatchSchema, input, site('ctx.campaigns.launchBatch', 'input', '{ agentId: number, name: string, rows: [{ customer_phone, … }], rejects?, columns?, campaign?, window?, closingMarginMinutes?, defaultCountry?, timeZone? }')) }, effects),
-    scheduleCall: (call, options = {}) => toolkit.scheduleCall(rt, call, effects, { recipe, timeZone, ...options }),
-    scheduleCalls: (calls, options = {}) =>
-      toolkit.scheduleCalls(rt, checkArgument(z.array(z.unknown(), { error: 'must be an array of calls' }), calls, site('ctx.campaigns.scheduleCalls', 'calls', 'an array of calls ({ agentId, phone, … } or follow-up plans)')) as Array<toolkit.NewCall | toolkit.CallPlan>, effects, { recipe, timeZone, ...options }),
+    // The options are checked as every other argument: `{ defaultcountry: 'US' }` was ignored, and the number read as Indian.
+    scheduleCall: (call, options = {}) =>
+      toolkit.scheduleCall(rt, call, effects, { recipe, timeZone, ...checkArgument(scheduleOptionsSchema, options, site('ctx.campaigns.scheduleCall', 'options', SCHEDULE_OPTIONS)) }),
+    scheduleCalls: (calls, options = {}) => {
+      const checked = checkArgument(scheduleOptionsSchema, options, site('ctx.campaigns.scheduleCalls', 'options', SCHEDULE_OPTIONS))
+      return toolkit.scheduleCalls(rt, checkArgument(z.array(z.unknown(), { error: 'must be an array of calls' }), calls, site('ctx.campaigns.scheduleCalls', 'calls', 'an array of calls ({ agentId, phone, … } or follow-up plans)')) as Array<toolkit.NewCall | toolkit.CallPlan>, effects, { recipe, timeZone, ...checked })
+    },
     runFollowUps: (options = {}) => {
       const checked = checkArgument(followUpsSchema, options, site('ctx.campaigns.runFollowUps', 'options', '{ maxAttempts?, minGapMs?, window?, timeZone?, agentId?, conversationIds?, … }'))
       return toolkit.runFollowUps(rt, { recipe, timeZone, ...checked }, effects)

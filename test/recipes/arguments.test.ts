@@ -34,3 +34,14 @@ it('refuses a scheduled time without its time zone (it would be read in the serv
   expect(await h.errorOf(`await ctx.campaigns.scheduleCall({ request: { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543210' }], scheduled_for: '2026-03-12T10:00:00' } })`)).toMatch(/scheduled_for: must be an ISO 8601 time with its time zone/)
   expect(await h.errorOf(`await ctx.campaigns.scheduleCall({ agentId: 101, phone: '9876543210', scheduledFor: '2026-03-12T10:00:00+05:30' })`)).toBeNull()
 })
+
+// scheduleCall's options went in unchecked: `defaultcountry` was ignored (the number read as Indian), `'India'` was read
+// as no country at all ("no country code, and no default country to read it with").
+it("checks scheduleCall's and scheduleCalls' options as every other argument, the country codes of every function too", async () => {
+  expect(await h.errorOf(`await ctx.campaigns.scheduleCall({ agentId: 101, phone: '415 555 0123' }, { defaultcountry: 'US' } as never)`)).toMatch(/^ctx\.campaigns\.scheduleCall\(options\): .*defaultcountry/)
+  expect(await h.errorOf(`await ctx.campaigns.scheduleCall({ agentId: 101, phone: '415 555 0123' }, { defaultCountry: 'India' })`)).toMatch(/^ctx\.campaigns\.scheduleCall\(options\): options\.defaultCountry: must be a country code libphonenumber knows/)
+  expect(await h.errorOf(`await ctx.campaigns.scheduleCalls([], { timezone: 'UTC' } as never)`)).toMatch(/^ctx\.campaigns\.scheduleCalls\(options\): .*timezone/)
+  expect(await h.errorOf(`await ctx.campaigns.runFollowUps({ defaultCountry: 'XX' })`)).toMatch(/^ctx\.campaigns\.runFollowUps\(options\): options\.defaultCountry: must be a country code/)
+  const planned = await h.run(`return (await ctx.campaigns.scheduleCall({ agentId: 101, phone: '415 555 0123' }, { defaultCountry: 'US' })).request.parameters`, true)
+  expect(planned.summary).toEqual([{ name: 'customer_phone', value: '+14155550123' }])
+})

@@ -25,7 +25,7 @@ export default defineRecipe({
     const rows = Array.from({ length: ${ROWS} }, (_, i) => ({ customer_phone: '+9198' + String(10000000 + i), name: 'Person <' + i + '>' }))
     const bad = Array.from({ length: ${REJECTS} }, (_, i) => ({ customer_phone: '12' + i }))
     const batch = await ctx.campaigns.launchBatch({ agentId: 101, name: 'leads', rows: [...rows, ...bad], window: false })
-    await ctx.campaigns.scheduleCalls(Array.from({ length: ${CALLS} }, (_, i) => ({ agentId: 101, phone: '+9197' + String(10000000 + i) })), { window: false })
+    await ctx.campaigns.scheduleCalls(Array.from({ length: ${CALLS} }, (_, i) => ({ agentId: 101, phone: '+9197' + String(10000000 + i) })))
     await ctx.state.set('cursor', { seen: ${ROWS} })
     return { rows: batch.rows.length, rejects: batch.rejects.length }
   },
