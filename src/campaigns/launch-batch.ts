@@ -184,6 +184,11 @@ export async function launchBatch(rt: Runtime, given: LaunchBatchInput, effects:
     // Rows given in code have no file line: their position (1-based) is their row number.
     const rowNumber = index + 1
     const raw = original[PHONE_COLUMN] ?? ''
+    // A row keyed `phone` (as a CSV's header may be) was "phone number is empty", which hid the cause.
+    if (!Object.hasOwn(original, PHONE_COLUMN)) {
+      const columns = Object.keys(original).slice(0, 5).map((c) => JSON.stringify(printable(c, 40))).join(', ')
+      return void rejects.push({ row: rowNumber, raw, reason: `the row has no "${PHONE_COLUMN}" (its columns: ${columns || 'none'}): rows given to launchBatch are keyed by ${PHONE_COLUMN}` })
+    }
     const phone = normalize(raw)
     if (!phone.ok) return void rejects.push({ row: rowNumber, raw, reason: phone.reason })
     // Rows given in code are held to what prepareBatch holds a file's rows to.

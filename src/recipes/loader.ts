@@ -1,10 +1,11 @@
 import { existsSync, readdirSync, statSync } from 'node:fs'
-import { basename, join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { installationCacheDir } from '../utils/installation-cache.ts'
 import type { RecipeDefinition } from './define.ts'
 import { validateRecipe } from './validate.ts'
 import type { LoadWatch } from './load-watch.ts'
+import { recipeFrame } from './recipe-frame.ts'
 
 /** One file of RECIPES_DIR: a usable definition, or the reason it is broken. */
 export interface LoadedRecipe {
@@ -145,7 +146,10 @@ async function loadOne(
     exported = mod && 'default' in mod ? mod.default : undefined
   } catch (error) {
     if (error instanceof LoadTimeLimitError) return { ...base, error: `did not finish loading within ${duration(limitMs)}: a top-level await that never settles?` }
-    return { ...base, error: `failed to load: ${firstLine(error)}` }
+    // Where in the file its top-level code threw (a syntax error's message names its place itself).
+    const message = firstLine(error)
+    const at = /:\d+:\d+/.test(message) ? '' : recipeFrame(error, [dirname(file)], name)
+    return { ...base, error: `failed to load: ${message}${at}` }
   } finally {
     options.watch?.loaded(file)
   }

@@ -114,6 +114,14 @@ describe('launchBatch', () => {
     expect(uploadedCsv(upstream.requests[0]!)).not.toContain('zzzz')
   })
 
+  // A row keyed `phone` was rejected as "phone number is empty", which hid that the key was the wrong one.
+  it('a row given in code without customer_phone is rejected naming the key and the columns it has', async () => {
+    const rows = [{ phone: '+447911123466', name: 'A' }, { customer_phone: '+447911123467', name: 'B' }] as unknown as BatchRow[]
+    const result = await launchBatch(rt, { agentId: 101, name: 'keys', rows }, effects())
+    expect(result.rows.map((r) => r.customer_phone)).toEqual(['+447911123467'])
+    expect(result.rejects).toEqual([{ row: 1, raw: '', reason: 'the row has no "customer_phone" (its columns: "phone", "name"): rows given to launchBatch are keyed by customer_phone' }])
+  })
+
   it('a timezone value that is not a zone is named as such (quoted, escaped, a few), not as a missing column', async () => {
     const prepared = await prepareBatch(rt, [Buffer.from('name,phone,timezone\nA,+1 212 555 0123,<script>\nB,+1 213 555 0100,Mars/Phobos\nC,+1 415 555 0100,"a""b\u001b"\nD,+1 312 555 0100,Mars/Phobos\nE,+1 646 555 0100,Nowhere\nF,+1 202 555 0100,\n')])
     const result = await launchBatch(rt, { agentId: 101, name: 'zones', rows: prepared.rows }, effects())

@@ -290,7 +290,8 @@ export default defineRecipe({ description: 'fine', schedule: '0 8 * * *', run: (
     folder.write('syntax', `import { defineRecipe } from 'switchboard'
 export default defineRecipe({ description: 'oops', run() { return ( } })
 `)
-    folder.write('throws', `throw new Error('missing API token for the CRM')
+    folder.write('throws', `// Needs the CRM's token.
+throw new Error('missing API token for the CRM')
 `)
     folder.write('badcron', `import { defineRecipe } from 'switchboard'
 export default defineRecipe({ description: 'x', schedule: '61 * * * *', run: () => 1 })
@@ -314,7 +315,8 @@ export default defineRecipe({ description: 'x', schedule: '0 8 * * *', timezone:
     expect(broken.good).toBeNull()
     // Line and column as TypeScript and editors count them (1-based): the \`}\` after \`return (\`.
     expect(broken.syntax).toMatch(/^failed to load: .*syntax\.ts:2:69$/)
-    expect(broken.throws).toBe('failed to load: missing API token for the CRM')
+    // With where in the file its top-level code threw.
+    expect(broken.throws).toMatch(/^failed to load: missing API token for the CRM \(at .*throws\.ts:2:7\)$/)
     expect(broken.badcron).toMatch(/`schedule` "61 \* \* \* \*" is not a valid cron pattern/)
     expect(broken.badevent).toMatch(/unknown event type "call\.no_anwser"/)
     expect(broken.badtz).toMatch(/`timezone` must be an IANA time zone/)
