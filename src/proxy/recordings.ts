@@ -389,8 +389,9 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
       const etag = `"${row.file.slice(0, 32)}"`
       const headers = new Headers({ 'content-type': row.content_type, 'accept-ranges': 'bytes', etag, 'x-cache': cache })
       const range = rangeOf(request, size, etag)
-      if (range === 'unsatisfiable') return unsatisfiable(size, request, headers)
+      // The provider's kept headers (Content-Disposition, Cache-Control) on every answer, a 416 too, as on a MISS.
       for (const [name, value] of Object.entries(row.headers ? (JSON.parse(row.headers) as Record<string, string>) : {})) headers.set(name, value)
+      if (range === 'unsatisfiable') return unsatisfiable(size, request, headers)
       const { start, end } = range ?? { start: 0, end: size - 1 }
       const length = size === 0 ? 0 : end - start + 1
       headers.set('content-length', String(length))

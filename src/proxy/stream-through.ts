@@ -7,7 +7,7 @@ import type { ReadableStream as NodeWebReadableStream } from 'node:stream/web'
 import type { Runtime } from '../runtime.ts'
 import { apiErrorResponse } from '../upstream/api-error.ts'
 import { createIdleDeadline } from './idle-deadline.ts'
-import { failureOf, failureResponse, passHeaders, upstreamUrl, withCache } from './upstream.ts'
+import { failureOf, failureResponse, passHeaders, STREAMED_PASS_HEADERS, upstreamUrl, withCache } from './upstream.ts'
 
 /**
  * Sends a streamed body with node:http rather than fetch: undici keeps every chunk of a streamed request
@@ -132,7 +132,8 @@ export async function streamThrough(
       deadline.stop()
       upstream.resume()
     }
-    return withCache(new Response(responseBody, { status, headers: passHeaders(toHeaders(upstream.headers), status) }), 'BYPASS')
+    const passed = passHeaders(toHeaders(upstream.headers), status, new Headers(), STREAMED_PASS_HEADERS)
+    return withCache(new Response(responseBody, { status, headers: passed }), 'BYPASS')
   } catch (error) {
     deadline.stop()
     if (overLimit) return tooLarge()

@@ -10,6 +10,15 @@ export type UpstreamResult =
 
 /** Headers the provider sends that the caller must see on a live answer (`allow` on a 405, RFC 9110 §15.5.6). */
 export const PASS_HEADERS = ['content-type', 'allow', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after'] as const
+/**
+ * What an answer streamed through as sent (a path or a query the proxy does not model: a recording asked with a
+ * query, say) passes on besides: its bytes are the provider's, untouched, so their length, range, encoding and the
+ * download's name describe them still. A 206 went out without its Content-Range (RFC 9110 §15.3.7).
+ */
+export const STREAMED_PASS_HEADERS = [
+  ...PASS_HEADERS, 'content-length', 'content-range', 'accept-ranges', 'content-disposition', 'content-encoding', 'content-language',
+  'etag', 'last-modified', 'cache-control', 'vary',
+] as const
 const RATE_LIMIT_HEADERS = new Set(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after'])
 
 export function upstreamUrl(rt: Runtime, pathAndQuery: string): string {
@@ -95,8 +104,8 @@ function isPassableLocation(value: string): boolean {
  * The PASS_HEADERS of an upstream answer, and on a 3xx its Location as sent: requests go out with
  * redirect: 'manual', so the caller has to follow the redirect itself and needs to know where to.
  */
-export function passHeaders(from: Headers, status: number, to: Headers = new Headers()): Headers {
-  for (const name of PASS_HEADERS) {
+export function passHeaders(from: Headers, status: number, to: Headers = new Headers(), names: readonly string[] = PASS_HEADERS): Headers {
+  for (const name of names) {
     const value = from.get(name)
     if (value !== null) to.set(name, value)
   }

@@ -160,7 +160,14 @@ describe('proxy recordings: streamed, ranged and budgeted', () => {
     const id = items.find((c) => c.status === 'completed')!.conversation_id
     const res = await h.request(`/v1/conversations/${id}/recording?format=wav`, { headers: { range: 'bytes=0-3' } })
     expect(res.headers.get('x-cache')).toBe('BYPASS')
-    await res.arrayBuffer()
+    // The provider's answer as sent: a 206 with its Content-Range (RFC 9110 §15.3.7), the download's name, its length.
+    expect(res.status).toBe(206)
+    expect(res.headers.get('content-range')).toMatch(/^bytes 0-3\/\d+$/)
+    expect(res.headers.get('content-length')).toBe('4')
+    expect(res.headers.get('accept-ranges')).toBe('bytes')
+    expect(res.headers.get('content-disposition')).toMatch(/^attachment; filename=/)
+    expect(res.headers.get('etag')).not.toBeNull()
+    expect((await res.arrayBuffer()).byteLength).toBe(4)
     expect(up.seen.filter((r) => r.url.includes('/recording')).map((r) => r.url)).toEqual([`/v1/conversations/${id}/recording?format=wav`])
     expect(await rows(h)).toEqual([])
   })

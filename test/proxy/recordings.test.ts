@@ -80,6 +80,9 @@ describeEachDialect('proxy recordings', (dialect) => {
     const beyond = await h.request(path, { headers: { range: `bytes=${size}-` } })
     expect(beyond.status).toBe(416)
     expect(beyond.headers.get('content-range')).toBe(`bytes */${size}`)
+    // The provider's kept headers on a HIT's 416 too, as on every other answer.
+    expect(beyond.headers.get('x-cache')).toBe('HIT')
+    expect(beyond.headers.get('content-disposition')).toMatch(/^attachment; filename=/)
     await beyond.arrayBuffer()
 
     const head = await h.request(path, { method: 'HEAD' })
