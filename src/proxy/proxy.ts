@@ -13,7 +13,7 @@ import { readLimited } from '../utils/read-limited.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
 import { CACHE_TTL_MS, planCache } from './cache-policy.ts'
 import { cacheKey } from './cache-key.ts'
-import { createJsonCache, invalidateTenantLists, type CacheEntry } from './json-cache.ts'
+import { createJsonCache, forgetTenantNotFound, invalidateTenantLists, type CacheEntry } from './json-cache.ts'
 import { applyIdempotencyHeader } from './idempotency-header.ts'
 import { parseJsonBody } from './json-body.ts'
 import { createIdleDeadline } from './idle-deadline.ts'
@@ -363,7 +363,8 @@ export function createProxy(rt: Runtime): Proxy {
       case 'create_call':
         return createCall(request, apiKey, tenant)
       case 'create_batch':
-        return streamThrough(rt, request, { apiKey, pathAndQuery, onSuccess: () => invalidateLists(tenant, ['batch_list']) })
+        // The new batch's id may have been read as missing just before (ids are sequential): its 404 goes too.
+        return streamThrough(rt, request, { apiKey, pathAndQuery, onSuccess: async () => { await forgetTenantNotFound(rt, tenant); await invalidateLists(tenant, ['batch_list']) } })
       case 'create_transcription':
         return streamThrough(rt, request, { apiKey, pathAndQuery })
       case 'recording':

@@ -189,8 +189,15 @@ describeEachDialect('proxy endpoints', (dialect) => {
     expect(metrics.status).toBe(200)
     expect((await metrics.json()).data).toMatchObject({ total_processed: 3, completed_count: 2, no_answer_count: 1 })
 
-    // A new batch invalidates that tenant's batch lists at once.
-    await h.request('/v1/batch-call', { method: 'POST', body: batchForm(101, 'summer', csv) })
+    // A new batch invalidates that tenant's batch lists at once — and a 404 cached for its id (the next one) just before.
+    const nextId = batch.id + 1
+    expect((await h.request(`/v1/batch-calls/${nextId}`)).status).toBe(404)
+    expect((await h.request(`/v1/batch-calls/${nextId}`)).headers.get('x-cache')).toBe('HIT')
+    const second = (await (await h.request('/v1/batch-call', { method: 'POST', body: batchForm(101, 'summer', csv) })).json()).data as { id: number }
+    expect(second.id).toBe(nextId)
+    const read = await h.request(`/v1/batch-calls/${nextId}`)
+    expect([read.status, read.headers.get('x-cache')]).toEqual([200, 'MISS'])
+    await read.arrayBuffer()
     const after = await h.request('/v1/batch-calls?agent_id=101')
     expect(after.headers.get('x-cache')).toBe('MISS')
     expect((await after.json()).data).toHaveLength(2)
