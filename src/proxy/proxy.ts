@@ -1,3 +1,4 @@
+import { printable } from '../utils/printable.ts'
 import { basename } from 'node:path'
 import { HTTPResponse } from 'h3'
 import { placeCall, STALE_PENDING_MS } from '../calls/place-call.ts'
@@ -259,6 +260,11 @@ export function createProxy(rt: Runtime): Proxy {
   async function createCall(request: Request, apiKey: string, tenant: string): Promise<ProxyReply> {
     const type = request.headers.get('content-type') ?? ''
     if (!/^application\/(.+\+)?json\b/i.test(type.trim())) return withCache(apiErrorResponse(400, 'invalid_request', 'Content-Type must be application/json'), 'BYPASS')
+    // A gzip body was read as text and refused as "not valid UTF-8 (invalid byte 0x8b …)": the encoding is what is wrong.
+    const encoding = request.headers.get('content-encoding')?.trim().toLowerCase()
+    if (encoding && encoding !== 'identity') {
+      return withCache(apiErrorResponse(415, 'invalid_request', `Content-Encoding "${printable(encoding, 40)}" is not taken for POST /v1/call: send the JSON body uncompressed`, { headers: { 'accept-encoding': 'identity' } }), 'BYPASS')
+    }
     const tooLarge = (headers?: HeadersInit) =>
       withCache(apiErrorResponse(413, 'invalid_request', `request body is larger than ${MAX_JSON_BODY_BYTES} bytes`, { headers }), 'BYPASS')
     const declared = Number(request.headers.get('content-length') ?? 0)

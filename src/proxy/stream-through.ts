@@ -101,7 +101,8 @@ export async function streamThrough(
   }
   const headers: Record<string, string> = { authorization: `Bearer ${init.apiKey}`, accept: 'application/json' }
   // What the caller asked for goes on as asked: a recording by a query or a route we do not know may be ranged.
-  for (const name of ['accept', 'content-type', 'idempotency-key', 'range', 'if-range']) {
+  // A compressed upload stays labelled as such: its bytes go on as they came.
+  for (const name of ['accept', 'content-type', 'content-encoding', 'idempotency-key', 'range', 'if-range']) {
     const value = request.headers.get(name)
     if (value !== null) headers[name] = value
   }

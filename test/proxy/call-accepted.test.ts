@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib'
 import { afterEach, expect, it } from 'vitest'
 import { CALL_BUDGET_MS } from '../../src/proxy/proxy.ts'
 import { describeEachDialect } from '../helpers/db.ts'
@@ -115,6 +116,25 @@ describeEachDialect('POST /v1/call once the provider answered', (dialect) => {
     expect((await post(h, phoneCall('+919876543245'))).status).toBe(200)
     expect(up.count('POST', '/v1/call')).toBe(1)
   })
+  // A gzip call body was refused as "not valid UTF-8 (invalid byte 0x8b …)"; a compressed upload went on unlabelled.
+  it('a call body with a Content-Encoding is a 415 saying so; an upload keeps its Content-Encoding on the way', async () => {
+    const { h, up } = await scripted()
+    const call = await h.request('/v1/call', { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: gzipSync(JSON.stringify(phoneCall('+919876543248'))) })
+    expect(call.status).toBe(415)
+    expect(await call.json()).toEqual({ error: { type: 'invalid_request', message: 'Content-Encoding "gzip" is not taken for POST /v1/call: send the JSON body uncompressed' } })
+    expect(up.count('POST', '/v1/call')).toBe(0)
+    let encoding: string | undefined
+    up.answer((req, _body, res) => {
+      encoding = req.headers['content-encoding']
+      res.writeHead(400, { 'content-type': 'application/json' })
+      res.end('{"error":{"type":"invalid_request","message":"compressed uploads are not taken"}}')
+    })
+    const upload = await h.request('/v1/batch-call', { method: 'POST', headers: { 'content-type': 'multipart/form-data; boundary=x', 'content-encoding': 'gzip' }, body: gzipSync('--x--\r\n') })
+    expect(upload.status).toBe(400)
+    await upload.arrayBuffer()
+    expect(encoding).toBe('gzip')
+  })
+
   // `/v1//call` went through as an unknown path: the provider (behind a server that merges slashes) placed the call,
   // with no do-not-call check, no ledger row and no idempotency key.
   it('a path with doubled slashes is the route it names: /v1//call is checked, recorded and keyed as /v1/call', async () => {
