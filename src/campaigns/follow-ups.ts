@@ -8,6 +8,7 @@ import { chunks } from '../utils/chunks.ts'
 import { inValues } from '../db/in-values.ts'
 import {
   DEAD_CALL_STATUSES,
+  FINAL_FOLLOW_UP_STATUSES,
   DEFAULT_FOLLOW_UP,
   TECHNICAL_FAILURES,
   numbersToScreen,
@@ -125,7 +126,8 @@ export async function followUpCandidates(
         selectFrom('calls')
           .select('calls.id')
           .whereRef('calls.previous_conversation_id', '=', 'conversations.conversation_id')
-          .where('calls.status', 'not in', DEAD_CALL_STATUSES),
+          // A follow-up the provider refused holds its conversation too (FINAL_FOLLOW_UP_STATUSES): not a candidate again.
+          .where('calls.status', 'not in', DEAD_CALL_STATUSES.filter((s) => !(FINAL_FOLLOW_UP_STATUSES as readonly string[]).includes(s))),
       )),
     )
   if (options.agentIds) query = query.where('agent_id', 'in', options.agentIds)

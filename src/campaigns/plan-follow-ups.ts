@@ -90,7 +90,7 @@ export interface FollowUpPlan {
 
 export type SkipCode =
   | 'not_latest' | 'in_progress' | 'completed' | 'unreachable' | 'status' | 'platform_retry' | 'invalid_phone' | 'dnc'
-  | 'opted_out' | 'already_followed_up' | 'call_pending' | 'attempt_cap' | 'horizon' | 'too_old'
+  | 'opted_out' | 'already_followed_up' | 'refused' | 'call_pending' | 'attempt_cap' | 'horizon' | 'too_old'
 
 export interface FollowUpSkip {
   conversationId: string
@@ -126,6 +126,13 @@ const E164 = /^\+[1-9]\d{6,14}$/
 /** Calls the provider refused or that never reached it do not count as attempts and do not block. */
 export const DEAD_CALL_STATUSES = ['failed', 'rejected'] as const
 const DEAD_CALL = new Set<string>(DEAD_CALL_STATUSES)
+/**
+ * A follow-up the provider refused (a 4xx: an agent with no number, a bad parameter) is that conversation's last word:
+ * planned again, the same request under the same key got the same refusal — every sweep, for the 7 days the
+ * conversation stays a candidate, each one a request against the key's rate limit. A `failed` one (the provider
+ * unreachable or 5xx until the queue gave up) is planned again: the next try may reach it.
+ */
+export const FINAL_FOLLOW_UP_STATUSES = ['rejected'] as const
 
 function parse<T>(text: string | null): T | null {
   if (!text) return null
@@ -360,6 +367,9 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
     const traces = new Set<string>()
     for (const c of g.conversations) traces.add(c.trace_id ?? `conversation:${c.conversation_id}`)
     for (const call of g.calls) {
+      if (call.status === 'rejected' && call.previous_conversation_id === row.conversation_id) {
+        return { code: 'refused', reason: `its follow-up was refused by the provider (call ${call.trace_id ?? call.id}; its reason: calls list --phone ${phone.e164}): not planned again` }
+      }
       if (DEAD_CALL.has(call.status)) continue
       if (call.previous_conversation_id === row.conversation_id) {
         return { code: 'already_followed_up', reason: `already followed up (call ${call.trace_id ?? call.id}, ${call.status})` }

@@ -268,12 +268,20 @@ describe('planFollowUps', () => {
       const placed = call({ previous_conversation_id: c.conversation_id, status: 'scheduled', created_at: EVENING + 30_000, trace_id: 'TX' })
       expect(plan([c], { calls: [placed] }).skips).toMatchObject([{ code: 'already_followed_up' }])
     })
-    it('a follow-up the provider refused does not block: the re-plan reuses the same attempt number and key', () => {
+    it('a follow-up that never reached the provider (failed) does not block: the re-plan reuses the same attempt number and key', () => {
       const c = conversation()
       const first = plan([c]).plans[0]!
-      const refused = call({ previous_conversation_id: c.conversation_id, status: 'failed', trace_id: null, created_at: EVENING + 30_000 })
-      const again = plan([c], { calls: [refused] }).plans[0]!
+      const failed = call({ previous_conversation_id: c.conversation_id, status: 'failed', trace_id: null, created_at: EVENING + 30_000 })
+      const again = plan([c], { calls: [failed] }).plans[0]!
       expect(again.idempotencyKey).toBe(first.idempotencyKey)
+    })
+    // Planned again, the same request got the same 4xx — every sweep, for 7 days, against the key's rate limit.
+    it('a follow-up the provider refused (rejected) is that conversation\'s last: not planned again, said why', () => {
+      const c = conversation()
+      const refused = call({ previous_conversation_id: c.conversation_id, status: 'rejected', trace_id: null, created_at: EVENING + 30_000 })
+      const result = plan([c], { calls: [refused] })
+      expect(result.plans).toEqual([])
+      expect(result.skips).toMatchObject([{ code: 'refused', reason: expect.stringMatching(/^its follow-up was refused by the provider \(call call-\d+; its reason: calls list --phone \+919876543210\): not planned again$/) }])
     })
     it('a call to the contact placed after this conversation and not yet answered blocks a second one', () => {
       const c = conversation()

@@ -171,3 +171,20 @@ it('a call the recipe does not await happens within its run: the record holds it
   const queued = await h.rt.store.db.selectFrom('calls').select(['created_at']).where('idempotency_key', '=', 'no-await').executeTakeFirstOrThrow()
   expect(Number(queued.created_at)).toBeLessThanOrEqual(Number(recorded.ended_at))
 })
+
+// A refused follow-up was re-queued by every sweep (the same 400 each time, 7 days long, on the key's rate limit).
+it('a follow-up the provider refused is not planned again, by the sweep or by its conversation', async () => {
+  await seedNoAnswer('c9', '+919876543217')
+  const at = h.rt.clock.now()
+  await h.rt.store.db.insertInto('calls').values({
+    id: 'call_refused', tenant: 't', agent_id: 101, customer_phone: '+919876543217', idempotency_key: 'k_refused', trace_id: null, conversation_id: null,
+    previous_conversation_id: 'c9', scheduled_for: null, parameters: '[]', retry_context: null, metadata: null, recipe: 'r', campaign: 'agent:101',
+    status: 'rejected', error: 'invalid_request: agent has no phone number configured', created_at: at, updated_at: at,
+  }).execute()
+  const body = `const sweep = await ctx.campaigns.runFollowUps()
+    const one = await ctx.campaigns.runFollowUps({ conversationIds: ['c9'] })
+    return { sweep: sweep.summary.queued + sweep.summary.planned, one: one.skips.map((s) => s.code)}`
+  const { dry, real } = await both(body)
+  expect(real.summary).toEqual({ sweep: 0, one: ['refused'] })
+  expect(dry.summary).toEqual(real.summary)
+})
