@@ -87,6 +87,11 @@ export async function checkUpstreamKey(rt: Runtime, serviceUp: boolean): Promise
     if (error instanceof VoiceApiError && error.status === 401) {
       return problem('upstream key', `${who} is refused by ${rt.config.upstreamBaseUrl} (401)`, 'copy the workspace key from the provider dashboard into VOICE_API_KEY')
     }
+    // A 429 is the provider answering this key: the address and the key work, its limit is spent for now (replicas
+    // whose call queues share the key spend it routinely). /readyz counts it as up too.
+    if (error instanceof VoiceApiError && error.status === 429) {
+      return ok('upstream key', `${who} is accepted by ${rt.config.upstreamBaseUrl} (its rate limit is spent right now: 429)`)
+    }
     const fix = rt.config.sandboxMode ? 'see the service log' : 'check VOICE_API_REGION / VOICE_API_BASE_URL and the network path to the provider'
     return problem('upstream key', `${rt.config.upstreamBaseUrl} did not answer usefully: ${describeError(error)}`, fix)
   }

@@ -195,3 +195,17 @@ it('a SQLite database that cannot be opened says what stands in the way: the fil
   expect(r.code).toBe(1)
   expect(r.lines[1]).toMatch(/^PROBLEM\s+database\s+cannot open sqlite: .* → check that this process can write DATA_DIR and the database file \(owner, mode, a read-only mount\) and that the disk has room$/)
 })
+
+// Replicas whose call queues share the key spend its limit routinely: doctor said to check the region and the network.
+it('a provider answering 429 accepts the key: ok, said so', async () => {
+  const { createServer } = await import('node:http')
+  const limited = createServer((_req, res) => res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '30' }).end('{"error":{"type":"rate_limit_exceeded","message":"rate limit exceeded"}}'))
+  await new Promise<void>((resolve) => limited.listen(0, '127.0.0.1', resolve))
+  try {
+    const port = (limited.address() as { port: number }).port
+    const r = await doctor({ VOICE_API_KEY: 'sk_live_limited', VOICE_API_BASE_URL: `http://127.0.0.1:${port}` })
+    expect(r.lines.find((l) => /^\S+\s+upstream key\s/.test(l))).toBe(`ok       upstream key   VOICE_API_KEY is accepted by http://127.0.0.1:${port} (its rate limit is spent right now: 429)`)
+  } finally {
+    await new Promise((resolve) => limited.close(resolve))
+  }
+})
