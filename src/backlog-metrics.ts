@@ -89,8 +89,6 @@ export function registerBacklogMetrics(rt: Runtime, options: BacklogMetricsOptio
     })
   backlogGauge('switchboard_events_pending', 'Stored events not yet processed (pending, or failed awaiting a retry)', (b) => b.pending)
   backlogGauge('switchboard_events_oldest_pending_age_seconds', 'Age of the oldest unprocessed event', (b) => b.oldestAgeMs / 1000)
-  /** Recipes whose queue this process has seen hold events: their series stay, at 0 once the queue is empty. */
-  const recipesSeen = new Set<string>()
   new Gauge({
     name: 'switchboard_recipe_events_queued',
     help: 'Events queued for a recipe and not yet run',
@@ -99,11 +97,7 @@ export function registerBacklogMetrics(rt: Runtime, options: BacklogMetricsOptio
     async collect() {
       this.reset()
       if (!queuesCountedHere()) return
-      const fires = await readFires().catch(() => [])
-      for (const r of fires) recipesSeen.add(r.recipe)
-      // A recipe's series stays once it has had events, at 0 when its queue is empty: it vanished then, which broke
-      // graphs and an alert on `== 0` or `absent()`.
-      for (const recipe of recipesSeen) this.set({ recipe }, fires.find((r) => r.recipe === recipe)?.n ?? 0)
+      for (const r of await readFires().catch(() => [])) this.set({ recipe: r.recipe }, r.n)
     },
   })
   // `/readyz` and `switchboard_events_oldest_pending_age_seconds` watch the inbox; a recipe whose queue stands still (a
@@ -117,12 +111,7 @@ export function registerBacklogMetrics(rt: Runtime, options: BacklogMetricsOptio
       this.reset()
       if (!queuesCountedHere()) return
       const now = rt.clock.now()
-      const fires = await readFires().catch(() => [])
-      for (const r of fires) recipesSeen.add(r.recipe)
-      for (const recipe of recipesSeen) {
-        const oldest = fires.find((r) => r.recipe === recipe)?.oldest ?? null
-        this.set({ recipe }, oldest === null ? 0 : Math.max(0, (now - oldest) / 1000))
-      }
+      for (const r of await readFires().catch(() => [])) if (r.oldest !== null) this.set({ recipe: r.recipe }, Math.max(0, (now - r.oldest) / 1000))
     },
   })
   // One read of the outboxes for both of their gauges, as for the inbox's.
