@@ -13,7 +13,7 @@ import { decodeCsvText, NotTextError } from './csv-encoding.ts'
 import { parsePhone, phoneParseOptions } from './parse-phone.ts'
 import { defineMetrics } from '../utils/define-metrics.ts'
 import { printable } from '../utils/printable.ts'
-import { tableLists, type DncOverlay } from './dry-run-dnc.ts'
+import { tableLists, withOverlay, type DncOverlay } from './dry-run-dnc.ts'
 
 /**
  * Do-not-call: the `dnc` table (numbers added by results or by hand) plus an optional file kept by the
@@ -148,10 +148,7 @@ export async function loadDncList(rt: Runtime, options: DncOptions = {}, overlay
   const numbers = new Set<string>()
   const rows = await rt.store.db.selectFrom('dnc').select('phone').execute()
   for (const row of rows) numbers.add(row.phone)
-  for (const [phone, listed] of overlay ?? []) {
-    if (listed) numbers.add(phone)
-    else numbers.delete(phone)
-  }
+  withOverlay(numbers, overlay)
   const file = fileOf(rt, options)
   if (file) for (const n of await readDncFile(file, countryOf(rt, options), dncWarning(rt))) numbers.add(n)
   return { has: (e164) => numbers.has(e164), size: numbers.size }
@@ -184,11 +181,7 @@ export async function blockedAmong(rt: Runtime, phones: string[], options: DncOp
   for (let i = 0; i < unique.length; i += 500) {
     for (const row of await rt.store.db.selectFrom('dnc').select('phone').where('phone', 'in', unique.slice(i, i + 500)).execute()) blocked.add(row.phone)
   }
-  for (const [phone, listed] of overlay ?? []) {
-    if (!asked.has(phone)) continue
-    if (listed) blocked.add(phone)
-    else blocked.delete(phone)
-  }
+  withOverlay(blocked, overlay, asked)
   const file = fileOf(rt, options)
   if (file) {
     const listed = await readDncFile(file, countryOf(rt, options), dncWarning(rt))

@@ -22,6 +22,19 @@ export function noteDryRunDnc(effects: Effects, e164: string, listed: boolean): 
   overlay.set(e164, listed)
 }
 
+/**
+ * `numbers` (what the table lists) with the dry run's own changes made to it — of `among` only, when given (the numbers
+ * a caller asked about).
+ */
+export function withOverlay(numbers: Set<string>, overlay: DncOverlay | undefined, among?: ReadonlySet<string>): Set<string> {
+  for (const [phone, listed] of overlay ?? []) {
+    if (among && !among.has(phone)) continue
+    if (listed) numbers.add(phone)
+    else numbers.delete(phone)
+  }
+  return numbers
+}
+
 /** Whether the table lists `e164` for this run: the dry run's own change if it made one, else `stored()`. */
 export async function tableLists(overlay: DncOverlay | undefined, e164: string, stored: () => Promise<boolean>): Promise<boolean> {
   const own = overlay?.get(e164)

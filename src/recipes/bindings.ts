@@ -114,7 +114,8 @@ export interface Bindings {
 const site = (fn: string, arg: string, expected: string): ArgumentSite => ({ fn, arg, expected })
 const phoneArg = z.string({ error: 'must be a phone number as a string, e.g. "+919876543210"' })
 /** A country as libphonenumber knows it: `'India'` passed, and the number was "without a country code" downstream. */
-const countryCode = z.string().refine((c) => isSupportedCountry(c), { error: 'must be a country code libphonenumber knows (ISO 3166, e.g. "IN", "US", "GB")' })
+// In any case, as DEFAULT_COUNTRY is read (src/config/schema.ts): `'us'` is US.
+const countryCode = z.string().transform((c) => c.toUpperCase()).refine((c) => isSupportedCountry(c), { error: 'must be a country code libphonenumber knows (ISO 3166, e.g. "IN", "US", "GB")' })
 const dncOptions = z.strictObject({ file: z.union([z.string(), z.literal(false)]).optional(), defaultCountry: countryCode.optional() })
 const scheduleOptionsSchema = z.strictObject({
   recipe: z.string().nullable().optional(),

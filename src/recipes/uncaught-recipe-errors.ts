@@ -1,7 +1,6 @@
-import { resolve, sep } from 'node:path'
 import { Counter, type Registry } from 'prom-client'
 import type { Logger } from '../utils/logger.ts'
-import { recipeFrame } from './recipe-frame.ts'
+import { inRoots, recipeFrame, recipeRoots, stackFrames } from './recipe-frame.ts'
 
 /**
  * Whether recipe code threw `error` where nothing could catch it: the outermost frame of its stack that is not Node's
@@ -9,17 +8,8 @@ import { recipeFrame } from './recipe-frame.ts'
  * immediate the recipe set, whose callback is the bottom of the stack. An error with no stack cannot be told apart.
  */
 export function thrownByRecipeCode(error: unknown, dirs: readonly string[]): boolean {
-  const stack = error instanceof Error && typeof error.stack === 'string' ? error.stack : ''
-  const roots = dirs.map((dir) => resolve(dir) + sep)
-  const lines = stack.split('\n').slice(1)
-  for (let i = lines.length - 1; i >= 0; i--) {
-    // A path right after `at ` or `(`: Node's own frames (`node:internal/timers:581:17`) hold a slash too.
-    const match = /(?:\(|at )((?:file:\/\/)?\/[^()]+?):\d+:\d+\)?\s*$/.exec(lines[i]!)
-    if (!match) continue
-    const file = match[1]!.replace(/^file:\/\//, '')
-    return roots.some((root) => file.startsWith(root))
-  }
-  return false
+  const outermost = stackFrames(error).at(-1)
+  return outermost !== undefined && inRoots(outermost.file, recipeRoots(dirs))
 }
 
 /**

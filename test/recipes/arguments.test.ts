@@ -44,4 +44,7 @@ it("checks scheduleCall's and scheduleCalls' options as every other argument, th
   expect(await h.errorOf(`await ctx.campaigns.runFollowUps({ defaultCountry: 'XX' })`)).toMatch(/^ctx\.campaigns\.runFollowUps\(options\): options\.defaultCountry: must be a country code/)
   const planned = await h.run(`return (await ctx.campaigns.scheduleCall({ agentId: 101, phone: '415 555 0123' }, { defaultCountry: 'US' })).request.parameters`, true)
   expect(planned.summary).toEqual([{ name: 'customer_phone', value: '+14155550123' }])
+  // In any case, as DEFAULT_COUNTRY is read.
+  const lower = await h.run(`return (await ctx.campaigns.scheduleCall({ agentId: 101, phone: '415 555 0123' }, { defaultCountry: 'us' })).request.parameters`, true)
+  expect(lower.summary).toEqual([{ name: 'customer_phone', value: '+14155550123' }])
 })
