@@ -1,11 +1,12 @@
 import { relative, resolve, sep } from 'node:path'
 import { printable } from '../utils/printable.ts'
+import { sourcePosition } from './source-position.ts'
 
 /**
  * Where in a recipe's own code an error came from: the first frame of its stack in one of `dirs` (the recipes folder:
  * the recipe or a helper of its own) or in `<name>.ts`, as ` (at recipes/x.ts:12:5)` — relative to the working
- * directory when inside it; '' when no frame is the recipe's. The loader keeps a recipe's lines as written, so the
- * place is the one the author's editor shows. Used by the run's record (runner.ts) and by the CLI's line for code a
+ * directory when inside it; '' when no frame is the recipe's. The place is the one the author's editor shows, in the
+ * file as written (src/recipes/source-position.ts). Used by the run's record (runner.ts) and by the CLI's line for code a
  * run left behind that threw (cli-watchdog.ts).
  */
 export function recipeFrame(error: unknown, dirs: readonly string[], name?: string): string {
@@ -13,7 +14,8 @@ export function recipeFrame(error: unknown, dirs: readonly string[], name?: stri
   for (const frame of stackFrames(error)) {
     if (!(name !== undefined && frame.file.endsWith(`${sep}${name}.ts`)) && !inRoots(frame.file, roots)) continue
     const shown = frame.file.startsWith(process.cwd() + sep) ? relative(process.cwd(), frame.file) : frame.file
-    return ` (at ${printable(shown)}:${frame.line}:${frame.column})`
+    const { line, column } = sourcePosition(frame.file, frame.line, frame.column)
+    return ` (at ${printable(shown)}:${line}:${column})`
   }
   return ''
 }

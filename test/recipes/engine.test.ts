@@ -293,6 +293,10 @@ export default defineRecipe({ description: 'oops', run() { return ( } })
     folder.write('throws', `// Needs the CRM's token.
 throw new Error('missing API token for the CRM')
 `)
+    // Types on the line: the loader runs the file compiled, its columns not the file's (and line 1 behind jiti's wrapper).
+    folder.write('typedthrow', `const token: string | undefined = process.env.NO_SUCH_TOKEN_SET; if (!token) throw new Error('no token')
+export default 1
+`)
     folder.write('badcron', `import { defineRecipe } from 'switchboard'
 export default defineRecipe({ description: 'x', schedule: '61 * * * *', run: () => 1 })
 `)
@@ -311,12 +315,14 @@ export default defineRecipe({ description: 'x', schedule: '0 8 * * *', timezone:
     await engine.start()
     const list = await engine.list()
     const broken = Object.fromEntries(list.map((r) => [r.name, r.broken]))
-    expect(Object.keys(broken).sort()).toEqual(['badcron', 'badevent', 'badtz', 'good', 'noexport', 'syntax', 'throws'])
+    expect(Object.keys(broken).sort()).toEqual(['badcron', 'badevent', 'badtz', 'good', 'noexport', 'syntax', 'throws', 'typedthrow'])
     expect(broken.good).toBeNull()
     // Line and column as TypeScript and editors count them (1-based): the \`}\` after \`return (\`.
     expect(broken.syntax).toMatch(/^failed to load: .*syntax\.ts:2:69$/)
     // With where in the file its top-level code threw.
     expect(broken.throws).toMatch(/^failed to load: missing API token for the CRM \(at .*throws\.ts:2:7\)$/)
+    // The \`new\` of \`throw new Error\` as the editor counts it (it was 1:259: jiti's wrapper and the stripped types counted).
+    expect(broken.typedthrow).toMatch(/^failed to load: no token \(at .*typedthrow\.ts:1:84\)$/)
     expect(broken.badcron).toMatch(/`schedule` "61 \* \* \* \*" is not a valid cron pattern/)
     expect(broken.badevent).toMatch(/unknown event type "call\.no_anwser"/)
     expect(broken.badtz).toMatch(/`timezone` must be an IANA time zone/)
