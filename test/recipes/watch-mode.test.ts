@@ -32,10 +32,21 @@ interface Watching {
   child: ChildProcess
   stdout(): string
   stderr(): string
-  /** Waits until stdout has a new line matching `pattern` after what it held when called; returns the output since. */
-  next(pattern: RegExp): Promise<string>
+  /**
+   * Waits until stdout has a new line matching `pattern` after what it held when called; returns the output since.
+   * `timeout` for the first check: a process starting and a type check parsing every declaration from cold.
+   */
+  next(pattern: RegExp, timeout?: number): Promise<string>
   stop(): Promise<number | null>
 }
+
+/**
+ * The first check's wait: a CLI process starting and TypeScript parsing switchboard's and Node's declarations from cold,
+ * 3–5 s on a quiet machine and past vitest's 10 s on a loaded one running the rest of the suite beside it.
+ */
+const FIRST_CHECK_MS = 45_000
+/** A test's limit: its first check and the checks again after each save. */
+const WATCH_TEST_MS = 90_000
 
 let folder: ReturnType<typeof tempRecipesDir> | undefined
 let dataDir: string | undefined
@@ -69,9 +80,9 @@ function watchCommand(args: string[]): Watching {
     child,
     stdout: () => out,
     stderr: () => err,
-    async next(pattern) {
+    async next(pattern, timeout) {
       const from = out.length
-      await expect.poll(() => (child.exitCode === null ? pattern.test(out.slice(from)) : `exited ${child.exitCode}: ${out}${err}`)).toBe(true)
+      await expect.poll(() => (child.exitCode === null ? pattern.test(out.slice(from)) : `exited ${child.exitCode}: ${out}${err}`), timeout ? { timeout } : {}).toBe(true)
       return out.slice(from)
     },
     async stop() {
@@ -87,7 +98,7 @@ describe('recipes check --watch', () => {
     folder.write('greet', RECIPE)
     folder.write('lib/greeting', HELPER)
     const watching = watchCheck([])
-    const first = await watching.next(/watching .* for changes \(Ctrl-C to stop\)/)
+    const first = await watching.next(/watching .* for changes \(Ctrl-C to stop\)/, FIRST_CHECK_MS)
     expect(first).toContain('1 recipe checked: no type errors')
 
     // The recipe: a type error at its line and column.
@@ -115,7 +126,7 @@ describe('recipes check --watch', () => {
 
     expect(await watching.stop()).toBe(0)
     expect(watching.stdout()).toMatch(/stopped watching\n$/)
-  })
+  }, WATCH_TEST_MS)
 
   it('with --json prints each check as one JSON object a line, the lines about watching on stderr; a recipe given by path is watched in its own folder', async () => {
     // RECIPES_DIR is another, empty folder: the recipe is named by its path.
@@ -125,7 +136,7 @@ describe('recipes check --watch', () => {
     const file = elsewhere.write('greet', RECIPE)
     elsewhere.write('lib/greeting', HELPER)
     const watching = watchCheck([file, '--json'])
-    await watching.next(/\n$/)
+    await watching.next(/\n$/, FIRST_CHECK_MS)
     await expect.poll(() => watching.stderr()).toMatch(/watching .* for changes/)
     elsewhere.write('greet', RECIPE.replace("greeting('team')", 'greeting(42)'))
     await watching.next(/"errors":\[\{/)
@@ -137,7 +148,7 @@ describe('recipes check --watch', () => {
     expect(checks[1]!.errors[0]).toMatchObject({ file })
     expect(checks[1]!.errors).toEqual([expect.objectContaining({ line: 7, column: 23, message: expect.stringMatching(/^Argument of type 'number'/) })])
     expect(watching.stderr()).toMatch(/greet\.ts changed: checking again\n[\s\S]*stopped watching\n$/)
-  })
+  }, WATCH_TEST_MS)
 
   it('ends at once, exit 2, for a name that is no recipe', async () => {
     folder = tempRecipesDir()
@@ -180,7 +191,7 @@ export default defineRecipe({
     writeFileSync(events, JSON.stringify([event(1)]))
     try {
       const watching = watchCommand(['test', 'missed', '--events', events, '--watch'])
-      const first = await watching.next(/watching .* for changes \(Ctrl-C to stop\)/)
+      const first = await watching.next(/watching .* for changes \(Ctrl-C to stop\)/, FIRST_CHECK_MS)
       expect(first).toMatch(/^recipe missed: succeeded/m)
       expect(first).toMatch(/^summary: missed 1 · label first$/m)
 
@@ -205,7 +216,7 @@ export default defineRecipe({
     } finally {
       rmSync(events, { force: true })
     }
-  })
+  }, WATCH_TEST_MS)
 })
 
 describe('changedFiles', () => {
