@@ -101,13 +101,12 @@ const holdsSecret = (variable: string) =>
 function shownValue(variable: string, raw: string): string | undefined {
   if (holdsSecret(variable)) return undefined
   if (!variable.endsWith('_URL')) return raw
-  // DATABASE_URL and the like carry a password: `postgres://admin:pw@db/app` shows as `postgres://***@db/app`.
+  // DATABASE_URL and the like carry a password: `postgres://admin:pw@db/app` shows as `postgres://***@db/app`, and
+  // `postgres//admin:pw@db` (no URL at all) as `***@db`.
   const masked = shownUrl(raw)
-  // shownUrl keeps a value it cannot parse as it is (`postgres//admin:pw@db`): everything up to its last `@` goes.
-  const withoutUser = masked === raw ? raw.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^]*@/i, '$1***@') : masked
   // A query string can carry the password too (`?password=…`); the mistake shown is never in it.
-  const query = withoutUser.indexOf('?')
-  return query === -1 ? withoutUser : `${withoutUser.slice(0, query)}?…`
+  const query = masked.indexOf('?')
+  return query === -1 ? masked : `${masked.slice(0, query)}?…`
 }
 
 function describeIssue(issue: z.core.$ZodIssue, input: Record<string, unknown>): ConfigError {

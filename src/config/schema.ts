@@ -5,6 +5,7 @@ import { z } from 'zod'
 import { destinationsSchema } from './destinations.ts'
 import { formatMailbox, readAddressList, type AddressRefusal } from '../utils/mail-addresses.ts'
 import { secretProblem } from './webhook-secret.ts'
+import { postgresDriverReads } from '../db/postgres-url.ts'
 
 /**
  * Every setting switchboard reads, keyed by its environment variable. `switchboard.config.ts` may set the
@@ -239,6 +240,8 @@ export const envSchema = z.object({
       if (param) {
         const schema = decodeURIComponent(param[2]!) || 'my_schema'
         ctx.addIssue({ code: 'custom', message: `has ?${param[1]}=, which the Postgres driver ignores (the tables would go to "public"): pick the schema with ?options=-c%20search_path%3D${encodeURIComponent(schema)}` })
+      } else if (/^postgres(ql)?:\/\//.test(u) && !postgresDriverReads(u)) {
+        ctx.addIssue({ code: 'custom', message: 'is not a URL the Postgres driver can read: percent-encode any @ : / ? # or space in the user name and password (# as %23, / as %2F), and name one host[:port], the port at most 65535' })
       }
     })
     .optional(),

@@ -13,15 +13,15 @@ const HIDDEN = '…'
  *   every other segment becomes `…`: webhook URLs carry their secret in the path (Slack's
  *   `/services/T…/B…/<secret>` shows as `/services/…/…/…`). Other schemes keep their path: a database's name
  *   or file.
- * Scheme, host and port stay, so the URL stays recognisable. A value that is not a URL, or has nothing to hide,
- * is kept as it is.
+ * Scheme, host and port stay, so the URL stays recognisable. A value with nothing to hide is kept as it is. One the
+ * parser refuses still hides what could be a secret (shownUnparsed): drivers take values it does not.
  */
 export function shownUrl(url: string): string {
   let parsed: URL
   try {
     parsed = new URL(url)
   } catch {
-    return url
+    return shownUnparsed(url)
   }
   const given = parsed.href
   if (parsed.username || parsed.password) {
@@ -42,6 +42,17 @@ export function shownUrl(url: string): string {
   if (hashAt !== -1) shown += href.length > hashAt + 1 ? `#${HIDDEN}` : '#'
   // Nothing hidden: the value as written, not as the parser spells it.
   return shown === given ? url : shown
+}
+
+/**
+ * A value the URL parser refuses, with everything before its last `@` but a leading scheme hidden, and any query: the
+ * Postgres driver reads `postgres://app:Secret@db host:5432/app` (a space in the host) and fails on the host, and that
+ * error named the URL with its password; `postgres//app:pw@db` (a missing colon) is no URL at all.
+ */
+function shownUnparsed(value: string): string {
+  const withoutUser = value.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^]*@/i, '$1***@')
+  const query = withoutUser.indexOf('?')
+  return query === -1 ? withoutUser : `${withoutUser.slice(0, query)}?${HIDDEN}`
 }
 
 function shownPath(pathname: string): string {

@@ -88,6 +88,11 @@ describe('configuration', () => {
     // node-postgres reads neither: every table went to "public" without a word.
     [{ DATABASE_URL: 'postgres://db/app?search_path=tenant_a' }, /^Invalid configuration: DATABASE_URL has \?search_path=, which the Postgres driver ignores \(the tables would go to "public"\): pick the schema with \?options=-c%20search_path%3Dtenant_a/],
     [{ DATABASE_URL: 'postgres://db/app?sslmode=require&schema=tenant_a' }, /^Invalid configuration: DATABASE_URL has \?schema=, which the Postgres driver ignores/],
+    // What the driver's own parser refuses stopped the service later with a bare "Invalid URL": named here, the value
+    // hidden but for its host (it holds the password).
+    [{ DATABASE_URL: 'postgres://app:pa#ss@127.0.0.1:5432/app' }, /^Invalid configuration: DATABASE_URL is not a URL the Postgres driver can read: percent-encode any @ : \/ \? # or space in the user name and password \(# as %23, \/ as %2F\), and name one host\[:port\], the port at most 65535 \(got "postgres:\/\/\*\*\*@127\.0\.0\.1:5432\/app"\)$/],
+    [{ DATABASE_URL: 'postgres://app:pw@127.0.0.1:99999/app' }, /^Invalid configuration: DATABASE_URL is not a URL the Postgres driver can read/],
+    [{ DATABASE_URL: 'postgres://app:pw@h1:5432,h2:5432/app' }, /^Invalid configuration: DATABASE_URL is not a URL the Postgres driver can read/],
     [{ WEBHOOK_ALLOW_UNSIGNED: 'maybe' }, /^Invalid configuration: WEBHOOK_ALLOW_UNSIGNED must be true or false/],
     [{ WEBHOOK_TARGETS: '{"formant":{"scheme":"standard","secrets":"whsec_Y3JtLXNlY3JldC1jcm0tc2VjcmV0LWNybS1zZWNyZXQ="}}' }, /^Invalid configuration: WEBHOOK_TARGETS cannot name a target "formant"/],
     [{ WEBHOOK_TARGETS: '{"gh":{"scheme":"hmac","secrets":"x","header":"X Hub"}}' }, /^Invalid configuration: WEBHOOK_TARGETS must be an HTTP header name .* at gh\.header$/],

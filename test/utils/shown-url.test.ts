@@ -10,8 +10,18 @@ describe('shownUrl', () => {
     expect(shownUrl('postgres://app:secret@db:5432/app')).toBe('postgres://***@db:5432/app')
   })
 
-  it('leaves a URL without credentials, or one it cannot parse, as it is', () => {
+  it('leaves a URL without credentials, or a value with nothing to hide, as it is', () => {
     expect(shownUrl('https://hooks.example.com/in')).toBe('https://hooks.example.com/in')
     expect(shownUrl('not a url')).toBe('not a url')
+  })
+
+  it('hides what could be a secret in a value the URL parser refuses: drivers take some of them', () => {
+    // The Postgres driver reads a space in the host, fails to resolve it, and its error named the URL (a security probe).
+    expect(shownUrl('postgres://dbuser:DbPassw0rdXYZ@db host.internal:5432/db')).toBe('postgres://***@db host.internal:5432/db')
+    // A raw `#` or `/` in the password: the parser reads the rest as a fragment or a path, and refuses the port.
+    expect(shownUrl('postgres://app:pa#ss@127.0.0.1:5432/db')).toBe('postgres://***@127.0.0.1:5432/db')
+    expect(shownUrl('postgres://app:pa/ss@127.0.0.1:5432/db')).toBe('postgres://***@127.0.0.1:5432/db')
+    expect(shownUrl('postgres//app:pw@db/app')).toBe('***@db/app')
+    expect(shownUrl('postgres://db host/app?password=hunter2')).toBe('postgres://db host/app?…')
   })
 })
