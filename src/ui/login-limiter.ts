@@ -3,14 +3,18 @@ import type { Clock } from '../utils/clock.ts'
 
 /**
  * Failed logins are limited per client and in all: 10 per client per 15 minutes; past 100 in all, every client
- * is slowed to one try a minute. The overall limit slows a guesser who rotates addresses without letting them
- * lock the owner out (a client with no recent failure can always try); the bearer token keeps working for scripts.
+ * is slowed to one try a minute, and clients with no recent failure share one try every few seconds. The overall
+ * limit bounds a guesser who rotates addresses — each new address used to get a free try, so the guesses were
+ * bounded only by the addresses at hand (an IPv6 /64 is endless) — without locking anyone out for long: the owner's
+ * try waits seconds, not the window. The bearer token keeps working for scripts.
  */
 export const LOGIN_WINDOW_MS = 15 * 60_000
 export const LOGIN_MAX_PER_CLIENT = 10
 export const LOGIN_MAX_TOTAL = 100
 /** Past LOGIN_MAX_TOTAL failures in the window: one try per client this often. */
 export const LOGIN_SLOWED_MS = 60_000
+/** Past LOGIN_MAX_TOTAL failures in the window: one try this often among all clients with no recent failure of their own. */
+export const LOGIN_SLOWED_NEW_MS = 5_000
 
 export interface LoginLimiter {
   /** Milliseconds to wait before trying again, or 0 when a try is allowed. */
@@ -22,8 +26,13 @@ export interface LoginLimiter {
 interface Window {
   start: number
   failures: number
-  /** When this client last failed (epoch ms). */
+  /** When this client last failed (epoch ms); for the overall window, when a client with no recent failure did. */
   lastFailure?: number
+}
+
+/** Whether a client failed within LOGIN_SLOWED_MS: past the overall limit, its own minute applies to it. */
+function isRecent(client: Window, now: number): boolean {
+  return client.lastFailure !== undefined && now - client.lastFailure < LOGIN_SLOWED_MS
 }
 
 export function createLoginLimiter(clock: Clock): LoginLimiter {
@@ -42,13 +51,17 @@ export function createLoginLimiter(clock: Clock): LoginLimiter {
       const mine = clients.get(client)
       if (mine && current(mine, now).failures >= LOGIN_MAX_PER_CLIENT) return mine.start + LOGIN_WINDOW_MS - now
       const slowed = current(total, now).failures >= LOGIN_MAX_TOTAL
-      if (slowed && mine?.lastFailure !== undefined && now - mine.lastFailure < LOGIN_SLOWED_MS) return mine.lastFailure + LOGIN_SLOWED_MS - now
+      if (!slowed) return 0
+      if (mine && isRecent(mine, now)) return mine.lastFailure! + LOGIN_SLOWED_MS - now
+      if (total.lastFailure !== undefined && now - total.lastFailure < LOGIN_SLOWED_NEW_MS) return total.lastFailure + LOGIN_SLOWED_NEW_MS - now
       return 0
     },
     recordFailure(client) {
       const now = clock.now()
       current(total, now).failures++
       let mine = clients.get(client)
+      // A try that drew on the slot clients with no recent failure share.
+      if (!mine || !isRecent(mine, now)) total.lastFailure = now
       if (!mine) clients.set(client, (mine = { start: now, failures: 0 }))
       current(mine, now).failures++
       mine.lastFailure = now

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { renderBanner } from '../../src/server.ts'
 import { sameSecret } from '../../src/utils/admin-auth.ts'
-import { LOGIN_MAX_PER_CLIENT, LOGIN_MAX_TOTAL, LOGIN_SLOWED_MS, LOGIN_WINDOW_MS } from '../../src/ui/login-limiter.ts'
+import { LOGIN_MAX_PER_CLIENT, LOGIN_MAX_TOTAL, LOGIN_SLOWED_MS, LOGIN_SLOWED_NEW_MS, LOGIN_WINDOW_MS } from '../../src/ui/login-limiter.ts'
 import { cookieHeader, cookiesOf, login, startUiServer, TOKEN, type UiServer } from './helpers.ts'
 
 const RUN = '/admin/recipes/no-answer-followup/run?dry_run=1'
@@ -224,10 +224,22 @@ describe('access with ADMIN_TOKEN', () => {
     for (let c = 0; c < LOGIN_MAX_TOTAL / LOGIN_MAX_PER_CLIENT; c++) {
       for (let i = 0; i < LOGIN_MAX_PER_CLIENT; i++) expect((await attempt('wrong-token-guess', `203.0.113.${c}`)).status).toBe(401)
     }
+    await ui.clock.advance(LOGIN_SLOWED_NEW_MS)
     expect((await attempt('wrong-token-typo', '198.51.100.3')).status).toBe(401)
     const slowed = await attempt(TOKEN, '198.51.100.3')
     expect(slowed.status).toBe(429)
     expect(Number(slowed.headers.get('retry-after'))).toBeLessThanOrEqual(LOGIN_SLOWED_MS / 1000)
+    // A new address gets no free try either: those share one every LOGIN_SLOWED_NEW_MS (every address of a guesser's
+    // got one, so its guesses were bounded only by the addresses it had).
+    const fresh = async (n: number) => attempt('wrong-token-guess', `2001:db8::${n.toString(16)}`)
+    const rotating = [await fresh(1), await fresh(2), await fresh(3)]
+    expect(rotating.map((r) => r.status)).toEqual([429, 429, 429])
+    expect(Number(rotating[0]!.headers.get('retry-after'))).toBe(LOGIN_SLOWED_NEW_MS / 1000)
+    await ui.clock.advance(LOGIN_SLOWED_NEW_MS)
+    expect((await fresh(4)).status).toBe(401)
+    expect((await fresh(5)).status).toBe(429)
+    // The owner waits seconds, not the window.
+    await ui.clock.advance(LOGIN_SLOWED_NEW_MS)
     expect((await attempt(TOKEN, '198.51.100.4')).status).toBe(303)
     await ui.clock.advance(LOGIN_SLOWED_MS)
     expect((await attempt(TOKEN, '198.51.100.3')).status).toBe(303)
