@@ -46,7 +46,8 @@ const ROWS_PER_WRITE = 2000
  */
 export async function writeBatchCsv(path: string, rows: Iterable<BatchRow> | AsyncIterable<BatchRow>, columns: string[]): Promise<number> {
   const cols = ordered(columns)
-  const out = createWriteStream(path)
+  // Contacts' numbers and names: the user's alone (0600), as the data folder's other files.
+  const out = createWriteStream(path, { mode: 0o600 })
   let header = true
   let slice: string[][] = []
   let count = 0

@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { makePrivateDir } from '../utils/private-dir.ts'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { writeSecretFile } from '../utils/write-secret-file.ts'
@@ -36,7 +37,7 @@ export function ensureAdminToken(config: Config): { config: Config; generated: b
   let token = existsSync(file) ? readFileSync(file, 'utf8').trim() : ''
   let generated = false
   if (token.length < 16) {
-    mkdirSync(config.dataDir, { recursive: true })
+    makePrivateDir(config.dataDir)
     token = `sbadm_${randomBytes(24).toString('base64url')}`
     // The marker first: a start stopped between the two writes leaves a marker without a token (the next one makes
     // both again), never a token no banner will show. Written as the token is: never through a link at its path.

@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs'
+import { existsSync, readFileSync, statSync } from 'node:fs'
+import { makePrivateDir } from '../utils/private-dir.ts'
 import { randomBytes } from 'node:crypto'
 import { isAbsolute, join, resolve } from 'node:path'
 import type { z } from 'zod'
@@ -304,7 +305,7 @@ export function ensureSandboxSecret(config: Config, options: { create?: boolean 
   const file = join(config.dataDir, 'webhook-secret')
   // A command that only looks (doctor) reads the secret a service made, and makes none of its own.
   if (options.create === false && !existsSync(file)) return config
-  mkdirSync(config.dataDir, { recursive: true })
+  makePrivateDir(config.dataDir)
   let secret = existsSync(file) ? readFileSync(file, 'utf8').trim() : ''
   if (!secret) {
     secret = `whsec_${randomBytes(24).toString('hex')}`

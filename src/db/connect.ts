@@ -1,4 +1,5 @@
-import { accessSync, constants as fsConstants, existsSync, mkdirSync } from 'node:fs'
+import { accessSync, closeSync, constants as fsConstants, existsSync, openSync } from 'node:fs'
+import { makePrivateDir } from '../utils/private-dir.ts'
 import { createRequire } from 'node:module'
 import { dirname, resolve } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
@@ -96,8 +97,11 @@ function assertWritable(file: string): void {
 
 function openSqlite(file: string, options: OpenOptions): Store {
   if (file !== ':memory:') {
-    mkdirSync(dirname(file), { recursive: true })
+    makePrivateDir(dirname(file))
     assertWritable(file)
+    // A new database is this user's alone (0600), and so are its -wal and -shm, which SQLite makes with the
+    // database's mode: under the usual umask SQLite's own 0644 let any user of the machine read it.
+    if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600))
   }
   return sqliteStore(new BetterSqlite3(file), options)
 }

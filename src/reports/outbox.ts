@@ -17,10 +17,11 @@ function stamp(ms: number): string {
  */
 export async function writeOutboxMessage(dataDir: string, id: string, nowMs: number, message: Buffer): Promise<string> {
   const dir = outboxDir(dataDir)
-  await mkdir(dir, { recursive: true })
+  // The user's alone, as the data folder is (src/utils/private-dir.ts): a report's message carries its CSV of numbers.
+  await mkdir(dir, { recursive: true, mode: 0o700 })
   const file = join(dir, `${stamp(nowMs)}-${id}.eml`)
   const tmp = `${file}.tmp`
-  await writeFile(tmp, message)
+  await writeFile(tmp, message, { mode: 0o600 })
   await rename(tmp, file)
   return file
 }

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parse } from 'csv-parse/sync'
 import { simpleParser, type ParsedMail } from 'mailparser'
@@ -130,6 +130,8 @@ describeEachDialect('report mail', (dialect) => {
     const files = readdirSync(join(rt.dataDir, 'outbox'))
     expect(files).toEqual([`20261121T023000000Z-${result.mailId}.eml`])
     expect(result.file).toBe(join(rt.dataDir, 'outbox', files[0]!))
+    // The report's numbers are the user's alone, as the data folder is.
+    expect([statSync(join(rt.dataDir, 'outbox')).mode & 0o777, statSync(result.file!).mode & 0o777]).toEqual([0o700, 0o600])
     const mail = await simpleParser(readFileSync(result.file!))
     checkReportMail(mail)
     expect(mail.messageId).toBe(result.messageId)
