@@ -1,6 +1,7 @@
 import { Registry, collectDefaultMetrics } from 'prom-client'
 import type { Config } from './config/load.ts'
 import { migrate, openStore, type Store } from './db/connect.ts'
+import { FIRST_MIGRATION } from './db/migrations.ts'
 import { shortSql } from './db/short-sql.ts'
 import { explainOpenError } from './db/open-error.ts'
 import { workspaceKey } from './config/workspace-key.ts'
@@ -61,7 +62,9 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const unwatch = store.onConnectionError((error) => log.warn({ err: error.message }, 'database connection lost; reconnecting on next use'))
   if (!overrides.skipMigrate) {
     try {
-      await migrate(store)
+      const { applied } = await migrate(store)
+      // An upgrade by restart says what it changed in the schema (a new database, every migration applied, says nothing).
+      if (applied.length > 0 && !applied.includes(FIRST_MIGRATION)) log.info({ migrations: applied }, `database migrated: ${applied.join(', ')}`)
     } catch (error) {
       // The first statement is where an unreachable Postgres shows (its pool connects on first use).
       unwatch()

@@ -8,7 +8,7 @@ import { ConfigError } from '../config/load.ts'
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type KyselyConfig, type MigrationResultSet } from 'kysely'
 import type { Database } from './schema.ts'
 import { schemaScopedPostgres } from './schema-introspector.ts'
-import { migrationProvider } from './migrations.ts'
+import { migrationProvider, migrations } from './migrations.ts'
 import { withStatementCache } from './statement-cache.ts'
 import { storableParameters } from './storable-text.ts'
 
@@ -356,7 +356,7 @@ const SQLITE_MIGRATION_TRIES = 20
 
 async function migrateOn(store: Store): Promise<MigrationReport> {
   const migrator = await createMigrator(store)
-  const applied: string[] = []
+  const applied: string[] = await adoptRenamedMigrations(store)
   for (let attempt = 1; ; attempt++) {
     // Everything this version knows is applied: nothing to run. This is also how a previous version restarts on the
     // schema a newer one has migrated (a rolling deploy, a rollback): kysely refuses to migrate a database holding
@@ -374,6 +374,37 @@ async function migrateOn(store: Store): Promise<MigrationReport> {
       await new Promise((resolve) => setTimeout(resolve, 25 * attempt))
     }
   }
+}
+
+/**
+ * Migrations renamed after a release had recorded them, by the name a database may hold. 0.18.0's first commit named
+ * 0023 `0023_recipe_runs_running`; the next renamed it, adding a second index: a database migrated in between was
+ * refused at every later start (kysely: "previously executed migration 0023_recipe_runs_running is missing"). A name
+ * once released is never renamed again: this map is for that one.
+ */
+const RENAMED_MIGRATIONS: ReadonlyArray<readonly [recorded: string, current: string]> = [['0023_recipe_runs_running', '0023_recipe_runs_indexes']]
+
+/**
+ * A database holding a migration under a name it was renamed from: the current migration runs (each is safe to run
+ * again over what its earlier form did) and the record takes its name. Returns the current names it recorded.
+ */
+async function adoptRenamedMigrations(store: Store): Promise<string[]> {
+  let recorded: string[]
+  try {
+    const names = RENAMED_MIGRATIONS.flat()
+    recorded = (await sql<{ name: string }>`select name from switchboard_migrations where name in (${sql.join(names)})`.execute(store.db)).rows.map((r) => r.name)
+  } catch {
+    // No migrations table yet: a new database, nothing recorded under any name.
+    return []
+  }
+  const adopted: string[] = []
+  for (const [old, current] of RENAMED_MIGRATIONS) {
+    if (!recorded.includes(old) || recorded.includes(current)) continue
+    await migrations[current]!.up(store.db as Kysely<unknown>)
+    await sql`update switchboard_migrations set name = ${current} where name = ${old}`.execute(store.db)
+    adopted.push(current)
+  }
+  return adopted
 }
 
 /** Applies migrations up to and including `name` (tests of a migration over the schema before it). */

@@ -548,6 +548,9 @@ const m0024: Migration = {
   },
 }
 
+/** The migration every database starts with: applied together with the rest, the database is new. */
+export const FIRST_MIGRATION = '0001_initial'
+
 export const migrations: Record<string, Migration> = {
   '0001_initial': m0001,
   '0002_webhooks_stats': m0002,

@@ -5,6 +5,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { isMigrated, migrate, openMigratedMemoryStore, openStore, useAsProcessingConnection } from '../../src/db/connect.ts'
 import { migrations } from '../../src/db/migrations.ts'
+import { createRuntime } from '../../src/runtime.ts'
+import { loadConfig } from '../../src/config/load.ts'
+import { captureLogs } from '../helpers/log-capture.ts'
 import { DIALECTS, describeEachDialect, openTestStore, type TestStore } from '../helpers/db.ts'
 
 describeEachDialect('store', (dialect) => {
@@ -28,6 +31,45 @@ describeEachDialect('store', (dialect) => {
     await sql`insert into switchboard_migrations (name, timestamp) values ('0999_from_the_future', '2026-11-28T00:00:00.000Z')`.execute(store.db)
     expect((await migrate(store)).applied).toEqual([])
     expect(await isMigrated(store)).toBe(true)
+  })
+
+  it("a database migrated by 0.18.0's first commit, which named 0023 otherwise, is upgraded: the index it lacked made, the record renamed", async () => {
+    store = await openTestStore(dialect)
+    // As that commit left it: 0023 recorded as `0023_recipe_runs_running`, its second index not made; 0024 came later.
+    await sql`delete from switchboard_migrations where name = '0024_dnc_added_index'`.execute(store.db)
+    await sql`update switchboard_migrations set name = '0023_recipe_runs_running' where name = '0023_recipe_runs_indexes'`.execute(store.db)
+    await sql`drop index recipe_runs_event`.execute(store.db)
+    await sql`drop index dnc_added`.execute(store.db)
+    // It was refused at every start: "corrupted migrations: previously executed migration 0023_recipe_runs_running is missing".
+    expect((await migrate(store)).applied).toEqual(['0023_recipe_runs_indexes', '0024_dnc_added_index'])
+    expect(await isMigrated(store)).toBe(true)
+    const names = (await sql<{ name: string }>`select name from switchboard_migrations where name like '0023%'`.execute(store.db)).rows.map((r) => r.name)
+    expect(names).toEqual(['0023_recipe_runs_indexes'])
+    // The index 0023 now makes, there to be used.
+    await sql`create index recipe_runs_event on recipe_runs (event_id) where event_id is not null`.execute(store.db).then(
+      () => expect.unreachable('recipe_runs_event should exist already'),
+      (error: unknown) => expect(String(error)).toMatch(/already exists/),
+    )
+    expect((await migrate(store)).applied).toEqual([])
+  })
+
+  it('a start that migrates an existing database says which migrations it applied; a new database says nothing of them', async () => {
+    store = await openTestStore(dialect)
+    await sql`delete from switchboard_migrations where name = '0024_dnc_added_index'`.execute(store.db)
+    await sql`drop index dnc_added`.execute(store.db)
+    const config = loadConfig({ env: { DATA_DIR: mkdtempSync(join(tmpdir(), 'sb-migrated-log-')), WEBHOOK_SECRET: 'whsec_test_secret', LOG_LEVEL: 'info' } })
+    const upgrade = captureLogs()
+    await (await createRuntime(config, { store, log: upgrade.log })).close()
+    expect(upgrade.find(/^database migrated/).map((l) => [l.msg, l.migrations])).toEqual([['database migrated: 0024_dnc_added_index', ['0024_dnc_added_index']]])
+    const fresh = await openTestStore(dialect, { migrate: false })
+    const created = captureLogs()
+    try {
+      await (await createRuntime(config, { store: fresh, log: created.log })).close()
+    } finally {
+      await fresh.close()
+    }
+    expect(created.find(/migrated/)).toEqual([])
+    rmSync(config.dataDir, { recursive: true, force: true })
   })
 
   it('dedupes on a primary key with insert-or-ignore, and returns BIGINT times as numbers', async () => {
