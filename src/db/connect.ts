@@ -1,5 +1,6 @@
 import { accessSync, closeSync, constants as fsConstants, existsSync, openSync } from 'node:fs'
 import { makePrivateDir } from '../utils/private-dir.ts'
+import { fileIdentity, replacedFileError, replacedFileProblem, type FileIdentity } from './file-identity.ts'
 import { createRequire } from 'node:module'
 import { dirname, resolve } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
@@ -29,6 +30,8 @@ export interface Store {
   onConnectionError(fn: (error: Error) => void): () => void
   /** Postgres: the same database on one connection without statement timeouts, for migrations (closed by the caller). */
   withoutTimeouts?: () => Promise<Store>
+  /** SQLite in a file: its path, and which file that was when it was opened (ping checks it still is). */
+  sqliteFile?: { path: string; opened: FileIdentity }
   close(): Promise<void>
 }
 
@@ -103,7 +106,9 @@ function openSqlite(file: string, options: OpenOptions): Store {
     // database's mode: under the usual umask SQLite's own 0644 let any user of the machine read it.
     if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600))
   }
-  return sqliteStore(new BetterSqlite3(file), options)
+  const store = sqliteStore(new BetterSqlite3(file), options)
+  const opened = file === ':memory:' ? undefined : fileIdentity(file)
+  return opened ? { ...store, sqliteFile: { path: file, opened } } : store
 }
 
 /** The service's settings on an open SQLite connection, as a Store. */
@@ -423,7 +428,9 @@ export async function isMigrated(store: Store): Promise<boolean> {
   return list.every((m) => m.executedAt !== undefined)
 }
 
-/** A trivial round trip, for /readyz. */
+/** A trivial round trip, for /readyz; on SQLite, also whether the file is still the one opened (src/db/file-identity.ts). */
 export async function ping(store: Store): Promise<void> {
   await sql`select 1`.execute(store.db)
+  const problem = store.sqliteFile && replacedFileProblem(store.sqliteFile.path, store.sqliteFile.opened)
+  if (problem) throw replacedFileError(problem)
 }

@@ -166,7 +166,7 @@ export function createInbox(store: Store, options: InboxOptions = {}): Inbox {
   let queue: Waiter[] = []
   let rejections = new Map<string, RejectionRow>()
   const file = store.dialect === 'sqlite' ? store.sqlite?.name : undefined
-  const writer = file && file !== ':memory:' && !store.sqlite?.memory ? startSqliteWriter(file, { clock: options.deadline?.clock }) : undefined
+  const writer = file && file !== ':memory:' && !store.sqlite?.memory ? startSqliteWriter(file, { clock: options.deadline?.clock, ...(store.sqliteFile?.path === file ? { opened: store.sqliteFile.opened } : {}) }) : undefined
   let running: Promise<void> | undefined
   let scheduled = false
   const listeners = new Set<(deliveries: number) => void>()
