@@ -44,23 +44,31 @@ export default defineRecipe({
     const sending = scheduled ? await ctx.state.get<string>('sendingDay') : undefined
     const handedOver = async (day: string) => day === sending && (await ctx.reports.findReportMail({ date: day, timezone: ctx.timezone, to })) !== undefined
     const caughtUp: string[] = []
+    // A day the relay refused for good (a 5xx: too large, say) is not sent again by the next runs, which would fail on
+    // it first every morning and never reach the days after it: it is passed over, the others go, and the run fails
+    // at the end naming it (the dashboard's Mail page can resend it once the cause is fixed).
+    const refusedDays: string[] = []
     for (const day of last ? daysBetween(last, date) : []) {
       if (!(await handedOver(day))) {
         await ctx.state.set('sendingDay', day)
         const earlier = await ctx.reports.sendDailyReport({ date: day, timezone: ctx.timezone, to })
-        if (earlier.status === 'failed') throw new Error(`the daily report for ${day} was not delivered: ${earlier.error ?? 'unknown error'}`)
-        caughtUp.push(day)
+        if (earlier.status === 'failed') refusedDays.push(`${day} (${earlier.error ?? 'unknown error'})`)
+        else caughtUp.push(day)
       }
       await ctx.state.set('lastReportedDay', day)
     }
+    const notDelivered = () => new Error(`the daily report for ${refusedDays.join(', ')} was not delivered; the relay refused it for good, so the next runs do not send it again${caughtUp.length ? ` (sent: ${caughtUp.join(', ')})` : ''}`)
     if (scheduled && (await handedOver(date))) {
       if (!last || date > last) await ctx.state.set('lastReportedDay', date)
+      if (refusedDays.length) throw notDelivered()
       return { date, mailed: true, already_handed_over: true, ...(caughtUp.length ? { caught_up: caughtUp } : {}) }
     }
     if (scheduled) await ctx.state.set('sendingDay', date)
     const result = await ctx.reports.sendDailyReport({ date, timezone: ctx.timezone, to })
-    if (result.status === 'failed') throw new Error(`the daily report for ${result.date} was not delivered: ${result.error ?? 'unknown error'}`)
+    // The run's own day, refused: tomorrow's run tries it once more, as a day to catch up (then passes it over).
+    if (result.status === 'failed') throw new Error(`the daily report for ${result.date} was not delivered: ${result.error ?? 'unknown error'}${refusedDays.length ? `; nor for ${refusedDays.join(', ')}, which the next runs do not send again` : ''}`)
     if (scheduled && (!last || date > last)) await ctx.state.set('lastReportedDay', date)
+    if (refusedDays.length) throw notDelivered()
     // `mailed` only once the relay took it (or, with no SMTP_URL, the .eml is in DATA_DIR/outbox). A queued
     // report waits in the outbox and the running service retries it: the summary says when.
     const mailed = result.status === 'sent' || result.status === 'written'

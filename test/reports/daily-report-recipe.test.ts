@@ -30,8 +30,8 @@ describeEachDialect('shipped daily-report recipe: the day reported', (dialect) =
     rt = smtp = undefined
   })
 
-  async function setup(startIso: string, env: Record<string, string> = {}) {
-    smtp = await startSmtp()
+  async function setup(startIso: string, env: Record<string, string> = {}, refuse?: Parameters<typeof startSmtp>[0]['refuse']) {
+    smtp = await startSmtp({ refuse })
     const clock = createManualClock(startIso)
     rt = await createTestRuntime({
       dialect,
@@ -102,6 +102,25 @@ describeEachDialect('shipped daily-report recipe: the day reported', (dialect) =
     const next = await engine.run('daily-report', { trigger: { type: 'cron', scheduledAt: Date.parse('2026-11-26T02:30:00Z') } })
     expect(next.summary).not.toHaveProperty('caught_up')
     expect(smtp.messages.map((m) => m.subject).at(-1)).toBe(subject('2026-11-25'))
+  })
+
+  it('a day the relay refuses for good does not hold back the days after it: they are sent, the run fails naming it, and it is not sent again', async () => {
+    // A 554 for Monday's report (too large, say). It blocked every later report: each morning's run tried Monday
+    // first, failed on it, and never reached the days after it — for the week Monday stayed in the catch-up window.
+    const { rt, smtp } = await setup('2026-11-26T02:30:00Z', {}, (m) => (m.subject === subject('2026-11-23') ? '5.3.4 Message too big for system' : undefined))
+    const engine = createRecipeEngine(rt)
+    stops.push(() => engine.stop())
+    await engine.run('daily-report', { trigger: { type: 'cron', scheduledAt: Date.parse('2026-11-23T02:30:00Z') } })
+    // Tuesday's and Wednesday's runs missed; Thursday's owes Monday and Tuesday, then Wednesday, its own.
+    const run = await engine.run('daily-report', { trigger: { type: 'cron', scheduledAt: Date.parse('2026-11-26T02:30:00Z') } })
+    expect(run.status).toBe('failed')
+    expect(run.error).toMatch(/^the daily report for 2026-11-23 \(.*554.*\) was not delivered; the relay refused it for good, so the next runs do not send it again \(sent: 2026-11-24\)/)
+    expect(smtp.messages.map((m) => m.subject)).toEqual([subject('2026-11-22'), subject('2026-11-24'), subject('2026-11-25')])
+    // Friday's run sends its own day only.
+    const next = await engine.run('daily-report', { trigger: { type: 'cron', scheduledAt: Date.parse('2026-11-27T02:30:00Z') } })
+    expect(next.status).toBe('succeeded')
+    expect(next.summary).not.toHaveProperty('caught_up')
+    expect(smtp.messages.map((m) => m.subject).at(-1)).toBe(subject('2026-11-26'))
   })
 
   it('a day a run cut short had already handed over (mailed, not yet recorded) is not mailed again by the next run', async () => {

@@ -4,7 +4,13 @@ import { simpleParser, type ParsedMail } from 'mailparser'
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server'
 
 /** A real SMTP server on loopback (smtp-server) that keeps every message it accepts, parsed. */
-export async function startSmtp(options: Partial<SMTPServerOptions> = {}): Promise<{ port: number; messages: ParsedMail[]; raw: Buffer[]; envelopes: string[][]; close(): Promise<void> }> {
+export async function startSmtp(
+  options: Partial<SMTPServerOptions> & {
+    /** A reason to refuse a message for good (554 at the end of DATA), or undefined to accept it. */
+    refuse?: (message: ParsedMail) => string | undefined
+  } = {},
+): Promise<{ port: number; messages: ParsedMail[]; raw: Buffer[]; envelopes: string[][]; close(): Promise<void> }> {
+  const { refuse, ...serverOptions } = options
   const messages: ParsedMail[] = []
   const raw: Buffer[] = []
   const envelopes: string[][] = []
@@ -12,7 +18,7 @@ export async function startSmtp(options: Partial<SMTPServerOptions> = {}): Promi
     authOptional: true,
     disabledCommands: ['STARTTLS'],
     logger: false,
-    ...options,
+    ...serverOptions,
     onData(stream, session, callback) {
       const chunks: Buffer[] = []
       stream.on('data', (c: Buffer) => chunks.push(c))
@@ -22,6 +28,8 @@ export async function startSmtp(options: Partial<SMTPServerOptions> = {}): Promi
         envelopes.push(session.envelope.rcptTo.map((r) => r.address))
         simpleParser(bytes).then(
           (m) => {
+            const refusal = refuse?.(m)
+            if (refusal) return callback(Object.assign(new Error(refusal), { responseCode: 554 }))
             messages.push(m)
             callback()
           },
