@@ -30,7 +30,7 @@ describeEachDialect('shipped daily-report recipe: the day reported', (dialect) =
     rt = smtp = undefined
   })
 
-  async function setup(startIso: string, env: Record<string, string> = {}, refuse?: Parameters<typeof startSmtp>[0]['refuse']) {
+  async function setup(startIso: string, env: Record<string, string> = {}, refuse?: NonNullable<Parameters<typeof startSmtp>[0]>['refuse']) {
     smtp = await startSmtp({ refuse })
     const clock = createManualClock(startIso)
     rt = await createTestRuntime({
