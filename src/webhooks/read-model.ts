@@ -63,13 +63,18 @@ function isoToMs(iso: string | null | undefined): number | null {
   return Number.isFinite(ms) && ms >= EARLIEST_KEPT_MS && ms <= LATEST_KEPT_MS ? ms : null
 }
 
-/** Postgres keeps a duration in an `integer` column: one past it (2^31 s is 68 years) failed the event until it was dead. */
-const MAX_DURATION_SECONDS = 2_147_483_647
+/**
+ * The longest duration kept as a call's: a day. Past it — or below 0 — the figure is no call's length, and is kept as
+ * missing, as one that is not a number is: `-5000` and `2000000000` were stored and averaged, and the day's report read
+ * `avg 16666625 min 00 s` (or a negative average). It also keeps the value inside Postgres's `integer` column, one past
+ * which (2^31 s) failed the event until it was dead.
+ */
+const MAX_DURATION_SECONDS = 86_400
 
 function durationSeconds(seconds: number | null): number | null {
   if (seconds === null || !Number.isFinite(seconds)) return null
   const rounded = Math.round(seconds)
-  return Math.abs(rounded) <= MAX_DURATION_SECONDS ? rounded : null
+  return rounded >= 0 && rounded <= MAX_DURATION_SECONDS ? rounded : null
 }
 
 function emptyToNull<T extends object>(value: T | null | undefined): T | null {

@@ -289,7 +289,7 @@ describeEachDialect('webhook processing', (dialect) => {
 
   // conversations.duration_seconds is an integer column on Postgres: 2^31 seconds failed the event until it was dead. A
   // start at the very end of Date's range made that day's report fail to build ("Invalid time value").
-  it('a duration or a time no conversation can have is kept as missing; the rest of the conversation is stored', async () => {
+  it('a duration (below 0, past a day) or a time no conversation can have is kept as missing; the rest of the conversation is stored', async () => {
     h = await createHarness(dialect)
     stop = startWebhookWorkers(h.rt)
     const events = [
@@ -297,7 +297,11 @@ describeEachDialect('webhook processing', (dialect) => {
       makeEvent({ call: { duration_seconds: 1e308 } }),
       makeEvent({ call: { duration_seconds: -(2 ** 40) } }),
       makeEvent({ call: { started_at: '+275760-09-13T00:00:00Z', ended_at: '2026-03-01T09:58:42Z' } }),
-      makeEvent({ call: { duration_seconds: 2 ** 31 - 1, started_at: '9999-12-31T23:59:59Z' } }),
+      makeEvent({ call: { duration_seconds: 86_400, started_at: '9999-12-31T23:59:59Z' } }),
+      // No call's length: below 0, or past a day (they were averaged into the report: `avg 16666625 min 00 s`).
+      makeEvent({ call: { duration_seconds: -5000 } }),
+      makeEvent({ call: { duration_seconds: 2_000_000_000 } }),
+      makeEvent({ call: { duration_seconds: 86_401 } }),
     ]
     for (const e of events) expect((await h.send(e)).status).toBe(204)
     for (const e of events) await waitForStatus(h, e.event_id, 'processed')
@@ -307,7 +311,10 @@ describeEachDialect('webhook processing', (dialect) => {
       ['completed', null, Date.parse('2026-03-01T09:58:00Z')],
       ['completed', null, Date.parse('2026-03-01T09:58:00Z')],
       ['completed', 42, null],
-      ['completed', 2 ** 31 - 1, Date.parse('9999-12-31T23:59:59Z')],
+      ['completed', 86_400, Date.parse('9999-12-31T23:59:59Z')],
+      ['completed', null, Date.parse('2026-03-01T09:58:00Z')],
+      ['completed', null, Date.parse('2026-03-01T09:58:00Z')],
+      ['completed', null, Date.parse('2026-03-01T09:58:00Z')],
     ])
   })
 
