@@ -4,6 +4,7 @@
  * whose midnight is skipped starts at the transition.
  */
 
+import { printable } from '../utils/printable.ts'
 import { misreadZone } from '../campaigns/zone-abbreviations.ts'
 import { localParts, zoneFormatter } from '../utils/time-zone.ts'
 
@@ -21,11 +22,12 @@ export function assertTimeZone(timezone: string): void {
   try {
     zoneFormatter(timezone)
   } catch {
-    throw new Error(`unknown time zone "${timezone}" (use an IANA name such as Asia/Kolkata)`)
+    // Shown escaped: `--timezone` is typed by a person, and a line break in it wrote a second line into the error.
+    throw new Error(`unknown time zone "${printable(timezone, 60)}" (use an IANA name such as Asia/Kolkata)`)
   }
   // Intl takes EST as UTC−5 all year: a report's day in New York would begin an hour off all summer.
   const misread = misreadZone(timezone)
-  if (misread) throw new Error(`time zone "${timezone}" ${misread}`)
+  if (misread) throw new Error(`time zone "${printable(timezone, 60)}" ${misread}`)
 }
 
 /** The offset of local time from UTC at an instant, in ms (Asia/Kolkata: +5h30). */

@@ -120,6 +120,8 @@ describeEachDialect('report send (CLI)', (dialect) => {
     const env = await setup()
     expect(await run(['report', 'send', '--date', '2026-13-01', '--dry-run'], { ...env, REPORT_TO: 'x@example.com' })).toMatchObject({ code: 2, stderr: 'error: --date: date must be a real calendar day (got "2026-13-01")\n' })
     expect(await run(['report', 'send', '--timezone', 'Nowhere/City', '--dry-run'], { ...env, REPORT_TO: 'x@example.com' })).toMatchObject({ code: 2, stderr: 'error: --timezone: unknown time zone "Nowhere/City" (use an IANA name such as Asia/Kolkata)\n' })
+    // A line break typed into it is shown escaped, on the error's one line (as --to's and REPORT_TO's are).
+    expect(await run(['report', 'send', '--timezone', 'Asia/Kolkata\r\nBcc: x@evil.example', '--dry-run'], { ...env, REPORT_TO: 'x@example.com' })).toMatchObject({ code: 2, stderr: 'error: --timezone: unknown time zone "Asia/Kolkata\\x0d\\x0aBcc: x@evil.example" (use an IANA name such as Asia/Kolkata)\n' })
     expect(await run(['report', 'send'], env)).toMatchObject({ code: 2, stderr: 'error: no recipient: set REPORT_TO or pass --to someone@example.com\n' })
   })
 })
