@@ -283,7 +283,9 @@ export const envSchema = z.object({
   DESTINATIONS: destinationsSchema.default([]),
   ALLOW_PRIVATE_DESTINATIONS: bool.default(false),
   // Event pipeline (processing, recipe event batches, the paced call queue, readiness).
-  RECIPE_TIMEOUT_SECONDS: int(1, 86_400).default(300),
+  // Under an hour, with room: a run still marked running after an hour is taken for a crashed process's and closed
+  // (src/recipes/overlap.ts RUN_STALE_MS), so a longer limit let a second run of the recipe start beside a live one.
+  RECIPE_TIMEOUT_SECONDS: int(1, 3_000).default(300),
   RECIPE_BATCH_MAX: int(1, 10_000).default(500),
   RECIPE_BATCH_WAIT_MS: int(0, 60_000).default(0),
   CALL_QUEUE_CONCURRENCY: int(1, 1_000).default(32),

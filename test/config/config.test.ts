@@ -92,6 +92,8 @@ describe('configuration', () => {
     // hidden but for its host (it holds the password).
     [{ DATABASE_URL: 'postgres://app:pa#ss@127.0.0.1:5432/app' }, /^Invalid configuration: DATABASE_URL is not a URL the Postgres driver can read: percent-encode any @ : \/ \? # or space in the user name and password \(# as %23, \/ as %2F\), and name one host\[:port\], the port at most 65535 \(got "postgres:\/\/\*\*\*@127\.0\.0\.1:5432\/app"\)$/],
     [{ DATABASE_URL: 'postgres://app:pw@127.0.0.1:99999/app' }, /^Invalid configuration: DATABASE_URL is not a URL the Postgres driver can read/],
+    // A run still marked running after an hour is taken for a crashed process's: a longer limit let a second run start.
+    [{ RECIPE_TIMEOUT_SECONDS: '7200' }, /^Invalid configuration: RECIPE_TIMEOUT_SECONDS must be at most 3000 \(got "7200"\)$/],
     [{ DATABASE_URL: 'postgres://app:pw@h1:5432,h2:5432/app' }, /^Invalid configuration: DATABASE_URL is not a URL the Postgres driver can read/],
     [{ WEBHOOK_ALLOW_UNSIGNED: 'maybe' }, /^Invalid configuration: WEBHOOK_ALLOW_UNSIGNED must be true or false/],
     [{ WEBHOOK_TARGETS: '{"formant":{"scheme":"standard","secrets":"whsec_Y3JtLXNlY3JldC1jcm0tc2VjcmV0LWNybS1zZWNyZXQ="}}' }, /^Invalid configuration: WEBHOOK_TARGETS cannot name a target "formant"/],
