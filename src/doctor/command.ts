@@ -18,8 +18,11 @@ export async function runDoctor(env: Record<string, string | undefined>, options
   const results: CheckResult[] = []
   // How the hints name the CLI: as the user typed it (src/utils/cli-name.ts).
   const cli = cliName(env)
+  // The free space where DATA_DIR is needs no database: measured even when the database is what failed (a full disk
+  // is one reason it cannot be opened, and the database line's own hint names it).
+  let dataDir: string | undefined
   const skipRest = (reason: string) => {
-    for (const name of CHECKS) if (!results.some((r) => r.name === name)) results.push(skipped(name, reason))
+    for (const name of CHECKS) if (!results.some((r) => r.name === name)) results.push(name === 'disk' && dataDir !== undefined ? checkDisk(dataDir) : skipped(name, reason))
     return results
   }
   let config: Config
@@ -36,6 +39,7 @@ export async function runDoctor(env: Record<string, string | undefined>, options
   // A SQLite file not made yet is a fresh install, not a problem — and doctor, which only looks, does not make it. The
   // checks after it still run, on an empty database in memory: the recipes load or do not, the relay answers or does
   // not, whatever the service has stored (on a fresh install every one of them was skipped, the recipes' too).
+  dataDir = config.dataDir
   const { dialect, location } = parseDatabaseUrl(config.databaseUrl)
   const fresh = dialect === 'sqlite' && location !== ':memory:' && !existsSync(location)
   let store: Store

@@ -194,6 +194,9 @@ it('a SQLite database that cannot be opened says what stands in the way: the fil
   const r = await doctor({ DATABASE_URL: `sqlite:${dataDir}` })
   expect(r.code).toBe(1)
   expect(r.lines[1]).toMatch(/^PROBLEM\s+database\s+cannot open sqlite: .* → check that this process can write DATA_DIR and the database file \(owner, mode, a read-only mount\) and that the disk has room$/)
+  // The free space it names is measured all the same: it needs no database (it was skipped, "needs the database").
+  expect(r.lines.find((l) => /^\S+\s+disk\s/.test(l))).toMatch(/^ok\s+disk\s+\S.* free where DATA_DIR is/)
+  expect(r.lines.find((l) => /^\S+\s+recipes\s/.test(l))).toMatch(/^skipped\s+recipes\s+needs the database/)
 })
 
 // Replicas whose call queues share the key spend its limit routinely: doctor said to check the region and the network.
