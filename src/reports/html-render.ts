@@ -5,11 +5,13 @@ import { fmtDelta, fmtInt, fmtPct, fmtSeconds, fmtSecondsShort, subjectFor } fro
 import { escapeHtml as e } from './html-escape.ts'
 import { attachmentNote, type AttachedCsv } from './csv-attachment.ts'
 import { GROUPS_IN_MAIL, shownGroups } from './shown-groups.ts'
+import { htmlLabel as l } from './shown-label.ts'
 
 /**
  * The report as an HTML email. Mail clients strip <style> blocks and scripts and block remote images, so
  * every style is inline, layout is tables, and charts are divs with percentage widths (horizontal bars) or
- * pixel heights (the trend). Widths are fluid up to 600 px; long ids and reasons wrap.
+ * pixel heights (the trend). Widths are fluid up to 600 px; long ids and reasons wrap. Strings from the data are
+ * shown through `l` (htmlLabel): escaped, and cut at LABEL_MAX characters so a webhook cannot make the mail huge.
  */
 
 const FONT = "font-family:-apple-system,BlinkMacSystemFont,'Segoe UI',Roboto,Helvetica,Arial,sans-serif"
@@ -54,7 +56,7 @@ function barList(items: CountItem[], total: number, color: (value: string) => st
       const width = Math.max(1, Math.round((i.count / max) * 100))
       const share = total > 0 ? ` · ${rate(i.count, total)!.toFixed(1)}%` : ''
       return `<tr>
-<td style="padding:3px 0;font-size:13px;line-height:17px;color:${INK};${FONT};${WRAP}">${e(label(i.value))}
+<td style="padding:3px 0;font-size:13px;line-height:17px;color:${INK};${FONT};${WRAP}">${l(label(i.value))}
 <div style="margin-top:3px;background:#f3f4f6;border-radius:3px;height:10px;width:100%"><div style="background:${color(i.value)};border-radius:3px;height:10px;width:${width}%"></div></div></td>
 <td style="padding:3px 0 3px 10px;font-size:13px;line-height:17px;color:${MUTED};${FONT};text-align:right;vertical-align:top;white-space:nowrap">${fmtInt(i.count)}${share}</td>
 </tr>`
@@ -119,12 +121,12 @@ function groupTable(title: string, what: string, groups: Array<{ name: string; f
   const body = rows
     .map(({ name, figures: f }) => {
       const reason = f.failureReasons[0]
-      const sub = reason ? `<div style="font-size:11px;line-height:15px;color:${MUTED}">top failure: ${e(reason.value)} (${fmtInt(reason.count)})</div>` : ''
+      const sub = reason ? `<div style="font-size:11px;line-height:15px;color:${MUTED}">top failure: ${l(reason.value)} (${fmtInt(reason.count)})</div>` : ''
       const statuses = f.byStatus
         .map((s) => `<span style="display:inline-block;width:${Math.max(1, (s.count / f.calls) * 100).toFixed(1)}%;height:6px;background:${statusColor(s.value)}"></span>`)
         .join('')
       const strip = `<div style="margin-top:4px;height:6px;width:100%;background:#f3f4f6;font-size:0;line-height:0;white-space:nowrap;overflow:hidden">${statuses}</div>`
-      return `<tr>${td(`${e(name)}${sub}${strip}`, 'left')}${td(fmtInt(f.calls))}${td(fmtPct(f.connectRate))}${td(fmtPct(f.successRate))}${td(fmtSecondsShort(f.avgDurationSeconds))}</tr>`
+      return `<tr>${td(`${l(name)}${sub}${strip}`, 'left')}${td(fmtInt(f.calls))}${td(fmtPct(f.connectRate))}${td(fmtPct(f.successRate))}${td(fmtSecondsShort(f.avgDurationSeconds))}</tr>`
     })
     .join('\n')
   return section(
@@ -144,7 +146,7 @@ function legend(): string {
 function resultsSection(report: DailyReport): string {
   const blocks = report.totals.results.map((r) => {
     const other = r.otherValues ? note(`and ${fmtInt(r.otherValues)} more values (${fmtInt(r.otherCount)} conversations)`) : ''
-    return `<h3 style="margin:10px 0 4px 0;font-size:13px;line-height:17px;color:${INK};${FONT};font-weight:600;${WRAP}">${e(r.key)} <span style="font-weight:400;color:${MUTED}">· reported by ${fmtInt(r.reported)}</span></h3>
+    return `<h3 style="margin:10px 0 4px 0;font-size:13px;line-height:17px;color:${INK};${FONT};font-weight:600;${WRAP}">${l(r.key)} <span style="font-weight:400;color:${MUTED}">· reported by ${fmtInt(r.reported)}</span></h3>
 ${barList(r.values, r.reported, () => '#6366f1')}${other}`
   })
   return section('Results', blocks.length ? blocks.join('\n') : note('No conversation reported results.'))
@@ -162,7 +164,7 @@ function followUpSection(report: DailyReport): string {
 
 function batchSection(report: DailyReport): string {
   const b = report.batches
-  if (!b.available) return section('Batches (provider)', note(`Batch metrics are unavailable: ${e(b.error)}. The rest of this report comes from switchboard's own records.`))
+  if (!b.available) return section('Batches (provider)', note(`Batch metrics are unavailable: ${l(b.error)}. The rest of this report comes from switchboard's own records.`))
   // Never "none" when the search stopped short: the day's batches may be older than the ones searched.
   const cut = `Only the provider's newest ${fmtInt(SEARCHED_BATCHES)} batches were searched; older ones may belong to this day too.`
   if (b.batches.length === 0) return section('Batches (provider)', note(b.searchCut ? `No batch of that day was found. ${cut}` : 'No batch was created or scheduled that day.'))
@@ -171,9 +173,9 @@ function batchSection(report: DailyReport): string {
       const m = x.metrics
       const figures = m
         ? `${fmtInt(m.total_processed)} of ${fmtInt(x.totalRecipients)} processed · success ${fmtPct(Math.round(m.success_rate * 10) / 10)} · completed ${fmtInt(m.completed_count)} · no answer ${fmtInt(m.no_answer_count)} · busy ${fmtInt(m.busy_count)} · failed ${fmtInt(m.failed_count)} · unreachable ${fmtInt(m.unreachable_count)} · socket failure ${fmtInt(m.socket_failure_count)} · pending retry ${fmtInt(m.pending_retry_count)} · avg ${fmtSeconds(m.avg_duration_seconds)}`
-        : `metrics unavailable: ${e(x.metricsError ?? 'unknown')}`
+        : `metrics unavailable: ${l(x.metricsError ?? 'unknown')}`
       return `<tr><td style="padding:6px 0;border-bottom:1px solid ${LINE};font-size:13px;line-height:18px;color:${INK};${FONT};${WRAP}">
-<strong>${e(x.name)}</strong> <span style="color:${MUTED}">#${e(x.id)} · agent ${e(x.agentId)} · ${e(x.status)}</span>
+<strong>${l(x.name)}</strong> <span style="color:${MUTED}">#${l(x.id)} · agent ${l(x.agentId)} · ${l(x.status)}</span>
 <div style="color:${MUTED};font-size:12px;line-height:17px">${figures}</div></td></tr>`
     })
     .join('\n')
@@ -184,7 +186,7 @@ function batchSection(report: DailyReport): string {
 function webhookSection(report: DailyReport): string {
   const w = report.webhooks
   const rejected = w.rejected === null ? null : Object.values(w.rejected).reduce((s, n) => s + n, 0)
-  const reasons = w.rejected && rejected ? ` (${Object.entries(w.rejected).map(([k, v]) => `${e(k)} ${fmtInt(v)}`).join(', ')})` : ''
+  const reasons = w.rejected && rejected ? ` (${Object.entries(w.rejected).map(([k, v]) => `${l(k)} ${fmtInt(v)}`).join(', ')})` : ''
   const cell = (label: string, value: string, alert = false) =>
     `<td style="padding:6px;text-align:center;vertical-align:top;width:20%"><div style="font-size:18px;line-height:24px;font-weight:700;color:${alert ? '#dc2626' : INK};${FONT}">${value}</div><div style="font-size:11px;line-height:14px;color:${MUTED};${FONT}">${label}</div></td>`
   const unknown = w.source === 'inbox' ? note('Duplicates and rejections are counted by the webhook receiver, which did not report them; “—” means unknown, not zero.') : ''

@@ -4,19 +4,37 @@ import { rate, type CountItem, type Figures } from './figures.ts'
 import { fmtDelta, fmtInt, fmtPct, fmtSeconds, subjectFor } from './format.ts'
 import { attachmentNote, type AttachedCsv } from './csv-attachment.ts'
 import { GROUPS_IN_MAIL, shownGroups } from './shown-groups.ts'
+import { cutLabel, textLabel as l } from './shown-label.ts'
 
-/** The plain-text part: the same figures as the HTML, for clients that show text only. */
+/**
+ * The plain-text part: the same figures as the HTML, for clients that show text only. Every string from the data goes
+ * through `l` (textLabel): webhook data must not add lines to it, nor hide or reorder what follows.
+ */
 
 const BAR = 24
+/** The widest label beside a bar, so bars line up. */
+const BAR_LABEL = 28
+
+function codePoints(value: string): number {
+  let n = 0
+  for (const _ of value) n++
+  return n
+}
+
+/** `label` cut or padded to `width` characters (code points, as `cutLabel` counts them). */
+function fitLabel(label: string, width: number): string {
+  const cut = cutLabel(label, width)
+  return cut + ' '.repeat(width - codePoints(cut))
+}
 
 function bars(items: CountItem[], total: number): string[] {
   const max = Math.max(...items.map((i) => i.count), 1)
-  const width = Math.min(28, Math.max(...items.map((i) => i.value.length), 4))
-  return items.map((i) => {
-    const label = i.value.length > width ? `${i.value.slice(0, width - 1)}…` : i.value.padEnd(width)
+  const labels = items.map((i) => l(i.value))
+  const width = Math.min(BAR_LABEL, Math.max(...labels.map(codePoints), 4))
+  return items.map((i, k) => {
     const bar = '#'.repeat(Math.max(1, Math.round((i.count / max) * BAR))).padEnd(BAR)
     const share = total > 0 ? ` ${rate(i.count, total)!.toFixed(1).padStart(5)}%` : ''
-    return `  ${label} ${bar} ${fmtInt(i.count).padStart(7)}${share}`
+    return `  ${fitLabel(labels[k]!, width)} ${bar} ${fmtInt(i.count).padStart(7)}${share}`
   })
 }
 
@@ -25,9 +43,9 @@ function groupLines(what: string, groups: Array<{ name: string; figures: Figures
   const lines = shown.flatMap(({ name, figures: f }) => {
     const reason = f.failureReasons[0]
     return [
-      `  ${name}`,
+      `  ${l(name)}`,
       `    ${fmtInt(f.calls)} calls · connect ${fmtPct(f.connectRate)} · success ${fmtPct(f.successRate)} · avg ${fmtSeconds(f.avgDurationSeconds)}`,
-      `    ${f.byStatus.map((s) => `${s.value} ${fmtInt(s.count)}`).join(', ')}${reason ? ` · top failure: ${reason.value} (${fmtInt(reason.count)})` : ''}`,
+      `    ${f.byStatus.map((s) => `${l(s.value)} ${fmtInt(s.count)}`).join(', ')}${reason ? ` · top failure: ${l(reason.value)} (${fmtInt(reason.count)})` : ''}`,
     ]
   })
   return more.groups ? [...lines, `  and ${fmtInt(more.groups)} more ${what} with ${fmtInt(more.calls)} calls between them (each call is in the CSV)`] : lines
@@ -47,15 +65,15 @@ export function renderText(report: DailyReport, attachment?: AttachedCsv): strin
       : [`Follow-ups: ${fmtInt(report.followUps.scheduled)} scheduled or placed (calls continuing an earlier conversation), ${fmtInt(report.followUps.completed)} completed so far.`, ...bars(report.followUps.outcomes, report.followUps.scheduled)]
   const b = report.batches
   const batches = !b.available
-    ? [`Batches (provider): unavailable — ${b.error}`]
+    ? [`Batches (provider): unavailable — ${l(b.error)}`]
     : b.batches.length === 0
       ? [b.searchCut ? `Batches (provider): none of that day found; only the provider's newest ${fmtInt(SEARCHED_BATCHES)} were searched, older ones may belong to it too.` : 'Batches (provider): none created or scheduled that day.']
       : [
           'Batches (provider):',
           ...b.batches.map((x) =>
             x.metrics
-              ? `  ${x.name} (#${x.id}, agent ${x.agentId}, ${x.status}): ${fmtInt(x.metrics.total_processed)}/${fmtInt(x.totalRecipients)} processed, success ${fmtPct(Math.round(x.metrics.success_rate * 10) / 10)}, completed ${fmtInt(x.metrics.completed_count)}, no answer ${fmtInt(x.metrics.no_answer_count)}, busy ${fmtInt(x.metrics.busy_count)}, failed ${fmtInt(x.metrics.failed_count)}, unreachable ${fmtInt(x.metrics.unreachable_count)}, socket failure ${fmtInt(x.metrics.socket_failure_count)}, pending retry ${fmtInt(x.metrics.pending_retry_count)}`
-              : `  ${x.name} (#${x.id}): metrics unavailable — ${x.metricsError ?? 'unknown'}`,
+              ? `  ${l(x.name)} (#${l(x.id)}, agent ${l(x.agentId)}, ${l(x.status)}): ${fmtInt(x.metrics.total_processed)}/${fmtInt(x.totalRecipients)} processed, success ${fmtPct(Math.round(x.metrics.success_rate * 10) / 10)}, completed ${fmtInt(x.metrics.completed_count)}, no answer ${fmtInt(x.metrics.no_answer_count)}, busy ${fmtInt(x.metrics.busy_count)}, failed ${fmtInt(x.metrics.failed_count)}, unreachable ${fmtInt(x.metrics.unreachable_count)}, socket failure ${fmtInt(x.metrics.socket_failure_count)}, pending retry ${fmtInt(x.metrics.pending_retry_count)}`
+              : `  ${l(x.name)} (#${l(x.id)}): metrics unavailable — ${l(x.metricsError ?? 'unknown')}`,
           ),
           ...(b.truncated ? ['  (more batches exist; only the first are shown)'] : []),
           ...(b.searchCut ? [`  (only the provider's newest ${fmtInt(SEARCHED_BATCHES)} batches were searched; older ones may belong to this day too)`] : []),
@@ -64,7 +82,7 @@ export function renderText(report: DailyReport, attachment?: AttachedCsv): strin
   const rejected = w.rejected === null ? '—' : fmtInt(Object.values(w.rejected).reduce((s, n) => s + n, 0))
   const webhooks = [
     `Webhooks: received ${fmtInt(w.received)} · duplicates ${w.duplicates === null ? '—' : fmtInt(w.duplicates)} · rejected ${rejected} · dead ${fmtInt(w.dead)} · reconciled ${fmtInt(w.reconciled)}`,
-    ...(w.rejected && Object.keys(w.rejected).length ? [`  rejected by reason: ${Object.entries(w.rejected).map(([k, v]) => `${k} ${fmtInt(v)}`).join(', ')}`] : []),
+    ...(w.rejected && Object.keys(w.rejected).length ? [`  rejected by reason: ${Object.entries(w.rejected).map(([k, v]) => `${l(k)} ${fmtInt(v)}`).join(', ')}`] : []),
     ...(w.source === 'inbox' ? ['  (— = not reported by the receiver: unknown, not zero)'] : []),
   ]
 
@@ -95,7 +113,7 @@ export function renderText(report: DailyReport, attachment?: AttachedCsv): strin
     '',
     'Results:',
     ...(t.results.length
-      ? t.results.flatMap((r) => [`  ${r.key} (reported by ${fmtInt(r.reported)}):`, ...bars(r.values, r.reported).map((l) => `  ${l}`), ...(r.otherValues ? [`    and ${fmtInt(r.otherValues)} more values`] : [])])
+      ? t.results.flatMap((r) => [`  ${l(r.key)} (reported by ${fmtInt(r.reported)}):`, ...bars(r.values, r.reported).map((l) => `  ${l}`), ...(r.otherValues ? [`    and ${fmtInt(r.otherValues)} more values`] : [])])
       : ['  none reported']),
     '',
     ...followUps,
