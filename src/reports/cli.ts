@@ -1,3 +1,4 @@
+import { finishBeforeStopping } from '../utils/finish-before-stopping.ts'
 import { CliError, defineCommand, intFlag, JSON_OPTION, limitOption } from '../cli-kit.ts'
 import { cliName } from '../utils/cli-name.ts'
 import { isMailAddress } from '../config/schema.ts'
@@ -58,7 +59,14 @@ export const reportSendCommand = defineCommand({
     // A dry run sends nothing, so it needs no recipient: it shows what the report would say.
     if (!dryRun && !to?.length && rt.config.mail.reportTo.length === 0) throw new CliError('no recipient: set REPORT_TO or pass --to someone@example.com')
     const effects: Effects = { dryRun, plan: [] }
-    const result = await sendDailyReport(rt, { date, timezone, to }, effects)
+    // Stopped while the relay has the report, the command left it neither known sent nor unsent, without a word: the
+    // running service sent it again once this command's claim lapsed, and the relay delivered both.
+    const result = dryRun
+      ? await sendDailyReport(rt, { date, timezone, to }, effects)
+      : await finishBeforeStopping(() => sendDailyReport(rt, { date, timezone, to }, effects), (text) => ctx.writeErr(text), {
+          first: 'report send: finishing the send first, so the report is neither lost nor sent twice (the relay may take up to 10 minutes to answer); Ctrl-C again to stop now\n',
+          second: `report send: stopped while the report was being sent: it may have gone out, and the running service sends it again once this command's claim lapses (2 minutes) — see "${cliName(ctx.env)} mail list"\n`,
+        })
     const t = result.report.totals
     if (ctx.values.json) {
       const { conversations: _rows, ...figures } = result.report
