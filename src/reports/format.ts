@@ -4,6 +4,16 @@ export function fmtInt(n: number): string {
   return n.toLocaleString('en-US')
 }
 
+/** A count with its noun, singular for one: `1 call`, `2 calls` (`calls` given, `call` derived by dropping the `s`). */
+export function fmtCount(n: number, plural: string): string {
+  return `${fmtInt(n)} ${n === 1 ? plural.replace(/s$/, '') : plural}`
+}
+
+/** A size in bytes as MB with one decimal, or KB under a megabyte (a zipped attachment of 40 KB read `0.0 MB`). */
+export function fmtBytes(n: number): string {
+  return n < 1000 * 1024 ? `${Math.max(1, Math.round(n / 1024))} KB` : `${(n / 1024 / 1024).toFixed(1)} MB`
+}
+
 export function fmtPct(n: number | null): string {
   return n === null ? '—' : `${n.toFixed(1)}%`
 }

@@ -1,7 +1,7 @@
 import type { DailyReport } from './build-report.ts'
 import { SEARCHED_BATCHES } from './batch-metrics.ts'
 import { rate, type CountItem, type Figures } from './figures.ts'
-import { fmtDelta, fmtInt, fmtPct, fmtSeconds, fmtSecondsShort, subjectFor } from './format.ts'
+import { fmtCount, fmtDelta, fmtInt, fmtPct, fmtSeconds, fmtSecondsShort, subjectFor } from './format.ts'
 import { escapeHtml as e } from './html-escape.ts'
 import { attachmentNote, type AttachedCsv } from './csv-attachment.ts'
 import { GROUPS_IN_MAIL, shownGroups } from './shown-groups.ts'
@@ -235,7 +235,7 @@ ${followUpSection(report)}
 ${batchSection(report)}
 ${webhookSection(report)}`, attachment)
   }
-  const preheader = `${fmtInt(t.calls)} calls · ${fmtPct(t.successRate)} success · ${fmtPct(t.connectRate)} connected`
+  const preheader = `${fmtCount(t.calls, 'calls')} · ${fmtPct(t.successRate)} success · ${fmtPct(t.connectRate)} connected`
   const agents = report.agents.map((a) => ({ name: `Agent ${a.agentId}`, figures: a.figures }))
   const campaigns = report.campaigns.map((c) => ({ name: c.campaign, figures: c.figures }))
   const failures = t.failureReasons.length

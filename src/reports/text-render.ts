@@ -1,7 +1,7 @@
 import type { DailyReport } from './build-report.ts'
 import { SEARCHED_BATCHES } from './batch-metrics.ts'
 import { rate, type CountItem, type Figures } from './figures.ts'
-import { fmtDelta, fmtInt, fmtPct, fmtSeconds, subjectFor } from './format.ts'
+import { fmtCount, fmtDelta, fmtInt, fmtPct, fmtSeconds, subjectFor } from './format.ts'
 import { attachmentNote, type AttachedCsv } from './csv-attachment.ts'
 import { GROUPS_IN_MAIL, shownGroups } from './shown-groups.ts'
 import { cutLabel, textLabel as l } from './shown-label.ts'
@@ -44,7 +44,7 @@ function groupLines(what: string, groups: Array<{ name: string; figures: Figures
     const reason = f.failureReasons[0]
     return [
       `  ${l(name)}`,
-      `    ${fmtInt(f.calls)} calls · connect ${fmtPct(f.connectRate)} · success ${fmtPct(f.successRate)} · avg ${fmtSeconds(f.avgDurationSeconds)}`,
+      `    ${fmtCount(f.calls, 'calls')} · connect ${fmtPct(f.connectRate)} · success ${fmtPct(f.successRate)} · avg ${fmtSeconds(f.avgDurationSeconds)}`,
       `    ${f.byStatus.map((s) => `${l(s.value)} ${fmtInt(s.count)}`).join(', ')}${reason ? ` · top failure: ${l(reason.value)} (${fmtInt(reason.count)})` : ''}`,
     ]
   })

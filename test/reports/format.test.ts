@@ -1,5 +1,5 @@
-import { expect, it } from 'vitest'
-import { fmtSeconds, fmtSecondsShort } from '../../src/reports/format.ts'
+import { describe, expect, it } from 'vitest'
+import { fmtBytes, fmtCount, fmtSeconds, fmtSecondsShort } from '../../src/reports/format.ts'
 import { rate } from '../../src/reports/figures.ts'
 
 it('fmtSeconds rounds the whole duration before splitting it, so the seconds never read 60', () => {
@@ -33,4 +33,11 @@ it('rate rounds the exact fraction half up to one decimal: 203 of 400 is 50.8 %,
   expect(rate(0, 7)).toBe(0)
   expect(rate(7, 7)).toBe(100)
   expect(rate(1, 0)).toBeNull()
+})
+
+describe('fmtCount and fmtBytes', () => {
+  it('says one call, not "1 calls"; a zip under a megabyte in KB, not "0.0 MB"', () => {
+    expect([fmtCount(0, 'calls'), fmtCount(1, 'calls'), fmtCount(1798, 'rows')]).toEqual(['0 calls', '1 call', '1,798 rows'])
+    expect([fmtBytes(200), fmtBytes(40_960), fmtBytes(999 * 1024), fmtBytes(1024 * 1024 - 1), fmtBytes(14.3 * 1024 * 1024)]).toEqual(['1 KB', '40 KB', '999 KB', '1.0 MB', '14.3 MB'])
+  })
 })
