@@ -1,5 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { blockedAmong, DncFileError, isBlocked, loadDncList } from '../../src/campaigns/dnc.ts'
 import { createRecipeEngine, type RecipeEngine } from '../../src/recipes/engine.ts'
@@ -7,6 +7,7 @@ import { createApp } from '../../src/server.ts'
 import { captureLogs } from '../helpers/log-capture.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { proxyHarness, type ProxyHarness } from '../proxy/helpers.ts'
+import { shippedRecipesCopy } from '../helpers/recipes.ts'
 
 // A DATA_DIR/dnc.csv that cannot be read stops every call — and says so: a directory made the nightly batch blame the
 // inbox file ("could not process leads.csv (EISDIR…)") and POST /v1/call answer a bare 500 "see its logs".
@@ -78,7 +79,7 @@ describe('POST /v1/call with a do-not-call file that cannot be read', () => {
 })
 
 it('a nightly batch dry run names dnc.csv and the cause, not only the inbox file', async () => {
-  h = await proxyHarness({ env: { RECIPES_DIR: resolve(import.meta.dirname, '../../recipes'), RECIPES_TIMEZONE: 'Asia/Kolkata', DEFAULT_COUNTRY: 'IN' } })
+  h = await proxyHarness({ env: { RECIPES_DIR: shippedRecipesCopy(), RECIPES_TIMEZONE: 'Asia/Kolkata', DEFAULT_COUNTRY: 'IN' } })
   await h.clock.advanceTo(Date.parse('2026-03-19T05:30:00Z'))
   const inbox = join(h.rt.config.dataDir, 'inbox')
   mkdirSync(inbox, { recursive: true })

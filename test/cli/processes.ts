@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { shippedRecipesCopy } from '../helpers/recipes.ts'
 
 /** The repository root: where `npm start` and `src/bin.mjs` run from. */
 export const ROOT = new URL('../..', import.meta.url).pathname
@@ -74,7 +75,8 @@ export function spawnCollecting(command: string, args: string[], env: Record<str
 export function childEnv(extra: Record<string, string>): Record<string, string | undefined> {
   // No config file unless the test names one: these children run in the checkout, where a developer's own
   // switchboard.config.ts (real destinations, a real relay) may be.
-  const env: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: 'silent', SWITCHBOARD_CONFIG: 'none', ...extra }
+  // Nor the checkout's recipes folder (the team's own recipes, broken or not): copies of the shipped ones.
+  const env: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: 'silent', SWITCHBOARD_CONFIG: 'none', RECIPES_DIR: shippedRecipesCopy(), ...extra }
   for (const key of ['VOICE_API_KEY', 'WEBHOOK_SECRET', 'DATABASE_URL', 'SMTP_URL', 'REPORT_TO', 'ADMIN_TOKEN']) {
     if (!(key in extra)) delete env[key]
   }

@@ -8,12 +8,13 @@ import { closedPort, startSmtp } from '../reports/smtp.ts'
 import { enqueueEventFires } from '../../src/recipes/claims.ts'
 import { discardRecipeQueue } from '../../src/recipes/queue-control.ts'
 import { tempRecipesDir } from '../recipes/helpers.ts'
+import { shippedRecipesCopy } from '../helpers/recipes.ts'
 
 // doctor against real things: a SQLite file, the service with its sandbox running in-process, a real
 // SMTP server (smtp-server), and ports with nothing behind them.
 
 const SECRET = 'whsec_doctor_secret'
-const RECIPES = new URL('../../recipes', import.meta.url).pathname
+const RECIPES = shippedRecipesCopy()
 let server: RunningServer
 let smtp: Awaited<ReturnType<typeof startSmtp>>
 const dirs: string[] = []

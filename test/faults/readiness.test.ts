@@ -1,12 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { afterAll, describe, expect, it, vi } from 'vitest'
 import { loadConfig } from '../../src/config/load.ts'
 import { startServer, type RunningServer } from '../../src/server.ts'
 import { createSilentLogger } from '../../src/utils/logger.ts'
 import { closedPort, startSmtp } from '../reports/smtp.ts'
 import { startTcpGate, type TcpGate } from './helpers/tcp-gate.ts'
+import { shippedRecipesCopy } from '../helpers/recipes.ts'
 
 /**
  * Promise: /readyz reflects a dependency going down within 5 s, and /metrics has an up/down gauge per
@@ -31,7 +32,7 @@ describe('fault: readiness follows the dependencies', () => {
     const config = loadConfig({
       env: {
         DATA_DIR: dataDir, PORT: '0', WEBHOOK_SECRET: 'whsec_ready', SMTP_URL: `smtp://127.0.0.1:${gate.port}`, REPORT_TO: 'ops@example.com',
-        RECIPES_DIR: resolve(import.meta.dirname, '../../recipes'), VOICE_API_KEY: 'sk_ready', VOICE_API_BASE_URL: `http://127.0.0.1:${await closedPort()}`,
+        RECIPES_DIR: shippedRecipesCopy(), VOICE_API_KEY: 'sk_ready', VOICE_API_BASE_URL: `http://127.0.0.1:${await closedPort()}`,
         RECONCILE_INTERVAL_SECONDS: '0',
       },
     })

@@ -1,6 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { afterAll, describe, expect, it, vi } from 'vitest'
 import { loadConfig } from '../../src/config/load.ts'
 import { OUTBOX_POLL_MS, startMailOutbox } from '../../src/reports/index.ts'
@@ -11,6 +11,7 @@ import { startSmtp } from '../reports/smtp.ts'
 import { runCli } from '../webhooks/helpers.ts'
 import { printFigures } from './helpers/figures.ts'
 import { startTcpGate, type TcpGate } from './helpers/tcp-gate.ts'
+import { shippedRecipesCopy } from '../helpers/recipes.ts'
 
 /**
  * Promise: the SMTP relay is down when the daily report is due — from the recipe and from `report send`.
@@ -18,7 +19,7 @@ import { startTcpGate, type TcpGate } from './helpers/tcp-gate.ts'
  * to the operator (`mail list`, `switchboard_mail_pending`); the running service retries it with backoff
  * (on an injected clock) and sends it exactly once when the relay is back.
  */
-const RECIPES = resolve(import.meta.dirname, '../../recipes')
+const RECIPES = shippedRecipesCopy()
 
 describe('fault: SMTP relay down when the report is due', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-smtp-'))

@@ -17,3 +17,21 @@ export function shippedRecipesDir(...names: string[]): { dir: string; cleanup():
   for (const name of names) copyFileSync(join(SHIPPED_RECIPES_DIR, `${name}.ts`), join(dir, `${name}.ts`))
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) }
 }
+
+/** The recipes this project ships, by name. */
+export const SHIPPED_RECIPE_NAMES = ['daily-report', 'nightly-batch', 'no-answer-followup'] as const
+
+let allShipped: string | undefined
+
+/**
+ * A folder holding copies of every shipped recipe (SHIPPED_RECIPE_NAMES), for tests of "the service as shipped": the
+ * checkout's `recipes/` folder itself is the team's, and a recipe a user adds there (the README's first step is
+ * `recipes new`) joined every such test — doctor counted four recipes, the crash test's follow-ups doubled. One copy
+ * per test process (its tests only read it), removed when the process ends.
+ */
+export function shippedRecipesCopy(): string {
+  if (allShipped) return allShipped
+  const { dir, cleanup } = shippedRecipesDir(...SHIPPED_RECIPE_NAMES)
+  process.once('exit', cleanup)
+  return (allShipped = dir)
+}

@@ -9,6 +9,7 @@ import { signFormant } from '../../src/webhooks/index.ts'
 import { describeEachDialect, openTestStore, type TestStore } from '../helpers/db.ts'
 import { makeEvent } from '../webhooks/helpers.ts'
 import { freePort } from '../helpers/free-port.ts'
+import { shippedRecipesCopy } from '../helpers/recipes.ts'
 
 /**
  * Issue 14's acceptance: the service as shipped (processing in its thread, the shipped recipes) is
@@ -17,7 +18,7 @@ import { freePort } from '../helpers/free-port.ts'
  * Real processes and real time: the clocks are in another process.
  */
 const BIN = resolve(import.meta.dirname, '../../src/bin.mjs')
-const SHIPPED = resolve(import.meta.dirname, '../../recipes')
+const SHIPPED = shippedRecipesCopy()
 const SECRET = 'whsec_pipeline_crash'
 const EVENTS = 400
 

@@ -5,6 +5,7 @@ import { afterAll, expect, it } from 'vitest'
 import { main } from '../../src/cli.ts'
 import { RECIPE_TEMPLATES } from '../../src/recipes/new-command.ts'
 import { samplePath } from '../../src/recipes/sample-path.ts'
+import { SHIPPED_RECIPES_DIR } from '../helpers/recipes.ts'
 
 /** `recipes new` writes a recipe that passes `recipes check` and runs in `--dry-run` as it is. */
 const dir = mkdtempSync(join(tmpdir(), 'sb-new-'))
@@ -120,7 +121,7 @@ it('makes a RECIPES_DIR that does not exist yet, and says so (every other comman
 
 it('names a sample relative to where the command runs inside the checkout, in full from anywhere else', () => {
   expect(samplePath('leads.csv', ROOT)).toBe('data/samples/leads.csv')
-  expect(samplePath('leads.csv', join(ROOT, 'recipes'))).toBe(join(ROOT, 'data/samples/leads.csv'))
+  expect(samplePath('leads.csv', SHIPPED_RECIPES_DIR)).toBe(join(ROOT, 'data/samples/leads.csv'))
   // A folder beside the checkout (tmpdir() itself may hold it: CI clones under /tmp, and from there the path is relative).
   const elsewhere = mkdtempSync(join(tmpdir(), 'sb-elsewhere-'))
   try {

@@ -1,14 +1,15 @@
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { afterEach, expect, it } from 'vitest'
 import { createRecipeEngine, type RecipeEngine } from '../../src/recipes/engine.ts'
 import { proxyHarness, type ProxyHarness } from '../proxy/helpers.ts'
+import { shippedRecipesCopy } from '../helpers/recipes.ts'
 
 /**
  * The shipped nightly-batch recipe archiving what it launched: names in done/ and failed/ that are never taken twice
  * and fit the file system, inbox entries that are not files, and batch names from file names that hold anything.
  */
-const SHIPPED = resolve(import.meta.dirname, '../../recipes')
+const SHIPPED = shippedRecipesCopy()
 
 interface Outcome { file: string; batch: string; batch_id: number | null; rows: number; rejects: number; moved_to: string | null; warnings?: string[]; error?: string }
 interface Summary { files: number; batches: Outcome[]; skipped?: Array<{ entry: string; reason: string }> }

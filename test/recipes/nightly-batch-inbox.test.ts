@@ -1,16 +1,17 @@
 import { createHash } from 'node:crypto'
 import { closeSync, existsSync, futimesSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, statSync, utimesSync, writeFileSync, writeSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { afterEach, expect, it } from 'vitest'
 import { createRecipeEngine, type RecipeEngine } from '../../src/recipes/engine.ts'
 import { createKvState, recipeStateNamespace } from '../../src/recipes/state.ts'
 import { proxyHarness, type ProxyHarness } from '../proxy/helpers.ts'
+import { shippedRecipesCopy } from '../helpers/recipes.ts'
 
 /**
  * The shipped nightly-batch recipe over an inbox holding what people actually drop there: a workbook, an
  * image renamed .csv, a Latin-1 export and a file still being copied. Its provider is the sandbox.
  */
-const SHIPPED = resolve(import.meta.dirname, '../../recipes')
+const SHIPPED = shippedRecipesCopy()
 
 interface Outcome { file: string; batch_id: number | null; rows: number; rejects: number; waiting: number; waiting_file: string | null; opens_at: string | null; moved_to: string | null; warnings?: string[]; error?: string }
 

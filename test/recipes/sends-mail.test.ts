@@ -1,10 +1,11 @@
-import { join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { afterEach, expect, it } from 'vitest'
 import { recipeSendsMail } from '../../src/recipes/sends-mail.ts'
 import { tempRecipesDir } from './helpers.ts'
+import { SHIPPED_RECIPES_DIR } from '../helpers/recipes.ts'
 
-const SHIPPED = resolve(fileURLToPath(import.meta.url), '../../../recipes')
+// Single files by name: a recipe the team added to the folder is never read here.
+const SHIPPED = SHIPPED_RECIPES_DIR
 let folder: ReturnType<typeof tempRecipesDir> | undefined
 afterEach(() => folder?.cleanup())
 

@@ -1,12 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { startServer, type RunningServer } from '../../src/server.ts'
 import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
 import { createSilentLogger } from '../../src/utils/logger.ts'
+import { shippedRecipesCopy } from '../helpers/recipes.ts'
 
 export const TOKEN = 'test-admin-token-0123456789'
-export const SHIPPED_RECIPES = resolve(import.meta.dirname, '../../recipes')
+export const SHIPPED_RECIPES = shippedRecipesCopy()
 
 export interface UiServer {
   server: RunningServer
