@@ -139,7 +139,8 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
   const db = rt.store.db
   const dir = join(rt.config.dataDir, 'recordings')
   const tmp = join(dir, 'tmp')
-  mkdirSync(tmp, { recursive: true })
+  // Calls' audio: the user's alone, as the data folder is (src/utils/private-dir.ts; the checkout's own data/ is 0755).
+  mkdirSync(tmp, { recursive: true, mode: 0o700 })
   const accessTimes = createAccessTimes(rt, 'recordings')
 
   const flush = () => accessTimes.flush()
@@ -280,7 +281,7 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
     const reader = input.body.getReader()
     let stopped = false
     // A cache that cannot be written to (a full disk, a permission) costs the cache, not the answer.
-    let handle: FileHandle | undefined = await open(temp, 'w').catch((error: unknown) => {
+    let handle: FileHandle | undefined = await open(temp, 'w', 0o600).catch((error: unknown) => {
       rt.log.warn({ err: error, conversation_id: input.conversationId }, 'cannot write the recording cache; passing the recording through')
       return undefined
     })

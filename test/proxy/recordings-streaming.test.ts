@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync, statSync, utimesSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
@@ -108,6 +108,10 @@ describe('proxy recordings: streamed, ranged and budgeted', () => {
     const hit = await h.request('/v1/conversations/conv_b/recording')
     expect(hit.headers.get('x-cache')).toBe('HIT')
     expect(Buffer.from(await hit.arrayBuffer()).equals(large)).toBe(true)
+    // Calls' audio is the service user's alone (it was 0644 in a 0755 folder under the checkout's data/).
+    const folder = join(h.rt.config.dataDir, 'recordings')
+    const kept = readdirSync(folder).filter((f) => f !== 'tmp')
+    expect([statSync(folder).mode & 0o777, ...kept.map((f) => statSync(join(folder, f)).mode & 0o777)]).toEqual([0o700, 0o600])
   })
 
   it('a Range on a MISS is answered from the bytes as they pass; the whole file is kept for the next request', async () => {
