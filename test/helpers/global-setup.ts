@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import { installationCacheDir } from '../../src/utils/installation-cache.ts'
+import { makeRunShippedRecipes } from './recipes.ts'
 
 /**
  * Each test run gets an id; its Postgres schemas and its test processes' SQLite templates are named after it and
@@ -14,6 +15,8 @@ import { installationCacheDir } from '../../src/utils/installation-cache.ts'
  */
 export async function setup(): Promise<void> {
   process.env.SB_TEST_RUN ??= randomBytes(3).toString('hex')
+  // The shipped recipes, copied once for the run's tests of the service as shipped (test/helpers/recipes.ts).
+  process.env.SB_SHIPPED_RECIPES = makeRunShippedRecipes(process.env.SB_TEST_RUN)
   // Processing threads the tests start in-process (startServer, startProcessingThread) load the bundle `serve` runs
   // (src/bundle.mjs), as the executable's threads do: from the sources each thread registered tsx and loaded ~180
   // modules through a loader thread of its own, a second or two of CPU per thread, ~70 threads a run.
@@ -36,6 +39,7 @@ export async function teardown(): Promise<void> {
     for (const name of readdirSync(tmpdir())) if (name.startsWith(prefix)) rmSync(join(tmpdir(), name), { recursive: true, force: true })
     // The test files' working directory (test/helpers/isolated-cwd.ts), and what a test left in it.
     rmSync(join(tmpdir(), `sb-test-cwd-${run}`), { recursive: true, force: true })
+    rmSync(join(tmpdir(), `sb-shipped-recipes-${run}`), { recursive: true, force: true })
   }
   // The recipes the tests wrote to temporary folders (all named sb-…), as jiti compiled them into the installation's
   // cache (src/recipes/loader.ts): one file per path, so each run added ~200 that no later run would read.
