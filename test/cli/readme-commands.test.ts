@@ -34,8 +34,10 @@ let env: Record<string, string | undefined>
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'sb-readme-'))
   // The service answers (sandbox upstream, receiver) but runs no background work, so a replayed event
-  // stays queued: `events replay` then waits its --wait out on the real clock.
-  server = await startServer({ env: { DATA_DIR: dataDir, PORT: '0', WEBHOOK_SECRET: SECRET, LOG_LEVEL: 'silent', RECONCILE_INTERVAL_SECONDS: '0' }, background: false })
+  // stays queued: `events replay` then waits its --wait out on the real clock. Its backlog is never "behind" for doctor:
+  // the stored event waits all along, and on a slow host this file outlasts the default 60 s (doctor then read
+  // "degraded: the oldest unprocessed event is 69 s old" and exited 1).
+  server = await startServer({ env: { DATA_DIR: dataDir, PORT: '0', WEBHOOK_SECRET: SECRET, LOG_LEVEL: 'silent', RECONCILE_INTERVAL_SECONDS: '0', BACKLOG_DEGRADED_SECONDS: '86400' }, background: false })
   const body = JSON.stringify({
     event_id: EVENT_ID,
     event_type: 'call.completed',
