@@ -7,8 +7,7 @@ import { normalizePhone } from './phones.ts'
 import { chunks } from '../utils/chunks.ts'
 import { inValues } from '../db/in-values.ts'
 import {
-  DEAD_CALL_STATUSES,
-  FINAL_FOLLOW_UP_STATUSES,
+  RETRIED_DEAD_CALL_STATUSES,
   DEFAULT_FOLLOW_UP,
   TECHNICAL_FAILURES,
   numbersToScreen,
@@ -127,7 +126,7 @@ export async function followUpCandidates(
           .select('calls.id')
           .whereRef('calls.previous_conversation_id', '=', 'conversations.conversation_id')
           // A follow-up the provider refused holds its conversation too (FINAL_FOLLOW_UP_STATUSES): not a candidate again.
-          .where('calls.status', 'not in', DEAD_CALL_STATUSES.filter((s) => !(FINAL_FOLLOW_UP_STATUSES as readonly string[]).includes(s))),
+          .where('calls.status', 'not in', RETRIED_DEAD_CALL_STATUSES),
       )),
     )
   if (options.agentIds) query = query.where('agent_id', 'in', options.agentIds)

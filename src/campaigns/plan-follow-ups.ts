@@ -133,6 +133,9 @@ const DEAD_CALL = new Set<string>(DEAD_CALL_STATUSES)
  * unreachable or 5xx until the queue gave up) is planned again: the next try may reach it.
  */
 export const FINAL_FOLLOW_UP_STATUSES = ['rejected'] as const
+const FINAL_FOLLOW_UP = new Set<string>(FINAL_FOLLOW_UP_STATUSES)
+/** Dead calls that leave their conversation to be followed up again (DEAD_CALL_STATUSES but FINAL_FOLLOW_UP_STATUSES). */
+export const RETRIED_DEAD_CALL_STATUSES = DEAD_CALL_STATUSES.filter((s) => !FINAL_FOLLOW_UP.has(s))
 
 function parse<T>(text: string | null): T | null {
   if (!text) return null
@@ -367,7 +370,7 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
     const traces = new Set<string>()
     for (const c of g.conversations) traces.add(c.trace_id ?? `conversation:${c.conversation_id}`)
     for (const call of g.calls) {
-      if (call.status === 'rejected' && call.previous_conversation_id === row.conversation_id) {
+      if (FINAL_FOLLOW_UP.has(call.status) && call.previous_conversation_id === row.conversation_id) {
         return { code: 'refused', reason: `its follow-up was refused by the provider (call ${call.trace_id ?? call.id}; its reason: calls list --phone ${phone.e164}): not planned again` }
       }
       if (DEAD_CALL.has(call.status)) continue

@@ -25,7 +25,12 @@ export function fileIdentity(path: string): FileIdentity | undefined {
 export function replacedFileProblem(path: string, opened: FileIdentity): string | undefined {
   const now = fileIdentity(path)
   if (now && now.dev === opened.dev && now.ino === opened.ino) return undefined
-  return `the database file ${path} was ${now ? 'replaced by another file' : 'removed'} while the service ran: restart the service to open what is there now (what it stored since went into the file it still holds open: copy that one from /proc/${process.pid}/fd before stopping it)`
+  return replacedFileMessage(path, now ? 'replaced' : 'removed')
+}
+
+/** What replacedFileProblem says, by what became of the file (the inbox writer thread, plain JavaScript, is given both). */
+export function replacedFileMessage(path: string, how: 'removed' | 'replaced'): string {
+  return `the database file ${path} was ${how === 'replaced' ? 'replaced by another file' : 'removed'} while the service ran: restart the service to open what is there now (what it stored since went into the file it still holds open: copy that one from /proc/${process.pid}/fd before stopping it)`
 }
 
 /** The error replacedFileProblem's answer is raised as. */

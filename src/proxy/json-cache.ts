@@ -127,7 +127,6 @@ export function createJsonCache(rt: Runtime): JsonCache {
   }
 }
 
-/** After a call or batch is created, that tenant's lists are out of date. */
 /**
  * Forgets a tenant's cached 404s (`not_found`): a batch just created has the next id, which a read before it may have
  * cached as missing — served for 5 s after `POST /v1/batch-call` answered that id. Few and short-lived: all of them go.
@@ -136,6 +135,7 @@ export async function forgetTenantNotFound(rt: Runtime, tenant: string): Promise
   await rt.store.db.deleteFrom('cache_entries').where('tenant', '=', tenant).where('kind', '=', 'not_found').execute()
 }
 
+/** After a call or batch is created, that tenant's lists are out of date. */
 export async function invalidateTenantLists(rt: Runtime, tenant: string, kinds: Array<'conversation_list' | 'batch_list'>): Promise<void> {
   await invalidate(
     rt,

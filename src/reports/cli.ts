@@ -61,9 +61,10 @@ export const reportSendCommand = defineCommand({
     const effects: Effects = { dryRun, plan: [] }
     // Stopped while the relay has the report, the command left it neither known sent nor unsent, without a word: the
     // running service sent it again once this command's claim lapsed, and the relay delivered both.
+    const send = () => sendDailyReport(rt, { date, timezone, to }, effects)
     const result = dryRun
-      ? await sendDailyReport(rt, { date, timezone, to }, effects)
-      : await finishBeforeStopping(() => sendDailyReport(rt, { date, timezone, to }, effects), (text) => ctx.writeErr(text), {
+      ? await send()
+      : await finishBeforeStopping(send, (text) => ctx.writeErr(text), {
           first: 'report send: finishing the send first, so the report is neither lost nor sent twice (the relay may take up to 10 minutes to answer); Ctrl-C again to stop now\n',
           second: `report send: stopped while the report was being sent: it may have gone out, and the running service sends it again once this command's claim lapses (2 minutes) — see "${cliName(ctx.env)} mail list"\n`,
         })

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 import { BACKSTOP_CHECKPOINT_PAGES } from '../db/connect.ts'
 import { closeWorker } from '../utils/close-worker.ts'
-import { fileIdentity, type FileIdentity } from '../db/file-identity.ts'
+import { fileIdentity, replacedFileMessage, type FileIdentity } from '../db/file-identity.ts'
 import { systemClock, type Clock } from '../utils/clock.ts'
 
 /**
@@ -113,7 +113,7 @@ const stillOpened = () => {
   let now
   try { now = require('node:fs').statSync(workerData.file) } catch { now = undefined }
   if (now && now.dev === workerData.opened.dev && now.ino === workerData.opened.ino) return
-  const error = new Error('the database file ' + workerData.file + ' was ' + (now ? 'replaced by another file' : 'removed') + ' while the service ran: restart the service to open what is there now (what it stored since went into the file it still holds open: copy that one from /proc/' + process.pid + '/fd before stopping it)')
+  const error = new Error(now ? workerData.gone.replaced : workerData.gone.removed)
   error.code = 'SQLITE_CANTOPEN'
   throw error
 }
@@ -167,6 +167,8 @@ export function startSqliteWriter(file: string, options: { clock?: Clock; opened
   const clock = options.clock ?? systemClock
   // Which file the service opened at `file`: a thread started later (after a crash of the last) compares with it.
   const opened = options.opened ?? fileIdentity(file)
+  // Its words when the file is gone (src/db/file-identity.ts), made here: the thread runs plain JavaScript.
+  const gone = { removed: replacedFileMessage(file, 'removed'), replaced: replacedFileMessage(file, 'replaced') }
   const driver = createRequire(import.meta.url).resolve('better-sqlite3')
   let worker: Worker | undefined
   let seq = 0
@@ -196,7 +198,7 @@ export function startSqliteWriter(file: string, options: { clock?: Clock; opened
       const code = (startError as { code?: unknown } | undefined)?.code
       throw new SqliteWriteError(`the inbox writer thread could not start (${startError?.message}); trying again in ${Math.ceil(wait)} ms`, typeof code === 'string' ? code : undefined)
     }
-    const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { file, driver, autocheckpointPages: BACKSTOP_CHECKPOINT_PAGES, opened } })
+    const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { file, driver, autocheckpointPages: BACKSTOP_CHECKPOINT_PAGES, opened, gone } })
     w.unref()
     let answered = false
     w.on('message', (reply: Reply) => {
