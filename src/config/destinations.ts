@@ -1,5 +1,7 @@
 import { z } from 'zod'
 import type { WebhookEvent } from '../upstream/schemas.ts'
+import { didYouMean } from '../utils/did-you-mean.ts'
+import { printable } from '../utils/printable.ts'
 
 /**
  * `DESTINATIONS`: where verified events are forwarded. Declared in switchboard.config.ts (typed, and the
@@ -57,7 +59,10 @@ const secret = z.string().refine(
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 /** Headers switchboard sets itself; a destination may not override them. */
-const RESERVED_HEADERS = new Set(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'x-switchboard-event-type', 'content-type', 'content-length', 'host', 'transfer-encoding', 'connection'])
+const RESERVED_HEADERS = new Set(['x-switchboard-event-type', 'content-type', 'content-length', 'host', 'transfer-encoding', 'connection'])
+/** Standard Webhooks' namespace (webhook-id, webhook-timestamp, webhook-signature and any it adds): switchboard's alone. */
+const RESERVED_PREFIX = 'webhook-'
+const isReserved = (name: string) => RESERVED_HEADERS.has(name.toLowerCase()) || name.toLowerCase().startsWith(RESERVED_PREFIX)
 
 export const destinationSchema = z
   .object({
@@ -96,7 +101,10 @@ export const destinationSchema = z
         // en dash pasted from a document), which every attempt would then fail on.
         z.string().regex(/^[\t\x20-\x7e]*$/, { error: 'header values may hold printable ASCII, spaces and tabs only (no line breaks, no characters such as “–”)' }),
       )
-      .refine((h) => Object.keys(h).every((k) => !RESERVED_HEADERS.has(k.toLowerCase())), { error: `may not set ${[...RESERVED_HEADERS].join(', ')}` })
+      .superRefine((h, ctx) => {
+        const reserved = Object.keys(h).find(isReserved)
+        if (reserved !== undefined) ctx.addIssue({ code: 'custom', message: `may not set ${RESERVED_PREFIX}* (${reserved}), ${[...RESERVED_HEADERS].join(', ')}` })
+      })
       // Header names are case-insensitive: kept lowercase, so `User-Agent` replaces switchboard's own instead of going
       // out beside it, and two spellings of one name are a mistake rather than two headers.
       .transform((h, ctx) => {
@@ -134,9 +142,15 @@ export function defineDestination(destination: DestinationInput): DestinationInp
 }
 
 function describe(issue: z.core.$ZodIssue): string {
+  // A misspelled key (`retrySchedule`), with the key it most likely meant.
+  if (issue.code === 'unrecognized_keys' && issue.path.length === 0) {
+    const key = issue.keys[0]!
+    const guess = didYouMean(key, Object.keys(destinationSchema.shape))
+    return `has an unknown key "${printable(key, 80)}"${guess ? ` (did you mean "${guess}"?)` : ''}`
+  }
   // `secret[1]`, `headers.x-team`: an index as a list's, a key after a dot.
-  const field = issue.path.map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i ? '.' : ''}${String(key)}`)).join('')
-  return `${field || 'entry'} ${issue.message}`
+  const field = issue.path.map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i ? '.' : ''}${printable(String(key), 80)}`)).join('')
+  return field ? `${field} ${issue.message}` : issue.message
 }
 
 /**
@@ -162,7 +176,8 @@ export const destinationsSchema = z.union([z.string(), z.array(z.custom<Destinat
   const seen = new Set<string>()
   for (const [i, item] of list.entries()) {
     const rawName = typeof item === 'object' && item !== null ? (item as { name?: unknown }).name : undefined
-    const label = typeof rawName === 'string' && rawName ? `destination "${rawName}"` : `destination #${i + 1}`
+    // Quoted escaped: a name with a line break or an escape sequence in it must not break the error's one line.
+    const label = typeof rawName === 'string' && rawName ? `destination "${printable(rawName, 80)}"` : `destination #${i + 1}`
     const parsed = destinationSchema.safeParse(item)
     if (!parsed.success) {
       ctx.addIssue({ code: 'custom', message: `${label}: ${describe(parsed.error.issues[0]!)}` })

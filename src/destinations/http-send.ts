@@ -275,14 +275,8 @@ function parsedTarget(href: string): Target {
  * `{ a, ...(x ? { b } : {}) }` far slower than an object given its fields one by one.
  */
 async function hop(target: Target, headers: Record<string, string>, request: SendRequest, attempt: Attempt, dispatcher: Dispatcher): Promise<HopResult> {
-  try {
-    if (target.protocol !== 'https:' && !(target.protocol === 'http:' && request.allowHttp)) {
-      return { status: null, error: `refused ${target.protocol}// URL (https required)`, response: '' }
-    }
-    checkLiteralHost(target.hostname, request.allowPrivate)
-  } catch (error) {
-    return { status: null, error: (error as Error).message, response: '', blocked: error instanceof BlockedAddressError }
-  }
+  const refused = refusal(target, request)
+  if (refused) return { status: null, error: refused.scheme ? `refused ${target.protocol}// URL (${refused.scheme})` : refused.message, response: '', blocked: refused.blocked }
   if (attempt.cut) return failure(attempt, request, undefined)
   headers['content-type'] = 'application/json'
   // The destination's own (its configured headers are lowercase) wins.
@@ -291,6 +285,23 @@ async function hop(target: Target, headers: Record<string, string>, request: Sen
   const auth = target.auth
   if (auth && !Object.keys(headers).some((name) => name.toLowerCase() === 'authorization')) headers.authorization = auth
   return exchange(dispatcher, target, headers, request, attempt)
+}
+
+/**
+ * Why an address may not be posted to, checked before each hop: a scheme other than https (http with allowHttp), or a
+ * private address without ALLOW_PRIVATE_DESTINATIONS (`blocked`). Undefined when it may.
+ */
+function refusal(target: Target, request: SendRequest): { message: string; scheme?: string; blocked?: boolean } | undefined {
+  if (target.protocol !== 'https:' && !(target.protocol === 'http:' && request.allowHttp)) {
+    const scheme = target.protocol === 'http:' ? 'https required' : 'not an http(s) URL'
+    return { message: target.protocol === 'http:' ? `${scheme} (set allowHttp: true to allow plain http)` : scheme, scheme }
+  }
+  try {
+    checkLiteralHost(target.hostname, request.allowPrivate)
+  } catch (error) {
+    return { message: (error as Error).message, blocked: error instanceof BlockedAddressError }
+  }
+  return undefined
 }
 
 /** The signature headers: an HMAC of this body, useless for anything else, so they may go to any origin. */
@@ -361,6 +372,13 @@ export async function sendOnce(request: SendRequest): Promise<SendResult> {
         next = targetOf(new URL(result.location, target.url))
       } catch {
         return { status: result.status, latencyMs: Math.round(performance.now() - started), error: `redirect to an invalid URL: ${shownLocation(result.location, target.url)}`, response: result.response }
+      }
+      // A hop refused is the redirect's doing, not the configuration's: named as the redirect, with its status.
+      const refused = refusal(next, request)
+      if (refused) {
+        const sent: SendResult = { status: result.status, latencyMs: Math.round(performance.now() - started), error: `redirect to ${shownLocation(result.location, target.url)} refused: ${refused.message}`, response: result.response }
+        if (refused.blocked) sent.blocked = true
+        return sent
       }
       // Once dropped they stay dropped, even if a later hop comes back to the first origin (as fetch does).
       if (next.origin !== target.origin) headers = crossOriginHeaders(headers)

@@ -18,5 +18,10 @@ export function shownLocation(location: string, base: URL): string {
     const [, scheme = '', userInfo, host = '', rest = ''] = ROUGH_URL.exec(location) ?? []
     return printable(`${scheme}${userInfo ? '***@' : ''}${host}${rest ? '/…' : ''}`)
   }
+  // Another scheme (a redirect to ftp:, say) by its host only: shownUrl hides the path segments of http(s) URLs alone
+  // (a database URL's path is its database name), and a sink's Location can hold a token anywhere.
+  if (resolved.protocol !== 'http:' && resolved.protocol !== 'https:') {
+    return printable(`${resolved.protocol}${resolved.host ? '//' : ''}${resolved.username || resolved.password ? '***@' : ''}${resolved.host}${resolved.pathname.length > 1 || resolved.search || resolved.hash ? '/…' : ''}`)
+  }
   return printable(shownUrl(resolved.href))
 }

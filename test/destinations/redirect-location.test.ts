@@ -41,6 +41,16 @@ describe('a redirect that is not followed', () => {
     expect((await send()).error).toBe(`redirect to http://***@127.0.0.1:${port()}/hooks/…?token=… not followed`)
   })
 
+  it('refused as a hop names the redirect, masked, and keeps its status — not the URL configured, which was fine', async () => {
+    // The hop's scheme checked as the first address's is (an https destination's redirect to http is refused the same
+    // way without allowHttp): the error said "refused ftp:// URL", as if the configuration named it.
+    location = `ftp://user:pw@127.0.0.1:${port()}${PATH}`
+    const sent = await send(2)
+    expect(sent.status).toBe(308)
+    expect(sent.error).toBe(`redirect to ftp://***@127.0.0.1:${port()}/… refused: not an http(s) URL`)
+    expectNoSecret(sent.error!, 'the error')
+  })
+
   it('names a Location that does not parse by its scheme and host only', async () => {
     location = 'http://user:pw@[not-an-address/hooks/abc123?token=SECRETQ'
     expect((await send(1)).error).toBe('redirect to an invalid URL: http://***@[not-an-address/…')
