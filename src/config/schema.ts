@@ -232,6 +232,7 @@ export const envSchema = z.object({
   DATA_DIR: z.string().trim().min(1, { error: 'is blank: set a folder, e.g. ./data' }).default('./data'),
   DATABASE_URL: z
     .string()
+    .trim()
     .refine((u) => /^(sqlite:|postgres(ql)?:\/\/)/.test(u), { error: 'must start with sqlite: or postgres://' })
     .refine((u) => !/^sqlite:(\/\/)?\s*$/.test(u), { error: 'names no file: sqlite:<path>, e.g. sqlite:./data/switchboard.db' })
     .superRefine((u, ctx) => {

@@ -14,10 +14,15 @@ export function postgresDriverReads(url: string): boolean {
   parse ??= loadParser()
   try {
     parse(url)
-    return true
   } catch {
     return false
   }
+  // Read, but not as meant: an @ left in what follows the host is a password with a raw `/`, `?` or `#` in it, or one
+  // slash too many (`postgres:///app:pw@db`) — the driver takes host "app" (or none) and the rest for a database
+  // name, and the connection failed as "ENOTFOUND app" naming no setting.
+  const rest = url.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '')
+  const end = rest.search(/[/?#]/)
+  return end === -1 || !rest.slice(end).includes('@')
 }
 
 function loadParser(): ParseConnectionString {

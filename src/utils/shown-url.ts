@@ -23,6 +23,10 @@ export function shownUrl(url: string): string {
   } catch {
     return shownUnparsed(url)
   }
+  // An @ the parser did not read as the end of the credentials (`postgres:/app:pw@db`, an opaque path;
+  // `postgres://app:2024/pw@db`, host "app" with the password in the path): what comes before the last one may be a
+  // password, whatever the parser made of it.
+  if (url.split('@').length - 1 > (parsed.username || parsed.password ? 1 : 0)) return shownUnparsed(url)
   const given = parsed.href
   if (parsed.username || parsed.password) {
     parsed.username = '***'
@@ -50,6 +54,7 @@ export function shownUrl(url: string): string {
  * error named the URL with its password; `postgres//app:pw@db` (a missing colon) is no URL at all.
  */
 function shownUnparsed(value: string): string {
+  // `postgres:///app:pw@db` keeps `postgres://` (its third slash belongs to what is hidden).
   const withoutUser = value.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^]*@/i, '$1***@')
   const query = withoutUser.indexOf('?')
   return query === -1 ? withoutUser : `${withoutUser.slice(0, query)}?${HIDDEN}`

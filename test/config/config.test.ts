@@ -92,6 +92,12 @@ describe('configuration', () => {
     // hidden but for its host (it holds the password).
     [{ DATABASE_URL: 'postgres://app:pa#ss@127.0.0.1:5432/app' }, /^Invalid configuration: DATABASE_URL is not a URL the Postgres driver can read: percent-encode any @ : \/ \? # or space in the user name and password \(# as %23, \/ as %2F\), and name one host\[:port\], the port at most 65535 \(got "postgres:\/\/\*\*\*@127\.0\.0\.1:5432\/app"\)$/],
     [{ DATABASE_URL: 'postgres://app:pw@127.0.0.1:99999/app' }, /^Invalid configuration: DATABASE_URL is not a URL the Postgres driver can read/],
+    // The driver reads these as host "app" (or none) with the rest a database name: they failed later as ENOTFOUND app,
+    // the password printed. Refused here, hidden.
+    [{ DATABASE_URL: 'postgres://app:2024/S3cretPw@127.0.0.1:5499/app' }, /^Invalid configuration: DATABASE_URL is not a URL the Postgres driver can read: .* \(got "postgres:\/\/\*\*\*@127\.0\.0\.1:5499\/app"\)$/],
+    [{ DATABASE_URL: 'postgres://app:/S3cretPw+x@127.0.0.1:5499/app' }, /^Invalid configuration: DATABASE_URL is not a URL the Postgres driver can read: .* \(got "postgres:\/\/\*\*\*@127\.0\.0\.1:5499\/app"\)$/],
+    [{ DATABASE_URL: 'postgres:///app:S3cretPw@127.0.0.1:5499/app' }, /^Invalid configuration: DATABASE_URL is not a URL the Postgres driver can read: .* \(got "postgres:\/\/\*\*\*@127\.0\.0\.1:5499\/app"\)$/],
+    [{ DATABASE_URL: 'postgres:/app:S3cretPw@127.0.0.1:5499/app' }, /^Invalid configuration: DATABASE_URL must start with sqlite: or postgres:\/\/ \(got "\*\*\*@127\.0\.0\.1:5499\/app"\)$/],
     // A run still marked running after an hour is taken for a crashed process's: a longer limit let a second run start.
     [{ RECIPE_TIMEOUT_SECONDS: '7200' }, /^Invalid configuration: RECIPE_TIMEOUT_SECONDS must be at most 3000 \(got "7200"\)$/],
     [{ DATABASE_URL: 'postgres://app:pw@h1:5432,h2:5432/app' }, /^Invalid configuration: DATABASE_URL is not a URL the Postgres driver can read/],
@@ -112,6 +118,11 @@ describe('configuration', () => {
     expect(error).toBeInstanceOf(ConfigError)
     expect((error as Error).message).toMatch(message)
     expect((error as Error).message).not.toContain('\n')
+  })
+
+  it('reads DATABASE_URL without the spaces around it (a compose file or YAML slip), as every other setting', () => {
+    // It was refused with "must start with sqlite: or postgres://", showing a value that did.
+    expect(load({ DATABASE_URL: ' postgres://app:pw@127.0.0.1:5432/app ' }).databaseUrl).toBe('postgres://app:pw@127.0.0.1:5432/app')
   })
 
   it('refuses a DATA_DIR that is a file (it is made when missing)', () => {

@@ -24,4 +24,16 @@ describe('shownUrl', () => {
     expect(shownUrl('postgres//app:pw@db/app')).toBe('***@db/app')
     expect(shownUrl('postgres://db host/app?password=hunter2')).toBe('postgres://db host/app?…')
   })
+
+  it('hides everything before the last @ of a value the parser reads with the @ somewhere else than after its credentials', () => {
+    // The parser takes these (an opaque path; host "app" and port "2024" with the password in the path or the query),
+    // saw no credentials, and a start-up error printed the password (an operator probe).
+    expect(shownUrl('postgres:/app:S3cretPw@127.0.0.1:5499/db')).toBe('***@127.0.0.1:5499/db')
+    expect(shownUrl('postgres:app:S3cretPw@127.0.0.1:5499/db')).toBe('***@127.0.0.1:5499/db')
+    expect(shownUrl('postgres:///app:S3cretPw@127.0.0.1:5499/db')).toBe('postgres://***@127.0.0.1:5499/db')
+    expect(shownUrl('postgres://app:2024/S3cretPw@127.0.0.1:5499/db')).toBe('postgres://***@127.0.0.1:5499/db')
+    expect(shownUrl('postgres://app:/S3cretPw+x@127.0.0.1:5499/db')).toBe('postgres://***@127.0.0.1:5499/db')
+    expect(shownUrl('postgres://app:2024?S3cretPw@127.0.0.1:5499/db')).toBe('postgres://***@127.0.0.1:5499/db')
+    expect(shownUrl('postgres://u:pw@db/app@x')).toBe('postgres://***@x')
+  })
 })
