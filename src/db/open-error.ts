@@ -27,6 +27,16 @@ const FILE_TROUBLE: ReadonlyArray<[RegExp, string]> = [
  */
 const PG_CLIENT_UNREACHABLE = /^Connection terminated( unexpectedly| due to connection timeout)?$|^timeout expired$/
 
+/**
+ * Whether `error` is the database being unreachable (refused, reset, gone, shutting down, a connection that closed at
+ * once) rather than a statement it refused: what a probe of the database sees too, and stops seeing once it is back.
+ */
+export function isUnreachableError(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null
+  if (typeof e?.code === 'string') return UNREACHABLE.has(e.code) || e.code.startsWith('08')
+  return typeof e?.message === 'string' && PG_CLIENT_UNREACHABLE.test(e.message)
+}
+
 export function explainOpenError(error: unknown, databaseUrl: string): unknown {
   const e = error as { code?: unknown; message?: unknown } | null
   const pgClientGone = databaseUrl.startsWith('postgres') && typeof e?.code !== 'string' && typeof e?.message === 'string' && PG_CLIENT_UNREACHABLE.test(e.message)

@@ -40,6 +40,14 @@ function cacheOf(rt: Runtime): Map<DependencyName, Cached> {
   return cache
 }
 
+/** Whether the database answers a probe now (not a cached answer). */
+export async function databaseAnswersNow(rt: Runtime): Promise<boolean> {
+  return withTimeout(ping(rt.store), 'the database').then(
+    () => true,
+    () => false,
+  )
+}
+
 function withTimeout<T>(work: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   const deadline = new Promise<never>((_, reject) => {

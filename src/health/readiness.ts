@@ -1,7 +1,7 @@
 import { isMigrated } from '../db/connect.ts'
 import type { Runtime } from '../runtime.ts'
 import { webhookState } from '../webhooks/state.ts'
-import { checkDependencies, describeStatus } from './dependencies.ts'
+import { checkDependencies, databaseAnswersNow, describeStatus } from './dependencies.ts'
 
 /** How long a failed commit keeps /readyz unavailable without a newer delivery to tell (the provider backs off). */
 const STORAGE_TROUBLE_SHOWN_MS = 60_000
@@ -33,7 +33,15 @@ export async function readiness(rt: Runtime): Promise<Readiness> {
   }
   // The database answers a probe, yet the receiver could not commit its last webhook (a full disk: reads work, writes
   // do not): not ready, so a load balancer or an operator's check sees what the provider sees — 503s.
-  const trouble = webhookState(rt).storageTrouble
+  const state = webhookState(rt)
+  let trouble = state.storageTrouble
+  // A commit that failed because the database was unreachable: once it answers a probe again (taken now, not the
+  // cached one), a delivery would be stored — Postgres back after a restart or a failover. Kept, it held every replica
+  // "unavailable" for a minute with nothing sent to clear it (a load balancer following /readyz sends nothing).
+  if (trouble?.probeSees && (await databaseAnswersNow(rt))) {
+    if (state.storageTrouble === trouble) state.storageTrouble = undefined
+    trouble = undefined
+  }
   if (trouble && rt.clock.now() - trouble.at < STORAGE_TROUBLE_SHOWN_MS) {
     return { httpStatus: 503, body: { status: 'unavailable', error: `the last webhook could not be stored (${trouble.error}); deliveries are answered 503 until one is`, dependencies: shown } }
   }

@@ -12,6 +12,7 @@ import { MAX_JSON_DEPTH, jsonNestedDeeperThan } from '../utils/json-depth.ts'
 import { readLimited } from '../utils/read-limited.ts'
 import { createLogThrottle, type LogThrottle } from '../utils/log-throttle.ts'
 import { printable } from '../utils/printable.ts'
+import { isUnreachableError } from '../db/open-error.ts'
 
 export const DEFAULT_TARGET = 'formant'
 /** Headers kept with each event for audit. Signatures are never stored. */
@@ -282,7 +283,8 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
     const message = error instanceof StorageUnavailableError || error instanceof CommitDeadlineError ? error.message : `storage error: ${(error as Error).message}`
     const reason = full ? 'storage_full' : 'storage_unavailable'
     metrics.rejected.inc({ target: label, reason })
-    webhookState(rt).storageTrouble = { at: rt.clock.now(), error: full ? 'storage is full' : message }
+    const probeSees = !full && (error instanceof CommitDeadlineError || (error instanceof StorageUnavailableError && isUnreachableError(error.cause)))
+    webhookState(rt).storageTrouble = { at: rt.clock.now(), error: full ? 'storage is full' : message, probeSees }
     if (full) metrics.storageFull.set(1)
     // One line a second while it lasts (every delivery is counted): a full disk must not also fill the log's.
     const { log, suppressed } = rejectionLogs.take(`\0${reason}`, rt.clock.now())

@@ -7,8 +7,12 @@ import type { Worker } from './worker.ts'
 export interface WebhookState {
   inbox: Inbox
   worker: Worker | undefined
-  /** The receiver's last commit, when it failed (storage full or unavailable): /readyz says so until one succeeds. */
-  storageTrouble: { at: number; error: string } | undefined
+  /**
+   * The receiver's last commit, when it failed (storage full or unavailable): /readyz says so until one succeeds, or —
+   * when a probe of the database saw the same failure (`probeSees`: unreachable, not a full disk or a read-only
+   * replica, which reads alone do not show) — until the database answers again.
+   */
+  storageTrouble: { at: number; error: string; probeSees: boolean } | undefined
 }
 
 const states = new WeakMap<Runtime, WebhookState>()

@@ -188,4 +188,41 @@ describe.skipIf(!pgUrl)('fault: Postgres unreachable during a webhook burst', ()
     expect(stored).toBe(bodies.length)
     expect(processed).toBe(bodies.length)
   }, 90_000)
+
+  it('is ready again once the database answers, without waiting for a delivery to tell', async () => {
+    await serve?.stop()
+    await gate?.close()
+    await store?.close()
+    store = await openTestStore('postgres')
+    const direct = new URL(pgUrl!)
+    gate = await startTcpGate(Number(direct.port || 5432), direct.hostname)
+    const gated = new URL(store.url)
+    gated.host = `127.0.0.1:${gate.port}`
+    serve = await startServe({ DATABASE_URL: gated.toString(), WEBHOOK_SECRET: SECRET, VOICE_API_KEY: 'sk_fault_test', VOICE_API_BASE_URL: 'http://127.0.0.1:9' })
+    await waitForLog(serve, /switchboard ready/)
+    await gate.cut()
+    // One delivery meets the outage (503): the receiver remembers the failed commit.
+    const event = makeEvent({ event_id: 'evt_pgback_1' })
+    const refused = await sendWithRetries({ port: serve.port, secret: SECRET, bodies: [{ eventId: event.event_id, body: JSON.stringify(event) }], lanes: 1, retryMs: 250, giveUpMs: 1, abort: () => !serve!.alive() })
+    expect(refused.deliveries.map((d) => d.status)).toContain(503)
+    await gate.restore()
+    const restoredAt = Date.now()
+    // Then nothing is sent: the provider backs off, and a load balancer that follows /readyz sends it nowhere while it
+    // says unavailable. It said so for a minute after the database was back ("deliveries are answered 503 until one
+    // is") while a delivery would have been stored (an operator probe).
+    let readyAfterMs: number | null = null
+    let last = ''
+    while (Date.now() - restoredAt < 20_000) {
+      const answer = await fetch(`${serve.url}/readyz`).then(async (r) => ({ status: r.status, body: await r.text() }), () => ({ status: 0, body: '' }))
+      last = answer.body
+      if (answer.status === 200) {
+        readyAfterMs = Date.now() - restoredAt
+        break
+      }
+      await new Promise((r) => setTimeout(r, 250))
+    }
+    printFigures('postgres back, no delivery since', { sent: 1, acknowledged: 0, stored: 0, processed: 0, duplicates: 0, lost: 0, recoverySeconds: readyAfterMs === null ? null : readyAfterMs / 1000, extra: { 'last /readyz': last.slice(0, 160) } })
+    expect(readyAfterMs, last).not.toBeNull()
+    expect(readyAfterMs!).toBeLessThan(10_000)
+  }, 90_000)
 })
