@@ -14,6 +14,7 @@ import { whenReaderGone, writerTo } from './cli-output.ts'
 import { helpWidth, wrapText } from './utils/wrap-text.ts'
 import { cliName } from './utils/cli-name.ts'
 import { didYouMean } from './utils/did-you-mean.ts'
+import { printable } from './utils/printable.ts'
 import { catchStrayRecipeErrors, startCliWatchdog, type CliWatchdog, type CliWatchdogOptions } from './recipes/cli-watchdog.ts'
 import { setLoadWatch } from './recipes/load-watch.ts'
 import { LOAD_HELD_MS } from './recipes/loader.ts'
@@ -76,12 +77,24 @@ const serveCommand = defineCommand({
 
 const migrateCommand = defineCommand({
   name: 'migrate',
-  summary: 'apply database migrations and exit',
-  usage: '[--json]',
-  options: { json: JSON_OPTION },
+  summary: 'apply database migrations and exit (--copy-from: fill a new Postgres database from a SQLite one)',
+  usage: '[--copy-from <sqlite file>] [--json]',
+  options: {
+    'copy-from': {
+      type: 'string',
+      value: 'FILE',
+      help: 'then copy every row of this SQLite database (a file, or sqlite:<file>; migrated first) into DATABASE_URL, a Postgres database that must be empty — moving a deployment to Postgres (README → Running on Postgres)',
+    },
+    json: JSON_OPTION,
+  },
+  examples: ['migrate', 'migrate --copy-from data/switchboard.db'],
   async run(ctx) {
     const config = await resolveConfig({ env: ctx.env })
     const { migrate, openStore } = await import('./db/connect.ts')
+    const copyFrom = typeof ctx.values['copy-from'] === 'string' ? ctx.values['copy-from'] : undefined
+    if (copyFrom !== undefined && !config.databaseUrl.startsWith('postgres')) {
+      throw new CliError('--copy-from fills a Postgres database from a SQLite one: set DATABASE_URL to the (empty) Postgres database first')
+    }
     // As every other command says it: which database, and what to check (the URL's password hidden).
     const store = await openStore(config.databaseUrl).catch((error: unknown) => {
       throw explainOpenError(error, config.databaseUrl)
@@ -90,8 +103,35 @@ const migrateCommand = defineCommand({
       const { applied } = await migrate(store).catch((error: unknown) => {
         throw explainOpenError(error, config.databaseUrl)
       })
-      if (ctx.values.json) ctx.json({ applied, database: store.dialect })
-      else ctx.write(applied.length ? `applied ${applied.join(', ')}\n` : 'database is up to date\n')
+      if (copyFrom === undefined) {
+        if (ctx.values.json) ctx.json({ applied, database: store.dialect })
+        else ctx.write(applied.length ? `applied ${applied.join(', ')}\n` : 'database is up to date\n')
+        return
+      }
+      const { copySqliteIntoPostgres, CopyTargetNotEmptyError } = await import('./db/copy-from-sqlite.ts')
+      const { existsSync, statSync } = await import('node:fs')
+      const sourceUrl = copyFrom.startsWith('sqlite:') ? copyFrom : `sqlite:${copyFrom}`
+      const path = sourceUrl.slice('sqlite:'.length)
+      if (!existsSync(path) || !statSync(path).isFile()) throw new CliError(`no SQLite database at ${printable(path)}: give the file the service used (DATA_DIR/switchboard.db)`)
+      const source = await openStore(sourceUrl).catch((error: unknown) => {
+        throw explainOpenError(error, sourceUrl)
+      })
+      try {
+        const migratedSource = await migrate(source)
+        if (!ctx.values.json) ctx.write(`${applied.length ? `applied ${applied.join(', ')}` : 'database is up to date'}; copying ${printable(path)} into it${migratedSource.applied.length ? ` (migrated first: ${migratedSource.applied.join(', ')})` : ''}…\n`)
+        const started = Date.now()
+        const copies = await copySqliteIntoPostgres(source, store, (copy) => {
+          if (!ctx.values.json && copy.rows > 0) ctx.write(`  ${copy.table.padEnd(28)} ${copy.rows.toLocaleString('en-US')} rows\n`)
+        }).catch((error: unknown) => {
+          if (error instanceof CopyTargetNotEmptyError) throw new CliError(error.message)
+          throw error
+        })
+        const rows = copies.reduce((n, c) => n + c.rows, 0)
+        if (ctx.values.json) ctx.json({ applied, database: store.dialect, copied: Object.fromEntries(copies.map((c) => [c.table, c.rows])), rows })
+        else ctx.write(`copied ${rows.toLocaleString('en-US')} rows from ${copies.length} tables in ${((Date.now() - started) / 1000).toFixed(1)} s; start the service with this DATABASE_URL, and keep the SQLite file as a backup until you no longer need it\n`)
+      } finally {
+        await source.close()
+      }
     } finally {
       await store.close()
     }

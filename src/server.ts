@@ -28,6 +28,8 @@ import { registerBacklogMetrics } from './backlog-metrics.ts'
 import { canRunInThread, startProcessingThread, type ProcessingThread } from './processing-host.ts'
 import { explainListenError } from './utils/listen-error.ts'
 import { localOrigin } from './utils/local-origin.ts'
+import { cliName } from './utils/cli-name.ts'
+import { describeLeftInSqlite, leftInSqlite } from './db/left-in-sqlite.ts'
 
 
 /** Per-process hooks the operations endpoints read (the processing thread's metrics, when there is one). */
@@ -276,6 +278,13 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     if (showsAdminToken(banner)) markAdminTokenShown(rt.config.dataDir)
   }
   rt.log.info({ url, role, sandbox: rt.config.sandboxMode, database: rt.store.dialect, processing: role === 'receiver' ? 'none' : opsState(rt).thread ? 'thread' : 'inline' }, 'switchboard ready')
+  // A move to Postgres that left the SQLite database's do-not-call list and history behind, said at every start.
+  const left = await leftInSqlite(rt.config.dataDir, rt.store)
+  if (left) {
+    // From a checkout (`npm start`) the CLI is `npm run -s cli --`.
+    const { problem, fix } = describeLeftInSqlite(left, process.env.npm_lifecycle_event ? 'npm run -s cli --' : cliName(process.env))
+    rt.log.warn({ file: left.file, left: left.kinds }, `${problem} — ${fix}`)
+  }
   let closed = false
   return {
     url,

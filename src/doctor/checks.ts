@@ -1,6 +1,7 @@
 import { existsSync, statfsSync } from 'node:fs'
 import type { Config } from '../config/load.ts'
 import { isMigrated, ping, type Store } from '../db/connect.ts'
+import { describeLeftInSqlite, leftInSqlite } from '../db/left-in-sqlite.ts'
 import { recipeEngineFor } from '../recipes/engine.ts'
 import { isStranded, recipeQueueCounts, type QueueCounts } from '../recipes/queue-control.ts'
 import { recipeSendsMail } from '../recipes/sends-mail.ts'
@@ -11,14 +12,21 @@ import { signFormant } from '../webhooks/verify.ts'
 import { describeError, ok, problem, skipped, type CheckResult } from './check.ts'
 import { localOrigin } from '../utils/local-origin.ts'
 
-/** Reachable and migrated; the store is closed by the caller. `cli` is how hints name the CLI (src/utils/cli-name.ts). */
-export async function checkDatabase(store: Store, cli = 'switchboard'): Promise<CheckResult> {
+/** Reachable and migrated (and, on Postgres, no SQLite database left in `dataDir` with what it lacks); the store is closed by the caller. `cli` is how hints name the CLI (src/utils/cli-name.ts). */
+export async function checkDatabase(store: Store, cli = 'switchboard', dataDir?: string): Promise<CheckResult> {
   try {
     await ping(store)
   } catch (error) {
     return problem('database', `${store.dialect} does not answer: ${describeError(error)}`, 'check DATABASE_URL and that the database is up')
   }
   if (!(await isMigrated(store))) return problem('database', `${store.dialect} is reachable but not migrated`, `run: ${cli} migrate (serve also migrates at start-up)`)
+  if (dataDir !== undefined) {
+    const left = await leftInSqlite(dataDir, store)
+    if (left) {
+      const { problem: what, fix } = describeLeftInSqlite(left, cli)
+      return problem('database', what, fix)
+    }
+  }
   return ok('database', `${store.dialect} reachable, migrations applied`)
 }
 

@@ -58,7 +58,7 @@ export async function runDoctor(env: Record<string, string | undefined>, options
       results.push(ok('database', `not created yet: ${cli === 'npm start' ? 'npm start' : `npm start (or ${cli} migrate)`} creates ${location}`))
     } else {
       // A problem of the database's (a Postgres schema that does not exist, say) is this check's line, not doctor's exit 2.
-      const database = await checkDatabase(store, cli).catch((error: unknown) =>
+      const database = await checkDatabase(store, cli, config.dataDir).catch((error: unknown) =>
         problem('database', describeError(error).replace(/^Invalid configuration: /, ''), 'fix what the message names (README → Running on Postgres)'),
       )
       results.push(database)
