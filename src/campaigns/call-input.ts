@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { callRequestSchema, retryContextSchema, metadataSchema } from '../upstream/schemas.ts'
+import { callRequestSchema, strictRetryContextSchema, metadataSchema } from '../upstream/schemas.ts'
 import { checkArgument } from '../utils/argument-error.ts'
 import { isValidTimeZone, type CallingWindow } from './calling-window.ts'
 import { northAmericanZone } from './zone-abbreviations.ts'
@@ -26,7 +26,7 @@ export interface NewCall {
   /** Makes re-runs safe: a key used within 24 h is never called again. Default: a fresh key per call. */
   idempotencyKey?: string
   /** Context for a follow-up (`collected_data`, `retry_initial_message`, …). */
-  retryContext?: z.input<typeof retryContextSchema>
+  retryContext?: z.input<typeof strictRetryContextSchema>
   /** The conversation this call continues (sent as `conversation_id`). */
   conversationId?: string
   metadata?: string | Record<string, string>
@@ -79,7 +79,7 @@ export const newCallSchema = z.strictObject({
       if (problem) ctx.addIssue({ code: 'custom', message: problem })
     })
     .optional(),
-  retryContext: retryContextSchema.optional(),
+  retryContext: strictRetryContextSchema.optional(),
   conversationId: z.string().min(1).max(MAX_CONVERSATION_ID_LENGTH, { error: `must be at most ${MAX_CONVERSATION_ID_LENGTH} characters` }).optional(),
   metadata: metadataSchema.optional(),
   timeZone: timeZone.optional(),
@@ -98,6 +98,9 @@ export const callPlanSchema = z.object({
 
 export type CheckedPlan = z.output<typeof callPlanSchema>
 
+/** The short form's keys and its retry context's, for "did you mean" on a misspelt one. */
+const NEW_CALL_KEYS = [...Object.keys(newCallSchema.shape), ...Object.keys(strictRetryContextSchema.shape)]
+
 /** Validates either form and returns a plan (the short form's phone still raw: `scheduleCall` normalizes it). */
 export function toCallPlan(value: unknown): CheckedPlan {
   const isPlan = typeof value === 'object' && value !== null && 'request' in value
@@ -112,6 +115,7 @@ export function toCallPlan(value: unknown): CheckedPlan {
     fn: 'scheduleCall',
     arg: 'call',
     expected: '{ agentId: number, phone: string, parameters?, scheduledFor?, campaign?, idempotencyKey?, retryContext?, conversationId?, timeZone?, window?, note? }',
+    knownKeys: NEW_CALL_KEYS,
     hint: (v) =>
       typeof v === 'object' && v !== null && ('agent_id' in v || 'customer_phone' in v)
         ? 'The short form is camelCase ({ agentId, phone }); the provider\'s snake_case request goes inside { request: … }'

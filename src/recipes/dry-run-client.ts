@@ -1,6 +1,6 @@
 import { parse } from 'csv-parse/sync'
 import type { Effects } from '../effects.ts'
-import { checkCallRequest, type CallCreation, type UploadFile, type VoiceClient } from '../upstream/client.ts'
+import { checkRecipeCallRequest, type CallCreation, type UploadFile, type VoiceClient } from '../upstream/client.ts'
 import type { BatchCall, CallRequest, CallResponse } from '../upstream/schemas.ts'
 
 /** The text of an upload, as the provider would read it. */
@@ -26,7 +26,7 @@ export function dryRunClient(client: VoiceClient, effects: Effects, recipe: stri
   // Checked as the real client checks it: a request the provider's client would refuse is refused here too, with the
   // same one-line message, rather than planned as if it would go through.
   const createCallRaw = async (given: CallRequest, method: 'createCall' | 'createCallRaw' = 'createCallRaw'): Promise<CallCreation> => {
-    const request = checkCallRequest(given, method)
+    const request = checkRecipeCallRequest(given, method)
     effects.plan.push({ kind: 'call', request, recipe, note })
     const call = unplacedCall(request)
     return { call, status: 200, body: JSON.stringify({ data: call }), contentType: 'application/json', unexpectedShape: undefined }

@@ -1,4 +1,5 @@
 import { dryRunClient } from './dry-run-client.ts'
+import { recipeClient } from '../upstream/client.ts'
 import type { Selectable, SelectQueryBuilder } from 'kysely'
 import type { Database, RecipeRunsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
@@ -156,7 +157,7 @@ export async function executeRun(
     now: new Date(startedAt),
     timezone,
     log,
-    client: open(dryRun ? dryRunClient(rt.workspaceClient(), effects, name) : rt.workspaceClient(), 'ctx.client', 'all'),
+    client: open(dryRun ? dryRunClient(rt.workspaceClient(), effects, name) : recipeClient(rt.workspaceClient()), 'ctx.client', 'all'),
     data: createQueries(rt),
     campaigns: open(bindings.campaigns, 'ctx.campaigns', ['launchBatch', 'scheduleCall', 'scheduleCalls', 'runFollowUps', 'addToDnc', 'removeFromDnc']),
     reports: open(bindings.reports, 'ctx.reports', ['sendDailyReport']),

@@ -12,6 +12,8 @@ import {
   batchListSchema,
   batchMetricsSchema,
   callRequestSchema,
+  recipeCallRequestSchema,
+  CALL_REQUEST_KEYS,
   conversationDetailSchema,
   conversationListSchema,
   dataEnvelope,
@@ -37,6 +39,30 @@ export function checkCallRequest(request: unknown, method: 'createCall' | 'creat
     arg: 'request',
     expected: '{ agent_id: integer, parameters: [{ name, value }], … }',
   })
+}
+
+/**
+ * A call request a recipe made (`ctx.client.createCall`), checked as `checkCallRequest` does and refusing what the spec
+ * does not list, with the key it most likely meant: the proxy passes a caller's extra field on, but in a recipe one is a
+ * misspelling (`schedule_for` placed the call at once, `retry_languag` went out as written).
+ */
+export function checkRecipeCallRequest(request: unknown, method: 'createCall' | 'createCallRaw'): CallRequest {
+  return checkArgument(recipeCallRequestSchema, request, {
+    fn: `client.${method}`,
+    arg: 'request',
+    expected: '{ agent_id: integer, parameters: [{ name, value }], … }',
+    knownKeys: CALL_REQUEST_KEYS,
+  })
+}
+
+/** `client` as a recipe's `ctx.client`: its call creations checked by `checkRecipeCallRequest` first. */
+export function recipeClient(client: VoiceClient): VoiceClient {
+  const overrides: Pick<VoiceClient, 'createCall' | 'createCallRaw'> = {
+    createCall: (request) => client.createCall(checkRecipeCallRequest(request, 'createCall')),
+    createCallRaw: (request) => client.createCallRaw(checkRecipeCallRequest(request, 'createCallRaw')),
+  }
+  // The client's other members (reads, its lastRateLimit getter) are its own, through the prototype.
+  return Object.assign(Object.create(client) as VoiceClient, overrides)
 }
 
 export interface VoiceClientOptions {

@@ -12,18 +12,25 @@ import { z } from 'zod'
 export const callParameterSchema = z.looseObject({ name: z.string(), value: z.string() })
 export type CallParameter = z.infer<typeof callParameterSchema>
 
-export const retryContextSchema = z.looseObject({
+const retryContextShape = {
   collected_data: z.record(z.string(), z.unknown()).optional(),
   retry_initial_message: z.string().optional(),
   retry_language: z.string().optional(),
   retry_stage_id: z.string().optional(),
-})
-export type RetryContext = z.infer<typeof retryContextSchema>
+}
+/** As a caller sent it through the proxy: what the spec does not list goes on to the provider. */
+export const retryContextSchema = z.looseObject(retryContextShape)
+/**
+ * As a recipe gives it (`scheduleCall`'s `retryContext`, `ctx.client.createCall`'s `retry_context`): the spec's four
+ * fields alone — a misspelt one (`retry_languag`) was sent as written and the provider's context lost.
+ */
+export const strictRetryContextSchema = z.strictObject(retryContextShape)
+export type RetryContext = z.infer<typeof strictRetryContextSchema>
 
 /** `metadata` is declared a string; one example sends an object of strings, so both are accepted. */
 export const metadataSchema = z.union([z.string(), z.record(z.string(), z.string())])
 
-export const callRequestSchema = z.looseObject({
+const callRequestShape = {
   agent_id: z.number().int(),
   parameters: z.array(callParameterSchema),
   conversation_id: z.string().optional(),
@@ -31,8 +38,22 @@ export const callRequestSchema = z.looseObject({
   metadata: metadataSchema.optional(),
   retry_context: retryContextSchema.optional(),
   scheduled_for: z.string().optional(),
+}
+/** A call request as a caller sent it through the proxy: what the spec does not list reaches the provider as sent. */
+export const callRequestSchema = z.looseObject(callRequestShape)
+/**
+ * A call request as a recipe makes it (`ctx.client.createCall`): the spec's fields alone, so a misspelt one is a
+ * mistake named at once — `schedule_for` placed the call at once instead of scheduling it. Its type is `CallRequest`,
+ * so an editor and `recipes check` refuse the misspelling too.
+ */
+export const recipeCallRequestSchema = z.strictObject({
+  ...callRequestShape,
+  parameters: z.array(z.strictObject({ name: z.string(), value: z.string() })),
+  retry_context: strictRetryContextSchema.optional(),
 })
-export type CallRequest = z.infer<typeof callRequestSchema>
+/** Every key a recipe's call request may have, nested ones included (for "did you mean"). */
+export const CALL_REQUEST_KEYS = [...Object.keys(callRequestShape), ...Object.keys(retryContextShape), 'name', 'value']
+export type CallRequest = z.infer<typeof recipeCallRequestSchema>
 
 export const callResponseSchema = z.looseObject({
   agent_id: z.number().int(),

@@ -1,4 +1,5 @@
 import type { z } from 'zod'
+import { didYouMean } from './did-you-mean.ts'
 
 /**
  * A recipe passed a helper the wrong thing. The message names the function, the argument (with the path
@@ -19,6 +20,8 @@ export interface ArgumentSite {
   expected: string
   /** An extra hint for a likely mix-up, e.g. "did you mean ctx.data.conversations(query)?". */
   hint?: (value: unknown) => string | undefined
+  /** The keys the argument's objects may have: an unknown one is named with the nearest of them. */
+  knownKeys?: readonly string[]
 }
 
 /** A short rendering of what was passed. */
@@ -41,7 +44,14 @@ function pathOf(arg: string, path: ReadonlyArray<PropertyKey>): string {
 export function checkArgument<S extends z.ZodType>(schema: S, value: unknown, site: ArgumentSite): z.output<S> {
   const result = schema.safeParse(value)
   if (result.success) return result.data
-  const problems = result.error.issues.slice(0, 3).map((issue) => `${pathOf(site.arg, issue.path)}: ${issue.message}`)
+  const problems = result.error.issues.slice(0, 3).map((issue) => {
+    if (issue.code === 'unrecognized_keys' && site.knownKeys) {
+      const key = issue.keys[0]!
+      const guess = didYouMean(key, site.knownKeys)
+      return `${pathOf(site.arg, issue.path)}: unknown key "${key}"${guess ? ` (did you mean "${guess}"?)` : ''}`
+    }
+    return `${pathOf(site.arg, issue.path)}: ${issue.message}`
+  })
   const hint = site.hint?.(value)
   throw new ArgumentError(
     `${site.fn}(${site.arg}): ${problems.join('; ')} — expected ${site.expected}, got ${preview(value)}${hint ? `. ${hint}` : ''}`,

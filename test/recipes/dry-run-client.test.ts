@@ -77,3 +77,43 @@ it('recipes runs lists the recorded runs, newest first, one line each (dry runs 
   expect(one[0]).not.toHaveProperty('plan')
   expect(await runCli(['recipes', 'runs', '--limit', '0'], env)).toMatchObject({ code: 2, err: 'error: --limit must be from 1 to 10000\n' })
 })
+
+it('a misspelt key in a call a recipe makes is refused naming the key it meant, in a real run as in a dry run — nothing is sent', async () => {
+  // The proxy passes a caller's extra field on to the provider; in a recipe one is a misspelling: `schedule_for` placed
+  // the call at once instead of scheduling it, `retry_languag` went out as written (a recipe author's probe).
+  const requests: string[] = []
+  upstream = createServer((req, res) => {
+    requests.push(`${req.method} ${req.url?.split('?')[0]}`)
+    res.writeHead(201, { 'content-type': 'application/json' })
+    res.end(JSON.stringify({ data: { agent_id: 101, conversation_id: null, scheduled_for: null, status: 'initiated', trace_id: 't' } }))
+  })
+  await new Promise<void>((r) => upstream!.listen(0, '127.0.0.1', r))
+  rt = await createTestRuntime({ env: { VOICE_API_KEY: 'sk_test_acme', VOICE_API_BASE_URL: `http://127.0.0.1:${(upstream.address() as { port: number }).port}` } })
+  const typo = (request: Record<string, unknown>) =>
+    defineRecipe({
+      description: 'a typo',
+      // The misspelling is what is tested: the editor and `recipes check` refuse it too (the request's type is strict).
+      run: async (ctx) => ctx.client.createCall({ agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543201' }], ...request } as Parameters<typeof ctx.client.createCall>[0]),
+    })
+  for (const dryRun of [false, true]) {
+    const late = await executeRun(rt, 'typo', typo({ schedule_for: '2026-03-02T10:00:00Z' }), { trigger: { type: 'manual' }, dryRun, timezone: 'UTC' })
+    expect(late.status).toBe('failed')
+    expect(late.error).toContain('client.createCall(request): request: unknown key "schedule_for" (did you mean "scheduled_for"?)')
+    const context = await executeRun(rt, 'typo', typo({ retry_context: { retry_languag: 'hi' } }), { trigger: { type: 'manual' }, dryRun, timezone: 'UTC' })
+    expect(context.status).toBe('failed')
+    expect(context.error).toContain('request.retry_context: unknown key "retry_languag" (did you mean "retry_language"?)')
+  }
+  expect(requests).toEqual([])
+  // Spelt right, it goes out.
+  const right = await executeRun(rt, 'typo', typo({ scheduled_for: '2026-03-02T10:00:00Z', retry_context: { retry_language: 'hi' } }), { trigger: { type: 'manual' }, dryRun: false, timezone: 'UTC' })
+  expect(right.status).toBe('succeeded')
+  expect(requests).toEqual(['POST /v1/call'])
+  // scheduleCall's retryContext too.
+  const scheduled = defineRecipe({
+    description: 'a typo in a follow-up context',
+    run: async (ctx) => ctx.campaigns.scheduleCall({ agentId: 101, phone: '+919876543205', retryContext: { retry_stage: 'pitch' } as Parameters<typeof ctx.campaigns.scheduleCall>[0] extends { retryContext?: infer C } ? C : never }),
+  })
+  const stage = await executeRun(rt, 'typo', scheduled, { trigger: { type: 'manual' }, dryRun: true, timezone: 'UTC' })
+  expect(stage.status).toBe('failed')
+  expect(stage.error).toContain('call.retryContext: unknown key "retry_stage" (did you mean "retry_stage_id"?)')
+})
