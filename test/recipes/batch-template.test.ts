@@ -117,3 +117,18 @@ it('never overwrites an archived list with another file\'s rejects: a list named
   expect(readdirSync(done).sort()).toEqual(['z-2.csv', 'z-2.rejects.csv', 'z.rejects.csv', 'z.rejects.rejects.csv'])
   expect(readFileSync(join(done, 'z-2.rejects.csv'), 'utf8')).toMatch(/^row,raw,reason\n2,notaphone,/)
 })
+
+it('names the campaign by the list, not by the day: the same list sent again, or held back and dropped in again, stays one campaign', async () => {
+  // The batch is named by list and day; its campaign was too, so each day's file was a new campaign — a fresh
+  // follow-up cap for the same contacts every day, and the report split by day (a recipe author's probe).
+  const { own, engine } = await start()
+  writeFileSync(join(own, 'leads.csv'), 'phone,name\n9876543210,Asha\n')
+  writeFileSync(join(own, 'leads.2026-03-18.csv'), 'phone,name\n9876543211,Ravi\n')
+  const run = await engine.run('weekly', { dryRun: true })
+  expect(run.status).toBe('succeeded')
+  const batches = run.plan.filter((p) => p.kind === 'batch')
+  expect(batches.map((b) => (b.kind === 'batch' ? [b.name, b.rows.map((r) => r.campaign)] : null))).toEqual([
+    ['leads-2026-03-19', ['leads']],
+    ['leads-2026-03-19', ['leads']],
+  ])
+})

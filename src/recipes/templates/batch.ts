@@ -45,6 +45,8 @@ function freePath(dir: string, file: string, companions: (path: string) => strin
   return candidate
 }
 const rejectsOf = (path: string) => path.replace(/\.csv$/i, '.rejects.csv')
+/** `leads.csv` → `leads`; a held-back part `leads.2026-03-18.csv` → `leads` (its list: it names batch and campaign). */
+const listOf = (file: string) => basename(file, extname(file)).replace(/\.\d{4}-\d{2}-\d{2}$/, '')
 
 export default defineRecipe({
   description: `Launches one batch per CSV in DATA_DIR/${INBOX}/ for agent ${AGENT_ID}, then moves the file to ${INBOX}/done/`,
@@ -84,8 +86,11 @@ export default defineRecipe({
         const prepared = await ctx.campaigns.prepareBatch(path)
         if (!ctx.dryRun) await ctx.state.set(launchedKey, { uploading: ctx.now.toISOString() })
         // In a dry run (`recipes run --dry-run`, `recipes test`) this only goes into the plan.
+        // The batch is named by list and day; its campaign is the list, so the same list sent again on another day (or
+        // held back and dropped in again) stays one campaign: the report's rows, and the follow-ups' cap per contact.
+        const list = listOf(file)
         const result = await ctx.campaigns
-          .launchBatch({ agentId: AGENT_ID, name: `${basename(file, extname(file))}-${day}`, rows: prepared.rows, rejects: prepared.rejects, columns: prepared.columns })
+          .launchBatch({ agentId: AGENT_ID, name: `${list}-${day}`, campaign: list, rows: prepared.rows, rejects: prepared.rejects, columns: prepared.columns })
           .catch(async (error: unknown) => {
             // Failed before or at the upload: tried again next run (see nightly-batch for which failures to park).
             if (!ctx.dryRun) await ctx.state.delete(launchedKey)
@@ -94,7 +99,7 @@ export default defineRecipe({
         // Contacts whose calling window is closed now (another time zone) are not uploaded: they are written to
         // held-back/ (one file per list and day) for you to drop in again later (nightly-batch does this by itself).
         const heldBack = result.deferred.map((d) => d.row)
-        const heldBackFile = heldBack.length > 0 && !ctx.dryRun ? freePath(join(inbox, 'held-back'), `${basename(file, extname(file))}.${day}.csv`) : null
+        const heldBackFile = heldBack.length > 0 && !ctx.dryRun ? freePath(join(inbox, 'held-back'), `${list}.${day}.csv`) : null
         launched = { batch_id: result.batch?.id ?? null, rows: result.rows.length, rejects: result.rejects, held_back: heldBack, held_back_file: heldBackFile, warnings: [...prepared.warnings, ...result.warnings] }
         if (!ctx.dryRun) await ctx.state.set(launchedKey, launched)
       }
