@@ -2,6 +2,7 @@ import type { SandboxFaults } from '../config/schema.ts'
 import {
   formatWebhookTranscript,
   type WebhookEvent,
+  type WebhookEventBody,
   type WebhookEventType,
   type WebhookRetry,
 } from '../upstream/schemas.ts'
@@ -69,10 +70,10 @@ export function buildWebhookEvent(input: {
   retry: WebhookRetry
   target: Pick<SandboxWebhookTarget, 'includeTranscript' | 'includeRecordingUrl'>
   recordingUrl: string
-}): WebhookEvent {
+}): WebhookEventBody {
   const c = input.conversation
   const eventType = `call.${c.status}` as WebhookEventType
-  const call: WebhookEvent['data']['call'] = {
+  const call: WebhookEventBody['data']['call'] = {
     agent_id: c.agentId,
     call_parameters: { ...c.parameters },
     conversation_id: c.id,
@@ -120,7 +121,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions) {
   }
 
   async function send(delivery: {
-    event: WebhookEvent
+    event: WebhookEventBody
     body: string
     target: SandboxWebhookTarget
     attempt: number
@@ -170,7 +171,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions) {
     return outcome
   }
 
-  function deliver(event: WebhookEvent, target: SandboxWebhookTarget, duplicate: boolean, firstAt: number) {
+  function deliver(event: WebhookEventBody, target: SandboxWebhookTarget, duplicate: boolean, firstAt: number) {
     const body = JSON.stringify(event)
     const attemptAt = async (attempt: number) => {
       if (closed) return

@@ -201,6 +201,23 @@ export const errorBodySchema = z.object({
 export type ErrorBody = z.infer<typeof errorBodySchema>
 
 // ── Webhooks ────────────────────────────────────────────────────────────────────────────────────
+/** Whether object type `T` names members (a record names none: only its index). */
+type NamesMembers<T> = [keyof { [K in keyof T as string extends K ? never : number extends K ? never : K]: 1 }] extends [never] ? false : true
+
+/**
+ * A loose schema's output as code reads it: the members the spec names, without the index signature `z.looseObject`
+ * adds — with it, a misspelt member (`event.data.call.stauts`) was `unknown` rather than a type error, so a recipe's
+ * check was silently always false. A record (no named members, `results`) keeps its index. The parsed value still
+ * holds whatever the provider added; code that wants it reads it as the record it is.
+ */
+export type Known<T> = T extends readonly (infer U)[]
+  ? Array<Known<U>>
+  : T extends object
+    ? NamesMembers<T> extends true
+      ? { [K in keyof T as string extends K ? never : number extends K ? never : K]: Known<T[K]> }
+      : T
+    : T
+
 export const WEBHOOK_EVENT_TYPES = [
   'call.completed',
   'call.failed',
@@ -238,7 +255,7 @@ export const webhookCallSchema = z.looseObject({
   status: z.string(),
   trace_id: z.string(),
 })
-export type WebhookCall = z.infer<typeof webhookCallSchema>
+export type WebhookCall = Known<z.infer<typeof webhookCallSchema>>
 
 export const webhookRetrySchema = z.looseObject({
   attempt_number: z.number().int(),
@@ -246,7 +263,7 @@ export const webhookRetrySchema = z.looseObject({
   max_attempts: z.number().int(),
   next_retry_at: z.string().nullable(),
 })
-export type WebhookRetry = z.infer<typeof webhookRetrySchema>
+export type WebhookRetry = Known<z.infer<typeof webhookRetrySchema>>
 
 export const webhookDataSchema = z.looseObject({
   call: webhookCallSchema,
@@ -256,7 +273,7 @@ export const webhookDataSchema = z.looseObject({
   /** Lines `BOT: …` / `HUMAN: …`; only for completed calls on targets that include it. */
   transcript: z.string().nullable().optional(),
 })
-export type WebhookData = z.infer<typeof webhookDataSchema>
+export type WebhookData = Known<z.infer<typeof webhookDataSchema>>
 
 /** A status that can name an event type: lower-case letters, digits and `_` (`no_answer`, `voicemail`). */
 const STATUS_NAME = /^[a-z0-9_]+$/
@@ -282,7 +299,9 @@ export const webhookEventSchema = z.looseObject({
   timestamp: z.string(),
   data: webhookDataSchema,
 })
-export type WebhookEvent = z.infer<typeof webhookEventSchema>
+export type WebhookEvent = Known<z.infer<typeof webhookEventSchema>>
+/** An event as sent, with whatever members the spec does not name (the sandbox's `metadata`, reconcile's `source`). */
+export type WebhookEventBody = z.infer<typeof webhookEventSchema>
 
 /** Turns the webhook's transcript string into the Conversations API's array of {role, message}. */
 export function parseWebhookTranscript(text: string | null | undefined): TranscriptTurn[] {

@@ -5,7 +5,7 @@ import {
   isTerminalStatus,
   type ConversationDetail,
   type ConversationListItem,
-  type WebhookEvent,
+  type WebhookEventBody,
 } from '../upstream/schemas.ts'
 import { pendingRow } from './inbox.ts'
 import { keyedLookup } from './keyed-lookup.ts'
@@ -50,7 +50,7 @@ function iso(ms: number | undefined): string | null {
 }
 
 /** A WebhookEvent-shaped body for what the provider's API says, so it runs through the same processing. */
-export function synthesizeEvent(item: ConversationListItem, detail: ConversationDetail, nowMs: number): WebhookEvent {
+export function synthesizeEvent(item: ConversationListItem, detail: ConversationDetail, nowMs: number): WebhookEventBody {
   const status = detail.status
   // A provider-specific status is reported as its own `call.<status>`, as its webhook would be.
   const eventType = eventTypeOfStatus(status)

@@ -101,6 +101,32 @@ describe('recipes check', () => {
     expect(await cli('recipes', 'check')).toMatchObject({ code: 0, out: '2 recipes checked: no type errors\n' })
     expect(await cli('recipes', 'check', 'nope')).toMatchObject({ code: 2, err: expect.stringMatching(/^error: no recipe named "nope"/) })
   })
+
+  it('names a misspelt member of an event or of a call request — free-form records (results, call_parameters) stay open', async () => {
+    // The provider's types are loose at run time (a field it adds must not break a recipe), and their index signature
+    // made `event.data.call.stauts` an `unknown` no check refused: always false, silently (a recipe author's probe).
+    const file = folder.write('typos', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({
+  description: 'typos',
+  on: ['call.no_answer'],
+  async run(ctx) {
+    let n = 0
+    for (const { event } of ctx.trigger.events ?? []) {
+      if (event.data.call.stauts === 'no_answer') n++
+      if (event.data.results?.intent === 'x' || event.data.call.call_parameters.name === 'Asha') n++
+    }
+    await ctx.client.createCall({ agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543212' }], schedule_for: '2026-12-01T10:00:00+05:30' })
+    return { n }
+  },
+})
+`)
+    const checked = await cli('recipes', 'check')
+    expect(checked.code).toBe(1)
+    expect(checked.out).toContain(`${file}:8:27 Property 'stauts' does not exist on type`)
+    expect(checked.out).toMatch(/Did you mean 'status'\?\n/)
+    expect(checked.out).toMatch(new RegExp(`${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:11:\\d+ Object literal may only specify known properties, but 'schedule_for' does not exist in type .*Did you mean to write 'scheduled_for'\\?`))
+    expect(checked.out).toMatch(/2 type errors in 1 file\n$/)
+  })
 })
 
 describe('the service', () => {
