@@ -1,3 +1,4 @@
+import { withLibpqSslModes } from './postgres-url.ts'
 import { accessSync, closeSync, constants as fsConstants, existsSync, openSync } from 'node:fs'
 import { makePrivateDir } from '../utils/private-dir.ts'
 import { fileIdentity, replacedFileError, replacedFileProblem, type FileIdentity } from './file-identity.ts'
@@ -216,7 +217,7 @@ async function openPostgres(url: string, options: OpenOptions): Promise<Store> {
   if (schema && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error(`invalid schema name "${schema}"`)
   const pgDriver = loadPg()
   const pool = new pgDriver.Pool({
-    connectionString: url,
+    connectionString: withLibpqSslModes(url),
     max: options.poolSize ?? 10,
     types: pgTypes(pgDriver),
     connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,

@@ -37,8 +37,22 @@ export function isUnreachableError(error: unknown): boolean {
   return typeof e?.message === 'string' && PG_CLIENT_UNREACHABLE.test(e.message)
 }
 
+/** TLS trouble at connection: the server's certificate not trusted, or no TLS at all; what to change in the URL. */
+const TLS_TROUBLE: ReadonlyArray<[RegExp, string]> = [
+  [/^(DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|CERT_HAS_EXPIRED|ERR_TLS_CERT_ALTNAME_INVALID)$/, "the server's certificate is not trusted: give its CA with sslrootcert=/path/ca.pem (sslmode=verify-full), or encrypt without checking it (sslmode=require)"],
+]
+const NO_TLS = /^The server does not support SSL connections$/
+
 export function explainOpenError(error: unknown, databaseUrl: string): unknown {
   const e = error as { code?: unknown; message?: unknown } | null
+  if (databaseUrl.startsWith('postgres')) {
+    const tls = typeof e?.code === 'string' ? TLS_TROUBLE.find(([pattern]) => pattern.test(e.code as string))?.[1] : undefined
+    const noTls = typeof e?.message === 'string' && NO_TLS.test(e.message) ? 'the server speaks no TLS: take sslmode out of DATABASE_URL, or turn ssl on in the server' : undefined
+    if (tls || noTls) {
+      const message = typeof e?.message === 'string' ? e.message.split('\n')[0]! : String(error)
+      return new Error(`cannot open the database ${shownUrl(databaseUrl)}: ${message} — ${tls ?? noTls}`, { cause: error })
+    }
+  }
   const pgClientGone = databaseUrl.startsWith('postgres') && typeof e?.code !== 'string' && typeof e?.message === 'string' && PG_CLIENT_UNREACHABLE.test(e.message)
   const code = typeof e?.code === 'string' ? e.code : undefined
   const trouble = code ? FILE_TROUBLE.find(([pattern]) => pattern.test(code))?.[1] : undefined

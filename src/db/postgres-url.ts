@@ -13,7 +13,7 @@ let parse: ParseConnectionString | undefined
 export function postgresDriverReads(url: string): boolean {
   parse ??= loadParser()
   try {
-    parse(url)
+    parse(withLibpqSslModes(url))
   } catch {
     return false
   }
@@ -28,4 +28,20 @@ export function postgresDriverReads(url: string): boolean {
 function loadParser(): ParseConnectionString {
   const fromPg = createRequire(createRequire(import.meta.url).resolve('pg'))
   return (fromPg('pg-connection-string') as { parse: ParseConnectionString }).parse
+}
+
+/**
+ * `url` with its `sslmode` read as libpq (psql, every other client) reads it: node-postgres took `prefer`, `require` and
+ * `verify-ca` for `verify-full` — a managed database's usual `?sslmode=require` URL failed on a private CA's
+ * certificate where psql connects — and printed an 8-line warning at every start and command. So `require` encrypts
+ * without checking the certificate, `verify-full` checks it (against `sslrootcert=` for a private CA), as documented
+ * (README → Running on Postgres). A URL that says `uselibpqcompat` itself is left as it is.
+ */
+export function withLibpqSslModes(url: string): string {
+  const query = url.indexOf('?')
+  if (query === -1) return url
+  const params = url.slice(query + 1).split('&')
+  const mode = params.find((p) => p.toLowerCase().startsWith('sslmode='))?.slice('sslmode='.length)
+  if (!mode || !['prefer', 'require', 'verify-ca'].includes(mode) || params.some((p) => p.toLowerCase().startsWith('uselibpqcompat='))) return url
+  return `${url}&uselibpqcompat=true`
 }

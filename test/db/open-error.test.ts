@@ -34,6 +34,31 @@ describe('a database that cannot be opened at start-up', () => {
     }
   })
 
+  it('sslmode as libpq reads it, and a server without TLS named as such: no driver warning, the usual one line', async () => {
+    // A server that answers the driver's SSLRequest "N" (no TLS), as a Postgres with ssl = off does.
+    const dir = mkdtempSync(join(tmpdir(), 'sb-open-'))
+    const plain = createServer((socket) => socket.once('data', () => socket.write('N')))
+    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve))
+    const warnings: string[] = []
+    const onWarning = (warning: Error) => warnings.push(warning.message)
+    process.on('warning', onWarning)
+    try {
+      const port = (plain.address() as AddressInfo).port
+      // `require` meant "verify-full" to node-postgres, with an 8-line warning at every start and command (a managed
+      // database's usual URL then failed on a private CA's certificate, where psql connects): read as psql reads it.
+      const error = await openFailure(`postgres://switchboard:s3cret-pw@127.0.0.1:${port}/app?sslmode=require`, dir)
+      expect(error?.message).toBe(
+        `cannot open the database postgres://***@127.0.0.1:${port}/app?sslmode=…: The server does not support SSL connections — the server speaks no TLS: take sslmode out of DATABASE_URL, or turn ssl on in the server`,
+      )
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(warnings.filter((w) => /SSL modes/.test(w))).toEqual([])
+    } finally {
+      process.off('warning', onWarning)
+      await new Promise((resolve) => plain.close(resolve))
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
   it('a port that accepts and closes at once (a pooler or a container port with the database down): the same line, not a bare "Connection terminated"', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sb-open-'))
     const closer = createServer((socket) => socket.destroy())
