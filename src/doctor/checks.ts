@@ -17,6 +17,9 @@ export async function checkDatabase(store: Store, cli = 'switchboard', dataDir?:
   try {
     await ping(store)
   } catch (error) {
+    // A wrong password or database name is an answer — the server refused — not silence.
+    const code = (error as { code?: unknown } | null)?.code
+    if (code === '28P01' || code === '28000' || code === '3D000') return problem('database', `${store.dialect} refused the connection: ${describeError(error)}`, 'check the user, password and database name in DATABASE_URL')
     return problem('database', `${store.dialect} does not answer: ${describeError(error)}`, 'check DATABASE_URL and that the database is up')
   }
   if (!(await isMigrated(store))) return problem('database', `${store.dialect} is reachable but not migrated`, `run: ${cli} migrate (serve also migrates at start-up)`)
