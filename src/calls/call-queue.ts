@@ -9,6 +9,7 @@ import { ERROR_TYPES, type CallRequest } from '../upstream/schemas.ts'
 import { rateLimitResetMs } from '../upstream/rate-limit-reset.ts'
 import { backoffMs } from '../utils/backoff.ts'
 import { chunks } from '../utils/chunks.ts'
+import { logRepeatedError } from '../utils/repeated-error-log.ts'
 import { createGroupCommit, type GroupCommit } from '../utils/group-commit.ts'
 import { yieldToReceiver } from '../coordination/receiver-load.ts'
 import { callMetrics } from './metrics.ts'
@@ -474,7 +475,7 @@ export function startCallQueue(rt: Runtime): CallQueue {
       return
     }
     pass = pump()
-      .catch((error) => rt.log.error({ err: (error as Error).message }, 'call queue pass failed; will try again'))
+      .catch((error) => logRepeatedError(rt, { err: (error as Error).message }, 'call queue pass failed; will try again'))
       .finally(() => {
         pass = undefined
         if (again) wake()

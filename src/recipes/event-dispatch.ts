@@ -3,6 +3,7 @@ import { backoffMs } from '../utils/backoff.ts'
 import { sleep } from '../utils/clock.ts'
 import { writeAgain } from '../utils/write-again.ts'
 import { nextTurn } from '../utils/next-turn.ts'
+import { logRepeatedError } from '../utils/repeated-error-log.ts'
 import type { PipelineEvent } from '../events/hooks.ts'
 import { parseRow } from '../webhooks/processing.ts'
 import { claimFireBatch, enqueueEventFires, finishFires, releaseFires, renewFireClaims, type FireRow } from './claims.ts'
@@ -208,7 +209,7 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
       return
     }
     const pass = drain(name)
-      .catch((error) => log.error({ recipe: name, err: (error as Error).message }, 'recipe event queue failed; will try again'))
+      .catch((error) => logRepeatedError(rt, { recipe: name, err: (error as Error).message }, 'recipe event queue failed; will try again', log))
       .finally(() => {
         passes.delete(name)
         if (again.delete(name)) wakeOne(name)

@@ -2,6 +2,7 @@ import type { Runtime } from '../runtime.ts'
 import { claimDue, processClaimedBatch } from './processing.ts'
 import { claimSize, yieldToReceiver } from '../coordination/receiver-load.ts'
 import { nextTurn } from '../utils/next-turn.ts'
+import { logRepeatedError } from '../utils/repeated-error-log.ts'
 
 /** The periodic sweep picks up retries that fell due and events requeued by another process. */
 export const SWEEP_MS = 1_000
@@ -42,7 +43,7 @@ export function startWorker(rt: Runtime): Worker {
       try {
         rows = await claimDue(rt, owner, limit)
       } catch (error) {
-        rt.log.error({ err: (error as Error).message }, 'webhook worker could not claim events')
+        logRepeatedError(rt, { err: (error as Error).message }, 'webhook worker could not claim events')
         return
       }
       if (rows.length > 0 && !stopped) {
