@@ -82,7 +82,11 @@ export const recipesTest = defineCommand({
         if (ctx.values.watch) ctx.write(`${JSON.stringify({ ...rest, summary })}\n`)
         else ctx.json({ ...rest, summary })
       } else {
-        const lines = [`recipe ${result.recipe}: ${result.status} (dry run on a frozen clock at ${result.now}; nothing was called, launched or mailed)`]
+        const lines = [
+          result.status === 'not_run'
+            ? `recipe ${result.recipe}: not run — its \`on\` lists none of these events, so the service would not run it for them`
+            : `recipe ${result.recipe}: ${result.status} (dry run on a frozen clock at ${result.now}; nothing was called, launched or mailed)`,
+        ]
         if (events === undefined && csv === undefined) {
           // Legitimate (a scheduled recipe's dry run), but an empty throw-away database makes for an empty plan.
           lines.push(`note: no --events or --csv, so it ran as ${result.trigger === 'cron' ? `its scheduled tick at ${result.now} would` : 'a manual run'}, over an empty database; samples: --events ${samplePath('no-answer-events.json')}, --csv ${samplePath('leads.csv')}`)
