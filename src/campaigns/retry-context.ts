@@ -45,7 +45,8 @@ export function buildRetryContext(source: RetryContextSource, options: RetryCont
   for (const [k, v] of Object.entries(source.results ?? {})) if (present(v)) collected[k] = v
 
   const results = source.results ?? {}
-  const context: RetryContext = { collected_data: collected }
+  const context: RetryContext = {}
+  if (Object.keys(collected).length > 0) context.collected_data = collected
   const message =
     typeof options.initialMessage === 'function' ? options.initialMessage(source) : (options.initialMessage ?? source.previous?.retry_initial_message)
   if (present(message)) context.retry_initial_message = message

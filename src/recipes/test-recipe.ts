@@ -64,7 +64,10 @@ const targetEventSchema = z.strictObject({
 
 export interface TestRecipeResult {
   recipe: string
-  /** `not_run`: none of the events given is one the recipe's `on` lists — the service would not run it for them. */
+  /**
+   * `not_run`: the recipe runs on events alone (an `on`, no schedule) and none of the events given is one its `on`
+   * lists — the service would not run it for them.
+   */
   status: 'succeeded' | 'failed' | 'not_run'
   /** Why the run failed (the recipe threw). */
   error: string | null
@@ -271,15 +274,17 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
       const label = (e: PipelineEvent) => (e.kind === 'target' ? `${e.target}:${e.eventType}` : e.eventType)
       for (const e of new Map(processed.map((p) => [label(p), p])).values()) {
         if (subscribes(on, e)) continue
-        warnings.push(`the recipe does not list ${label(e)} in \`on\` (it lists ${on.length ? on.join(', ') : 'no event types'}), so the service would not run it for these events: left out of this run`)
+        warnings.push(`the recipe does not list ${label(e)} in \`on\` (it lists ${on.length ? on.join(', ') : 'no event types'}), so the service would not run it for these events: left out of its trigger (still stored)`)
       }
       // The recipe gets the events the service would give it, no others: given the rest too, its plan held calls the
       // service would never make (the warning above said so, the plan and summary did not).
+      // The events it does not take are still stored (a scheduled recipe's tick reads them: a report tested on sample
+      // events); a recipe that runs on events alone, none of them its own, is not run at all.
       const delivered = processed.filter((e) => subscribes(on, e))
-      if (processed.length > 0 && delivered.length === 0) {
+      if (processed.length > 0 && delivered.length === 0 && on.length > 0 && !loaded.definition.schedule) {
         return { recipe: loaded.name, status: 'not_run', error: null, result: null, now: new Date(now).toISOString(), trigger: 'event', plan: [], warnings, log: logged }
       }
-      // No events given: a scheduled recipe runs as its tick at the frozen clock's time would (the path a recipe
+      // No events of its own: a scheduled recipe runs as its tick at the frozen clock's time would (the path a recipe
       // that reads ctx.trigger takes every day), any other as a manual run.
       const trigger: RecipeTrigger<PipelineEvent> = delivered.length
         ? { type: 'event', events: delivered, event: delivered[0] }

@@ -262,7 +262,7 @@ export default defineRecipe({ description: 'reads CRM updates', on: ['crm:contac
     expect(result).toMatchObject({ status: 'succeeded', warnings: [], result: { kinds: 'target,target', targets: 'crm,crm', ids: 'ct_1,ct_2' } })
     // Another type of the target, not listed in `on`, is warned about as provider types are.
     const other = await testRecipe({ recipe: 'crm-sync', recipesDir: folder.dir, events: [{ target: 'crm', event_type: 'deal.won', body: {} }], env: withCrm })
-    expect(other.warnings).toEqual(['the recipe does not list crm:deal.won in `on` (it lists crm:contact.updated), so the service would not run it for these events: left out of this run'])
+    expect(other.warnings).toEqual(['the recipe does not list crm:deal.won in `on` (it lists crm:contact.updated), so the service would not run it for these events: left out of its trigger (still stored)'])
     // ...and not run: the service would not run it for that event (its plan and summary held what it would never do).
     expect(other).toMatchObject({ status: 'not_run', result: null, plan: [] })
     // Given with events it does take, it gets those alone.
