@@ -148,7 +148,7 @@ const launchBatchSchema = z.strictObject({
 })
 const followUpsSchema = z.strictObject({
   maxAttempts: z.number().int().min(1).optional(),
-  minGapMs: z.strictObject({ no_answer: z.number().optional(), busy: z.number().optional(), technical: z.number().optional() }).optional(),
+  minGapMs: z.strictObject({ no_answer: z.number().min(0).optional(), busy: z.number().min(0).optional(), technical: z.number().min(0).optional() }).optional(),
   technicalFailures: z.boolean().optional(),
   window: callingWindowSchema.optional(),
   timeZone: z.string().optional(),

@@ -46,7 +46,7 @@ const recipesList = defineCommand({
       // Taken out of `on` with events still waiting: nothing runs those.
       if (isStranded(r, r.queue)) ctx.write(`\n${r.name}: takes no events now, with ${r.queue.queued} still waiting that nothing runs: give them up: recipes discard ${r.name}\n`)
     }
-    for (const [name, q] of removed) ctx.write(`\n${name}: no longer in ${rt.config.recipes.dir}, with ${q.queued} events still waiting that nothing runs: put the file back, or give them up: recipes discard ${name}\n`)
+    for (const [name, q] of removed) ctx.write(`\n${name}: no longer in ${rt.config.recipes.dir}, with ${q.queued} ${q.queued === 1 ? 'event' : 'events'} still waiting that nothing runs: put the file back, or give them up: recipes discard ${name}\n`)
   },
 })
 
@@ -171,7 +171,7 @@ const recipesDiscard = defineCommand({
       throw error
     }
     if (ctx.values.json) return void ctx.json({ discarded })
-    ctx.write(`${name}: ${discarded} waiting events given up (dead)\n`)
+    ctx.write(`${name}: ${discarded} waiting ${discarded === 1 ? 'event' : 'events'} given up (dead)\n`)
   },
 })
 

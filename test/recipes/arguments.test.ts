@@ -16,6 +16,8 @@ it('names the argument instead of surfacing a driver error', async () => {
   expect(await h.errorOf(`await ctx.mail.send({ to: 'a@b.c', subject: 's' } as never)`)).toMatch(/^ctx\.mail\.send\(message\): message\.text: must be the plain-text body/)
   expect(await h.errorOf(`await ctx.state.get(42 as never)`)).toMatch(/^ctx\.state\.get\(key\): key: must be a string/)
   expect(await h.errorOf(`await ctx.campaigns.runFollowUps({ maxAttempt: 2 } as never)`)).toMatch(/^ctx\.campaigns\.runFollowUps\(options\): .*maxAttempt/)
+  // A negative gap is a mistake (it behaved as 0, silently), as maxAttempts: 0 is.
+  expect(await h.errorOf(`await ctx.campaigns.runFollowUps({ minGapMs: { no_answer: -5 } })`)).toMatch(/^ctx\.campaigns\.runFollowUps\(options\): options\.minGapMs\.no_answer: /)
   // Every status the calls ledger has is a status to filter by (`queued` was refused).
   expect(await h.errorOf(`await ctx.data.calls({ status: ['queued', 'pending'] })`)).toBeNull()
   expect(await h.errorOf(`await ctx.data.calls({ status: 'zzz' as never })`)).toMatch(/^ctx\.data\.calls\(query\): query\.status/)
