@@ -27,6 +27,20 @@ ${JSON.stringify(config, null, 2)}
 `
 }
 
+/**
+ * The checkout's `recipes/tsconfig.json`: the same options with the checkout's paths relative to the folder, so an
+ * editor checks the team's recipes there as `recipes check` does — the project's own tsconfig.json (DOM,
+ * `noUncheckedIndexedAccess`, `verbatimModuleSyntax`) marked what the service accepts and missed what it refuses
+ * (`document`). `npm run typecheck` checks the folder with it; a test keeps the file equal to this.
+ */
+export function checkoutRecipesTsconfig(): string {
+  const config = { compilerOptions: recipeCompilerOptionsJson('..'), include: ['**/*.ts'] }
+  return `// The options \`recipes check\` and the service type-check recipes with (src/recipes/recipe-compiler-options.ts), for
+// editors and \`npm run typecheck\`; a test keeps it equal to them.
+${JSON.stringify(config, null, 2)}
+`
+}
+
 /** Whether the checkout's own tsconfig.json covers `dir` (its `recipes/` folder): an editor needs nothing more there. */
 function coveredByCheckout(dir: string, root: string): boolean {
   const rel = relative(join(root, 'recipes'), dir)

@@ -17,7 +17,9 @@ export function recipeCompilerOptionsJson(root: string) {
     target: 'ES2022',
     module: 'ESNext',
     moduleResolution: 'Bundler',
-    lib: ['ES2023'],
+    // ES2024.String: switchboard's own sources (which `switchboard` resolves to) use String#isWellFormed; without it a
+    // recipe folder's `tsc -p` failed on them.
+    lib: ['ES2023', 'ES2024.String'],
     allowImportingTsExtensions: true,
     noEmit: true,
     strict: true,

@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path'
 import type TypeScript from 'typescript'
 import { afterEach, describe, expect, it } from 'vitest'
 import { main } from '../../src/cli.ts'
-import { EDITOR_TSCONFIG_MARK, editorTsconfig, ensureEditorTsconfig } from '../../src/recipes/editor-tsconfig.ts'
+import { checkoutRecipesTsconfig, EDITOR_TSCONFIG_MARK, editorTsconfig, ensureEditorTsconfig } from '../../src/recipes/editor-tsconfig.ts'
 import { RECIPE_COMPILER_OPTIONS, typeCheckFiles } from '../../src/recipes/typecheck.ts'
 import { tempRecipesDir } from './helpers.ts'
 
@@ -127,4 +127,35 @@ describe('the editor tsconfig.json of a recipes folder', () => {
       rmSync(data, { recursive: true, force: true })
     }
   })
+})
+
+describe("the checkout's recipes/tsconfig.json", () => {
+  it('holds the options recipes check uses — an editor in recipes/ reports what the service reports, no more, no less', () => {
+    // The project's tsconfig.json covered recipes/ with DOM, noUncheckedIndexedAccess and verbatimModuleSyntax: the editor
+    // marked what the service accepts (events[0].eventId) and missed what it refuses (document) — a recipe author's probe.
+    const file = join(ROOT, 'recipes/tsconfig.json')
+    expect(readFileSync(file, 'utf8')).toBe(checkoutRecipesTsconfig())
+    const read = ts.readConfigFile(file, (f) => ts.sys.readFile(f))
+    const parsed = ts.parseJsonConfigFileContent(read.config, ts.sys, dirname(file), undefined, file)
+    const { configFilePath: _path, pathsBasePath: base, ...options } = parsed.options
+    const { pathsBasePath: _checkerBase, ...checker } = RECIPE_COMPILER_OPTIONS
+    // Its paths are relative to the folder (the checkout may be anywhere); resolved, they are the checker's.
+    const resolvedPaths = Object.fromEntries(Object.entries(options.paths ?? {}).map(([k, v]) => [k, v.map((p) => resolve(String(base), p))]))
+    expect({ ...options, paths: resolvedPaths }).toEqual(checker)
+  })
+
+  it("a folder's tsconfig.json type-checks with tsc -p as it is, switchboard's own sources included", () => {
+    // `lib` lacked ES2024.String, which switchboard's sources use (isWellFormed): a team's CI running `tsc -p` on its
+    // recipes repository failed on four errors in files it does not own.
+    folder = tempRecipesDir()
+    folder.write('greet', RECIPE)
+    folder.write('lib/greeting', `export const greeting = (who: string): string => 'hello ' + who\n`)
+    ensureEditorTsconfig(folder.dir)
+    const file = join(folder.dir, 'tsconfig.json')
+    const read = ts.readConfigFile(file, (f) => ts.sys.readFile(f))
+    const parsed = ts.parseJsonConfigFileContent(read.config, ts.sys, folder.dir, undefined, file)
+    const program = ts.createProgram({ rootNames: parsed.fileNames, options: parsed.options })
+    const errors = ts.getPreEmitDiagnostics(program).map((d) => `${d.file?.fileName ?? ''} ${ts.flattenDiagnosticMessageText(d.messageText, '\n').split('\n')[0]}`)
+    expect(errors).toEqual([])
+  }, 60_000)
 })
