@@ -38,6 +38,8 @@ export interface RunFollowUpsOptions extends FollowUpOptions {
 
 export interface RunFollowUpsResult extends FollowUpResult {
   outcomes: ScheduleCallOutcome[]
+  /** Things worth knowing, also logged: follow-ups timed in the recipe's zone for numbers whose country has several. */
+  warnings: string[]
   summary: { planned: number; queued: number; placed: number; duplicates: number; blocked: number; rejected: number; failed: number; skipped: number; optOuts: number }
 }
 
@@ -184,9 +186,22 @@ export async function runFollowUps(rt: Runtime, options: RunFollowUpsOptions, ef
     result.optOuts.push(...planned.optOuts)
   }
   const count = (s: ScheduleCallOutcome['status']) => outcomes.filter((o) => o.status === s).length
+  // As launchBatch warns of rows with no timezone column: a +1 number with no `timezone` parameter was followed up at
+  // 07:01 in Los Angeles, timed in the recipe's zone without a word (a recipe author's probe).
+  const warnings: string[] = []
+  const guessed = new Map<string, number>()
+  for (const plan of result.plans) if (plan.timeZoneGuessed) guessed.set(plan.timeZoneGuessed, (guessed.get(plan.timeZoneGuessed) ?? 0) + 1)
+  if (guessed.size > 0) {
+    const counts = [...guessed].map(([country, n]) => `${country}: ${n}`).join(', ')
+    const zone = options.timeZone ?? rt.config.recipes.timezone
+    const warning = `follow-ups to numbers of countries with several time zones have no timezone parameter (${counts}): their calling window is taken in ${zone}; give the calls a timezone parameter (an IANA zone, or EST, CT, PT…) to call each in their own`
+    warnings.push(warning)
+    rt.log.warn({ recipe: options.recipe ?? null, follow_ups: [...guessed.values()].reduce((a, b) => a + b, 0), countries: counts, time_zone: zone }, warning)
+  }
   return {
     ...result,
     outcomes,
+    warnings,
     summary: {
       planned: count('planned'),
       queued: count('queued'),

@@ -1,6 +1,6 @@
 import type { CallsTable, ConversationsTable } from '../db/schema.ts'
 import type { CallParameter, CallRequest, RetryContext, WebhookRetry } from '../upstream/schemas.ts'
-import { DEFAULT_WINDOW, nextCallingTime, timeZoneForPhone, type CallingWindow } from './calling-window.ts'
+import { DEFAULT_WINDOW, nextCallingTime, resolveTimeZone, type CallingWindow } from './calling-window.ts'
 import { asksNotToCall } from './dnc.ts'
 import { followUpKey } from './idempotency-key.ts'
 import { timeZoneColumnOf } from './timezone-column.ts'
@@ -81,6 +81,11 @@ export interface FollowUpPlan {
   /** When the call should start (epoch ms); equal to `now` for an immediate call. */
   scheduledFor: number
   timeZone: string
+  /**
+   * The number's country, when it has several time zones and the call named none (`timezone` parameter): `timeZone` is
+   * then the recipe's, a guess `runFollowUps` warns about.
+   */
+  timeZoneGuessed?: string | undefined
   window: CallingWindow
   idempotencyKey: string
   retryContext: RetryContext
@@ -396,7 +401,8 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
     if (used >= maxAttempts) return { code: 'attempt_cap', reason: `attempt cap reached (${used} of ${maxAttempts} in campaign ${m.campaign})` }
 
     const params = m.params ?? stringRecord(parse(row.call_parameters)) ?? (m.ledger ? paramsObject(parse<CallParameter[]>(m.ledger.parameters)) : {})
-    const timeZone = timeZoneForPhone(phone.e164, { country: phone.country, column: timeZoneColumnOf(params), fallback: fallbackZone })
+    const resolved = resolveTimeZone(phone.e164, { country: phone.country, column: timeZoneColumnOf(params), fallback: fallbackZone })
+    const timeZone = resolved.zone
     const earliest = Math.max(end + gaps[kind], now)
     const at = nextCallingTime(earliest, timeZone, window)
     if (at - now > horizon) {
@@ -430,6 +436,7 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
       maxAttempts,
       scheduledFor: immediate ? now : at,
       timeZone,
+      timeZoneGuessed: resolved.from === 'fallback' ? resolved.country ?? '?' : undefined,
       window,
       idempotencyKey,
       retryContext,

@@ -153,6 +153,14 @@ describe('planFollowUps', () => {
       expect(p.timeZone).toBe('America/Los_Angeles')
       expect(p.scheduledFor).toBe(EVENING + 3_600_000)
     })
+    it('a US number with no timezone parameter is timed in the recipe\'s zone, and the plan says it was a guess', () => {
+      // Followed up at 07:01 in Los Angeles without a word (a recipe author's probe); batches warned of the same case.
+      const c = conversation({ contact_number: '+12133734253', call_parameters: { customer_phone: '+12133734253' } })
+      const p = plan([c]).plans[0]!
+      expect(p.timeZone).toBe('Asia/Kolkata')
+      expect(p.timeZoneGuessed).toBe('US')
+      expect(plan([conversation()]).plans[0]!.timeZoneGuessed).toBeUndefined()
+    })
     it('the 30-day horizon: a follow-up due beyond it is not planned at all', () => {
       const day = 24 * 3_600_000
       const c = conversation({ ended_at: MORNING })

@@ -93,6 +93,8 @@ describeEachDialect('campaign toolkit with storage', (dialect) => {
     await seedNoAnswer()
     const first = await runFollowUps(rt, { recipe: 'no-answer-followup' }, live())
     expect(first.summary).toMatchObject({ queued: 1, failed: 0 })
+    // An Indian number: its zone is its country's, nothing guessed.
+    expect(first.warnings).toEqual([])
     expect(upstream.requests).toHaveLength(1)
     const sent = JSON.parse(upstream.requests[0]!.body.toString('utf8'))
     expect(sent).toEqual({
@@ -203,6 +205,15 @@ describeEachDialect('campaign toolkit with storage', (dialect) => {
     ])
     expect(upstream.requests).toHaveLength(0)
     expect(await rt.store.db.selectFrom('calls').selectAll().execute()).toEqual([])
+  })
+
+  it('warns when follow-ups to numbers of a country with several time zones had none given (timed in the recipe\'s zone)', async () => {
+    await seedNoAnswer({ contact_number: '+12133734253', call_parameters: JSON.stringify({ customer_phone: '+12133734253' }) })
+    const result = await runFollowUps(rt, { recipe: 'no-answer-followup' }, dry())
+    expect(result.summary.planned).toBe(1)
+    expect(result.warnings).toEqual([
+      `follow-ups to numbers of countries with several time zones have no timezone parameter (US: 1): their calling window is taken in ${rt.config.recipes.timezone}; give the calls a timezone parameter (an IANA zone, or EST, CT, PT…) to call each in their own`,
+    ])
   })
 
   it('do-not-call: the table blocks follow-ups and direct calls; results asking not to be called add the number (live runs only)', async () => {
