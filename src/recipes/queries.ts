@@ -83,7 +83,7 @@ export interface RecipeQueries {
 const INSTANT = 'must be an instant: epoch milliseconds (within ±8.64e15, Date\'s range) or a Date'
 const instant = z.union([z.number().finite().min(-MAX_DATE_MS, { error: INSTANT }).max(MAX_DATE_MS, { error: INSTANT }), z.date()], { error: INSTANT })
 const limit = z.number().int().min(1).max(10_000, { error: 'must be at most 10000' }).optional()
-const oneOrMany = <T extends z.ZodType>(item: T) => z.union([item, z.array(item).min(1)])
+const oneOrMany = <T extends z.ZodType>(item: T, error?: string) => z.union([item, z.array(item).min(1)], error ? { error } : undefined)
 // Provider-specific statuses exist beyond the documented ones, so any status word is accepted at run time.
 const statusWord = z.string().regex(/^[a-z_]+$/, { error: 'must be a status such as "no_answer"' })
 
@@ -106,7 +106,8 @@ const callQuerySchema = z.strictObject({
   recipe: z.string().optional(),
   campaign: z.string().optional(),
   // Every status the ledger has: `queued` (waiting in the paced call queue) was refused, though CallQuery allows it.
-  status: oneOrMany(z.enum(CALL_STATUSES as [CallStatus, ...CallStatus[]])).optional(),
+  // A union's own error is "Invalid input": the statuses are named instead (the type checker names them; a run did not).
+  status: oneOrMany(z.enum(CALL_STATUSES as [CallStatus, ...CallStatus[]]), `must be a call status (${CALL_STATUSES.join(', ')}) or a list of them`).optional(),
   customerPhone: z.string().optional(),
   since: instant.optional(),
   limit,
