@@ -27,6 +27,20 @@ describe.skipIf(!pgUrl)('fault: Postgres unreachable during a webhook burst', ()
     await store?.close()
   })
 
+  /** A fresh database and one `serve` whose every connection goes through a gate the test can cut (the last case's stopped). */
+  async function restartThroughGate(): Promise<{ serve: ServeChild; gate: TcpGate; store: TestStore }> {
+    await serve?.stop()
+    await gate?.close()
+    await store?.close()
+    store = await openTestStore('postgres')
+    const direct = new URL(pgUrl!)
+    gate = await startTcpGate(Number(direct.port || 5432), direct.hostname)
+    const gated = new URL(store.url)
+    gated.host = `127.0.0.1:${gate.port}`
+    serve = await startServe({ DATABASE_URL: gated.toString(), WEBHOOK_SECRET: SECRET, VOICE_API_KEY: 'sk_fault_test', VOICE_API_BASE_URL: 'http://127.0.0.1:9' })
+    return { serve, gate, store }
+  }
+
   it(`survives a ${CUT_SECONDS} s cut: 503 while down, every event stored once, processing resumes`, async () => {
     store = await openTestStore('postgres')
     const direct = new URL(pgUrl!)
@@ -145,15 +159,7 @@ describe.skipIf(!pgUrl)('fault: Postgres unreachable during a webhook burst', ()
   }, 150_000)
 
   it('processing starts once the database is back when it drops while the processing thread starts', async () => {
-    await serve?.stop()
-    await gate?.close()
-    await store?.close()
-    store = await openTestStore('postgres')
-    const direct = new URL(pgUrl!)
-    gate = await startTcpGate(Number(direct.port || 5432), direct.hostname)
-    const gated = new URL(store.url)
-    gated.host = `127.0.0.1:${gate.port}`
-    serve = await startServe({ DATABASE_URL: gated.toString(), WEBHOOK_SECRET: SECRET, VOICE_API_KEY: 'sk_fault_test', VOICE_API_BASE_URL: 'http://127.0.0.1:9' })
+    const { serve, gate, store } = await restartThroughGate()
     // The receiver answers /readyz before its processing thread has loaded (about a second): cut now.
     const startingWhenCut = serve.logs(/switchboard ready/).length === 0
     await gate.cut()
@@ -190,15 +196,7 @@ describe.skipIf(!pgUrl)('fault: Postgres unreachable during a webhook burst', ()
   }, 90_000)
 
   it('is ready again once the database answers, without waiting for a delivery to tell', async () => {
-    await serve?.stop()
-    await gate?.close()
-    await store?.close()
-    store = await openTestStore('postgres')
-    const direct = new URL(pgUrl!)
-    gate = await startTcpGate(Number(direct.port || 5432), direct.hostname)
-    const gated = new URL(store.url)
-    gated.host = `127.0.0.1:${gate.port}`
-    serve = await startServe({ DATABASE_URL: gated.toString(), WEBHOOK_SECRET: SECRET, VOICE_API_KEY: 'sk_fault_test', VOICE_API_BASE_URL: 'http://127.0.0.1:9' })
+    const { serve, gate } = await restartThroughGate()
     await waitForLog(serve, /switchboard ready/)
     await gate.cut()
     // One delivery meets the outage (503): the receiver remembers the failed commit.
