@@ -90,7 +90,7 @@ const migrateCommand = defineCommand({
   examples: ['migrate', 'migrate --copy-from data/switchboard.db'],
   async run(ctx) {
     const config = await resolveConfig({ env: ctx.env })
-    const { migrate, openStore } = await import('./db/connect.ts')
+    const { migrate, openStore, parseDatabaseUrl } = await import('./db/connect.ts')
     const copyFrom = typeof ctx.values['copy-from'] === 'string' ? ctx.values['copy-from'] : undefined
     if (copyFrom !== undefined && !config.databaseUrl.startsWith('postgres')) {
       throw new CliError('--copy-from fills a Postgres database from a SQLite one: set DATABASE_URL to the (empty) Postgres database first')
@@ -111,7 +111,7 @@ const migrateCommand = defineCommand({
       const { copySqliteIntoPostgres, CopyTargetNotEmptyError } = await import('./db/copy-from-sqlite.ts')
       const { existsSync, statSync } = await import('node:fs')
       const sourceUrl = copyFrom.startsWith('sqlite:') ? copyFrom : `sqlite:${copyFrom}`
-      const path = sourceUrl.slice('sqlite:'.length)
+      const path = parseDatabaseUrl(sourceUrl).location
       if (!existsSync(path) || !statSync(path).isFile()) throw new CliError(`no SQLite database at ${printable(path)}: give the file the service used (DATA_DIR/switchboard.db)`)
       const source = await openStore(sourceUrl).catch((error: unknown) => {
         throw explainOpenError(error, sourceUrl)

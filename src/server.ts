@@ -281,8 +281,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   // A move to Postgres that left the SQLite database's do-not-call list and history behind, said at every start.
   const left = await leftInSqlite(rt.config.dataDir, rt.store)
   if (left) {
-    // From a checkout (`npm start`) the CLI is `npm run -s cli --`.
-    const { problem, fix } = describeLeftInSqlite(left, process.env.npm_lifecycle_event ? 'npm run -s cli --' : cliName(process.env))
+    const { problem, fix } = describeLeftInSqlite(left, cliName(process.env))
     rt.log.warn({ file: left.file, left: left.kinds }, `${problem} — ${fix}`)
   }
   let closed = false

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import type { WebhookEvent } from '../upstream/schemas.ts'
-import { didYouMean } from '../utils/did-you-mean.ts'
+import { unknownKey } from '../utils/did-you-mean.ts'
 import { printable } from '../utils/printable.ts'
 
 /**
@@ -143,11 +143,7 @@ export function defineDestination(destination: DestinationInput): DestinationInp
 
 function describe(issue: z.core.$ZodIssue): string {
   // A misspelled key (`retrySchedule`), with the key it most likely meant.
-  if (issue.code === 'unrecognized_keys' && issue.path.length === 0) {
-    const key = issue.keys[0]!
-    const guess = didYouMean(key, Object.keys(destinationSchema.shape))
-    return `has an unknown key "${printable(key, 80)}"${guess ? ` (did you mean "${guess}"?)` : ''}`
-  }
+  if (issue.code === 'unrecognized_keys' && issue.path.length === 0) return `has an ${unknownKey(issue.keys[0]!, Object.keys(destinationSchema.shape))}`
   // `secret[1]`, `headers.x-team`: an index as a list's, a key after a dot.
   const field = issue.path.map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i ? '.' : ''}${printable(String(key), 80)}`)).join('')
   return field ? `${field} ${issue.message}` : issue.message

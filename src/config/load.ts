@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto'
 import { isAbsolute, join, resolve } from 'node:path'
 import type { z } from 'zod'
 import { REGION_BASE_URLS } from '../upstream/regions.ts'
-import { didYouMean } from '../utils/did-you-mean.ts'
+import { didYouMean, unknownKey } from '../utils/did-you-mean.ts'
 import { localOrigin } from '../utils/local-origin.ts'
 import { shownUrl } from '../utils/shown-url.ts'
 import { writeSecretFile } from '../utils/write-secret-file.ts'
@@ -113,10 +113,8 @@ function shownValue(variable: string, raw: string): string | undefined {
 function describeIssue(issue: z.core.$ZodIssue, input: Record<string, unknown>): ConfigError {
   const variable = String(issue.path[0] ?? 'configuration')
   if (issue.code === 'unrecognized_keys') {
-    const key = issue.keys[0]!
-    const guess = didYouMean(key, knownKeysAt(envSchema, issue.path))
     const at = issue.path.length > 1 ? `at ${issue.path.slice(1).join('.')} ` : ''
-    return new ConfigError(variable, `${at}has an unknown key "${key}"${guess ? ` (did you mean "${guess}"?)` : ''}`)
+    return new ConfigError(variable, `${at}has an ${unknownKey(issue.keys[0]!, knownKeysAt(envSchema, issue.path))}`)
   }
   const raw = input[variable]
   // A discriminated union (a webhook target's `scheme`) that found no discriminator: most often a misspelled key
@@ -130,10 +128,7 @@ function describeIssue(issue: z.core.$ZodIssue, input: Record<string, unknown>):
     if (entry && !(String(discriminator) in entry)) {
       const known = knownKeysAt(envSchema, issue.path.slice(0, 2))
       const unknown = Object.keys(entry).find((key) => !known.includes(key))
-      if (unknown !== undefined) {
-        const guess = didYouMean(unknown, known)
-        return new ConfigError(variable, `${at}has an unknown key "${unknown}"${guess ? ` (did you mean "${guess}"?)` : ''}`)
-      }
+      if (unknown !== undefined) return new ConfigError(variable, `${at}has an ${unknownKey(unknown, known)}`)
       return new ConfigError(variable, `${at}needs a ${String(discriminator)}${values ? `: one of ${values}` : ''}`)
     }
     if (entry && values) {

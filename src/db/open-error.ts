@@ -45,28 +45,25 @@ const NO_TLS = /^The server does not support SSL connections$/
 
 export function explainOpenError(error: unknown, databaseUrl: string): unknown {
   const e = error as { code?: unknown; message?: unknown } | null
-  if (databaseUrl.startsWith('postgres')) {
-    const tls = typeof e?.code === 'string' ? TLS_TROUBLE.find(([pattern]) => pattern.test(e.code as string))?.[1] : undefined
-    const noTls = typeof e?.message === 'string' && NO_TLS.test(e.message) ? 'the server speaks no TLS: take sslmode out of DATABASE_URL, or turn ssl on in the server' : undefined
-    if (tls || noTls) {
-      const message = typeof e?.message === 'string' ? e.message.split('\n')[0]! : String(error)
-      return new Error(`cannot open the database ${shownUrl(databaseUrl)}: ${message} — ${tls ?? noTls}`, { cause: error })
-    }
-  }
-  const pgClientGone = databaseUrl.startsWith('postgres') && typeof e?.code !== 'string' && typeof e?.message === 'string' && PG_CLIENT_UNREACHABLE.test(e.message)
+  const postgres = databaseUrl.startsWith('postgres')
   const code = typeof e?.code === 'string' ? e.code : undefined
-  const trouble = code ? FILE_TROUBLE.find(([pattern]) => pattern.test(code))?.[1] : undefined
-  if (trouble && !databaseUrl.startsWith('postgres')) {
-    const message = typeof e?.message === 'string' ? e.message.split('\n')[0]! : String(error)
-    return new Error(`cannot open the database ${shownUrl(databaseUrl)}: ${message} (${code}) — ${trouble}`, { cause: error })
-  }
-  if (!pgClientGone && (!code || !UNREACHABLE.has(code))) return error
   const message = typeof e?.message === 'string' ? e.message.split('\n')[0]! : String(error)
+  // Every explained error is this one line: which database (its password hidden), what it said, what to do.
+  const explained = (said: string, hint: string) => new Error(`cannot open the database ${shownUrl(databaseUrl)}: ${said} — ${hint}`, { cause: error })
+  if (postgres) {
+    const tls = code ? TLS_TROUBLE.find(([pattern]) => pattern.test(code))?.[1] : undefined
+    if (tls) return explained(message, tls)
+    if (NO_TLS.test(message)) return explained(message, 'the server speaks no TLS: take sslmode out of DATABASE_URL, or turn ssl on in the server')
+  }
+  const trouble = code && !postgres ? FILE_TROUBLE.find(([pattern]) => pattern.test(code))?.[1] : undefined
+  if (trouble) return explained(`${message} (${code})`, trouble)
+  const pgClientGone = postgres && code === undefined && PG_CLIENT_UNREACHABLE.test(message)
+  if (!pgClientGone && (!code || !UNREACHABLE.has(code))) return error
   const reason = !code || message.includes(code) ? message : `${code}: ${message}`
-  const hint = databaseUrl.startsWith('postgres')
+  const hint = postgres
     ? 'is it running, and is DATABASE_URL right?'
     : code === 'SQLITE_READONLY'
       ? 'check the owner and mode of the database, its -wal / -shm and their folder (made by a command run as another user, root say?)'
       : 'can this process create and write files in DATA_DIR (or the folder DATABASE_URL names)?'
-  return new Error(`cannot open the database ${shownUrl(databaseUrl)}: ${reason} — ${hint}`, { cause: error })
+  return explained(reason, hint)
 }

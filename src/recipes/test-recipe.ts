@@ -276,10 +276,9 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
         if (subscribes(on, e)) continue
         warnings.push(`the recipe does not list ${label(e)} in \`on\` (it lists ${on.length ? on.join(', ') : 'no event types'}), so the service would not run it for these events: left out of its trigger (still stored)`)
       }
-      // The recipe gets the events the service would give it, no others: given the rest too, its plan held calls the
-      // service would never make (the warning above said so, the plan and summary did not).
-      // The events it does not take are still stored (a scheduled recipe's tick reads them: a report tested on sample
-      // events); a recipe that runs on events alone, none of them its own, is not run at all.
+      // The recipe gets the events the service would give it, no others (given the rest too, its plan held calls the
+      // service would never make). Those it does not take stay stored — a scheduled recipe's tick reads them (a report
+      // tested on sample events) — and a recipe that runs on events alone, none of them its own, is not run at all.
       const delivered = processed.filter((e) => subscribes(on, e))
       if (processed.length > 0 && delivered.length === 0 && on.length > 0 && !loaded.definition.schedule) {
         return { recipe: loaded.name, status: 'not_run', error: null, result: null, now: new Date(now).toISOString(), trigger: 'event', plan: [], warnings, log: logged }

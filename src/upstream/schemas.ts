@@ -9,7 +9,8 @@ import { z } from 'zod'
  */
 
 // ── Call creation ───────────────────────────────────────────────────────────────────────────────
-export const callParameterSchema = z.looseObject({ name: z.string(), value: z.string() })
+const callParameterShape = { name: z.string(), value: z.string() }
+export const callParameterSchema = z.looseObject(callParameterShape)
 export type CallParameter = z.infer<typeof callParameterSchema>
 
 const retryContextShape = {
@@ -48,11 +49,11 @@ export const callRequestSchema = z.looseObject(callRequestShape)
  */
 export const recipeCallRequestSchema = z.strictObject({
   ...callRequestShape,
-  parameters: z.array(z.strictObject({ name: z.string(), value: z.string() })),
+  parameters: z.array(z.strictObject(callParameterShape)),
   retry_context: strictRetryContextSchema.optional(),
 })
 /** Every key a recipe's call request may have, nested ones included (for "did you mean"). */
-export const CALL_REQUEST_KEYS = [...Object.keys(callRequestShape), ...Object.keys(retryContextShape), 'name', 'value']
+export const CALL_REQUEST_KEYS = [...Object.keys(callRequestShape), ...Object.keys(retryContextShape), ...Object.keys(callParameterShape)]
 export type CallRequest = z.infer<typeof recipeCallRequestSchema>
 
 export const callResponseSchema = z.looseObject({

@@ -1,5 +1,5 @@
 import type { z } from 'zod'
-import { didYouMean } from './did-you-mean.ts'
+import { unknownKey } from './did-you-mean.ts'
 
 /**
  * A recipe passed a helper the wrong thing. The message names the function, the argument (with the path
@@ -45,11 +45,7 @@ export function checkArgument<S extends z.ZodType>(schema: S, value: unknown, si
   const result = schema.safeParse(value)
   if (result.success) return result.data
   const problems = result.error.issues.slice(0, 3).map((issue) => {
-    if (issue.code === 'unrecognized_keys' && site.knownKeys) {
-      const key = issue.keys[0]!
-      const guess = didYouMean(key, site.knownKeys)
-      return `${pathOf(site.arg, issue.path)}: unknown key "${key}"${guess ? ` (did you mean "${guess}"?)` : ''}`
-    }
+    if (issue.code === 'unrecognized_keys' && site.knownKeys) return `${pathOf(site.arg, issue.path)}: ${unknownKey(issue.keys[0]!, site.knownKeys)}`
     return `${pathOf(site.arg, issue.path)}: ${issue.message}`
   })
   const hint = site.hint?.(value)

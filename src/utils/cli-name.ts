@@ -4,5 +4,6 @@
  * naming a program that is not on the PATH sends a newcomer looking for it.
  */
 export function cliName(env: Record<string, string | undefined>): string {
-  return env.npm_lifecycle_event === 'cli' ? 'npm run -s cli --' : 'switchboard'
+  // `start`: the service run as `npm start` names a command to run beside it (serve's start-up warnings).
+  return env.npm_lifecycle_event === 'cli' || env.npm_lifecycle_event === 'start' ? 'npm run -s cli --' : 'switchboard'
 }

@@ -1,3 +1,5 @@
+import { printable } from './printable.ts'
+
 /**
  * Edit distance with adjacent transpositions (optimal string alignment), so the common slips — a swapped
  * pair (`PROT`), a missing or extra letter (`WEBHOOK_TARGET`) — each count as one edit.
@@ -27,4 +29,13 @@ export function didYouMean(word: string, candidates: readonly string[]): string 
   }
   if (!best) return undefined
   return best.d <= Math.max(2, Math.floor(word.length / 3)) ? best.name : undefined
+}
+
+/**
+ * `unknown key "retrySchedule" (did you mean "retryScheduleMs"?)`: how a misspelt key is named everywhere (the
+ * configuration, a destination, a recipe helper's argument), the key shown escaped (it came from the user's input).
+ */
+export function unknownKey(key: string, candidates: readonly string[]): string {
+  const guess = didYouMean(key, candidates)
+  return `unknown key "${printable(key, 80)}"${guess ? ` (did you mean "${guess}"?)` : ''}`
 }
