@@ -326,7 +326,7 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
   const { request, movedTo } = requestInWindow(queuedRequest, row.calling_window, rt.clock.now())
   if (movedTo !== undefined) log.info({ scheduled_for: request.scheduled_for }, 'queued call reached the front outside its calling window; scheduled for the next opening')
   const client = rt.clientFor(apiKey, { idempotency: 'never', retry: { retries: 0, maxRetryAfterMs: 0 } })
-  state.pacer.started(row.tenant)
+  state.pacer.started(row.tenant, rt.clock.now())
   try {
     const call = await client.createCall(request)
     state.pacer.finished(row.tenant, client.lastRateLimit, rt.clock.now())
@@ -442,7 +442,11 @@ export function startCallQueue(rt: Runtime): CallQueue {
         if (held.size > 0) wakeWhenReleased(Math.min(...held.values()))
         // Calls of tenants this process has no key for are failed when sent; they can wait for a release.
         if (held.size > 0 && [...state.keys.keys()].every((tenant) => held.has(tenant))) break
-        const rows = await claimDueCalls(rt, owner, concurrency - sending.size, [...held.keys()])
+        // No more than the provider's pace lets go now (src/calls/pacer.ts): a call claimed beyond it could only be put back.
+        const now = rt.clock.now()
+        let allowed = 0
+        for (const tenant of state.keys.keys()) if (!held.has(tenant)) allowed += state.pacer.allowance(tenant, now)
+        const rows = await claimDueCalls(rt, owner, Math.min(concurrency - sending.size, Math.max(1, allowed)), [...held.keys()])
         if (rows.length === 0) break
         for (const row of rows) {
           // Claimed again while this process still sends it (its claim lapsed: the clock stepped forward, or the

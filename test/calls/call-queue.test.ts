@@ -10,6 +10,7 @@ import { captureLogs } from '../helpers/log-capture.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { createRuntime } from '../../src/runtime.ts'
 import { createSilentLogger } from '../../src/utils/logger.ts'
+import { isoWithOffset } from '../../src/sandbox/rate-limit.ts'
 
 /**
  * A provider stand-in with the provider's limits: answers 429s as scripted (rate limit with Retry-After,
@@ -476,6 +477,80 @@ it('after a concurrent_call_limit_exceeded the queue sends one call at a time, w
     expect(seen.keys.size).toBe(N)
     // Each slot that frees costs a probe or two, not the queue's whole concurrency (32): 926 429s for these 60 calls before.
     expect(seen.limited).toBeLessThan(3 * N)
+  } finally {
+    await queue.stop()
+    await rt.close()
+    await new Promise((r) => server.close(r))
+  }
+})
+
+it("spreads a window's remaining quota over the window, in bursts of at most a twentieth of it: the key's other requests are not left a minute of 429s", async () => {
+  // A provider with a fixed window of LIMIT requests a minute on the shared clock, telling each answer what is left.
+  const LIMIT = 600
+  const clock = createManualClock('2026-03-01T05:00:00Z')
+  let windowStart = clock.now()
+  let used = 0
+  const sentAt: number[] = []
+  let limited = 0
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const now = clock.now()
+      if (now >= windowStart + 60_000) {
+        windowStart += Math.floor((now - windowStart) / 60_000) * 60_000
+        used = 0
+      }
+      used++
+      const headers = { 'content-type': 'application/json', 'x-ratelimit-limit': String(LIMIT), 'x-ratelimit-remaining': String(Math.max(0, LIMIT - used)), 'x-ratelimit-reset': isoWithOffset(windowStart + 60_000) }
+      if (used > LIMIT) {
+        limited++
+        res.writeHead(429, { ...headers, 'retry-after': String(Math.ceil((windowStart + 60_000 - now) / 1000)) })
+        return res.end(JSON.stringify({ error: { message: 'rate limit exceeded', type: 'rate_limit_exceeded' } }))
+      }
+      sentAt.push(now)
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { agent_id: number }
+      res.writeHead(200, headers)
+      res.end(JSON.stringify({ data: { agent_id: body.agent_id, conversation_id: null, scheduled_for: null, status: 'initiated', trace_id: `tr_${sentAt.length}` } }))
+    })
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const rt = await createTestRuntime({ clock, env: { VOICE_API_KEY: 'sk_live_x', VOICE_API_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}` } })
+  const queue = startCallQueue(rt)
+  const calls = (from: number, n: number) =>
+    Array.from({ length: n }, (_, i) => ({ apiKey: 'sk_live_x', request: { agent_id: 101, idempotency_key: `k${from + i}`, parameters: [{ name: 'customer_phone', value: `+919876${String(from + i).padStart(6, '0')}` }] } }))
+  const step = async (ms: number) => {
+    await clock.advance(ms)
+    await queue.idle()
+  }
+  try {
+    // A first call tells the queue the window: 599 left for the next 60 s, about one every 100 ms.
+    await enqueueCalls(rt, calls(0, 1))
+    await vi.waitFor(async () => {
+      await step(0)
+      expect(sentAt.length).toBe(1)
+    })
+    // A quiet spell, then a campaign's follow-ups: a burst of at most a twentieth of what is left (29), then the pace.
+    await step(20_000)
+    await enqueueCalls(rt, calls(1, 400))
+    await vi.waitFor(async () => {
+      await step(0)
+      expect(sentAt.length).toBeGreaterThan(1)
+    })
+    const burst = sentAt.length - 1
+    expect(burst).toBeLessThanOrEqual(29)
+    // Ten seconds on, ~100 more have gone (598 left over 40 s is 15 a second; the pace follows what is left).
+    for (let i = 0; i < 100; i++) await step(100)
+    const afterTen = sentAt.length - 1 - burst
+    expect(afterTen).toBeGreaterThan(100)
+    expect(afterTen).toBeLessThan(200)
+    // Every call goes within the minute all the same, none refused: the quota is spread, not cut.
+    await vi.waitFor(async () => {
+      await step(500)
+      expect(sentAt.length).toBe(401)
+    }, { timeout: 20_000, interval: 10 })
+    expect(sentAt.at(-1)! - sentAt[0]!).toBeLessThan(60_000)
+    expect(limited).toBe(0)
   } finally {
     await queue.stop()
     await rt.close()
