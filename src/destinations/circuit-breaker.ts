@@ -11,6 +11,8 @@ export interface CircuitBreaker {
   state(now: number): BreakerState
   /** When the current pause ends (0 when not paused). */
   pausedUntil(): number
+  /** Failed attempts in a row. */
+  failures(): number
   success(): void
   failure(now: number): void
 }
@@ -34,6 +36,7 @@ export function createCircuitBreaker(options: BreakerOptions = {}): CircuitBreak
       return now < openUntil ? 'open' : 'half-open'
     },
     pausedUntil: () => (failures >= threshold ? openUntil : 0),
+    failures: () => failures,
     success() {
       failures = 0
       pauses = 0

@@ -27,7 +27,7 @@ const list = defineCommand({
     const rt = await ctx.runtime()
     const rows = await summarizeDestinations(rt)
     if (ctx.values.json) return ctx.json(rows)
-    ctx.table(rows.map((r) => ({ ...r, events: r.events === null ? '—' : Array.isArray(r.events) ? r.events.join(',') : r.events, ordered: r.ordered === null ? '—' : r.ordered })), ['name', 'url', 'events', 'ordered', 'state', 'pending', 'delivered', 'dead', 'oldest_pending_at'])
+    ctx.table(rows.map((r) => ({ ...r, events: r.events === null ? '—' : Array.isArray(r.events) ? r.events.join(',') : r.events, ordered: r.ordered === null ? '—' : r.ordered })), ['name', 'url', 'events', 'ordered', 'state', 'paused_until', 'pending', 'delivered', 'dead', 'oldest_pending_at'])
   },
 })
 

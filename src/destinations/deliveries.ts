@@ -4,6 +4,7 @@ import type { Runtime } from '../runtime.ts'
 import { defineProcessingTask } from '../coordination/processing-task.ts'
 import { DELIVERY_COLUMNS, eventBody, orderedFlag, type DeliveryRow } from './outbox.ts'
 import { disabledDestinations } from './state.ts'
+import { pausedDestinations, type DestinationPause } from './pauses.ts'
 import { shownUrl } from '../utils/shown-url.ts'
 import { keepsTallies, readTallies, tallyOf } from './tallies.ts'
 
@@ -199,8 +200,13 @@ export interface DestinationSummary {
   events: string[] | 'all' | null
   /** null once it is no longer configured, as `events`. */
   ordered: boolean | null
-  state: 'active' | 'disabled'
+  /** paused: its circuit breaker holds its deliveries back after failed attempts in a row, until `paused_until`. */
+  state: 'active' | 'paused' | 'disabled'
   disabled_reason: string | null
+  /** When the pause ends (ISO); null when not paused. */
+  paused_until: string | null
+  /** Why it is paused; null when not. */
+  paused_reason: string | null
   pending: number
   delivered: number
   dead: number
@@ -304,6 +310,8 @@ export interface ForwardingTotals {
   dead: number
   /** Destinations disabled (by a 410, or by an operator). */
   disabled: string[]
+  /** Destinations a circuit breaker pauses now (failed attempts in a row). */
+  paused: string[]
 }
 
 /**
@@ -313,7 +321,7 @@ export interface ForwardingTotals {
  */
 export async function forwardingTotals(rt: Runtime): Promise<ForwardingTotals> {
   if (keepsTallies(rt)) {
-    const [backlogs, disabled] = await Promise.all([backlogsFromTallies(rt), disabledDestinations(rt)])
+    const [backlogs, disabled, paused] = await Promise.all([backlogsFromTallies(rt), disabledDestinations(rt), pausedDestinations(rt)])
     const all = [...backlogs.values()]
     const oldest = all.map((b) => b.oldest).filter((at): at is number => at !== null)
     return {
@@ -321,10 +329,16 @@ export async function forwardingTotals(rt: Runtime): Promise<ForwardingTotals> {
       oldestAt: oldest.length > 0 ? Math.min(...oldest) : null,
       dead: all.reduce((n, b) => n + b.dead, 0),
       disabled: [...disabled.keys()].sort(),
+      paused: pausedOnly(paused, disabled),
     }
   }
-  const [backlog, dead, disabled] = await Promise.all([backlogOf(rt, undefined), countOf(rt, undefined, 'dead'), disabledDestinations(rt)])
-  return { waiting: backlog.pending, oldestAt: backlog.oldest, dead, disabled: [...disabled.keys()].sort() }
+  const [backlog, dead, disabled, paused] = await Promise.all([backlogOf(rt, undefined), countOf(rt, undefined, 'dead'), disabledDestinations(rt), pausedDestinations(rt)])
+  return { waiting: backlog.pending, oldestAt: backlog.oldest, dead, disabled: [...disabled.keys()].sort(), paused: pausedOnly(paused, disabled) }
+}
+
+/** The paused destinations that are not disabled (disabled says more), by name. */
+function pausedOnly(paused: Map<string, DestinationPause>, disabled: Map<string, unknown>): string[] {
+  return [...paused.keys()].filter((name) => !disabled.has(name)).sort()
 }
 
 /**
@@ -335,7 +349,7 @@ export async function forwardingTotals(rt: Runtime): Promise<ForwardingTotals> {
  * count still checks each row's visibility, the counts come from the outbox's tallies (src/destinations/tallies.ts).
  */
 export async function summarizeDestinations(rt: Runtime): Promise<DestinationSummary[]> {
-  const [names, disabled] = await Promise.all([destinationNames(rt), disabledDestinations(rt)])
+  const [names, disabled, paused] = await Promise.all([destinationNames(rt), disabledDestinations(rt), pausedDestinations(rt)])
   const configured = rt.config.destinations.list
   const tallied = keepsTallies(rt) ? await backlogsFromTallies(rt, names) : undefined
   return Promise.all(
@@ -343,13 +357,17 @@ export async function summarizeDestinations(rt: Runtime): Promise<DestinationSum
       const { pending, delivered, dead, oldest } = tallied?.get(name) ?? (await countedOnIndexes(rt, name))
       const d = configured.find((c) => c.name === name)
       const off = disabled.get(name)
+      // Disabled says more (nothing goes until an operator enables it); a pause ends by itself.
+      const pause = off ? undefined : paused.get(name)
       return {
         name,
         url: d ? shownUrl(d.url) : '(no longer configured)',
         events: d ? (d.events ?? 'all') : null,
         ordered: d ? (d.ordered ?? false) : null,
-        state: off ? 'disabled' : 'active',
+        state: off ? 'disabled' : pause ? 'paused' : 'active',
         disabled_reason: off?.reason ?? null,
+        paused_until: pause ? iso(pause.until) : null,
+        paused_reason: pause?.reason ?? null,
         pending,
         delivered,
         dead,

@@ -10,6 +10,7 @@ import { createAttemptRecorder, type AttemptRecorder } from './recorder.ts'
 import { eventTypeHeader, signedHeaders, signingKeys } from './sign.ts'
 import { shownUrl } from '../utils/shown-url.ts'
 import { disableDestination, disabledDestinations } from './state.ts'
+import { clearPause, recordPause } from './pauses.ts'
 import { yieldToReceiver } from '../coordination/receiver-load.ts'
 
 /** The sweep picks up retries that fell due, replays, and rows other replicas enqueued. */
@@ -91,6 +92,27 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
     counter.inc()
   }
 
+  /**
+   * Tells the other pages (the list, the dashboard: src/destinations/pauses.ts) when this lane's breaker starts a pause
+   * and when a delivery ends it. The writes go one after the other, so a pause and its end are never recorded the
+   * wrong way round.
+   */
+  let pauseWrites: Promise<void> = Promise.resolve()
+  const oneLine = (text: string) => (text.length > 300 ? `${text.slice(0, 299)}…` : text)
+  function notePause(pausedBefore: number, error: string | null): void {
+    const until = breaker.pausedUntil()
+    let write: (() => Promise<void>) | undefined
+    if (until > pausedBefore) {
+      const reason = `${breaker.failures()} failed attempts in a row; the last: ${oneLine(error ?? 'failed')}`
+      log.warn({ paused_until: new Date(until).toISOString(), err: error }, 'destination paused by its circuit breaker: failing deliveries wait in the outbox until a probe gets through')
+      write = () => recordPause(rt, destination.name, { until, reason })
+    } else if (until === 0 && pausedBefore > 0) {
+      log.info('destination resumed: a delivery got through after its circuit breaker paused it')
+      write = () => clearPause(rt, destination.name)
+    }
+    if (write) pauseWrites = pauseWrites.then(write).catch((e) => log.warn({ err: (e as Error).message }, 'could not record the circuit breaker\'s pause for the dashboard'))
+  }
+
   async function giveBack(rows: ClaimedDelivery[]): Promise<void> {
     await releaseClaims(rt, owner, rows.map((r) => r.id)).catch((error) => log.warn({ err: (error as Error).message }, 'could not release delivery claims; they lapse on their own'))
   }
@@ -151,8 +173,10 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
       if (sent.aborted) return giveBack([row])
       const now = rt.clock.now()
       const outcome = classify(destination, row.round_attempts, sent, now, rt.random.next)
+      const pausedBefore = breaker.pausedUntil()
       if (outcome.result === 'delivered') breaker.success()
       else if (outcome.result !== 'disabled') breaker.failure(now)
+      notePause(pausedBefore, outcome.error)
       countDelivery(outcome.result)
       attemptSeconds.observe(sent.latencyMs / 1000)
       if (outcome.result === 'disabled') {
@@ -256,6 +280,7 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
       await pumping
       await Promise.all([...running])
       await recorder.settle()
+      await pauseWrites
       if (buffer.length) await giveBack(buffer.splice(0))
       await agents.close()
     },

@@ -46,7 +46,11 @@ export function registerDestinationsPage(app: H3, rt: Runtime): void {
   clip(d.url, 60),
   // Unknown once removed from DESTINATIONS: not "all".
   d.events === null ? '—' : d.events === 'all' ? 'all' : clip(d.events.join(', '), 60),
-  d.state === 'disabled' ? html`<div class="cell-wrap">${status('disabled')} ${clip(d.disabled_reason, 60)}</div>` : status('active'),
+  d.state === 'disabled'
+    ? html`<div class="cell-wrap">${status('disabled')} ${clip(d.disabled_reason, 60)}</div>`
+    : d.state === 'paused'
+      ? html`<div class="cell-wrap" title="${d.paused_reason ?? ''}">${status('paused')} until ${fmtIso(d.paused_until)}: ${clip(d.paused_reason, 60)}</div>`
+      : status('active'),
   String(d.pending), String(d.delivered),
   d.dead > 0 ? html`<a href="${`/ui/destinations?${new URLSearchParams({ destination: d.name, status: 'dead' })}`}">${String(d.dead)}</a>` : '0',
   fmtIso(d.oldest_pending_at),

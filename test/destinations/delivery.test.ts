@@ -428,10 +428,19 @@ describeEachDialect('destinations: delivery', (dialect) => {
     ])
     expect(metrics).toMatch(/switchboard_destination_oldest_undelivered_seconds\{destination="slow"\} [1-9]/)
     expect(metrics).toMatch(/switchboard_destination_attempt_seconds_count\{destination="fast"\} 50/)
+    // The list, the API and the dashboard say so too (they run apart from the worker's breaker): paused, until when, why.
+    const listed = async () => ((await (await h!.app.fetch(new Request('http://localhost/admin/destinations', { headers: adminHeaders }))).json()) as { data: Array<{ name: string; state: string; paused_until: string | null; paused_reason: string | null }> }).data
+    await vi.waitFor(async () => expect((await listed()).find((d) => d.name === 'slow')?.state).toBe('paused'), WAIT)
+    const slow = (await listed()).find((d) => d.name === 'slow')!
+    expect(Date.parse(slow.paused_until!)).toBeGreaterThan(h.clock.now())
+    expect(Date.parse(slow.paused_until!)).toBeLessThanOrEqual(h.clock.now() + 60_000)
+    expect(slow.paused_reason).toMatch(/^2 failed attempts in a row; the last: .*timed out/)
+    expect((await listed()).find((d) => d.name === 'fast')).toMatchObject({ state: 'active', paused_until: null, paused_reason: null })
     // The pause ends: one probe goes out; it succeeds and the backlog drains.
     hanging.behave(ok)
     await h.clock.advance(60_000)
     await vi.waitFor(async () => expect((await h!.status()).filter((r) => r.status !== 'delivered')).toEqual([]), { timeout: 10_000 })
+    await vi.waitFor(async () => expect((await listed()).find((d) => d.name === 'slow')).toMatchObject({ state: 'active', paused_until: null, paused_reason: null }), WAIT)
   })
 
   it('a claimed delivery that waited in the buffer until its claim ran low is claimed afresh before it is sent', async () => {

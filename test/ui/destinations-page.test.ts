@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, it, vi } from 'vitest'
 import { deliveryId } from '../../src/destinations/sign.ts'
 import { disableDestination } from '../../src/destinations/state.ts'
+import { clearPause, recordPause } from '../../src/destinations/pauses.ts'
 import { startDeliveryWorker, SWEEP_MS, type DeliveryWorker } from '../../src/destinations/worker.ts'
 import { drainDue } from '../../src/webhooks/processing.ts'
 import { destination, ok, startSink, WAIT, type Sink } from '../destinations/helpers.ts'
@@ -154,4 +155,22 @@ it('offers Discard, not Replay, for a destination no longer configured, and disc
     body: new URLSearchParams({ _csrf: session.csrf }).toString(),
   })
   expect(refused.status).toBe(409)
+})
+
+it("shows a destination its circuit breaker pauses as paused, until when and why (escaped), on the page and the overview, and active once it resumes", async () => {
+  const until = ui.clock.now() + 90_000
+  await recordPause(ui.server.rt, 'crm', { until, reason: '5 failed attempts in a row; the last: HTTP 503 <b>maintenance</b>' })
+  const page = await get('/ui/destinations')
+  expect(page).toContain('class="status-paused">paused<')
+  expect(page).toContain(`until ${new Date(until).toISOString().slice(0, 19).replace('T', ' ')}`)
+  expect(page).toContain('HTTP 503 &lt;b&gt;maintenance&lt;/b&gt;')
+  expect(page).not.toContain('<b>maintenance</b>')
+  expect(await get('/ui/overview/live')).toContain('class="status-paused">crm paused<')
+  // A pause whose end has passed (its replica killed before it could say it resumed) is not shown.
+  await ui.clock.advance(91_000)
+  expect(await get('/ui/destinations')).toContain('class="status-active">active<')
+  await recordPause(ui.server.rt, 'crm', { until: ui.clock.now() + 60_000, reason: 'x' })
+  await clearPause(ui.server.rt, 'crm')
+  expect(await get('/ui/destinations')).toContain('class="status-active">active<')
+  expect(await get('/ui/overview/live')).not.toContain('paused')
 })

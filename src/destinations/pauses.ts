@@ -1,0 +1,58 @@
+import type { Runtime } from '../runtime.ts'
+import { fromJson } from '../db/json.ts'
+
+/**
+ * Circuit-breaker pauses as the list, `/admin/destinations` and the dashboard show them. The breaker lives in each
+ * replica's delivery worker (in the processing thread), so the pages, served elsewhere, read what the worker wrote
+ * here when a pause began — one row per destination and replica in kv_state, under its own namespace — and the
+ * worker deletes its row once a delivery goes through again. A replica killed while paused leaves its row behind:
+ * a pause whose end has passed is not shown, and rows a day old are swept by the next pause written.
+ */
+const NAMESPACE = 'switchboard:destination-pauses'
+const KEEP_ENDED_MS = 24 * 3_600_000
+
+export interface DestinationPause {
+  /** When the pause ends (epoch ms): the breaker then lets one delivery through as a probe. */
+  until: number
+  /** Why, in one line: the failed attempts in a row and the last one's error. */
+  reason: string
+}
+
+const keyOf = (rt: Runtime, name: string) => `${name}\n${rt.instanceId}`
+
+/** This replica paused `name` until `until`. */
+export async function recordPause(rt: Runtime, name: string, pause: DestinationPause): Promise<void> {
+  const now = rt.clock.now()
+  const value = JSON.stringify(pause)
+  await rt.store.db
+    .insertInto('kv_state')
+    .values({ namespace: NAMESPACE, key: keyOf(rt, name), value, updated_at: now })
+    .onConflict((oc) => oc.columns(['namespace', 'key']).doUpdateSet({ value, updated_at: now }))
+    .execute()
+  await rt.store.db.deleteFrom('kv_state').where('namespace', '=', NAMESPACE).where('updated_at', '<', now - KEEP_ENDED_MS).execute()
+}
+
+/** This replica's pause of `name` is over (a delivery went through). */
+export async function clearPause(rt: Runtime, name: string): Promise<void> {
+  await rt.store.db.deleteFrom('kv_state').where('namespace', '=', NAMESPACE).where('key', '=', keyOf(rt, name)).execute()
+}
+
+/** The destinations some replica pauses now, each with the pause that ends last. */
+export async function pausedDestinations(rt: Runtime): Promise<Map<string, DestinationPause>> {
+  const now = rt.clock.now()
+  const rows = await rt.store.db.selectFrom('kv_state').select(['key', 'value']).where('namespace', '=', NAMESPACE).execute()
+  const paused = new Map<string, DestinationPause>()
+  for (const row of rows) {
+    const name = row.key.slice(0, row.key.lastIndexOf('\n'))
+    let pause: Partial<DestinationPause> | null
+    try {
+      pause = fromJson<Partial<DestinationPause>>(row.value)
+    } catch {
+      continue
+    }
+    if (typeof pause?.until !== 'number' || typeof pause.reason !== 'string' || pause.until <= now) continue
+    const known = paused.get(name)
+    if (!known || known.until < pause.until) paused.set(name, { until: pause.until, reason: pause.reason })
+  }
+  return paused
+}
