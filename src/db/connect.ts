@@ -75,6 +75,15 @@ export function parseDatabaseUrl(url: string): { dialect: Dialect; location: str
  */
 export const BACKSTOP_CHECKPOINT_PAGES = 8_000
 
+/**
+ * The size a SQLite log is cut back to once it starts over (PRAGMA journal_size_limit, on every connection that writes).
+ * SQLite reuses its log file rather than shrinking it: a log that grew while checkpoints could not keep up — a disk
+ * that filled, a long read holding them back, a burst — kept its largest size on disk for good. A running service's
+ * log stays well under this between checkpoints (BACKSTOP_CHECKPOINT_PAGES is ~32 MB), so nothing is cut in the
+ * normal course.
+ */
+export const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024
+
 /** A connection of a service whose checkpoints run on the checkpoint thread (see BACKSTOP_CHECKPOINT_PAGES). No-op on Postgres. */
 export function checkpointOnlyAsBackstop(store: Store): void {
   store.sqlite?.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`)
@@ -120,6 +129,7 @@ function sqliteStore(sqlite: BetterSqlite3.Database, options: OpenOptions): Stor
   // Lock waits are polled per statement (src/db/busy-wait.ts) instead of by SQLite's busy handler.
   sqlite.pragma('busy_timeout = 0')
   sqlite.pragma('foreign_keys = ON')
+  sqlite.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`)
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }), log: slowStatementLog(options.slowStatement) })
   return {
     db,

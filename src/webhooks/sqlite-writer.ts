@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
-import { BACKSTOP_CHECKPOINT_PAGES } from '../db/connect.ts'
+import { BACKSTOP_CHECKPOINT_PAGES, WAL_SIZE_LIMIT_BYTES } from '../db/connect.ts'
 import { closeWorker } from '../utils/close-worker.ts'
 import { fileIdentity, replacedFileMessage, type FileIdentity } from '../db/file-identity.ts'
 import { systemClock, type Clock } from '../utils/clock.ts'
@@ -59,6 +59,8 @@ db.pragma('synchronous = FULL')
 // five alternating runs each): p99 while the backlog drains 8.6-18 ms against 10.5-36 ms; commits over 5 ms
 // 6-15 a run against 22-39.
 db.pragma('wal_autocheckpoint = ' + workerData.autocheckpointPages)
+// The log is cut back to this size when it starts over (WAL_SIZE_LIMIT_BYTES in src/db/connect.ts).
+db.pragma('journal_size_limit = ' + workerData.walSizeLimit)
 // Lock waits are polled here rather than left to SQLite's busy handler, whose sleeps grow to 100 ms: against
 // the processing thread's stream of short write transactions it kept missing the gaps between them, and a
 // 2 ms commit could wait a second or more. Polling every 0.1 ms (1 ms after the first 50) takes the first gap.
@@ -198,7 +200,7 @@ export function startSqliteWriter(file: string, options: { clock?: Clock; opened
       const code = (startError as { code?: unknown } | undefined)?.code
       throw new SqliteWriteError(`the inbox writer thread could not start (${startError?.message}); trying again in ${Math.ceil(wait)} ms`, typeof code === 'string' ? code : undefined)
     }
-    const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { file, driver, autocheckpointPages: BACKSTOP_CHECKPOINT_PAGES, opened, gone } })
+    const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { file, driver, autocheckpointPages: BACKSTOP_CHECKPOINT_PAGES, walSizeLimit: WAL_SIZE_LIMIT_BYTES, opened, gone } })
     w.unref()
     let answered = false
     w.on('message', (reply: Reply) => {
