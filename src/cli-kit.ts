@@ -64,6 +64,13 @@ export interface CliCommand {
    * code that never returns, with one line naming the file and exit 1 (src/recipes/cli-watchdog.ts).
    */
   runsRecipeCode?: boolean
+  /**
+   * It only reads, or acts on, what the service stored (a listing, a replay): refused with one line and exit 2 — creating
+   * nothing — when the configured SQLite database does not exist, which is a DATA_DIR other than the service's (a typo, a
+   * relative path from another folder) or a service never started. Opened, it made an empty database and a webhook secret
+   * there, and answered "(none)".
+   */
+  readsStoredData?: boolean
 }
 
 export function defineCommand(command: CliCommand): CliCommand {

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util'
 import { ConfigError, ensureSandboxSecret } from './config/load.ts'
 import { resolveConfig } from './config/file.ts'
 import { explainOpenError } from './db/open-error.ts'
+import { refuseMissingDatabase } from './cli-stored-data.ts'
 import pino from 'pino'
 import type { Runtime, RuntimeOverrides } from './runtime.ts'
 import { createLogger } from './utils/logger.ts'
@@ -306,7 +307,9 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
       env,
       async runtime() {
         if (!runtime) {
-          const config = ensureSandboxSecret(await resolveConfig({ env }))
+          const resolved = await resolveConfig({ env })
+          if (command.readsStoredData) refuseMissingDatabase(resolved.databaseUrl, name)
+          const config = ensureSandboxSecret(resolved)
           const { createRuntime } = await import('./runtime.ts')
           // Logs go to stderr so a command's stdout (tables, --json) stays clean.
           runtime = await createRuntime(config, { ...options.overrides, log: createLogger({ level: config.logLevel, destination: pino.destination({ dest: 2, sync: true }) }) })

@@ -9,6 +9,7 @@ const shellWord = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${
 
 export const callsListCommand = defineCommand({
   name: 'calls list',
+  readsStoredData: true,
   summary: 'calls switchboard placed or scheduled (trace id, agent, number, scheduled_for, recipe, idempotency key, retry_context, status, what the call came to, and why one was refused)',
   usage: '[--status S] [--recipe NAME] [--limit N] [--before CURSOR] [--json]',
   options: {

@@ -3,7 +3,7 @@ import { accessSync, closeSync, constants as fsConstants, existsSync, openSync }
 import { makePrivateDir } from '../utils/private-dir.ts'
 import { fileIdentity, replacedFileError, replacedFileProblem, type FileIdentity } from './file-identity.ts'
 import { createRequire } from 'node:module'
-import { dirname, resolve } from 'node:path'
+import { dirname } from 'node:path'
 import BetterSqlite3 from 'better-sqlite3'
 import type pg from 'pg'
 import { ConfigError } from '../config/load.ts'
@@ -14,7 +14,9 @@ import { migrationProvider, migrations } from './migrations.ts'
 import { withStatementCache } from './statement-cache.ts'
 import { storableParameters } from './storable-text.ts'
 
-export type Dialect = 'sqlite' | 'postgres'
+import { parseDatabaseUrl, type Dialect } from './database-url.ts'
+
+export { parseDatabaseUrl, type Dialect }
 
 export interface Store {
   db: Kysely<Database>
@@ -53,16 +55,6 @@ function slowStatementLog(slow: OpenOptions['slowStatement']): KyselyConfig['log
   return (event) => {
     if (event.level === 'query' && event.queryDurationMillis >= slow.ms) slow.report(event.query.sql, event.queryDurationMillis)
   }
-}
-
-/** Parses `sqlite:<path>` (relative paths resolve against cwd) or `postgres://…`. */
-export function parseDatabaseUrl(url: string): { dialect: Dialect; location: string } {
-  if (url.startsWith('sqlite:')) {
-    const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '')
-    return { dialect: 'sqlite', location: path === ':memory:' ? path : resolve(path) }
-  }
-  if (/^postgres(ql)?:\/\//.test(url)) return { dialect: 'postgres', location: url }
-  throw new Error(`DATABASE_URL must start with sqlite: or postgres:// (got "${url.split(':')[0]}:…")`)
 }
 
 /**

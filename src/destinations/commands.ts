@@ -20,6 +20,7 @@ function configured(rt: Runtime, name: string | undefined) {
 
 const list = defineCommand({
   name: 'destinations list',
+  readsStoredData: true,
   usage: '[--json]',
   summary: 'configured destinations with state and pending / delivered / dead counts',
   options: { json: JSON_OPTION },
@@ -50,6 +51,7 @@ const test = defineCommand({
 
 const deliveries = defineCommand({
   name: 'destinations deliveries',
+  readsStoredData: true,
   usage: '[--destination NAME] [--status pending|delivered|dead] [--limit N] [--json]',
   summary: 'deliveries, newest first (dead ones are the dead letters)',
   options: {
@@ -73,6 +75,7 @@ const deliveries = defineCommand({
 
 const show = defineCommand({
   name: 'destinations show',
+  readsStoredData: true,
   usage: '<delivery-id> [--json]',
   summary: 'one delivery with every attempt (status, latency, first KB of the response)',
   args: [['<delivery-id>', 'the delivery\'s id, as destinations deliveries shows it']],
@@ -94,6 +97,7 @@ const show = defineCommand({
 
 const replay = defineCommand({
   name: 'destinations replay',
+  readsStoredData: true,
   usage: '<delivery-id> | --destination NAME --since ISO [--until ISO] [--json]',
   summary: 'queue one delivery again, or every failed/dead one of a destination in a time range (sent by the running service)',
   args: [['<delivery-id>', 'one delivery to send again (any state but one being sent right now)']],
@@ -137,6 +141,7 @@ const replay = defineCommand({
 
 const enable = defineCommand({
   name: 'destinations enable',
+  readsStoredData: true,
   usage: '<name>',
   args: [['<name>', 'the disabled destination\'s name (destinations list shows its state)']],
   summary: 're-enable a destination disabled after it answered 410 Gone; its waiting deliveries go out',
@@ -151,6 +156,7 @@ const enable = defineCommand({
 
 const discard = defineCommand({
   name: 'destinations discard',
+  readsStoredData: true,
   usage: '<name> [--json]',
   args: [['<name>', 'a destination no longer in DESTINATIONS (destinations list shows it as "(no longer configured)")']],
   summary: 'delete every delivery kept for a destination removed from DESTINATIONS (its pending ones are never sent)',

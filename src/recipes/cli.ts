@@ -92,6 +92,7 @@ const recipesRun = defineCommand({
 
 const recipesRuns = defineCommand({
   name: 'recipes runs',
+  readsStoredData: true,
   summary: 'recorded runs, newest first: trigger, status, start, how long, summary, error (also of recipes since removed)',
   usage: '[name] [--limit N] [--json]',
   args: [['[name]', 'only this recipe\'s runs (default: every recipe\'s)']],
@@ -123,6 +124,7 @@ const recipesRuns = defineCommand({
 
 const recipesRetry = defineCommand({
   name: 'recipes retry',
+  readsStoredData: true,
   runsRecipeCode: true,
   summary: 'run again the events a recipe gave up on (dead) or waits to retry, e.g. after the system it calls was down',
   usage: '<name> [--since ISO] [--until ISO] [--json]',
@@ -154,6 +156,7 @@ const recipesRetry = defineCommand({
 
 const recipesDiscard = defineCommand({
   name: 'recipes discard',
+  readsStoredData: true,
   runsRecipeCode: true,
   summary: 'give up on the events still waiting for a recipe that nothing runs any more: its file removed, or its on taken out (they go dead)',
   usage: '<name> [--json]',

@@ -137,6 +137,7 @@ const MAIL_LIST_MAX = 10_000
 /** `mail list [--status queued|sent|written|failed] [--limit N] [--json]`: the mail log, the outbox first. */
 export const mailListCommand = defineCommand({
   name: 'mail list',
+  readsStoredData: true,
   usage: '[--status queued|sent|written|failed] [--limit N] [--json]',
   summary: 'list sent and pending mail (queued = waiting in the outbox for the SMTP relay, with its next attempt)',
   options: {

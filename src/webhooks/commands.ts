@@ -9,6 +9,7 @@ import { reconcile } from './reconcile.ts'
 
 const eventsList = defineCommand({
   name: 'events list',
+  readsStoredData: true,
   usage: '[--type T] [--status S] [--limit N] [--json]',
   summary: 'stored webhook events, newest first (status: pending, processed, failed, dead)',
   options: {
@@ -42,6 +43,7 @@ const eventsList = defineCommand({
 
 const eventsShow = defineCommand({
   name: 'events show',
+  readsStoredData: true,
   usage: '<id> [--json]',
   summary: 'one stored webhook event with its body and audit headers',
   args: [['<id>', 'the event\'s id (event_id), as events list shows it']],
@@ -62,6 +64,7 @@ const eventsShow = defineCommand({
 
 const eventsReplay = defineCommand({
   name: 'events replay',
+  readsStoredData: true,
   usage: '<id> [--wait SECONDS] [--json]',
   summary: 're-run one stored event (any status) through processing in the running service',
   args: [['<id>', 'the event\'s id (event_id), as events list shows it']],

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -13,7 +13,9 @@ import { childEnv, ROOT } from './processes.ts'
 let dataDir: string
 beforeAll(() => {
   dataDir = mkdtempSync(join(tmpdir(), 'sb-closed-stdout-'))
-})
+  // A database to list (a listing refuses a DATA_DIR with none: src/cli-stored-data.ts).
+  expect(spawnSync(process.execPath, [join(ROOT, 'src/bin.mjs'), 'migrate'], { cwd: ROOT, env: childEnv({ DATA_DIR: dataDir }) }).status).toBe(0)
+}, 60_000)
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
 
 /** Runs the real bin; with `closeStdout`, its stdout's read end is closed before it writes anything. */

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createServer, type AddressInfo } from 'node:net'
@@ -286,5 +286,34 @@ describe('cli sandbox', () => {
     const r = await run(['sandbox', '--port', '0', '--webhook-url', 'http://127.0.0.1:3000/webhooks/formant'], { LOG_LEVEL: 'silent' })
     expect(r.code).toBe(2)
     expect(r.stderr).toBe('error: --webhook-url needs a secret to sign with: set WEBHOOK_SECRET (the one switchboard verifies with) or pass --webhook-secret\n')
+  })
+})
+
+describe('a command that reads what the service stored, given a DATA_DIR with no database', () => {
+  it.each([
+    [['events', 'list']],
+    [['events', 'show', 'evt_1']],
+    [['events', 'replay', 'evt_1']],
+    [['calls', 'list', '--json']],
+    [['recipes', 'runs']],
+    [['destinations', 'list']],
+    [['mail', 'list']],
+  ])('%j refuses with one line (exit 2) and creates nothing there', async (argv) => {
+    const parent = tempDir()
+    // A typo, or a relative DATA_DIR run from another folder: the folder the service writes to is elsewhere.
+    const dataDir = join(parent, 'dta')
+    const r = await run(argv, { DATA_DIR: dataDir, LOG_LEVEL: 'silent' })
+    expect(r.stdout).toBe('')
+    expect(r.stderr).toBe(`error: no database at ${join(dataDir, 'switchboard.db')}: nothing is stored there — give this command the DATA_DIR (or DATABASE_URL) the service runs with, or start the service first (switchboard serve)\n`)
+    expect(r.code).toBe(2)
+    expect(existsSync(dataDir)).toBe(false)
+  })
+
+  it('reads a database that exists, empty or not', async () => {
+    const dataDir = tempDir()
+    expect((await run(['migrate'], { DATA_DIR: dataDir, LOG_LEVEL: 'silent' })).code).toBe(0)
+    const r = await run(['events', 'list'], { DATA_DIR: dataDir, LOG_LEVEL: 'silent' })
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/^\(none\)\nno events stored in sqlite:/)
   })
 })
