@@ -316,7 +316,7 @@ async function send(rt: Runtime, row: QueueRow, owner: string): Promise<void> {
     await requeue(rt, row, owner, notBefore, row.last_error, { uncounted: true })
     return
   }
-  if (state.pacer.atCapacity(row.tenant)) {
+  if (state.pacer.atCapacity(row.tenant, rt.clock.now())) {
     // Due again at once: the pacer keeps the tenant's calls unclaimed while it is at capacity (`held`), and the send that
     // frees a slot wakes the queue — a first answer most of all, which opens a fresh process up (pacer.atCapacity).
     await requeue(rt, row, owner, rt.clock.now(), row.last_error, { uncounted: true })

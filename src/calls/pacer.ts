@@ -33,9 +33,10 @@ export interface Pacer {
    * True while the tenant has as many sends in flight as its concurrency window allows — and, until the provider has
    * answered a first send for it, while one is in flight: a process that knows nothing of a tenant's limits yet (just
    * started) sends one request first instead of a send slot's worth, each of which would meet a limit another process
-   * already spent.
+   * already spent. So does a window that has ended: until the new window's first answer says what it allows, one
+   * request, not a send slot's worth (a fixed-window limit of 60 a minute took 32 at each window's start).
    */
-  atCapacity(tenant: string): boolean
+  atCapacity(tenant: string, now: number): boolean
   /** Tenants that may not send now, each with the time it may again. */
   held(now: number): Map<string, number>
 }
@@ -86,12 +87,16 @@ export function createPacer(): Pacer {
     refill(s, now, left)
     return s.tokens >= 1 ? 0 : Math.min(s.resetAt, now + Math.ceil(((1 - s.tokens) * (s.resetAt - now)) / left))
   }
-  const atCapacity = (s: TenantState): boolean => (!s.heard && s.inFlight >= 1) || (s.window !== undefined && s.inFlight >= s.window)
+  /** The window the provider told of has ended, and no answer has told of the next one yet. */
+  const windowEnded = (s: TenantState, now: number): boolean => s.remaining !== undefined && s.resetAt <= now
+  const atCapacity = (s: TenantState, now: number): boolean =>
+    ((!s.heard || windowEnded(s, now)) && s.inFlight >= 1) || (s.window !== undefined && s.inFlight >= s.window)
   return {
     notBefore: (tenant, now) => notBefore(stateOf(tenant), now),
     allowance(tenant, now) {
       const s = stateOf(tenant)
-      if (notBefore(s, now) > now) return 0
+      if (notBefore(s, now) > now || atCapacity(s, now)) return 0
+      if (windowEnded(s, now)) return 1
       return budget(s, now) === undefined ? Infinity : Math.floor(s.tokens)
     },
     held(now) {
@@ -99,7 +104,7 @@ export function createPacer(): Pacer {
       for (const [tenant, s] of tenants) {
         const at = notBefore(s, now)
         if (at > now) held.set(tenant, at)
-        else if (atCapacity(s)) held.set(tenant, now + CAPACITY_RECHECK_MS)
+        else if (atCapacity(s, now)) held.set(tenant, now + CAPACITY_RECHECK_MS)
       }
       return held
     },
@@ -141,9 +146,10 @@ export function createPacer(): Pacer {
     accepted(tenant) {
       const s = stateOf(tenant)
       if (s.window === undefined) return
-      s.window++
-      if (s.maxCalls !== undefined && s.window >= s.maxCalls) s.window = undefined
+      // Up to what the provider said it allows, and no further: opened up past it, the queue's whole concurrency went at
+      // once while those calls were still in progress, and met the limit again.
+      if (s.maxCalls === undefined || s.window < s.maxCalls) s.window++
     },
-    atCapacity: (tenant) => atCapacity(stateOf(tenant)),
+    atCapacity: (tenant, now) => atCapacity(stateOf(tenant), now),
   }
 }

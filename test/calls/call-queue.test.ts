@@ -485,54 +485,26 @@ it('after a concurrent_call_limit_exceeded the queue sends one call at a time, w
 })
 
 it("spreads a window's remaining quota over the window, in bursts of at most a twentieth of it: the key's other requests are not left a minute of 429s", async () => {
-  // A provider with a fixed window of LIMIT requests a minute on the shared clock, telling each answer what is left.
   const LIMIT = 600
   const clock = createManualClock('2026-03-01T05:00:00Z')
-  let windowStart = clock.now()
-  let used = 0
-  const sentAt: number[] = []
-  let limited = 0
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', () => {
-      const now = clock.now()
-      if (now >= windowStart + 60_000) {
-        windowStart += Math.floor((now - windowStart) / 60_000) * 60_000
-        used = 0
-      }
-      used++
-      const headers = { 'content-type': 'application/json', 'x-ratelimit-limit': String(LIMIT), 'x-ratelimit-remaining': String(Math.max(0, LIMIT - used)), 'x-ratelimit-reset': isoWithOffset(windowStart + 60_000) }
-      if (used > LIMIT) {
-        limited++
-        res.writeHead(429, { ...headers, 'retry-after': String(Math.ceil((windowStart + 60_000 - now) / 1000)) })
-        return res.end(JSON.stringify({ error: { message: 'rate limit exceeded', type: 'rate_limit_exceeded' } }))
-      }
-      sentAt.push(now)
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { agent_id: number }
-      res.writeHead(200, headers)
-      res.end(JSON.stringify({ data: { agent_id: body.agent_id, conversation_id: null, scheduled_for: null, status: 'initiated', trace_id: `tr_${sentAt.length}` } }))
-    })
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  const rt = await createTestRuntime({ clock, env: { VOICE_API_KEY: 'sk_live_x', VOICE_API_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}` } })
+  const provider = await startWindowedProvider(clock, LIMIT)
+  const { sentAt } = provider
+  const rt = await createTestRuntime({ clock, env: { VOICE_API_KEY: 'sk_live_x', VOICE_API_BASE_URL: provider.url } })
   const queue = startCallQueue(rt)
-  const calls = (from: number, n: number) =>
-    Array.from({ length: n }, (_, i) => ({ apiKey: 'sk_live_x', request: { agent_id: 101, idempotency_key: `k${from + i}`, parameters: [{ name: 'customer_phone', value: `+919876${String(from + i).padStart(6, '0')}` }] } }))
   const step = async (ms: number) => {
     await clock.advance(ms)
     await queue.idle()
   }
   try {
     // A first call tells the queue the window: 599 left for the next 60 s, about one every 100 ms.
-    await enqueueCalls(rt, calls(0, 1))
+    await enqueueCalls(rt, windowedCalls(0, 1))
     await vi.waitFor(async () => {
       await step(0)
       expect(sentAt.length).toBe(1)
     })
     // A quiet spell, then a campaign's follow-ups: a burst of at most a twentieth of what is left (29), then the pace.
     await step(20_000)
-    await enqueueCalls(rt, calls(1, 400))
+    await enqueueCalls(rt, windowedCalls(1, 400))
     await vi.waitFor(async () => {
       await step(0)
       expect(sentAt.length).toBeGreaterThan(1)
@@ -550,10 +522,83 @@ it("spreads a window's remaining quota over the window, in bursts of at most a t
       expect(sentAt.length).toBe(401)
     }, { timeout: 20_000, interval: 10 })
     expect(sentAt.at(-1)! - sentAt[0]!).toBeLessThan(60_000)
-    expect(limited).toBe(0)
+    expect(provider.limited()).toBe(0)
   } finally {
     await queue.stop()
     await rt.close()
-    await new Promise((r) => server.close(r))
+    await provider.close()
   }
 })
+
+it('at the start of each new window one call goes first, and the rest at the pace its answer sets: no send slot\'s worth at once', async () => {
+  const LIMIT = 60
+  const clock = createManualClock('2026-03-01T05:00:00Z')
+  const provider = await startWindowedProvider(clock, LIMIT)
+  const { sentAt } = provider
+  const rt = await createTestRuntime({ clock, env: { VOICE_API_KEY: 'sk_live_x', VOICE_API_BASE_URL: provider.url } })
+  const queue = startCallQueue(rt)
+  try {
+    await enqueueCalls(rt, windowedCalls(0, 150))
+    // Three windows of 60: in the first 200 ms of each, at most the first call and a twentieth of what its answer leaves (2).
+    await vi.waitFor(async () => {
+      await clock.advance(200)
+      await queue.idle()
+      expect(sentAt.length).toBe(150)
+    }, { timeout: 30_000, interval: 5 })
+    for (const start of [provider.windowStartedAt, provider.windowStartedAt + 60_000, provider.windowStartedAt + 120_000]) {
+      expect(sentAt.filter((at) => at >= start && at < start + 200).length).toBeLessThanOrEqual(3)
+    }
+    expect(provider.limited()).toBe(0)
+  } finally {
+    await queue.stop()
+    await rt.close()
+    await provider.close()
+  }
+})
+
+/** Calls to distinct numbers, keys `k<from>`…, for the windowed provider's tests. */
+function windowedCalls(from: number, n: number) {
+  return Array.from({ length: n }, (_, i) => ({ apiKey: 'sk_live_x', request: { agent_id: 101, idempotency_key: `k${from + i}`, parameters: [{ name: 'customer_phone', value: `+919876${String(from + i).padStart(6, '0')}` }] } }))
+}
+
+/**
+ * A provider with a fixed window of `limit` requests a minute on the shared clock, starting at the clock's time, telling
+ * each answer what is left of it (X-RateLimit-Remaining/Reset) and answering 429 past it.
+ */
+async function startWindowedProvider(clock: ManualClock, limit: number) {
+  const windowStartedAt = clock.now()
+  let windowStart = windowStartedAt
+  let used = 0
+  let limited = 0
+  const sentAt: number[] = []
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const now = clock.now()
+      if (now >= windowStart + 60_000) {
+        windowStart += Math.floor((now - windowStart) / 60_000) * 60_000
+        used = 0
+      }
+      used++
+      const headers = { 'content-type': 'application/json', 'x-ratelimit-limit': String(limit), 'x-ratelimit-remaining': String(Math.max(0, limit - used)), 'x-ratelimit-reset': isoWithOffset(windowStart + 60_000) }
+      if (used > limit) {
+        limited++
+        res.writeHead(429, { ...headers, 'retry-after': String(Math.ceil((windowStart + 60_000 - now) / 1000)) })
+        return res.end(JSON.stringify({ error: { message: 'rate limit exceeded', type: 'rate_limit_exceeded' } }))
+      }
+      sentAt.push(now)
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { agent_id: number }
+      res.writeHead(200, headers)
+      res.end(JSON.stringify({ data: { agent_id: body.agent_id, conversation_id: null, scheduled_for: null, status: 'initiated', trace_id: `tr_${sentAt.length}` } }))
+    })
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    sentAt,
+    windowStartedAt,
+    limited: () => limited,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  }
+}
