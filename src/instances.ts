@@ -5,6 +5,7 @@ import { leadingKeys } from './db/leading-keys.ts'
 import { every } from './utils/every.ts'
 import { isProcessAlive, processIdentity } from './utils/process-identity.ts'
 import { RUN_STALE_MS } from './recipes/overlap.ts'
+import { INTERRUPTED_ERROR_PREFIX } from './recipes/event-dispatch.ts'
 
 /**
  * Claims of a killed instance, given back at once. Work is claimed for a while (an event's processing, a queued
@@ -64,14 +65,19 @@ export async function releaseInstance(rt: Runtime, id: string): Promise<void> {
   if (registered) {
     const names = await leadingKeys(db, 'recipe_runs', 'recipe')
     if (names.length) {
-      await db
+      const interrupted = await db
         .updateTable('recipe_runs')
         .set({ status: 'failed', ended_at: rt.clock.now(), error: 'interrupted: its process or processing thread stopped during the run' })
         .where('recipe', 'in', names)
         .where('started_at', '>', rt.clock.now() - RUN_STALE_MS)
         .where('status', '=', 'running')
         .where('process', '=', `${registered.process}/${id}`)
+        .returning(['id', 'recipe', 'trigger'])
         .execute()
+      // Which recipes were running when it stopped: one of them, if it was a recipe that never yields.
+      if (interrupted.length) {
+        rt.log.warn({ runs: interrupted.map((r) => ({ recipe: r.recipe, run_id: r.id, trigger: r.trigger })) }, `recipe runs interrupted (their thread or process stopped): ${[...new Set(interrupted.map((r) => r.recipe))].join(', ')}; their events are retried one recipe at a time`)
+      }
     }
   }
   const prefix = `${id}:`
@@ -94,7 +100,7 @@ export async function releaseInstance(rt: Runtime, id: string): Promise<void> {
         attempts: eb('attempts', '+', 1),
         status: eb.case().when('attempts', '>=', max - 1).then(sql.lit('dead')).else(sql.lit('failed')).end(),
         next_attempt_at: rt.clock.now() + INTERRUPTED_RETRY_MS,
-        last_error: 'interrupted: its processing thread or process stopped during the run (a recipe that exits, runs out of memory or never yields?)',
+        last_error: `${INTERRUPTED_ERROR_PREFIX} its processing thread or process stopped during the run (a recipe that exits, runs out of memory or never yields?); retried with no other recipe running beside it`,
       }))
       .where('recipe', 'in', recipes)
       .where('status', 'in', ['pending', 'failed'])

@@ -18,9 +18,20 @@ export const FIRE_CLAIM_MS = 10_000
 const SWEEP_MS = 1_000
 /** Events kept in memory between queueing and running (beyond this, a run reads them back from storage). */
 const MEMO_LIMIT = 20_000
+/**
+ * How the error of events whose run was interrupted by the processing thread (or process) stopping starts
+ * (src/instances.ts writes it). Such an event is retried with no other batch running beside it: see `isolate`.
+ */
+export const INTERRUPTED_ERROR_PREFIX = 'interrupted:'
 /** A batch's outcome the database refused is written again this often, this many times (well within its claim). */
 const SETTLE_RETRY_MS = 1_000
 const SETTLE_TRIES = 5
+
+/** The event ids a log line names: a batch's first SHOWN_IDS (a retry is one event; a first run up to RECIPE_BATCH_MAX). */
+const SHOWN_IDS = 20
+function shownIds(ids: string[]): string[] {
+  return ids.length <= SHOWN_IDS ? ids : [...ids.slice(0, SHOWN_IDS), `… ${ids.length - SHOWN_IDS} more`]
+}
 
 /** Whether a recipe's `on` list subscribes to an event: provider types as is, named targets as `<target>:<type>`. */
 export function subscribes(on: readonly string[], event: PipelineEvent): boolean {
@@ -174,14 +185,50 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
     const attempts = Math.max(...rows.map((r) => r.attempts)) + 1
     const error = run.error ?? (run.summary === null || run.summary === undefined ? 'run did not succeed' : summaryText(run.summary))
     if (attempts >= rt.config.webhook.maxAttempts) {
-      log.error({ recipe: recipe.name, events: ids.length, attempts, err: error }, 'recipe gave up on these events (dead)')
+      log.error({ recipe: recipe.name, events: ids.length, event_ids: shownIds(ids), attempts, err: error }, 'recipe gave up on these events (dead)')
       await settle(recipe.name, ids, () => finishFires(rt, recipe.name, owner, ids, { status: 'dead', runId: run.id, error }))
       return true
     }
     const nextAttemptAt = rt.clock.now() + backoffMs(attempts, rt.random.next)
-    log.warn({ recipe: recipe.name, events: ids.length, attempts, next_attempt_at: nextAttemptAt, err: error }, 'recipe run failed; its events will be retried one by one')
+    log.warn({ recipe: recipe.name, events: ids.length, event_ids: shownIds(ids), attempts, next_attempt_at: nextAttemptAt, err: error }, 'recipe run failed; its events will be retried one by one')
     await settle(recipe.name, ids, () => finishFires(rt, recipe.name, owner, ids, { status: 'failed', runId: run.id, error, nextAttemptAt }))
     return true
+  }
+
+  /**
+   * Events whose run was interrupted — the processing thread stopped answering (a recipe that never yields), or it or
+   * the process ended — are retried with no other batch of any recipe running beside them. Every run in progress when
+   * the thread stops is interrupted, and each of their events is charged an attempt (src/instances.ts): retried side by
+   * side, a recipe's events were interrupted again each time the one that loops ran beside them, until they were dead
+   * for a fault not theirs. Alone, the run that stops the thread again is the one that loops; the others go through.
+   * Other batches wait (before they claim) while an isolated one runs; it waits for those already running to end.
+   */
+  let batchesRunning = 0
+  let isolated: Promise<void> | undefined
+  const batchEnded = new Set<() => void>()
+
+  async function runCounted(recipe: LoadedRecipe, rows: FireRow[], claimedAt: number): Promise<boolean> {
+    batchesRunning++
+    try {
+      return await runBatch(recipe, rows, claimedAt)
+    } finally {
+      batchesRunning--
+      for (const resolve of batchEnded) resolve()
+    }
+  }
+
+  async function isolate(recipe: LoadedRecipe, rows: FireRow[], claimedAt: number): Promise<boolean> {
+    while (isolated) await isolated
+    let release = () => {}
+    isolated = new Promise<void>((resolve) => (release = resolve))
+    try {
+      while (batchesRunning > 0 && !stopped) await new Promise<void>((resolve) => batchEnded.add(resolve)).finally(() => batchEnded.clear())
+      log.info({ recipe: recipe.name, event_ids: rows.map((r) => r.event_id), attempts: Math.max(...rows.map((r) => r.attempts)) }, 'retrying events whose run was interrupted, with no other recipe running beside them')
+      return await runCounted(recipe, rows, claimedAt)
+    } finally {
+      isolated = undefined
+      release()
+    }
   }
 
   async function drain(name: string): Promise<void> {
@@ -192,11 +239,14 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
       if (!recipe?.definition?.on?.length) return
       // The recipe is running elsewhere: nothing is claimed, so nothing is spent or run twice; the sweep retries.
       if (await deps.inProgress(name)) return
+      // An interrupted run's retry goes alone (see `isolate`): nothing is claimed meanwhile.
+      while (isolated) await isolated
       const claimedAt = rt.clock.now()
       const rows = await claimFireBatch(rt, name, owner, recipeBatchMax, FIRE_CLAIM_MS)
       if (rows.length === 0) return
+      const interrupted = rows.some((r) => r.last_error?.startsWith(INTERRUPTED_ERROR_PREFIX))
       // Handed back: claiming the same events again now would only wait again; the sweep looks later.
-      if (!(await runBatch(recipe, rows, claimedAt))) return
+      if (!(await (interrupted ? isolate : runCounted)(recipe, rows, claimedAt))) return
       // The rest of the thread (messages, timers) gets a turn between batches (src/utils/next-turn.ts).
       await nextTurn()
     }
