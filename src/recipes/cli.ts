@@ -1,5 +1,6 @@
 import { CliError, defineCommand, intFlag, isoFlag, JSON_OPTION, limitOption, type CliCommand } from '../cli-kit.ts'
 import { BrokenRecipeError, recipeEngineFor, RecipeRunningError, UnknownRecipeError } from './engine.ts'
+import { recipeNameOf } from './find-recipe-file.ts'
 import { recipeInfoJson, recipeListingJson, removedRecipes, renderRun, runJson } from './present.ts'
 import { listRuns } from './runner.ts'
 import { planSize } from './kept-plan.ts'
@@ -42,7 +43,7 @@ const recipesList = defineCommand({
     // Reasons are often longer than a table cell: print them whole.
     for (const r of infos) if (r.broken) ctx.write(`\n${r.name} is broken: ${r.broken}\n  file: ${r.file}\n`)
     for (const r of infos) {
-      if (r.queue.dead > 0 && runsItsQueue(r)) ctx.write(`\n${r.name}: ${r.queue.dead} events given up on after their retries; once the cause is fixed, run them again: recipes retry ${r.name}\n`)
+      if (r.queue.dead > 0 && runsItsQueue(r)) ctx.write(`\n${r.name}: ${r.queue.dead} ${r.queue.dead === 1 ? 'event' : 'events'} given up on after their retries; once the cause is fixed, run them again: recipes retry ${r.name}\n`)
       // Taken out of `on` with events still waiting: nothing runs those.
       if (isStranded(r, r.queue)) ctx.write(`\n${r.name}: takes no events now, with ${r.queue.queued} still waiting that nothing runs: give them up: recipes discard ${r.name}\n`)
     }
@@ -62,7 +63,7 @@ const recipesRun = defineCommand({
   },
   examples: ['recipes run nightly-batch --dry-run'],
   async run(ctx) {
-    const [name] = ctx.positionals
+    const name = ctx.positionals[0] === undefined ? undefined : recipeNameOf(ctx.positionals[0])
     if (!name) throw new CliError('which recipe? usage: recipes run <name> [--dry-run] [--json] (see "recipes list")')
     const rt = await ctx.runtime()
     // A timer or a promise the run leaves that throws: one line and exit 1, not Node's crash after "succeeded".
@@ -99,7 +100,7 @@ const recipesRuns = defineCommand({
   options: { limit: limitOption(10_000), json: JSON_OPTION },
   examples: ['recipes runs nightly-batch --limit 5'],
   async run(ctx) {
-    const [name] = ctx.positionals
+    const name = ctx.positionals[0] === undefined ? undefined : recipeNameOf(ctx.positionals[0])
     const limit = intFlag(ctx.values, 'limit', 50)!
     if (limit < 1 || limit > 10_000) throw new CliError('--limit must be from 1 to 10000')
     const rt = await ctx.runtime()
@@ -136,7 +137,7 @@ const recipesRetry = defineCommand({
   },
   examples: ['recipes retry crm-sync', 'recipes retry crm-sync --since 2026-03-01T08:00:00Z'],
   async run(ctx) {
-    const [name] = ctx.positionals
+    const name = ctx.positionals[0] === undefined ? undefined : recipeNameOf(ctx.positionals[0])
     if (!name) throw new CliError('which recipe? usage: recipes retry <name> [--since ISO] [--until ISO] (see "recipes list")')
     const since = isoFlag(ctx.values, 'since')
     const until = isoFlag(ctx.values, 'until')
@@ -163,7 +164,7 @@ const recipesDiscard = defineCommand({
   args: [['<name>', 'the recipe (recipes list names one whose events wait with nothing to run them)']],
   options: { json: JSON_OPTION },
   async run(ctx) {
-    const [name] = ctx.positionals
+    const name = ctx.positionals[0] === undefined ? undefined : recipeNameOf(ctx.positionals[0])
     if (!name) throw new CliError('which recipe? usage: recipes discard <name> (see "recipes list")')
     const rt = await ctx.runtime()
     let discarded

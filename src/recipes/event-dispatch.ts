@@ -163,7 +163,9 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
       // they were, no attempt spent (their claims are not held and renewed meanwhile); the sweep claims them again.
       if (!(error instanceof RecipeBusyError) && !(error instanceof RecipeRunningError)) throw error
       const waited = error instanceof RecipeBusyError ? { waited_ms: error.waitedMs } : { running: error.running.id }
-      log.warn({ recipe: recipe.name, events: ids.length, ...waited }, `${error.message}; its events go back to its queue`)
+      // Another replica's run took the recipe's slot first: the normal course with several workers, not a warning.
+      const level = error instanceof RecipeRunningError ? 'info' : 'warn'
+      log[level]({ recipe: recipe.name, events: ids.length, ...waited }, `${error.message}; its events go back to its queue`)
       await releaseFires(rt, recipe.name, owner, ids)
       return false
     } finally {

@@ -23,3 +23,12 @@ export function findRecipeFile(nameOrPath: string, dir: string, cwd = process.cw
   const known = listRecipeFiles(dir).map((f) => basename(f, '.ts'))
   throw new ArgumentError(`no recipe named "${name}" in ${dir}${known.length ? ` (recipes: ${known.join(', ')})` : ''}`)
 }
+
+/**
+ * The recipe a name argument means for the commands that take a recipe's name (`recipes run`, `runs`, `retry`,
+ * `discard`): as `check` and `test` read it, `.ts` and a folder before it may be given (`missed-calls.ts`,
+ * `recipes/missed-calls.ts`).
+ */
+export function recipeNameOf(arg: string): string {
+  return arg.endsWith('.ts') ? basename(arg, '.ts') : arg
+}

@@ -317,3 +317,18 @@ describe('a command that reads what the service stored, given a DATA_DIR with no
     expect(r.stdout).toMatch(/^\(none\)\nno events stored in sqlite:/)
   })
 })
+
+describe('a recipe named as its file', () => {
+  it('recipes run and recipes runs take "counter.ts" as check and test do', async () => {
+    const recipes = tempDir()
+    writeFileSync(join(recipes, 'counter.ts'), RECIPE)
+    const env = { DATA_DIR: tempDir(), RECIPES_DIR: recipes, LOG_LEVEL: 'silent', RECIPES_TYPECHECK: 'false' }
+    const ran = await run(['recipes', 'run', 'counter.ts', '--json'], env)
+    expect(ran.stderr).toBe('')
+    expect(ran.code).toBe(0)
+    expect((JSON.parse(ran.stdout) as { recipe: string; status: string })).toMatchObject({ recipe: 'counter', status: 'succeeded' })
+    const runs = await run(['recipes', 'runs', 'counter.ts', '--json'], env)
+    expect(runs.code).toBe(0)
+    expect((JSON.parse(runs.stdout) as Array<{ recipe: string }>).map((r) => r.recipe)).toEqual(['counter'])
+  })
+})
