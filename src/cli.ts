@@ -343,9 +343,15 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
       err(`error: unknown option ${unknownOption} for "${command.name}"${guess ? ` (did you mean --${guess}?)` : ''}. Run "${name} ${command.name} --help".\n`)
       return 2
     }
+    // A value that starts with a dash (`--limit -1`): Node's three lines, said in one.
+    const dashed = code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? /^Option '([^']+)' argument is ambiguous/.exec((error as Error).message)?.[1] : undefined
+    if (dashed) {
+      err(`error: ${dashed} takes a value, and the next word starts with a dash: write ${dashed}=<value> for a value that starts with one. Run "${name} ${command.name} --help".\n`)
+      return 2
+    }
     if (error instanceof TypeError && code?.startsWith('ERR_PARSE_ARGS')) {
-      // Node's messages sometimes end with a full stop of their own, sometimes not.
-      err(`error: ${error.message.replace(/\.+$/, '')}. Run "${name} ${command.name} --help".\n`)
+      // Node's messages sometimes end with a full stop of their own, sometimes not; one line, whatever they hold.
+      err(`error: ${error.message.replace(/\s*\n\s*/g, ' ').replace(/\.+$/, '')}. Run "${name} ${command.name} --help".\n`)
       return 2
     }
     err(`error: ${(error as Error).message ?? String(error)}\n`)

@@ -184,9 +184,12 @@ export function summaryText(value: unknown): string {
 export function summaryLine(value: unknown): string {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return summaryText(value)
   const parts: string[] = []
+  const nested: string[] = []
+  let zeros = 0
   for (const [key, v] of Object.entries(value)) {
     if (typeof v === 'number') {
       if (v !== 0) parts.push(`${key} ${v}`)
+      else zeros++
     } else if (typeof v === 'boolean') parts.push(`${key} ${v ? 'yes' : 'no'}`)
     else if (typeof v === 'string') {
       if (v !== '') parts.push(`${key} ${v}`)
@@ -194,7 +197,10 @@ export function summaryLine(value: unknown): string {
       if (v.length === 0) continue
       const words = v.every((item) => typeof item === 'string' && item.length <= 40) && v.length <= 3
       parts.push(words ? `${key} ${v.join(', ')}` : `${key} ${v.length}`)
-    }
+    } else if (v !== null && typeof v === 'object') nested.push(key)
   }
-  return parts.length ? parts.join(' · ') : 'nothing to report (every count 0)'
+  if (parts.length) return parts.join(' · ')
+  // Nothing this line shows, but objects it leaves out: they are the run's report, not "nothing".
+  if (nested.length) return `${nested.join(', ')}: see the whole summary`
+  return zeros > 0 ? 'nothing to report (every count 0)' : 'nothing to report'
 }

@@ -332,3 +332,9 @@ describe('a recipe named as its file', () => {
     expect((JSON.parse(runs.stdout) as Array<{ recipe: string }>).map((r) => r.recipe)).toEqual(['counter'])
   })
 })
+
+it('an option given a value that starts with a dash is one line naming the way to write it, exit 2', async () => {
+  const r = await run(['events', 'list', '--limit', '-1'], { DATA_DIR: tempDir(), LOG_LEVEL: 'silent' })
+  expect(r.stderr).toBe('error: --limit takes a value, and the next word starts with a dash: write --limit=<value> for a value that starts with one. Run "switchboard events list --help".\n')
+  expect(r.code).toBe(2)
+})
