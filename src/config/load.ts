@@ -110,6 +110,17 @@ function shownValue(variable: string, raw: string): string | undefined {
   return query === -1 ? masked : `${masked.slice(0, query)}?…`
 }
 
+/** What a kind zod expected is called in a configuration error. */
+const KIND_NAMES: Record<string, string> = {
+  string: 'text (a string in quotes)',
+  number: 'a number',
+  int: 'a whole number',
+  boolean: 'true or false',
+  object: 'an object ({ … })',
+  record: 'an object ({ name: … })',
+  array: 'a list ([ … ])',
+}
+
 function describeIssue(issue: z.core.$ZodIssue, input: Record<string, unknown>): ConfigError {
   const variable = String(issue.path[0] ?? 'configuration')
   if (issue.code === 'unrecognized_keys') {
@@ -152,7 +163,12 @@ function describeIssue(issue: z.core.$ZodIssue, input: Record<string, unknown>):
   }
   const sub = issue.path.length > 1 ? ` at ${issue.path.slice(1).join('.')}` : ''
   // An enum's own message ("Invalid option: expected one of …") as the rest of these read.
-  const message = issue.code === 'invalid_value' && issue.values.length > 1 ? `must be one of ${issue.values.map(String).join(', ')}` : issue.message
+  let message = issue.code === 'invalid_value' && issue.values.length > 1 ? `must be one of ${issue.values.map(String).join(', ')}` : issue.message
+  // A config file's value of the wrong kind, in the words the rest use ("must be …"), not zod's "Invalid input: expected string".
+  if (issue.code === 'invalid_type' && issue.message.startsWith('Invalid input')) {
+    message = `must be ${KIND_NAMES[issue.expected] ?? issue.expected}`
+    if (!shown && issue.path.length === 1) shown = Array.isArray(raw) ? ' (got a list)' : raw !== null && typeof raw === 'object' ? ' (got an object)' : ''
+  }
   return new ConfigError(variable, `${message}${sub}${shown}`)
 }
 

@@ -114,7 +114,11 @@ export const doctorCommand = defineCommand({
       for (const r of results) ctx.write(`${MARK[r.status]}  ${r.name.padEnd(width)}  ${r.detail}${r.fix ? ` → ${r.fix}` : ''}\n`)
       const skippedChecks = results.filter((r) => r.status === 'skipped').length
       const unchecked = skippedChecks ? ` (${skippedChecks} check${skippedChecks === 1 ? '' : 's'} skipped, see above)` : ''
-      ctx.write(problems.length ? `doctor: ${problems.length} problem(s) to fix${unchecked}\n` : `doctor: no problems found${unchecked}\n`)
+      // The service not answering is what a "no problems" read after a check of a stopped service (or of another port's)
+      // most needs to say: its own line is up among the others.
+      const down = results.find((r) => r.name === 'service' && r.status === 'skipped')
+      const found = problems.length ? `doctor: ${problems.length} problem(s) to fix` : down ? `doctor: no problems found in what could be checked — the service is ${down.detail}` : 'doctor: no problems found'
+      ctx.write(`${found}${unchecked}\n`)
     }
     return problems.length ? 1 : 0
   },

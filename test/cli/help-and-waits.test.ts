@@ -54,10 +54,10 @@ describe('sub-command help', () => {
     const badFlag = await run(['events', 'list', '--frobnicate'], fromCheckout)
     expect(badFlag.code).toBe(2)
     expect(badFlag.stderr()).toMatch(/Run "npm run -s cli -- events list --help"\.\n$/)
-    // A message of Node's that ends with its own full stop gets no second one.
+    // A value that starts with a dash: one line saying how to write it, with the hint.
     const dashValue = await run(['events', 'list', '--limit', '-3'], fromCheckout)
     expect(dashValue.code).toBe(2)
-    expect(dashValue.stderr()).toContain("use '--limit=-XYZ'. Run \"npm run -s cli -- events list --help\".\n")
+    expect(dashValue.stderr()).toBe('error: --limit takes a value, and the next word starts with a dash: write --limit=<value> for a value that starts with one. Run "npm run -s cli -- events list --help".\n')
     expect((await run(['events', '--help'], fromCheckout)).stdout()).toMatch(/^usage: npm run -s cli -- events <command>/)
     expect((await run(['events', 'show', '--help'], fromCheckout)).stdout()).toMatch(/^usage: npm run -s cli -- events show <id>/)
     // Installed as a package's bin (or run as `node src/bin.mjs`): the bin's name.

@@ -105,7 +105,7 @@ const CASES: Record<string, { run: () => ReturnType<typeof runBin>; code: number
     last: /^reference: docs\/recipes\.md$/,
   },
   // No SMTP_URL, and the in-process service is up: every check is ok or skipped.
-  doctor: { run: () => runBin(['doctor']), code: 0, last: /^doctor: no problems found( \(\d checks? skipped, see above\))?$/ },
+  doctor: { run: () => runBin(['doctor']), code: 0, last: /^doctor: no problems found( in what could be checked — the service is not running at \S+)?( \(\d checks? skipped, see above\))?$/ },
   // No DESTINATIONS configured: the listing says so; naming one that does not exist is a mistake (exit 2).
   'destinations list': { run: () => runBin(['destinations', 'list']), code: 0, last: /\S/ },
   'destinations test': { run: () => runBin(['destinations', 'test', 'crm']), code: 2, last: /^$/ },

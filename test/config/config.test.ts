@@ -140,6 +140,11 @@ describe('configuration', () => {
     const fromFile = (file: Record<string, unknown>) => () => loadConfig({ env: {}, cwd: '/srv/app', file, fileName: 'switchboard.config.ts' })
     expect(fromFile({ REPORT_TO: 5 })).toThrow(/^Invalid configuration: REPORT_TO must be email addresses: a comma-separated string, or a list of strings/)
     expect(fromFile({ DESTINATIONS: {} })).toThrow(/^Invalid configuration: DESTINATIONS must be a list of destinations \(\[\{ name, url, secret, … \}\]\)/)
+    // Every setting alike, those with no words of their own included — a secret's value never shown.
+    expect(fromFile({ HOST: 127 })).toThrow(/^Invalid configuration: HOST must be text \(a string in quotes\) \(got 127\)$/)
+    expect(fromFile({ DEFAULT_COUNTRY: 91 })).toThrow(/^Invalid configuration: DEFAULT_COUNTRY must be text \(a string in quotes\) \(got 91\)$/)
+    expect(fromFile({ WEBHOOK_TARGETS: [] })).toThrow(/^Invalid configuration: WEBHOOK_TARGETS must be an object \(\{ name: … \}\) \(got a list\)$/)
+    expect(fromFile({ ADMIN_TOKEN: 12345678901234567 })).toThrow(/^Invalid configuration: ADMIN_TOKEN must be text \(a string in quotes\)$/)
   })
 
   it('reads booleans in any case, and takes a sender on a bare host name', () => {
