@@ -1,6 +1,7 @@
 import { CliError, defineCommand, intFlag, JSON_OPTION, limitOption } from '../cli-kit.ts'
 import { CALL_STATUSES, decodeCallsCursor, encodeCallsCursor, LIST_CALLS_MAX, listCalls, outcomesByTrace } from './list-calls.ts'
 import type { CallStatus } from './record.ts'
+import type { Runtime } from '../runtime.ts'
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
@@ -37,6 +38,7 @@ export const callsListCommand = defineCommand({
     const calls = found.slice(0, limit)
     const more = found.length > limit
     const outcomes = await outcomesByTrace(rt, calls.map((c) => c.trace_id ?? ''))
+    const waits = await queuedWaits(rt, calls.filter((c) => c.status === 'queued').map((c) => c.id))
     const rows = calls.map((c) => ({
       trace_id: c.trace_id,
       agent_id: c.agent_id,
@@ -52,13 +54,16 @@ export const callsListCommand = defineCommand({
       outcome: (c.trace_id && outcomes.get(c.trace_id)?.status) || null,
       outcome_conversation_id: (c.trace_id && outcomes.get(c.trace_id)?.conversation_id) || null,
       error: c.error,
+      // A queued call's place in the paced queue: when it is next tried, and what it waits on (a provider limit's 429).
+      next_attempt_at: iso(waits.get(c.id)?.next_attempt_at ?? null),
+      waiting_on: waits.get(c.id)?.last_error ?? null,
       created_at: iso(c.created_at),
       /** Pass to --before for the calls after this one. */
       cursor: encodeCallsCursor(c),
     }))
     if (ctx.values.json) return void ctx.json(rows)
     // The error last: why a call was rejected or failed (empty for the rest).
-    ctx.table(rows, ['created_at', 'status', 'outcome', 'agent_id', 'customer_phone', 'scheduled_for', 'recipe', 'trace_id', 'idempotency_key', 'retry_context', 'error'])
+    ctx.table(rows.map((r) => ({ ...r, error: r.error ?? (r.status === 'queued' && r.next_attempt_at ? `waiting${r.waiting_on ? ` (${r.waiting_on})` : ''}; next try ${r.next_attempt_at}` : null) })), ['created_at', 'status', 'outcome', 'agent_id', 'customer_phone', 'scheduled_for', 'recipe', 'trace_id', 'idempotency_key', 'retry_context', 'error'])
     const last = rows.at(-1)
     if (more && last) {
       // The filters belong to the next page too: without them the printed command pages through every call.
@@ -70,3 +75,10 @@ export const callsListCommand = defineCommand({
 })
 
 export const callsCommands = [callsListCommand]
+
+/** The queue rows of queued calls, by id: when each is next tried and what it last waited on. */
+async function queuedWaits(rt: Runtime, ids: string[]): Promise<Map<string, { next_attempt_at: number; last_error: string | null }>> {
+  if (ids.length === 0) return new Map()
+  const rows = await rt.store.db.selectFrom('call_queue').select(['id', 'next_attempt_at', 'last_error']).where('id', 'in', ids).execute()
+  return new Map(rows.map((r) => [r.id, { next_attempt_at: Number(r.next_attempt_at), last_error: r.last_error }]))
+}

@@ -11,6 +11,7 @@ import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { createRuntime } from '../../src/runtime.ts'
 import { createSilentLogger } from '../../src/utils/logger.ts'
 import { isoWithOffset } from '../../src/sandbox/rate-limit.ts'
+import { main } from '../../src/cli.ts'
 
 /**
  * A provider stand-in with the provider's limits: answers 429s as scripted (rate limit with Retry-After,
@@ -120,6 +121,15 @@ describeEachDialect('paced call queue', (dialect) => {
     await queue.idle()
     expect(fake.requests).toBe(during)
     expect((await statuses()).filter((s) => s.endsWith(':queued')).length).toBeGreaterThan(0)
+    // `calls list` says why a queued call waits and when it goes next, not a bare "queued".
+    let listed = ''
+    expect(await main(['calls', 'list', '--json'], { env: { VOICE_API_KEY: 'sk_live_queue_test', VOICE_API_BASE_URL: fake.url, WEBHOOK_SECRET: 'whsec_test_secret', DATA_DIR: rt.dataDir, DATABASE_URL: rt.store.url, LOG_LEVEL: 'silent' }, stdout: (t) => void (listed += t), stderr: () => {} })).toBe(0)
+    const waiting = (JSON.parse(listed) as Array<{ status: string; next_attempt_at: string | null; waiting_on: string | null }>).filter((c) => c.waiting_on !== null)
+    expect(waiting.length).toBeGreaterThan(0)
+    for (const c of waiting) {
+      expect(c).toMatchObject({ status: 'queued', waiting_on: 'rate_limit_exceeded: rate limit exceeded' })
+      expect(Date.parse(c.next_attempt_at!)).toBe(clock.now() - 20_000 + 30_000)
+    }
     // ...and its calls stay unclaimed while it waits: every claim (an attempt) was a request to the provider,
     // but for one more claimed while the 429 was on its way back (CALL_QUEUE_CONCURRENCY is 2 here).
     const attempts = (await rt.store.db.selectFrom('call_queue').select('attempts').execute()).reduce((n, r) => n + r.attempts, 0)

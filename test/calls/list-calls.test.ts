@@ -86,6 +86,8 @@ describeEachDialect('calls list', (dialect) => {
         outcome: null,
         outcome_conversation_id: null,
         error: null,
+        next_attempt_at: null,
+        waiting_on: null,
         created_at: new Date(START + 1000).toISOString(),
         cursor: expect.any(String),
       },
