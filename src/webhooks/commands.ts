@@ -119,6 +119,10 @@ const reconcileCommand = defineCommand({
       if (rt.config.sandboxMode && isVoiceApiError(error) && error.type === 'network_error') {
         throw new CliError(`${error.message}\n  in sandbox mode the provider is the service's own sandbox: start the service (npm start), then run reconcile again — or, if it runs with another PORT or HOST, run reconcile with the same`, 1)
       }
+      // A key the provider refuses: which setting, which provider — as doctor says it.
+      if (isVoiceApiError(error) && (error.status === 401 || error.status === 403)) {
+        throw new CliError(`the provider at ${shownUrl(rt.config.upstreamBaseUrl)} refused VOICE_API_KEY (${error.status} ${error.type}: ${error.message}): copy the workspace key from the provider dashboard into VOICE_API_KEY (doctor checks it)`)
+      }
       throw error
     }
     if (ctx.values.json) return ctx.json(snakeCaseKeys(result))

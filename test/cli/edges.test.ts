@@ -268,6 +268,22 @@ describe('reconcile in sandbox mode with no service running', () => {
   })
 })
 
+describe('reconcile with a key the provider refuses', () => {
+  it('names the setting and the provider, and what to do (exit 2)', async () => {
+    const { createServer: createHttpServer } = await import('node:http')
+    const provider = createHttpServer((_req, res) => {
+      res.writeHead(401, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ error: { type: 'authentication_error', message: 'invalid or missing api key' } }))
+    })
+    await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve))
+    cleanups.push(() => new Promise<void>((resolve) => provider.close(() => resolve())))
+    const url = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`
+    const r = await run(['reconcile'], { DATA_DIR: tempDir(), VOICE_API_KEY: 'sk_live_bad', VOICE_API_BASE_URL: url, WEBHOOK_SECRET: 'whsec_x', LOG_LEVEL: 'silent' })
+    expect(r.stderr).toBe(`error: the provider at ${url} refused VOICE_API_KEY (401 authentication_error: invalid or missing api key): copy the workspace key from the provider dashboard into VOICE_API_KEY (doctor checks it)\n`)
+    expect(r.code).toBe(2)
+  })
+})
+
 describe('cli sandbox', () => {
   it('refuses an empty --webhook-secret (an unset variable) instead of sending unsigned webhooks', async () => {
     const r = await run(['sandbox', '--webhook-url', 'http://127.0.0.1:3000/webhooks/formant', '--webhook-secret', ''], { LOG_LEVEL: 'silent' })

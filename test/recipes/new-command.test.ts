@@ -81,6 +81,9 @@ it("each template's own comment names a sample file that is there", async () => 
 
 it('refuses a bad name, an unknown template and an existing file, in one line', async () => {
   expect(await cli('recipes', 'new', 'bad name')).toMatchObject({ code: 2, err: expect.stringMatching(/^error: "bad name" cannot be a recipe name/) })
+  // The reasons a name is refused, each as it is: a helper's "_" (never loaded as a recipe), a ".ts" given twice.
+  expect(await cli('recipes', 'new', '_helper')).toMatchObject({ code: 2, err: 'error: "_helper" cannot be a recipe name: files starting with "_" are shared helpers, which are not loaded as recipes — start it with a letter or digit\n' })
+  expect(await cli('recipes', 'new', 'Caps.ts')).toMatchObject({ code: 2, err: 'error: give the name without ".ts": recipes new Caps (it becomes Caps.ts)\n' })
   expect(await cli('recipes', 'new', 'x', '--from', 'nope')).toMatchObject({ code: 2, err: expect.stringMatching(/^error: --from must be one of followup, batch, report, webhook-forward/) })
   await cli('recipes', 'new', 'twice')
   expect(await cli('recipes', 'new', 'twice')).toMatchObject({ code: 2, err: expect.stringMatching(/already exists/) })
