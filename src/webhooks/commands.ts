@@ -45,7 +45,7 @@ const eventsShow = defineCommand({
   name: 'events show',
   readsStoredData: true,
   usage: '<id> [--json]',
-  summary: 'one stored webhook event with its body and audit headers',
+  summary: 'one stored webhook event with its body, audit headers and what each recipe made of it',
   args: [['<id>', 'the event\'s id (event_id), as events list shows it']],
   options: { json: JSON_OPTION },
   async run(ctx) {
@@ -54,9 +54,17 @@ const eventsShow = defineCommand({
     const rt = await ctx.runtime()
     const event = await getEvent(rt, id)
     if (!event) throw new CliError(`no webhook event with id "${id}" (see: events list)`)
-    if (ctx.values.json) return ctx.json(event)
+    // What each recipe subscribed to it made of it: ran (which run), waiting for a retry, or gave up (dead).
+    const recipes = (
+      await rt.store.db.selectFrom('recipe_event_fires').select(['recipe', 'status', 'attempts', 'run_id', 'last_error']).where('event_id', '=', id).orderBy('recipe').execute()
+    ).map((f) => ({ recipe: f.recipe, status: f.status, attempts: f.attempts, run_id: f.run_id, error: f.last_error }))
+    if (ctx.values.json) return ctx.json({ ...event, recipes })
     const { body, headers, ...fields } = event
     for (const [key, value] of Object.entries(fields)) ctx.write(`${key.padEnd(16)} ${value ?? ''}\n`)
+    for (const r of recipes) {
+      const how = r.status === 'done' ? `ran${r.run_id ? ` (run ${r.run_id})` : ''}` : r.status === 'dead' ? `gave up after ${r.attempts} attempt(s): ${r.error ?? ''}` : r.status === 'failed' ? `waiting for a retry after ${r.attempts} attempt(s): ${r.error ?? ''}` : 'waiting to run'
+      ctx.write(`${`recipe ${r.recipe}`.padEnd(16)} ${how}\n`)
+    }
     ctx.write(`headers          ${JSON.stringify(headers)}\n`)
     ctx.write(`body\n${JSON.stringify(body, null, 2)}\n`)
   },

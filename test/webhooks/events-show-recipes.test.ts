@@ -1,0 +1,38 @@
+import { afterEach, expect, it } from 'vitest'
+import { main } from '../../src/cli.ts'
+import { enqueueEventFires } from '../../src/recipes/claims.ts'
+import { pendingRow } from '../../src/webhooks/inbox.ts'
+import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+import { makeEvent } from './helpers.ts'
+
+/** `events show` says what each recipe subscribed to the event made of it: the dashboard's event page did, the CLI did not. */
+let rt: TestRuntime | undefined
+afterEach(async () => {
+  await rt?.close()
+  rt = undefined
+})
+
+it('events show lists each recipe that took the event: ran (its run), waiting for a retry, or gave up', async () => {
+  rt = await createTestRuntime()
+  const event = makeEvent({ event_type: 'call.no_answer' })
+  await rt.store.db.insertInto('webhook_events').values(pendingRow({
+    event_id: event.event_id, target: 'formant', event_type: event.event_type, conversation_id: null, trace_id: null, agent_id: null, body: JSON.stringify(event), headers: '{}', source: 'webhook',
+  }, rt.clock.now())).execute()
+  await enqueueEventFires(rt, ['crm-sync', 'follow-up', 'slack'].map((recipe) => ({ recipe, eventId: event.event_id })))
+  await rt.store.db.updateTable('recipe_event_fires').set({ status: 'done', attempts: 1, run_id: 'run_1' }).where('recipe', '=', 'follow-up').execute()
+  await rt.store.db.updateTable('recipe_event_fires').set({ status: 'dead', attempts: 8, last_error: 'CRM answered 503' }).where('recipe', '=', 'crm-sync').execute()
+  const env = { DATA_DIR: rt.dataDir, DATABASE_URL: rt.store.url, WEBHOOK_SECRET: 'whsec_test_secret', LOG_LEVEL: 'silent' }
+  let text = ''
+  let err = ''
+  expect(await main(['events', 'show', event.event_id], { env, stdout: (t) => void (text += t), stderr: (t) => void (err += t) }), err).toBe(0)
+  expect(text).toContain('recipe crm-sync  gave up after 8 attempt(s): CRM answered 503\n')
+  expect(text).toContain('recipe follow-up ran (run run_1)\n')
+  expect(text).toContain('recipe slack     waiting to run\n')
+  let json = ''
+  expect(await main(['events', 'show', event.event_id, '--json'], { env, stdout: (t) => void (json += t), stderr: () => {} })).toBe(0)
+  expect((JSON.parse(json) as { recipes: unknown[] }).recipes).toEqual([
+    { recipe: 'crm-sync', status: 'dead', attempts: 8, run_id: null, error: 'CRM answered 503' },
+    { recipe: 'follow-up', status: 'done', attempts: 1, run_id: 'run_1', error: null },
+    { recipe: 'slack', status: 'pending', attempts: 0, run_id: null, error: null },
+  ])
+})
