@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 
 /**
@@ -17,6 +17,8 @@ export function makePrivateDir(dir: string): void {
     missing.push(at)
     if (dirname(at) === at) break
   }
+  // There, but a file: mkdir's own error names it (EEXIST), as the recursive mkdir's did.
+  if (missing.length === 0 && !statSync(dir).isDirectory()) mkdirSync(dir)
   for (const folder of missing.reverse()) {
     try {
       mkdirSync(folder, { mode: 0o700 })
