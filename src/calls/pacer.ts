@@ -48,10 +48,10 @@ interface TenantState {
   remaining: number | undefined
   resetAt: number
   blockedUntil: number
-  /** Sends allowed at once after a concurrency limit (undefined: no such limit met, or widened past it). */
+  /** Sends allowed at once after a concurrency limit (undefined: no such limit met, or widened past it with no `max_calls` known). */
   window: number | undefined
   maxCalls: number | undefined
-  /** Requests that may start now under the window's pace (see spreadRate), and when that was worked out. */
+  /** Requests that may start now under the window's pace (see `refill`), and when that was worked out. */
   tokens: number
   tokensAt: number
 }
@@ -146,8 +146,7 @@ export function createPacer(): Pacer {
     accepted(tenant) {
       const s = stateOf(tenant)
       if (s.window === undefined) return
-      // Up to what the provider said it allows, and no further: opened up past it, the queue's whole concurrency went at
-      // once while those calls were still in progress, and met the limit again.
+      // Up to what the provider said it allows (`max_calls`), and no further: it opened to the queue's whole concurrency.
       if (s.maxCalls === undefined || s.window < s.maxCalls) s.window++
     },
     atCapacity: (tenant, now) => atCapacity(stateOf(tenant), now),

@@ -225,6 +225,11 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
     isolated = new Promise<void>((resolve) => (release = resolve))
     try {
       while (batchesRunning > 0 && !stopped) await new Promise<void>((resolve) => batchEnded.add(resolve)).finally(() => batchEnded.clear())
+      // Stopping meanwhile: its events go back to the queue as they were, for the next start.
+      if (stopped) {
+        await releaseFires(rt, recipe.name, owner, rows.map((r) => r.event_id))
+        return false
+      }
       log.info({ recipe: recipe.name, event_ids: rows.map((r) => r.event_id), attempts: Math.max(...rows.map((r) => r.attempts)) }, 'retrying events whose run was interrupted, with no other recipe running beside them')
       return await runCounted(recipe, rows, claimedAt)
     } finally {

@@ -2,6 +2,7 @@ import { CliError, defineCommand, intFlag, JSON_OPTION, limitOption, type CliCom
 import { sleep } from '../utils/clock.ts'
 import { isVoiceApiError } from '../upstream/errors.ts'
 import { shownUrl } from '../utils/shown-url.ts'
+import { printable } from '../utils/printable.ts'
 import { snakeCaseKeys } from '../utils/snake-case.ts'
 import { EVENT_STATUSES, getEvent, listEvents } from './events.ts'
 import { EventBusyError, requeueEvent } from './processing.ts'
@@ -62,7 +63,9 @@ const eventsShow = defineCommand({
     const { body, headers, ...fields } = event
     for (const [key, value] of Object.entries(fields)) ctx.write(`${key.padEnd(16)} ${value ?? ''}\n`)
     for (const r of recipes) {
-      const how = r.status === 'done' ? `ran${r.run_id ? ` (run ${r.run_id})` : ''}` : r.status === 'dead' ? `gave up after ${r.attempts} attempt(s): ${r.error ?? ''}` : r.status === 'failed' ? `waiting for a retry after ${r.attempts} attempt(s): ${r.error ?? ''}` : 'waiting to run'
+      // A recipe's error may quote what it read (a webhook's field, an answer): one line, nothing that steers the terminal.
+      const error = printable(r.error ?? '', 300)
+      const how = r.status === 'done' ? `ran${r.run_id ? ` (run ${r.run_id})` : ''}` : r.status === 'dead' ? `gave up after ${r.attempts} attempt(s): ${error}` : r.status === 'failed' ? `waiting for a retry after ${r.attempts} attempt(s): ${error}` : 'waiting to run'
       ctx.write(`${`recipe ${r.recipe}`.padEnd(16)} ${how}\n`)
     }
     ctx.write(`headers          ${JSON.stringify(headers)}\n`)

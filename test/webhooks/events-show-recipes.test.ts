@@ -20,18 +20,19 @@ it('events show lists each recipe that took the event: ran (its run), waiting fo
   }, rt.clock.now())).execute()
   await enqueueEventFires(rt, ['crm-sync', 'follow-up', 'slack'].map((recipe) => ({ recipe, eventId: event.event_id })))
   await rt.store.db.updateTable('recipe_event_fires').set({ status: 'done', attempts: 1, run_id: 'run_1' }).where('recipe', '=', 'follow-up').execute()
-  await rt.store.db.updateTable('recipe_event_fires').set({ status: 'dead', attempts: 8, last_error: 'CRM answered 503' }).where('recipe', '=', 'crm-sync').execute()
+  await rt.store.db.updateTable('recipe_event_fires').set({ status: 'dead', attempts: 8, last_error: 'CRM answered 503\u001b]0;pwned\u0007' }).where('recipe', '=', 'crm-sync').execute()
   const env = { DATA_DIR: rt.dataDir, DATABASE_URL: rt.store.url, WEBHOOK_SECRET: 'whsec_test_secret', LOG_LEVEL: 'silent' }
   let text = ''
   let err = ''
   expect(await main(['events', 'show', event.event_id], { env, stdout: (t) => void (text += t), stderr: (t) => void (err += t) }), err).toBe(0)
-  expect(text).toContain('recipe crm-sync  gave up after 8 attempt(s): CRM answered 503\n')
+  // What a recipe's error quotes cannot steer the terminal.
+  expect(text).toContain('recipe crm-sync  gave up after 8 attempt(s): CRM answered 503\\x1b]0;pwned\\x07\n')
   expect(text).toContain('recipe follow-up ran (run run_1)\n')
   expect(text).toContain('recipe slack     waiting to run\n')
   let json = ''
   expect(await main(['events', 'show', event.event_id, '--json'], { env, stdout: (t) => void (json += t), stderr: () => {} })).toBe(0)
   expect((JSON.parse(json) as { recipes: unknown[] }).recipes).toEqual([
-    { recipe: 'crm-sync', status: 'dead', attempts: 8, run_id: null, error: 'CRM answered 503' },
+    { recipe: 'crm-sync', status: 'dead', attempts: 8, run_id: null, error: 'CRM answered 503\u001b]0;pwned\u0007' },
     { recipe: 'follow-up', status: 'done', attempts: 1, run_id: 'run_1', error: null },
     { recipe: 'slack', status: 'pending', attempts: 0, run_id: null, error: null },
   ])
