@@ -109,7 +109,14 @@ const eventsReplay = defineCommand({
     const status = event?.status ?? 'pending'
     if (ctx.values.json) return ctx.json({ event_id: id, status, attempts: event?.attempts ?? 0, error: event?.last_error ?? null })
     if (status === 'processed') ctx.write(`${id}: processed\n`)
-    else if (status === 'pending') ctx.write(`${id}: queued; the running service processes it (none picked it up within ${waitSeconds} s — is switchboard running?)\n`)
+    else if (status === 'pending') {
+      // A service registers each of its runtimes while it runs (src/instances.ts): one is up, only slow to get to it.
+      const running = waitSeconds > 0 && (await rt.store.db.selectFrom('instances').select('id').limit(1).execute()).length > 0
+      const why = waitSeconds === 0 ? '' : running
+        ? ` (not picked up within ${waitSeconds} s: the service is up — its workers are busy with a backlog, or its processing is restarting; /readyz says which)`
+        : ` (none picked it up within ${waitSeconds} s — is switchboard running?)`
+      ctx.write(`${id}: queued; the running service processes it${why}\n`)
+    }
     else ctx.write(`${id}: ${status} after ${event?.attempts ?? 0} attempt(s): ${event?.last_error ?? ''}\n`)
     return status === 'dead' ? 1 : 0
   },
