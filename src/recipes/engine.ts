@@ -209,6 +209,8 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
    * Applies cached verdicts at once (so a known-bad recipe is never scheduled) and sends the rest to the
    * type-check thread; when they come back, recipes with errors turn broken and leave the schedule.
    */
+  /** Recipes whose type verdict was asked for and has not come back. */
+  const awaitingVerdict = new Set<string>()
   const checkTypes = (recipes: LoadedRecipe[]) => {
     if (!verdicts) return
     const pending: LoadedRecipe[] = []
@@ -220,10 +222,12 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       else if (cached === undefined) pending.push(r)
     }
     if (pending.length === 0) return
+    for (const r of pending) awaitingVerdict.add(r.name)
     typeChecked = verdicts
       .check(pending.map((r) => r.file))
       .then((found) => {
         for (const r of pending) {
+          awaitingVerdict.delete(r.name)
           const diagnostic = found.get(r.file)
           if (diagnostic && r.definition) markTypeError(r, diagnostic)
         }
@@ -236,6 +240,7 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
         }
       })
       .catch((error: unknown) => {
+        for (const r of pending) awaitingVerdict.delete(r.name)
         // Without a verdict (TypeScript missing from a production install, a crashed thread) recipes run as
         // before the check existed: type errors then surface at run time.
         // Stopping closes the checker under a check still running: that is not a failure worth a warning.
@@ -405,7 +410,9 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
   const reportBroken = () => {
     for (const r of loaded) {
       if (!r.error) {
-        reported.delete(r.name)
+        // Not known good yet: its type verdict is still coming (an edit elsewhere in the folder sends every recipe's
+        // again). Forgotten now, a recipe with the same type error was logged broken again after every such edit.
+        if (!awaitingVerdict.has(r.name)) reported.delete(r.name)
         continue
       }
       if (reported.get(r.name) === r.error) continue

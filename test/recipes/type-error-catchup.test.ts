@@ -9,6 +9,7 @@ import { listRuns } from '../../src/recipes/runner.ts'
 import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { tempRecipesDir } from './helpers.ts'
+import { captureLogs } from '../helpers/log-capture.ts'
 
 let folder: ReturnType<typeof tempRecipesDir>
 let clock: ManualClock
@@ -60,4 +61,26 @@ it('a tick missed while the recipe had a type error is not run as a catch-up aft
   await restarted.idle()
   const runs = await listRuns(rt, { recipe: 'daily' })
   expect(runs.map((r) => [r.trigger, r.status])).toEqual([])
+})
+
+it('a recipe with a type error is logged broken once, not again each time another file of the folder changes', async () => {
+  const logs = captureLogs('warn')
+  await rt.close()
+  rt = await createTestRuntime({ dialect: 'sqlite', clock, env: { RECIPES_DIR: folder.dir, RECIPES_TIMEZONE: 'UTC' }, log: logs.log })
+  folder.write('daily', recipe('"not a number"'))
+  folder.write('other', recipe('1'))
+  const engine = await start()
+  expect(logs.find(/^recipe daily is broken/)).toHaveLength(1)
+  // Edits elsewhere in the folder: every recipe's verdict is asked again, and comes back the same for this one.
+  for (const value of ['2', '3']) {
+    folder.write('other', recipe(value))
+    await engine.reload()
+    await engine.list()
+  }
+  expect(logs.find(/^recipe daily is broken/)).toHaveLength(1)
+  // Its own reason changing is logged.
+  folder.write('daily', recipe('true'))
+  await engine.reload()
+  await engine.list()
+  expect(logs.find(/^recipe daily is broken/)).toHaveLength(2)
 })
