@@ -68,6 +68,14 @@ export const reportSendCommand = defineCommand({
           first: 'report send: finishing the send first, so the report is neither lost nor sent twice (the relay may take up to 10 minutes to answer); Ctrl-C again to stop now\n',
           second: `report send: stopped while the report was being sent: it may have gone out, and the running service sends it again once this command's claim lapses (2 minutes) — see "${cliName(ctx.env)} mail list"\n`,
         })
+    // A day asked for by hand that has not ended (today, a typo's future year): its report is partial or empty, and says
+    // nothing of why. On stderr, so --json output stays as it is.
+    const now = rt.clock.now()
+    if (date !== undefined && result.report.endMs > now) {
+      ctx.writeErr(result.report.startMs > now
+        ? `note: ${date} has not begun yet in ${result.report.timezone}: the report has nothing in it\n`
+        : `note: ${date} has not ended yet in ${result.report.timezone}: the report covers it up to now\n`)
+    }
     const t = result.report.totals
     if (ctx.values.json) {
       const { conversations: _rows, ...figures } = result.report

@@ -47,6 +47,17 @@ export default defineRecipe({ description: 'returns an object', async run() { re
 describe('report send', () => {
   const env = (dir: string) => ({ DATA_DIR: dir, VOICE_API_KEY: 'sk_live_x', VOICE_API_BASE_URL: 'http://127.0.0.1:9', WEBHOOK_SECRET: 'whsec_x', LOG_LEVEL: 'silent' })
 
+  it('a day that has not begun, or not ended, is said to be so (on stderr: the report itself is unchanged)', async () => {
+    const future = await run(['report', 'send', '--date', '2099-01-01', '--timezone', 'UTC', '--dry-run'], env(tempDir()))
+    expect(future.code).toBe(0)
+    expect(future.stderr).toBe('note: 2099-01-01 has not begun yet in UTC: the report has nothing in it\n')
+    const today = new Date().toISOString().slice(0, 10)
+    const partial = await run(['report', 'send', '--date', today, '--timezone', 'UTC', '--dry-run'], env(tempDir()))
+    expect(partial.stderr).toBe(`note: ${today} has not ended yet in UTC: the report covers it up to now\n`)
+    const past = await run(['report', 'send', '--date', '2026-11-20', '--dry-run'], env(tempDir()))
+    expect(past.stderr).toBe('')
+  })
+
   it('--dry-run works without a recipient', async () => {
     const r = await run(['report', 'send', '--date', '2026-11-20', '--dry-run'], env(tempDir()))
     expect(r.stderr).toBe('')
