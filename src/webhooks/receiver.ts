@@ -1,4 +1,5 @@
 import { HTTPResponse, type H3, type H3Event } from 'h3'
+import { apiErrorResponse } from '../upstream/api-error.ts'
 import type { Runtime } from '../runtime.ts'
 import type { WebhookTargetConfig } from '../config/schema.ts'
 import { CommitDeadlineError, EventRefusedError, StorageUnavailableError, pendingRow } from './inbox.ts'
@@ -325,4 +326,9 @@ function whereFrom(target: WebhookTargetConfig, what: 'id' | 'type'): string {
 /** `POST /webhooks/formant` (the provider's default target) and `POST /webhooks/:target`. */
 export function registerReceiverRoutes(app: H3, rt: Runtime): void {
   app.post('/webhooks/:target', (event) => receiveWebhook(rt, event, event.context.params?.target ?? ''))
+  // The URL opened in a browser (a GET) to see that it is there: a 404 "no route" read as a wrong URL. It is there, and
+  // takes POST only (RFC 9110: 405 with Allow).
+  app.all('/webhooks/:target', (event) =>
+    apiErrorResponse(405, 'invalid_request', `the webhook URL takes signed POSTs from the provider only (got ${event.req.method}); it is there — doctor checks it end to end`, { headers: { allow: 'POST' } }),
+  )
 }

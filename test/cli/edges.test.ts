@@ -365,3 +365,21 @@ it('an option given a value that starts with a dash is one line naming the way t
   expect(r.stderr).toBe('error: --limit takes a value, and the next word starts with a dash: write --limit=<value> for a value that starts with one. Run "switchboard events list --help".\n')
   expect(r.code).toBe(2)
 })
+
+describe('the webhook URL opened in a browser', () => {
+  it('answers 405 with Allow: POST and says the URL is there, not 404 "no route" (read as a wrong URL); POST still stores', async () => {
+    const rt = await testRuntime({ WEBHOOK_SECRET: 'whsec_x' })
+    const app = createApp(rt)
+    for (const method of ['GET', 'HEAD', 'PUT']) {
+      const res = await app.fetch(new Request('http://localhost/webhooks/formant', { method }))
+      expect(res.status, method).toBe(405)
+      expect(res.headers.get('allow')).toBe('POST')
+      if (method !== 'HEAD') {
+        expect(await res.json()).toEqual({ error: { type: 'invalid_request', message: `the webhook URL takes signed POSTs from the provider only (got ${method}); it is there — doctor checks it end to end` } })
+      }
+    }
+    const body = JSON.stringify({ event_id: 'evt_browser_1', event_type: 'call.completed', timestamp: new Date().toISOString(), data: { call: { agent_id: 1, conversation_id: 'c_1', status: 'completed' } } })
+    const posted = await app.fetch(new Request('http://localhost/webhooks/formant', { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-formantai-signature': signFormant(body, 'whsec_x'), 'x-formantai-timestamp': String(Math.floor(rt.clock.now() / 1000)) } }))
+    expect(posted.status).toBe(204)
+  })
+})
