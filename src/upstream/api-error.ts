@@ -8,7 +8,8 @@ export function apiErrorResponse(
   status: number,
   type: ErrorType,
   message: string,
-  options: { extra?: Record<string, number | string>; headers?: HeadersInit } = {},
+  // The Headers constructor's own argument type: `HeadersInit` is a DOM name, absent from the recipes' type check.
+  options: { extra?: Record<string, number | string>; headers?: ConstructorParameters<typeof Headers>[0] } = {},
 ): Response {
   const body: ErrorBody = { error: { message, type, ...options.extra } }
   const headers = new Headers(options.headers)
