@@ -83,12 +83,31 @@ export function queuedRecipes(rt: Runtime): Promise<string[]> {
   return leadingKeys(rt.store.db, 'recipe_event_fires', 'recipe')
 }
 
-/** Which recipes an event triggered, and when (the dashboard's event detail). */
-export async function firesForEvent(rt: Runtime, eventId: string): Promise<Array<{ recipe: string; firedAt: number }>> {
+/** One recipe's part in an event: when it was queued for it, and how that stands (ran, waiting for a retry, gave up). */
+export interface EventFire {
+  recipe: string
+  firedAt: number
+  status: string
+  attempts: number
+  runId: string | null
+  error: string | null
+}
+
+/**
+ * Which recipes an event triggered, when, and how each stands (the dashboard's event detail, `events show`). Read
+ * through the queue's (recipe, event_id) key a recipe at a time: by the event id alone it read every row kept.
+ */
+export async function firesForEvent(rt: Runtime, eventId: string): Promise<EventFire[]> {
   const recipes = await queuedRecipes(rt)
   if (recipes.length === 0) return []
-  const rows = await rt.store.db.selectFrom('recipe_event_fires').select(['recipe', 'fired_at']).where('recipe', 'in', recipes).where('event_id', '=', eventId).orderBy('recipe').execute()
-  return rows.map((r) => ({ recipe: r.recipe, firedAt: Number(r.fired_at) }))
+  const rows = await rt.store.db
+    .selectFrom('recipe_event_fires')
+    .select(['recipe', 'fired_at', 'status', 'attempts', 'run_id', 'last_error'])
+    .where('recipe', 'in', recipes)
+    .where('event_id', '=', eventId)
+    .orderBy('recipe')
+    .execute()
+  return rows.map((r) => ({ recipe: r.recipe, firedAt: Number(r.fired_at), status: r.status, attempts: r.attempts, runId: r.run_id, error: r.last_error }))
 }
 
 /** A recipe's queued event (a `recipe_event_fires` row). */

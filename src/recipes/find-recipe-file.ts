@@ -15,7 +15,7 @@ export function findRecipeFile(nameOrPath: string, dir: string, cwd = process.cw
     if (!statSync(path).isFile()) throw new ArgumentError(`${path} is a folder, not a recipe file`)
     return path
   }
-  const name = nameOrPath.endsWith('.ts') ? basename(nameOrPath, '.ts') : nameOrPath
+  const name = recipeNameOf(nameOrPath)
   const inDir = join(dir, `${name}.ts`)
   if (existsSync(inDir) && statSync(inDir).isFile()) return inDir
   const here = resolve(cwd, `${name}.ts`)

@@ -7,6 +7,7 @@ import { snakeCaseKeys } from '../utils/snake-case.ts'
 import { EVENT_STATUSES, getEvent, listEvents } from './events.ts'
 import { EventBusyError, requeueEvent } from './processing.ts'
 import { reconcile } from './reconcile.ts'
+import { firesForEvent } from '../recipes/claims.ts'
 
 const eventsList = defineCommand({
   name: 'events list',
@@ -56,9 +57,7 @@ const eventsShow = defineCommand({
     const event = await getEvent(rt, id)
     if (!event) throw new CliError(`no webhook event with id "${id}" (see: events list)`)
     // What each recipe subscribed to it made of it: ran (which run), waiting for a retry, or gave up (dead).
-    const recipes = (
-      await rt.store.db.selectFrom('recipe_event_fires').select(['recipe', 'status', 'attempts', 'run_id', 'last_error']).where('event_id', '=', id).orderBy('recipe').execute()
-    ).map((f) => ({ recipe: f.recipe, status: f.status, attempts: f.attempts, run_id: f.run_id, error: f.last_error }))
+    const recipes = (await firesForEvent(rt, id)).map((f) => ({ recipe: f.recipe, status: f.status, attempts: f.attempts, run_id: f.runId, error: f.error }))
     if (ctx.values.json) return ctx.json({ ...event, recipes })
     const { body, headers, ...fields } = event
     for (const [key, value] of Object.entries(fields)) ctx.write(`${key.padEnd(16)} ${value ?? ''}\n`)

@@ -34,7 +34,10 @@ describeEachDialect('recipe runs and queue rows looked up by event, and every re
   it('finds them, in order', async () => {
     const prepared = dialect === 'sqlite' ? capturePrepared(rt.store.sqlite!) : undefined
     try {
-      expect(await firesForEvent(rt, 'evt_a')).toEqual([{ recipe: 'followup', firedAt: 1_000 }, { recipe: 'report', firedAt: 1_000 }])
+      expect(await firesForEvent(rt, 'evt_a')).toEqual([
+        { recipe: 'followup', firedAt: 1_000, status: 'dead', attempts: 3, runId: null, error: 'boom' },
+        { recipe: 'report', firedAt: 1_000, status: 'failed', attempts: 3, runId: null, error: null },
+      ])
       expect(await firesForEvent(rt, 'evt_none')).toEqual([])
       // Newest first across recipes; two runs started in the same millisecond by id, the greater first.
       expect((await listRuns(rt, { limit: 3 })).map((r) => r.id)).toEqual(['run_5', 'run_4', 'run_3'])
