@@ -3,6 +3,7 @@ import { sleep } from '../utils/clock.ts'
 import { isVoiceApiError } from '../upstream/errors.ts'
 import { shownUrl } from '../utils/shown-url.ts'
 import { printable } from '../utils/printable.ts'
+import { terminalJson } from '../utils/terminal-json.ts'
 import { snakeCaseKeys } from '../utils/snake-case.ts'
 import { EVENT_STATUSES, getEvent, listEvents } from './events.ts'
 import { EventBusyError, requeueEvent } from './processing.ts'
@@ -60,15 +61,16 @@ const eventsShow = defineCommand({
     const recipes = (await firesForEvent(rt, id)).map((f) => ({ recipe: f.recipe, status: f.status, attempts: f.attempts, run_id: f.runId, error: f.error }))
     if (ctx.values.json) return ctx.json({ ...event, recipes })
     const { body, headers, ...fields } = event
-    for (const [key, value] of Object.entries(fields)) ctx.write(`${key.padEnd(16)} ${value ?? ''}\n`)
+    // Ids, type and error come from a webhook or what processing made of it: one line each, nothing that steers the terminal.
+    for (const [key, value] of Object.entries(fields)) ctx.write(`${key.padEnd(16)} ${printable(String(value ?? ''), Infinity)}\n`)
     for (const r of recipes) {
       // A recipe's error may quote what it read (a webhook's field, an answer): one line, nothing that steers the terminal.
       const error = printable(r.error ?? '', 300)
       const how = r.status === 'done' ? `ran${r.run_id ? ` (run ${r.run_id})` : ''}` : r.status === 'dead' ? `gave up after ${r.attempts} attempt(s): ${error}` : r.status === 'failed' ? `waiting for a retry after ${r.attempts} attempt(s): ${error}` : 'waiting to run'
       ctx.write(`${`recipe ${r.recipe}`.padEnd(16)} ${how}\n`)
     }
-    ctx.write(`headers          ${JSON.stringify(headers)}\n`)
-    ctx.write(`body\n${JSON.stringify(body, null, 2)}\n`)
+    ctx.write(`headers          ${terminalJson(headers)}\n`)
+    ctx.write(`body\n${terminalJson(body, 2)}\n`)
   },
 })
 
@@ -91,6 +93,9 @@ const eventsReplay = defineCommand({
     const rt = await ctx.runtime()
     // The running service processes it, so every hook it registered (cache invalidation, recipe
     // triggers) runs; this process has none of them.
+    // A dead event is requeued with one attempt left (src/webhooks/processing.ts): if that one fails too, its count
+    // reads "after 8 attempts" although the replay made one — said as the replay's outcome instead.
+    const wasDead = (await getEvent(rt, id))?.status === 'dead'
     let queued: boolean
     try {
       queued = await requeueEvent(rt, id)
@@ -116,7 +121,8 @@ const eventsReplay = defineCommand({
         : ` (none picked it up within ${waitSeconds} s — is switchboard running?)`
       ctx.write(`${id}: queued; the running service processes it${why}\n`)
     }
-    else ctx.write(`${id}: ${status} after ${event?.attempts ?? 0} attempt(s): ${event?.last_error ?? ''}\n`)
+    else if (status === 'dead' && wasDead) ctx.write(`${id}: dead again — the replay's attempt failed (${event?.attempts ?? 0} attempts in all): ${printable(event?.last_error ?? '', 300)}\n`)
+    else ctx.write(`${id}: ${status} after ${event?.attempts ?? 0} attempt(s): ${printable(event?.last_error ?? '', 300)}\n`)
     return status === 'dead' ? 1 : 0
   },
 })

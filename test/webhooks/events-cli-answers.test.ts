@@ -60,3 +60,52 @@ it('events replay not picked up in time says the service is up when it is, rathe
   await rt.store.db.insertInto('instances').values({ id: 'serve-1', process: 'up', host: 'here', started_at: clock.now() }).execute()
   expect((await replay()).out).toBe(`${event.event_id}: queued; the running service processes it (not picked up within 2 s: the service is up — its workers are busy with a backlog, or its processing is restarting; /readyz says which)\n`)
 })
+
+it('events show writes what a webhook carried with nothing that steers the terminal: ids, type, headers and body', async () => {
+  rt = await createTestRuntime()
+  const event = makeEvent({ event_type: 'call.completed' })
+  const body = { ...event, note: 'C1 CSI \u009b31m, DEL \u007f, line separator \u2028, ESC \u001b]0;pwned\u0007' }
+  await rt.store.db.insertInto('webhook_events').values(pendingRow({
+    event_id: event.event_id, target: 'formant', event_type: event.event_type, conversation_id: 'conv_\u001b[2J', trace_id: 'trace_\u009b2J', agent_id: null, body: JSON.stringify(body), headers: JSON.stringify({ 'user-agent': 'probe\u009b1m' }), source: 'webhook',
+  }, rt.clock.now())).execute()
+  await rt.store.db.updateTable('webhook_events').set({ status: 'dead', attempts: 8, last_error: 'bad \u001b[31mred' }).where('event_id', '=', event.event_id).execute()
+  const env = { DATA_DIR: rt.dataDir, DATABASE_URL: rt.store.url, WEBHOOK_SECRET: 'whsec_test_secret', LOG_LEVEL: 'silent' }
+  let text = ''
+  expect(await main(['events', 'show', event.event_id], { env, stdout: (t) => void (text += t), stderr: () => {} })).toBe(0)
+  expect(text).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/)
+  expect(text).toContain('conv_\\x1b[2J')
+  expect(text).toContain('trace_\\x9b2J')
+  expect(text).toContain('bad \\x1b[31mred')
+  expect(text).toContain('"user-agent":"probe\\u009b1m"')
+  // The body is still JSON that reads back as what was stored.
+  const shown = text.slice(text.indexOf('body\n') + 5)
+  expect(JSON.parse(shown)).toEqual(body)
+})
+
+it('events replay of a dead event that fails again says the replay failed, not "dead after 8 attempts" as if it made eight', async () => {
+  const clock = createManualClock('2026-03-01T10:00:00Z')
+  rt = await createTestRuntime({ clock })
+  const event = makeEvent({ event_type: 'call.completed' })
+  await rt.store.db.insertInto('webhook_events').values(pendingRow({
+    event_id: event.event_id, target: 'formant', event_type: event.event_type, conversation_id: null, trace_id: null, agent_id: null, body: JSON.stringify(event), headers: '{}', source: 'webhook',
+  }, clock.now())).execute()
+  await rt.store.db.updateTable('webhook_events').set({ status: 'dead', attempts: 8, last_error: 'first failure' }).where('event_id', '=', event.event_id).execute()
+  const env = { DATA_DIR: rt.dataDir, DATABASE_URL: rt.store.url, WEBHOOK_SECRET: 'whsec_test_secret', LOG_LEVEL: 'silent' }
+  const db = rt.store.db
+  let out = ''
+  let done = false
+  const code = main(['events', 'replay', event.event_id, '--wait', '5'], { env, overrides: { clock }, stdout: (t) => void (out += t), stderr: () => {} }).finally(() => (done = true))
+  // The running service takes it (one attempt left) and it fails again.
+  let failed = false
+  while (!done) {
+    await clock.advance(200)
+    const row = await db.selectFrom('webhook_events').select(['status', 'attempts']).where('event_id', '=', event.event_id).executeTakeFirstOrThrow()
+    if (!failed && row.status === 'pending') {
+      expect(row.attempts).toBe(7)
+      await db.updateTable('webhook_events').set({ status: 'dead', attempts: 8, last_error: 'CRM answered 503' }).where('event_id', '=', event.event_id).execute()
+      failed = true
+    }
+  }
+  expect(await code).toBe(1)
+  expect(out).toBe(`${event.event_id}: dead again — the replay's attempt failed (8 attempts in all): CRM answered 503\n`)
+})

@@ -1,0 +1,11 @@
+/** What JSON.stringify leaves as itself but a terminal acts on or hides: DEL, the C1 controls (U+009B is CSI), line separators. */
+const UNSAFE_IN_JSON = /[\u007f-\u009f\u2028\u2029]/g
+
+/**
+ * JSON for a terminal: `JSON.stringify` escapes the C0 controls (so ESC prints as \u001b) but writes DEL, the C1
+ * controls and U+2028/2029 as they are — a webhook body carrying U+009B could still steer the reader's terminal.
+ * Those are written as `\uXXXX` escapes, which read back as the same JSON.
+ */
+export function terminalJson(value: unknown, indent?: number): string {
+  return JSON.stringify(value, null, indent).replace(UNSAFE_IN_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}
