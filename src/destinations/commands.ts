@@ -5,6 +5,7 @@ import { enableDestination } from './state.ts'
 import { discardDestination, DestinationStillConfiguredError } from './discard.ts'
 import { sendTestEvent } from './test-send.ts'
 import { printable } from '../utils/printable.ts'
+import { terminalJson } from '../utils/terminal-json.ts'
 
 /** `1 delivery`, `68 deliveries`: a count with its noun agreeing. */
 function counted(n: number, one: string, many: string): string {
@@ -91,7 +92,7 @@ const show = defineCommand({
     for (const [key, value] of Object.entries(fields)) ctx.write(`${key.padEnd(16)} ${printable(String(value ?? ''), 1000)}\n`)
     ctx.write('attempts\n')
     ctx.table(attempt_log.map((a) => ({ ...a, response: a.response?.slice(0, 60) })), ['attempt', 'started_at', 'status', 'latency_ms', 'result', 'error', 'response'])
-    ctx.write(`payload\n${JSON.stringify(payload, null, 2)}\n`)
+    ctx.write(`payload\n${terminalJson(payload, 2)}\n`)
   },
 })
 

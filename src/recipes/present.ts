@@ -6,6 +6,7 @@ import type { RecipeRun } from './runner.ts'
 import { summaryLine } from './summary.ts'
 import { isStranded, type QueueCounts } from './queue-control.ts'
 import { campaignFrom } from '../reports/campaign.ts'
+import { printableLines } from '../utils/printable.ts'
 
 const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString())
 
@@ -120,7 +121,8 @@ export function renderPlan(plan: PlannedEffect[], omitted: PlanOmitted = {}): st
       lines.push(`  mail to ${effect.to.join(', ')}: "${effect.subject}"${effect.attachments?.length ? ` (attachments: ${effect.attachments.join(', ')})` : ''}`)
     }
   }
-  return lines.join('\n') + '\n'
+  // Rows, rejects, names and notes quote a CSV or a webhook: nothing in them steers the terminal or forges a line.
+  return printableLines(lines)
 }
 
 export function renderRun(run: RecipeRun): string {
@@ -130,5 +132,5 @@ export function renderRun(run: RecipeRun): string {
   ]
   if (run.error) lines.push(`error: ${run.error}`)
   if (run.summary !== null && run.summary !== undefined) lines.push(`summary: ${summaryLine(run.summary)}`)
-  return lines.join('\n') + '\n' + renderPlan(run.plan, run.planOmitted)
+  return printableLines(lines) + renderPlan(run.plan, run.planOmitted)
 }

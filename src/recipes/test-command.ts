@@ -11,6 +11,7 @@ import { keepTypeCheckerWarm, warmTypeChecker } from './type-verdicts.ts'
 import { watchedFingerprint } from './watch-folder.ts'
 import { samplePath } from './sample-path.ts'
 import { catchStrayRecipeErrors } from './cli-watchdog.ts'
+import { printableLines } from '../utils/printable.ts'
 
 /**
  * `recipes test <name> --events file.json | --csv file.csv [--now ISO] [--json]`: a dry run against
@@ -95,7 +96,8 @@ export const recipesTest = defineCommand({
         for (const l of result.log) lines.push(`log ${l.level}: ${l.msg}${l.fields ? ` ${JSON.stringify(l.fields)}` : ''}`)
         if (result.error) lines.push(`error: ${result.error}`)
         if (summary !== null) lines.push(`summary: ${summaryLine(summary)}`)
-        ctx.write(lines.join('\n') + '\n' + renderPlan(result.plan))
+        // The log, error and summary may quote the events or the CSV given: made printable, as the plan is.
+        ctx.write(printableLines(lines) + renderPlan(result.plan))
       }
       stray?.ran(result.recipe, result.status)
       return result.status === 'failed' ? 1 : 0

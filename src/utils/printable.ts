@@ -13,3 +13,11 @@ export function printable(text: string, max = 200): string {
     return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`
   })
 }
+
+/**
+ * Lines for a terminal, each made `printable` whole (not cut): a plan's rows, a run's error and summary quote what a
+ * CSV or a webhook carried, and a newline inside one of them would forge a line of its own.
+ */
+export function printableLines(lines: string[]): string {
+  return lines.map((line) => printable(line, Infinity)).join('\n') + '\n'
+}

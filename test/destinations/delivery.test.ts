@@ -42,6 +42,18 @@ describeEachDialect('destinations: delivery', (dialect) => {
     expect(Number(req!.headers['webhook-timestamp'])).toBe(Math.floor(h.clock.now() / 1000))
   })
 
+  it('destinations show writes the payload with nothing in it that steers the terminal (C1 controls escaped, still JSON)', async () => {
+    const s = await sink()
+    h = await createForwardHarness(dialect, [destination(s)])
+    const event = makeEvent({ call: { call_parameters: { customer_phone: '+919876543210', name: 'Asha\u009b2J\u2028' } } })
+    await h.ingest([event])
+    await vi.waitFor(async () => expect((await h!.status())[0]?.status).toBe('delivered'), WAIT)
+    const shown = await runCli(['destinations', 'show', deliveryId('crm', event.event_id)], cliEnv(h.rt, { DESTINATIONS: JSON.stringify([destination(s)]), ALLOW_PRIVATE_DESTINATIONS: '1' }))
+    expect(shown.code).toBe(0)
+    expect(shown.out).not.toMatch(/[\u007f-\u009f\u2028\u2029]/)
+    expect(shown.out).toContain('Asha\\u009b2J\\u2028')
+  })
+
   it('only forwards the types and agents a destination asks for', async () => {
     const s = await sink()
     h = await createForwardHarness(dialect, [destination(s, { events: ['call.completed'], agentIds: [101] })])

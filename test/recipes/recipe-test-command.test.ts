@@ -306,3 +306,23 @@ it('recipes test and recipes check find a recipe the same way: by name, name.ts 
     other.cleanup()
   }
 })
+
+it('recipes test prints what a CSV carried with nothing that steers the terminal or forges a line', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-csv-escape-'))
+  try {
+    const header = readFileSync(`${SAMPLES}/leads.csv`, 'utf8').split('\n')[0]!
+    const columns = header.split(',')
+    const cell = (name: string, value: string) => (columns.includes(name) ? value : '')
+    // A row with a name carrying ESC, C1 CSI and a newline (a quoted cell), and a reject whose raw cells carry them too.
+    const row = (phone: string) => columns.map((c) => (c === 'customer_phone' || c === 'phone' ? phone : c === 'name' ? '"Ann\u001b[2J\u009b31m\nplan: nothing"' : cell(c, ''))).join(',')
+    writeFileSync(join(dir, 'leads.csv'), `${header}\n${row('+919876543215')}\n${row('not-a-phone\u001b]0;x\u0007')}\n`)
+    const { code, out } = await cli('recipes', 'test', 'nightly-batch', '--csv', join(dir, 'leads.csv'), '--now', '2026-01-15T04:00:00Z')
+    expect(code).toBe(0)
+    expect(out).toMatch(/rejected row \d+: /)
+    expect(out).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/)
+    expect(out).not.toMatch(/^plan: nothing$/m)
+    expect(out).toContain('Ann\\u001b[2J\\x9b31m')
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
