@@ -255,10 +255,10 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
   const ticksUnderWay = new Set<string>()
 
   /**
-   * A claimed tick: skipped (and recorded) if a run of the recipe is still going here or on a replica. `claimed`: the
-   * sweep has already taken over the claim of one whose run was never recorded.
+   * A tick, claimed (`claim`: by default the scheduler's claim; the sweep's takes over the claim of one whose run was
+   * never recorded), then run: skipped (and recorded) if a run of the recipe is still going here or on a replica.
    */
-  const runTick = async (name: string, tickAt: number, type: RecipeTriggerType, claimed = false) => {
+  const runTick = async (name: string, tickAt: number, type: RecipeTriggerType, claim = () => claimTick(rt, name, tickAt)) => {
     if (stopped) return
     const key = `${name}@${tickAt}`
     ticksUnderWay.add(key)
@@ -268,25 +268,31 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       // replica that already has its verdict could have run them.
       await typeChecked
       if (stopped || !loaded.find((r) => r.name === name)?.definition) return
-      if (!claimed && !(await claimTick(rt, name, tickAt))) return
-      const trigger: RecipeTrigger<PipelineEvent> = { type, scheduledAt: tickAt }
-      const skip = async () => {
-        await recordSkipped(rt, name, trigger, `skipped: the previous run was still in progress at ${new Date(tickAt).toISOString()}`)
-        log.warn({ recipe: name, tick_at: tickAt }, 'tick skipped: previous run still in progress')
-      }
-      if (tails.has(name) || (await runningElsewhere(name))) return await skip()
-      const recipe = loaded.find((r) => r.name === name)
-      if (!recipe?.definition) return
-      try {
-        // Its run is recorded within TICK_TURN_WAIT_MS of the claim (or it is skipped): a claim with no run long after
-        // that was lost, and the sweep may hand it to another replica.
-        await exclusive(name, () => runNow(recipe, trigger, false), { maxWaitMs: TICK_TURN_WAIT_MS })
-      } catch (error) {
-        // Another process's run started between the look above and this run's start: it holds the running slot. Or
-        // an event run that began in between held this recipe past the wait.
-        if (error instanceof RecipeRunningError || error instanceof RecipeBusyError) return await skip()
-        throw error
-      }
+      // While an interrupted event's retry runs alone (event-dispatch.ts), the tick waits for it — unclaimed, so the
+      // claim below still comes within TICK_TURN_WAIT_MS of its run — and then runs; a retry due meanwhile waits for
+      // the tick. Beside it, a tick that hung the thread interrupted the retry, and the retry's recipe was blamed.
+      await dispatch.beside(name, async () => {
+        if (stopped || !loaded.find((r) => r.name === name)?.definition) return
+        if (!(await claim())) return
+        const trigger: RecipeTrigger<PipelineEvent> = { type, scheduledAt: tickAt }
+        const skip = async () => {
+          await recordSkipped(rt, name, trigger, `skipped: the previous run was still in progress at ${new Date(tickAt).toISOString()}`)
+          log.warn({ recipe: name, tick_at: tickAt }, 'tick skipped: previous run still in progress')
+        }
+        if (tails.has(name) || (await runningElsewhere(name))) return await skip()
+        const recipe = loaded.find((r) => r.name === name)
+        if (!recipe?.definition) return
+        try {
+          // Its run is recorded within TICK_TURN_WAIT_MS of the claim (or it is skipped): a claim with no run long after
+          // that was lost, and the sweep may hand it to another replica.
+          await exclusive(name, () => runNow(recipe, trigger, false), { maxWaitMs: TICK_TURN_WAIT_MS })
+        } catch (error) {
+          // Another process's run started between the look above and this run's start: it holds the running slot. Or
+          // an event run that began in between held this recipe past the wait.
+          if (error instanceof RecipeRunningError || error instanceof RecipeBusyError) return await skip()
+          throw error
+        }
+      })
     } catch (error) {
       log.error({ err: error, recipe: name, tick_at: tickAt }, 'scheduled tick failed')
     } finally {
@@ -381,9 +387,14 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
         settledTicks.set(entry.name, prev)
         continue
       }
-      if (!(await reclaimTick(rt, entry.name, last))) continue
-      log.warn({ recipe: entry.name, tick_at: prev, claimed_by: last.owner }, 'running a tick that was claimed but never run')
-      void track(runTick(entry.name, prev, 'catchup', true))
+      // Taken over as the run is about to start (see runTick), not before a wait.
+      void track(
+        runTick(entry.name, prev, 'catchup', async () => {
+          if (!(await reclaimTick(rt, entry.name, last))) return false
+          log.warn({ recipe: entry.name, tick_at: prev, claimed_by: last.owner }, 'running a tick that was claimed but never run')
+          return true
+        }),
+      )
     }
   }
 

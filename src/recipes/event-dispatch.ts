@@ -45,6 +45,11 @@ export interface EventDispatch {
   /** Starts the per-recipe runners and the sweep. */
   start(): void
   wake(recipe?: string): void
+  /**
+   * Runs `fn` — a scheduled run of `recipe` — as a batch runs beside the others: it waits while an interrupted event's
+   * retry runs alone (see `isolate`), and such a retry waits for it to end before it starts.
+   */
+  beside<T>(recipe: string, fn: () => Promise<T>): Promise<T>
   /** Resolves when no batch is being claimed or run. */
   idle(): Promise<void>
   stop(): Promise<void>
@@ -204,26 +209,41 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
    * side, a recipe's events were interrupted again each time the one that loops ran beside them, until they were dead
    * for a fault not theirs. Alone, the run that stops the thread again is the one that loops; the others go through.
    * Other batches wait (before they claim) while an isolated one runs; it waits for those already running to end.
+   * Scheduled runs too (the engine runs them through `beside`): a tick that hung the thread beside the retry interrupted
+   * it, and the retry's recipe was charged the attempt.
    */
   let batchesRunning = 0
   let isolated: Promise<void> | undefined
+  /** The recipe whose interrupted events' retry is running alone, or waiting to. */
+  let isolatedRecipe: string | undefined
   const batchEnded = new Set<() => void>()
 
-  async function runCounted(recipe: LoadedRecipe, rows: FireRow[], claimedAt: number): Promise<boolean> {
+  async function counted<T>(fn: () => Promise<T>): Promise<T> {
     batchesRunning++
     try {
-      return await runBatch(recipe, rows, claimedAt)
+      return await fn()
     } finally {
       batchesRunning--
       for (const resolve of batchEnded) resolve()
     }
   }
 
+  const runCounted = (recipe: LoadedRecipe, rows: FireRow[], claimedAt: number) => counted(() => runBatch(recipe, rows, claimedAt))
+
+  async function beside<T>(recipe: string, fn: () => Promise<T>): Promise<T> {
+    if (isolated) log.info({ recipe, waits_for: isolatedRecipe }, `scheduled run of ${recipe} waits for the retry of ${isolatedRecipe}'s interrupted run, which runs alone; it starts when that ends`)
+    while (isolated) await isolated
+    // Counted from here, with no turn given up in between: a retry claimed meanwhile waits for it.
+    return counted(fn)
+  }
+
   async function isolate(recipe: LoadedRecipe, rows: FireRow[], claimedAt: number): Promise<boolean> {
     while (isolated) await isolated
     let release = () => {}
     isolated = new Promise<void>((resolve) => (release = resolve))
+    isolatedRecipe = recipe.name
     try {
+      if (batchesRunning > 0 && !stopped) log.info({ recipe: recipe.name, runs: batchesRunning }, `the retry of ${recipe.name}'s interrupted run waits for the runs in progress to end (${batchesRunning})`)
       while (batchesRunning > 0 && !stopped) await new Promise<void>((resolve) => batchEnded.add(resolve)).finally(() => batchEnded.clear())
       // Stopping meanwhile: its events go back to the queue as they were, for the next start.
       if (stopped) {
@@ -234,6 +254,7 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
       return await runCounted(recipe, rows, claimedAt)
     } finally {
       isolated = undefined
+      isolatedRecipe = undefined
       release()
     }
   }
@@ -315,6 +336,7 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
       if (!cancelSweep) sweep()
     },
     wake,
+    beside,
     async idle() {
       for (let i = 0; i < 1000 && passes.size > 0; i++) await Promise.allSettled([...passes.values()])
     },
