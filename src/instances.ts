@@ -74,9 +74,15 @@ export async function releaseInstance(rt: Runtime, id: string): Promise<void> {
         .where('process', '=', `${registered.process}/${id}`)
         .returning(['id', 'recipe', 'trigger'])
         .execute()
-      // Which recipes were running when it stopped: one of them, if it was a recipe that never yields.
+      // Which recipes were running when it stopped: one of them, if it was a recipe that never yields. Each named with
+      // its run's trigger: only an event run is tried again (its events); a scheduled one's tick is not.
       if (interrupted.length) {
-        rt.log.warn({ runs: interrupted.map((r) => ({ recipe: r.recipe, run_id: r.id, trigger: r.trigger })) }, `recipe runs interrupted (their thread or process stopped): ${[...new Set(interrupted.map((r) => r.recipe))].join(', ')}; their events are retried one recipe at a time`)
+        const named = [...new Set(interrupted.map((r) => `${r.recipe} (${r.trigger})`))].join(', ')
+        const next = [
+          ...(interrupted.some((r) => r.trigger === 'event') ? ['an event run\'s events are retried one at a time, with no other recipe beside them'] : []),
+          ...(interrupted.some((r) => r.trigger !== 'event') ? ['a scheduled or manual run stays failed and is not run again'] : []),
+        ]
+        rt.log.warn({ runs: interrupted.map((r) => ({ recipe: r.recipe, run_id: r.id, trigger: r.trigger })) }, `recipe runs interrupted (their thread or process stopped): ${named}; ${next.join('; ')}`)
       }
     }
   }

@@ -1,9 +1,10 @@
 import { afterEach, expect, it, vi } from 'vitest'
-import { releaseInstance } from '../../src/instances.ts'
+import { registerInstance, releaseInstance } from '../../src/instances.ts'
 import { enqueueEventFires } from '../../src/recipes/claims.ts'
 import { createRecipeEngine } from '../../src/recipes/engine.ts'
 import { listRuns } from '../../src/recipes/runner.ts'
 import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
+import { processIdentity } from '../../src/utils/process-identity.ts'
 import { captureLogs } from '../helpers/log-capture.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { processed, storeEvents, tempRecipesDir } from './helpers.ts'
@@ -108,4 +109,22 @@ it("an interrupted event's retry due while a tick runs waits for the tick to end
   await finish('spinning:event')
   await engine.idle()
   expect(s.log).toEqual(['start nightly:cron beside []', 'end nightly:cron', 'start spinning:event beside []', 'end spinning:event'])
+})
+
+// A thread is told from the others by its process's identity (/proc): where there is none, nothing is registered.
+it.skipIf(!processIdentity())('a tick that hangs its thread is recorded interrupted, named with its trigger by the line that lists the interrupted runs', async () => {
+  const { s, clock, logs, rt } = await setUp('2026-03-01T09:59:50Z', '0 10 * * *')
+  expect(await registerInstance(rt)).toBe(true)
+  await clock.advance(10_000)
+  await vi.waitFor(() => expect(s.log).toEqual(['start nightly:cron beside []']))
+  // It never yields: the watchdog stops the thread, and the restart gives back what it held (src/processing-host.ts).
+  await releaseInstance(rt, rt.instanceId)
+  const [tick] = await listRuns(rt, { recipe: 'nightly' })
+  expect(tick).toMatchObject({ trigger: 'cron', status: 'failed', error: 'interrupted: its process or processing thread stopped during the run' })
+  expect(logs.find(/^recipe runs interrupted/)).toEqual([
+    expect.objectContaining({
+      msg: 'recipe runs interrupted (their thread or process stopped): nightly (cron); a scheduled or manual run stays failed and is not run again',
+      runs: [{ recipe: 'nightly', run_id: tick!.id, trigger: 'cron' }],
+    }),
+  ])
 })
