@@ -273,6 +273,12 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
       const rows = await claimFireBatch(rt, name, owner, recipeBatchMax, FIRE_CLAIM_MS)
       if (rows.length === 0) return
       const interrupted = rows.some((r) => r.last_error?.startsWith(INTERRUPTED_ERROR_PREFIX))
+      // A retry that goes alone began while this batch was being claimed: run now, the batch ran beside it. It is handed
+      // back as it was (its claims are not held through the wait) and claimed again once that retry has ended.
+      if (!interrupted && isolated) {
+        await releaseFires(rt, name, owner, rows.map((r) => r.event_id))
+        continue
+      }
       // Handed back: claiming the same events again now would only wait again; the sweep looks later.
       if (!(await (interrupted ? isolate : runCounted)(recipe, rows, claimedAt))) return
       // The rest of the thread (messages, timers) gets a turn between batches (src/utils/next-turn.ts).

@@ -86,3 +86,58 @@ it("an interrupted event's retry runs with no other recipe's batch beside it", a
     await dispatch.stop()
   }
 })
+
+it("a batch claimed while an interrupted event's retry is being claimed waits for the retry, instead of running beside it", async () => {
+  const clock = createManualClock('2026-03-01T10:00:00Z')
+  rt = await createTestRuntime({ clock })
+  const spinning = recipe('spinning')
+  const innocent = recipe('innocent')
+  const events = [0, 1].map(() => makeEvent({ event_type: 'call.no_answer' }))
+  await rt.store.db.insertInto('webhook_events').values(events.map((e) => pendingRow({
+    event_id: e.event_id, target: 'formant', event_type: e.event_type, conversation_id: null, trace_id: null, agent_id: null, body: JSON.stringify(e), headers: '{}', source: 'webhook',
+  }, rt!.clock.now()))).execute()
+  const stoppedThread = 'stopped-thread'
+  await rt.store.db.insertInto('instances').values({ id: stoppedThread, process: 'gone', host: 'here', started_at: rt.clock.now() }).execute()
+  await enqueueEventFires(rt, [{ recipe: 'spinning', eventId: events[0]!.event_id }])
+  await rt.store.db.updateTable('recipe_event_fires').set({ claimed_by: `${stoppedThread}:recipes`, claimed_until: rt.clock.now() + 10_000 }).execute()
+  await releaseInstance(rt, stoppedThread)
+  await clock.advance(31_000)
+  // A new event for the other recipe: its batch and the retry are claimed at the same moment.
+  await enqueueEventFires(rt, [{ recipe: 'innocent', eventId: events[1]!.event_id }])
+
+  const running = new Set<string>()
+  const log: string[] = []
+  const gates = new Map<string, () => void>()
+  const dispatch = createEventDispatch(rt, {
+    recipes: () => [spinning, innocent],
+    subscriptions: (name) => (name === 'spinning' ? spinning : innocent).definition!.on,
+    inProgress: async () => false,
+    run: async (r: LoadedRecipe, batch: Array<{ eventId: string }>): Promise<RecipeRun> => {
+      const label = `${r.name}:${batch.map((e) => events.findIndex((x) => x.event_id === e.eventId)).join(',')}`
+      log.push(`start ${label} beside [${[...running].join(' ')}]`)
+      running.add(label)
+      await new Promise<void>((resolve) => gates.set(label, resolve))
+      running.delete(label)
+      log.push(`end ${label}`)
+      return { id: `run_${label}`, recipe: r.name, trigger: 'event', eventId: null, dryRun: false, status: 'succeeded', startedAt: 0, endedAt: 0, summary: null, plan: [], planOmitted: {}, error: null }
+    },
+  })
+  const finish = async (label: string) => {
+    await vi.waitFor(() => expect(gates.has(label)).toBe(true))
+    gates.get(label)!()
+    gates.delete(label)
+  }
+  try {
+    dispatch.start()
+    await vi.waitFor(() => expect(log.length).toBeGreaterThan(0))
+    const first = log[0]!.startsWith('start spinning') ? 'spinning:0' : 'innocent:1'
+    const second = first === 'spinning:0' ? 'innocent:1' : 'spinning:0'
+    await finish(first)
+    await finish(second)
+    await dispatch.idle()
+    expect(log).toEqual([`start ${first} beside []`, `end ${first}`, `start ${second} beside []`, `end ${second}`])
+  } finally {
+    for (const open of gates.values()) open()
+    await dispatch.stop()
+  }
+})
