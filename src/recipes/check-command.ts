@@ -13,7 +13,10 @@ import { shownPath } from '../utils/shown-path.ts'
 interface LoadProblem {
   recipe: string
   file: string
+  /** Every reason, joined with "; ": the service's own "broken" reason for the file (its log line, /admin/recipes). */
   reason: string
+  /** The same reasons one by one: a definition may be refused for several at once (a bad schedule and an unknown key). */
+  reasons: string[]
 }
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
@@ -34,11 +37,11 @@ async function checkRecipes(dir: string, name: string | undefined, timezone: str
   // The loader first: it is the cheap half, and the service refuses a file it rejects whatever its types.
   const options = { targets, watch: cliLoadWatch() }
   const loaded = name ? [await loadRecipeFile(files[0]!, timezone, options)] : await loadRecipes(dir, timezone, options)
-  const broken: LoadProblem[] = loaded.flatMap((r) => (r.error === undefined ? [] : [{ recipe: r.name, file: r.file, reason: r.error }]))
+  const broken: LoadProblem[] = loaded.flatMap((r) => (r.error === undefined ? [] : [{ recipe: r.name, file: r.file, reason: r.error, reasons: r.reasons ?? [r.error] }]))
   // The compiler is large: loaded only by the command that needs it.
   const { typeCheckFiles, formatDiagnostic } = await import('./typecheck.ts')
   const diagnostics = typeCheckFiles(files)
-  const lines = [...diagnostics.map((d) => formatDiagnostic(d)), ...broken.map((b) => `${shownPath(b.file)}: broken: ${b.reason}`)]
+  const lines = [...diagnostics.map((d) => formatDiagnostic(d)), ...broken.flatMap((b) => b.reasons.map((reason) => `${shownPath(b.file)}: broken: ${reason}`))]
   const withErrors = new Set(diagnostics.map((d) => d.file)).size
   const found = [
     ...(diagnostics.length ? [`${plural(diagnostics.length, 'type error')} in ${plural(withErrors, 'file')}`] : []),
@@ -55,7 +58,8 @@ async function checkRecipes(dir: string, name: string | undefined, timezone: str
 /**
  * `recipes check [name]`: what the service would say of each recipe file of RECIPES_DIR (wherever it is)
  * before running it. It loads and validates each file as the service's loader does (a bad schedule, time zone or
- * event type, an unknown key, no default export, a file name it refuses: `file: broken: reason`) and type-checks
+ * event type, an unknown key, no default export, a file name it refuses: `file: broken: reason`, a line for each of
+ * a file's reasons, so a file refused for three is fixed in one round, not three) and type-checks
  * them against this service's API (`file:line:col message`). Exit 1 when either finds something: a check that
  * passed a file the service then refuses would be worse than none.
  *

@@ -3,7 +3,7 @@ import { basename, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { installationCacheDir } from '../utils/installation-cache.ts'
 import type { RecipeDefinition } from './define.ts'
-import { validateRecipe } from './validate.ts'
+import { recipeProblems } from './validate.ts'
 import type { LoadWatch } from './load-watch.ts'
 import { recipeFrame } from './recipe-frame.ts'
 
@@ -12,8 +12,13 @@ export interface LoadedRecipe {
   name: string
   file: string
   definition: RecipeDefinition | undefined
-  /** Why the recipe cannot run (syntax error, throw at import, bad definition). */
+  /** Why the recipe cannot run (syntax error, throw at import, bad definition): every reason, joined with "; ". */
   error: string | undefined
+  /**
+   * The loader's reasons one by one, whenever it refused the file (`recipes check` prints a line each); `error` joins
+   * them. A type error found later (the service's type check) sets `error` alone.
+   */
+  reasons?: string[]
   /** The recipe's own time zone, else RECIPES_TIMEZONE. */
   timezone: string
 }
@@ -135,9 +140,9 @@ async function loadOne(
 ): Promise<LoadedRecipe> {
   const name = basename(file, '.ts')
   const base = { name, file, definition: undefined, error: undefined, timezone: fallbackTimezone }
-  if (!NAME.test(name)) return { ...base, error: 'file name must use letters, digits, "-" or "_" only' }
+  if (!NAME.test(name)) return broken(base, ['file name must use letters, digits, "-" or "_" only'])
   const leftOut = options.watch?.leftOut(file)
-  if (leftOut) return { ...base, error: leftOut }
+  if (leftOut) return broken(base, [leftOut])
   const limitMs = options.timeLimitMs ?? RECIPE_LOAD_TIME_LIMIT_MS
   let exported: unknown
   options.watch?.loading(file)
@@ -145,20 +150,29 @@ async function loadOne(
     const mod = await withinTimeLimit(jiti.import<Record<string, unknown> | undefined>(file), limitMs)
     exported = mod && 'default' in mod ? mod.default : undefined
   } catch (error) {
-    if (error instanceof LoadTimeLimitError) return { ...base, error: `did not finish loading within ${duration(limitMs)}: a top-level await that never settles?` }
+    if (error instanceof LoadTimeLimitError) return broken(base, [`did not finish loading within ${duration(limitMs)}: a top-level await that never settles?`])
     // Where in the file its top-level code threw (a syntax error's message names its place itself).
     const message = firstLine(error)
     const at = /:\d+:\d+/.test(message) ? '' : recipeFrame(error, [dirname(file)], name)
-    return { ...base, error: `failed to load: ${message}${at}` }
+    return broken(base, [`failed to load: ${message}${at}`])
   } finally {
     options.watch?.loaded(file)
   }
+  let problems: string[]
   try {
-    const definition = validateRecipe(exported, fallbackTimezone, options.targets)
-    return { ...base, definition, timezone: definition.timezone ?? fallbackTimezone }
+    problems = recipeProblems(exported, fallbackTimezone, options.targets)
   } catch (error) {
-    return { ...base, error: firstLine(error) }
+    // A getter of the exported object that throws, say: the recipe's own code, and its own reason.
+    problems = [error instanceof Error ? error.message : String(error)]
   }
+  // Each reason on one line and bounded on its own, so a long one (a key's value pasted whole) does not cut the others.
+  if (problems.length) return broken(base, problems.map(firstLine))
+  const definition = exported as RecipeDefinition
+  return { ...base, definition, timezone: definition.timezone ?? fallbackTimezone }
+}
+
+function broken(base: LoadedRecipe, reasons: string[]): LoadedRecipe {
+  return { ...base, error: reasons.join('; '), reasons }
 }
 
 function publicApiPath(): string {

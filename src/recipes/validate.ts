@@ -64,12 +64,16 @@ function nearestKey(key: string): keyof RecipeDefinition | undefined {
   return best?.key
 }
 
-function unknownKeysError(unknown: string[]): Error {
-  const each = unknown.map((key) => {
+/**
+ * A line per unknown key, with the key it most likely meant; the last names the keys a recipe takes (once, not on
+ * every line). Joined with "; ", as they read when there was one error for them all.
+ */
+function unknownKeyProblems(unknown: string[]): string[] {
+  return unknown.map((key, i) => {
     const near = nearestKey(key)
-    return `unknown key \`${key}\`${near ? `: did you mean \`${near}\`?` : ''}`
+    const known = i === unknown.length - 1 ? ` (a recipe takes ${RECIPE_KEYS.join(', ')})` : ''
+    return `unknown key \`${key}\`${near ? `: did you mean \`${near}\`?` : ''}${known}`
   })
-  return new Error(`${each.join('; ')} (a recipe takes ${RECIPE_KEYS.join(', ')})`)
 }
 
 /**
@@ -77,61 +81,93 @@ function unknownKeysError(unknown: string[]): Error {
  * would otherwise make a recipe that loads, is listed, and never runs. A target of the provider's scheme carries the
  * provider's events, which recipes subscribe to by type alone (`call.no_answer` covers every such target).
  */
-function checkTargetEvent(entry: string, targets: Readonly<Record<string, { scheme: string }>>): void {
+function targetEventProblem(entry: string, targets: Readonly<Record<string, { scheme: string }>>): string | undefined {
   const target = entry.slice(0, entry.indexOf(':'))
   const own = Object.keys(targets).filter((name) => targets[name]!.scheme !== 'formant')
-  if (own.includes(target)) return
+  if (own.includes(target)) return undefined
   if (target === 'formant' || Object.hasOwn(targets, target)) {
-    throw new Error(`\`on\` lists ${JSON.stringify(entry)}, but target "${target}" carries the provider's events: subscribe to them by type alone, e.g. 'call.no_answer'`)
+    return `\`on\` lists ${JSON.stringify(entry)}, but target "${target}" carries the provider's events: subscribe to them by type alone, e.g. 'call.no_answer'`
   }
   const near = own.find((name) => editDistance(name.toLowerCase(), target.toLowerCase()) <= Math.max(2, Math.floor(name.length / 3)))
   const configured = own.length ? `WEBHOOK_TARGETS names ${own.map((n) => `"${n}"`).join(', ')}` : 'WEBHOOK_TARGETS names none'
-  throw new Error(`\`on\` lists ${JSON.stringify(entry)}, but no webhook target is named "${target}"${near ? `: did you mean "${near}:${entry.slice(target.length + 1)}"?` : ''} (${configured})`)
+  return `\`on\` lists ${JSON.stringify(entry)}, but no webhook target is named "${target}"${near ? `: did you mean "${near}:${entry.slice(target.length + 1)}"?` : ''} (${configured})`
+}
+
+/** What is wrong with `on`: not a list; the entries that are no event type (said together, the known types once); the targets. */
+function onProblems(on: unknown, targets: Readonly<Record<string, { scheme: string }>> | undefined): string[] {
+  if (on === undefined) return []
+  if (!Array.isArray(on)) return ['`on` must be a list of event types, e.g. [\'call.no_answer\']']
+  const unknownTypes: unknown[] = []
+  const targetProblems: string[] = []
+  for (const type of on as unknown[]) {
+    // `<target>:<type>` subscribes to a named target's events; anything else must be a provider event type.
+    const targetEvent = typeof type === 'string' && /^[a-z0-9][a-z0-9_-]{0,62}:\S+$/i.test(type)
+    if (!targetEvent && !(WEBHOOK_EVENT_TYPES as readonly unknown[]).includes(type)) unknownTypes.push(type)
+    const problem = targetEvent && targets ? targetEventProblem(type, targets) : undefined
+    if (problem) targetProblems.push(problem)
+  }
+  const listed = unknownTypes.map((type) => JSON.stringify(type)).join(', ')
+  const unknown = unknownTypes.length
+    ? [`\`on\` lists unknown event type${unknownTypes.length === 1 ? '' : 's'} ${listed} (known: ${WEBHOOK_EVENT_TYPES.join(', ')}, or <target>:<type> for a named target)`]
+    : []
+  return [...unknown, ...targetProblems]
+}
+
+/** Why `schedule` cannot be used, judged in `timezone`; undefined when it can. */
+function scheduleProblem(schedule: unknown, timezone: string): string | undefined {
+  if (typeof schedule !== 'string' || !schedule.trim()) return '`schedule` must be a cron pattern such as "0 8 * * *"'
+  try {
+    if (!cronFor(schedule, timezone).nextRun()) return `\`schedule\` "${schedule}" is not a valid cron pattern: it never fires`
+  } catch (error) {
+    return `\`schedule\` "${schedule}" is not a valid cron pattern: ${(error as Error).message}`
+  }
+  return undefined
 }
 
 /**
- * Checks what a recipe file exported. Returns the definition, or throws an Error whose message says
- * what to fix (shown as the recipe's "broken" reason). With `targets` (WEBHOOK_TARGETS), `<target>:<type>` entries
- * must name one of them that sends events of its own.
+ * Every reason what a recipe file exported cannot be used, each saying what to fix; none when it is a usable
+ * definition. All of them, not the first: an author fixing a bad schedule, an unknown key and a bad time zone one at a
+ * time ran `recipes check` three times to find them (the service's "broken" reason joins them with "; "). With
+ * `targets` (WEBHOOK_TARGETS), `<target>:<type>` entries must name one of them that sends events of its own.
  */
-export function validateRecipe(value: unknown, fallbackTimezone: string, targets?: Readonly<Record<string, { scheme: string }>>): RecipeDefinition {
+export function recipeProblems(value: unknown, fallbackTimezone: string, targets?: Readonly<Record<string, { scheme: string }>>): string[] {
   if (!value || typeof value !== 'object') {
-    throw new Error('no recipe exported: the file must `export default defineRecipe({ description, run, … })`')
+    return ['no recipe exported: the file must `export default defineRecipe({ description, run, … })`']
   }
   const unknown = Object.keys(value).filter((key) => !Object.hasOwn(KNOWN_KEYS, key))
-  if (unknown.length) throw unknownKeysError(unknown)
+  const problems = unknownKeyProblems(unknown)
+  // A key misspelt (`handler` for `run`) is one mistake: its line says which key it meant, so that key is not said
+  // missing as well. A key that is there, but wrong, still is.
+  const meant = new Set(unknown.map(nearestKey))
   const def = value as Partial<Record<keyof RecipeDefinition, unknown>>
-  if (typeof def.run !== 'function') throw new Error('`run` must be a function')
+  const missingButMeant = (key: keyof RecipeDefinition) => def[key] === undefined && meant.has(key)
+  if (typeof def.run !== 'function' && !missingButMeant('run')) problems.push('`run` must be a function')
   // Required by the contract (RecipeDefinition, DESIGN.md): `recipes list --json`, /admin/recipes and the dashboard show it.
   if (def.description === undefined) {
-    throw new Error('`description` is required: a line saying what the recipe does, e.g. description: \'Calls back missed calls\'')
-  }
-  if (typeof def.description !== 'string' || !def.description.trim()) throw new Error('`description` must be a non-empty string')
+    if (!missingButMeant('description')) problems.push('`description` is required: a line saying what the recipe does, e.g. description: \'Calls back missed calls\'')
+  } else if (typeof def.description !== 'string' || !def.description.trim()) problems.push('`description` must be a non-empty string')
+  let zoneOk = true
   if (def.timezone !== undefined && (typeof def.timezone !== 'string' || !isTimeZone(def.timezone))) {
-    throw new Error(`\`timezone\` must be an IANA time zone such as Asia/Kolkata (got ${JSON.stringify(def.timezone)})`)
+    problems.push(`\`timezone\` must be an IANA time zone such as Asia/Kolkata (got ${JSON.stringify(def.timezone)})`)
+    zoneOk = false
   }
   // As RECIPES_TIMEZONE: Intl takes EST as UTC−5 all year, so a schedule of 08:00 ran at 09:00 New York time all summer.
-  const misread = typeof def.timezone === 'string' ? misreadZone(def.timezone) : undefined
-  if (misread) throw new Error(`\`timezone\` "${def.timezone as string}" ${misread}`)
-  if (def.schedule !== undefined) {
-    if (typeof def.schedule !== 'string' || !def.schedule.trim()) throw new Error('`schedule` must be a cron pattern such as "0 8 * * *"')
-    try {
-      const cron = cronFor(def.schedule, (def.timezone as string | undefined) ?? fallbackTimezone)
-      if (!cron.nextRun()) throw new Error('it never fires')
-    } catch (error) {
-      throw new Error(`\`schedule\` "${def.schedule}" is not a valid cron pattern: ${(error as Error).message}`)
-    }
-  }
-  if (def.on !== undefined) {
-    if (!Array.isArray(def.on)) throw new Error('`on` must be a list of event types, e.g. [\'call.no_answer\']')
-    for (const type of def.on) {
-      // `<target>:<type>` subscribes to a named target's events; anything else must be a provider event type.
-      const targetEvent = typeof type === 'string' && /^[a-z0-9][a-z0-9_-]{0,62}:\S+$/i.test(type)
-      if (!targetEvent && !(WEBHOOK_EVENT_TYPES as readonly unknown[]).includes(type)) {
-        throw new Error(`\`on\` lists unknown event type ${JSON.stringify(type)} (known: ${WEBHOOK_EVENT_TYPES.join(', ')}, or <target>:<type> for a named target)`)
-      }
-      if (targetEvent && targets) checkTargetEvent(type, targets)
-    }
-  }
-  return def as RecipeDefinition
+  const misread = zoneOk && typeof def.timezone === 'string' ? misreadZone(def.timezone) : undefined
+  if (misread) problems.push(`\`timezone\` "${def.timezone as string}" ${misread}`)
+  // A zone refused above is said once: the schedule is judged in the fallback zone, not failed again for the zone.
+  const zone = zoneOk && typeof def.timezone === 'string' ? def.timezone : fallbackTimezone
+  const schedule = def.schedule === undefined ? undefined : scheduleProblem(def.schedule, zone)
+  if (schedule) problems.push(schedule)
+  problems.push(...onProblems(def.on, targets))
+  return problems
+}
+
+/**
+ * Checks what a recipe file exported. Returns the definition, or throws an Error whose message says what to fix —
+ * every problem recipeProblems finds, joined with "; ".
+ */
+export function validateRecipe(value: unknown, fallbackTimezone: string, targets?: Readonly<Record<string, { scheme: string }>>): RecipeDefinition {
+  const problems = recipeProblems(value, fallbackTimezone, targets)
+  if (problems.length) throw new Error(problems.join('; '))
+  return value as RecipeDefinition
 }
