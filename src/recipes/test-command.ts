@@ -12,6 +12,7 @@ import { watchedFingerprint } from './watch-folder.ts'
 import { samplePath } from './sample-path.ts'
 import { catchStrayRecipeErrors } from './cli-watchdog.ts'
 import { printableLines } from '../utils/printable.ts'
+import { csvNameProblem } from './csv-fixture.ts'
 
 /**
  * `recipes test <name> --events file.json | --csv file.csv [--now ISO] [--json]`: a dry run against
@@ -38,7 +39,7 @@ export const recipesTest = defineCommand({
   args: [['<name>', 'a recipe in RECIPES_DIR (its name, with or without .ts), or a path to a recipe file']],
   options: {
     events: { type: 'string', value: 'file.json', help: 'webhook events as the provider sends them (a JSON list, or { "events": [...] }): applied to the conversations and delivered to the recipe together as one event trigger' },
-    csv: { type: 'string', value: 'file.csv', help: "a contacts CSV, copied into the test's data folder's inbox/ and inbox/<name>/, where a batch recipe finds it" },
+    csv: { type: 'string', value: 'file.csv', help: "a contacts CSV, copied into the test's data folder's inbox/ and inbox/<name>/, where a batch recipe finds it; named *.csv, as a batch recipe reads no other" },
     watch: {
       type: 'boolean',
       help: "keep testing: run it again each time a file of the recipe's folder (lib/ included) or the --events or --csv file changes — well under a second after the first run — until Ctrl-C; with --json, one JSON object a line per run",
@@ -105,8 +106,10 @@ export const recipesTest = defineCommand({
     if (!ctx.values.watch) return test()
 
     // Watching: the recipe's folder (its helpers) and the fixtures. A name that is no recipe ends it (exit 2), as
-    // without --watch; anything else a run finds — a type error, a fixture that does not parse — is said, and the
-    // next save runs it again.
+    // without --watch, and so does a --csv not named .csv (no save of it changes its name); anything else a run finds —
+    // a type error, a fixture that does not parse or is not there yet — is said, and the next save runs it again.
+    const csvName = csv === undefined ? undefined : csvNameProblem(csv)
+    if (csvName) throw new CliError(`--csv: ${csvName}`)
     const file = namedRecipeFile(name, config.recipes.dir)
     const dir = dirname(resolve(file))
     const fixtures = [events, csv].filter((f): f is string => f !== undefined).map((f) => resolve(f))

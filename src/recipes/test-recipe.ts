@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { Writable } from 'node:stream'
 import { basename, dirname, join, resolve } from 'node:path'
@@ -10,6 +10,7 @@ import type { PipelineEvent } from '../events/hooks.ts'
 import type { RecipeTrigger } from './define.ts'
 import { formatDiagnostic, type RecipeDiagnostic } from './diagnostic.ts'
 import { findRecipeFile } from './find-recipe-file.ts'
+import { csvFileProblem } from './csv-fixture.ts'
 import { createTypeVerdicts, installationTypeCacheFile } from './type-verdicts.ts'
 import { isZonedIsoDateTime } from '../utils/iso-datetime.ts'
 
@@ -29,7 +30,10 @@ export interface TestRecipeOptions {
    * reaches the recipe as a `TargetEvent`.
    */
   events?: Array<WebhookEvent | TestTargetEvent> | string
-  /** A contacts CSV (path), copied to `$DATA_DIR/inbox/` and `$DATA_DIR/inbox/<recipe>/` of the test's data folder (where batch recipes read). */
+  /**
+   * A contacts CSV (path), copied to `$DATA_DIR/inbox/` and `$DATA_DIR/inbox/<recipe>/` of the test's data folder (where batch
+   * recipes read) under its own name: a file named `*.csv`, as batch recipes read no other (src/recipes/csv-fixture.ts).
+   */
   csv?: string
   /** The frozen clock (ISO 8601, epoch ms or Date). Default: a minute after the last event, else now. */
   now?: string | number | Date
@@ -187,6 +191,9 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
     import('./cli-watchdog.ts'),
   ])
   const env = options.env ?? process.env
+  // Before the recipe is loaded and type-checked (seconds): a contacts file it cannot be given is the command's mistake.
+  const csvProblem = options.csv === undefined ? undefined : csvFileProblem(options.csv)
+  if (csvProblem) throw new ArgumentError(`testRecipe(csv): ${csvProblem}`)
   const events = options.events === undefined ? [] : typeof options.events === 'string' ? readEventsFile(options.events) : parseEvents(options.events, 'argument')
   const lastEvent = events.reduce((max, e) => Math.max(max, isTestTargetEvent(e) ? 0 : Date.parse(e.data.call.ended_at ?? '') || 0, Date.parse(e.timestamp ?? '') || 0), 0)
   const now = options.now !== undefined ? instantOf(options.now) : lastEvent ? lastEvent + 60_000 : Date.now()
@@ -222,8 +229,6 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
       if (!verdict.ok) warnings.push(`could not type-check the recipe (${verdict.error}); it ran unchecked, as the service runs recipes it cannot check`)
     }
     if (options.csv) {
-      if (!existsSync(options.csv)) throw new ArgumentError(`testRecipe(csv): no file at ${options.csv}`)
-      if (!statSync(options.csv).isFile()) throw new ArgumentError(`testRecipe(csv): ${options.csv} is a folder, not a CSV file`)
       // Into inbox/ (the shipped nightly-batch's folder) and inbox/<recipe>/ (the folder of a recipe made with
       // `recipes new <name> --from batch`): a batch recipe finds it in either.
       for (const dir of [join(dataDir, 'inbox'), join(dataDir, 'inbox', loaded.name)]) {
