@@ -8,6 +8,7 @@ import { didYouMean, unknownKey } from '../utils/did-you-mean.ts'
 import { localOrigin } from '../utils/local-origin.ts'
 import { shownUrl } from '../utils/shown-url.ts'
 import { writeSecretFile } from '../utils/write-secret-file.ts'
+import { secretFileProblem } from './secret-file-problem.ts'
 import { printable } from '../utils/printable.ts'
 import { knownKeysAt } from './known-keys.ts'
 import { envSchema, type EnvInput, type WebhookTargetConfig, type SandboxFaults } from './schema.ts'
@@ -317,10 +318,25 @@ export function ensureSandboxSecret(config: Config, options: { create?: boolean 
   // A command that only looks (doctor) reads the secret a service made, and makes none of its own.
   if (options.create === false && !existsSync(file)) return config
   makePrivateDir(config.dataDir)
-  let secret = existsSync(file) ? readFileSync(file, 'utf8').trim() : ''
+  // The file belongs to whoever first started the service here: another user meets its mode (or the folder's), said as
+  // one line naming the file and the ways out — exit 2 for a command, a refusal to start for serve.
+  const refuse = (doing: 'read' | 'create', error: unknown): never => {
+    const problem = secretFileProblem(error, { file, dataDir: config.dataDir, doing })
+    throw problem ? new ConfigError('WEBHOOK_SECRET', problem) : error
+  }
+  let secret = ''
+  try {
+    secret = existsSync(file) ? readFileSync(file, 'utf8').trim() : ''
+  } catch (error) {
+    refuse('read', error)
+  }
   if (!secret) {
     secret = `whsec_${randomBytes(24).toString('hex')}`
-    writeSecretFile(file, secret)
+    try {
+      writeSecretFile(file, secret)
+    } catch (error) {
+      refuse('create', error)
+    }
   }
   return { ...config, webhook: { ...config.webhook, secrets: [secret], secretSource: `the secret kept in ${file}` } }
 }

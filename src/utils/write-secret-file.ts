@@ -11,7 +11,11 @@ export function writeSecretFile(file: string, secret: string): void {
     writeFileSync(temp, secret + '\n', { mode: 0o600, flag: 'wx' })
     renameSync(temp, file)
   } catch (error) {
-    rmSync(temp, { force: true })
+    try {
+      rmSync(temp, { force: true })
+    } catch {
+      // A folder this process may not enter fails the clean-up too (EACCES on lstat): the write's own error says why.
+    }
     throw error
   }
 }
