@@ -19,6 +19,7 @@ import { printable } from './utils/printable.ts'
 import { catchStrayRecipeErrors, startCliWatchdog, type CliWatchdog, type CliWatchdogOptions } from './recipes/cli-watchdog.ts'
 import { setLoadWatch } from './recipes/load-watch.ts'
 import { LOAD_HELD_MS } from './recipes/loader.ts'
+import { terminalJson } from './utils/terminal-json.ts'
 
 /** How long a stop signal received while `serve` starts waits for start-up to finish (then a graceful stop). */
 const START_STOP_WAIT_MS = 5_000
@@ -325,7 +326,9 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
       writeErr: err,
       // Known for the process's own stdout only; a caller of main() that passes its own writer never sees it go.
       readerGone: options.stdout ? new Promise<void>(() => {}) : whenReaderGone(process.stdout),
-      json: (value) => out(JSON.stringify(value, null, 2) + '\n'),
+      // The same JSON, with the C1 controls and line separators a webhook or CSV may carry written as escapes (a terminal
+      // reading `--json` acts on U+009B as it does on ESC, which JSON.stringify escapes).
+      json: (value) => out(terminalJson(value, 2) + '\n'),
       table: (rows, columns) => out(formatTable(rows, columns)),
     }
     const code = await command.run(ctx)

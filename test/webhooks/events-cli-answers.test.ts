@@ -109,3 +109,19 @@ it('events replay of a dead event that fails again says the replay failed, not "
   expect(await code).toBe(1)
   expect(out).toBe(`${event.event_id}: dead again — the replay's attempt failed (8 attempts in all): CRM answered 503\n`)
 })
+
+it('--json output escapes the C1 controls and line separators a webhook carried, and reads back as the same values', async () => {
+  rt = await createTestRuntime()
+  const event = makeEvent({ event_type: 'call.completed' })
+  const body = { ...event, note: 'C1 CSI \u009b31m and \u2028' }
+  await rt.store.db.insertInto('webhook_events').values(pendingRow({
+    event_id: event.event_id, target: 'formant', event_type: event.event_type, conversation_id: 'conv_\u009b2J', trace_id: null, agent_id: null, body: JSON.stringify(body), headers: '{}', source: 'webhook',
+  }, rt.clock.now())).execute()
+  const env = { DATA_DIR: rt.dataDir, DATABASE_URL: rt.store.url, WEBHOOK_SECRET: 'whsec_test_secret', LOG_LEVEL: 'silent' }
+  let json = ''
+  expect(await main(['events', 'show', event.event_id, '--json'], { env, stdout: (t) => void (json += t), stderr: () => {} })).toBe(0)
+  expect(json).not.toMatch(/[\u007f-\u009f\u2028\u2029]/)
+  const shown = JSON.parse(json) as { conversation_id: string; body: unknown }
+  expect(shown.conversation_id).toBe('conv_\u009b2J')
+  expect(shown.body).toEqual(body)
+})
