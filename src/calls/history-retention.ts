@@ -1,6 +1,7 @@
 import type { Runtime } from '../runtime.ts'
 import { deleteInChunks, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
 import { runRetentionPurge } from '../coordination/retention-run.ts'
+import { purgeOutbox } from '../reports/outbox-retention.ts'
 
 const DAY_MS = 86_400_000
 
@@ -11,6 +12,8 @@ export interface HistoryPurgeResult {
   calls: number
   /** Reports and other mail sent or given up on (`mail_log`). */
   mail: number
+  /** Messages written to this replica's `$DATA_DIR/outbox` (without SMTP_URL). */
+  outboxFiles: number
   skipped: boolean
 }
 
@@ -21,14 +24,18 @@ export interface HistoryPurgeResult {
  * before it that is no longer waiting to go. Reports, the dashboard and follow-up planning read only this history, so a day past the window
  * reports as empty; the window is at least 40 days, past the report's 30-day trend and the follow-up planner's
  * reading of a contact's calls (30 days before the 7 it follows up by default). One replica at a time (a lease),
- * in paced chunks (src/db/delete-in-chunks.ts) through the tables' time indexes.
+ * in paced chunks (src/db/delete-in-chunks.ts) through the tables' time indexes. The mail the outbox wrote as files
+ * before the window goes with its rows (src/reports/outbox-retention.ts), on every replica.
  */
-export function purgeCallHistory(rt: Runtime, options: DeleteInChunksOptions = {}): Promise<HistoryPurgeResult> {
+export async function purgeCallHistory(rt: Runtime, options: DeleteInChunksOptions = {}): Promise<HistoryPurgeResult> {
   const days = rt.config.history.retentionDays
   const none = { conversations: 0, calls: 0, mail: 0 }
-  if (days <= 0) return Promise.resolve({ ...none, skipped: true })
+  if (days <= 0) return { ...none, outboxFiles: 0, skipped: true }
   const cutoff = () => rt.clock.now() - days * DAY_MS
-  return runRetentionPurge(rt, 'history', 'call history', none, options, async ({ cutoff, chunks, counted }) => {
+  // The outbox's files first, outside the lease: each replica's are in its own DATA_DIR, which no other one reaches.
+  const outboxFiles = await purgeOutbox(rt.config.dataDir, cutoff())
+  if (outboxFiles > 0) rt.log.info({ files: outboxFiles }, 'removed old mail from the outbox folder (HISTORY_RETENTION_DAYS)')
+  const rows = await runRetentionPurge(rt, 'history', 'call history', none, options, async ({ cutoff, chunks, counted }) => {
     const db = rt.store.db
     /** Rows `deleteChunk` deletes, chunk by chunk, paced as the other purges. */
     const purged = async (deleteChunk: (limit: number) => Promise<{ numDeletedRows: bigint }>) =>
@@ -66,4 +73,5 @@ export function purgeCallHistory(rt: Runtime, options: DeleteInChunksOptions = {
     const conversations = ended + abandoned
     return { counts: { conversations, calls, mail }, tables: { conversations, calls, mail_log: mail } }
   }, cutoff)
+  return { ...rows, outboxFiles }
 }

@@ -3,6 +3,9 @@ import { purgeCallHistory } from '../../src/calls/history-retention.ts'
 import { loadConfig } from '../../src/config/load.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { createHarness, type Harness } from '../webhooks/helpers.ts'
+import { outboxDir, writeOutboxMessage } from '../../src/reports/outbox.ts'
+import { readdirSync, writeFileSync } from 'node:fs'
+import { basename, join } from 'node:path'
 
 const DAY = 86_400_000
 
@@ -77,20 +80,20 @@ describeEachDialect('call history retention', (dialect) => {
     h = await createHarness(dialect)
     await seed()
     const before = await left()
-    expect(await purgeCallHistory(h.rt)).toEqual({ conversations: 0, calls: 0, mail: 0, skipped: true })
+    expect(await purgeCallHistory(h.rt)).toEqual({ conversations: 0, calls: 0, mail: 0, outboxFiles: 0, skipped: true })
     expect(await left()).toEqual(before)
   })
 
   it('purges what ended or was placed before the window, in chunks; keeps what is queued, scheduled ahead or inside it', async () => {
     h = await createHarness(dialect, { HISTORY_RETENTION_DAYS: '40' })
     await seed()
-    expect(await purgeCallHistory(h.rt, { chunk: 1 })).toEqual({ conversations: 3, calls: 3, mail: 2, skipped: false })
+    expect(await purgeCallHistory(h.rt, { chunk: 1 })).toEqual({ conversations: 3, calls: 3, mail: 2, outboxFiles: 0, skipped: false })
     expect(await left()).toEqual({
       conversations: ['conv_ended_recent', 'conv_in_progress'],
       calls: ['call_old_pending', 'call_old_queued', 'call_old_scheduled_ahead', 'call_recent'],
       mail: ['mail_old_queued', 'mail_recent'],
     })
-    expect(await purgeCallHistory(h.rt)).toEqual({ conversations: 0, calls: 0, mail: 0, skipped: false })
+    expect(await purgeCallHistory(h.rt)).toEqual({ conversations: 0, calls: 0, mail: 0, outboxFiles: 0, skipped: false })
     // Two days on, the day that was inside the window is past it.
     await h.clock.advance(2 * DAY)
     expect(await purgeCallHistory(h.rt)).toMatchObject({ conversations: 1, calls: 1 })
@@ -98,6 +101,24 @@ describeEachDialect('call history retention', (dialect) => {
     expect(metrics).toContain('switchboard_retention_purged_rows_total{table="conversations"} 4')
     expect(metrics).toContain('switchboard_retention_purged_rows_total{table="mail_log"} 2')
     expect(metrics).toContain('switchboard_retention_purge_behind{purge="history"} 0')
+  })
+
+  it('removes the mail the outbox wrote as files before the window, by the time in their names; other files stay', async () => {
+    h = await createHarness(dialect, { HISTORY_RETENTION_DAYS: '40' })
+    const now = h.clock.now()
+    const old = await writeOutboxMessage(h.rt.config.dataDir, 'mail_old', now - 41 * DAY, Buffer.from('Subject: old'))
+    const recent = await writeOutboxMessage(h.rt.config.dataDir, 'mail_recent', now - 39 * DAY, Buffer.from('Subject: recent'))
+    const dir = outboxDir(h.rt.config.dataDir)
+    // A write a crash cut short, long ago; and a file of the user's own, whatever its age.
+    writeFileSync(join(dir, `${basename(old).replace('mail_old', 'mail_cut')}.tmp`), 'half')
+    writeFileSync(join(dir, 'notes.eml'), 'mine')
+    expect(readdirSync(dir)).toHaveLength(4)
+    expect((await purgeCallHistory(h.rt)).outboxFiles).toBe(2)
+    expect(readdirSync(dir).sort()).toEqual([basename(recent), 'notes.eml'].sort())
+    // Two days on, the one that was inside the window is past it.
+    await h.clock.advance(2 * DAY)
+    expect((await purgeCallHistory(h.rt)).outboxFiles).toBe(1)
+    expect(readdirSync(dir)).toEqual(['notes.eml'])
   })
 })
 
