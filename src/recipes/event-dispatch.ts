@@ -33,6 +33,9 @@ function shownIds(ids: string[]): string[] {
   return ids.length <= SHOWN_IDS ? ids : [...ids.slice(0, SHOWN_IDS), `… ${ids.length - SHOWN_IDS} more`]
 }
 
+/** A fire whose last run was interrupted (its retry runs alone: see `isolate`). */
+const isInterrupted = (row: FireRow) => row.last_error?.startsWith(INTERRUPTED_ERROR_PREFIX) === true
+
 /** Whether a recipe's `on` list subscribes to an event: provider types as is, named targets as `<target>:<type>`. */
 export function subscribes(on: readonly string[], event: PipelineEvent): boolean {
   if (event.kind !== 'target') return on.includes(event.eventType)
@@ -208,7 +211,8 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
    * the thread stops is interrupted, and each of their events is charged an attempt (src/instances.ts): retried side by
    * side, a recipe's events were interrupted again each time the one that loops ran beside them, until they were dead
    * for a fault not theirs. Alone, the run that stops the thread again is the one that loops; the others go through.
-   * Other batches wait (before they claim) while an isolated one runs; it waits for those already running to end.
+   * Other batches wait (before they claim) while an isolated one runs; it waits for those already running to end, its
+   * events unclaimed meanwhile.
    * Scheduled runs too (the engine runs them through `beside`): a tick that hung the thread beside the retry interrupted
    * it, and the retry's recipe was charged the attempt.
    */
@@ -237,20 +241,42 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
     return counted(fn)
   }
 
+  /**
+   * Runs claimed interrupted events alone: at once when nothing is running and no other retry is waiting to. Otherwise
+   * they are handed back as they were before the wait — for the runs in progress, which may take RECIPE_TIMEOUT_SECONDS,
+   * or for the other retry — and the recipe's queue is claimed again once this one may run. Held through the wait, their
+   * claims (FIRE_CLAIM_MS, not renewed) lapsed: another replica claimed them and the retry then gave them up as "lapsed";
+   * a thread stopped meanwhile charged them an attempt for a run they had not begun (src/instances.ts); and their wait
+   * for their recipe's turn (DispatchDeps.run) counted from a claim long past. Unclaimed, a replica with nothing running
+   * may take them meanwhile; the claim after the wait takes what the recipe's queue holds due then — the same retry, or
+   * another, or new events, which then run alone too.
+   */
   async function isolate(recipe: LoadedRecipe, rows: FireRow[], claimedAt: number): Promise<boolean> {
+    const waits = isolated !== undefined || batchesRunning > 0
+    if (waits) await releaseFires(rt, recipe.name, owner, rows.map((r) => r.event_id))
     while (isolated) await isolated
     let release = () => {}
     isolated = new Promise<void>((resolve) => (release = resolve))
     isolatedRecipe = recipe.name
     try {
-      if (batchesRunning > 0 && !stopped) log.info({ recipe: recipe.name, runs: batchesRunning }, `the retry of ${recipe.name}'s interrupted run waits for the runs in progress to end (${batchesRunning})`)
+      if (batchesRunning > 0 && !stopped) log.info({ recipe: recipe.name, runs: batchesRunning }, `the retry of ${recipe.name}'s interrupted run waits for the runs in progress to end (${batchesRunning}); its events go back to the queue meanwhile`)
       while (batchesRunning > 0 && !stopped) await new Promise<void>((resolve) => batchEnded.add(resolve)).finally(() => batchEnded.clear())
+      if (waits) {
+        // Stopping meanwhile, or the recipe removed or broken: its events wait in the queue as they were.
+        const current = deps.recipes().find((r) => r.name === recipe.name)
+        if (stopped || !current?.definition?.on?.length) return false
+        recipe = current
+        claimedAt = rt.clock.now()
+        rows = await claimFireBatch(rt, recipe.name, owner, recipeBatchMax, FIRE_CLAIM_MS)
+        // Taken by another replica meanwhile (or the recipe is running elsewhere): the sweep looks later.
+        if (rows.length === 0) return false
+      }
       // Stopping meanwhile: its events go back to the queue as they were, for the next start.
       if (stopped) {
         await releaseFires(rt, recipe.name, owner, rows.map((r) => r.event_id))
         return false
       }
-      log.info({ recipe: recipe.name, event_ids: rows.map((r) => r.event_id), attempts: Math.max(...rows.map((r) => r.attempts)) }, 'retrying events whose run was interrupted, with no other recipe running beside them')
+      if (rows.some(isInterrupted)) log.info({ recipe: recipe.name, event_ids: rows.map((r) => r.event_id), attempts: Math.max(...rows.map((r) => r.attempts)) }, 'retrying events whose run was interrupted, with no other recipe running beside them')
       return await runCounted(recipe, rows, claimedAt)
     } finally {
       isolated = undefined
@@ -272,7 +298,7 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
       const claimedAt = rt.clock.now()
       const rows = await claimFireBatch(rt, name, owner, recipeBatchMax, FIRE_CLAIM_MS)
       if (rows.length === 0) return
-      const interrupted = rows.some((r) => r.last_error?.startsWith(INTERRUPTED_ERROR_PREFIX))
+      const interrupted = rows.some(isInterrupted)
       // A retry that goes alone began while this batch was being claimed: run now, the batch ran beside it. It is handed
       // back as it was (its claims are not held through the wait) and claimed again once that retry has ended.
       if (!interrupted && isolated) {
