@@ -31,8 +31,15 @@ const PG_CLIENT_UNREACHABLE = /^Connection terminated( unexpectedly| due to conn
  * Whether `error` is the database being unreachable (refused, reset, gone, shutting down, a connection that closed at
  * once) rather than a statement it refused: what a probe of the database sees too, and stops seeing once it is back.
  */
+/**
+ * Postgres's 55000 (object not in prerequisite state) is a statement's mistake too (currval before nextval); with this
+ * message it is a database closed to connections (`ALTER DATABASE … ALLOW_CONNECTIONS false`, during maintenance).
+ */
+const NOT_ACCEPTING = /is not currently accepting connections/
+
 export function isUnreachableError(error: unknown): boolean {
   const e = error as { code?: unknown; message?: unknown } | null
+  if (e?.code === '55000') return typeof e.message === 'string' && NOT_ACCEPTING.test(e.message)
   if (typeof e?.code === 'string') return UNREACHABLE.has(e.code) || e.code.startsWith('08')
   return typeof e?.message === 'string' && PG_CLIENT_UNREACHABLE.test(e.message)
 }
@@ -58,9 +65,12 @@ export function explainOpenError(error: unknown, databaseUrl: string): unknown {
   const trouble = code && !postgres ? FILE_TROUBLE.find(([pattern]) => pattern.test(code))?.[1] : undefined
   if (trouble) return explained(`${message} (${code})`, trouble)
   const pgClientGone = postgres && code === undefined && PG_CLIENT_UNREACHABLE.test(message)
-  if (!pgClientGone && (!code || !UNREACHABLE.has(code))) return error
+  const closed = postgres && code === '55000' && NOT_ACCEPTING.test(message)
+  if (!pgClientGone && !closed && (!code || !UNREACHABLE.has(code))) return error
   const reason = !code || message.includes(code) ? message : `${code}: ${message}`
-  const hint = postgres
+  const hint = closed
+    ? 'it is closed to connections (ALTER DATABASE … ALLOW_CONNECTIONS false, during maintenance): open it again with ALLOW_CONNECTIONS true'
+    : postgres
     ? 'is it running, and is DATABASE_URL right?'
     : code === 'SQLITE_READONLY'
       ? 'check the owner and mode of the database, its -wal / -shm and their folder (made by a command run as another user, root say?)'

@@ -4,6 +4,7 @@ import { adminRoute } from '../utils/admin-auth.ts'
 import { runProcessingTask } from '../coordination/processing-task.ts'
 import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, DestinationNotConfiguredError, destinationsOverviewTask, getDelivery, isDeliveryStatus, isKnownDestination, listDeliveries, notConfigured, replayDelivery, replayFailedTask } from './deliveries.ts'
 import { enableDestination } from './state.ts'
+import { endPauses } from './pauses.ts'
 import { discardDestination, DestinationStillConfiguredError } from './discard.ts'
 import { adminTime } from '../utils/admin-time.ts'
 import { readAdminJsonObject } from '../utils/admin-body.ts'
@@ -76,7 +77,9 @@ export function registerDestinationAdminRoutes(app: H3, rt: Runtime): void {
     if (!(await isKnownDestination(rt, name))) throw new HTTPError({ status: 404, message: `no destination named "${name}"` })
     const unconfigured = notConfigured(rt, name)
     if (unconfigured) throw new HTTPError({ status: 409, message: unconfigured })
-    return { data: { enabled: await enableDestination(rt, name) } }
+    // Disabled after a 410: enabled. Paused by its breaker: the pause ends, the next delivery is the probe.
+    const enabled = await enableDestination(rt, name)
+    return { data: { enabled, resumed: await endPauses(rt, name) } }
   }))
 
   /** Deletes the deliveries kept for a destination removed from DESTINATIONS (its pending ones are never sent). */

@@ -15,6 +15,8 @@ export interface CircuitBreaker {
   failures(): number
   success(): void
   failure(now: number): void
+  /** Ends a pause now (an operator's `destinations enable`): the next delivery goes out as the probe. */
+  resume(): void
 }
 
 export interface BreakerOptions {
@@ -41,6 +43,10 @@ export function createCircuitBreaker(options: BreakerOptions = {}): CircuitBreak
       failures = 0
       pauses = 0
       openUntil = 0
+    },
+    resume() {
+      // Half-open at once; the pause count stays, so a probe that fails pauses it for longer, as after any pause.
+      if (failures >= threshold) openUntil = 0
     },
     failure(now) {
       failures++

@@ -6,6 +6,8 @@ import { discardDestination, DestinationStillConfiguredError } from './discard.t
 import { sendTestEvent } from './test-send.ts'
 import { printable } from '../utils/printable.ts'
 import { terminalJson } from '../utils/terminal-json.ts'
+import { shownNextAttempt } from './shown-next-attempt.ts'
+import { endPauses } from './pauses.ts'
 
 /** `1 delivery`, `68 deliveries`: a count with its noun agreeing. */
 function counted(n: number, one: string, many: string): string {
@@ -29,7 +31,7 @@ const list = defineCommand({
     const rt = await ctx.runtime()
     const rows = await summarizeDestinations(rt)
     if (ctx.values.json) return ctx.json(rows)
-    ctx.table(rows.map((r) => ({ ...r, events: r.events === null ? '—' : Array.isArray(r.events) ? r.events.join(',') : r.events, ordered: r.ordered === null ? '—' : r.ordered })), ['name', 'url', 'events', 'ordered', 'state', 'paused_until', 'pending', 'delivered', 'dead', 'oldest_pending_at'])
+    ctx.table(rows.map((r) => ({ ...r, events: r.events === null ? '—' : Array.isArray(r.events) ? r.events.join(',') : r.events, ordered: r.ordered === null ? '—' : r.ordered })), ['name', 'url', 'events', 'ordered', 'state', 'paused_until', 'pending', 'delivered', 'dead', 'oldest_pending_at', 'paused_reason'])
   },
 })
 
@@ -70,7 +72,8 @@ const deliveries = defineCommand({
     const rt = await ctx.runtime()
     const rows = await listDeliveries(rt, { destination: ctx.values.destination as string | undefined, status, limit })
     if (ctx.values.json) return ctx.json(rows)
-    ctx.table(rows.map((r) => ({ ...r, error: r.last_error })), ['id', 'destination', 'event_type', 'status', 'attempts', 'last_status', 'created_at', 'next_attempt_at', 'error'])
+    const now = rt.clock.now()
+    ctx.table(rows.map((r) => ({ ...r, next_attempt_at: shownNextAttempt(r.next_attempt_at, now), error: r.last_error })), ['id', 'destination', 'event_type', 'status', 'attempts', 'last_status', 'created_at', 'next_attempt_at', 'error'])
   },
 })
 
@@ -88,7 +91,8 @@ const show = defineCommand({
     const found = await getDelivery(rt, id)
     if (!found) throw new CliError(`no delivery with id "${id}" (see: destinations deliveries)`)
     if (ctx.values.json) return ctx.json(found)
-    const { payload, attempt_log, ...fields } = found
+    const { payload, attempt_log, ...rest } = found
+    const fields = { ...rest, next_attempt_at: shownNextAttempt(rest.next_attempt_at, rt.clock.now()) }
     for (const [key, value] of Object.entries(fields)) ctx.write(`${key.padEnd(16)} ${printable(String(value ?? ''), 1000)}\n`)
     ctx.write('attempts\n')
     ctx.table(attempt_log.map((a) => ({ ...a, response: a.response?.slice(0, 60) })), ['attempt', 'started_at', 'status', 'latency_ms', 'result', 'error', 'response'])
@@ -144,14 +148,18 @@ const enable = defineCommand({
   name: 'destinations enable',
   readsStoredData: true,
   usage: '<name>',
-  args: [['<name>', 'the disabled destination\'s name (destinations list shows its state)']],
-  summary: 're-enable a destination disabled after it answered 410 Gone; its waiting deliveries go out',
+  args: [['<name>', 'the disabled or paused destination\'s name (destinations list shows its state)']],
+  summary: 're-enable a destination disabled after it answered 410 Gone, or end its circuit breaker\'s pause now: its waiting deliveries go out',
   async run(ctx) {
     const name = ctx.positionals[0]
     if (!name) throw new CliError('give the destination name: destinations enable <name>')
     const rt = await ctx.runtime()
     configured(rt, name)
-    ctx.write((await enableDestination(rt, name)) ? `${name}: enabled\n` : `${name}: was not disabled\n`)
+    const enabled = await enableDestination(rt, name)
+    const resumed = await endPauses(rt, name)
+    if (enabled) ctx.write(`${name}: enabled\n`)
+    else if (resumed) ctx.write(`${name}: pause ended: the running service sends its next delivery as a probe within 5 s (failing, it is paused again)\n`)
+    else ctx.write(`${name}: was neither disabled nor paused\n`)
   },
 })
 

@@ -4,7 +4,7 @@ import type { Runtime } from '../runtime.ts'
 import { defineProcessingTask } from '../coordination/processing-task.ts'
 import { DELIVERY_COLUMNS, eventBody, orderedFlag, type DeliveryRow } from './outbox.ts'
 import { disabledDestinations } from './state.ts'
-import { pausedDestinations, type DestinationPause } from './pauses.ts'
+import { endPauses, pausedDestinations, type DestinationPause } from './pauses.ts'
 import { shownUrl } from '../utils/shown-url.ts'
 import { keepsTallies, readTallies, tallyOf } from './tallies.ts'
 
@@ -168,7 +168,11 @@ export async function replayDelivery(rt: Runtime, id: string): Promise<void> {
     .where('id', '=', id)
     .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
     .executeTakeFirst()
-  if (Number(result.numUpdatedRows) > 0) return
+  if (Number(result.numUpdatedRows) > 0) {
+    // "Again now": a pause of its destination's breaker ends, so it goes out as the probe.
+    await endPauses(rt, row.destination)
+    return
+  }
   const exists = await rt.store.db.selectFrom('destination_deliveries').select('id').where('id', '=', id).executeTakeFirst()
   if (!exists) throw new DeliveryNotFoundError(`no delivery with id "${id}" (see: destinations deliveries)`)
   throw new DeliveryBusyError(`delivery "${id}" is being sent right now; try again in a minute`)
@@ -190,7 +194,10 @@ export async function replayFailed(rt: Runtime, destination: string, since: numb
     .where((eb) => eb.or([eb('status', '=', 'dead'), eb.and([eb('status', '=', 'pending'), eb('attempts', '>', 0)])]))
     .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
     .executeTakeFirst()
-  return Number(result.numUpdatedRows)
+  const queued = Number(result.numUpdatedRows)
+  // "Again now": a pause of the destination's breaker ends, so they go out (a probe first) rather than after it.
+  if (queued > 0) await endPauses(rt, destination)
+  return queued
 }
 
 export interface DestinationSummary {

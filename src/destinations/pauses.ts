@@ -56,3 +56,32 @@ export async function pausedDestinations(rt: Runtime): Promise<Map<string, Desti
   }
   return paused
 }
+
+/** Whether this replica's record of its pause of `name` is still there: an operator's `endPauses` removes it. */
+export async function pauseStillRecorded(rt: Runtime, name: string): Promise<boolean> {
+  const row = await rt.store.db.selectFrom('kv_state').select('key').where('namespace', '=', NAMESPACE).where('key', '=', keyOf(rt, name)).executeTakeFirst()
+  return row !== undefined
+}
+
+/**
+ * Ends every replica's pause of `name` now (`destinations enable`, a replay of its failures): each replica's worker,
+ * finding its pause's record gone (within 5 s, as it reads the destinations' state), sends the next delivery as the
+ * probe instead of waiting out a pause of up to 10 minutes. Whether one was paused.
+ */
+export async function endPauses(rt: Runtime, name: string): Promise<boolean> {
+  const now = rt.clock.now()
+  // By exact keys: a destination's name may hold LIKE's wildcards (`_`).
+  const rows = await rt.store.db.selectFrom('kv_state').select(['key', 'value']).where('namespace', '=', NAMESPACE).execute()
+  const ours = rows.filter((r) => r.key.slice(0, r.key.lastIndexOf('\n')) === name)
+  if (ours.length === 0) return false
+  await rt.store.db.deleteFrom('kv_state').where('namespace', '=', NAMESPACE).where('key', 'in', ours.map((r) => r.key)).execute()
+  return ours.some((r) => {
+    try {
+      const until = fromJson<Partial<DestinationPause>>(r.value)?.until
+      return typeof until === 'number' && until > now
+    } catch {
+      return false
+    }
+  })
+}
+

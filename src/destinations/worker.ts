@@ -10,7 +10,7 @@ import { createAttemptRecorder, type AttemptRecorder } from './recorder.ts'
 import { eventTypeHeader, signedHeaders, signingKeys } from './sign.ts'
 import { shownUrl } from '../utils/shown-url.ts'
 import { disableDestination, disabledDestinations } from './state.ts'
-import { clearPause, recordPause } from './pauses.ts'
+import { clearPause, pauseStillRecorded, recordPause } from './pauses.ts'
 import { yieldToReceiver } from '../coordination/receiver-load.ts'
 
 /** The sweep picks up retries that fell due, replays, and rows other replicas enqueued. */
@@ -98,6 +98,8 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
    * wrong way round.
    */
   let pauseWrites: Promise<void> = Promise.resolve()
+  /** This lane's pause is recorded (its row written): an operator ends it by removing the row (`endPauses`). */
+  let pauseRecorded = false
   const oneLine = (text: string) => (text.length > 300 ? `${text.slice(0, 299)}…` : text)
   function notePause(pausedBefore: number, error: string | null): void {
     const until = breaker.pausedUntil()
@@ -105,10 +107,16 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
     if (until > pausedBefore) {
       const reason = `${breaker.failures()} failed attempts in a row; the last: ${oneLine(error ?? 'failed')}`
       log.warn({ paused_until: new Date(until).toISOString(), err: error }, 'destination paused by its circuit breaker: failing deliveries wait in the outbox until a probe gets through')
-      write = () => recordPause(rt, destination.name, { until, reason })
+      write = async () => {
+        await recordPause(rt, destination.name, { until, reason })
+        pauseRecorded = true
+      }
     } else if (until === 0 && pausedBefore > 0) {
       log.info('destination resumed: a delivery got through after its circuit breaker paused it')
-      write = () => clearPause(rt, destination.name)
+      write = async () => {
+        pauseRecorded = false
+        await clearPause(rt, destination.name)
+      }
     }
     if (write) pauseWrites = pauseWrites.then(write).catch((e) => log.warn({ err: (e as Error).message }, 'could not record the circuit breaker\'s pause for the dashboard'))
   }
@@ -120,6 +128,13 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
   async function refreshState(now: number): Promise<void> {
     if (now - stateCheckedAt < STATE_CHECK_MS) return
     stateCheckedAt = now
+    // Paused, and an operator ended the pause (its record gone: `destinations enable`, a replay of its failures): the
+    // next delivery goes out as the probe now, not when the pause (up to 10 minutes) runs out.
+    if (pauseRecorded && breaker.state(now) === 'open' && !(await pauseStillRecorded(rt, destination.name))) {
+      pauseRecorded = false
+      breaker.resume()
+      log.info('destination pause ended by hand: the next delivery goes out as a probe')
+    }
     // While this lane's own 410 is being written, the database does not say so yet: keep the local truth. (Read
     // then, on another connection, the state said "enabled" and the lane sent on until the next check.)
     if (disabling > 0) return

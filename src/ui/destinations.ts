@@ -3,6 +3,8 @@ import { z } from 'zod'
 import { runProcessingTask } from '../coordination/processing-task.ts'
 import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, DestinationNotConfiguredError, destinationsOverviewTask, getDelivery, isKnownDestination, notConfigured, replayDelivery, replayFailedTask } from '../destinations/deliveries.ts'
 import { enableDestination } from '../destinations/state.ts'
+import { shownNextAttempt } from '../destinations/shown-next-attempt.ts'
+import { endPauses } from '../destinations/pauses.ts'
 import { discardDestination, DestinationStillConfiguredError } from '../destinations/discard.ts'
 import type { Runtime } from '../runtime.ts'
 import { clip, fields, shortId, status, table } from './components.ts'
@@ -59,7 +61,9 @@ export function registerDestinationsPage(app: H3, rt: Runtime): void {
     ? html`<div class="actions"><form method="post" action="${`/ui/destinations/${encodeURIComponent(d.name)}/discard`}" class="inline" data-confirm="${`Delete every delivery kept for ${d.name}? It is no longer configured: its pending ones would never be sent.`}">${csrfField(event)}<button type="submit" class="secondary">Discard</button></form></div>`
     : html`<div class="actions">${d.state === 'disabled'
     ? html`<form method="post" action="${`/ui/destinations/${encodeURIComponent(d.name)}/enable`}" class="inline" data-confirm="${`Enable ${d.name} again? Its waiting deliveries go out.`}">${csrfField(event)}<button type="submit">Enable</button></form>`
-    : ''}${d.dead > 0 || d.pending > 0
+    : d.state === 'paused'
+      ? html`<form method="post" action="${`/ui/destinations/${encodeURIComponent(d.name)}/enable`}" class="inline" data-confirm="${`End ${d.name}'s pause now? Its next delivery goes out as a probe; failing, it is paused again.`}">${csrfField(event)}<button type="submit">Resume</button></form>`
+      : ''}${d.dead > 0 || d.pending > 0
     ? html`<form method="post" action="${`/ui/destinations/${encodeURIComponent(d.name)}/replay`}" class="inline" data-confirm="${`Send every dead delivery of ${d.name}, and every pending one that has failed, again now?`}">${csrfField(event)}<button type="submit" class="secondary">Replay failed</button></form>`
     : ''}</div>`,
 ]))}
@@ -77,7 +81,7 @@ ${table('Deliveries', ['Created (UTC)', 'Destination', 'Event', 'Type', 'Status'
   d.event_type,
   status(d.status),
   String(d.attempts),
-  fmtIso(d.next_attempt_at),
+  fmtIso(shownNextAttempt(d.next_attempt_at, rt.clock.now())),
   d.last_status === null && !d.last_error ? '—' : clip([d.last_status === null ? null : String(d.last_status), d.last_error].filter(Boolean).join(' · '), 80),
 ]), filtered ? 'No delivery matches.' : 'Nothing forwarded yet.')}
 ${deliveries.length === DELIVERIES_PAGE_SIZE ? html`<p><small>The newest ${DELIVERIES_PAGE_SIZE}; <code>npm run -s cli -- destinations deliveries --limit N</code> lists more.</small></p>` : ''}`,
@@ -108,7 +112,7 @@ ${fields('Delivery', [
   ['Attempts', String(found.attempts)],
   ['Created', fmtIso(found.created_at)],
   ['Delivered', fmtIso(found.delivered_at)],
-  ['Next attempt', fmtIso(found.next_attempt_at)],
+  ['Next attempt', fmtIso(shownNextAttempt(found.next_attempt_at, rt.clock.now()))],
   ['Last error', found.last_error ?? '—'],
 ])}
 <h2>Attempts</h2>
@@ -162,7 +166,10 @@ ${table('Attempts', ['#', 'Started (UTC)', 'Answer', 'Latency', 'Result', 'Error
   app.post('/ui/destinations/:name/enable', async (event) => {
     const name = getRouterParam(event, 'name', { decode: true }) ?? ''
     const enabled = await enableDestination(rt, name)
-    rt.log.info({ destination: name, enabled }, 'dashboard: destination enabled')
+    // Paused by its breaker (the Resume button): the pause ends, its next delivery is the probe.
+    const resumed = await endPauses(rt, name)
+    rt.log.info({ destination: name, enabled, resumed }, enabled ? 'dashboard: destination enabled' : 'dashboard: destination pause ended')
+    if (!enabled && resumed) return seeOther(event, '/ui/destinations?done=destination-resumed&n=1')
     return seeOther(event, `/ui/destinations?done=destination-enabled&n=${enabled ? 1 : 0}`)
   })
 }

@@ -121,7 +121,7 @@ const eventsReplay = defineCommand({
         : ` (none picked it up within ${waitSeconds} s — is switchboard running?)`
       ctx.write(`${id}: queued; the running service processes it${why}\n`)
     }
-    else if (status === 'dead' && wasDead) ctx.write(`${id}: dead again — the replay's attempt failed (${event?.attempts ?? 0} attempts in all): ${printable(event?.last_error ?? '', 300)}\n`)
+    else if (status === 'dead' && wasDead) ctx.write(`${id}: dead again — the replay's attempt failed: ${printable(event?.last_error ?? '', 300)}\n`)
     else ctx.write(`${id}: ${status} after ${event?.attempts ?? 0} attempt(s): ${printable(event?.last_error ?? '', 300)}\n`)
     return status === 'dead' ? 1 : 0
   },

@@ -140,3 +140,26 @@ describe('a database that cannot be opened at start-up', () => {
     expect((explainOpenError(login, 'postgres://u:pw@db/app') as Error).message).toContain('28P01: password authentication failed')
   })
 })
+
+describe.skipIf(!process.env.DATABASE_URL_TEST)('a Postgres database closed to connections', () => {
+  it('is said as such, in the usual one line, and read as unreachable (not a bare "not currently accepting connections")', async () => {
+    const admin = new URL(process.env.DATABASE_URL_TEST!)
+    const name = `sb_closed_${process.pid}`
+    const { default: pg } = await import('pg')
+    const client = new pg.Client({ connectionString: admin.toString() })
+    await client.connect()
+    const dir = mkdtempSync(join(tmpdir(), 'sb-open-'))
+    try {
+      await client.query(`create database ${name}`)
+      await client.query(`alter database ${name} allow_connections false`)
+      const url = new URL(admin)
+      url.pathname = `/${name}`
+      const error = await openFailure(url.toString(), dir)
+      expect(error?.message).toMatch(/^cannot open the database postgres:\/\/.*\/sb_closed_\d+: .*is not currently accepting connections — it is closed to connections \(ALTER DATABASE … ALLOW_CONNECTIONS false/)
+    } finally {
+      await client.query(`drop database if exists ${name}`).catch(() => {})
+      await client.end()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})

@@ -1,4 +1,5 @@
 import { expect, it, vi } from 'vitest'
+import { main } from '../../src/cli.ts'
 import { purgeOldDeliveries } from '../../src/destinations/index.ts'
 import type { ForwardedEvent } from '../../src/config/destinations.ts'
 import { signStandard } from '../../src/webhooks/index.ts'
@@ -116,6 +117,10 @@ describeEachDialect('destinations: delivery', (dialect) => {
     s.behave(ok)
     const replay = await runCli(['destinations', 'replay', '--destination', 'crm', '--since', '2026-01-01T00:00:00Z'], env)
     expect(replay.out).toMatch(/^1 failed or dead/)
+    // Due at once (stored as 0, whatever the clocks): said as `now`, not as a next attempt on 1970-01-01.
+    const due = await runCli(['destinations', 'show', dead[0]!.id], env)
+    expect(due.out).toMatch(/^next_attempt_at +now$/m)
+    expect((await runCli(['destinations', 'deliveries'], env)).out).not.toContain('1970')
     await h.clock.advance(300)
     await vi.waitFor(async () => expect((await h!.status())[0]?.status).toBe('delivered'), WAIT)
     expect(s.requests).toHaveLength(5)
@@ -453,6 +458,35 @@ describeEachDialect('destinations: delivery', (dialect) => {
     await h.clock.advance(60_000)
     await vi.waitFor(async () => expect((await h!.status()).filter((r) => r.status !== 'delivered')).toEqual([]), { timeout: 10_000 })
     await vi.waitFor(async () => expect((await listed()).find((d) => d.name === 'slow')).toMatchObject({ state: 'active', paused_until: null, paused_reason: null }), WAIT)
+  })
+
+  it('destinations enable ends a breaker pause now: the next delivery goes out as the probe, not when the pause runs out', async () => {
+    const s = await sink((_n, _req, res) => res.writeHead(500).end('down'))
+    const dests = [destination(s, { name: 'crm', retryScheduleMs: [1_000, 1_000, 1_000] })]
+    h = await createForwardHarness(dialect, dests, { worker: { breaker: { threshold: 2, basePauseMs: 600_000 } } })
+    await h.ingest([makeEvent(), makeEvent()])
+    await vi.waitFor(() => expect(h!.worker.paused()).toEqual(['crm']), WAIT)
+    const env = cliEnv(h.rt, { DESTINATIONS: JSON.stringify(dests), ALLOW_PRIVATE_DESTINATIONS: '1' })
+    // The CLI on the service's clock (the pause's end is judged by it).
+    const cli = async (...argv: string[]) => {
+      let out = ''
+      const code = await main(argv, { env, overrides: { clock: h!.clock }, stdout: (t) => void (out += t), stderr: () => {} })
+      return { code, out }
+    }
+    // Listed paused, with why (the table too, not only --json).
+    await vi.waitFor(async () => expect((await cli('destinations', 'list')).out).toMatch(/crm .*paused .*2 failed attempts in a row; the last: HTTP 500/), WAIT)
+    const sent = s.requests.length
+    s.behave(ok)
+    // A minute on: a pause of 10 minutes holds everything back.
+    await h.clock.advance(60_000)
+    expect(s.requests).toHaveLength(sent)
+    const resumed = await cli('destinations', 'enable', 'crm')
+    expect(resumed.out).toBe('crm: pause ended: the running service sends its next delivery as a probe within 5 s (failing, it is paused again)\n')
+    // Seen at the worker's next look at the destinations' state; the probe gets through and the backlog drains.
+    await h.clock.advance(6_000)
+    await vi.waitFor(async () => expect((await h!.status()).map((r) => r.status)).toEqual(['delivered', 'delivered']), WAIT)
+    expect(h.worker.paused()).toEqual([])
+    expect((await cli('destinations', 'enable', 'crm')).out).toBe('crm: was neither disabled nor paused\n')
   })
 
   it('a claimed delivery that waited in the buffer until its claim ran low is claimed afresh before it is sent', async () => {
