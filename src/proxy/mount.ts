@@ -45,7 +45,8 @@ export function startProxyMaintenance(rt: Runtime): () => void {
       await recordings.sweepAbandoned()
       await keys.sweep()
     } catch (err) {
-      rt.log.warn({ err }, 'proxy cache maintenance failed')
+      // One line, as the other background loops log theirs: the stack is switchboard's, not news to the operator.
+      rt.log.warn({ err: (err as Error).message }, 'proxy cache maintenance failed; tried again in a minute')
     }
     if (!stopped) cancel = rt.clock.setTimeout(() => void tick(), MAINTENANCE_INTERVAL_MS)
   }
