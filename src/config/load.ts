@@ -321,7 +321,7 @@ export function ensureSandboxSecret(config: Config, options: { create?: boolean 
   // The file belongs to whoever first started the service here: another user meets its mode (or the folder's), said as
   // one line naming the file and the ways out — exit 2 for a command, a refusal to start for serve.
   const refuse = (doing: 'read' | 'create', error: unknown): never => {
-    const problem = secretFileProblem(error, { file, dataDir: config.dataDir, doing })
+    const problem = secretFileProblem(error, { setting: 'WEBHOOK_SECRET', keeps: 'sandbox mode keeps a secret of its own', file, dataDir: config.dataDir, doing })
     throw problem ? new ConfigError('WEBHOOK_SECRET', problem) : error
   }
   let secret = ''

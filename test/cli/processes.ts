@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { join } from 'node:path'
 import { shippedRecipesCopy } from '../helpers/recipes.ts'
 
 /** The repository root: where `npm start` and `src/bin.mjs` run from. */
@@ -81,4 +82,19 @@ export function childEnv(extra: Record<string, string>): Record<string, string |
     if (!(key in extra)) delete env[key]
   }
   return env
+}
+
+/** The uid (and gid) `asAnotherUser` takes when the tests run as root. */
+export const NOBODY = 65534
+
+/**
+ * `node src/bin.mjs …` as a user other than the one that made the test's files: as `nobody` when the tests run as root
+ * (root reads and writes any file, so only another user meets a file's mode), else as this user — then the test cuts
+ * the file or folder's mode to what another user would meet.
+ */
+export function asAnotherUser(args: string[], env: Record<string, string | undefined>): Spawned {
+  const bin = join(ROOT, 'src/bin.mjs')
+  if (process.getuid?.() !== 0) return spawnCollecting(process.execPath, [bin, ...args], env)
+  const asNobody = `process.setgid(${NOBODY}); process.setuid(${NOBODY}); process.argv.splice(1, 0, ${JSON.stringify(bin)}); await import(${JSON.stringify(bin)})`
+  return spawnCollecting(process.execPath, ['--input-type=module', '-e', asNobody, ...args], env)
 }
