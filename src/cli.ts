@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { ConfigError, ensureSandboxSecret } from './config/load.ts'
+import { ConfigError, ensureSandboxSecret, makeDatabaseDataDir } from './config/load.ts'
 import { resolveConfig } from './config/file.ts'
 import { explainOpenError } from './db/open-error.ts'
 import { refuseMissingDatabase } from './cli-stored-data.ts'
@@ -97,7 +97,9 @@ const migrateCommand = defineCommand({
     if (copyFrom !== undefined && !config.databaseUrl.startsWith('postgres')) {
       throw new CliError('--copy-from fills a Postgres database from a SQLite one: set DATABASE_URL to the (empty) Postgres database first')
     }
-    // As every other command says it: which database, and what to check (the URL's password hidden).
+    // As every other command says it: a DATA_DIR this user may not create, or which database and what to check (the
+    // URL's password hidden).
+    makeDatabaseDataDir(config)
     const store = await openStore(config.databaseUrl).catch((error: unknown) => {
       throw explainOpenError(error, config.databaseUrl)
     })

@@ -1,5 +1,5 @@
 import { Registry, collectDefaultMetrics } from 'prom-client'
-import type { Config } from './config/load.ts'
+import { makeDatabaseDataDir, type Config } from './config/load.ts'
 import { migrate, openStore, type Store } from './db/connect.ts'
 import { FIRST_MIGRATION } from './db/migrations.ts'
 import { shortSql } from './db/short-sql.ts'
@@ -53,6 +53,8 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     report: (sql: string, durationMs: number) => log.warn({ duration_ms: Math.round(durationMs), sql: shortSql(sql) }, 'slow database statement'),
   }
   let store: Store
+  // A DATA_DIR this user may not create is said as DATA_DIR's, before the database in it fails to open.
+  if (!overrides.store) makeDatabaseDataDir(config)
   try {
     store = overrides.store ?? (await openStore(config.databaseUrl, { slowStatement }))
   } catch (error) {

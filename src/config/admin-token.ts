@@ -1,9 +1,8 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs'
-import { makePrivateDir } from '../utils/private-dir.ts'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { writeSecretFile } from '../utils/write-secret-file.ts'
-import { ConfigError, type Config } from './load.ts'
+import { ConfigError, makeDataDir, type Config } from './load.ts'
 import { secretFileProblem } from './secret-file-problem.ts'
 
 export function adminTokenFile(dataDir: string): string {
@@ -49,7 +48,7 @@ export function ensureAdminToken(config: Config): { config: Config; generated: b
   }
   let generated = false
   if (token.length < 16) {
-    makePrivateDir(config.dataDir)
+    makeDataDir(config.dataDir)
     token = `sbadm_${randomBytes(24).toString('base64url')}`
     try {
       // The marker first: a start stopped between the two writes leaves a marker without a token (the next one makes

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import { makePrivateDir } from '../utils/private-dir.ts'
 import { randomBytes } from 'node:crypto'
-import { isAbsolute, join, resolve } from 'node:path'
+import { dirname, isAbsolute, join, resolve } from 'node:path'
 import type { z } from 'zod'
 import { REGION_BASE_URLS } from '../upstream/regions.ts'
 import { didYouMean, unknownKey } from '../utils/did-you-mean.ts'
@@ -9,6 +9,8 @@ import { localOrigin } from '../utils/local-origin.ts'
 import { shownUrl } from '../utils/shown-url.ts'
 import { writeSecretFile } from '../utils/write-secret-file.ts'
 import { secretFileProblem } from './secret-file-problem.ts'
+import { dataDirProblem } from './data-dir-problem.ts'
+import { parseDatabaseUrl } from '../db/database-url.ts'
 import { printable } from '../utils/printable.ts'
 import { knownKeysAt } from './known-keys.ts'
 import { envSchema, type EnvInput, type WebhookTargetConfig, type SandboxFaults } from './schema.ts'
@@ -309,6 +311,29 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
 }
 
 /**
+ * Makes DATA_DIR, private (src/utils/private-dir.ts), where it is not there yet; where this user may not, one line
+ * naming it, whose folder is in the way and the ways out — exit 2 for a command, a refusal to start for serve.
+ */
+export function makeDataDir(dataDir: string): void {
+  try {
+    makePrivateDir(dataDir)
+  } catch (error) {
+    const problem = dataDirProblem(error, dataDir)
+    throw problem ? new ConfigError('DATA_DIR', problem) : error
+  }
+}
+
+/**
+ * Before the SQLite database DATA_DIR holds (the default DATABASE_URL) is opened: DATA_DIR made as the setting it is,
+ * so a folder this user may not create is said as DATA_DIR's, exit 2, as `serve` says it — not as a database that
+ * would not open (exit 1). A database elsewhere (Postgres, a DATABASE_URL of its own) makes no DATA_DIR here.
+ */
+export function makeDatabaseDataDir(config: Pick<Config, 'dataDir' | 'databaseUrl'>): void {
+  const { dialect, location } = parseDatabaseUrl(config.databaseUrl)
+  if (dialect === 'sqlite' && location !== ':memory:' && dirname(location) === resolve(config.dataDir)) makeDataDir(config.dataDir)
+}
+
+/**
  * In sandbox mode with no WEBHOOK_SECRET, a secret is generated once and kept in DATA_DIR so restarts
  * keep verifying the sandbox's deliveries.
  */
@@ -317,7 +342,7 @@ export function ensureSandboxSecret(config: Config, options: { create?: boolean 
   const file = join(config.dataDir, 'webhook-secret')
   // A command that only looks (doctor) reads the secret a service made, and makes none of its own.
   if (options.create === false && !existsSync(file)) return config
-  makePrivateDir(config.dataDir)
+  makeDataDir(config.dataDir)
   // The file belongs to whoever first started the service here: another user meets its mode (or the folder's), said as
   // one line naming the file and the ways out — exit 2 for a command, a refusal to start for serve.
   const refuse = (doing: 'read' | 'create', error: unknown): never => {

@@ -1,9 +1,10 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, expect, it } from 'vitest'
 import { ensureAdminToken } from '../../src/config/admin-token.ts'
 import { resolveConfig } from '../../src/config/file.ts'
+import { main } from '../../src/cli.ts'
 import { asAnotherUser, childEnv } from './processes.ts'
 
 /**
@@ -64,4 +65,29 @@ it('an admin token this user may not read, or may not create: serve refuses to s
     ),
   )
   expect(fresh.code).toBe(2)
+}, 60_000)
+
+it('a DATA_DIR this user may not create: one line naming it, its parent\'s owner and mode and the ways out, exit 2 — from serve, a sandbox command and migrate alike', async () => {
+  const parent = tempDir()
+  const dataDir = join(parent, 'data')
+  // Another user may enter the parent but not write in it; as this user, the same by mode alone.
+  chmodSync(parent, asRoot ? 0o755 : 0o555)
+  const line = new RegExp(
+    `^error: Invalid configuration: DATA_DIR ${escaped(dataDir)} cannot be created: this user ${USER} may not write in ${escaped(parent)} — permission denied; it is owner uid \\d+, mode 0?[0-7]{3}\\. Create the folder as or for this user \\(mkdir, then chown\\), or set DATA_DIR to a folder this user may write\\n$`,
+  )
+  // serve with WEBHOOK_SECRET (the admin token is made first), a command in sandbox mode (its secret is), and migrate
+  // with a provider configured (the database is).
+  const served = await run(['serve'], { DATA_DIR: dataDir, WEBHOOK_SECRET: 'whsec_other_user' })
+  const listed = await run(['recipes', 'list'], { DATA_DIR: dataDir })
+  const migrated = await run(['migrate'], { DATA_DIR: dataDir, VOICE_API_KEY: 'sk_test_other_user', WEBHOOK_SECRET: 'whsec_other_user' })
+  for (const ran of [served, listed, migrated]) {
+    expect(ran.err).toMatch(line)
+    expect(ran).toMatchObject({ code: 2, out: '' })
+  }
+  // A file where a parent folder should be: said as DATA_DIR too (migrate said `cannot open the database …`, exit 1).
+  const file = join(tempDir(), 'not-a-folder')
+  writeFileSync(file, '')
+  let err = ''
+  const code = await main(['migrate'], { env: { DATA_DIR: join(file, 'data'), SWITCHBOARD_CONFIG: 'none', LOG_LEVEL: 'silent' }, stdout: () => {}, stderr: (t) => void (err += t) })
+  expect({ code, err }).toEqual({ code: 2, err: `error: Invalid configuration: DATA_DIR ${join(file, 'data')} cannot be created: ${file} is a file, not a folder. Move it aside, or set DATA_DIR to a folder\n` })
 }, 60_000)
