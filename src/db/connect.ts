@@ -1,6 +1,7 @@
 import { withLibpqSslModes } from './postgres-url.ts'
 import { accessSync, closeSync, constants as fsConstants, existsSync, openSync } from 'node:fs'
 import { makePrivateDir } from '../utils/private-dir.ts'
+import { ownerAndMode, processUser } from '../utils/owner-and-mode.ts'
 import { fileIdentity, replacedFileError, replacedFileProblem, type FileIdentity } from './file-identity.ts'
 import { createRequire } from 'node:module'
 import { dirname } from 'node:path'
@@ -94,10 +95,17 @@ function assertWritable(file: string): void {
     try {
       accessSync(path, fsConstants.W_OK)
     } catch (error) {
-      const why = (error as NodeJS.ErrnoException).code === 'EROFS' ? 'is on a read-only file system' : 'is not writable by this process'
+      // Whose it is, and who asks: the usual cause is a second user (a command run as root, the service's own user).
+      const why = (error as NodeJS.ErrnoException).code === 'EROFS' ? 'is on a read-only file system' : `is not writable by this process (${processUser()})${describedOwner(path)}`
       throw Object.assign(new Error(`${path} ${why}`), { code: 'SQLITE_READONLY' })
     }
   }
+}
+
+/** `: it is owner uid 0, mode 644`, or nothing when even that cannot be read. */
+function describedOwner(path: string): string {
+  const owned = ownerAndMode(path)
+  return owned ? `: it is ${owned}` : ''
 }
 
 function openSqlite(file: string, options: OpenOptions): Store {

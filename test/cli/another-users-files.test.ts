@@ -91,3 +91,22 @@ it('a DATA_DIR this user may not create: one line naming it, its parent\'s owner
   const code = await main(['migrate'], { env: { DATA_DIR: join(file, 'data'), SWITCHBOARD_CONFIG: 'none', LOG_LEVEL: 'silent' }, stdout: () => {}, stderr: (t) => void (err += t) })
   expect({ code, err }).toEqual({ code: 2, err: `error: Invalid configuration: DATA_DIR ${join(file, 'data')} cannot be created: ${file} is a file, not a folder. Move it aside, or set DATA_DIR to a folder\n` })
 }, 60_000)
+
+it('a database in a folder this user may not enter is said to be there and not writable by it, with the owner and mode — not "no database"', async () => {
+  const dataDir = tempDir()
+  const env = { DATA_DIR: dataDir, WEBHOOK_SECRET: 'whsec_other_user', ADMIN_TOKEN: 'other-user-admin-token-0123456789' }
+  expect(await main(['migrate'], { env: { ...env, SWITCHBOARD_CONFIG: 'none', LOG_LEVEL: 'silent' }, stdout: () => {}, stderr: () => {} })).toBe(0)
+  // Its maker's 0700, as the service makes it; as this user, a mode that shuts this user out the same way.
+  chmodSync(dataDir, asRoot ? 0o700 : 0o000)
+  const listed = await run(['events', 'list'], env)
+  expect(listed.err).toMatch(
+    new RegExp(
+      `^error: cannot open the database sqlite:${escaped(join(dataDir, 'switchboard.db'))}: SQLITE_READONLY: ${escaped(dataDir)} is not writable by this process ${USER}: it is owner uid \\d+, mode 0?[0-7]{3} — check the owner and mode of the database, its -wal / -shm and their folder \\(made by a command run as another user, root say\\?\\)\\n$`,
+    ),
+  )
+  expect(listed).toMatchObject({ code: 1, out: '' })
+  // serve says the same, and does not start.
+  const served = await run(['serve'], env)
+  expect(served.err).toMatch(new RegExp(`^error: cannot open the database .*: SQLITE_READONLY: ${escaped(dataDir)} is not writable by this process ${USER}: it is owner uid \\d+, mode`))
+  expect(served.code).toBe(1)
+}, 60_000)
