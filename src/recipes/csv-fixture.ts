@@ -1,4 +1,5 @@
-import { existsSync, statSync } from 'node:fs'
+import { accessSync, constants as fsConstants, statSync } from 'node:fs'
+import { ownerAndMode, processUser } from '../utils/owner-and-mode.ts'
 import { basename, dirname, extname, join } from 'node:path'
 
 /**
@@ -14,12 +15,36 @@ export function csvNameProblem(path: string): string | undefined {
   return `${path} is not named *.csv: a batch recipe reads only the .csv files of its inbox (as it does in the service), so it would plan nothing; rename it ${renamed}`
 }
 
-/** Why `path` cannot be copied in as the contacts file (not there, a folder, not named .csv); undefined when it can. */
+/**
+ * Why `path` cannot be copied in as the contacts file (not there, a folder, not named .csv, not readable by this user);
+ * undefined when it can. A file another user keeps to themselves (0600, or in their 0700 folder) failed the copy with
+ * Node's bare `EACCES: permission denied, copyfile '…' -> '…'` (exit 1), or was said not to be there.
+ */
 export function csvFileProblem(path: string): string | undefined {
-  if (!existsSync(path)) return `no file at ${path}: expected a contacts CSV file`
-  const stat = statSync(path)
+  let stat
+  try {
+    stat = statSync(path)
+  } catch (error) {
+    if (!isDenied(error)) return `no file at ${path}: expected a contacts CSV file`
+    // A folder on the way this user may not enter: the nearest one it can see is the one that shuts it out.
+    let folder = dirname(path)
+    while (ownerAndMode(folder) === undefined && dirname(folder) !== folder) folder = dirname(folder)
+    return `${path} cannot be read by this user (${processUser()}) — permission denied; ${folder} is ${ownerAndMode(folder) ?? 'not open to it'}: give this user access (chmod or chown), or copy the file where this user may read it`
+  }
   if (stat.isDirectory()) return `${path} is a folder, not a CSV file`
   // A pipe or a device (/dev/stdin): the copy into the inbox would read it, or wait on it, as the batch never would.
   if (!stat.isFile()) return `${path} is not a regular file: expected a contacts CSV file`
-  return csvNameProblem(path)
+  const name = csvNameProblem(path)
+  if (name) return name
+  try {
+    accessSync(path, fsConstants.R_OK)
+  } catch (error) {
+    if (isDenied(error)) return `${path} cannot be read by this user (${processUser()}) — permission denied; the file is ${ownerAndMode(path)}: give this user read access (chmod or chown), or copy it where this user may read it`
+  }
+  return undefined
+}
+
+function isDenied(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | null)?.code
+  return code === 'EACCES' || code === 'EPERM'
 }

@@ -1,11 +1,12 @@
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, expect, it } from 'vitest'
 import { ensureAdminToken } from '../../src/config/admin-token.ts'
 import { resolveConfig } from '../../src/config/file.ts'
 import { main } from '../../src/cli.ts'
-import { asAnotherUser, childEnv } from './processes.ts'
+import { SHIPPED_RECIPES_DIR } from '../helpers/recipes.ts'
+import { asAnotherUser, childEnv, ROOT } from './processes.ts'
 
 /**
  * What a user other than DATA_DIR's owner meets — a command run as root on a service's folder, `sudo -u` the other way
@@ -109,4 +110,43 @@ it('a database in a folder this user may not enter is said to be there and not w
   const served = await run(['serve'], env)
   expect(served.err).toMatch(new RegExp(`^error: cannot open the database .*: SQLITE_READONLY: ${escaped(dataDir)} is not writable by this process ${USER}: it is owner uid \\d+, mode`))
   expect(served.code).toBe(1)
+}, 60_000)
+
+it('recipes test --csv with a file this user may not read: one line naming it, its owner and mode, exit 2 — not a bare EACCES from the copy', async () => {
+  const dir = tempDir()
+  const recipes = join(dir, 'recipes')
+  mkdirSync(recipes)
+  copyFileSync(join(SHIPPED_RECIPES_DIR, 'nightly-batch.ts'), join(recipes, 'nightly-batch.ts'))
+  const csv = join(dir, 'leads.csv')
+  copyFileSync(join(ROOT, 'data/samples/leads.csv'), csv)
+  // The folders open to another user, the file its owner's alone (as this user, no one's).
+  chmodSync(dir, 0o755)
+  chmodSync(csv, asRoot ? 0o600 : 0o000)
+  const tested = await run(['recipes', 'test', 'nightly-batch', '--csv', csv, '--now', '2026-01-15T04:00:00Z'], {
+    RECIPES_DIR: recipes,
+    RECIPES_TYPECHECK: 'false',
+    VOICE_API_KEY: 'sk_test_other_user',
+    WEBHOOK_SECRET: 'whsec_other_user',
+    DEFAULT_COUNTRY: 'IN',
+    RECIPES_TIMEZONE: 'Asia/Kolkata',
+  })
+  expect(tested.err).toMatch(
+    new RegExp(
+      `^error: --csv: ${escaped(csv)} cannot be read by this user ${USER} — permission denied; the file is owner uid \\d+, mode 0?[0-7]{3}: give this user read access \\(chmod or chown\\), or copy it where this user may read it\\n$`,
+    ),
+  )
+  expect(tested).toMatchObject({ code: 2, out: '' })
+
+  // In a folder this user may not enter (its maker's 0700; as this user, 000): not "no file at …".
+  const shut = tempDir()
+  const hidden = join(shut, 'leads.csv')
+  copyFileSync(join(ROOT, 'data/samples/leads.csv'), hidden)
+  if (!asRoot) chmodSync(shut, 0o000)
+  const unseen = await run(['recipes', 'test', 'nightly-batch', '--csv', hidden], { RECIPES_DIR: recipes, RECIPES_TYPECHECK: 'false' })
+  expect(unseen.err).toMatch(
+    new RegExp(
+      `^error: --csv: ${escaped(hidden)} cannot be read by this user ${USER} — permission denied; ${escaped(shut)} is owner uid \\d+, mode 0?[0-7]{3}: give this user access \\(chmod or chown\\), or copy the file where this user may read it\\n$`,
+    ),
+  )
+  expect(unseen).toMatchObject({ code: 2, out: '' })
 }, 60_000)
