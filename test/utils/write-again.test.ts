@@ -55,3 +55,21 @@ it('gives up with the last error when out of tries, when the work is no longer o
   await ended
   expect(stopped.calls()).toBe(1)
 })
+
+it('throws at once a failure that writing again would not mend (retryable says no), before telling of it', async () => {
+  const clock = createManualClock(0)
+  let calls = 0
+  const told: unknown[] = []
+  const constraint = Object.assign(new Error('violates a constraint'), { code: '23514' })
+  const dropped = new Error('Connection terminated unexpectedly')
+  const failures = [dropped, constraint]
+  const write = async () => {
+    throw failures[calls++]!
+  }
+  const done = writeAgain(clock, write, { tries: 5, everyMs: 1_000, retryable: (e) => e === dropped, onFirstFailure: (e) => told.push(e) })
+  const settled = expect(done).rejects.toBe(constraint)
+  // The dropped connection is tried again a second later; the constraint it meets then ends the tries.
+  await clock.advance(1_000)
+  await settled
+  expect([calls, told]).toEqual([2, [dropped]])
+})
