@@ -6,7 +6,7 @@ import type { DestinationConfig, ForwardedBody, ForwardedEvent } from '../config
 import { deliveryId } from './sign.ts'
 import { chunks } from '../utils/chunks.ts'
 import { inImmediateTransaction } from '../db/sqlite-transaction.ts'
-import { encodeValues, inParameter } from '../db/in-values.ts'
+import { encodeValues, inParameter, inValues } from '../db/in-values.ts'
 import { queryTemplate, type SlotOf } from '../db/query-template.ts'
 import { inClaimSubquery } from '../db/in-claim-subquery.ts'
 import { storableOrNull } from '../db/storable-text.ts'
@@ -369,6 +369,35 @@ export const DELIVERY_COLUMNS = [
 export async function releaseClaims(rt: Runtime, owner: string, ids: string[]): Promise<void> {
   if (ids.length === 0) return
   await rt.store.db.updateTable('destination_deliveries').set({ claimed_by: null, claimed_until: null }).where('id', 'in', ids).where('claimed_by', '=', owner).execute()
+}
+
+/**
+ * Extends claims of `owner` to end no sooner than `until` — each only while it is the claim its holder knows, ending
+ * at `claimedUntil` (as claimed, or as last renewed): a claim that lapsed and was taken since, by another replica or
+ * afresh by this one, has another end (or holder) and is left as it is. Returns the ids renewed, each with its
+ * claim's end now.
+ */
+export async function renewClaims(rt: Runtime, owner: string, claims: ReadonlyArray<{ id: string; claimedUntil: number }>, until: number): Promise<Map<string, number>> {
+  const byEnd = new Map<number, string[]>()
+  for (const c of claims) {
+    const ids = byEnd.get(c.claimedUntil)
+    if (ids) ids.push(c.id)
+    else byEnd.set(c.claimedUntil, [c.id])
+  }
+  const renewed = new Map<string, number>()
+  for (const [end, ids] of byEnd) {
+    const rows = await rt.store.db
+      .updateTable('destination_deliveries')
+      // Never shortened: a claim with more left keeps it.
+      .set({ claimed_until: Math.max(end, until) })
+      .where(inValues(rt.store.dialect, 'id', ids))
+      .where('claimed_by', '=', owner)
+      .where('claimed_until', '=', end)
+      .returning(['id', 'claimed_until'])
+      .execute()
+    for (const row of rows) renewed.set(row.id, Number(row.claimed_until))
+  }
+  return renewed
 }
 
 /** One finished attempt, ready to be recorded. */

@@ -1,6 +1,8 @@
 import type { Runtime } from '../runtime.ts'
-import { recordAttempts, type AttemptRecord } from './outbox.ts'
+import { recordAttempts, renewClaims, type AttemptRecord } from './outbox.ts'
 import { classifyStorageError } from '../webhooks/storage-errors.ts'
+import { isMomentaryError } from '../db/momentary-error.ts'
+import { writeAgain } from '../utils/write-again.ts'
 
 /**
  * Group commit of attempt outcomes, shared by every destination lane of a worker: outcomes that land
@@ -12,6 +14,8 @@ export interface AttemptRecorder {
   busy(): boolean
   /** Resolves when everything pushed so far is committed (or given up on). */
   settle(): Promise<void>
+  /** The service stopping: outcomes being written again give up at once (their claims lapse; they are sent again). */
+  stop(): void
 }
 
 /**
@@ -26,6 +30,14 @@ export interface AttemptRecorder {
 const GATHER_MS = 20
 /** A commit starts at once when this many outcomes wait. */
 const GATHER_MAX = 256
+/**
+ * Outcomes the database could not take for a moment (a dropped connection, a failover) are written again this often,
+ * this many tries in all: well within their claims, which each try renews to at least CLAIM_HOLD_MS from then — past
+ * the next try, and a try that waits for a connection (PG_CONNECT_TIMEOUT_MS).
+ */
+const RETRY_MS = 1_000
+const TRIES = 5
+const CLAIM_HOLD_MS = 10_000
 
 export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: () => void): AttemptRecorder {
   const pending: AttemptRecord[] = []
@@ -42,38 +54,71 @@ export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: (
     })
   }
 
+  /** Ends the waits of outcomes being written again when the worker stops (they give up at once). */
+  const stopping = new AbortController()
+
   /**
    * Commits a batch. An outcome not committed is lost (its claim lapses and the delivery goes out again, at least
-   * once), and every destination's outcomes share the commit: so a failed commit is tried again, then row by row,
-   * and one row the database refuses (a sink's answer it cannot store) cannot take the others with it.
+   * once), and every destination's outcomes share the commit. So a commit the database could not take for a moment is
+   * written again (src/utils/write-again.ts) every RETRY_MS, TRIES in all, with the outcomes that landed meanwhile,
+   * their claims renewed before each try — a claim no longer this process's is left out. A commit with a row the
+   * database refused (a sink's answer it cannot store) is written row by row: that row cannot take the others with it.
    */
   async function commit(batch: AttemptRecord[]): Promise<void> {
+    let held = batch
+    /** Each held delivery's claim as this process knows it: the end it was claimed or last renewed to. */
+    const claimEnds = new Map<string, number>()
+    const claimEnd = (r: AttemptRecord) => claimEnds.get(r.row.id) ?? r.row.claimed_until ?? 0
+    let wroteAgain = false
     let error: unknown
-    // Twice, unless the database refused a row's data (that would fail again): a lost connection is replaced by
-    // the second try, a deadlock with another replica's transaction has passed.
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        await recordAttempts(rt, owner, batch)
-        return
-      } catch (failed) {
-        error = failed
-        if (classifyStorageError(failed) === 'refused') break
-      }
+    try {
+      await writeAgain(rt.clock, () => recordAttempts(rt, owner, held), {
+        tries: TRIES,
+        everyMs: RETRY_MS,
+        retryable: isMomentaryError,
+        signal: stopping.signal,
+        onFirstFailure: (failed) => {
+          wroteAgain = true
+          rt.log.warn({ deliveries: held.length, err: (failed as Error).message }, 'could not record delivery outcomes; trying again while their claims hold')
+        },
+        async stillOurs() {
+          // What landed meanwhile goes with this try: it would fail alike on its own, its claim running out meanwhile.
+          held = held.concat(pending.splice(0))
+          const renewed = await renewClaims(rt, owner, held.map((r) => ({ id: r.row.id, claimedUntil: claimEnd(r) })), rt.clock.now() + CLAIM_HOLD_MS)
+          const gone = held.filter((r) => !renewed.has(r.row.id))
+          if (gone.length > 0) {
+            // Not renewed: recorded after all (a commit whose answer the dropped connection lost), or lapsed and
+            // claimed since — by another replica, or here — whose holder records its own outcome.
+            rt.log.warn(
+              { deliveries: gone.length, delivery_ids: gone.slice(0, 20).map((r) => r.row.id) },
+              'delivery outcomes not written again: their claims are no longer this worker\'s (recorded after all, or lapsed and claimed again)',
+            )
+          }
+          for (const [id, end] of renewed) claimEnds.set(id, end)
+          held = held.filter((r) => renewed.has(r.row.id))
+          return held.length > 0
+        },
+      })
+      if (wroteAgain) rt.log.info({ deliveries: held.length }, 'recorded the delivery outcomes once the database took them')
+      return
+    } catch (failed) {
+      error = failed
     }
+    if (held.length === 0) return
     if (classifyStorageError(error) !== 'refused') {
-      // The database is away (or full): row by row would only fail slower.
-      rt.log.error({ deliveries: batch.length, err: (error as Error).message }, 'could not record delivery outcomes')
+      // The database is away (or full), or the statement failed for all: row by row would only fail slower.
+      rt.log.error({ deliveries: held.length, err: (error as Error).message }, 'could not record delivery outcomes')
       return
     }
-    if (batch.length === 1) return unrecorded(batch[0]!, error)
-    for (const [i, record] of batch.entries()) {
+    if (held.length === 1) return unrecorded(held[0]!, error)
+    for (const [i, record] of held.entries()) {
       try {
         await recordAttempts(rt, owner, [record])
       } catch (failed) {
         unrecorded(record, failed)
         if (classifyStorageError(failed) === 'refused') continue
         // The database went away meanwhile: the rest wait for their claims to lapse too.
-        if (i + 1 < batch.length) rt.log.error({ deliveries: batch.length - i - 1, err: (failed as Error).message }, 'could not record delivery outcomes')
+        if (i + 1 < held.length) rt.log.error({ deliveries: held.length - i - 1, err: (failed as Error).message }, 'could not record delivery outcomes')
         return
       }
     }
@@ -119,5 +164,6 @@ export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: (
         await flushing
       }
     },
+    stop: () => stopping.abort(),
   }
 }

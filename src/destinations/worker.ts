@@ -358,6 +358,8 @@ export function startDeliveryWorker(rt: Runtime, options: DeliveryWorkerOptions 
       stopped = true
       cancelSweep?.()
       onEnqueued(rt, undefined)
+      // Outcomes being written again give up now rather than hold the stop for their tries (their claims lapse).
+      recorder.stop()
       await preparing
       await Promise.all([...lanes.values()].map((l) => l.stop()))
     },

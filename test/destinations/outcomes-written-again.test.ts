@@ -1,0 +1,137 @@
+import { sql } from 'kysely'
+import { expect, it, vi } from 'vitest'
+import { renewClaims } from '../../src/destinations/outbox.ts'
+import { deliveryId } from '../../src/destinations/sign.ts'
+import { startDeliveryWorker } from '../../src/destinations/worker.ts'
+import type { Dialect } from '../../src/db/connect.ts'
+import type { Runtime } from '../../src/runtime.ts'
+import { describeEachDialect } from '../helpers/db.ts'
+import { captureLogs } from '../helpers/log-capture.ts'
+import { createTestRuntime } from '../helpers/runtime.ts'
+import { closedAfterEach, createForwardHarness, destination, makeEvent, WAIT, type ForwardHarness } from './helpers.ts'
+
+// Real HTTP on a shared, busy machine.
+vi.setConfig({ testTimeout: 60_000 })
+
+/**
+ * Makes the database drop the connection that writes a delivery's `delivered` outcome, while `cut` is on. On Postgres
+ * the statement's own backend is ended as `pg_terminate_backend` ends it (what the operator's probe did): the client
+ * gets 57P01, its connection is gone. On SQLite the write fails as SQLite answers when it cannot open the database's
+ * files (SQLITE_CANTOPEN): both are the database unreachable for a moment, not a statement it refuses.
+ */
+async function cutOutcomeWrites(rt: Runtime, dialect: Dialect): Promise<{ on(): Promise<void>; off(): Promise<void> }> {
+  if (dialect === 'sqlite') {
+    let cut = false
+    const sqlite = rt.store.sqlite!
+    sqlite.function('test_cut', () => {
+      if (cut) throw Object.assign(new Error('unable to open database file'), { code: 'SQLITE_CANTOPEN' })
+      return 0
+    })
+    sqlite.exec(`create temp trigger test_cut before update of status on destination_deliveries
+      when new.status = 'delivered' begin select test_cut(); end`)
+    return { on: async () => void (cut = true), off: async () => void (cut = false) }
+  }
+  await sql`create table test_cut (on_ boolean)`.execute(rt.store.db)
+  await sql`create function test_cut() returns trigger language plpgsql as $$
+    begin
+      if exists (select 1 from test_cut) then perform pg_terminate_backend(pg_backend_pid()); end if;
+      return new;
+    end $$`.execute(rt.store.db)
+  await sql`create trigger test_cut before update on destination_deliveries for each row when (new.status = 'delivered') execute function test_cut()`.execute(rt.store.db)
+  return {
+    on: async () => void (await sql`insert into test_cut values (true)`.execute(rt.store.db)),
+    off: async () => void (await sql`delete from test_cut`.execute(rt.store.db)),
+  }
+}
+
+describeEachDialect('destinations: an outcome the database could not take for a moment', (dialect) => {
+  let h: ForwardHarness | undefined
+  const sink = closedAfterEach(() => {
+    const current = h
+    h = undefined
+    return current
+  })
+
+  /** A harness whose worker logs to lines the test reads, and the switch that cuts its outcome writes. */
+  async function setUp() {
+    const s = await sink()
+    h = await createForwardHarness(dialect, [destination(s)])
+    const cut = await cutOutcomeWrites(h.rt, dialect)
+    const logs = captureLogs('info')
+    await h.worker.stop()
+    h.worker = startDeliveryWorker({ ...h.rt, log: logs.log })
+    return { s, h, cut, logs }
+  }
+
+  it('a delivery the sink took while its outcome could not be written is recorded delivered once the database is back, and not sent again', async () => {
+    const { s, h, cut, logs } = await setUp()
+    await cut.on()
+    const event = makeEvent()
+    await h.ingest([event])
+    h.worker.wake()
+    await vi.waitFor(() => expect(s.requests).toHaveLength(1), WAIT)
+    // The sink answered 204; writing that down has failed.
+    await vi.waitFor(() => expect(logs.find(/could not record delivery outcomes/).length).toBeGreaterThan(0), WAIT)
+    await cut.off()
+    // Within a few seconds (the outcome is written again every second), well inside the claim (timeoutMs + 15 s).
+    await vi.waitFor(async () => {
+      await h.clock.advance(1_000)
+      expect((await h.status())[0]!.status).toBe('delivered')
+    }, WAIT)
+    expect(await h.status()).toMatchObject([{ id: deliveryId('crm', event.event_id), status: 'delivered', attempts: 1 }])
+    // Past the claim's lapse: nothing goes out a second time.
+    await h.clock.advance(30_000)
+    await h.worker.idle()
+    expect(s.requests).toHaveLength(1)
+    expect(logs.find(/^could not record delivery outcomes$/)).toEqual([])
+    // The connection drop was told once, as what it was, and so was its end.
+    const told = logs.find(/^could not record delivery outcomes; trying again while their claims hold$/)
+    expect(told).toMatchObject([{ deliveries: 1 }])
+    expect(told[0]!.err).toMatch(dialect === 'sqlite' ? /unable to open database file/ : /terminating connection due to administrator command|Connection terminated/)
+    expect(logs.find(/^recorded the delivery outcomes once the database took them$/)).toHaveLength(1)
+  })
+
+  it('a stop while an outcome is being written again does not wait out its tries: it is given up, its claim left to lapse', async () => {
+    const { s, h, cut, logs } = await setUp()
+    await cut.on()
+    const event = makeEvent()
+    await h.ingest([event])
+    h.worker.wake()
+    await vi.waitFor(() => expect(logs.find(/trying again while their claims hold/)).toHaveLength(1), WAIT)
+    // The clock does not move: a stop that waited for the next try would never end.
+    await h.worker.stop()
+    expect(logs.find(/^could not record delivery outcomes$/)).toMatchObject([{ deliveries: 1 }])
+    await cut.off()
+    // Still claimed: sent again once its claim lapses (at least once), as after a crash.
+    expect(await h.rt.store.db.selectFrom('destination_deliveries').select(['status', 'claimed_by']).execute()).toEqual([{ status: 'pending', claimed_by: expect.any(String) }])
+    expect(s.requests).toHaveLength(1)
+  })
+
+  it('the claims renewed between tries are only those still held as this worker knows them, never shortened', async () => {
+    const rt = await createTestRuntime({ dialect })
+    try {
+      const at = rt.clock.now()
+      const row = (eventId: string, claimedBy: string, claimedUntil: number) => ({
+        id: deliveryId('crm', eventId), destination: 'crm', event_id: eventId, event_type: 'call.completed', conversation_id: null, payload: '',
+        order_at: at * 1000, ordered: 0, status: 'pending', attempts: 0, round_attempts: 0, next_attempt_at: at, claimed_by: claimedBy,
+        claimed_until: claimedUntil, last_status: null, last_error: null, created_at: at, delivered_at: null,
+      })
+      await rt.store.db.insertInto('destination_deliveries').values([
+        row('evt_held', 'me', at + 2_000),
+        row('evt_longer', 'me', at + 60_000),
+        // Lapsed and claimed since: by another replica, and afresh by this worker (another claim of the same owner).
+        row('evt_taken', 'other', at + 20_000),
+        row('evt_again', 'me', at + 20_000),
+      ]).execute()
+      const known = (eventId: string, claimedUntil: number) => ({ id: deliveryId('crm', eventId), claimedUntil })
+      const renewed = await renewClaims(rt, 'me', [known('evt_held', at + 2_000), known('evt_longer', at + 60_000), known('evt_taken', at + 2_000), known('evt_again', at + 2_000)], at + 10_000)
+      expect(Object.fromEntries(renewed)).toEqual({ [deliveryId('crm', 'evt_held')]: at + 10_000, [deliveryId('crm', 'evt_longer')]: at + 60_000 })
+      const claims = await rt.store.db.selectFrom('destination_deliveries').select(['event_id', 'claimed_by', 'claimed_until']).orderBy('event_id').execute()
+      expect(claims.map((c) => [c.event_id, c.claimed_by, Number(c.claimed_until) - at])).toEqual([
+        ['evt_again', 'me', 20_000], ['evt_held', 'me', 10_000], ['evt_longer', 'me', 60_000], ['evt_taken', 'other', 20_000],
+      ])
+    } finally {
+      await rt.close()
+    }
+  })
+})
