@@ -168,7 +168,8 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
     } catch (error) {
       // Never run: another run of the recipe here kept it busy past the wait, or one in another process took the
       // recipe's running slot between the sweep's look and this run's start. The events go back to the queue as
-      // they were, no attempt spent (their claims are not held and renewed meanwhile); the sweep claims them again.
+      // they were, no attempt spent (their claims, renewed while the run waited for its turn, are given back here);
+      // the sweep claims them again.
       if (!(error instanceof RecipeBusyError) && !(error instanceof RecipeRunningError)) throw error
       const waited = error instanceof RecipeBusyError ? { waited_ms: error.waitedMs } : { running: error.running.id }
       // Another replica's run took the recipe's slot first: the normal course with several workers, not a warning.
