@@ -1,3 +1,4 @@
+import { fmtBytes } from './format.ts'
 import type { MailAttachment } from './compose-mail.ts'
 import { zipOneFile } from './zip-one-file.ts'
 
@@ -36,5 +37,5 @@ export type AttachedCsv = Pick<CsvAttachment, 'zipped' | 'csvBytes'>
 /** The report's line about its attachment: where every conversation of the day is. */
 export function attachmentNote(attachment: AttachedCsv | undefined): string {
   if (!attachment?.zipped) return 'Every conversation of the day is in the attached CSV.'
-  return `Every conversation of the day is in the attached CSV, zipped (${(attachment.csvBytes / 1024 / 1024).toFixed(1)} MB unzipped: too large to attach as it is).`
+  return `Every conversation of the day is in the attached CSV, zipped (${fmtBytes(attachment.csvBytes)} unzipped: too large to attach as it is).`
 }

@@ -40,7 +40,10 @@ export interface Figures {
   /** Most frequent failure reasons of calls that did not complete. */
   failureReasons: CountItem[]
   failureReasonsOther: number
+  /** The most reported results keys, each broken down by value. */
   results: ResultsBreakdown[]
+  /** Results keys reported but not among `results` (the attached CSV has a column for every one). */
+  resultKeysOther: number
 }
 
 /**
@@ -121,7 +124,8 @@ export function createFiguresAccumulator(): FiguresAccumulator {
     },
     finish() {
       const reasonTop = top(reasons, FAILURE_REASONS_SHOWN)
-      const keys = top(reported, RESULT_KEYS_SHOWN).items
+      const keyTop = top(reported, RESULT_KEYS_SHOWN)
+      const keys = keyTop.items
       return {
         calls,
         completed,
@@ -136,6 +140,7 @@ export function createFiguresAccumulator(): FiguresAccumulator {
           const t = top(results.get(key) ?? new Map(), RESULT_VALUES_SHOWN)
           return { key, reported: count, values: t.items, otherValues: t.otherValues, otherCount: t.otherCount }
         }),
+        resultKeysOther: keyTop.otherValues,
       }
     },
   }

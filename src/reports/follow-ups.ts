@@ -5,11 +5,19 @@ import type { CountItem } from './figures.ts'
 export interface FollowUps {
   /** Follow-up calls switchboard scheduled or placed that day (ledger rows continuing an earlier conversation). */
   scheduled: number
+  /**
+   * Follow-ups of that day the provider refused (or that failed before it took them): never scheduled nor placed, so
+   * not in `scheduled`, but in `outcomes` as `rejected` / `failed`, for they are work a recipe planned.
+   */
+  refused: number
   /** Their outcomes so far: the conversation's status, else the ledger status (scheduled, pending, failed…). */
   outcomes: CountItem[]
   /** How many of them completed. */
   completed: number
 }
+
+/** Ledger statuses of a call the provider refused or that failed before it was taken. */
+const NOT_PLACED = new Set(['rejected', 'failed'])
 
 export async function loadFollowUps(rt: Runtime, range: Pick<DayRange, 'startMs' | 'endMs'>): Promise<FollowUps> {
   const rows = await rt.store.db
@@ -30,12 +38,16 @@ export async function loadFollowUps(rt: Runtime, range: Pick<DayRange, 'startMs'
     if (!kept || isLater(r, kept)) latest.set(r.id, r)
   }
   const outcomes = new Map<string, number>()
+  let refused = 0
   for (const r of latest.values()) {
     const outcome = r.conversation_status ?? r.call_status
     outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1)
+    // No conversation, and the ledger says the provider never took it: counted "scheduled or placed", it was neither.
+    if (r.conversation_status === null && NOT_PLACED.has(r.call_status)) refused++
   }
   return {
-    scheduled: latest.size,
+    scheduled: latest.size - refused,
+    refused,
     outcomes: [...outcomes].map(([value, count]) => ({ value, count })).sort((a, b) => b.count - a.count || a.value.localeCompare(b.value)),
     completed: outcomes.get('completed') ?? 0,
   }

@@ -9,9 +9,12 @@ export function fmtCount(n: number, plural: string): string {
   return `${fmtInt(n)} ${n === 1 ? plural.replace(/s$/, '') : plural}`
 }
 
-/** A size in bytes as MB with one decimal, or KB under a megabyte (a zipped attachment of 40 KB read `0.0 MB`). */
+/**
+ * A size in bytes as MB with one decimal, or KB under a megabyte (a zipped attachment of 40 KB read `0.0 MB`) — decimal
+ * units, as they are labelled (and as mail relays state their limits): 6,126,933 bytes read `5.8 MB`, in mebibytes.
+ */
 export function fmtBytes(n: number): string {
-  return n < 1000 * 1024 ? `${Math.max(1, Math.round(n / 1024))} KB` : `${(n / 1024 / 1024).toFixed(1)} MB`
+  return n < 999_500 ? `${Math.max(1, Math.round(n / 1000))} KB` : `${(n / 1_000_000).toFixed(1)} MB`
 }
 
 export function fmtPct(n: number | null): string {

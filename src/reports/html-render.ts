@@ -149,16 +149,20 @@ function resultsSection(report: DailyReport): string {
     return `<h3 style="margin:10px 0 4px 0;font-size:13px;line-height:17px;color:${INK};${FONT};font-weight:600;${WRAP}">${l(r.key)} <span style="font-weight:400;color:${MUTED}">· reported by ${fmtInt(r.reported)}</span></h3>
 ${barList(r.values, r.reported, () => '#6366f1')}${other}`
   })
-  return section('Results', blocks.length ? blocks.join('\n') : note('No conversation reported results.'))
+  // The keys past the most reported ones are not dropped without a word: the CSV has a column for each.
+  const more = report.totals.resultKeysOther ? note(`and ${fmtInt(report.totals.resultKeysOther)} more results keys, not broken down here (each is a column of the attached CSV)`) : ''
+  return section('Results', blocks.length ? blocks.join('\n') + more : note('No conversation reported results.'))
 }
 
 function followUpSection(report: DailyReport): string {
   const f = report.followUps
-  if (f.scheduled === 0) return section('Follow-ups', note('No follow-up calls were scheduled that day.'))
+  const planned = f.scheduled + f.refused
+  if (planned === 0) return section('Follow-ups', note('No follow-up calls were scheduled that day.'))
+  const refused = f.refused ? `; ${fmtInt(f.refused)} more refused by the provider` : ''
   return section(
     'Follow-ups',
-    `${note(`${fmtInt(f.scheduled)} follow-up call${f.scheduled === 1 ? '' : 's'} scheduled or placed (calls continuing an earlier conversation); ${fmtInt(f.completed)} completed so far.`)}
-<div style="height:6px"></div>${barList(f.outcomes, f.scheduled, statusColor)}`,
+    `${note(`${fmtInt(f.scheduled)} follow-up call${f.scheduled === 1 ? '' : 's'} scheduled or placed (calls continuing an earlier conversation); ${fmtInt(f.completed)} completed so far${refused}.`)}
+<div style="height:6px"></div>${barList(f.outcomes, planned, statusColor)}`,
   )
 }
 

@@ -59,10 +59,12 @@ export function renderText(report: DailyReport, attachment?: AttachedCsv): strin
     'Last 7 days (calls, success rate):',
     ...report.trend.map((d) => `  ${d.date}  ${fmtInt(d.calls).padStart(8)}  ${fmtPct(d.successRate).padStart(6)}${d.date === report.date ? '  ← this report' : ''}`),
   ]
+  const f = report.followUps
+  const planned = f.scheduled + f.refused
   const followUps =
-    report.followUps.scheduled === 0
+    planned === 0
       ? ['Follow-ups: none scheduled.']
-      : [`Follow-ups: ${fmtInt(report.followUps.scheduled)} scheduled or placed (calls continuing an earlier conversation), ${fmtInt(report.followUps.completed)} completed so far.`, ...bars(report.followUps.outcomes, report.followUps.scheduled)]
+      : [`Follow-ups: ${fmtInt(f.scheduled)} scheduled or placed (calls continuing an earlier conversation), ${fmtInt(f.completed)} completed so far${f.refused ? `; ${fmtInt(f.refused)} more refused by the provider` : ''}.`, ...bars(f.outcomes, planned)]
   const b = report.batches
   const batches = !b.available
     ? [`Batches (provider): unavailable — ${l(b.error)}`]
@@ -113,7 +115,10 @@ export function renderText(report: DailyReport, attachment?: AttachedCsv): strin
     '',
     'Results:',
     ...(t.results.length
-      ? t.results.flatMap((r) => [`  ${l(r.key)} (reported by ${fmtInt(r.reported)}):`, ...bars(r.values, r.reported).map((l) => `  ${l}`), ...(r.otherValues ? [`    and ${fmtInt(r.otherValues)} more values`] : [])])
+      ? [
+          ...t.results.flatMap((r) => [`  ${l(r.key)} (reported by ${fmtInt(r.reported)}):`, ...bars(r.values, r.reported).map((l) => `  ${l}`), ...(r.otherValues ? [`    and ${fmtInt(r.otherValues)} more values`] : [])]),
+          ...(t.resultKeysOther ? [`  and ${fmtInt(t.resultKeysOther)} more results keys, not broken down here (each is a column of the attached CSV)`] : []),
+        ]
       : ['  none reported']),
     '',
     ...followUps,

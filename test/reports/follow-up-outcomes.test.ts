@@ -24,7 +24,7 @@ describeEachDialect('follow-up outcomes', (dialect) => {
       { conversation_id: 'conv_fu_2', agent_id: 101, contact_number: '+919800000009', status: 'completed', duration_seconds: 40, ended_at: at + 1_800_000, trace_id: 'tr_fu' },
     ])
     await rt.store.db.insertInto('calls').values(callRow({ id: 'call_fu', trace_id: 'tr_fu', recipe: 'no-answer-followup', campaign: null, previous: 'conv_prev_1', created_at: at })).execute()
-    expect(await loadFollowUps(rt, { startMs: DAY_START, endMs: DAY_END })).toEqual({ scheduled: 1, completed: 1, outcomes: [{ value: 'completed', count: 1 }] })
+    expect(await loadFollowUps(rt, { startMs: DAY_START, endMs: DAY_END })).toEqual({ scheduled: 1, refused: 0, completed: 1, outcomes: [{ value: 'completed', count: 1 }] })
   })
   // A recipe may place first calls too (scheduleCall for new leads): they are not follow-ups, whoever placed them.
   // A follow-up is a call continuing an earlier conversation — also one placed straight through the proxy.
@@ -36,6 +36,6 @@ describeEachDialect('follow-up outcomes', (dialect) => {
       callRow({ id: 'call_fu', trace_id: 'tr_fu', recipe: 'no-answer-followup', campaign: null, previous: 'conv_prev_1', status: 'scheduled', created_at: at }),
       callRow({ id: 'call_direct_fu', trace_id: 'tr_direct', recipe: null, campaign: null, previous: 'conv_prev_2', status: 'scheduled', created_at: at }),
     ]).execute()
-    expect(await loadFollowUps(rt, { startMs: DAY_START, endMs: DAY_END })).toEqual({ scheduled: 2, completed: 0, outcomes: [{ value: 'scheduled', count: 2 }] })
+    expect(await loadFollowUps(rt, { startMs: DAY_START, endMs: DAY_END })).toEqual({ scheduled: 2, refused: 0, completed: 0, outcomes: [{ value: 'scheduled', count: 2 }] })
   })
 })

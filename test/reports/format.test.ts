@@ -38,6 +38,7 @@ it('rate rounds the exact fraction half up to one decimal: 203 of 400 is 50.8 %,
 describe('fmtCount and fmtBytes', () => {
   it('says one call, not "1 calls"; a zip under a megabyte in KB, not "0.0 MB"', () => {
     expect([fmtCount(0, 'calls'), fmtCount(1, 'calls'), fmtCount(1798, 'rows')]).toEqual(['0 calls', '1 call', '1,798 rows'])
-    expect([fmtBytes(200), fmtBytes(40_960), fmtBytes(999 * 1024), fmtBytes(1024 * 1024 - 1), fmtBytes(14.3 * 1024 * 1024)]).toEqual(['1 KB', '40 KB', '999 KB', '1.0 MB', '14.3 MB'])
+    // Decimal units, as labelled: 6,126,933 bytes is 6.1 MB (it read 5.8, in mebibytes); never "1000 KB".
+    expect([fmtBytes(200), fmtBytes(40_960), fmtBytes(999_000), fmtBytes(999_600), fmtBytes(1_000_000), fmtBytes(6_126_933), fmtBytes(14_300_000)]).toEqual(['1 KB', '41 KB', '999 KB', '1.0 MB', '1.0 MB', '6.1 MB', '14.3 MB'])
   })
 })

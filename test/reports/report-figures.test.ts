@@ -3,7 +3,7 @@ import { buildDailyReport, dayRange, renderDailyReport } from '../../src/reports
 import { describeEachDialect } from '../helpers/db.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { metrics, startBatchProvider } from './fake-provider.ts'
-import { DAY, DAY_END, DAY_START, EXPECTED, IN_DAY, insertConversations, seedKnownDay, TZ } from './seed.ts'
+import { callRow, DAY, DAY_END, DAY_START, EXPECTED, IN_DAY, insertConversations, seedKnownDay, TZ } from './seed.ts'
 import { parse } from 'csv-parse/sync'
 
 const statusCounts = (items: Array<{ value: string; count: number }>) => Object.fromEntries(items.map((i) => [i.value, i.count]))
@@ -84,7 +84,7 @@ describeEachDialect('daily report figures', (dialect) => {
     expect(campaigns['winback']?.calls).toBe(1)
     expect(campaigns['(direct)']?.calls).toBe(14)
 
-    expect(report.followUps).toEqual({ scheduled: 2, completed: 1, outcomes: [{ value: 'completed', count: 1 }, { value: 'scheduled', count: 1 }] })
+    expect(report.followUps).toEqual({ scheduled: 2, refused: 0, completed: 1, outcomes: [{ value: 'completed', count: 1 }, { value: 'scheduled', count: 1 }] })
     expect(report.webhooks).toEqual({ received: 4, duplicates: 2, rejected: { invalid_signature: 3, stale_timestamp: 1 }, dead: 1, reconciled: 1, source: 'receiver' })
 
     expect(report.trend.map((d) => d.date)).toEqual(['2026-11-14', '2026-11-15', '2026-11-16', '2026-11-17', '2026-11-18', '2026-11-19', '2026-11-20'])
@@ -209,5 +209,48 @@ describe('the conversations CSV', () => {
     expect(records[0]!.slice(-2)).toEqual(["result.=cmd", 'result.note\n=1+1'])
     expect(records[1]!.slice(-2)).toEqual(['w', 'v'])
     expect(csv.split('\r\n').some((line) => line.startsWith('='))).toBe(false)
+  })
+})
+
+describeEachDialect('follow-ups the provider refused', (dialect) => {
+  let rt: TestRuntime | undefined
+  afterEach(async () => {
+    await rt?.close()
+    rt = undefined
+  })
+
+  it('are not counted scheduled or placed: said apart, and among the outcomes', async () => {
+    rt = await createTestRuntime({ dialect })
+    await seedKnownDay(rt)
+    await rt.store.db.insertInto('calls').values([
+      callRow({ id: 'call_fu_refused', trace_id: null, recipe: 'no-answer-followup', campaign: null, previous: 'conv_01', status: 'rejected', created_at: DAY_START + 3_700_000 }),
+      callRow({ id: 'call_fu_failed', trace_id: null, recipe: 'no-answer-followup', campaign: null, previous: 'conv_02', status: 'failed', created_at: DAY_START + 3_800_000 }),
+    ]).execute()
+    const report = await buildDailyReport(rt, { date: DAY, timezone: TZ })
+    expect(report.followUps).toMatchObject({ scheduled: 2, refused: 2, completed: 1 })
+    expect(report.followUps.outcomes).toEqual(expect.arrayContaining([{ value: 'rejected', count: 1 }, { value: 'failed', count: 1 }]))
+    const { text, html } = renderDailyReport(report)
+    expect(text).toContain('Follow-ups: 2 scheduled or placed (calls continuing an earlier conversation), 1 completed so far; 2 more refused by the provider.')
+    expect(html).toContain('2 follow-up calls scheduled or placed (calls continuing an earlier conversation); 1 completed so far; 2 more refused by the provider.')
+  })
+})
+
+describeEachDialect('results keys past the most reported', (dialect) => {
+  let rt: TestRuntime | undefined
+  afterEach(async () => {
+    await rt?.close()
+    rt = undefined
+  })
+
+  it('are said to be in the CSV, not dropped without a word', async () => {
+    rt = await createTestRuntime({ dialect })
+    const results = Object.fromEntries(['intent', 'language', 'summary', 'interested', 'callback_requested', 'do_not_call', 'promised_amount'].map((k) => [k, 'x']))
+    await insertConversations(rt, [{ conversation_id: 'conv_keys', agent_id: 101, contact_number: '+919800000099', status: 'completed', duration_seconds: 30, ended_at: DAY_START + 3_600_000, trace_id: 'tr_keys', results }])
+    const report = await buildDailyReport(rt, { date: DAY, timezone: TZ })
+    expect(report.totals.results).toHaveLength(5)
+    expect(report.totals.resultKeysOther).toBe(2)
+    const { text, html } = renderDailyReport(report)
+    expect(text).toContain('  and 2 more results keys, not broken down here (each is a column of the attached CSV)')
+    expect(html).toContain('and 2 more results keys, not broken down here (each is a column of the attached CSV)')
   })
 })
