@@ -96,6 +96,24 @@ export async function ledgerDuplicate(db: Runtime['store']['db'], row: { tenant:
   return existing && !isReusable(existing, row.created_at) ? toCallRecord(existing) : undefined
 }
 
+/**
+ * What the ledger knows of an earlier call with `key`, before a new one with it is checked: `duplicate`, the call it
+ * holds the key for (a retry is told 409 whatever changed since — the number added to the do-not-call list, say);
+ * `ambiguous`, an earlier attempt whose answer never came (a timeout, a dropped connection: the provider may have
+ * placed it); else nothing.
+ */
+export async function earlierAttempt(
+  db: Runtime['store']['db'],
+  key: { tenant: string; agent_id: number; idempotency_key: string },
+  now: number,
+): Promise<{ duplicate: CallRecord } | { ambiguous: CallRecord } | undefined> {
+  const existing = await findByKey(db, key)
+  if (!existing) return undefined
+  if (!isReusable(existing, now)) return { duplicate: toCallRecord(existing) }
+  const expired = existing.created_at <= now - IDEMPOTENCY_WINDOW_MS
+  return !expired && existing.status === 'failed' ? { ambiguous: toCallRecord(existing) } : undefined
+}
+
 export async function claim(db: Runtime['store']['db'], row: Insertable<CallsTable> & { id: string; created_at: number }): Promise<Claim> {
   for (let round = 0; round < 3; round++) {
     const inserted = await db

@@ -35,6 +35,10 @@ export function validateCallRequest(body: unknown, now: number): CallValidation 
   if (nul !== undefined) return fail(`${nul} contains U+0000 (a NUL character); remove it`)
   const half = pathOfString(body, (text) => !text.isWellFormed())
   if (half !== undefined) return fail(`${half} holds half of a UTF-16 surrogate pair (an unpaired \\ud800–\\udfff); send whole characters`)
+  // Once: the provider dials one of them (the sandbox the last), while the do-not-call check and the ledger read the
+  // first — a second customer_phone went past the list to a number on it.
+  const phones = (body.parameters as Array<{ name: string }>).flatMap((p, i) => (p.name === 'customer_phone' ? [i] : []))
+  if (phones.length > 1) return fail(`customer_phone must be given once (parameters[${phones[0]}] and parameters[${phones[1]}] both name it)`)
   const phone = (body.parameters as Array<{ name: string; value: string }>).find((p) => p.name === 'customer_phone')
   if (!phone || phone.value.trim() === '') return fail('customer_phone parameter is required')
   if (phone.value.length > MAX_PHONE_LENGTH) return fail(`customer_phone must be at most ${MAX_PHONE_LENGTH} characters`)

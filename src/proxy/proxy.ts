@@ -1,7 +1,8 @@
 import { printable } from '../utils/printable.ts'
 import { basename } from 'node:path'
 import { HTTPResponse } from 'h3'
-import { placeCall, STALE_PENDING_MS } from '../calls/place-call.ts'
+import { earlierAttempt, placeCall, STALE_PENDING_MS } from '../calls/place-call.ts'
+import type { CallRecord } from '../calls/record.ts'
 import { DncFileError, isBlocked } from '../campaigns/dnc.ts'
 import { continuedCampaign } from '../calls/continued-campaign.ts'
 import { tenantOf } from '../calls/tenant.ts'
@@ -286,6 +287,17 @@ export function createProxy(rt: Runtime): Proxy {
     if (!keyed.ok) return withCache(apiErrorResponse(400, 'invalid_request', keyed.message), 'BYPASS')
     const checked = validateCallRequest(keyed.body, rt.clock.now())
     if (!checked.ok) return withCache(apiErrorResponse(400, 'invalid_request', checked.message), 'BYPASS')
+    // A retry with the key of a call already placed is told so (409, as the provider would) before anything else is
+    // looked at: a number put on the do-not-call list since — by that very call's result, say — answered the retry
+    // "not called", and a client that had timed out concluded the call never happened.
+    const earlier = checked.request.idempotency_key
+      ? await earlierAttempt(rt.store.db, { tenant: tenantOf(apiKey), agent_id: checked.request.agent_id, idempotency_key: checked.request.idempotency_key }, rt.clock.now())
+      : undefined
+    if (earlier && 'duplicate' in earlier) {
+      const reply = duplicateAnswer(earlier.duplicate)
+      reply.headers.set('x-idempotency-key', checked.request.idempotency_key!)
+      return reply
+    }
     // The do-not-call list is checked before every call switchboard places, its own or one sent through it.
     const phone = checked.request.parameters.find((p) => p.name === 'customer_phone')?.value
     let blocked: boolean
@@ -299,7 +311,12 @@ export function createProxy(rt: Runtime): Proxy {
     }
     if (blocked) {
       rt.log.info({ agent_id: checked.request.agent_id }, 'call refused: its number is on the do-not-call list')
-      return withCache(apiErrorResponse(400, 'invalid_request', 'customer_phone is on the do-not-call list (switchboard): not called'), 'BYPASS')
+      // An earlier attempt with this key got no answer: it may have placed the call. Not sent again (the number is on
+      // the list now), and not said "not called" as if nothing had been.
+      const before = earlier && 'ambiguous' in earlier
+        ? `; an earlier attempt with this idempotency key got no answer (${earlier.ambiguous.error ?? 'failed'}) and may have placed the call: see GET /v1/conversations`
+        : ''
+      return withCache(apiErrorResponse(400, 'invalid_request', `customer_phone is on the do-not-call list (switchboard): not called${before ? ' now' : ''}${before}`), 'BYPASS')
     }
     // The key is chosen here rather than left to placeCall (which would make the same one) so that every
     // answer from now on can carry it: after a 5xx or a timeout the call may exist upstream, and only a
@@ -313,6 +330,14 @@ export function createProxy(rt: Runtime): Proxy {
     }
     reply.headers.set('x-idempotency-key', key)
     return reply
+  }
+
+  /** The 409 for a key the ledger holds: a call being placed right now (its process may have died: a minute settles it), or placed. */
+  function duplicateAnswer(record: CallRecord): Response {
+    if (record.status === 'pending') {
+      return withCache(apiErrorResponse(409, 'duplicate_request', 'a call with this idempotency key is being placed; retry with the same key in a minute to learn its outcome', { headers: { 'retry-after': String(Math.ceil(STALE_PENDING_MS / 1000)) } }), 'BYPASS')
+    }
+    return withCache(apiErrorResponse(409, 'duplicate_request', 'idempotency key already used'), 'BYPASS')
   }
 
   async function sendCall(apiKey: string, tenant: string, request: CallRequest): Promise<Response> {
@@ -341,13 +366,7 @@ export function createProxy(rt: Runtime): Proxy {
       }
       return new Response(JSON.stringify({ data: result.call }), { status: 200, headers })
     }
-    if (result.duplicate) {
-      // Another request with this key is being sent right now (or its process died, which a minute settles).
-      if (result.record.status === 'pending') {
-        return withCache(apiErrorResponse(409, 'duplicate_request', 'a call with this idempotency key is being placed; retry with the same key in a minute to learn its outcome', { headers: { 'retry-after': String(Math.ceil(STALE_PENDING_MS / 1000)) } }), 'BYPASS')
-      }
-      return withCache(apiErrorResponse(409, 'duplicate_request', 'idempotency key already used'), 'BYPASS')
-    }
+    if (result.duplicate) return duplicateAnswer(result.record)
     await learn(tenant, result.error.status || 500)
     return errorFromVoiceApi(result.error)
   }

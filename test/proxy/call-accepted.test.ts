@@ -116,6 +116,51 @@ describeEachDialect('POST /v1/call once the provider answered', (dialect) => {
     expect((await post(h, phoneCall('+919876543245'))).status).toBe(200)
     expect(up.count('POST', '/v1/call')).toBe(1)
   })
+  // A second customer_phone went past the list: the check and the ledger read the first, the sandbox dialled the last.
+  it('refuses a call naming customer_phone twice: the do-not-call check and the provider must see one number', async () => {
+    const { h, up } = await scripted()
+    await h.rt.store.db.insertInto('dnc').values({ phone: '+919876543263', reason: 'asked', source: 'test', added_at: 0 }).execute()
+    const twice = { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543260' }, { name: 'customer_phone', value: '+919876543263' }] }
+    const res = await post(h, twice)
+    expect(res.status).toBe(400)
+    expect(await res.json()).toEqual({ error: { type: 'invalid_request', message: 'customer_phone must be given once (parameters[0] and parameters[1] both name it)' } })
+    expect(up.count('POST', '/v1/call')).toBe(0)
+    expect(await ledger(h)).toEqual([])
+  })
+  // A retry of a placed call whose number went on the list since (its own result, say) was told "not called".
+  it('a retry with the key of a call already placed is told 409 duplicate, even once its number is on the do-not-call list', async () => {
+    const { h, up } = await scripted()
+    const call = phoneCall('+919876543270')
+    const first = await h.request('/v1/call', { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'dncorder-1' }, body: JSON.stringify(call) })
+    expect(first.status).toBe(200)
+    await h.rt.store.db.insertInto('dnc').values({ phone: '+919876543270', reason: 'asked', source: 'test', added_at: 0 }).execute()
+    const retried = await h.request('/v1/call', { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'dncorder-1' }, body: JSON.stringify(call) })
+    expect(retried.status).toBe(409)
+    expect(await retried.json()).toEqual({ error: { type: 'duplicate_request', message: 'idempotency key already used' } })
+    expect(up.count('POST', '/v1/call')).toBe(1)
+    // A new key for that number: not called.
+    expect((await post(h, call)).status).toBe(400)
+  })
+  it('a retry of a call whose answer never came, its number on the list since, is not sent — and not said never placed', async () => {
+    const { h, up } = await scripted()
+    up.answer(async (req, _body, res) => {
+      if (req.url !== '/v1/call') return false
+      res.writeHead(502, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ error: { message: 'bad gateway', type: 'internal_error' } }))
+    })
+    const call = phoneCall('+919876543271')
+    const first = await withClock(h.clock, h.request('/v1/call', { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'hang-1' }, body: JSON.stringify(call) }), 20, 20_000)
+    expect(first.status).toBeGreaterThanOrEqual(500)
+    expect(await ledger(h)).toMatchObject([{ idempotency_key: 'hang-1', status: 'failed' }])
+    up.answer(undefined)
+    const sent = up.count('POST', '/v1/call')
+    await h.rt.store.db.insertInto('dnc').values({ phone: '+919876543271', reason: 'asked', source: 'test', added_at: 0 }).execute()
+    const retried = await h.request('/v1/call', { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'hang-1' }, body: JSON.stringify(call) })
+    expect(retried.status).toBe(400)
+    const { error } = (await retried.json()) as { error: { message: string } }
+    expect(error.message).toMatch(/^customer_phone is on the do-not-call list \(switchboard\): not called now; an earlier attempt with this idempotency key got no answer \(.*\) and may have placed the call: see GET \/v1\/conversations$/)
+    expect(up.count('POST', '/v1/call')).toBe(sent)
+  })
   // A gzip call body was refused as "not valid UTF-8 (invalid byte 0x8b …)"; a compressed upload went on unlabelled.
   it('a call body with a Content-Encoding is a 415 saying so; an upload keeps its Content-Encoding on the way', async () => {
     const { h, up } = await scripted()
