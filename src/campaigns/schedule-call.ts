@@ -84,6 +84,12 @@ function applyRules(rt: Runtime, call: NewCall | CallPlan, options: ScheduleCall
     throw new Error(`scheduled_for "${request.scheduled_for}" is not an ISO 8601 time`)
   }
   const phoneAt = request.parameters.findIndex((p) => p.name === 'customer_phone')
+  // One number: the provider may dial a second customer_phone, which neither the rules nor the do-not-call list saw.
+  if (request.parameters.filter((p) => p.name === 'customer_phone').length > 1) {
+    const reason = 'customer_phone: the call names it more than once; give one number'
+    rt.log.warn({ agent_id: request.agent_id, recipe: options.recipe ?? null, reason }, 'call rejected')
+    return { status: 'rejected', request, reason }
+  }
   const raw = phoneAt >= 0 ? request.parameters[phoneAt]!.value : ''
   const phone = normalizePhone(raw, { defaultCountry: options.defaultCountry ?? rt.config.defaultCountry })
   if (!phone.ok) {

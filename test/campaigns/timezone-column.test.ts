@@ -68,3 +68,11 @@ it('rows of a country split across zones with no timezone column are called in t
   // Returned too, for the recipe's run summary (what the dashboard shows; a log line is easily missed).
   expect(result.warnings).toEqual(['batch rows of countries with several time zones have no timezone column (US: 2): their calling window is taken in America/New_York; add a timezone column to call each in their own'])
 })
+
+// The rules and the do-not-call list read one number; the provider could dial a second one past them.
+it('a call naming customer_phone twice is rejected with the reason, not planned', async () => {
+  const plan = { dryRun: true, plan: [] }
+  const outcome = await scheduleCall(rt, { request: { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543210' }, { name: 'customer_phone', value: '+919876543263' }] } }, plan)
+  expect(outcome).toMatchObject({ status: 'rejected', reason: 'customer_phone: the call names it more than once; give one number' })
+  expect(plan.plan).toEqual([])
+})
