@@ -36,6 +36,7 @@ export function serveApp(app: H3, options: ServeAppOptions): ServedApp {
     gracefulShutdown: false,
     node: { ServerResponse: ReasonPhraseResponse },
   })
+  if (server.node?.server) answerClientErrors(server.node.server as HttpServer)
   const drain = server.node?.server ? drainOnClose(server.node.server as HttpServer) : async () => {}
   return Object.assign(server, {
     async shutdown(graceMs?: number) {
@@ -44,3 +45,29 @@ export function serveApp(app: H3, options: ServeAppOptions): ServedApp {
     },
   })
 }
+
+/** What Node's HTTP parser refuses before any handler sees the request, said as the provider's errors are. */
+function clientErrorOf(code: string | undefined): { status: number; message: string } {
+  if (code === 'HPE_HEADER_OVERFLOW') return { status: 431, message: 'the request line and headers are larger than 16 KB (a very long URL or query string?): send less, or the data in a body' }
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, message: 'the request did not arrive in time' }
+  return { status: 400, message: 'the request is not valid HTTP/1.1 (a raw space or non-ASCII byte in the URL? percent-encode it)' }
+}
+
+/**
+ * Node answers a request its parser refuses (a raw non-ASCII byte or space in the URL, headers past 16 KB) with a bare
+ * `400 Bad Request` / `431` and no body: the one answer of the service not in the `{"error":{"message","type"}}` shape
+ * every other error has, and a client that parses error bodies failed on it. Same status, with that body, and the
+ * connection closed as Node closes it. A socket already reset or no longer writable is only destroyed.
+ */
+function answerClientErrors(server: HttpServer): void {
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    if (error.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy()
+      return
+    }
+    const { status, message } = clientErrorOf(error.code)
+    const body = JSON.stringify({ error: { message, type: 'invalid_request' } })
+    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n${body}`)
+  })
+}
+
