@@ -9,7 +9,6 @@ import { tenantOf } from '../calls/tenant.ts'
 import { validateCallRequest } from '../calls/validate-call.ts'
 import type { Runtime } from '../runtime.ts'
 import { apiErrorResponse } from '../upstream/api-error.ts'
-import { errorTypeOfStatus, type VoiceApiError } from '../upstream/errors.ts'
 import type { CallRequest } from '../upstream/schemas.ts'
 import { readLimited } from '../utils/read-limited.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
@@ -18,6 +17,7 @@ import { cacheKey } from './cache-key.ts'
 import { createJsonCache, forgetTenantNotFound, invalidateTenantLists, type CacheEntry } from './json-cache.ts'
 import { applyIdempotencyHeader } from './idempotency-header.ts'
 import { parseJsonBody } from './json-body.ts'
+import { errorFromVoiceApi, invalidAnswer, parseJson, providerError, type TextAnswer } from './error-answer.ts'
 import { createIdleDeadline } from './idle-deadline.ts'
 import { currentGeneration } from './invalidation-marks.ts'
 import { createRecordingCache } from './recordings.ts'
@@ -26,7 +26,7 @@ import { createSingleFlight } from './single-flight.ts'
 import { proxyCoalesced } from './metrics.ts'
 import { streamThrough } from './stream-through.ts'
 import { createTenantKeys } from './tenant-keys.ts'
-import { failureResponse, fetchUpstream, isRateLimitHeader, passHeaders, storableHeaders, withCache, type CacheStatus } from './upstream.ts'
+import { failureResponse, fetchUpstream, isRateLimitHeader, NULL_BODY_STATUSES, passHeaders, storableHeaders, withCache, type CacheStatus } from './upstream.ts'
 
 /** JSON request bodies (POST /v1/call) larger than this are refused before parsing. */
 export const MAX_JSON_BODY_BYTES = 1024 * 1024
@@ -49,7 +49,7 @@ export interface Proxy {
 }
 
 /** What one upstream GET came to, shared by every request that joined it (each answers from its own copy). */
-type Fetched = { ok: true; status: number; headers: Headers; text: string } | { ok: false; failure: 'unreachable' | 'timeout'; message: string }
+type Fetched = ({ ok: true } & TextAnswer) | { ok: false; failure: 'unreachable' | 'timeout'; message: string }
 
 function bearer(header: string | null): string | undefined {
   const match = header ? /^\s*Bearer\s+(\S+)\s*$/i.exec(header) : null
@@ -80,25 +80,6 @@ function fromEntry(entry: CacheEntry, cache: CacheStatus, method: string, now: n
 function textReply(body: string | null, status: number, headers: Headers, cache: CacheStatus): HTTPResponse {
   headers.set('x-cache', cache)
   return new HTTPResponse(body, { status, headers })
-}
-
-function errorFromVoiceApi(error: VoiceApiError): Response {
-  const headers = new Headers({ 'content-type': 'application/json', 'x-cache': 'BYPASS' })
-  const rl = error.rateLimit
-  if (rl.limit !== undefined) headers.set('x-ratelimit-limit', String(rl.limit))
-  if (rl.remaining !== undefined) headers.set('x-ratelimit-remaining', String(rl.remaining))
-  if (rl.reset !== undefined) headers.set('x-ratelimit-reset', rl.reset)
-  if (rl.retryAfter !== undefined) headers.set('retry-after', String(rl.retryAfter))
-  if (error.status === 0 || error.type === 'invalid_response') {
-    const status = error.type === 'timeout' ? 504 : 502
-    return withCache(apiErrorResponse(status, 'internal_error', error.message, { headers }), 'BYPASS')
-  }
-  // An answer without the provider's error body (a gateway's HTML page) is reported in the spec's shape.
-  const body =
-    typeof error.body === 'object' && error.body !== null && 'error' in error.body
-      ? error.body
-      : { error: { message: error.message, type: errorTypeOfStatus(error.status) } }
-  return new Response(JSON.stringify(body), { status: error.status, headers })
 }
 
 /** The provider's answer to a missing or refused key, given locally (no key, or one it refused moments ago). */
@@ -156,21 +137,23 @@ export function createProxy(rt: Runtime): Proxy {
     } catch (error) {
       return { ok: false, failure: (error as Error).name === 'TimeoutError' ? 'timeout' : 'unreachable', message: `the provider's answer was cut off (${(error as Error).message})` }
     }
-    await learn(tenant, upstream.status)
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(text)
-    } catch {
-      parsed = undefined
+    const parsed = parseJson(text)
+    // A 2xx that is not JSON (cut off, a gateway's page) is the provider failing: a 502 (STALE when a copy is kept),
+    // never kept, and nothing learned about the key from it.
+    if (upstream.status >= 200 && upstream.status < 300 && parsed === undefined && !NULL_BODY_STATUSES.has(upstream.status)) {
+      return { ok: true, ...invalidAnswer(upstream.status, upstream.headers, rt.clock.now()) }
     }
+    await learn(tenant, upstream.status)
+    const answer: TextAnswer =
+      upstream.status >= 400 ? providerError(upstream.status, upstream.headers, text, rt.clock.now()) : { status: upstream.status, headers: passHeaders(upstream.headers, upstream.status), text }
     const plan = parsed === undefined ? undefined : planCache(route, upstream.status, parsed, url.searchParams)
     if (plan) {
       // The answer is good whether or not it could be kept: a failed write costs a later miss, not this answer.
       await json
-        .put({ key, tenant, plan, status: upstream.status, headers: storableHeaders(upstream.headers), body: text, since })
+        .put({ key, tenant, plan, status: answer.status, headers: storableHeaders(answer.headers), body: answer.text, since })
         .catch((err: unknown) => rt.log.warn({ err, path: url.pathname }, 'proxy cache write failed'))
     }
-    return { ok: true, status: upstream.status, headers: passHeaders(upstream.headers, upstream.status), text }
+    return { ok: true, ...answer }
   }
 
   async function cachedGet(request: Request, url: URL, route: ProxyRoute, apiKey: string, tenant: string): Promise<ProxyReply> {
@@ -249,10 +232,12 @@ export function createProxy(rt: Runtime): Proxy {
         return response
       }
       const text = await upstream.text().catch(() => '')
+      const answer: TextAnswer =
+        upstream.status >= 400 ? providerError(upstream.status, upstream.headers, text, rt.clock.now()) : { status: upstream.status, headers: passHeaders(upstream.headers, upstream.status), text }
       if (upstream.status === 404) {
-        await json.put({ key: notFoundKey, tenant, plan: { kind: 'not_found', ttlMs: CACHE_TTL_MS.notFound, resourceId: id, agentId: null }, status: 404, headers: storableHeaders(upstream.headers), body: text, since })
+        await json.put({ key: notFoundKey, tenant, plan: { kind: 'not_found', ttlMs: CACHE_TTL_MS.notFound, resourceId: id, agentId: null }, status: 404, headers: storableHeaders(answer.headers), body: answer.text, since })
       }
-      return textReply(request.method === 'HEAD' ? null : text, upstream.status, passHeaders(upstream.headers, upstream.status), 'MISS')
+      return textReply(request.method === 'HEAD' ? null : answer.text, answer.status, answer.headers, 'MISS')
     } finally {
       if (!handedOver) deadline.stop()
     }

@@ -6,8 +6,10 @@ import { pipeline } from 'node:stream/promises'
 import type { ReadableStream as NodeWebReadableStream } from 'node:stream/web'
 import type { Runtime } from '../runtime.ts'
 import { apiErrorResponse } from '../upstream/api-error.ts'
+import { readLimited } from '../utils/read-limited.ts'
+import { isProviderErrorBody, parseJson, reshapedError } from './error-answer.ts'
 import { createIdleDeadline } from './idle-deadline.ts'
-import { failureOf, failureResponse, passHeaders, STREAMED_PASS_HEADERS, upstreamUrl, withCache } from './upstream.ts'
+import { failureOf, failureResponse, NULL_BODY_STATUSES, passHeaders, STREAMED_PASS_HEADERS, upstreamUrl, withCache } from './upstream.ts'
 
 /**
  * Sends a streamed body with node:http rather than fetch: undici keeps every chunk of a streamed request
@@ -35,9 +37,6 @@ function sendStreaming(
   })
 }
 
-/** Statuses whose answers never have a body (Fetch standard, "null body status"; 101 never reaches here). */
-const NULL_BODY_STATUSES = new Set([204, 205, 304])
-
 function toHeaders(raw: IncomingMessage['headers']): Headers {
   const headers = new Headers()
   for (const [name, value] of Object.entries(raw)) {
@@ -46,6 +45,9 @@ function toHeaders(raw: IncomingMessage['headers']): Headers {
   }
   return headers
 }
+
+/** The most of an error answer read to tell whether it is the provider's error body (those are a few hundred bytes). */
+const MAX_ERROR_BODY_BYTES = 64 * 1024
 
 /**
  * Forwards a request whose body may be large (multipart CSV or audio, or anything under /v1 we do not
@@ -133,7 +135,19 @@ export async function streamThrough(
       deadline.stop()
       upstream.resume()
     }
-    const passed = passHeaders(toHeaders(upstream.headers), status, new Headers(), STREAMED_PASS_HEADERS)
+    const upstreamHeaders = toHeaders(upstream.headers)
+    const passed = passHeaders(upstreamHeaders, status, new Headers(), STREAMED_PASS_HEADERS)
+    if (status >= 400 && responseBody) {
+      // An error is read whole (it is small) to see whether it is the provider's: a gateway's page goes out in the
+      // provider's shape, not as sent. One too long to be an error body, or cut off, is not the provider's either.
+      const read = await readLimited(responseBody, MAX_ERROR_BODY_BYTES, { overflow: 'cancel' }).catch(() => undefined)
+      deadline.stop()
+      const body = read?.ok ? parseJson(new TextDecoder().decode(read.bytes)) : undefined
+      // The provider's own error goes on as it came: its bytes, every header it had.
+      if (read?.ok && isProviderErrorBody(body)) return withCache(new Response(new Uint8Array(read.bytes), { status, headers: passed }), 'BYPASS')
+      const shaped = reshapedError(status, upstreamHeaders, body, rt.clock.now())
+      return withCache(new Response(shaped.text, { status: shaped.status, headers: shaped.headers }), 'BYPASS')
+    }
     return withCache(new Response(responseBody, { status, headers: passed }), 'BYPASS')
   } catch (error) {
     deadline.stop()

@@ -19,6 +19,9 @@ export const STREAMED_PASS_HEADERS = [
   ...PASS_HEADERS, 'content-length', 'content-range', 'accept-ranges', 'content-disposition', 'content-encoding', 'content-language',
   'etag', 'last-modified', 'cache-control', 'vary',
 ] as const
+/** Statuses whose answers never have a body (Fetch standard, "null body status"; 101 never reaches here). */
+export const NULL_BODY_STATUSES: ReadonlySet<number> = new Set([204, 205, 304])
+
 const RATE_LIMIT_HEADERS = new Set(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after'])
 
 export function upstreamUrl(rt: Runtime, pathAndQuery: string): string {
