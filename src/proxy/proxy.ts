@@ -12,6 +12,7 @@ import { apiErrorResponse } from '../upstream/api-error.ts'
 import type { CallRequest } from '../upstream/schemas.ts'
 import { readLimited } from '../utils/read-limited.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
+import { mayStore, requestCacheMode } from './cache-control.ts'
 import { CACHE_TTL_MS, planCache } from './cache-policy.ts'
 import { cacheKey } from './cache-key.ts'
 import { createJsonCache, forgetTenantNotFound, invalidateTenantLists, type CacheEntry } from './json-cache.ts'
@@ -124,8 +125,11 @@ export function createProxy(rt: Runtime): Proxy {
    */
   const flights = createSingleFlight<Fetched>({ onJoin: () => proxyCoalesced(rt.metrics).inc() })
 
-  /** Asks upstream for a GET, learns from the answer about the key, and caches it as the policy says. */
-  async function fetchForCache(url: URL, route: ProxyRoute, apiKey: string, tenant: string, key: string): Promise<Fetched> {
+  /**
+   * Asks upstream for a GET, learns from the answer about the key, and caches it as the policy says — unless the
+   * caller said no-store (`store` false) or the provider's Cache-Control forbids it.
+   */
+  async function fetchForCache(url: URL, route: ProxyRoute, apiKey: string, tenant: string, key: string, store: boolean): Promise<Fetched> {
     // Read before asking: an invalidation after this point may announce a change the answer predates.
     const since = await currentGeneration(rt.store.db)
     const result = await fetchUpstream(rt, { method: 'GET', pathAndQuery: url.pathname + url.search, apiKey })
@@ -146,7 +150,10 @@ export function createProxy(rt: Runtime): Proxy {
     await learn(tenant, upstream.status)
     const answer: TextAnswer =
       upstream.status >= 400 ? providerError(upstream.status, upstream.headers, text, rt.clock.now()) : { status: upstream.status, headers: passHeaders(upstream.headers, upstream.status), text }
-    const plan = parsed === undefined ? undefined : planCache(route, upstream.status, parsed, url.searchParams)
+    // What the provider forbids a shared cache to keep is not kept, and its Cache-Control goes on: no cache after this one keeps it either.
+    const storable = mayStore(upstream.headers)
+    if (!storable) answer.headers.set('cache-control', upstream.headers.get('cache-control')!)
+    const plan = parsed === undefined || !store || !storable ? undefined : planCache(route, upstream.status, parsed, url.searchParams)
     if (plan) {
       // The answer is good whether or not it could be kept: a failed write costs a later miss, not this answer.
       await json
@@ -158,13 +165,18 @@ export function createProxy(rt: Runtime): Proxy {
 
   async function cachedGet(request: Request, url: URL, route: ProxyRoute, apiKey: string, tenant: string): Promise<ProxyReply> {
     const key = cacheKey(tenant, `${url.pathname}?${canonicalQuery(url.searchParams)}`)
+    // A caller's no-cache or no-store asks the provider (RFC 9111 §5.2.1): no-cache then refreshes the entry, no-store
+    // keeps nothing (BYPASS). Either still gets the kept copy, STALE, when the provider fails.
+    const mode = requestCacheMode(request.headers)
     const entry = await json.get(key)
-    if (entry && entry.expires_at > rt.clock.now() && (await keys.isConfirmed(tenant))) {
+    if (mode === 'default' && entry && entry.expires_at > rt.clock.now() && (await keys.isConfirmed(tenant))) {
       json.touch(key)
       return fromEntry(entry, 'HIT', request.method, rt.clock.now())
     }
     const stale = async () => (entry && (await keys.wasEverAccepted(tenant)) ? fromEntry(entry, 'STALE', request.method, rt.clock.now()) : undefined)
-    const fetched = await flights.run(key, () => fetchForCache(url, route, apiKey, tenant, key))
+    // A no-store read shares only with its like: it must neither keep an answer nor leave others' unkept.
+    const flight = mode === 'no-store' ? `${key}#no-store` : key
+    const fetched = await flights.run(flight, () => fetchForCache(url, route, apiKey, tenant, key, mode !== 'no-store'))
     if (!fetched.ok) return (await stale()) ?? failureResponse(fetched)
     if (fetched.status >= 500) {
       const served = await stale()
@@ -174,7 +186,7 @@ export function createProxy(rt: Runtime): Proxy {
         return served
       }
     }
-    return textReply(request.method === 'HEAD' ? null : fetched.text, fetched.status, new Headers(fetched.headers), 'MISS')
+    return textReply(request.method === 'HEAD' ? null : fetched.text, fetched.status, new Headers(fetched.headers), mode === 'no-store' ? 'BYPASS' : 'MISS')
   }
 
   /** After a write of this tenant: its lists are stale, and a request from now on must not join a read that began before. */
@@ -234,7 +246,9 @@ export function createProxy(rt: Runtime): Proxy {
       const text = await upstream.text().catch(() => '')
       const answer: TextAnswer =
         upstream.status >= 400 ? providerError(upstream.status, upstream.headers, text, rt.clock.now()) : { status: upstream.status, headers: passHeaders(upstream.headers, upstream.status), text }
-      if (upstream.status === 404) {
+      const storable = mayStore(upstream.headers)
+      if (!storable) answer.headers.set('cache-control', upstream.headers.get('cache-control')!)
+      if (upstream.status === 404 && storable) {
         await json.put({ key: notFoundKey, tenant, plan: { kind: 'not_found', ttlMs: CACHE_TTL_MS.notFound, resourceId: id, agentId: null }, status: 404, headers: storableHeaders(answer.headers), body: answer.text, since })
       }
       return textReply(request.method === 'HEAD' ? null : answer.text, answer.status, answer.headers, 'MISS')
