@@ -24,14 +24,14 @@ export function cacheDirectives(value: string | null): Set<string> {
 }
 
 /**
- * Whether the proxy, a cache shared by everyone holding a key, may keep an answer (RFC 9111 §3, §5.2.2): not when
- * the provider says `no-store`, nor `private` (meant for one user; its field-named form is taken whole — the
- * answer is kept entire or not at all), nor `no-cache`, which allows reuse only once checked with the provider —
- * and this cache does not check, it serves its copy until the table's TTL.
+ * Whether the proxy may keep an answer: not when the provider says `no-store` (RFC 9111 §5.2.2.5), the one directive
+ * that forbids keeping it at all. `private` and `no-cache` are read as this cache's design answers them: each entry is
+ * one tenant's, served only to a key confirmed for that tenant — the user the answer was for — and kept for the TTLs
+ * of its table, which webhooks about a conversation cut short. Many APIs mark every answer `private` or `no-cache`;
+ * refusing to keep those switched the proxy's cache off whole.
  */
 export function mayStore(headers: Headers): boolean {
-  const directives = cacheDirectives(headers.get('cache-control'))
-  return !directives.has('no-store') && !directives.has('private') && !directives.has('no-cache')
+  return !cacheDirectives(headers.get('cache-control')).has('no-store')
 }
 
 /**
