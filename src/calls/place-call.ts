@@ -92,8 +92,8 @@ function isReusable(existing: Selectable<CallsTable>, now: number): boolean {
  * which must answer as the real run would: it answered `planned` for a key a real run had used an hour before.
  */
 export async function ledgerDuplicate(db: Runtime['store']['db'], row: { tenant: string; agent_id: number; idempotency_key: string; created_at: number }): Promise<CallRecord | undefined> {
-  const existing = await findByKey(db, row)
-  return existing && !isReusable(existing, row.created_at) ? toCallRecord(existing) : undefined
+  const earlier = await earlierAttempt(db, row, row.created_at)
+  return earlier && 'duplicate' in earlier ? earlier.duplicate : undefined
 }
 
 /**

@@ -2,8 +2,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { writeSecretFile } from '../utils/write-secret-file.ts'
-import { ConfigError, makeDataDir, type Config } from './load.ts'
-import { secretFileProblem } from './secret-file-problem.ts'
+import { makeDataDir, onKeptSecret, type Config } from './load.ts'
 
 export function adminTokenFile(dataDir: string): string {
   return join(dataDir, 'admin-token')
@@ -34,30 +33,20 @@ export function ensureAdminToken(config: Config): { config: Config; generated: b
   if (config.adminToken) return { config, generated: false, source: 'config' }
   const file = adminTokenFile(config.dataDir)
   const unshown = adminTokenUnshownFile(config.dataDir)
-  // The file belongs to whoever first started the service here: `serve` run as another user meets its mode (or the
-  // folder's), said as one line naming the file and the ways out — a refusal to start, exit 2.
-  const refuse = (doing: 'read' | 'create', error: unknown): never => {
-    const problem = secretFileProblem(error, { setting: 'ADMIN_TOKEN', keeps: 'switchboard keeps its admin token', file, dataDir: config.dataDir, doing })
-    throw problem ? new ConfigError('ADMIN_TOKEN', problem) : error
-  }
-  let token = ''
-  try {
-    token = existsSync(file) ? readFileSync(file, 'utf8').trim() : ''
-  } catch (error) {
-    refuse('read', error)
-  }
+  // `serve` run as another user than the file's is one line naming it and the ways out — a refusal to start, exit 2.
+  const kept = { setting: 'ADMIN_TOKEN', keeps: 'switchboard keeps its admin token', file, dataDir: config.dataDir }
+  let token = onKeptSecret(kept, 'read', () => (existsSync(file) ? readFileSync(file, 'utf8').trim() : ''))
   let generated = false
   if (token.length < 16) {
     makeDataDir(config.dataDir)
-    token = `sbadm_${randomBytes(24).toString('base64url')}`
-    try {
+    const made = `sbadm_${randomBytes(24).toString('base64url')}`
+    onKeptSecret(kept, 'create', () => {
       // The marker first: a start stopped between the two writes leaves a marker without a token (the next one makes
       // both again), never a token no banner will show. Written as the token is: never through a link at its path.
       writeSecretFile(unshown, '')
-      writeSecretFile(file, token)
-    } catch (error) {
-      refuse('create', error)
-    }
+      writeSecretFile(file, made)
+    })
+    token = made
     generated = true
   }
   const source = generated ? 'generated' : existsSync(unshown) ? 'unshown' : 'file'

@@ -8,7 +8,7 @@ import { didYouMean, unknownKey } from '../utils/did-you-mean.ts'
 import { localOrigin } from '../utils/local-origin.ts'
 import { shownUrl } from '../utils/shown-url.ts'
 import { writeSecretFile } from '../utils/write-secret-file.ts'
-import { secretFileProblem } from './secret-file-problem.ts'
+import { secretFileProblem, type KeptSecret } from './secret-file-problem.ts'
 import { dataDirProblem } from './data-dir-problem.ts'
 import { parseDatabaseUrl } from '../db/database-url.ts'
 import { printable } from '../utils/printable.ts'
@@ -334,6 +334,20 @@ export function makeDatabaseDataDir(config: Pick<Config, 'dataDir' | 'databaseUr
 }
 
 /**
+ * Runs one step on a secret switchboard keeps in DATA_DIR (reading it, or creating it): a file-system error becomes one
+ * ConfigError line for its setting — the file, what is wrong, the ways out (src/config/secret-file-problem.ts). The
+ * file belongs to whoever first started the service here, and another user meets its mode, or the folder's.
+ */
+export function onKeptSecret<T>(kept: Omit<KeptSecret, 'doing'>, doing: KeptSecret['doing'], step: () => T): T {
+  try {
+    return step()
+  } catch (error) {
+    const problem = secretFileProblem(error, { ...kept, doing })
+    throw problem ? new ConfigError(kept.setting, problem) : error
+  }
+}
+
+/**
  * In sandbox mode with no WEBHOOK_SECRET, a secret is generated once and kept in DATA_DIR so restarts
  * keep verifying the sandbox's deliveries.
  */
@@ -343,25 +357,13 @@ export function ensureSandboxSecret(config: Config, options: { create?: boolean 
   // A command that only looks (doctor) reads the secret a service made, and makes none of its own.
   if (options.create === false && !existsSync(file)) return config
   makeDataDir(config.dataDir)
-  // The file belongs to whoever first started the service here: another user meets its mode (or the folder's), said as
-  // one line naming the file and the ways out — exit 2 for a command, a refusal to start for serve.
-  const refuse = (doing: 'read' | 'create', error: unknown): never => {
-    const problem = secretFileProblem(error, { setting: 'WEBHOOK_SECRET', keeps: 'sandbox mode keeps a secret of its own', file, dataDir: config.dataDir, doing })
-    throw problem ? new ConfigError('WEBHOOK_SECRET', problem) : error
-  }
-  let secret = ''
-  try {
-    secret = existsSync(file) ? readFileSync(file, 'utf8').trim() : ''
-  } catch (error) {
-    refuse('read', error)
-  }
+  // Another user's file (or folder) is one line naming it and the ways out — exit 2 for a command, a refusal to start for serve.
+  const kept = { setting: 'WEBHOOK_SECRET', keeps: 'sandbox mode keeps a secret of its own', file, dataDir: config.dataDir }
+  let secret = onKeptSecret(kept, 'read', () => (existsSync(file) ? readFileSync(file, 'utf8').trim() : ''))
   if (!secret) {
-    secret = `whsec_${randomBytes(24).toString('hex')}`
-    try {
-      writeSecretFile(file, secret)
-    } catch (error) {
-      refuse('create', error)
-    }
+    const made = `whsec_${randomBytes(24).toString('hex')}`
+    onKeptSecret(kept, 'create', () => writeSecretFile(file, made))
+    secret = made
   }
   return { ...config, webhook: { ...config.webhook, secrets: [secret], secretSource: `the secret kept in ${file}` } }
 }

@@ -84,4 +84,3 @@ export async function endPauses(rt: Runtime, name: string): Promise<boolean> {
     }
   })
 }
-

@@ -1,5 +1,6 @@
 import { errorFromResponse, errorTypeOfStatus, readRateLimit, VoiceApiError } from '../upstream/errors.ts'
 import { errorBodySchema } from '../upstream/schemas.ts'
+import { mayStore } from './cache-control.ts'
 import { PASS_HEADERS, passHeaders } from './upstream.ts'
 
 /** An answer the proxy gives as text (a read's, shared by the requests that joined it). */
@@ -75,4 +76,16 @@ export function invalidAnswer(status: number, headers: Headers, now: number): Te
   const answer = answerOf(new VoiceApiError({ type: 'invalid_response', status, message: `the provider's answer (HTTP ${status}) is not valid JSON`, rateLimit: readRateLimit(headers, now) }))
   passHeaders(headers, answer.status, answer.headers, ERROR_PASS_HEADERS)
   return answer
+}
+
+/**
+ * A provider's answer to a read (JSON or a recording's non-audio answer) as the proxy passes it on — an error in the
+ * spec's shape (providerError), anything else with the headers it passes — and whether the cache may keep it: not what
+ * the provider marks no-store, whose Cache-Control then goes on, so no cache after this one keeps it either.
+ */
+export function readAnswer(status: number, headers: Headers, text: string, now: number): TextAnswer & { storable: boolean } {
+  const answer = status >= 400 ? providerError(status, headers, text, now) : { status, headers: passHeaders(headers, status), text }
+  const storable = mayStore(headers)
+  if (!storable) answer.headers.set('cache-control', headers.get('cache-control')!)
+  return { ...answer, storable }
 }

@@ -12,13 +12,13 @@ import { apiErrorResponse } from '../upstream/api-error.ts'
 import type { CallRequest } from '../upstream/schemas.ts'
 import { readLimited } from '../utils/read-limited.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
-import { mayStore, requestCacheMode } from './cache-control.ts'
+import { requestCacheMode } from './cache-control.ts'
 import { CACHE_TTL_MS, planCache } from './cache-policy.ts'
 import { cacheKey } from './cache-key.ts'
 import { createJsonCache, forgetTenantNotFound, invalidateTenantLists, type CacheEntry } from './json-cache.ts'
 import { applyIdempotencyHeader } from './idempotency-header.ts'
 import { parseJsonBody } from './json-body.ts'
-import { errorFromVoiceApi, invalidAnswer, parseJson, providerError, type TextAnswer } from './error-answer.ts'
+import { errorFromVoiceApi, invalidAnswer, parseJson, readAnswer, type TextAnswer } from './error-answer.ts'
 import { createIdleDeadline } from './idle-deadline.ts'
 import { currentGeneration } from './invalidation-marks.ts'
 import { createRecordingCache } from './recordings.ts'
@@ -148,11 +148,7 @@ export function createProxy(rt: Runtime): Proxy {
       return { ok: true, ...invalidAnswer(upstream.status, upstream.headers, rt.clock.now()) }
     }
     await learn(tenant, upstream.status)
-    const answer: TextAnswer =
-      upstream.status >= 400 ? providerError(upstream.status, upstream.headers, text, rt.clock.now()) : { status: upstream.status, headers: passHeaders(upstream.headers, upstream.status), text }
-    // What the provider forbids a shared cache to keep is not kept, and its Cache-Control goes on: no cache after this one keeps it either.
-    const storable = mayStore(upstream.headers)
-    if (!storable) answer.headers.set('cache-control', upstream.headers.get('cache-control')!)
+    const { storable, ...answer } = readAnswer(upstream.status, upstream.headers, text, rt.clock.now())
     const plan = parsed === undefined || !store || !storable ? undefined : planCache(route, upstream.status, parsed, url.searchParams)
     if (plan) {
       // The answer is good whether or not it could be kept: a failed write costs a later miss, not this answer.
@@ -244,10 +240,7 @@ export function createProxy(rt: Runtime): Proxy {
         return response
       }
       const text = await upstream.text().catch(() => '')
-      const answer: TextAnswer =
-        upstream.status >= 400 ? providerError(upstream.status, upstream.headers, text, rt.clock.now()) : { status: upstream.status, headers: passHeaders(upstream.headers, upstream.status), text }
-      const storable = mayStore(upstream.headers)
-      if (!storable) answer.headers.set('cache-control', upstream.headers.get('cache-control')!)
+      const { storable, ...answer } = readAnswer(upstream.status, upstream.headers, text, rt.clock.now())
       if (upstream.status === 404 && storable) {
         await json.put({ key: notFoundKey, tenant, plan: { kind: 'not_found', ttlMs: CACHE_TTL_MS.notFound, resourceId: id, agentId: null }, status: 404, headers: storableHeaders(answer.headers), body: answer.text, since })
       }
