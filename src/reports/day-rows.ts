@@ -3,6 +3,7 @@ import type { DayRange } from './day-range.ts'
 import { whileBusy } from '../db/busy-wait.ts'
 import { withLargeReadCache } from '../db/read-cache.ts'
 import { shortSql } from '../db/short-sql.ts'
+import { dayInstant, inDay } from './day-of-conversation.ts'
 
 /** A conversation of the day with what the calls ledger knows about it. */
 export interface ReportRow {
@@ -23,6 +24,8 @@ export interface ReportRow {
   call_recipe: string | null
   call_campaign: string | null
   previous_conversation_id: string | null
+  /** The instant that files it under its day (`dayInstant`): when it ended, or what stands in for that. */
+  day_at: number
 }
 
 /** The columns read, in the order SQLite's rows come back as arrays (`rowOf` below reads them by position). */
@@ -50,26 +53,20 @@ function rowOf(r: unknown[]): ReportRow {
     call_recipe: (r[12] as string | null) ?? null,
     call_campaign: (r[13] as string | null) ?? null,
     previous_conversation_id: (r[14] as string | null) ?? null,
+    day_at: Number(r[15]),
   }
 }
-const NAMES = COLUMNS.map((c) => c.split(' as ').at(-1)!.replace(/^[ck]\./, ''))
+const NAMES = [...COLUMNS.map((c) => c.split(' as ').at(-1)!.replace(/^[ck]\./, '')), 'day_at']
 
-/**
- * Which day a conversation belongs to: the day it ended, or — while it has not ended — the day switchboard
- * first recorded it. Both branches use an index-friendly range on one column.
- */
+/** The conversations of a day, by the day each belongs to (`dayInstant`: the day it ended, or what stands in for that). */
 export async function loadDayRows(rt: Runtime, range: Pick<DayRange, 'startMs' | 'endMs'>): Promise<ReportRow[]> {
   const { startMs, endMs } = range
   const query = rt.store.db
     .selectFrom('conversations as c')
     .leftJoin('calls as k', 'k.trace_id', 'c.trace_id')
     .select(COLUMNS)
-    .where((eb) =>
-      eb.or([
-        eb.and([eb('c.ended_at', '>=', startMs), eb('c.ended_at', '<', endMs)]),
-        eb.and([eb('c.ended_at', 'is', null), eb('c.created_at', '>=', startMs), eb('c.created_at', '<', endMs)]),
-      ]),
-    )
+    .select(dayInstant('c.').as('day_at'))
+    .where(inDay('c.', startMs, endMs))
   const sqlite = rt.store.sqlite
   // Read through the ended_at index, the table's pages in no particular order: with a page cache that holds
   // them, each page is read from the file once (src/db/read-cache.ts). On SQLite the rows come back as arrays:
@@ -101,8 +98,7 @@ export async function loadDayRows(rt: Runtime, range: Pick<DayRange, 'startMs' |
   }
   // Sorted here rather than in SQL: a 100,000-row sort in SQLite's temp b-tree costs more than in JS, and
   // both dialects then agree on where unfinished calls go (NULLS FIRST vs LAST differ).
-  const at = (r: ReportRow) => r.ended_at ?? r.created_at
-  rows.sort((a, b) => at(a) - at(b) || (a.conversation_id < b.conversation_id ? -1 : a.conversation_id > b.conversation_id ? 1 : 0))
+  rows.sort((a, b) => a.day_at - b.day_at || (a.conversation_id < b.conversation_id ? -1 : a.conversation_id > b.conversation_id ? 1 : 0))
   // A trace id may (in theory) appear on two ledger rows; one conversation is still one row.
   const seen = new Set<string>()
   const out: ReportRow[] = []

@@ -1,5 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import { addDays, dayRange } from './day-range.ts'
+import { inDay } from './day-of-conversation.ts'
 import { CONNECTED_STATUSES, rate } from './figures.ts'
 
 export interface TrendDay {
@@ -26,12 +27,7 @@ async function dayTotals(rt: Runtime, date: string, timezone: string): Promise<T
   const rows = await rt.store.db
     .selectFrom('conversations')
     .select((eb) => ['status', eb.fn.countAll<number>().as('n')])
-    .where((eb) =>
-      eb.or([
-        eb.and([eb('ended_at', '>=', startMs), eb('ended_at', '<', endMs)]),
-        eb.and([eb('ended_at', 'is', null), eb('created_at', '>=', startMs), eb('created_at', '<', endMs)]),
-      ]),
-    )
+    .where(inDay('', startMs, endMs))
     .groupBy('status')
     .execute()
   let calls = 0
