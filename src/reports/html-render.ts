@@ -4,6 +4,7 @@ import { rate, type CountItem, type Figures } from './figures.ts'
 import { fmtCount, fmtDelta, fmtInt, fmtPct, fmtSeconds, fmtSecondsShort, subjectFor } from './format.ts'
 import { escapeHtml as e } from './html-escape.ts'
 import { attachmentNote, type AttachedCsv } from './csv-attachment.ts'
+import { BATCHES_PER_RECIPIENT, CALLS_ARE_ATTEMPTS } from './counting-units.ts'
 import { GROUPS_IN_MAIL, shownGroups } from './shown-groups.ts'
 import { htmlLabel as l } from './shown-label.ts'
 
@@ -112,7 +113,7 @@ function trendChart(report: DailyReport): string {
 ${note('Calls per day; the darker part completed. Below each day: its success rate.')}`
 }
 
-function groupTable(title: string, what: string, groups: Array<{ name: string; figures: Figures }>): string {
+function groupTable(title: string, what: string, groups: Array<{ name: string; figures: Figures }>, unit?: string): string {
   const { shown: rows, more } = shownGroups(groups, GROUPS_IN_MAIL)
   const th = (t: string, align = 'right') =>
     `<th style="padding:6px 4px;border-bottom:2px solid ${LINE};font-size:12px;line-height:15px;color:${MUTED};${FONT};font-weight:600;text-align:${align}">${t}</th>`
@@ -133,7 +134,7 @@ function groupTable(title: string, what: string, groups: Array<{ name: string; f
     title,
     `<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="border-collapse:collapse;width:100%">
 <tr>${th('', 'left')}${th('Calls')}${th('Connect')}${th('Success')}${th('Avg.')}</tr>
-${body}</table>${more.groups ? note(`and ${fmtInt(more.groups)} more ${what} with ${fmtInt(more.calls)} calls between them (each call is in the CSV)`) : ''}`,
+${body}</table>${unit ? note(unit) : ''}${more.groups ? note(`and ${fmtInt(more.groups)} more ${what} with ${fmtInt(more.calls)} calls between them (each call is in the CSV)`) : ''}`,
   )
 }
 
@@ -176,7 +177,7 @@ function batchSection(report: DailyReport): string {
     .map((x) => {
       const m = x.metrics
       const figures = m
-        ? `${fmtInt(m.total_processed)} of ${fmtInt(x.totalRecipients)} processed · success ${fmtPct(Math.round(m.success_rate * 10) / 10)} · completed ${fmtInt(m.completed_count)} · no answer ${fmtInt(m.no_answer_count)} · busy ${fmtInt(m.busy_count)} · failed ${fmtInt(m.failed_count)} · unreachable ${fmtInt(m.unreachable_count)} · socket failure ${fmtInt(m.socket_failure_count)} · pending retry ${fmtInt(m.pending_retry_count)} · avg ${fmtSeconds(m.avg_duration_seconds)}`
+        ? `${fmtInt(m.total_processed)} of ${fmtInt(x.totalRecipients)} recipients processed · success ${fmtPct(Math.round(m.success_rate * 10) / 10)} of recipients · completed ${fmtInt(m.completed_count)} · no answer ${fmtInt(m.no_answer_count)} · busy ${fmtInt(m.busy_count)} · failed ${fmtInt(m.failed_count)} · unreachable ${fmtInt(m.unreachable_count)} · socket failure ${fmtInt(m.socket_failure_count)} · pending retry ${fmtInt(m.pending_retry_count)} · avg ${fmtSeconds(m.avg_duration_seconds)}`
         : `metrics unavailable: ${l(x.metricsError ?? 'unknown')}`
       return `<tr><td style="padding:6px 0;border-bottom:1px solid ${LINE};font-size:13px;line-height:18px;color:${INK};${FONT};${WRAP}">
 <strong>${l(x.name)}</strong> <span style="color:${MUTED}">#${l(x.id)} · agent ${l(x.agentId)} · ${l(x.status)}</span>
@@ -184,7 +185,7 @@ function batchSection(report: DailyReport): string {
     })
     .join('\n')
   const more = `${b.truncated ? note('More batches exist; only the first are shown.') : ''}${b.searchCut ? note(cut) : ''}`
-  return section('Batches (provider)', `<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="border-collapse:collapse;width:100%">${rows}</table>${more}`)
+  return section('Batches (provider)', `${note(`The provider's figures, ${BATCHES_PER_RECIPIENT}.`)}<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="border-collapse:collapse;width:100%">${rows}</table>${more}`)
 }
 
 function webhookSection(report: DailyReport): string {
@@ -217,7 +218,7 @@ function shell(report: DailyReport, preheader: string, inner: string, attachment
 <div style="font-size:13px;line-height:18px;color:${MUTED};${FONT};${WRAP}">${e(report.timezone)} · calls that ended that day</div>
 </td></tr>
 ${inner}
-<tr><td style="padding:16px;border-top:1px solid ${LINE}">${note(`${attachmentNote(attachment)} Connected = completed or socket_failure; success = completed. Rates are shares of all calls. Generated ${e(new Date(report.generatedAt).toISOString())}.`)}</td></tr>
+<tr><td style="padding:16px;border-top:1px solid ${LINE}">${note(`${attachmentNote(attachment)} Connected = completed or socket_failure; success = completed. Rates are shares of all calls (attempts); the provider's batch figures, of recipients. Generated ${e(new Date(report.generatedAt).toISOString())}.`)}</td></tr>
 </table>
 </td></tr></table>
 </body></html>
@@ -252,7 +253,7 @@ ${webhookSection(report)}`, attachment)
 ${section('Outcomes', barList(t.byStatus, t.calls, statusColor))}
 ${section('Last 7 days', trendChart(report))}
 ${groupTable('By agent', 'agents', agents)}
-${groupTable('By campaign', 'campaigns', campaigns)}
+${groupTable('By campaign', 'campaigns', campaigns, `${CALLS_ARE_ATTEMPTS[0]!.toUpperCase()}${CALLS_ARE_ATTEMPTS.slice(1)}.`)}
 <tr><td style="padding:2px 16px 0 16px">${legend()}</td></tr>
 ${section('Top failure reasons', failures)}
 ${resultsSection(report)}

@@ -3,6 +3,7 @@ import { SEARCHED_BATCHES } from './batch-metrics.ts'
 import { rate, type CountItem, type Figures } from './figures.ts'
 import { fmtCount, fmtDelta, fmtInt, fmtPct, fmtSeconds, subjectFor } from './format.ts'
 import { attachmentNote, type AttachedCsv } from './csv-attachment.ts'
+import { BATCHES_PER_RECIPIENT, CALLS_ARE_ATTEMPTS } from './counting-units.ts'
 import { GROUPS_IN_MAIL, shownGroups } from './shown-groups.ts'
 import { cutLabel, textLabel as l } from './shown-label.ts'
 
@@ -71,10 +72,10 @@ export function renderText(report: DailyReport, attachment?: AttachedCsv): strin
     : b.batches.length === 0
       ? [b.searchCut ? `Batches (provider): none of that day found; only the provider's newest ${fmtInt(SEARCHED_BATCHES)} were searched, older ones may belong to it too.` : 'Batches (provider): none created or scheduled that day.']
       : [
-          'Batches (provider):',
+          `Batches (provider; ${BATCHES_PER_RECIPIENT}):`,
           ...b.batches.map((x) =>
             x.metrics
-              ? `  ${l(x.name)} (#${l(x.id)}, agent ${l(x.agentId)}, ${l(x.status)}): ${fmtInt(x.metrics.total_processed)}/${fmtInt(x.totalRecipients)} processed, success ${fmtPct(Math.round(x.metrics.success_rate * 10) / 10)}, completed ${fmtInt(x.metrics.completed_count)}, no answer ${fmtInt(x.metrics.no_answer_count)}, busy ${fmtInt(x.metrics.busy_count)}, failed ${fmtInt(x.metrics.failed_count)}, unreachable ${fmtInt(x.metrics.unreachable_count)}, socket failure ${fmtInt(x.metrics.socket_failure_count)}, pending retry ${fmtInt(x.metrics.pending_retry_count)}`
+              ? `  ${l(x.name)} (#${l(x.id)}, agent ${l(x.agentId)}, ${l(x.status)}): ${fmtInt(x.metrics.total_processed)}/${fmtInt(x.totalRecipients)} recipients processed, success ${fmtPct(Math.round(x.metrics.success_rate * 10) / 10)} of recipients, completed ${fmtInt(x.metrics.completed_count)}, no answer ${fmtInt(x.metrics.no_answer_count)}, busy ${fmtInt(x.metrics.busy_count)}, failed ${fmtInt(x.metrics.failed_count)}, unreachable ${fmtInt(x.metrics.unreachable_count)}, socket failure ${fmtInt(x.metrics.socket_failure_count)}, pending retry ${fmtInt(x.metrics.pending_retry_count)}`
               : `  ${l(x.name)} (#${l(x.id)}): metrics unavailable — ${l(x.metricsError ?? 'unknown')}`,
           ),
           ...(b.truncated ? ['  (more batches exist; only the first are shown)'] : []),
@@ -106,7 +107,7 @@ export function renderText(report: DailyReport, attachment?: AttachedCsv): strin
     'By agent:',
     ...groupLines('agents', report.agents.map((a) => ({ name: `Agent ${a.agentId}`, figures: a.figures }))),
     '',
-    'By campaign:',
+    `By campaign (${CALLS_ARE_ATTEMPTS}):`,
     ...groupLines('campaigns', report.campaigns.map((x) => ({ name: x.campaign, figures: x.figures }))),
     '',
     'Top failure reasons:',
@@ -127,7 +128,7 @@ export function renderText(report: DailyReport, attachment?: AttachedCsv): strin
     '',
     ...webhooks,
     '',
-    'Connected = completed or socket_failure; success = completed; rates are shares of all calls.',
+    'Connected = completed or socket_failure; success = completed; rates are shares of all calls (attempts), the provider\'s batch figures shares of recipients.',
     attachmentNote(attachment),
     '',
   )

@@ -106,7 +106,7 @@ describeEachDialect('daily report figures', (dialect) => {
     expect(rendered.html).toContain('38.1%')
     expect(rendered.html).toContain('diwali-offer')
     // Every processed call of a batch is in its line, in both parts: 300 + 120 + 40 + 10 + 6 + 4 = 480.
-    expect(rendered.text).toContain('480/500 processed, success 62.5%, completed 300, no answer 120, busy 40, failed 10, unreachable 6, socket failure 4, pending retry 0')
+    expect(rendered.text).toContain('480/500 recipients processed, success 62.5% of recipients, completed 300, no answer 120, busy 40, failed 10, unreachable 6, socket failure 4, pending retry 0')
     expect(rendered.html).toContain('completed 300 · no answer 120 · busy 40 · failed 10 · unreachable 6 · socket failure 4 · pending retry 0')
     // The failure reasons past the top five are counted in both parts, as one line.
     expect(report.totals.failureReasonsOther).toBeGreaterThan(0)
