@@ -6,7 +6,7 @@ import type { Effects } from '../effects.ts'
 import { describeRefusal, formatMailbox, readAddressList } from '../utils/mail-addresses.ts'
 import { snakeCaseKeys } from '../utils/snake-case.ts'
 import { assertTimeZone, parseDate } from './day-range.ts'
-import { fmtBytes, fmtCount, fmtPct, fmtSeconds } from './format.ts'
+import { fmtBytes, fmtCount, fmtPct, fmtDuration } from './format.ts'
 import { sendDailyReport } from './send-report.ts'
 import { listMailLog, type MailStatus } from './mail-log.ts'
 
@@ -119,7 +119,7 @@ export const reportSendCommand = defineCommand({
           // Without --date the day is yesterday where the campaign runs, which is not always the day a user just called on.
           ...(date === undefined ? [`  day:      ${result.date}, yesterday in ${result.timezone} (--date YYYY-MM-DD for another day)`] : []),
           `  attached: ${result.attachment.filename} (${fmtCount(t.calls, 'rows')}${result.attachment.zipped ? `; zipped: ${fmtBytes(result.attachment.csvBytes)} of CSV in ${fmtBytes(result.attachment.bytes)}` : ''})`,
-          `  figures:  ${fmtCount(t.calls, 'calls')} · connect ${fmtPct(t.connectRate)} · success ${fmtPct(t.successRate)} · avg ${fmtSeconds(t.avgDurationSeconds)}`,
+          `  figures:  ${fmtCount(t.calls, 'calls')} · connect ${fmtPct(t.connectRate)} · success ${fmtPct(t.successRate)} · avg ${fmtDuration(t.avgDurationSeconds)}`,
           ...(result.messageId ? [`  message:  ${result.messageId}`] : []),
           ...(result.file ? [`  file:     ${result.file}`] : []),
           ...(result.error ? [`  error:    ${result.error}`] : []),

@@ -33,19 +33,16 @@ function minutesSeconds(n: number): { m: number; s: string } {
   return { m: Math.floor(total / 60), s: String(total % 60).padStart(2, '0') }
 }
 
-export function fmtSeconds(n: number | null): string {
+/**
+ * A duration as the report writes it, everywhere — the mail's text and HTML parts (headline, agent and campaign tables,
+ * the provider's batch average) and `report send`'s summary: "59.9 s" under a minute, "1 min 05 s" from one. The HTML
+ * tables wrote "1:05" (which reads as a time of day, or hours), the rest "1 min 05 s": one figure, two spellings.
+ */
+export function fmtDuration(n: number | null): string {
   if (n === null) return '—'
   if (underAMinute(n)) return `${n.toFixed(1)} s`
   const { m, s } = minutesSeconds(n)
   return `${m} min ${s} s`
-}
-
-/** Short form for table cells: "59.2 s", "1:05". */
-export function fmtSecondsShort(n: number | null): string {
-  if (n === null) return '—'
-  if (underAMinute(n)) return `${n.toFixed(1)} s`
-  const { m, s } = minutesSeconds(n)
-  return `${m}:${s}`
 }
 
 /** A signed change: "+12", "−3", "±0"; points for rates. */

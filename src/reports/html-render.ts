@@ -1,7 +1,7 @@
 import type { DailyReport } from './build-report.ts'
 import { SEARCHED_BATCHES } from './batch-metrics.ts'
 import { rate, type CountItem, type Figures } from './figures.ts'
-import { fmtCount, fmtDelta, fmtInt, fmtPct, fmtSeconds, fmtSecondsShort, subjectFor } from './format.ts'
+import { fmtCount, fmtDelta, fmtInt, fmtPct, fmtDuration, subjectFor } from './format.ts'
 import { escapeHtml as e } from './html-escape.ts'
 import { attachmentNote, type AttachedCsv } from './csv-attachment.ts'
 import { BATCHES_PER_RECIPIENT, CALLS_ARE_ATTEMPTS } from './counting-units.ts'
@@ -81,7 +81,7 @@ function kpis(report: DailyReport): string {
   return `<tr><td style="padding:8px 10px 0 10px">
 <table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="border-collapse:collapse;width:100%">
 <tr>${kpi('Calls', fmtInt(t.calls), fmtDelta(c.calls))}${kpi('Connect rate', fmtPct(t.connectRate), fmtDelta(c.connectRate, ' pts'))}</tr>
-<tr>${kpi('Success rate', fmtPct(t.successRate), fmtDelta(c.successRate, ' pts'))}${kpi('Avg. duration', fmtSeconds(t.avgDurationSeconds), undefined)}</tr>
+<tr>${kpi('Success rate', fmtPct(t.successRate), fmtDelta(c.successRate, ' pts'))}${kpi('Avg. duration', fmtDuration(t.avgDurationSeconds), undefined)}</tr>
 </table></td></tr>`
 }
 
@@ -127,7 +127,7 @@ function groupTable(title: string, what: string, groups: Array<{ name: string; f
         .map((s) => `<span style="display:inline-block;width:${Math.max(1, (s.count / f.calls) * 100).toFixed(1)}%;height:6px;background:${statusColor(s.value)}"></span>`)
         .join('')
       const strip = `<div style="margin-top:4px;height:6px;width:100%;background:#f3f4f6;font-size:0;line-height:0;white-space:nowrap;overflow:hidden">${statuses}</div>`
-      return `<tr>${td(`${l(name)}${sub}${strip}`, 'left')}${td(fmtInt(f.calls))}${td(fmtPct(f.connectRate))}${td(fmtPct(f.successRate))}${td(fmtSecondsShort(f.avgDurationSeconds))}</tr>`
+      return `<tr>${td(`${l(name)}${sub}${strip}`, 'left')}${td(fmtInt(f.calls))}${td(fmtPct(f.connectRate))}${td(fmtPct(f.successRate))}${td(fmtDuration(f.avgDurationSeconds))}</tr>`
     })
     .join('\n')
   return section(
@@ -177,7 +177,7 @@ function batchSection(report: DailyReport): string {
     .map((x) => {
       const m = x.metrics
       const figures = m
-        ? `${fmtInt(m.total_processed)} of ${fmtInt(x.totalRecipients)} recipients processed · success ${fmtPct(Math.round(m.success_rate * 10) / 10)} of recipients · completed ${fmtInt(m.completed_count)} · no answer ${fmtInt(m.no_answer_count)} · busy ${fmtInt(m.busy_count)} · failed ${fmtInt(m.failed_count)} · unreachable ${fmtInt(m.unreachable_count)} · socket failure ${fmtInt(m.socket_failure_count)} · pending retry ${fmtInt(m.pending_retry_count)} · avg ${fmtSeconds(m.avg_duration_seconds)}`
+        ? `${fmtInt(m.total_processed)} of ${fmtInt(x.totalRecipients)} recipients processed · success ${fmtPct(Math.round(m.success_rate * 10) / 10)} of recipients · completed ${fmtInt(m.completed_count)} · no answer ${fmtInt(m.no_answer_count)} · busy ${fmtInt(m.busy_count)} · failed ${fmtInt(m.failed_count)} · unreachable ${fmtInt(m.unreachable_count)} · socket failure ${fmtInt(m.socket_failure_count)} · pending retry ${fmtInt(m.pending_retry_count)} · avg ${fmtDuration(m.avg_duration_seconds)}`
         : `metrics unavailable: ${l(x.metricsError ?? 'unknown')}`
       return `<tr><td style="padding:6px 0;border-bottom:1px solid ${LINE};font-size:13px;line-height:18px;color:${INK};${FONT};${WRAP}">
 <strong>${l(x.name)}</strong> <span style="color:${MUTED}">#${l(x.id)} · agent ${l(x.agentId)} · ${l(x.status)}</span>

@@ -1,7 +1,7 @@
 import type { DailyReport } from './build-report.ts'
 import { SEARCHED_BATCHES } from './batch-metrics.ts'
 import { rate, type CountItem, type Figures } from './figures.ts'
-import { fmtCount, fmtDelta, fmtInt, fmtPct, fmtSeconds, subjectFor } from './format.ts'
+import { fmtCount, fmtDelta, fmtInt, fmtPct, fmtDuration, subjectFor } from './format.ts'
 import { attachmentNote, type AttachedCsv } from './csv-attachment.ts'
 import { BATCHES_PER_RECIPIENT, CALLS_ARE_ATTEMPTS } from './counting-units.ts'
 import { GROUPS_IN_MAIL, shownGroups } from './shown-groups.ts'
@@ -45,7 +45,7 @@ function groupLines(what: string, groups: Array<{ name: string; figures: Figures
     const reason = f.failureReasons[0]
     return [
       `  ${l(name)}`,
-      `    ${fmtCount(f.calls, 'calls')} · connect ${fmtPct(f.connectRate)} · success ${fmtPct(f.successRate)} · avg ${fmtSeconds(f.avgDurationSeconds)}`,
+      `    ${fmtCount(f.calls, 'calls')} · connect ${fmtPct(f.connectRate)} · success ${fmtPct(f.successRate)} · avg ${fmtDuration(f.avgDurationSeconds)}`,
       `    ${f.byStatus.map((s) => `${l(s.value)} ${fmtInt(s.count)}`).join(', ')}${reason ? ` · top failure: ${l(reason.value)} (${fmtInt(reason.count)})` : ''}`,
     ]
   })
@@ -97,7 +97,7 @@ export function renderText(report: DailyReport, attachment?: AttachedCsv): strin
     `Calls          ${fmtInt(t.calls)}  (${fmtDelta(c.calls)} vs previous day)`,
     `Connect rate   ${fmtPct(t.connectRate)}  (${fmtDelta(c.connectRate, ' pts')})`,
     `Success rate   ${fmtPct(t.successRate)}  (${fmtDelta(c.successRate, ' pts')})`,
-    `Avg. duration  ${fmtSeconds(t.avgDurationSeconds)}  (connected calls)`,
+    `Avg. duration  ${fmtDuration(t.avgDurationSeconds)}  (connected calls)`,
     '',
     'Outcomes:',
     ...bars(t.byStatus, t.calls),

@@ -1,27 +1,17 @@
 import { describe, expect, it } from 'vitest'
-import { fmtBytes, fmtCount, fmtSeconds, fmtSecondsShort } from '../../src/reports/format.ts'
+import { fmtBytes, fmtCount, fmtDuration } from '../../src/reports/format.ts'
 import { rate } from '../../src/reports/figures.ts'
 
-it('fmtSeconds rounds the whole duration before splitting it, so the seconds never read 60', () => {
-  expect(fmtSeconds(119.6)).toBe('2 min 00 s')
-  expect(fmtSeconds(179.5)).toBe('3 min 00 s')
-  expect(fmtSeconds(119.4)).toBe('1 min 59 s')
-  expect(fmtSeconds(65)).toBe('1 min 05 s')
-  expect(fmtSeconds(3_599.7)).toBe('60 min 00 s')
+it('fmtDuration rounds the whole duration before splitting it, so the seconds never read 60', () => {
+  expect(fmtDuration(119.6)).toBe('2 min 00 s')
+  expect(fmtDuration(179.5)).toBe('3 min 00 s')
+  expect(fmtDuration(119.4)).toBe('1 min 59 s')
+  expect(fmtDuration(65)).toBe('1 min 05 s')
+  expect(fmtDuration(3_599.7)).toBe('60 min 00 s')
   // Just under a minute, but a minute once rounded to the tenth shown.
-  expect(fmtSeconds(59.96)).toBe('1 min 00 s')
-  expect(fmtSeconds(59.94)).toBe('59.9 s')
-  expect(fmtSeconds(null)).toBe('—')
-})
-
-it('fmtSecondsShort rounds the whole duration before splitting it, so the seconds never read 60', () => {
-  expect(fmtSecondsShort(179.5)).toBe('3:00')
-  expect(fmtSecondsShort(119.6)).toBe('2:00')
-  expect(fmtSecondsShort(119.4)).toBe('1:59')
-  expect(fmtSecondsShort(65)).toBe('1:05')
-  expect(fmtSecondsShort(59.96)).toBe('1:00')
-  expect(fmtSecondsShort(59.2)).toBe('59.2 s')
-  expect(fmtSecondsShort(null)).toBe('—')
+  expect(fmtDuration(59.96)).toBe('1 min 00 s')
+  expect(fmtDuration(59.94)).toBe('59.9 s')
+  expect(fmtDuration(null)).toBe('—')
 })
 
 it('rate rounds the exact fraction half up to one decimal: 203 of 400 is 50.8 %, 201 of 400 is 50.3 %', () => {
