@@ -5,7 +5,8 @@ import { fmtCount, fmtDelta, fmtInt, fmtPct, fmtDuration, subjectFor } from './f
 import { attachmentNote, type AttachedCsv } from './csv-attachment.ts'
 import { BATCHES_PER_RECIPIENT, CALLS_ARE_ATTEMPTS } from './counting-units.ts'
 import { GROUPS_IN_MAIL, shownGroups } from './shown-groups.ts'
-import { cutLabel, textLabel as l } from './shown-label.ts'
+import { displayWidth, padToWidth } from './display-width.ts'
+import { textLabel as l } from './shown-label.ts'
 
 /**
  * The plain-text part: the same figures as the HTML, for clients that show text only. Every string from the data goes
@@ -13,29 +14,17 @@ import { cutLabel, textLabel as l } from './shown-label.ts'
  */
 
 const BAR = 24
-/** The widest label beside a bar, so bars line up. */
+/** The widest label beside a bar, in columns (`displayWidth`), so bars line up. */
 const BAR_LABEL = 28
-
-function codePoints(value: string): number {
-  let n = 0
-  for (const _ of value) n++
-  return n
-}
-
-/** `label` cut or padded to `width` characters (code points, as `cutLabel` counts them). */
-function fitLabel(label: string, width: number): string {
-  const cut = cutLabel(label, width)
-  return cut + ' '.repeat(width - codePoints(cut))
-}
 
 function bars(items: CountItem[], total: number): string[] {
   const max = Math.max(...items.map((i) => i.count), 1)
   const labels = items.map((i) => l(i.value))
-  const width = Math.min(BAR_LABEL, Math.max(...labels.map(codePoints), 4))
+  const width = Math.min(BAR_LABEL, Math.max(...labels.map(displayWidth), 4))
   return items.map((i, k) => {
     const bar = '#'.repeat(Math.max(1, Math.round((i.count / max) * BAR))).padEnd(BAR)
     const share = total > 0 ? ` ${rate(i.count, total)!.toFixed(1).padStart(5)}%` : ''
-    return `  ${fitLabel(labels[k]!, width)} ${bar} ${fmtInt(i.count).padStart(7)}${share}`
+    return `  ${padToWidth(labels[k]!, width)} ${bar} ${fmtInt(i.count).padStart(7)}${share}`
   })
 }
 
