@@ -4,6 +4,7 @@ import { rate, type CountItem, type Figures } from './figures.ts'
 import { fmtCount, fmtDelta, fmtInt, fmtPct, fmtDuration, subjectFor } from './format.ts'
 import { escapeHtml as e } from './html-escape.ts'
 import { attachmentNote, type AttachedCsv } from './csv-attachment.ts'
+import { createLocalTimeFormatter } from './day-range.ts'
 import { BATCHES_PER_RECIPIENT, CALLS_ARE_ATTEMPTS } from './counting-units.ts'
 import { GROUPS_IN_MAIL, shownGroups } from './shown-groups.ts'
 import { htmlLabel as l } from './shown-label.ts'
@@ -203,6 +204,11 @@ ${cell('received', fmtInt(w.received))}${cell('duplicates', w.duplicates === nul
   )
 }
 
+/** When the report was made, in the zone its day is counted in (with the offset and the zone's name): UTC read as another hour, and before the zone's own midnight in UTC, another day. */
+function generatedAt(report: DailyReport): string {
+  return `${createLocalTimeFormatter(report.timezone)(report.generatedAt)} (${report.timezone})`
+}
+
 function shell(report: DailyReport, preheader: string, inner: string, attachment: AttachedCsv | undefined): string {
   const title = subjectFor(report.date, report.timezone)
   return `<!DOCTYPE html>
@@ -218,7 +224,7 @@ function shell(report: DailyReport, preheader: string, inner: string, attachment
 <div style="font-size:13px;line-height:18px;color:${MUTED};${FONT};${WRAP}">${e(report.timezone)} · calls that ended that day</div>
 </td></tr>
 ${inner}
-<tr><td style="padding:16px;border-top:1px solid ${LINE}">${note(`${attachmentNote(attachment)} Connected = completed or socket_failure; success = completed. Rates are shares of all calls (attempts); the provider's batch figures, of recipients. Generated ${e(new Date(report.generatedAt).toISOString())}.`)}</td></tr>
+<tr><td style="padding:16px;border-top:1px solid ${LINE}">${note(`${attachmentNote(attachment)} Connected = completed or socket_failure; success = completed. Rates are shares of all calls (attempts); the provider's batch figures, of recipients. Generated ${e(generatedAt(report))}.`)}</td></tr>
 </table>
 </td></tr></table>
 </body></html>

@@ -30,7 +30,7 @@ it('every duration of the mail, text and HTML, is written one way', async () => 
   const { text, html } = renderDailyReport(report)
   // The day's average (headline, agent, campaign) and the batch's, all 65 seconds.
   // Times of day (the footer's, a timestamp's) are not durations.
-  const durations = (body: string) => body.replace(/\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?/g, '').match(ANY_DURATION) ?? []
+  const durations = (body: string) => body.replace(/\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})?/g, '').match(ANY_DURATION) ?? []
   const shown = [...durations(text), ...durations(html)]
   expect(shown.length).toBeGreaterThanOrEqual(6)
   expect(new Set(shown)).toEqual(new Set(['1 min 05 s']))
