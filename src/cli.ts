@@ -6,6 +6,7 @@ import { refuseMissingDatabase } from './cli-stored-data.ts'
 import pino from 'pino'
 import type { Runtime, RuntimeOverrides } from './runtime.ts'
 import { createLogger } from './utils/logger.ts'
+import { humanLogDestination } from './utils/human-log.ts'
 import { ROLES, type Role } from './roles.ts'
 import { waitForStopSignal } from './utils/stop-signal.ts'
 import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
@@ -314,8 +315,10 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
           if (command.readsStoredData) refuseMissingDatabase(resolved.databaseUrl, name)
           const config = ensureSandboxSecret(resolved)
           const { createRuntime } = await import('./runtime.ts')
-          // Logs go to stderr so a command's stdout (tables, --json) stays clean.
-          runtime = await createRuntime(config, { ...options.overrides, log: createLogger({ level: config.logLevel, destination: pino.destination({ dest: 2, sync: true }) }) })
+          // Logs go to stderr so a command's stdout (tables, --json) stays clean: JSON lines with --json, as the service
+          // logs; without it a person reads them, so each is one readable line (`info: mail written to the outbox (…)`).
+          const destination = parsed.values.json ? pino.destination({ dest: 2, sync: true }) : humanLogDestination(err)
+          runtime = await createRuntime(config, { ...options.overrides, log: createLogger({ level: config.logLevel, destination }) })
           if (watchdog) {
             setLoadWatch(runtime, watchdog.watch)
             catchStrayRecipeErrors({ dirs: [config.recipes.dir], debug: Boolean(env.DEBUG), failCommand: true })
