@@ -1,5 +1,5 @@
 import { CliError, defineCommand, intFlag, isoFlag, JSON_OPTION, limitOption, type CliCommand } from '../cli-kit.ts'
-import { BrokenRecipeError, recipeEngineFor, RecipeRunningError, UnknownRecipeError } from './engine.ts'
+import { BrokenRecipeError, recipeEngineFor, RecipeRunningError, RetryRunsAloneError, UnknownRecipeError } from './engine.ts'
 import { recipeNameOf } from './find-recipe-file.ts'
 import { recipeInfoJson, recipeListingJson, removedRecipes, renderRun, runJson } from './present.ts'
 import { listRuns } from './runner.ts'
@@ -79,7 +79,7 @@ const recipesRun = defineCommand({
     } catch (error) {
       if (error instanceof UnknownRecipeError || error instanceof BrokenRecipeError) throw new CliError(error.message)
       // Not a usage mistake: the run could not happen now (the service or a replica is running it), so exit 1.
-      if (error instanceof RecipeRunningError) throw new CliError(error.message, 1)
+      if (error instanceof RecipeRunningError || error instanceof RetryRunsAloneError) throw new CliError(error.message, 1)
       throw error
     } finally {
       closeOnStop()

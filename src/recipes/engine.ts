@@ -16,7 +16,7 @@ import { createTypeVerdicts, installationTypeCacheFile, typeCacheFile } from './
 import { formatDiagnostic, type RecipeDiagnostic } from './diagnostic.ts'
 import { realRunInProgress, RecipeBusyError, RecipeRunningError, RUN_STALE_MS } from './overlap.ts'
 
-export { RecipeRunningError } from './overlap.ts'
+export { RecipeRunningError, RetryRunsAloneError } from './overlap.ts'
 
 /** A recipe as `recipes list` shows it. */
 /** A recipe's schedule as armed, and since when (see noteSchedulesSeen in createRecipeEngine). */
@@ -53,7 +53,9 @@ export interface RecipeEngine {
   /**
    * Runs a recipe now (manual unless a trigger is given); waits for a real run of it in progress in this process
    * to finish first. A real run refuses (RecipeRunningError) while one is in progress in another process. A dry
-   * run never conflicts: it waits for the real run in progress here, but never holds a real one back.
+   * run never conflicts: it waits for the real run in progress here, but never holds a real one back. Either waits
+   * for an interrupted event's retry running alone here, and refuses (RetryRunsAloneError) if it is still going after
+   * MANUAL_RETRY_WAIT_MS.
    */
   run(name: string, request?: RunRequest): Promise<RecipeRun>
   /** Starts schedules, the missed-tick catch-up and (optionally) the folder watch. */
@@ -92,6 +94,11 @@ const TICK_TURN_WAIT_MS = 60_000
 /** A claimed tick with no run recorded this long after its claim was lost: another replica (or this one) runs it. */
 export const TICK_CLAIM_LOST_MS = 5 * 60_000
 const SCHEDULER_NS = 'switchboard:scheduler'
+/**
+ * The longest a manual or dry run waits for an interrupted event's retry running alone before it is refused: well
+ * within the time a request waits on the processing thread for it (TASK_WAIT_MS, src/processing-host.ts).
+ */
+export const MANUAL_RETRY_WAIT_MS = 60_000
 
 export interface RecipeEngineOptions {
   /** Defaults to RECIPES_DIR. */
@@ -527,18 +534,27 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       const recipe = find(name)
       if (!recipe.definition) throw new BrokenRecipeError(recipe.name, recipe.error ?? 'not loaded')
       const dryRun = request.dryRun ?? false
-      return exclusive(
+      // While an interrupted event's retry runs alone (event-dispatch.ts), a manual or dry run waits for it as a tick
+      // does, and a retry due meanwhile waits for the run: beside it, a run that hung the thread interrupted the retry,
+      // and the retry's recipe was charged the attempt. At most MANUAL_RETRY_WAIT_MS, then refused (RetryRunsAloneError):
+      // the request is answered within the processing thread's task time, never by a run that happens after it gave up.
+      return dispatch.beside(
         name,
-        async () => {
-          if (!dryRun) {
-            await typeChecked
-            // Behind this process's own real runs of it: a real run still going now is another process's.
-            const running = await realRunInProgress(rt, name)
-            if (running) throw new RecipeRunningError(name, running)
-          }
-          return runNow(find(name), request.trigger ?? { type: 'manual' }, dryRun)
-        },
-        { dryRun },
+        () =>
+          exclusive(
+            name,
+            async () => {
+              if (!dryRun) {
+                await typeChecked
+                // Behind this process's own real runs of it: a real run still going now is another process's.
+                const running = await realRunInProgress(rt, name)
+                if (running) throw new RecipeRunningError(name, running)
+              }
+              return runNow(find(name), request.trigger ?? { type: 'manual' }, dryRun)
+            },
+            { dryRun },
+          ),
+        { what: dryRun ? 'dry run' : 'manual run', maxWaitMs: MANUAL_RETRY_WAIT_MS },
       )
     },
     async start(startOptions = {}) {

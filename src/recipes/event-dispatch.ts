@@ -8,7 +8,7 @@ import type { PipelineEvent } from '../events/hooks.ts'
 import { parseRow } from '../webhooks/processing.ts'
 import { claimFireBatch, enqueueEventFires, finishFires, releaseFires, renewFireClaims, type FireRow } from './claims.ts'
 import type { LoadedRecipe } from './loader.ts'
-import { RecipeBusyError, RecipeRunningError } from './overlap.ts'
+import { RecipeBusyError, RecipeRunningError, RetryRunsAloneError } from './overlap.ts'
 import type { RecipeRun } from './runner.ts'
 import { summaryText } from './summary.ts'
 
@@ -49,10 +49,12 @@ export interface EventDispatch {
   start(): void
   wake(recipe?: string): void
   /**
-   * Runs `fn` — a scheduled run of `recipe` — as a batch runs beside the others: it waits while an interrupted event's
-   * retry runs alone (see `isolate`), and such a retry waits for it to end before it starts.
+   * Runs `fn` — a scheduled, manual or dry run of `recipe` — as a batch runs beside the others: it waits while an
+   * interrupted event's retry runs alone (see `isolate`), and such a retry waits for it to end before it starts. With
+   * `maxWaitMs`, a wait that has not ended that long after the call gives up with RetryRunsAloneError (`fn` never runs).
+   * `what` names the run in the line saying it waits.
    */
-  beside<T>(recipe: string, fn: () => Promise<T>): Promise<T>
+  beside<T>(recipe: string, fn: () => Promise<T>, options?: { what?: string; maxWaitMs?: number }): Promise<T>
   /** Resolves when no batch is being claimed or run. */
   idle(): Promise<void>
   stop(): Promise<void>
@@ -235,12 +237,29 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
 
   const runCounted = (recipe: LoadedRecipe, rows: FireRow[], claimedAt: number) => counted(() => runBatch(recipe, rows, claimedAt))
 
-  async function beside<T>(recipe: string, fn: () => Promise<T>): Promise<T> {
-    if (isolated) log.info({ recipe, waits_for: isolatedRecipe }, `scheduled run of ${recipe} waits for the retry of ${isolatedRecipe}'s interrupted run, which runs alone; it starts when that ends`)
-    while (isolated) await isolated
+  async function beside<T>(recipe: string, fn: () => Promise<T>, options: { what?: string; maxWaitMs?: number } = {}): Promise<T> {
+    const what = options.what ?? 'scheduled run'
+    if (isolated) log.info({ recipe, waits_for: isolatedRecipe }, `${what} of ${recipe} waits for the retry of ${isolatedRecipe}'s interrupted run, which runs alone; it starts when that ends`)
+    const since = rt.clock.now()
+    while (isolated) await (options.maxWaitMs === undefined ? isolated : isolatedWithin(recipe, options.maxWaitMs, since))
     // Counted from here, with no turn given up in between: a retry claimed meanwhile waits for it.
     return counted(fn)
   }
+
+  /** Resolves when the retry running alone now ends, or rejects with RetryRunsAloneError `ms` after `since`. */
+  const isolatedWithin = (recipe: string, ms: number, since: number) =>
+    new Promise<void>((resolve, reject) => {
+      const current = isolated
+      if (!current) return resolve()
+      const giveUp = () => reject(new RetryRunsAloneError(recipe, isolatedRecipe ?? 'another recipe', ms))
+      const left = since + ms - rt.clock.now()
+      if (left <= 0) return giveUp()
+      const cancel = rt.clock.setTimeout(giveUp, left)
+      void current.then(() => {
+        cancel()
+        resolve()
+      })
+    })
 
   /**
    * Runs claimed interrupted events alone: at once when nothing is running and no other retry is waiting to. Otherwise

@@ -138,3 +138,22 @@ export class RecipeBusyError extends Error {
     this.name = 'RecipeBusyError'
   }
 }
+
+/**
+ * A manual or dry run (Run now, `POST /admin/recipes/:name/run`) asked for while an interrupted event's retry runs
+ * alone in this process (src/recipes/event-dispatch.ts → isolate), which did not end within the wait: it is not run,
+ * and not run later either — the request is answered now, within the processing thread's task time.
+ */
+export class RetryRunsAloneError extends Error {
+  constructor(
+    readonly recipe: string,
+    readonly retrying: string,
+    readonly waitedMs: number,
+  ) {
+    super(
+      `recipe "${recipe}" was not run: the retry of ${retrying}'s interrupted run, which runs with no other recipe beside it, ` +
+        `was still going after ${Math.round(waitedMs / 1000)} s; try again when it has finished`,
+    )
+    this.name = 'RetryRunsAloneError'
+  }
+}

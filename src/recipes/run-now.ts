@@ -1,7 +1,7 @@
 import { HTTPError } from 'h3'
 import { defineProcessingTask, runProcessingTask } from '../coordination/processing-task.ts'
 import type { Runtime } from '../runtime.ts'
-import { BrokenRecipeError, recipeEngineFor, RecipeRunningError, UnknownRecipeError } from './engine.ts'
+import { BrokenRecipeError, recipeEngineFor, RecipeRunningError, RetryRunsAloneError, UnknownRecipeError } from './engine.ts'
 import type { RecipeRun } from './runner.ts'
 import { keptPlan } from './kept-plan.ts'
 
@@ -22,7 +22,7 @@ export const recipeRunTask = defineProcessingTask('recipeRun', async (rt, args: 
   } catch (error) {
     if (error instanceof UnknownRecipeError) return { ok: false, problem: 'unknown', message: error.message }
     if (error instanceof BrokenRecipeError) return { ok: false, problem: 'broken', message: error.message }
-    if (error instanceof RecipeRunningError) return { ok: false, problem: 'running', message: error.message }
+    if (error instanceof RecipeRunningError || error instanceof RetryRunsAloneError) return { ok: false, problem: 'running', message: error.message }
     throw error
   }
 }, { recipeCode: true })
@@ -32,7 +32,8 @@ export const recipeRunTask = defineProcessingTask('recipeRun', async (rt, args: 
  * keeps it (src/recipes/kept-plan.ts; `recipes run --json` prints a plan whole, in its own process). Under `serve` it
  * runs in the processing thread, where the recipes' scheduled and event runs happen: a nightly batch or a
  * follow-up sweep is seconds of work that the receiver's event loop must not carry. An unknown recipe is a
- * 404; one that does not load, or that another process is running (a real run only), a 409.
+ * 404; one that does not load, that another process is running (a real run only), or that waited in vain for an
+ * interrupted event's retry running alone (engine.ts → MANUAL_RETRY_WAIT_MS), a 409.
  */
 export async function runRecipeNow(rt: Runtime, name: string, dryRun: boolean): Promise<Omit<RecipeRun, 'result'>> {
   const outcome = await runProcessingTask(rt, recipeRunTask, { name, dryRun })
