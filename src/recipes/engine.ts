@@ -14,7 +14,7 @@ import { createScheduler, nextTick, previousTick, type Scheduler } from './sched
 import { createRecipeSubscriptions } from './subscriptions.ts'
 import { createTypeVerdicts, installationTypeCacheFile, typeCacheFile } from './type-verdicts.ts'
 import { formatDiagnostic, type RecipeDiagnostic } from './diagnostic.ts'
-import { realRunInProgress, RecipeBusyError, RecipeRunningError, RUN_STALE_MS } from './overlap.ts'
+import { realRunInProgress, RecipeBusyError, RecipeRunningError, RUN_STALE_MS, StoppedBeforeTurnError } from './overlap.ts'
 
 export { RecipeRunningError, RetryRunsAloneError } from './overlap.ts'
 
@@ -167,13 +167,24 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
    * starts beside it. With `maxWaitMs` (event batches, which hold claims on their events) a run that has not had
    * its turn that long after `waitingSince` (default: now) gives up with RecipeBusyError rather than waiting on. The
    * tail settles only once this run and everything before it have, so one that gave up never lets a later run start
-   * beside the run it gave up on.
+   * beside the run it gave up on. With `stopping` (event batches again), a run whose turn has not come when it is
+   * aborted gives up with StoppedBeforeTurnError: the service is stopping, and a batch that never began hands its events
+   * back rather than waiting on — or starting — during the stop.
    */
-  const exclusive = (name: string, fn: () => Promise<RecipeRun>, options: { dryRun?: boolean; maxWaitMs?: number; waitingSince?: number } = {}): Promise<RecipeRun> => {
+  const exclusive = (
+    name: string,
+    fn: () => Promise<RecipeRun>,
+    options: { dryRun?: boolean; maxWaitMs?: number; waitingSince?: number; stopping?: AbortSignal } = {},
+  ): Promise<RecipeRun> => {
     const previous = tails.get(name)
     let turn: Promise<unknown> = previous ?? Promise.resolve()
     if (previous !== undefined && options.maxWaitMs !== undefined) turn = turnWithin(name, previous, options.maxWaitMs, options.waitingSince ?? rt.clock.now())
-    const next = turn.then(fn)
+    const { stopping } = options
+    if (stopping) turn = turnUnlessStopped(name, turn, stopping)
+    const next = turn.then(() => {
+      if (stopping?.aborted) throw new StoppedBeforeTurnError(name)
+      return fn()
+    })
     if (options.dryRun) return track(next)
     const tail = Promise.allSettled([previous, next])
     tails.set(name, tail)
@@ -195,6 +206,24 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
         resolve()
       }
       previous.then(done, done)
+    })
+
+  /** Settles as `turn` does, or rejects with StoppedBeforeTurnError once `stopping` is aborted, whichever comes first. */
+  const turnUnlessStopped = (name: string, turn: Promise<unknown>, stopping: AbortSignal) =>
+    new Promise<void>((resolve, reject) => {
+      const stop = () => reject(new StoppedBeforeTurnError(name))
+      if (stopping.aborted) return stop()
+      stopping.addEventListener('abort', stop, { once: true })
+      turn.then(
+        () => {
+          stopping.removeEventListener('abort', stop)
+          resolve()
+        },
+        (error: unknown) => {
+          stopping.removeEventListener('abort', stop)
+          reject(error)
+        },
+      )
     })
 
   const runNow = async (recipe: LoadedRecipe, trigger: RecipeTrigger<PipelineEvent>, dryRun: boolean): Promise<RecipeRun> => {
@@ -452,16 +481,19 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
   // a real run of the recipe is going anywhere, its events stay queued (the dispatch claims none). A batch claimed
   // anyway — a run queued here had not written its row yet, or one older than RUN_STALE_MS still going under a
   // RECIPE_TIMEOUT_SECONDS above an hour — waits for its turn at most RECIPE_TIMEOUT_SECONDS, then hands its
-  // events back untouched (RecipeBusyError), instead of holding and renewing their claims behind it.
+  // events back untouched (RecipeBusyError), instead of holding and renewing their claims behind it; and at once when
+  // the service stops meanwhile (StoppedBeforeTurnError): held through the stop, the claims of a batch that never began
+  // were charged an attempt when the stopped thread's claims were given back (src/instances.ts).
   const dispatch = createEventDispatch(rt, {
     recipes: () => loaded,
     subscriptions: (name) => subscriptions.get(name),
     inProgress: runningElsewhere,
     // The wait counts from the claim, not from this call: loading the batch and renewing its claims came first.
-    run: (recipe, events, claimedAt) =>
+    run: (recipe, events, claimedAt, stopping) =>
       exclusive(recipe.name, () => runNow(recipe, { type: 'event', events, event: events[0] }, false), {
         maxWaitMs: rt.config.pipeline.recipeTimeoutMs,
         waitingSince: claimedAt,
+        stopping,
       }),
   })
 

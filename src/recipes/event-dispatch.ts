@@ -8,7 +8,7 @@ import type { PipelineEvent } from '../events/hooks.ts'
 import { parseRow } from '../webhooks/processing.ts'
 import { claimFireBatch, enqueueEventFires, finishFires, releaseFires, renewFireClaims, type FireRow } from './claims.ts'
 import type { LoadedRecipe } from './loader.ts'
-import { RecipeBusyError, RecipeRunningError, RetryRunsAloneError } from './overlap.ts'
+import { RecipeBusyError, RecipeRunningError, RetryRunsAloneError, StoppedBeforeTurnError } from './overlap.ts'
 import type { RecipeRun } from './runner.ts'
 import { summaryText } from './summary.ts'
 
@@ -72,9 +72,10 @@ export interface DispatchDeps {
   /**
    * Runs one batch (the engine: one run at a time per recipe, recorded, timed out). Rejects with RecipeBusyError when
    * another run of the recipe in this process kept it from starting in time — counted from `claimedAt`, the moment
-   * its events were claimed: the batch is then handed back.
+   * its events were claimed: the batch is then handed back. Rejects with StoppedBeforeTurnError when `stopping` is
+   * aborted (the dispatch stops) before its turn came: handed back too.
    */
-  run(recipe: LoadedRecipe, events: PipelineEvent[], claimedAt: number): Promise<RecipeRun>
+  run(recipe: LoadedRecipe, events: PipelineEvent[], claimedAt: number, stopping: AbortSignal): Promise<RecipeRun>
 }
 
 /**
@@ -113,7 +114,10 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
     return rows.map((r) => memo.get(key(r.event_id)) ?? loaded.get(r.event_id)).filter((e): e is PipelineEvent => e !== undefined)
   }
 
-  /** Ends the waits of batches writing their outcome again when the dispatch stops (they give up at once). */
+  /**
+   * Aborted when the dispatch stops: batches writing their outcome again give up their waits at once, and batches still
+   * waiting for their recipe's turn are handed back (DispatchDeps.run).
+   */
   const stopping = new AbortController()
 
   /**
@@ -166,8 +170,15 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
     renew()
     let run: RecipeRun
     try {
-      run = await deps.run(recipe, events, claimedAt)
+      run = await deps.run(recipe, events, claimedAt, stopping.signal)
     } catch (error) {
+      // Never run: the dispatch stopped while it waited for its turn — held through the stop, its claims were charged
+      // an attempt when the stopped thread's claims were given back (src/instances.ts) — the next start claims them.
+      if (error instanceof StoppedBeforeTurnError) {
+        log.info({ recipe: recipe.name, events: ids.length }, `${error.message}; its events go back to its queue, no attempt spent`)
+        await releaseFires(rt, recipe.name, owner, ids)
+        return false
+      }
       // Never run: another run of the recipe here kept it busy past the wait, or one in another process took the
       // recipe's running slot between the sweep's look and this run's start. The events go back to the queue as
       // they were, no attempt spent (their claims, renewed while the run waited for its turn, are given back here);

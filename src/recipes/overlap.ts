@@ -157,3 +157,14 @@ export class RetryRunsAloneError extends Error {
     this.name = 'RetryRunsAloneError'
   }
 }
+
+/**
+ * An event batch still waiting for its turn (behind a run of its recipe in this process) when the service stops: it
+ * is not run, and its events go back to the queue untouched — no attempt spent on a run that never began.
+ */
+export class StoppedBeforeTurnError extends Error {
+  constructor(readonly recipe: string) {
+    super(`the service is stopping while a batch of recipe "${recipe}" waited for its turn; the batch was not run`)
+    this.name = 'StoppedBeforeTurnError'
+  }
+}
