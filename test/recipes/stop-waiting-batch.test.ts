@@ -86,13 +86,13 @@ export default defineRecipe({ description: 'takes events, and is run by hand too
     const events = [processed('evt_1', 'call.no_answer'), processed('evt_2', 'call.no_answer')]
     await storeEvents(rt, events)
     await engine.enqueueEvents(events)
-    await vi.waitFor(async () => expect((await fires()).map((f) => f.claimed_by)).toEqual([`${rt.instanceId}:recipes`, `${rt.instanceId}:recipes`]))
+    await vi.waitFor(async () => expect((await fires()).map((f) => f.claimed_by)).toEqual([`${rt.instanceId}:recipes`, `${rt.instanceId}:recipes`]), { timeout: 10_000 })
     await vi.waitFor(() => expect(s.log).toEqual(['start crm-sync:manual']), { timeout: 30_000 })
     expect((await fires()).map((f) => f.claimed_by)).toEqual([`${rt.instanceId}:recipes`, `${rt.instanceId}:recipes`])
 
     // SIGTERM: the stop waits for the manual run; the batch that never started gives its events back meanwhile.
     const stopping = engine.stop()
-    await vi.waitFor(async () => expect((await fires()).map((f) => f.claimed_by)).toEqual([null, null]))
+    await vi.waitFor(async () => expect((await fires()).map((f) => f.claimed_by)).toEqual([null, null]), { timeout: 10_000 })
     // The stop's grace is up and the thread is ended: what it still holds is given back, its runs closed, as after a
     // crash (the next start's reap does the same). The batch is charged nothing.
     await releaseInstance(rt, rt.instanceId)
@@ -109,7 +109,7 @@ export default defineRecipe({ description: 'takes events, and is run by hand too
 
     // The restart runs the batch, once.
     const again = await engineOn()
-    await vi.waitFor(() => expect(s.log).toContain('start crm-sync:event'))
+    await vi.waitFor(() => expect(s.log).toContain('start crm-sync:event'), { timeout: 10_000 })
     await finish('crm-sync:event')
     await again.idle()
     expect(await fires()).toEqual([
