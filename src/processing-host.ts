@@ -65,6 +65,16 @@ export function unresponsiveAfterMs(recipeTimeoutMs: number): number {
   return Math.min(MOST_UNRESPONSIVE_MS, Math.max(10_000, recipeTimeoutMs + 5_000))
 }
 
+/**
+ * How long a stop waits for the thread to end its work before cutting it: a recipe run in progress is waited for up
+ * to the recipe time limit (the run is cut and recorded at it), then 10 s for the thread to record that and close.
+ * It was 30 s whatever the limit, so a run past 30 s was cut with the thread — its events charged an attempt at the
+ * next start — although the README promises the limit.
+ */
+export function stopWaitMs(recipeTimeoutMs: number): number {
+  return recipeTimeoutMs + 10_000
+}
+
 /** Whether the database can be opened a second time by a thread (an in-memory SQLite database cannot). */
 export function canRunInThread(rt: Runtime): boolean {
   return rt.store.dialect === 'postgres' || (rt.store.sqlite !== undefined && !rt.store.sqlite.memory)
@@ -312,7 +322,7 @@ export async function startProcessingThread(
         worker.once('exit', () => resolve())
       })
       send({ type: 'stop' })
-      await Promise.race([done, new Promise((r) => setTimeout(r, 30_000).unref())])
+      await Promise.race([done, new Promise((r) => setTimeout(r, stopWaitMs(rt.config.pipeline.recipeTimeoutMs)).unref())])
       await worker.terminate()
     },
   }

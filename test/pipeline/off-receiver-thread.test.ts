@@ -7,7 +7,7 @@ import { createManualClock } from '../../src/utils/clock.ts'
 import { captureLogs } from '../helpers/log-capture.ts'
 import { dayRange } from '../../src/reports/day-range.ts'
 import { startServer, type RunningServer } from '../../src/server.ts'
-import { unresponsiveAfterMs } from '../../src/processing-host.ts'
+import { stopWaitMs, unresponsiveAfterMs } from '../../src/processing-host.ts'
 import { FIXTURE_RECIPES_DIR } from '../helpers/recipes.ts'
 import { cookieHeader, login, TOKEN } from '../ui/helpers.ts'
 import { tempRecipesDir } from '../recipes/helpers.ts'
@@ -258,6 +258,13 @@ export default defineRecipe({ description: 'ends its thread', run() { process.ex
     expect(unresponsiveAfterMs(1_000)).toBe(10_000)
     expect(unresponsiveAfterMs(30_000)).toBe(35_000)
     expect(unresponsiveAfterMs(300_000)).toBe(60_000)
+  })
+  // A stop waits for a recipe run in progress up to RECIPE_TIMEOUT_SECONDS (README → Shutdown and crashes); the host
+  // cut the thread after 30 s whatever the limit, so a 2-minute run was killed mid-way and its events charged.
+  it("a stop waits for the thread past the recipe time limit, whatever it is", () => {
+    expect(stopWaitMs(300_000)).toBe(310_000)
+    expect(stopWaitMs(3_000_000)).toBe(3_010_000)
+    expect(stopWaitMs(1_000)).toBe(11_000)
   })
 
   it('a recipe that never yields is stopped by the watchdog: the thread restarts, later events are processed, its event has spent an attempt', async () => {
