@@ -16,6 +16,8 @@ export interface JsonCache {
    * Returns whether it was stored. `since` is left out only by writes no upstream request preceded.
    */
   put(input: { key: string; tenant: string; plan: CachePlan; status: number; headers: Record<string, string>; body: string; since?: number }): Promise<boolean>
+  /** Drops an entry (the provider marked its newer answer no-store: the older one must not be served either). */
+  remove(key: string): Promise<void>
   /** Marks an entry used; written in batches (LRU order is approximate to the flush interval). */
   touch(key: string): void
   flushTouches(): Promise<void>
@@ -118,6 +120,9 @@ export function createJsonCache(rt: Runtime): JsonCache {
       // Checking the total costs a scan: do it after enough new bytes, or at most once a second.
       if (bytesSinceEvict > rt.config.proxy.cacheMaxBytes / 20 || now - lastEvictAt >= 1_000) await evict()
       return true
+    },
+    async remove(key) {
+      await db.deleteFrom('cache_entries').where('key', '=', key).execute()
     },
     touch(key) {
       accessTimes.touch(key)

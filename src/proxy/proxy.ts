@@ -150,6 +150,9 @@ export function createProxy(rt: Runtime): Proxy {
     await learn(tenant, upstream.status)
     const { storable, ...answer } = readAnswer(upstream.status, upstream.headers, text, rt.clock.now())
     const plan = parsed === undefined || !store || !storable ? undefined : planCache(route, upstream.status, parsed, url.searchParams)
+    // The provider says this answer must not be kept: the one kept before it goes too, or it would be served in its
+    // place — a HIT until it expires, STALE for a day after.
+    if (!storable) await json.remove(key).catch((err: unknown) => rt.log.warn({ err, path: url.pathname }, 'proxy cache removal failed'))
     if (plan) {
       // The answer is good whether or not it could be kept: a failed write costs a later miss, not this answer.
       await json
@@ -241,6 +244,7 @@ export function createProxy(rt: Runtime): Proxy {
       }
       const text = await upstream.text().catch(() => '')
       const { storable, ...answer } = readAnswer(upstream.status, upstream.headers, text, rt.clock.now())
+      if (!storable) await json.remove(notFoundKey).catch((err: unknown) => rt.log.warn({ err, path: url.pathname }, 'proxy cache removal failed'))
       if (upstream.status === 404 && storable) {
         await json.put({ key: notFoundKey, tenant, plan: { kind: 'not_found', ttlMs: CACHE_TTL_MS.notFound, resourceId: id, agentId: null }, status: 404, headers: storableHeaders(answer.headers), body: answer.text, since })
       }

@@ -106,3 +106,76 @@ describeEachDialect('proxy: Cache-Control', (dialect) => {
     expect(other.headers.get('x-cache')).toBe('MISS')
   })
 })
+
+/** What the proxy does to an entry it holds when the provider's or the caller's Cache-Control asks for something else. */
+describeEachDialect('proxy: Cache-Control and the entry already kept', (dialect) => {
+  let h: ProxyHarness | undefined
+  let up: ScriptedUpstream | undefined
+  afterEach(async () => {
+    await h?.close()
+    await up?.close()
+    h = undefined
+    up = undefined
+  })
+
+  const scripted = async () => {
+    h = await proxyHarness({ dialect, upstreamUrl: async (sandboxUrl) => (up = await scriptedUpstream(sandboxUrl)).url })
+    return { h, up: up! }
+  }
+  /** The provider answers LIST with list number `n` (counted per request), the headers of that answer chosen by `n`. */
+  const lists = (up: ScriptedUpstream, headersOf: (n: number) => Record<string, string> = () => ({})) => {
+    let n = 0
+    up.answer((req, _body, res) => {
+      if (!req.url?.startsWith('/v1/conversations?')) return false
+      n++
+      res.writeHead(200, { 'content-type': 'application/json', ...headersOf(n) })
+      res.end(JSON.stringify({ data: [], has_more: false, total: n }))
+    })
+  }
+  const failing = (up: ScriptedUpstream) =>
+    up.answer((_req, _body, res) => {
+      res.writeHead(503, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ error: { message: 'down for maintenance', type: 'internal_error' } }))
+    })
+  const totalOf = async (res: Response) => ((await res.json()) as { total: number }).total
+  const seen = async (res: Response) => [res.status, res.headers.get('x-cache'), await totalOf(res)]
+
+  it('a no-store answer removes the older entry: it is neither a HIT after it nor STALE when the provider fails', async () => {
+    const { h, up } = await scripted()
+    lists(up, (n): Record<string, string> => (n === 1 ? {} : { 'cache-control': 'no-store' }))
+    expect(await seen(await h.request(LIST))).toEqual([200, 'MISS', 1])
+    expect(await seen(await h.request(LIST))).toEqual([200, 'HIT', 1])
+    // Revalidated: the provider now says its answer must not be kept — and so neither may the one before it.
+    expect(await seen(await h.request(LIST, { headers: { 'cache-control': 'no-cache' } }))).toEqual([200, 'MISS', 2])
+    expect(await seen(await h.request(LIST))).toEqual([200, 'MISS', 3])
+    failing(up)
+    const down = await h.request(LIST)
+    expect(down.status).toBe(503)
+    expect(down.headers.get('x-cache')).toBe('MISS')
+
+    // The same once the entry expired: the no-store answer that replaces it leaves nothing to answer STALE from.
+    lists(up, (n): Record<string, string> => (n === 1 ? {} : { 'cache-control': 'private, no-store' }))
+    const other = '/v1/conversations?limit=4'
+    expect(await seen(await h.request(other))).toEqual([200, 'MISS', 1])
+    await h.clock.advance(11_000)
+    expect(await seen(await h.request(other))).toEqual([200, 'MISS', 2])
+    failing(up)
+    expect((await h.request(other)).headers.get('x-cache')).toBe('MISS')
+    expect(await h.rt.store.db.selectFrom('cache_entries').select('key').execute()).toEqual([])
+
+    // A recording's cached 404 likewise.
+    const recording = '/v1/conversations/conv_gone/recording'
+    let misses = 0
+    up.answer((_req, _body, res) => {
+      res.writeHead(404, { 'content-type': 'application/json', ...(++misses > 1 ? { 'cache-control': 'no-store' } : {}) })
+      res.end(JSON.stringify({ error: { message: 'recording not found', type: 'not_found' } }))
+    })
+    expect((await h.request(recording)).headers.get('x-cache')).toBe('MISS')
+    await h.clock.advance(6_000)
+    expect((await h.request(recording)).headers.get('x-cache')).toBe('MISS')
+    await up.close()
+    const unreachable = await h.request(recording)
+    expect(unreachable.status).toBe(502)
+    expect(unreachable.headers.get('x-cache')).toBe('BYPASS')
+  })
+})
