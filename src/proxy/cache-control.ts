@@ -1,26 +1,35 @@
 /**
- * The directive names in a Cache-Control (or Pragma) value, lower-cased. A quoted argument is skipped whole, so
- * the comma in `private="set-cookie, x-a"` does not start a directive.
+ * The directives of a Cache-Control (or Pragma) value: each name, lower-cased, with its argument (unquoted; undefined
+ * when it has none). A quoted argument is read whole, so the comma in `private="set-cookie, x-a"` does not start a
+ * directive.
  */
-export function cacheDirectives(value: string | null): Set<string> {
-  const names = new Set<string>()
-  if (value === null) return names
+export function cacheDirectives(value: string | null): Map<string, string | undefined> {
+  const directives = new Map<string, string | undefined>()
+  if (value === null) return directives
   let part = ''
   let quoted = false
   for (let i = 0; i <= value.length; i++) {
     const c = value[i]
     if (c === undefined || (c === ',' && !quoted)) {
-      const name = part.split('=')[0]!.trim().toLowerCase()
-      if (name !== '') names.add(name)
+      const at = part.indexOf('=')
+      const name = (at === -1 ? part : part.slice(0, at)).trim().toLowerCase()
+      if (name !== '') directives.set(name, at === -1 ? undefined : part.slice(at + 1).trim())
       part = ''
       continue
     }
-    // Only the name, before any `=`, is read: an escaped character in a quoted argument is skipped, quote or not.
-    if (c === '\\' && quoted) i++
+    if (c === '\\' && quoted) part += value[++i] ?? ''
     else if (c === '"') quoted = !quoted
     else part += c
   }
-  return names
+  return directives
+}
+
+/**
+ * A directive's delta-seconds (`max-age=60`) in milliseconds. A value that is not a number of seconds reads as 0 —
+ * the reading that serves nothing too old (RFC 9111 §1.2.2, §4.2.1: an invalid freshness makes the answer stale).
+ */
+function deltaMs(argument: string | undefined): number {
+  return argument !== undefined && /^\d+$/.test(argument) ? Number(argument) * 1000 : 0
 }
 
 /**
@@ -35,14 +44,38 @@ export function mayStore(headers: Headers): boolean {
 }
 
 /**
- * What a read asks of the cache: `no-cache`, an answer from the provider (which then refreshes the entry);
- * `no-store`, an answer from the provider that is not kept. Pragma: no-cache counts only without Cache-Control
- * (RFC 9111 §5.4).
+ * How long the provider lets a shared cache hold an answer fresh, when it says: `s-maxage`, which is meant for shared
+ * caches such as this proxy, else `max-age` (RFC 9111 §5.2.2.10, §4.2.1). The proxy keeps an entry fresh for the
+ * shorter of this and its table's TTL, never longer than the table says.
  */
-export function requestCacheMode(headers: Headers): 'default' | 'no-cache' | 'no-store' {
+export function providerFreshnessMs(headers: Headers): number | undefined {
+  const directives = cacheDirectives(headers.get('cache-control'))
+  if (directives.has('s-maxage')) return deltaMs(directives.get('s-maxage'))
+  if (directives.has('max-age')) return deltaMs(directives.get('max-age'))
+  return undefined
+}
+
+export interface RequestCachePolicy {
+  /**
+   * `no-cache`, an answer from the provider (which then refreshes the entry); `no-store`, an answer from the provider
+   * that is not kept; `default`, a fresh entry if there is one.
+   */
+  mode: 'default' | 'no-cache' | 'no-store'
+  /** With `default`: the oldest entry, in whole seconds of Age, the caller takes (its `max-age`). */
+  maxAgeSeconds?: number
+}
+
+/**
+ * What a read asks of the cache (RFC 9111 §5.2.1). `max-age=0` asks the provider as `no-cache` does; `max-age=N` takes
+ * an entry at most N seconds old. Pragma: no-cache counts only without Cache-Control (RFC 9111 §5.4).
+ */
+export function requestCachePolicy(headers: Headers): RequestCachePolicy {
   const cacheControl = headers.get('cache-control')
-  if (cacheControl === null) return cacheDirectives(headers.get('pragma')).has('no-cache') ? 'no-cache' : 'default'
+  if (cacheControl === null) return { mode: cacheDirectives(headers.get('pragma')).has('no-cache') ? 'no-cache' : 'default' }
   const directives = cacheDirectives(cacheControl)
-  if (directives.has('no-store')) return 'no-store'
-  return directives.has('no-cache') ? 'no-cache' : 'default'
+  if (directives.has('no-store')) return { mode: 'no-store' }
+  if (directives.has('no-cache')) return { mode: 'no-cache' }
+  if (!directives.has('max-age')) return { mode: 'default' }
+  const maxAgeMs = deltaMs(directives.get('max-age'))
+  return maxAgeMs === 0 ? { mode: 'no-cache' } : { mode: 'default', maxAgeSeconds: maxAgeMs / 1000 }
 }

@@ -12,7 +12,7 @@ import { apiErrorResponse } from '../upstream/api-error.ts'
 import type { CallRequest } from '../upstream/schemas.ts'
 import { readLimited } from '../utils/read-limited.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
-import { requestCacheMode } from './cache-control.ts'
+import { providerFreshnessMs, requestCachePolicy } from './cache-control.ts'
 import { CACHE_TTL_MS, planCache } from './cache-policy.ts'
 import { cacheKey } from './cache-key.ts'
 import { createJsonCache, forgetTenantNotFound, invalidateTenantLists, type CacheEntry } from './json-cache.ts'
@@ -71,10 +71,15 @@ function canonicalQuery(params: URLSearchParams): string {
  */
 export type ProxyReply = Response | HTTPResponse
 
+/** An entry's Age in whole seconds (RFC 9111 §5.1), as its answers carry it and a caller's max-age is compared with. */
+function ageSeconds(entry: CacheEntry, now: number): number {
+  return Math.max(0, Math.floor((now - entry.stored_at) / 1000))
+}
+
 function fromEntry(entry: CacheEntry, cache: CacheStatus, method: string, now: number): HTTPResponse {
   const headers = new Headers(JSON.parse(entry.headers) as Record<string, string>)
   headers.set('x-cache', cache)
-  headers.set('age', String(Math.max(0, Math.floor((now - entry.stored_at) / 1000))))
+  headers.set('age', String(ageSeconds(entry, now)))
   return new HTTPResponse(method === 'HEAD' ? null : entry.body, { status: entry.status, headers })
 }
 
@@ -149,7 +154,11 @@ export function createProxy(rt: Runtime): Proxy {
     }
     await learn(tenant, upstream.status)
     const { storable, ...answer } = readAnswer(upstream.status, upstream.headers, text, rt.clock.now())
-    const plan = parsed === undefined || !store || !storable ? undefined : planCache(route, upstream.status, parsed, url.searchParams)
+    const planned = parsed === undefined || !store || !storable ? undefined : planCache(route, upstream.status, parsed, url.searchParams)
+    // The provider's s-maxage (else max-age) shortens the table's TTL, never lengthens it; the entry is kept past it
+    // all the same, to answer STALE.
+    const freshness = providerFreshnessMs(upstream.headers)
+    const plan = planned && freshness !== undefined && freshness < planned.ttlMs ? { ...planned, ttlMs: freshness } : planned
     // The provider says this answer must not be kept: the one kept before it goes too, or it would be served in its
     // place — a HIT until it expires, STALE for a day after.
     if (!storable) await json.remove(key).catch((err: unknown) => rt.log.warn({ err, path: url.pathname }, 'proxy cache removal failed'))
@@ -164,11 +173,14 @@ export function createProxy(rt: Runtime): Proxy {
 
   async function cachedGet(request: Request, url: URL, route: ProxyRoute, apiKey: string, tenant: string): Promise<ProxyReply> {
     const key = cacheKey(tenant, `${url.pathname}?${canonicalQuery(url.searchParams)}`)
-    // A caller's no-cache or no-store asks the provider (RFC 9111 §5.2.1): no-cache then refreshes the entry, no-store
-    // keeps nothing (BYPASS). Either still gets the kept copy, STALE, when the provider fails.
-    const mode = requestCacheMode(request.headers)
+    // A caller's no-cache (or max-age=0) or no-store asks the provider (RFC 9111 §5.2.1): no-cache then refreshes the
+    // entry, no-store keeps nothing (BYPASS); max-age=N asks it when the entry is older. Each still gets the kept copy,
+    // STALE, when the provider fails.
+    const { mode, maxAgeSeconds } = requestCachePolicy(request.headers)
     const entry = await json.get(key)
-    if (mode === 'default' && entry && entry.expires_at > rt.clock.now() && (await keys.isConfirmed(tenant))) {
+    const now = rt.clock.now()
+    const youngEnough = (found: CacheEntry) => maxAgeSeconds === undefined || ageSeconds(found, now) <= maxAgeSeconds
+    if (mode === 'default' && entry && entry.expires_at > now && youngEnough(entry) && (await keys.isConfirmed(tenant))) {
       json.touch(key)
       return fromEntry(entry, 'HIT', request.method, rt.clock.now())
     }

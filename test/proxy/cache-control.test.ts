@@ -178,4 +178,56 @@ describeEachDialect('proxy: Cache-Control and the entry already kept', (dialect)
     expect(unreachable.status).toBe(502)
     expect(unreachable.headers.get('x-cache')).toBe('BYPASS')
   })
+
+  it('a request with max-age=0 revalidates like no-cache; with max-age=N it takes an entry at most N seconds old', async () => {
+    const { h, up } = await scripted()
+    lists(up)
+    expect(await seen(await h.request(LIST))).toEqual([200, 'MISS', 1])
+    expect(await seen(await h.request(LIST, { headers: { 'cache-control': 'max-age=0' } }))).toEqual([200, 'MISS', 2])
+    expect(await seen(await h.request(LIST))).toEqual([200, 'HIT', 2])
+    await h.clock.advance(5_000)
+    const young = await h.request(LIST, { headers: { 'cache-control': 'max-age=5' } })
+    expect(young.headers.get('age')).toBe('5')
+    expect(await seen(young)).toEqual([200, 'HIT', 2])
+    // Too old for this caller (5 s > 4 s): asked again, and the answer refreshes the entry.
+    expect(await seen(await h.request(LIST, { headers: { 'cache-control': 'max-age=4' } }))).toEqual([200, 'MISS', 3])
+    const refreshed = await h.request(LIST)
+    expect(refreshed.headers.get('age')).toBe('0')
+    expect(await seen(refreshed)).toEqual([200, 'HIT', 3])
+    // A value that is not a number of seconds asks the provider (RFC 9111 §1.2.2: the safe reading).
+    expect(await seen(await h.request(LIST, { headers: { 'cache-control': 'max-age=soon' } }))).toEqual([200, 'MISS', 4])
+    // The provider failing, a caller's max-age still gets the kept copy, as no-cache does.
+    await h.clock.advance(3_000)
+    failing(up)
+    const stale = await h.request(LIST, { headers: { 'cache-control': 'max-age=1' } })
+    expect(await seen(stale)).toEqual([200, 'STALE', 4])
+  })
+
+  it('the provider\'s max-age or s-maxage shorter than the table\'s TTL caps how long the entry is fresh; s-maxage wins', async () => {
+    const { h, up } = await scripted()
+    const cases: Array<[string, number]> = [
+      // [Cache-Control, how long the entry is fresh (ms)]; a conversation list is kept 10 s.
+      ['max-age=2', 2_000],
+      ['private, max-age=3', 3_000],
+      ['max-age=60, s-maxage=1', 1_000],
+      ['s-maxage=5, max-age=1', 5_000],
+      ['max-age=3600', 10_000],
+      ['max-age=0', 0],
+      ['max-age=-1', 0],
+    ]
+    for (const [i, [directive, freshMs]] of cases.entries()) {
+      lists(up, () => ({ 'cache-control': directive }))
+      const list = `/v1/conversations?limit=${20 + i}`
+      expect(await seen(await h.request(list)), directive).toEqual([200, 'MISS', 1])
+      if (freshMs > 0) {
+        await h.clock.advance(freshMs - 1)
+        expect((await h.request(list)).headers.get('x-cache'), `${directive}, ${freshMs - 1} ms on`).toBe('HIT')
+        await h.clock.advance(1)
+      }
+      expect((await h.request(list)).headers.get('x-cache'), `${directive}, ${freshMs} ms on`).toBe('MISS')
+    }
+    // Kept past its freshness all the same, to answer STALE while the provider fails.
+    failing(up)
+    expect((await h.request('/v1/conversations?limit=20')).headers.get('x-cache')).toBe('STALE')
+  })
 })
