@@ -17,6 +17,7 @@ import { CACHE_TTL_MS, planCache } from './cache-policy.ts'
 import { cacheKey } from './cache-key.ts'
 import { createJsonCache, forgetTenantNotFound, invalidateTenantLists, type CacheEntry } from './json-cache.ts'
 import { applyIdempotencyHeader } from './idempotency-header.ts'
+import { withHead } from './allow-header.ts'
 import { parseJsonBody } from './json-body.ts'
 import { errorFromVoiceApi, invalidAnswer, parseJson, readAnswer, type TextAnswer } from './error-answer.ts'
 import { createIdleDeadline } from './idle-deadline.ts'
@@ -391,7 +392,14 @@ export function createProxy(rt: Runtime): Proxy {
     const pathAndQuery = url.pathname + url.search
     // Reads only: they have no body to drain. Writes always ask the provider: a call's answer goes in the ledger.
     if ((request.method === 'GET' || request.method === 'HEAD') && keys.recentlyRefused(tenant)) return refusedKey()
-    if (!route) return streamThrough(rt, request, { apiKey, pathAndQuery })
+    if (!route) {
+      const reply = await streamThrough(rt, request, { apiKey, pathAndQuery })
+      // Another method on a path the proxy reads (DELETE /v1/conversations): HEAD works there as GET does, whatever
+      // the provider's Allow says, since the proxy answers it.
+      const allow = reply.headers.get('allow')
+      if (reply.status === 405 && allow !== null && matchRoute('GET', url.pathname)) reply.headers.set('allow', withHead(allow))
+      return reply
+    }
     switch (route.name) {
       case 'create_call':
         return createCall(request, apiKey, tenant)

@@ -111,7 +111,8 @@ export function createRouter(options: RouterOptions) {
     if (!candidates) return fail(new ApiFailure(404, 'not_found', `no such endpoint: ${request.method} ${path}`))
     const found = candidates.find((c) => c.route.method === method)
     if (!found) {
-      const allowed = [...new Set(candidates.map((c) => c.route.method))].join(', ')
+      // HEAD is answered wherever GET is (as GET, above), so it is allowed there (RFC 9110 §15.5.6).
+      const allowed = [...new Set(candidates.flatMap((c) => (c.route.method === 'GET' ? ['GET', 'HEAD'] : [c.route.method])))].join(', ')
       return fail(new ApiFailure(405, 'invalid_request', `method ${request.method} is not allowed on ${path} (use ${allowed})`, {}, { allow: allowed }))
     }
     const publicBase = `${url.origin}${base}`

@@ -80,7 +80,7 @@ describeEachDialect('proxy drop-in edges', (dialect) => {
   it('405 answers carry Allow (RFC 9110), as the provider’s do', async () => {
     h = await proxyHarness({ dialect })
     for (const [method, path, allow] of [
-      ['DELETE', '/v1/conversations', 'GET'],
+      ['DELETE', '/v1/conversations', 'GET, HEAD'],
       ['PUT', '/v1/call', 'POST'],
       ['GET', '/v1/call', 'POST'],
     ] as const) {

@@ -103,7 +103,7 @@ describe('POST /v1/call', () => {
     expect((await h.json(res)).error).toEqual({ message: 'no such endpoint: GET /v1/calls', type: 'not_found' })
     res = await h.request('/v1/conversations', { method: 'POST' })
     expect(res.status).toBe(405)
-    expect(res.headers.get('allow')).toBe('GET')
+    expect(res.headers.get('allow')).toBe('GET, HEAD')
     expect((await h.json(res)).error.type).toBe('invalid_request')
   })
 

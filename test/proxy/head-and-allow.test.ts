@@ -1,0 +1,52 @@
+import { afterEach, expect, it } from 'vitest'
+import { describeEachDialect } from '../helpers/db.ts'
+import { proxyHarness, type ProxyHarness } from './helpers.ts'
+import { scriptedUpstream, type ScriptedUpstream } from './scripted-upstream.ts'
+
+/** HEAD is served wherever GET is (RFC 9110 §9.3.2): same headers, no body, and the 405s say so in Allow (§15.5.6). */
+describeEachDialect('proxy: HEAD and Allow', (dialect) => {
+  let h: ProxyHarness | undefined
+  let up: ScriptedUpstream | undefined
+  afterEach(async () => {
+    await h?.close()
+    await up?.close()
+    h = undefined
+    up = undefined
+  })
+
+  const scripted = async () => {
+    h = await proxyHarness({ dialect, upstreamUrl: async (sandboxUrl) => (up = await scriptedUpstream(sandboxUrl)).url })
+    return { h, up: up! }
+  }
+
+  it('a 405 on a path the proxy reads lists HEAD with GET in Allow, as the sandbox\'s does', async () => {
+    h = await proxyHarness({ dialect })
+    for (const [method, path, allow] of [
+      ['DELETE', '/v1/conversations', 'GET, HEAD'],
+      ['POST', '/v1/conversations/conv_1', 'GET, HEAD'],
+      ['PUT', '/v1/batch-calls/7/metrics', 'GET, HEAD'],
+      ['PUT', '/v1/call', 'POST'],
+    ] as const) {
+      const res = await h.request(path, { method })
+      expect(res.status, `${method} ${path}`).toBe(405)
+      expect(res.headers.get('allow'), `${method} ${path}`).toBe(allow)
+      expect(res.headers.get('x-cache')).toBe('BYPASS')
+      // Each method it names works on that path: HEAD as GET does.
+      if (allow.includes('HEAD')) expect((await h.request(path, { method: 'HEAD' })).status, path).not.toBe(405)
+    }
+  })
+
+  it('a provider\'s 405 that names GET alone on a path the proxy reads: the proxy answers HEAD there, so its Allow names it', async () => {
+    const { h, up } = await scripted()
+    up.answer((req, _body, res) => {
+      res.writeHead(405, { 'content-type': 'application/json', allow: 'GET' })
+      res.end(JSON.stringify({ error: { message: `method ${req.method} is not allowed`, type: 'invalid_request' } }))
+    })
+    const read = await h.request('/v1/conversations/conv_1', { method: 'PATCH' })
+    expect(read.status).toBe(405)
+    expect(read.headers.get('allow')).toBe('GET, HEAD')
+    expect(await read.json()).toEqual({ error: { message: 'method PATCH is not allowed', type: 'invalid_request' } })
+    // A path the proxy does not model goes to the provider whatever the method, HEAD too: its Allow is the provider's.
+    expect((await h.request('/v1/agents', { method: 'DELETE' })).headers.get('allow')).toBe('GET')
+  })
+})
