@@ -81,12 +81,18 @@ function fromEntry(entry: CacheEntry, cache: CacheStatus, method: string, now: n
   const headers = new Headers(JSON.parse(entry.headers) as Record<string, string>)
   headers.set('x-cache', cache)
   headers.set('age', String(ageSeconds(entry, now)))
-  return new HTTPResponse(method === 'HEAD' ? null : entry.body, { status: entry.status, headers })
+  return textReply(method, entry.body, entry.status, headers, cache)
 }
 
-function textReply(body: string | null, status: number, headers: Headers, cache: CacheStatus): HTTPResponse {
+/**
+ * A text answer to a GET or HEAD. A HEAD gets every header the GET would, its Content-Length too (RFC 9110 §9.3.2):
+ * with no body to measure, the server would send none.
+ */
+function textReply(method: string, body: string, status: number, headers: Headers, cache: CacheStatus): HTTPResponse {
   headers.set('x-cache', cache)
-  return new HTTPResponse(body, { status, headers })
+  if (method !== 'HEAD') return new HTTPResponse(body, { status, headers })
+  if (!NULL_BODY_STATUSES.has(status)) headers.set('content-length', String(Buffer.byteLength(body)))
+  return new HTTPResponse(null, { status, headers })
 }
 
 /** The provider's answer to a missing or refused key, given locally (no key, or one it refused moments ago). */
@@ -198,7 +204,7 @@ export function createProxy(rt: Runtime): Proxy {
         return served
       }
     }
-    return textReply(request.method === 'HEAD' ? null : fetched.text, fetched.status, new Headers(fetched.headers), mode === 'no-store' ? 'BYPASS' : 'MISS')
+    return textReply(request.method, fetched.text, fetched.status, new Headers(fetched.headers), mode === 'no-store' ? 'BYPASS' : 'MISS')
   }
 
   /** After a write of this tenant: its lists are stale, and a request from now on must not join a read that began before. */
@@ -261,7 +267,7 @@ export function createProxy(rt: Runtime): Proxy {
       if (upstream.status === 404 && storable) {
         await json.put({ key: notFoundKey, tenant, plan: { kind: 'not_found', ttlMs: CACHE_TTL_MS.notFound, resourceId: id, agentId: null }, status: 404, headers: storableHeaders(answer.headers), body: answer.text, since })
       }
-      return textReply(request.method === 'HEAD' ? null : answer.text, answer.status, answer.headers, 'MISS')
+      return textReply(request.method, answer.text, answer.status, answer.headers, 'MISS')
     } finally {
       if (!handedOver) deadline.stop()
     }
