@@ -101,7 +101,8 @@ function unsatisfiable(size: number, request: Request, headers: Headers): Respon
 function rangeOf(request: Request, size: number, etag: string | undefined): ByteRange | 'unsatisfiable' | undefined {
   if (request.method !== 'GET') return undefined
   const ifRange = request.headers.get('if-range')
-  if (ifRange !== null && (etag === undefined || ifRange.trim() !== etag)) return undefined
+  // Compared strongly (§13.1.5): a weak ETag never matches.
+  if (ifRange !== null && (etag === undefined || etag.startsWith('W/') || ifRange.trim() !== etag)) return undefined
   return parseRange(request.headers.get('range'), size)
 }
 
@@ -112,9 +113,11 @@ function contentLength(headers: Headers): number | undefined {
 
 /**
  * The provider's headers that describe the file rather than the moment: kept with it and replayed on every
- * answer (HIT, STALE, Range), so a browser still saves `<id>.wav` and caches it as the provider allows.
+ * answer (HIT, STALE, Range), so a browser still saves `<id>.wav` and caches it as the provider allows. Its ETag too:
+ * the same bytes carry the same validator whether they came from the provider (a MISS, a query's BYPASS) or the disk,
+ * or a client's If-Range and If-None-Match would fail on one path what they matched on another.
  */
-export const RECORDING_HEADERS = ['content-disposition', 'cache-control'] as const
+export const RECORDING_HEADERS = ['content-disposition', 'cache-control', 'etag'] as const
 
 function recordingHeaders(from: Headers): Record<string, string> {
   const kept: Record<string, string> = {}
@@ -241,7 +244,7 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
     })
     // With no length from the provider a range cannot be placed (nor a suffix counted): the whole file, as RFC 9110
     // lets a server answer any Range.
-    const range = total === undefined ? undefined : rangeOf(request, total, undefined)
+    const range = total === undefined ? undefined : rangeOf(request, total, upstream.headers.get('etag') ?? undefined)
     const { start, end } = range === undefined || range === 'unsatisfiable' ? { start: 0, end: total === undefined ? Infinity : total - 1 } : range
     // The caller's bytes run to the file's end (its last ones then wait for the file to be kept, below).
     const toTheEnd = total !== undefined && end === total - 1
@@ -387,11 +390,12 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
 
     async respond(row, request, cache) {
       const size = Number(row.size)
-      const etag = `"${row.file.slice(0, 32)}"`
-      const headers = new Headers({ 'content-type': row.content_type, 'accept-ranges': 'bytes', etag, 'x-cache': cache })
+      // The provider's kept headers (Content-Disposition, Cache-Control, ETag) on every answer, a 416 too, as on a MISS.
+      const kept = row.headers ? (JSON.parse(row.headers) as Record<string, string>) : {}
+      // The provider's ETag, as its own answers carry it; when it sent none (or the row predates keeping it), the bytes' hash.
+      const etag = kept.etag ?? `"${row.file.slice(0, 32)}"`
+      const headers = new Headers({ 'content-type': row.content_type, 'accept-ranges': 'bytes', ...kept, etag, 'x-cache': cache })
       const range = rangeOf(request, size, etag)
-      // The provider's kept headers (Content-Disposition, Cache-Control) on every answer, a 416 too, as on a MISS.
-      for (const [name, value] of Object.entries(row.headers ? (JSON.parse(row.headers) as Record<string, string>) : {})) headers.set(name, value)
       if (range === 'unsatisfiable') return unsatisfiable(size, request, headers)
       const { start, end } = range ?? { start: 0, end: size - 1 }
       const length = size === 0 ? 0 : end - start + 1

@@ -98,6 +98,34 @@ describeEachDialect('proxy recordings', (dialect) => {
     expect(files[0]).toMatch(/^[0-9a-f]{64}$/)
   })
 
+  it('the same bytes carry the same ETag whichever path serves them: MISS, HIT, HEAD, STALE and a query\'s BYPASS', async () => {
+    h = await proxyHarness({ dialect })
+    h.sandbox.seedConversations({ apiKey: ACME, agentId: 101, count: 6 })
+    const items = (await (await h.direct('/v1/conversations?limit=6')).json()).data as Array<{ conversation_id: string; status: string }>
+    const [first, second] = items.filter((c) => c.status === 'completed').map((c) => c.conversation_id)
+    const path = `/v1/conversations/${first}/recording`
+    const etag = (await h.direct(path)).headers.get('etag')
+    expect(etag).toMatch(/^"/)
+    const tagged = async (res: Response) => {
+      await res.arrayBuffer()
+      return [res.headers.get('x-cache'), res.headers.get('etag')]
+    }
+    expect(await tagged(await h.request(path))).toEqual(['MISS', etag])
+    expect(await tagged(await h.request(path))).toEqual(['HIT', etag])
+    expect(await tagged(await h.request(path, { method: 'HEAD' }))).toEqual(['HIT', etag])
+    expect(await tagged(await h.request(`${path}?download=1`))).toEqual(['BYPASS', etag])
+    // If-Range takes that one validator on every path: a range of the cached file, and of one not cached yet.
+    const part = await h.request(path, { headers: { range: 'bytes=0-9', 'if-range': etag! } })
+    expect([part.status, ...(await tagged(part))]).toEqual([206, 'HIT', etag])
+    const secondPath = `/v1/conversations/${second}/recording`
+    const secondTag = (await h.direct(secondPath)).headers.get('etag')!
+    const missPart = await h.request(secondPath, { headers: { range: 'bytes=0-9', 'if-range': secondTag } })
+    expect([missPart.status, ...(await tagged(missPart))]).toEqual([206, 'MISS', secondTag])
+    await h.clock.advance(120_000)
+    await h.stopSandbox()
+    expect(await tagged(await h.request(path))).toEqual(['STALE', etag])
+  })
+
   it('keeps recordings per tenant: another tenant 404, bad keys 401, a missing recording stays 404', async () => {
     h = await proxyHarness({ dialect })
     const { completed, noRecording } = await completedAndMissing(h)
