@@ -284,7 +284,8 @@ export function createProxy(rt: Runtime): Proxy {
     const tooLarge = (headers?: HeadersInit) =>
       withCache(apiErrorResponse(413, 'invalid_request', `request body is larger than ${MAX_JSON_BODY_BYTES} bytes`, { headers }), 'BYPASS')
     const declared = Number(request.headers.get('content-length') ?? 0)
-    if (declared > MAX_JSON_BODY_BYTES) return tooLarge()
+    // Closed after the 413, as below: the client stops sending the body it declared.
+    if (declared > MAX_JSON_BODY_BYTES) return tooLarge({ connection: 'close' })
     let read: Awaited<ReturnType<typeof readLimited>>
     try {
       read = await readLimited(request.body, MAX_JSON_BODY_BYTES)

@@ -61,8 +61,10 @@ export async function streamThrough(
   init: { apiKey: string; pathAndQuery: string; onSuccess?: () => Promise<void> },
 ): Promise<Response> {
   const max = rt.config.proxy.maxUploadBytes
+  // The rest of the body is not read: the connection closes after the 413, so the client stops sending it (a kept
+  // connection would wait for every byte it declared, or drain them unread).
   const tooLarge = () =>
-    withCache(apiErrorResponse(413, 'invalid_request', `request body is larger than ${max} bytes (PROXY_MAX_UPLOAD_BYTES)`), 'BYPASS')
+    withCache(apiErrorResponse(413, 'invalid_request', `request body is larger than ${max} bytes (PROXY_MAX_UPLOAD_BYTES)`, { headers: { connection: 'close' } }), 'BYPASS')
   const declared = request.headers.get('content-length')
   if (declared !== null && Number(declared) > max) return tooLarge()
 

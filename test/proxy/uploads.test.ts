@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http'
+import { connect } from 'node:net'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -172,5 +173,47 @@ describe('proxy uploads', () => {
     }
     expect(upstream!.state.received).toBeLessThanOrEqual(MB)
     expect(upstream!.state.done).toBe(false)
+  })
+
+  it('a 413 for a declared Content-Length over the limit says Connection: close and closes, so the client stops sending', async () => {
+    h = await proxyHarness({ dialect, env: { PROXY_MAX_UPLOAD_BYTES: String(MB) } })
+    const port = new URL(h.proxyUrl).port
+    /** Sends the head of a request declaring a body of `length` bytes, and the first bytes of it; never the rest. */
+    const declare = (path: string, type: string, length: number) =>
+      new Promise<{ answer: string; closed: boolean }>((resolve, reject) => {
+        let answer = ''
+        const socket = connect(Number(port), '127.0.0.1', () => {
+          socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk_test_acme\r\nContent-Type: ${type}\r\nContent-Length: ${length}\r\n\r\n`)
+          socket.write(Buffer.alloc(16 * 1024, 0x20))
+        })
+        // A server that keeps the connection waits for the rest of the body: judged once the answer is whole.
+        const undecided = setTimeout(() => {
+          socket.destroy()
+          resolve({ answer, closed: false })
+        }, 3_000)
+        socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')))
+        socket.on('end', () => {
+          clearTimeout(undecided)
+          socket.destroy()
+          resolve({ answer, closed: true })
+        })
+        socket.on('error', (error) => {
+          clearTimeout(undecided)
+          // A reset once the answer is in is the server closing too.
+          if (answer.includes('\r\n\r\n')) resolve({ answer, closed: true })
+          else reject(error)
+        })
+      })
+    for (const [path, type, length] of [
+      ['/v1/batch-call', 'multipart/form-data; boundary=x', 10_000_000_000],
+      ['/v1/transcription/jobs', 'multipart/form-data; boundary=x', 2 * MB],
+      ['/v1/call', 'application/json', 10_000_000_000],
+    ] as const) {
+      const { answer, closed } = await declare(path, type, length)
+      expect(answer.split('\r\n')[0], path).toBe('HTTP/1.1 413 Payload Too Large')
+      expect(answer.toLowerCase(), path).toContain('\r\nconnection: close\r\n')
+      expect(answer.toLowerCase()).toContain('\r\nx-cache: bypass\r\n')
+      expect(closed, `${path}: the server closed the connection`).toBe(true)
+    }
   })
 })
