@@ -161,14 +161,15 @@ export function createProxy(rt: Runtime): Proxy {
     }
     await learn(tenant, upstream.status)
     const { storable, ...answer } = readAnswer(upstream.status, upstream.headers, text, rt.clock.now())
-    const planned = parsed === undefined || !store || !storable ? undefined : planCache(route, upstream.status, parsed, url.searchParams)
+    const planned = parsed === undefined ? undefined : planCache(route, upstream.status, parsed, url.searchParams)
+    // An answer that would replace the entry, marked no-store by the provider: the one kept before it goes too, or it
+    // would be served in its place — a HIT until it expires, STALE for a day after. (An error marked so, a gateway's
+    // 503, replaces nothing: the copy stays, to answer STALE.)
+    if (planned && !storable) await json.remove(key).catch((err: unknown) => rt.log.warn({ err, path: url.pathname }, 'proxy cache removal failed'))
     // The provider's s-maxage (else max-age) shortens the table's TTL, never lengthens it; the entry is kept past it
     // all the same, to answer STALE.
     const freshness = providerFreshnessMs(upstream.headers)
-    const plan = planned && freshness !== undefined && freshness < planned.ttlMs ? { ...planned, ttlMs: freshness } : planned
-    // The provider says this answer must not be kept: the one kept before it goes too, or it would be served in its
-    // place — a HIT until it expires, STALE for a day after.
-    if (!storable) await json.remove(key).catch((err: unknown) => rt.log.warn({ err, path: url.pathname }, 'proxy cache removal failed'))
+    const plan = !planned || !store || !storable ? undefined : freshness !== undefined && freshness < planned.ttlMs ? { ...planned, ttlMs: freshness } : planned
     if (plan) {
       // The answer is good whether or not it could be kept: a failed write costs a later miss, not this answer.
       await json
@@ -263,7 +264,7 @@ export function createProxy(rt: Runtime): Proxy {
       }
       const text = await upstream.text().catch(() => '')
       const { storable, ...answer } = readAnswer(upstream.status, upstream.headers, text, rt.clock.now())
-      if (!storable) await json.remove(notFoundKey).catch((err: unknown) => rt.log.warn({ err, path: url.pathname }, 'proxy cache removal failed'))
+      if (upstream.status === 404 && !storable) await json.remove(notFoundKey).catch((err: unknown) => rt.log.warn({ err, path: url.pathname }, 'proxy cache removal failed'))
       if (upstream.status === 404 && storable) {
         await json.put({ key: notFoundKey, tenant, plan: { kind: 'not_found', ttlMs: CACHE_TTL_MS.notFound, resourceId: id, agentId: null }, status: 404, headers: storableHeaders(answer.headers), body: answer.text, since })
       }

@@ -132,9 +132,9 @@ describeEachDialect('proxy: Cache-Control and the entry already kept', (dialect)
       res.end(JSON.stringify({ data: [], has_more: false, total: n }))
     })
   }
-  const failing = (up: ScriptedUpstream) =>
+  const failing = (up: ScriptedUpstream, headers: Record<string, string> = {}) =>
     up.answer((_req, _body, res) => {
-      res.writeHead(503, { 'content-type': 'application/json' })
+      res.writeHead(503, { 'content-type': 'application/json', ...headers })
       res.end(JSON.stringify({ error: { message: 'down for maintenance', type: 'internal_error' } }))
     })
   const totalOf = async (res: Response) => ((await res.json()) as { total: number }).total
@@ -162,6 +162,14 @@ describeEachDialect('proxy: Cache-Control and the entry already kept', (dialect)
     failing(up)
     expect((await h.request(other)).headers.get('x-cache')).toBe('MISS')
     expect(await h.rt.store.db.selectFrom('cache_entries').select('key').execute()).toEqual([])
+
+    // An error marked no-store (a gateway's 503 page often is) replaces nothing: the copy stays, to answer STALE.
+    lists(up)
+    const kept = '/v1/conversations?limit=5'
+    expect(await seen(await h.request(kept))).toEqual([200, 'MISS', 1])
+    failing(up, { 'cache-control': 'no-store' })
+    expect(await seen(await h.request(kept, { headers: { 'cache-control': 'no-cache' } }))).toEqual([200, 'STALE', 1])
+    expect(await seen(await h.request(kept))).toEqual([200, 'HIT', 1])
 
     // A recording's cached 404 likewise.
     const recording = '/v1/conversations/conv_gone/recording'
