@@ -8,6 +8,8 @@ import type { RecordingsTable } from '../db/schema.ts'
 import type { Runtime } from '../runtime.ts'
 import type { CacheStatus } from './upstream.ts'
 import { createAccessTimes } from './access-times.ts'
+import { ConfigError } from '../config/load.ts'
+import { accessProblem } from '../utils/access-problem.ts'
 
 export type RecordingRow = Selectable<RecordingsTable>
 
@@ -143,7 +145,13 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
   const dir = join(rt.config.dataDir, 'recordings')
   const tmp = join(dir, 'tmp')
   // Calls' audio: the user's alone, as the data folder is (src/utils/private-dir.ts; the checkout's own data/ is 0755).
-  mkdirSync(tmp, { recursive: true, mode: 0o700 })
+  // Made at start: a folder another user made is one line naming it, a refusal to start (exit 2), not a bare EACCES.
+  try {
+    mkdirSync(tmp, { recursive: true, mode: 0o700 })
+  } catch (error) {
+    const problem = accessProblem(error)
+    throw problem ? new ConfigError('DATA_DIR', `recordings folder: ${problem}`) : error
+  }
   const accessTimes = createAccessTimes(rt, 'recordings')
 
   const flush = () => accessTimes.flush()

@@ -1,0 +1,61 @@
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, expect, it } from 'vitest'
+import { asAnotherUser, childEnv } from './processes.ts'
+
+/**
+ * DATA_DIR's own subfolders — recordings/, outbox/, inbox/ and those a batch recipe makes in it — made by another user
+ * (a command run as root, the service's user the other way round): each said in one line naming the folder in the way,
+ * its owner and mode and the way out, where Node's bare `EACCES: permission denied, …` was all there was.
+ */
+const asRoot = process.getuid?.() === 0
+const dirs: string[] = []
+const shut: string[] = []
+afterEach(() => {
+  for (const d of shut.splice(0)) chmodSync(d, 0o700)
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true })
+})
+
+/** DATA_DIR open to the other user, with `subs` in it made by this user. */
+function dataDirWith(...subs: string[]): string {
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-subfolder-owner-'))
+  dirs.push(dataDir)
+  chmodSync(dataDir, 0o777)
+  for (const sub of subs) mkdirSync(join(dataDir, sub), { recursive: true, mode: 0o700 })
+  return dataDir
+}
+
+/** `folder` kept from the other user: it may not enter it (`none`), or may read it but not write in it (`read`). */
+function shutOut(folder: string, left: 'none' | 'read'): void {
+  // As root: the folder root's own, as root makes it; as this user, the mode cut to what another user would meet.
+  if (asRoot) chmodSync(folder, left === 'none' ? 0o700 : 0o755)
+  else {
+    chmodSync(folder, left === 'none' ? 0o000 : 0o555)
+    shut.push(folder)
+  }
+}
+
+async function run(args: string[], env: Record<string, string>) {
+  const spawned = asAnotherUser(args, childEnv({ PORT: '0', WEBHOOK_SECRET: 'whsec_other_user', ADMIN_TOKEN: 'other-user-admin-token-0123456789', ...env }))
+  const { code } = await spawned.exited
+  return { code, out: spawned.stdout(), err: spawned.stderr() }
+}
+
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+/** `(nobody, uid 65534)`, or this user's name and uid when the tests do not run as root. */
+const USER = '\\([^)]*uid \\d+\\)'
+const WAY_OUT = 'Run switchboard as the user that owns it, or give this user access to it \\(chown or chmod\\)'
+
+it('serve with a recordings folder this user may not enter refuses to start: one line naming it, its owner and mode, exit 2', async () => {
+  const dataDir = dataDirWith('recordings')
+  shutOut(join(dataDir, 'recordings'), 'none')
+  const served = await run(['serve'], { DATA_DIR: dataDir })
+  expect(served.err).toMatch(
+    new RegExp(
+      `^error: Invalid configuration: DATA_DIR recordings folder: ${escaped(join(dataDir, 'recordings', 'tmp'))} cannot be created: this user ${USER} may not enter ${escaped(join(dataDir, 'recordings'))} — permission denied; it is owner uid \\d+, mode 0?[0-7]{3}\\. ${WAY_OUT}\\n$`,
+    ),
+  )
+  expect(served.code).toBe(2)
+  expect(served.out).not.toMatch(/running at/)
+}, 60_000)
