@@ -5,6 +5,7 @@ import { insertMailLog, type MailStatus } from './mail-log.ts'
 import { mailMetrics } from './mail-metrics.ts'
 import { MAIL_CLAIM_MS, deliverQueued, describeMailError, type RefusedRecipients } from './mail-outbox.ts'
 import { writeOutboxMessage } from './outbox.ts'
+import { accessProblem } from '../utils/access-problem.ts'
 import { strictRecipients } from '../utils/mail-addresses.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
 
@@ -64,7 +65,8 @@ export async function sendMail(rt: Runtime, message: MailMessage, effects: Effec
     try {
       file = await writeOutboxMessage(rt.config.dataDir, id, now, composed.raw)
     } catch (error) {
-      const reason = describeMailError(error)
+      // Another user's outbox folder is said as such (which folder, whose, the way out), not as a bare EACCES.
+      const reason = accessProblem(error) ?? describeMailError(error)
       await insertMailLog(rt, { ...row, settled: { status: 'failed', error: reason } })
       mailMetrics(rt.metrics).failures.inc({ transport: 'outbox' })
       log.error({ error: reason }, 'mail could not be written to the outbox')

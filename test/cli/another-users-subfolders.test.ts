@@ -59,3 +59,17 @@ it('serve with a recordings folder this user may not enter refuses to start: one
   expect(served.code).toBe(2)
   expect(served.out).not.toMatch(/running at/)
 }, 60_000)
+
+it('a report written to an outbox folder this user may not write in fails with one line naming the folder and the way out — the log line too', async () => {
+  const dataDir = dataDirWith('outbox')
+  shutOut(join(dataDir, 'outbox'), 'read')
+  const sent = await run(['report', 'send', '--date', '2026-01-14'], { DATA_DIR: dataDir, REPORT_TO: 'ops@example.com', LOG_LEVEL: 'error' })
+  const line = `${escaped(join(dataDir, 'outbox'))}/[^ ]+\\.eml\\.tmp cannot be opened: this user ${USER} may not write in ${escaped(join(dataDir, 'outbox'))} — permission denied; it is owner uid \\d+, mode 0?[0-7]{3}\\. ${WAY_OUT}`
+  // The log (LOG_LEVEL=error) goes to stderr before it.
+  expect(sent.err).toMatch(new RegExp(`\\nerror: the report was not sent: ${line} \\(mail [\\w-]+\\)\\n$`))
+  expect(sent.code).toBe(1)
+  // The log line says the same, recorded as a failed mail (nothing kept silently in a folder no one can read).
+  const logged = `${sent.out}${sent.err}`.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg?: string; error?: string })
+  expect(logged.find((l) => l.msg === 'mail could not be written to the outbox')?.error).toMatch(new RegExp(`^${line}$`))
+  expect(`${sent.out}${sent.err}`).not.toMatch(/EACCES/)
+}, 60_000)
