@@ -19,6 +19,7 @@ import { ABANDONED_RUN_ERROR, closeAbandonedRun, runOwner, takeRunSlot } from '.
 import { isProcessAlive } from '../utils/process-identity.ts'
 import { keepClosing } from './keep-closing.ts'
 import { leadingKeys } from '../db/leading-keys.ts'
+import { accessProblem } from '../utils/access-problem.ts'
 
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'skipped'
 
@@ -54,7 +55,8 @@ export const MAX_ERROR_CHARS = 8 * 1024
 
 function errorText(error: unknown): string {
   try {
-    const text = error instanceof Error ? error.message || error.name : String(error)
+    // A folder of DATA_DIR's another user made (inbox/, inbox/failed/…): which, whose, the way out — not a bare EACCES.
+    const text = accessProblem(error) ?? (error instanceof Error ? error.message || error.name : String(error))
     return text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS)}… (${text.length - MAX_ERROR_CHARS} more characters)` : text
   } catch {
     // String() throws for a null-prototype object: a recipe can throw anything, and this runs with the row open.
@@ -190,6 +192,7 @@ export async function executeRun(
       const late = () => log.warn({ late_ms: rt.clock.now() - startedAt - timeoutMs }, `a timed-out run of recipe "${name}" ended after all; it stays recorded failed`)
       running.then(late, late)
     } else if (thrown instanceof Error && thrown.message.length > MAX_ERROR_CHARS) log.error({ error }, 'recipe run failed') // its stack repeats the message whole
+    else if (accessProblem(thrown)) log.error({ error }, 'recipe run failed') // a folder's owner or mode, not a bug: no stack
     else log.error({ err: thrown }, 'recipe run failed')
   }
   // Calls the recipe made and did not wait for (a missing `await`): they happen within the run, so its record holds

@@ -73,3 +73,27 @@ it('a report written to an outbox folder this user may not write in fails with o
   expect(logged.find((l) => l.msg === 'mail could not be written to the outbox')?.error).toMatch(new RegExp(`^${line}$`))
   expect(`${sent.out}${sent.err}`).not.toMatch(/EACCES/)
 }, 60_000)
+
+it('a batch recipe run on an inbox this user may not read, or whose failed/ it may not make, fails with one line naming the folder', async () => {
+  const dataDir = dataDirWith('inbox')
+  const inbox = join(dataDir, 'inbox')
+  shutOut(inbox, 'none')
+  const env = { DATA_DIR: dataDir, RECIPES_TYPECHECK: 'false', VOICE_API_KEY: 'sk_test_other_user' }
+  const listed = await run(['recipes', 'run', 'nightly-batch'], env)
+  expect(listed.out).toMatch(
+    new RegExp(`^error: ${escaped(inbox)} cannot be listed: this user ${USER} may not list and write in it — permission denied; it is owner uid \\d+, mode 0?[0-7]{3}\\. ${WAY_OUT} \\(at [^)]*nightly-batch\\.ts:\\d+:\\d+\\)$`, 'm'),
+  )
+  expect(listed.code).toBe(1)
+  expect(`${listed.out}${listed.err}`).not.toMatch(/EACCES/)
+
+  // Readable but not writable: a file that can never be a batch is parked in failed/, which cannot be made.
+  chmodSync(inbox, 0o700)
+  copyFileSync(join(ROOT, 'data/samples/leads.csv'), join(inbox, 'leads.xlsx'))
+  utimesSync(join(inbox, 'leads.xlsx'), new Date('2026-01-01'), new Date('2026-01-01'))
+  shutOut(inbox, 'read')
+  const parked = await run(['recipes', 'run', 'nightly-batch'], env)
+  expect(parked.out).toMatch(
+    new RegExp(`^error: ${escaped(join(inbox, 'failed'))} cannot be created: this user ${USER} may not write in ${escaped(inbox)} — permission denied; it is owner uid \\d+, mode 0?[0-7]{3}\\. ${WAY_OUT} \\(at `, 'm'),
+  )
+  expect(parked.code).toBe(1)
+}, 60_000)
