@@ -21,6 +21,7 @@ import { catchStrayRecipeErrors, startCliWatchdog, type CliWatchdog, type CliWat
 import { setLoadWatch } from './recipes/load-watch.ts'
 import { LOAD_HELD_MS } from './recipes/loader.ts'
 import { terminalJson } from './utils/terminal-json.ts'
+import { unreadableFileProblem } from './utils/unreadable-file.ts'
 
 /** How long a stop signal received while `serve` starts waits for start-up to finish (then a graceful stop). */
 const START_STOP_WAIT_MS = 5_000
@@ -98,6 +99,10 @@ const migrateCommand = defineCommand({
     if (copyFrom !== undefined && !config.databaseUrl.startsWith('postgres')) {
       throw new CliError('--copy-from fills a Postgres database from a SQLite one: set DATABASE_URL to the (empty) Postgres database first')
     }
+    // Another user's database (0600, or in their 0700 folder): said as the option's mistake before the target is reached,
+    // where it was said as a database that would not open (exit 1), its folder "not writable".
+    const unreadable = copyFrom === undefined ? undefined : unreadableFileProblem(parseDatabaseUrl(copyFrom.startsWith('sqlite:') ? copyFrom : `sqlite:${copyFrom}`).location)
+    if (unreadable) throw new CliError(`--copy-from: ${unreadable}`)
     // As every other command says it: a DATA_DIR this user may not create, or which database and what to check (the
     // URL's password hidden).
     makeDatabaseDataDir(config)

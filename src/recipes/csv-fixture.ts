@@ -1,5 +1,5 @@
-import { accessSync, constants as fsConstants, statSync } from 'node:fs'
-import { ownerAndMode, processUser } from '../utils/owner-and-mode.ts'
+import { statSync } from 'node:fs'
+import { unreadableFileProblem } from '../utils/unreadable-file.ts'
 import { basename, dirname, extname, join } from 'node:path'
 
 /**
@@ -24,27 +24,12 @@ export function csvFileProblem(path: string): string | undefined {
   let stat
   try {
     stat = statSync(path)
-  } catch (error) {
-    if (!isDenied(error)) return `no file at ${path}: expected a contacts CSV file`
-    // A folder on the way this user may not enter: the nearest one it can see is the one that shuts it out.
-    let folder = dirname(path)
-    while (ownerAndMode(folder) === undefined && dirname(folder) !== folder) folder = dirname(folder)
-    return `${path} cannot be read by this user (${processUser()}) — permission denied; ${folder} is ${ownerAndMode(folder) ?? 'not open to it'}: give this user access (chmod or chown), or copy the file where this user may read it`
+  } catch {
+    // Not there, or in a folder this user may not enter.
+    return unreadableFileProblem(path) ?? `no file at ${path}: expected a contacts CSV file`
   }
   if (stat.isDirectory()) return `${path} is a folder, not a CSV file`
   // A pipe or a device (/dev/stdin): the copy into the inbox would read it, or wait on it, as the batch never would.
   if (!stat.isFile()) return `${path} is not a regular file: expected a contacts CSV file`
-  const name = csvNameProblem(path)
-  if (name) return name
-  try {
-    accessSync(path, fsConstants.R_OK)
-  } catch (error) {
-    if (isDenied(error)) return `${path} cannot be read by this user (${processUser()}) — permission denied; the file is ${ownerAndMode(path)}: give this user read access (chmod or chown), or copy it where this user may read it`
-  }
-  return undefined
-}
-
-function isDenied(error: unknown): boolean {
-  const code = (error as NodeJS.ErrnoException | null)?.code
-  return code === 'EACCES' || code === 'EPERM'
+  return csvNameProblem(path) ?? unreadableFileProblem(path)
 }

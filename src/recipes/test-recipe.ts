@@ -1,4 +1,5 @@
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync } from 'node:fs'
+import { unreadableFileProblem } from '../utils/unreadable-file.ts'
 import { tmpdir } from 'node:os'
 import { Writable } from 'node:stream'
 import { basename, dirname, join, resolve } from 'node:path'
@@ -136,6 +137,9 @@ export function readEventsFile(path: string): Array<WebhookEvent | TestTargetEve
     parsed = JSON.parse(readFileSync(path, 'utf8').replace(/^\uFEFF/, ''))
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
+    // Another user's file (or one in their folder): whose it is and the ways out, not a bare EACCES.
+    const unreadable = code === 'EACCES' || code === 'EPERM' ? unreadableFileProblem(path) : undefined
+    if (unreadable) throw new ArgumentError(`events file ${unreadable}`)
     // JSON.parse quotes the text around the mistake, line breaks included: shown escaped, so the line is whole.
     const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a folder, not a file' : (error as Error).message.replace(/\r/g, '\\r').replace(/\n/g, '\\n')
     throw new ArgumentError(`events file ${path}: ${why}`)
