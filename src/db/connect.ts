@@ -1,7 +1,7 @@
 import { withLibpqSslModes } from './postgres-url.ts'
-import { accessSync, closeSync, constants as fsConstants, existsSync, openSync } from 'node:fs'
+import { closeSync, existsSync, openSync } from 'node:fs'
 import { makePrivateDir } from '../utils/private-dir.ts'
-import { ownerAndMode, processUser } from '../utils/owner-and-mode.ts'
+import { assertDatabaseFileAccess } from './database-file-access.ts'
 import { fileIdentity, replacedFileError, replacedFileProblem, type FileIdentity } from './file-identity.ts'
 import { createRequire } from 'node:module'
 import { dirname } from 'node:path'
@@ -82,36 +82,10 @@ export function checkpointOnlyAsBackstop(store: Store): void {
   store.sqlite?.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`)
 }
 
-/**
- * Fails with SQLITE_READONLY when this process cannot write the database. SQLite opens a file it may only read
- * read-only without a word (a database made by root, a `-wal` left by another user, a read-only mount), and every
- * read — migrations already applied included — works: the service then started half-way, said ready, and refused
- * every webhook. Asked of the file system (what SQLite's own open tries), so it takes no lock: a probe write would
- * fail with SQLITE_BUSY whenever another connection is writing.
- */
-function assertWritable(file: string): void {
-  for (const path of [dirname(file), file, `${file}-wal`, `${file}-shm`]) {
-    if (!existsSync(path)) continue
-    try {
-      accessSync(path, fsConstants.W_OK)
-    } catch (error) {
-      // Whose it is, and who asks: the usual cause is a second user (a command run as root, the service's own user).
-      const why = (error as NodeJS.ErrnoException).code === 'EROFS' ? 'is on a read-only file system' : `is not writable by this process (${processUser()})${describedOwner(path)}`
-      throw Object.assign(new Error(`${path} ${why}`), { code: 'SQLITE_READONLY' })
-    }
-  }
-}
-
-/** `: it is owner uid 0, mode 644`, or nothing when even that cannot be read. */
-function describedOwner(path: string): string {
-  const owned = ownerAndMode(path)
-  return owned ? `: it is ${owned}` : ''
-}
-
 function openSqlite(file: string, options: OpenOptions): Store {
   if (file !== ':memory:') {
     makePrivateDir(dirname(file))
-    assertWritable(file)
+    assertDatabaseFileAccess(file)
     // A new database is this user's alone (0600), and so are its -wal and -shm, which SQLite makes with the
     // database's mode: under the usual umask SQLite's own 0644 let any user of the machine read it.
     if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600))

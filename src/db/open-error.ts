@@ -1,4 +1,5 @@
 import { shownUrl } from '../utils/shown-url.ts'
+import { DatabaseFileAccessError } from './database-file-access.ts'
 
 /** Errors that mean the database cannot be reached or opened at all (rather than a statement that failed). */
 const UNREACHABLE = new Set([
@@ -62,6 +63,8 @@ export function explainOpenError(error: unknown, databaseUrl: string): unknown {
     if (tls) return explained(message, tls)
     if (NO_TLS.test(message)) return explained(message, 'the server speaks no TLS: take sslmode out of DATABASE_URL, or turn ssl on in the server')
   }
+  // This process's access to the file or its folder: the check knows which, and what to do about it.
+  if (error instanceof DatabaseFileAccessError) return explained(`${error.code}: ${error.message}`, error.hint)
   const trouble = code && !postgres ? FILE_TROUBLE.find(([pattern]) => pattern.test(code))?.[1] : undefined
   if (trouble) return explained(`${message} (${code})`, trouble)
   const pgClientGone = postgres && code === undefined && PG_CLIENT_UNREACHABLE.test(message)

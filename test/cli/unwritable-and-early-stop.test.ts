@@ -43,7 +43,7 @@ it('a database this process may only read stops serve before it starts: exit 1, 
   running.push(serve)
   const exit = await serve.exited
   expect(exit.code).toBe(1)
-  expect(serve.stderr()).toMatch(/^error: cannot open the database sqlite:.*switchboard\.db: SQLITE_READONLY: \/tmp\/sb-readonly-\w+\/switchboard\.db is not writable by this process \([^)]*uid \d+\): it is owner uid \d+, mode 0?444 — check the owner and mode of the database, its -wal \/ -shm and their folder/m)
+  expect(serve.stderr()).toMatch(/^error: cannot open the database sqlite:.*switchboard\.db: SQLITE_READONLY: \/tmp\/sb-readonly-\w+\/switchboard\.db is not writable by this process \([^)]*uid \d+\): it is owner uid \d+, mode 0?444 — (run switchboard as its owner \(uid 0\), or give this user the file \(chown, as root\)|the file is this user's, its mode alone is in the way: chmod 600 \/tmp\/sb-readonly-\w+\/switchboard\.db)/m)
   expect(serve.stdout()).not.toMatch(/running at/)
 }, 60_000)
 
