@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { createReadStream, mkdirSync } from 'node:fs'
+import { accessSync, constants as fsConstants, createReadStream, mkdirSync } from 'node:fs'
 import { open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
@@ -148,6 +148,8 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
   // Made at start: a folder another user made is one line naming it, a refusal to start (exit 2), not a bare EACCES.
   try {
     mkdirSync(tmp, { recursive: true, mode: 0o700 })
+    // There already but not this user's to write in: a download would fail on the first recording instead.
+    for (const folder of [dir, tmp]) accessSync(folder, fsConstants.R_OK | fsConstants.W_OK | fsConstants.X_OK)
   } catch (error) {
     const problem = accessProblem(error)
     throw problem ? new ConfigError('DATA_DIR', `recordings folder: ${problem}`) : error

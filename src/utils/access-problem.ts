@@ -36,7 +36,7 @@ const STEPS: Readonly<Record<string, string>> = {
   copyfile: 'copied',
   stat: 'read',
   lstat: 'read',
-  access: 'read',
+  access: 'used',
   read: 'read',
   write: 'written',
   chmod: 'changed',

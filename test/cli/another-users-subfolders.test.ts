@@ -58,6 +58,18 @@ it('serve with a recordings folder this user may not enter refuses to start: one
   )
   expect(served.code).toBe(2)
   expect(served.out).not.toMatch(/running at/)
+
+  // Its tmp/ there and open to this user, the folder itself not: said at start, not at the first recording's download.
+  const readOnly = dataDirWith('recordings/tmp')
+  chmodSync(join(readOnly, 'recordings', 'tmp'), 0o777)
+  shutOut(join(readOnly, 'recordings'), 'read')
+  const started = await run(['serve'], { DATA_DIR: readOnly })
+  expect(started.err).toMatch(
+    new RegExp(
+      `^error: Invalid configuration: DATA_DIR recordings folder: ${escaped(join(readOnly, 'recordings'))} cannot be used: this user ${USER} may not list and write in it — permission denied; it is owner uid \\d+, mode 0?[0-7]{3}\\. ${WAY_OUT}\\n$`,
+    ),
+  )
+  expect(started.code).toBe(2)
 }, 60_000)
 
 it('a report written to an outbox folder this user may not write in fails with one line naming the folder and the way out — the log line too', async () => {
