@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs'
+import { unreadableFileProblem } from '../utils/unreadable-file.ts'
 import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Runtime } from '../runtime.ts'
@@ -82,6 +83,9 @@ function dncFileError(path: string, error: unknown): DncFileError {
   // "…/dnc.csv is not a CSV file: it looks like a ZIP archive …" names the file already.
   if (error instanceof NotTextError) return new DncFileError(path, `the do-not-call file ${error.message}`, { cause: error })
   const code = (error as NodeJS.ErrnoException).code
+  // Another user's file (or folder): whose it is and the ways out.
+  const denied = code === 'EACCES' || code === 'EPERM' ? unreadableFileProblem(path) : undefined
+  if (denied) return new DncFileError(path, `the do-not-call file ${denied}`, { cause: error })
   const why =
     code === 'EISDIR' ? IS_A_DIRECTORY : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code === 'ENOENT' ? 'it was removed while being read' : (error as Error).message
   return new DncFileError(path, unreadable(path, why), { cause: error })

@@ -1,8 +1,8 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, expect, it } from 'vitest'
-import { asAnotherUser, childEnv } from './processes.ts'
+import { asAnotherUser, childEnv, ROOT } from './processes.ts'
 
 /**
  * DATA_DIR's own subfolders — recordings/, outbox/, inbox/ and those a batch recipe makes in it — made by another user
@@ -108,4 +108,24 @@ it('a batch recipe run on an inbox this user may not read, or whose failed/ it m
     new RegExp(`^error: ${escaped(join(inbox, 'failed'))} cannot be created: this user ${USER} may not write in ${escaped(inbox)} — permission denied; it is owner uid \\d+, mode 0?[0-7]{3}\\. ${WAY_OUT} \\(at `, 'm'),
   )
   expect(parked.code).toBe(1)
+}, 60_000)
+
+it("a do-not-call file (DATA_DIR/dnc.csv) this user may not read stops a batch with one line naming it, its owner and mode and the way out", async () => {
+  const dataDir = dataDirWith('inbox')
+  const inbox = join(dataDir, 'inbox')
+  chmodSync(inbox, 0o777)
+  copyFileSync(join(ROOT, 'data/samples/leads.csv'), join(inbox, 'leads.csv'))
+  utimesSync(join(inbox, 'leads.csv'), new Date('2026-01-01'), new Date('2026-01-01'))
+  const dnc = join(dataDir, 'dnc.csv')
+  writeFileSync(dnc, '+919876543210\n')
+  // Its maker's alone (as this user, no one's).
+  chmodSync(dnc, asRoot ? 0o600 : 0o000)
+  const ran = await run(['recipes', 'run', 'nightly-batch'], { DATA_DIR: dataDir, RECIPES_TYPECHECK: 'false', VOICE_API_KEY: 'sk_test_other_user' })
+  expect(ran.out).toMatch(
+    new RegExp(
+      `^error: could not process leads\\.csv \\(the do-not-call file ${escaped(dnc)} cannot be read by this user ${USER} — permission denied; the file is owner uid \\d+, mode 0?[0-7]{3}: give this user read access \\(chmod or chown\\), or copy it where this user may read it\\)`,
+      'm',
+    ),
+  )
+  expect(ran.code).toBe(1)
 }, 60_000)
