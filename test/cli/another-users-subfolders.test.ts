@@ -80,9 +80,9 @@ it('a report written to an outbox folder this user may not write in fails with o
   // The log (LOG_LEVEL=error) goes to stderr before it.
   expect(sent.err).toMatch(new RegExp(`\\nerror: the report was not sent: ${line} \\(mail [\\w-]+\\)\\n$`))
   expect(sent.code).toBe(1)
-  // The log line says the same, recorded as a failed mail (nothing kept silently in a folder no one can read).
-  const logged = `${sent.out}${sent.err}`.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg?: string; error?: string })
-  expect(logged.find((l) => l.msg === 'mail could not be written to the outbox')?.error).toMatch(new RegExp(`^${line}$`))
+  // The log line says the same (as JSON or as text, whichever the log is written as), recorded as a failed mail.
+  expect(sent.err.match(new RegExp(line, 'g'))?.length).toBe(2)
+  expect(sent.err).toMatch(/mail could not be written to the outbox/)
   expect(`${sent.out}${sent.err}`).not.toMatch(/EACCES/)
 }, 60_000)
 
