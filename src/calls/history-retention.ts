@@ -2,6 +2,7 @@ import type { Runtime } from '../runtime.ts'
 import { deleteInChunks, type DeleteInChunksOptions } from '../db/delete-in-chunks.ts'
 import { runRetentionPurge } from '../coordination/retention-run.ts'
 import { purgeOutbox } from '../reports/outbox-retention.ts'
+import { accessProblem } from '../utils/access-problem.ts'
 
 const DAY_MS = 86_400_000
 
@@ -33,8 +34,15 @@ export async function purgeCallHistory(rt: Runtime, options: DeleteInChunksOptio
   if (days <= 0) return { ...none, outboxFiles: 0, skipped: true }
   const cutoff = () => rt.clock.now() - days * DAY_MS
   // The outbox's files first, outside the lease: each replica's are in its own DATA_DIR, which no other one reaches.
-  const outboxFiles = await purgeOutbox(rt.config.dataDir, cutoff())
-  if (outboxFiles > 0) rt.log.info({ files: outboxFiles }, 'removed old mail from the outbox folder (HISTORY_RETENTION_DAYS)')
+  // A folder it cannot list or clear (another user's, a file in its place) is logged and left for the next round: it
+  // must not cost the database's purge, which it did when it threw before it.
+  let outboxFiles = 0
+  try {
+    outboxFiles = await purgeOutbox(rt.config.dataDir, cutoff())
+    if (outboxFiles > 0) rt.log.info({ files: outboxFiles }, 'removed old mail from the outbox folder (HISTORY_RETENTION_DAYS)')
+  } catch (error) {
+    rt.log.warn({ err: accessProblem(error) ?? (error as Error).message }, 'old mail in the outbox folder was not removed (HISTORY_RETENTION_DAYS); the call history is purged all the same')
+  }
   const rows = await runRetentionPurge(rt, 'history', 'call history', none, options, async ({ cutoff, chunks, counted }) => {
     const db = rt.store.db
     /** Rows `deleteChunk` deletes, chunk by chunk, paced as the other purges. */
