@@ -161,5 +161,7 @@ describe.skipIf(!process.env.DATABASE_URL_TEST)('a Postgres database closed to c
       await client.end()
       rmSync(dir, { recursive: true, force: true })
     }
-  })
+    // CREATE DATABASE copies template1 and flushes it: a fraction of a second alone, well past 20 s when the rest of
+    // the suite is writing to the same Postgres on two cores (CI timed out here once).
+  }, 120_000)
 })
