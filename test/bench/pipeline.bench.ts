@@ -24,6 +24,8 @@
  * prints it for its burst and for the drain after it (processing alone, on one core).
  * Each service's do-not-call list holds BENCH_DNC numbers (default 50,000), as a user's would.
  * BENCH_NODE_FLAGS (space-separated) adds Node/V8 flags to the service's process, for experiments.
+ * BENCH_RECIPES_DIR runs the services on another recipes folder (default: the shipped `recipes/`) — an empty one
+ * measures processing without recipe work, for experiments; the budgets are judged with the shipped recipes.
  * Budgets: 1 ≥ 0.6× bare and p99 ≤ 20 ms; 2 ≥ 0.25× bare; 3 ≤ 10 s, 0 duplicates, 0 failed; 4 0 failed.
  * Loopback only; every wait is bounded.
  */
@@ -214,7 +216,7 @@ async function warmTypeCache(): Promise<void> {
   try {
     const child = spawn(process.execPath, [join(ROOT, 'src/bin.mjs'), 'recipes', 'list'], {
       cwd: ROOT,
-      env: { ...process.env, SWITCHBOARD_CONFIG: 'none', DATA_DIR: dataDir, RECIPES_DIR: join(ROOT, 'recipes'), LOG_LEVEL: 'silent' },
+      env: { ...process.env, SWITCHBOARD_CONFIG: 'none', DATA_DIR: dataDir, RECIPES_DIR: process.env.BENCH_RECIPES_DIR ?? join(ROOT, 'recipes'), LOG_LEVEL: 'silent' },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     let output = ''
@@ -235,7 +237,7 @@ async function startService(env: Record<string, string>, options: { history?: nu
     cwd: ROOT,
     // Logging as shipped: LOG_LEVEL's default (info: a line per stored webhook), stdout a pipe that is read,
     // as a terminal, journald or a container's log driver reads it.
-    env: { ...process.env, SWITCHBOARD_CONFIG: 'none', PORT: String(port), DATA_DIR: dataDir, WEBHOOK_SECRET: SECRET, RECIPES_DIR: join(ROOT, 'recipes'), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', RECONCILE_INTERVAL_SECONDS: '0', ...env },
+    env: { ...process.env, SWITCHBOARD_CONFIG: 'none', PORT: String(port), DATA_DIR: dataDir, WEBHOOK_SECRET: SECRET, RECIPES_DIR: process.env.BENCH_RECIPES_DIR ?? join(ROOT, 'recipes'), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', RECONCILE_INTERVAL_SECONDS: '0', ...env },
     stdio: ['ignore', 'pipe', 'ignore'],
   })
   child.stdout!.resume()
