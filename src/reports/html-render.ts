@@ -4,7 +4,7 @@ import { rate, type CountItem, type Figures } from './figures.ts'
 import { fmtCount, fmtDelta, fmtInt, fmtPct, fmtDuration, subjectFor } from './format.ts'
 import { escapeHtml as e } from './html-escape.ts'
 import { attachmentNote, type AttachedCsv } from './csv-attachment.ts'
-import { createLocalTimeFormatter } from './day-range.ts'
+import { generatedAt } from './generated-at.ts'
 import { BATCHES_PER_RECIPIENT, CALLS_ARE_ATTEMPTS } from './counting-units.ts'
 import { GROUPS_IN_MAIL, shownGroups } from './shown-groups.ts'
 import { htmlLabel as l } from './shown-label.ts'
@@ -202,11 +202,6 @@ function webhookSection(report: DailyReport): string {
 ${cell('received', fmtInt(w.received))}${cell('duplicates', w.duplicates === null ? '—' : fmtInt(w.duplicates))}${cell('rejected', rejected === null ? '—' : fmtInt(rejected), (rejected ?? 0) > 0)}${cell('dead', fmtInt(w.dead), w.dead > 0)}${cell('reconciled', fmtInt(w.reconciled))}
 </tr></table>${reasons ? note(`Rejected${reasons}.`) : ''}${unknown}`,
   )
-}
-
-/** When the report was made, in the zone its day is counted in (with the offset and the zone's name): UTC read as another hour, and before the zone's own midnight in UTC, another day. */
-function generatedAt(report: DailyReport): string {
-  return `${createLocalTimeFormatter(report.timezone)(report.generatedAt)} (${report.timezone})`
 }
 
 function shell(report: DailyReport, preheader: string, inner: string, attachment: AttachedCsv | undefined): string {

@@ -3,6 +3,7 @@ import { SEARCHED_BATCHES } from './batch-metrics.ts'
 import { rate, type CountItem, type Figures } from './figures.ts'
 import { fmtCount, fmtDelta, fmtInt, fmtPct, fmtDuration, subjectFor } from './format.ts'
 import { attachmentNote, type AttachedCsv } from './csv-attachment.ts'
+import { generatedAt } from './generated-at.ts'
 import { BATCHES_PER_RECIPIENT, CALLS_ARE_ATTEMPTS } from './counting-units.ts'
 import { GROUPS_IN_MAIL, shownGroups } from './shown-groups.ts'
 import { displayWidth, padToWidth } from './display-width.ts'
@@ -79,7 +80,7 @@ export function renderText(report: DailyReport, attachment?: AttachedCsv): strin
   ]
 
   if (t.calls === 0) {
-    out.push(`No calls ended on ${report.date} — a quiet day.`, '', ...trend, '', ...followUps, '', ...batches, '', ...webhooks, '')
+    out.push(`No calls ended on ${report.date} — a quiet day.`, '', ...trend, '', ...followUps, '', ...batches, '', ...webhooks, '', `Generated ${generatedAt(report)}.`, '')
     return out.join('\n')
   }
   out.push(
@@ -119,6 +120,7 @@ export function renderText(report: DailyReport, attachment?: AttachedCsv): strin
     '',
     'Connected = completed or socket_failure; success = completed; rates are shares of all calls (attempts), the provider\'s batch figures shares of recipients.',
     attachmentNote(attachment),
+    `Generated ${generatedAt(report)}.`,
     '',
   )
   return out.join('\n')
