@@ -4,6 +4,7 @@ import { HTTPResponse } from 'h3'
 import { earlierAttempt, placeCall, STALE_PENDING_MS } from '../calls/place-call.ts'
 import type { CallRecord } from '../calls/record.ts'
 import { DncFileError, isBlocked } from '../campaigns/dnc.ts'
+import { screenBatchUpload } from './batch-upload.ts'
 import { continuedCampaign } from '../calls/continued-campaign.ts'
 import { tenantOf } from '../calls/tenant.ts'
 import { validateCallRequest } from '../calls/validate-call.ts'
@@ -411,9 +412,13 @@ export function createProxy(rt: Runtime): Proxy {
     switch (route.name) {
       case 'create_call':
         return createCall(request, apiKey, tenant)
-      case 'create_batch':
+      case 'create_batch': {
+        // The do-not-call list is checked before every batch row, as before every call: a listed row keeps the file here.
+        const screened = await screenBatchUpload(rt, request)
+        if (!screened.ok) return screened.reply
         // The new batch's id may have been read as missing just before (ids are sequential): its 404 goes too.
-        return streamThrough(rt, request, { apiKey, pathAndQuery, onSuccess: async () => { await forgetTenantNotFound(rt, tenant); await invalidateLists(tenant, ['batch_list']) } })
+        return streamThrough(rt, screened.request, { apiKey, pathAndQuery, onSuccess: async () => { await forgetTenantNotFound(rt, tenant); await invalidateLists(tenant, ['batch_list']) } })
+      }
       case 'create_transcription':
         return streamThrough(rt, request, { apiKey, pathAndQuery })
       case 'recording':

@@ -1,0 +1,121 @@
+import { basename } from 'node:path'
+import { Readable } from 'node:stream'
+import type { ReadableStream as NodeWebReadableStream } from 'node:stream/web'
+import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
+import type { Runtime } from '../runtime.ts'
+import { blockedAmong, DncFileError } from '../campaigns/dnc.ts'
+import { normalizePhone } from '../campaigns/phones.ts'
+import { ContactsError, readContacts } from '../campaigns/read-contacts.ts'
+import { apiErrorResponse } from '../upstream/api-error.ts'
+import { printable } from '../utils/printable.ts'
+import { readLimited } from '../utils/read-limited.ts'
+import { withCache } from './upstream.ts'
+
+/** Numbers checked against the list per round: bounded memory, whatever the file's size. */
+const CHECK_CHUNK = 5_000
+/** Rows a refusal names (then "and N more"). */
+const ROWS_SHOWN = 10
+
+export type ScreenedUpload = { ok: true; request: Request } | { ok: false; reply: Response }
+
+/**
+ * `POST /v1/batch-call` sent through the proxy: the do-not-call list is checked before every batch row, as it is
+ * before every call (DESIGN.md → Campaign rules). The upload is read whole — at most PROXY_MAX_UPLOAD_BYTES, a 413
+ * past it as before — and its CSV read as a recipe reads a contacts file (src/campaigns/read-contacts.ts: the
+ * `customer_phone` column, UTF-16 and Latin-1 exports, `;` delimiters). A file with a listed number is refused, 400
+ * `invalid_request` naming its rows, without reaching the provider; otherwise the bytes go on exactly as they came
+ * (a compressed upload stays compressed). What the proxy cannot read as a batch — not multipart, no `file`, no phone
+ * column, not text — goes on unchanged too: the provider refuses it for the same reason, and it has no row to call.
+ * Uploads streamed while they were read until 0.24.0 — unchecked.
+ */
+export async function screenBatchUpload(rt: Runtime, request: Request): Promise<ScreenedUpload> {
+  const refuse = (reply: Response): ScreenedUpload => ({ ok: false, reply: withCache(reply, 'BYPASS') })
+  const max = rt.config.proxy.maxUploadBytes
+  // The rest of the body is not read: the connection closes after the 413, so the client stops sending it.
+  const tooLarge = () => refuse(apiErrorResponse(413, 'invalid_request', `request body is larger than ${max} bytes (PROXY_MAX_UPLOAD_BYTES)`, { headers: { connection: 'close' } }))
+  if (Number(request.headers.get('content-length') ?? 0) > max) return tooLarge()
+  let read: Awaited<ReturnType<typeof readLimited>>
+  try {
+    read = await readLimited(request.body, max)
+  } catch (error) {
+    rt.log.info({ path: '/v1/batch-call', err: (error as Error).message }, 'proxy upload ended by its caller before its body was whole; the provider was not given a whole request')
+    return refuse(apiErrorResponse(400, 'invalid_request', 'the request body ended before it was whole (the upload was cancelled)'))
+  }
+  if (!read.ok) return tooLarge()
+  // Read into an ArrayBuffer of its own (never a SharedArrayBuffer): typed as such for the Fetch API's BodyInit.
+  const bytes = read.bytes as Uint8Array<ArrayBuffer>
+  const passOn = (): ScreenedUpload => ({ ok: true, request: new Request(request.url, { method: request.method, headers: request.headers, body: bytes }) })
+
+  const type = request.headers.get('content-type') ?? ''
+  if (!/^multipart\/form-data\b/i.test(type.trim())) return passOn()
+  const decoded = decode(request.headers.get('content-encoding'), bytes, max)
+  if (!decoded.ok) return refuse(apiErrorResponse(415, 'invalid_request', decoded.message, { headers: { 'accept-encoding': 'gzip, deflate, br, identity' } }))
+  let file: FormDataEntryValue | null
+  try {
+    file = (await new Response(decoded.bytes, { headers: { 'content-type': type } }).formData()).get('file')
+  } catch (error) {
+    return refuse(apiErrorResponse(400, 'invalid_request', `the upload is not multipart/form-data switchboard can read (${printable((error as Error).message, 120)}): its numbers could not be checked against the do-not-call list, so it was not sent`))
+  }
+  if (file === null || typeof file === 'string') return passOn()
+
+  let rows: number[]
+  let count: number
+  try {
+    ;({ rows, count } = await listedRows(rt, file))
+  } catch (error) {
+    // No phone column, not text: nothing the provider could call either; it answers for the file as it is.
+    if (error instanceof ContactsError) return passOn()
+    if (!(error instanceof DncFileError)) throw error
+    rt.log.error({ path: '/v1/batch-call', file: error.file, err: error.message }, 'batch upload refused: the do-not-call file cannot be read; nothing is uploaded until it can')
+    return refuse(apiErrorResponse(503, 'internal_error', `switchboard cannot read its do-not-call file (${basename(error.file)}), so the batch was not uploaded; see its logs`))
+  }
+  if (count === 0) return passOn()
+  rt.log.info({ path: '/v1/batch-call', rows: count }, 'batch upload refused: rows on the do-not-call list')
+  const shown = count > rows.length ? `${rows.join(', ')} and ${count - rows.length} more` : rows.length === 1 ? `${rows[0]}` : `${rows.slice(0, -1).join(', ')} and ${rows.at(-1)}`
+  return refuse(
+    apiErrorResponse(
+      400,
+      'invalid_request',
+      `customer_phone is on the do-not-call list (switchboard) in ${count === 1 ? `row ${shown}` : `${count} rows (rows ${shown})`} of the file: the batch was not uploaded — take those rows out, or launch the list from a recipe (launchBatch leaves them out)`,
+    ),
+  )
+}
+
+/** The rows (line numbers, as a spreadsheet shows them) whose number the do-not-call list holds: the first ROWS_SHOWN, and how many. */
+async function listedRows(rt: Runtime, file: Blob): Promise<{ rows: number[]; count: number }> {
+  const rows: number[] = []
+  let count = 0
+  let pending: Array<{ row: number; e164: string }> = []
+  const check = async () => {
+    const blocked = await blockedAmong(rt, pending.map((p) => p.e164))
+    for (const p of pending) {
+      if (!blocked.has(p.e164)) continue
+      count++
+      if (rows.length < ROWS_SHOWN) rows.push(p.row)
+    }
+    pending = []
+  }
+  for await (const contact of readContacts(Readable.fromWeb(file.stream() as NodeWebReadableStream<Uint8Array>), { name: 'the uploaded file' })) {
+    const normalized = normalizePhone(contact.phone, { defaultCountry: rt.config.defaultCountry })
+    // A number that does not normalise is compared as written, as isBlocked compares one.
+    pending.push({ row: contact.row, e164: normalized.ok ? normalized.e164 : contact.phone })
+    if (pending.length >= CHECK_CHUNK) await check()
+  }
+  if (pending.length > 0) await check()
+  return { rows, count }
+}
+
+/** The body as the provider will read it: a compressed upload is checked uncompressed (never past `max` bytes). */
+function decode(encoding: string | null, bytes: Uint8Array<ArrayBuffer>, max: number): { ok: true; bytes: Uint8Array<ArrayBuffer> } | { ok: false; message: string } {
+  const name = encoding?.trim().toLowerCase() ?? ''
+  const options = { maxOutputLength: max }
+  try {
+    if (name === '' || name === 'identity') return { ok: true, bytes }
+    if (name === 'gzip' || name === 'x-gzip') return { ok: true, bytes: gunzipSync(bytes, options) }
+    if (name === 'deflate') return { ok: true, bytes: inflateSync(bytes, options) }
+    if (name === 'br') return { ok: true, bytes: brotliDecompressSync(bytes, options) }
+  } catch (error) {
+    return { ok: false, message: `the upload's ${name} body cannot be decompressed (${printable((error as Error).message, 80)}), so its numbers could not be checked against the do-not-call list: it was not sent` }
+  }
+  return { ok: false, message: `Content-Encoding "${printable(name, 40)}" is not one switchboard reads (gzip, deflate, br), so the batch's numbers could not be checked against the do-not-call list: send it uncompressed` }
+}

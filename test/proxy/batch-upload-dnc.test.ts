@@ -1,0 +1,110 @@
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { gzipSync } from 'node:zlib'
+import { afterEach, expect, it } from 'vitest'
+import { describeEachDialect } from '../helpers/db.ts'
+import { proxyHarness, type ProxyHarness } from './helpers.ts'
+
+/**
+ * DESIGN.md's campaign rules check the do-not-call list "before every call and batch row". A `POST /v1/batch-call`
+ * sent through switchboard's `/v1` streamed to the provider as it was: a team using the proxy as a drop-in uploaded
+ * its listed numbers, and the provider called them.
+ */
+function batchForm(csv: string, name = 'spring'): FormData {
+  const form = new FormData()
+  form.set('agent_id', '101')
+  form.set('name', name)
+  form.set('file', new Blob([csv], { type: 'text/csv' }), 'contacts.csv')
+  return form
+}
+
+/** The multipart bytes of `form` and their Content-Type, as a client sends them. */
+async function encoded(form: FormData): Promise<{ bytes: Uint8Array<ArrayBuffer>; type: string }> {
+  const request = new Request('http://localhost/', { method: 'POST', body: form })
+  return { bytes: new Uint8Array(await request.arrayBuffer()), type: request.headers.get('content-type')! }
+}
+
+describeEachDialect('proxy: a batch uploaded through /v1 is checked against the do-not-call list', (dialect) => {
+  let h: ProxyHarness | undefined
+  afterEach(async () => {
+    await h?.close()
+    h = undefined
+  })
+
+  const listed = async (phone: string) => h!.rt.store.db.insertInto('dnc').values({ phone, reason: 'asked', source: 'test', added_at: 0 }).execute()
+  const batches = async () => ((await (await h!.direct('/v1/batch-calls?agent_id=101')).json()) as { data: unknown[] }).data.length
+
+  it('a file with listed numbers is refused, naming their rows, and never reaches the provider; the clean file goes as sent', async () => {
+    h = await proxyHarness({ dialect, env: { DEFAULT_COUNTRY: 'IN' } })
+    await listed('+919876543212')
+    // The file's own national form of a listed number, and one listed in dnc.csv only.
+    writeFileSync(join(h.rt.config.dataDir, 'dnc.csv'), '+919876543214\n')
+    const csv = 'customer_phone,first_name\n+919876543210,Asha\n98765 43212,Ravi\n+919876543213,Meena\n+919876543214,Kiran\n'
+    const before = h.sandbox.stats().requests
+    const refused = await h.request('/v1/batch-call', { method: 'POST', body: batchForm(csv) })
+    expect(refused.status).toBe(400)
+    expect(refused.headers.get('x-cache')).toBe('BYPASS')
+    expect(await refused.json()).toEqual({
+      error: {
+        type: 'invalid_request',
+        message: 'customer_phone is on the do-not-call list (switchboard) in 2 rows (rows 3 and 5) of the file: the batch was not uploaded — take those rows out, or launch the list from a recipe (launchBatch leaves them out)',
+      },
+    })
+    expect(h.sandbox.stats().requests).toBe(before)
+    expect(await batches()).toBe(0)
+
+    const clean = 'customer_phone,first_name\n+919876543210,Asha\n+919876543213,Meena\n'
+    const created = await h.request('/v1/batch-call', { method: 'POST', body: batchForm(clean) })
+    expect(created.status).toBe(200)
+    expect((await created.json()).data).toMatchObject({ name: 'spring', agent_id: 101, total_recipients: 2 })
+    expect(await batches()).toBe(1)
+  })
+
+  it('one listed row is named as such; past ten rows the rest are counted', async () => {
+    h = await proxyHarness({ dialect })
+    const numbers = Array.from({ length: 14 }, (_, i) => `+9198765${String(40000 + i)}`)
+    for (const phone of numbers.slice(0, 12)) await listed(phone)
+    const one = await h.request('/v1/batch-call', { method: 'POST', body: batchForm(`customer_phone\n+919876500001\n${numbers[0]}\n`) })
+    expect((await one.json()).error.message).toMatch(/^customer_phone is on the do-not-call list \(switchboard\) in row 3 of the file: /)
+    const many = await h.request('/v1/batch-call', { method: 'POST', body: batchForm(`customer_phone\n${numbers.join('\n')}\n`) })
+    expect((await many.json()).error.message).toMatch(/ in 12 rows \(rows 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 and 2 more\) of the file: /)
+    expect(await batches()).toBe(0)
+  })
+
+  it('a compressed upload is checked uncompressed (it goes on as sent: test/proxy/call-accepted.test.ts); an encoding switchboard cannot read is a 415', async () => {
+    h = await proxyHarness({ dialect })
+    await listed('+919876543222')
+    const bad = await encoded(batchForm('customer_phone\n+919876543221\n+919876543222\n'))
+    const refused = await h.request('/v1/batch-call', { method: 'POST', headers: { 'content-type': bad.type, 'content-encoding': 'gzip' }, body: gzipSync(bad.bytes) })
+    expect(refused.status).toBe(400)
+    expect((await refused.json()).error.message).toContain('in row 3 of the file')
+    const unknown = await h.request('/v1/batch-call', { method: 'POST', headers: { 'content-type': bad.type, 'content-encoding': 'zstd' }, body: bad.bytes })
+    expect(unknown.status).toBe(415)
+    expect(await unknown.json()).toEqual({
+      error: { type: 'invalid_request', message: 'Content-Encoding "zstd" is not one switchboard reads (gzip, deflate, br), so the batch\'s numbers could not be checked against the do-not-call list: send it uncompressed' },
+    })
+    const broken = await h.request('/v1/batch-call', { method: 'POST', headers: { 'content-type': bad.type, 'content-encoding': 'gzip' }, body: bad.bytes })
+    expect(broken.status).toBe(415)
+    expect((await broken.json()).error.message).toMatch(/^the upload's gzip body cannot be decompressed \(.+\), so its numbers could not be checked against the do-not-call list: it was not sent$/)
+    expect(await batches()).toBe(0)
+  })
+
+  it('a do-not-call file that cannot be read stops batches as it stops calls: 503 saying so', async () => {
+    h = await proxyHarness({ dialect })
+    mkdirSync(join(h.rt.config.dataDir, 'dnc.csv'))
+    const res = await h.request('/v1/batch-call', { method: 'POST', body: batchForm('customer_phone\n+919876543231\n') })
+    expect(res.status).toBe(503)
+    expect(await res.json()).toEqual({ error: { type: 'internal_error', message: 'switchboard cannot read its do-not-call file (dnc.csv), so the batch was not uploaded; see its logs' } })
+    expect(await batches()).toBe(0)
+  })
+
+  it('what is no batch switchboard can read goes on as it is, for the provider to answer', async () => {
+    h = await proxyHarness({ dialect })
+    // No file, no customer_phone column (nor an alias): the provider's own 400s, as before.
+    const noFile = new FormData()
+    noFile.set('agent_id', '101')
+    noFile.set('name', 'x')
+    expect(await (await h.request('/v1/batch-call', { method: 'POST', body: noFile })).json()).toEqual({ error: { type: 'invalid_request', message: 'file is required (a CSV with a customer_phone column)' } })
+    expect(await (await h.request('/v1/batch-call', { method: 'POST', body: batchForm('first_name\nAsha\n') })).json()).toEqual({ error: { type: 'invalid_request', message: 'file must contain a customer_phone column' } })
+  })
+})
