@@ -1,6 +1,6 @@
 import { accessSync, constants as fsConstants, existsSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { ownerAndMode, processUser } from '../utils/owner-and-mode.ts'
+import { mayAccess, ownerAndMode, processUser } from '../utils/owner-and-mode.ts'
 
 /**
  * A SQLite database (or its -wal, -shm, or their folder) this process may not read or write, with what to do about it:
@@ -27,7 +27,7 @@ export class DatabaseFileAccessError extends Error {
  */
 export function assertDatabaseFileAccess(file: string): void {
   const folder = dirname(file)
-  if (existsSync(folder) && !may(folder, fsConstants.W_OK)) {
+  if (existsSync(folder) && !mayAccess(folder, fsConstants.W_OK)) {
     throw new DatabaseFileAccessError(
       `${folder} ${isReadOnlyFileSystem(folder) ? 'is on a read-only file system' : `is not writable by this process (${processUser()})${describedOwner(folder)}`}`,
       'SQLITE_READONLY',
@@ -36,8 +36,8 @@ export function assertDatabaseFileAccess(file: string): void {
   }
   for (const path of [file, `${file}-wal`, `${file}-shm`]) {
     if (!existsSync(path)) continue
-    const readable = may(path, fsConstants.R_OK)
-    const writable = may(path, fsConstants.W_OK)
+    const readable = mayAccess(path, fsConstants.R_OK)
+    const writable = mayAccess(path, fsConstants.W_OK)
     if (readable && writable) continue
     if (isReadOnlyFileSystem(path)) throw new DatabaseFileAccessError(`${path} is on a read-only file system`, 'SQLITE_READONLY', 'move DATA_DIR (or DATABASE_URL) to a writable file system')
     const lacking = !readable && !writable ? 'readable or writable' : readable ? 'writable' : 'readable'
@@ -50,15 +50,6 @@ function fileFix(path: string): string {
   const owner = statSync(path).uid
   if (owner === process.getuid?.()) return `the file is this user's, its mode alone is in the way: chmod 600 ${path}`
   return `run switchboard as its owner (uid ${owner}), or give this user the file (chown, as root) — the database, its -wal and -shm alike`
-}
-
-function may(path: string, mode: number): boolean {
-  try {
-    accessSync(path, mode)
-    return true
-  } catch {
-    return false
-  }
 }
 
 /** Whether writing `path` is refused because its file system is mounted read-only (access says EROFS then). */

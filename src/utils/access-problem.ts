@@ -1,6 +1,6 @@
-import { accessSync, constants as fsConstants, existsSync, statSync } from 'node:fs'
+import { constants as fsConstants, existsSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { ownerAndMode, processUser } from './owner-and-mode.ts'
+import { mayAccess, ownerAndMode, processUser } from './owner-and-mode.ts'
 
 /**
  * Why a file-system step on a file or folder failed for lack of permission (EACCES, EPERM) or a read-only file system
@@ -54,21 +54,13 @@ function inTheWay(path: string): { path: string; need: string } | undefined {
     folders.unshift(folder)
     if (dirname(folder) === folder) break
   }
-  for (const folder of folders) if (!may(folder, fsConstants.X_OK)) return { path: folder, need: 'enter' }
+  for (const folder of folders) if (!mayAccess(folder, fsConstants.X_OK)) return { path: folder, need: 'enter' }
   if (existsSync(path)) {
     const isFolder = statSync(path).isDirectory()
-    if (!may(path, fsConstants.R_OK | fsConstants.W_OK | (isFolder ? fsConstants.X_OK : 0))) return { path, need: isFolder ? 'list and write in' : 'read and write' }
+    if (!mayAccess(path, fsConstants.R_OK | fsConstants.W_OK | (isFolder ? fsConstants.X_OK : 0))) return { path, need: isFolder ? 'list and write in' : 'read and write' }
   }
   const parent = dirname(path)
-  if (!may(parent, fsConstants.W_OK)) return { path: parent, need: 'write in' }
+  if (!mayAccess(parent, fsConstants.W_OK)) return { path: parent, need: 'write in' }
   return undefined
 }
 
-function may(path: string, mode: number): boolean {
-  try {
-    accessSync(path, mode)
-    return true
-  } catch {
-    return false
-  }
-}

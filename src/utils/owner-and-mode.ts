@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs'
+import { accessSync, statSync } from 'node:fs'
 import { userInfo } from 'node:os'
 
 /**
@@ -27,4 +27,14 @@ export function processUser(): string {
     name = undefined
   }
   return [name, uid === undefined ? undefined : `uid ${uid}`].filter((part) => part !== undefined).join(', ') || 'this process'
+}
+
+/** Whether this process may `mode` (fs.constants R_OK, W_OK, X_OK) `path`, as access(2) says: no throw either way. */
+export function mayAccess(path: string, mode: number): boolean {
+  try {
+    accessSync(path, mode)
+    return true
+  } catch {
+    return false
+  }
 }
