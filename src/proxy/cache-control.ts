@@ -55,6 +55,16 @@ export function providerFreshnessMs(headers: Headers): number | undefined {
   return undefined
 }
 
+/**
+ * Whether the provider forbids a shared cache such as this proxy to serve its answer stale: `must-revalidate`,
+ * `proxy-revalidate`, or `s-maxage`, which implies proxy-revalidate (RFC 9111 §4.2.4, §5.2.2.2, §5.2.2.8, §5.2.2.10).
+ * Once expired, such an entry is answered only after the provider was asked — never STALE when it fails.
+ */
+export function forbidsStale(headers: Headers): boolean {
+  const directives = cacheDirectives(headers.get('cache-control'))
+  return directives.has('must-revalidate') || directives.has('proxy-revalidate') || directives.has('s-maxage')
+}
+
 export interface RequestCachePolicy {
   /**
    * `no-cache`, an answer from the provider (which then refreshes the entry); `no-store`, an answer from the provider

@@ -23,6 +23,7 @@ import { parseJsonBody } from './json-body.ts'
 import { errorFromVoiceApi, invalidAnswer, parseJson, readAnswer, type TextAnswer } from './error-answer.ts'
 import { createIdleDeadline } from './idle-deadline.ts'
 import { currentGeneration } from './invalidation-marks.ts'
+import { entryHeaders, markedHeaders, mayServeStale } from './revalidation-mark.ts'
 import { createRecordingCache } from './recordings.ts'
 import { matchRoute, type ProxyRoute } from './routes-table.ts'
 import { createSingleFlight } from './single-flight.ts'
@@ -79,7 +80,7 @@ function ageSeconds(entry: CacheEntry, now: number): number {
 }
 
 function fromEntry(entry: CacheEntry, cache: CacheStatus, method: string, now: number): HTTPResponse {
-  const headers = new Headers(JSON.parse(entry.headers) as Record<string, string>)
+  const { headers } = entryHeaders(entry)
   headers.set('x-cache', cache)
   headers.set('age', String(ageSeconds(entry, now)))
   return textReply(method, entry.body, entry.status, headers, cache)
@@ -174,7 +175,7 @@ export function createProxy(rt: Runtime): Proxy {
     if (plan) {
       // The answer is good whether or not it could be kept: a failed write costs a later miss, not this answer.
       await json
-        .put({ key, tenant, plan, status: answer.status, headers: storableHeaders(answer.headers), body: answer.text, since })
+        .put({ key, tenant, plan, status: answer.status, headers: markedHeaders(storableHeaders(answer.headers), upstream.headers), body: answer.text, since })
         .catch((err: unknown) => rt.log.warn({ err, path: url.pathname }, 'proxy cache write failed'))
     }
     return { ok: true, ...answer }
@@ -193,7 +194,10 @@ export function createProxy(rt: Runtime): Proxy {
       json.touch(key)
       return fromEntry(entry, 'HIT', request.method, rt.clock.now())
     }
-    const stale = async () => (entry && (await keys.wasEverAccepted(tenant)) ? fromEntry(entry, 'STALE', request.method, rt.clock.now()) : undefined)
+    // An expired entry the provider marked must-revalidate (proxy-revalidate, s-maxage) is not served STALE: its error
+    // passes through as a MISS, a failure to reach it is the 502/504 of a read with nothing kept.
+    const stale = async () =>
+      entry && mayServeStale(entry, rt.clock.now()) && (await keys.wasEverAccepted(tenant)) ? fromEntry(entry, 'STALE', request.method, rt.clock.now()) : undefined
     // A no-store read shares only with its like: it must neither keep an answer nor leave others' unkept.
     const flight = mode === 'no-store' ? `${key}#no-store` : key
     const fetched = await flights.run(flight, () => fetchForCache(url, route, apiKey, tenant, key, mode !== 'no-store'))
@@ -247,7 +251,7 @@ export function createProxy(rt: Runtime): Proxy {
     try {
       const result = await fetchUpstream(rt, { method: 'GET', pathAndQuery: url.pathname, apiKey, headers: { accept: '*/*' }, signal: deadline.signal })
       if (!result.ok) {
-        if (notFound && (await keys.wasEverAccepted(tenant))) return fromEntry(notFound, 'STALE', request.method, rt.clock.now())
+        if (notFound && mayServeStale(notFound, rt.clock.now()) && (await keys.wasEverAccepted(tenant))) return fromEntry(notFound, 'STALE', request.method, rt.clock.now())
         return failureResponse(result)
       }
       const upstream = result.response
@@ -267,7 +271,7 @@ export function createProxy(rt: Runtime): Proxy {
       const { storable, ...answer } = readAnswer(upstream.status, upstream.headers, text, rt.clock.now())
       if (upstream.status === 404 && !storable) await json.remove(notFoundKey).catch((err: unknown) => rt.log.warn({ err, path: url.pathname }, 'proxy cache removal failed'))
       if (upstream.status === 404 && storable) {
-        await json.put({ key: notFoundKey, tenant, plan: { kind: 'not_found', ttlMs: CACHE_TTL_MS.notFound, resourceId: id, agentId: null }, status: 404, headers: storableHeaders(answer.headers), body: answer.text, since })
+        await json.put({ key: notFoundKey, tenant, plan: { kind: 'not_found', ttlMs: CACHE_TTL_MS.notFound, resourceId: id, agentId: null }, status: 404, headers: markedHeaders(storableHeaders(answer.headers), upstream.headers), body: answer.text, since })
       }
       return textReply(request.method, answer.text, answer.status, answer.headers, 'MISS')
     } finally {
