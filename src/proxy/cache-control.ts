@@ -73,19 +73,23 @@ export interface RequestCachePolicy {
   mode: 'default' | 'no-cache' | 'no-store'
   /** With `default`: the oldest entry, in whole seconds of Age, the caller takes (its `max-age`). */
   maxAgeSeconds?: number
+  /** `only-if-cached`: a fresh entry or a 504, the provider never asked (RFC 9111 §5.2.1.7). */
+  onlyIfCached: boolean
 }
 
 /**
  * What a read asks of the cache (RFC 9111 §5.2.1). `max-age=0` asks the provider as `no-cache` does; `max-age=N` takes
- * an entry at most N seconds old. Pragma: no-cache counts only without Cache-Control (RFC 9111 §5.4).
+ * an entry at most N seconds old; `only-if-cached` forbids asking the provider at all. Pragma: no-cache counts only
+ * without Cache-Control (RFC 9111 §5.4).
  */
 export function requestCachePolicy(headers: Headers): RequestCachePolicy {
   const cacheControl = headers.get('cache-control')
-  if (cacheControl === null) return { mode: cacheDirectives(headers.get('pragma')).has('no-cache') ? 'no-cache' : 'default' }
+  if (cacheControl === null) return { mode: cacheDirectives(headers.get('pragma')).has('no-cache') ? 'no-cache' : 'default', onlyIfCached: false }
   const directives = cacheDirectives(cacheControl)
-  if (directives.has('no-store')) return { mode: 'no-store' }
-  if (directives.has('no-cache')) return { mode: 'no-cache' }
-  if (!directives.has('max-age')) return { mode: 'default' }
+  const onlyIfCached = directives.has('only-if-cached')
+  if (directives.has('no-store')) return { mode: 'no-store', onlyIfCached }
+  if (directives.has('no-cache')) return { mode: 'no-cache', onlyIfCached }
+  if (!directives.has('max-age')) return { mode: 'default', onlyIfCached }
   const maxAgeMs = deltaMs(directives.get('max-age'))
-  return maxAgeMs === 0 ? { mode: 'no-cache' } : { mode: 'default', maxAgeSeconds: maxAgeMs / 1000 }
+  return maxAgeMs === 0 ? { mode: 'no-cache', onlyIfCached } : { mode: 'default', maxAgeSeconds: maxAgeMs / 1000, onlyIfCached }
 }

@@ -102,6 +102,15 @@ function refusedKey(): Response {
   return withCache(apiErrorResponse(401, 'authentication_error', 'invalid or missing api key'), 'BYPASS')
 }
 
+/**
+ * A read sent with `Cache-Control: only-if-cached` that the cache cannot answer (nothing fresh kept, or a key not
+ * confirmed lately): 504, as RFC 9111 §5.2.1.7 says, in the provider's error shape the proxy's other 504 has — the
+ * provider is not asked, for the answer or the key.
+ */
+function notCached(): Response {
+  return withCache(apiErrorResponse(504, 'internal_error', 'only-if-cached: switchboard holds no fresh answer to this request that it may serve to this key, and did not ask the provider'), 'BYPASS')
+}
+
 /** A failure of switchboard itself (the database, a bug): logged, and answered without its details. */
 function unexpectedFailure(rt: Runtime, error: unknown, path: string | undefined): Response {
   rt.log.error({ err: error, path }, 'proxy request failed')
@@ -185,15 +194,18 @@ export function createProxy(rt: Runtime): Proxy {
     const key = cacheKey(tenant, `${url.pathname}?${canonicalQuery(url.searchParams)}`)
     // A caller's no-cache (or max-age=0) or no-store asks the provider (RFC 9111 §5.2.1): no-cache then refreshes the
     // entry, no-store keeps nothing (BYPASS); max-age=N asks it when the entry is older. Each still gets the kept copy,
-    // STALE, when the provider fails.
-    const { mode, maxAgeSeconds } = requestCachePolicy(request.headers)
+    // STALE, when the provider fails. With only-if-cached it takes a fresh entry (no-store does not forbid one) or a 504,
+    // never the provider (no-cache, or max-age=0, asked for an answer only the provider can give).
+    const { mode, maxAgeSeconds, onlyIfCached } = requestCachePolicy(request.headers)
     const entry = await json.get(key)
     const now = rt.clock.now()
     const youngEnough = (found: CacheEntry) => maxAgeSeconds === undefined || ageSeconds(found, now) <= maxAgeSeconds
-    if (mode === 'default' && entry && entry.expires_at > now && youngEnough(entry) && (await keys.isConfirmed(tenant))) {
+    const fromCache = mode === 'default' || (onlyIfCached && mode === 'no-store')
+    if (fromCache && entry && entry.expires_at > now && youngEnough(entry) && (await keys.isConfirmed(tenant))) {
       json.touch(key)
       return fromEntry(entry, 'HIT', request.method, rt.clock.now())
     }
+    if (onlyIfCached) return notCached()
     // An expired entry the provider marked must-revalidate (proxy-revalidate, s-maxage) is not served STALE: its error
     // passes through as a MISS, a failure to reach it is the 502/504 of a read with nothing kept.
     const stale = async () =>
@@ -221,12 +233,15 @@ export function createProxy(rt: Runtime): Proxy {
 
   async function recording(request: Request, url: URL, id: string, apiKey: string, tenant: string): Promise<ProxyReply> {
     // A recording asked for with a query (a format, a signed handle) is not the file the cache keeps under the
-    // conversation: it goes to the provider as asked, and its answer back as sent.
-    if (url.search !== '') return streamThrough(rt, request, { apiKey, pathAndQuery: url.pathname + url.search })
+    // conversation: it goes to the provider as asked, and its answer back as sent. With only-if-cached, what the cache
+    // holds or a 504: the key is not confirmed with the provider either.
+    const { onlyIfCached } = requestCachePolicy(request.headers)
+    if (url.search !== '') return onlyIfCached ? notCached() : streamThrough(rt, request, { apiKey, pathAndQuery: url.pathname + url.search })
     const cached = await recordings.lookup(tenant, id)
     if (cached) {
       let status: CacheStatus = 'HIT'
       if (!(await keys.isConfirmed(tenant))) {
+        if (onlyIfCached) return notCached()
         const answer = await confirm(apiKey, tenant)
         if (answer === 'rejected') return refusedKey()
         if (answer === 'unknown') {
@@ -243,6 +258,7 @@ export function createProxy(rt: Runtime): Proxy {
     const notFoundKey = cacheKey(tenant, `${url.pathname}?`)
     const notFound = await json.get(notFoundKey)
     if (notFound && notFound.expires_at > rt.clock.now() && (await keys.isConfirmed(tenant))) return fromEntry(notFound, 'HIT', request.method, rt.clock.now())
+    if (onlyIfCached) return notCached()
     const since = await currentGeneration(rt.store.db)
     // UPSTREAM_TIMEOUT_MS for the headers, then as an idle timeout: a whole recording may take longer.
     const deadline = createIdleDeadline(rt.config.upstreamTimeoutMs)
@@ -406,6 +422,8 @@ export function createProxy(rt: Runtime): Proxy {
     // Reads only: they have no body to drain. Writes always ask the provider: a call's answer goes in the ledger.
     if ((request.method === 'GET' || request.method === 'HEAD') && keys.recentlyRefused(tenant)) return refusedKey()
     if (!route) {
+      // A read the proxy does not cache: only-if-cached can have nothing but the 504 (RFC 9111 §5.2.1.7).
+      if ((request.method === 'GET' || request.method === 'HEAD') && requestCachePolicy(request.headers).onlyIfCached) return notCached()
       const reply = await streamThrough(rt, request, { apiKey, pathAndQuery })
       // Another method on a path the proxy reads (DELETE /v1/conversations): HEAD works there as GET does, whatever
       // the provider's Allow says, since the proxy answers it.
