@@ -277,10 +277,11 @@ export function createProxy(rt: Runtime): Proxy {
         // The caller gets the bytes as they arrive; the cache keeps the file once the download ended whole.
         const response = await recordings.passThrough({ tenant, conversationId: id, request, upstream, body: deadline.watch(upstream.body), done: () => deadline.stop() })
         handedOver = true
-        // passThrough chose the type (the file's, or JSON for its 416); the provider's rate-limit headers join it.
+        // passThrough chose the type (the file's, JSON for its 416, none for its 304); the provider's rate-limit headers join it.
         const type = response.headers.get('content-type')
         passHeaders(upstream.headers, upstream.status, response.headers)
         if (type !== null) response.headers.set('content-type', type)
+        else response.headers.delete('content-type')
         return response
       }
       const text = await upstream.text().catch(() => '')

@@ -10,6 +10,7 @@ import type { CacheStatus } from './upstream.ts'
 import { createAccessTimes } from './access-times.ts'
 import { ConfigError } from '../config/load.ts'
 import { accessProblem } from '../utils/access-problem.ts'
+import { ifNoneMatchMatches } from './if-none-match.ts'
 
 export type RecordingRow = Selectable<RecordingsTable>
 
@@ -17,7 +18,7 @@ export interface RecordingCache {
   /** The cached recording of a tenant's conversation, if its file is still on disk. */
   lookup(tenant: string, conversationId: string): Promise<RecordingRow | undefined>
   /**
-   * A 200, 206 or 416 from the cached file for the request's method, Range and If-Range; undefined when the file
+   * A 200, 206, 304 or 416 from the cached file for the request's method, If-None-Match, Range and If-Range; undefined when the file
    * went between the lookup and now (evicted by another request or replica): the caller downloads it again.
    */
   respond(row: RecordingRow, request: Request, cache: CacheStatus): Promise<Response | undefined>
@@ -93,6 +94,26 @@ function unsatisfiable(size: number, request: Request, headers: Headers): Respon
   headers.set('content-type', 'application/json')
   const body = JSON.stringify({ error: { message: `requested range not satisfiable (size ${size} bytes)`, type: 'invalid_request' } })
   return new Response(request.method === 'HEAD' ? null : body, { status: 416, headers })
+}
+
+/**
+ * What a 304 carries of the 200 it stands for (RFC 9110 §15.4.5): the fields a cache updates its copy with, and no
+ * representation metadata (type, length, disposition) — there is no body to describe. Date is the server's own.
+ */
+const NOT_MODIFIED_HEADERS = ['etag', 'cache-control', 'content-location', 'expires', 'vary', 'x-cache'] as const
+
+/**
+ * A 304 when the request's If-None-Match matches the recording's ETag (RFC 9110 §13.1.2, weak comparison; `*` matches
+ * any recording), whatever its Range: the condition is evaluated first (§13.2.2). Undefined when it does not.
+ */
+function notModified(request: Request, etag: string | undefined, headers: Headers): Response | undefined {
+  if (!ifNoneMatchMatches(request.headers.get('if-none-match'), etag)) return undefined
+  const kept = new Headers()
+  for (const name of NOT_MODIFIED_HEADERS) {
+    const value = headers.get(name)
+    if (value !== null) kept.set(name, value)
+  }
+  return new Response(null, { status: 304, headers: kept })
 }
 
 /**
@@ -252,9 +273,11 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
       'x-cache': 'MISS',
       ...recordingHeaders(upstream.headers),
     })
+    // The caller's copy is this one: a 304 once the recording is kept (no body for the caller: the download is waited for).
+    const unchanged = notModified(request, upstream.headers.get('etag') ?? undefined, headers)
     // With no length from the provider a range cannot be placed (nor a suffix counted): the whole file, as RFC 9110
     // lets a server answer any Range.
-    const range = total === undefined ? undefined : rangeOf(request, total, upstream.headers.get('etag') ?? undefined)
+    const range = unchanged || total === undefined ? undefined : rangeOf(request, total, upstream.headers.get('etag') ?? undefined)
     const { start, end } = range === undefined || range === 'unsatisfiable' ? { start: 0, end: total === undefined ? Infinity : total - 1 } : range
     // The caller's bytes run to the file's end (its last ones then wait for the file to be kept, below).
     const toTheEnd = total !== undefined && end === total - 1
@@ -266,7 +289,8 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
       demand?.()
       demand = undefined
     }
-    if (range === 'unsatisfiable') response = unsatisfiable(total!, request, headers)
+    if (unchanged) response = unchanged
+    else if (range === 'unsatisfiable') response = unsatisfiable(total!, request, headers)
     else {
       if (total !== undefined) headers.set('content-length', String(total === 0 ? 0 : end - start + 1))
       if (range) headers.set('content-range', `bytes ${start}-${end}/${total}`)
@@ -376,7 +400,7 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
     }
     download.over = run()
     downloads.add(download)
-    // An answer with no body for the caller (HEAD, a 416, an empty file) waits for the download: the recording is
+    // An answer with no body for the caller (HEAD, a 304, a 416, an empty file) waits for the download: the recording is
     // then cached for the request that follows, as the answer's headers imply.
     if (!callerOpen) await download.over
     return response
@@ -405,6 +429,8 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
       // The provider's ETag, as its own answers carry it; when it sent none (or the row predates keeping it), the bytes' hash.
       const etag = kept.etag ?? `"${row.file.slice(0, 32)}"`
       const headers = new Headers({ 'content-type': row.content_type, 'accept-ranges': 'bytes', ...kept, etag, 'x-cache': cache })
+      const unchanged = notModified(request, etag, headers)
+      if (unchanged) return unchanged
       const range = rangeOf(request, size, etag)
       if (range === 'unsatisfiable') return unsatisfiable(size, request, headers)
       const { start, end } = range ?? { start: 0, end: size - 1 }
