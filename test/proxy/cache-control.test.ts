@@ -1,25 +1,14 @@
-import { afterEach, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { describeEachDialect } from '../helpers/db.ts'
-import { GLOBEX, proxyHarness, type ProxyHarness } from './helpers.ts'
-import { scriptedUpstream, type ScriptedUpstream } from './scripted-upstream.ts'
+import { GLOBEX, type ProxyHarness } from './helpers.ts'
+import { type ScriptedUpstream } from './scripted-upstream.ts'
+import { harnessPerTest } from './harness-per-test.ts'
 
 const LIST = '/v1/conversations?limit=3'
 
 /** The JSON cache keeps to Cache-Control as a shared cache must (RFC 9111), the provider's and the caller's. */
 describeEachDialect('proxy: Cache-Control', (dialect) => {
-  let h: ProxyHarness | undefined
-  let up: ScriptedUpstream | undefined
-  afterEach(async () => {
-    await h?.close()
-    await up?.close()
-    h = undefined
-    up = undefined
-  })
-
-  const scripted = async () => {
-    h = await proxyHarness({ dialect, upstreamUrl: async (sandboxUrl) => (up = await scriptedUpstream(sandboxUrl)).url })
-    return { h, up: up! }
-  }
+  const { scripted } = harnessPerTest(dialect)
 
   /** The provider answers LIST with list number `n` (counted per request), with these headers. */
   const lists = (up: ScriptedUpstream, headers: Record<string, string> = {}) => {
@@ -109,19 +98,7 @@ describeEachDialect('proxy: Cache-Control', (dialect) => {
 
 /** What the proxy does to an entry it holds when the provider's or the caller's Cache-Control asks for something else. */
 describeEachDialect('proxy: Cache-Control and the entry already kept', (dialect) => {
-  let h: ProxyHarness | undefined
-  let up: ScriptedUpstream | undefined
-  afterEach(async () => {
-    await h?.close()
-    await up?.close()
-    h = undefined
-    up = undefined
-  })
-
-  const scripted = async () => {
-    h = await proxyHarness({ dialect, upstreamUrl: async (sandboxUrl) => (up = await scriptedUpstream(sandboxUrl)).url })
-    return { h, up: up! }
-  }
+  const { scripted } = harnessPerTest(dialect)
   /** The provider answers LIST with list number `n` (counted per request), the headers of that answer chosen by `n`. */
   const lists = (up: ScriptedUpstream, headersOf: (n: number) => Record<string, string> = () => ({})) => {
     let n = 0

@@ -1,25 +1,13 @@
 import { gzipSync } from 'node:zlib'
-import { afterEach, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { CALL_BUDGET_MS } from '../../src/proxy/proxy.ts'
 import { describeEachDialect } from '../helpers/db.ts'
-import { phoneCall, proxyHarness, withClock, type ProxyHarness } from './helpers.ts'
-import { scriptedUpstream, type ScriptedUpstream } from './scripted-upstream.ts'
+import { phoneCall, withClock, type ProxyHarness } from './helpers.ts'
 import { callRow, insertConversations } from '../reports/seed.ts'
+import { harnessPerTest } from './harness-per-test.ts'
 
 describeEachDialect('POST /v1/call once the provider answered', (dialect) => {
-  let h: ProxyHarness | undefined
-  let up: ScriptedUpstream | undefined
-  afterEach(async () => {
-    await h?.close()
-    await up?.close()
-    h = undefined
-    up = undefined
-  })
-
-  const scripted = async (env: Record<string, string> = {}) => {
-    h = await proxyHarness({ dialect, env, upstreamUrl: async (sandboxUrl) => (up = await scriptedUpstream(sandboxUrl)).url })
-    return { h, up: up! }
-  }
+  const { scripted } = harnessPerTest(dialect)
   const post = (h: ProxyHarness, body: unknown) =>
     h.request('/v1/call', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
   const ledger = (h: ProxyHarness) =>

@@ -1,7 +1,8 @@
-import { afterEach, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { describeEachDialect } from '../helpers/db.ts'
-import { ACME, GLOBEX, proxyHarness, type ProxyHarness } from './helpers.ts'
-import { gate, scriptedUpstream, type ScriptedUpstream } from './scripted-upstream.ts'
+import { ACME, GLOBEX, type ProxyHarness } from './helpers.ts'
+import { gate, type ScriptedUpstream } from './scripted-upstream.ts'
+import { harnessPerTest } from './harness-per-test.ts'
 
 const json = { 'content-type': 'application/json' }
 /** Misses that joined a request already in flight, as /metrics counts them. */
@@ -11,19 +12,7 @@ async function coalesced(h: ProxyHarness): Promise<number> {
 }
 
 describeEachDialect('proxy: identical misses in flight share one upstream request', (dialect) => {
-  let h: ProxyHarness | undefined
-  let up: ScriptedUpstream | undefined
-  afterEach(async () => {
-    await h?.close()
-    await up?.close()
-    h = undefined
-    up = undefined
-  })
-
-  const scripted = async (env: Record<string, string> = {}) => {
-    h = await proxyHarness({ dialect, env, upstreamUrl: async (sandboxUrl) => (up = await scriptedUpstream(sandboxUrl)).url })
-    return { h, up: up! }
-  }
+  const { scripted } = harnessPerTest(dialect)
 
   /** Answers GETs of `path` (or matching it) once the gate opens, each with its tenant's own list and a sequence number. */
   function listsAfter(up: ScriptedUpstream, path: string | RegExp) {

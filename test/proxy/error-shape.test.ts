@@ -1,27 +1,16 @@
-import { afterEach, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { CACHE_TTL_MS } from '../../src/proxy/cache-policy.ts'
 import { describeEachDialect } from '../helpers/db.ts'
-import { phoneCall, proxyHarness, withClock, type ProxyHarness } from './helpers.ts'
-import { scriptedUpstream, type ScriptedUpstream } from './scripted-upstream.ts'
+import { phoneCall, withClock } from './helpers.ts'
+import { type ScriptedUpstream } from './scripted-upstream.ts'
+import { harnessPerTest } from './harness-per-test.ts'
 
 const GATEWAY_PAGE = '<html><body>Service Unavailable at 10.0.0.5 nginx/1.2</body></html>'
 const NO_BODY_503 = { error: { message: 'HTTP 503 with no error body', type: 'internal_error' } }
 
 /** Every error the proxy passes on is in the provider's shape, whatever the provider (or a gateway before it) sent. */
 describeEachDialect('proxy: error answers in the provider shape', (dialect) => {
-  let h: ProxyHarness | undefined
-  let up: ScriptedUpstream | undefined
-  afterEach(async () => {
-    await h?.close()
-    await up?.close()
-    h = undefined
-    up = undefined
-  })
-
-  const scripted = async () => {
-    h = await proxyHarness({ dialect, upstreamUrl: async (sandboxUrl) => (up = await scriptedUpstream(sandboxUrl)).url })
-    return { h, up: up! }
-  }
+  const { scripted } = harnessPerTest(dialect)
 
   /** The provider answers `path` (any path when omitted) with this status, type and body; the rest goes to the sandbox. */
   const answerWith = (up: ScriptedUpstream, status: number, type: string, body: string, headers: Record<string, string> = {}, path?: RegExp) =>

@@ -1,28 +1,15 @@
-import { afterEach, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { describeEachDialect } from '../helpers/db.ts'
-import { proxyHarness, type ProxyHarness } from './helpers.ts'
-import { scriptedUpstream, type ScriptedUpstream } from './scripted-upstream.ts'
+import { harnessPerTest } from './harness-per-test.ts'
 
 const LIST = '/v1/conversations?limit=3'
 
 /** HEAD is served wherever GET is (RFC 9110 §9.3.2): same headers, no body, and the 405s say so in Allow (§15.5.6). */
 describeEachDialect('proxy: HEAD and Allow', (dialect) => {
-  let h: ProxyHarness | undefined
-  let up: ScriptedUpstream | undefined
-  afterEach(async () => {
-    await h?.close()
-    await up?.close()
-    h = undefined
-    up = undefined
-  })
-
-  const scripted = async () => {
-    h = await proxyHarness({ dialect, upstreamUrl: async (sandboxUrl) => (up = await scriptedUpstream(sandboxUrl)).url })
-    return { h, up: up! }
-  }
+  const { scripted, sandboxOnly } = harnessPerTest(dialect)
 
   it('a 405 on a path the proxy reads lists HEAD with GET in Allow, as the sandbox\'s does', async () => {
-    h = await proxyHarness({ dialect })
+    const h = await sandboxOnly()
     for (const [method, path, allow] of [
       ['DELETE', '/v1/conversations', 'GET, HEAD'],
       ['POST', '/v1/conversations/conv_1', 'GET, HEAD'],

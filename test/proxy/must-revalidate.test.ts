@@ -1,7 +1,7 @@
-import { afterEach, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { describeEachDialect } from '../helpers/db.ts'
-import { proxyHarness, type ProxyHarness } from './helpers.ts'
-import { scriptedUpstream, type ScriptedUpstream } from './scripted-upstream.ts'
+import { type ScriptedUpstream } from './scripted-upstream.ts'
+import { harnessPerTest } from './harness-per-test.ts'
 
 /**
  * An answer the provider marks must-revalidate, proxy-revalidate or s-maxage is one a shared cache must not serve stale
@@ -12,19 +12,7 @@ import { scriptedUpstream, type ScriptedUpstream } from './scripted-upstream.ts'
 const REVALIDATE_MARK = 'x-switchboard-must-revalidate'
 
 describeEachDialect('proxy: must-revalidate, proxy-revalidate and s-maxage', (dialect) => {
-  let h: ProxyHarness | undefined
-  let up: ScriptedUpstream | undefined
-  afterEach(async () => {
-    await h?.close()
-    await up?.close()
-    h = undefined
-    up = undefined
-  })
-
-  const scripted = async (env: Record<string, string> = {}) => {
-    h = await proxyHarness({ dialect, env, upstreamUrl: async (sandboxUrl) => (up = await scriptedUpstream(sandboxUrl)).url })
-    return { h, up: up! }
-  }
+  const { scripted } = harnessPerTest(dialect)
   /** The provider answers every conversation list with list number `n`, with these headers. */
   const lists = (up: ScriptedUpstream, headers: Record<string, string>) => {
     let n = 0

@@ -1,25 +1,13 @@
-import { afterEach, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { describeEachDialect } from '../helpers/db.ts'
-import { ACME, proxyHarness, type ProxyHarness } from './helpers.ts'
-import { scriptedUpstream, type ScriptedUpstream } from './scripted-upstream.ts'
+import { ACME } from './helpers.ts'
+import { harnessPerTest } from './harness-per-test.ts'
 
 const ONLY = { 'cache-control': 'only-if-cached' }
 
 /** A read sent with Cache-Control: only-if-cached gets what the cache holds fresh, or a 504 — never the provider (RFC 9111 §5.2.1.7). */
 describeEachDialect('proxy: only-if-cached', (dialect) => {
-  let h: ProxyHarness | undefined
-  let up: ScriptedUpstream | undefined
-  afterEach(async () => {
-    await h?.close()
-    await up?.close()
-    h = undefined
-    up = undefined
-  })
-
-  const scripted = async () => {
-    h = await proxyHarness({ dialect, upstreamUrl: async (sandboxUrl) => (up = await scriptedUpstream(sandboxUrl)).url })
-    return { h, up: up! }
-  }
+  const { scripted } = harnessPerTest(dialect)
   /** The 504 in the provider's error shape, with X-Cache: BYPASS. */
   const expectNotCached = async (res: Response) => {
     expect([res.status, res.headers.get('x-cache'), res.headers.get('content-type')]).toEqual([504, 'BYPASS', 'application/json'])
