@@ -123,6 +123,31 @@ export function createRunHolds(name: string) {
   }
 }
 
+/** What gated fixture runs note on `globalThis[name]` (see `gatedRun`): who is running, in what order, and their gates. */
+export interface GatedRuns {
+  running: Set<string>
+  log: string[]
+  gates: Map<string, () => void>
+}
+
+/**
+ * A fixture recipe's `run` (source text) that notes on `globalThis[name]` (GatedRuns) what runs beside it — `start
+ * <label> beside [<labels>]`, then `end <label>` — and waits until the test opens its gate: `gates.get(label)()`.
+ * `label` is a JavaScript expression of `ctx` (`ctx.name + ':' + ctx.trigger.type`).
+ */
+export function gatedRun(name: string, label: string): string {
+  return `async run(ctx) {
+    const s = globalThis.${name}
+    const label = ${label}
+    s.log.push('start ' + label + ' beside [' + [...s.running].join(' ') + ']')
+    s.running.add(label)
+    await new Promise((resolve) => s.gates.set(label, resolve))
+    s.running.delete(label)
+    s.log.push('end ' + label)
+    return null
+  },`
+}
+
 /** Another process on the same database and clock (a replica, or the service beside a CLI); closed by `cleanups`. */
 export async function openReplica(
   rt: { store: { url: string; schema: string | undefined }; dataDir: string },

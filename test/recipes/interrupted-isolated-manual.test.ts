@@ -9,7 +9,7 @@ import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { captureLogs } from '../helpers/log-capture.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
-import { processed, storeEvents, tempRecipesDir } from './helpers.ts'
+import { gatedRun, processed, storeEvents, tempRecipesDir, type GatedRuns } from './helpers.ts'
 
 /**
  * An interrupted event's retry runs with no other recipe beside it (test/recipes/interrupted-isolated.test.ts), and
@@ -18,24 +18,11 @@ import { processed, storeEvents, tempRecipesDir } from './helpers.ts'
  * one that hung the thread interrupted it, the retry's recipe charged the attempt. It waits for the retry, up to
  * MANUAL_RETRY_WAIT_MS, and is then refused (409) — never run after its request was answered.
  */
-interface Shared {
-  running: Set<string>
-  log: string[]
-  gates: Map<string, () => void>
-}
+type Shared = GatedRuns
 const shared = globalThis as unknown as { __sbAloneWithManual?: Shared }
 
 /** Notes what runs beside it, and waits until the test lets it go. */
-const RUN = `async run(ctx) {
-    const s = globalThis.__sbAloneWithManual
-    const label = ctx.name + ':' + (ctx.dryRun ? 'dry' : ctx.trigger.type)
-    s.log.push('start ' + label + ' beside [' + [...s.running].join(' ') + ']')
-    s.running.add(label)
-    await new Promise((resolve) => s.gates.set(label, resolve))
-    s.running.delete(label)
-    s.log.push('end ' + label)
-    return null
-  },`
+const RUN = gatedRun('__sbAloneWithManual', "ctx.name + ':' + (ctx.dryRun ? 'dry' : ctx.trigger.type)")
 
 describeEachDialect("Run now beside an interrupted event's retry", (dialect) => {
   let rt: TestRuntime

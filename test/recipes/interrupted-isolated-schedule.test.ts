@@ -7,7 +7,7 @@ import { createManualClock, type ManualClock } from '../../src/utils/clock.ts'
 import { processIdentity } from '../../src/utils/process-identity.ts'
 import { captureLogs } from '../helpers/log-capture.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
-import { processed, storeEvents, tempRecipesDir } from './helpers.ts'
+import { gatedRun, processed, storeEvents, tempRecipesDir, type GatedRuns } from './helpers.ts'
 
 /**
  * An interrupted event's retry runs with no other recipe beside it (test/recipes/interrupted-isolated.test.ts), so
@@ -15,24 +15,11 @@ import { processed, storeEvents, tempRecipesDir } from './helpers.ts'
  * tick that hung the thread interrupted the retry, and the retry's recipe was charged the attempt. A tick due while
  * such a retry runs waits for it and then runs; a retry due while a tick runs waits for the tick.
  */
-interface Shared {
-  running: Set<string>
-  log: string[]
-  gates: Map<string, () => void>
-}
+type Shared = GatedRuns
 const shared = globalThis as unknown as { __sbAloneWithTicks?: Shared }
 
 /** Notes what runs beside it, and waits until the test lets it go. */
-const RUN = `async run(ctx) {
-    const s = globalThis.__sbAloneWithTicks
-    const label = ctx.name + ':' + ctx.trigger.type
-    s.log.push('start ' + label + ' beside [' + [...s.running].join(' ') + ']')
-    s.running.add(label)
-    await new Promise((resolve) => s.gates.set(label, resolve))
-    s.running.delete(label)
-    s.log.push('end ' + label)
-    return null
-  },`
+const RUN = gatedRun('__sbAloneWithTicks', "ctx.name + ':' + ctx.trigger.type")
 
 let rt: TestRuntime | undefined
 const cleanups: Array<() => Promise<void> | void> = []
