@@ -104,9 +104,10 @@ export async function streamThrough(
     })
   }
   const headers: Record<string, string> = { authorization: `Bearer ${init.apiKey}`, accept: 'application/json' }
-  // What the caller asked for goes on as asked: a recording by a query or a route we do not know may be ranged.
-  // A compressed upload stays labelled as such: its bytes go on as they came.
-  for (const name of ['accept', 'content-type', 'content-encoding', 'idempotency-key', 'range', 'if-range']) {
+  // What the caller asked for goes on as asked: a recording by a query or a route we do not know may be ranged, or
+  // conditional (the provider's 304 comes back, with no body). A compressed upload stays labelled as such: its bytes
+  // go on as they came.
+  for (const name of ['accept', 'content-type', 'content-encoding', 'idempotency-key', 'range', 'if-range', 'if-none-match', 'if-modified-since', 'if-match', 'if-unmodified-since']) {
     const value = request.headers.get(name)
     if (value !== null) headers[name] = value
   }

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { ifNoneMatchMatches } from '../../src/proxy/if-none-match.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { ACME, proxyHarness, type ProxyHarness } from './helpers.ts'
+import { harnessPerTest } from './harness-per-test.ts'
 
 describe('ifNoneMatchMatches (RFC 9110 §13.1.2: weak comparison)', () => {
   it.each([
@@ -93,5 +94,25 @@ describeEachDialect('proxy recordings: If-None-Match', (dialect) => {
     await h.clock.advance(120_000)
     await h.stopSandbox()
     await expectNotModified(await h.request(path!, { headers: { 'if-none-match': etag } }), 'STALE', etag)
+  })
+})
+
+/** What the proxy only passes on (a recording asked with a query, a route it does not know): conditional as asked. */
+describeEachDialect('proxy: conditional requests it passes on', (dialect) => {
+  const { scripted } = harnessPerTest(dialect)
+
+  it('If-None-Match and If-Modified-Since reach the provider, and its 304 comes back with the ETag and no body', async () => {
+    const { h, up } = await scripted()
+    const seen: Array<Record<string, string | undefined>> = []
+    up.answer((req, _body, res) => {
+      seen.push({ 'if-none-match': req.headers['if-none-match'], 'if-modified-since': req.headers['if-modified-since'] })
+      res.writeHead(304, { etag: '"rec-v1"', 'cache-control': 'private, max-age=86400' })
+      res.end()
+    })
+    const since = 'Tue, 01 Dec 2026 10:00:00 GMT'
+    const res = await h.request('/v1/conversations/conv_1/recording?download=1', { headers: { 'if-none-match': '"rec-v1"', 'if-modified-since': since } })
+    expect([res.status, res.headers.get('x-cache'), res.headers.get('etag')]).toEqual([304, 'BYPASS', '"rec-v1"'])
+    expect((await res.arrayBuffer()).byteLength).toBe(0)
+    expect(seen).toEqual([{ 'if-none-match': '"rec-v1"', 'if-modified-since': since }])
   })
 })
