@@ -38,6 +38,23 @@ export const ok: SinkBehaviour = (_n, _req, res) => {
   res.writeHead(204).end()
 }
 
+/**
+ * Sink behaviours that hold their answers until `count` requests (across the sinks sharing it) have arrived, then
+ * give them all at once, so their outcomes land in one group commit (the recorder gathers for 20 ms). Later requests
+ * are answered at once.
+ */
+export function together(count: number): (answer: (res: http.ServerResponse) => void) => SinkBehaviour {
+  const held: Array<() => void> = []
+  let released = false
+  return (answer) => (_n, _req, res) => {
+    if (released) return answer(res)
+    held.push(() => answer(res))
+    if (held.length < count) return
+    released = true
+    for (const give of held.splice(0)) give()
+  }
+}
+
 /** A real HTTP server on loopback that records every request. */
 export async function startSink(behaviour: SinkBehaviour = ok, path = '/hooks'): Promise<Sink> {
   const requests: SinkRequest[] = []

@@ -1,4 +1,3 @@
-import type http from 'node:http'
 import { sql } from 'kysely'
 import { expect, it, vi } from 'vitest'
 import { deliveryId } from '../../src/destinations/sign.ts'
@@ -7,27 +6,10 @@ import type { Dialect } from '../../src/db/connect.ts'
 import type { Runtime } from '../../src/runtime.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { captureLogs } from '../helpers/log-capture.ts'
-import { adminHeaders, closedAfterEach, createForwardHarness, destination, makeEvent, WAIT, type ForwardHarness, type SinkBehaviour } from './helpers.ts'
+import { adminHeaders, closedAfterEach, createForwardHarness, destination, makeEvent, together, WAIT, type ForwardHarness } from './helpers.ts'
 
 // Real HTTP on a shared, busy machine.
 vi.setConfig({ testTimeout: 60_000 })
-
-/**
- * Sink behaviours that hold their answers until `count` requests (across the sinks sharing it) have arrived, then
- * give them all at once, so their outcomes land in one group commit (the recorder gathers for 20 ms). Later requests
- * are answered at once.
- */
-function together(count: number): (answer: (res: http.ServerResponse) => void) => SinkBehaviour {
-  const held: Array<() => void> = []
-  let released = false
-  return (answer) => (_n, _req, res) => {
-    if (released) return answer(res)
-    held.push(() => answer(res))
-    if (held.length < count) return
-    released = true
-    for (const give of held.splice(0)) give()
-  }
-}
 
 /** The first bytes of a gzip stream: a 500 with a compressed body, as some frameworks answer. */
 const GZIP_HEAD = Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03])
