@@ -56,6 +56,32 @@ export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: (
 
   /** Ends the waits of outcomes being written again when the worker stops (they give up at once). */
   const stopping = new AbortController()
+  /** How an outcome the database could not take for a moment is written again (src/utils/write-again.ts). */
+  const again = { tries: TRIES, everyMs: RETRY_MS, retryable: isMomentaryError, signal: stopping.signal }
+
+  /**
+   * Renews, before a write is tried again, the claims of the outcomes it holds, and returns the outcomes whose claims
+   * are still this worker's. It knows each claim by the end it was claimed or last renewed to — a renewal finds the
+   * claim by it — so one keeper serves a commit and the row-by-row writes after it.
+   */
+  function claimKeeper(): (held: AttemptRecord[]) => Promise<AttemptRecord[]> {
+    const claimEnds = new Map<string, number>()
+    const claimEnd = (r: AttemptRecord) => claimEnds.get(r.row.id) ?? r.row.claimed_until ?? 0
+    return async (held) => {
+      const renewed = await renewClaims(rt, owner, held.map((r) => ({ id: r.row.id, claimedUntil: claimEnd(r) })), rt.clock.now() + CLAIM_HOLD_MS)
+      const gone = held.filter((r) => !renewed.has(r.row.id))
+      if (gone.length > 0) {
+        // Not renewed: recorded after all (a commit whose answer the dropped connection lost), or lapsed and
+        // claimed since — by another replica, or here — whose holder records its own outcome.
+        rt.log.warn(
+          { deliveries: gone.length, delivery_ids: gone.slice(0, 20).map((r) => r.row.id) },
+          'delivery outcomes not written again: their claims are no longer this worker\'s (recorded after all, or lapsed and claimed again)',
+        )
+      }
+      for (const [id, end] of renewed) claimEnds.set(id, end)
+      return held.filter((r) => renewed.has(r.row.id))
+    }
+  }
 
   /**
    * Commits a batch. An outcome not committed is lost (its claim lapses and the delivery goes out again, at least
@@ -66,36 +92,19 @@ export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: (
    */
   async function commit(batch: AttemptRecord[]): Promise<void> {
     let held = batch
-    /** Each held delivery's claim as this process knows it: the end it was claimed or last renewed to. */
-    const claimEnds = new Map<string, number>()
-    const claimEnd = (r: AttemptRecord) => claimEnds.get(r.row.id) ?? r.row.claimed_until ?? 0
+    const stillHeld = claimKeeper()
     let wroteAgain = false
     let error: unknown
     try {
       await writeAgain(rt.clock, () => recordAttempts(rt, owner, held), {
-        tries: TRIES,
-        everyMs: RETRY_MS,
-        retryable: isMomentaryError,
-        signal: stopping.signal,
+        ...again,
         onFirstFailure: (failed) => {
           wroteAgain = true
           rt.log.warn({ deliveries: held.length, err: (failed as Error).message }, 'could not record delivery outcomes; trying again while their claims hold')
         },
         async stillOurs() {
           // What landed meanwhile goes with this try: it would fail alike on its own, its claim running out meanwhile.
-          held = held.concat(pending.splice(0))
-          const renewed = await renewClaims(rt, owner, held.map((r) => ({ id: r.row.id, claimedUntil: claimEnd(r) })), rt.clock.now() + CLAIM_HOLD_MS)
-          const gone = held.filter((r) => !renewed.has(r.row.id))
-          if (gone.length > 0) {
-            // Not renewed: recorded after all (a commit whose answer the dropped connection lost), or lapsed and
-            // claimed since — by another replica, or here — whose holder records its own outcome.
-            rt.log.warn(
-              { deliveries: gone.length, delivery_ids: gone.slice(0, 20).map((r) => r.row.id) },
-              'delivery outcomes not written again: their claims are no longer this worker\'s (recorded after all, or lapsed and claimed again)',
-            )
-          }
-          for (const [id, end] of renewed) claimEnds.set(id, end)
-          held = held.filter((r) => renewed.has(r.row.id))
+          held = await stillHeld(held.concat(pending.splice(0)))
           return held.length > 0
         },
       })
