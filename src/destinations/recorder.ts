@@ -39,6 +39,9 @@ const RETRY_MS = 1_000
 const TRIES = 5
 const CLAIM_HOLD_MS = 10_000
 
+/** Renews the claims of outcomes about to be written again; returns those still this worker's (`claimKeeper`). */
+type ClaimKeeper = (held: AttemptRecord[]) => Promise<AttemptRecord[]>
+
 export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: () => void): AttemptRecorder {
   const pending: AttemptRecord[] = []
   let flushing: Promise<void> | undefined
@@ -64,7 +67,7 @@ export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: (
    * are still this worker's. It knows each claim by the end it was claimed or last renewed to — a renewal finds the
    * claim by it — so one keeper serves a commit and the row-by-row writes after it.
    */
-  function claimKeeper(): (held: AttemptRecord[]) => Promise<AttemptRecord[]> {
+  function claimKeeper(): ClaimKeeper {
     const claimEnds = new Map<string, number>()
     const claimEnd = (r: AttemptRecord) => claimEnds.get(r.row.id) ?? r.row.claimed_until ?? 0
     return async (held) => {
@@ -88,7 +91,7 @@ export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: (
    * once), and every destination's outcomes share the commit. So a commit the database could not take for a moment is
    * written again (src/utils/write-again.ts) every RETRY_MS, TRIES in all, with the outcomes that landed meanwhile,
    * their claims renewed before each try — a claim no longer this process's is left out. A commit with a row the
-   * database refused (a sink's answer it cannot store) is written row by row: that row cannot take the others with it.
+   * database refused (a sink's answer it cannot store) is written row by row (`rowByRow`), each row written again alike.
    */
   async function commit(batch: AttemptRecord[]): Promise<void> {
     let held = batch
@@ -120,13 +123,42 @@ export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: (
       return
     }
     if (held.length === 1) return unrecorded(held[0]!, error)
+    await rowByRow(held, stillHeld)
+  }
+
+  /**
+   * Writes a refused commit's outcomes one by one, so the row the database refuses cannot take the others with it.
+   * Each is written again while the database cannot take it for a moment, as the commit was — its claim renewed by the
+   * commit's keeper, which knows the ends the commit's tries renewed it to — or a blip here would let it and every row
+   * after it lapse, and be delivered a second time. A momentary error is tried again before it is judged, and is never
+   * judged refused (a lock timeout, 55P03, is contended): a row out of tries means the database is away for the rest too.
+   */
+  async function rowByRow(held: AttemptRecord[], stillHeld: ClaimKeeper): Promise<void> {
     for (const [i, record] of held.entries()) {
+      let row = [record]
+      let wroteAgain = false
       try {
-        await recordAttempts(rt, owner, [record])
+        await writeAgain(rt.clock, () => recordAttempts(rt, owner, row), {
+          ...again,
+          onFirstFailure: (failed) => {
+            wroteAgain = true
+            rt.log.warn(
+              { delivery_id: record.row.id, event_id: record.row.event_id, err: (failed as Error).message },
+              'could not record a delivery outcome; trying again while its claim holds',
+            )
+          },
+          async stillOurs() {
+            row = await stillHeld(row)
+            return row.length > 0
+          },
+        })
+        if (wroteAgain) rt.log.info({ delivery_id: record.row.id }, 'recorded the delivery outcome once the database took it')
       } catch (failed) {
+        // No longer this worker's (logged by the keeper): the database answered, so the next row is written.
+        if (row.length === 0) continue
         unrecorded(record, failed)
         if (classifyStorageError(failed) === 'refused') continue
-        // The database went away meanwhile: the rest wait for their claims to lapse too.
+        // The database went away meanwhile, past the tries (or the worker is stopping): the rest lapse too.
         if (i + 1 < held.length) rt.log.error({ deliveries: held.length - i - 1, err: (failed as Error).message }, 'could not record delivery outcomes')
         return
       }

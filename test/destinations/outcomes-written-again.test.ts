@@ -3,12 +3,13 @@ import { expect, it, vi } from 'vitest'
 import { renewClaims } from '../../src/destinations/outbox.ts'
 import { deliveryId } from '../../src/destinations/sign.ts'
 import { startDeliveryWorker } from '../../src/destinations/worker.ts'
+import type { DestinationInput } from '../../src/config/destinations.ts'
 import type { Dialect } from '../../src/db/connect.ts'
 import type { Runtime } from '../../src/runtime.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { captureLogs } from '../helpers/log-capture.ts'
 import { createTestRuntime } from '../helpers/runtime.ts'
-import { closedAfterEach, createForwardHarness, destination, makeEvent, WAIT, type ForwardHarness } from './helpers.ts'
+import { closedAfterEach, createForwardHarness, destination, makeEvent, together, WAIT, type ForwardHarness } from './helpers.ts'
 
 // Real HTTP on a shared, busy machine.
 vi.setConfig({ testTimeout: 60_000 })
@@ -44,6 +45,54 @@ async function cutOutcomeWrites(rt: Runtime, dialect: Dialect): Promise<{ on(): 
   }
 }
 
+/**
+ * Makes the database refuse the attempt row of any attempt answered `refuse me` (a row-level error, as in
+ * unstorable-answers.test.ts), and drop the connection that writes a `delivered` outcome, as `cutOutcomeWrites` does,
+ * from the first refusal until `lift`: a commit refused for that row is written row by row, and those writes meet the
+ * cut. The refusal leaves its mark where its transaction's rollback does not undo it (a flag in this process on SQLite,
+ * a sequence on Postgres).
+ */
+async function cutOnceRefused(rt: Runtime, dialect: Dialect): Promise<{ lift(): Promise<void> }> {
+  if (dialect === 'sqlite') {
+    let refused = false
+    let lifted = false
+    const sqlite = rt.store.sqlite!
+    sqlite.function('test_refused', () => {
+      refused = true
+      return 0
+    })
+    sqlite.function('test_cut', () => {
+      if (refused && !lifted) throw Object.assign(new Error('unable to open database file'), { code: 'SQLITE_CANTOPEN' })
+      return 0
+    })
+    sqlite.exec(`create temp trigger test_refuse before insert on destination_attempts
+      when new.response = 'refuse me' begin select test_refused(); select raise(abort, 'refused by the test'); end;
+      create temp trigger test_cut before update of status on destination_deliveries
+      when new.status = 'delivered' begin select test_cut(); end`)
+    return { lift: async () => void (lifted = true) }
+  }
+  await sql`create sequence test_refusals`.execute(rt.store.db)
+  await sql`create table test_cut_lifted (lifted boolean)`.execute(rt.store.db)
+  await sql`create function test_refuse() returns trigger language plpgsql as $$
+    begin
+      if new.response = 'refuse me' then
+        perform nextval('test_refusals');
+        raise exception 'refused by the test' using errcode = 'check_violation';
+      end if;
+      return new;
+    end $$`.execute(rt.store.db)
+  await sql`create trigger test_refuse before insert on destination_attempts for each row execute function test_refuse()`.execute(rt.store.db)
+  await sql`create function test_cut() returns trigger language plpgsql as $$
+    begin
+      if (select is_called from test_refusals) and not exists (select 1 from test_cut_lifted) then
+        perform pg_terminate_backend(pg_backend_pid());
+      end if;
+      return new;
+    end $$`.execute(rt.store.db)
+  await sql`create trigger test_cut before update on destination_deliveries for each row when (new.status = 'delivered') execute function test_cut()`.execute(rt.store.db)
+  return { lift: async () => void (await sql`insert into test_cut_lifted values (true)`.execute(rt.store.db)) }
+}
+
 describeEachDialect('destinations: an outcome the database could not take for a moment', (dialect) => {
   let h: ForwardHarness | undefined
   const sink = closedAfterEach(() => {
@@ -52,14 +101,20 @@ describeEachDialect('destinations: an outcome the database could not take for a 
     return current
   })
 
-  /** A harness whose worker logs to lines the test reads, and the switch that cuts its outcome writes. */
-  async function setUp() {
-    const s = await sink()
-    h = await createForwardHarness(dialect, [destination(s)])
-    const cut = await cutOutcomeWrites(h.rt, dialect)
+  /** A harness whose worker logs to lines the test reads. */
+  async function loggedHarness(destinations: DestinationInput[]) {
+    h = await createForwardHarness(dialect, destinations)
     const logs = captureLogs('info')
     await h.worker.stop()
     h.worker = startDeliveryWorker({ ...h.rt, log: logs.log })
+    return { h, logs }
+  }
+
+  /** A logged harness with one destination, and the switch that cuts its outcome writes. */
+  async function setUp() {
+    const s = await sink()
+    const { h, logs } = await loggedHarness([destination(s)])
+    const cut = await cutOutcomeWrites(h.rt, dialect)
     return { s, h, cut, logs }
   }
 
@@ -105,6 +160,50 @@ describeEachDialect('destinations: an outcome the database could not take for a 
     // Still claimed: sent again once its claim lapses (at least once), as after a crash.
     expect(await h.rt.store.db.selectFrom('destination_deliveries').select(['status', 'claimed_by']).execute()).toEqual([{ status: 'pending', claimed_by: expect.any(String) }])
     expect(s.requests).toHaveLength(1)
+  })
+
+  it('outcomes written row by row after a refused commit are written again while the database cannot take them for a moment, and not sent again', async () => {
+    const all = together(3)
+    const refused = await sink(all((res) => res.writeHead(500).end('refuse me')))
+    const crm = await sink(all((res) => res.writeHead(204).end()))
+    const erp = await sink(all((res) => res.writeHead(204).end()))
+    const { h, logs } = await loggedHarness([
+      destination(refused, { name: 'refused', retryScheduleMs: [60_000] }),
+      destination(crm),
+      destination(erp, { name: 'erp' }),
+    ])
+    const cut = await cutOnceRefused(h.rt, dialect)
+    const event = makeEvent()
+    await h.ingest([event])
+    h.worker.wake()
+    // The three outcomes share a commit, which the database refuses for one row; written row by row, a delivered one
+    // meets the dropped connection.
+    await vi.waitFor(() => expect(logs.find(/^could not record a delivery outcome; trying again while its claim holds$/)).toHaveLength(1), WAIT)
+    await cut.lift()
+    await vi.waitFor(async () => {
+      await h.clock.advance(1_000)
+      expect((await h.status()).sort((a, b) => a.destination.localeCompare(b.destination))).toMatchObject([
+        { destination: 'crm', status: 'delivered', attempts: 1 },
+        { destination: 'erp', status: 'delivered', attempts: 1 },
+        { destination: 'refused', status: 'pending', attempts: 0 },
+      ])
+    }, WAIT)
+    // The row-by-row writes end: the refused row may come last.
+    await h.worker.idle()
+    const delivered = [deliveryId('crm', event.event_id), deliveryId('erp', event.event_id)]
+    const told = logs.find(/^could not record a delivery outcome; trying again while its claim holds$/)
+    expect(told).toMatchObject([{ delivery_id: expect.toBeOneOf(delivered), event_id: event.event_id }])
+    expect(told[0]!.err).toMatch(dialect === 'sqlite' ? /unable to open database file/ : /terminating connection due to administrator command|Connection terminated/)
+    expect(logs.find(/^recorded the delivery outcome once the database took it$/)).toMatchObject([{ delivery_id: told[0]!.delivery_id }])
+    // Only the refused one is left to its claim; none after it is.
+    expect(logs.find(/its claim lapses and it is sent again$/)).toMatchObject([{ delivery_id: deliveryId('refused', event.event_id) }])
+    expect(logs.find(/^could not record delivery outcomes$/)).toEqual([])
+    // Past every claim's lapse (timeoutMs + 15 s): the recorded ones do not go out again (the refused one does, at
+    // least once).
+    await h.clock.advance(30_000)
+    await h.worker.idle()
+    expect(crm.requests).toHaveLength(1)
+    expect(erp.requests).toHaveLength(1)
   })
 
   it('the claims renewed between tries are only those still held as this worker knows them, never shortened', async () => {
