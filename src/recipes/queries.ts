@@ -10,6 +10,7 @@ import { NON_TERMINAL_STATUSES, TERMINAL_STATUSES, WEBHOOK_EVENT_TYPES, type Web
 import { checkArgument, type ArgumentSite } from '../utils/argument-error.ts'
 import { MAX_DATE_MS } from '../utils/time-range.ts'
 import { toStoredConversation, type StoredConversation } from '../webhooks/read-model.ts'
+import { endedAt } from '../reports/day-of-conversation.ts'
 
 export type { StoredConversation }
 
@@ -135,14 +136,12 @@ export function createQueries(rt: Runtime): RecipeQueries {
       if (q.status !== undefined) query = query.where('status', 'in', list(q.status))
       if (q.agentId !== undefined) query = query.where('agent_id', '=', q.agentId)
       if (q.contactNumber !== undefined) query = query.where('contact_number', '=', q.contactNumber)
-      if (q.endedSince !== undefined) {
-        const since = ms(q.endedSince)
-        query = query.where((eb) => eb.or([eb('ended_at', '>=', since), eb.and([eb('ended_at', 'is', null), eb('updated_at', '>=', since)])]))
-      }
-      if (q.endedBefore !== undefined) {
-        const before = ms(q.endedBefore)
-        query = query.where((eb) => eb.or([eb('ended_at', '<', before), eb.and([eb('ended_at', 'is', null), eb('updated_at', '<', before)])]))
-      }
+      // When a call ended as the daily report files it (src/reports/day-of-conversation.ts): a finished call the provider
+      // sent without `ended_at` by its start plus its duration (else its event's time), one still under way by when it
+      // was first recorded. It was `updated_at` — moved by any later write (a recording's arrival, a reconciliation), so
+      // a call that ended days ago came back as "ended since yesterday" and a daily recipe acted on it again.
+      if (q.endedSince !== undefined) query = query.where(endedAt('', '>=', ms(q.endedSince)))
+      if (q.endedBefore !== undefined) query = query.where(endedAt('', '<', ms(q.endedBefore)))
       const rows = await query.orderBy('updated_at', 'desc').orderBy('conversation_id').limit(q.limit ?? 1000).execute()
       return rows.map(toStoredConversation)
     },

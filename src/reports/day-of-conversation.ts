@@ -24,3 +24,13 @@ export function inDay(prefix: Prefix, startMs: number, endMs: number): RawBuilde
   const instant = dayInstant(prefix)
   return sql<SqlBool>`((${ended} >= ${startMs} and ${ended} < ${endMs}) or (${ended} is null and ${instant} >= ${startMs} and ${instant} < ${endMs}))`
 }
+
+/**
+ * The conversations whose `dayInstant` is at or after `sinceMs` (`'>='`) or before `untilMs` (`'<'`): `ended_at` through
+ * its index, and among those with none, the instant that stands in for it — a recipe's `endedSince` / `endedBefore`.
+ */
+export function endedAt(prefix: Prefix, op: '>=' | '<', ms: number): RawBuilder<SqlBool> {
+  const ended = sql.ref(`${prefix}ended_at`)
+  const compare = sql.raw(op)
+  return sql<SqlBool>`((${ended} ${compare} ${ms}) or (${ended} is null and ${dayInstant(prefix)} ${compare} ${ms}))`
+}
