@@ -26,8 +26,8 @@ export function inDay(prefix: Prefix, startMs: number, endMs: number): RawBuilde
 }
 
 /**
- * The conversations whose `dayInstant` is at or after `sinceMs` (`'>='`) or before `untilMs` (`'<'`): `ended_at` through
- * its index, and among those with none, the instant that stands in for it — a recipe's `endedSince` / `endedBefore`.
+ * The conversations whose `dayInstant` is at or after `ms` (`'>='`) or before it (`'<'`): `ended_at` through its index,
+ * and among those with none, the instant that stands in for it — a recipe's `endedSince` / `endedBefore`.
  */
 export function endedAt(prefix: Prefix, op: '>=' | '<', ms: number): RawBuilder<SqlBool> {
   const ended = sql.ref(`${prefix}ended_at`)
