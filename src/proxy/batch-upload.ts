@@ -26,7 +26,8 @@ export type ScreenedUpload = { ok: true; request: Request } | { ok: false; reply
  * `invalid_request` naming its rows, without reaching the provider; otherwise the bytes go on exactly as they came
  * (a compressed upload stays compressed). What the proxy cannot read as a batch — not multipart, no `file`, no phone
  * column, not text — goes on unchanged too: the provider refuses it for the same reason, and it has no row to call.
- * Uploads streamed while they were read until 0.24.0 — unchecked.
+ * A multipart body it cannot parse is refused rather than sent unchecked. Until 0.24.0 the upload streamed to the
+ * provider unread.
  */
 export async function screenBatchUpload(rt: Runtime, request: Request): Promise<ScreenedUpload> {
   const refuse = (reply: Response): ScreenedUpload => ({ ok: false, reply: withCache(reply, 'BYPASS') })

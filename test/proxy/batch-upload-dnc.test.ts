@@ -107,4 +107,13 @@ describeEachDialect('proxy: a batch uploaded through /v1 is checked against the 
     expect(await (await h.request('/v1/batch-call', { method: 'POST', body: noFile })).json()).toEqual({ error: { type: 'invalid_request', message: 'file is required (a CSV with a customer_phone column)' } })
     expect(await (await h.request('/v1/batch-call', { method: 'POST', body: batchForm('first_name\nAsha\n') })).json()).toEqual({ error: { type: 'invalid_request', message: 'file must contain a customer_phone column' } })
   })
+
+  it('a multipart body switchboard cannot parse is refused, not sent unchecked', async () => {
+    h = await proxyHarness({ dialect })
+    const before = h.sandbox.stats().requests
+    const res = await h.request('/v1/batch-call', { method: 'POST', headers: { 'content-type': 'multipart/form-data' }, body: 'customer_phone\n+919876543241\n' })
+    expect(res.status).toBe(400)
+    expect((await res.json()).error.message).toMatch(/^the upload is not multipart\/form-data switchboard can read \(.+\): its numbers could not be checked against the do-not-call list, so it was not sent$/)
+    expect(h.sandbox.stats().requests).toBe(before)
+  })
 })
