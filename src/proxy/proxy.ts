@@ -143,6 +143,20 @@ export function createProxy(rt: Runtime): Proxy {
   }
 
   /**
+   * Before an answer that tells what the do-not-call list holds (a call or a batch row refused for a listed number):
+   * only a key the provider accepts learns it — confirmed lately, or now with the cheapest request. A made-up key got
+   * the refusal all the same, and could probe which numbers the team's list holds. Undefined when the answer may go;
+   * otherwise the 401 (a key the provider refuses) or the 502 (it cannot be asked, and never accepted this key).
+   */
+  async function unlessKeyAccepted(apiKey: string, tenant: string): Promise<Response | undefined> {
+    if (await keys.isConfirmed(tenant)) return undefined
+    const answer = await confirm(apiKey, tenant)
+    if (answer === 'rejected') return refusedKey()
+    if (answer === 'unknown' && !(await keys.wasEverAccepted(tenant))) return failureResponse({ failure: 'unreachable', message: 'cannot confirm the api key with the provider' })
+    return undefined
+  }
+
+  /**
    * Identical misses in flight at once share one upstream request (keyed by the cache key, so never across
    * tenants). Neither the requests joined to it nor the one that started it can cancel it: it belongs to none.
    */
@@ -349,6 +363,8 @@ export function createProxy(rt: Runtime): Proxy {
       return withCache(apiErrorResponse(503, 'internal_error', `switchboard cannot read its do-not-call file (${basename(error.file)}), so no call was placed; see its logs`), 'BYPASS')
     }
     if (blocked) {
+      const unaccepted = await unlessKeyAccepted(apiKey, tenant)
+      if (unaccepted) return unaccepted
       rt.log.info({ agent_id: checked.request.agent_id }, 'call refused: its number is on the do-not-call list')
       // An earlier attempt with this key got no answer: it may have placed the call. Not sent again (the number is on
       // the list now), and not said "not called" as if nothing had been.
@@ -437,7 +453,7 @@ export function createProxy(rt: Runtime): Proxy {
         return createCall(request, apiKey, tenant)
       case 'create_batch': {
         // The do-not-call list is checked before every batch row, as before every call: a listed row keeps the file here.
-        const screened = await screenBatchUpload(rt, request)
+        const screened = await screenBatchUpload(rt, request, { beforeListedRefusal: () => unlessKeyAccepted(apiKey, tenant) })
         if (!screened.ok) return screened.reply
         // The new batch's id may have been read as missing just before (ids are sequential): its 404 goes too.
         return streamThrough(rt, screened.request, { apiKey, pathAndQuery, onSuccess: async () => { await forgetTenantNotFound(rt, tenant); await invalidateLists(tenant, ['batch_list']) } })

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { afterEach, expect, it } from 'vitest'
 import { describeEachDialect } from '../helpers/db.ts'
-import { proxyHarness, type ProxyHarness } from './helpers.ts'
+import { MADE_UP, phoneCall, proxyHarness, type ProxyHarness } from './helpers.ts'
 
 /**
  * DESIGN.md's campaign rules check the do-not-call list "before every call and batch row". A `POST /v1/batch-call`
@@ -40,6 +40,8 @@ describeEachDialect('proxy: a batch uploaded through /v1 is checked against the 
     // The file's own national form of a listed number, and one listed in dnc.csv only.
     writeFileSync(join(h.rt.config.dataDir, 'dnc.csv'), '+919876543214\n')
     const csv = 'customer_phone,first_name\n+919876543210,Asha\n98765 43212,Ravi\n+919876543213,Meena\n+919876543214,Kiran\n'
+    // A key the provider has accepted lately (a read through the proxy): the refusal then needs nothing of it.
+    expect((await h.request('/v1/batch-calls?agent_id=101')).status).toBe(200)
     const before = h.sandbox.stats().requests
     const refused = await h.request('/v1/batch-call', { method: 'POST', body: batchForm(csv) })
     expect(refused.status).toBe(400)
@@ -58,6 +60,21 @@ describeEachDialect('proxy: a batch uploaded through /v1 is checked against the 
     expect(created.status).toBe(200)
     expect((await created.json()).data).toMatchObject({ name: 'spring', agent_id: 101, total_recipients: 2 })
     expect(await batches()).toBe(1)
+  })
+
+  // The refusal tells which numbers the team's list holds: a made-up key could probe it, call by call or a file at a time.
+  it('a key the provider refuses learns nothing of the list: 401, for a call as for a batch', async () => {
+    h = await proxyHarness({ dialect })
+    await listed('+919876543251')
+    const upload = await h.request('/v1/batch-call', { method: 'POST', body: batchForm('customer_phone\n+919876543251\n'), key: MADE_UP })
+    expect(upload.status).toBe(401)
+    expect(await upload.json()).toEqual({ error: { type: 'authentication_error', message: 'invalid or missing api key' } })
+    const call = await h.request('/v1/call', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(phoneCall('+919876543251')), key: MADE_UP })
+    expect(call.status).toBe(401)
+    expect(await batches()).toBe(0)
+    // The team's own key is told why.
+    expect((await h.request('/v1/batch-call', { method: 'POST', body: batchForm('customer_phone\n+919876543251\n') })).status).toBe(400)
+    expect((await h.call(phoneCall('+919876543251'))).status).toBe(400)
   })
 
   it('one listed row is named as such; past ten rows the rest are counted', async () => {
