@@ -9,6 +9,7 @@ import { ContactsError, readContacts } from '../campaigns/read-contacts.ts'
 import { apiErrorResponse } from '../upstream/api-error.ts'
 import { printable } from '../utils/printable.ts'
 import { readLimited } from '../utils/read-limited.ts'
+import { uploadCancelled, uploadTooLarge } from './stream-through.ts'
 import { withCache } from './upstream.ts'
 
 /** Numbers checked against the list per round: bounded memory, whatever the file's size. */
@@ -39,15 +40,13 @@ export async function screenBatchUpload(
 ): Promise<ScreenedUpload> {
   const refuse = (reply: Response): ScreenedUpload => ({ ok: false, reply: withCache(reply, 'BYPASS') })
   const max = rt.config.proxy.maxUploadBytes
-  // The rest of the body is not read: the connection closes after the 413, so the client stops sending it.
-  const tooLarge = () => refuse(apiErrorResponse(413, 'invalid_request', `request body is larger than ${max} bytes (PROXY_MAX_UPLOAD_BYTES)`, { headers: { connection: 'close' } }))
+  const tooLarge = (): ScreenedUpload => ({ ok: false, reply: uploadTooLarge(max) })
   if (Number(request.headers.get('content-length') ?? 0) > max) return tooLarge()
   let read: Awaited<ReturnType<typeof readLimited>>
   try {
     read = await readLimited(request.body, max)
   } catch (error) {
-    rt.log.info({ path: '/v1/batch-call', err: (error as Error).message }, 'proxy upload ended by its caller before its body was whole; the provider was not given a whole request')
-    return refuse(apiErrorResponse(400, 'invalid_request', 'the request body ended before it was whole (the upload was cancelled)'))
+    return { ok: false, reply: uploadCancelled(rt, '/v1/batch-call', { err: (error as Error).message }) }
   }
   if (!read.ok) return tooLarge()
   // Read into an ArrayBuffer of its own (never a SharedArrayBuffer): typed as such for the Fetch API's BodyInit.

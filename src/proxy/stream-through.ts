@@ -49,6 +49,17 @@ function toHeaders(raw: IncomingMessage['headers']): Headers {
 /** The most of an error answer read to tell whether it is the provider's error body (those are a few hundred bytes). */
 const MAX_ERROR_BODY_BYTES = 64 * 1024
 
+/** The 413 for an upload past PROXY_MAX_UPLOAD_BYTES; the connection closes after it, so the client stops sending. */
+export function uploadTooLarge(max: number): Response {
+  return withCache(apiErrorResponse(413, 'invalid_request', `request body is larger than ${max} bytes (PROXY_MAX_UPLOAD_BYTES)`, { headers: { connection: 'close' } }), 'BYPASS')
+}
+
+/** An upload its caller ended before its body was whole: logged at info (the caller's doing, not the provider's), and a 400. */
+export function uploadCancelled(rt: Runtime, path: string, fields: Record<string, unknown> = {}): Response {
+  rt.log.info({ path, ...fields }, 'proxy upload ended by its caller before its body was whole; the provider was not given a whole request')
+  return withCache(apiErrorResponse(400, 'invalid_request', 'the request body ended before it was whole (the upload was cancelled)'), 'BYPASS')
+}
+
 /**
  * Forwards a request whose body may be large (multipart CSV or audio, or anything under /v1 we do not
  * know) chunk by chunk: nothing is buffered, so memory stays flat whatever the size. The body is counted
@@ -63,8 +74,7 @@ export async function streamThrough(
   const max = rt.config.proxy.maxUploadBytes
   // The rest of the body is not read: the connection closes after the 413, so the client stops sending it (a kept
   // connection would wait for every byte it declared, or drain them unread).
-  const tooLarge = () =>
-    withCache(apiErrorResponse(413, 'invalid_request', `request body is larger than ${max} bytes (PROXY_MAX_UPLOAD_BYTES)`, { headers: { connection: 'close' } }), 'BYPASS')
+  const tooLarge = () => uploadTooLarge(max)
   const declared = request.headers.get('content-length')
   if (declared !== null && Number(declared) > max) return tooLarge()
 
@@ -157,10 +167,7 @@ export async function streamThrough(
     if (overLimit) return tooLarge()
     // Only our own read of the caller's body failing says the caller went: when the provider drops the connection,
     // the pipe cancels the body we read, and that aborts `request.signal` too.
-    if (callerFailed) {
-      rt.log.info({ path: init.pathAndQuery.split('?')[0], received }, 'proxy upload ended by its caller before its body was whole; the provider was not given a whole request')
-      return withCache(apiErrorResponse(400, 'invalid_request', 'the request body ended before it was whole (the upload was cancelled)'), 'BYPASS')
-    }
+    if (callerFailed) return uploadCancelled(rt, init.pathAndQuery.split('?')[0]!, { received })
     const failure = deadline.signal.aborted ? { ok: false as const, failure: 'timeout' as const, message: `the provider did not answer within ${timeoutMs} ms` } : failureOf(error, timeoutMs)
     record(0, failure.message)
     return failureResponse(failure)
