@@ -1,7 +1,7 @@
 import { mkdtempSync, readdirSync, rmSync, statSync, utimesSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { loadConfig } from '../../src/config/load.ts'
 import { openStore } from '../../src/db/connect.ts'
 import { ABANDONED_DOWNLOAD_MS, createRecordingCache } from '../../src/proxy/recordings.ts'
@@ -10,24 +10,13 @@ import { createManualClock } from '../../src/utils/clock.ts'
 import { createSilentLogger } from '../../src/utils/logger.ts'
 import { createSeededRandom } from '../../src/utils/random.ts'
 import { createTestRuntime } from '../helpers/runtime.ts'
-import { ACME, proxyHarness, type ProxyHarness } from './helpers.ts'
-import { gate, scriptedUpstream, type ScriptedUpstream } from './scripted-upstream.ts'
+import { ACME, type ProxyHarness } from './helpers.ts'
+import { gate, type ScriptedUpstream } from './scripted-upstream.ts'
+import { harnessPerTest } from './harness-per-test.ts'
 
 /** Recordings on a MISS stream to the caller as they arrive; the disk cache and its budget never stand in the way. */
 describe('proxy recordings: streamed, ranged and budgeted', () => {
-  let h: ProxyHarness | undefined
-  let up: ScriptedUpstream | undefined
-  afterEach(async () => {
-    await h?.close()
-    await up?.close()
-    h = undefined
-    up = undefined
-  })
-
-  const scripted = async (env: Record<string, string> = {}) => {
-    h = await proxyHarness({ env, upstreamUrl: async (sandboxUrl) => (up = await scriptedUpstream(sandboxUrl)).url })
-    return { h, up: up! }
-  }
+  const { scripted } = harnessPerTest('sqlite')
   const audio = (size: number, fill: number) => {
     const bytes = Buffer.alloc(size, fill)
     bytes.write('RIFF', 0)
