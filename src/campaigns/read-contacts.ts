@@ -52,13 +52,21 @@ export const PHONE_ALIASES = [
 ]
 
 /**
+ * Why a file is no contact list: it has no phone column (or no header at all), or it could not be read through —
+ * not text, a CSV its parser gives up on, gone. Rows before an unreadable part may already have been read.
+ */
+export type ContactsErrorKind = 'no-phone-column' | 'unreadable'
+
+/**
  * A CSV that cannot be read as a contact list (as opposed to a bad row, which is a reject). Its message is
  * one printable line: it may quote what the file holds, and a binary file must not reach the terminal raw.
  */
 export class ContactsError extends Error {
   override readonly name = 'ContactsError'
-  constructor(message: string) {
+  readonly kind: ContactsErrorKind
+  constructor(message: string, kind: ContactsErrorKind = 'unreadable') {
     super(printable(message, 500))
+    this.kind = kind
   }
 }
 
@@ -251,6 +259,7 @@ export async function* readContacts(source: ContactsSource, options: ReadContact
           const found = headers.filter(Boolean).join(', ') || 'no columns'
           throw new ContactsError(
             `${name} has no phone column: name one "customer_phone" (or phone, mobile, contact_number, msisdn); found: ${found}`,
+            'no-phone-column',
           )
         }
         continue
@@ -294,5 +303,5 @@ export async function* readContacts(source: ContactsSource, options: ReadContact
     text.destroy()
     input.destroy()
   }
-  if (!headers) throw new ContactsError(`${name} is empty: expected a header row with a "customer_phone" column`)
+  if (!headers) throw new ContactsError(`${name} is empty: expected a header row with a "customer_phone" column`, 'no-phone-column')
 }

@@ -25,10 +25,11 @@ export type ScreenedUpload = { ok: true; request: Request } | { ok: false; reply
  * past it as before — and its CSV read as a recipe reads a contacts file (src/campaigns/read-contacts.ts: the
  * `customer_phone` column, UTF-16 and Latin-1 exports, `;` delimiters). A file with a listed number is refused, 400
  * `invalid_request` naming its rows, without reaching the provider; otherwise the bytes go on exactly as they came
- * (a compressed upload stays compressed). What the proxy cannot read as a batch — not multipart, no `file`, no phone
- * column, not text — goes on unchanged too: the provider refuses it for the same reason, and it has no row to call.
- * A multipart body it cannot parse is refused rather than sent unchecked. Until 0.24.0 the upload streamed to the
- * provider unread.
+ * (a compressed upload stays compressed). What is no batch at all — not multipart, no `file`, no phone column —
+ * goes on unchanged too: the provider refuses it for the same reason, and it has no row to call. What could hold rows
+ * the proxy cannot read — a multipart body it cannot parse, a file that is not text or a CSV its reader gives up on
+ * (0.25.0; it went on unchecked before) — is refused rather than sent unchecked. Until 0.24.0 the upload streamed to
+ * the provider unread.
  */
 export async function screenBatchUpload(
   rt: Runtime,
@@ -70,8 +71,13 @@ export async function screenBatchUpload(
   try {
     ;({ rows, count } = await listedRows(rt, file))
   } catch (error) {
-    // No phone column, not text: nothing the provider could call either; it answers for the file as it is.
-    if (error instanceof ContactsError) return passOn()
+    // No phone column (or no header): nothing the provider could call either; it answers for the file as it is.
+    if (error instanceof ContactsError && error.kind === 'no-phone-column') return passOn()
+    // A file the reader gives up on part-way (an unclosed quote, binary bytes after the header): the provider's own
+    // reader may still call the rows it reads, so it is refused rather than sent unchecked.
+    if (error instanceof ContactsError) {
+      return refuse(apiErrorResponse(400, 'invalid_request', `${error.message}: its numbers could not be checked against the do-not-call list, so the batch was not uploaded`))
+    }
     if (!(error instanceof DncFileError)) throw error
     rt.log.error({ path: '/v1/batch-call', file: error.file, err: error.message }, 'batch upload refused: the do-not-call file cannot be read; nothing is uploaded until it can')
     return refuse(apiErrorResponse(503, 'internal_error', `switchboard cannot read its do-not-call file (${basename(error.file)}), so the batch was not uploaded; see its logs`))

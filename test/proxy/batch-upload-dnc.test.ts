@@ -125,6 +125,25 @@ describeEachDialect('proxy: a batch uploaded through /v1 is checked against the 
     expect(await (await h.request('/v1/batch-call', { method: 'POST', body: batchForm('first_name\nAsha\n') })).json()).toEqual({ error: { type: 'invalid_request', message: 'file must contain a customer_phone column' } })
   })
 
+  it('a file switchboard cannot read through — an unclosed quote, binary bytes — is refused, not sent unchecked', async () => {
+    h = await proxyHarness({ dialect })
+    await listed('+919876543212')
+    const before = h.sandbox.stats().requests
+    // The listed number is in a row before the part the reader gives up on: another reader could call it.
+    const unclosed = await h.request('/v1/batch-call', { method: 'POST', body: batchForm('customer_phone,name\n+919876543212,Asha\n+919876543213,"Ravi\n') })
+    expect(unclosed.status).toBe(400)
+    expect(unclosed.headers.get('x-cache')).toBe('BYPASS')
+    expect((await unclosed.json()).error).toEqual({
+      type: 'invalid_request',
+      message: expect.stringMatching(/^the uploaded file is not a readable CSV: .*Quote Not Closed.*: its numbers could not be checked against the do-not-call list, so the batch was not uploaded$/),
+    })
+    const binary = await h.request('/v1/batch-call', { method: 'POST', body: batchForm('customer_phone\n+919876543212\n\u0000\u0001\u0002') })
+    expect(binary.status).toBe(400)
+    expect((await binary.json()).error.message).toMatch(/^the uploaded file is not a CSV file: it looks like binary data .*: its numbers could not be checked against the do-not-call list, so the batch was not uploaded$/)
+    expect(h.sandbox.stats().requests).toBe(before)
+    expect(await batches()).toBe(0)
+  })
+
   it('a multipart body switchboard cannot parse is refused, not sent unchecked', async () => {
     h = await proxyHarness({ dialect })
     const before = h.sandbox.stats().requests
