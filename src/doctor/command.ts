@@ -9,9 +9,9 @@ import { defineCommand, JSON_OPTION } from '../cli-kit.ts'
 import { cliName } from '../utils/cli-name.ts'
 import { createSilentLogger } from '../utils/logger.ts'
 import { describeError, ok, problem, skipped, type CheckResult } from './check.ts'
-import { checkDatabase, checkDisk, checkRecipes, checkService, checkSmtp, checkUpstreamKey, checkWebhookUrl, serviceIsUp } from './checks.ts'
+import { checkDatabase, checkDataFolders, checkDisk, checkRecipes, checkService, checkSmtp, checkUpstreamKey, checkWebhookUrl, serviceIsUp } from './checks.ts'
 
-const CHECKS = ['configuration', 'database', 'recipes', 'smtp', 'upstream key', 'webhook url', 'disk', 'service'] as const
+const CHECKS = ['configuration', 'database', 'recipes', 'smtp', 'upstream key', 'webhook url', 'disk', 'folders', 'service'] as const
 
 /** Runs every check in order; a check that needs what an earlier one found broken is skipped with that reason. */
 export async function runDoctor(env: Record<string, string | undefined>, options: { loadWatch?: LoadWatch } = {}): Promise<CheckResult[]> {
@@ -22,7 +22,13 @@ export async function runDoctor(env: Record<string, string | undefined>, options
   // is one reason it cannot be opened, and the database line's own hint names it).
   let dataDir: string | undefined
   const skipRest = (reason: string) => {
-    for (const name of CHECKS) if (!results.some((r) => r.name === name)) results.push(name === 'disk' && dataDir !== undefined ? checkDisk(dataDir) : skipped(name, reason))
+    // The disk and the folders need no database either: a full disk or a folder another user made are reasons it cannot be opened.
+    const looked: Partial<Record<(typeof CHECKS)[number], (dir: string) => CheckResult>> = { disk: checkDisk, folders: checkDataFolders }
+    for (const name of CHECKS) {
+      if (results.some((r) => r.name === name)) continue
+      const look = looked[name]
+      results.push(look && dataDir !== undefined ? look(dataDir) : skipped(name, reason))
+    }
     return results
   }
   let config: Config
@@ -88,6 +94,7 @@ export async function runDoctor(env: Record<string, string | undefined>, options
     results.push(await guarded('upstream key', () => checkUpstreamKey(runtime, up)))
     results.push(await guarded('webhook url', () => checkWebhookUrl(runtime, up)))
     results.push(checkDisk(config.dataDir))
+    results.push(checkDataFolders(config.dataDir))
     results.push(await guarded('service', () => checkService(runtime, up)))
     return results
   } finally {
@@ -102,7 +109,7 @@ export const doctorCommand = defineCommand({
   name: 'doctor',
   runsRecipeCode: true,
   usage: '[--json]',
-  summary: 'check configuration, recipes, database, SMTP, the provider key and the webhook URL; one line each, exit 1 on a problem',
+  summary: 'check configuration, recipes, database, SMTP, the provider key, the webhook URL, the disk and the data folders; one line each, exit 1 on a problem',
   options: { json: JSON_OPTION },
   async run(ctx) {
     const results = await runDoctor(ctx.env, { loadWatch: cliLoadWatch() })

@@ -129,3 +129,25 @@ it("a do-not-call file (DATA_DIR/dnc.csv) this user may not read stops a batch w
   )
   expect(ran.code).toBe(1)
 }, 60_000)
+
+it('doctor names the data folders this user may not write in — the first with its owner and mode, the rest after it — and exits 1', async () => {
+  const dataDir = dataDirWith('outbox', 'inbox/failed')
+  chmodSync(join(dataDir, 'inbox'), 0o777)
+  shutOut(join(dataDir, 'outbox'), 'read')
+  shutOut(join(dataDir, 'inbox', 'failed'), 'read')
+  const checked = await run(['doctor'], { DATA_DIR: dataDir, RECIPES_TYPECHECK: 'false' })
+  expect(checked.out).toMatch(
+    new RegExp(
+      `^PROBLEM\\s+folders\\s+this user ${USER} may not write in ${escaped(join(dataDir, 'outbox'))} \\(owner uid \\d+, mode 0?[0-7]{3}\\): mail written without SMTP_URL \\(the daily report\\) fails; also ${escaped(join(dataDir, 'inbox', 'failed'))} → run switchboard as the user that owns it, or give this user access to it \\(chown or chmod\\)$`,
+      'm',
+    ),
+  )
+  expect(checked.out).toMatch(/^doctor: 1 problem\(s\) to fix/m)
+  expect(checked.code).toBe(1)
+
+  // Its folders open to it again: the line is ok.
+  chmodSync(join(dataDir, 'outbox'), 0o777)
+  chmodSync(join(dataDir, 'inbox', 'failed'), 0o777)
+  const fixed = await run(['doctor'], { DATA_DIR: dataDir, RECIPES_TYPECHECK: 'false' })
+  expect(fixed.out).toMatch(new RegExp(`^ok\\s+folders\\s+this user ${USER} may write in DATA_DIR and its folders$`, 'm'))
+}, 60_000)

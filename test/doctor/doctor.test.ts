@@ -45,7 +45,7 @@ describe('doctor', () => {
     const r = await doctor({})
     expect(r.stderr).toBe('')
     expect(r.code).toBe(0)
-    expect(r.lines).toHaveLength(9)
+    expect(r.lines).toHaveLength(10)
     expect(r.lines[0]).toMatch(/^ok\s+configuration\s+sandbox mode/)
     expect(r.lines[1]).toMatch(/^ok\s+database\s+sqlite reachable, migrations applied$/)
     expect(r.lines[2]).toMatch(/^ok\s+recipes\s+3 load \(daily-report, nightly-batch, no-answer-followup\)$/)
@@ -53,8 +53,9 @@ describe('doctor', () => {
     expect(r.lines[4]).toMatch(/^ok\s+upstream key\s+the sandbox demo key is accepted by http:\/\/127\.0\.0\.1:\d+\/sandbox$/)
     expect(r.lines[5]).toMatch(/^ok\s+webhook url\s+http:\/\/127\.0\.0\.1:\d+\/webhooks\/formant answers and accepts this secret \(WEBHOOK_SECRET from the environment\)$/)
     expect(r.lines[6]).toBe(`ok       disk           ${r.lines[6]!.match(/disk\s+(\S+ \S+) free/)![1]} free where DATA_DIR is (${dataDir})`)
-    expect(r.lines[7]).toMatch(/^ok\s+service\s+http:\/\/127\.0\.0\.1:\d+ is ready$/)
-    expect(r.lines[8]).toBe('doctor: no problems found')
+    expect(r.lines[7]).toMatch(/^ok\s+folders\s+this user \(.*uid \d+\) may write in DATA_DIR and its folders$/)
+    expect(r.lines[8]).toMatch(/^ok\s+service\s+http:\/\/127\.0\.0\.1:\d+ is ready$/)
+    expect(r.lines[9]).toBe('doctor: no problems found')
   })
 
   it('--json gives the same checks as objects', async () => {
@@ -63,7 +64,7 @@ describe('doctor', () => {
     const out = JSON.parse(r.stdout) as { ok: boolean; checks: Array<{ name: string; status: string; fix: string | null }> }
     expect(out.ok).toBe(true)
     expect(out.checks.map((c) => [c.name, c.status])).toEqual([
-      ['configuration', 'ok'], ['database', 'ok'], ['recipes', 'ok'], ['smtp', 'ok'], ['upstream key', 'ok'], ['webhook url', 'ok'], ['disk', 'ok'], ['service', 'ok'],
+      ['configuration', 'ok'], ['database', 'ok'], ['recipes', 'ok'], ['smtp', 'ok'], ['upstream key', 'ok'], ['webhook url', 'ok'], ['disk', 'ok'], ['folders', 'ok'], ['service', 'ok'],
     ])
   })
 
