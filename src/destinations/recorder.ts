@@ -134,7 +134,10 @@ export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: (
    * judged refused (a lock timeout, 55P03, is contended): a row out of tries means the database is away for the rest too.
    */
   async function rowByRow(held: AttemptRecord[], stillHeld: ClaimKeeper): Promise<void> {
-    for (const [i, record] of held.entries()) {
+    let waiting = held
+    while (waiting.length > 0) {
+      const record = waiting[0]!
+      waiting = waiting.slice(1)
       let row = [record]
       let wroteAgain = false
       try {
@@ -148,7 +151,11 @@ export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: (
             )
           },
           async stillOurs() {
-            row = await stillHeld(row)
+            // The rows after it wait meanwhile: their claims are renewed with its, or a few rows written again in turn
+            // would outlast them, and they would be delivered a second time although their outcomes were in hand.
+            const kept = new Set(await stillHeld([...row, ...waiting]))
+            waiting = waiting.filter((r) => kept.has(r))
+            row = row.filter((r) => kept.has(r))
             return row.length > 0
           },
         })
@@ -159,7 +166,7 @@ export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: (
         unrecorded(record, failed)
         if (classifyStorageError(failed) === 'refused') continue
         // The database went away meanwhile, past the tries (or the worker is stopping): the rest lapse too.
-        if (i + 1 < held.length) rt.log.error({ deliveries: held.length - i - 1, err: (failed as Error).message }, 'could not record delivery outcomes')
+        if (waiting.length > 0) rt.log.error({ deliveries: waiting.length, err: (failed as Error).message }, 'could not record delivery outcomes')
         return
       }
     }

@@ -206,6 +206,52 @@ describeEachDialect('destinations: an outcome the database could not take for a 
     expect(erp.requests).toHaveLength(1)
   })
 
+  it.runIf(dialect === 'sqlite')('outcomes waiting behind one written again keep their claims meanwhile: a database that flaps for a while sends nothing twice', async () => {
+    const names = ['crm', 'erp', 'billing', 'ledger', 'audit', 'warehouse']
+    const all = together(names.length + 1)
+    const refused = await sink(all((res) => res.writeHead(500).end('refuse me')))
+    const sinks = await Promise.all(names.map(() => sink(all((res) => res.writeHead(204).end()))))
+    const { h, logs } = await loggedHarness([
+      destination(refused, { name: 'refused', retryScheduleMs: [600_000] }),
+      ...sinks.map((s, i) => destination(s, { name: names[i]! })),
+    ])
+    // From the first refusal on, each delivered outcome's write fails four times (the database gone for a moment), then
+    // goes in: ~4 s a row written one by one, six rows in a line — past the claims (timeoutMs + 15 s) of the last ones.
+    let refusedOnce = false
+    const failures = new Map<string, number>()
+    const sqlite = h.rt.store.sqlite!
+    sqlite.function('test_refused', () => {
+      refusedOnce = true
+      return 0
+    })
+    sqlite.function('test_flap', (id: unknown) => {
+      const n = failures.get(String(id)) ?? 0
+      if (refusedOnce && n < 4) {
+        failures.set(String(id), n + 1)
+        throw Object.assign(new Error('unable to open database file'), { code: 'SQLITE_CANTOPEN' })
+      }
+      return 0
+    })
+    sqlite.exec(`create temp trigger test_refuse before insert on destination_attempts
+      when new.response = 'refuse me' begin select test_refused(); select raise(abort, 'refused by the test'); end;
+      create temp trigger test_flap before update of status on destination_deliveries
+      when new.status = 'delivered' begin select test_flap(new.id); end`)
+    await h.ingest([makeEvent()])
+    h.worker.wake()
+    await vi.waitFor(() => expect(logs.find(/^could not record a delivery outcome; trying again while its claim holds$/).length).toBeGreaterThan(0), WAIT)
+    await vi.waitFor(async () => {
+      await h.clock.advance(1_000)
+      const delivered = (await h.status()).filter((d) => d.status === 'delivered')
+      expect(delivered).toHaveLength(names.length)
+    }, { ...WAIT, timeout: 60_000 })
+    await h.worker.idle()
+    expect(logs.find(/claims are no longer this worker's/)).toEqual([])
+    // Past every claim's lapse: none of the six goes out again.
+    await h.clock.advance(60_000)
+    await h.worker.idle()
+    expect(sinks.map((s) => s.requests.length)).toEqual(names.map(() => 1))
+  })
+
   it('the claims renewed between tries are only those still held as this worker knows them, never shortened', async () => {
     const rt = await createTestRuntime({ dialect })
     try {
