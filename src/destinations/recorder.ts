@@ -68,8 +68,10 @@ export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: (
    * claim by it — so one keeper serves a commit and the row-by-row writes after it.
    */
   function claimKeeper(): ClaimKeeper {
-    const claimEnds = new Map<string, number>()
-    const claimEnd = (r: AttemptRecord) => claimEnds.get(r.row.id) ?? r.row.claimed_until ?? 0
+    // By outcome, not by delivery: a delivery whose earlier outcome was given up (refused, its claim left to lapse) is
+    // claimed and sent again, and its new outcome joins the same writes under a claim of its own.
+    const claimEnds = new Map<AttemptRecord, number>()
+    const claimEnd = (r: AttemptRecord) => claimEnds.get(r) ?? r.row.claimed_until ?? 0
     return async (held) => {
       const renewed = await renewClaims(rt, owner, held.map((r) => ({ id: r.row.id, claimedUntil: claimEnd(r) })), rt.clock.now() + CLAIM_HOLD_MS)
       const gone = held.filter((r) => !renewed.has(r.row.id))
@@ -81,8 +83,9 @@ export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: (
           'delivery outcomes not written again: their claims are no longer this worker\'s (recorded after all, or lapsed and claimed again)',
         )
       }
-      for (const [id, end] of renewed) claimEnds.set(id, end)
-      return held.filter((r) => renewed.has(r.row.id))
+      const kept = held.filter((r) => renewed.has(r.row.id))
+      for (const r of kept) claimEnds.set(r, renewed.get(r.row.id)!)
+      return kept
     }
   }
 
@@ -151,8 +154,10 @@ export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: (
             )
           },
           async stillOurs() {
-            // The rows after it wait meanwhile: their claims are renewed with its, or a few rows written again in turn
-            // would outlast them, and they would be delivered a second time although their outcomes were in hand.
+            // The rows after it wait meanwhile, and so do the outcomes that landed since (they join this pass, as they
+            // join a commit's next try): their claims are renewed with its, or a few rows written again in turn would
+            // outlast them, and they would be delivered a second time although their outcomes were in hand.
+            waiting = waiting.concat(pending.splice(0))
             const kept = new Set(await stillHeld([...row, ...waiting]))
             waiting = waiting.filter((r) => kept.has(r))
             row = row.filter((r) => kept.has(r))

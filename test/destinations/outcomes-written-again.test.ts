@@ -239,17 +239,21 @@ describeEachDialect('destinations: an outcome the database could not take for a 
     await h.ingest([makeEvent()])
     h.worker.wake()
     await vi.waitFor(() => expect(logs.find(/^could not record a delivery outcome; trying again while its claim holds$/).length).toBeGreaterThan(0), WAIT)
+    // A second event meanwhile: its outcomes land while the first pass is still going, and wait for it.
+    await h.ingest([makeEvent()])
+    h.worker.wake()
+    await vi.waitFor(() => expect(sinks.map((s) => s.requests.length)).toEqual(names.map(() => 2)), WAIT)
     await vi.waitFor(async () => {
       await h.clock.advance(1_000)
       const delivered = (await h.status()).filter((d) => d.status === 'delivered')
-      expect(delivered).toHaveLength(names.length)
+      expect(delivered).toHaveLength(2 * names.length)
     }, { ...WAIT, timeout: 60_000 })
     await h.worker.idle()
     expect(logs.find(/claims are no longer this worker's/)).toEqual([])
-    // Past every claim's lapse: none of the six goes out again.
+    // Past every claim's lapse: none of the twelve goes out again.
     await h.clock.advance(60_000)
     await h.worker.idle()
-    expect(sinks.map((s) => s.requests.length)).toEqual(names.map(() => 1))
+    expect(sinks.map((s) => s.requests.length)).toEqual(names.map(() => 2))
   })
 
   it('the claims renewed between tries are only those still held as this worker knows them, never shortened', async () => {
