@@ -30,6 +30,8 @@ import { explainListenError } from './utils/listen-error.ts'
 import { localOrigin } from './utils/local-origin.ts'
 import { cliName } from './utils/cli-name.ts'
 import { describeLeftInSqlite, leftInSqlite } from './db/left-in-sqlite.ts'
+import { BLOCKED_FOLDER_FIX, blockedDataFolders } from './utils/data-folders.ts'
+import { processUser } from './utils/owner-and-mode.ts'
 
 
 /** Per-process hooks the operations endpoints read (the processing thread's metrics, when there is one). */
@@ -278,6 +280,11 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     if (showsAdminToken(banner)) markAdminTokenShown(rt.config.dataDir)
   }
   rt.log.info({ url, role, sandbox: rt.config.sandboxMode, database: rt.store.dialect, processing: role === 'receiver' ? 'none' : opsState(rt).thread ? 'thread' : 'inline' }, 'switchboard ready')
+  // A folder of DATA_DIR this user may not write in (made by a command run as another user), said at start rather than
+  // at the first report mailed to the outbox or the first batch file parked in inbox/failed/ (doctor says it too).
+  for (const folder of blockedDataFolders(rt.config.dataDir)) {
+    rt.log.warn({ folder: folder.path, ...(folder.owned ? { owner_mode: folder.owned } : {}) }, `this user (${processUser()}) may not write in ${folder.path}: ${folder.what} — ${BLOCKED_FOLDER_FIX}`)
+  }
   // A move to Postgres that left the SQLite database's do-not-call list and history behind, said at every start.
   const left = await leftInSqlite(rt.config.dataDir, rt.store)
   if (left) {

@@ -1,5 +1,4 @@
-import { constants as fsConstants, existsSync, statfsSync } from 'node:fs'
-import { join } from 'node:path'
+import { existsSync, statfsSync } from 'node:fs'
 import type { Config } from '../config/load.ts'
 import { isMigrated, ping, type Store } from '../db/connect.ts'
 import { describeLeftInSqlite, leftInSqlite } from '../db/left-in-sqlite.ts'
@@ -12,7 +11,8 @@ import { VoiceApiError } from '../upstream/errors.ts'
 import { signFormant } from '../webhooks/verify.ts'
 import { describeError, ok, problem, skipped, type CheckResult } from './check.ts'
 import { localOrigin } from '../utils/local-origin.ts'
-import { mayAccess, ownerAndMode, processUser } from '../utils/owner-and-mode.ts'
+import { processUser } from '../utils/owner-and-mode.ts'
+import { BLOCKED_FOLDER_FIX, blockedDataFolders } from '../utils/data-folders.ts'
 
 /** Reachable and migrated (and, on Postgres, no SQLite database left in `dataDir` with what it lacks); the store is closed by the caller. `cli` is how hints name the CLI (src/utils/cli-name.ts). */
 export async function checkDatabase(store: Store, cli = 'switchboard', dataDir?: string): Promise<CheckResult> {
@@ -179,38 +179,13 @@ export function checkDisk(dataDir: string, minFreeBytes = MIN_FREE_BYTES): Check
   return ok('disk', `${shown} free where DATA_DIR is (${dataDir})`)
 }
 
-/**
- * DATA_DIR and the folders the service writes in below it, each with what fails there when this user may not write in
- * it. The usual cause is a second user: a command run as root made `outbox/` or `inbox/failed/`, and the service's own
- * user then fails at the first report or the first unreadable batch file — hours after a start that said nothing.
- */
-const DATA_FOLDERS: ReadonlyArray<readonly [string, string]> = [
-  ['', 'the database, the webhook secret and every folder below'],
-  ['outbox', 'mail written without SMTP_URL (the daily report) fails'],
-  ['recordings', 'serve refuses to start (recordings the proxy keeps)'],
-  ['recordings/tmp', 'serve refuses to start (recordings the proxy keeps)'],
-  ['inbox', 'batch files dropped in for nightly-batch are not moved on, and fail again every run'],
-  ['inbox/done', 'batch files dropped in for nightly-batch are not moved on, and fail again every run'],
-  ['inbox/failed', 'batch files dropped in for nightly-batch are not moved on, and fail again every run'],
-  ['inbox/waiting', 'contacts outside their calling hours cannot be kept for later'],
-]
-
-/** Whether this user may list, read and write in DATA_DIR and each of its folders that exists (a folder not made yet is made by the first use). */
+/** Whether this user may list, read and write in DATA_DIR and each of its folders that exists (src/utils/data-folders.ts). */
 export function checkDataFolders(dataDir: string): CheckResult {
   if (!existsSync(dataDir)) return skipped('folders', `${dataDir} does not exist yet: the first start makes it`)
-  // A folder inside one this user may not enter does not "exist" to it: the folder in the way is the one named.
-  const blocked = DATA_FOLDERS.map(([sub, what]) => ({ path: sub ? join(dataDir, sub) : dataDir, what })).filter(
-    (folder) => existsSync(folder.path) && !mayAccess(folder.path, fsConstants.R_OK | fsConstants.W_OK | fsConstants.X_OK),
-  )
-  const first = blocked[0]
+  const [first, ...rest] = blockedDataFolders(dataDir)
   if (!first) return ok('folders', `this user (${processUser()}) may write in DATA_DIR and its folders`)
-  const owned = ownerAndMode(first.path)
-  const more = blocked.length > 1 ? `; also ${blocked.slice(1).map((f) => f.path).join(', ')}` : ''
-  return problem(
-    'folders',
-    `this user (${processUser()}) may not write in ${first.path}${owned ? ` (${owned})` : ''}: ${first.what}${more}`,
-    'run switchboard as the user that owns it, or give this user access to it (chown or chmod)',
-  )
+  const more = rest.length > 0 ? `; also ${rest.map((f) => f.path).join(', ')}` : ''
+  return problem('folders', `this user (${processUser()}) may not write in ${first.path}${first.owned ? ` (${first.owned})` : ''}: ${first.what}${more}`, BLOCKED_FOLDER_FIX)
 }
 
 function formatBytes(bytes: number): string {

@@ -151,3 +151,31 @@ it('doctor names the data folders this user may not write in — the first with 
   const fixed = await run(['doctor'], { DATA_DIR: dataDir, RECIPES_TYPECHECK: 'false' })
   expect(fixed.out).toMatch(new RegExp(`^ok\\s+folders\\s+this user ${USER} may write in DATA_DIR and its folders$`, 'm'))
 }, 60_000)
+
+it('serve says at start which data folders this user may not write in — the outbox, the inbox — and runs on', async () => {
+  const dataDir = dataDirWith('outbox', 'inbox')
+  shutOut(join(dataDir, 'outbox'), 'read')
+  const spawned = asAnotherUser(['serve'], childEnv({ PORT: '0', WEBHOOK_SECRET: 'whsec_other_user', ADMIN_TOKEN: 'other-user-admin-token-0123456789', DATA_DIR: dataDir, LOG_LEVEL: 'info' }))
+  try {
+    await expect.poll(() => spawned.stdout(), { timeout: 30_000, interval: 100 }).toMatch(/"msg":"switchboard ready"/)
+    const warned = spawned
+      .stdout()
+      .split('\n')
+      .filter((line) => line.includes('may not write in'))
+      .map((line) => JSON.parse(line) as { level: number; folder: string; owner_mode?: string; msg: string })
+    const said = (folder: string, what: string) => ({
+      level: 40,
+      time: expect.any(Number),
+      folder,
+      owner_mode: expect.stringMatching(/^owner uid \d+, mode 0?[0-7]{3}$/),
+      msg: expect.stringMatching(new RegExp(`^this user ${USER} may not write in ${escaped(folder)}: ${what} — run switchboard as the user that owns it, or give this user access to it \\(chown or chmod\\)$`)),
+    })
+    expect(warned).toEqual([
+      said(join(dataDir, 'outbox'), 'mail written without SMTP_URL \\(the daily report\\) fails'),
+      said(join(dataDir, 'inbox'), 'batch files dropped in for nightly-batch are not moved on, and fail again every run'),
+    ])
+  } finally {
+    spawned.child.kill('SIGTERM')
+    await spawned.exited
+  }
+}, 60_000)

@@ -95,6 +95,5 @@ export const NOBODY = 65534
 export function asAnotherUser(args: string[], env: Record<string, string | undefined>): Spawned {
   const bin = join(ROOT, 'src/bin.mjs')
   if (process.getuid?.() !== 0) return spawnCollecting(process.execPath, [bin, ...args], env)
-  const asNobody = `process.setgid(${NOBODY}); process.setuid(${NOBODY}); process.argv.splice(1, 0, ${JSON.stringify(bin)}); await import(${JSON.stringify(bin)})`
-  return spawnCollecting(process.execPath, ['--input-type=module', '-e', asNobody, ...args], env)
+  return spawnCollecting(process.execPath, [join(ROOT, 'test/cli/as-nobody.mjs'), bin, ...args], env)
 }

@@ -5,7 +5,7 @@ import { afterEach, expect, it } from 'vitest'
 import { ConfigError, ensureSandboxSecret } from '../../src/config/load.ts'
 import { resolveConfig } from '../../src/config/file.ts'
 import { main } from '../../src/cli.ts'
-import { childEnv, ROOT, spawnCollecting } from './processes.ts'
+import { asAnotherUser as spawnAsAnotherUser, childEnv } from './processes.ts'
 
 /**
  * In sandbox mode with no WEBHOOK_SECRET the service keeps a secret of its own in DATA_DIR/webhook-secret, made 0600 by
@@ -13,8 +13,6 @@ import { childEnv, ROOT, spawnCollecting } from './processes.ts'
  * with Node's bare `EACCES: permission denied, open '…/webhook-secret'` (exit 1): now one line naming the file, what is
  * wrong and the three ways out, exit 2 — `serve` refusing to start the same way.
  */
-const BIN = join(ROOT, 'src/bin.mjs')
-const NOBODY = 65534
 const asRoot = process.getuid?.() === 0
 const dirs: string[] = []
 afterEach(() => {
@@ -38,9 +36,7 @@ async function dataDirWithSecret(): Promise<string> {
  */
 async function asAnotherUser(args: string[], dataDir: string) {
   const env = childEnv({ DATA_DIR: dataDir, PORT: '0', ADMIN_TOKEN: 'secret-owner-admin-token-0123456789' })
-  const spawned = asRoot
-    ? spawnCollecting(process.execPath, ['--input-type=module', '-e', `process.setgid(${NOBODY}); process.setuid(${NOBODY}); process.argv.splice(1, 0, ${JSON.stringify(BIN)}); await import(${JSON.stringify(BIN)})`, ...args], env)
-    : spawnCollecting(process.execPath, [BIN, ...args], env)
+  const spawned = spawnAsAnotherUser(args, env)
   const { code } = await spawned.exited
   return { code, out: spawned.stdout(), err: spawned.stderr() }
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, expect, it } from 'vitest'
 import { freePort } from '../helpers/serve-child.ts'
-import { childEnv, descendants, isAlive, ROOT, spawnCollecting, type Spawned } from './processes.ts'
+import { asAnotherUser, childEnv, descendants, isAlive, ROOT, spawnCollecting, type Spawned } from './processes.ts'
 
 /**
  * Two ways `serve` once started half-way: on a database it may only read (made by root, say), where it said ready and
@@ -18,13 +18,10 @@ afterEach(async () => {
 })
 
 const BIN = join(ROOT, 'src/bin.mjs')
-const NOBODY = 65534
 
 /** `node src/bin.mjs …` — as `nobody` when the tests run as root (root writes any file), so file modes bite. */
 function switchboard(args: string[], env: Record<string, string>): Spawned {
-  if (process.getuid?.() !== 0) return spawnCollecting(process.execPath, [BIN, ...args], childEnv(env))
-  const asNobody = `process.setgid(${NOBODY}); process.setuid(${NOBODY}); process.argv.splice(1, 0, ${JSON.stringify(BIN)}); await import(${JSON.stringify(BIN)})`
-  return spawnCollecting(process.execPath, ['--input-type=module', '-e', asNobody, ...args], childEnv(env))
+  return asAnotherUser(args, childEnv(env))
 }
 
 it('a database this process may only read stops serve before it starts: exit 1, one line naming it', async () => {
