@@ -8,14 +8,14 @@ import { mayAccess, ownerAndMode } from './owner-and-mode.ts'
  * user then fails at the first report or the first unreadable batch file — hours after a start that said nothing.
  */
 const DATA_FOLDERS: ReadonlyArray<readonly [string, string]> = [
-  ['', 'the database, the webhook secret and every folder below'],
+  ['', 'everything kept there fails (the database, the webhook secret, the folders below)'],
   ['outbox', 'mail written without SMTP_URL (the daily report) fails'],
-  ['recordings', 'serve refuses to start (recordings the proxy keeps)'],
-  ['recordings/tmp', 'serve refuses to start (recordings the proxy keeps)'],
+  ['recordings', 'serve refuses to start (the proxy keeps recordings there)'],
+  ['recordings/tmp', 'serve refuses to start (the proxy keeps recordings there)'],
   ['inbox', 'batch files dropped in for nightly-batch are not moved on, and fail again every run'],
   ['inbox/done', 'batch files dropped in for nightly-batch are not moved on, and fail again every run'],
   ['inbox/failed', 'batch files dropped in for nightly-batch are not moved on, and fail again every run'],
-  ['inbox/waiting', 'contacts outside their calling hours cannot be kept for later'],
+  ['inbox/waiting', 'contacts outside their calling hours cannot be kept there for later'],
 ]
 
 /** A folder of DATA_DIR this user may not list, read and write in: where, what fails there, and its owner and mode. */
