@@ -615,7 +615,9 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
           watcher = watch(dir, () => scheduleReload())
           watcher.on('error', (error) => log.warn({ err: error, dir }, 'watching the recipes folder failed; edits are picked up within a few seconds'))
         } catch (error) {
-          log.warn({ err: error, dir }, 'cannot watch the recipes folder; edits are picked up within a few seconds')
+          // No folder yet (the default ./recipes, run from a folder without one): nothing is wrong, and a stack said otherwise.
+          if ((error as NodeJS.ErrnoException | null)?.code === 'ENOENT') log.info({ dir }, `no recipes folder at ${dir}: none run until it is made (its recipes are then picked up within a few seconds)`)
+          else log.warn({ err: error, dir }, 'cannot watch the recipes folder; edits are picked up within a few seconds')
         }
         // And a look every few seconds at what a reload would read (helpers in lib/ too, which the folder's watch
         // does not cover): a change the watch missed is picked up all the same.
