@@ -137,10 +137,9 @@ export function createAttemptRecorder(rt: Runtime, owner: string, onCommitted: (
    * judged refused (a lock timeout, 55P03, is contended): a row out of tries means the database is away for the rest too.
    */
   async function rowByRow(held: AttemptRecord[], stillHeld: ClaimKeeper): Promise<void> {
-    let waiting = held
+    let waiting = [...held]
     while (waiting.length > 0) {
-      const record = waiting[0]!
-      waiting = waiting.slice(1)
+      const record = waiting.shift()!
       let row = [record]
       let wroteAgain = false
       try {

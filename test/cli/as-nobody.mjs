@@ -1,6 +1,8 @@
-// The executable as `nobody` (uid and gid 65534), for tests running as root: `node test/cli/as-nobody.mjs <bin> …args`.
+// A program run as another user, for tests running as root: `node test/cli/as-nobody.mjs <uid> <bin> …args` takes the
+// uid (as its gid too) and then runs <bin> with the args (test/cli/processes.ts → asAnotherUser passes NOBODY).
 // A file rather than `node --input-type=module -e …`: a flag the threads `serve` starts would inherit, and fail on.
-process.setgid(65534)
-process.setuid(65534)
-process.argv.splice(1, 1)
+const id = Number(process.argv[2])
+process.setgid(id)
+process.setuid(id)
+process.argv.splice(1, 2)
 await import(process.argv[1])

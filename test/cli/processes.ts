@@ -95,5 +95,5 @@ export const NOBODY = 65534
 export function asAnotherUser(args: string[], env: Record<string, string | undefined>): Spawned {
   const bin = join(ROOT, 'src/bin.mjs')
   if (process.getuid?.() !== 0) return spawnCollecting(process.execPath, [bin, ...args], env)
-  return spawnCollecting(process.execPath, [join(ROOT, 'test/cli/as-nobody.mjs'), bin, ...args], env)
+  return spawnCollecting(process.execPath, [join(ROOT, 'test/cli/as-nobody.mjs'), String(NOBODY), bin, ...args], env)
 }
