@@ -75,7 +75,7 @@ export function toUtf8(options: CsvEncodingOptions): Transform {
   let transcoded = 0
   let example: string | undefined
 
-  const fail = (what: string) => new NotTextError(`${options.name} is not a CSV file: it looks like ${what}; export it as "CSV UTF-8" and drop that file in instead`)
+  const fail = (what: string) => new NotTextError(`${options.name} is not a CSV file: it looks like ${what}; export it as "CSV UTF-8" and use that file instead`)
 
   /** Valid UTF-8 stays as is; each invalid byte becomes its Windows-1252 character, re-encoded as UTF-8. */
   function mend(bytes: Uint8Array): Uint8Array {

@@ -57,7 +57,7 @@ it('parks binary and non-CSV files in failed/ with a one-line reason, transcodes
   expect(readdirSync(inbox).sort()).toEqual(['done', 'failed', 'half-copied.csv.part'])
   expect(readdirSync(join(inbox, 'failed')).sort()).toEqual(['leads.xlsx', 'leads.xlsx.error.txt', 'photo.csv', 'photo.csv.error.txt'])
   const reasons = ['photo.csv', 'leads.xlsx'].map((f) => readFileSync(join(inbox, 'failed', `${f}.error.txt`), 'utf8'))
-  expect(reasons[0]).toBe('photo.csv is not a CSV file: it looks like a PNG image; export it as "CSV UTF-8" and drop that file in instead\n')
+  expect(reasons[0]).toBe('photo.csv is not a CSV file: it looks like a PNG image; export it as "CSV UTF-8" and use that file instead\n')
   expect(reasons[1]).toMatch(/^leads\.xlsx is not a CSV file \(the inbox reads \*\.csv only\)/)
   for (const reason of reasons) expect(reason).toMatch(/^[\x20-\x7e]+\n$/)
   for (const b of [byFile['photo.csv']!, byFile['leads.xlsx']!]) {
