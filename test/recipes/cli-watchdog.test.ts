@@ -1,43 +1,15 @@
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
-import { pathToFileURL } from 'node:url'
+import { join } from 'node:path'
 import { afterEach, expect, it } from 'vitest'
+import { cliWithWatchdog } from './cli-with-watchdog.ts'
 import { tempRecipesDir } from './helpers.ts'
 
-const ROOT = resolve(import.meta.dirname, '../..')
-const BUNDLE = pathToFileURL(join(ROOT, 'src/bundle.mjs')).href
-
 /**
- * The CLI as its executable runs it — the same bundle, which src/bin.mjs starts asking for the watchdog — with short
- * limits: a recipe whose code never returns held `recipes list`, `recipes run` or `doctor` for good, silent, until
- * someone pressed Ctrl-C. (Through tsx instead, each command spent ~1.2 s more loading the sources.)
+ * The CLI as its executable runs it, with short watchdog limits: a recipe whose code never returns held `recipes list`,
+ * `recipes run` or `doctor` for good, silent, until someone pressed Ctrl-C.
  */
-function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string; err: string; ms: number }> {
-  // Loading gets 3 s: a process's first recipe load brings in jiti's TypeScript transform, which held the event loop
-  // past the 1.5 s these tests gave it on a busy two-core machine (a cold checkout, three test workers), and the
-  // watchdog then stopped a recipe that loads fine.
-  const script = `import { bundledEntries } from ${JSON.stringify(BUNDLE)}
-const bundle = await bundledEntries()
-if (!bundle) throw new Error('no bundle of the sources could be built')
-process.setSourceMapsEnabled(true)
-process.env.SWITCHBOARD_PROCESSING_ENTRY = bundle['processing-thread']
-const { main } = await import(bundle.cli)
-process.exitCode = await main(process.argv.slice(1), { watchRecipeCode: { loadingMs: 3_000, runningMs: 1_500 } })`
-  const started = Date.now()
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script, ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', SWITCHBOARD_CONFIG: 'none', LOG_LEVEL: 'silent', RECIPES_TYPECHECK: 'false', ...env },
-  })
-  let out = ''
-  let err = ''
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()))
-  // Bounded: a command the watchdog failed to end is killed, and the test says so.
-  const kill = setTimeout(() => child.kill('SIGKILL'), 30_000)
-  return new Promise((done) => child.on('close', (code) => (clearTimeout(kill), done({ code, out, err, ms: Date.now() - started }))))
-}
+const cli = (args: string[], env: Record<string, string>) => cliWithWatchdog(args, env, { loadingMs: 3_000, runningMs: 1_500 })
 
 let cleanups: Array<() => void> = []
 afterEach(() => {
