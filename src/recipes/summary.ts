@@ -1,3 +1,4 @@
+import { cutLists } from '../utils/cut-lists.ts'
 import { MAX_JSON_DEPTH } from '../utils/json-depth.ts'
 
 /**
@@ -134,7 +135,7 @@ const FIRST_KEPT = 100
  */
 function boundedSummary(value: unknown, chars: number): string {
   for (let kept = FIRST_KEPT; kept >= 1; kept = Math.floor(kept / 2)) {
-    const text = JSON.stringify(cut(value, kept))
+    const text = JSON.stringify(cutLists(value, kept))
     if (text.length <= MAX_SUMMARY_CHARS) return text
   }
   const figures: Record<string, unknown> = {}
@@ -146,19 +147,6 @@ function boundedSummary(value: unknown, chars: number): string {
   }
   const text = JSON.stringify({ truncated: `a summary of ${chars} characters, over the ${MAX_SUMMARY_CHARS} kept`, ...figures })
   return text.length <= MAX_SUMMARY_CHARS ? text : JSON.stringify({ truncated: `a summary of ${chars} characters, over the ${MAX_SUMMARY_CHARS} kept` })
-}
-
-/** `value` with every list cut to its first `kept` items (see boundedSummary) and every string to 40 × `kept` characters. */
-function cut(value: unknown, kept: number): unknown {
-  if (typeof value === 'string') return value.length > kept * 40 ? `${value.slice(0, kept * 40)}… (${value.length - kept * 40} more characters)` : value
-  if (value === null || typeof value !== 'object') return value
-  if (Array.isArray(value)) return value.slice(0, kept).map((item) => cut(item, kept))
-  const out: Record<string, unknown> = {}
-  for (const [key, v] of Object.entries(value)) {
-    out[key] = cut(v, kept)
-    if (Array.isArray(v) && v.length > kept && !(`${key}_omitted` in value)) out[`${key}_omitted`] = v.length - kept
-  }
-  return out
 }
 
 /** Rows written before summaries were JSON hold plain text: that text is the value. */
