@@ -66,6 +66,9 @@ const serveCommand = defineCommand({
       const received = await signal.stopped
       clearTimeout(startStopTimer)
       process.stdout.write(`\n${received}: shutting down…\n`)
+      // In the log too, as the ready line is: which signal, and when — a process manager's kill during a long stop (a
+      // recipe run waited for) shows as this line with no `switchboard stopped` after it.
+      server.rt.log.info({ signal: received }, 'switchboard stopping')
       // Still logged while stopping: a run in flight (waited for below) can leave a rejection behind too.
       try {
         await server.close()

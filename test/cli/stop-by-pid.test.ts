@@ -16,10 +16,10 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true })
 })
 
-async function startAndStop(args: string[], readyPattern: RegExp, signal: NodeJS.Signals, stoppedLine: RegExp) {
+async function startAndStop(args: string[], readyPattern: RegExp, signal: NodeJS.Signals, stoppedLine: RegExp, extraEnv: Record<string, string> = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-stop-'))
   dirs.push(dataDir)
-  const spawned = spawnCollecting('npm', args, childEnv({ DATA_DIR: dataDir, PORT: '0' }))
+  const spawned = spawnCollecting('npm', args, childEnv({ DATA_DIR: dataDir, PORT: '0', ...extraEnv }))
   running.push(spawned)
   await expect.poll(() => spawned.stdout(), { timeout: 30_000, interval: 100 }).toMatch(readyPattern)
   const port = Number(readyPattern.exec(spawned.stdout())![1])
@@ -41,11 +41,19 @@ async function startAndStop(args: string[], readyPattern: RegExp, signal: NodeJS
   await expect.poll(() => tree.filter(isAlive), { timeout: 10_000 }).toEqual([])
   expect(await portIsFree(port)).toBe(true)
   expect(spawned.stdout()).toMatch(stoppedLine)
+  return spawned.stdout()
 }
 
 describe('stopping by the PID npm returns', () => {
-  it('npm start: SIGTERM stops the server, frees the port, leaves no child', async () => {
-    await startAndStop(['start'], /running at http:\/\/127\.0\.0\.1:(\d+)/, 'SIGTERM', /switchboard stopped\n$/)
+  it('npm start: SIGTERM stops the server, frees the port, leaves no child, and says so in the log', async () => {
+    const stdout = await startAndStop(['start'], /running at http:\/\/127\.0\.0\.1:(\d+)/, 'SIGTERM', /switchboard stopped\n$/, { LOG_LEVEL: 'info' })
+    // Beside the plain lines for a person, a JSON line for a log collector, as the ready line is: which signal.
+    const logged = stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>)
+    const ready = logged.findIndex((line) => line.msg === 'switchboard ready')
+    const stopping = logged.findIndex((line) => line.msg === 'switchboard stopping')
+    expect(ready).toBeGreaterThanOrEqual(0)
+    expect(stopping).toBeGreaterThan(ready)
+    expect(logged[stopping]).toMatchObject({ level: 30, signal: 'SIGTERM', time: expect.any(Number) })
   })
 
   it('npm start: SIGINT does the same', async () => {
