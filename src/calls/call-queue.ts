@@ -6,7 +6,6 @@ import type { Runtime } from '../runtime.ts'
 import { workspaceKey as configuredWorkspaceKey } from '../config/workspace-key.ts'
 import { VoiceApiError } from '../upstream/errors.ts'
 import { ERROR_TYPES, type CallRequest } from '../upstream/schemas.ts'
-import { rateLimitResetMs } from '../upstream/rate-limit-reset.ts'
 import { backoffMs } from '../utils/backoff.ts'
 import { chunks } from '../utils/chunks.ts'
 import { logRepeatedError } from '../utils/repeated-error-log.ts'
@@ -269,7 +268,7 @@ async function writeSettlements(rt: Runtime, batch: Settlement[]): Promise<void>
 /** Seconds from a 429: Retry-After, else X-RateLimit-Reset, else a default. */
 function waitFor429(error: VoiceApiError, now: number): number {
   if (error.rateLimit.retryAfter !== undefined) return Math.max(1_000, error.rateLimit.retryAfter * 1000)
-  const reset = rateLimitResetMs(error.rateLimit.reset)
+  const reset = error.rateLimit.resetAt
   if (reset !== undefined && reset > now) return reset - now
   return DEFAULT_429_WAIT_MS
 }

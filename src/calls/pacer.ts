@@ -1,5 +1,4 @@
 import type { RateLimitInfo } from '../upstream/errors.ts'
-import { rateLimitResetMs } from '../upstream/rate-limit-reset.ts'
 
 /**
  * What the provider said about a tenant's limits, and so when the next request may go. Fed from every
@@ -123,7 +122,7 @@ export function createPacer(): Pacer {
       s.inFlight = Math.max(0, s.inFlight - 1)
       const windowBefore = s.resetAt
       if (info?.remaining !== undefined) s.remaining = info.remaining
-      const reset = rateLimitResetMs(info?.reset)
+      const reset = info?.resetAt
       if (reset !== undefined) s.resetAt = reset
       else if (s.resetAt <= now) s.remaining = undefined
       // A new window starts with one request's worth: its pace builds from there (a burst after a quiet spell is at most

@@ -1,5 +1,7 @@
 import { errorBodySchema, type ErrorType } from './schemas.ts'
 import { parseRetryAfter } from '../utils/retry-after.ts'
+import { providerClockOffsetMs } from './provider-clock.ts'
+import { rateLimitResetMs } from './rate-limit-reset.ts'
 
 /** Rate-limit headers as the provider sends them. */
 export interface RateLimitInfo {
@@ -7,6 +9,11 @@ export interface RateLimitInfo {
   remaining: number | undefined
   /** ISO 8601 with offset, as sent. */
   reset: string | undefined
+  /**
+   * `reset` as an instant on this machine's clock (epoch ms): the provider's instant moved by how far its clock is from
+   * this one, as its `Date` header tells (src/upstream/provider-clock.ts); undefined when `reset` is absent or invalid.
+   */
+  resetAt: number | undefined
   /** Seconds, from Retry-After (its HTTP-date form as the whole seconds from now to that date, rounded up). */
   retryAfter: number | undefined
 }
@@ -64,7 +71,7 @@ export class VoiceApiError extends Error {
     this.status = init.status
     this.currentCalls = init.currentCalls
     this.maxCalls = init.maxCalls
-    this.rateLimit = init.rateLimit ?? { limit: undefined, remaining: undefined, reset: undefined, retryAfter: undefined }
+    this.rateLimit = init.rateLimit ?? { limit: undefined, remaining: undefined, reset: undefined, resetAt: undefined, retryAfter: undefined }
     this.body = init.body
     this.placedEarlier = init.placedEarlier ?? false
     this.idempotencyKey = init.idempotencyKey
@@ -90,13 +97,19 @@ function num(value: string | null): number | undefined {
 /**
  * The rate-limit headers of an answer read at `now`. `Retry-After` is delta-seconds from the provider itself, but a
  * gateway or CDN in front of it may send the HTTP-date form (RFC 9110 allows both): read as "not before" that date.
+ * The instants (`X-RateLimit-Reset`, a `Retry-After` date) are the provider's: read against its clock, as the answer's
+ * `Date` tells it, not this machine's (src/upstream/provider-clock.ts).
  */
 export function readRateLimit(headers: Headers, now: number): RateLimitInfo {
-  const waitMs = parseRetryAfter(headers.get('retry-after') ?? undefined, now)
+  const offset = providerClockOffsetMs(headers.get('date'), now)
+  const waitMs = parseRetryAfter(headers.get('retry-after') ?? undefined, now + offset)
+  const reset = headers.get('x-ratelimit-reset') ?? undefined
+  const resetOnProvider = rateLimitResetMs(reset)
   return {
     limit: num(headers.get('x-ratelimit-limit')),
     remaining: num(headers.get('x-ratelimit-remaining')),
-    reset: headers.get('x-ratelimit-reset') ?? undefined,
+    reset,
+    resetAt: resetOnProvider === undefined ? undefined : resetOnProvider - offset,
     retryAfter: waitMs === undefined ? undefined : Math.ceil(waitMs / 1000),
   }
 }

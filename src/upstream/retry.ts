@@ -1,6 +1,5 @@
 import type { Random } from '../utils/random.ts'
 import type { VoiceApiError } from './errors.ts'
-import { rateLimitResetMs } from './rate-limit-reset.ts'
 
 export interface RetryPolicy {
   /** Retries after the first attempt. */
@@ -47,7 +46,7 @@ export function retryDelay(input: {
     let wait: number | undefined
     if (error.rateLimit.retryAfter !== undefined) wait = error.rateLimit.retryAfter * 1000
     else {
-      const at = rateLimitResetMs(error.rateLimit.reset)
+      const at = error.rateLimit.resetAt
       if (at !== undefined) wait = Math.max(0, at - now)
     }
     if (wait === undefined || wait > policy.maxRetryAfterMs) return undefined

@@ -38,8 +38,11 @@ function fullYear(twoDigits: number, now: number): number {
   return year
 }
 
-/** An HTTP-date as milliseconds since the epoch; undefined when `value` is not one. */
-function parseHttpDate(value: string, now: number): number | undefined {
+/**
+ * An HTTP-date (§5.6.7: IMF-fixdate, or the two obsolete forms) as milliseconds since the epoch; undefined when `value`
+ * is not one. `now` places a two-digit year. Read the same way in `Retry-After` and in the `Date` header.
+ */
+export function parseHttpDate(value: string, now: number): number | undefined {
   let m = IMF_FIXDATE.exec(value)
   if (m) return utc(Number(m[3]), m[2]!, m[1]!, m[4]!, m[5]!, m[6]!)
   m = RFC850_DATE.exec(value)

@@ -540,6 +540,53 @@ it("spreads a window's remaining quota over the window, in bursts of at most a t
   }
 })
 
+it.each([
+  ['behind', 10 * 60_000],
+  ['ahead of', -10 * 60_000],
+])("this machine's clock 10 minutes %s the provider's: the window is read on the provider's clock (its Date), the quota spread over the minute as before", async (_, skewMs) => {
+  // Taken as they came, a reset 11 minutes away (this clock behind) spread 600 a minute over 11 minutes and waited out a
+  // spent window for 10; one 9 minutes past (ahead) read every window as over, sending one call at a time.
+  const LIMIT = 600
+  const clock = createManualClock('2026-03-01T05:00:00Z')
+  const provider = await startWindowedProvider(clock, LIMIT, skewMs)
+  const { sentAt } = provider
+  const rt = await createTestRuntime({ clock, env: { VOICE_API_KEY: 'sk_live_x', VOICE_API_BASE_URL: provider.url } })
+  const queue = startCallQueue(rt)
+  const step = async (ms: number) => {
+    await clock.advance(ms)
+    await queue.idle()
+  }
+  try {
+    await enqueueCalls(rt, windowedCalls(0, 1))
+    await vi.waitFor(async () => {
+      await step(0)
+      expect(sentAt.length).toBe(1)
+    })
+    await step(20_000)
+    await enqueueCalls(rt, windowedCalls(1, 400))
+    await vi.waitFor(async () => {
+      await step(0)
+      expect(sentAt.length).toBeGreaterThan(1)
+    })
+    const burst = sentAt.length - 1
+    expect(burst).toBeLessThanOrEqual(29)
+    for (let i = 0; i < 100; i++) await step(100)
+    const afterTen = sentAt.length - 1 - burst
+    expect(afterTen).toBeGreaterThan(100)
+    expect(afterTen).toBeLessThan(200)
+    await vi.waitFor(async () => {
+      await step(500)
+      expect(sentAt.length).toBe(401)
+    }, { timeout: 20_000, interval: 10 })
+    expect(sentAt.at(-1)! - sentAt[0]!).toBeLessThan(60_000)
+    expect(provider.limited()).toBe(0)
+  } finally {
+    await queue.stop()
+    await rt.close()
+    await provider.close()
+  }
+})
+
 it('at the start of each new window one call goes first, and the rest at the pace its answer sets: no send slot\'s worth at once', async () => {
   const LIMIT = 60
   const clock = createManualClock('2026-03-01T05:00:00Z')
@@ -573,10 +620,11 @@ function windowedCalls(from: number, n: number) {
 
 /**
  * A provider with a fixed window of `limit` requests a minute on the shared clock, starting at the clock's time, telling
- * each answer what is left of it (X-RateLimit-Remaining/Reset) and answering 429 past it.
+ * each answer what is left of it (X-RateLimit-Remaining/Reset) and answering 429 past it. `skewMs`: the provider's own
+ * clock that far ahead of the shared one (negative: behind) — its Date, its windows and its resets all on it.
  */
-async function startWindowedProvider(clock: ManualClock, limit: number) {
-  const windowStartedAt = clock.now()
+async function startWindowedProvider(clock: ManualClock, limit: number, skewMs = 0) {
+  const windowStartedAt = clock.now() + skewMs
   let windowStart = windowStartedAt
   let used = 0
   let limited = 0
@@ -585,13 +633,13 @@ async function startWindowedProvider(clock: ManualClock, limit: number) {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
-      const now = clock.now()
+      const now = clock.now() + skewMs
       if (now >= windowStart + 60_000) {
         windowStart += Math.floor((now - windowStart) / 60_000) * 60_000
         used = 0
       }
       used++
-      const headers = { 'content-type': 'application/json', 'x-ratelimit-limit': String(limit), 'x-ratelimit-remaining': String(Math.max(0, limit - used)), 'x-ratelimit-reset': isoWithOffset(windowStart + 60_000) }
+      const headers = { 'content-type': 'application/json', date: new Date(now).toUTCString(), 'x-ratelimit-limit': String(limit), 'x-ratelimit-remaining': String(Math.max(0, limit - used)), 'x-ratelimit-reset': isoWithOffset(windowStart + 60_000) }
       if (used > limit) {
         limited++
         res.writeHead(429, { ...headers, 'retry-after': String(Math.ceil((windowStart + 60_000 - now) / 1000)) })

@@ -158,11 +158,10 @@ it('serve says at start which data folders this user may not write in — the ou
   const spawned = asAnotherUser(['serve'], childEnv({ PORT: '0', WEBHOOK_SECRET: 'whsec_other_user', ADMIN_TOKEN: 'other-user-admin-token-0123456789', DATA_DIR: dataDir, LOG_LEVEL: 'info' }))
   try {
     await expect.poll(() => spawned.stdout(), { timeout: 30_000, interval: 100 }).toMatch(/"msg":"switchboard ready"/)
-    const warned = spawned
-      .stdout()
-      .split('\n')
-      .filter((line) => line.includes('may not write in'))
-      .map((line) => JSON.parse(line) as { level: number; folder: string; owner_mode?: string; msg: string })
+    // Logged just after the ready line; the log is written asynchronously, so they can reach the pipe a moment later.
+    const warnedLines = () => spawned.stdout().split('\n').filter((line) => line.includes('may not write in'))
+    await expect.poll(() => warnedLines().length, { timeout: 10_000, interval: 50 }).toBeGreaterThanOrEqual(2)
+    const warned = warnedLines().map((line) => JSON.parse(line) as { level: number; folder: string; owner_mode?: string; msg: string })
     const said = (folder: string, what: string) => ({
       level: 40,
       time: expect.any(Number),

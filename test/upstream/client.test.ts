@@ -85,14 +85,17 @@ describe('voice client', () => {
 
   it('returns the concurrency 429 as a typed error with current_calls and max_calls, not retried without Retry-After', async () => {
     seen.length = 0
-    script = [json(429, { error: { message: 'concurrent call limit reached. 10 simultaneous calls allowed.', type: 'concurrent_call_limit_exceeded', current_calls: 10, max_calls: 10 } }, { 'x-ratelimit-limit': '50', 'x-ratelimit-remaining': '48', 'x-ratelimit-reset': '2026-03-18T20:54:00+00:00' })]
+    // A provider on the test's clock says so in its Date (the server's own would be today's, and the reset read against it).
+    script = [json(429, { error: { message: 'concurrent call limit reached. 10 simultaneous calls allowed.', type: 'concurrent_call_limit_exceeded', current_calls: 10, max_calls: 10 } }, { date: 'Thu, 01 Jan 2026 00:00:00 GMT', 'x-ratelimit-limit': '50', 'x-ratelimit-remaining': '48', 'x-ratelimit-reset': '2026-03-18T20:54:00+00:00' })]
     const { client, clock } = make()
     const error = (await run(() => client.createCall({ agent_id: 101, parameters: [{ name: 'customer_phone', value: '1' }] }).catch((e: unknown) => e), clock)) as VoiceApiError
     expect(error.type).toBe('concurrent_call_limit_exceeded')
     expect(error.status).toBe(429)
     expect(error.currentCalls).toBe(10)
     expect(error.maxCalls).toBe(10)
-    expect(error.rateLimit).toEqual({ limit: 50, remaining: 48, reset: '2026-03-18T20:54:00+00:00', retryAfter: undefined })
+    expect(error.rateLimit).toEqual({ limit: 50, remaining: 48, reset: '2026-03-18T20:54:00+00:00', resetAt: expect.any(Number), retryAfter: undefined })
+    // On this machine's clock: the reset, moved by however far the test's clock had run when the answer came.
+    expect(Math.abs(error.rateLimit.resetAt! - Date.parse('2026-03-18T20:54:00Z'))).toBeLessThan(120_000)
     // Reset is in 2026-03 and the manual clock in 2026-01: the wait is too long, so it is returned, not retried.
     expect(seen).toHaveLength(1)
   })

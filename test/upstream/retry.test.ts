@@ -4,12 +4,17 @@ import { defaultRetryPolicy, retryDelay } from '../../src/upstream/retry.ts'
 import { createSeededRandom } from '../../src/utils/random.ts'
 
 const now = Date.parse('2026-03-18T20:53:00Z')
-const err = (status: number, type: string, rateLimit: Partial<VoiceApiError['rateLimit']> = {}) =>
+/** An error answer with these headers (`reset` X-RateLimit-Reset, `retryAfter` Retry-After), read at `now` as the client reads it. */
+const err = (status: number, type: string, sent: { reset?: string; retryAfter?: number; date?: string } = {}) =>
   new VoiceApiError({
     status,
     type: type as VoiceApiError['type'],
     message: type,
-    rateLimit: { limit: undefined, remaining: undefined, reset: undefined, retryAfter: undefined, ...rateLimit },
+    rateLimit: readRateLimit(new Headers({
+      ...(sent.reset !== undefined ? { 'x-ratelimit-reset': sent.reset } : {}),
+      ...(sent.retryAfter !== undefined ? { 'retry-after': String(sent.retryAfter) } : {}),
+      ...(sent.date !== undefined ? { date: sent.date } : {}),
+    }), now),
   })
 const delay = (error: VoiceApiError, opts: { attempt?: number; repeatable?: boolean } = {}) =>
   retryDelay({ error, attempt: opts.attempt ?? 1, repeatable: opts.repeatable ?? true, policy: defaultRetryPolicy, random: createSeededRandom(7), now })
@@ -43,6 +48,21 @@ describe('retry rules (spec → Errors → client retry rules)', () => {
     for (const reset of ['60', '1.5', '-1', '9999', '2026-03-18', '2026-03-18T20:54:00', '2026-02-31T20:54:00Z', '2026-03-18T25:00:00Z', 'soon']) {
       expect(delay(err(429, 'rate_limit_exceeded', { reset })), reset).toBeUndefined()
     }
+  })
+
+  it("reads X-RateLimit-Reset on the provider's clock, as its Date header tells it: this machine's clock 10 minutes off either way waits the same minute", () => {
+    // The provider's clock 10 minutes ahead of this machine's (this one behind): its reset is 60 s after its own Date.
+    expect(delay(err(429, 'rate_limit_exceeded', { reset: '2026-03-18T21:04:00+00:00', date: 'Wed, 18 Mar 2026 21:03:00 GMT' }))).toBe(60_000)
+    // 10 minutes behind (this machine ahead): without the Date the reset read as long past, and the 429 as no time given.
+    expect(delay(err(429, 'rate_limit_exceeded', { reset: '2026-03-18T20:44:00+00:00', date: 'Wed, 18 Mar 2026 20:43:00 GMT' }))).toBe(60_000)
+    expect(delay(err(429, 'rate_limit_exceeded', { reset: '2026-03-18T20:44:00+00:00' }))).toBe(0)
+    // A Date within 2 s is the header's whole seconds and the way back, not a clock apart; an invalid Date is no Date.
+    expect(delay(err(429, 'rate_limit_exceeded', { reset: '2026-03-18T20:54:00+00:00', date: 'Wed, 18 Mar 2026 20:52:59 GMT' }))).toBe(60_000)
+    expect(delay(err(429, 'rate_limit_exceeded', { reset: '2026-03-18T20:54:00+00:00', date: '18 Mar 2026 21:03:00' }))).toBe(60_000)
+    // A Retry-After date is the provider's instant too.
+    expect(err(429, 'rate_limit_exceeded', { date: 'Wed, 18 Mar 2026 21:03:00 GMT' }).rateLimit.resetAt).toBeUndefined()
+    const dated = readRateLimit(new Headers({ 'retry-after': 'Wed, 18 Mar 2026 21:03:30 GMT', date: 'Wed, 18 Mar 2026 21:03:00 GMT' }), now)
+    expect(dated.retryAfter).toBe(30)
   })
 
   it('types an error answer without the provider\'s body by its status, as the proxy does', () => {
