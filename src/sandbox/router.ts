@@ -96,7 +96,7 @@ export function createRouter(options: RouterOptions) {
     const now = clock.now()
     const window = limiter.hit(key, now)
     const rateHeaders: Record<string, string> = {
-      // The sandbox's own clock (a test's manual one, SANDBOX_SPEED's), as a provider's Date and its reset share one.
+      // The sandbox's own clock (the system's, or a test's manual one), as a provider's Date and its reset share one.
       date: new Date(now).toUTCString(),
       'x-ratelimit-limit': String(window.limit),
       'x-ratelimit-remaining': String(window.remaining),

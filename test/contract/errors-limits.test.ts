@@ -84,7 +84,7 @@ describe('contract: the spec’s Errors table (each row, through the client)', (
     await client.listConversations()
     const e = await failure(client.listConversations())
     expect([e.status, e.type, e.message]).toEqual([429, 'rate_limit_exceeded', 'rate limit exceeded'])
-    expect(e.rateLimit).toEqual({ limit: 2, remaining: 0, reset: '2026-03-18T20:54:00+00:00', retryAfter: 30 })
+    expect(e.rateLimit).toEqual({ limit: 2, remaining: 0, reset: '2026-03-18T20:54:00+00:00', resetAt: Date.parse('2026-03-18T20:54:00Z'), retryAfter: 30 })
   })
 
   it('429 rate_limit_exceeded — the per-number limit', async () => {
