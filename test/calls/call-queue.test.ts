@@ -494,10 +494,16 @@ it('after a concurrent_call_limit_exceeded the queue sends one call at a time, w
   }
 })
 
-it("spreads a window's remaining quota over the window, in bursts of at most a twentieth of it: the key's other requests are not left a minute of 429s", async () => {
+it.each([
+  ['agrees with', 0],
+  ['is 10 minutes behind', 10 * 60_000],
+  ['is 10 minutes ahead of', -10 * 60_000],
+])("spreads a window's remaining quota over the window, in bursts of at most a twentieth of it: the key's other requests are not left a minute of 429s (this machine's clock %s the provider's)", async (_, skewMs) => {
+  // The window is read on the provider's clock, as its Date tells it: taken as they came, a reset 11 minutes away (this
+  // clock behind) spread 600 a minute over 11 minutes, and one 9 minutes past (ahead) read every window as over.
   const LIMIT = 600
   const clock = createManualClock('2026-03-01T05:00:00Z')
-  const provider = await startWindowedProvider(clock, LIMIT)
+  const provider = await startWindowedProvider(clock, LIMIT, skewMs)
   const { sentAt } = provider
   const rt = await createTestRuntime({ clock, env: { VOICE_API_KEY: 'sk_live_x', VOICE_API_BASE_URL: provider.url } })
   const queue = startCallQueue(rt)
@@ -527,53 +533,6 @@ it("spreads a window's remaining quota over the window, in bursts of at most a t
     expect(afterTen).toBeGreaterThan(100)
     expect(afterTen).toBeLessThan(200)
     // Every call goes within the minute all the same, none refused: the quota is spread, not cut.
-    await vi.waitFor(async () => {
-      await step(500)
-      expect(sentAt.length).toBe(401)
-    }, { timeout: 20_000, interval: 10 })
-    expect(sentAt.at(-1)! - sentAt[0]!).toBeLessThan(60_000)
-    expect(provider.limited()).toBe(0)
-  } finally {
-    await queue.stop()
-    await rt.close()
-    await provider.close()
-  }
-})
-
-it.each([
-  ['behind', 10 * 60_000],
-  ['ahead of', -10 * 60_000],
-])("this machine's clock 10 minutes %s the provider's: the window is read on the provider's clock (its Date), the quota spread over the minute as before", async (_, skewMs) => {
-  // Taken as they came, a reset 11 minutes away (this clock behind) spread 600 a minute over 11 minutes and waited out a
-  // spent window for 10; one 9 minutes past (ahead) read every window as over, sending one call at a time.
-  const LIMIT = 600
-  const clock = createManualClock('2026-03-01T05:00:00Z')
-  const provider = await startWindowedProvider(clock, LIMIT, skewMs)
-  const { sentAt } = provider
-  const rt = await createTestRuntime({ clock, env: { VOICE_API_KEY: 'sk_live_x', VOICE_API_BASE_URL: provider.url } })
-  const queue = startCallQueue(rt)
-  const step = async (ms: number) => {
-    await clock.advance(ms)
-    await queue.idle()
-  }
-  try {
-    await enqueueCalls(rt, windowedCalls(0, 1))
-    await vi.waitFor(async () => {
-      await step(0)
-      expect(sentAt.length).toBe(1)
-    })
-    await step(20_000)
-    await enqueueCalls(rt, windowedCalls(1, 400))
-    await vi.waitFor(async () => {
-      await step(0)
-      expect(sentAt.length).toBeGreaterThan(1)
-    })
-    const burst = sentAt.length - 1
-    expect(burst).toBeLessThanOrEqual(29)
-    for (let i = 0; i < 100; i++) await step(100)
-    const afterTen = sentAt.length - 1 - burst
-    expect(afterTen).toBeGreaterThan(100)
-    expect(afterTen).toBeLessThan(200)
     await vi.waitFor(async () => {
       await step(500)
       expect(sentAt.length).toBe(401)
