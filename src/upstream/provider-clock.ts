@@ -17,7 +17,8 @@ export const CLOCK_SKEW_IGNORED_MS = 2_000
  */
 export function providerClockOffsetMs(date: string | null, now: number): number {
   if (date === null) return 0
-  const at = parseHttpDate(date.replace(/^[ \t]+|[ \t]+$/g, ''), now)
+  // As `Headers#get` gives it: its surrounding whitespace already stripped.
+  const at = parseHttpDate(date, now)
   if (at === undefined) return 0
   const offset = at - now
   return Math.abs(offset) < CLOCK_SKEW_IGNORED_MS ? 0 : offset

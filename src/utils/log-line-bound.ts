@@ -8,9 +8,6 @@ import { cutLists } from './cut-lists.ts'
  */
 export const LOG_LINE_MAX_BYTES = 16 * 1024
 
-/** Fields every line keeps as they are: its level and time (numbers). The message is cut like any text. */
-const KEPT = new Set(['level', 'time'])
-
 /** Items a cut list keeps at first (and 40 × as many characters a string); halved until the line fits. */
 const FIRST_KEPT = 100
 
@@ -38,11 +35,9 @@ export function boundLogLine(line: string): string {
     const text = `${JSON.stringify(candidate)}\n`
     return Buffer.byteLength(text) <= LOG_LINE_MAX_BYTES ? text : undefined
   }
-  const kept: Record<string, unknown> = {}
-  const rest: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(record)) Object.defineProperty(KEPT.has(key) ? kept : rest, key, { value, enumerable: true, writable: true, configurable: true })
+  // Numbers pass through a cut as they are: the level and the time stay; the message is cut like any text.
   for (let items = FIRST_KEPT; items >= 1; items = Math.floor(items / 2)) {
-    const text = fits({ ...kept, ...(cutLists(rest, items) as Record<string, unknown>), log_line_cut: note })
+    const text = fits({ ...(cutLists(record, items) as Record<string, unknown>), log_line_cut: note })
     if (text) return text
   }
   const msg = typeof record.msg === 'string' ? (cutLists(record.msg, 25) as string) : record.msg
