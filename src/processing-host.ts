@@ -10,6 +10,7 @@ import { webhookState } from './webhooks/state.ts'
 import { fileVersion } from './recipes/load-watch.ts'
 import { LOAD_HELD_MS } from './recipes/loader.ts'
 import { basename } from 'node:path'
+import { startThreadPool } from './utils/start-thread-pool.ts'
 
 type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>
 
@@ -97,6 +98,8 @@ export async function startProcessingThread(
   } = {},
 ): Promise<ProcessingThread> {
   const role = options.role ?? 'all'
+  // Before the thread lowers its priority: the thread pool is this process's, not processing's.
+  startThreadPool()
   const pending = new Map<number, (json: MetricsJson | undefined) => void>()
   const tasks = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>()
   let seq = 0
