@@ -69,6 +69,8 @@ export interface SendResult {
   /** The first KB of the response body, as storable text (src/destinations/storable-text.ts). */
   response: string
   retryAfter?: string
+  /** The answer's `Date`, beside a `Retry-After`: a date there is on the destination's clock. */
+  date?: string
   /** The address was refused by the private-address guard. */
   blocked?: boolean
   /** Cut short by `signal` (shutdown): not an answer from the destination. */
@@ -115,6 +117,7 @@ interface HopResult {
   error?: string
   response: string
   retryAfter?: string
+  date?: string
   location?: string
   blocked?: boolean
 }
@@ -198,7 +201,11 @@ class Exchange {
     if (statusCode < 200) return
     const answer: HopResult = { status: statusCode, response: '' }
     const retryAfter = firstHeader(headers['retry-after'])
-    if (retryAfter) answer.retryAfter = retryAfter
+    if (retryAfter) {
+      answer.retryAfter = retryAfter
+      const date = firstHeader(headers.date)
+      if (date) answer.date = date
+    }
     const location = firstHeader(headers.location)
     if (location) answer.location = location
     this.result = answer
@@ -363,6 +370,7 @@ export async function sendOnce(request: SendRequest): Promise<SendResult> {
         const sent: SendResult = { status: result.status, latencyMs, response: result.response }
         if (error) sent.error = error
         if (result.retryAfter) sent.retryAfter = result.retryAfter
+        if (result.date) sent.date = result.date
         if (result.blocked) sent.blocked = true
         if (attempt.cut === 'cancelled') sent.aborted = true
         return sent

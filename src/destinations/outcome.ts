@@ -1,5 +1,6 @@
 import type { DestinationConfig } from '../config/destinations.ts'
 import { parseRetryAfter } from '../utils/retry-after.ts'
+import { senderClockOffsetMs } from '../utils/sender-clock.ts'
 import { retryDelayMs, waitWithRetryAfter } from './backoff.ts'
 import type { SendResult } from './http-send.ts'
 
@@ -26,6 +27,7 @@ export function classify(destination: DestinationConfig, roundAttempts: number, 
   const round = roundAttempts + 1
   const scheduled = retryDelayMs(destination.retryScheduleMs, round, random)
   if (scheduled === undefined) return { result: 'dead', nextAttemptAt: now, countsInRound: true, error }
-  const retryAfter = status === 429 || status === 503 ? parseRetryAfter(sent.retryAfter, now) : undefined
+  // A Retry-After date is an instant on the destination's clock, placed on this machine's by the answer's Date.
+  const retryAfter = status === 429 || status === 503 ? parseRetryAfter(sent.retryAfter, now + senderClockOffsetMs(sent.date, now)) : undefined
   return { result: 'retry', nextAttemptAt: now + waitWithRetryAfter(scheduled, retryAfter), countsInRound: true, error }
 }

@@ -1,6 +1,6 @@
 import { errorBodySchema, type ErrorType } from './schemas.ts'
 import { parseRetryAfter } from '../utils/retry-after.ts'
-import { providerClockOffsetMs } from './provider-clock.ts'
+import { senderClockOffsetMs } from '../utils/sender-clock.ts'
 import { rateLimitResetMs } from './rate-limit-reset.ts'
 
 /** Rate-limit headers as the provider sends them. */
@@ -11,7 +11,7 @@ export interface RateLimitInfo {
   reset: string | undefined
   /**
    * `reset` as an instant on this machine's clock (epoch ms): the provider's instant moved by how far its clock is from
-   * this one, as its `Date` header tells (src/upstream/provider-clock.ts); undefined when `reset` is absent or invalid.
+   * this one, as its `Date` header tells (src/utils/sender-clock.ts); undefined when `reset` is absent or invalid.
    */
   resetAt: number | undefined
   /** Seconds, from Retry-After (its HTTP-date form as the whole seconds from now to that date, rounded up). */
@@ -98,10 +98,10 @@ function num(value: string | null): number | undefined {
  * The rate-limit headers of an answer read at `now`. `Retry-After` is delta-seconds from the provider itself, but a
  * gateway or CDN in front of it may send the HTTP-date form (RFC 9110 allows both): read as "not before" that date.
  * The instants (`X-RateLimit-Reset`, a `Retry-After` date) are the provider's: read against its clock, as the answer's
- * `Date` tells it, not this machine's (src/upstream/provider-clock.ts).
+ * `Date` tells it, not this machine's (src/utils/sender-clock.ts).
  */
 export function readRateLimit(headers: Headers, now: number): RateLimitInfo {
-  const offset = providerClockOffsetMs(headers.get('date'), now)
+  const offset = senderClockOffsetMs(headers.get('date'), now)
   const waitMs = parseRetryAfter(headers.get('retry-after') ?? undefined, now + offset)
   const reset = headers.get('x-ratelimit-reset') ?? undefined
   const resetOnProvider = rateLimitResetMs(reset)

@@ -341,6 +341,22 @@ describeEachDialect('destinations: delivery', (dialect) => {
     await vi.waitFor(async () => expect((await h!.status()).map((r) => r.status)).toEqual(['delivered', 'delivered']), WAIT)
   })
 
+  it.each([
+    ['ahead of', 10 * 60_000],
+    ['behind', -10 * 60_000],
+  ])('reads a Retry-After date on the destination\'s clock, 10 minutes %s this one, by the answer\'s Date', async (_way, skewMs) => {
+    // Five minutes from the destination's now, on its clock: read on this one, ten minutes more (ahead) or a date
+    // already past, i.e. the scheduled minute (behind).
+    const s = await sink((_n, _req, res) => {
+      const sinkNow = h!.clock.now() + skewMs
+      res.writeHead(503, { 'retry-after': new Date(sinkNow + 5 * 60_000).toUTCString(), date: new Date(sinkNow).toUTCString() }).end()
+    })
+    h = await createForwardHarness(dialect, [destination(s, { retryScheduleMs: [60_000, 60_000] })])
+    await h.ingest([makeEvent()])
+    await vi.waitFor(async () => expect((await h!.status())[0]?.attempts).toBe(1), WAIT)
+    expect((await h.status())[0]!.next_attempt_at - h.clock.now()).toBe(5 * 60_000)
+  })
+
   it('a 503 with Retry-After: 0 (or a value that is not one) waits the schedule all the same', async () => {
     const zero = await sink((_n, _req, res) => res.writeHead(503, { 'retry-after': '0' }).end())
     // V8's Date.parse reads "1.5" as a date in 2001: a wait of 0 if it were believed.

@@ -12,8 +12,8 @@ const destination = destinationSchema.parse({ name: 'crm', url: 'https://crm.exa
 const NOW = Date.parse('2026-03-01T16:30:00Z')
 const SCHEDULED = 60_000
 
-function waitAfter(status: number, retryAfter: string | undefined): number {
-  const sent = { status, latencyMs: 3, response: '', ...(retryAfter === undefined ? {} : { retryAfter }) }
+function waitAfter(status: number, retryAfter: string | undefined, date?: string): number {
+  const sent = { status, latencyMs: 3, response: '', ...(retryAfter === undefined ? {} : { retryAfter }), ...(date === undefined ? {} : { date }) }
   const outcome = classify(destination, 0, sent, NOW, () => 0.5)
   expect(outcome.result).toBe('retry')
   return outcome.nextAttemptAt - NOW
@@ -32,6 +32,16 @@ describe('Retry-After on a failed delivery', () => {
 
   it('never shortens it: 0, a date already past, or a wait under the schedule leave the schedule', () => {
     for (const value of ['0', '30', 'Thu, 01 Jan 1970 00:00:00 GMT', 'Sun, 01 Mar 2026 16:30:30 GMT', 'Monday, 01-Mar-77 16:35:00 GMT']) expect(waitAfter(503, value), value).toBe(SCHEDULED)
+  })
+
+  it('reads a date on the destination\'s clock, by its Date header; a Date within two seconds, or not a date, changes nothing', () => {
+    // The destination's clock 10 minutes ahead (16:40) or behind (16:20); its Retry-After five minutes from its now.
+    expect(waitAfter(503, 'Sun, 01 Mar 2026 16:45:00 GMT', 'Sun, 01 Mar 2026 16:40:00 GMT')).toBe(300_000)
+    expect(waitAfter(503, 'Sun, 01 Mar 2026 16:25:00 GMT', 'Sun, 01 Mar 2026 16:20:00 GMT')).toBe(300_000)
+    // Seconds are a wait, whatever the clocks.
+    expect(waitAfter(503, '300', 'Sun, 01 Mar 2026 16:40:00 GMT')).toBe(300_000)
+    expect(waitAfter(503, 'Sun, 01 Mar 2026 16:35:00 GMT', 'Sun, 01 Mar 2026 16:30:01 GMT')).toBe(300_000)
+    expect(waitAfter(503, 'Sun, 01 Mar 2026 16:35:00 GMT', 'yesterday')).toBe(300_000)
   })
 
   it('ignores what is not a Retry-After (V8 reads most of these as dates in 2001), and other statuses\' header', () => {
