@@ -69,12 +69,16 @@ const serveCommand = defineCommand({
       // In the log too, as the ready line is: which signal, and when — a process manager's kill during a long stop (a
       // recipe run waited for) shows as this line with no `switchboard stopped` after it.
       server.rt.log.info({ signal: received }, 'switchboard stopping')
+      const stopStarted = performance.now()
       // Still logged while stopping: a run in flight (waited for below) can leave a rejection behind too.
       try {
         await server.close()
       } finally {
         stopLoggingRejections()
       }
+      // The log's lines are written asynchronously (the plain line may come out before this one); the process
+      // exits once the write is done.
+      server.rt.log.info({ signal: received, stop_ms: Math.round(performance.now() - stopStarted) }, 'switchboard stopped')
       process.stdout.write('switchboard stopped\n')
     } finally {
       signal.release()

@@ -46,7 +46,7 @@ async function startAndStop(args: string[], readyPattern: RegExp, signal: NodeJS
 
 describe('stopping by the PID npm returns', () => {
   it('npm start: SIGTERM stops the server, frees the port, leaves no child, and says so in the log', async () => {
-    const stdout = await startAndStop(['start'], /running at http:\/\/127\.0\.0\.1:(\d+)/, 'SIGTERM', /switchboard stopped\n$/, { LOG_LEVEL: 'info' })
+    const stdout = await startAndStop(['start'], /running at http:\/\/127\.0\.0\.1:(\d+)/, 'SIGTERM', /^switchboard stopped$/m, { LOG_LEVEL: 'info' })
     // Beside the plain lines for a person, a JSON line for a log collector, as the ready line is: which signal.
     const logged = stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>)
     const ready = logged.findIndex((line) => line.msg === 'switchboard ready')
@@ -54,6 +54,10 @@ describe('stopping by the PID npm returns', () => {
     expect(ready).toBeGreaterThanOrEqual(0)
     expect(stopping).toBeGreaterThan(ready)
     expect(logged[stopping]).toMatchObject({ level: 30, signal: 'SIGTERM', time: expect.any(Number) })
+    // And the end of the stop, with how long it took: a stop cut short by a kill shows as a stopping line without it.
+    const stopped = logged.findIndex((line) => line.msg === 'switchboard stopped')
+    expect(stopped).toBeGreaterThan(stopping)
+    expect(logged[stopped]).toMatchObject({ level: 30, signal: 'SIGTERM', stop_ms: expect.any(Number) })
   })
 
   it('npm start: SIGINT does the same', async () => {
