@@ -1,4 +1,5 @@
 import { existsSync, statfsSync } from 'node:fs'
+import { isDeepStrictEqual } from 'node:util'
 import type { Config } from '../config/load.ts'
 import { isMigrated, ping, type Store } from '../db/connect.ts'
 import { describeLeftInSqlite, leftInSqlite } from '../db/left-in-sqlite.ts'
@@ -8,6 +9,7 @@ import { recipeSendsMail } from '../recipes/sends-mail.ts'
 import { createMailTransport } from '../reports/mail-transport.ts'
 import type { Runtime } from '../runtime.ts'
 import { VoiceApiError } from '../upstream/errors.ts'
+import { DOCTOR_PROBE_ANSWER, DOCTOR_PROBE_BODY } from '../webhooks/doctor-probe.ts'
 import { signFormant } from '../webhooks/verify.ts'
 import { describeError, ok, problem, skipped, type CheckResult } from './check.ts'
 import { localOrigin } from '../utils/local-origin.ts'
@@ -111,16 +113,17 @@ export async function checkUpstreamKey(rt: Runtime, serviceUp: boolean): Promise
 }
 
 /**
- * The webhook URL reaches the running receiver and the secret matches: a probe signed with the default
- * target's secret, without an event id. The receiver verifies the signature first, so 400 "event id
- * missing" proves reachability and the secret, and nothing is stored (it counts as one rejection).
+ * The webhook URL reaches the running receiver and the secret matches: a probe signed with the default target's
+ * secret (src/webhooks/doctor-probe.ts). The receiver verifies the signature first, then answers the probe 200 and
+ * stores and counts nothing. A receiver before 0.25.3 (a rolling deploy) answers it 400 "event id missing", which
+ * proves the same — and counts there as one rejection.
  */
 export async function checkWebhookUrl(rt: Runtime, serviceUp: boolean, fetcher: typeof fetch = fetch): Promise<CheckResult> {
   const url = `${localUrl(rt.config)}/webhooks/formant`
   if (!serviceUp) return skipped('webhook url', `service not running at ${localUrl(rt.config)}: start it (npm start), then run doctor again — or, if it runs with another PORT or HOST, run doctor with the same`)
   const secret = rt.config.webhook.secrets[0]
   if (!secret) return skipped('webhook url', 'the default target has no secret (WEBHOOK_ALLOW_UNSIGNED)')
-  const body = JSON.stringify({ switchboard_doctor: true })
+  const body = DOCTOR_PROBE_BODY
   let res: Response
   try {
     res = await fetcher(url, {
@@ -132,8 +135,9 @@ export async function checkWebhookUrl(rt: Runtime, serviceUp: boolean, fetcher: 
   } catch (error) {
     return problem('webhook url', `${url} cannot be reached: ${describeError(error)}`, 'check HOST/PORT and that the service is running')
   }
-  await res.body?.cancel()
-  if (res.status === 400) return ok('webhook url', `${url} answers and accepts this secret (${rt.config.webhook.secretSource ?? 'WEBHOOK_SECRET'})`)
+  const answer = res.status === 200 ? await res.json().catch(() => undefined) : await res.body?.cancel()
+  const probeAnswered = res.status === 200 && isDeepStrictEqual(answer, DOCTOR_PROBE_ANSWER)
+  if (probeAnswered || res.status === 400) return ok('webhook url', `${url} answers and accepts this secret (${rt.config.webhook.secretSource ?? 'WEBHOOK_SECRET'})`)
   if (res.status === 401) {
     return problem('webhook url', `${url} refused a delivery signed with ${rt.config.webhook.secretSource ?? 'WEBHOOK_SECRET'}`, 'give doctor and the service the same WEBHOOK_SECRET (and DATA_DIR)')
   }

@@ -7,6 +7,7 @@ import { webhookMetrics } from './metrics.ts'
 import { webhookState } from './state.ts'
 import { verifyRequest, type SignedRequest } from './verify.ts'
 import { campaignOfCall } from './event-campaign.ts'
+import { DOCTOR_PROBE_ANSWER, isDoctorProbe } from './doctor-probe.ts'
 import { mayHaveBeenForgotten, oldEnoughToBeForgotten, rememberedDays } from './forgotten-event.ts'
 import { MAX_CONVERSATION_ID_LENGTH, MAX_EVENT_ID_LENGTH, MAX_EVENT_TYPE_LENGTH, MAX_TRACE_ID_LENGTH, checkId, isDotSegment, unstorableText, type IdCheck } from './storable.ts'
 import { MAX_JSON_DEPTH, jsonNestedDeeperThan } from '../utils/json-depth.ts'
@@ -182,6 +183,10 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   if (!decoded) return reject(400, 'invalid_utf8', 'invalid_request', 'body is not valid UTF-8')
   if (tooDeep) return reject(400, 'too_deep', 'invalid_request', `body is nested deeper than ${MAX_JSON_DEPTH} levels`)
   if (!parsed) return reject(400, 'invalid_json', 'invalid_request', 'body must be a JSON object')
+  if (isDoctorProbe(parsed)) {
+    rt.log.info({ target: label }, 'doctor probe answered: the webhook URL reaches this receiver and the signature matches')
+    return Response.json(DOCTOR_PROBE_ANSWER)
+  }
   const unstorable = unstorableText(text, parsed)
   if (unstorable?.problem === 'nul') {
     return reject(400, 'unstorable', 'invalid_request', `body contains U+0000 (a NUL character) at ${unstorable.at}, which cannot be stored; remove it`)

@@ -56,6 +56,9 @@ describe('doctor', () => {
     expect(r.lines[7]).toMatch(/^ok\s+folders\s+this user \(.*uid \d+\) may write in DATA_DIR and its folders$/)
     expect(r.lines[8]).toMatch(/^ok\s+service\s+http:\/\/127\.0\.0\.1:\d+ is ready$/)
     expect(r.lines[9]).toBe('doctor: no problems found')
+    // Its probe of the webhook URL is no rejected webhook: doctor run as a periodic check adds none to the metrics
+    // (nor to the log's warnings and the report's webhook health: test/webhooks/refusal-logs.test.ts).
+    expect((await server.rt.metrics.getMetricsAsJSON()).find((m) => m.name === 'switchboard_webhooks_rejected_total')?.values ?? []).toEqual([])
   })
 
   it('--json gives the same checks as objects', async () => {
@@ -212,5 +215,25 @@ it('a provider answering 429 accepts the key: ok, said so', async () => {
     expect(r.lines.find((l) => /^\S+\s+upstream key\s/.test(l))).toBe(`ok       upstream key   VOICE_API_KEY is accepted by http://127.0.0.1:${port} (its rate limit is spent right now: 429)`)
   } finally {
     await new Promise((resolve) => limited.close(resolve))
+  }
+})
+
+it("the webhook URL: a receiver before 0.25.3 (400, no event id) passes; another program's 200 does not", async () => {
+  const { createServer } = await import('node:http')
+  let webhookAnswer = { status: 400, body: '{"error":{"type":"invalid_request","message":"event id missing"}}' }
+  const standIn = createServer((req, res) => {
+    if (req.url === '/healthz') return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}')
+    if (req.url === '/webhooks/formant') return void res.writeHead(webhookAnswer.status, { 'content-type': 'application/json' }).end(webhookAnswer.body)
+    res.writeHead(404).end()
+  })
+  await new Promise<void>((resolve) => standIn.listen(0, '127.0.0.1', resolve))
+  try {
+    const port = (standIn.address() as { port: number }).port
+    const line = async () => (await doctor({ PORT: String(port) })).lines.find((l) => /^\S+\s+webhook url\s/.test(l))
+    expect(await line()).toBe(`ok       webhook url    http://127.0.0.1:${port}/webhooks/formant answers and accepts this secret (WEBHOOK_SECRET from the environment)`)
+    webhookAnswer = { status: 200, body: '{"ok":true}' }
+    expect(await line()).toMatch(/^PROBLEM\s+webhook url\s+http:\/\/127\.0\.0\.1:\d+\/webhooks\/formant answered 200, not a switchboard receiver/)
+  } finally {
+    await new Promise((resolve) => standIn.close(resolve))
   }
 })

@@ -3,6 +3,9 @@ import { H3, serve } from 'h3'
 import { afterEach, expect, it } from 'vitest'
 import { registerWebhookRoutes } from '../../src/webhooks/index.ts'
 import { createManualClock } from '../../src/utils/clock.ts'
+import { DOCTOR_PROBE_ANSWER, DOCTOR_PROBE_BODY } from '../../src/webhooks/doctor-probe.ts'
+import { webhookState } from '../../src/webhooks/state.ts'
+import { signFormant } from '../../src/webhooks/verify.ts'
 import { captureLogs } from '../helpers/log-capture.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 
@@ -68,4 +71,35 @@ it('a sender that hangs up before its body ends is counted and logged at info, n
   } finally {
     await server.close(true)
   }
+})
+
+it("doctor's probe, signed with the secret, is answered 200 and is no refusal: not counted, not stored, not a warning", async () => {
+  const logs = captureLogs('debug')
+  const clock = createManualClock('2026-03-01T00:00:00Z')
+  rt = await createTestRuntime({ clock, log: logs.log })
+  const app = new H3()
+  registerWebhookRoutes(app, rt)
+  const secret = rt.config.webhook.secrets[0]!
+  const post = (body: string, signWith: string | null = secret) =>
+    app.fetch(new Request('http://localhost/webhooks/formant', {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json', 'x-formantai-timestamp': String(clock.now() / 1000), ...(signWith ? { 'x-formantai-signature': signFormant(body, signWith) } : {}) },
+    }))
+  const answered = await post(DOCTOR_PROBE_BODY)
+  expect(answered.status).toBe(200)
+  expect(await answered.json()).toEqual(DOCTOR_PROBE_ANSWER)
+  await webhookState(rt).inbox.flush()
+  expect(await rt.store.db.selectFrom('webhook_rejections').selectAll().execute()).toEqual([])
+  expect(await rt.store.db.selectFrom('webhook_events').select('event_id').execute()).toEqual([])
+  expect((await rt.metrics.getMetricsAsJSON()).find((m) => m.name === 'switchboard_webhooks_rejected_total')?.values ?? []).toEqual([])
+  expect(logs.find(/^webhook rejected/)).toEqual([])
+  expect(logs.find(/^doctor probe answered/)).toHaveLength(1)
+
+  // Only with the secret: otherwise refused as any delivery is. With another field it is an event, missing its id.
+  expect((await post(DOCTOR_PROBE_BODY, 'whsec_someone_else')).status).toBe(401)
+  expect((await post(DOCTOR_PROBE_BODY, null)).status).toBe(401)
+  expect((await post('{"switchboard_doctor":true,"event_type":"call.completed"}')).status).toBe(400)
+  expect((await post('{"switchboard_doctor":"true"}')).status).toBe(400)
+  expect(logs.find(/^webhook rejected/).map((l) => l.reason)).toEqual(['invalid_signature', 'missing_signature', 'missing_event_id'])
 })

@@ -1,0 +1,15 @@
+/**
+ * `doctor`'s probe of the webhook URL: a body signed with the target's secret that is no event. The receiver answers it
+ * after verifying the signature — proof that the URL reaches a receiver which accepts the secret — and stores and
+ * counts nothing: `doctor` run as a periodic check must not add a rejected webhook to the metrics, the log's warnings
+ * and the daily report's webhook health each time.
+ */
+export const DOCTOR_PROBE_BODY = '{"switchboard_doctor":true}'
+
+/** What the receiver answers the probe with (200). */
+export const DOCTOR_PROBE_ANSWER = { switchboard: 'doctor probe: signature accepted; nothing stored' } as const
+
+/** Whether a verified, parsed body is the probe (exactly its one field). */
+export function isDoctorProbe(parsed: Record<string, unknown>): boolean {
+  return parsed.switchboard_doctor === true && Object.keys(parsed).length === 1
+}
