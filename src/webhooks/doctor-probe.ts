@@ -1,8 +1,8 @@
 /**
  * `doctor`'s probe of the webhook URL: a body signed with the target's secret that is no event. The receiver answers it
  * after verifying the signature — proof that the URL reaches a receiver which accepts the secret — and stores and
- * counts nothing: `doctor` run as a periodic check must not add a rejected webhook to the metrics, the log's warnings
- * and the daily report's webhook health each time.
+ * counts nothing: however often `doctor` runs, it adds no rejected webhook to the metrics, the log's warnings or the
+ * daily report's webhook health.
  */
 export const DOCTOR_PROBE_BODY = '{"switchboard_doctor":true}'
 
