@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { getPriority, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -57,14 +57,6 @@ describe.runIf(process.platform === 'linux')('processing thread priority', () =>
   })
 })
 
-/** Name and nice value of each thread of process `pid`. */
-function threadsOf(pid: number): Array<{ name: string; nice: number }> {
-  return readdirSync(`/proc/${pid}/task`).map((tid) => {
-    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
-    return { name: readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim(), nice: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]) }
-  })
-}
-
 // libuv's thread pool — where Node runs the receiver's and the proxy's file reads, DNS lookups and compression — is
 // started by the first thread that uses it, and on Linux a new thread inherits its creator's nice value. Node 22 and
 // later start it on first use (Node 20 at start-up, from the main thread) and name its threads, so there is something
@@ -93,11 +85,11 @@ export default defineRecipe({ description: 'reads its own file as it loads (' + 
     // Ready once the processing thread has loaded the recipes (the answer to /readyz may come before).
     await waitForLog(serve, /switchboard ready/)
     const pid = serve.child.pid!
-    await until(() => threadsOf(pid).some((t) => t.name === 'libuv-worker'), 'the thread pool')
+    await until(() => threadStats(pid).some((t) => t.name === 'libuv-worker'), 'the thread pool')
     const base = getPriority(pid)
     // The processing thread is lowered, and only it: not the pool (four threads by default, started by then). Worker
     // threads are named WorkerThread on Node 24, node on 22.
-    const lowered = threadsOf(pid).filter((t) => t.nice !== base)
+    const lowered = threadStats(pid).filter((t) => t.nice !== base)
     expect(lowered).toHaveLength(1)
     expect(lowered[0]).toMatchObject({ nice: 5, name: expect.not.stringMatching(/^libuv-worker$/) })
   })
