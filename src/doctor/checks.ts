@@ -13,6 +13,7 @@ import { DOCTOR_PROBE_ANSWER, DOCTOR_PROBE_BODY } from '../webhooks/doctor-probe
 import { signFormant } from '../webhooks/verify.ts'
 import { describeError, ok, problem, skipped, type CheckResult } from './check.ts'
 import { localOrigin } from '../utils/local-origin.ts'
+import { readLimited } from '../utils/read-limited.ts'
 import { processUser } from '../utils/owner-and-mode.ts'
 import { BLOCKED_FOLDER_FIX, blockedDataFolders } from '../utils/data-folders.ts'
 
@@ -135,8 +136,9 @@ export async function checkWebhookUrl(rt: Runtime, serviceUp: boolean, fetcher: 
   } catch (error) {
     return problem('webhook url', `${url} cannot be reached: ${describeError(error)}`, 'check HOST/PORT and that the service is running')
   }
-  const answer = res.status === 200 ? await res.json().catch(() => undefined) : await res.body?.cancel()
-  const probeAnswered = res.status === 200 && isDeepStrictEqual(answer, DOCTOR_PROBE_ANSWER)
+  // The probe's answer is a few dozen bytes: whatever listens on PORT, no more than a KB of it is read.
+  const read = res.status === 200 ? await readLimited(res.body, 1024, { overflow: 'cancel' }).catch(() => undefined) : await res.body?.cancel()
+  const probeAnswered = read?.ok === true && isDeepStrictEqual(parseJsonText(read.bytes), DOCTOR_PROBE_ANSWER)
   if (probeAnswered || res.status === 400) return ok('webhook url', `${url} answers and accepts this secret (${rt.config.webhook.secretSource ?? 'WEBHOOK_SECRET'})`)
   if (res.status === 401) {
     return problem('webhook url', `${url} refused a delivery signed with ${rt.config.webhook.secretSource ?? 'WEBHOOK_SECRET'}`, 'give doctor and the service the same WEBHOOK_SECRET (and DATA_DIR)')
@@ -232,4 +234,13 @@ export async function checkService(rt: Runtime, serviceUp: boolean, fetcher: typ
     return ok('service', `${origin} is up, degraded${down.length ? ` (${down.join(', ')} down)` : ''}`)
   }
   return ok('service', `${origin} is ${status}`)
+}
+
+/** Bytes as JSON, or undefined when they are not. */
+function parseJsonText(bytes: Uint8Array): unknown {
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes)) as unknown
+  } catch {
+    return undefined
+  }
 }

@@ -9,6 +9,7 @@ import { enqueueEventFires } from '../../src/recipes/claims.ts'
 import { discardRecipeQueue } from '../../src/recipes/queue-control.ts'
 import { tempRecipesDir } from '../recipes/helpers.ts'
 import { shippedRecipesCopy } from '../helpers/recipes.ts'
+import { DOCTOR_PROBE_ANSWER } from '../../src/webhooks/doctor-probe.ts'
 
 // doctor against real things: a SQLite file, the service with its sandbox running in-process, a real
 // SMTP server (smtp-server), and ports with nothing behind them.
@@ -218,7 +219,7 @@ it('a provider answering 429 accepts the key: ok, said so', async () => {
   }
 })
 
-it("the webhook URL: a receiver before 0.25.3 (400, no event id) passes; another program's 200 does not", async () => {
+it("the webhook URL: a receiver before 0.25.3 (400, no event id) passes; another program's 200 does not, however long", async () => {
   const { createServer } = await import('node:http')
   let webhookAnswer = { status: 400, body: '{"error":{"type":"invalid_request","message":"event id missing"}}' }
   const standIn = createServer((req, res) => {
@@ -231,8 +232,13 @@ it("the webhook URL: a receiver before 0.25.3 (400, no event id) passes; another
     const port = (standIn.address() as { port: number }).port
     const line = async () => (await doctor({ PORT: String(port) })).lines.find((l) => /^\S+\s+webhook url\s/.test(l))
     expect(await line()).toBe(`ok       webhook url    http://127.0.0.1:${port}/webhooks/formant answers and accepts this secret (WEBHOOK_SECRET from the environment)`)
-    webhookAnswer = { status: 200, body: '{"ok":true}' }
-    expect(await line()).toMatch(/^PROBLEM\s+webhook url\s+http:\/\/127\.0\.0\.1:\d+\/webhooks\/formant answered 200, not a switchboard receiver/)
+    // This release's receiver answers the probe in a few dozen bytes; no more than a KB of an answer is read.
+    webhookAnswer = { status: 200, body: JSON.stringify(DOCTOR_PROBE_ANSWER) }
+    expect(await line()).toMatch(/^ok\s+webhook url\s/)
+    for (const body of ['{"ok":true}', JSON.stringify(DOCTOR_PROBE_ANSWER) + ' '.repeat(5_000_000)]) {
+      webhookAnswer = { status: 200, body }
+      expect(await line()).toMatch(/^PROBLEM\s+webhook url\s+http:\/\/127\.0\.0\.1:\d+\/webhooks\/formant answered 200, not a switchboard receiver/)
+    }
   } finally {
     await new Promise((resolve) => standIn.close(resolve))
   }
