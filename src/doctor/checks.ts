@@ -1,5 +1,4 @@
 import { existsSync, statfsSync } from 'node:fs'
-import { isDeepStrictEqual } from 'node:util'
 import type { Config } from '../config/load.ts'
 import { isMigrated, ping, type Store } from '../db/connect.ts'
 import { describeLeftInSqlite, leftInSqlite } from '../db/left-in-sqlite.ts'
@@ -137,8 +136,11 @@ export async function checkWebhookUrl(rt: Runtime, serviceUp: boolean, fetcher: 
     return problem('webhook url', `${url} cannot be reached: ${describeError(error)}`, 'check HOST/PORT and that the service is running')
   }
   // The probe's answer is a few dozen bytes: whatever listens on PORT, no more than a KB of it is read.
-  const read = res.status === 200 ? await readLimited(res.body, 1024, { overflow: 'cancel' }).catch(() => undefined) : await res.body?.cancel()
-  const probeAnswered = read?.ok === true && isDeepStrictEqual(parseJsonText(read.bytes), DOCTOR_PROBE_ANSWER)
+  let probeAnswered = false
+  if (res.status === 200) {
+    const read = await readLimited(res.body, 1024, { overflow: 'cancel' }).catch(() => undefined)
+    probeAnswered = read?.ok === true && new TextDecoder().decode(read.bytes) === DOCTOR_PROBE_ANSWER
+  } else await res.body?.cancel()
   if (probeAnswered || res.status === 400) return ok('webhook url', `${url} answers and accepts this secret (${rt.config.webhook.secretSource ?? 'WEBHOOK_SECRET'})`)
   if (res.status === 401) {
     return problem('webhook url', `${url} refused a delivery signed with ${rt.config.webhook.secretSource ?? 'WEBHOOK_SECRET'}`, 'give doctor and the service the same WEBHOOK_SECRET (and DATA_DIR)')
@@ -234,13 +236,4 @@ export async function checkService(rt: Runtime, serviceUp: boolean, fetcher: typ
     return ok('service', `${origin} is up, degraded${down.length ? ` (${down.join(', ')} down)` : ''}`)
   }
   return ok('service', `${origin} is ${status}`)
-}
-
-/** Bytes as JSON, or undefined when they are not. */
-function parseJsonText(bytes: Uint8Array): unknown {
-  try {
-    return JSON.parse(new TextDecoder().decode(bytes)) as unknown
-  } catch {
-    return undefined
-  }
 }

@@ -65,7 +65,7 @@ export function parseRetryAfter(value: string | undefined, now: number): number 
 }
 
 /** Only the field's optional whitespace is trimmed; anything else around the value makes it invalid. */
-const trimHeaderSpace = (value: string) => value.replace(/^[ \t]+|[ \t]+$/g, '')
+export const trimHeaderSpace = (value: string) => value.replace(/^[ \t]+|[ \t]+$/g, '')
 
 /**
  * `Retry-After` in its delta-seconds form only (whole seconds) — the form the voice provider sends (voice-api.md →

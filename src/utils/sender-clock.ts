@@ -1,4 +1,4 @@
-import { parseHttpDate } from './retry-after.ts'
+import { parseHttpDate, trimHeaderSpace } from './retry-after.ts'
 
 /**
  * A difference between a sender's clock and this machine's smaller than this is not read as one: the `Date` header
@@ -17,8 +17,7 @@ export const CLOCK_SKEW_IGNORED_MS = 2_000
  */
 export function senderClockOffsetMs(date: string | null | undefined, now: number): number {
   if (date === null || date === undefined) return 0
-  // Only the field's optional whitespace is trimmed (`Headers#get` has stripped it already).
-  const at = parseHttpDate(date.replace(/^[ \t]+|[ \t]+$/g, ''), now)
+  const at = parseHttpDate(trimHeaderSpace(date), now)
   if (at === undefined) return 0
   const offset = at - now
   return Math.abs(offset) < CLOCK_SKEW_IGNORED_MS ? 0 : offset

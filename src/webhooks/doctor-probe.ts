@@ -6,8 +6,8 @@
  */
 export const DOCTOR_PROBE_BODY = '{"switchboard_doctor":true}'
 
-/** What the receiver answers the probe with (200). */
-export const DOCTOR_PROBE_ANSWER = { switchboard: 'doctor probe: signature accepted; nothing stored' } as const
+/** What the receiver answers the probe with (200, JSON): `doctor` compares the text as it is. */
+export const DOCTOR_PROBE_ANSWER = JSON.stringify({ switchboard: 'doctor probe: signature accepted; nothing stored' })
 
 /** Whether a verified, parsed body is the probe (exactly its one field). */
 export function isDoctorProbe(parsed: Record<string, unknown>): boolean {

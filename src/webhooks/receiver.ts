@@ -185,7 +185,7 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   if (!parsed) return reject(400, 'invalid_json', 'invalid_request', 'body must be a JSON object')
   if (isDoctorProbe(parsed)) {
     rt.log.info({ target: label }, 'doctor probe answered: the webhook URL reaches this receiver and the signature matches')
-    return Response.json(DOCTOR_PROBE_ANSWER)
+    return new Response(DOCTOR_PROBE_ANSWER, { headers: { 'content-type': 'application/json' } })
   }
   const unstorable = unstorableText(text, parsed)
   if (unstorable?.problem === 'nul') {

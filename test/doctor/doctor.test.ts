@@ -233,9 +233,9 @@ it("the webhook URL: a receiver before 0.25.3 (400, no event id) passes; another
     const line = async () => (await doctor({ PORT: String(port) })).lines.find((l) => /^\S+\s+webhook url\s/.test(l))
     expect(await line()).toBe(`ok       webhook url    http://127.0.0.1:${port}/webhooks/formant answers and accepts this secret (WEBHOOK_SECRET from the environment)`)
     // This release's receiver answers the probe in a few dozen bytes; no more than a KB of an answer is read.
-    webhookAnswer = { status: 200, body: JSON.stringify(DOCTOR_PROBE_ANSWER) }
+    webhookAnswer = { status: 200, body: DOCTOR_PROBE_ANSWER }
     expect(await line()).toMatch(/^ok\s+webhook url\s/)
-    for (const body of ['{"ok":true}', JSON.stringify(DOCTOR_PROBE_ANSWER) + ' '.repeat(5_000_000)]) {
+    for (const body of ['{"ok":true}', DOCTOR_PROBE_ANSWER + ' '.repeat(5_000_000)]) {
       webhookAnswer = { status: 200, body }
       expect(await line()).toMatch(/^PROBLEM\s+webhook url\s+http:\/\/127\.0\.0\.1:\d+\/webhooks\/formant answered 200, not a switchboard receiver/)
     }

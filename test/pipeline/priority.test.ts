@@ -1,10 +1,9 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { getPriority, tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { getPriority } from 'node:os'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startServe, until, waitForLog, type ServeChild } from '../helpers/serve-child.ts'
 import { useServeInProcess } from '../helpers/serve-in-process.ts'
 import { threadStats } from '../helpers/threads.ts'
+import { tempRecipesDir } from '../recipes/helpers.ts'
 
 /**
  * The nice value of each thread this process started since `before` (a map of the threads then): the runner's own
@@ -66,22 +65,22 @@ const namesThreads = Number(process.versions.node.split('.')[0]) >= 22
 // Lowered only below nice 5 (PROCESSING_NICE never raises a priority).
 describe.runIf(process.platform === 'linux' && namesThreads && getPriority() < 5)('the thread pool under a lowered processing thread', () => {
   let serve: ServeChild | undefined
-  let recipesDir: string | undefined
+  let recipes: ReturnType<typeof tempRecipesDir> | undefined
   afterEach(async () => {
     await serve?.stop()
-    if (recipesDir) rmSync(recipesDir, { recursive: true, force: true })
-    serve = recipesDir = undefined
+    recipes?.cleanup()
+    serve = recipes = undefined
   })
 
   it('runs at the process priority even when processing uses it first', async () => {
-    recipesDir = mkdtempSync(join(tmpdir(), 'sb-pool-recipes-'))
+    recipes = tempRecipesDir()
     // Its top-level code runs on the processing thread as it starts, before the receiver has used the pool.
-    writeFileSync(join(recipesDir, 'reads-a-file.ts'), `import { readFile } from 'node:fs/promises'
+    recipes.write('reads-a-file', `import { readFile } from 'node:fs/promises'
 import { defineRecipe } from 'switchboard'
 const own = await readFile(new URL(import.meta.url))
 export default defineRecipe({ description: 'reads its own file as it loads (' + own.length + ' bytes)', schedule: '0 9 * * *', async run() {} })
 `)
-    serve = await startServe({ RECIPES_DIR: recipesDir, RECIPES_TYPECHECK: 'false', PROCESSING_NICE: '5' })
+    serve = await startServe({ RECIPES_DIR: recipes.dir, RECIPES_TYPECHECK: 'false', PROCESSING_NICE: '5' })
     // Ready once the processing thread has loaded the recipes (the answer to /readyz may come before).
     await waitForLog(serve, /switchboard ready/)
     const pid = serve.child.pid!
