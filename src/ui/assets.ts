@@ -47,7 +47,7 @@ const version = (() => {
 
 /** `/ui/assets/<name>?v=…` */
 export function assetUrl(name: string): string {
-  return `/ui/assets/${name}?v=${version}`
+  return `ui/assets/${name}?v=${version}`
 }
 
 export function registerAssetRoutes(app: H3): void {

@@ -79,7 +79,7 @@ export function registerCallsPage(app: H3, rt: Runtime): void {
     const option = (value: string, current: string | undefined) => html`<option value="${value}"${value === (current ?? '') ? html` selected` : ''}>${value || 'any'}</option>`
     return page(event, {
       title: 'Calls',
-      body: html`<form method="get" action="/ui/calls" class="filters" role="search" aria-label="Filter calls">
+      body: html`<form method="get" action="ui/calls" class="filters" role="search" aria-label="Filter calls">
 <label>Recipe<input name="recipe" value="${q.recipe ?? ''}"></label>
 <label>Status<select name="status">${['', ...CALL_STATUSES].map((s) => option(s, q.status))}</select></label>
 <label>Phone<input name="phone" type="tel" value="${q.phone ?? ''}"></label>
@@ -101,14 +101,14 @@ ${fields(`Attempt ${i + 1}`, [
 <h2>Ledger</h2>
 ${table('Calls', ['Created', 'Phone', 'Agent', 'Recipe', 'Campaign', 'Status', 'Outcome', 'Scheduled for', 'Idempotency key'], calls.map((c) => [
   fmtTime(c.created_at),
-  html`<a href="${`/ui/calls?${new URLSearchParams({ ...(q.phone ? { phone: q.phone } : {}), chain: c.id })}`}" title="the follow-up chain of this call">${c.customer_phone}</a>`,
+  html`<a href="${`ui/calls?${new URLSearchParams({ ...(q.phone ? { phone: q.phone } : {}), chain: c.id })}`}" title="the follow-up chain of this call">${c.customer_phone}</a>`,
   String(c.agent_id), c.recipe ?? 'proxy', campaignFrom(c.campaign, c.recipe, c.agent_id, () => c.parameters.find((p) => p.name === 'campaign')?.value), status(c.status),
   outcomeCell(outcomeOf(c)), when(c), shortId(c.idempotency_key),
 ]), before ? 'No older call matches.' : 'No call matches.')}
 ${note ? html`<p>${note}</p>` : ''}
 <nav aria-label="Pages" class="actions">
-${before ? html`<a href="${`/ui/calls${filters.size ? `?${filters}` : ''}`}">← Newest</a>` : ''}
-${older ? html`<a href="${`/ui/calls?${older}`}" rel="next">Older →</a>` : ''}
+${before ? html`<a href="${`ui/calls${filters.size ? `?${filters}` : ''}`}">← Newest</a>` : ''}
+${older ? html`<a href="${`ui/calls?${older}`}" rel="next">Older →</a>` : ''}
 </nav>`,
     })
   })

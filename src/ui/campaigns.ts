@@ -58,7 +58,7 @@ export function registerCampaignsPage(app: H3, rt: Runtime): void {
     const figures = await runProcessingTask(rt, campaignFiguresTask, { date, timezone: tz })
     return page(event, {
       title: 'Campaigns',
-      body: html`<form method="get" action="/ui/campaigns" class="filters" aria-label="Pick a day">
+      body: html`<form method="get" action="ui/campaigns" class="filters" aria-label="Pick a day">
 <label>Day (${tz})<input type="date" name="date" value="${date}"></label><button type="submit">Show</button>
 </form>
 ${asked ? '' : dayNotUnderstood(event.url.searchParams.get('date'), date, `today in ${tz}`)}

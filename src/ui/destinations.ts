@@ -44,7 +44,7 @@ export function registerDestinationsPage(app: H3, rt: Runtime): void {
       body: destinations.length === 0 && deliveries.length === 0
         ? html`<p>No destination is configured. Declare them under <code>DESTINATIONS</code> in <code>switchboard.config.ts</code> (README → Forwarding events) to forward events to your own systems.</p>`
         : html`${table('Destinations', ['Name', 'URL', 'Events', 'State', 'Pending', 'Delivered', 'Dead', 'Oldest pending', ''], destinations.map((d) => [
-  html`<a href="${`/ui/destinations?${new URLSearchParams({ destination: d.name })}`}">${d.name}</a>`,
+  html`<a href="${`ui/destinations?${new URLSearchParams({ destination: d.name })}`}">${d.name}</a>`,
   clip(d.url, 60),
   // Unknown once removed from DESTINATIONS: not "all".
   d.events === null ? '—' : d.events === 'all' ? 'all' : clip(d.events.join(', '), 60),
@@ -54,30 +54,30 @@ export function registerDestinationsPage(app: H3, rt: Runtime): void {
       ? html`<div class="cell-wrap" title="${d.paused_reason ?? ''}">${status('paused')} until ${fmtIso(d.paused_until)}: ${clip(d.paused_reason, 60)}</div>`
       : status('active'),
   String(d.pending), String(d.delivered),
-  d.dead > 0 ? html`<a href="${`/ui/destinations?${new URLSearchParams({ destination: d.name, status: 'dead' })}`}">${String(d.dead)}</a>` : '0',
+  d.dead > 0 ? html`<a href="${`ui/destinations?${new URLSearchParams({ destination: d.name, status: 'dead' })}`}">${String(d.dead)}</a>` : '0',
   fmtIso(d.oldest_pending_at),
   // Removed from DESTINATIONS: nothing sends its deliveries any more; they can only be discarded (or the destination added back).
   !configuredNames.has(d.name)
-    ? html`<div class="actions"><form method="post" action="${`/ui/destinations/${encodeURIComponent(d.name)}/discard`}" class="inline" data-confirm="${`Delete every delivery kept for ${d.name}? It is no longer configured: its pending ones would never be sent.`}">${csrfField(event)}<button type="submit" class="secondary">Discard</button></form></div>`
+    ? html`<div class="actions"><form method="post" action="${`ui/destinations/${encodeURIComponent(d.name)}/discard`}" class="inline" data-confirm="${`Delete every delivery kept for ${d.name}? It is no longer configured: its pending ones would never be sent.`}">${csrfField(event)}<button type="submit" class="secondary">Discard</button></form></div>`
     : html`<div class="actions">${d.state === 'disabled'
-    ? html`<form method="post" action="${`/ui/destinations/${encodeURIComponent(d.name)}/enable`}" class="inline" data-confirm="${`Enable ${d.name} again? Its waiting deliveries go out.`}">${csrfField(event)}<button type="submit">Enable</button></form>`
+    ? html`<form method="post" action="${`ui/destinations/${encodeURIComponent(d.name)}/enable`}" class="inline" data-confirm="${`Enable ${d.name} again? Its waiting deliveries go out.`}">${csrfField(event)}<button type="submit">Enable</button></form>`
     : d.state === 'paused'
-      ? html`<form method="post" action="${`/ui/destinations/${encodeURIComponent(d.name)}/enable`}" class="inline" data-confirm="${`End ${d.name}'s pause now? Its next delivery goes out as a probe; failing, it is paused again.`}">${csrfField(event)}<button type="submit">Resume</button></form>`
+      ? html`<form method="post" action="${`ui/destinations/${encodeURIComponent(d.name)}/enable`}" class="inline" data-confirm="${`End ${d.name}'s pause now? Its next delivery goes out as a probe; failing, it is paused again.`}">${csrfField(event)}<button type="submit">Resume</button></form>`
       : ''}${d.dead > 0 || d.pending > 0
-    ? html`<form method="post" action="${`/ui/destinations/${encodeURIComponent(d.name)}/replay`}" class="inline" data-confirm="${`Send every dead delivery of ${d.name}, and every pending one that has failed, again now?`}">${csrfField(event)}<button type="submit" class="secondary">Replay failed</button></form>`
+    ? html`<form method="post" action="${`ui/destinations/${encodeURIComponent(d.name)}/replay`}" class="inline" data-confirm="${`Send every dead delivery of ${d.name}, and every pending one that has failed, again now?`}">${csrfField(event)}<button type="submit" class="secondary">Replay failed</button></form>`
     : ''}</div>`,
 ]))}
 <h2>Deliveries</h2>
-<form method="get" action="/ui/destinations" class="filters" aria-label="Filter deliveries">
+<form method="get" action="ui/destinations" class="filters" aria-label="Filter deliveries">
 <label>Destination<select name="destination">${option('', 'any', q.destination)}${destinations.map((d) => option(d.name, d.name, q.destination))}</select></label>
 <label>Status<select name="status">${option('', 'any', q.status)}${DELIVERY_STATUSES.map((s) => option(s, s, q.status))}</select></label>
 <button type="submit">Filter</button>
 </form>
-${filtered ? html`<p><a href="/ui/destinations">Clear filters</a></p>` : ''}
+${filtered ? html`<p><a href="ui/destinations">Clear filters</a></p>` : ''}
 ${table('Deliveries', ['Created (UTC)', 'Destination', 'Event', 'Type', 'Status', 'Attempts', 'Next attempt', 'Last answer'], deliveries.map((d) => [
-  html`<a href="${`/ui/destinations/deliveries/${encodeURIComponent(d.id)}`}" title="${`delivery ${d.id}`}">${fmtIso(d.created_at)}</a>`,
+  html`<a href="${`ui/destinations/deliveries/${encodeURIComponent(d.id)}`}" title="${`delivery ${d.id}`}">${fmtIso(d.created_at)}</a>`,
   d.destination,
-  shortId(d.event_id, `/ui/events/${encodeURIComponent(d.event_id)}`),
+  shortId(d.event_id, `ui/events/${encodeURIComponent(d.event_id)}`),
   d.event_type,
   status(d.status),
   String(d.attempts),
@@ -96,16 +96,16 @@ ${deliveries.length === DELIVERIES_PAGE_SIZE ? html`<p><small>The newest ${DELIV
       title: 'Delivery',
       active: 'Destinations',
       flash: flashMessage(event.url.searchParams),
-      body: html`<p><a href="${`/ui/destinations?${new URLSearchParams({ destination: found.destination })}`}">← ${found.destination}</a></p>
+      body: html`<p><a href="${`ui/destinations?${new URLSearchParams({ destination: found.destination })}`}">← ${found.destination}</a></p>
 <div class="actions">
-<form method="post" action="${`/ui/destinations/deliveries/${encodeURIComponent(id)}/replay`}" data-confirm="Send this delivery again now (the same webhook-id)?">
+<form method="post" action="${`ui/destinations/deliveries/${encodeURIComponent(id)}/replay`}" data-confirm="Send this delivery again now (the same webhook-id)?">
 ${csrfField(event)}<button type="submit">Replay</button>
 </form>
 </div>
 ${fields('Delivery', [
   ['Delivery id (webhook-id)', found.id],
   ['Destination', found.destination],
-  ['Event', html`<a href="${`/ui/events/${encodeURIComponent(found.event_id)}`}">${found.event_id}</a>`],
+  ['Event', html`<a href="${`ui/events/${encodeURIComponent(found.event_id)}`}">${found.event_id}</a>`],
   ['Type', found.event_type],
   ['Conversation', found.conversation_id ?? '—'],
   ['Status', html`<span id="delivery-status">${status(found.status)}</span>`],
@@ -126,7 +126,7 @@ ${table('Attempts', ['#', 'Started (UTC)', 'Answer', 'Latency', 'Result', 'Error
 
   app.post('/ui/destinations/deliveries/:id/replay', async (event) => {
     const id = getRouterParam(event, 'id', { decode: true }) ?? ''
-    const back = `/ui/destinations/deliveries/${encodeURIComponent(id)}`
+    const back = `ui/destinations/deliveries/${encodeURIComponent(id)}`
     try {
       await replayDelivery(rt, id)
     } catch (error) {
@@ -146,7 +146,7 @@ ${table('Attempts', ['#', 'Started (UTC)', 'Answer', 'Latency', 'Result', 'Error
     if (unconfigured) throw new HTTPError({ status: 409, message: unconfigured })
     const queued = await runProcessingTask(rt, replayFailedTask, { destination: name, since: 0, until: Number.MAX_SAFE_INTEGER })
     rt.log.info({ destination: name, queued }, 'dashboard: failed deliveries queued again')
-    return seeOther(event, `/ui/destinations?${new URLSearchParams({ destination: name, done: 'delivery-queued', n: String(queued) })}`)
+    return seeOther(event, `ui/destinations?${new URLSearchParams({ destination: name, done: 'delivery-queued', n: String(queued) })}`)
   })
 
   app.post('/ui/destinations/:name/discard', async (event) => {
@@ -160,7 +160,7 @@ ${table('Attempts', ['#', 'Started (UTC)', 'Answer', 'Latency', 'Result', 'Error
       throw error
     }
     rt.log.info({ destination: name, ...discarded }, 'dashboard: deliveries of a destination no longer configured discarded')
-    return seeOther(event, `/ui/destinations?done=destination-discarded&n=${discarded.deliveries}`)
+    return seeOther(event, `ui/destinations?done=destination-discarded&n=${discarded.deliveries}`)
   })
 
   app.post('/ui/destinations/:name/enable', async (event) => {
@@ -170,6 +170,6 @@ ${table('Attempts', ['#', 'Started (UTC)', 'Answer', 'Latency', 'Result', 'Error
     const resumed = await endPauses(rt, name)
     rt.log.info({ destination: name, enabled, resumed }, enabled ? 'dashboard: destination enabled' : 'dashboard: destination pause ended')
     if (!enabled && resumed) return seeOther(event, '/ui/destinations?done=destination-resumed&n=1')
-    return seeOther(event, `/ui/destinations?done=destination-enabled&n=${enabled ? 1 : 0}`)
+    return seeOther(event, `ui/destinations?done=destination-enabled&n=${enabled ? 1 : 0}`)
   })
 }

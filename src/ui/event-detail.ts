@@ -23,14 +23,14 @@ export function registerEventDetailPage(app: H3, rt: Runtime): void {
     const found = await getEvent(rt, id)
     if (!found) throw new HTTPError({ status: 404, message: `no webhook event with id "${id}"` })
     const [fires, runs] = await Promise.all([firesForEvent(rt, id), listRunRecords(rt, { eventId: id, limit: 50 })])
-    const link = (key: string, value: string | null) => (value ? html`<a href="${`/ui/events?${new URLSearchParams({ [key]: value })}`}">${value}</a>` : '—')
+    const link = (key: string, value: string | null) => (value ? html`<a href="${`ui/events?${new URLSearchParams({ [key]: value })}`}">${value}</a>` : '—')
     return page(event, {
       title: 'Event',
       active: 'Events',
       flash: flashMessage(event.url.searchParams),
-      body: html`<p><a href="/ui/events">← Events</a></p>
+      body: html`<p><a href="ui/events">← Events</a></p>
 <div class="actions">
-<form method="post" action="${`/ui/events/${encodeURIComponent(id)}/replay`}" data-confirm="Replay this event now? It is processed again with every hook (read model, cache, recipes).">
+<form method="post" action="${`ui/events/${encodeURIComponent(id)}/replay`}" data-confirm="Replay this event now? It is processed again with every hook (read model, cache, recipes).">
 ${csrfField(event)}<button type="submit">Replay</button>
 </form>
 </div>
@@ -67,7 +67,7 @@ ${table('Headers', ['Header', 'Value'], Object.entries(found.headers).map(([k, v
 
   app.post('/ui/events/:id/replay', async (event) => {
     const id = idOf(event.context.params?.id)
-    const back = `/ui/events/${encodeURIComponent(id)}`
+    const back = `ui/events/${encodeURIComponent(id)}`
     try {
       const outcome = await replayEventNow(rt, id)
       return seeOther(event, `${back}?done=replayed-one&s=${outcome.status}`)

@@ -60,7 +60,7 @@ function filterForm(q: EventsQuery, stored: string[]) {
   // The provider's types, then the others stored (a named target's, a newer provider type), then the current one when
   // neither lists it: a type the select did not offer showed "any", and the next submit dropped the filter.
   const types = [...new Set(['', ...WEBHOOK_EVENT_TYPES, ...stored, ...(q.type ? [q.type] : [])])]
-  return html`<form method="get" action="/ui/events" class="filters" role="search" aria-label="Filter events">
+  return html`<form method="get" action="ui/events" class="filters" role="search" aria-label="Filter events">
 <label>Type<select name="type">${types.map((t) => option(t, q.type))}</select></label>
 <label>Status<select name="status">${['', ...EVENT_STATUSES].map((s) => option(s, q.status))}</select></label>
 <label>From (UTC)<input type="date" name="from" value="${q.from ?? ''}"></label>
@@ -84,14 +84,14 @@ export function registerEventsPage(app: H3, rt: Runtime): void {
     const rows = events.map((e) => [
       fmtIso(e.received_at),
       // Shortened like the other ids (the whole one in the tooltip): a provider's event ids run to dozens of characters.
-      shortId(e.event_id, `/ui/events/${encodeURIComponent(e.event_id)}`),
+      shortId(e.event_id, `ui/events/${encodeURIComponent(e.event_id)}`),
       // A named target's event as recipes and destinations name it (`crm:contact.updated`): its type alone does not
       // tell a CRM's `created` from a GitHub's.
       e.source !== 'reconcile' && !isProviderTarget(rt, e.target) ? `${e.target}:${e.event_type}` : e.event_type,
       status(e.status),
       String(e.attempts),
       e.customer_phone ?? '—',
-      shortId(e.conversation_id, e.conversation_id ? `/ui/events?${new URLSearchParams({ conversation_id: e.conversation_id })}` : undefined),
+      shortId(e.conversation_id, e.conversation_id ? `ui/events?${new URLSearchParams({ conversation_id: e.conversation_id })}` : undefined),
       clip(e.last_error, 60),
     ])
     const filtered = params.toString()
@@ -100,16 +100,16 @@ export function registerEventsPage(app: H3, rt: Runtime): void {
       flash: flashMessage(event.url.searchParams),
       body: html`${filterForm(q, stored)}
 <div class="actions">
-<form method="post" action="/ui/events/replay" data-confirm="Replay every failed or dead event that matches this filter? They are queued for processing again, with every hook.">
+<form method="post" action="ui/events/replay" data-confirm="Replay every failed or dead event that matches this filter? They are queued for processing again, with every hook.">
 ${csrfField(event)}${[...params].map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}
 <button type="submit" class="secondary">Replay all failed/dead matching</button>
 </form>
-${filtered ? html`<a href="/ui/events">Clear filters</a>` : ''}
+${filtered ? html`<a href="ui/events">Clear filters</a>` : ''}
 </div>
 ${table('Events', ['Received (UTC)', 'Event id', 'Type', 'Status', 'Attempts', 'Phone', 'Conversation', 'Last error'], rows, 'No event matches.')}
 <nav aria-label="Pages" class="actions">
-${q.after ? html`<a href="${`/ui/events${filtered ? `?${filtered}` : ''}`}">First page</a>` : ''}
-${events.length === EVENTS_PAGE_SIZE ? html`<a href="${`/ui/events?${nextParams}`}" rel="next">Next page</a>` : ''}
+${q.after ? html`<a href="${`ui/events${filtered ? `?${filtered}` : ''}`}">First page</a>` : ''}
+${events.length === EVENTS_PAGE_SIZE ? html`<a href="${`ui/events?${nextParams}`}" rel="next">Next page</a>` : ''}
 </nav>`,
     })
   })
@@ -122,6 +122,6 @@ ${events.length === EVENTS_PAGE_SIZE ? html`<a href="${`/ui/events?${nextParams}
     const back = filterParams(q)
     back.set('done', 'requeued')
     back.set('n', String(queued))
-    return seeOther(event, `/ui/events?${back}`)
+    return seeOther(event, `ui/events?${back}`)
   })
 }

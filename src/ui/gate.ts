@@ -5,21 +5,11 @@ import { isRevoked } from './session-revocation.ts'
 import { field, formOf } from './form.ts'
 import { html } from './html.ts'
 import { page } from './layout.ts'
-import { safeNext, seeOther } from './responses.ts'
+import { seeOther } from './responses.ts'
 import { setUiHeaders } from './security-headers.ts'
 
 const PUBLIC_UI = ['/ui/login', '/ui/assets/']
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS'])
-
-/** The path and query of an absolute URL (htmx's HX-Current-URL), or undefined. */
-function pathOf(url: string | null): string | undefined {
-  try {
-    const parsed = new URL(url ?? '')
-    return parsed.pathname + parsed.search
-  } catch {
-    return undefined
-  }
-}
 
 function under(path: string, prefix: string): boolean {
   return path === prefix || path.startsWith(`${prefix}/`)
@@ -59,13 +49,14 @@ export function registerAdminGate(app: H3, rt: Runtime): void {
     if (!access) {
       const htmx = event.req.headers.has('hx-request')
       if (SAFE.has(event.req.method) && !htmx) {
-        return seeOther(event, `/ui/login?next=${encodeURIComponent(event.url.pathname + event.url.search)}`)
+        return seeOther(event, `ui/login?next=${encodeURIComponent(event.url.pathname + event.url.search)}`)
       }
       // A form a browser posts after its session expired (it asks for a page) goes to the login, not to a JSON 401.
       // The page it came from is unknown (pages send no Referer): the login returns to the overview.
       if (!htmx && /\btext\/html\b/.test(event.req.headers.get('accept') ?? '')) return seeOther(event, '/ui/login?next=%2Fui')
-      // htmx (the overview's polling, a button) is told to load the login page in place of the one it is on.
-      const login = htmx ? { 'hx-redirect': `/ui/login?next=${encodeURIComponent(safeNext(pathOf(event.req.headers.get('hx-current-url'))))}` } : undefined
+      // htmx (the overview's polling) is told to reload the page it is on, which then goes to the login and back to it.
+      // (A redirect named here would need the page's address as the browser has it, behind a proxy's path prefix.)
+      const login = htmx ? { 'hx-refresh': 'true' } : undefined
       throw new HTTPError({ status: 401, message: 'log in at /ui/login (or send Authorization: Bearer $ADMIN_TOKEN)', headers: login })
     }
     try {
@@ -81,7 +72,7 @@ export function registerAdminGate(app: H3, rt: Runtime): void {
       const status = (error as { status?: number }).status
       if (!(error instanceof HTTPError) || status === undefined || status >= 500 || event.req.headers.has('hx-request')) throw error
       event.res.status = status
-      return page(event, { title: status === 404 ? 'Not found' : 'Cannot do that', active: '', body: html`<p class="flash error" role="alert">${error.message}</p><p><a href="/ui">Back to the overview</a></p>` })
+      return page(event, { title: status === 404 ? 'Not found' : 'Cannot do that', active: '', body: html`<p class="flash error" role="alert">${error.message}</p><p><a href="ui">Back to the overview</a></p>` })
     }
   })
 }

@@ -2,16 +2,17 @@ import type { H3Event } from 'h3'
 import { adminAccessOf } from '../utils/admin-auth.ts'
 import { assetUrl } from './assets.ts'
 import { html, jsonAttr, type HtmlValue, type SafeHtml } from './html.ts'
+import { rootFrom } from './root-relative.ts'
 import { setPageHeaders } from './security-headers.ts'
 
 export const NAV = [
-  { href: '/ui', label: 'Overview' },
-  { href: '/ui/events', label: 'Events' },
-  { href: '/ui/recipes', label: 'Recipes' },
-  { href: '/ui/calls', label: 'Calls' },
-  { href: '/ui/campaigns', label: 'Campaigns' },
-  { href: '/ui/destinations', label: 'Destinations' },
-  { href: '/ui/mail', label: 'Mail & DNC' },
+  { href: 'ui', label: 'Overview' },
+  { href: 'ui/events', label: 'Events' },
+  { href: 'ui/recipes', label: 'Recipes' },
+  { href: 'ui/calls', label: 'Calls' },
+  { href: 'ui/campaigns', label: 'Campaigns' },
+  { href: 'ui/destinations', label: 'Destinations' },
+  { href: 'ui/mail', label: 'Mail & DNC' },
 ] as const
 
 /** The CSRF token of the request's session ('' for bearer access, which needs none). */
@@ -42,6 +43,7 @@ function shell(event: H3Event, title: string, inner: HtmlValue, withNav: boolean
 <html lang="en" data-theme="light">
 <head>
 <meta charset="utf-8">
+<base href="${rootFrom(event.url.pathname)}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light">
 <meta name="htmx-config" content="${jsonAttr({ includeIndicatorStyles: false, allowEval: false, allowScriptTags: false })}">
@@ -57,10 +59,10 @@ function shell(event: H3Event, title: string, inner: HtmlValue, withNav: boolean
 <body hx-headers="${csrf ? jsonAttr({ 'X-CSRF-Token': csrf }) : '{}'}">
 <header class="container">
 <nav>
-<ul><li><a href="/ui" class="brand"><strong>switchboard</strong></a></li></ul>
+<ul><li><a href="ui" class="brand"><strong>switchboard</strong></a></li></ul>
 ${withNav
   ? html`<ul class="nav-links">${NAV.map((n) => html`<li><a href="${n.href}"${n.label === active ? html` aria-current="page"` : ''}>${n.label}</a></li>`)}
-<li><form method="post" action="/ui/logout" class="inline">${csrfField(event)}<button type="submit" class="outline secondary small">Log out</button></form></li></ul>`
+<li><form method="post" action="ui/logout" class="inline">${csrfField(event)}<button type="submit" class="outline secondary small">Log out</button></form></li></ul>`
   : ''}
 </nav>
 </header>

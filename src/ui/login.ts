@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { getCookie, HTTPError, type H3, type H3Event } from 'h3'
+import { HTTPError, type H3, type H3Event } from 'h3'
 import type { Runtime } from '../runtime.ts'
 import { adminAccessOf, authenticateAdmin, isHttps, issueSession, sameSecret, SESSION_TTL_MS, sessionCookieHeader } from '../utils/admin-auth.ts'
 import { revokeSession } from './session-revocation.ts'
@@ -16,8 +16,25 @@ import { safeNext, seeOther } from './responses.ts'
  */
 const LOGIN_COOKIE = 'sb_login'
 
+/**
+ * No Path: the browser takes the folder of the login's address, prefix included (`/ui`, or `/ops/switchboard/ui` behind
+ * a reverse proxy that serves the dashboard under a path), where a fixed `Path=/ui/login` never matched a prefixed one.
+ */
 function loginCookie(event: H3Event, value: string, maxAge: number): string {
-  return [`${LOGIN_COOKIE}=${value}`, 'Path=/ui/login', `Max-Age=${maxAge}`, 'HttpOnly', 'SameSite=Strict', ...(isHttps(event) ? ['Secure'] : [])].join('; ')
+  return [`${LOGIN_COOKIE}=${value}`, `Max-Age=${maxAge}`, 'HttpOnly', 'SameSite=Strict', ...(isHttps(event) ? ['Secure'] : [])].join('; ')
+}
+
+/**
+ * Every `sb_login` value the browser sent: it may hold two for a while — one a release before 0.26.0 scoped to
+ * `Path=/ui/login`, and this one's — and sends the more specific first.
+ */
+function loginCookies(event: H3Event): string[] {
+  const values: string[] = []
+  for (const part of (event.req.headers.get('cookie') ?? '').split(';')) {
+    const eq = part.indexOf('=')
+    if (eq > 0 && part.slice(0, eq).trim() === LOGIN_COOKIE) values.push(part.slice(eq + 1).trim())
+  }
+  return values
 }
 
 function loginForm(event: H3Event, next: string, error?: string): string {
@@ -27,7 +44,7 @@ function loginForm(event: H3Event, next: string, error?: string): string {
     event,
     'Log in',
     html`${error ? html`<p class="flash error" role="alert">${error}</p>` : ''}
-<form method="post" action="/ui/login">
+<form method="post" action="ui/login">
 <input type="hidden" name="_login" value="${nonce}">
 <input type="hidden" name="next" value="${next}">
 <label for="token">Admin token</label>
@@ -65,9 +82,8 @@ export function registerLoginRoutes(app: H3, rt: Runtime): void {
       event.res.headers.set('retry-after', String(Math.ceil(wait / 1000)))
       return loginForm(event, next, `Too many failed attempts. Try again in ${Math.ceil(wait / 60_000)} min.`)
     }
-    const expected = getCookie(event, LOGIN_COOKIE) ?? ''
     const given = field(form, '_login')
-    if (!expected || !sameSecret(given, expected)) {
+    if (!loginCookies(event).some((expected) => expected !== '' && sameSecret(given, expected))) {
       event.res.status = 403
       return loginForm(event, next, 'The form expired. Please try again.')
     }

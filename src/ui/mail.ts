@@ -23,7 +23,7 @@ import { setPageHeaders } from './security-headers.ts'
 function dncSource(source: string | null): HtmlValue {
   const conversation = source?.startsWith('conversation:') ? source.slice('conversation:'.length) : undefined
   if (!conversation) return source ?? ''
-  return html`conversation ${shortId(conversation, `/ui/events?${new URLSearchParams({ conversation_id: conversation })}`)}`
+  return html`conversation ${shortId(conversation, `ui/events?${new URLSearchParams({ conversation_id: conversation })}`)}`
 }
 
 /**
@@ -114,26 +114,26 @@ export function registerMailPage(app: H3, rt: Runtime): void {
 ${table('Mail log', ['Created', 'Subject', 'To', 'Status', 'Attempts', 'Error', visuallyHidden('Action')], mails.map((m) => [
   fmtTime(m.createdAt), m.subject, m.recipients.join(', '), status(m.status), String(m.attempts), clip(m.error, 80),
   m.status === 'failed' && reportOfSubject(m.subject)
-    ? html`<form method="post" action="${`/ui/mail/${encodeURIComponent(m.id)}/resend`}" class="inline" data-confirm="Send this report again?">${csrfField(event)}<button type="submit">Resend</button></form>`
+    ? html`<form method="post" action="${`ui/mail/${encodeURIComponent(m.id)}/resend`}" class="inline" data-confirm="Send this report again?">${csrfField(event)}<button type="submit">Resend</button></form>`
     : '',
 ]), 'Nothing sent yet.')}
 <h2>Report preview</h2>
-<form method="get" action="/ui/mail" class="filters" aria-label="Preview a report">
+<form method="get" action="ui/mail" class="filters" aria-label="Preview a report">
 <label>Day (${tz})<input type="date" name="date" value="${previewDate}"></label><button type="submit">Preview</button>
 </form>
 ${askedDate ? '' : dayNotUnderstood(params.get('date'), previewDate, `yesterday in ${tz}`)}
-<iframe class="preview" title="${`Daily report for ${previewDate}`}" sandbox src="${`/ui/mail/preview?date=${previewDate}`}"></iframe>
+<iframe class="preview" title="${`Daily report for ${previewDate}`}" sandbox src="${`ui/mail/preview?date=${previewDate}`}"></iframe>
 <h2>Do-not-call list</h2>
 ${importResult(params, imports.get(params.get('r')))}
-<form method="get" action="/ui/mail" class="filters" role="search" aria-label="Search the do-not-call list">
+<form method="get" action="ui/mail" class="filters" role="search" aria-label="Search the do-not-call list">
 <label>Search numbers<input name="q" type="search" value="${search}"></label><button type="submit">Search</button>
 </form>
-<form method="post" action="/ui/dnc/add" class="filters" aria-label="Add a number">${csrfField(event)}
+<form method="post" action="ui/dnc/add" class="filters" aria-label="Add a number">${csrfField(event)}
 <label>Phone<input name="phone" type="tel" required></label>
 <label>Reason<input name="reason"></label>
 <button type="submit">Add</button>
 </form>
-<form method="post" action="/ui/dnc/import" enctype="multipart/form-data" class="filters" aria-label="Import a CSV">${csrfField(event)}
+<form method="post" action="ui/dnc/import" enctype="multipart/form-data" class="filters" aria-label="Import a CSV">${csrfField(event)}
 <label>CSV (number, reason)<input name="file" type="file" accept=".csv,text/csv" required></label>
 <button type="submit">Import</button>
 </form>
@@ -141,7 +141,7 @@ ${dncFileNote(dncFile)}
 ${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', visuallyHidden('Action')], [
   ...dnc.map((d) => [
     d.phone, d.reason ?? '', file?.has(d.phone) ? html`${dncSource(d.source)}; also listed by the file ${fileName}` : dncSource(d.source), fmtTime(d.addedAt),
-    html`<form method="post" action="/ui/dnc/remove" class="inline" data-confirm="${`Remove ${d.phone} from the do-not-call list?`}">${csrfField(event)}<input type="hidden" name="phone" value="${d.phone}"><button type="submit" class="secondary" aria-label="${`Remove ${d.phone}`}">Remove</button></form>`,
+    html`<form method="post" action="ui/dnc/remove" class="inline" data-confirm="${`Remove ${d.phone} from the do-not-call list?`}">${csrfField(event)}<input type="hidden" name="phone" value="${d.phone}"><button type="submit" class="secondary" aria-label="${`Remove ${d.phone}`}">Remove</button></form>`,
   ]),
   ...fileOnly.map((phone) => [phone, '', html`listed by the file ${fileName} (edit the file to remove it)`, '', '']),
 ], noDigits ? 'No number matches: type some digits of the number.' : search ? 'No number matches.' : dncFile instanceof Error || file?.size ? 'No number was added here; the file above is the rest of the list.' : 'The list is empty.')}`,
@@ -173,7 +173,7 @@ ${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', visuallyH
     // Mail bodies are not kept: the report is built again for its day and sent to the same people.
     const result = await runProcessingTask(rt, reportResendTask, { date: report.date, timezone: report.timezone, to: mail.recipients })
     rt.log.info({ mail_id: mail.id, resent_as: result.mailId, status: result.status }, 'dashboard: report resent')
-    return seeOther(event, result.status === 'failed' ? '/ui/mail?done=resend-failed&s=failed' : `/ui/mail?done=resent&s=${result.status}`)
+    return seeOther(event, result.status === 'failed' ? '/ui/mail?done=resend-failed&s=failed' : `ui/mail?done=resent&s=${result.status}`)
   })
 
   app.post('/ui/dnc/add', async (event) => {
@@ -181,12 +181,12 @@ ${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', visuallyH
     const phone = field(form, 'phone')
     if (!normalizePhone(phone, { defaultCountry: rt.config.defaultCountry }).ok) return seeOther(event, '/ui/mail?done=dnc-invalid')
     const { added } = await addToDnc(rt, phone, { reason: field(form, 'reason') || null, source: 'dashboard' })
-    return seeOther(event, `/ui/mail?done=dnc-added&n=${added ? 1 : 0}`)
+    return seeOther(event, `ui/mail?done=dnc-added&n=${added ? 1 : 0}`)
   })
 
   app.post('/ui/dnc/remove', async (event) => {
     const removed = await removeFromDnc(rt, field(await formOf(event), 'phone'))
-    return seeOther(event, `/ui/mail?done=dnc-removed&n=${removed ? 1 : 0}`)
+    return seeOther(event, `ui/mail?done=dnc-removed&n=${removed ? 1 : 0}`)
   })
 
   app.post('/ui/dnc/import', async (event) => {
@@ -204,6 +204,6 @@ ${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', visuallyH
     // 303 to the page, as every other form: reloading the result no longer posts the file again.
     const back = new URLSearchParams({ done: 'dnc-imported', n: String(result.added), e: String(result.existing), x: String(result.errors.length) })
     if (result.errors.length) back.set('r', imports.keep(result.errors))
-    return seeOther(event, `/ui/mail?${back}`)
+    return seeOther(event, `ui/mail?${back}`)
   })
 }

@@ -43,10 +43,10 @@ const hourLabel = (x: number) => `${new Date(x * 1000).toISOString().slice(11, 1
 /** Events forwarded to the team's systems (DESTINATIONS): what waits, what died, which destination is off. */
 function forwardingCard(f: ForwardingTotals, now: number): SafeHtml {
   const notes: SafeHtml[] = [html`oldest ${fmtAge(f.oldestAt === null ? null : now - f.oldestAt)}`]
-  notes.push(f.dead > 0 ? html`<a href="/ui/destinations?status=dead">${f.dead} dead</a>` : html`0 dead`)
+  notes.push(f.dead > 0 ? html`<a href="ui/destinations?status=dead">${f.dead} dead</a>` : html`0 dead`)
   if (f.disabled.length > 0) notes.push(html`<span class="status-disabled">${f.disabled.join(', ')} disabled</span>`)
   if (f.paused.length > 0) notes.push(html`<span class="status-paused">${f.paused.join(', ')} paused</span>`)
-  notes.push(html`<a href="/ui/destinations">destinations</a>`)
+  notes.push(html`<a href="ui/destinations">destinations</a>`)
   return card('Forwarding', `${f.waiting} waiting`, html`${notes.flatMap((n, i) => (i === 0 ? [n] : [' · ', n]))}`)
 }
 
@@ -60,12 +60,12 @@ async function live(rt: Runtime): Promise<SafeHtml> {
   const byType = hourlySeries(hourly, 'event_type', firstHour)
   const byStatus = hourlySeries(hourly, 'status', firstHour)
   const oldestAge = backlog.oldestReceivedAt === null ? null : now - backlog.oldestReceivedAt
-  return html`<div id="overview-live" hx-get="/ui/overview/live" hx-trigger="${`every ${OVERVIEW_REFRESH_SECONDS}s`}" hx-swap="outerHTML">
+  return html`<div id="overview-live" hx-get="ui/overview/live" hx-trigger="${`every ${OVERVIEW_REFRESH_SECONDS}s`}" hx-swap="outerHTML">
 <div class="cards">
 ${card('Service', ready.ok ? 'ready' : 'not ready', ready.detail)}
 ${card('Ingest', `${(last5 / 5).toFixed(1)}/min`, `${lastHour} in the last hour`)}
 ${card('Backlog', String(backlog.pending + backlog.failed), `${backlog.pending} pending · ${backlog.failed} retrying · oldest ${fmtAge(oldestAge)}`)}
-${card('Dead events', String(backlog.dead), html`<a href="/ui/events?status=dead">see them</a>`)}
+${card('Dead events', String(backlog.dead), html`<a href="ui/events?status=dead">see them</a>`)}
 ${card('Mail (7 days)', mail.written > 0 && mail.sent === 0 ? `${mail.written} written` : `${mail.sent + mail.written} sent`, `${mail.written > 0 && mail.sent > 0 ? `${mail.written} of them written to the outbox · ` : mail.written > 0 ? 'to the outbox folder, not sent (no SMTP_URL) · ' : ''}${mail.failed} failed · ${mail.queued} queued`)}
 ${card('Calls today', String(calls.reduce((s, c) => s + c.count, 0)), calls.map((c) => `${c.status} ${c.count}`).join(' · ') || 'none yet')}
 ${forwarding ? forwardingCard(forwarding, now) : ''}
@@ -75,7 +75,7 @@ ${chart('Events by type per hour', byType, hourLabel)}
 ${chart('Events by status per hour', byStatus, hourLabel)}
 <h2>Recipes</h2>
 ${recipes instanceof Error ? html`<p>Not listed just now: ${recipes.message}.</p>` : table('Recipes', ['Recipe', 'Last run', 'Result', 'Next run'], recipes.map((r) => [
-  html`<a href="/ui/recipes">${r.name}</a>`,
+  html`<a href="ui/recipes">${r.name}</a>`,
   r.lastRun ? fmtTime(r.lastRun.startedAt) : '—',
   r.broken ? html`<span class="status-failed">broken</span>` : r.lastRun ? status(r.lastRun.status) : '—',
   fmtTime(r.nextRun),

@@ -26,7 +26,7 @@ function duration(run: Pick<RunRecord, 'startedAt' | 'endedAt'>): string {
 
 /** The page of one recorded run: `/ui/recipes/<name>/runs/<id>`. */
 function runUrl(recipe: string, id: string): string {
-  return `/ui/recipes/${encodeURIComponent(recipe)}/runs/${encodeURIComponent(id)}`
+  return `ui/recipes/${encodeURIComponent(recipe)}/runs/${encodeURIComponent(id)}`
 }
 
 /**
@@ -47,7 +47,7 @@ export function registerRecipesPage(app: H3, rt: Runtime): void {
       body: [
         ...removed.map(([name, q]) => html`<article aria-label="${`Removed recipe ${name}`}">
 <header><h2>${name}</h2><p>No longer in <code>${rt.config.recipes.dir}</code>: ${q.queued} event(s) still wait for it, and nothing runs them.</p></header>
-<div class="actions"><form method="post" action="${`/ui/recipes/${encodeURIComponent(name)}/discard`}" data-confirm="${`Give up the ${q.queued} event(s) still waiting for ${name}? Its file is gone: nothing runs them.`}">${csrfField(event)}<button type="submit" class="secondary">Discard its queue</button></form></div>
+<div class="actions"><form method="post" action="${`ui/recipes/${encodeURIComponent(name)}/discard`}" data-confirm="${`Give up the ${q.queued} event(s) still waiting for ${name}? Its file is gone: nothing runs them.`}">${csrfField(event)}<button type="submit" class="secondary">Discard its queue</button></form></div>
 </article>`),
         ...(recipes.length === 0 ? [html`<p>No recipes in <code>${rt.config.recipes.dir}</code>.</p>`] : []),
         ...recipes.map((r, i) => { const queue = queues.get(r.name) ?? none; return html`<article aria-label="${`Recipe ${r.name}`}">
@@ -61,10 +61,10 @@ ${fields(`Recipe ${r.name}`, [
   ['File', r.file],
 ])}
 <div class="actions">
-<form method="post" action="${`/ui/recipes/${encodeURIComponent(r.name)}/run`}">${csrfField(event)}<input type="hidden" name="dry_run" value="1"><button type="submit" class="secondary"${r.broken ? html` disabled` : ''}>Dry run</button></form>
-<form method="post" action="${`/ui/recipes/${encodeURIComponent(r.name)}/run`}" data-confirm="${`Run ${r.name} now? Its calls, batches and mail are real.`}">${csrfField(event)}<input type="hidden" name="dry_run" value="0"><button type="submit"${r.broken ? html` disabled` : ''}>Run now</button></form>
-${queue.dead > 0 && runsItsQueue(r) ? html`<form method="post" action="${`/ui/recipes/${encodeURIComponent(r.name)}/retry`}" data-confirm="${`Run again the ${queue.dead} event(s) ${r.name} gave up on? Fix what made them fail first.`}">${csrfField(event)}<button type="submit" class="secondary">Retry dead events</button></form>` : ''}
-${isStranded(r, queue) ? html`<form method="post" action="${`/ui/recipes/${encodeURIComponent(r.name)}/discard`}" data-confirm="${`Give up the ${queue.queued} event(s) still waiting for ${r.name}? It takes no events now: nothing runs them.`}">${csrfField(event)}<button type="submit" class="secondary">Discard its queue</button></form>` : ''}
+<form method="post" action="${`ui/recipes/${encodeURIComponent(r.name)}/run`}">${csrfField(event)}<input type="hidden" name="dry_run" value="1"><button type="submit" class="secondary"${r.broken ? html` disabled` : ''}>Dry run</button></form>
+<form method="post" action="${`ui/recipes/${encodeURIComponent(r.name)}/run`}" data-confirm="${`Run ${r.name} now? Its calls, batches and mail are real.`}">${csrfField(event)}<input type="hidden" name="dry_run" value="0"><button type="submit"${r.broken ? html` disabled` : ''}>Run now</button></form>
+${queue.dead > 0 && runsItsQueue(r) ? html`<form method="post" action="${`ui/recipes/${encodeURIComponent(r.name)}/retry`}" data-confirm="${`Run again the ${queue.dead} event(s) ${r.name} gave up on? Fix what made them fail first.`}">${csrfField(event)}<button type="submit" class="secondary">Retry dead events</button></form>` : ''}
+${isStranded(r, queue) ? html`<form method="post" action="${`ui/recipes/${encodeURIComponent(r.name)}/discard`}" data-confirm="${`Give up the ${queue.queued} event(s) still waiting for ${r.name}? It takes no events now: nothing runs them.`}">${csrfField(event)}<button type="submit" class="secondary">Discard its queue</button></form>` : ''}
 </div>
 <h3>Last runs</h3>
 ${table(`Runs of ${r.name}`, ['Started', 'Trigger', 'Status', 'Duration', 'Summary', 'Error'], runs[i]!.map((run) => [
@@ -79,14 +79,14 @@ ${table(`Runs of ${r.name}`, ['Started', 'Trigger', 'Status', 'Duration', 'Summa
     const name = getRouterParam(event, 'name', { decode: true }) ?? ''
     const queued = await retryRecipeEventsNow(rt, name)
     rt.log.info({ recipe: name, queued }, 'dashboard: a recipe\'s dead events queued again')
-    return seeOther(event, `/ui/recipes?done=recipe-retried&n=${queued}`)
+    return seeOther(event, `ui/recipes?done=recipe-retried&n=${queued}`)
   })
 
   app.post('/ui/recipes/:name/discard', async (event) => {
     const name = getRouterParam(event, 'name', { decode: true }) ?? ''
     const discarded = await discardRecipeQueueNow(rt, name)
     rt.log.info({ recipe: name, discarded }, 'dashboard: the queue of a removed recipe given up')
-    return seeOther(event, `/ui/recipes?done=recipe-queue-discarded&n=${discarded}`)
+    return seeOther(event, `ui/recipes?done=recipe-queue-discarded&n=${discarded}`)
   })
 
   app.post('/ui/recipes/:name/run', async (event) => {
@@ -105,7 +105,7 @@ ${table(`Runs of ${r.name}`, ['Started', 'Trigger', 'Status', 'Duration', 'Summa
     return page(event, {
       title: run.dryRun ? `Dry run: ${name}` : `Run: ${name}`,
       active: 'Recipes',
-      body: html`<p><a href="/ui/recipes">← Recipes</a></p>
+      body: html`<p><a href="ui/recipes">← Recipes</a></p>
 ${run.dryRun ? html`<p class="flash" role="status">Dry run: nothing was called, launched or mailed. This is what a run would do.</p>` : ''}
 ${fields('Run', [
   ['Status', html`<span id="run-status">${status(run.status)}</span>`],

@@ -1,10 +1,15 @@
 import { HTTPError, type H3Event } from 'h3'
 import type { z } from 'zod'
+import { relativeFrom } from './root-relative.ts'
 
-/** 303 See Other: after a form post, and for pages asked for without a session. */
+/**
+ * 303 See Other: after a form post, and for pages asked for without a session. `location` is a path the service answers
+ * (`ui/mail?done=…`, with or without its leading slash); the header carries it relative to the request's path, so that
+ * it reaches the same page under whatever prefix a reverse proxy serves the dashboard at (src/ui/root-relative.ts).
+ */
 export function seeOther(event: H3Event, location: string): string {
   event.res.status = 303
-  event.res.headers.set('location', location)
+  event.res.headers.set('location', relativeFrom(event.url.pathname, location))
   event.res.headers.set('cache-control', 'no-store')
   return ''
 }

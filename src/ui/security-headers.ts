@@ -13,7 +13,8 @@ export const CONTENT_SECURITY_POLICY = [
   "connect-src 'self'",
   "font-src 'self'",
   "object-src 'none'",
-  "base-uri 'none'",
+  // Each page's <base href> leads back to the service's root, whatever path prefix a reverse proxy adds (root-relative.ts).
+  "base-uri 'self'",
   "form-action 'self'",
   "frame-ancestors 'none'",
 ].join('; ')

@@ -1,4 +1,5 @@
 import { html } from '../ui/html.ts'
+import { relativeFrom } from '../ui/root-relative.ts'
 import { apiErrorResponse } from '../upstream/api-error.ts'
 import { ADMIN_RESPONSE_HEADERS } from './admin-auth.ts'
 
@@ -9,7 +10,7 @@ import { ADMIN_RESPONSE_HEADERS } from './admin-auth.ts'
 export function noRouteResponse(method: string, path: string): Response {
   const shown = path.length > 200 ? `${path.slice(0, 200)}…` : path
   if (/^\/ui(\/|$)/.test(path)) {
-    const page = html`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Not found · switchboard</title></head><body><h1>Not found</h1><p>No page at <code>${shown}</code>.</p><p><a href="/ui">Back to the dashboard</a></p></body></html>`
+    const page = html`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Not found · switchboard</title></head><body><h1>Not found</h1><p>No page at <code>${shown}</code>.</p><p><a href="${relativeFrom(path, 'ui')}">Back to the dashboard</a></p></body></html>`
     return new Response(page.value, { status: 404, headers: { 'content-type': 'text/html; charset=utf-8', ...ADMIN_RESPONSE_HEADERS } })
   }
   return apiErrorResponse(404, 'not_found', `no route for ${method} ${shown}`)

@@ -1,5 +1,6 @@
 import { HTTPError, type H3Event } from 'h3'
 import { html } from '../ui/html.ts'
+import { relativeFrom } from '../ui/root-relative.ts'
 import { apiErrorResponse } from '../upstream/api-error.ts'
 import { ADMIN_RESPONSE_HEADERS } from './admin-auth.ts'
 import type { Logger } from './logger.ts'
@@ -28,7 +29,7 @@ export function logUnhandledError(log: Pick<Logger, 'error'>, error: HTTPError, 
 export function internalErrorResponse(path: string): Response {
   const message = 'internal error (see the service log)'
   if (/^\/ui(\/|$)/i.test(path)) {
-    const page = html`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Something went wrong · switchboard</title></head><body><h1>Something went wrong</h1><p>${message}.</p><p><a href="/ui">Back to the dashboard</a></p></body></html>`
+    const page = html`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Something went wrong · switchboard</title></head><body><h1>Something went wrong</h1><p>${message}.</p><p><a href="${relativeFrom(path, 'ui')}">Back to the dashboard</a></p></body></html>`
     return new Response(page.value, { status: 500, headers: { 'content-type': 'text/html; charset=utf-8', ...ADMIN_RESPONSE_HEADERS } })
   }
   return apiErrorResponse(500, 'internal_error', message, { headers: { 'cache-control': 'no-store' } })

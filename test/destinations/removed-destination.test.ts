@@ -52,7 +52,7 @@ it('lists a destination no longer configured with its events (and ordering) unkn
   const { jar } = await login(ui.server.url)
   const page = await (await fetch(`${ui.server.url}/ui/destinations`, { headers: { cookie: cookieHeader(jar) } })).text()
   const cells = (name: string) => {
-    const row = new RegExp(`<tr><td><a href="/ui/destinations\\?destination=${name}">${name}</a></td>(.*?)</tr>`, 's').exec(page)?.[1] ?? ''
+    const row = new RegExp(`<tr><td><a href="ui/destinations\\?destination=${name}">${name}</a></td>(.*?)</tr>`, 's').exec(page)?.[1] ?? ''
     return [...row.matchAll(/<td>(.*?)<\/td>/gs)].map((m) => m[1]!.replace(/<[^>]+>/g, ''))
   }
   // URL, Events.

@@ -25,7 +25,7 @@ it('a path no route answers is 404 in the one error shape; a dashboard path gets
   expect(page.headers.get('content-type')).toMatch(/^text\/html/)
   expect(page.headers.get('cache-control')).toBe('no-store')
   const html = await page.text()
-  expect(html).toContain('<a href="/ui">Back to the dashboard</a>')
+  expect(html).toContain('<a href="../ui">Back to the dashboard</a>')
   expect(html).not.toContain('<script>')
   expect(html).not.toContain('evil.example')
 })

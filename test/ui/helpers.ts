@@ -73,3 +73,15 @@ export async function login(base: string, token = TOKEN, headers: Record<string,
   const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? ''
   return { jar, csrf, res }
 }
+
+/**
+ * Where a redirect leads, as the path the service answers there: a dashboard's Location is relative to the request's
+ * path (src/ui/root-relative.ts), resolved here as a browser does. `from` is the request's URL when the response has
+ * none (app.fetch).
+ */
+export function redirectedTo(res: Response, from = res.url): string | null {
+  const location = res.headers.get('location')
+  if (location === null) return null
+  const url = new URL(location, new URL(from, 'http://switchboard.invalid'))
+  return url.pathname + url.search
+}

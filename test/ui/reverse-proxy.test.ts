@@ -1,7 +1,7 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { login, startUiServer, TOKEN, type UiServer, cookieHeader } from './helpers.ts'
+import { login, startUiServer, TOKEN, type UiServer, cookieHeader, redirectedTo } from './helpers.ts'
 
 /**
  * The README's nginx configuration, played by a reverse proxy built here from node:http (nginx cannot be
@@ -57,7 +57,7 @@ it('through the proxy: public routes work; admin needs the token; pages need a l
   expect(withToken.status).toBe(200)
   const page = await fetch(`${base}/ui/events`, { redirect: 'manual' })
   expect(page.status).toBe(303)
-  expect(page.headers.get('location')).toMatch(/^\/ui\/login\?next=/)
+  expect(redirectedTo(page)).toMatch(/^\/ui\/login\?next=/)
 })
 
 it('through the proxy: the session cookie is Secure (https at the proxy) and the dashboard works', async () => {
