@@ -31,14 +31,18 @@ const beat = workerData.beat
 let last = Atomics.load(beat, 0)
 let since = Date.now()
 let loading
+// Until a recipe file starts loading there is no recipe code in the process: a held event loop then is the command's
+// own start (its configuration, database, migrations — seconds on a busy machine), not a recipe's loop.
+let armed = false
 let runningMs = workerData.runningMs
 parentPort.on('message', (m) => {
   if ('loading' in m) loading = m.loading
+  if (loading !== undefined) armed = true
   if (m.runningMs) runningMs = m.runningMs
 })
 const look = setInterval(() => {
   const now = Atomics.load(beat, 0)
-  if (now !== last) { last = now; since = Date.now(); return }
+  if (now !== last || !armed) { last = now; since = Date.now(); return }
   const limit = loading === undefined ? runningMs : workerData.loadingMs
   if (Date.now() - since < limit) return
   clearInterval(look)

@@ -3,6 +3,7 @@ import { basename, join, resolve } from 'node:path'
 import { resolveConfig } from '../config/file.ts'
 import { CliError, defineCommand } from '../cli-kit.ts'
 import { cliName } from '../utils/cli-name.ts'
+import { cliLoadWatch } from './cli-watchdog.ts'
 import { loadRecipes } from './loader.ts'
 import { ensureEditorTsconfig } from './editor-tsconfig.ts'
 import { samplePath } from './sample-path.ts'
@@ -23,7 +24,8 @@ export function recipeTemplate(template: RecipeTemplate, name: string): string {
  * `no-answer-followup` with another name, and a copy next to the original runs beside it, not instead of it.
  */
 async function sharedTriggers(dir: string, name: string, timezone: string): Promise<string[]> {
-  const loaded = await loadRecipes(dir, timezone)
+  // Their top-level code runs as they load: one that never returns is named by the command's watchdog.
+  const loaded = await loadRecipes(dir, timezone, { watch: cliLoadWatch() })
   const mine = new Set<string>(loaded.find((r) => r.name === name)?.definition?.on ?? [])
   const lines: string[] = []
   for (const other of loaded) {
@@ -67,6 +69,8 @@ export const recipesNew = defineCommand({
     from: { type: 'string', value: 'TEMPLATE', help: `what to start from: ${RECIPE_TEMPLATES.join(', ')} (default followup)` },
   },
   examples: ['recipes new busy-retry --from followup'],
+  // It loads the folder's recipes (to say which others run on the same events): their top-level code runs.
+  runsRecipeCode: true,
   async run(ctx) {
     const [name] = ctx.positionals
     if (!name) throw new CliError(`which name? usage: recipes new <name> [--from ${RECIPE_TEMPLATES.join('|')}]`)

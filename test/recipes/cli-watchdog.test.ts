@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process'
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { afterEach, expect, it } from 'vitest'
 import { cliWithWatchdog } from './cli-with-watchdog.ts'
 import { tempRecipesDir } from './helpers.ts'
@@ -32,7 +34,7 @@ it('a recipe file whose top-level code never returns ends the command with one l
   // one the watchdog ended (it was left behind, one a run).
   const tmp = mkdtempSync(join(tmpdir(), 'sb-cli-watchdog-tmp-'))
   cleanups.push(() => rmSync(tmp, { recursive: true, force: true }))
-  for (const command of [['recipes', 'list'], ['recipes', 'check'], ['recipes', 'test', 'spins'], ['doctor']]) {
+  for (const command of [['recipes', 'list'], ['recipes', 'check'], ['recipes', 'test', 'spins'], ['recipes', 'new', 'fresh'], ['doctor']]) {
     const r = await cli(command, command[1] === 'test' ? { ...env, TMPDIR: tmp } : env)
     expect([command.join(' '), r.code, r.err.trim().split('\n').at(-1)]).toEqual([
       command.join(' '),
@@ -53,3 +55,26 @@ it('a run whose code never returns ends `recipes run` with one line, exit 1; a c
   expect([fine.code, fine.err]).toEqual([0, ''])
   expect(fine.out).toContain('succeeded')
 }, 120_000)
+
+it("the command's own start is not recipe code: held before any recipe file loads, it is not stopped; a file's loop after is", async () => {
+  // On a busy machine a command's start (configuration, the database, migrations) held the event loop for 2 s, and the
+  // watchdog, given 1.5 s for recipe code, stopped `recipes list` before it had loaded a recipe, blaming "recipe code".
+  const root = resolve(import.meta.dirname, '../..')
+  const watchdog = pathToFileURL(join(root, 'src/recipes/cli-watchdog.ts')).href
+  const script = `import { startCliWatchdog } from ${JSON.stringify(watchdog)}
+const watchdog = startCliWatchdog({ loadingMs: 1000, runningMs: 1000 })
+const hold = (ms) => { const end = Date.now() + ms; while (Date.now() < end) {} }
+hold(2500)
+await new Promise((r) => setTimeout(r, 300))
+process.stdout.write('started\\n')
+watchdog.watch.loading('/recipes/spins.ts')
+hold(60000)`
+  const { code, out, err } = await new Promise<{ code: number | null; out: string; err: string }>((done) => {
+    const child = execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, timeout: 30_000 }, (_, stdout, stderr) => done({ code: child.exitCode, out: stdout, err: stderr }))
+  })
+  expect([code, out, err.trim().split('\n').at(-1)]).toEqual([
+    1,
+    'started\n',
+    expect.stringMatching(/^error: recipe file spins\.ts never finished loading: its top-level code held this command for \d+ s without returning/),
+  ])
+}, 60_000)

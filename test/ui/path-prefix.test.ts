@@ -1,8 +1,9 @@
-import http from 'node:http'
+import type http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { launchBrowser } from '../helpers/browser.ts'
+import { startReverseProxy } from '../helpers/reverse-proxy.ts'
 import { cookieHeader, login, redirectedTo, startUiServer, TOKEN, type UiServer } from './helpers.ts'
 import { deliver } from './seed.ts'
 
@@ -15,25 +16,10 @@ import { deliver } from './seed.ts'
 const PREFIX = '/ops/switchboard'
 
 function startPrefixProxy(upstreamPort: number): Promise<http.Server> {
-  const server = http.createServer((req, res) => {
-    const url = req.url ?? '/'
-    if (!url.startsWith(`${PREFIX}/`)) {
-      res.writeHead(404, { 'content-type': 'text/plain' })
-      res.end('not switchboard')
-      return
-    }
-    const headers = { ...req.headers, 'x-forwarded-for': req.socket.remoteAddress ?? '', 'x-forwarded-proto': 'http' }
-    const upstream = http.request({ host: '127.0.0.1', port: upstreamPort, method: req.method, path: url.slice(PREFIX.length), headers }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers)
-      up.pipe(res)
-    })
-    upstream.on('error', () => {
-      res.writeHead(502)
-      res.end()
-    })
-    req.pipe(upstream)
+  return startReverseProxy(upstreamPort, {
+    path: (url) => (url.startsWith(`${PREFIX}/`) ? url.slice(PREFIX.length) : undefined),
+    headers: (req) => ({ ...req.headers, 'x-forwarded-for': req.socket.remoteAddress ?? '', 'x-forwarded-proto': 'http' }),
   })
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)))
 }
 
 let ui: UiServer

@@ -1,6 +1,7 @@
-import http from 'node:http'
+import type http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { startReverseProxy } from '../helpers/reverse-proxy.ts'
 import { login, startUiServer, TOKEN, type UiServer, cookieHeader, redirectedTo } from './helpers.ts'
 
 /**
@@ -12,25 +13,18 @@ import { login, startUiServer, TOKEN, type UiServer, cookieHeader, redirectedTo 
 const PUBLIC_HOST = 'switchboard.example.com'
 
 function startNginxLikeProxy(upstreamPort: number): Promise<http.Server> {
-  const server = http.createServer((req, res) => {
-    const headers = { ...req.headers }
-    headers.host = PUBLIC_HOST // proxy_set_header Host $host;
-    const prior = req.headers['x-forwarded-for']
-    const client = req.socket.remoteAddress ?? ''
-    headers['x-forwarded-for'] = prior ? `${prior}, ${client}` : client // $proxy_add_x_forwarded_for
-    headers['x-forwarded-proto'] = 'https' // $scheme (TLS ends at the proxy)
-    headers['x-real-ip'] = client // $remote_addr
-    const upstream = http.request({ host: '127.0.0.1', port: upstreamPort, method: req.method, path: req.url, headers }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers)
-      up.pipe(res)
-    })
-    upstream.on('error', () => {
-      res.writeHead(502)
-      res.end()
-    })
-    req.pipe(upstream)
+  return startReverseProxy(upstreamPort, {
+    headers(req) {
+      const headers = { ...req.headers }
+      headers.host = PUBLIC_HOST // proxy_set_header Host $host;
+      const prior = req.headers['x-forwarded-for']
+      const client = req.socket.remoteAddress ?? ''
+      headers['x-forwarded-for'] = prior ? `${prior}, ${client}` : client // $proxy_add_x_forwarded_for
+      headers['x-forwarded-proto'] = 'https' // $scheme (TLS ends at the proxy)
+      headers['x-real-ip'] = client // $remote_addr
+      return headers
+    },
   })
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)))
 }
 
 let ui: UiServer
