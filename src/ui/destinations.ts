@@ -169,7 +169,7 @@ ${table('Attempts', ['#', 'Started (UTC)', 'Answer', 'Latency', 'Result', 'Error
     // Paused by its breaker (the Resume button): the pause ends, its next delivery is the probe.
     const resumed = await endPauses(rt, name)
     rt.log.info({ destination: name, enabled, resumed }, enabled ? 'dashboard: destination enabled' : 'dashboard: destination pause ended')
-    if (!enabled && resumed) return seeOther(event, '/ui/destinations?done=destination-resumed&n=1')
+    if (!enabled && resumed) return seeOther(event, 'ui/destinations?done=destination-resumed&n=1')
     return seeOther(event, `ui/destinations?done=destination-enabled&n=${enabled ? 1 : 0}`)
   })
 }

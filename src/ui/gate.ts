@@ -53,7 +53,7 @@ export function registerAdminGate(app: H3, rt: Runtime): void {
       }
       // A form a browser posts after its session expired (it asks for a page) goes to the login, not to a JSON 401.
       // The page it came from is unknown (pages send no Referer): the login returns to the overview.
-      if (!htmx && /\btext\/html\b/.test(event.req.headers.get('accept') ?? '')) return seeOther(event, '/ui/login?next=%2Fui')
+      if (!htmx && /\btext\/html\b/.test(event.req.headers.get('accept') ?? '')) return seeOther(event, 'ui/login?next=%2Fui')
       // htmx (the overview's polling) is told to reload the page it is on, which then goes to the login and back to it.
       // (A redirect named here would need the page's address as the browser has it, behind a proxy's path prefix.)
       const login = htmx ? { 'hx-refresh': 'true' } : undefined

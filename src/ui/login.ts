@@ -107,6 +107,6 @@ export function registerLoginRoutes(app: H3, rt: Runtime): void {
     const access = adminAccessOf(event)
     if (access?.via === 'session') await revokeSession(rt, access.session)
     event.res.headers.append('set-cookie', sessionCookieHeader(event, '', 0))
-    return seeOther(event, '/ui/login')
+    return seeOther(event, 'ui/login')
   })
 }

@@ -169,17 +169,17 @@ ${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', visuallyH
     const mail = await getMailLog(rt, decodeURIComponent(event.context.params?.id ?? ''))
     if (!mail) throw new HTTPError({ status: 404, message: 'no such mail' })
     const report = reportOfSubject(mail.subject)
-    if (mail.status !== 'failed' || !report) return seeOther(event, '/ui/mail?done=resend-failed')
+    if (mail.status !== 'failed' || !report) return seeOther(event, 'ui/mail?done=resend-failed')
     // Mail bodies are not kept: the report is built again for its day and sent to the same people.
     const result = await runProcessingTask(rt, reportResendTask, { date: report.date, timezone: report.timezone, to: mail.recipients })
     rt.log.info({ mail_id: mail.id, resent_as: result.mailId, status: result.status }, 'dashboard: report resent')
-    return seeOther(event, result.status === 'failed' ? '/ui/mail?done=resend-failed&s=failed' : `ui/mail?done=resent&s=${result.status}`)
+    return seeOther(event, result.status === 'failed' ? 'ui/mail?done=resend-failed&s=failed' : `ui/mail?done=resent&s=${result.status}`)
   })
 
   app.post('/ui/dnc/add', async (event) => {
     const form = await formOf(event)
     const phone = field(form, 'phone')
-    if (!normalizePhone(phone, { defaultCountry: rt.config.defaultCountry }).ok) return seeOther(event, '/ui/mail?done=dnc-invalid')
+    if (!normalizePhone(phone, { defaultCountry: rt.config.defaultCountry }).ok) return seeOther(event, 'ui/mail?done=dnc-invalid')
     const { added } = await addToDnc(rt, phone, { reason: field(form, 'reason') || null, source: 'dashboard' })
     return seeOther(event, `ui/mail?done=dnc-added&n=${added ? 1 : 0}`)
   })

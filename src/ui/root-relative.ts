@@ -2,7 +2,7 @@
  * The dashboard works under any path a reverse proxy serves the service at (`https://example.com/ops/switchboard/ui`,
  * the proxy stripping `/ops/switchboard` before it passes the request on), with nothing to configure: its pages never
  * name an absolute path. Each page sets `<base href>` to the way back from where it is to the service's root, and
- * every link, form, asset and htmx request is written from there (`/ui/calls`, not `/ui/calls`). Redirects are relative
+ * every link, form, asset and htmx request is written from there (`ui/calls`, not `/ui/calls`). Redirects are relative
  * references too. The browser resolves both against the address it shows, prefix included.
  */
 
