@@ -24,9 +24,20 @@ const REASONS: Record<string, string> = {
   INVALID_LENGTH: 'wrong number of digits',
 }
 
-/** Spreadsheet artefacts: a leading apostrophe (forced text), `="…"` (Excel formula), stray quotes. */
+/**
+ * Invisible format characters (`\p{Cf}`): bidi marks a right-to-left spreadsheet or a copy from a web page puts around a
+ * number (U+202A–U+202E, U+2066–U+2069, U+200E/F), zero-width spaces and joiners, a BOM. They are no part of the number,
+ * and a number carrying one did not normalise — so the do-not-call list, which compares normalised numbers, let it by.
+ */
+const FORMAT_CHARACTERS = /\p{Cf}/gu
+
+/**
+ * Spreadsheet artefacts: invisible format characters, a leading apostrophe (forced text), `="…"` (Excel formula), stray
+ * quotes; and a `tel:` URI's scheme (a link copied from a page or a CRM).
+ */
 function clean(raw: string): string {
-  let s = raw.trim()
+  let s = raw.replace(FORMAT_CHARACTERS, '').trim()
+  s = s.replace(/^tel:/i, '').trim()
   const formula = /^="(.*)"$/.exec(s)
   if (formula) s = formula[1]!
   s = s.replace(/^['‘’`]+/, '').replace(/^"+|"+$/g, '').trim()
@@ -101,6 +112,10 @@ function compile(defaultCountryOption: string | undefined): (raw: string | null 
     // "0 91 98765…" (a trunk 0 typed before the country code, common in exported lists).
     const digits = text.replace(/[\s\-().\/]/g, '')
     const alternatives: string[] = []
+    // "(+91) 98765 43210": the + inside brackets, which the parser does not take for the international prefix.
+    if (/^\+\d+$/.test(digits) && digits !== text) alternatives.push(digits)
+    // "+0919876543210", "+0 91 …": a trunk 0 typed after the +.
+    if (/^\+0+[1-9]\d*$/.test(digits)) alternatives.push(`+${digits.replace(/^\+0+/, '')}`)
     if (/^00\d+$/.test(digits)) alternatives.push(`+${digits.slice(2)}`)
     if (callingCode && /^0\d+$/.test(digits)) {
       const rest = digits.replace(/^0+/, '')
@@ -111,6 +126,11 @@ function compile(defaultCountryOption: string | undefined): (raw: string | null 
       if (parsed && isValidPhoneNumber(parsed)) return { ok: true, e164: parsed.number, country: parsed.country }
     }
 
+    if (first.error === 'INVALID_COUNTRY') {
+      // Said as it is: a default country that is none ("India"), or a "+" followed by no country's calling code.
+      if (defaultCountryOption && !defaultCountry) return { ok: false, reason: `no country code, and the default country "${defaultCountryOption.slice(0, 40)}" is not an ISO 3166 country code (such as IN)` }
+      if (digits.startsWith('+')) return { ok: false, reason: 'no country has the calling code after "+"' }
+    }
     if (first.error) return { ok: false, reason: REASONS[first.error] ?? 'not a phone number' }
     const parsed = first.parsed!
     const where = parsed.country ?? `+${parsed.countryCallingCode}`

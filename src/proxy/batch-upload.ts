@@ -5,7 +5,7 @@ import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
 import type { Runtime } from '../runtime.ts'
 import { blockedAmong, DncFileError } from '../campaigns/dnc.ts'
 import { normalizePhone } from '../campaigns/phones.ts'
-import { ContactsError, readContacts } from '../campaigns/read-contacts.ts'
+import { ContactsError, headerKey, readContacts, type ContactRow } from '../campaigns/read-contacts.ts'
 import { apiErrorResponse } from '../upstream/api-error.ts'
 import { printable } from '../utils/printable.ts'
 import { readLimited } from '../utils/read-limited.ts'
@@ -22,8 +22,10 @@ export type ScreenedUpload = { ok: true; request: Request } | { ok: false; reply
 /**
  * `POST /v1/batch-call` sent through the proxy: the do-not-call list is checked before every batch row, as it is
  * before every call (DESIGN.md → Campaign rules). The upload is read whole — at most PROXY_MAX_UPLOAD_BYTES, a 413
- * past it as before — and its CSV read as a recipe reads a contacts file (src/campaigns/read-contacts.ts: the
- * `customer_phone` column, UTF-16 and Latin-1 exports, `;` delimiters). A file with a listed number is refused, 400
+ * past it as before — and its CSV read both as a recipe reads a contacts file (src/campaigns/read-contacts.ts: the
+ * phone column by its aliases, UTF-16 and Latin-1 exports, `;` delimiters) and as the provider reads a batch (commas,
+ * the `customer_phone` column; 0.26.1 — before, a header the first reading took for `;`-separated, or a look-alike
+ * column before `customer_phone`, sent listed numbers on unchecked). A file with a listed number is refused, 400
  * `invalid_request` naming its rows, without reaching the provider; otherwise the bytes go on exactly as they came
  * (a compressed upload stays compressed). What is no batch at all — not multipart, no `file`, no phone column —
  * goes on unchanged too: the provider refuses it for the same reason, and it has no row to call. What could hold rows
@@ -96,28 +98,62 @@ export async function screenBatchUpload(
   )
 }
 
-/** The rows (line numbers, as a spreadsheet shows them) whose number the do-not-call list holds: the first ROWS_SHOWN, and how many. */
+/**
+ * The ways the file's rows may be read, each with the cells that may be called: as a recipe reads a contacts file (the
+ * delimiter its header line uses, the phone column by its aliases) and as the provider reads a batch (commas, the column
+ * named `customer_phone`). Where they differ — a header with more `;` or tabs than commas ("notes (time; language)"), a
+ * `Customer Phone` column before `customer_phone` — the provider calls what the first reading did not check, so every
+ * reading is checked. In the second, a column the reader renamed as a repeat (`customer_phone_2`) is checked too.
+ */
+const READINGS: Array<{ delimiter?: string; cells(contact: ContactRow): string[] }> = [
+  { cells: (contact) => [contact.phone] },
+  {
+    delimiter: ',',
+    cells: (contact) => [contact.phone, ...Object.entries(contact.fields).filter(([name]) => /^customer_phone(_\d+)?$/.test(headerKey(name))).map(([, value]) => value)],
+  },
+]
+
+/**
+ * The rows (line numbers, as a spreadsheet shows them) whose number the do-not-call list holds, in any of READINGS:
+ * the first ROWS_SHOWN, and how many. Throws the first reading's `no-phone-column` error when no reading finds one.
+ */
 async function listedRows(rt: Runtime, file: Blob): Promise<{ rows: number[]; count: number }> {
-  const rows: number[] = []
-  let count = 0
+  const listed = new Set<number>()
+  let noPhoneColumn: ContactsError | undefined
+  let read = 0
+  for (const reading of READINGS) {
+    try {
+      await checkReading(rt, file, reading, listed)
+      read++
+    } catch (error) {
+      if (!(error instanceof ContactsError && error.kind === 'no-phone-column')) throw error
+      noPhoneColumn ??= error
+    }
+  }
+  if (read === 0 && noPhoneColumn) throw noPhoneColumn
+  const rows = [...listed].sort((a, b) => a - b)
+  return { rows: rows.slice(0, ROWS_SHOWN), count: rows.length }
+}
+
+/** Adds to `listed` the rows of one reading of the file whose number the do-not-call list holds. */
+async function checkReading(rt: Runtime, file: Blob, reading: (typeof READINGS)[number], listed: Set<number>): Promise<void> {
   let pending: Array<{ row: number; e164: string }> = []
   const check = async () => {
-    const blocked = await blockedAmong(rt, pending.map((p) => p.e164))
-    for (const p of pending) {
-      if (!blocked.has(p.e164)) continue
-      count++
-      if (rows.length < ROWS_SHOWN) rows.push(p.row)
-    }
+    const blocked = await blockedAmong(rt, [...new Set(pending.map((p) => p.e164))])
+    for (const p of pending) if (blocked.has(p.e164)) listed.add(p.row)
     pending = []
   }
-  for await (const contact of readContacts(Readable.fromWeb(file.stream() as NodeWebReadableStream<Uint8Array>), { name: 'the uploaded file' })) {
-    const normalized = normalizePhone(contact.phone, { defaultCountry: rt.config.defaultCountry })
-    // A number that does not normalise is compared as written, as isBlocked compares one.
-    pending.push({ row: contact.row, e164: normalized.ok ? normalized.e164 : contact.phone })
+  const contacts = readContacts(Readable.fromWeb(file.stream() as NodeWebReadableStream<Uint8Array>), { name: 'the uploaded file', delimiter: reading.delimiter })
+  for await (const contact of contacts) {
+    for (const cell of reading.cells(contact)) {
+      if (cell === '') continue
+      const normalized = normalizePhone(cell, { defaultCountry: rt.config.defaultCountry })
+      // A number that does not normalise is compared as written, as isBlocked compares one.
+      pending.push({ row: contact.row, e164: normalized.ok ? normalized.e164 : cell })
+    }
     if (pending.length >= CHECK_CHUNK) await check()
   }
   if (pending.length > 0) await check()
-  return { rows, count }
 }
 
 /** The body as the provider will read it: a compressed upload is checked uncompressed (never past `max` bytes). */

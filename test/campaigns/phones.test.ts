@@ -17,6 +17,14 @@ describe('normalizePhone (DEFAULT_COUNTRY=IN)', () => {
     ["'+91 98765 43210", 'apostrophe before +'],
     ['="09876543210"', 'Excel formula wrapper'],
     ['  98765 43210  ', 'padded'],
+    // Each of these did not normalise, so the do-not-call list (which compares normalised numbers) let it by.
+    ['\u202D+91 98765 43210\u202C', 'bidi marks around it (a right-to-left sheet, a copy from a page)'],
+    ['98765\u200B43210\uFEFF', 'a zero-width space and a BOM inside'],
+    ['tel:+919876543210', 'a tel: link'],
+    ['TEL: 98765 43210', 'a tel: link, national'],
+    ['(+91) 98765 43210', 'the + inside brackets'],
+    ['+0919876543210', 'a trunk 0 typed after the +'],
+    ['+0 91 98765 43210', 'a trunk 0 typed after the +, spaced'],
   ])('%s (%s) → +919876543210', (raw) => {
     expect(normalizePhone(raw, IN)).toEqual({ ok: true, e164: '+919876543210', country: 'IN' })
   })
@@ -48,6 +56,8 @@ describe('normalizePhone (DEFAULT_COUNTRY=IN)', () => {
     ['0000000000', 'not a valid IN number'],
     ['+1 213 111 4253', 'not a valid +1 number'],
     ['+91 12345', 'not a valid IN number (wrong number of digits)'],
+    // A default country is set: the "+" is what is wrong, not a missing default.
+    ['+0 123', 'no country has the calling code after "+"'],
   ])('rejects %j with a reason', (raw, reason) => {
     expect(normalizePhone(raw, IN)).toEqual({ ok: false, reason })
   })
@@ -58,6 +68,13 @@ describe('normalizePhone (DEFAULT_COUNTRY=IN)', () => {
       expect(result.ok).toBe(false)
       if (!result.ok) expect(result.reason).toMatch(/\w/)
     }
+  })
+
+  it('a default country that is no country is named in the reason', () => {
+    expect(normalizePhone('98765 43210', { defaultCountry: 'India' })).toEqual({
+      ok: false,
+      reason: 'no country code, and the default country "India" is not an ISO 3166 country code (such as IN)',
+    })
   })
 
   it('without a default country, a national number cannot be read', () => {

@@ -125,6 +125,33 @@ describeEachDialect('proxy: a batch uploaded through /v1 is checked against the 
     expect(await (await h.request('/v1/batch-call', { method: 'POST', body: batchForm('first_name\nAsha\n') })).json()).toEqual({ error: { type: 'invalid_request', message: 'file must contain a customer_phone column' } })
   })
 
+  // The provider reads a batch with commas and the column named customer_phone; a recipe's contacts reader guesses the
+  // delimiter from the header and takes the phone column by its aliases. Where the two differed the file went on
+  // unchecked (the first reading found "no phone column") or checked the wrong column — and the provider called the listed number.
+  it('a file is checked as the provider reads it too: a header with more ";" or tabs than commas, a look-alike column before customer_phone', async () => {
+    h = await proxyHarness({ dialect })
+    await listed('+919876543299')
+    // A key the provider has accepted lately: the refusals then ask nothing of it.
+    expect((await h.request('/v1/batch-calls?agent_id=101')).status).toBe(200)
+    const before = h.sandbox.stats().requests
+    const files = {
+      semicolons: 'customer_phone,notes (best time; language; remarks)\n+919876543299,after 5pm\n',
+      tabs: 'customer_phone,name\tsurname\tcity\n+919876543299,Asha\tRao\tPune\n',
+      lookalike: 'Customer Phone,customer_phone\n+919876543201,+919876543299\n',
+      repeated: 'customer_phone,customer_phone\n+919876543201,+919876543299\n',
+    }
+    for (const [name, csv] of Object.entries(files)) {
+      const res = await h.request('/v1/batch-call', { method: 'POST', body: batchForm(csv, name) })
+      expect({ name, status: res.status }).toEqual({ name, status: 400 })
+      expect((await res.json()).error.message).toMatch(/^customer_phone is on the do-not-call list \(switchboard\) in row 2 of the file: the batch was not uploaded/)
+    }
+    expect(h.sandbox.stats().requests).toBe(before)
+    expect(await batches()).toBe(0)
+    // A semicolon-separated file whose rows are clean still goes (the provider answers for it as it is).
+    const clean = await h.request('/v1/batch-call', { method: 'POST', body: batchForm('customer_phone,notes (best time; language; remarks)\n+919876543201,after 5pm\n') })
+    expect(clean.status).toBe(200)
+  })
+
   it('a file switchboard cannot read through — an unclosed quote, binary bytes — is refused, not sent unchecked', async () => {
     h = await proxyHarness({ dialect })
     await listed('+919876543212')
