@@ -7,6 +7,7 @@
 import { printable } from '../utils/printable.ts'
 import { misreadZone } from '../campaigns/zone-abbreviations.ts'
 import { localParts, zoneFormatter } from '../utils/time-zone.ts'
+import { utcMs } from '../utils/utc-ms.ts'
 
 const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/
 
@@ -33,7 +34,7 @@ export function assertTimeZone(timezone: string): void {
 /** The offset of local time from UTC at an instant, in ms (Asia/Kolkata: +5h30). */
 export function offsetMs(ms: number, timezone: string): number {
   const p = localParts(ms, timezone)
-  const asUtc = Date.UTC(p.year, p.month - 1, p.day, p.hour, p.minute, p.second)
+  const asUtc = utcMs(p.year, p.month - 1, p.day, p.hour, p.minute, p.second)
   return asUtc - (ms - (((ms % 1000) + 1000) % 1000))
 }
 
@@ -47,7 +48,7 @@ export function parseDate(date: string): { year: number; month: number; day: num
   const m = DATE_RE.exec(date)
   if (!m) throw new Error(`date must be YYYY-MM-DD (got "${date}")`)
   const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])]
-  const check = new Date(Date.UTC(year, month - 1, day))
+  const check = new Date(utcMs(year, month - 1, day))
   if (check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day) {
     throw new Error(`date must be a real calendar day (got "${date}")`)
   }
@@ -57,12 +58,12 @@ export function parseDate(date: string): { year: number; month: number; day: num
 /** The calendar date `days` after (or before, if negative) `date`. */
 export function addDays(date: string, days: number): string {
   const { year, month, day } = parseDate(date)
-  return new Date(Date.UTC(year, month - 1, day + days)).toISOString().slice(0, 10)
+  return new Date(utcMs(year, month - 1, day + days)).toISOString().slice(0, 10)
 }
 
 function startOfDay(date: string, timezone: string): number {
   const { year, month, day } = parseDate(date)
-  const base = Date.UTC(year, month - 1, day)
+  const base = utcMs(year, month - 1, day)
   // The offsets in force around that midnight (two of them on a DST day).
   const offsets = new Set([offsetMs(base - 14 * 3_600_000, timezone), offsetMs(base, timezone), offsetMs(base + 14 * 3_600_000, timezone)])
   const candidates = [...offsets].map((o) => base - o).sort((a, b) => a - b)
@@ -82,6 +83,9 @@ export function dayRange(date: string, timezone: string): DayRange {
 /** `value` when it is a day a report can cover in `timezone` (a real calendar day, years 0001–9998), else undefined. */
 export function reportableDay(value: string | null | undefined, timezone: string): string | undefined {
   if (!value) return undefined
+  // Years 0001–9998: the day after and the week before it (the trend) are still four-digit years.
+  const year = Number(value.slice(0, 4))
+  if (!(year >= 1 && year <= 9998)) return undefined
   try {
     dayRange(value, timezone)
     return value

@@ -9,25 +9,29 @@ import { getConversation } from '../webhooks/read-model.ts'
 import { fields, shortId, status, table } from './components.ts'
 import { fmtTime, html } from './html.ts'
 import { page } from './layout.ts'
+import { MAX_CURSOR_LENGTH, MAX_FILTER_LENGTH } from './events-filter.ts'
 import { badQuery } from './responses.ts'
 
 /** Calls a page lists, newest first; older ones are on the next page (a keyset cursor, as the events page's). */
 export const CALLS_PAGE_SIZE = 100
 const blank = (v: unknown) => (typeof v === 'string' ? v.trim() || undefined : v)
-const opt = (name: string) => z.preprocess(blank, z.string().max(200, { error: `${name} must be at most 200 characters` }).optional())
+const opt = (name: string, max = MAX_FILTER_LENGTH) => z.preprocess(blank, z.string().max(max, { error: `${name} must be at most ${max} characters` }).optional())
 const callsQuerySchema = z.object({
   recipe: opt('recipe'),
   status: z.preprocess(blank, z.enum(CALL_STATUSES, { error: `status must be one of ${CALL_STATUSES.join(', ')} (or empty for any)` }).optional()),
   phone: opt('phone'),
   chain: opt('chain'),
-  before: opt('before'),
+  before: opt('before', MAX_CURSOR_LENGTH),
 })
 type CallsQuery = z.output<typeof callsQuerySchema>
 
-/** A cursor this page did not make (a time Postgres' bigint cannot hold, an id with a NUL) starts from the top. */
+/** The latest instant a Date holds (+275760-09-13): the page shows the cursor's time, and past it there is none to show. */
+const MAX_DATE_MS = 8.64e15
+
+/** A cursor this page did not make (a time no Date or bigint holds, an id with a NUL) starts from the top. */
 function cursorOf(value: string | undefined): CallsCursor | undefined {
   const cursor = value ? decodeCallsCursor(value) : undefined
-  return cursor && Number.isSafeInteger(cursor.createdAt) && cursor.createdAt >= 0 && !cursor.id.includes('\0') ? cursor : undefined
+  return cursor && Number.isSafeInteger(cursor.createdAt) && cursor.createdAt >= 0 && cursor.createdAt <= MAX_DATE_MS && !cursor.id.includes('\0') ? cursor : undefined
 }
 
 /** Says which part of the ledger the page is: it listed the newest 100 and said nothing of the rest. */

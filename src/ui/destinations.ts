@@ -11,14 +11,24 @@ import { clip, fields, shortId, status, table } from './components.ts'
 import { flashMessage } from './flash.ts'
 import { fmtIso, html } from './html.ts'
 import { csrfField, page } from './layout.ts'
-import { seeOther } from './responses.ts'
+import { MAX_FILTER_LENGTH } from './events-filter.ts'
+import { badQuery, seeOther } from './responses.ts'
 
 const DELIVERIES_PAGE_SIZE = 50
 
+const blank = (v: unknown) => (typeof v === 'string' ? v.trim() || undefined : v)
+/** The deliveries' filters: one the page cannot take is a 400 naming it (it was dropped, and every delivery shown). */
 const querySchema = z.object({
-  destination: z.string().trim().max(200).optional().catch(undefined).transform((v) => (v ? v : undefined)),
-  status: z.enum(DELIVERY_STATUSES).optional().catch(undefined),
+  destination: z.preprocess(blank, z.string().max(MAX_FILTER_LENGTH, { error: `destination must be at most ${MAX_FILTER_LENGTH} characters` }).optional()),
+  status: z.preprocess(blank, z.enum(DELIVERY_STATUSES, { error: `status must be one of ${DELIVERY_STATUSES.join(', ')} (or empty for any)` }).optional()),
 })
+
+/** The 400 for a destination filter naming none the page lists (the select showed "any" above an empty table). */
+function unknownDestination(name: string, names: string[]): HTTPError {
+  const shown = JSON.stringify(name.length > 100 ? `${name.slice(0, 100)}…` : name)
+  const known = names.length > 0 ? `: it lists ${names.join(', ')}` : ' (none is configured or has deliveries kept)'
+  return new HTTPError({ status: 400, message: `destination: no destination is named ${shown}${known}` })
+}
 
 function option(value: string, label: string, selected: string | undefined) {
   return html`<option value="${value}"${value === (selected ?? '') ? html` selected` : ''}>${label}</option>`
@@ -32,10 +42,13 @@ function option(value: string, label: string, selected: string | undefined) {
  */
 export function registerDestinationsPage(app: H3, rt: Runtime): void {
   app.get('/ui/destinations', async (event) => {
-    const q = querySchema.parse(Object.fromEntries(event.url.searchParams))
+    const parsed = querySchema.safeParse(Object.fromEntries(event.url.searchParams))
+    if (!parsed.success) throw badQuery(parsed.error)
+    const q = parsed.data
     const { destinations, deliveries } = await runProcessingTask(rt, destinationsOverviewTask, {
       deliveries: { destination: q.destination, status: q.status, limit: DELIVERIES_PAGE_SIZE },
     })
+    if (q.destination !== undefined && !destinations.some((d) => d.name === q.destination)) throw unknownDestination(q.destination, destinations.map((d) => d.name))
     const filtered = Boolean(q.destination || q.status)
     const configuredNames = new Set(rt.config.destinations.list.map((d) => d.name))
     return page(event, {

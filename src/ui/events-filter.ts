@@ -6,7 +6,14 @@ import { EVENT_STATUSES, type EventFilter } from '../webhooks/events.ts'
  * parameter and what it takes: the page shows the message alone, and "Invalid input" left the reader to guess which.
  */
 const blank = (v: unknown) => (typeof v === 'string' ? v.trim() || undefined : v)
-const text = (name: string) => z.preprocess(blank, z.string().max(200, { error: `${name} must be at most 200 characters` }).optional())
+/**
+ * The longest filter value a page takes: above every id the receiver stores (255 characters) and the phone numbers
+ * events carry, so that each link a page writes from an event's values opens (at 200, a 250-character conversation id's
+ * link was a 400); a cursor (`after`) names an event id in base64url, up to 4/3 of its UTF-8 bytes, so it takes more.
+ */
+export const MAX_FILTER_LENGTH = 1_000
+export const MAX_CURSOR_LENGTH = 2_000
+const text = (name: string, max = MAX_FILTER_LENGTH) => z.preprocess(blank, z.string().max(max, { error: `${name} must be at most ${max} characters` }).optional())
 
 const DAY_OR_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2})?$/
 
@@ -36,7 +43,7 @@ export const eventsQuerySchema = z
     trace_id: text('trace_id'),
     conversation_id: text('conversation_id'),
     phone: text('phone'),
-    after: text('after'),
+    after: text('after', MAX_CURSOR_LENGTH),
   })
   .superRefine((q, ctx) => {
     // Both already checked as real dates (their values are digits and dashes only, so they can be quoted back).
