@@ -17,6 +17,7 @@ import { registerAdminGate } from './ui/gate.ts'
 import { ADMIN_RESPONSE_HEADERS, setResponseHeaders } from './utils/admin-auth.ts'
 import { isNoRoute, noRouteResponse } from './utils/no-route.ts'
 import { internalErrorResponse, logUnhandledError } from './utils/unhandled-error.ts'
+import { serviceErrorResponse } from './utils/service-error.ts'
 import { registerUi } from './ui/index.ts'
 import { adminTokenFile, ensureAdminToken, markAdminTokenShown, type AdminTokenSource } from './config/admin-token.ts'
 import { isMalformedPath, malformedPathAnswer } from './upstream/malformed-path.ts'
@@ -116,7 +117,7 @@ export function createOpsApp(rt: Runtime): H3 {
         logUnhandledError(rt.log, error, event)
         return internalErrorResponse(event.url.pathname)
       }
-      return undefined
+      return serviceErrorResponse(error.status, error.message, error.headers)
     },
   })
   registerOpsRoutes(app, rt)
@@ -164,7 +165,9 @@ export function createApp(rt: Runtime): H3 {
         logUnhandledError(rt.log, error, event)
         return withRequestHeaders(internalErrorResponse(path), event)
       }
-      return undefined
+      // A refusal no route answered itself (the dashboard's to htmx and to a client that is not a browser, a missing
+      // asset): the service's error shape with the error's own headers (HX-Refresh, Connection: close), not h3's body.
+      return withRequestHeaders(serviceErrorResponse(status, error.message, error.headers), event)
     },
   })
 

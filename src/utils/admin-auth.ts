@@ -2,6 +2,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import { HTTPError, getCookie, type H3Event } from 'h3'
 import type { Clock } from './clock.ts'
 import type { Logger } from './logger.ts'
+import { serviceErrorResponse } from './service-error.ts'
 
 /**
  * Access to `/admin/*` and the dashboard. There is always a token (ADMIN_TOKEN, or one generated into
@@ -156,14 +157,6 @@ export function setResponseHeaders(event: H3Event, headers: Readonly<Record<stri
 }
 
 /** The error `type` of each status an admin route answers (the body shape is the provider's, as everywhere). */
-const ADMIN_ERROR_TYPES: Record<number, string> = {
-  400: 'invalid_request',
-  401: 'authentication_error',
-  403: 'permission_denied',
-  404: 'not_found',
-  409: 'conflict',
-}
-
 /**
  * Refuses (400) a NUL character (`%00`) in the path or the query string: no id, name or filter has one, and
  * Postgres refuses it in text, so it is the client's mistake rather than a failed query (500).
@@ -182,8 +175,7 @@ export function adminErrorResponse(error: unknown, log: Pick<Logger, 'error'>): 
   const status = known ? error.status : 500
   if (!known) log.error({ err: error }, 'admin route failed')
   const message = known ? error.message : 'internal error (see the service log)'
-  const body = { error: { message, type: ADMIN_ERROR_TYPES[status] ?? (status >= 500 ? 'internal_error' : 'invalid_request') } }
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...ADMIN_RESPONSE_HEADERS } })
+  return serviceErrorResponse(status, message, { ...(known ? Object.fromEntries(error.headers ?? []) : {}), ...ADMIN_RESPONSE_HEADERS })
 }
 
 /**

@@ -54,3 +54,24 @@ it('an unhandled error is one JSON log line with its message and stack, and a 50
   expect(printed).not.toHaveBeenCalled()
   expect(logged).not.toHaveBeenCalled()
 })
+
+// The dashboard answers a browser with a page; htmx, a client that is not a browser and a missing asset got h3's own
+// `{"status":401,"message":…}` body instead of the `{"error": {"message", "type"}}` every other JSON answer has.
+it("the dashboard's JSON refusals are in the one error shape, with their own headers", async () => {
+  rt = await createTestRuntime({ env: { ADMIN_TOKEN: TOKEN } })
+  const app = createApp(rt)
+  const cases: Array<[string, RequestInit, number, string, string]> = [
+    ['/ui/events', { headers: { 'hx-request': 'true' } }, 401, 'authentication_error', 'log in at /ui/login (or send Authorization: Bearer $ADMIN_TOKEN)'],
+    ['/ui/dnc/add', { method: 'POST', body: 'phone=%2B14155550100' , headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 401, 'authentication_error', 'log in at /ui/login (or send Authorization: Bearer $ADMIN_TOKEN)'],
+    ['/ui/assets/nope.js', {}, 404, 'not_found', 'no such asset'],
+    ['/ui/events/nope', { headers: { authorization: `Bearer ${TOKEN}`, 'hx-request': 'true' } }, 404, 'not_found', 'no webhook event with id "nope"'],
+  ]
+  for (const [path, init, status, type, message] of cases) {
+    const res = await app.fetch(new Request(`http://localhost${path}`, init))
+    expect(res.status, path).toBe(status)
+    expect(res.headers.get('content-type'), path).toMatch(/^application\/json/)
+    expect(res.headers.get('cache-control'), path).toBe('no-store')
+    expect(await res.json(), path).toEqual({ error: { type, message } })
+    if (init.headers && 'hx-request' in init.headers && status === 401) expect(res.headers.get('hx-refresh')).toBe('true')
+  }
+})

@@ -91,7 +91,7 @@ describe('posted forms have a size limit', () => {
       body: new URLSearchParams({ phone: '+919876543210', reason: 'x'.repeat(70 * 1024) }).toString(),
     })
     expect(hx.status).toBe(413)
-    expect(((await hx.json()) as { message: string }).message).toBe('the form is larger than 64 KB')
+    expect(await hx.json()).toEqual({ error: { type: 'invalid_request', message: 'the form is larger than 64 KB' } })
     expect(hx.headers.get('connection')).toBe('close')
     // Under the limit it still works.
     const ok = await fetch(`${base}/ui/dnc/add`, {
