@@ -213,13 +213,29 @@ export async function scheduleCalls(
   )
   results.forEach((result, i) => {
     const a = toQueue[i]!
-    if (!result.ok) outcomes[a.at] = { status: 'duplicate', request: a.request, record: result.record }
+    if (!result.ok) {
+      outcomes[a.at] = { status: 'duplicate', request: a.request, record: result.record }
+      warnIfKeyReused(rt, a.phone, a.request, result.record, options.recipe)
+    }
     else {
       effects.plan.push(a.effect)
       outcomes[a.at] = { status: 'queued', request: a.request, record: result.record }
     }
   })
   return outcomes.map((o) => o!)
+}
+
+/**
+ * A duplicate whose first call went to another number: the key's parts do not tell the two calls apart (a recipe's
+ * `deterministicKey` without the contact in it), so this contact is not called. Still `duplicate` — the provider
+ * refuses the key the same way — but said once in the log, naming both calls, rather than only in the outcome.
+ */
+function warnIfKeyReused(rt: Runtime, phone: string, request: CallRequest, earlier: CallRecord, recipe: string | null | undefined): void {
+  if (earlier.customer_phone === phone) return
+  rt.log.warn(
+    { recipe: recipe ?? null, idempotency_key: request.idempotency_key ?? null, earlier_call: earlier.id },
+    `a call to another number already used this idempotency key (call ${earlier.id}): this one is not placed — the key's parts should name the contact (e.g. ctx.campaigns.deterministicKey(campaign, phone, attempt))`,
+  )
 }
 
 /** Queues one call under the campaign rules (see `scheduleCalls`). */

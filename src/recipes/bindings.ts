@@ -223,6 +223,10 @@ const calendarDate = z
 const minutesOfDay = z.number({ error: 'must be minutes since midnight (a number, 0 to 1440)' }).int({ error: 'must be a whole number of minutes' }).min(0, { error: 'must be 0 to 1440 (minutes since midnight)' }).max(24 * 60, { error: 'must be 0 to 1440 (minutes since midnight)' })
 const text = z.string({ error: 'must be a string' })
 const strings = z.array(z.string(), { error: 'must be an array of strings' })
+const keyPart = z.union([z.string().min(1, { error: 'is empty (a missing value: every call would get the same key)' }), z.number().finite()], {
+  error: (issue) => (issue.input === undefined ? 'is undefined (a missing value: every call would get the same key)' : 'must be a non-empty string or a finite number'),
+})
+const keyParts = z.array(keyPart).min(1, { error: 'no parts given: the key would be the same for every call' })
 const iterable = z.custom<Iterable<unknown>>((v) => typeof v === 'object' && v !== null && Symbol.iterator in v, { error: 'must be an array (or another iterable)' })
 const fn = z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', { error: 'must be a function' })
 const followUpInput = z.looseObject({
@@ -244,6 +248,12 @@ const r = (name: string) => `ctx.reports.${name}`
 /** `ctx.campaigns`' pure helpers, checked. */
 export function checkedCampaignHelpers() {
   return {
+    // A part that is missing (a CSV column named otherwise: `row.phone` undefined) joined as '' and gave every contact
+    // the same key — all but the first refused as duplicates, without a word.
+    deterministicKey: ((...parts) =>
+      toolkit.deterministicKey(
+        ...checkArgument(keyParts, parts, { fn: c('deterministicKey'), arg: 'parts', expected: 'one or more parts, each a non-empty string or a finite number, e.g. (campaign, row.phone, attempt)' }),
+      )) satisfies typeof toolkit.deterministicKey,
     normalizePhone: ((phone, options) =>
       toolkit.normalizePhone(checkArgument(text, phone, { fn: c('normalizePhone'), arg: 'phone', expected: 'a phone number as a string, e.g. "98765 43210"' }), options)) satisfies typeof toolkit.normalizePhone,
     headerKey: ((header) => toolkit.headerKey(checkArgument(text, header, { fn: c('headerKey'), arg: 'header', expected: 'a column header (a string)' }))) satisfies typeof toolkit.headerKey,

@@ -52,3 +52,14 @@ it('phone and CSV helpers: the argument named, not an internal TypeError', async
     const plan = ctx.campaigns.planFollowUps({ ...inputs, dnc: await ctx.campaigns.loadDncList(), now: ctx.now.getTime() })
     return [kept.length, ctx.campaigns.headerKey('Mobile No.'), ctx.campaigns.findPhoneColumn(['Name', 'Mobile No']), plan.plans.length, ctx.campaigns.normalizePhone('98765 43210').ok]`)).toBeNull()
 })
+
+// A CSV whose phone column is named otherwise gave `row.phone` undefined for every row: the parts joined to the same
+// text, every contact after the first got the first one's key, and its call was refused as a duplicate, silently.
+it('deterministicKey refuses a missing part rather than giving every call the same key', async () => {
+  expect(await h.errorOf(`ctx.campaigns.deterministicKey('spring', ({} as Record<string, string>).phone!)`)).toMatch(/^ctx\.campaigns\.deterministicKey\(parts\): parts\[1\]: is undefined \(a missing value: every call would get the same key\) — expected one or more parts/)
+  expect(await h.errorOf(`ctx.campaigns.deterministicKey('spring', '')`)).toMatch(/^ctx\.campaigns\.deterministicKey\(parts\): parts\[1\]: is empty/)
+  expect(await h.errorOf(`ctx.campaigns.deterministicKey('spring', NaN)`)).toMatch(/^ctx\.campaigns\.deterministicKey\(parts\): parts\[1\]: must be a non-empty string or a finite number/)
+  expect(await h.errorOf(`ctx.campaigns.deterministicKey()`)).toMatch(/^ctx\.campaigns\.deterministicKey\(parts\): parts: no parts given/)
+  expect(await h.errorOf(`const a = ctx.campaigns.deterministicKey('spring', '+919876543210', 1); const b = ctx.campaigns.deterministicKey('spring', '+919876543211', 1)
+    if (a === b || !/^[0-9a-f]{8}-[0-9a-f]{4}-5/.test(a)) throw new Error('keys')`)).toBeNull()
+})
