@@ -1,3 +1,4 @@
+import { inspect } from 'node:util'
 import { dryRunClient } from './dry-run-client.ts'
 import { recipeClient } from '../upstream/client.ts'
 import type { Selectable, SelectQueryBuilder } from 'kysely'
@@ -56,12 +57,23 @@ export const MAX_ERROR_CHARS = 8 * 1024
 function errorText(error: unknown): string {
   try {
     // A folder of DATA_DIR's another user made (inbox/, inbox/failed/…): which, whose, the way out — not a bare EACCES.
-    const text = accessProblem(error) ?? (error instanceof Error ? error.message || error.name : String(error))
+    const text = accessProblem(error) ?? (error instanceof Error ? error.message || error.name : thrownValueText(error))
     return text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS)}… (${text.length - MAX_ERROR_CHARS} more characters)` : text
   } catch {
     // String() throws for a null-prototype object: a recipe can throw anything, and this runs with the row open.
     return 'threw a value that cannot be shown as text'
   }
+}
+
+/**
+ * What a recipe threw that is not an Error, as text: a plain object (`throw { code, detail }`, a library's error
+ * record) was recorded as "[object Object]". Shown as Node shows it, bounded in depth and length (cycles and
+ * null-prototype objects included).
+ */
+function thrownValueText(value: unknown): string {
+  if (typeof value !== 'object' || value === null) return String(value)
+  const shown = inspect(value, { depth: 4, maxArrayLength: 20, maxStringLength: 1_000, breakLength: Infinity, compact: true })
+  return `threw a value that is not an Error: ${shown}`
 }
 
 /** Records a tick that did not run because the previous run is still going. */

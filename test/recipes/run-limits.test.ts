@@ -272,6 +272,7 @@ export default defineRecipe({
     if (mode === 'bare-bigint') return Object.assign(Object.create(null), { n: 1n })
     if (mode === 'cycle') { const a: Record<string, unknown> = { n: 2n }; a.self = a; return a }
     if (mode === 'throw-bare') throw Object.create(null)
+    if (mode === 'throw-object') throw { code: 'E_QUOTA', detail: { left: 0 } }
     if (mode === 'plan-bigint') { (ctx.plan as unknown[]).push({ kind: 'custom', n: 3n }); return 'planned' }
     return 'plain'
   },
@@ -287,13 +288,16 @@ export default defineRecipe({
     // A null-prototype object has no text form (String() throws): its figures are kept, BigInts as digits.
     expect(await run('bare-bigint')).toMatchObject({ status: 'succeeded', summary: { n: '1' } })
     expect(await run('cycle')).toMatchObject({ status: 'succeeded', summary: { n: '2', self: '[Circular]' } })
-    expect(await run('throw-bare')).toMatchObject({ status: 'failed', error: 'threw a value that cannot be shown as text' })
+    // What is not an Error is shown as Node shows it ("[object Object]" said nothing).
+    expect(await run('throw-bare')).toMatchObject({ status: 'failed', error: 'threw a value that is not an Error: [Object: null prototype] {}' })
+    expect(await run('throw-object')).toMatchObject({ status: 'failed', error: "threw a value that is not an Error: { code: 'E_QUOTA', detail: { left: 0 } }" })
     const unwritable = await run('plan-bigint')
     expect(unwritable).toMatchObject({ status: 'failed', summary: null, plan: [], error: expect.stringMatching(/^could not record the run's outcome: .*BigInt/) })
     const stored = (await listRuns(rt, { recipe: 'odd' })).map((r) => [r.status, r.error ?? r.summary])
     expect(stored).toEqual([
       ['failed', unwritable.error],
-      ['failed', 'threw a value that cannot be shown as text'],
+      ['failed', "threw a value that is not an Error: { code: 'E_QUOTA', detail: { left: 0 } }"],
+      ['failed', 'threw a value that is not an Error: [Object: null prototype] {}'],
       ['succeeded', { n: '2', self: '[Circular]' }],
       ['succeeded', { n: '1' }],
     ])
