@@ -105,11 +105,27 @@ function cell(value: unknown): string {
   return printable((typeof value === 'object' ? JSON.stringify(value) : String(value)).replace(/\s+/g, ' '), Infinity)
 }
 
+/**
+ * An id column (`id`, `…_id`, `idempotency_key`): what a user copies into the next command (`events show <id>`,
+ * `--conversation <id>`), so never cut and its spaces never folded — a tab or a newline shown escaped, not as a space.
+ * Cut at 60 characters or folded, a provider's long id was one `events show` could not find.
+ */
+const isIdColumn = (name: string) => name === 'id' || name.endsWith('_id') || name === 'idempotency_key'
+
+function idCell(value: unknown): string {
+  if (value === null || value === undefined) return ''
+  return printable(typeof value === 'object' ? JSON.stringify(value) : String(value), Infinity)
+}
+
 export function formatTable(rows: Array<Record<string, unknown>>, columns?: string[]): string {
   if (rows.length === 0) return '(none)\n'
   const cols = columns ?? Object.keys(rows[0]!)
-  const cells = rows.map((r) => cols.map((c) => cell(r[c])))
-  const widths = cols.map((c, i) => Math.min(60, Math.max(c.length, ...cells.map((r) => r[i]!.length))))
+  const whole = cols.map(isIdColumn)
+  const cells = rows.map((r) => cols.map((c, i) => (whole[i] ? idCell(r[c]) : cell(r[c]))))
+  const widths = cols.map((c, i) => {
+    const widest = Math.max(c.length, ...cells.map((r) => r[i]!.length))
+    return whole[i] ? widest : Math.min(60, widest)
+  })
   const line = (values: string[]) =>
     values.map((v, i) => (v.length > widths[i]! ? v.slice(0, widths[i]! - 1) + '…' : v.padEnd(widths[i]!))).join('  ').trimEnd()
   return [line(cols), line(widths.map((w) => '─'.repeat(w))), ...cells.map(line)].join('\n') + '\n'

@@ -39,3 +39,17 @@ it('tables (events list) show a webhook\'s text with its control characters esca
   expect(out).toContain('call.completed\\x1b]0;pwned\\x07')
   expect(out).not.toMatch(CONTROL)
 })
+
+// A table cut every cell at 60 characters and folded its whitespace: a provider's long event id came out as
+// "evt_……" and `events show` with what the table showed found nothing.
+it('tables keep an id whole, so what events list shows, events show finds', async () => {
+  h = await createHarness('sqlite')
+  const id = `evt_${'a1b2c3d4'.repeat(12)}  two-spaces`
+  expect((await h.send(makeEvent({ event_id: id }))).status).toBe(204)
+  const listed = await runCli(['events', 'list'], cliEnv(h.rt))
+  expect(listed.code).toBe(0)
+  expect(listed.out).toContain(id)
+  const shown = await runCli(['events', 'show', id], cliEnv(h.rt))
+  expect(shown.code).toBe(0)
+  expect(shown.out).toContain(id)
+})
