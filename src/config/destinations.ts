@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import type { WebhookEvent } from '../upstream/schemas.ts'
-import { unknownKey } from '../utils/did-you-mean.ts'
+import { didYouMean, unknownKey } from '../utils/did-you-mean.ts'
 import { printable } from '../utils/printable.ts'
 
 /**
@@ -37,7 +37,32 @@ export interface ForwardedBody {
   [key: string]: unknown
 }
 
+/**
+ * A destination's `filter`: a synchronous function of the event that returns true (forward it) or false (skip it).
+ * - What it returns is read as JavaScript reads a condition, as `Array.prototype.filter` does: `undefined`, `null`, `0`,
+ *   `''` and `NaN` skip the event, any other value forwards it. A value that is not a boolean is a mistake all the same
+ *   (a block body with no `return` skips every event): it is logged, once per destination, with what came back.
+ * - An `async` (or generator) function is refused at config load: forwarding cannot wait for its Promise. A Promise
+ *   returned at run time all the same (`(e) => lookup(e).then(…)`) is logged as a configuration error, once per
+ *   destination, and the event is forwarded — a Promise is truthy, and forwarding it loses nothing.
+ * - A filter that throws skips the event, logged each time.
+ */
 export type DestinationFilter = (event: ForwardedEvent) => boolean
+
+/** Functions whose call returns a Promise or an iterator (always truthy), never a verdict: why, by constructor name. */
+const NOT_A_VERDICT: Readonly<Record<string, string>> = {
+  AsyncFunction: 'an async function returns a Promise, which forwarding cannot wait for',
+  AsyncGeneratorFunction: 'an async generator function returns an iterator',
+  GeneratorFunction: 'a generator function returns an iterator',
+}
+
+/** Why `filter` can give no verdict (see DestinationFilter), or undefined when it is a plain function. */
+function filterProblem(filter: unknown): string | undefined {
+  if (typeof filter !== 'function') return undefined
+  const kind = String(filter.constructor?.name)
+  if (!Object.hasOwn(NOT_A_VERDICT, kind)) return undefined
+  return `must be a plain function that returns true or false: ${NOT_A_VERDICT[kind]} (decide from the event alone; a recipe can look things up and publish an event instead)`
+}
 
 /**
  * About 10 attempts over ~23 h: quick retries for blips, then hours for outages. Each wait is jittered
@@ -58,11 +83,27 @@ const secret = z.string().refine(
 )
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
-/** Headers switchboard sets itself; a destination may not override them. */
-const RESERVED_HEADERS = new Set(['x-switchboard-event-type', 'content-type', 'content-length', 'host', 'transfer-encoding', 'connection'])
+/**
+ * Headers a destination may not set, each with the reason its refusal gives: switchboard's own, and those of the
+ * connection, which its HTTP client sets (undici refuses connection, keep-alive, upgrade, transfer-encoding and expect
+ * at send time, so every attempt failed; te, trailer and proxy-connection are hop-by-hop too).
+ */
+const CONNECTION_HEADER = "switchboard's HTTP client sets the connection's headers itself (host, content-length and the hop-by-hop ones)"
+const RESERVED_HEADERS: ReadonlyMap<string, string> = new Map([
+  ...['x-switchboard-event-type', 'content-type'].map((name) => [name, 'switchboard sets it on every delivery'] as const),
+  ...['host', 'content-length', 'connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect'].map(
+    (name) => [name, CONNECTION_HEADER] as const,
+  ),
+])
 /** Standard Webhooks' namespace (webhook-id, webhook-timestamp, webhook-signature and any it adds): switchboard's alone. */
 const RESERVED_PREFIX = 'webhook-'
-const isReserved = (name: string) => RESERVED_HEADERS.has(name.toLowerCase()) || name.toLowerCase().startsWith(RESERVED_PREFIX)
+
+/** Why a destination may not set header `name`, or undefined when it may. */
+function reservedReason(name: string): string | undefined {
+  const key = name.toLowerCase()
+  if (key.startsWith(RESERVED_PREFIX)) return `switchboard sets the ${RESERVED_PREFIX}* signature headers itself`
+  return RESERVED_HEADERS.get(key)
+}
 
 export const destinationSchema = z
   .object({
@@ -87,7 +128,13 @@ export const destinationSchema = z
     /** Event types to forward (provider types, types recipes publish, `<target>:<type>` of a named target); all when omitted. */
     events: z.array(z.string().min(1)).min(1, { error: 'list at least one event type, or leave it out for all' }).optional(),
     agentIds: z.array(z.number().int()).min(1).optional(),
-    filter: z.custom<DestinationFilter>((v) => typeof v === 'function', { error: 'must be a function (config file only)' }).optional(),
+    filter: z
+      .custom<DestinationFilter>((v) => typeof v === 'function', { error: 'must be a function (config file only)' })
+      .superRefine((f, ctx) => {
+        const problem = filterProblem(f)
+        if (problem) ctx.addIssue({ code: 'custom', message: problem })
+      })
+      .optional(),
     timeoutMs: z.number().int().min(100).max(120_000).default(10_000),
     retryScheduleMs: z.array(z.number().int().min(0).max(7 * 86_400_000)).max(50).default(DEFAULT_RETRY_SCHEDULE_MS),
     /** Events of one conversation are delivered one at a time, in the order they were received. */
@@ -102,8 +149,8 @@ export const destinationSchema = z
         z.string().regex(/^[\t\x20-\x7e]*$/, { error: 'header values may hold printable ASCII, spaces and tabs only (no line breaks, no characters such as “–”)' }),
       )
       .superRefine((h, ctx) => {
-        const reserved = Object.keys(h).find(isReserved)
-        if (reserved !== undefined) ctx.addIssue({ code: 'custom', message: `may not set ${RESERVED_PREFIX}* (${reserved}), ${[...RESERVED_HEADERS].join(', ')}` })
+        const reserved = Object.keys(h).find((name) => reservedReason(name) !== undefined)
+        if (reserved !== undefined) ctx.addIssue({ code: 'custom', message: `may not set "${printable(reserved, 80)}": ${reservedReason(reserved)}` })
       })
       // Header names are case-insensitive: kept lowercase, so `User-Agent` replaces switchboard's own instead of going
       // out beside it, and two spellings of one name are a mistake rather than two headers.
@@ -188,3 +235,43 @@ export const destinationsSchema = z.union([z.string(), z.array(z.custom<Destinat
   }
   return out
 })
+
+/** WEBHOOK_TARGETS as far as `events` cares: each named target's scheme. */
+type WebhookTargets = Readonly<Record<string, { scheme: string }>>
+
+/**
+ * Why one `<target>:<type>` pattern of `events` can match nothing, or undefined when it can (a bare type always may: it
+ * takes the type from the provider, recipes and every target). Read as a recipe's `on` is (src/recipes/validate.ts):
+ * the target must be a named one of another scheme; the provider's events, whichever target of its scheme they come
+ * from, are named by type alone. An unknown target used to be accepted, and its destination never got those events.
+ */
+function eventPatternProblem(pattern: string, targets: WebhookTargets): string | undefined {
+  const colon = pattern.indexOf(':')
+  if (colon <= 0) return undefined
+  const target = pattern.slice(0, colon)
+  const type = pattern.slice(colon + 1)
+  const own = Object.keys(targets).filter((name) => targets[name]!.scheme !== 'formant')
+  if (own.includes(target)) return undefined
+  const listed = `events lists "${printable(pattern, 80)}"`
+  if (target.toLowerCase() === 'formant' || Object.hasOwn(targets, target)) {
+    return `${listed}, but target "${printable(target, 63)}" carries the provider's events: list them by type alone, e.g. "${printable(type, 80)}"`
+  }
+  const near = didYouMean(target, own)
+  const guess = near ? `: did you mean "${near}:${printable(type, 80)}"?` : ''
+  const known = own.length ? `WEBHOOK_TARGETS names ${own.map((name) => `"${name}"`).join(', ')}` : 'WEBHOOK_TARGETS names none'
+  return `${listed}, but no webhook target is named "${printable(target, 63)}"${guess} (${known}; the provider's own events take no prefix)`
+}
+
+/**
+ * The first destination whose `events` name a webhook target that sends none (checked at config load, where
+ * WEBHOOK_TARGETS is known): one line naming the destination, the pattern and the targets there are.
+ */
+export function destinationEventsProblem(destinations: readonly DestinationConfig[], targets: WebhookTargets): string | undefined {
+  for (const destination of destinations) {
+    for (const pattern of destination.events ?? []) {
+      const problem = eventPatternProblem(pattern, targets)
+      if (problem) return `destination "${destination.name}": ${problem}`
+    }
+  }
+  return undefined
+}

@@ -14,7 +14,7 @@ import { parseDatabaseUrl } from '../db/database-url.ts'
 import { printable } from '../utils/printable.ts'
 import { knownKeysAt } from './known-keys.ts'
 import { envSchema, type EnvInput, type WebhookTargetConfig, type SandboxFaults } from './schema.ts'
-import type { DestinationConfig } from './destinations.ts'
+import { destinationEventsProblem, type DestinationConfig } from './destinations.ts'
 
 export interface Config {
   port: number
@@ -247,6 +247,9 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       throw new ConfigError('WEBHOOK_TARGETS', `target "${name}" has no secret (set one, or WEBHOOK_ALLOW_UNSIGNED=true)`)
     }
   }
+  // Here rather than in DESTINATIONS' schema: whether `crm:*` can match anything depends on WEBHOOK_TARGETS.
+  const eventsProblem = destinationEventsProblem(e.DESTINATIONS, e.WEBHOOK_TARGETS)
+  if (eventsProblem) throw new ConfigError('DESTINATIONS', eventsProblem)
   if (!sandboxMode && e.WEBHOOK_SECRET.length === 0 && !e.WEBHOOK_ALLOW_UNSIGNED) {
     throw new ConfigError('WEBHOOK_SECRET', 'is required when VOICE_API_KEY is set (or set WEBHOOK_ALLOW_UNSIGNED=true)')
   }

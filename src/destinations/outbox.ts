@@ -57,14 +57,53 @@ export function wants(rt: Runtime, destination: DestinationConfig, event: Outbox
   if (destination.agentIds && (event.agent_id === null || !destination.agentIds.includes(Number(event.agent_id)))) return false
   if (!destination.filter) return true
   const forwarded = parsed()
-  if (!forwarded) return false
+  if (!forwarded) {
+    rt.log.error({ destination: destination.name, event_id: event.event_id }, 'event body is not JSON, so the destination filter cannot run; event not forwarded')
+    return false
+  }
+  let verdict: unknown
   try {
-    return destination.filter(forwarded) === true
+    verdict = destination.filter(forwarded)
   } catch (error) {
     // A throwing filter is a bug in the config file; the event is skipped for this destination, loudly.
     rt.log.error({ destination: destination.name, event_id: event.event_id, err: (error as Error)?.message ?? String(error) }, 'destination filter threw; event not forwarded')
     return false
   }
+  return filterVerdict(rt, destination, event.event_id, verdict)
+}
+
+/** Destinations whose filter was logged returning something other than true or false: once each, not once an event. */
+const misreadFilters = new WeakSet<DestinationConfig>()
+
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function'
+
+/** `undefined`, `null`, `a number`: what a filter returned, named without its value (which may hold the event's data). */
+function kindOf(value: unknown): string {
+  if (value === null || value === undefined) return String(value)
+  const type = typeof value
+  return `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}`
+}
+
+/**
+ * What a filter's answer means (DestinationFilter says why): true and false as they are; anything else as JavaScript
+ * reads a condition — so a Promise, which forwarding cannot wait for, forwards the event rather than dropping it —
+ * and logged once per destination, as the configuration mistake it is.
+ */
+function filterVerdict(rt: Runtime, destination: DestinationConfig, eventId: string, verdict: unknown): boolean {
+  if (typeof verdict === 'boolean') return verdict
+  // Its rejection is no one's to handle: left alone, it would be an unhandled rejection, which stops the process.
+  if (isThenable(verdict)) verdict.then(undefined, () => undefined)
+  if (!misreadFilters.has(destination)) {
+    misreadFilters.add(destination)
+    const fields = { destination: destination.name, event_id: eventId }
+    if (isThenable(verdict)) {
+      rt.log.error(fields, 'destination filter returned a Promise: a filter must be synchronous and return true or false; its events are forwarded unfiltered until it is fixed')
+    } else {
+      rt.log.warn({ ...fields, returned: kindOf(verdict) }, `destination filter returned ${kindOf(verdict)}, not true or false: read as a condition is (undefined, null, 0, '' and NaN skip an event, other values forward it); logged once for this destination`)
+    }
+  }
+  return Boolean(verdict)
 }
 
 function forwardedEvent(rt: Runtime, event: OutboxEvent): ForwardedEvent | undefined {

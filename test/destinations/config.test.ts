@@ -47,15 +47,15 @@ describe('DESTINATIONS', () => {
     expect(bad({ secret: [DEST_SECRET, 'whsec_short'] })).toThrow('Invalid configuration: DESTINATIONS destination "crm": secret[1] must be whsec_ followed by base64')
     expect(bad({ secret: [] })).toThrow('Invalid configuration: DESTINATIONS destination "crm": secret needs at least one secret')
     expect(bad({ timeoutMs: 5 })).toThrow(/destination "crm": timeoutMs /)
-    expect(bad({ headers: { 'webhook-id': 'x' } })).toThrow(/destination "crm": headers may not set webhook-\* \(webhook-id\)/)
+    expect(bad({ headers: { 'webhook-id': 'x' } })).toThrow('Invalid configuration: DESTINATIONS destination "crm": headers may not set "webhook-id": switchboard sets the webhook-* signature headers itself')
     // The event type header is switchboard's word on the event: never the configuration's, in any case.
-    expect(bad({ headers: { 'X-Switchboard-Event-Type': 'spoof' } })).toThrow(/destination "crm": headers may not set .*x-switchboard-event-type/)
+    expect(bad({ headers: { 'X-Switchboard-Event-Type': 'spoof' } })).toThrow('Invalid configuration: DESTINATIONS destination "crm": headers may not set "X-Switchboard-Event-Type": switchboard sets it on every delivery')
     // Header names are case-insensitive: kept lowercase (so one of ours is replaced, not doubled), two spellings refused.
     expect(load({ DESTINATIONS: JSON.stringify([{ name: 'crm', url: 'https://crm.example.com', secret: DEST_SECRET, headers: { 'User-Agent': 'team-agent', 'X-Team': 'ops' } }]) }).destinations.list[0]!.headers).toEqual({ 'user-agent': 'team-agent', 'x-team': 'ops' })
     expect(bad({ headers: { 'X-Team': 'a', 'x-team': 'b' } })).toThrow('Invalid configuration: DESTINATIONS destination "crm": headers.x-team names a header already set (header names are case-insensitive)')
     // Standard Webhooks' whole `webhook-` namespace is switchboard's (README: "webhook-* … are reserved"), not only the
     // three names it sends today.
-    expect(bad({ headers: { 'Webhook-Foo': '1' } })).toThrow(/destination "crm": headers may not set webhook-\* \(Webhook-Foo\)/)
+    expect(bad({ headers: { 'Webhook-Foo': '1' } })).toThrow('Invalid configuration: DESTINATIONS destination "crm": headers may not set "Webhook-Foo": switchboard sets the webhook-* signature headers itself')
     // A misspelled key is named, with the key it most likely meant.
     expect(bad({ retrySchedule: [1_000] })).toThrow('Invalid configuration: DESTINATIONS destination "crm": has an unknown key "retrySchedule" (did you mean "retryScheduleMs"?)')
     expect(bad({ colour: 'red' })).toThrow(/^Invalid configuration: DESTINATIONS destination "crm": has an unknown key "colour"$/)
