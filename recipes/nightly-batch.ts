@@ -141,16 +141,26 @@ class InterruptedUpload extends Error {
 }
 
 /**
+ * Why an upload that failed left its file in the inbox for the next run, when it provably never reached the provider
+ * (the connection refused, the provider's host name not found, the connect timed out): nothing can have been created.
+ */
+function unsentReason(error: unknown, batch: string): string | undefined {
+  if (!isVoiceApiError(error) || !error.neverSent) return undefined
+  return `the provider was unreachable (${error.networkCode ?? error.type}: ${error.message}), so batch "${batch}" was not uploaded: the file stays in the inbox and is uploaded with the next run`
+}
+
+/**
  * Why a file that failed is parked in `failed/` (with this as its `.error.txt`) rather than tried again next run; undefined
  * to try again. Retrying is right only when the failure said nothing was created and may pass: a rate limit, a key
- * being fixed. A file that cannot be read as contacts, or a batch the provider refused (400: over 10,000 rows, say),
- * fails the same way every night. And an upload whose answer was lost (a timeout, a 5xx) may have created the batch —
- * batch uploads have no idempotency key — so uploading it again could call every contact twice: a person checks.
+ * being fixed, a provider that could not be reached at all (the upload never left). A file that cannot be read as
+ * contacts, or a batch the provider refused (400: over 10,000 rows, say), fails the same way every night. And an upload
+ * whose answer was lost (a timeout, a connection reset, a 5xx) may have created the batch — batch uploads have no
+ * idempotency key — so uploading it again could call every contact twice: a person checks.
  */
 function parkReason(error: unknown, batch: string): string | undefined {
   if ((error as Error).name === 'ContactsError') return (error as Error).message
   if (error instanceof InterruptedUpload) return error.message
-  if (!isVoiceApiError(error) || error.status === 429 || error.status === 401) return undefined
+  if (!isVoiceApiError(error) || error.status === 429 || error.status === 401 || error.neverSent) return undefined
   if (error.status === 0 || error.status >= 500 || error.type === 'invalid_response') {
     return `the upload of batch "${batch}" got no clear answer (${error.type}: ${error.message}): the provider may have created it and be calling this list. Look for the batch in the provider's dashboard (or GET /v1/batch-calls) before dropping this file in again`
   }
@@ -299,12 +309,14 @@ export default defineRecipe({
       } catch (error) {
         // ContactsError messages are one printable line, whatever the file holds (a binary file's "header").
         const reason = parkReason(error, name)
-        const message = reason ?? (error as Error).message
+        const unsent = unsentReason(error, name)
+        const message = reason ?? unsent ?? (error as Error).message
         const parkable = reason !== undefined
-        // A launch that failed cleared nothing it had not created (429, 401, the do-not-call list unreadable: tried
-        // again next run) or is parked below; either way the mark of an upload under way goes.
+        // A launch that failed cleared nothing it had not created (429, 401, the provider unreachable, the do-not-call
+        // list unreadable: tried again next run) or is parked below; either way the mark of an upload under way goes.
         if ((uploading || parkable) && !ctx.dryRun) await ctx.state.delete(launchedKey)
-        ctx.log.error({ file, err: parkable ? message : error }, 'inbox file could not be processed')
+        if (unsent) ctx.log.error({ file, err: unsent }, 'provider unreachable, nothing uploaded: inbox file left in place for the next run')
+        else ctx.log.error({ file, err: parkable ? message : error }, 'inbox file could not be processed')
         const outcome = { file, batch_id: null, batch: name, rows: 0, rejects: 0, waiting: 0, waiting_file: null, opens_at: null, moved_to: parkable ? await park(file, message) : null, error: message }
         outcomes.push(outcome)
         if (!parkable) unparked.push(outcome)

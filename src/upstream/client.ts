@@ -208,6 +208,54 @@ function jsonOrText(text: string): unknown {
   }
 }
 
+/** What an error raised under a failed request may carry: Node's system errors, undici's, an AggregateError. */
+interface ErrorLike {
+  code?: unknown
+  syscall?: unknown
+  errors?: unknown
+  cause?: unknown
+}
+
+/** System calls that fail before any byte of a request is written: resolving the host's name, opening the connection. */
+const BEFORE_SENDING_SYSCALLS: ReadonlySet<string> = new Set(['getaddrinfo', 'connect'])
+/** Codes that say no connection was made, whatever call raised them (undici's connect timeout names none). */
+const NOT_CONNECTED_CODES: ReadonlySet<string> = new Set(['UND_ERR_CONNECT_TIMEOUT'])
+
+/** The first error in `cause`'s chain (ofetch's FetchError → undici's "fetch failed" → Node's) with a system code. */
+function systemError(cause: unknown): (ErrorLike & { code: string }) | undefined {
+  let current: unknown = cause
+  for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
+    const error = current as ErrorLike
+    if (hasCode(error)) return error
+    current = error.cause
+  }
+  return undefined
+}
+
+function hasCode(error: ErrorLike): error is ErrorLike & { code: string } {
+  return typeof error.code === 'string'
+}
+
+/** Whether `error` failed before a connection existed; an AggregateError (each address of the host tried) when all its errors did. */
+function failedBeforeSending(error: ErrorLike): boolean {
+  if (Array.isArray(error.errors) && error.errors.length > 0) {
+    return error.errors.every((each: unknown) => typeof each === 'object' && each !== null && failedBeforeSending(each as ErrorLike))
+  }
+  if (typeof error.code === 'string' && NOT_CONNECTED_CODES.has(error.code)) return true
+  return typeof error.syscall === 'string' && BEFORE_SENDING_SYSCALLS.has(error.syscall)
+}
+
+/**
+ * Why an attempt got no answer, as the network stack said: its code (ECONNREFUSED, ENOTFOUND, ECONNRESET,
+ * UND_ERR_CONNECT_TIMEOUT, …) and whether the request provably never left — the name not resolved, the connection
+ * refused or never made. A reset or a timeout on an open connection may come after the request was sent: not `unsent`.
+ */
+export function unansweredCause(cause: unknown): { networkCode: string | undefined; unsent: boolean } {
+  const error = systemError(cause)
+  if (!error) return { networkCode: undefined, unsent: false }
+  return { networkCode: error.code, unsent: failedBeforeSending(error) }
+}
+
 /** `wait`, cut short when `signal` aborts (then it rejects with the signal's reason). */
 async function untilAborted(wait: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
   if (!signal) return wait
@@ -331,18 +379,26 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
         options.signal?.throwIfAborted()
         const name = (cause as { name?: string; cause?: { name?: string } }).name
         const timedOut = name === 'TimeoutError' || name === 'AbortError' || /timeout|aborted/i.test(String((cause as Error).message))
+        const { networkCode, unsent } = unansweredCause(cause)
+        const reason = String((cause as Error).message)
         error = new VoiceApiError({
           type: timedOut ? 'timeout' : 'network_error',
           status: 0,
-          message: timedOut ? `no answer from ${baseUrl} within ${attemptMs} ms` : `cannot reach ${baseUrl}: ${(cause as Error).message}`,
+          message: timedOut
+            ? `no answer from ${baseUrl} within ${attemptMs} ms`
+            : `cannot reach ${baseUrl}: ${reason}${networkCode && !reason.includes(networkCode) ? ` (${networkCode})` : ''}`,
           cause,
+          networkCode,
+          // Of the whole request, not this attempt: an earlier attempt whose answer was lost may have been carried out.
+          neverSent: unsent && lost === undefined,
         })
         observe({ method: req.method, path: req.path, status: 0, error: error.message, seconds: took() })
       } finally {
         deadline.clear(streaming)
       }
       if (req.idempotencyKey !== undefined && lost && error.type === 'duplicate_request') throw placedEarlier(error, lost, req.idempotencyKey)
-      if (isTransient(error)) lost ??= error
+      // An attempt that never reached the provider cannot have carried anything out: it leaves nothing to settle.
+      if (isTransient(error) && !error.neverSent) lost ??= error
       const delayMs = retryDelay({ error, attempt, repeatable: req.repeatable, policy, random, now: clock.now() })
       // Past the budget the caller is told now, with the last error, rather than after attempts it has given up on.
       if (delayMs === undefined || delayMs >= left()) throw req.idempotencyKey === undefined ? error : callError(error, lost, req.idempotencyKey)
@@ -373,6 +429,8 @@ export function createVoiceClient(options: VoiceClientOptions): VoiceClient {
       cause: lostAttempt !== undefined && lostAttempt !== error ? lostAttempt : error.cause,
       idempotencyKey: key,
       mayHaveBeenPlaced,
+      networkCode: error.networkCode,
+      neverSent: error.neverSent,
     })
   }
 

@@ -52,6 +52,19 @@ export class VoiceApiError extends Error {
    * lost attempt, say). Retry only with `idempotencyKey`: the provider then answers 409 if the call exists.
    */
   readonly mayHaveBeenPlaced: boolean
+  /**
+   * When no answer came (`status` 0): the system's code for why, as the network stack gave it — ECONNREFUSED,
+   * ENOTFOUND, EAI_AGAIN, ECONNRESET, UND_ERR_CONNECT_TIMEOUT, … — or undefined when it gave none (the client's own
+   * deadline, an abort).
+   */
+  readonly networkCode: string | undefined
+  /**
+   * True when the request provably never reached the provider: its last attempt failed before a connection existed
+   * (the connection refused, the host name not found, the connect timed out) and no earlier attempt went unanswered.
+   * Nothing was carried out, so it is safe to send again — unlike a timeout or a connection reset after sending, whose
+   * request may have been carried out with its answer lost. Always false for an answer the provider gave.
+   */
+  readonly neverSent: boolean
 
   constructor(init: {
     type: VoiceApiErrorType
@@ -65,6 +78,8 @@ export class VoiceApiError extends Error {
     placedEarlier?: boolean
     idempotencyKey?: string | undefined
     mayHaveBeenPlaced?: boolean
+    networkCode?: string | undefined
+    neverSent?: boolean
   }) {
     super(init.message, { cause: init.cause })
     this.type = init.type
@@ -76,6 +91,8 @@ export class VoiceApiError extends Error {
     this.placedEarlier = init.placedEarlier ?? false
     this.idempotencyKey = init.idempotencyKey
     this.mayHaveBeenPlaced = init.mayHaveBeenPlaced ?? false
+    this.networkCode = init.networkCode
+    this.neverSent = init.neverSent ?? false
   }
 
   /** Seconds to wait before trying again, when the provider said. */

@@ -6,6 +6,7 @@ import { createRecipeEngine, type RecipeEngine } from '../../src/recipes/engine.
 import { createKvState, recipeStateNamespace } from '../../src/recipes/state.ts'
 import { proxyHarness, type ProxyHarness } from '../proxy/helpers.ts'
 import { shippedRecipesCopy } from '../helpers/recipes.ts'
+import { freePort } from '../helpers/free-port.ts'
 
 /**
  * The shipped nightly-batch recipe over an inbox holding what people actually drop there: a workbook, an
@@ -140,6 +141,32 @@ it('an upload with no clear answer (a 5xx) is parked, not uploaded again next ru
   const refused = await outcome()
   expect(refused).toMatchObject({ file: 'huge.csv', moved_to: expect.stringMatching(/[/\\]failed[/\\]huge\.csv$/) })
   expect(refused!.error).toMatch(/^the provider refused batch "huge-2026-03-19" \(400 invalid_request: .*10000.*\); fix the file and drop it in again$/)
+})
+
+it('an upload refused at connect (nothing reached the provider) leaves the file in the inbox for the next run, not in failed/', async () => {
+  // The provider's address is a loopback port nothing listens on: every connection is refused before a byte is sent.
+  h = await proxyHarness({ env: { RECIPES_DIR: SHIPPED, RECIPES_TIMEZONE: 'Asia/Kolkata' }, upstreamUrl: async () => `http://127.0.0.1:${await freePort()}` })
+  await h.clock.advanceTo(MORNING_IST)
+  const inbox = join(h.rt.config.dataDir, 'inbox')
+  mkdirSync(inbox, { recursive: true })
+  const path = join(inbox, 'leads.csv')
+  writeFileSync(path, 'phone,name\n9876543210,Asha\n9876543211,Ravi\n')
+  utimesSync(path, new Date(0), new Date(0))
+  engine = createRecipeEngine(h.rt)
+  await engine.reload()
+
+  const run = await engine.run('nightly-batch')
+  // The file is where it was, for the next run to upload; the run failed loudly all the same (the provider is down).
+  expect(readdirSync(inbox)).toEqual(['leads.csv'])
+  expect(existsSync(join(inbox, 'failed'))).toBe(false)
+  expect(run.status).toBe('failed')
+  expect(run.error).toMatch(/^could not process leads\.csv \(the provider was unreachable \(ECONNREFUSED: cannot reach http:\/\/127\.0\.0\.1:\d+: .*\), so batch "leads-2026-03-19" was not uploaded: the file stays in the inbox and is uploaded with the next run\)/)
+  // No mark of an upload under way is left: the next run uploads the file rather than parking it as interrupted.
+  const info = statSync(path)
+  expect(await createKvState(h.rt, recipeStateNamespace('nightly-batch')).get(`launched:leads.csv:${info.size}:${Math.trunc(info.mtimeMs)}`)).toBeUndefined()
+  await h.clock.advance(3_600_000)
+  expect((await engine.run('nightly-batch')).status).toBe('failed')
+  expect(readdirSync(inbox)).toEqual(['leads.csv'])
 })
 
 it('a failure after the upload (the waiting file cannot be written) never uploads the same contacts again; the next run finishes the file', async () => {

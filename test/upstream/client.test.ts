@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import http from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { createServer, type AddressInfo, type Server, type Socket } from 'node:net'
 import { H3, serve } from 'h3'
-import { createVoiceClient, type AttemptOutcome } from '../../src/upstream/client.ts'
+import { createVoiceClient, unansweredCause, type AttemptOutcome } from '../../src/upstream/client.ts'
 import { isVoiceApiError, type VoiceApiError } from '../../src/upstream/errors.ts'
 import { createManualClock } from '../../src/utils/clock.ts'
 import { createSeededRandom } from '../../src/utils/random.ts'
+import { freePort } from '../helpers/free-port.ts'
 
 /**
  * The client's own behaviour against a scripted upstream on loopback: which requests it repeats, with
@@ -281,5 +282,88 @@ describe('voice client deadlines', () => {
     expect(isVoiceApiError(error)).toBe(true)
     expect(error.status).toBe(404)
     expect(performance.now() - started).toBeLessThan(3_000)
+  })
+})
+
+describe('voice client: why no answer came', () => {
+  const call = { agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543210' }] }
+  const batch = { agent_id: 101, name: 'leads', file: { data: 'customer_phone\n+919876543210\n' } }
+  /** A loopback TCP server doing `onConnection` with each connection, closed (its sockets too) at the test's end. */
+  const servers: Array<{ server: Server; sockets: Set<Socket> }> = []
+  async function tcp(onConnection: (socket: Socket, server: Server) => void): Promise<string> {
+    const sockets = new Set<Socket>()
+    const server = createServer((socket) => {
+      sockets.add(socket)
+      socket.on('close', () => sockets.delete(socket))
+      socket.on('error', () => {})
+      onConnection(socket, server)
+    })
+    servers.push({ server, sockets })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  }
+  afterAll(async () => {
+    for (const { server, sockets } of servers) {
+      for (const socket of sockets) socket.destroy()
+      await new Promise((resolve) => server.close(resolve))
+    }
+  })
+  const make = (baseUrl: string, extra = {}) => {
+    const clock = createManualClock()
+    return { clock, client: createVoiceClient({ apiKey: 'k', baseUrl, clock, random: createSeededRandom(5), ...extra }) }
+  }
+
+  it('a refused connection is a network_error that keeps its code and says the request was never sent (a batch upload, a call)', async () => {
+    const nobody = `http://127.0.0.1:${await freePort()}`
+    const upload = make(nobody)
+    const refused = (await run(() => upload.client.createBatch(batch).catch((e: unknown) => e), upload.clock)) as VoiceApiError
+    expect(refused).toMatchObject({ type: 'network_error', status: 0, networkCode: 'ECONNREFUSED', neverSent: true })
+    expect(refused.message).toMatch(new RegExp(`^cannot reach ${nobody.replace(/[.:/]/g, '\\$&')}: .*\\(ECONNREFUSED\\)$`))
+    // A call creation is retried with its key; every attempt refused, so none can have placed it.
+    const placing = make(nobody)
+    const notPlaced = (await run(() => placing.client.createCall(call).catch((e: unknown) => e), placing.clock)) as VoiceApiError
+    expect(notPlaced).toMatchObject({ type: 'network_error', networkCode: 'ECONNREFUSED', neverSent: true, mayHaveBeenPlaced: false, placedEarlier: false })
+    expect(notPlaced.idempotencyKey).toEqual(expect.any(String))
+  })
+
+  it('a connection reset after the request was sent stays ambiguous: its code kept, never neverSent', async () => {
+    const resetting = await tcp((socket) => socket.once('data', () => socket.resetAndDestroy()))
+    const { client, clock } = make(resetting)
+    const error = (await run(() => client.createBatch(batch).catch((e: unknown) => e), clock)) as VoiceApiError
+    expect(error).toMatchObject({ type: 'network_error', status: 0, neverSent: false })
+    expect(error.networkCode).toEqual(expect.stringMatching(/^(ECONNRESET|UND_ERR_SOCKET)$/))
+  })
+
+  it('an attempt refused after an earlier one went unanswered is not neverSent: the call may have been placed', async () => {
+    // The first connection is held without an answer and the listener closed: every retry is refused.
+    const goneAway = await tcp((_socket, server) => server.close())
+    const { client, clock } = make(goneAway, { timeoutMs: 100 })
+    const error = (await run(() => client.createCall(call).catch((e: unknown) => e), clock)) as VoiceApiError
+    expect(error).toMatchObject({ type: 'network_error', networkCode: 'ECONNREFUSED', neverSent: false, mayHaveBeenPlaced: true })
+    expect((error.cause as VoiceApiError).type).toBe('timeout')
+  })
+
+  it('reads the cause through the fetch wrappers: before the connection (DNS, connect, its timeout) unsent; after it, not', () => {
+    const system = (code: string, syscall?: string) => Object.assign(new Error(`${syscall ?? ''} ${code}`), { code, ...(syscall ? { syscall } : {}) })
+    // ofetch's FetchError → undici's "fetch failed" → Node's error, as a failed request raises it.
+    const wrapped = (inner: unknown) => new Error('[POST] "http://x/v1/batch-call": <no response> fetch failed', { cause: new TypeError('fetch failed', { cause: inner }) })
+    const cases: Array<[unknown, string | undefined, boolean]> = [
+      [system('ECONNREFUSED', 'connect'), 'ECONNREFUSED', true],
+      [system('ENOTFOUND', 'getaddrinfo'), 'ENOTFOUND', true],
+      [system('EAI_AGAIN', 'getaddrinfo'), 'EAI_AGAIN', true],
+      [system('EHOSTUNREACH', 'connect'), 'EHOSTUNREACH', true],
+      [system('UND_ERR_CONNECT_TIMEOUT'), 'UND_ERR_CONNECT_TIMEOUT', true],
+      // Every address of the host refused (Happy Eyeballs): Node's AggregateError carries the first one's code.
+      [Object.assign(new AggregateError([system('ECONNREFUSED', 'connect'), system('ECONNREFUSED', 'connect')]), { code: 'ECONNREFUSED' }), 'ECONNREFUSED', true],
+      [Object.assign(new AggregateError([system('ECONNREFUSED', 'connect'), system('ECONNRESET', 'read')]), { code: 'ECONNREFUSED' }), 'ECONNREFUSED', false],
+      [system('ECONNRESET', 'read'), 'ECONNRESET', false],
+      [system('EHOSTUNREACH', 'write'), 'EHOSTUNREACH', false],
+      [system('EPIPE', 'write'), 'EPIPE', false],
+      [system('UND_ERR_SOCKET'), 'UND_ERR_SOCKET', false],
+      [new DOMException('The operation was aborted', 'AbortError'), undefined, false],
+      [new Error('something else'), undefined, false],
+    ]
+    for (const [inner, networkCode, unsent] of cases) expect(unansweredCause(wrapped(inner))).toEqual({ networkCode, unsent })
+    expect(unansweredCause(undefined)).toEqual({ networkCode: undefined, unsent: false })
   })
 })
