@@ -203,10 +203,13 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   // still be the same event.
   // An hmac target names the headers its sender puts them in (GitHub: X-GitHub-Delivery / X-GitHub-Event).
   const senderHeader = (name: string | undefined) => (name ? headers.get(name) : undefined)
+  // The provider's X-FormantAI-* headers on its own scheme only: on another scheme they are no sender's, unsigned, and
+  // the refusal below never named them (a Standard Webhooks body without `type` took the header's, said nowhere).
+  const providerHeader = (name: string) => (target.scheme === 'formant' ? headers.get(name) : undefined)
   const idCheck =
     target.scheme === 'standard'
-      ? firstId(MAX_EVENT_ID_LENGTH, parsed.event_id, headers.get('webhook-id'), headers.get('x-formantai-event-id'))
-      : firstId(MAX_EVENT_ID_LENGTH, parsed.event_id, target.scheme === 'hmac' ? senderHeader(target.idHeader) : undefined, headers.get('x-formantai-event-id'))
+      ? firstId(MAX_EVENT_ID_LENGTH, parsed.event_id, headers.get('webhook-id'))
+      : firstId(MAX_EVENT_ID_LENGTH, parsed.event_id, target.scheme === 'hmac' ? senderHeader(target.idHeader) : undefined, providerHeader('x-formantai-event-id'))
   if (!idCheck.ok && idCheck.problem === 'too_long') {
     return reject(400, 'event_id_too_long', 'invalid_request', `event id is longer than ${MAX_EVENT_ID_LENGTH} characters`)
   }
@@ -223,7 +226,7 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
     parsed.event_type,
     target.scheme === 'standard' ? parsed.type : undefined,
     target.scheme === 'hmac' ? senderHeader(target.typeHeader) : undefined,
-    headers.get('x-formantai-event-type'),
+    providerHeader('x-formantai-event-type'),
   )
   if (!typeCheck.ok && typeCheck.problem === 'imprecise') return reject(400, 'invalid_event_type', 'invalid_request', 'event type must be text')
   if (!typeCheck.ok && typeCheck.problem === 'malformed') return reject(400, 'invalid_event_type', 'invalid_request', 'event type must be well-formed text (no half of a surrogate pair)')

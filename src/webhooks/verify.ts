@@ -124,6 +124,19 @@ export function verifyFormant(req: SignedRequest, secrets: string[], options: Ve
   return timestampRule(tsHeader, options, 'X-FormantAI-Timestamp')
 }
 
+/**
+ * The `v1,<base64>` entries of a `webhook-signature` header: space-separated, and — the header sent twice, which Node
+ * joins as `a, b` — comma-separated too. Each entry has a comma of its own (`v1,`), so the list splits on whitespace
+ * and drops the joining comma an entry then ends with (base64 has none): split on spaces alone, a valid signature
+ * sent first of two headers ended in `,` and was refused.
+ */
+function standardSignatures(header: string): string[] {
+  return header
+    .split(/\s+/)
+    .map((s) => s.replace(/,+$/, ''))
+    .filter(Boolean)
+}
+
 /** Standard Webhooks keys: `whsec_` + base64 of the key bytes. */
 function standardKey(secret: string): Buffer | undefined {
   return decodeBase64(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret)
@@ -145,10 +158,7 @@ export function verifyStandard(req: SignedRequest, secrets: string[], options: V
   if (!header || !header.trim() || !id) return { ok: false, reason: 'missing_signature', message: 'missing webhook-id or webhook-signature header' }
   const time = checkTimestamp(ts, { ...options, toleranceSeconds: 0 }, 'webhook-timestamp')
   if (!time.ok) return time
-  const candidates = header
-    .split(' ')
-    .filter(Boolean)
-    .map((s) => (s.startsWith('v1,') ? decodeBase64(s.slice(3)) : undefined))
+  const candidates = standardSignatures(header).map((s) => (s.startsWith('v1,') ? decodeBase64(s.slice(3)) : undefined))
   const expected: Buffer[] = []
   for (const secret of secrets) {
     const key = standardKey(secret)
