@@ -60,13 +60,20 @@ export async function screenBatchUpload(
   if (!/^multipart\/form-data\b/i.test(type.trim())) return passOn()
   const decoded = decode(request.headers.get('content-encoding'), bytes, max)
   if (!decoded.ok) return refuse(apiErrorResponse(415, 'invalid_request', decoded.message, { headers: { 'accept-encoding': 'gzip, deflate, br, identity' } }))
-  let file: FormDataEntryValue | null
+  let files: FormDataEntryValue[]
   try {
-    file = (await new Response(decoded.bytes, { headers: { 'content-type': type } }).formData()).get('file')
+    files = (await new Response(decoded.bytes, { headers: { 'content-type': type } }).formData()).getAll('file')
   } catch (error) {
     return refuse(apiErrorResponse(400, 'invalid_request', `the upload is not multipart/form-data switchboard can read (${printable((error as Error).message, 120)}): its numbers could not be checked against the do-not-call list, so it was not sent`))
   }
-  if (file === null || typeof file === 'string') return passOn()
+  // Which of several the provider reads is not said: the first was checked, and a listed number in a later one went on.
+  if (files.length > 1) {
+    return refuse(apiErrorResponse(400, 'invalid_request', `the upload has ${files.length} "file" parts: send the batch's CSV as one "file" part (switchboard cannot tell which one the provider reads, so none was sent)`))
+  }
+  const [entry] = files
+  if (entry === undefined) return passOn()
+  // A part without a filename is a text field to FormData, but its text is the CSV all the same to a reader that takes it.
+  const file = typeof entry === 'string' ? new Blob([entry], { type: 'text/csv' }) : entry
 
   let rows: number[]
   let count: number

@@ -180,4 +180,24 @@ describeEachDialect('proxy: a batch uploaded through /v1 is checked against the 
     expect((await res.json()).error.message).toMatch(/^the upload is not multipart\/form-data switchboard can read \(.+\): its numbers could not be checked against the do-not-call list, so it was not sent$/)
     expect(h.sandbox.stats().requests).toBe(before)
   })
+
+  // Only the first "file" part was checked, and a part with no filename (a text field to FormData) not at all: a provider
+  // reading another part, or reading the text as the CSV, called the listed number.
+  it('several "file" parts are refused; a "file" sent as a text field is checked as the CSV it is', async () => {
+    h = await proxyHarness({ dialect })
+    await listed('+919876543261')
+    const before = h.sandbox.stats().requests
+    const two = batchForm('customer_phone\n+919876543260\n')
+    two.append('file', new Blob(['customer_phone\n+919876543261\n'], { type: 'text/csv' }), 'more.csv')
+    const refused = await h.request('/v1/batch-call', { method: 'POST', body: two })
+    expect([refused.status, (await refused.json()).error.message]).toEqual([400, 'the upload has 2 "file" parts: send the batch\'s CSV as one "file" part (switchboard cannot tell which one the provider reads, so none was sent)'])
+    expect(h.sandbox.stats().requests).toBe(before)
+    const text = new FormData()
+    text.set('agent_id', '101')
+    text.set('name', 'x')
+    text.set('file', 'customer_phone\n+919876543261\n')
+    const listedText = await h.request('/v1/batch-call', { method: 'POST', body: text })
+    expect([listedText.status, (await listedText.json()).error.message]).toEqual([400, expect.stringMatching(/^customer_phone is on the do-not-call list \(switchboard\) in row 2 of the file: /)])
+    expect(await batches()).toBe(0)
+  })
 })
