@@ -324,7 +324,7 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
       async runtime() {
         if (!runtime) {
           const resolved = await resolveConfig({ env })
-          if (command.readsStoredData) refuseMissingDatabase(resolved.databaseUrl, name)
+          if (command.readsStoredData) await refuseMissingDatabase(resolved.databaseUrl, name)
           const config = ensureSandboxSecret(resolved)
           const { createRuntime } = await import('./runtime.ts')
           // Logs go to stderr so a command's stdout (tables, --json) stays clean: JSON lines with --json, as the service

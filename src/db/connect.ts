@@ -413,6 +413,12 @@ export async function isMigrated(store: Store): Promise<boolean> {
   return list.every((m) => m.executedAt !== undefined)
 }
 
+/** Whether any of switchboard's migrations ran here: false for a database it never used (nothing created to find out). */
+export async function hasAnyMigration(store: Store): Promise<boolean> {
+  const list = await (await createMigrator(store)).getMigrations()
+  return list.some((m) => m.executedAt !== undefined)
+}
+
 /** A trivial round trip, for /readyz; on SQLite, also whether the file is still the one opened (src/db/file-identity.ts). */
 export async function ping(store: Store): Promise<void> {
   await sql`select 1`.execute(store.db)

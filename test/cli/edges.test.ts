@@ -9,6 +9,8 @@ import { ensureSandboxSecret } from '../../src/config/load.ts'
 import { createApp, renderBanner } from '../../src/server.ts'
 import { signFormant } from '../../src/webhooks/index.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
+import { openTestStore } from '../helpers/db.ts'
+import { sql } from 'kysely'
 import { childEnv, spawnCollecting } from './processes.ts'
 
 const cleanups: Array<() => Promise<void> | void> = []
@@ -342,6 +344,26 @@ describe('a command that reads what the service stored, given a DATA_DIR with no
     const r = await run(['events', 'list'], { DATA_DIR: dataDir, LOG_LEVEL: 'silent' })
     expect(r.code).toBe(0)
     expect(r.stdout).toMatch(/^\(none\)\nno events stored in sqlite:/)
+  })
+
+  // On Postgres the command's runtime migrated what it opened: `events list` given another database (or none: the
+  // driver's default) laid switchboard's 25 tables into it and said "no events stored".
+  it.skipIf(!process.env.DATABASE_URL_TEST)('on Postgres, refuses a database switchboard never used (exit 2) and creates nothing in it', async () => {
+    const empty = await openTestStore('postgres', { migrate: false })
+    try {
+      const tables = async () => (await sql<{ n: number }>`select count(*)::int as n from information_schema.tables where table_schema = ${empty.schema!}`.execute(empty.db)).rows[0]!.n
+      const env = { DATA_DIR: tempDir(), DATABASE_URL: empty.url, LOG_LEVEL: 'silent' }
+      for (const argv of [['events', 'list'], ['calls', 'list']]) {
+        const r = await run(argv, env)
+        expect([r.code, r.stdout], argv.join(' ')).toEqual([2, ''])
+        expect(r.stderr).toMatch(/^error: no switchboard tables in postgres:\/\/.+: nothing is stored there — give this command the DATABASE_URL the service runs with \(with its database name\), or start the service first \(switchboard serve; switchboard migrate creates the tables\)\n$/)
+      }
+      expect(await tables()).toBe(0)
+      expect((await run(['migrate'], env)).code).toBe(0)
+      expect((await run(['events', 'list'], env)).code).toBe(0)
+    } finally {
+      await empty.close()
+    }
   })
 })
 
