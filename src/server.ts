@@ -2,7 +2,7 @@ import { H3, type H3Event } from 'h3'
 import { ConfigError, ensureSandboxSecret, withListenPort, type Config, type LoadConfigOptions } from './config/load.ts'
 import { resolveConfig } from './config/file.ts'
 import { readiness } from './health/readiness.ts'
-import { registerDependencyMetrics } from './health/dependencies.ts'
+import { registerDependencyMetrics, withTimeout } from './health/dependencies.ts'
 import { createRuntime, type Runtime, type RuntimeOverrides } from './runtime.ts'
 import { startWalCheckpoints } from './wal-checkpoints.ts'
 import type { Checkpointer } from './db/checkpointer.ts'
@@ -88,7 +88,16 @@ function registerOpsRoutes(app: H3, rt: Runtime): void {
     if (ready.httpStatus !== 200) return ready.body
     const state = opsState(rt)
     const role = state.role
-    const backlog = await inboxBacklog(rt, { countUpTo: RECEIVER_COUNT_UP_TO })
+    let backlog: Awaited<ReturnType<typeof inboxBacklog>>
+    try {
+      // Bounded as every question /readyz asks: a lock on the inbox (ALTER TABLE, VACUUM FULL) held the answer for as
+      // long as it lasted, and then said "ready" — while every webhook meanwhile was answered 503.
+      backlog = await withTimeout(inboxBacklog(rt, { countUpTo: RECEIVER_COUNT_UP_TO }), 'the inbox (webhook_events)')
+    } catch (error) {
+      event.res.status = 503
+      const message = (error as Error).message
+      return { ...ready.body, status: 'unavailable', error: /did not answer within/.test(message) ? `${message} (is the table locked? webhooks cannot be stored meanwhile)` : `reading the inbox failed: ${message}` }
+    }
     const threshold = rt.config.pipeline.backlogDegradedMs
     const counted = { pending: backlog.pending, ...(backlog.capped ? { pending_counted_up_to: RECEIVER_COUNT_UP_TO } : {}), oldest_age_seconds: Math.round(backlog.oldestAgeMs / 1000) }
     const body = { ...ready.body, role, processing: processingState(state), backlog: counted }

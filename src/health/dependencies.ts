@@ -48,7 +48,8 @@ export async function databaseAnswersNow(rt: Runtime): Promise<boolean> {
   )
 }
 
-function withTimeout<T>(work: Promise<T>, what: string): Promise<T> {
+/** `work`, or a rejection naming `what` once PROBE_TIMEOUT_MS have passed: every question /readyz asks is bounded. */
+export function withTimeout<T>(work: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`${what} did not answer within ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS)

@@ -1,7 +1,7 @@
 import { isMigrated } from '../db/connect.ts'
 import type { Runtime } from '../runtime.ts'
 import { webhookState } from '../webhooks/state.ts'
-import { checkDependencies, databaseAnswersNow, describeStatus } from './dependencies.ts'
+import { checkDependencies, databaseAnswersNow, describeStatus, withTimeout } from './dependencies.ts'
 
 /** How long a failed commit keeps /readyz unavailable without a newer delivery to tell (the provider backs off). */
 const STORAGE_TROUBLE_SHOWN_MS = 60_000
@@ -27,7 +27,8 @@ export async function readiness(rt: Runtime): Promise<Readiness> {
     return { httpStatus: 503, body: { status: 'unavailable', error: (database?.state === 'down' ? database.error : undefined) ?? 'database down', dependencies: shown } }
   }
   try {
-    if (!(await isMigrated(rt.store))) return { httpStatus: 503, body: { status: 'unavailable', error: 'migrations pending', dependencies: shown } }
+    // Bounded as the probe is: a lock on the migrations' table (a migration under way elsewhere) held /readyz with it.
+    if (!(await withTimeout(isMigrated(rt.store), 'the database (reading its migrations)'))) return { httpStatus: 503, body: { status: 'unavailable', error: 'migrations pending', dependencies: shown } }
   } catch (error) {
     return { httpStatus: 503, body: { status: 'unavailable', error: (error as Error).message, dependencies: shown } }
   }

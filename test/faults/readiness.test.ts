@@ -3,11 +3,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it, vi } from 'vitest'
 import { loadConfig } from '../../src/config/load.ts'
-import { startServer, type RunningServer } from '../../src/server.ts'
 import { createSilentLogger } from '../../src/utils/logger.ts'
 import { closedPort, startSmtp } from '../reports/smtp.ts'
 import { startTcpGate, type TcpGate } from './helpers/tcp-gate.ts'
 import { shippedRecipesCopy } from '../helpers/recipes.ts'
+import pg from 'pg'
+import { createApp, startServer, type RunningServer } from '../../src/server.ts'
+import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 
 /**
  * Promise: /readyz reflects a dependency going down within 5 s, and /metrics has an up/down gauge per
@@ -69,5 +71,36 @@ describe('fault: readiness follows the dependencies', () => {
     expect(await gauge('upstream')).toBe(0)
     expect((await readyz()).body).toMatchObject({ status: 'degraded', dependencies: { upstream: expect.stringMatching(/^down/) } })
     process.stdout.write(`[fault] readiness: smtp down seen by /readyz after ${seenAfter} ms (limit 5000 ms)\n`)
+  }, 30_000)
+})
+
+// /readyz asked the inbox for its backlog with no time limit: a lock on webhook_events (ALTER TABLE, VACUUM FULL, a
+// repack) held the answer for as long as it lasted — 14 s — and then said "ready", while every webhook meanwhile was
+// answered 503. Every question it asks is bounded by the probes' 2 s.
+describe.skipIf(!process.env.DATABASE_URL_TEST)('fault: /readyz while the inbox is locked (Postgres)', () => {
+  let rt: TestRuntime | undefined
+  let locker: pg.Client | undefined
+  afterAll(async () => {
+    await locker?.end().catch(() => undefined)
+    await rt?.close()
+  })
+
+  it('answers 503 within 5 s naming the inbox, and ready again once the lock goes', async () => {
+    rt = await createTestRuntime({ dialect: 'postgres' })
+    const app = createApp(rt)
+    locker = new pg.Client({ connectionString: process.env.DATABASE_URL_TEST, options: `-c search_path=${rt.store.schema}` })
+    await locker.connect()
+    await locker.query('begin')
+    await locker.query('lock table webhook_events in access exclusive mode')
+    const started = performance.now()
+    const res = await app.fetch(new Request('http://localhost/readyz'))
+    const took = performance.now() - started
+    expect(res.status).toBe(503)
+    // Which question meets the lock first — the migrations' check reads the tables' list, the backlog the inbox — it is bounded.
+    expect(await res.json()).toMatchObject({ status: 'unavailable', error: expect.stringMatching(/^the (inbox \(webhook_events\)|database \(reading its migrations\)) did not answer within 2000 ms/) })
+    expect(took).toBeLessThan(5_000)
+    await locker.query('commit')
+    await vi.waitFor(async () => expect((await app.fetch(new Request('http://localhost/readyz'))).status).toBe(200), { timeout: 10_000, interval: 100 })
+    process.stdout.write(`[fault] readiness: inbox locked, /readyz answered 503 after ${Math.round(took)} ms (limit 5000 ms)\n`)
   }, 30_000)
 })
