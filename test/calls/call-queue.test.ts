@@ -544,7 +544,8 @@ it.each([
     await rt.close()
     await provider.close()
   }
-})
+  // 2–3 s alone; beside a whole suite and other work on two cores it took over the default 20 s.
+}, 60_000)
 
 it('at the start of each new window one call goes first, and the rest at the pace its answer sets: no send slot\'s worth at once', async () => {
   const LIMIT = 60
