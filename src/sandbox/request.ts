@@ -3,8 +3,12 @@ import { readLimited } from '../utils/read-limited.ts'
 import { MAX_CSV_BYTES } from './csv.ts'
 import { MAX_AUDIO_BYTES } from './transcription.ts'
 
-/** A call request is a few KB: far more than any real one, far less than memory. */
-export const MAX_JSON_BYTES = 1024 * 1024
+/**
+ * A call request is a few KB: far more than any real one, far less than memory. The proxy's limit (1 MiB) plus room
+ * for the `idempotency_key` it adds to a body that has none: a body the proxy took, just under its limit, was refused
+ * here once the key made it larger.
+ */
+export const MAX_JSON_BYTES = 1024 * 1024 + 1024
 /** Room for a form's other fields and its part headers beside the file. */
 const FORM_OVERHEAD_BYTES = 64 * 1024
 /** The largest form a route reads: its file's limit (the spec's 5 MB CSV, 25 MB audio) plus the form around it. */

@@ -133,6 +133,19 @@ describeEachDialect('proxy edges (2)', (dialect) => {
     expect(small.status).toBe(200)
   })
 
+  // The proxy adds an idempotency_key to a body without one: a body of 1 MiB, which it takes, came to the sandbox
+  // ~60 bytes over the sandbox's own 1 MiB and was refused 400 "larger than 1024 KB" — no call placed.
+  it('a call body of exactly 1 MiB without a key is placed through the sandbox', async () => {
+    h = await proxyHarness({ dialect })
+    const call = { ...phoneCall('+919876543210'), metadata: '' }
+    const size = (body: object) => Buffer.byteLength(JSON.stringify(body))
+    call.metadata = 'm'.repeat(MiB - size(call))
+    expect(size(call)).toBe(MiB)
+    const res = await post(h, JSON.stringify(call))
+    expect(res.status, await res.clone().text().then((t) => t.slice(0, 200))).toBe(200)
+    expect(res.headers.get('x-idempotency-key')).toBeTruthy()
+  })
+
   it('a 204, 205 or 304 streamed through keeps its status and headers, with no body (not a 502)', async () => {
     const { h, up } = await scripted()
     for (const status of [204, 205, 304]) {

@@ -32,7 +32,7 @@ describe('POST /v1/call', () => {
     h = harness()
     const res = await h.call({ ...phoneCall('+919876543210'), metadata: 'x'.repeat(2 * 1024 * 1024) })
     expect(res.status).toBe(400)
-    expect((await h.json(res)).error).toEqual({ message: 'request body is larger than 1024 KB', type: 'invalid_request' })
+    expect((await h.json(res)).error).toEqual({ message: 'request body is larger than 1025 KB', type: 'invalid_request' })
   })
 
   it.each([
