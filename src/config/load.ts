@@ -225,7 +225,11 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   const input: Record<string, unknown> = { ...(options.file ?? {}) }
   for (const key of known) {
     const value = env[key]
-    if (value !== undefined && value !== '') input[key] = value
+    if (value === undefined || value === '') continue
+    // Said once for every variable (README → Configuration): lists and JSON settings dropped the blanks and took
+    // `SANDBOX_FAULTS=' '` or `WEBHOOK_SECRET=' '` as unset, without a word.
+    if (!value.trim()) throw new ConfigError(key, 'is blank (only spaces): leave it empty or unset for its default, or give it a value')
+    input[key] = value
   }
   const parsed = envSchema.safeParse(input)
   if (!parsed.success) throw describeIssue(parsed.error.issues[0]!, input)

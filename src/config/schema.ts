@@ -198,7 +198,13 @@ export const sandboxFaultsSchema = z
           ctx.addIssue({ code: 'custom', message: `entry "${pair}" must be fault=value, e.g. webhook_drop=0.05` })
           return z.NEVER
         }
-        entries.push([match[1]!.trim(), Number(value)])
+        const name = match[1]!.trim()
+        // The last one silently won: a list edited in two places says which value it meant.
+        if (entries.some(([seen]) => seen === name)) {
+          ctx.addIssue({ code: 'custom', message: `${name} is given twice: keep one entry` })
+          return z.NEVER
+        }
+        entries.push([name, Number(value)])
       }
     }
     const known = ['webhook_duplicate', 'webhook_drop', 'webhook_reorder', 'upstream_500', 'upstream_500_after', 'latency_ms']

@@ -84,6 +84,13 @@ describe('configuration', () => {
     [{ VOICE_API_KEY: '   ' }, /^Invalid configuration: VOICE_API_KEY is blank/],
     [{ HOST: '  ' }, /^Invalid configuration: HOST is blank/],
     [{ DATA_DIR: ' ' }, /^Invalid configuration: DATA_DIR is blank/],
+    // Lists and JSON settings dropped the blanks and took these as unset, without a word.
+    [{ SANDBOX_FAULTS: 'webhook_drop=0.1, webhook_drop=0.2' }, /^Invalid configuration: SANDBOX_FAULTS webhook_drop is given twice: keep one entry \(got "webhook_drop=0.1, webhook_drop=0.2"\)$/],
+    [{ SANDBOX_FAULTS: ' ' }, /^Invalid configuration: SANDBOX_FAULTS is blank \(only spaces\): leave it empty or unset for its default, or give it a value$/],
+    [{ REPORT_TO: '  ' }, /^Invalid configuration: REPORT_TO is blank \(only spaces\)/],
+    [{ DESTINATIONS: ' ' }, /^Invalid configuration: DESTINATIONS is blank \(only spaces\)/],
+    [{ WEBHOOK_TARGETS: '\t' }, /^Invalid configuration: WEBHOOK_TARGETS is blank \(only spaces\)/],
+    [{ WEBHOOK_SECRET: ' ' }, /^Invalid configuration: WEBHOOK_SECRET is blank \(only spaces\)/],
     [{ DATABASE_URL: 'sqlite:' }, /^Invalid configuration: DATABASE_URL names no file/],
     // node-postgres reads neither: every table went to "public" without a word.
     [{ DATABASE_URL: 'postgres://db/app?search_path=tenant_a' }, /^Invalid configuration: DATABASE_URL has \?search_path=, which the Postgres driver ignores \(the tables would go to "public"\): pick the schema with \?options=-c%20search_path%3Dtenant_a/],

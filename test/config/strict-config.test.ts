@@ -115,7 +115,7 @@ describe('values that look fine but are not', () => {
 
   it.each([
     // Each once became 0 or 1 without a word: PORT 0 is a random port, a tolerance of 0 turns the timestamp check off.
-    [{ PORT: ' ' }, undefined, 'error: Invalid configuration: PORT must be a number (got " ")\n'],
+    [{ PORT: ' ' }, undefined, 'error: Invalid configuration: PORT is blank (only spaces): leave it empty or unset for its default, or give it a value\n'],
     [{ PORT: '1e3' }, undefined, 'error: Invalid configuration: PORT must be a whole number in digits (got "1e3")\n'],
     [{ PORT: '0x50' }, undefined, 'error: Invalid configuration: PORT must be a whole number in digits (got "0x50")\n'],
     [{ WEBHOOK_TOLERANCE_SECONDS: '1.5' }, undefined, 'error: Invalid configuration: WEBHOOK_TOLERANCE_SECONDS must be a whole number (got "1.5")\n'],
