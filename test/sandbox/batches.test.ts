@@ -33,6 +33,8 @@ describe('batch calls', () => {
     [{ agent_id: '101', name: 'n', file: new Blob([new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0, 0, 0xff])], { type: 'image/png' }) }, /^file must be a CSV/],
     [{ agent_id: '101', name: 'n', file: new Blob([new Uint8Array([0x63, 0, 0xff, 0xfe, 0x00])]) }, /^file must be a CSV text file/],
     [{ agent_id: '102', name: 'n', file: csv('customer_phone\n+911\n') }, 'agent has no phone number configured'],
+    // Past the form's room too: the file's limit, not "request body is larger than 5184 KB".
+    [{ agent_id: '101', name: 'n', file: csv(`customer_phone\n${'+919876543210\n'.repeat(400_000)}`) }, 'file is larger than 5 MB'],
   ])('rejects %o with 400', async (fields, message) => {
     h = harness()
     const res = await upload(h, fields)
