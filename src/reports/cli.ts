@@ -105,7 +105,7 @@ export const reportSendCommand = defineCommand({
       // One line: what happened, that nothing is lost, and where to look.
       const when = result.nextAttemptAt ? ` next attempt ${new Date(result.nextAttemptAt).toISOString()}` : ''
       ctx.write(
-        `queued: the SMTP relay did not take the report (${result.error ?? 'busy'}); it waits in the outbox and the running service retries it (mail ${result.mailId},${when}; see "${cliName(ctx.env)} mail list")\n`,
+        `queued: the SMTP relay did not take the report (${result.error ?? 'busy'}); it waits in the outbox and the running service retries it — one started with SMTP_URL set (mail ${result.mailId},${when}; see "${cliName(ctx.env)} mail list")\n`,
       )
     } else if (result.status === 'failed') {
       throw new CliError(`the report was not sent: ${result.error ?? 'unknown error'} (mail ${result.mailId})`, 1)

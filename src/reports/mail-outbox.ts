@@ -321,10 +321,31 @@ export function registerOutboxMetrics(rt: Runtime): void {
   })
 }
 
+/**
+ * A service with no SMTP_URL sends no queued mail: what another process queued for its relay (`report send` with its
+ * own SMTP_URL, a service started with one before) waited there without a word, past the day it is given up after.
+ * Said once at start, with what to do.
+ */
+function warnIfMailWaits(rt: Runtime): void {
+  rt.store.db
+    .selectFrom('mail_log')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('status', '=', 'queued')
+    .executeTakeFirst()
+    .then((row) => {
+      const n = Number(row?.n ?? 0)
+      if (n > 0) rt.log.warn({ queued: n }, `${n} mail message${n === 1 ? '' : 's'} wait${n === 1 ? 's' : ''} in the outbox for an SMTP relay, but this service has no SMTP_URL: nothing is sent until it is set (mail list --status queued shows them)`)
+    })
+    .catch(() => undefined)
+}
+
 /** Serving: retries queued mail every OUTBOX_POLL_MS on the runtime's clock. Returns the stop function. */
 export function startMailOutbox(rt: Runtime): () => Promise<void> {
   registerOutboxMetrics(rt)
-  if (!rt.config.mail.smtpUrl) return async () => {}
+  if (!rt.config.mail.smtpUrl) {
+    warnIfMailWaits(rt)
+    return async () => {}
+  }
   const owner = `${rt.instanceId}:outbox`
   let stopped = false
   let cancel: (() => void) | undefined

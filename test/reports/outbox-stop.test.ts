@@ -47,3 +47,22 @@ it('a stop waits 30 s for a relay that has the message and does not answer, then
   // Still claimed by the send that was cut short: its claim lapses, and the next start tries it again.
   expect(await rt.store.db.selectFrom('mail_log').select(['status', 'claimed_by']).where('id', '=', 'mail_1').executeTakeFirst()).toMatchObject({ status: 'queued', claimed_by: expect.any(String) })
 })
+
+// What another process queued for its relay (`report send` with its own SMTP_URL) waited in a service with no SMTP_URL
+// without a word, and past the day after which queued mail is given up.
+it('a service with no SMTP_URL says at start that mail waits in the outbox for a relay', async () => {
+  const capture = captureLogs('info')
+  rt = await createTestRuntime({ log: capture.log, clock: createManualClock('2026-03-01T06:00:00Z') })
+  expect(rt.config.mail.smtpUrl).toBeUndefined()
+  const now = rt.clock.now()
+  for (const id of ['mail_1', 'mail_2']) {
+    await rt.store.db.insertInto('mail_log').values({
+      id, message_id: `<${id}@switchboard.test>`, recipients: 'ops@example.com', subject: 'Daily report', status: 'queued', attempts: 1, error: 'ECONNREFUSED',
+      created_at: now, updated_at: now, raw: 'Subject: x\r\n\r\nHello\r\n', next_attempt_at: now, claimed_by: null, claimed_until: null,
+    }).execute()
+  }
+  const stop = startMailOutbox(rt)
+  await vi.waitFor(() => expect(capture.find(/wait in the outbox for an SMTP relay, but this service has no SMTP_URL/)).toHaveLength(1), { timeout: 5_000, interval: 10 })
+  expect(capture.find(/no SMTP_URL/)[0]).toMatchObject({ level: 40, queued: 2, msg: '2 mail messages wait in the outbox for an SMTP relay, but this service has no SMTP_URL: nothing is sent until it is set (mail list --status queued shows them)' })
+  await stop()
+})
