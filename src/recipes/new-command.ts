@@ -76,7 +76,9 @@ export const recipesNew = defineCommand({
     if (!name) throw new CliError(`which name? usage: recipes new <name> [--from ${RECIPE_TEMPLATES.join('|')}]`)
     if (name.endsWith('.ts') && NAME.test(name.slice(0, -3))) throw new CliError(`give the name without ".ts": recipes new ${name.slice(0, -3)} (it becomes ${name.slice(0, -3)}.ts)`)
     // The loader skips files whose name starts with "_" or "." (shared helpers): a recipe named so would never run.
-    if (/^[_.]/.test(name)) throw new CliError(`"${name}" cannot be a recipe name: files starting with "_" are shared helpers, which are not loaded as recipes — start it with a letter or digit`)
+    if (name.startsWith('_')) throw new CliError(`"${name}" cannot be a recipe name: files starting with "_" are shared helpers, which are not loaded as recipes — start it with a letter or digit`)
+    // A path ("../x") or a hidden file (".x") was told it was a shared helper's "_".
+    if (name.startsWith('.')) throw new CliError(`"${name}" cannot be a recipe name: files starting with "." are hidden (and a name is no path: the file goes in RECIPES_DIR) — start it with a letter or digit`)
     if (!NAME.test(name)) throw new CliError(`"${name}" cannot be a recipe name: use letters, digits, "-" or "_" (it becomes ${name}.ts)`)
     const from = (ctx.values.from ?? 'followup') as string
     if (!(RECIPE_TEMPLATES as readonly string[]).includes(from)) {

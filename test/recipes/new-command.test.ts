@@ -83,6 +83,9 @@ it('refuses a bad name, an unknown template and an existing file, in one line', 
   expect(await cli('recipes', 'new', 'bad name')).toMatchObject({ code: 2, err: expect.stringMatching(/^error: "bad name" cannot be a recipe name/) })
   // The reasons a name is refused, each as it is: a helper's "_" (never loaded as a recipe), a ".ts" given twice.
   expect(await cli('recipes', 'new', '_helper')).toMatchObject({ code: 2, err: 'error: "_helper" cannot be a recipe name: files starting with "_" are shared helpers, which are not loaded as recipes — start it with a letter or digit\n' })
+  for (const name of ['.hidden', '../evil']) {
+    expect(await cli('recipes', 'new', name)).toMatchObject({ code: 2, err: `error: "${name}" cannot be a recipe name: files starting with "." are hidden (and a name is no path: the file goes in RECIPES_DIR) — start it with a letter or digit\n` })
+  }
   expect(await cli('recipes', 'new', 'Caps.ts')).toMatchObject({ code: 2, err: 'error: give the name without ".ts": recipes new Caps (it becomes Caps.ts)\n' })
   expect(await cli('recipes', 'new', 'x', '--from', 'nope')).toMatchObject({ code: 2, err: expect.stringMatching(/^error: --from must be one of followup, batch, report, webhook-forward/) })
   await cli('recipes', 'new', 'twice')
