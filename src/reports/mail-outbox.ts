@@ -86,7 +86,9 @@ function refusalsOf(source: unknown): Refusal[] {
   return refusals
 }
 
-const describeRefusals = (refusals: Refusal[]) => refusals.map((r) => `${r.address}: ${r.error}`).join('; ').slice(0, 500)
+/** The relay's replies, each after its address — but a lone one's, whose row names that address already (it was said twice). */
+const describeRefusals = (refusals: Refusal[]) =>
+  (refusals.length === 1 ? refusals[0]!.error : refusals.map((r) => `${r.address}: ${r.error}`).join('; ')).slice(0, 500)
 
 /** Claims a queued message that is due (or already claimed by `owner`); false when someone else has it. */
 async function claim(rt: Runtime, id: string, owner: string): Promise<boolean> {
