@@ -368,7 +368,7 @@ export async function sendOnce(request: SendRequest): Promise<SendResult> {
       if (!redirect || !result.location || hops >= request.followRedirects) {
         const latencyMs = Math.round(performance.now() - started)
         const error = result.error ?? (redirect ? `redirect to ${result.location ? shownLocation(result.location, target.url) : '(no location)'} not followed` : undefined)
-        const sent: SendResult = { status: result.status, latencyMs, response: withoutEchoedSecrets(result.response, headers) }
+        const sent: SendResult = { status: result.status, latencyMs, response: withoutEchoedSecrets(result.response, headers, [request.url, target.url.href]) }
         if (error) sent.error = error
         if (result.retryAfter) sent.retryAfter = result.retryAfter
         if (result.date) sent.date = result.date
@@ -380,12 +380,12 @@ export async function sendOnce(request: SendRequest): Promise<SendResult> {
       try {
         next = targetOf(new URL(result.location, target.url))
       } catch {
-        return { status: result.status, latencyMs: Math.round(performance.now() - started), error: `redirect to an invalid URL: ${shownLocation(result.location, target.url)}`, response: withoutEchoedSecrets(result.response, headers) }
+        return { status: result.status, latencyMs: Math.round(performance.now() - started), error: `redirect to an invalid URL: ${shownLocation(result.location, target.url)}`, response: withoutEchoedSecrets(result.response, headers, [request.url, target.url.href]) }
       }
       // A hop refused is the redirect's doing, not the configuration's: named as the redirect, with its status.
       const refused = refusal(next, request)
       if (refused) {
-        const sent: SendResult = { status: result.status, latencyMs: Math.round(performance.now() - started), error: `redirect to ${shownLocation(result.location, target.url)} refused: ${refused.message}`, response: withoutEchoedSecrets(result.response, headers) }
+        const sent: SendResult = { status: result.status, latencyMs: Math.round(performance.now() - started), error: `redirect to ${shownLocation(result.location, target.url)} refused: ${refused.message}`, response: withoutEchoedSecrets(result.response, headers, [request.url, target.url.href]) }
         if (refused.blocked) sent.blocked = true
         return sent
       }

@@ -27,6 +27,17 @@ export function isProviderErrorBody(body: unknown): boolean {
   return errorBodySchema.safeParse(body).success
 }
 
+/**
+ * Why no answer came, as a caller of the proxy is told it: what reads say (src/proxy/upstream.ts), without the
+ * provider's address — the client's own message named VOICE_API_BASE_URL, an internal address where it points at an
+ * egress gateway, to any caller, its key unchecked (the provider checks it, and did not answer). The log has it whole.
+ */
+function noAnswerMessage(error: VoiceApiError): string {
+  if (error.type === 'timeout') return 'the provider did not answer in time (UPSTREAM_TIMEOUT_MS)'
+  if (error.status === 0) return `cannot reach the provider (${error.networkCode ?? 'network error'})`
+  return error.message
+}
+
 function answerOf(error: VoiceApiError): TextAnswer {
   const headers = new Headers({ 'content-type': 'application/json', 'x-cache': 'BYPASS' })
   const rl = error.rateLimit
@@ -36,7 +47,7 @@ function answerOf(error: VoiceApiError): TextAnswer {
   if (rl.retryAfter !== undefined) headers.set('retry-after', String(rl.retryAfter))
   if (error.status === 0 || error.type === 'invalid_response') {
     const status = error.type === 'timeout' ? 504 : 502
-    return { status, headers, text: JSON.stringify({ error: { message: error.message, type: 'internal_error' } }) }
+    return { status, headers, text: JSON.stringify({ error: { message: noAnswerMessage(error), type: 'internal_error' } }) }
   }
   // An answer without the provider's error body (a gateway's HTML page, `{"error":"…"}`) is reported in the spec's shape.
   const body = isProviderErrorBody(error.body) ? error.body : { error: { message: error.message, type: errorTypeOfStatus(error.status) } }

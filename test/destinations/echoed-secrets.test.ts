@@ -37,3 +37,14 @@ it("a destination's answer is kept without the credentials switchboard sent it",
   expect(basic.out).toContain('response: got [redacted]; user:pass [redacted]; password [redacted]')
   expect(basic.out).not.toContain('pa55word-xyz')
 })
+
+// The URL is shown with its query values and every path segment but the first hidden; a sink quoting its request URL
+// (an error page's "no route for …") showed them all the same.
+it("a destination's answer is kept without its URL's token (query values, path segments past the first)", async () => {
+  sink = await startSink((_n, req, res) => res.writeHead(404, { 'content-type': 'text/plain' }).end(`no route for ${req.url}`), '/services/T0AB12CD/B0XYZ987/hookS3cr3tToken')
+  rt = await createTestRuntime()
+  const url = `${sink.url}?token=QUERYTOKEN_s3cret&team=ops`
+  const tested = await runCli(['destinations', 'test', 'crm'], cliEnv(rt, { DESTINATIONS: JSON.stringify([destination(url)]), ALLOW_PRIVATE_DESTINATIONS: 'true' }))
+  expect(tested.out).toContain('response: no route for /services/[redacted]/[redacted]/[redacted]?token=[redacted]&team=ops')
+  expect(tested.out).not.toMatch(/QUERYTOKEN|hookS3cr3t|T0AB12CD/)
+})

@@ -133,6 +133,14 @@ describeEachDialect('proxy cache', (dialect) => {
     expect(await nothing.json()).toEqual({ error: { message: expect.stringContaining('cannot reach the provider'), type: 'internal_error' } })
     // A key never accepted gets no stale data.
     expect((await h.request(`/v1/conversations/${id}`, { key: GLOBEX })).status).toBe(502)
+    // A call is told the same, without the provider's address (VOICE_API_BASE_URL, named to any caller, its key unchecked).
+    const placing = h.request('/v1/call', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ agent_id: 101, parameters: [{ name: 'customer_phone', value: '+919876543215' }] }), key: GLOBEX })
+    let call: Response | undefined
+    // Its retries wait on the harness's clock: moved on until they are spent.
+    for (let i = 0; i < 600 && !call; i++) call = await Promise.race([placing, h.clock.advance(1_000).then(() => undefined)])
+    call ??= await placing
+    expect(call.status).toBe(502)
+    expect(await call.json()).toEqual({ error: { message: 'cannot reach the provider (ECONNREFUSED)', type: 'internal_error' } })
   })
 
   it('serves STALE on an upstream 5xx and passes the 5xx through when nothing is cached', async () => {
