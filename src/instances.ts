@@ -79,7 +79,7 @@ export async function releaseInstance(rt: Runtime, id: string): Promise<void> {
       if (interrupted.length) {
         const named = [...new Set(interrupted.map((r) => `${r.recipe} (${r.trigger})`))].join(', ')
         const next = [
-          ...(interrupted.some((r) => r.trigger === 'event') ? ['an event run\'s events are retried one at a time, with no other recipe beside them'] : []),
+          ...(interrupted.some((r) => r.trigger === 'event') ? ['an event run\'s events are retried with no other recipe beside them (together; interrupted again, one at a time)'] : []),
           ...(interrupted.some((r) => r.trigger !== 'event') ? ['a scheduled or manual run stays failed and is not run again'] : []),
         ]
         rt.log.warn({ runs: interrupted.map((r) => ({ recipe: r.recipe, run_id: r.id, trigger: r.trigger })) }, `recipe runs interrupted (their thread or process stopped): ${named}; ${next.join('; ')}`)

@@ -166,9 +166,31 @@ export async function reviveEventFires(rt: Runtime, eventId: string): Promise<nu
 }
 
 /**
+ * How the error of events whose run was interrupted by the processing thread (or process) stopping starts
+ * (src/instances.ts writes it). Such events are retried with no other batch running beside them (src/recipes/event-dispatch.ts).
+ */
+export const INTERRUPTED_ERROR_PREFIX = 'interrupted:'
+
+/**
+ * The arms of a claim, in order: events whose first run was interrupted — together, as their batch was (below); a
+ * retry that fell due, alone; new events.
+ */
+const CLAIM_ARMS = [
+  { status: 'failed', interruptedOnce: true },
+  { status: 'failed', interruptedOnce: false },
+  { status: 'pending', interruptedOnce: false },
+] as const
+
+/**
  * Claims a batch of a recipe's queued events for `owner`, oldest first. A retry that fell due is claimed
  * alone, before new events: a batch that failed is retried event by event, so one bad event cannot keep
  * failing the rest. Atomic like the inbox's claims (FOR UPDATE SKIP LOCKED on Postgres).
+ *
+ * Events whose first run was interrupted (attempts 1, `interrupted: …`) come back together, up to `limit`: every run in
+ * progress when the thread stopped was interrupted, most of them for a fault not theirs, and their retry runs with no
+ * other recipe beside it — one event a run, a recipe's interrupted batch of hundreds took a retry each, and each waited
+ * for the runs in progress (a hung recipe's, up to RECIPE_TIMEOUT_SECONDS): hours before its new events had a turn.
+ * A batch interrupted again alone is the looping recipe's: its events are then at attempts 2, retried one by one.
  *
  * A queued event is `pending` until its first run and `failed` (attempts ≥ 1) while it waits for a retry,
  * so each arm reads one status in the order of the (recipe, status, next_attempt_at) index and stops at
@@ -178,7 +200,7 @@ export async function claimFireBatch(rt: Runtime, recipe: string, owner: string,
   const now = rt.clock.now()
   const db = rt.store.db
   const isPg = rt.store.dialect === 'postgres'
-  for (const status of ['failed', 'pending'] as const) {
+  for (const { status, interruptedOnce } of CLAIM_ARMS) {
     let due = db
       .selectFrom('recipe_event_fires')
       .select('event_id')
@@ -187,7 +209,8 @@ export async function claimFireBatch(rt: Runtime, recipe: string, owner: string,
       .where('next_attempt_at', '<=', now)
       .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
       .orderBy('next_attempt_at')
-      .limit(status === 'failed' ? 1 : limit)
+      .limit(status === 'failed' && !interruptedOnce ? 1 : limit)
+    if (interruptedOnce) due = due.where('attempts', '=', 1).where('last_error', 'like', `${INTERRUPTED_ERROR_PREFIX}%`)
     if (isPg) due = due.forUpdate().skipLocked()
     // SQLite: look before writing. An UPDATE takes the database's one write lock even when it matches
     // nothing, and the `failed` arm almost always does — a lock wait against the receiver's commits, per claim.

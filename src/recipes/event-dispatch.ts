@@ -6,7 +6,7 @@ import { nextTurn } from '../utils/next-turn.ts'
 import { logRepeatedError } from '../utils/repeated-error-log.ts'
 import type { PipelineEvent } from '../events/hooks.ts'
 import { parseRow } from '../webhooks/processing.ts'
-import { claimFireBatch, enqueueEventFires, finishFires, releaseFires, renewFireClaims, type FireRow } from './claims.ts'
+import { claimFireBatch, enqueueEventFires, finishFires, INTERRUPTED_ERROR_PREFIX, releaseFires, renewFireClaims, type FireRow } from './claims.ts'
 import type { LoadedRecipe } from './loader.ts'
 import { RecipeBusyError, RecipeRunningError, RetryRunsAloneError, StoppedBeforeTurnError } from './overlap.ts'
 import type { RecipeRun } from './runner.ts'
@@ -18,11 +18,8 @@ export const FIRE_CLAIM_MS = 10_000
 const SWEEP_MS = 1_000
 /** Events kept in memory between queueing and running (beyond this, a run reads them back from storage). */
 const MEMO_LIMIT = 20_000
-/**
- * How the error of events whose run was interrupted by the processing thread (or process) stopping starts
- * (src/instances.ts writes it). Such an event is retried with no other batch running beside it: see `isolate`.
- */
-export const INTERRUPTED_ERROR_PREFIX = 'interrupted:'
+/** How an interrupted run's events' error starts (src/recipes/claims.ts); they are retried alone: see `isolate`. */
+export { INTERRUPTED_ERROR_PREFIX }
 /** A batch's outcome the database refused is written again this often, this many times (well within its claim). */
 const SETTLE_RETRY_MS = 1_000
 const SETTLE_TRIES = 5

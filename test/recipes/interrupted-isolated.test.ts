@@ -141,3 +141,51 @@ it("a batch claimed while an interrupted event's retry is being claimed waits fo
     await dispatch.stop()
   }
 })
+
+// Every run in progress when the thread stopped was interrupted, its events charged an attempt; retried one event a
+// run, an innocent recipe's interrupted batch of 325 took 325 retries, each waiting for the runs in progress (a hung
+// recipe's, up to its time limit): hours before its new events had a turn. Retried together (alone, as before), the
+// batch goes through at once; interrupted again, its events are the looping recipe's and go one by one.
+it("an interrupted batch is retried together, alone; interrupted again, one event at a time", async () => {
+  const clock = createManualClock('2026-03-01T10:00:00Z')
+  rt = await createTestRuntime({ clock })
+  const innocent = recipe('innocent')
+  const events = [0, 1, 2, 3, 4].map(() => makeEvent({ event_type: 'call.no_answer' }))
+  await rt.store.db.insertInto('webhook_events').values(events.map((e) => pendingRow({
+    event_id: e.event_id, target: 'formant', event_type: e.event_type, conversation_id: null, trace_id: null, agent_id: null, body: JSON.stringify(e), headers: '{}', source: 'webhook',
+  }, rt!.clock.now()))).execute()
+  const interrupt = async (ids: string[], thread: string) => {
+    await rt!.store.db.insertInto('instances').values({ id: thread, process: 'gone', host: 'here', started_at: rt!.clock.now() }).execute()
+    await rt!.store.db.updateTable('recipe_event_fires').set({ claimed_by: `${thread}:recipes`, claimed_until: rt!.clock.now() + 10_000 }).where('event_id', 'in', ids).execute()
+    await releaseInstance(rt!, thread)
+  }
+  // The first four were in the run the thread stopped in; the fifth had been interrupted before, alone (attempts 2).
+  await enqueueEventFires(rt, events.map((e) => ({ recipe: 'innocent', eventId: e.event_id })))
+  await interrupt(events.slice(0, 4).map((e) => e.event_id), 'stopped-1')
+  await interrupt([events[4]!.event_id], 'stopped-2')
+  await interrupt([events[4]!.event_id], 'stopped-3')
+  expect((await rt.store.db.selectFrom('recipe_event_fires').select(['event_id', 'attempts']).execute()).map((f) => f.attempts).sort()).toEqual([1, 1, 1, 1, 2])
+  await clock.advance(31_000)
+
+  const log: string[] = []
+  const dispatch = createEventDispatch(rt, {
+    recipes: () => [innocent],
+    subscriptions: () => innocent.definition!.on,
+    inProgress: async () => false,
+    run: async (r: LoadedRecipe, batch: Array<{ eventId: string }>): Promise<RecipeRun> => {
+      const label = `${r.name}:${batch.map((e) => events.findIndex((x) => x.event_id === e.eventId)).join(',')}`
+      log.push(label)
+      return { id: `run_${label}`, recipe: r.name, trigger: 'event', eventId: null, dryRun: false, status: 'succeeded', startedAt: 0, endedAt: 0, summary: null, plan: [], planOmitted: {}, error: null }
+    },
+  })
+  try {
+    dispatch.start()
+    dispatch.wake()
+    await vi.waitFor(() => expect(log.length).toBe(2))
+    await dispatch.idle()
+    expect(log).toEqual(['innocent:0,1,2,3', 'innocent:4'])
+    expect(await rt.store.db.selectFrom('recipe_event_fires').select('status').where('status', '!=', 'done').execute()).toEqual([])
+  } finally {
+    await dispatch.stop()
+  }
+})
