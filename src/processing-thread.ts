@@ -14,6 +14,8 @@ import { parentPort, workerData } from 'node:worker_threads'
 import { Registry } from 'prom-client'
 import type { Config } from './config/load.ts'
 import { createRuntime, type Runtime } from './runtime.ts'
+import pino from 'pino'
+import { createLogger } from './utils/logger.ts'
 import { useAsProcessingConnection } from './db/connect.ts'
 import { logUnhandledRejections } from './utils/unhandled-rejections.ts'
 import { logUncaughtRecipeErrors } from './recipes/uncaught-recipe-errors.ts'
@@ -51,7 +53,10 @@ try {
   config = await restoreFilters(handed)
   // The main thread migrated already. Its own registry without process metrics: the main thread reports
   // the process, and sums the rest.
-  rt = await createRuntime(config, { skipMigrate: true, metrics: new Registry() })
+  // Its log lines written as they are made: buffered, the lines a recipe wrote just before a loop that holds this thread
+  // (the ones that tell which recipe it is) were lost with the thread when the watchdog stopped it.
+  const log = createLogger({ level: config.logLevel, destination: pino.destination({ dest: 1, sync: true }) })
+  rt = await createRuntime(config, { skipMigrate: true, metrics: new Registry(), log })
 } catch (error) {
   port.postMessage({ type: 'failed', error: (error as Error).message } satisfies ThreadReply)
   process.exit(1)
