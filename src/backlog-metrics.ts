@@ -6,6 +6,19 @@ import { pendingFires } from './recipes/claims.ts'
 import { recipeMetrics } from './recipes/metrics.ts'
 import { inboxBacklog, type Backlog } from './webhooks/backlog.ts'
 
+/**
+ * The gauges this module counts on the main thread while the processing thread does not report (busy, restarting):
+ * a busy thread's last answer for them is left out of /metrics then (src/processing-host.ts), or they would be summed.
+ */
+export const BACKLOG_GAUGES: ReadonlySet<string> = new Set([
+  'switchboard_events_pending',
+  'switchboard_events_oldest_pending_age_seconds',
+  'switchboard_recipe_events_queued',
+  'switchboard_recipe_events_oldest_age_seconds',
+  'switchboard_destination_queue_depth',
+  'switchboard_destination_oldest_undelivered_seconds',
+])
+
 export interface BacklogMetricsOptions {
   /** The `role` label: the role of the process that answers. */
   role(): string

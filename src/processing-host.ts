@@ -10,6 +10,7 @@ import { webhookState } from './webhooks/state.ts'
 import { fileVersion } from './recipes/load-watch.ts'
 import { LOAD_HELD_MS } from './recipes/loader.ts'
 import { basename } from 'node:path'
+import { BACKLOG_GAUGES } from './backlog-metrics.ts'
 import { startThreadPool } from './utils/start-thread-pool.ts'
 
 type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>
@@ -17,6 +18,11 @@ type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>
 /** A snapshot's counters and histograms: what stays true of a thread after it stops answering (gauges go stale). */
 function cumulative(json: MetricsJson): MetricsJson {
   return json.filter((metric) => String(metric.type) === 'counter' || String(metric.type) === 'histogram')
+}
+
+/** A busy thread's last answer as /metrics shows it: all but the backlog gauges the main thread counts meanwhile. */
+function lastKnown(json: MetricsJson): MetricsJson {
+  return json.filter((metric) => !BACKLOG_GAUGES.has(metric.name))
 }
 
 async function aggregate(parts: MetricsJson[]): Promise<MetricsJson> {
@@ -305,8 +311,9 @@ export async function startProcessingThread(
       silent = reporting !== undefined && other === undefined
       if (other) lastAnswer = other
       const own = await rt.metrics.getMetricsAsJSON()
-      // A thread that did not answer in time (busy) is shown by its last answer's counters, not as none at all.
-      const threads = other ?? (lastAnswer ? cumulative(lastAnswer) : undefined)
+      // A thread that did not answer in time (busy) is shown by its last answer — its counters, and the gauges only it
+      // keeps (the call queue's depth read 0 while a recipe held the thread) — not as none at all.
+      const threads = other ?? (lastAnswer ? lastKnown(lastAnswer) : undefined)
       const parts = [own, ...(threads ? [threads] : []), ...(earlierThreads ? [earlierThreads] : [])]
       if (parts.length === 1) return rt.metrics.metrics()
       return AggregatorRegistry.aggregate(parts as Parameters<typeof AggregatorRegistry.aggregate>[0]).metrics()

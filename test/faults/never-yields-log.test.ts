@@ -50,3 +50,56 @@ export default defineRecipe({
     process.stdout.write('[fault] never-yields: the recipe\'s last line before the loop is in the log\n')
   }, 60_000)
 })
+
+describe('fault: a recipe holds the processing thread, /metrics meanwhile', () => {
+  let serve: ServeChild | undefined
+  const recipesDir = mkdtempSync(join(tmpdir(), 'sb-never-yields-metrics-'))
+  afterAll(async () => {
+    await serve?.stop()
+    rmSync(recipesDir, { recursive: true, force: true })
+  })
+
+  // While the thread is too busy to answer, /metrics showed its last answer's counters only: the call queue's depth,
+  // which only the thread keeps, read 0 — an alert on it was told the queue was empty while 1,982 calls waited.
+  it("keeps the busy thread's last call queue depth, not 0", async () => {
+    writeFileSync(
+      join(recipesDir, 'queues.ts'),
+      `import { defineRecipe } from 'switchboard'
+export default defineRecipe({
+  description: 'queues a call the provider cannot take (it is down)',
+  on: ['call.completed'],
+  async run(ctx) {
+    await ctx.campaigns.scheduleCall({ agentId: 101, phone: '+14155550123', idempotencyKey: 'queued-while-busy' })
+  },
+})
+`,
+    )
+    writeFileSync(
+      join(recipesDir, 'holds.ts'),
+      `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'holds its thread', on: ['call.no_answer'], run() { Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0) } })
+`,
+    )
+    const closed = await (await import('../reports/smtp.ts')).closedPort()
+    serve = await startServe({
+      RECIPES_DIR: recipesDir, WEBHOOK_SECRET: SECRET, RECIPES_TYPECHECK: 'false', RECIPE_TIMEOUT_SECONDS: '1',
+      VOICE_API_KEY: 'sk_live_busy_metrics', VOICE_API_BASE_URL: `http://127.0.0.1:${closed}`,
+    })
+    const post = async (type: `call.${string}`) => {
+      const body = JSON.stringify(makeEvent({ event_type: type, timestamp: new Date().toISOString() }))
+      const res = await fetch(`${serve!.url}/webhooks/formant`, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-formantai-signature': signFormant(body, SECRET), 'x-formantai-timestamp': String(Math.floor(Date.now() / 1000)) } })
+      expect(res.status).toBe(204)
+    }
+    const depth = async () => Number(/^switchboard_call_queue_depth (\S+)$/m.exec(await (await fetch(`${serve!.url}/metrics`)).text())?.[1])
+    await post('call.completed')
+    const started = Date.now()
+    while ((await depth()) !== 1) {
+      if (Date.now() - started > 30_000) throw new Error('the call was never queued')
+      await new Promise((r) => setTimeout(r, 200))
+    }
+    await post('call.no_answer')
+    // Within the watchdog's 10 s (RECIPE_TIMEOUT_SECONDS + 5, at least 10): the thread holds; /metrics answers from its last answer.
+    await new Promise((r) => setTimeout(r, 3_000))
+    expect(await depth()).toBe(1)
+  }, 60_000)
+})
