@@ -55,11 +55,38 @@ function isPermanent(error: unknown): boolean {
   return typeof code === 'number' && code >= 500 && code < 600
 }
 
-export function describeMailError(error: unknown): string {
+/**
+ * A mail error as the outbox keeps it (the Mail page, `mail list`, the log): one line, without SMTP_URL's password —
+ * a relay that quotes what it was sent (`535 bad credentials for user:password`) put it on the page.
+ */
+export function describeMailError(error: unknown, smtpUrl?: string): string {
   const e = error as { message?: string; code?: string; response?: string }
   const text = e.response ?? e.message ?? String(error)
   // Node's own errors start with their code already (`EEXIST: file already exists, mkdir …`): said once.
-  return [e.code && !text.startsWith(`${e.code}:`) ? e.code : undefined, text].filter(Boolean).join(': ').replace(/\s+/g, ' ').slice(0, 500)
+  const line = [e.code && !text.startsWith(`${e.code}:`) ? e.code : undefined, text].filter(Boolean).join(': ').replace(/\s+/g, ' ')
+  return withoutPassword(line, smtpUrl).slice(0, 500)
+}
+
+/** `text` without the password of `url` (as written in it, and decoded). */
+function withoutPassword(text: string, url: string | undefined): string {
+  if (!url) return text
+  let password: string
+  try {
+    password = new URL(url).password
+  } catch {
+    return text
+  }
+  let shown = text
+  for (const form of new Set([password, safeDecode(password)])) if (form.length >= 4) shown = shown.split(form).join('[redacted]')
+  return shown
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
+  }
 }
 
 /** One recipient refused at RCPT TO, with the relay's reply. */
@@ -73,11 +100,11 @@ interface Refusal {
  * The recipients refused in a send result (nodemailer resolves once one recipient is accepted and lists
  * the others in `rejected`/`rejectedErrors`) or in the error of a send that every recipient refused.
  */
-function refusalsOf(source: unknown): Refusal[] {
+function refusalsOf(source: unknown, smtpUrl: string | undefined): Refusal[] {
   const { rejected, rejectedErrors } = source as { rejected?: unknown; rejectedErrors?: unknown }
   const refusals: Refusal[] = (Array.isArray(rejectedErrors) ? rejectedErrors : []).flatMap((e: unknown) => {
     const address = (e as { recipient?: unknown }).recipient
-    return typeof address === 'string' ? [{ address, permanent: isPermanent(e), error: describeMailError(e) }] : []
+    return typeof address === 'string' ? [{ address, permanent: isPermanent(e), error: describeMailError(e, smtpUrl) }] : []
   })
   // Refused without a reply on record: nothing says it was final, so it is retried.
   for (const address of Array.isArray(rejected) ? rejected : []) {
@@ -146,7 +173,7 @@ export async function deliverQueued(rt: Runtime, id: string, owner: string, opti
       tries: SENT_RECORD_TRIES,
       everyMs: SENT_RECORD_RETRY_MS,
       stillOurs: renewClaim,
-      onFirstFailure: (error) => log.warn({ err: describeMailError(error) }, 'the relay took the mail but recording it failed; trying again while its claim holds'),
+      onFirstFailure: (error) => log.warn({ err: describeMailError(error, rt.config.mail.smtpUrl) }, 'the relay took the mail but recording it failed; trying again while its claim holds'),
     })
 
   let failure: { error: unknown } | undefined
@@ -157,7 +184,7 @@ export async function deliverQueued(rt: Runtime, id: string, owner: string, opti
   const stopRenewing = every(rt.clock, rt.log, 'renewing a mail claim', MAIL_CLAIM_MS / 3, MAIL_CLAIM_MS / 3, renewClaim)
   try {
     const info: unknown = await transporter.sendMail({ envelope: { from: rt.config.mail.from, to: mailboxes.map((m) => m.address) }, raw: Buffer.from(raw, 'utf8') })
-    refusals = refusalsOf(info)
+    refusals = refusalsOf(info, rt.config.mail.smtpUrl)
   } catch (error) {
     failure = { error }
   } finally {
@@ -244,10 +271,10 @@ export async function deliverQueued(rt: Runtime, id: string, owner: string, opti
   }
 
   if (failure) {
-    const refused = refusalsOf(failure.error)
+    const refused = refusalsOf(failure.error, rt.config.mail.smtpUrl)
     // Every recipient refused, some for good and some for now: each group is settled its own way.
     if (!givenUp && refused.some((r) => r.permanent) && refused.some((r) => !r.permanent)) return split([], refused)
-    const message = describeMailError(failure.error)
+    const message = describeMailError(failure.error, rt.config.mail.smtpUrl)
     if (isPermanent(failure.error) || givenUp) {
       await settle({ status: 'failed', error: message, next_attempt_at: null })
       metrics.failures.inc({ transport: 'smtp' })

@@ -149,6 +149,24 @@ describeEachDialect('mail recipients', (dialect) => {
     expect((await listMailLog(rt)).map((m) => m.status).sort()).toEqual(['failed', 'sent'])
   })
 
+  // The relay's reply is what the Mail page, `mail list` and the log show: one quoting the credentials it refused put
+  // SMTP_URL's password there.
+  it("a relay's refusal that quotes SMTP_URL's password is kept without it", async () => {
+    const relay: Partial<SMTPServerOptions> = {
+      authOptional: false,
+      allowInsecureAuth: true,
+      onAuth(auth, _session, cb) {
+        cb(Object.assign(new Error(`bad credentials for ${auth.username}:${auth.password ?? ''}`), { responseCode: 535 }))
+      },
+    }
+    smtp = await startSmtp(relay)
+    rt = await createTestRuntime({ dialect, clock: createManualClock('2026-11-21T02:30:00Z'), env: { ...NO_PROVIDER, SMTP_URL: `smtp://reports:s3cret-relay-pw@127.0.0.1:${smtp.port}`, REPORT_TO: 'a@x.example' } })
+    const result = await sendDailyReport(rt, { date: DAY }, liveEffects())
+    const [row] = await listMailLog(rt)
+    expect(row!.error).toMatch(/bad credentials for reports:\[redacted\]/)
+    expect(JSON.stringify([result, row])).not.toContain('s3cret-relay-pw')
+  })
+
   it('a display name with a comma stays one recipient', async () => {
     const { rt, smtp } = await setup({})
     const result = await sendMail(rt, { to: '"Doe, John" <john@x.example>, ops@example.com', subject: 'hello', text: 'hi' }, liveEffects())
