@@ -166,14 +166,27 @@ export async function tableHas(rt: Runtime, e164: string): Promise<boolean> {
   return (await rt.store.db.selectFrom('dnc').select('phone').where('phone', '=', e164).executeTakeFirst()) !== undefined
 }
 
-/** Checks one number against the table and the file. Numbers that do not parse are compared as given. */
+/**
+ * What the list is asked for a number: its E.164 form; one that does not normalise as given (`+91 98765 43210 ext 1`,
+ * `+919876543210;`) as written, and the number within it, as an opt-out lists it (optOutFromEvent) — the provider
+ * may dial what it reads there, and the list was asked only for the text as written, which it never holds.
+ */
+export function dncKeysOf(phone: string, defaultCountry: string): string[] {
+  const normalized = normalizePhone(phone, { defaultCountry })
+  if (normalized.ok) return [normalized.e164]
+  const within = numberWithin(phone, defaultCountry)
+  return within === undefined || within === phone ? [phone] : [phone, within]
+}
+
+/** Checks one number against the table and the file (see `dncKeysOf` for one that does not normalise). */
 export async function isBlocked(rt: Runtime, phone: string, options: DncOptions = {}, overlay?: DncOverlay): Promise<boolean> {
-  const normalized = normalizePhone(phone, { defaultCountry: countryOf(rt, options) })
-  const e164 = normalized.ok ? normalized.e164 : phone
-  const listed = await tableLists(overlay, e164, () => tableHas(rt, e164))
-  if (listed) return true
+  for (const key of dncKeysOf(phone, countryOf(rt, options))) {
+    if (await tableLists(overlay, key, () => tableHas(rt, key))) return true
+  }
   const file = fileOf(rt, options)
-  return file ? (await readDncFile(file, countryOf(rt, options), dncWarning(rt))).has(e164) : false
+  if (!file) return false
+  const listed = await readDncFile(file, countryOf(rt, options), dncWarning(rt))
+  return dncKeysOf(phone, countryOf(rt, options)).some((key) => listed.has(key))
 }
 
 /** Which of `phones` (already E.164) are on the do-not-call list: one query per 500 numbers, the file once. */
@@ -423,15 +436,19 @@ export async function optOutFromEvent(rt: Runtime, event: WebhookEvent): Promise
  * `=` or quote skipped), or undefined when there is none valid.
  */
 function numberWithin(text: string, defaultCountry: string): string | undefined {
-  let found: string
-  try {
-    // DEFAULT_COUNTRY is checked against libphonenumber's countries at start-up.
-    found = parsePhone(text, { ...phoneParseOptions(defaultCountry.toUpperCase() as CountryCode), extract: true }).number
-  } catch {
-    return undefined
+  // A dial string's trailing `#` or `*` (which the library's reading of free text gives up on) is not part of the number.
+  for (const candidate of new Set([text, text.replace(/[^\d)]+$/, '')])) {
+    let found: string
+    try {
+      // DEFAULT_COUNTRY is checked against libphonenumber's countries at start-up.
+      found = parsePhone(candidate, { ...phoneParseOptions(defaultCountry.toUpperCase() as CountryCode), extract: true }).number
+    } catch {
+      continue
+    }
+    const normalized = normalizePhone(found, { defaultCountry })
+    if (normalized.ok) return normalized.e164
   }
-  const normalized = normalizePhone(found, { defaultCountry })
-  return normalized.ok ? normalized.e164 : undefined
+  return undefined
 }
 
 interface OptOutMetrics {

@@ -3,8 +3,7 @@ import { Readable } from 'node:stream'
 import type { ReadableStream as NodeWebReadableStream } from 'node:stream/web'
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
 import type { Runtime } from '../runtime.ts'
-import { blockedAmong, DncFileError } from '../campaigns/dnc.ts'
-import { normalizePhone } from '../campaigns/phones.ts'
+import { blockedAmong, dncKeysOf, DncFileError } from '../campaigns/dnc.ts'
 import { ContactsError, headerKey, readContacts, type ContactRow } from '../campaigns/read-contacts.ts'
 import { apiErrorResponse } from '../upstream/api-error.ts'
 import { printable } from '../utils/printable.ts'
@@ -154,9 +153,8 @@ async function checkReading(rt: Runtime, file: Blob, reading: (typeof READINGS)[
   for await (const contact of contacts) {
     for (const cell of reading.cells(contact)) {
       if (cell === '') continue
-      const normalized = normalizePhone(cell, { defaultCountry: rt.config.defaultCountry })
-      // A number that does not normalise is compared as written, as isBlocked compares one.
-      pending.push({ row: contact.row, e164: normalized.ok ? normalized.e164 : cell })
+      // A number that does not normalise is compared as written and as the number within it, as isBlocked compares one.
+      for (const key of dncKeysOf(cell, rt.config.defaultCountry)) pending.push({ row: contact.row, e164: key })
     }
     if (pending.length >= CHECK_CHUNK) await check()
   }

@@ -181,6 +181,20 @@ describeEachDialect('proxy: a batch uploaded through /v1 is checked against the 
     expect(h.sandbox.stats().requests).toBe(before)
   })
 
+  // A number that does not normalise as written was compared as written, which the list never holds: with an
+  // extension or a trailing ";" or "#" the listed number went on to the provider, which may dial the number within.
+  it('a listed number written with an extension or a trailing ";" or "#" is refused, for a call as for a batch', async () => {
+    h = await proxyHarness({ dialect })
+    await listed('+919876543271')
+    for (const phone of ['+91 98765 43271 ext 1', '+919876543271;', '+91 9876543271#', '+919876543271 ext. 5']) {
+      const call = await h.call(phoneCall(phone))
+      expect([call.status, (await call.json()).error?.type], phone).toEqual([400, 'invalid_request'])
+    }
+    const upload = await h.request('/v1/batch-call', { method: 'POST', body: batchForm('customer_phone,name\n+91 98765 43271 ext 1,A\n') })
+    expect([upload.status, (await upload.json()).error.message]).toEqual([400, expect.stringMatching(/^customer_phone is on the do-not-call list \(switchboard\) in row 2 of the file: /)])
+    expect(await batches()).toBe(0)
+  })
+
   // Only the first "file" part was checked, and a part with no filename (a text field to FormData) not at all: a provider
   // reading another part, or reading the text as the CSV, called the listed number.
   it('several "file" parts are refused; a "file" sent as a text field is checked as the CSV it is', async () => {
