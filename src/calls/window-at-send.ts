@@ -1,4 +1,4 @@
-import { nextCallingTime, type CallingWindow } from '../campaigns/calling-window.ts'
+import { isWithinWindow, nextCallingTime, type CallingWindow } from '../campaigns/calling-window.ts'
 import type { CallRequest } from '../upstream/schemas.ts'
 
 /** The recipient's calling window as a queued call carries it (`call_queue.calling_window`). */
@@ -47,7 +47,8 @@ export function requestInWindow(request: CallRequest, stored: string | null, now
   } catch {
     return { request }
   }
-  if (at - now > IMMEDIATE_WITHIN_MS) {
+  // Sent at once only inside the window: a due time a minute before it opens is moved to the opening too.
+  if (at - now > IMMEDIATE_WITHIN_MS || !isWithinWindow(now, window.timeZone, window)) {
     if (request.scheduled_for !== undefined && at === Date.parse(request.scheduled_for)) return { request }
     return { request: { ...request, scheduled_for: new Date(at).toISOString() }, movedTo: at }
   }

@@ -1,6 +1,6 @@
 import type { CallsTable, ConversationsTable } from '../db/schema.ts'
 import type { CallParameter, CallRequest, RetryContext, WebhookRetry } from '../upstream/schemas.ts'
-import { DEFAULT_WINDOW, nextCallingTime, resolveTimeZone, type CallingWindow } from './calling-window.ts'
+import { DEFAULT_WINDOW, isWithinWindow, nextCallingTime, resolveTimeZone, type CallingWindow } from './calling-window.ts'
 import { asksNotToCall } from './dnc.ts'
 import { followUpKey } from './idempotency-key.ts'
 import { timeZoneColumnOf } from './timezone-column.ts'
@@ -417,7 +417,8 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
     const parameters: CallParameter[] = [{ name: 'customer_phone', value: phone.e164 }]
     for (const [name, value] of Object.entries(params)) if (name !== 'customer_phone') parameters.push({ name, value })
     const idempotencyKey = followUpKey(m.campaign, phone.e164, attempt)
-    const immediate = at - now <= immediateWithin
+    // Placed at once only inside the window: a minute before it opens, "due within a minute" rang 08:59:30 local.
+    const immediate = at - now <= immediateWithin && isWithinWindow(now, timeZone, window)
     const request: CallRequest = {
       agent_id: o.agentId ?? row.agent_id,
       parameters,

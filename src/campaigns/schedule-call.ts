@@ -11,7 +11,7 @@ import type { Effects } from '../effects.ts'
 import { blockedAmong, type DncOptions } from './dnc.ts'
 import { dncOverlayOf } from './dry-run-dnc.ts'
 import { DEFAULT_FOLLOW_UP } from './plan-follow-ups.ts'
-import { DEFAULT_WINDOW, givenTimeZone, nextCallingTime, timeZoneForPhone, type CallingWindow } from './calling-window.ts'
+import { DEFAULT_WINDOW, givenTimeZone, isWithinWindow, nextCallingTime, timeZoneForPhone, type CallingWindow } from './calling-window.ts'
 import { toCallPlan, type NewCall } from './call-input.ts'
 import { isTimeZoneColumn } from './timezone-column.ts'
 import { normalizePhone } from './phones.ts'
@@ -110,7 +110,8 @@ function applyRules(rt: Runtime, call: NewCall | CallPlan, options: ScheduleCall
   const wanted = request.scheduled_for ? Math.max(Date.parse(request.scheduled_for), now) : now
   const window = plan.window ?? DEFAULT_WINDOW
   const at = nextCallingTime(wanted, zone, window)
-  if (at - now > DEFAULT_FOLLOW_UP.immediateWithinMs) request.scheduled_for = new Date(at).toISOString()
+  // At once only inside the window (a minute before it opens is still outside it).
+  if (at - now > DEFAULT_FOLLOW_UP.immediateWithinMs || !isWithinWindow(now, zone, window)) request.scheduled_for = new Date(at).toISOString()
   else delete request.scheduled_for
   if (request.scheduled_for) {
     const at = Date.parse(request.scheduled_for)

@@ -28,3 +28,9 @@ it('sends a call without a stored window (or with one no version wrote) as it is
   expect(requestInWindow(request(), '{not json', now)).toEqual({ request: request() })
   expect(requestInWindow(request(), '{"timeZone":"Not/AZone","start":"09:00","end":"21:00"}', now)).toEqual({ request: request() })
 })
+
+// "Due within a minute" was sent at once when that minute was before the opening: the provider rang at 08:59:30 local.
+it('a call reaching the front less than a minute before its window opens is scheduled for the opening', () => {
+  const now = Date.parse('2026-03-01T03:29:30Z') // 08:59:30 in India
+  expect(requestInWindow(request(), india, now)).toEqual({ request: request('2026-03-01T03:30:00.000Z'), movedTo: Date.parse('2026-03-01T03:30:00Z') })
+})

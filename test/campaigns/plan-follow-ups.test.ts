@@ -140,6 +140,14 @@ describe('planFollowUps', () => {
       expect(p.scheduledFor).toBe(now)
       expect(p.request.scheduled_for).toBeUndefined()
     })
+    // "Due within a minute" was placed at once even when that minute was before the window opened: 08:59:30 local.
+    it('due within a minute of the window opening, it is scheduled for the opening, not placed at once', () => {
+      const end = t('2026-03-10T02:29:30Z') // 07:59:30 IST
+      const now = end + 3_600_000 // due now, 08:59:30 IST
+      const p = plan([conversation({ ended_at: end })], { now }).plans[0]!
+      expect(p.request.scheduled_for).toBe('2026-03-10T03:30:00.000Z')
+      expect(p.scheduledFor).toBe(t('2026-03-10T03:30:00Z'))
+    })
     it('a due time of 20:59 local stays; 21:00 moves to 09:00 the next day', () => {
       const end = t('2026-03-10T14:29:00Z') // 19:59 IST
       expect(new Date(plan([conversation({ ended_at: end })], { now: end }).plans[0]!.scheduledFor).toISOString()).toBe('2026-03-10T15:29:00.000Z')
