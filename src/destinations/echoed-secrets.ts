@@ -48,8 +48,8 @@ function secretsOf(headers: Readonly<Record<string, string>>, urls: readonly str
  * A destination's answer as kept (the delivery's attempt log, the dashboard, `destinations test`) without the secrets
  * switchboard sent it: a sink that echoes its request (httpbin, a debugging endpoint, an error page quoting the
  * headers or the URL) showed the destination's `Authorization`, or its URL's token, on the Destinations page and in the
- * CLI, where the URL itself is shown with them hidden. Longest first, so a
- * credential inside a whole header value goes with it.
+ * CLI, where the URL itself is shown with them hidden. Longest first, so a credential inside a whole header value goes
+ * with it.
  */
 export function withoutEchoedSecrets(response: string, headers: Readonly<Record<string, string>>, urls: readonly string[] = []): string {
   // Most answers are empty or "ok": nothing to look for (this runs for every delivery).
