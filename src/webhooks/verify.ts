@@ -71,6 +71,16 @@ export function parseUnixSeconds(text: string | undefined): number | undefined {
  * The timestamp rule every scheme shares: with the check on (a tolerance above 0) the header is required and within
  * the tolerance; with it off (0) it is not required, and read when present.
  */
+/**
+ * A header sent twice with the same value (a proxy that adds what was there already) as that value: Node joins the
+ * two as `t, t`, which was refused as "must be whole Unix seconds". Two different values stay joined, and refused.
+ */
+function oneValue(raw: string | undefined): string | undefined {
+  if (raw === undefined || !raw.includes(',')) return raw
+  const values = raw.split(',').map((v) => v.trim())
+  return values.every((v) => v === values[0]) ? values[0] : raw
+}
+
 function timestampRule(raw: string | undefined, options: VerifyOptions, headerName: string): VerifyResult {
   return options.toleranceSeconds > 0 ? checkTimestamp(raw, options, headerName) : { ok: true, timestamp: parseUnixSeconds(raw) }
 }
@@ -111,7 +121,7 @@ function hmac(algorithm: string, key: string | Buffer, ...parts: Array<string | 
  * `X-FormantAI-Timestamp` (unsigned Unix seconds) checked against the tolerance when the check is on.
  */
 export function verifyFormant(req: SignedRequest, secrets: string[], options: VerifyOptions): VerifyResult {
-  const tsHeader = req.header('x-formantai-timestamp')
+  const tsHeader = oneValue(req.header('x-formantai-timestamp'))
   if (secrets.length === 0) {
     if (!options.allowUnsigned) return { ok: false, reason: 'no_secret', message: 'this target has no secret configured' }
     return timestampRule(tsHeader, options, 'X-FormantAI-Timestamp')
@@ -149,7 +159,7 @@ function standardKey(secret: string): Buffer | undefined {
  */
 export function verifyStandard(req: SignedRequest, secrets: string[], options: VerifyOptions): VerifyResult {
   const id = req.header('webhook-id')
-  const ts = req.header('webhook-timestamp')
+  const ts = oneValue(req.header('webhook-timestamp'))
   if (secrets.length === 0 && options.allowUnsigned) {
     return timestampRule(ts, options, 'webhook-timestamp')
   }
@@ -176,7 +186,7 @@ export type HmacTarget = Extract<WebhookTargetConfig, { scheme: 'hmac' }>
  * (it is not part of the signed content).
  */
 export function verifyHmac(req: SignedRequest, target: HmacTarget, options: VerifyOptions): VerifyResult {
-  const tsHeader = target.timestampHeader ? req.header(target.timestampHeader) : undefined
+  const tsHeader = target.timestampHeader ? oneValue(req.header(target.timestampHeader)) : undefined
   const timeCheck = (): VerifyResult => (target.timestampHeader ? timestampRule(tsHeader, options, target.timestampHeader) : { ok: true, timestamp: undefined })
   if (target.secrets.length === 0) {
     if (!options.allowUnsigned) return { ok: false, reason: 'no_secret', message: 'this target has no secret configured' }

@@ -101,6 +101,17 @@ describeEachDialect('webhook receiver', (dialect) => {
       expect(await countEvents(h.rt)).toBe(2)
     })
 
+    // A timestamp header sent twice with one value (a proxy adding what was there) reaches the receiver joined "t, t":
+    // refused as "must be whole Unix seconds". Two values that differ are still refused.
+    it('a timestamp header sent twice with the same value is that value; two different ones are refused', async () => {
+      h = await createHarness(dialect)
+      const body = JSON.stringify(makeEvent())
+      const t = String(h.clock.now() / 1000)
+      expect((await h.post(body, { 'x-formantai-signature': signFormant(body, SECRET), 'x-formantai-timestamp': `${t}, ${t}` })).status).toBe(204)
+      const other = JSON.stringify(makeEvent())
+      expect(await expectError(await h.post(other, { 'x-formantai-signature': signFormant(other, SECRET), 'x-formantai-timestamp': `${t}, ${Number(t) - 5}` }), 401, 'authentication_error')).toMatch(/must be whole Unix seconds/)
+    })
+
     // 10,000 deep was stored and processed, and then its event page, its admin JSON and `events show` failed (JSON.stringify
     // ran out of stack); 100,000 deep went dead. Brackets inside strings are text, not nesting.
     it('a signed body nested deeper than 128 levels is a 400, not a stack overflow; one at 128 with brackets in its strings is stored', async () => {
