@@ -31,6 +31,9 @@ describeEachDialect('proxy drop-in edges', (dialect) => {
     const both = await post(h, JSON.stringify(phoneCall('+919876543211', { idempotency_key: 'order-5678' })), { 'idempotency-key': 'order-5678' })
     expect(both.status).toBe(200)
     expect(both.headers.get('x-idempotency-key')).toBe('order-5678')
+    // The header sent twice with one key (joined "k, k" on the way in) is that key.
+    const again = await post(h, JSON.stringify(phoneCall('+919876543212')), { 'idempotency-key': 'order-9012, order-9012' })
+    expect([again.status, again.headers.get('x-idempotency-key')]).toEqual([200, 'order-9012'])
   })
 
   it('POST /v1/call refuses a header and body key that disagree, naming both, before reaching upstream', async () => {
@@ -43,6 +46,9 @@ describeEachDialect('proxy drop-in edges', (dialect) => {
     expect(error.type).toBe('invalid_request')
     expect(error.message).toContain('Idempotency-Key header ("header-key")')
     expect(error.message).toContain('body field idempotency_key ("body-key")')
+    // The header sent twice arrives joined: two keys are refused, one key twice is that key.
+    const twice = await post(h, JSON.stringify(phoneCall('+919876543210')), { 'idempotency-key': 'key-a, key-b' })
+    expect(await twice.json()).toEqual({ error: { message: 'Idempotency-Key header was sent more than once with different values ("key-a, key-b"): send one key (a key holding ", " goes in the body field idempotency_key)', type: 'invalid_request' } })
     const empty = await post(h, JSON.stringify(phoneCall('+919876543210')), { 'idempotency-key': '  ' })
     expect(await empty.json()).toEqual({ error: { message: 'Idempotency-Key header must not be empty', type: 'invalid_request' } })
     expect(h.sandbox.stats().requests).toBe(before)
