@@ -75,7 +75,7 @@ export async function endPauses(rt: Runtime, name: string): Promise<boolean> {
   const ours = rows.filter((r) => r.key.slice(0, r.key.lastIndexOf('\n')) === name)
   if (ours.length === 0) return false
   await rt.store.db.deleteFrom('kv_state').where('namespace', '=', NAMESPACE).where('key', 'in', ours.map((r) => r.key)).execute()
-  return ours.some((r) => {
+  const paused = ours.some((r) => {
     try {
       const until = fromJson<Partial<DestinationPause>>(r.value)?.until
       return typeof until === 'number' && until > now
@@ -83,4 +83,22 @@ export async function endPauses(rt: Runtime, name: string): Promise<boolean> {
       return false
     }
   })
+  if (paused) await probeNow(rt, name, now)
+  return paused
+}
+
+/**
+ * Makes the destination's next delivery due now, to go out as the probe: the worker sent "the next delivery" — due
+ * at its retry, hours away on the default schedule — while the destination read `active` and sent nothing.
+ */
+async function probeNow(rt: Runtime, name: string, now: number): Promise<void> {
+  const next = await rt.store.db
+    .selectFrom('destination_deliveries')
+    .select('id')
+    .where('destination', '=', name)
+    .where('status', '=', 'pending')
+    .orderBy('next_attempt_at')
+    .limit(1)
+    .executeTakeFirst()
+  if (next) await rt.store.db.updateTable('destination_deliveries').set({ next_attempt_at: now }).where('id', '=', next.id).where('next_attempt_at', '>', now).execute()
 }

@@ -505,6 +505,30 @@ describeEachDialect('destinations: delivery', (dialect) => {
     expect((await cli('destinations', 'enable', 'crm')).out).toBe('crm: was neither disabled nor paused\n')
   })
 
+  // The worker sent "the next delivery" as the probe — due at its retry, an hour on here (hours on the default
+  // schedule) — while the destination read `active` and sent nothing.
+  it('ending a pause by hand sends the probe at once, though the next retry is an hour away', async () => {
+    const s = await sink((_n, _req, res) => res.writeHead(500).end('down'))
+    const dests = [destination(s, { name: 'crm', retryScheduleMs: [3_600_000, 3_600_000] })]
+    h = await createForwardHarness(dialect, dests, { worker: { breaker: { threshold: 2, basePauseMs: 600_000 } } })
+    await h.ingest([makeEvent(), makeEvent()])
+    await vi.waitFor(() => expect(h!.worker.paused()).toEqual(['crm']), WAIT)
+    // Both failures recorded: their retries an hour on.
+    const retriesAt = async () => (await h!.rt.store.db.selectFrom('destination_deliveries').select(['attempts', 'next_attempt_at']).execute()).map((r) => [Number(r.attempts), Number(r.next_attempt_at) - h!.clock.now() > 30 * 60_000])
+    await vi.waitFor(async () => {
+      await h!.clock.advance(100)
+      expect(await retriesAt()).toEqual([[1, true], [1, true]])
+    }, WAIT)
+    const env = cliEnv(h.rt, { DESTINATIONS: JSON.stringify(dests), ALLOW_PRIVATE_DESTINATIONS: '1' })
+    let out = ''
+    await main(['destinations', 'enable', 'crm'], { env, overrides: { clock: h.clock }, stdout: (t) => void (out += t), stderr: () => {} })
+    expect(out).toBe('crm: pause ended: the running service sends its next delivery as a probe within 5 s (failing, it is paused again)\n')
+    s.behave(ok)
+    await h.clock.advance(6_000)
+    await vi.waitFor(async () => expect((await h!.status()).map((r) => r.status).filter((st) => st === 'delivered')).toHaveLength(1), WAIT)
+    expect(h.worker.paused()).toEqual([])
+  })
+
   it('a claimed delivery that waited in the buffer until its claim ran low is claimed afresh before it is sent', async () => {
     const held: Array<{ end(): void }> = []
     const s = await sink((_n, _req, res) => void held.push({ end: () => res.writeHead(204).end() }))
