@@ -82,7 +82,8 @@ it('every example type-checks and runs in a dry run, as written', async () => {
 it('the vitest example on the page works: testRecipe plans the follow-up of the sample events', async () => {
   const result = await testRecipe({
     // The shipped recipe, copied: the checkout's folder may hold the team's own, broken or not.
-    recipe: 'no-answer-followup', recipesDir: shippedRecipesCopy(), events: join(ROOT, 'data/samples/no-answer-events.json'),
+    // The page's paths from the test file's folder (recipes/): the shipped folder's copy, and the samples beside it.
+    recipe: 'no-answer-followup', recipesDir: shippedRecipesCopy(), events: join(ROOT, 'recipes', '../data/samples/no-answer-events.json'),
     env: { LOG_LEVEL: 'silent', RECIPES_TIMEZONE: 'Asia/Kolkata' },
   })
   expect(result.status).toBe('succeeded')
