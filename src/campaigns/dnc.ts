@@ -180,13 +180,14 @@ export function dncKeysOf(phone: string, defaultCountry: string): string[] {
 
 /** Checks one number against the table and the file (see `dncKeysOf` for one that does not normalise). */
 export async function isBlocked(rt: Runtime, phone: string, options: DncOptions = {}, overlay?: DncOverlay): Promise<boolean> {
-  for (const key of dncKeysOf(phone, countryOf(rt, options))) {
+  const keys = dncKeysOf(phone, countryOf(rt, options))
+  for (const key of keys) {
     if (await tableLists(overlay, key, () => tableHas(rt, key))) return true
   }
   const file = fileOf(rt, options)
   if (!file) return false
   const listed = await readDncFile(file, countryOf(rt, options), dncWarning(rt))
-  return dncKeysOf(phone, countryOf(rt, options)).some((key) => listed.has(key))
+  return keys.some((key) => listed.has(key))
 }
 
 /** Which of `phones` (already E.164) are on the do-not-call list: one query per 500 numbers, the file once. */

@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import type { WebhookEvent } from '../upstream/schemas.ts'
-import { didYouMean, unknownKey } from '../utils/did-you-mean.ts'
+import { unknownKey } from '../utils/did-you-mean.ts'
+import { targetEventProblem, type WebhookTargets } from './target-event.ts'
 import { printable } from '../utils/printable.ts'
 
 /**
@@ -236,30 +237,20 @@ export const destinationsSchema = z.union([z.string(), z.array(z.custom<Destinat
   return out
 })
 
-/** WEBHOOK_TARGETS as far as `events` cares: each named target's scheme. */
-type WebhookTargets = Readonly<Record<string, { scheme: string }>>
-
 /**
- * Why one `<target>:<type>` pattern of `events` can match nothing, or undefined when it can (a bare type always may: it
- * takes the type from the provider, recipes and every target). Read as a recipe's `on` is (src/recipes/validate.ts):
- * the target must be a named one of another scheme; the provider's events, whichever target of its scheme they come
- * from, are named by type alone. An unknown target used to be accepted, and its destination never got those events.
+ * Why one `<target>:<type>` entry of `events` can match nothing, or undefined when it can (a bare type always may: it
+ * takes the type from the provider, recipes and every target) — read as a recipe's `on` is (src/config/target-event.ts).
+ * An unknown target used to be accepted, and its destination never got those events.
  */
 function eventPatternProblem(pattern: string, targets: WebhookTargets): string | undefined {
-  const colon = pattern.indexOf(':')
-  if (colon <= 0) return undefined
-  const target = pattern.slice(0, colon)
-  const type = pattern.slice(colon + 1)
-  const own = Object.keys(targets).filter((name) => targets[name]!.scheme !== 'formant')
-  if (own.includes(target)) return undefined
+  if (pattern.indexOf(':') <= 0) return undefined
+  const problem = targetEventProblem(pattern, targets)
+  if (!problem) return undefined
   const listed = `events lists "${printable(pattern, 80)}"`
-  if (target.toLowerCase() === 'formant' || Object.hasOwn(targets, target)) {
-    return `${listed}, but target "${printable(target, 63)}" carries the provider's events: list them by type alone, e.g. "${printable(type, 80)}"`
-  }
-  const near = didYouMean(target, own)
-  const guess = near ? `: did you mean "${near}:${printable(type, 80)}"?` : ''
-  const known = own.length ? `WEBHOOK_TARGETS names ${own.map((name) => `"${name}"`).join(', ')}` : 'WEBHOOK_TARGETS names none'
-  return `${listed}, but no webhook target is named "${printable(target, 63)}"${guess} (${known}; the provider's own events take no prefix)`
+  const type = printable(problem.type, 80)
+  if (problem.kind === 'provider') return `${listed}, but target "${printable(problem.target, 63)}" carries the provider's events: list them by type alone, e.g. "${type}"`
+  const guess = problem.near ? `: did you mean "${problem.near}:${type}"?` : ''
+  return `${listed}, but no webhook target is named "${printable(problem.target, 63)}"${guess} (${problem.configured}; the provider's own events take no prefix)`
 }
 
 /**

@@ -2,6 +2,7 @@ import { Cron } from 'croner'
 import { WEBHOOK_EVENT_TYPES } from '../upstream/schemas.ts'
 import { misreadZone } from '../campaigns/zone-abbreviations.ts'
 import type { RecipeDefinition } from './define.ts'
+import { targetEventProblem, type WebhookTargets } from '../config/target-event.ts'
 
 export function isTimeZone(tz: string): boolean {
   try {
@@ -81,20 +82,16 @@ function unknownKeyProblems(unknown: string[]): string[] {
  * would otherwise make a recipe that loads, is listed, and never runs. A target of the provider's scheme carries the
  * provider's events, which recipes subscribe to by type alone (`call.no_answer` covers every such target).
  */
-function targetEventProblem(entry: string, targets: Readonly<Record<string, { scheme: string }>>): string | undefined {
-  const target = entry.slice(0, entry.indexOf(':'))
-  const own = Object.keys(targets).filter((name) => targets[name]!.scheme !== 'formant')
-  if (own.includes(target)) return undefined
-  if (target === 'formant' || Object.hasOwn(targets, target)) {
-    return `\`on\` lists ${JSON.stringify(entry)}, but target "${target}" carries the provider's events: subscribe to them by type alone, e.g. 'call.no_answer'`
-  }
-  const near = own.find((name) => editDistance(name.toLowerCase(), target.toLowerCase()) <= Math.max(2, Math.floor(name.length / 3)))
-  const configured = own.length ? `WEBHOOK_TARGETS names ${own.map((n) => `"${n}"`).join(', ')}` : 'WEBHOOK_TARGETS names none'
-  return `\`on\` lists ${JSON.stringify(entry)}, but no webhook target is named "${target}"${near ? `: did you mean "${near}:${entry.slice(target.length + 1)}"?` : ''} (${configured})`
+function onEntryProblem(entry: string, targets: WebhookTargets): string | undefined {
+  const problem = targetEventProblem(entry, targets)
+  if (!problem) return undefined
+  const listed = `\`on\` lists ${JSON.stringify(entry)}`
+  if (problem.kind === 'provider') return `${listed}, but target "${problem.target}" carries the provider's events: subscribe to them by type alone, e.g. 'call.no_answer'`
+  return `${listed}, but no webhook target is named "${problem.target}"${problem.near ? `: did you mean "${problem.near}:${problem.type}"?` : ''} (${problem.configured})`
 }
 
 /** What is wrong with `on`: not a list; the entries that are no event type (said together, the known types once); the targets. */
-function onProblems(on: unknown, targets: Readonly<Record<string, { scheme: string }>> | undefined): string[] {
+function onProblems(on: unknown, targets: WebhookTargets | undefined): string[] {
   if (on === undefined) return []
   if (!Array.isArray(on)) return ['`on` must be a list of event types, e.g. [\'call.no_answer\']']
   const unknownTypes: unknown[] = []
@@ -103,7 +100,7 @@ function onProblems(on: unknown, targets: Readonly<Record<string, { scheme: stri
     // `<target>:<type>` subscribes to a named target's events; anything else must be a provider event type.
     const targetEvent = typeof type === 'string' && /^[a-z0-9][a-z0-9_-]{0,62}:\S+$/i.test(type)
     if (!targetEvent && !(WEBHOOK_EVENT_TYPES as readonly unknown[]).includes(type)) unknownTypes.push(type)
-    const problem = targetEvent && targets ? targetEventProblem(type, targets) : undefined
+    const problem = targetEvent && targets ? onEntryProblem(type, targets) : undefined
     if (problem) targetProblems.push(problem)
   }
   const listed = unknownTypes.map((type) => JSON.stringify(type)).join(', ')
@@ -130,7 +127,7 @@ function scheduleProblem(schedule: unknown, timezone: string): string | undefine
  * time ran `recipes check` three times to find them (the service's "broken" reason joins them with "; "). With
  * `targets` (WEBHOOK_TARGETS), `<target>:<type>` entries must name one of them that sends events of its own.
  */
-export function recipeProblems(value: unknown, fallbackTimezone: string, targets?: Readonly<Record<string, { scheme: string }>>): string[] {
+export function recipeProblems(value: unknown, fallbackTimezone: string, targets?: WebhookTargets): string[] {
   if (!value || typeof value !== 'object') {
     return ['no recipe exported: the file must `export default defineRecipe({ description, run, … })`']
   }
@@ -166,7 +163,7 @@ export function recipeProblems(value: unknown, fallbackTimezone: string, targets
  * Checks what a recipe file exported. Returns the definition, or throws an Error whose message says what to fix —
  * every problem recipeProblems finds, joined with "; ".
  */
-export function validateRecipe(value: unknown, fallbackTimezone: string, targets?: Readonly<Record<string, { scheme: string }>>): RecipeDefinition {
+export function validateRecipe(value: unknown, fallbackTimezone: string, targets?: WebhookTargets): RecipeDefinition {
   const problems = recipeProblems(value, fallbackTimezone, targets)
   if (problems.length) throw new Error(problems.join('; '))
   return value as RecipeDefinition
