@@ -6,6 +6,7 @@ import { startProxyMaintenance } from './proxy/mount.ts'
 import { startRecipes } from './recipes/background.ts'
 import { recipeEngineFor } from './recipes/engine.ts'
 import { startMailOutbox } from './reports/mail-outbox.ts'
+import { startContactKeyFill } from './campaigns/contact-key-fill.ts'
 import { startWebhookWorkers } from './webhooks/index.ts'
 import { startInstanceRegistry } from './instances.ts'
 import { setProcessedElsewhere } from './coordination/processing-task.ts'
@@ -45,6 +46,7 @@ export async function startBackground(rt: Runtime, options: { role?: Role } = {}
       stops.push(await startRecipes(rt))
       stops.push(startMailOutbox(rt))
       stops.push(startDestinations(rt))
+      stops.push(startContactKeyFill(rt))
     }
   } catch (error) {
     // Half started is not started: stop what is running so a retry starts clean.

@@ -7,6 +7,7 @@ import { VoiceApiError } from '../upstream/errors.ts'
 import type { CallRequest, CallResponse } from '../upstream/schemas.ts'
 import { toCallRecord, type CallRecord, type CallStatus } from './record.ts'
 import { tenantOf } from './tenant.ts'
+import { contactKey } from '../campaigns/contact-key.ts'
 import { timeOrderedId } from '../utils/time-ordered-id.ts'
 
 /** The provider's idempotency window (spec → Limits): a key may be used again after it. */
@@ -185,11 +186,13 @@ export function ledgerRow(rt: Runtime, input: PlaceCallInput, status: CallStatus
   const key = input.request.idempotency_key ?? timeOrderedId(now, rt.random)
   const request: CallRequest = { ...input.request, idempotency_key: key }
   const scheduledAt = request.scheduled_for ? Date.parse(request.scheduled_for) : NaN
+  const phone = customerPhone(request)
   const row = {
     id: timeOrderedId(now, rt.random),
     tenant: tenantOf(input.apiKey),
     agent_id: request.agent_id,
-    customer_phone: customerPhone(request),
+    customer_phone: phone,
+    customer_key: contactKey(phone, rt.config.defaultCountry),
     idempotency_key: key,
     trace_id: null,
     conversation_id: null,
@@ -210,7 +213,7 @@ export function ledgerRow(rt: Runtime, input: PlaceCallInput, status: CallStatus
 
 /** Every column of a ledger row, once (`satisfies` checks the list against `ledgerRow`: none missing, none extra). */
 export const LEDGER_COLUMNS = Object.keys({
-  id: 1, tenant: 1, agent_id: 1, customer_phone: 1, idempotency_key: 1, trace_id: 1, conversation_id: 1, previous_conversation_id: 1,
+  id: 1, tenant: 1, agent_id: 1, customer_phone: 1, customer_key: 1, idempotency_key: 1, trace_id: 1, conversation_id: 1, previous_conversation_id: 1,
   scheduled_for: 1, parameters: 1, retry_context: 1, metadata: 1, recipe: 1, campaign: 1, status: 1, error: 1, created_at: 1, updated_at: 1,
 } satisfies Record<keyof ReturnType<typeof ledgerRow>['row'], 1>) as Array<keyof ReturnType<typeof ledgerRow>['row']>
 

@@ -11,8 +11,8 @@ export type CallRow = Selectable<CallsTable>
  */
 export type CallStatus = 'queued' | 'pending' | 'initiated' | 'scheduled' | 'failed' | 'rejected'
 
-/** A `calls` row with its JSON columns parsed. */
-export interface CallRecord extends Omit<CallRow, 'parameters' | 'retry_context' | 'metadata' | 'status'> {
+/** A `calls` row with its JSON columns parsed; without `customer_key`, the ledger's own index of the number (src/campaigns/contact-key.ts). */
+export interface CallRecord extends Omit<CallRow, 'parameters' | 'retry_context' | 'metadata' | 'status' | 'customer_key'> {
   parameters: CallParameter[]
   retry_context: RetryContext | null
   metadata: string | Record<string, string> | null
@@ -20,8 +20,9 @@ export interface CallRecord extends Omit<CallRow, 'parameters' | 'retry_context'
 }
 
 export function toCallRecord(row: CallRow): CallRecord {
+  const { customer_key: _key, ...fields } = row
   return {
-    ...row,
+    ...fields,
     parameters: fromJson<CallParameter[]>(row.parameters) ?? [],
     retry_context: fromJson<RetryContext>(row.retry_context),
     metadata: fromJson<string | Record<string, string>>(row.metadata),

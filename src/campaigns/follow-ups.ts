@@ -3,7 +3,7 @@ import type { Effects } from '../effects.ts'
 import { blockedAmong, OPT_OUT_REASON, type DncOptions } from './dnc.ts'
 import { dncOverlayOf } from './dry-run-dnc.ts'
 import { addToDncFor } from './dnc-effects.ts'
-import { normalizePhone } from './phones.ts'
+import { contactIn, contactNumbers, type ContactNumbers } from './contact-lookup.ts'
 import { chunks } from '../utils/chunks.ts'
 import { inValues } from '../db/in-values.ts'
 import {
@@ -57,6 +57,16 @@ const PAGE = 500
 /** The most ids or numbers one query looks up (each list is one bound parameter, see src/db/in-values.ts). */
 const IN_LIST = 1_000
 
+/**
+ * `numbers` in lists of at most IN_LIST values each. The lists' keys and spellings are disjoint from the other lists'
+ * (a row is found by its key or, with none, by its spelling): no row is read twice.
+ */
+function* chunkedContacts(numbers: ContactNumbers): Generator<ContactNumbers> {
+  for (let at = 0; at < Math.max(numbers.keys.length, numbers.written.length); at += IN_LIST) {
+    yield { keys: numbers.keys.slice(at, at + IN_LIST), written: numbers.written.slice(at, at + IN_LIST) }
+  }
+}
+
 /** The planner's inputs from the database: everything recent, or one set of conversations' contacts. */
 export async function loadFollowUpInputs(
   rt: Runtime,
@@ -75,24 +85,19 @@ export async function loadFollowUpInputs(
   // targets in full too read every one of them twice. Id and number lists go as one parameter each.
   const dialect = rt.store.dialect
   const ids = [...new Set(options.conversationIds)]
-  const targets: Array<{ conversation_id: string; contact_number: string | null }> = []
+  const targets: Array<{ conversation_id: string; contact_number: string | null; contact_key: string | null }> = []
   for (const list of chunks(ids, IN_LIST)) {
-    targets.push(...(await db.selectFrom('conversations').select(['conversation_id', 'contact_number']).where(inValues(dialect, 'conversation_id', list)).execute()))
+    targets.push(...(await db.selectFrom('conversations').select(['conversation_id', 'contact_number', 'contact_key']).where(inValues(dialect, 'conversation_id', list)).execute()))
   }
-  // History is per contact: every spelling of the numbers involved.
-  const numbers = new Set<string>()
-  for (const t of targets) {
-    if (!t.contact_number) continue
-    numbers.add(t.contact_number)
-    const n = normalizePhone(t.contact_number, { defaultCountry: rt.config.defaultCountry })
-    if (n.ok) numbers.add(n.e164)
-  }
+  // History is per contact, found by its key (src/campaigns/contact-key.ts): every call to the number whatever way it
+  // was written; keys and spellings go as one list each, IN_LIST values at a time.
+  const numbers = contactNumbers(targets.map((t) => ({ number: t.contact_number, key: t.contact_key })), rt.config.defaultCountry)
   const history: ConversationInput[] = []
   const calls: CallInput[] = []
-  for (const list of chunks([...numbers], IN_LIST)) {
+  for (const list of chunkedContacts(numbers)) {
     const [h, c] = await Promise.all([
-      db.selectFrom('conversations').select(CONVERSATION_COLUMNS).where(inValues(dialect, 'contact_number', list)).where('updated_at', '>=', options.since).execute(),
-      db.selectFrom('calls').select(CALL_COLUMNS).where(inValues(dialect, 'customer_phone', list)).where('created_at', '>=', options.since).execute(),
+      db.selectFrom('conversations').select(CONVERSATION_COLUMNS).where(contactIn(dialect, 'conversations', list)).where('updated_at', '>=', options.since).execute(),
+      db.selectFrom('calls').select(CALL_COLUMNS).where(contactIn(dialect, 'calls', list)).where('created_at', '>=', options.since).execute(),
     ])
     history.push(...h)
     calls.push(...c)

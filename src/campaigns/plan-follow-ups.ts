@@ -4,6 +4,7 @@ import { DEFAULT_WINDOW, isWithinWindow, nextCallingTime, resolveTimeZone, type 
 import { asksNotToCall } from './dnc.ts'
 import { followUpKey } from './idempotency-key.ts'
 import { timeZoneColumnOf } from './timezone-column.ts'
+import { contactKey } from './contact-key.ts'
 import { normalizePhone, type PhoneResult } from './phones.ts'
 import { buildRetryContext, type RetryContextOptions } from './retry-context.ts'
 
@@ -126,8 +127,6 @@ export const DEFAULT_FOLLOW_UP = Object.freeze({
   immediateWithinMs: 60_000,
 })
 
-const E164 = /^\+[1-9]\d{6,14}$/
-
 /** Calls the provider refused or that never reached it do not count as attempts and do not block. */
 export const DEAD_CALL_STATUSES = ['failed', 'rejected'] as const
 const DEAD_CALL = new Set<string>(DEAD_CALL_STATUSES)
@@ -244,13 +243,9 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
   const onlyAgents = o.agentIds ? new Set(o.agentIds) : undefined
   const onlyCampaigns = o.campaigns ? new Set(o.campaigns) : undefined
 
-  // Grouping only needs one spelling per number. Numbers from the provider are E.164 already, so they
-  // are taken as they are here; full validation runs for the numbers actually about to be called.
-  const phoneKey = (raw: string | null | undefined) => {
-    if (raw && E164.test(raw)) return raw
-    const r = normalize(raw)
-    return r.ok ? r.e164 : (raw ?? '')
-  }
+  // Grouping only needs one spelling per number: the contact key, as the database keeps it. Numbers from the provider
+  // are E.164 already and taken as they are; full validation runs for the numbers actually about to be called.
+  const phoneKey = (raw: string | null | undefined) => contactKey(raw, defaultCountry) ?? ''
 
   // Campaign identity: the ledger row of the call (by trace id) → its campaign or recipe; else a
   // `campaign` call parameter; else the agent.

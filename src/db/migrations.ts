@@ -548,6 +548,29 @@ const m0024: Migration = {
   },
 }
 
+/**
+ * 0.27.0: a contact's number as one value (src/campaigns/contact-key.ts) on conversations and the calls ledger, indexed,
+ * for the follow-up planner's reading of a contact's history: by its spellings it missed calls written another way, and
+ * the attempt cap let more calls through. Forward-compatible: nullable columns, which a previous version leaves empty
+ * on the rows it writes; existing rows are filled after start-up, in paced chunks (src/campaigns/contact-key-fill.ts),
+ * since the value depends on DEFAULT_COUNTRY, which a migration does not know. Until then their number as written is
+ * looked up as before.
+ */
+const m0025: Migration = {
+  async up(db: AnyDb) {
+    if (!(await hasColumn(db, 'conversations', 'contact_key'))) await db.schema.alterTable('conversations').addColumn('contact_key', 'text').execute()
+    if (!(await hasColumn(db, 'calls', 'customer_key'))) await db.schema.alterTable('calls').addColumn('customer_key', 'text').execute()
+    await db.schema.createIndex('conversations_contact_key').ifNotExists().on('conversations').column('contact_key').execute()
+    await db.schema.createIndex('calls_customer_key').ifNotExists().on('calls').column('customer_key').execute()
+  },
+  async down(db: AnyDb) {
+    await db.schema.dropIndex('calls_customer_key').ifExists().execute()
+    await db.schema.dropIndex('conversations_contact_key').ifExists().execute()
+    if (await hasColumn(db, 'calls', 'customer_key')) await db.schema.alterTable('calls').dropColumn('customer_key').execute()
+    if (await hasColumn(db, 'conversations', 'contact_key')) await db.schema.alterTable('conversations').dropColumn('contact_key').execute()
+  },
+}
+
 /** The migration every database starts with: applied together with the rest, the database is new. */
 export const FIRST_MIGRATION = '0001_initial'
 
@@ -576,6 +599,7 @@ export const migrations: Record<string, Migration> = {
   '0022_destination_tallies': destinationTalliesMigration,
   '0023_recipe_runs_indexes': m0023,
   '0024_dnc_added_index': m0024,
+  '0025_contact_keys': m0025,
 }
 
 export const migrationProvider: MigrationProvider = {

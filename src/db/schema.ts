@@ -48,6 +48,12 @@ export interface ConversationsTable {
   conversation_id: string
   agent_id: number
   contact_number: string | null
+  /**
+   * The contact as one value whatever the spelling (src/campaigns/contact-key.ts): E.164 when the number reads as one in
+   * DEFAULT_COUNTRY, else `contact_number` as written. Null with no number, and on rows a version before 0.27.0 wrote
+   * until the periodic fill reaches them (src/campaigns/contact-key-fill.ts).
+   */
+  contact_key: string | null
   status: string
   /** 1 once the status is terminal; never goes back to 0. */
   terminal: number
@@ -80,6 +86,8 @@ export interface CallsTable {
   tenant: string
   agent_id: number
   customer_phone: string
+  /** `customer_phone` as one value whatever the spelling (as `conversations.contact_key`); null on older versions' rows until filled. */
+  customer_key: string | null
   idempotency_key: string
   trace_id: string | null
   conversation_id: string | null

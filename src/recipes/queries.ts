@@ -11,6 +11,7 @@ import { checkArgument, type ArgumentSite } from '../utils/argument-error.ts'
 import { MAX_DATE_MS } from '../utils/time-range.ts'
 import { toStoredConversation, type StoredConversation } from '../webhooks/read-model.ts'
 import { endedAt } from '../reports/day-of-conversation.ts'
+import { contactIn, contactNumbers } from '../campaigns/contact-lookup.ts'
 
 export type { StoredConversation }
 
@@ -135,7 +136,8 @@ export function createQueries(rt: Runtime): RecipeQueries {
       let query = db.selectFrom('conversations').selectAll()
       if (q.status !== undefined) query = query.where('status', 'in', list(q.status))
       if (q.agentId !== undefined) query = query.where('agent_id', '=', q.agentId)
-      if (q.contactNumber !== undefined) query = query.where('contact_number', '=', q.contactNumber)
+      // The contact whatever way its number was written, as the follow-up planner reads a contact's history.
+      if (q.contactNumber !== undefined) query = query.where(contactIn(rt.store.dialect, 'conversations', contactNumbers([{ number: q.contactNumber }], rt.config.defaultCountry)))
       // When a call ended as the daily report files it (src/reports/day-of-conversation.ts): a finished call the provider
       // sent without `ended_at` by its start plus its duration (else its event's time), one still under way by when it
       // was first recorded. It was `updated_at` — moved by any later write (a recording's arrival, a reconciliation), so
@@ -171,7 +173,7 @@ export function createQueries(rt: Runtime): RecipeQueries {
       if (q.recipe !== undefined) query = query.where('recipe', '=', q.recipe)
       if (q.campaign !== undefined) query = query.where('campaign', '=', q.campaign)
       if (q.status !== undefined) query = query.where('status', 'in', list(q.status))
-      if (q.customerPhone !== undefined) query = query.where('customer_phone', '=', q.customerPhone)
+      if (q.customerPhone !== undefined) query = query.where(contactIn(rt.store.dialect, 'calls', contactNumbers([{ number: q.customerPhone }], rt.config.defaultCountry)))
       if (q.since !== undefined) query = query.where('created_at', '>=', ms(q.since))
       const rows = await query.orderBy('created_at', 'desc').orderBy('id').limit(q.limit ?? 1000).execute()
       return rows.map(toCallRecord)

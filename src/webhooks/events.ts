@@ -3,7 +3,7 @@ import { jsonNestedDeeperThan } from '../utils/json-depth.ts'
 import type { Dialect } from '../db/connect.ts'
 import type { Runtime } from '../runtime.ts'
 import { fromJson } from '../db/json.ts'
-import { normalizePhone } from '../campaigns/phones.ts'
+import { contactIn, contactNumbers } from '../campaigns/contact-lookup.ts'
 import type { EventRow } from './processing.ts'
 import { keyedLookup } from './keyed-lookup.ts'
 
@@ -144,11 +144,11 @@ export async function listEvents(rt: Runtime, filter: EventFilter = {}): Promise
   if (filter.since !== undefined) q = q.where('received_at', '>=', filter.since)
   if (filter.until !== undefined) q = q.where('received_at', '<', filter.until)
   if (filter.phone) {
-    const normalized = normalizePhone(filter.phone, { defaultCountry: rt.config.defaultCountry })
-    const phone = normalized.ok ? normalized.e164 : filter.phone
-    // Events carry no phone column: go through the read model and the calls ledger (both indexed by phone).
-    const conversations = db.selectFrom('conversations').select('conversation_id').where('contact_number', '=', phone)
-    const traces = db.selectFrom('calls').select('trace_id').where('customer_phone', '=', phone).where('trace_id', 'is not', null)
+    // Events carry no phone column: go through the read model and the calls ledger (both indexed by contact key), the
+    // contact however its number was written (src/campaigns/contact-key.ts).
+    const numbers = contactNumbers([{ number: filter.phone }], rt.config.defaultCountry)
+    const conversations = db.selectFrom('conversations').select('conversation_id').where(contactIn(rt.store.dialect, 'conversations', numbers))
+    const traces = db.selectFrom('calls').select('trace_id').where(contactIn(rt.store.dialect, 'calls', numbers)).where('trace_id', 'is not', null)
     // SQLite answers `a IN (…) OR b IN (…)` with one index search per side (MULTI-INDEX OR). Postgres cannot turn an OR
     // of IN-subqueries into index lookups: it walked the whole table newest first, filtering every row (1–6 s over a
     // million events); `= ANY(ARRAY(…))` makes each side a list it looks up by index (a BitmapOr, ~1 ms).

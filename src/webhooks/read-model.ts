@@ -4,6 +4,7 @@ import type { ConversationsTable, Database } from '../db/schema.ts'
 import { fromJson, toJson } from '../db/json.ts'
 import { insertRows } from '../db/insert-rows.ts'
 import { MAX_PHONE_LENGTH } from '../upstream/id-limits.ts'
+import { contactKey } from '../campaigns/contact-key.ts'
 import { EARLIEST_KEPT_MS, LATEST_KEPT_MS } from '../utils/time-range.ts'
 import type { ProcessedEvent } from '../events/hooks.ts'
 import {
@@ -44,8 +45,10 @@ export interface StoredConversation {
 type Row = Selectable<ConversationsTable>
 
 export function toStoredConversation(row: Row): StoredConversation {
+  // The contact key is the table's own index of the number (src/campaigns/contact-key.ts), not part of the conversation.
+  const { contact_key: _key, ...fields } = row
   return {
-    ...row,
+    ...fields,
     terminal: row.terminal === 1,
     transcript: fromJson<TranscriptTurn[]>(row.transcript),
     results: fromJson<Record<string, unknown>>(row.results),
@@ -109,13 +112,15 @@ function warnOfUnfiledNumbers(rt: Runtime, facts: readonly ReadModelFact[]): voi
 }
 
 /** The facts one event carries, as a row (JSON as text). */
-function rowFromEvent(event: WebhookEvent, source: 'webhook' | 'reconcile', at: number, now: number): Row {
+function rowFromEvent(event: WebhookEvent, source: 'webhook' | 'reconcile', at: number, now: number, defaultCountry: string | undefined): Row {
   const call = event.data.call
   const transcript = parseWebhookTranscript(event.data.transcript)
+  const number = contactNumber(call.to_phone)
   return {
     conversation_id: call.conversation_id,
     agent_id: call.agent_id,
-    contact_number: contactNumber(call.to_phone),
+    contact_number: number,
+    contact_key: contactKey(number, defaultCountry),
     status: call.status,
     terminal: isTerminalStatus(call.status) ? 1 : 0,
     duration_seconds: durationSeconds(call.duration_seconds),
@@ -148,10 +153,13 @@ export function mergeConversation(existing: Row, incoming: Row): Row {
     incoming.terminal > existing.terminal || (incoming.terminal === existing.terminal && incoming.last_event_at >= existing.last_event_at)
   const [win, lose] = incomingWins ? [incoming, existing] : [existing, incoming]
   const pick = <K extends keyof Row>(key: K): Row[K] => (win[key] ?? lose[key]) as Row[K]
+  // The key goes with the number it was made from; the incoming fact's is freshly made (a row an older version wrote has none).
+  const contact = win.contact_number !== null ? win : lose
   return {
     conversation_id: existing.conversation_id,
     agent_id: win.agent_id,
-    contact_number: pick('contact_number'),
+    contact_number: contact.contact_number,
+    contact_key: contact.contact_number === incoming.contact_number ? incoming.contact_key : contact.contact_key,
     status: win.status,
     terminal: Math.max(existing.terminal, incoming.terminal),
     duration_seconds: pick('duration_seconds'),
@@ -183,7 +191,7 @@ export interface ReadModelFact {
 
 /** Every column of a conversation row, once (`satisfies` checks the list against the table: none missing, none extra). */
 const ROW_COLUMNS = Object.keys({
-  conversation_id: 1, agent_id: 1, contact_number: 1, status: 1, terminal: 1, duration_seconds: 1, started_at: 1, ended_at: 1,
+  conversation_id: 1, agent_id: 1, contact_number: 1, contact_key: 1, status: 1, terminal: 1, duration_seconds: 1, started_at: 1, ended_at: 1,
   failure_reason: 1, trace_id: 1, from_phone: 1, recording_url: 1, transcript: 1, results: 1, call_parameters: 1, retry: 1,
   retry_context: 1, last_event_at: 1, last_event_id: 1, source: 1, created_at: 1, updated_at: 1,
 } satisfies Record<keyof Row, 1>) as Array<keyof Row>
@@ -217,10 +225,11 @@ export async function applyEventsInTransaction(
   dialect: 'sqlite' | 'postgres',
   facts: ReadModelFact[],
   now: number,
+  defaultCountry: string | undefined,
 ): Promise<Map<string, Row>> {
   const incoming = new Map<string, Row>()
   for (const { event, source, receivedAt } of facts) {
-    const row = rowFromEvent(event, source, eventTimeMs(event, receivedAt), now)
+    const row = rowFromEvent(event, source, eventTimeMs(event, receivedAt), now, defaultCountry)
     const earlier = incoming.get(row.conversation_id)
     incoming.set(row.conversation_id, earlier ? mergeConversation(earlier, row) : row)
   }
@@ -256,12 +265,12 @@ export async function applyReadModelBatch(rt: Runtime, items: ProcessedEvent[]):
   const now = rt.clock.now()
   warnOfUnfiledNumbers(rt, items)
   try {
-    await rt.store.db.transaction().execute((trx) => applyEventsInTransaction(trx, rt.store.dialect, items, now))
+    await rt.store.db.transaction().execute((trx) => applyEventsInTransaction(trx, rt.store.dialect, items, now, rt.config.defaultCountry))
     return errors
   } catch {
     for (const p of items) {
       try {
-        await rt.store.db.transaction().execute((trx) => applyEventsInTransaction(trx, rt.store.dialect, [p], now))
+        await rt.store.db.transaction().execute((trx) => applyEventsInTransaction(trx, rt.store.dialect, [p], now, rt.config.defaultCountry))
       } catch (error) {
         errors.set(p.eventId, error as Error)
       }
@@ -279,7 +288,7 @@ export async function applyEventToReadModel(
 ): Promise<StoredConversation> {
   const now = rt.clock.now()
   warnOfUnfiledNumbers(rt, [{ event, source, receivedAt }])
-  const stored = await rt.store.db.transaction().execute((trx) => applyEventsInTransaction(trx, rt.store.dialect, [{ event, source, receivedAt }], now))
+  const stored = await rt.store.db.transaction().execute((trx) => applyEventsInTransaction(trx, rt.store.dialect, [{ event, source, receivedAt }], now, rt.config.defaultCountry))
   return toStoredConversation(stored.get(event.data.call.conversation_id)!)
 }
 

@@ -17,6 +17,7 @@ import {
   type ConversationInput,
 } from '../../src/campaigns/index.ts'
 import { numbersToScreen } from '../../src/campaigns/plan-follow-ups.ts'
+import { contactKey } from '../../src/campaigns/contact-key.ts'
 import type { ConversationsTable } from '../../src/db/schema.ts'
 import { createManualClock } from '../../src/utils/clock.ts'
 import type { Effects } from '../../src/effects.ts'
@@ -43,11 +44,14 @@ afterAll(async () => {
 const dry = (): Effects => ({ dryRun: true, plan: [] })
 const live = (): Effects => ({ dryRun: false, plan: [] })
 
+/** A conversation as the read model writes it: its contact key made from its number (src/campaigns/contact-key.ts). */
 function conversationRow(over: Partial<ConversationsTable> = {}): ConversationsTable {
+  const number = over.contact_number === undefined ? PHONE : over.contact_number
   return {
     conversation_id: 'e36853de-9cbb-441e-ad75-d3c8ac82abfb_1',
     agent_id: 101,
     contact_number: PHONE,
+    contact_key: contactKey(number, 'IN'),
     status: 'no_answer',
     terminal: 1,
     duration_seconds: null,
@@ -341,7 +345,8 @@ describeEachDialect('campaign toolkit with storage', (dialect) => {
     // A named conversation older than `since` is read in full all the same; its contact's history only as recent as `since`.
     await seedNoAnswer({ conversation_id: 'a_3', trace_id: 'td' })
     const older = await loadFollowUpInputs(rt, { since: EVENING - 3_600_000 + 1, conversationIds: ['a_1'] })
-    expect(older.conversations.map((c) => c.conversation_id).sort()).toEqual(['a_1', 'a_3'])
+    // a_2 is the same contact written otherwise (09876543210): part of a_1's history too (it was missed before 0.27.0).
+    expect(older.conversations.map((c) => c.conversation_id).sort()).toEqual(['a_1', 'a_2', 'a_3'])
     const a1 = older.conversations.find((c) => c.conversation_id === 'a_1')!
     expect(a1).toMatchObject({ status: 'no_answer', trace_id: 'ta', updated_at: EVENING - 3_600_000 })
     expect(a1.call_parameters).toBe(inputs.conversations.find((c) => c.conversation_id === 'a_1')!.call_parameters)

@@ -20,7 +20,7 @@ describeEachDialect('store', (dialect) => {
   it('migrates, is idempotent, and reports readiness', async () => {
     store = await openTestStore(dialect, { migrate: false })
     expect(await isMigrated(store)).toBe(false)
-    expect((await migrate(store)).applied).toEqual(['0001_initial', '0002_webhooks_stats', '0003_event_pipeline', '0004_mail_outbox', '0005_dashboard_indexes', '0006_destinations', '0007_recording_headers', '0008_follow_up_sweep_indexes', '0009_destination_payloads', '0010_destination_pending_indexes', '0011_instances', '0012_recipe_fires_fired_index', '0013_destination_ordered_flag', '0014_destination_dead_index', '0015_destination_pending_covering', '0016_call_queue_window', '0017_recipe_runs_process', '0018_recipe_runs_one_running', '0019_revoked_sessions', '0020_calls_conversation', '0021_event_lookups_past_pending', '0022_destination_tallies', '0023_recipe_runs_indexes', '0024_dnc_added_index'])
+    expect((await migrate(store)).applied).toEqual(['0001_initial', '0002_webhooks_stats', '0003_event_pipeline', '0004_mail_outbox', '0005_dashboard_indexes', '0006_destinations', '0007_recording_headers', '0008_follow_up_sweep_indexes', '0009_destination_payloads', '0010_destination_pending_indexes', '0011_instances', '0012_recipe_fires_fired_index', '0013_destination_ordered_flag', '0014_destination_dead_index', '0015_destination_pending_covering', '0016_call_queue_window', '0017_recipe_runs_process', '0018_recipe_runs_one_running', '0019_revoked_sessions', '0020_calls_conversation', '0021_event_lookups_past_pending', '0022_destination_tallies', '0023_recipe_runs_indexes', '0024_dnc_added_index', '0025_contact_keys'])
     expect((await migrate(store)).applied).toEqual([])
     expect(await isMigrated(store)).toBe(true)
   })
@@ -35,13 +35,14 @@ describeEachDialect('store', (dialect) => {
 
   it("a database migrated by 0.18.0's first commit, which named 0023 otherwise, is upgraded: the index it lacked made, the record renamed", async () => {
     store = await openTestStore(dialect)
-    // As that commit left it: 0023 recorded as `0023_recipe_runs_running`, its second index not made; 0024 came later.
-    await sql`delete from switchboard_migrations where name = '0024_dnc_added_index'`.execute(store.db)
+    // As that commit left it: 0023 recorded as `0023_recipe_runs_running`, its second index not made; 0024 and 0025 came
+    // later (0025 is made again over what it left: its columns and indexes are kept if there).
+    await sql`delete from switchboard_migrations where name in ('0024_dnc_added_index', '0025_contact_keys')`.execute(store.db)
     await sql`update switchboard_migrations set name = '0023_recipe_runs_running' where name = '0023_recipe_runs_indexes'`.execute(store.db)
     await sql`drop index recipe_runs_event`.execute(store.db)
     await sql`drop index dnc_added`.execute(store.db)
     // It was refused at every start: "corrupted migrations: previously executed migration 0023_recipe_runs_running is missing".
-    expect((await migrate(store)).applied).toEqual(['0023_recipe_runs_indexes', '0024_dnc_added_index'])
+    expect((await migrate(store)).applied).toEqual(['0023_recipe_runs_indexes', '0024_dnc_added_index', '0025_contact_keys'])
     expect(await isMigrated(store)).toBe(true)
     const names = (await sql<{ name: string }>`select name from switchboard_migrations where name like '0023%'`.execute(store.db)).rows.map((r) => r.name)
     expect(names).toEqual(['0023_recipe_runs_indexes'])
@@ -55,12 +56,12 @@ describeEachDialect('store', (dialect) => {
 
   it('a start that migrates an existing database says which migrations it applied; a new database says nothing of them', async () => {
     store = await openTestStore(dialect)
-    await sql`delete from switchboard_migrations where name = '0024_dnc_added_index'`.execute(store.db)
-    await sql`drop index dnc_added`.execute(store.db)
+    await sql`delete from switchboard_migrations where name = '0025_contact_keys'`.execute(store.db)
+    await sql`drop index calls_customer_key`.execute(store.db)
     const config = loadConfig({ env: { DATA_DIR: mkdtempSync(join(tmpdir(), 'sb-migrated-log-')), WEBHOOK_SECRET: 'whsec_test_secret', LOG_LEVEL: 'info' } })
     const upgrade = captureLogs()
     await (await createRuntime(config, { store, log: upgrade.log })).close()
-    expect(upgrade.find(/^database migrated/).map((l) => [l.msg, l.migrations])).toEqual([['database migrated: 0024_dnc_added_index', ['0024_dnc_added_index']]])
+    expect(upgrade.find(/^database migrated/).map((l) => [l.msg, l.migrations])).toEqual([['database migrated: 0025_contact_keys', ['0025_contact_keys']]])
     const fresh = await openTestStore(dialect, { migrate: false })
     const created = captureLogs()
     try {

@@ -96,7 +96,7 @@ describeEachDialect('destinations: event bodies kept once per event', (dialect) 
       .insertInto('destination_deliveries')
       .values([row('crm', 'evt_a', '{"a":1}', 1_000), row('warehouse', 'evt_a', '{"a":1}', 1_001), row('crm', 'evt_b', '{"b":"é"}', 2_000)])
       .execute()
-    expect((await migrate(store)).applied).toEqual(['0009_destination_payloads', '0010_destination_pending_indexes', '0011_instances', '0012_recipe_fires_fired_index', '0013_destination_ordered_flag', '0014_destination_dead_index', '0015_destination_pending_covering', '0016_call_queue_window', '0017_recipe_runs_process', '0018_recipe_runs_one_running', '0019_revoked_sessions', '0020_calls_conversation', '0021_event_lookups_past_pending', '0022_destination_tallies', '0023_recipe_runs_indexes', '0024_dnc_added_index'])
+    expect((await migrate(store)).applied).toEqual(['0009_destination_payloads', '0010_destination_pending_indexes', '0011_instances', '0012_recipe_fires_fired_index', '0013_destination_ordered_flag', '0014_destination_dead_index', '0015_destination_pending_covering', '0016_call_queue_window', '0017_recipe_runs_process', '0018_recipe_runs_one_running', '0019_revoked_sessions', '0020_calls_conversation', '0021_event_lookups_past_pending', '0022_destination_tallies', '0023_recipe_runs_indexes', '0024_dnc_added_index', '0025_contact_keys'])
     const copied = async () => await store!.db.selectFrom('destination_payloads').selectAll().orderBy('event_id').execute()
     expect(await copied()).toEqual([
       { event_id: 'evt_a', payload: '{"a":1}', created_at: 1_000 },
