@@ -4,6 +4,8 @@ import { acquireLease, releaseLease } from '../coordination/lease.ts'
 import { yieldToReceiver } from '../coordination/receiver-load.ts'
 import { every } from '../utils/every.ts'
 import { contactKey } from './contact-key.ts'
+import { CONTACT_COLUMNS } from './contact-lookup.ts'
+import { sql } from 'kysely'
 
 export interface ContactKeyFill {
   /** Conversations given their `contact_key`. */
@@ -26,37 +28,34 @@ export async function fillContactKeys(rt: Runtime, options: DeleteInChunksOption
   const lease = 'contact-keys:fill'
   if (!(await acquireLease(rt, lease, PURGE_LEASE_MS))) return { conversations: 0, calls: 0, more: false, skipped: true }
   try {
-    const db = rt.store.db
-    const country = rt.config.defaultCountry
     const chunks = purgeRun({ beforeChunk: () => yieldToReceiver(rt), ...options })
-    let conversations = 0
-    let calls = 0
-    const talked = await deleteInChunks(async (limit) => {
-      const numbers = await db.selectFrom('conversations').select('contact_number').distinct().where('contact_key', 'is', null).where('contact_number', 'is not', null).limit(limit).execute()
-      await db.transaction().execute(async (trx) => {
-        for (const { contact_number } of numbers) {
-          const done = await trx.updateTable('conversations').set({ contact_key: contactKey(contact_number, country) }).where('contact_key', 'is', null).where('contact_number', '=', contact_number).executeTakeFirst()
-          conversations += Number(done.numUpdatedRows)
-        }
-      })
-      return numbers.length
-    }, chunks)
-    const placed = await deleteInChunks(async (limit) => {
-      const numbers = await db.selectFrom('calls').select('customer_phone').distinct().where('customer_key', 'is', null).limit(limit).execute()
-      await db.transaction().execute(async (trx) => {
-        for (const { customer_phone } of numbers) {
-          const done = await trx.updateTable('calls').set({ customer_key: contactKey(customer_phone, country) }).where('customer_key', 'is', null).where('customer_phone', '=', customer_phone).executeTakeFirst()
-          calls += Number(done.numUpdatedRows)
-        }
-      })
-      return numbers.length
-    }, chunks)
-    const more = talked.more || placed.more
-    if (conversations + calls > 0) rt.log.info({ conversations, calls, more }, 'filled contact keys of earlier rows (the follow-up planner finds a contact\'s history by them)')
-    return { conversations, calls, more, skipped: false }
+    const conversations = await fillTable(rt, 'conversations', chunks)
+    const calls = await fillTable(rt, 'calls', chunks)
+    const counts = { conversations: conversations.rows, calls: calls.rows, more: conversations.more || calls.more }
+    if (counts.conversations + counts.calls > 0) rt.log.info(counts, 'filled contact keys of earlier rows (the follow-up planner finds a contact\'s history by them)')
+    return { ...counts, skipped: false }
   } finally {
     await releaseLease(rt, lease)
   }
+}
+
+/** One table's rows without a key, a few hundred numbers a chunk: one UPDATE a number, through its index. */
+async function fillTable(rt: Runtime, table: keyof typeof CONTACT_COLUMNS, chunks: DeleteInChunksOptions): Promise<{ rows: number; more: boolean }> {
+  const { key, written } = CONTACT_COLUMNS[table]
+  const country = rt.config.defaultCountry
+  let rows = 0
+  const done = await deleteInChunks(async (limit) => {
+    const unfilled = sql<{ number: string }>`select distinct ${sql.ref(written)} as number from ${sql.table(table)} where ${sql.ref(key)} is null and ${sql.ref(written)} is not null limit ${limit}`
+    const numbers = (await unfilled.execute(rt.store.db)).rows
+    await rt.store.db.transaction().execute(async (trx) => {
+      for (const { number } of numbers) {
+        const filled = await sql`update ${sql.table(table)} set ${sql.ref(key)} = ${contactKey(number, country)} where ${sql.ref(key)} is null and ${sql.ref(written)} = ${number}`.execute(trx)
+        rows += Number(filled.numAffectedRows ?? 0)
+      }
+    })
+    return numbers.length
+  }, chunks)
+  return { rows, more: done.more }
 }
 
 /** Fills contact keys shortly after start-up, then every PURGE_EVERY_MS (rows an older version beside this one writes). */

@@ -4,7 +4,7 @@ import { inValues } from '../db/in-values.ts'
 import { contactKey } from './contact-key.ts'
 
 /** Where each table keeps a number as written and as its contact key (src/campaigns/contact-key.ts). */
-const COLUMNS = {
+export const CONTACT_COLUMNS = {
   conversations: { key: 'contact_key', written: 'contact_number' },
   calls: { key: 'customer_key', written: 'customer_phone' },
 } as const
@@ -36,8 +36,8 @@ export function contactNumbers(numbers: Iterable<{ number: string | null; key?: 
  * nulls, every row at once after an upgrade until the fill is done, instead of the number's own. Postgres's planner
  * has the nulls' share in its statistics (and no unary `+` on text).
  */
-export function contactIn(dialect: Dialect, table: keyof typeof COLUMNS, numbers: ContactNumbers): RawBuilder<SqlBool> {
-  const { key, written } = COLUMNS[table]
+export function contactIn(dialect: Dialect, table: keyof typeof CONTACT_COLUMNS, numbers: ContactNumbers): RawBuilder<SqlBool> {
+  const { key, written } = CONTACT_COLUMNS[table]
   const unfilled = dialect === 'sqlite' ? sql`+${sql.ref(key)} is null` : sql`${sql.ref(key)} is null`
   return sql<SqlBool>`(${inValues(dialect, key, numbers.keys)} or (${unfilled} and ${inValues(dialect, written, numbers.written)}))`
 }
