@@ -1,4 +1,5 @@
 import type { Runtime } from '../runtime.ts'
+import { contactIn, contactNumbers } from '../campaigns/contact-lookup.ts'
 import { toCallRecord, type CallRecord, type CallStatus } from './record.ts'
 
 /** Read side of the calls ledger: what switchboard placed or scheduled, newest first. */
@@ -9,7 +10,7 @@ export interface ListCallsQuery {
   recipe?: string
   campaign?: string
   agentId?: number
-  /** E.164, as the ledger stores it. */
+  /** The contact, its number written any way (its E.164 form by DEFAULT_COUNTRY, or as the ledger holds it). */
   customerPhone?: string
   /** Default 50, at most 1000 per page. */
   limit?: number
@@ -50,7 +51,8 @@ export async function listCalls(rt: Runtime, query: ListCallsQuery = {}): Promis
   if (query.recipe) q = q.where('recipe', '=', query.recipe)
   if (query.campaign) q = q.where('campaign', '=', query.campaign)
   if (query.agentId !== undefined) q = q.where('agent_id', '=', query.agentId)
-  if (query.customerPhone) q = q.where('customer_phone', '=', query.customerPhone)
+  // The contact however its number was written (src/campaigns/contact-key.ts), as the Events page's phone filter.
+  if (query.customerPhone) q = q.where(contactIn(rt.store.dialect, 'calls', contactNumbers([{ number: query.customerPhone }], rt.config.defaultCountry)))
   const before = query.before
   if (before) {
     q = q.where((eb) => eb.or([eb('created_at', '<', before.createdAt), eb.and([eb('created_at', '=', before.createdAt), eb('id', '<', before.id)])]))

@@ -5,8 +5,8 @@ import { contactKey } from './contact-key.ts'
 
 /** Where each table keeps a number as written and as its contact key (src/campaigns/contact-key.ts). */
 export const CONTACT_COLUMNS = {
-  conversations: { key: 'contact_key', written: 'contact_number' },
-  calls: { key: 'customer_key', written: 'customer_phone' },
+  conversations: { id: 'conversation_id', key: 'contact_key', written: 'contact_number' },
+  calls: { id: 'id', key: 'customer_key', written: 'customer_phone' },
 } as const
 
 /** The numbers to look a contact up by: their keys, and as written for the rows an older version left without one. */
@@ -38,6 +38,10 @@ export function contactNumbers(numbers: Iterable<{ number: string | null; key?: 
  */
 export function contactIn(dialect: Dialect, table: keyof typeof CONTACT_COLUMNS, numbers: ContactNumbers): RawBuilder<SqlBool> {
   const { key, written } = CONTACT_COLUMNS[table]
-  const unfilled = dialect === 'sqlite' ? sql`+${sql.ref(key)} is null` : sql`${sql.ref(key)} is null`
-  return sql<SqlBool>`(${inValues(dialect, key, numbers.keys)} or (${unfilled} and ${inValues(dialect, written, numbers.written)}))`
+  return sql<SqlBool>`(${inValues(dialect, key, numbers.keys)} or (${unfilledKey(dialect, key)} and ${inValues(dialect, written, numbers.written)}))`
+}
+
+/** `column is null`, on SQLite as a condition that leaves the column's index alone (a unary `+`; see contactIn). */
+export function unfilledKey(dialect: Dialect, column: string): RawBuilder<SqlBool> {
+  return dialect === 'sqlite' ? sql<SqlBool>`+${sql.ref(column)} is null` : sql<SqlBool>`${sql.ref(column)} is null`
 }

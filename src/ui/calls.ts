@@ -2,7 +2,6 @@ import type { H3 } from 'h3'
 import { z } from 'zod'
 import { CALL_STATUSES, decodeCallsCursor, encodeCallsCursor, followUpChain, listCalls, outcomesByTrace, type CallsCursor } from '../calls/list-calls.ts'
 import type { CallRecord } from '../calls/record.ts'
-import { normalizePhone } from '../campaigns/phones.ts'
 import type { Runtime } from '../runtime.ts'
 import { campaignFrom } from '../reports/campaign.ts'
 import { getConversation } from '../webhooks/read-model.ts'
@@ -60,13 +59,12 @@ export function registerCallsPage(app: H3, rt: Runtime): void {
     const parsed = callsQuerySchema.safeParse(Object.fromEntries(event.url.searchParams))
     if (!parsed.success) throw badQuery(parsed.error)
     const q = parsed.data
-    const phone = q.phone ? normalizePhone(q.phone, { defaultCountry: rt.config.defaultCountry }) : undefined
     const before = cursorOf(q.before)
     // One more than a page: whether older calls follow, so the last page has no "Older" link to an empty one.
     const listed = await listCalls(rt, {
       recipe: q.recipe,
       status: q.status,
-      customerPhone: phone ? (phone.ok ? phone.e164 : q.phone) : undefined,
+      customerPhone: q.phone,
       limit: CALLS_PAGE_SIZE + 1,
       before,
     })

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest'
 import { fillContactKeys } from '../../src/campaigns/contact-key-fill.ts'
 import { runFollowUps } from '../../src/campaigns/follow-ups.ts'
 import { placeCall } from '../../src/calls/place-call.ts'
+import { listCalls } from '../../src/calls/list-calls.ts'
 import { createQueries } from '../../src/recipes/queries.ts'
 import type { Effects } from '../../src/effects.ts'
 import { createManualClock } from '../../src/utils/clock.ts'
@@ -131,9 +132,23 @@ describeEachDialect("a contact's history whatever way its number was written", (
     expect(await ids(E164)).toEqual(['c1_1', 'c2_1'])
     expect(await ids(SPACED)).toEqual(['c1_1', 'c2_1'])
     expect((await data.calls({ customerPhone: NATIONAL })).map((c) => [c.idempotency_key, c.customer_phone])).toEqual([['q-1', SPACED]])
+    // The dashboard's Calls page filter (listCalls) as well.
+    expect((await listCalls(rt, { customerPhone: '98765-43120' })).map((c) => c.idempotency_key)).toEqual(['q-1'])
     // The key is the table's own: not part of what a recipe reads.
     expect(Object.keys((await data.conversations({ contactNumber: E164 }))[0]!)).not.toContain('contact_key')
     expect(Object.keys((await data.calls({}))[0]!)).not.toContain('customer_key')
+  })
+
+  it('the fill walks each table in chunks: every row of a number filled, rows with no number left alone, nothing read twice', async () => {
+    // 25 conversations over 5 numbers written two ways, and one with no number (a to_phone too long to keep).
+    for (let i = 0; i < 25; i++) await noAnswer(`f${String(i).padStart(2, '0')}_1`, i % 2 ? `098765 4310${i % 5}` : `+91987654310${i % 5}`, 30 - i)
+    await rt.store.db.updateTable('conversations').set({ contact_number: null }).where('conversation_id', '=', 'f24_1').execute()
+    await rt.store.db.updateTable('conversations').set({ contact_key: null }).execute()
+    expect(await fillContactKeys(rt, { chunk: 4 })).toEqual({ conversations: 24, calls: 0, more: false, skipped: false })
+    const rows = await rt.store.db.selectFrom('conversations').select(['conversation_id', 'contact_key']).orderBy('conversation_id').execute()
+    expect(rows.filter((r) => r.contact_key === null).map((r) => r.conversation_id)).toEqual(['f24_1'])
+    expect(new Set(rows.map((r) => r.contact_key).filter(Boolean))).toEqual(new Set([0, 1, 2, 3, 4].map((d) => `+91987654310${d}`)))
+    expect(await fillContactKeys(rt, { chunk: 4 })).toMatchObject({ conversations: 0, calls: 0 })
   })
 
   it('a number that does not read as one is its own key, as written; a later event on an old row gives it its key', async () => {
