@@ -3,6 +3,13 @@ const NOT_SECRET: ReadonlySet<string> = new Set(['content-type', 'user-agent', '
 
 /** Shorter values are left: "ops" in an answer is more likely a word of its own than the header's value echoed. */
 const MIN_SECRET_LENGTH = 8
+/**
+ * The credentials of an `Authorization` header (after its scheme; Basic's pair and password decoded) are secrets
+ * whatever they look like: a URL's password `pw123` was echoed and kept as sent. Below 4 characters a value is too
+ * likely part of the answer's own text to hide it everywhere.
+ */
+const MIN_CREDENTIAL_LENGTH = 4
+const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set(['authorization', 'proxy-authorization'])
 
 /**
  * What of a destination's URL may be a secret, as its shown form hides it (src/utils/shown-url.ts): each query value
@@ -30,18 +37,23 @@ function urlSecretsOf(url: string): string[] {
 
 /** The values a destination's answer must not show: each header's (credentials after their scheme too, Basic decoded), and the URL's. */
 function secretsOf(headers: Readonly<Record<string, string>>, urls: readonly string[]): string[] {
-  const found: string[] = urls.flatMap(urlSecretsOf)
+  const found: string[] = urls.flatMap(urlSecretsOf).filter((s) => s.length >= MIN_SECRET_LENGTH)
   for (const [name, value] of Object.entries(headers)) {
-    if (NOT_SECRET.has(name.toLowerCase())) continue
-    found.push(value)
+    const header = name.toLowerCase()
+    if (NOT_SECRET.has(header)) continue
+    const least = CREDENTIAL_HEADERS.has(header) ? MIN_CREDENTIAL_LENGTH : MIN_SECRET_LENGTH
     const [scheme, credentials] = value.split(/\s+/, 2)
-    if (!credentials) continue
-    found.push(credentials)
-    if (scheme!.toLowerCase() !== 'basic') continue
-    const decoded = Buffer.from(credentials, 'base64').toString('utf8')
-    found.push(decoded, decoded.slice(decoded.indexOf(':') + 1))
+    const parts = [value]
+    if (credentials) {
+      parts.push(credentials)
+      if (scheme!.toLowerCase() === 'basic') {
+        const decoded = Buffer.from(credentials, 'base64').toString('utf8')
+        parts.push(decoded, decoded.slice(decoded.indexOf(':') + 1))
+      }
+    }
+    found.push(...parts.filter((s) => s.length >= least))
   }
-  return found.filter((s) => s.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length)
+  return found.sort((a, b) => b.length - a.length)
 }
 
 /**
@@ -53,7 +65,7 @@ function secretsOf(headers: Readonly<Record<string, string>>, urls: readonly str
  */
 export function withoutEchoedSecrets(response: string, headers: Readonly<Record<string, string>>, urls: readonly string[] = []): string {
   // Most answers are empty or "ok": nothing to look for (this runs for every delivery).
-  if (response.length < MIN_SECRET_LENGTH) return response
+  if (response.length < MIN_CREDENTIAL_LENGTH) return response
   let shown = response
   for (const secret of secretsOf(headers, urls)) if (shown.includes(secret)) shown = shown.split(secret).join('[redacted]')
   return shown

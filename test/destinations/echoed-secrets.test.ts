@@ -36,6 +36,13 @@ it("a destination's answer is kept without the credentials switchboard sent it",
   const basic = await runCli(['destinations', 'test', 'crm'], cliEnv(rt, { DESTINATIONS: JSON.stringify([destination(url.href)]), ALLOW_PRIVATE_DESTINATIONS: 'true' }))
   expect(basic.out).toContain('response: got [redacted]; user:pass [redacted]; password [redacted]')
   expect(basic.out).not.toContain('pa55word-xyz')
+
+  // A short password is a credential all the same: it was kept as echoed (values under 8 characters were left).
+  url.username = 'bot'
+  url.password = 'pw123'
+  const short = await runCli(['destinations', 'test', 'crm'], cliEnv(rt, { DESTINATIONS: JSON.stringify([destination(url.href)]), ALLOW_PRIVATE_DESTINATIONS: 'true' }))
+  expect(short.out).toContain('response: got [redacted]; user:pass [redacted]; password [redacted]')
+  expect(short.out).not.toContain('pw123')
 })
 
 // The URL is shown with its query values and every path segment but the first hidden; a sink quoting its request URL
