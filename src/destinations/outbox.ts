@@ -284,6 +284,27 @@ export async function claimDeliveries(rt: Runtime, destination: DestinationConfi
   return rows.sort((a, b) => a.order_at - b.order_at || (a.id < b.id ? -1 : 1))
 }
 
+type DeliveryAsD = Database & { d: DestinationDeliveriesTable }
+
+/**
+ * Of an ordered destination's deliveries (`d`), one that no earlier pending delivery of its conversation holds back:
+ * the only kind a claim takes, and the one a pause ended by hand makes due as the probe (src/destinations/pauses.ts).
+ */
+export function firstOfItsConversation({ not, exists, selectFrom }: ExpressionBuilder<DeliveryAsD, 'd'>) {
+  return not(
+    exists(
+      selectFrom('destination_deliveries as e')
+        .select(sql.lit(1).as('one'))
+        .whereRef('e.destination', '=', 'd.destination')
+        .whereRef('e.conversation_id', '=', 'd.conversation_id')
+        // Literals, not parameters: they name the partial index's condition (migration 0013).
+        .where('e.status', '=', sql.lit('pending'))
+        .where('e.ordered', '=', sql.lit(1))
+        .where((eb) => eb.or([eb('e.order_at', '<', eb.ref('d.order_at')), eb.and([eb('e.order_at', '=', eb.ref('d.order_at')), eb('e.id', '<', eb.ref('d.id'))])])),
+    ),
+  )
+}
+
 /** The due, unclaimed deliveries of a destination, oldest first: with ordering, each conversation's earliest pending one only. */
 function dueDeliveries(rt: Runtime, destination: DestinationConfig, now: number) {
   let due = rt.store.db
@@ -293,22 +314,7 @@ function dueDeliveries(rt: Runtime, destination: DestinationConfig, now: number)
     .where('d.status', '=', sql.lit('pending'))
     .where('d.next_attempt_at', '<=', now)
     .where((eb) => eb.or([eb('d.claimed_until', 'is', null), eb('d.claimed_until', '<', now)]))
-  if (destination.ordered) {
-    due = due.where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom('destination_deliveries as e')
-            .select(sql.lit(1).as('one'))
-            .whereRef('e.destination', '=', 'd.destination')
-            .whereRef('e.conversation_id', '=', 'd.conversation_id')
-            // Literals, not parameters: they name the partial index's condition (migration 0013).
-            .where('e.status', '=', sql.lit('pending'))
-            .where('e.ordered', '=', sql.lit(1))
-            .where((eb) => eb.or([eb('e.order_at', '<', eb.ref('d.order_at')), eb.and([eb('e.order_at', '=', eb.ref('d.order_at')), eb('e.id', '<', eb.ref('d.id'))])])),
-        ),
-      ),
-    )
-  }
+  if (destination.ordered) due = due.where(firstOfItsConversation)
   // Ordered by the index alone, so the scan stops at `limit` (a second sort key would sort the whole backlog).
   return due.orderBy('d.next_attempt_at')
 }

@@ -1,5 +1,6 @@
 import type { Runtime } from '../runtime.ts'
 import { fromJson } from '../db/json.ts'
+import { firstOfItsConversation } from './outbox.ts'
 
 /**
  * Circuit-breaker pauses as the list, `/admin/destinations` and the dashboard show them. The breaker lives in each
@@ -89,16 +90,18 @@ export async function endPauses(rt: Runtime, name: string): Promise<boolean> {
 
 /**
  * Makes the destination's next delivery due now, to go out as the probe: the worker sent "the next delivery" — due
- * at its retry, hours away on the default schedule — while the destination read `active` and sent nothing.
+ * at its retry, hours away on the default schedule — while the destination read `active` and sent nothing. Of an
+ * ordered destination, the next delivery a claim can take: a conversation's first pending one (its later ones, due all
+ * along, wait behind it — made due instead, nothing went out until the first's retry).
  */
 async function probeNow(rt: Runtime, name: string, now: number): Promise<void> {
-  const next = await rt.store.db
-    .selectFrom('destination_deliveries')
-    .select('id')
-    .where('destination', '=', name)
-    .where('status', '=', 'pending')
-    .orderBy('next_attempt_at')
-    .limit(1)
-    .executeTakeFirst()
-  if (next) await rt.store.db.updateTable('destination_deliveries').set({ next_attempt_at: now }).where('id', '=', next.id).where('next_attempt_at', '>', now).execute()
+  const ordered = rt.config.destinations.list.some((d) => d.name === name && d.ordered)
+  let next = rt.store.db
+    .selectFrom('destination_deliveries as d')
+    .select('d.id')
+    .where('d.destination', '=', name)
+    .where('d.status', '=', 'pending')
+  if (ordered) next = next.where(firstOfItsConversation)
+  const row = await next.orderBy('d.next_attempt_at').limit(1).executeTakeFirst()
+  if (row) await rt.store.db.updateTable('destination_deliveries').set({ next_attempt_at: now }).where('id', '=', row.id).where('next_attempt_at', '>', now).execute()
 }

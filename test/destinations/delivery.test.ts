@@ -529,6 +529,33 @@ describeEachDialect('destinations: delivery', (dialect) => {
     expect(h.worker.paused()).toEqual([])
   })
 
+  // Ordered: the delivery made due was the one with the earliest next attempt — a conversation's later event, due all
+  // along but held behind its failed first — so nothing changed, and nothing went out until the first's retry, an hour on.
+  it('ending a pause of an ordered destination by hand sends a conversation\'s first pending delivery at once as the probe', async () => {
+    let up = false
+    const s = await sink((n, req, res, body) => (up ? ok(n, req, res, body) : res.writeHead(500).end('down')))
+    const dests = [destination(s, { name: 'crm', ordered: true, retryScheduleMs: [3_600_000, 3_600_000] })]
+    h = await createForwardHarness(dialect, dests, { worker: { breaker: { threshold: 2, basePauseMs: 600_000 } } })
+    const a = (i: number) => makeEvent({ event_id: `evt_a${i}`, call: { conversation_id: 'conv-a_1' } })
+    const b = (i: number) => makeEvent({ event_id: `evt_b${i}`, call: { conversation_id: 'conv-b_1' } })
+    await h.ingest([a(1), b(1), a(2), b(2)])
+    await vi.waitFor(() => expect(h!.worker.paused()).toEqual(['crm']), WAIT)
+    const attempted = async () => (await h!.rt.store.db.selectFrom('destination_deliveries').select('attempts').execute()).map((r) => Number(r.attempts)).sort()
+    await vi.waitFor(async () => {
+      await h!.clock.advance(100)
+      expect(await attempted()).toEqual([0, 0, 1, 1])
+    }, WAIT)
+    const env = cliEnv(h.rt, { DESTINATIONS: JSON.stringify(dests), ALLOW_PRIVATE_DESTINATIONS: '1' })
+    await main(['destinations', 'enable', 'crm'], { env, overrides: { clock: h.clock }, stdout: () => {}, stderr: () => {} })
+    up = true
+    await h.clock.advance(6_000)
+    await vi.waitFor(async () => expect((await h!.status()).filter((r) => r.status === 'delivered')).not.toHaveLength(0), WAIT)
+    expect(h.worker.paused()).toEqual([])
+    const sentIds = () => s.requests.map((r) => (JSON.parse(r.body) as { event_id: string }).event_id)
+    // The probe was a conversation's first event; through, the breaker closes and the other waits for its retry.
+    expect(sentIds().slice(2)[0]).toMatch(/^evt_[ab]1$/)
+  })
+
   it('a claimed delivery that waited in the buffer until its claim ran low is claimed afresh before it is sent', async () => {
     const held: Array<{ end(): void }> = []
     const s = await sink((_n, _req, res) => void held.push({ end: () => res.writeHead(204).end() }))
