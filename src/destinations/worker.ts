@@ -26,6 +26,11 @@ const START_MARGIN_MS = 5_000
 const CLAIM_AHEAD = 8
 /** How often a lane re-reads whether its destination was disabled or re-enabled (by any replica). */
 const STATE_CHECK_MS = 5_000
+/**
+ * How long a stop waits for the requests in flight to be answered (real time: a stop is the process manager's clock),
+ * capped by the destination's own timeout; what is still out then is cut, its claim given back, and sent again.
+ */
+export const STOP_DRAIN_MS = 5_000
 
 const MISSING_BODY: SendResult = { status: null, latencyMs: 0, error: 'the event body is missing (destination_payloads); not sent', response: '' }
 
@@ -41,6 +46,8 @@ export interface DeliveryWorker {
 
 export interface DeliveryWorkerOptions {
   breaker?: BreakerOptions
+  /** How long a stop waits for the requests in flight (default STOP_DRAIN_MS; capped by each destination's timeout). */
+  stopDrainMs?: number
 }
 
 /** What a failed attempt's log line says about it (built only for the outcomes that log). */
@@ -79,7 +86,8 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
   /** This lane's own 410 being recorded: until it is committed, a read of the shared state cannot see it. */
   let disabling = 0
   let stopped = false
-  // Shutdown cuts requests short instead of waiting out their timeouts; their claims are given back.
+  // A stop cuts what is still out after STOP_DRAIN_MS instead of waiting out the requests' timeouts; their claims are
+  // given back.
   const shutdown = createCancelGroup()
   // Label sets bound once: prom-client hashes the labels on every call otherwise.
   const attemptSeconds = metrics.attemptSeconds.labels(labels)
@@ -291,11 +299,18 @@ function startLane(rt: Runtime, destination: DestinationConfig, owner: string, m
     paused: () => breaker.state(rt.clock.now()) !== 'closed',
     async stop() {
       stopped = true
+      // The requests in flight are answered first, for a while: cut at once, each was sent again after the restart
+      // (its claim given back) though its destination had it — a duplicate of up to `concurrency` deliveries a
+      // destination at every deploy.
+      await settledWithin([...running], Math.min(destination.timeoutMs, options.stopDrainMs ?? STOP_DRAIN_MS))
       shutdown.cancelAll()
       await pumping
       await Promise.all([...running])
       await recorder.settle()
       await pauseWrites
+      // This replica pauses nothing any more: its record kept the destination `paused` on the pages (the dashboard
+      // offering Resume) while the next process, its breaker closed, delivered — for up to the pause's 10 minutes.
+      if (pauseRecorded) await clearPause(rt, destination.name).catch((e) => log.warn({ err: (e as Error).message }, 'could not clear the circuit breaker\'s pause record; it is shown until it ends'))
       if (buffer.length) await giveBack(buffer.splice(0))
       await agents.close()
     },
@@ -364,4 +379,12 @@ export function startDeliveryWorker(rt: Runtime, options: DeliveryWorkerOptions 
       await Promise.all([...lanes.values()].map((l) => l.stop()))
     },
   }
+}
+
+/** Waits until every one of `tasks` has settled, or `ms` of real time, whichever comes first. */
+async function settledWithin(tasks: Promise<unknown>[], ms: number): Promise<void> {
+  if (tasks.length === 0) return
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([Promise.allSettled(tasks), new Promise((resolve) => (timer = setTimeout(resolve, ms)))])
+  clearTimeout(timer)
 }

@@ -5,6 +5,7 @@ import type { ForwardedEvent } from '../../src/config/destinations.ts'
 import { signStandard } from '../../src/webhooks/index.ts'
 import { replayFailed } from '../../src/destinations/deliveries.ts'
 import { deliveryId } from '../../src/destinations/sign.ts'
+import { pausedDestinations } from '../../src/destinations/pauses.ts'
 import { startDeliveryWorker, SWEEP_MS } from '../../src/destinations/worker.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { cliEnv, runCli } from '../webhooks/helpers.ts'
@@ -554,6 +555,54 @@ describeEachDialect('destinations: delivery', (dialect) => {
     const sentIds = () => s.requests.map((r) => (JSON.parse(r.body) as { event_id: string }).event_id)
     // The probe was a conversation's first event; through, the breaker closes and the other waits for its retry.
     expect(sentIds().slice(2)[0]).toMatch(/^evt_[ab]1$/)
+  })
+
+  // A stop cut every request in flight at once and gave its claim back: the next process sent it again, though the
+  // destination had it — at every deploy, up to `concurrency` duplicates a destination.
+  it('a stop waits for the deliveries in flight to be answered: each is recorded delivered, none is sent again', async () => {
+    const held: Array<() => void> = []
+    const s = await sink((_n, _req, res) => void held.push(() => res.writeHead(204).end()))
+    h = await createForwardHarness(dialect, [destination(s, { concurrency: 3 })])
+    await h.ingest([makeEvent(), makeEvent(), makeEvent()])
+    await vi.waitFor(() => expect(held).toHaveLength(3), WAIT)
+    const stopping = h.worker.stop()
+    // Answered while the stop waits.
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    for (const answer of held) answer()
+    await stopping
+    expect((await h.status()).map((r) => r.status)).toEqual(['delivered', 'delivered', 'delivered'])
+    h.worker = startDeliveryWorker(h.rt)
+    await h.clock.advance(SWEEP_MS)
+    await h.worker.idle()
+    expect(s.requests).toHaveLength(3)
+  })
+
+  it('a stop cuts what is still out after its wait (the claim given back, sent again by the next worker)', async () => {
+    let answering = false
+    const s = await sink((_n, _req, res) => void (answering && res.writeHead(204).end()))
+    h = await createForwardHarness(dialect, [destination(s)], { worker: { stopDrainMs: 100 } })
+    await h.ingest([makeEvent()])
+    await vi.waitFor(() => expect(s.requests).toHaveLength(1), WAIT)
+    await h.worker.stop()
+    expect((await h.status()).map((r) => [r.status, r.attempts])).toEqual([['pending', 0]])
+    answering = true
+    h.worker = startDeliveryWorker(h.rt)
+    await vi.waitFor(async () => {
+      await h!.clock.advance(SWEEP_MS)
+      expect((await h!.status()).map((r) => r.status)).toEqual(['delivered'])
+    }, WAIT)
+    expect(s.requests).toHaveLength(2)
+  })
+
+  // The stopped process's pause record kept the destination `paused` (the dashboard offering Resume) while the next
+  // process, its breaker closed, delivered — until the pause's end, up to 10 minutes on.
+  it("a stop ends this replica's pause on the pages: the next process starts with its breaker closed", async () => {
+    const s = await sink((_n, _req, res) => res.writeHead(500).end('down'))
+    h = await createForwardHarness(dialect, [destination(s)], { worker: { breaker: { threshold: 2, basePauseMs: 600_000 } } })
+    await h.ingest([makeEvent(), makeEvent()])
+    await vi.waitFor(async () => expect([...(await pausedDestinations(h!.rt)).keys()]).toEqual(['crm']), WAIT)
+    await h.worker.stop()
+    expect([...(await pausedDestinations(h.rt)).keys()]).toEqual([])
   })
 
   it('a claimed delivery that waited in the buffer until its claim ran low is claimed afresh before it is sent', async () => {
