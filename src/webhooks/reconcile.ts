@@ -12,6 +12,9 @@ import { keyedLookup } from './keyed-lookup.ts'
 import { acquireLease, releaseLease } from '../coordination/lease.ts'
 import { webhookMetrics } from './metrics.ts'
 import { webhookState } from './state.ts'
+import { contactIn, contactNumbers } from '../campaigns/contact-lookup.ts'
+import { fromJson } from '../db/json.ts'
+import type { RetryContext } from '../upstream/schemas.ts'
 
 export interface ReconcileOptions {
   /** Pages of 100 to read at most per run (bounds the cost of a run). */
@@ -49,8 +52,58 @@ function iso(ms: number | undefined): string | null {
   return ms === undefined || !Number.isFinite(ms) || ms <= 0 ? null : new Date(ms).toISOString()
 }
 
+/** What switchboard placed a call with (its calls ledger): the webhook's `call_parameters` and `retry_context`. */
+export interface PlacedWith {
+  parameters: Record<string, string>
+  retryContext: RetryContext | null
+}
+
+/** How long before a conversation started an untraced call to its number may have been placed and still be its call. */
+const UNTRACED_WITHIN_MS = 24 * 3_600_000
+
+/**
+ * The parameters and retry context switchboard placed a reconciled conversation's call with, from the calls ledger —
+ * the provider's conversation has neither, and without them its follow-up went out with the number alone (no name, no
+ * `collected_data`), under `agent:<id>`, and the report filed the call under `(direct)`. The call by its trace id or
+ * conversation; else, a call whose answer was lost (no trace id, no conversation), the latest such call to the same
+ * number by the same agent in the day before the conversation started. Undefined when switchboard did not place it
+ * (a batch's rows are the provider's: their columns come only with their webhooks).
+ */
+export async function placedWith(rt: Runtime, item: ConversationListItem, detail: ConversationDetail): Promise<PlacedWith | undefined> {
+  const columns = ['parameters', 'retry_context'] as const
+  let row = await rt.store.db
+    .selectFrom('calls')
+    .select(columns)
+    .where((eb) => eb.or([...(detail.trace_id ? [eb('trace_id', '=', detail.trace_id)] : []), eb('conversation_id', '=', detail.conversation_id)]))
+    .orderBy('created_at', 'desc')
+    .limit(1)
+    .executeTakeFirst()
+  const started = item.start_timestamp > 0 ? item.start_timestamp : undefined
+  if (!row && started !== undefined) {
+    row = await rt.store.db
+      .selectFrom('calls')
+      .select(columns)
+      .where('agent_id', '=', detail.agent_id)
+      .where('trace_id', 'is', null)
+      .where('conversation_id', 'is', null)
+      .where('status', 'not in', ['failed', 'rejected'])
+      .where('created_at', '<=', started)
+      .where('created_at', '>=', started - UNTRACED_WITHIN_MS)
+      .where(contactIn(rt.store.dialect, 'calls', contactNumbers([{ number: detail.contact_number }], rt.config.defaultCountry)))
+      .orderBy('created_at', 'desc')
+      .limit(1)
+      .executeTakeFirst()
+  }
+  if (!row) return undefined
+  const parameters: Record<string, string> = {}
+  for (const p of fromJson<Array<{ name?: unknown; value?: unknown }>>(row.parameters) ?? []) {
+    if (typeof p?.name === 'string' && typeof p.value === 'string') parameters[p.name] = p.value
+  }
+  return { parameters, retryContext: row.retry_context === null ? null : fromJson<RetryContext>(row.retry_context) }
+}
+
 /** A WebhookEvent-shaped body for what the provider's API says, so it runs through the same processing. */
-export function synthesizeEvent(item: ConversationListItem, detail: ConversationDetail, nowMs: number): WebhookEventBody {
+export function synthesizeEvent(item: ConversationListItem, detail: ConversationDetail, nowMs: number, placed?: PlacedWith): WebhookEventBody {
   const status = detail.status
   // A provider-specific status is reported as its own `call.<status>`, as its webhook would be.
   const eventType = eventTypeOfStatus(status)
@@ -63,7 +116,7 @@ export function synthesizeEvent(item: ConversationListItem, detail: Conversation
     data: {
       call: {
         agent_id: detail.agent_id,
-        call_parameters: {},
+        call_parameters: placed?.parameters ?? {},
         conversation_id: detail.conversation_id,
         duration_seconds: detail.duration_seconds,
         started_at: iso(item.start_timestamp),
@@ -77,7 +130,7 @@ export function synthesizeEvent(item: ConversationListItem, detail: Conversation
       },
       results: detail.results,
       retry: null,
-      retry_context: null,
+      retry_context: placed?.retryContext ?? null,
       transcript,
     },
   }
@@ -132,7 +185,7 @@ export async function reconcile(rt: Runtime, options: ReconcileOptions = {}): Pr
           const detail = await client.getConversation(item.conversation_id)
           result.fetched++
           if (!isTerminalStatus(detail.status)) continue
-          const event = synthesizeEvent(item, detail, now)
+          const event = synthesizeEvent(item, detail, now, await placedWith(rt, item, detail))
           const { duplicate } = await inbox.commit(
             pendingRow(
               {

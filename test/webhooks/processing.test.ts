@@ -22,6 +22,7 @@ import { describeEachDialect } from '../helpers/db.ts'
 import { captureLogs } from '../helpers/log-capture.ts'
 import { pendingRow } from '../../src/webhooks/inbox.ts'
 import { nextTurn } from '../../src/utils/next-turn.ts'
+import { contactKey } from '../../src/campaigns/contact-key.ts'
 import { START, cliEnv, countEvents, createHarness, makeEvent, runCli, type Harness } from './helpers.ts'
 
 async function statusOf(h: Harness, eventId: string): Promise<string | undefined> {
@@ -494,6 +495,51 @@ describeEachDialect('webhook processing', (dialect) => {
       expect(details).toBe(1)
       // The other replica's lease is left alone (the run releases only its own).
       expect(await acquireLease(h.rt, 'webhooks:reconcile', 10 * 60_000)).toBe(false)
+    } finally {
+      await server.close(true)
+    }
+  })
+
+  // The provider's conversation carries neither the call's parameters nor its retry context: a reconciled conversation
+  // had none, so its follow-up went out with the number alone (no name, no collected data) under `agent:101`, and the
+  // report filed the call under `(direct)`. Switchboard's calls ledger has them for the calls it placed.
+  it("a reconciled conversation carries the parameters and retry context switchboard placed its call with (by trace id; an untraced call by number and agent)", async () => {
+    const ended = Date.parse(START) - 3_000_000
+    const item = (id: string, contact: string) => ({ agent_id: 101, contact_number: contact, conversation_id: id, duration_seconds: 5, start_timestamp: ended - 60_000, end_timestamp: ended, status: 'no_answer' })
+    const listed = [item('conv-traced_1', '+919876543210'), item('conv-untraced_1', '+919876543211'), item('conv-batch_1', '+919876543212')]
+    const upstream = new H3()
+      .get('/v1/conversations', () => ({ data: listed, has_more: false, total: listed.length }))
+      .get('/v1/conversations/:id', (event) => {
+        const found = listed.find((c) => c.conversation_id === event.context.params!.id)!
+        return { data: { ...found, failure_reason: null, results: {}, trace_id: `trace-${found.conversation_id}` } }
+      })
+    const server = serve(upstream, { port: 0, hostname: '127.0.0.1', silent: true })
+    await server.ready()
+    try {
+      h = await createHarness(dialect, { VOICE_API_BASE_URL: server.url!, VOICE_API_KEY: 'sk_test_ledger', DEFAULT_COUNTRY: 'IN' })
+      const call = (id: string, phone: string, traceId: string | null, at: number, parameters: Array<{ name: string; value: string }>, retryContext: object | null) => ({
+        // Its contact key as the ledger writes it (src/campaigns/contact-key.ts).
+        id, tenant: 't', agent_id: 101, customer_phone: phone, customer_key: contactKey(phone, 'IN'), idempotency_key: `key_${id}`, trace_id: traceId, conversation_id: null,
+        previous_conversation_id: null, scheduled_for: null, parameters: JSON.stringify(parameters), retry_context: retryContext && JSON.stringify(retryContext), metadata: null,
+        recipe: null, campaign: null, status: 'initiated', error: null, created_at: at, updated_at: at,
+      })
+      await h.rt.store.db.insertInto('calls').values([
+        call('call_traced', '+919876543210', 'trace-conv-traced_1', ended - 120_000, [{ name: 'customer_phone', value: '+919876543210' }, { name: 'name', value: 'Asha' }, { name: 'campaign', value: 'spring' }], { collected_data: { city: 'Pune' } }),
+        // Its answer was lost (no trace id): the same contact, written another way, by the same agent, just before.
+        call('call_untraced', '098765 43211', null, ended - 90_000, [{ name: 'customer_phone', value: '098765 43211' }, { name: 'name', value: 'Ravi' }], null),
+        // An untraced call to the same number a week earlier is not this conversation's.
+        call('call_old', '+919876543211', null, ended - 7 * 86_400_000, [{ name: 'name', value: 'Old' }], null),
+      ]).execute()
+      expect(await reconcile(h.rt, { graceMs: 0 })).toMatchObject({ synthesized: 3 })
+      await drainDue(h.rt)
+      const shown = async (id: string) => {
+        const conv = await getConversation(h!.rt, id)
+        return [conv?.source, conv?.call_parameters, conv?.retry_context]
+      }
+      expect(await shown('conv-traced_1')).toEqual(['reconcile', { customer_phone: '+919876543210', name: 'Asha', campaign: 'spring' }, { collected_data: { city: 'Pune' } }])
+      expect(await shown('conv-untraced_1')).toEqual(['reconcile', { customer_phone: '098765 43211', name: 'Ravi' }, null])
+      // Not placed by switchboard (a batch row): nothing to add.
+      expect(await shown('conv-batch_1')).toEqual(['reconcile', null, null])
     } finally {
       await server.close(true)
     }
