@@ -31,6 +31,9 @@ function recipientsFlag(given: string[] | undefined): string[] | undefined {
 /** `report send [--date YYYY-MM-DD] [--timezone Zone] [--to a@x,b@y] [--dry-run] [--json]` */
 export const reportSendCommand = defineCommand({
   name: 'report send',
+  // The day's calls are what the service stored: given another DATA_DIR (a relative one, run from another folder), it
+  // reported an empty day from the database it had just created there.
+  readsStoredData: true,
   usage: '[--date YYYY-MM-DD] [--timezone Zone] [--to addr,…] [--dry-run] [--json]',
   summary: 'build the daily campaign report and mail it (default: yesterday, to REPORT_TO); --dry-run prints it instead',
   options: {

@@ -74,6 +74,8 @@ it('serve with a recordings folder this user may not enter refuses to start: one
 
 it('a report written to an outbox folder this user may not write in fails with one line naming the folder and the way out — the log line too', async () => {
   const dataDir = dataDirWith('outbox')
+  // The service's database, made by the user that runs it (`report send` reads the day from it).
+  expect((await run(['migrate'], { DATA_DIR: dataDir })).code).toBe(0)
   shutOut(join(dataDir, 'outbox'), 'read')
   const sent = await run(['report', 'send', '--date', '2026-01-14'], { DATA_DIR: dataDir, REPORT_TO: 'ops@example.com', LOG_LEVEL: 'error' })
   const line = `${escaped(join(dataDir, 'outbox'))}/[^ ]+\\.eml\\.tmp cannot be opened: this user ${USER} may not write in ${escaped(join(dataDir, 'outbox'))} — permission denied; it is owner uid \\d+, mode 0?[0-7]{3}\\. ${WAY_OUT}`

@@ -11,6 +11,7 @@ import { signFormant } from '../../src/webhooks/index.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 import { openTestStore } from '../helpers/db.ts'
 import { sql } from 'kysely'
+import { withDatabase } from '../helpers/stored-data-dir.ts'
 import { childEnv, spawnCollecting } from './processes.ts'
 
 const cleanups: Array<() => Promise<void> | void> = []
@@ -50,18 +51,18 @@ describe('report send', () => {
   const env = (dir: string) => ({ DATA_DIR: dir, VOICE_API_KEY: 'sk_live_x', VOICE_API_BASE_URL: 'http://127.0.0.1:9', WEBHOOK_SECRET: 'whsec_x', LOG_LEVEL: 'silent' })
 
   it('a day that has not begun, or not ended, is said to be so (on stderr: the report itself is unchanged)', async () => {
-    const future = await run(['report', 'send', '--date', '2099-01-01', '--timezone', 'UTC', '--dry-run'], env(tempDir()))
+    const future = await run(['report', 'send', '--date', '2099-01-01', '--timezone', 'UTC', '--dry-run'], env(await withDatabase(tempDir())))
     expect(future.code).toBe(0)
     expect(future.stderr).toBe('note: 2099-01-01 has not begun yet in UTC: the report has nothing in it\n')
     const today = new Date().toISOString().slice(0, 10)
-    const partial = await run(['report', 'send', '--date', today, '--timezone', 'UTC', '--dry-run'], env(tempDir()))
+    const partial = await run(['report', 'send', '--date', today, '--timezone', 'UTC', '--dry-run'], env(await withDatabase(tempDir())))
     expect(partial.stderr).toBe(`note: ${today} has not ended yet in UTC: the report covers it up to now\n`)
-    const past = await run(['report', 'send', '--date', '2026-11-20', '--dry-run'], env(tempDir()))
+    const past = await run(['report', 'send', '--date', '2026-11-20', '--dry-run'], env(await withDatabase(tempDir())))
     expect(past.stderr).toBe('')
   })
 
   it('--dry-run works without a recipient', async () => {
-    const r = await run(['report', 'send', '--date', '2026-11-20', '--dry-run'], env(tempDir()))
+    const r = await run(['report', 'send', '--date', '2026-11-20', '--dry-run'], env(await withDatabase(tempDir())))
     expect(r.stderr).toBe('')
     expect(r.code).toBe(0)
     expect(r.stdout).toContain('to:       (nobody: set REPORT_TO or pass --to to send it)')
@@ -83,14 +84,14 @@ describe('report send', () => {
   })
 
   it('--to takes addresses as REPORT_TO does: comma-separated or repeated, with display names', async () => {
-    const r = await run(['report', 'send', '--date', '2026-11-20', '--dry-run', '--json', '--to', 'ops@example.com, Team <team@example.com>', '--to', 'cfo@example.com'], env(tempDir()))
+    const r = await run(['report', 'send', '--date', '2026-11-20', '--dry-run', '--json', '--to', 'ops@example.com, Team <team@example.com>', '--to', 'cfo@example.com'], env(await withDatabase(tempDir())))
     expect(r.stderr).toBe('')
     expect(r.code).toBe(0)
     expect((JSON.parse(r.stdout) as { to: string[] }).to).toHaveLength(3)
   })
 
   it('--json is snake_case throughout, like every other --json', async () => {
-    const r = await run(['report', 'send', '--date', '2026-11-20', '--dry-run', '--json', '--to', 'ops@example.com'], env(tempDir()))
+    const r = await run(['report', 'send', '--date', '2026-11-20', '--dry-run', '--json', '--to', 'ops@example.com'], env(await withDatabase(tempDir())))
     expect(r.code).toBe(0)
     const out = JSON.parse(r.stdout) as Record<string, unknown> & { report: { totals: Record<string, unknown> } }
     expect(out).toMatchObject({ dry_run: true, status: 'planned', mail_id: null, message_id: null, to: ['ops@example.com'] })
@@ -327,6 +328,9 @@ describe('a command that reads what the service stored, given a DATA_DIR with no
     [['recipes', 'runs']],
     [['destinations', 'list']],
     [['mail', 'list']],
+    // It reported an empty day (exit 0) from the database it had just created there, with a webhook secret beside it.
+    [['report', 'send', '--dry-run', '--date', '2026-03-01']],
+    [['report', 'send', '--to', 'ops@example.com']],
   ])('%j refuses with one line (exit 2) and creates nothing there', async (argv) => {
     const parent = tempDir()
     // A typo, or a relative DATA_DIR run from another folder: the folder the service writes to is elsewhere.

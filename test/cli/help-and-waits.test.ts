@@ -1,3 +1,4 @@
+import { withDatabase } from '../helpers/stored-data-dir.ts'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -101,7 +102,7 @@ describe('commands that wait', () => {
     const clock = createManualClock('2026-11-21T03:00:00Z')
     const port = await closedPort()
     const env = {
-      DATA_DIR: tempDir(),
+      DATA_DIR: await withDatabase(tempDir()),
       VOICE_API_KEY: 'sk_live_x',
       VOICE_API_BASE_URL: 'http://127.0.0.1:9',
       WEBHOOK_SECRET: 'whsec_x',

@@ -54,6 +54,8 @@ describe('fault: SMTP relay down when the report is due', () => {
       LOG_LEVEL: 'silent',
     }
 
+    // The service's database, as a start (or `migrate`) leaves it: `report send` reads the day from it.
+    expect((await runCli(['migrate'], env)).code).toBe(0)
     const cli = await runCli(['report', 'send', '--date', '2026-11-20'], env)
     expect(cli.code, cli.err).toBe(0)
     expect(cli.out.trim().split('\n')).toHaveLength(1)

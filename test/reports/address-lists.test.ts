@@ -1,3 +1,4 @@
+import { withDatabase } from '../helpers/stored-data-dir.ts'
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -76,7 +77,7 @@ describe('REPORT_TO, --to and MAIL_FROM are comma-separated addresses, nothing e
   })
 
   it('plain and named addresses, with spaces around the commas, still go to everyone typed', async () => {
-    const dir = tempDir()
+    const dir = await withDatabase(tempDir())
     const r = await run(
       ['report', 'send', '--date', '2026-11-30', '--dry-run', '--json', '--to', ' a@x.com ,Ops <ops@y.com>,  "Doe, John" <j@z.com> ', '--to', 'b@x.com'],
       env(dir, { MAIL_FROM: 'Reports <reports@example.com>', REPORT_TO: 'team@example.com , "Lead, Ops" <lead@example.com>' }),

@@ -1,3 +1,4 @@
+import { withDatabase } from '../helpers/stored-data-dir.ts'
 import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -21,7 +22,7 @@ describe('report send stopped while the relay has the report', () => {
   async function sending() {
     const relay = await startSlowSmtp()
     cleanups.push(() => relay.close())
-    const dataDir = mkdtempSync(join(tmpdir(), 'sb-send-stop-'))
+    const dataDir = await withDatabase(mkdtempSync(join(tmpdir(), 'sb-send-stop-')))
     cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
     // Not under npm (which forwards each Ctrl-C a second time): one signal is one Ctrl-C.
     const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATA_DIR: dataDir, SWITCHBOARD_CONFIG: 'none', LOG_LEVEL: 'silent', SMTP_URL: `smtp://127.0.0.1:${relay.port}` }
