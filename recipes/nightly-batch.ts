@@ -232,6 +232,16 @@ export default defineRecipe({
     const unparked: FileOutcome[] = []
     // New files first, then contacts held back by earlier runs (`waiting/…`, named so in the summary).
     const sources = [...files.map((file) => ({ file, path: join(inbox, file), waiting: false })), ...waitingFiles.map((file) => ({ file: `${WAITING}/${file}`, path: join(waitingDir, file), waiting: true }))]
+    /**
+     * The numbers this run calls, or holds back to call, by the file that has them: a contact in two files (a list sent
+     * again, a held-back part and a new export of the same people) is called once — in the first file's batch, the
+     * other file's row rejected saying so. Two batches called them twice within a second.
+     */
+    const calledBy = new Map<string, string>()
+    const exclude = (phone: string) => {
+      const other = calledBy.get(phone)
+      return other === undefined ? undefined : `also in ${shown(other)}, which this run calls`
+    }
     for (const { file, path, waiting } of sources) {
       const list = listTitle(listOf(file, waiting))
       // The batch is named by list and night (as the provider's dashboard shows it); its campaign is the list's
@@ -244,21 +254,25 @@ export default defineRecipe({
       // stopped mid-upload (a crash, a kill), and the provider may have created the batch — a person checks.
       let uploading = false
       try {
-        const prepared = await ctx.campaigns.prepareBatch(path, { phoneAliases: PHONE_ALIASES, name: file })
+        const prepared = await ctx.campaigns.prepareBatch(path, { phoneAliases: PHONE_ALIASES, name: file, exclude })
         // What the launch did: this run's, or the one recorded before a crash that left the file in place.
         const earlier = ctx.dryRun ? undefined : await ctx.state.get<Launched | { uploading: string }>(launchedKey)
         if (earlier && 'uploading' in earlier) throw new InterruptedUpload(name, earlier.uploading)
         let launched: Launched
         // Refused rows: the file's, plus any the launch refused (a number put on the do-not-call list since).
         let rejects = prepared.rejects
-        if (earlier) launched = earlier
-        else {
+        if (earlier) {
+          // Launched by a run that stopped before moving the file: its contacts are called all the same.
+          launched = earlier
+          for (const row of prepared.rows) calledBy.set(row.customer_phone!, file)
+        } else {
           if (!ctx.dryRun) await ctx.state.set(launchedKey, { uploading: ctx.now.toISOString() })
           uploading = true
           const result = await ctx.campaigns.launchBatch({ agentId: AGENT_ID, name, campaign: list, rows: prepared.rows, rejects: prepared.rejects, columns: prepared.columns, window: CALLING_WINDOW })
           uploading = false
           rejects = result.rejects
           const opensAt = result.deferred.reduce<string | null>((first, d) => (first === null || d.opensAt < first ? d.opensAt : first), null)
+          for (const row of [...result.rows, ...result.deferred.map((d) => d.row)]) calledBy.set(row.customer_phone!, file)
           // Nothing in a waiting file's window yet (and nothing newly refused): it stays as it is for a later run.
           if (waiting && result.rows.length === 0 && result.deferred.length === prepared.rows.length) {
             if (!ctx.dryRun) await ctx.state.delete(launchedKey)

@@ -20,7 +20,7 @@ export interface PreparedBatch {
   /** Column order for the batch CSV (customer_phone first). */
   columns: string[]
   rejects: Reject[]
-  stats: { read: number; kept: number; invalid: number; duplicates: number; blocked: number }
+  stats: { read: number; kept: number; invalid: number; duplicates: number; blocked: number; excluded: number }
   /** What was read other than as written (a Latin-1 file transcoded), for the run summary. */
   warnings: string[]
 }
@@ -31,6 +31,12 @@ export interface PrepareOptions extends ReadContactsOptions {
   dnc?: DncList
   /** Reuse a normalizer (and its cache) across files. */
   normalizer?: PhoneNormalizer
+  /**
+   * Numbers to leave out for a reason of the caller's: given each row's number (E.164), the reason to reject it with,
+   * or undefined to keep it — a number another file of the same run calls already, say (the shipped nightly-batch
+   * does so). Asked after the file's own duplicates and the do-not-call list.
+   */
+  exclude?: (e164: string) => string | undefined
 }
 
 /** The reasons batch cleaning gives for duplicates and do-not-call numbers. */
@@ -45,7 +51,7 @@ export async function prepareContacts(source: ContactsSource, options: PrepareOp
   const dedupe = createDeduper()
   const rows: BatchRow[] = []
   const rejects: Reject[] = []
-  const stats = { read: 0, kept: 0, invalid: 0, duplicates: 0, blocked: 0 }
+  const stats = { read: 0, kept: 0, invalid: 0, duplicates: 0, blocked: 0, excluded: 0 }
   const warnings: string[] = []
   let columns: string[] | undefined
   const onWarning = (message: string) => {
@@ -77,6 +83,12 @@ export async function prepareContacts(source: ContactsSource, options: PrepareOp
     if (options.dnc?.has(phone.e164)) {
       stats.blocked++
       rejects.push({ row: contact.row, raw: contact.phone, reason: REJECT_REASONS.dnc })
+      continue
+    }
+    const excluded: unknown = options.exclude?.(phone.e164)
+    if (excluded !== undefined && excluded !== null) {
+      stats.excluded++
+      rejects.push({ row: contact.row, raw: contact.phone, reason: String(excluded) || 'excluded' })
       continue
     }
     const row: BatchRow = { [PHONE_COLUMN]: phone.e164 }

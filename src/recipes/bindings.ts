@@ -173,6 +173,7 @@ const prepareSchema = z.strictObject({
   defaultCountry: countryCode.optional(),
   dnc: dncOptions.optional(),
   normalizer: z.custom<toolkit.PhoneNormalizer>((v) => typeof v === 'function').optional(),
+  exclude: z.custom<(e164: string) => string | undefined>((v) => typeof v === 'function', { error: 'must be a function (number → reason, or undefined to keep it)' }).optional(),
 })
 const mailSchema = z.strictObject({
   to: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)], { error: 'must be an address or a list of addresses' }),
@@ -355,7 +356,7 @@ export function createBindings(rt: Runtime, effects: Effects, recipe: string, ti
       if (typeof source !== 'string' && (typeof source !== 'object' || source === null)) {
         checkArgument(z.string(), source, site('ctx.campaigns.prepareBatch', 'source', 'a CSV file path, or a stream of CSV text'))
       }
-      const checked = checkArgument(prepareSchema, options, site('ctx.campaigns.prepareBatch', 'options', '{ phoneAliases?, delimiter?, name?, defaultCountry?, dnc? }'))
+      const checked = checkArgument(prepareSchema, options, site('ctx.campaigns.prepareBatch', 'options', '{ phoneAliases?, delimiter?, name?, defaultCountry?, dnc?, exclude? }'))
       await checkContactsPath(source)
       return toolkit.prepareBatch(rt, source, checked, dncOverlayOf(effects))
     },

@@ -69,7 +69,7 @@ describe('prepareContacts: cells too long for a call', () => {
     const out = await prepareContacts(file(`name,phone,notes\nA,+447911123464,${big}\nB,+447911123465,${'y'.repeat(MAX_CELL_CHARS)}\nC,+447911123464,short\n`))
     expect(out.rows.map((r) => r.name)).toEqual(['B', 'C'])
     expect(out.rejects).toEqual([{ row: 2, raw: '+447911123464', reason: `the "notes" cell holds 1048576 characters; at most ${MAX_CELL_CHARS} go to a call (the call's webhooks carry every parameter back)` }])
-    expect(out.stats).toEqual({ read: 3, kept: 2, invalid: 1, duplicates: 0, blocked: 0 })
+    expect(out.stats).toEqual({ read: 3, kept: 2, invalid: 1, duplicates: 0, blocked: 0, excluded: 0 })
   })
   it(`a row whose cells hold more than ${MAX_ROW_CHARS} characters together is rejected, each cell within the limit`, async () => {
     const columns = Array.from({ length: 12 }, (_, i) => `c${i}`)

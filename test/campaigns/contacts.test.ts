@@ -228,8 +228,25 @@ describe('prepareContacts: normalize, dedupe on E.164, DNC, rejects with row num
       { row: 8, raw: '12345', reason: 'not a valid IN number (wrong number of digits)' },
       { row: 10, raw: '00919876543210', reason: 'duplicate of row 2' },
     ])
-    expect(out.stats).toEqual({ read: 9, kept: 3, invalid: 3, duplicates: 2, blocked: 1 })
+    expect(out.stats).toEqual({ read: 9, kept: 3, invalid: 3, duplicates: 2, blocked: 1, excluded: 0 })
     expect(out.stats.read).toBe(out.rows.length + out.rejects.length)
+  })
+
+  it('exclude: a number the caller names a reason for is rejected with it, after the file\'s own duplicates and the do-not-call list', async () => {
+    const elsewhere = new Map([['+919876543210', 'also in a.csv'], ['+919876543211', 'also in a.csv']])
+    const dnc = new Set(['+919876543211'])
+    const out = await prepareContacts(file('name,phone\nA,9876543210\nA2,+91 98765 43210\nB,9876543211\nC,9876543212\n'), {
+      defaultCountry: 'IN',
+      dnc: { has: (p) => dnc.has(p), size: dnc.size },
+      exclude: (phone) => elsewhere.get(phone),
+    })
+    expect(out.rows.map((r) => r.customer_phone)).toEqual(['+919876543212'])
+    expect(out.rejects).toEqual([
+      { row: 2, raw: '9876543210', reason: 'also in a.csv' },
+      { row: 3, raw: '+91 98765 43210', reason: 'duplicate of row 2' },
+      { row: 4, raw: '9876543211', reason: 'on the do-not-call list' },
+    ])
+    expect(out.stats).toEqual({ read: 4, kept: 1, invalid: 0, duplicates: 1, blocked: 1, excluded: 1 })
   })
 
   it('writes the batch CSV with customer_phone first, and a spreadsheet-safe rejects CSV', async () => {

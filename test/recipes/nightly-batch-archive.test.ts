@@ -182,3 +182,18 @@ it('a column named "__proto__" reaches the batch with its values, through the re
   const batch = dry.plan.find((e) => e.kind === 'batch') as { rows: Array<Record<string, string>> } | undefined
   expect(batch?.rows.map((r) => Object.hasOwn(r, '__proto__') ? r['__proto__'] : undefined)).toEqual(['P'])
 })
+
+// A contact in two files of one run (a list sent again, two exports of the same people) was called twice, within a
+// second, by two batches: the second file's row is rejected, naming the first file.
+it('a contact in two files of one run is called once: the later file\'s row is rejected, naming the file that calls it', async () => {
+  const inbox = await start()
+  drop(inbox, 'a.csv', 'name,phone\nAsha,+919876543221\nRavi,9876543222\n')
+  drop(inbox, 'b.csv', 'name,phone\nAsha again,098765 43221\nMeera,9876543223\n')
+  const run = await engine!.run('nightly-batch')
+  expect(run.status).toBe('succeeded')
+  expect((run.result as Summary).batches.map((b) => [b.file, b.rows, b.rejects])).toEqual([['a.csv', 2, 0], ['b.csv', 1, 1]])
+  expect(readFileSync(join(inbox, 'done', 'b.rejects.csv'), 'utf8')).toBe('row,raw,reason\n2,098765 43221,"also in a.csv, which this run calls"\n')
+  // Each number once across the run's batches.
+  const uploaded = h!.sandbox.stats()
+  expect(uploaded.batches).toBe(2)
+})
