@@ -1,5 +1,9 @@
-/** Control characters (C0, DEL, C1), line/paragraph separators, replacement characters and lone surrogates. */
-const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\ufffd]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
+/**
+ * Control characters (C0, DEL, C1), line/paragraph separators, the bidirectional embedding, override and isolate
+ * characters (U+202A–U+202E, U+2066–U+2069: a U+202E in a webhook's id reversed the rest of the terminal's line, as the
+ * dashboard's escapes keep it from doing — src/reports/html-escape.ts), replacement characters and lone surrogates.
+ */
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufffd]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
 
 /**
  * Text from a file or a client made safe for one line of a terminal or a log: anything that could move the

@@ -1,5 +1,8 @@
-/** What JSON.stringify leaves as itself but a terminal acts on or hides: DEL, the C1 controls (U+009B is CSI), line separators. */
-const UNSAFE_IN_JSON = /[\u007f-\u009f\u2028\u2029]/g
+/**
+ * What JSON.stringify leaves as itself but a terminal acts on or hides: DEL, the C1 controls (U+009B is CSI), line
+ * separators, the bidirectional embedding, override and isolate characters (they reorder the rest of the line).
+ */
+const UNSAFE_IN_JSON = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g
 
 /**
  * JSON for a terminal: `JSON.stringify` escapes the C0 controls (so ESC prints as \u001b) but writes DEL, the C1

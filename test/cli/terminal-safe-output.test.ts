@@ -53,3 +53,21 @@ it('tables keep an id whole, so what events list shows, events show finds', asyn
   expect(shown.code).toBe(0)
   expect(shown.out).toContain(id)
 })
+
+// A U+202E in a webhook's field reversed the rest of the terminal's line (the dashboard showed it escaped): the
+// bidirectional overrides, embeddings and isolates are shown as \uNNNN in tables, `events show` and --json alike.
+it('bidirectional override characters from a webhook are shown escaped in tables, events show and --json', async () => {
+  h = await createHarness('sqlite')
+  const id = 'evt_bidi'
+  const type = 'call.completed_\u202egnp.exe\u2066x\u2069'
+  expect((await h.send({ ...makeEvent({ event_id: id }), event_type: type })).status).toBe(204)
+  const BIDI = /[\u202a-\u202e\u2066-\u2069]/
+  const listed = await runCli(['events', 'list'], cliEnv(h.rt))
+  expect(listed.out).toContain('call.completed_\\u202egnp.exe\\u2066x\\u2069')
+  const shown = await runCli(['events', 'show', id], cliEnv(h.rt))
+  expect(shown.code).toBe(0)
+  const json = await runCli(['events', 'list', '--json'], cliEnv(h.rt))
+  for (const out of [listed.out, shown.out, json.out]) expect(out).not.toMatch(BIDI)
+  // --json still reads back as what was stored.
+  expect((JSON.parse(json.out) as Array<{ event_type: string }>).map((e) => e.event_type)).toEqual([type])
+})
