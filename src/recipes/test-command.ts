@@ -67,6 +67,8 @@ export const recipesTest = defineCommand({
           recipe: name,
           recipesDir: config.recipes.dir,
           env: ctx.env,
+          // The plan as the service would make it: the numbers on its do-not-call list are refused here too.
+          serviceDnc: true,
           ...(events !== undefined ? { events } : {}),
           ...(csv !== undefined ? { csv } : {}),
           ...(typeof ctx.values.now === 'string' ? { now: ctx.values.now } : {}),

@@ -12,6 +12,7 @@ import type { RecipeTrigger } from './define.ts'
 import { formatDiagnostic, type RecipeDiagnostic } from './diagnostic.ts'
 import { findRecipeFile } from './find-recipe-file.ts'
 import { csvFileProblem } from './csv-fixture.ts'
+import { copyServiceDnc } from './service-dnc.ts'
 import { createTypeVerdicts, installationTypeCacheFile } from './type-verdicts.ts'
 import { isZonedIsoDateTime } from '../utils/iso-datetime.ts'
 
@@ -42,6 +43,12 @@ export interface TestRecipeOptions {
   env?: Record<string, string | undefined>
   /** Where recipe names are looked up; default RECIPES_DIR. */
   recipesDir?: string
+  /**
+   * Checks numbers against the service's do-not-call list — the `dnc.csv` in its DATA_DIR and the `dnc` table of its
+   * database, copied (read only) into the test's — as `recipes test` does. Default false: a test of the team's
+   * recipes sees only the numbers it sets up (`dnc.csv` in the test's folder is empty), whatever a checkout has stored.
+   */
+  serviceDnc?: boolean
 }
 
 /** An event of a named target (WEBHOOK_TARGETS) as a test gives it. */
@@ -127,6 +134,7 @@ const optionsSchema = z.strictObject({
   // process.env is an exotic object zod's record() refuses; any object of strings will do.
   env: z.custom<Record<string, string | undefined>>((v) => typeof v === 'object' && v !== null, { error: 'must be an object of variables' }).optional(),
   recipesDir: z.string().optional(),
+  serviceDnc: z.boolean().optional(),
 })
 
 /** A file of events: a list, or `{ events: [...] }`; each checked as a provider webhook event, or a named target's. */
@@ -179,7 +187,7 @@ function instantOf(value: string | number | Date): number {
 }
 
 export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeResult> {
-  const options = checkArgument(optionsSchema, input, { fn: 'testRecipe', arg: 'options', expected: '{ recipe, events?, csv?, now?, env?, recipesDir? }' })
+  const options = checkArgument(optionsSchema, input, { fn: 'testRecipe', arg: 'options', expected: '{ recipe, events?, csv?, now?, env?, recipesDir?, serviceDnc? }' })
   // Loaded here, not at import: the public API (what recipes import) stays light.
   const [{ resolveConfig }, { createRuntime }, { openMigratedMemoryStore }, { createFrozenClock }, { createLogger }, { applyEventToReadModel }, { loadRecipeFile }, { executeRun }, { pendingRow }, { subscribes }, { cliLoadWatch }] = await Promise.all([
     import('../config/file.ts'),
@@ -254,6 +262,12 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
       throw error
     })
     try {
+      if (options.serviceDnc) {
+        // The numbers the service would refuse: its do-not-call list (file and table), read from where it keeps its data.
+        const service = await resolveConfig({ env })
+        const dncWarning = await copyServiceDnc({ dataDir: service.dataDir, databaseUrl: service.databaseUrl }, rt)
+        if (dncWarning) warnings.push(dncWarning)
+      }
       // Stored as the service stores what it received and processed, so `ctx.data.events()` finds them too.
       const store = (row: Parameters<typeof pendingRow>[0], receivedAt: number) =>
         rt.store.db

@@ -7,6 +7,8 @@ import { main } from '../../src/cli.ts'
 import { testRecipe, type PlannedEffect } from '../../src/index.ts'
 import { shippedRecipesDir } from '../helpers/recipes.ts'
 import { tempRecipesDir } from './helpers.ts'
+import { withDatabase } from '../helpers/stored-data-dir.ts'
+import { openStore } from '../../src/db/connect.ts'
 
 /**
  * `recipes test` and `testRecipe()`: a dry run against fixture events or a CSV, on a frozen clock, in a
@@ -53,6 +55,34 @@ it('recipes test nightly-batch --csv prints the batch with its rows and rejects'
   expect(code).toBe(0)
   expect(out).toMatch(/batch "leads-2026-01-15" for agent 101: \d+ rows?, \d+ rejected/)
   expect(out).toMatch(/rejected row \d+: /)
+})
+
+// The throw-away data folder had no do-not-call list: the plan listed numbers the service refuses (its `dnc.csv`, its
+// `dnc` table), as if the list were empty.
+it('recipes test checks numbers against the service\'s do-not-call list (its DATA_DIR\'s dnc.csv and its dnc table); testRecipe() does not', async () => {
+  const dataDir = await withDatabase(mkdtempSync(join(tmpdir(), 'sb-test-dnc-')))
+  try {
+    writeFileSync(join(dataDir, 'dnc.csv'), '098765 43211\n')
+    const store = await openStore(`sqlite:${join(dataDir, 'switchboard.db')}`)
+    await store.db.insertInto('dnc').values({ phone: '+919876543212', reason: 'asked on a call', source: 'results', added_at: 0 }).execute()
+    await store.close()
+    const csv = join(dataDir, 'three.csv')
+    writeFileSync(csv, 'name,phone\nA,9876543210\nB,9876543211\nC,9876543212\n')
+    let out = ''
+    const code = await main(['recipes', 'test', 'nightly-batch', '--csv', csv, '--now', '2026-01-15T04:00:00Z', '--json'], { env: { ...env, DATA_DIR: dataDir }, stdout: (t) => void (out += t), stderr: () => {} })
+    expect(code).toBe(0)
+    const batch = (JSON.parse(out) as { plan: PlannedEffect[] }).plan.find((p): p is Extract<PlannedEffect, { kind: 'batch' }> => p.kind === 'batch')!
+    expect(batch.rows.map((r) => r.customer_phone)).toEqual(['+919876543210'])
+    expect(batch.rejects.map((r) => [r.row, r.reason])).toEqual([[3, 'on the do-not-call list'], [4, 'on the do-not-call list']])
+    // The service's database is as it was.
+    expect(readFileSync(join(dataDir, 'dnc.csv'), 'utf8')).toBe('098765 43211\n')
+    // A test of the team's recipes sees only what it sets up.
+    const own = await testRecipe({ recipe: 'nightly-batch', csv, now: '2026-01-15T04:00:00Z', env: { ...env, DATA_DIR: dataDir } })
+    const ownBatch = own.plan.find((p): p is Extract<PlannedEffect, { kind: 'batch' }> => p.kind === 'batch')!
+    expect(ownBatch.rows).toHaveLength(3)
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true })
+  }
 })
 
 // The batch recipe leaves a file modified in the last minute for its next run (it may still be arriving): with the clock
