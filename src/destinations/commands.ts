@@ -6,7 +6,7 @@ import { discardDestination, DestinationStillConfiguredError } from './discard.t
 import { sendTestEvent } from './test-send.ts'
 import { printable } from '../utils/printable.ts'
 import { terminalJson } from '../utils/terminal-json.ts'
-import { shownNextAttempt } from './shown-next-attempt.ts'
+import { heldDestinations, shownNextAttempt } from './shown-next-attempt.ts'
 import { endPauses } from './pauses.ts'
 
 /** `1 delivery`, `68 deliveries`: a count with its noun agreeing. */
@@ -73,7 +73,9 @@ const deliveries = defineCommand({
     const rows = await listDeliveries(rt, { destination: ctx.values.destination as string | undefined, status, limit })
     if (ctx.values.json) return ctx.json(rows)
     const now = rt.clock.now()
-    ctx.table(rows.map((r) => ({ ...r, next_attempt_at: shownNextAttempt(r.next_attempt_at, now), error: r.last_error })), ['id', 'destination', 'event_type', 'status', 'attempts', 'last_status', 'created_at', 'next_attempt_at', 'error'])
+    const held = await heldDestinations(rt)
+    const hold = (r: { status: string; destination: string }) => (r.status === 'pending' ? held.get(r.destination) : undefined)
+    ctx.table(rows.map((r) => ({ ...r, next_attempt_at: shownNextAttempt(r.next_attempt_at, now, hold(r)), error: r.last_error })), ['id', 'destination', 'event_type', 'status', 'attempts', 'last_status', 'created_at', 'next_attempt_at', 'error'])
   },
 })
 
@@ -92,7 +94,8 @@ const show = defineCommand({
     if (!found) throw new CliError(`no delivery with id "${id}" (see: destinations deliveries)`)
     if (ctx.values.json) return ctx.json(found)
     const { payload, attempt_log, ...rest } = found
-    const fields = { ...rest, next_attempt_at: shownNextAttempt(rest.next_attempt_at, rt.clock.now()) }
+    const hold = rest.status === 'pending' ? (await heldDestinations(rt)).get(rest.destination) : undefined
+    const fields = { ...rest, next_attempt_at: shownNextAttempt(rest.next_attempt_at, rt.clock.now(), hold) }
     for (const [key, value] of Object.entries(fields)) ctx.write(`${key.padEnd(16)} ${printable(String(value ?? ''), 1000)}\n`)
     ctx.write('attempts\n')
     ctx.table(attempt_log.map((a) => ({ ...a, response: a.response?.slice(0, 60) })), ['attempt', 'started_at', 'status', 'latency_ms', 'result', 'error', 'response'])

@@ -3,7 +3,7 @@ import { z } from 'zod'
 import { runProcessingTask } from '../coordination/processing-task.ts'
 import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, DestinationNotConfiguredError, destinationsOverviewTask, getDelivery, isKnownDestination, notConfigured, replayDelivery, replayFailedTask } from '../destinations/deliveries.ts'
 import { enableDestination } from '../destinations/state.ts'
-import { shownNextAttempt } from '../destinations/shown-next-attempt.ts'
+import { heldDestinations, shownNextAttempt, type Hold } from '../destinations/shown-next-attempt.ts'
 import { endPauses } from '../destinations/pauses.ts'
 import { discardDestination, DestinationStillConfiguredError } from '../destinations/discard.ts'
 import type { Runtime } from '../runtime.ts'
@@ -51,6 +51,12 @@ export function registerDestinationsPage(app: H3, rt: Runtime): void {
     if (q.destination !== undefined && !destinations.some((d) => d.name === q.destination)) throw unknownDestination(q.destination, destinations.map((d) => d.name))
     const filtered = Boolean(q.destination || q.status)
     const configuredNames = new Set(rt.config.destinations.list.map((d) => d.name))
+    // A disabled or paused destination's pending deliveries wait for that, not for their own next attempt.
+    const holds = new Map<string, Hold>()
+    for (const d of destinations) {
+      if (d.state === 'disabled') holds.set(d.name, { kind: 'disabled' })
+      else if (d.state === 'paused' && d.paused_until) holds.set(d.name, { kind: 'paused', until: Date.parse(d.paused_until) })
+    }
     return page(event, {
       title: 'Destinations',
       flash: flashMessage(event.url.searchParams),
@@ -94,7 +100,7 @@ ${table('Deliveries', ['Created (UTC)', 'Destination', 'Event', 'Type', 'Status'
   d.event_type,
   status(d.status),
   String(d.attempts),
-  fmtIso(shownNextAttempt(d.next_attempt_at, rt.clock.now())),
+  fmtIso(shownNextAttempt(d.next_attempt_at, rt.clock.now(), d.status === 'pending' ? holds.get(d.destination) : undefined)),
   d.last_status === null && !d.last_error ? '—' : clip([d.last_status === null ? null : String(d.last_status), d.last_error].filter(Boolean).join(' · '), 80),
 ]), filtered ? 'No delivery matches.' : 'Nothing forwarded yet.')}
 ${deliveries.length === DELIVERIES_PAGE_SIZE ? html`<p><small>The newest ${DELIVERIES_PAGE_SIZE}; <code>npm run -s cli -- destinations deliveries --limit N</code> lists more.</small></p>` : ''}`,
@@ -125,7 +131,7 @@ ${fields('Delivery', [
   ['Attempts', String(found.attempts)],
   ['Created', fmtIso(found.created_at)],
   ['Delivered', fmtIso(found.delivered_at)],
-  ['Next attempt', fmtIso(shownNextAttempt(found.next_attempt_at, rt.clock.now()))],
+  ['Next attempt', fmtIso(shownNextAttempt(found.next_attempt_at, rt.clock.now(), found.status === 'pending' ? (await heldDestinations(rt)).get(found.destination) : undefined))],
   ['Last error', found.last_error ?? '—'],
 ])}
 <h2>Attempts</h2>

@@ -557,6 +557,41 @@ describeEachDialect('destinations: delivery', (dialect) => {
     expect(sentIds().slice(2)[0]).toMatch(/^evt_[ab]1$/)
   })
 
+  // Held deliveries read `now` (due) while nothing went out: a paused destination's until its pause ends, a disabled
+  // one's until it is enabled.
+  it('a paused or disabled destination\'s pending deliveries show what they wait for, not `now`', async () => {
+    let answer = 500
+    const s = await sink((_n, _req, res) => res.writeHead(answer).end())
+    const dests = [destination(s, { retryScheduleMs: [10, 10, 10] })]
+    h = await createForwardHarness(dialect, dests, { worker: { breaker: { threshold: 2, basePauseMs: 600_000 } } })
+    await h.ingest([makeEvent(), makeEvent()])
+    await vi.waitFor(() => expect(h!.worker.paused()).toEqual(['crm']), WAIT)
+    await vi.waitFor(async () => expect((await h!.status()).map((r) => r.attempts)).toEqual([1, 1]), WAIT)
+    await h.clock.advance(1_000)
+    const env = cliEnv(h.rt, { DESTINATIONS: JSON.stringify(dests), ALLOW_PRIVATE_DESTINATIONS: '1' })
+    // On the service's clock: the pause is judged by it.
+    const run = async (...argv: string[]) => {
+      let out = ''
+      await main(argv, { env, overrides: { clock: h!.clock }, stdout: (t) => void (out += t), stderr: () => {} })
+      return { out }
+    }
+    const until = [...(await pausedDestinations(h.rt)).values()][0]!.until
+    const listed = await run('destinations', 'deliveries')
+    expect(listed.out.match(/after its pause, \S+/g)).toEqual([`after its pause, ${new Date(until).toISOString()}`, `after its pause, ${new Date(until).toISOString()}`])
+    expect(listed.out).not.toMatch(/\bnow\b/)
+    const [first] = await h.status()
+    expect((await run('destinations', 'show', first!.id)).out).toMatch(/^next_attempt_at {2}after its pause, /m)
+    // Disabled (a 410): until enabled.
+    await run('destinations', 'enable', 'crm')
+    answer = 410
+    await h.clock.advance(6_000)
+    await vi.waitFor(async () => {
+      await h!.clock.advance(100)
+      expect((await run('destinations', 'list', '--json')).out).toMatch(/"state": ?"disabled"/)
+    }, WAIT)
+    expect((await run('destinations', 'deliveries')).out).toContain('when the destination is enabled')
+  })
+
   // A stop cut every request in flight at once and gave its claim back: the next process sent it again, though the
   // destination had it — at every deploy, up to `concurrency` duplicates a destination.
   it('a stop waits for the deliveries in flight to be answered: each is recorded delivered, none is sent again', async () => {
