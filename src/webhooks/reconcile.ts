@@ -96,10 +96,21 @@ export async function placedWith(rt: Runtime, item: ConversationListItem, detail
   }
   if (!row) return undefined
   const parameters: Record<string, string> = {}
-  for (const p of fromJson<Array<{ name?: unknown; value?: unknown }>>(row.parameters) ?? []) {
+  const stored = parsed<unknown>(row.parameters)
+  for (const p of Array.isArray(stored) ? (stored as Array<{ name?: unknown; value?: unknown } | null>) : []) {
     if (typeof p?.name === 'string' && typeof p.value === 'string') parameters[p.name] = p.value
   }
-  return { parameters, retryContext: row.retry_context === null ? null : fromJson<RetryContext>(row.retry_context) }
+  const context = parsed<unknown>(row.retry_context)
+  return { parameters, retryContext: context !== null && typeof context === 'object' && !Array.isArray(context) ? (context as RetryContext) : null }
+}
+
+/** A ledger column's JSON, or null when it holds none that parses (a row is never worth failing a reconciliation run). */
+function parsed<T>(text: string | null): T | null {
+  try {
+    return fromJson<T>(text)
+  } catch {
+    return null
+  }
 }
 
 /** A WebhookEvent-shaped body for what the provider's API says, so it runs through the same processing. */

@@ -506,7 +506,7 @@ describeEachDialect('webhook processing', (dialect) => {
   it("a reconciled conversation carries the parameters and retry context switchboard placed its call with (by trace id; an untraced call by number and agent)", async () => {
     const ended = Date.parse(START) - 3_000_000
     const item = (id: string, contact: string) => ({ agent_id: 101, contact_number: contact, conversation_id: id, duration_seconds: 5, start_timestamp: ended - 60_000, end_timestamp: ended, status: 'no_answer' })
-    const listed = [item('conv-traced_1', '+919876543210'), item('conv-untraced_1', '+919876543211'), item('conv-batch_1', '+919876543212')]
+    const listed = [item('conv-traced_1', '+919876543210'), item('conv-untraced_1', '+919876543211'), item('conv-batch_1', '+919876543212'), item('conv-garbled_1', '+919876543213')]
     const upstream = new H3()
       .get('/v1/conversations', () => ({ data: listed, has_more: false, total: listed.length }))
       .get('/v1/conversations/:id', (event) => {
@@ -529,8 +529,10 @@ describeEachDialect('webhook processing', (dialect) => {
         call('call_untraced', '098765 43211', null, ended - 90_000, [{ name: 'customer_phone', value: '098765 43211' }, { name: 'name', value: 'Ravi' }], null),
         // An untraced call to the same number a week earlier is not this conversation's.
         call('call_old', '+919876543211', null, ended - 7 * 86_400_000, [{ name: 'name', value: 'Old' }], null),
+        // A ledger row whose JSON does not parse fails nothing: the conversation is reconciled without it.
+        { ...call('call_garbled', '+919876543213', 'trace-conv-garbled_1', ended - 120_000, [], null), parameters: '[{"name":', retry_context: '{' },
       ]).execute()
-      expect(await reconcile(h.rt, { graceMs: 0 })).toMatchObject({ synthesized: 3 })
+      expect(await reconcile(h.rt, { graceMs: 0 })).toMatchObject({ synthesized: 4 })
       await drainDue(h.rt)
       const shown = async (id: string) => {
         const conv = await getConversation(h!.rt, id)
@@ -540,6 +542,7 @@ describeEachDialect('webhook processing', (dialect) => {
       expect(await shown('conv-untraced_1')).toEqual(['reconcile', { customer_phone: '098765 43211', name: 'Ravi' }, null])
       // Not placed by switchboard (a batch row): nothing to add.
       expect(await shown('conv-batch_1')).toEqual(['reconcile', null, null])
+      expect(await shown('conv-garbled_1')).toEqual(['reconcile', null, null])
     } finally {
       await server.close(true)
     }
