@@ -273,8 +273,9 @@ export default defineRecipe({
           rejects = result.rejects
           const opensAt = result.deferred.reduce<string | null>((first, d) => (first === null || d.opensAt < first ? d.opensAt : first), null)
           for (const row of [...result.rows, ...result.deferred.map((d) => d.row)]) calledBy.set(row.customer_phone!, file)
-          // Nothing in a waiting file's window yet (and nothing newly refused): it stays as it is for a later run.
-          if (waiting && result.rows.length === 0 && result.deferred.length === prepared.rows.length) {
+          // Nothing in a waiting file's window yet (and nothing newly refused, none called by another file of this run): it
+          // stays as it is for a later run. (Left as it was with contacts another file calls now, it called them again.)
+          if (waiting && result.rows.length === 0 && result.deferred.length === prepared.rows.length && prepared.stats.excluded === 0) {
             if (!ctx.dryRun) await ctx.state.delete(launchedKey)
             outcomes.push({ file, batch_id: null, batch: name, rows: 0, rejects: 0, waiting: result.deferred.length, waiting_file: file, opens_at: opensAt, moved_to: null })
             continue

@@ -115,6 +115,31 @@ it('holds back the contacts whose calling window is closed in inbox/waiting/, an
   expect(readdirSync(join(inbox, 'done')).sort()).toEqual(['leads.csv', `${first!.waiting_file!.slice('waiting/'.length)}`, `${first!.waiting_file!.slice('waiting/'.length, -'.csv'.length)}.rejects.csv`, 'leads.rejects.csv'].sort())
 })
 
+// A held-back part and a new export of the same people: the new file's contacts were held back (or called) and the
+// waiting part, left as it was, called them again once its window opened.
+it('a contact held back in inbox/waiting/ and in a new file is held back once: the waiting part goes without them', async () => {
+  h = await proxyHarness({ env: { RECIPES_DIR: SHIPPED, RECIPES_TIMEZONE: 'Asia/Kolkata', DEFAULT_COUNTRY: 'IN' } })
+  const inbox = join(h.rt.config.dataDir, 'inbox')
+  mkdirSync(inbox, { recursive: true })
+  writeFileSync(join(inbox, 'leads.csv'), 'phone,name\n9876543210,Asha\n98765 43211,Ravi\n')
+  engine = createRecipeEngine(h.rt)
+  await engine.reload()
+  // 02:23 in India: both wait.
+  const night = await engine.run('nightly-batch')
+  expect((night.result as { batches: Outcome[] }).batches).toEqual([expect.objectContaining({ file: 'leads.csv', rows: 0, waiting: 2 })])
+  await h.clock.advance(3_600_000)
+  writeFileSync(join(inbox, 'again.csv'), 'phone,name\n+91 98765 43210,Asha\n9876543212,Meera\n')
+  const later = await engine.run('nightly-batch')
+  expect(later.status).toBe('succeeded')
+  const phones = readdirSync(join(inbox, 'waiting')).flatMap((f) => readFileSync(join(inbox, 'waiting', f), 'utf8').trim().split('\n').slice(1).map((l) => l.split(',')[0]))
+  expect(phones.sort()).toEqual(['+919876543210', '+919876543211', '+919876543212'])
+  // The first run after 09:00 in India calls each of them once.
+  await h.clock.advanceTo(Date.parse('2026-03-19T03:35:00Z'))
+  const morning = await engine.run('nightly-batch')
+  expect((morning.result as { batches: Outcome[] }).batches.reduce((n, b) => n + b.rows, 0)).toBe(3)
+  expect(readdirSync(join(inbox, 'waiting'))).toEqual([])
+})
+
 it('an upload with no clear answer (a 5xx) is parked, not uploaded again next run; a refused one is parked with the provider\'s reason', async () => {
   h = await proxyHarness({ env: { RECIPES_DIR: SHIPPED, RECIPES_TIMEZONE: 'Asia/Kolkata' } })
   await h.clock.advanceTo(MORNING_IST)
