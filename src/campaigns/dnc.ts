@@ -38,7 +38,8 @@ export interface DncList {
   readonly size: number
 }
 
-export function defaultDncFile(rt: Runtime): string {
+/** The do-not-call file a service with this data folder reads by default. */
+export function defaultDncFile(rt: { config: { dataDir: string } }): string {
   return join(rt.config.dataDir, 'dnc.csv')
 }
 

@@ -1,4 +1,6 @@
 import type { CallsTable, ConversationsTable } from '../db/schema.ts'
+import { fromJsonOrNull } from '../db/json.ts'
+import { ledgerParameters } from './ledger-parameters.ts'
 import type { CallParameter, CallRequest, RetryContext, WebhookRetry } from '../upstream/schemas.ts'
 import { DEFAULT_WINDOW, isWithinWindow, nextCallingTime, resolveTimeZone, type CallingWindow } from './calling-window.ts'
 import { asksNotToCall } from './dnc.ts'
@@ -141,14 +143,7 @@ const FINAL_FOLLOW_UP = new Set<string>(FINAL_FOLLOW_UP_STATUSES)
 /** Dead calls that leave their conversation to be followed up again (DEAD_CALL_STATUSES but FINAL_FOLLOW_UP_STATUSES). */
 export const RETRIED_DEAD_CALL_STATUSES = DEAD_CALL_STATUSES.filter((s) => !FINAL_FOLLOW_UP.has(s))
 
-function parse<T>(text: string | null): T | null {
-  if (!text) return null
-  try {
-    return JSON.parse(text) as T
-  } catch {
-    return null
-  }
-}
+const parse = fromJsonOrNull
 
 function chainSuffix(conversationId: string): number {
   const match = /_(\d+)$/.exec(conversationId)
@@ -164,12 +159,6 @@ function previousInChain(conversationId: string): string | undefined {
 
 function endOf(c: ConversationInput): number {
   return c.ended_at ?? c.updated_at ?? c.started_at ?? 0
-}
-
-function paramsObject(params: CallParameter[] | null): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const p of params ?? []) out[p.name] = p.value
-  return out
 }
 
 function stringRecord(value: unknown): Record<string, string> | null {
@@ -267,7 +256,7 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
     return untraced
   }
   const callCampaign = (call: CallInput): string =>
-    call.campaign ?? call.recipe ?? paramsObject(parse<CallParameter[]>(call.parameters)).campaign ?? `agent:${call.agent_id}`
+    call.campaign ?? call.recipe ?? ledgerParameters(call.parameters).campaign ?? `agent:${call.agent_id}`
 
   // One map of numbers per campaign (there are few campaigns): a combined `campaign + number` key was a new
   // string to build and hash for every row, the largest single cost of planning 100,000 conversations.
@@ -395,7 +384,7 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
     used = Math.max(traces.size, platformMax, chainMax)
     if (used >= maxAttempts) return { code: 'attempt_cap', reason: `attempt cap reached (${used} of ${maxAttempts} in campaign ${m.campaign})` }
 
-    const params = m.params ?? stringRecord(parse(row.call_parameters)) ?? (m.ledger ? paramsObject(parse<CallParameter[]>(m.ledger.parameters)) : {})
+    const params = m.params ?? stringRecord(parse(row.call_parameters)) ?? (m.ledger ? ledgerParameters(m.ledger.parameters) : {})
     const resolved = resolveTimeZone(phone.e164, { country: phone.country, column: timeZoneColumnOf(params), fallback: fallbackZone })
     const timeZone = resolved.zone
     const earliest = Math.max(end + gaps[kind], now)

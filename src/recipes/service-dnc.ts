@@ -1,5 +1,5 @@
 import { copyFileSync, existsSync } from 'node:fs'
-import { join } from 'node:path'
+import { defaultDncFile } from '../campaigns/dnc.ts'
 import { openStore } from '../db/connect.ts'
 import { parseDatabaseUrl } from '../db/database-url.ts'
 import type { Runtime } from '../runtime.ts'
@@ -18,8 +18,8 @@ export interface ServiceData {
  * copy. A warning for the run when the service's table could not be read (the test then runs with the file alone).
  */
 export async function copyServiceDnc(service: ServiceData, into: Runtime): Promise<string | undefined> {
-  const file = join(service.dataDir, 'dnc.csv')
-  if (existsSync(file)) copyFileSync(file, join(into.config.dataDir, 'dnc.csv'))
+  const file = defaultDncFile({ config: service })
+  if (existsSync(file)) copyFileSync(file, defaultDncFile(into))
   const { dialect, location } = parseDatabaseUrl(service.databaseUrl)
   if (dialect === 'sqlite' && (location === ':memory:' || !existsSync(location))) return undefined
   try {

@@ -13,7 +13,8 @@ import { acquireLease, releaseLease } from '../coordination/lease.ts'
 import { webhookMetrics } from './metrics.ts'
 import { webhookState } from './state.ts'
 import { contactIn, contactNumbers } from '../campaigns/contact-lookup.ts'
-import { fromJson } from '../db/json.ts'
+import { fromJsonOrNull } from '../db/json.ts'
+import { ledgerParameters } from '../campaigns/ledger-parameters.ts'
 import type { RetryContext } from '../upstream/schemas.ts'
 
 export interface ReconcileOptions {
@@ -95,22 +96,8 @@ export async function placedWith(rt: Runtime, item: ConversationListItem, detail
       .executeTakeFirst()
   }
   if (!row) return undefined
-  const parameters: Record<string, string> = {}
-  const stored = parsed<unknown>(row.parameters)
-  for (const p of Array.isArray(stored) ? (stored as Array<{ name?: unknown; value?: unknown } | null>) : []) {
-    if (typeof p?.name === 'string' && typeof p.value === 'string') parameters[p.name] = p.value
-  }
-  const context = parsed<unknown>(row.retry_context)
-  return { parameters, retryContext: context !== null && typeof context === 'object' && !Array.isArray(context) ? (context as RetryContext) : null }
-}
-
-/** A ledger column's JSON, or null when it holds none that parses (a row is never worth failing a reconciliation run). */
-function parsed<T>(text: string | null): T | null {
-  try {
-    return fromJson<T>(text)
-  } catch {
-    return null
-  }
+  const context = fromJsonOrNull<unknown>(row.retry_context)
+  return { parameters: ledgerParameters(row.parameters), retryContext: context !== null && typeof context === 'object' && !Array.isArray(context) ? (context as RetryContext) : null }
 }
 
 /** A WebhookEvent-shaped body for what the provider's API says, so it runs through the same processing. */
