@@ -279,7 +279,9 @@ export function createProxy(rt: Runtime): Proxy {
     deadline.arm()
     let handedOver = false
     try {
-      const result = await fetchUpstream(rt, { method: 'GET', pathAndQuery: url.pathname, apiKey, headers: { accept: '*/*' }, signal: deadline.signal })
+      // The file as it is (audio is compressed already): fetch would ask for gzip by itself, and a provider or CDN that
+      // sent it made the announced length the compressed one — every download cut short, HEAD and Range wrong.
+      const result = await fetchUpstream(rt, { method: 'GET', pathAndQuery: url.pathname, apiKey, headers: { accept: '*/*', 'accept-encoding': 'identity' }, signal: deadline.signal })
       if (!result.ok) {
         if (notFound && mayServeStale(notFound, rt.clock.now()) && (await keys.wasEverAccepted(tenant))) return fromEntry(notFound, 'STALE', request.method, rt.clock.now())
         return failureResponse(result)

@@ -129,7 +129,13 @@ function rangeOf(request: Request, size: number, etag: string | undefined): Byte
   return parseRange(request.headers.get('range'), size)
 }
 
+/**
+ * The length of the file the body decodes to: a Content-Length of a body with a Content-Encoding (a provider or CDN that
+ * compresses whatever it is asked) counts the compressed bytes fetch has already decoded, so it tells nothing.
+ */
 function contentLength(headers: Headers): number | undefined {
+  const encoding = headers.get('content-encoding')
+  if (encoding !== null && encoding.trim() !== '' && encoding.trim().toLowerCase() !== 'identity') return undefined
   const value = headers.get('content-length')
   return value !== null && /^\d{1,15}$/.test(value.trim()) ? Number(value) : undefined
 }

@@ -1,6 +1,7 @@
 import { mkdtempSync, readdirSync, rmSync, statSync, utimesSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { gzipSync } from 'node:zlib'
 import { describe, expect, it, vi } from 'vitest'
 import { loadConfig } from '../../src/config/load.ts'
 import { openStore } from '../../src/db/connect.ts'
@@ -163,6 +164,30 @@ describe('proxy recordings: streamed, ranged and budgeted', () => {
     expect((await res.arrayBuffer()).byteLength).toBe(4)
     expect(up.seen.filter((r) => r.url.includes('/recording')).map((r) => r.url)).toEqual([`/v1/conversations/${id}/recording?format=wav`])
     expect(await rows(h)).toEqual([])
+  })
+
+  it('a recording is asked for as it is (identity), and one a provider compresses anyway is served, kept and described by its decoded bytes', async () => {
+    const { h, up } = await scripted()
+    const file = audio(70_000, 7)
+    const asked: Array<string | undefined> = []
+    up.answer((req, _body, res) => {
+      if (!req.url!.includes('/conv_gz/')) return false
+      asked.push(req.headers['accept-encoding'])
+      // A CDN that compresses whatever it is asked: its Content-Length counts the gzip bytes.
+      const gz = gzipSync(file)
+      res.writeHead(200, { 'content-type': 'audio/wav', 'content-encoding': 'gzip', 'content-length': String(gz.length) })
+      res.end(gz)
+    })
+    const res = await h.request('/v1/conversations/conv_gz/recording')
+    expect([res.status, res.headers.get('x-cache'), res.headers.get('content-encoding'), res.headers.get('content-length')]).toEqual([200, 'MISS', null, null])
+    expect(Buffer.from(await res.arrayBuffer()).equals(file)).toBe(true)
+    expect(asked).toEqual(['identity'])
+    await vi.waitFor(async () => expect(await rows(h)).toEqual([{ conversation_id: 'conv_gz', size: file.length }]))
+    const head = await h.request('/v1/conversations/conv_gz/recording', { method: 'HEAD' })
+    expect([head.status, head.headers.get('x-cache'), head.headers.get('content-length')]).toEqual([200, 'HIT', String(file.length)])
+    const ranged = await h.request('/v1/conversations/conv_gz/recording', { headers: { range: 'bytes=0-9' } })
+    expect([ranged.status, ranged.headers.get('content-range')]).toEqual([206, `bytes 0-9/${file.length}`])
+    expect(Buffer.from(await ranged.arrayBuffer()).equals(file.subarray(0, 10))).toBe(true)
   })
 
   it('a stale answer served for an upstream 5xx carries that answer’s Retry-After and rate-limit headers', async () => {
