@@ -454,8 +454,16 @@ export function createProxy(rt: Runtime): Proxy {
       case 'create_call':
         return createCall(request, apiKey, tenant)
       case 'create_batch': {
+        // The key first: a file is read, decompressed and checked only for a key the provider accepts (0.28.1). Before,
+        // any made-up key had the proxy read a 100 MB upload — a 50 KB gzip bomb held the service for seconds. Its body
+        // unread, the connection closes after the answer, so the client stops sending it.
+        const unaccepted = await unlessKeyAccepted(apiKey, tenant)
+        if (unaccepted) {
+          unaccepted.headers.set('connection', 'close')
+          return unaccepted
+        }
         // The do-not-call list is checked before every batch row, as before every call: a listed row keeps the file here.
-        const screened = await screenBatchUpload(rt, request, { beforeListedRefusal: () => unlessKeyAccepted(apiKey, tenant) })
+        const screened = await screenBatchUpload(rt, request)
         if (!screened.ok) return screened.reply
         // The new batch's id may have been read as missing just before (ids are sequential): its 404 goes too.
         return streamThrough(rt, screened.request, { apiKey, pathAndQuery, onSuccess: async () => { await forgetTenantNotFound(rt, tenant); await invalidateLists(tenant, ['batch_list']) } })
