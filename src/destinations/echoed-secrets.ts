@@ -47,13 +47,25 @@ function secretsOf(headers: Readonly<Record<string, string>>, urls: readonly str
     if (credentials) {
       parts.push(credentials)
       if (scheme!.toLowerCase() === 'basic') {
+        // The pair, the password and the user alone: a user alone is often an API key (a URL's `https://<key>@host`).
         const decoded = Buffer.from(credentials, 'base64').toString('utf8')
-        parts.push(decoded, decoded.slice(decoded.indexOf(':') + 1))
+        const colon = decoded.indexOf(':')
+        parts.push(decoded, decoded.slice(colon + 1))
+        if (colon >= 0) parts.push(decoded.slice(0, colon))
       }
     }
     found.push(...parts.filter((s) => s.length >= least))
   }
-  return found.sort((a, b) => b.length - a.length)
+  return [...new Set(found.flatMap(escapedForms))].sort((a, b) => b.length - a.length)
+}
+
+/**
+ * A secret as sent, and as a sink quoting it in JSON writes it: `"` and `\` escaped, control characters as `\u…`, and
+ * `/` as `\/` (PHP's json_encode, by default). `pa"ss` was echoed as `pa\"ss` and kept in clear.
+ */
+function escapedForms(secret: string): string[] {
+  const json = JSON.stringify(secret).slice(1, -1)
+  return [secret, json, json.replaceAll('/', '\\/')]
 }
 
 /**

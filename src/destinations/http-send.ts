@@ -11,6 +11,11 @@ import { storableText } from '../db/storable-text.ts'
 export const MAX_RESPONSE_BYTES = 64 * 1024
 /** How much of a response is kept with the attempt. */
 export const KEPT_RESPONSE_BYTES = 1024
+/**
+ * How much of a response is searched for the secrets sent with the request before it is cut to KEPT_RESPONSE_BYTES:
+ * cut first, a secret that crossed the cut was no longer found, and its first part was kept in clear.
+ */
+const SEARCHED_RESPONSE_BYTES = KEPT_RESPONSE_BYTES + 16 * 1024
 
 export interface SendRequest {
   url: string
@@ -171,7 +176,7 @@ class Exchange {
     if (this.settled) return
     const answer = this.result!
     // Kept as text the database can store: a binary answer's NUL bytes would make Postgres refuse the attempt's row.
-    if (this.chunks) answer.response = storableText(Buffer.concat(this.chunks).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8'))
+    if (this.chunks) answer.response = storableText(Buffer.concat(this.chunks).subarray(0, SEARCHED_RESPONSE_BYTES).toString('utf8'))
     if (error) answer.error = error
     this.settle(answer)
   }
@@ -214,7 +219,7 @@ class Exchange {
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     this.size += chunk.length
-    if (this.kept < KEPT_RESPONSE_BYTES) {
+    if (this.kept < SEARCHED_RESPONSE_BYTES) {
       ;(this.chunks ??= []).push(chunk)
       this.kept += chunk.length
     }
@@ -331,6 +336,13 @@ function crossOriginHeaders(headers: Record<string, string>): Record<string, str
   return kept
 }
 
+/** An answer as kept with its attempt: without the secrets sent with it, then cut to KEPT_RESPONSE_BYTES (in that order). */
+function keptAnswer(response: string, headers: Readonly<Record<string, string>>, urls: readonly string[]): string {
+  const shown = withoutEchoedSecrets(response, headers, urls)
+  // A quarter as many characters are at most KEPT_RESPONSE_BYTES in UTF-8: no need to count them.
+  return shown.length <= KEPT_RESPONSE_BYTES / 4 ? shown : Buffer.from(shown, 'utf8').subarray(0, KEPT_RESPONSE_BYTES).toString('utf8')
+}
+
 /**
  * One delivery attempt: POST the signed body, no redirects unless allowed (each hop re-checked), one
  * overall deadline on the injected clock, response read up to a limit. Never throws.
@@ -368,7 +380,7 @@ export async function sendOnce(request: SendRequest): Promise<SendResult> {
       if (!redirect || !result.location || hops >= request.followRedirects) {
         const latencyMs = Math.round(performance.now() - started)
         const error = result.error ?? (redirect ? `redirect to ${result.location ? shownLocation(result.location, target.url) : '(no location)'} not followed` : undefined)
-        const sent: SendResult = { status: result.status, latencyMs, response: withoutEchoedSecrets(result.response, headers, [request.url, target.url.href]) }
+        const sent: SendResult = { status: result.status, latencyMs, response: keptAnswer(result.response, headers, [request.url, target.url.href]) }
         if (error) sent.error = error
         if (result.retryAfter) sent.retryAfter = result.retryAfter
         if (result.date) sent.date = result.date
@@ -380,12 +392,12 @@ export async function sendOnce(request: SendRequest): Promise<SendResult> {
       try {
         next = targetOf(new URL(result.location, target.url))
       } catch {
-        return { status: result.status, latencyMs: Math.round(performance.now() - started), error: `redirect to an invalid URL: ${shownLocation(result.location, target.url)}`, response: withoutEchoedSecrets(result.response, headers, [request.url, target.url.href]) }
+        return { status: result.status, latencyMs: Math.round(performance.now() - started), error: `redirect to an invalid URL: ${shownLocation(result.location, target.url)}`, response: keptAnswer(result.response, headers, [request.url, target.url.href]) }
       }
       // A hop refused is the redirect's doing, not the configuration's: named as the redirect, with its status.
       const refused = refusal(next, request)
       if (refused) {
-        const sent: SendResult = { status: result.status, latencyMs: Math.round(performance.now() - started), error: `redirect to ${shownLocation(result.location, target.url)} refused: ${refused.message}`, response: withoutEchoedSecrets(result.response, headers, [request.url, target.url.href]) }
+        const sent: SendResult = { status: result.status, latencyMs: Math.round(performance.now() - started), error: `redirect to ${shownLocation(result.location, target.url)} refused: ${refused.message}`, response: keptAnswer(result.response, headers, [request.url, target.url.href]) }
         if (refused.blocked) sent.blocked = true
         return sent
       }

@@ -53,6 +53,25 @@ describe('sendOnce', () => {
     expect(sent.response).toBe('x'.repeat(KEPT_RESPONSE_BYTES))
   })
 
+  // The answer was cut to its first KB and then searched: a secret across the cut kept its first part in clear.
+  it('a secret echoed across the kept KB is redacted before the answer is cut', async () => {
+    const url = await serve((req, res) => res.writeHead(500).end(`${'A'.repeat(KEPT_RESPONSE_BYTES - 20)}key=${String(req.headers['x-api-key'])} and more`))
+    const sent = await sendOnce(attempt(url, { headers: { 'webhook-id': 'msg_1', 'x-api-key': 'HDRSECRET_live_0123456789' } }))
+    expect(sent.response).toBe(`${'A'.repeat(KEPT_RESPONSE_BYTES - 20)}key=[redacted] and more`.slice(0, KEPT_RESPONSE_BYTES))
+    expect(sent.response).not.toContain('HDRSECRET')
+  })
+
+  it("a Basic user alone (an API key in the URL's user-info) and a secret echoed JSON-escaped are redacted", async () => {
+    const url = await serve((req, res) => {
+      const pair = Buffer.from(String(req.headers.authorization).split(' ')[1]!, 'base64').toString()
+      res.writeHead(500, { 'content-type': 'application/json' }).end(`user=${pair.split(':')[0]} ${JSON.stringify({ key: req.headers['x-api-key'] }).replaceAll('/', '\\/')}`)
+    })
+    const withUser = new URL(url)
+    withUser.username = 'sk_live_USERONLYKEY987654'
+    const sent = await sendOnce(attempt(withUser.href, { headers: { 'webhook-id': 'msg_1', 'x-api-key': 'key"with\\quote/123' } }))
+    expect(sent.response).toBe('user=[redacted] {"key":"[redacted]"}')
+  })
+
   it('cuts a body over the limit: the status stands, the attempt says why', async () => {
     const url = await serve((_req, res) => {
       res.writeHead(200)
