@@ -36,7 +36,14 @@ export type ScreenedUpload = { ok: true; request: Request } | { ok: false; reply
  * (0.25.0; it went on unchecked before) — is refused rather than sent unchecked. Until 0.24.0 the upload streamed to
  * the provider unread.
  */
-export async function screenBatchUpload(rt: Runtime, request: Request): Promise<ScreenedUpload> {
+export async function screenBatchUpload(
+  rt: Runtime,
+  request: Request,
+  options: {
+    /** Asked before a refusal that names listed rows (it tells what the list holds): a reply to give instead, if any. */
+    beforeListedRefusal?: () => Promise<Response | undefined>
+  } = {},
+): Promise<ScreenedUpload> {
   const refuse = (reply: Response): ScreenedUpload => ({ ok: false, reply: withCache(reply, 'BYPASS') })
   const max = rt.config.proxy.maxUploadBytes
   const tooLarge = (): ScreenedUpload => ({ ok: false, reply: uploadTooLarge(max) })
@@ -88,6 +95,8 @@ export async function screenBatchUpload(rt: Runtime, request: Request): Promise<
     return refuse(apiErrorResponse(503, 'internal_error', `switchboard cannot read its do-not-call file (${basename(error.file)}), so the batch was not uploaded; see its logs`))
   }
   if (count === 0) return passOn()
+  const instead = await options.beforeListedRefusal?.()
+  if (instead) return { ok: false, reply: instead }
   rt.log.info({ path: '/v1/batch-call', rows: count }, 'batch upload refused: rows on the do-not-call list')
   const shown = count > rows.length ? `${rows.join(', ')} and ${count - rows.length} more` : rows.length === 1 ? `${rows[0]}` : `${rows.slice(0, -1).join(', ')} and ${rows.at(-1)}`
   return refuse(

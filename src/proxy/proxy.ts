@@ -157,6 +157,16 @@ export function createProxy(rt: Runtime): Proxy {
   }
 
   /**
+   * Before a write reads its body or records anything: true for a key the provider refuses — refused lately (not asked
+   * again), or asked now with one read when it has not accepted it lately. A provider that cannot say (down, 429) is
+   * no refusal: the write goes on and meets the provider's own answer.
+   */
+  async function refusedBeforeWrite(apiKey: string, tenant: string): Promise<boolean> {
+    if (await keys.isConfirmed(tenant)) return false
+    return keys.recentlyRefused(tenant) || (await confirm(apiKey, tenant)) === 'rejected'
+  }
+
+  /**
    * Identical misses in flight at once share one upstream request (keyed by the cache key, so never across
    * tenants). Neither the requests joined to it nor the one that started it can cancel it: it belongs to none.
    */
@@ -375,6 +385,9 @@ export function createProxy(rt: Runtime): Proxy {
         : ''
       return withCache(apiErrorResponse(400, 'invalid_request', `customer_phone is on the do-not-call list (switchboard): not called${before ? ' now' : ''}${before}`), 'BYPASS')
     }
+    // A made-up key's call got a ledger row, settled rejected: anyone could write rows, with numbers and campaigns of
+    // their choosing, into the calls list and the dashboard (0.28.1).
+    if (await refusedBeforeWrite(apiKey, tenant)) return refusedKey()
     // The key is chosen here rather than left to placeCall (which would make the same one) so that every
     // answer from now on can carry it: after a 5xx or a timeout the call may exist upstream, and only a
     // retry with this key is sure not to place it twice.
@@ -454,16 +467,16 @@ export function createProxy(rt: Runtime): Proxy {
       case 'create_call':
         return createCall(request, apiKey, tenant)
       case 'create_batch': {
-        // The key first: a file is read, decompressed and checked only for a key the provider accepts (0.28.1). Before,
-        // any made-up key had the proxy read a 100 MB upload — a 50 KB gzip bomb held the service for seconds. Its body
-        // unread, the connection closes after the answer, so the client stops sending it.
-        const unaccepted = await unlessKeyAccepted(apiKey, tenant)
-        if (unaccepted) {
-          unaccepted.headers.set('connection', 'close')
-          return unaccepted
+        // The key first: a file is read, decompressed and checked only for a key the provider does not refuse (0.28.1).
+        // Before, any made-up key had the proxy read a 100 MB upload — a 50 KB gzip bomb held the service for seconds.
+        // Its body unread, the connection closes after the 401, so the client stops sending it.
+        if (await refusedBeforeWrite(apiKey, tenant)) {
+          const refused = refusedKey()
+          refused.headers.set('connection', 'close')
+          return refused
         }
         // The do-not-call list is checked before every batch row, as before every call: a listed row keeps the file here.
-        const screened = await screenBatchUpload(rt, request)
+        const screened = await screenBatchUpload(rt, request, { beforeListedRefusal: () => unlessKeyAccepted(apiKey, tenant) })
         if (!screened.ok) return screened.reply
         // The new batch's id may have been read as missing just before (ids are sequential): its 404 goes too.
         return streamThrough(rt, screened.request, { apiKey, pathAndQuery, onSuccess: async () => { await forgetTenantNotFound(rt, tenant); await invalidateLists(tenant, ['batch_list']) } })

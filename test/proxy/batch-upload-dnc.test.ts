@@ -74,13 +74,18 @@ describeEachDialect('proxy: a batch uploaded through /v1 is checked against the 
     const call = await h.request('/v1/call', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(phoneCall('+919876543251')), key: MADE_UP })
     expect(call.status).toBe(401)
     expect(await batches()).toBe(0)
-    // Nor is its upload read at all (0.28.1): the key is asked about first, and the connection closes on the 401. A
-    // made-up key had the proxy decompress and read up to PROXY_MAX_UPLOAD_BYTES (a 50 KB gzip bomb: 20 MB of rows).
+    // Nor is its upload read at all (0.28.1): the key is asked about first (refused just now: not even asked), and the
+    // connection closes on the 401. A made-up key had the proxy decompress and read up to PROXY_MAX_UPLOAD_BYTES (a 50 KB
+    // gzip bomb: 20 MB of rows).
     const form = await encoded(batchForm('customer_phone\n+919876543252\n'))
     const before = h.sandbox.stats().requests
     const unread = await h.request('/v1/batch-call', { method: 'POST', headers: { 'content-type': form.type, 'content-encoding': 'gzip' }, body: form.bytes, key: MADE_UP })
     expect([unread.status, unread.headers.get('connection')]).toEqual([401, 'close'])
     expect(await unread.json()).toEqual({ error: { type: 'authentication_error', message: 'invalid or missing api key' } })
+    expect(h.sandbox.stats().requests).toBe(before)
+    // Another made-up key is asked about once: its first upload costs one read, and nothing of the body.
+    const other = await h.request('/v1/batch-call', { method: 'POST', headers: { 'content-type': form.type, 'content-encoding': 'gzip' }, body: form.bytes, key: `${MADE_UP}_2` })
+    expect([other.status, other.headers.get('connection')]).toEqual([401, 'close'])
     expect(h.sandbox.stats().requests).toBe(before + 1)
     // The team's own key is told why.
     expect((await h.request('/v1/batch-call', { method: 'POST', body: batchForm('customer_phone\n+919876543251\n') })).status).toBe(400)

@@ -86,6 +86,23 @@ describeEachDialect('POST /v1/call once the provider answered', (dialect) => {
     expect(h.sandbox.stats().callsAccepted).toBe(1)
   })
   // DESIGN: the do-not-call list is checked before every call — a call sent through switchboard's /v1 as well.
+  // The ledger row was written before the provider had seen the key and settled `rejected`: anyone could write rows —
+  // numbers and campaigns of their choosing — into `calls list` and the dashboard's Calls page, kept for ever by default.
+  it('a key the provider refuses writes nothing in the calls ledger; refused lately, it is not asked about again', async () => {
+    const { h, up } = await scripted()
+    const call = phoneCall('+919876543246', { campaign: 'spoofed' })
+    const spoofed = await h.request('/v1/call', { method: 'POST', key: 'nobody_1', headers: { 'content-type': 'application/json' }, body: JSON.stringify(call) })
+    expect([spoofed.status, await spoofed.json()]).toEqual([401, { error: { type: 'authentication_error', message: 'invalid or missing api key' } }])
+    expect(await ledger(h)).toEqual([])
+    expect([up.count('GET', '/v1/conversations?limit=1'), up.count('POST', '/v1/call')]).toEqual([1, 0])
+    const again = await h.request('/v1/call', { method: 'POST', key: 'nobody_1', headers: { 'content-type': 'application/json' }, body: JSON.stringify(call) })
+    expect(again.status).toBe(401)
+    expect(up.seen).toHaveLength(1)
+    // The team's key: asked about once, then the call is placed and recorded.
+    expect((await post(h, call)).status).toBe(200)
+    expect((await ledger(h)).map((row) => row.status)).toEqual(['initiated'])
+  })
+
   it('refuses a call to a number on the do-not-call list (table or file) without asking the provider', async () => {
     const { h, up } = await scripted()
     await h.rt.store.db.insertInto('dnc').values({ phone: '+919876543244', reason: 'asked', source: 'test', added_at: 0 }).execute()

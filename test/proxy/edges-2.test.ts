@@ -222,15 +222,25 @@ describeEachDialect('proxy edges (2)', (dialect) => {
 
   it('POST /v1/call: a provider error without its error body is typed by status, as the spec names the types', async () => {
     const { h, up } = await scripted()
+    // The 401 last: a key refused is refused without asking the provider until the key window has passed.
     const cases: Array<[number, string, string]> = [
-      [401, '<html><body>401 Authorization Required</body></html>', 'authentication_error'],
       [404, '', 'not_found'],
       [429, '<html><body>Too Many Requests</body></html>', 'rate_limit_exceeded'],
       [409, '', 'duplicate_request'],
       [400, '<html><body>Bad Request</body></html>', 'invalid_request'],
       [422, '{"message":"not the provider shape"}', 'invalid_request'],
       [503, '<html><body>503 Service Unavailable</body></html>', 'internal_error'],
+      [401, '<html><body>401 Authorization Required</body></html>', 'authentication_error'],
     ]
+    // The key accepted lately (a read): the calls are the only requests the answers below meet.
+    expect((await h.request('/v1/conversations?limit=1')).status).toBe(200)
+    // The provider's own error body passes as sent.
+    up.answer((_req, _body, res) => {
+      res.writeHead(404, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ error: { message: 'agent not found', type: 'not_found' } }))
+    })
+    const own = await post(h, JSON.stringify(phoneCall('+919876543210')))
+    expect(await own.json()).toEqual({ error: { message: 'agent not found', type: 'not_found' } })
     for (const [status, body, type] of cases) {
       up.answer((_req, _body, res) => {
         res.writeHead(status, { 'content-type': body.startsWith('<') ? 'text/html' : 'application/json' })
@@ -243,13 +253,6 @@ describeEachDialect('proxy edges (2)', (dialect) => {
       expect(answer.error.type, `${status}`).toBe(type)
       expect(answer.error.message).toBe(`HTTP ${status} with no error body`)
     }
-    // The provider's own error body still passes as sent.
-    up.answer((_req, _body, res) => {
-      res.writeHead(404, { 'content-type': 'application/json' })
-      res.end(JSON.stringify({ error: { message: 'agent not found', type: 'not_found' } }))
-    })
-    const own = await post(h, JSON.stringify(phoneCall('+919876543210')))
-    expect(await own.json()).toEqual({ error: { message: 'agent not found', type: 'not_found' } })
   }, 20_000)
 
   it('3xx answers keep Location as sent when it is an http(s) URL or a path, on reads, recordings and streamed requests', async () => {
