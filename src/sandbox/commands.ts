@@ -6,19 +6,21 @@ import { secretProblem } from '../config/webhook-secret.ts'
 import { createLogger } from '../utils/logger.ts'
 import { waitForStopSignal } from '../utils/stop-signal.ts'
 import { explainListenError } from '../utils/listen-error.ts'
+import { printable } from '../utils/printable.ts'
 import { DEMO_TENANTS } from './demo.ts'
 import { ALL_EVENTS, createSandbox } from './index.ts'
 
-/** `sandbox [--port N] [--host H] [--webhook-url U] [--webhook-secret S]`: the sandbox provider alone. */
+/** `sandbox [--port N] [--host H] [--webhook-url U] [--webhook-secret S] [--webhook-key K]`: the sandbox provider alone. */
 export const sandboxCommand = defineCommand({
   name: 'sandbox',
-  usage: '[--port N] [--host H] [--webhook-url URL] [--webhook-secret S]',
+  usage: '[--port N] [--host H] [--webhook-url URL] [--webhook-secret S] [--webhook-key K]',
   summary: 'run the sandbox provider alone (the whole /v1 API with demo keys; webhooks to --webhook-url)',
   options: {
     port: { type: 'string', value: 'N', help: 'the port to listen on (default 4010; 0 picks a free one)' },
     host: { type: 'string', value: 'H', help: 'the address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)' },
     'webhook-url': { type: 'string', value: 'URL', help: 'where the sandbox sends its signed webhooks, e.g. http://127.0.0.1:3000/webhooks/formant (default: none are sent)' },
     'webhook-secret': { type: 'string', checksEmpty: true, value: 'S', help: 'the whsec_… secret to sign them with (default: WEBHOOK_SECRET, the one switchboard verifies with)' },
+    'webhook-key': { type: 'string', value: 'K', help: `the demo key whose workspace's calls send webhooks there, as the switchboard at --webhook-url uses it (default ${DEMO_TENANTS[0]!.apiKey})` },
   },
   examples: ['sandbox --port 4010 --webhook-url http://127.0.0.1:3000/webhooks/formant'],
   async run(ctx) {
@@ -36,6 +38,14 @@ export const sandboxCommand = defineCommand({
       // Usually `--webhook-secret "$WEBHOOK_SECRET"` with the variable unset: deliveries would go out unsigned
       // and the receiver would refuse every one.
       throw new CliError('--webhook-secret is empty (is the variable you passed set?); leave it out to use WEBHOOK_SECRET')
+    }
+    // One workspace's calls, as a provider's webhook targets are set on a workspace's agents: every demo workspace's
+    // went to --webhook-url, and the switchboard there stored another workspace's calls, then failed its follow-ups
+    // (agent not found) with its own key.
+    const webhookKey = typeof ctx.values['webhook-key'] === 'string' ? ctx.values['webhook-key'] : DEMO_TENANTS[0]!.apiKey
+    const webhookTenant = DEMO_TENANTS.find((t) => t.apiKey === webhookKey && !t.disabled)
+    if (!webhookTenant) {
+      throw new CliError(`--webhook-key must be a demo key with agents: ${DEMO_TENANTS.filter((t) => !t.disabled).map((t) => t.apiKey).join(' or ')} (got "${printable(webhookKey, 60)}")`)
     }
     const given = ctx.values['webhook-secret'] as string | undefined
     // Checked as WEBHOOK_SECRET is: a placeholder copied from an example, or a whsec_ secret that is not base64,
@@ -59,8 +69,8 @@ export const sandboxCommand = defineCommand({
         maxCalls: config.sandbox.maxCalls,
         log: createLogger({ level: config.logLevel }),
         publicBaseUrl: () => publicBase,
-        webhookTargets: () =>
-          webhookUrl
+        webhookTargets: (_agentId, tenantId) =>
+          webhookUrl && tenantId === webhookTenant.id
             ? [{ name: 'default', url: webhookUrl, secret, events: ALL_EVENTS, includeTranscript: true, includeRecordingUrl: true, active: true }]
             : [],
       })
@@ -83,7 +93,7 @@ export const sandboxCommand = defineCommand({
           `  sandbox provider listening at ${publicBase}/v1   (speed ×${config.sandbox.speed})`,
           `    demo API keys   ${keys}`,
           webhookUrl
-            ? `    webhooks        every event type → ${webhookUrl} (signed: X-FormantAI-Signature)`
+            ? `    webhooks        ${webhookTenant.apiKey}'s calls, every event type → ${webhookUrl} (signed: X-FormantAI-Signature)`
             : '    webhooks        none (pass --webhook-url to receive call events)',
           '',
           `    curl -s ${publicBase}/v1/call -H 'Authorization: Bearer sk_test_acme' -H 'Content-Type: application/json' \\`,

@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { createHmac } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -114,6 +116,9 @@ describe('cli sandbox', () => {
     err = ''
     expect(await main(['sandbox', '--webhook-url', 'ftp://x'], { env: {}, stderr: (t) => (err += t), stdout: () => {} })).toBe(2)
     expect(err).toContain('--webhook-url must be an http(s) URL')
+    err = ''
+    expect(await main(['sandbox', '--webhook-key', 'sk_test_disabled'], { env: {}, stderr: (t) => (err += t), stdout: () => {} })).toBe(2)
+    expect(err).toBe('error: --webhook-key must be a demo key with agents: sk_test_acme or sk_test_globex (got "sk_test_disabled")\n')
   })
 
   it('reads switchboard.config.ts like every other command: its WEBHOOK_SECRET signs, its SANDBOX_SPEED applies', { timeout: 30_000 }, async () => {
@@ -126,7 +131,7 @@ describe('cli sandbox', () => {
       await expect.poll(() => spawned.stdout() + spawned.stderr(), { timeout: 15_000 }).toMatch(/listening at|error:/)
       expect(spawned.stderr()).toBe('')
       expect(spawned.stdout()).toContain('(speed ×7)')
-      expect(spawned.stdout()).toContain('every event type → http://127.0.0.1:9/hook (signed')
+      expect(spawned.stdout()).toContain("sk_test_acme's calls, every event type → http://127.0.0.1:9/hook (signed")
     } finally {
       spawned.child.kill('SIGTERM')
       await spawned.exited
@@ -134,10 +139,24 @@ describe('cli sandbox', () => {
     }
   })
 
-  it('runs standalone: prints its URL, the demo keys and the webhook target, and answers /v1', async () => {
-    const child = spawn(process.execPath, ['src/bin.mjs', 'sandbox', '--port', '0', '--webhook-url', 'http://127.0.0.1:9/hook', '--webhook-secret', 's3cret'], {
+  // Every demo workspace's calls sent webhooks to --webhook-url: the switchboard there (VOICE_API_KEY=sk_test_acme, as
+  // the README pairs them) stored globex's calls and failed their follow-ups with its own key (agent not found).
+  it("runs standalone: prints its URL, the demo keys and the webhook target, answers /v1, and sends one workspace's webhooks", async () => {
+    const hooks: Array<{ agent_id?: number; type?: string }> = []
+    const receiver = createServer((req, res) => {
+      let body = ''
+      req.on('data', (c: Buffer) => (body += c.toString()))
+      req.on('end', () => {
+        const event = JSON.parse(body) as { event_type?: string; data?: { call?: { agent_id?: number } } }
+        hooks.push({ agent_id: event.data?.call?.agent_id, type: event.event_type })
+        res.writeHead(204).end()
+      })
+    })
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+    const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+    const child = spawn(process.execPath, ['src/bin.mjs', 'sandbox', '--port', '0', '--webhook-url', hookUrl, '--webhook-secret', 's3cret'], {
       cwd: new URL('../..', import.meta.url).pathname,
-      env: { ...process.env, LOG_LEVEL: 'silent', VOICE_API_KEY: '', SWITCHBOARD_CONFIG: 'none' },
+      env: { ...process.env, LOG_LEVEL: 'silent', VOICE_API_KEY: '', SWITCHBOARD_CONFIG: 'none', SANDBOX_SPEED: '600' },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     try {
@@ -148,13 +167,26 @@ describe('cli sandbox', () => {
       expect(out).toContain('sk_test_acme (agents 101, 102, 103)')
       expect(out).toContain('sk_test_globex (agent 201)')
       expect(out).toContain('sk_test_disabled (disabled: 401)')
-      expect(out).toContain('every event type → http://127.0.0.1:9/hook (signed')
+      expect(out).toContain(`sk_test_acme's calls, every event type → ${hookUrl} (signed`)
       const res = await fetch(`${base}/v1/conversations`, { headers: { authorization: 'Bearer sk_test_globex' } })
       expect(res.status).toBe(200)
       expect(await res.json()).toEqual({ data: [], has_more: false, total: 0 })
+      // globex's call first, then acme's: acme's last event arrives after any of globex's would have.
+      for (const [key, agent] of [['sk_test_globex', 201], ['sk_test_acme', 101]] as const) {
+        const call = await fetch(`${base}/v1/call`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ agent_id: agent, parameters: [{ name: 'customer_phone', value: '+919876543210' }] }),
+        })
+        expect(call.status).toBe(200)
+      }
+      await expect.poll(() => hooks.some((h) => h.type === 'call.completed'), { timeout: 15_000 }).toBe(true)
+      expect(hooks.map((h) => h.agent_id)).not.toContain(201)
+      expect(new Set(hooks.map((h) => h.agent_id))).toEqual(new Set([101]))
     } finally {
       child.kill('SIGTERM')
       await new Promise((resolve) => child.once('exit', resolve))
+      await new Promise((resolve) => receiver.close(resolve))
     }
   })
 })
