@@ -24,12 +24,22 @@ export async function readBatchCsv(file: File): Promise<Array<Record<string, str
   }
   if (text.includes('\u0000')) throw invalid('file must be a CSV text file, not binary data')
   if (!text.trim()) throw invalid('file is empty')
-  let records: string[][]
+  let parsed: Array<{ record: string[]; info: { lines: number } }>
   try {
-    records = parse(text, { skip_empty_lines: true, trim: true, relax_column_count: false }) as string[][]
+    // csv-parse's types do not model `info: true` (each record with its info).
+    parsed = parse(text, { skip_empty_lines: true, trim: true, relax_column_count: false, info: true }) as unknown as Array<{ record: string[]; info: { lines: number } }>
   } catch (error) {
     throw invalid(`file is not a valid CSV: ${(error as Error).message}`)
   }
+  const records = parsed.map((p) => p.record)
+  // Each record's line as a spreadsheet shows it (where the record ends), as the proxy's do-not-call refusal names rows:
+  // counted by position, a blank line or a quoted cell over two lines made "row 3" the file's fourth line. The parser
+  // counts a \r\n inside a quoted cell as two lines; an editor, one.
+  let surplus = 0
+  const lines = parsed.map(({ record, info }) => {
+    for (const cell of record) surplus += cell.split('\r\n').length - 1
+    return info.lines - surplus
+  })
   const header = records[0] ?? []
   if (!header.includes('customer_phone')) throw invalid('file must contain a customer_phone column')
   if (header.some((h) => h === '')) throw invalid('file has an empty column name in its header row')
@@ -41,7 +51,7 @@ export async function readBatchCsv(file: File): Promise<Array<Record<string, str
   return rows.map((cells, i) => {
     const row: Record<string, string> = {}
     header.forEach((name, c) => (row[name] = cells[c] ?? ''))
-    if (!row.customer_phone) throw invalid(`row ${i + 2} has no customer_phone`)
+    if (!row.customer_phone) throw invalid(`row ${lines[i + 1]} has no customer_phone`)
     return row
   })
 }

@@ -30,6 +30,10 @@ describe('batch calls', () => {
     [{ agent_id: '101', name: 'n', file: csv('customer_phone,name\n') }, 'file has no rows after the header'],
     [{ agent_id: '101', name: 'n', file: csv('customer_phone,name\n+911\n') }, /^file is not a valid CSV/],
     [{ agent_id: '101', name: 'n', file: csv('customer_phone,name\n,A\n') }, 'row 2 has no customer_phone'],
+    // Rows are lines as a spreadsheet shows them (where the row ends), as the proxy names them: a blank line, a quoted
+    // cell over two lines (\r\n inside it one line, as an editor counts) made this "row 3".
+    [{ agent_id: '101', name: 'n', file: csv('customer_phone,name\n+919876543270,A\n\n,B\n') }, 'row 4 has no customer_phone'],
+    [{ agent_id: '101', name: 'n', file: csv('customer_phone,name\r\n+919876543270,"A\r\nB"\r\n,C\r\n') }, 'row 4 has no customer_phone'],
     [{ agent_id: '101', name: 'n', file: new Blob([new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0, 0, 0xff])], { type: 'image/png' }) }, /^file must be a CSV/],
     [{ agent_id: '101', name: 'n', file: new Blob([new Uint8Array([0x63, 0, 0xff, 0xfe, 0x00])]) }, /^file must be a CSV text file/],
     [{ agent_id: '102', name: 'n', file: csv('customer_phone\n+911\n') }, 'agent has no phone number configured'],
