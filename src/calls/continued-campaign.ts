@@ -16,8 +16,10 @@ export async function continuedCampaign(rt: Runtime, conversationId: string): Pr
   if (!conversation) return null
   if (conversation.trace_id) {
     const call = await rt.store.db.selectFrom('calls').select(['campaign', 'recipe']).where('trace_id', '=', conversation.trace_id).orderBy('created_at').executeTakeFirst()
-    const own = call?.campaign === `agent:${conversation.agent_id}` ? null : call?.campaign
-    if (own || call?.recipe) return own || call!.recipe
+    // A follow-up of a direct call keeps the chain's `agent:<id>` key, as the planner groups it (shown "(direct)"): it
+    // was dropped for the recipe that placed that follow-up, and the next call counted under the recipe's name — in
+    // the report, and against another attempt cap.
+    if (call?.campaign || call?.recipe) return call.campaign || call.recipe
   }
   return callParameter(conversation.call_parameters, 'campaign') ?? null
 }

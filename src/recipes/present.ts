@@ -107,7 +107,7 @@ export function renderPlan(plan: PlannedEffect[], omitted: PlanOmitted = {}): st
       const r = effect.request
       const when = r.scheduled_for ? `at ${r.scheduled_for}` : 'now'
       lines.push(`  call ${phoneOf(effect)} with agent ${r.agent_id} ${when}${effect.note ? ` (${effect.note})` : ''}`)
-      lines.push(`    idempotency_key: ${r.idempotency_key ?? '(auto)'}${r.conversation_id ? ` · continues ${r.conversation_id}` : ''}${effect.campaign ? ` · campaign ${campaignFrom(effect.campaign, null, r.agent_id, () => undefined)}` : ''}`)
+      lines.push(`    idempotency_key: ${r.idempotency_key ?? '(auto)'}${r.conversation_id ? ` · continues ${r.conversation_id}` : ''}${effect.campaign ? ` · campaign ${campaignFrom(effect.campaign, null, () => undefined)}` : ''}`)
       const params = r.parameters.filter((p) => p.name !== 'customer_phone')
       if (params.length) lines.push(`    parameters: ${JSON.stringify(Object.fromEntries(params.map((p) => [p.name, p.value])))}`)
       if (r.retry_context) lines.push(`    retry_context: ${JSON.stringify(r.retry_context)}`)

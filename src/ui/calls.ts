@@ -104,7 +104,7 @@ ${fields(`Attempt ${i + 1}`, [
 ${table('Calls', ['Created', 'Phone', 'Agent', 'Recipe', 'Campaign', 'Status', 'Outcome', 'Scheduled for', 'Idempotency key'], calls.map((c) => [
   fmtTime(c.created_at),
   html`<a href="${`ui/calls?${new URLSearchParams({ ...(q.phone ? { phone: q.phone } : {}), chain: c.id })}`}" title="the follow-up chain of this call">${c.customer_phone}</a>`,
-  String(c.agent_id), c.recipe ?? 'proxy', campaignFrom(c.campaign, c.recipe, c.agent_id, () => c.parameters.find((p) => p.name === 'campaign')?.value), status(c.status),
+  String(c.agent_id), c.recipe ?? 'proxy', campaignFrom(c.campaign, c.recipe, () => c.parameters.find((p) => p.name === 'campaign')?.value), status(c.status),
   outcomeCell(outcomeOf(c)), when(c), shortId(c.idempotency_key),
 ]), before ? 'No older call matches.' : 'No call matches.')}
 ${note ? html`<p>${note}</p>` : ''}

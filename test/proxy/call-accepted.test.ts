@@ -1,6 +1,7 @@
 import { gzipSync } from 'node:zlib'
 import { expect, it } from 'vitest'
 import { CALL_BUDGET_MS } from '../../src/proxy/proxy.ts'
+import { campaignFrom } from '../../src/reports/campaign.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { phoneCall, withClock, type ProxyHarness } from './helpers.ts'
 import { callRow, insertConversations } from '../reports/seed.ts'
@@ -221,10 +222,13 @@ describeEachDialect('POST /v1/call once the provider answered', (dialect) => {
       { conversation_id: 'conv_recipe', agent_id: 101, contact_number: '+919876543216', status: 'busy', duration_seconds: 0, ended_at: ended, trace_id: 'tr_recipe' },
       // A call placed straight through the proxy: no campaign anywhere.
       { conversation_id: 'conv_direct', agent_id: 101, contact_number: '+919876543217', status: 'busy', duration_seconds: 0, ended_at: ended, trace_id: 'tr_direct' },
+      // A recipe's follow-up of a direct call, by another agent: the ledger keeps the chain's key, `agent:101`.
+      { conversation_id: 'conv_chain', agent_id: 103, contact_number: '+919876543220', status: 'busy', duration_seconds: 0, ended_at: ended, trace_id: 'tr_chain' },
     ])
     await h.rt.store.db.insertInto('calls').values([
       { ...callRow({ id: 'c_recipe', trace_id: 'tr_recipe', recipe: 'new-leads', campaign: 'autumn', created_at: ended }), tenant: 'x' },
       { ...callRow({ id: 'c_direct', trace_id: 'tr_direct', recipe: null, campaign: null, created_at: ended }), tenant: 'x' },
+      { ...callRow({ id: 'c_chain', trace_id: 'tr_chain', recipe: 'no-answer-followup', campaign: 'agent:101', created_at: ended }), tenant: 'x' },
     ]).execute()
     const follow = (conversation: string, phone: string, extra: Record<string, unknown> = {}) => post(h, phoneCall(phone, { conversation_id: conversation, ...extra }))
     expect((await follow('conv_batch', '+919876543215')).status).toBe(200)
@@ -232,6 +236,8 @@ describeEachDialect('POST /v1/call once the provider answered', (dialect) => {
     expect((await follow('conv_direct', '+919876543217')).status).toBe(200)
     expect((await follow('conv_batch', '+919876543218', { parameters: [{ name: 'customer_phone', value: '+919876543218' }, { name: 'campaign', value: 'own' }] })).status).toBe(200)
     expect((await follow('conv_unknown', '+919876543219')).status).toBe(200)
+    // It stays in the direct chain: it was filed under the recipe that placed the follow-up it continues.
+    expect((await follow('conv_chain', '+919876543220')).status).toBe(200)
     const rows = await h.rt.store.db.selectFrom('calls').select(['customer_phone', 'campaign', 'previous_conversation_id']).where('tenant', '!=', 'x').orderBy('customer_phone').execute()
     expect(rows).toEqual([
       { customer_phone: '+919876543215', campaign: 'spring', previous_conversation_id: 'conv_batch' },
@@ -239,6 +245,9 @@ describeEachDialect('POST /v1/call once the provider answered', (dialect) => {
       { customer_phone: '+919876543217', campaign: null, previous_conversation_id: 'conv_direct' },
       { customer_phone: '+919876543218', campaign: null, previous_conversation_id: 'conv_batch' },
       { customer_phone: '+919876543219', campaign: null, previous_conversation_id: 'conv_unknown' },
+      { customer_phone: '+919876543220', campaign: 'agent:101', previous_conversation_id: 'conv_chain' },
     ])
+    // Shown with the call it follows, whichever agent placed it.
+    expect(campaignFrom('agent:101', 'no-answer-followup', () => undefined)).toBe('(direct)')
   })
 })
