@@ -106,8 +106,9 @@ function trendChart(report: DailyReport): string {
   const labels = report.trend
     .map((d) => `<td style="text-align:center;padding:4px 2px 0 2px;font-size:11px;line-height:14px;color:${d.date === report.date ? INK : MUTED};${FONT};${d.date === report.date ? 'font-weight:700;' : ''}">${e(d.date.slice(5))}</td>`)
     .join('')
+  // A whole percent of the day's own counts: the rate rounded to a tenth first made 5 of 11 (45.45 %) read 46 %.
   const rates = report.trend
-    .map((d) => `<td style="text-align:center;padding:0 2px;font-size:10px;line-height:13px;color:${MUTED};${FONT}">${d.successRate === null ? '—' : `${d.successRate.toFixed(0)}%`}</td>`)
+    .map((d) => `<td style="text-align:center;padding:0 2px;font-size:10px;line-height:13px;color:${MUTED};${FONT}">${d.calls === 0 ? '—' : `${Math.round((d.completed * 100) / d.calls)}%`}</td>`)
     .join('')
   return `<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="border-collapse:collapse;width:100%;table-layout:fixed">
 <tr style="height:${HEIGHT + 16}px">${bars}</tr><tr>${labels}</tr><tr>${rates}</tr></table>

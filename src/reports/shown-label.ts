@@ -9,10 +9,11 @@ import { escapeHtml, showUnshown, visibleEscape } from './html-escape.ts'
 export const LABEL_MAX = 120
 
 /**
- * Line breaks but the ones UNSHOWN already covers (VT, FF and NEL are control characters). In the text part a campaign
- * holding a line feed started a line of its own: it forged a figures line under another group's name.
+ * Line breaks but the ones UNSHOWN already covers (VT, FF and NEL are control characters), and tabs: characters HTML
+ * lays out as a space but a text part does not. In the text part a campaign holding a line feed started a line of its
+ * own (it forged a figures line under another group's name), and a tab pushed a bar line's columns out of place.
  */
-const LINE_BREAK = /[\n\r\u2028\u2029]/g
+const LINE_BREAK = /[\t\n\r\u2028\u2029]/g
 
 /** UTF-16 units of the first `count` code points of `value` (or of all of it, when it has fewer). */
 function unitsOfCodePoints(value: string, count: number): number {
