@@ -5,7 +5,7 @@ import { isMailAddress } from '../config/schema.ts'
 import type { Effects } from '../effects.ts'
 import { describeRefusal, formatMailbox, readAddressList } from '../utils/mail-addresses.ts'
 import { snakeCaseKeys } from '../utils/snake-case.ts'
-import { assertTimeZone, parseDate } from './day-range.ts'
+import { assertReportableDate, assertTimeZone } from './day-range.ts'
 import { fmtBytes, fmtCount, fmtPct, fmtDuration } from './format.ts'
 import { sendDailyReport } from './send-report.ts'
 import { listMailLog, type MailStatus } from './mail-log.ts'
@@ -56,7 +56,7 @@ export const reportSendCommand = defineCommand({
         throw new CliError(`--${flag}: ${(error as Error).message}`)
       }
     }
-    if (date !== undefined) check('date', () => parseDate(date))
+    if (date !== undefined) check('date', () => assertReportableDate(date))
     if (timezone !== undefined) check('timezone', () => assertTimeZone(timezone))
     const rt = await ctx.runtime()
     // A dry run sends nothing, so it needs no recipient: it shows what the report would say.

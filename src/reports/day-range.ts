@@ -80,13 +80,21 @@ export function dayRange(date: string, timezone: string): DayRange {
   return { date, timezone, startMs: startOfDay(date, timezone), endMs: startOfDay(addDays(date, 1), timezone) }
 }
 
-/** `value` when it is a day a report can cover in `timezone` (a real calendar day, years 0001–9998), else undefined. */
+/**
+ * Throws unless `date` is a day a report can cover: a real calendar day in the years 0001–9998, so the day after it and
+ * the week before it (the trend) are four-digit years too. `--date 9999-12-31` was taken, then failed on a day the
+ * user never typed ("+010000-01").
+ */
+export function assertReportableDate(date: string): void {
+  const { year } = parseDate(date)
+  if (year < 1 || year > 9998) throw new Error(`date must be from 0001-01-01 to 9998-12-31 (got "${date}")`)
+}
+
+/** `value` when it is a day a report can cover in `timezone` (assertReportableDate), else undefined. */
 export function reportableDay(value: string | null | undefined, timezone: string): string | undefined {
   if (!value) return undefined
-  // Years 0001–9998: the day after and the week before it (the trend) are still four-digit years.
-  const year = Number(value.slice(0, 4))
-  if (!(year >= 1 && year <= 9998)) return undefined
   try {
+    assertReportableDate(value)
     dayRange(value, timezone)
     return value
   } catch {

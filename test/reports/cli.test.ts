@@ -119,6 +119,8 @@ describeEachDialect('report send (CLI)', (dialect) => {
   it('user mistakes are one line and exit 2', async () => {
     const env = await setup()
     expect(await run(['report', 'send', '--date', '2026-13-01', '--dry-run'], { ...env, REPORT_TO: 'x@example.com' })).toMatchObject({ code: 2, stderr: 'error: --date: date must be a real calendar day (got "2026-13-01")\n' })
+    // The day after it is a five-digit year: it was taken, then failed (exit 1) naming "+010000-01".
+    expect(await run(['report', 'send', '--date', '9999-12-31', '--dry-run'], { ...env, REPORT_TO: 'x@example.com' })).toMatchObject({ code: 2, stderr: 'error: --date: date must be from 0001-01-01 to 9998-12-31 (got "9999-12-31")\n' })
     expect(await run(['report', 'send', '--timezone', 'Nowhere/City', '--dry-run'], { ...env, REPORT_TO: 'x@example.com' })).toMatchObject({ code: 2, stderr: 'error: --timezone: unknown time zone "Nowhere/City" (use an IANA name such as Asia/Kolkata)\n' })
     // A line break typed into it is shown escaped, on the error's one line (as --to's and REPORT_TO's are).
     expect(await run(['report', 'send', '--timezone', 'Asia/Kolkata\r\nBcc: x@evil.example', '--dry-run'], { ...env, REPORT_TO: 'x@example.com' })).toMatchObject({ code: 2, stderr: 'error: --timezone: unknown time zone "Asia/Kolkata\\x0d\\x0aBcc: x@evil.example" (use an IANA name such as Asia/Kolkata)\n' })
