@@ -1,6 +1,7 @@
 import type { Runtime } from '../runtime.ts'
 import type { BatchCall, BatchMetrics } from '../upstream/schemas.ts'
 import type { DayRange } from './day-range.ts'
+import { providerTimeMs } from '../utils/iso-datetime.ts'
 
 export interface ReportBatch {
   id: number
@@ -33,7 +34,7 @@ const MAX_METRICS = 25
 
 function inDay(iso: string | null | undefined, range: Pick<DayRange, 'startMs' | 'endMs'>): boolean {
   if (!iso) return false
-  const t = Date.parse(iso)
+  const t = providerTimeMs(iso)
   return Number.isFinite(t) && t >= range.startMs && t < range.endMs
 }
 

@@ -29,3 +29,15 @@ export function parseDayOrInstant(text: string): number | undefined {
   const instant = /^\d{4}-\d{2}-\d{2}$/.test(trimmed) ? `${trimmed}T00:00:00Z` : trimmed
   return isZonedIsoDateTime(instant) ? Date.parse(instant) : undefined
 }
+
+/** An ISO 8601 date-time with no zone (`2026-11-20T18:29:00`, seconds and fraction optional). */
+const ZONELESS_DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?$/
+
+/**
+ * A time the provider sent (a webhook's `timestamp`, a call's `started_at`, a batch's `created_at`) as epoch ms, NaN
+ * when it is none. One without a zone is read as UTC, as the provider's times are: `Date.parse` read it in the
+ * server's own zone, so the same event fell on another day of the report on a machine with another TZ.
+ */
+export function providerTimeMs(iso: string): number {
+  return Date.parse(ZONELESS_DATETIME.test(iso) ? `${iso}Z` : iso)
+}

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.ts'
+import { providerTimeMs } from '../utils/iso-datetime.ts'
 
 const DAY_MS = 86_400_000
 /** Where the retention purge notes how far back event ids may be gone. */
@@ -19,7 +20,7 @@ export function rememberedDays(retentionDays: number): number {
  */
 export function oldEnoughToBeForgotten(timestamp: unknown, nowMs: number, retentionDays: number): number | null {
   if (typeof timestamp !== 'string') return null
-  const created = Date.parse(timestamp)
+  const created = providerTimeMs(timestamp)
   return Number.isFinite(created) && nowMs - created > (rememberedDays(retentionDays) - 1) * DAY_MS ? created : null
 }
 

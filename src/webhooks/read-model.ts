@@ -7,6 +7,7 @@ import { MAX_PHONE_LENGTH } from '../upstream/id-limits.ts'
 import { contactKey } from '../campaigns/contact-key.ts'
 import { EARLIEST_KEPT_MS, LATEST_KEPT_MS } from '../utils/time-range.ts'
 import type { ProcessedEvent } from '../events/hooks.ts'
+import { providerTimeMs } from '../utils/iso-datetime.ts'
 import {
   isTerminalStatus,
   parseWebhookTranscript,
@@ -62,7 +63,7 @@ export function toStoredConversation(row: Row): StoredConversation {
 /** An ISO time as epoch ms, or null: missing, unreadable, or outside the years a conversation keeps (1–9999). */
 function isoToMs(iso: string | null | undefined): number | null {
   if (!iso) return null
-  const ms = Date.parse(iso)
+  const ms = providerTimeMs(iso)
   return Number.isFinite(ms) && ms >= EARLIEST_KEPT_MS && ms <= LATEST_KEPT_MS ? ms : null
 }
 

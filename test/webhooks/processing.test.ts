@@ -23,6 +23,7 @@ import { captureLogs } from '../helpers/log-capture.ts'
 import { pendingRow } from '../../src/webhooks/inbox.ts'
 import { nextTurn } from '../../src/utils/next-turn.ts'
 import { contactKey } from '../../src/campaigns/contact-key.ts'
+import { providerTimeMs } from '../../src/utils/iso-datetime.ts'
 import { START, cliEnv, countEvents, createHarness, makeEvent, runCli, type Harness } from './helpers.ts'
 
 async function statusOf(h: Harness, eventId: string): Promise<string | undefined> {
@@ -303,6 +304,8 @@ describeEachDialect('webhook processing', (dialect) => {
       makeEvent({ call: { duration_seconds: -5000 } }),
       makeEvent({ call: { duration_seconds: 2_000_000_000 } }),
       makeEvent({ call: { duration_seconds: 86_401 } }),
+      // A time without a zone is UTC, as the provider's are: it was read in the server's zone (TZ).
+      makeEvent({ call: { started_at: '2026-03-01T09:58:00', ended_at: '2026-03-01T09:58:42.5' } }),
     ]
     for (const e of events) expect((await h.send(e)).status).toBe(204)
     for (const e of events) await waitForStatus(h, e.event_id, 'processed')
@@ -316,7 +319,11 @@ describeEachDialect('webhook processing', (dialect) => {
       ['completed', null, Date.parse('2026-03-01T09:58:00Z')],
       ['completed', null, Date.parse('2026-03-01T09:58:00Z')],
       ['completed', null, Date.parse('2026-03-01T09:58:00Z')],
+      ['completed', 42, Date.UTC(2026, 2, 1, 9, 58)],
     ])
+    expect(providerTimeMs('2026-03-01T09:58:42.5')).toBe(Date.UTC(2026, 2, 1, 9, 58, 42, 500))
+    expect(providerTimeMs('2026-03-01T09:58:42+05:30')).toBe(Date.UTC(2026, 2, 1, 4, 28, 42))
+    expect(providerTimeMs('yesterday')).toBeNaN()
   })
 
   it('a named target\'s events (a CRM on Standard Webhooks) are processed, not failed: the read model ignores them, consumers get them', async () => {
