@@ -367,7 +367,14 @@ export function planFollowUps(input: FollowUpInput): FollowUpResult {
         return { code: 'already_followed_up', reason: `already followed up (call ${call.trace_id ?? call.id}, ${call.status})` }
       }
       const known = (call.trace_id !== null && traces.has(call.trace_id)) || linked.has(call)
-      if (!known && call.created_at > end) return { code: 'call_pending', reason: `another call to this contact is already ${call.status}` }
+      // Placed after this call ended, or scheduled to start after it (a follow-up of an earlier call, planned before this
+      // one ended): still to come. Only the first was looked at, and a contact called twice within the gap got two
+      // follow-ups seconds apart once the attempt cap left room for both.
+      const toCome = call.created_at > end || (call.scheduled_for !== null && call.scheduled_for > end)
+      if (!known && toCome) {
+        const when = call.scheduled_for !== null && call.scheduled_for > end ? ` for ${new Date(call.scheduled_for).toISOString()}` : ''
+        return { code: 'call_pending', reason: `another call to this contact is already ${call.status}${when}` }
+      }
     }
 
     // Attempts used: distinct calls (conversations and live ledger rows, one per trace id), or what the

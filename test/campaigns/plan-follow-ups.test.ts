@@ -304,6 +304,19 @@ describe('planFollowUps', () => {
       const pending = call({ status: 'pending', trace_id: null, created_at: EVENING + 10_000 })
       expect(plan([c], { calls: [pending] }).skips).toMatchObject([{ code: 'call_pending' }])
     })
+    // A follow-up of an earlier call, planned before this one ended and scheduled for after it, counted as history:
+    // with a cap of 4 the contact called twice within the gap got two follow-ups seconds apart.
+    it('a follow-up scheduled for after this conversation ended, planned before it ended, blocks a second one', () => {
+      const earlier = conversation({ conversation_id: 'c0a80000-0000-4000-8000-00000000bbbb_1', trace_id: 'T0', ended_at: EVENING - 5_000, updated_at: EVENING - 5_000 })
+      const c = conversation()
+      const scheduled = call({ status: 'scheduled', trace_id: 'T9', previous_conversation_id: earlier.conversation_id, created_at: EVENING - 4_000, scheduled_for: EVENING + 3_600_000 })
+      const result = plan([earlier, c], { calls: [scheduled], options: { maxAttempts: 4 } })
+      expect(result.plans).toEqual([])
+      expect(result.skips.find((s) => s.conversationId === c.conversation_id)).toMatchObject({ code: 'call_pending', reason: `another call to this contact is already scheduled for ${new Date(EVENING + 3_600_000).toISOString()}` })
+      // Once its time has passed without a conversation (a lost webhook), it no longer holds a later call back.
+      const later = conversation({ conversation_id: 'c0a80000-0000-4000-8000-00000000cccc_1', trace_id: 'T3', ended_at: EVENING + 2 * 3_600_000, updated_at: EVENING + 2 * 3_600_000 })
+      expect(plan([earlier, later], { calls: [scheduled], options: { maxAttempts: 4 }, now: EVENING + 2 * 3_600_000 + 1_000 }).plans.map((p) => p.previousConversationId)).toEqual([later.conversation_id])
+    })
     it('a follow-up placed but recorded without its trace id (its answer lost) keeps its campaign: the chain links it', () => {
       // 'spring' called the contact (A, _1); its follow-up reached the provider, but the answer was lost (a 409 on the
       // resend: no trace id). Its conversation B (_2) arrives with a trace the ledger never saw, and no campaign parameter.
