@@ -115,13 +115,14 @@ const site = (fn: string, arg: string, expected: string): ArgumentSite => ({ fn,
 const phoneArg = z.string({ error: 'must be a phone number as a string, e.g. "+919876543210"' })
 /** A country as libphonenumber knows it: `'India'` passed, and the number was "without a country code" downstream. */
 // In any case, as DEFAULT_COUNTRY is read (src/config/schema.ts): `'us'` is US.
+const timeZone = z.string({ error: 'must be an IANA time zone name (a string)' }).refine(toolkit.isValidTimeZone, { error: 'must be an IANA time zone such as "Asia/Kolkata"' })
 const countryCode = z.string().transform((c) => c.toUpperCase()).refine((c) => isSupportedCountry(c), { error: 'must be a country code libphonenumber knows (ISO 3166, e.g. "IN", "US", "GB")' })
 const dncOptions = z.strictObject({ file: z.union([z.string(), z.literal(false)]).optional(), defaultCountry: countryCode.optional() })
 const scheduleOptionsSchema = z.strictObject({
   recipe: z.string().nullable().optional(),
   apiKey: z.string().optional(),
   dnc: dncOptions.optional(),
-  timeZone: z.string().optional(),
+  timeZone: timeZone.optional(),
   defaultCountry: countryCode.optional(),
 })
 const SCHEDULE_OPTIONS = '{ defaultCountry?, timeZone?, dnc?: { file?, defaultCountry? }, apiKey?, recipe? }'
@@ -144,14 +145,14 @@ const launchBatchSchema = z.strictObject({
   window: z.union([callingWindowSchema, z.literal(false)]).optional(),
   closingMarginMinutes: z.number({ error: 'must be a number of minutes (0 for none)' }).min(0, { error: 'must be 0 or more minutes' }).optional(),
   defaultCountry: countryCode.optional(),
-  timeZone: z.string().optional(),
+  timeZone: timeZone.optional(),
 })
 const followUpsSchema = z.strictObject({
   maxAttempts: z.number().int().min(1).optional(),
   minGapMs: z.strictObject({ no_answer: z.number().min(0).optional(), busy: z.number().min(0).optional(), technical: z.number().min(0).optional() }).optional(),
   technicalFailures: z.boolean().optional(),
   window: callingWindowSchema.optional(),
-  timeZone: z.string().optional(),
+  timeZone: timeZone.optional(),
   horizonMs: z.number().optional(),
   maxAgeMs: z.number().optional(),
   immediateWithinMs: z.number().optional(),
@@ -203,7 +204,6 @@ const instant = z
   .finite({ error: 'must be an instant: a finite number of epoch milliseconds' })
   .min(-MAX_DATE_MS, { error: 'must be within Date\'s range (±8.64e15)' })
   .max(MAX_DATE_MS, { error: 'must be within Date\'s range (±8.64e15)' })
-const timeZone = z.string({ error: 'must be an IANA time zone name (a string)' }).refine(toolkit.isValidTimeZone, { error: 'must be an IANA time zone such as "Asia/Kolkata"' })
 /** A report's zone: refused as `report send --timezone` refuses it (EST too: Intl reads it as UTC−5 all year). */
 const reportZone = z.string({ error: 'must be an IANA time zone name (a string)' }).superRefine((zone, ctx) => {
   try {
@@ -230,7 +230,8 @@ const keyPart = z.union([z.string().min(1, { error: 'is empty (a missing value: 
 const keyParts = z.array(keyPart).min(1, { error: 'no parts given: the key would be the same for every call' })
 const iterable = z.custom<Iterable<unknown>>((v) => typeof v === 'object' && v !== null && Symbol.iterator in v, { error: 'must be an array (or another iterable)' })
 const fn = z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', { error: 'must be a function' })
-const followUpInput = z.looseObject({
+const FOLLOW_UP_INPUT = '{ conversations, calls, dnc, now, options? } (conversations and calls from ctx.campaigns.loadFollowUpInputs)'
+const followUpInputShape = z.looseObject({
   conversations: iterable,
   calls: iterable,
   dnc: z.custom<{ has(e164: string): boolean }>((v) => typeof v === 'object' && v !== null && typeof (v as { has?: unknown }).has === 'function', { error: 'must be a do-not-call list ({ has(e164) }, e.g. await ctx.campaigns.loadDncList())' }),
@@ -269,7 +270,7 @@ export function checkedCampaignHelpers() {
       return toolkit.dedupeBy(items, key)
     }) satisfies typeof toolkit.dedupeBy,
     planFollowUps: ((input) => {
-      checkArgument(followUpInput, input, { fn: c('planFollowUps'), arg: 'input', expected: '{ conversations, calls, dnc, now, options? } (conversations and calls from ctx.campaigns.loadFollowUpInputs)' })
+      checkArgument(followUpInputShape, input, { fn: c('planFollowUps'), arg: 'input', expected: FOLLOW_UP_INPUT })
       return toolkit.planFollowUps(input)
     }) satisfies typeof toolkit.planFollowUps,
     localTime: ((at, zone) =>
@@ -339,6 +340,12 @@ export function createBindings(rt: Runtime, effects: Effects, recipe: string, ti
   const campaigns: RecipeCampaigns = {
     ...pure,
     ...checkedCampaignHelpers(),
+    // As runFollowUps plans: numbers in their national form read by DEFAULT_COUNTRY, and the recipe's time zone where the
+    // number's country has several. The planner's own defaults (IN, UTC) planned (415) 555-0123 as an Indian number.
+    planFollowUps: (input) => {
+      checkArgument(followUpInputShape, input, { fn: 'ctx.campaigns.planFollowUps', arg: 'input', expected: FOLLOW_UP_INPUT })
+      return toolkit.planFollowUps({ ...input, options: { defaultCountry: rt.config.defaultCountry, timeZone: timeZone ?? rt.config.recipes.timezone, ...input.options } })
+    },
     launchBatch: (input) =>
       toolkit.launchBatch(rt, { timeZone, ...checkArgument(launchBatchSchema, input, site('ctx.campaigns.launchBatch', 'input', '{ agentId: number, name: string, rows: [{ customer_phone, … }], rejects?, columns?, campaign?, window?, closingMarginMinutes?, defaultCountry?, timeZone? }')) }, effects),
     // The options are checked as every other argument: `{ defaultcountry: 'US' }` was ignored, and the number read as Indian.

@@ -50,3 +50,28 @@ it("checks scheduleCall's and scheduleCalls' options as every other argument, th
   const lower = await h.run(`return (await ctx.campaigns.scheduleCall({ agentId: 101, phone: '415 555 0123' }, { defaultCountry: 'us' })).request.parameters`, true)
   expect(lower.summary).toEqual([{ name: 'customer_phone', value: '+14155550123' }])
 })
+
+// A misspelt zone in an option went through unchecked and failed later with Intl's bare "Invalid time zone specified"
+// (runFollowUps only once a number needed it).
+it('checks the timeZone option of scheduleCall, launchBatch and runFollowUps as an IANA zone', async () => {
+  expect(await h.errorOf(`await ctx.campaigns.scheduleCall({ agentId: 101, phone: '+12125550125' }, { timeZone: 'America/NewYork' })`)).toMatch(/^ctx\.campaigns\.scheduleCall\(options\): options\.timeZone: must be an IANA time zone such as "Asia\/Kolkata"/)
+  expect(await h.errorOf(`await ctx.campaigns.launchBatch({ agentId: 101, name: 'x', rows: [], timeZone: 'America/NewYork' })`)).toMatch(/^ctx\.campaigns\.launchBatch\(input\): input\.timeZone: must be an IANA time zone/)
+  expect(await h.errorOf(`await ctx.campaigns.runFollowUps({ timeZone: 'America/NewYork' })`)).toMatch(/^ctx\.campaigns\.runFollowUps\(options\): options\.timeZone: must be an IANA time zone/)
+})
+
+// planFollowUps planned with the planner's own defaults (IN, UTC): a national US number became an Indian one, and a
+// number of a country with several zones was timed in UTC, where runFollowUps used DEFAULT_COUNTRY and the recipe's zone.
+it('planFollowUps plans as runFollowUps does: the recipe time zone where the number does not decide', async () => {
+  const planned = await h.run(
+    `const now = ctx.now.getTime()
+     const conversation = { conversation_id: 'c0a80000-0000-4000-8000-000000000001_1', agent_id: 101, contact_number: '+12125550125', status: 'no_answer', terminal: 1,
+       started_at: now - 7_300_000, ended_at: now - 7_200_000, updated_at: now - 7_200_000, trace_id: 't1', results: null, call_parameters: null, retry: null, retry_context: null }
+     const result = ctx.campaigns.planFollowUps({ conversations: [conversation], calls: [], dnc: new Set<string>(), now } as never)
+     return result.plans.map((p) => [p.phone, p.timeZone, ctx.timezone])`,
+    true,
+  )
+  const [[phone, zone, recipeZone]] = planned.summary as Array<[string, string, string]>
+  expect(phone).toBe('+12125550125')
+  expect(zone).toBe(recipeZone)
+  expect(zone).not.toBe('UTC')
+})
