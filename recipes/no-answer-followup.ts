@@ -16,7 +16,8 @@ const SWEEP = '*/30 * * * *'
 
 export default defineRecipe({
   description: `Schedules a follow-up (retry_context, same conversation chain) for unanswered and busy calls, up to ${MAX_ATTEMPTS} attempts, inside local calling hours`,
-  on: ['call.no_answer', 'call.busy'],
+  // Technical failures too when they are followed up, so they are not left for the sweep (up to 30 minutes).
+  on: ['call.no_answer', 'call.busy', ...(TECHNICAL_FAILURES ? (['call.failed', 'call.socket_failure', 'call.telephony_failed'] as const) : [])],
   schedule: SWEEP,
   async run(ctx) {
     // On events, plan the whole batch in one pass — just those conversations (their contacts' history

@@ -70,7 +70,7 @@ it('planFollowUps plans as runFollowUps does: the recipe time zone where the num
      return result.plans.map((p) => [p.phone, p.timeZone, ctx.timezone])`,
     true,
   )
-  const [[phone, zone, recipeZone]] = planned.summary as Array<[string, string, string]>
+  const [phone, zone, recipeZone] = (planned.summary as Array<[string, string, string]>)[0]!
   expect(phone).toBe('+12125550125')
   expect(zone).toBe(recipeZone)
   expect(zone).not.toBe('UTC')
