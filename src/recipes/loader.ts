@@ -140,7 +140,10 @@ async function loadOne(
 ): Promise<LoadedRecipe> {
   const name = basename(file, '.ts')
   const base = { name, file, definition: undefined, error: undefined, timezone: fallbackTimezone }
-  if (!NAME.test(name)) return broken(base, ['file name must use letters, digits, "-" or "_" only'])
+  // A `_` file is a helper recipes import (the service never loads it as a recipe), named as such: "must use letters,
+  // digits, - or _" read as wrong for a name made of them.
+  if (name.startsWith('_')) return broken(base, ['a file name starting with "_" is a helper recipes import, not a recipe: the service does not load it (rename it without the "_" to make it one)'])
+  if (!NAME.test(name)) return broken(base, ['file name must use letters, digits, "-" or "_" only (and start with a letter or digit)'])
   const leftOut = options.watch?.leftOut(file)
   if (leftOut) return broken(base, [leftOut])
   const limitMs = options.timeLimitMs ?? RECIPE_LOAD_TIME_LIMIT_MS

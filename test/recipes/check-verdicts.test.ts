@@ -84,7 +84,7 @@ describe('recipes check', () => {
       expect.stringMatching(/bad-zone\.ts: broken: `timezone` must be an IANA time zone such as Asia\/Kolkata \(got "Europe\/Londn"\)$/),
       expect.stringMatching(/no-export\.ts: broken: no recipe exported/),
       expect.stringMatching(/null-export\.ts: broken: no recipe exported/),
-      expect.stringMatching(/two words\.ts: broken: file name must use letters, digits, "-" or "_" only$/),
+      expect.stringMatching(/two words\.ts: broken: file name must use letters, digits, "-" or "_" only \(and start with a letter or digit\)$/),
       expect.stringMatching(/wrong-key\.ts: broken: unknown key `timeZone`: did you mean `timezone`\?/),
       '6 recipes the service would not load',
     ])
@@ -104,6 +104,11 @@ describe('recipes check', () => {
     const one = await cli(folder.dir, ['recipes', 'check', 'bad-zone'])
     expect(one.code).toBe(1)
     expect(one.out).toMatch(/bad-zone\.ts: broken: `timezone` must be an IANA time zone .*\n1 recipe the service would not load\n$/)
+    // A helper (`_` first) named as a recipe is told it is a helper: "must use letters, digits, - or _" read as wrong.
+    folder.write('_shared', HEALTHY)
+    const helper = await cli(folder.dir, ['recipes', 'check', '_shared'])
+    expect(helper.code).toBe(1)
+    expect(helper.out).toMatch(/_shared\.ts: broken: a file name starting with "_" is a helper recipes import, not a recipe: the service does not load it \(rename it without the "_" to make it one\)\n/)
   }, 120_000)
 })
 
