@@ -112,8 +112,8 @@ async function readDncFileOnce(path: string, defaultCountry: string, warn: (mess
 /**
  * The file's numbers. Decoded as the contacts files are (src/campaigns/csv-encoding.ts): a spreadsheet's "Unicode
  * Text" export is UTF-16, and read as UTF-8 not one of its lines was a number — the whole list silently ignored. A
- * file that is not text at all (a workbook) is an error, not an empty list. Lines that are not numbers past the first
- * (a header) are counted and logged once per version of the file, with an example.
+ * file that is not text at all (a workbook) is an error, not an empty list. Lines that are not numbers but a first one
+ * with no digit (a header) are counted and logged once per version of the file, with an example.
  */
 async function parseDncFile(path: string, defaultCountry: string, warn: (message: string) => void): Promise<Set<string>> {
   const normalize = createPhoneNormalizer({ defaultCountry })
@@ -126,7 +126,9 @@ async function parseDncFile(path: string, defaultCountry: string, warn: (message
     if (!cell) continue
     const result = normalize(cell)
     if (result.ok) numbers.add(result.e164)
-    else if (index > 0) {
+    // The first line is a header only when it holds no digit: "1 (415) 555-0196" there, not a number by DEFAULT_COUNTRY,
+    // was taken for one and left off without a word.
+    else if (index > 0 || /\d/.test(cell)) {
       skipped++
       example ??= `line ${index + 1}: ${JSON.stringify(cell.slice(0, 40))} (${result.reason})`
     }

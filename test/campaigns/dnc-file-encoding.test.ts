@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, expect, it } from 'vitest'
 import { isBlocked, loadDncList } from '../../src/campaigns/dnc.ts'
+import { captureLogs } from '../helpers/log-capture.ts'
 import { createTestRuntime, type TestRuntime } from '../helpers/runtime.ts'
 
 /** DATA_DIR/dnc.csv is read however a spreadsheet saved it, and a file that is not a list is never read as an empty one. */
@@ -47,4 +48,17 @@ it('a do-not-call import without a header whose first reason holds semicolons ad
     '+12025550103 asked, twice',
     '+12025550104 said no, politely',
   ])
+})
+
+// A first line was always taken for a header: a number there that does not read by DEFAULT_COUNTRY was left off the
+// list without the warning every later line gets.
+it('a first line with digits that is no number is warned about; a header is not', async () => {
+  const logs = captureLogs('warn')
+  rt = await createTestRuntime({ log: logs.log, env: { DEFAULT_COUNTRY: 'IN' } })
+  writeFileSync(join(rt.dataDir, 'dnc.csv'), '1 (415) 555-0196\n+919876543210\n')
+  expect((await loadDncList(rt)).size).toBe(1)
+  expect(logs.find(/not a phone number/).map((l) => l.msg)).toEqual([expect.stringMatching(/dnc\.csv: 1 line is not a phone number and not on the do-not-call list, e\.g\. line 1: "1 \(415\) 555-0196" \(/)])
+  writeFileSync(join(rt.dataDir, 'dnc.csv'), 'phone number,reason\n+919876543211\n')
+  expect((await loadDncList(rt)).size).toBe(1)
+  expect(logs.find(/not a phone number/)).toHaveLength(1)
 })
