@@ -9,6 +9,7 @@ import { timeZoneColumnOf } from './timezone-column.ts'
 import { contactKey } from './contact-key.ts'
 import { normalizePhone, type PhoneResult } from './phones.ts'
 import { buildRetryContext, type RetryContextOptions } from './retry-context.ts'
+import { previousInChain } from './conversation-chain.ts'
 
 /**
  * The follow-up planner: pure over its inputs (terminal conversations, the calls switchboard placed, the
@@ -148,13 +149,6 @@ const parse = fromJsonOrNull
 function chainSuffix(conversationId: string): number {
   const match = /_(\d+)$/.exec(conversationId)
   return match ? Number(match[1]) : 1
-}
-
-/** `conv_abc_3` → `conv_abc_2`: the conversation a follow-up continued (the provider's chain suffix); none for `_1`. */
-function previousInChain(conversationId: string): string | undefined {
-  const match = /^(.*)_(\d+)$/.exec(conversationId)
-  if (!match || Number(match[2]) <= 1) return undefined
-  return `${match[1]}_${Number(match[2]) - 1}`
 }
 
 function endOf(c: ConversationInput): number {

@@ -8,6 +8,7 @@ import { contactKey } from '../campaigns/contact-key.ts'
 import { EARLIEST_KEPT_MS, LATEST_KEPT_MS } from '../utils/time-range.ts'
 import type { ProcessedEvent } from '../events/hooks.ts'
 import { providerTimeMs } from '../utils/iso-datetime.ts'
+import { adoptLostAnswers } from '../calls/lost-answer-traces.ts'
 import {
   isTerminalStatus,
   parseWebhookTranscript,
@@ -242,6 +243,8 @@ export async function applyEventsInTransaction(
     const inserted = await insertRows(trx, dialect, 'conversations', ROW_COLUMNS, chunk, { onConflict: { columns: ['conversation_id'] }, returning: ['conversation_id'] })
     for (const { conversation_id } of inserted) stored.set(conversation_id, incoming.get(conversation_id)!)
   }
+  // A follow-up whose answer was lost gets its trace id from its conversation (src/calls/lost-answer-traces.ts).
+  await adoptLostAnswers(trx, stored.values())
   const existingIds = rows.filter((r) => !stored.has(r.conversation_id)).map((r) => r.conversation_id)
   for (const ids of powerOfTwoChunks(existingIds)) {
     let select = trx.selectFrom('conversations').selectAll().where('conversation_id', 'in', ids).orderBy('conversation_id')

@@ -326,6 +326,34 @@ describeEachDialect('webhook processing', (dialect) => {
     expect(providerTimeMs('yesterday')).toBeNaN()
   })
 
+  // A follow-up placed but its answer lost (the resend answered duplicate_request) is in the ledger without a trace id:
+  // nothing joined it to its conversation, so `calls list` showed no outcome and the report counted it `initiated` for ever.
+  it('a follow-up whose answer was lost takes its trace id from its conversation; another contact\'s or a refused one does not', async () => {
+    h = await createHarness(dialect)
+    stop = startWebhookWorkers(h.rt)
+    const ledger = (id: string, previous: string, phone: string, status = 'initiated') => ({
+      id, tenant: 't_acme', agent_id: 101, customer_phone: phone, customer_key: contactKey(phone, 'IN'), idempotency_key: `idem_${id}`, trace_id: null,
+      conversation_id: null, previous_conversation_id: previous, scheduled_for: null, parameters: '[]', retry_context: null, metadata: null,
+      recipe: 'no-answer-followup', campaign: 'spring', status, error: null, created_at: 1, updated_at: 1,
+    })
+    await h.rt.store.db.insertInto('calls').values([
+      ledger('lost', 'chain-a_1', '+919876543210'),
+      // Refused: it placed nothing, whatever arrives.
+      ledger('refused', 'chain-b_1', '+919876543211', 'rejected'),
+      // Continues chain-c_1, but to another contact than the conversation that arrives.
+      ledger('other', 'chain-c_1', '+919876543299'),
+    ]).execute()
+    const events = [
+      makeEvent({ call: { conversation_id: 'chain-a_2', trace_id: 'T-a2', to_phone: '+919876543210' } }),
+      makeEvent({ call: { conversation_id: 'chain-b_2', trace_id: 'T-b2', to_phone: '+919876543211' } }),
+      makeEvent({ call: { conversation_id: 'chain-c_2', trace_id: 'T-c2', to_phone: '+919876543212' } }),
+    ]
+    for (const e of events) expect((await h.send(e)).status).toBe(204)
+    for (const e of events) await waitForStatus(h, e.event_id, 'processed')
+    const rows = await h.rt.store.db.selectFrom('calls').select(['id', 'trace_id']).orderBy('id').execute()
+    expect(rows).toEqual([{ id: 'lost', trace_id: 'T-a2' }, { id: 'other', trace_id: null }, { id: 'refused', trace_id: null }])
+  })
+
   it('a named target\'s events (a CRM on Standard Webhooks) are processed, not failed: the read model ignores them, consumers get them', async () => {
     const secret = `whsec_${Buffer.from('crm-secret-crm-secret-crm-secret').toString('base64')}`
     h = await createHarness(dialect, { WEBHOOK_TARGETS: JSON.stringify({ crm: { scheme: 'standard', secrets: secret } }) })

@@ -1,0 +1,6 @@
+/** `conv_abc_3` → `conv_abc_2`: the conversation a follow-up continued (the provider's chain suffix); none for `_1`. */
+export function previousInChain(conversationId: string): string | undefined {
+  const match = /^(.*)_(\d+)$/.exec(conversationId)
+  if (!match || Number(match[2]) <= 1) return undefined
+  return `${match[1]}_${Number(match[2]) - 1}`
+}
