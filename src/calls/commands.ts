@@ -12,10 +12,11 @@ export const callsListCommand = defineCommand({
   name: 'calls list',
   readsStoredData: true,
   summary: 'calls switchboard placed or scheduled (trace id, agent, number, scheduled_for, recipe, idempotency key, retry_context, status, what the call came to, and why one was refused)',
-  usage: '[--status S] [--recipe NAME] [--limit N] [--before CURSOR] [--json]',
+  usage: '[--status S] [--recipe NAME] [--phone NUMBER] [--limit N] [--before CURSOR] [--json]',
   options: {
     status: { type: 'string', value: 'S', help: `only calls in this state: ${CALL_STATUSES.join(', ')}` },
     recipe: { type: 'string', value: 'NAME', help: 'only calls this recipe placed or scheduled' },
+    phone: { type: 'string', value: 'NUMBER', help: 'only calls to this contact, however its number was written (national forms by DEFAULT_COUNTRY)' },
     limit: limitOption(LIST_CALLS_MAX),
     before: { type: 'string', value: 'CURSOR', help: 'the next page: the cursor the previous page printed at its end' },
     json: JSON_OPTION,
@@ -34,7 +35,8 @@ export const callsListCommand = defineCommand({
     const rt = await ctx.runtime()
     // One row more than the page tells whether another page follows, without a count over the ledger.
     const recipe = ctx.values.recipe as string | undefined
-    const found = await listCalls(rt, { status: status as CallStatus | undefined, recipe, limit: limit + 1, before })
+    const phone = ctx.values.phone as string | undefined
+    const found = await listCalls(rt, { status: status as CallStatus | undefined, recipe, ...(phone ? { customerPhone: phone } : {}), limit: limit + 1, before })
     const calls = found.slice(0, limit)
     const more = found.length > limit
     const outcomes = await outcomesByTrace(rt, calls.map((c) => c.trace_id ?? ''))
@@ -67,7 +69,7 @@ export const callsListCommand = defineCommand({
     const last = rows.at(-1)
     if (more && last) {
       // The filters belong to the next page too: without them the printed command pages through every call.
-      const next = ['calls list', ...(recipe === undefined ? [] : ['--recipe', shellWord(recipe)]), ...(status === undefined ? [] : ['--status', status]), '--before', last.cursor]
+      const next = ['calls list', ...(recipe === undefined ? [] : ['--recipe', shellWord(recipe)]), ...(status === undefined ? [] : ['--status', status]), ...(phone ? ['--phone', shellWord(phone)] : []), '--before', last.cursor]
       if (limit !== 50) next.push('--limit', String(limit))
       ctx.write(`${rows.length} call(s) shown, newest first; older ones: ${next.join(' ')}\n`)
     } else ctx.write(`${rows.length} call(s)${before ? ' on this page' : ''}; no more\n`)

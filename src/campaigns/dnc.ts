@@ -14,6 +14,7 @@ import { decodeCsvText, NotTextError } from './csv-encoding.ts'
 import { parsePhone, phoneParseOptions } from './parse-phone.ts'
 import { defineMetrics } from '../utils/define-metrics.ts'
 import { printable } from '../utils/printable.ts'
+import { scheduledWithProvider } from '../calls/scheduled-with-provider.ts'
 import { tableLists, withOverlay, type DncOverlay } from './dry-run-dnc.ts'
 
 /**
@@ -211,7 +212,6 @@ export async function blockedAmong(rt: Runtime, phones: string[], options: DncOp
   return blocked
 }
 
-/** Adds a number; `added` is false when it was already listed (the first reason is kept). */
 /** The number as the list keys it (E.164), or the refusal `addToDnc` gives: a recipe's dry run refuses it the same. */
 export function dncNumber(rt: Runtime, phone: string): string {
   const normalized = normalizePhone(phone, { defaultCountry: rt.config.defaultCountry })
@@ -219,18 +219,31 @@ export function dncNumber(rt: Runtime, phone: string): string {
   return normalized.e164
 }
 
+/**
+ * Adds a number; `added` is false when it was already listed (the first reason is kept). `scheduledWithProvider`: the
+ * calls to it already handed to the provider for a time still ahead, which the list cannot stop (the API cannot cancel
+ * them) — logged as a warning naming them, so a person can cancel them in the provider's dashboard.
+ */
 export async function addToDnc(
   rt: Runtime,
   phone: string,
   details: { reason?: string | null; source?: string | null } = {},
-): Promise<{ added: boolean; phone: string }> {
+): Promise<{ added: boolean; phone: string; scheduledWithProvider: number }> {
   const e164 = dncNumber(rt, phone)
   const result = await rt.store.db
     .insertInto('dnc')
     .values({ phone: e164, reason: details.reason ?? null, source: details.source ?? null, added_at: rt.clock.now() })
     .onConflict((oc) => oc.column('phone').doNothing())
     .executeTakeFirst()
-  return { added: Number(result.numInsertedOrUpdatedRows ?? 0) > 0, phone: e164 }
+  const added = Number(result.numInsertedOrUpdatedRows ?? 0) > 0
+  const ahead = added ? await scheduledWithProvider(rt, e164) : { count: 0, calls: [] }
+  if (ahead.count > 0) {
+    rt.log.warn(
+      { scheduled: ahead.count, calls: ahead.calls.map((c) => ({ trace_id: c.trace_id, scheduled_for: new Date(c.scheduled_for).toISOString() })), source: details.source ?? null },
+      "a number added to the do-not-call list has calls already scheduled with the provider, which its API cannot cancel: cancel them in the provider's dashboard (calls list --phone <number> --status scheduled)",
+    )
+  }
+  return { added, phone: e164, scheduledWithProvider: ahead.count }
 }
 
 /** The number `removeFromDnc` removes: E.164 when it normalises, else as given (a row stored before normalisation). */

@@ -7,7 +7,12 @@ const MESSAGES: Record<string, (n: string | null, s: string | null, count: (key:
     s === 'queued' ? 'Queued for the workers: none has processed it yet (is a worker running?).' : `Replayed: the event is now ${s ?? 'processed'}.`,
   'replay-busy': () => 'That event is being processed right now; try again in a minute.',
   'requeued': (n) => `Queued ${n ?? 0} failed or dead event(s) for processing again.`,
-  'dnc-added': (n) => (n === '1' ? 'Added to the do-not-call list.' : 'That number was already on the list.'),
+  'dnc-added': (n, _s, count) =>
+    n !== '1'
+      ? 'That number was already on the list.'
+      : count('k') === '0'
+        ? 'Added to the do-not-call list.'
+        : `Added to the do-not-call list. ${count('k')} call(s) to it were already scheduled with the provider, which its API cannot cancel: cancel them in the provider's dashboard (the Calls page lists them as scheduled).`,
   'dnc-removed': (n) => (n === '1' ? 'Removed from the do-not-call list.' : 'That number was not on the list.'),
   'dnc-invalid': () => 'That is not a phone number.',
   'dnc-imported': (n, _s, count) => `Imported: ${n ?? 0} added, ${count('e')} already listed, ${count('x')} row(s) with errors.`,

@@ -180,8 +180,8 @@ ${table('Do-not-call numbers', ['Number', 'Reason', 'Source', 'Added', visuallyH
     const form = await formOf(event)
     const phone = field(form, 'phone')
     if (!normalizePhone(phone, { defaultCountry: rt.config.defaultCountry }).ok) return seeOther(event, 'ui/mail?done=dnc-invalid')
-    const { added } = await addToDnc(rt, phone, { reason: field(form, 'reason') || null, source: 'dashboard' })
-    return seeOther(event, `ui/mail?done=dnc-added&n=${added ? 1 : 0}`)
+    const { added, scheduledWithProvider } = await addToDnc(rt, phone, { reason: field(form, 'reason') || null, source: 'dashboard' })
+    return seeOther(event, `ui/mail?done=dnc-added&n=${added ? 1 : 0}&k=${scheduledWithProvider}`)
   })
 
   app.post('/ui/dnc/remove', async (event) => {

@@ -164,6 +164,15 @@ describeEachDialect('calls list', (dialect) => {
     expect(err).toBe('error: --before takes the cursor a previous page printed (got "nonsense")\n')
   })
 
+  // The follow-up planner's refusal and the do-not-call warning point at `calls list --phone`, which did not exist.
+  it('--phone lists the calls to one contact, however its number is written', async () => {
+    for (const phone of ['+919876543211', '098765 43211', '98765-43211']) {
+      let out = ''
+      expect(await main(['calls', 'list', '--phone', phone, '--json'], { env: { ...env, DEFAULT_COUNTRY: 'IN' }, stdout: (t) => (out += t), stderr: () => {} })).toBe(0)
+      expect((JSON.parse(out) as Array<{ idempotency_key: string }>).map((r) => r.idempotency_key), phone).toEqual(['k-2'])
+    }
+  })
+
   it('the next-page hint keeps the filters: following it pages through the same calls, not through all of them', async () => {
     await (rt.clock as ReturnType<typeof createManualClock>).advance(1000)
     await placeCall(rt, {
