@@ -130,7 +130,12 @@ describeEachDialect('placeCall and the calls ledger', (dialect) => {
 
   it('an answer lost, then a 429: recorded failed (not rejected), so the retry with the key recovers the placed call', async () => {
     // One request a minute: the first attempt is carried out (its answer lost), the retry is refused 429.
-    h = await proxyHarness({ dialect, sandbox: { rateLimit: 1 }, upstreamUrl: async (url) => (relay = await lossyRelay(url, 1)).url })
+    h = await proxyHarness({ dialect, sandbox: { rateLimit: 1 }, env: { PROXY_KEY_WINDOW_SECONDS: '3600' }, upstreamUrl: async (url) => (relay = await lossyRelay(url, 1)).url })
+    // The key accepted first, for the whole test (a read, then the minute it used up): the calls' are the only requests
+    // the limit meets.
+    expect((await h.request('/v1/conversations?limit=1')).status).toBe(200)
+    await h.sandboxClock.advance(61_000)
+    await h.clock.advance(1_000)
     const first = await withClock(h.clock, h.call(phoneCall('+919876543210', { idempotency_key: 'lost-then-429' })))
     expect(first.status).toBe(429)
     await first.arrayBuffer()
