@@ -106,6 +106,19 @@ function reservedReason(name: string): string | undefined {
   return RESERVED_HEADERS.get(key)
 }
 
+/**
+ * One `events` entry: `*`, a type (`call.completed`), a prefix (`call.*`), each alone or after `<target>:`. Anything
+ * else can match no event — `*.completed`, `call*`, a type with a space pasted from an environment variable — and was
+ * taken all the same: the destination forwarded nothing, and said nothing.
+ */
+const eventPattern = z.string().min(1).superRefine((pattern, ctx) => {
+  const type = pattern.slice(pattern.indexOf(':') + 1)
+  if (/\s/.test(pattern)) ctx.addIssue({ code: 'custom', message: `"${printable(pattern, 80)}" has a space in it, which no event type has` })
+  else if (type.includes('*') && type !== '*' && !/^[^*]+\.\*$/.test(type)) {
+    ctx.addIssue({ code: 'custom', message: `"${printable(pattern, 80)}" can match no event: "*" stands alone ("*", "crm:*") or ends a prefix ("call.*")` })
+  }
+})
+
 export const destinationSchema = z
   .object({
     name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/i, { error: 'must be letters, digits, - or _ (at most 63)' }),
@@ -127,7 +140,7 @@ export const destinationSchema = z
       return list as string[]
     }),
     /** Event types to forward (provider types, types recipes publish, `<target>:<type>` of a named target); all when omitted. */
-    events: z.array(z.string().min(1)).min(1, { error: 'list at least one event type, or leave it out for all' }).optional(),
+    events: z.array(eventPattern).min(1, { error: 'list at least one event type, or leave it out for all' }).optional(),
     agentIds: z.array(z.number().int()).min(1).optional(),
     filter: z
       .custom<DestinationFilter>((v) => typeof v === 'function', { error: 'must be a function (config file only)' })

@@ -45,6 +45,15 @@ describe('a destination\'s events, checked against WEBHOOK_TARGETS at start-up',
     expect(withEvents(['backup:call.*'], { backup: 'formant' })).toThrow('destination "alerts": events lists "backup:call.*", but target "backup" carries the provider\'s events: list them by type alone, e.g. "call.*"')
   })
 
+  // Taken all the same, they matched nothing: the destination forwarded no event, and nothing said why.
+  it('refuses an entry no event can match: a misplaced "*", a space', () => {
+    for (const pattern of ['*.completed', 'call*', 'call.*.x', 'crm:*.updated']) {
+      expect(withEvents([pattern], { crm: 'standard' }), pattern).toThrow(`Invalid configuration: DESTINATIONS destination "alerts": events[0] "${pattern}" can match no event: "*" stands alone ("*", "crm:*") or ends a prefix ("call.*")`)
+    }
+    expect(withEvents(['call.completed '])).toThrow('"call.completed " has a space in it, which no event type has')
+    expect(withEvents([' call.completed'])).toThrow('" call.completed" has a space in it, which no event type has')
+  })
+
   it('takes bare types, wildcards and the events of a configured target', () => {
     const [d] = withEvents(['*', 'call.*', 'followup.scheduled', 'crm:contact.updated', 'crm:*'], { crm: 'standard' })().destinations.list
     expect(d!.events).toEqual(['*', 'call.*', 'followup.scheduled', 'crm:contact.updated', 'crm:*'])
