@@ -6,6 +6,7 @@ import { every } from './utils/every.ts'
 import { isProcessAlive, processIdentity } from './utils/process-identity.ts'
 import { RUN_STALE_MS } from './recipes/overlap.ts'
 import { INTERRUPTED_ERROR_PREFIX } from './recipes/event-dispatch.ts'
+import { forgetPausesOf } from './destinations/pauses.ts'
 
 /**
  * Claims of a killed instance, given back at once. Work is claimed for a while (an event's processing, a queued
@@ -117,6 +118,7 @@ export async function releaseInstance(rt: Runtime, id: string): Promise<void> {
   await db.updateTable('call_queue').set(free).where(claimedByIt, '=', prefix).execute()
   await db.updateTable('mail_log').set(free).where('status', '=', 'queued').where(claimedByIt, '=', prefix).execute()
   await db.updateTable('destination_deliveries').set(free).where('status', '=', sql.lit('pending')).where(claimedByIt, '=', prefix).execute()
+  await forgetPausesOf(rt, id)
   await db.deleteFrom('leases').where('owner', '=', id).execute()
   await db.deleteFrom('instances').where('id', '=', id).execute()
 }

@@ -38,6 +38,17 @@ export async function clearPause(rt: Runtime, name: string): Promise<void> {
   await rt.store.db.deleteFrom('kv_state').where('namespace', '=', NAMESPACE).where('key', '=', keyOf(rt, name)).execute()
 }
 
+/**
+ * Forgets the pauses of a stopped instance (`instanceId`), as its claims are given back: its breaker stopped with it,
+ * and a restart after a kill -9 delivered at once while the list, the dashboard and each pending delivery still showed
+ * the destination paused (with a Resume to press) until the dead instance's pause would have ended.
+ */
+export async function forgetPausesOf(rt: Runtime, instanceId: string): Promise<void> {
+  const rows = await rt.store.db.selectFrom('kv_state').select('key').where('namespace', '=', NAMESPACE).execute()
+  const its = rows.filter((r) => r.key.slice(r.key.lastIndexOf('\n') + 1) === instanceId).map((r) => r.key)
+  if (its.length) await rt.store.db.deleteFrom('kv_state').where('namespace', '=', NAMESPACE).where('key', 'in', its).execute()
+}
+
 /** The destinations some replica pauses now, each with the pause that ends last. */
 export async function pausedDestinations(rt: Runtime): Promise<Map<string, DestinationPause>> {
   const now = rt.clock.now()

@@ -78,6 +78,8 @@ describeEachDialect('killed instances', (dialect) => {
       })
       .execute()
     await db.insertInto('leases').values({ name: `lease_${tag}`, owner: id, expires_at: now + 60_000 }).execute()
+    // Its breaker's pause of a destination: it stopped with it (the pages showed it paused while another delivered).
+    await db.insertInto('kv_state').values({ namespace: 'switchboard:destination-pauses', key: `crm\n${id}`, value: JSON.stringify({ until: now + 600_000, reason: 'r' }), updated_at: now }).execute()
   }
 
   async function heldBy(id: string): Promise<number> {
@@ -87,7 +89,8 @@ describeEachDialect('killed instances', (dialect) => {
       const rows = await db.selectFrom(table).select('claimed_by').where('claimed_by', 'like', `${id}:%`).execute()
       n += rows.length
     }
-    return n + (await db.selectFrom('leases').select('owner').where('owner', '=', id).execute()).length
+    const pauses = await db.selectFrom('kv_state').select('key').where('namespace', '=', 'switchboard:destination-pauses').where('key', '=', `crm\n${id}`).execute()
+    return n + (await db.selectFrom('leases').select('owner').where('owner', '=', id).execute()).length + pauses.length
   }
 
   it("gives back every claim and lease of a killed instance, and never a live one's", async () => {
@@ -111,9 +114,9 @@ describeEachDialect('killed instances', (dialect) => {
     await kill(dead)
     expect(await reapDeadInstances(h.rt)).toEqual(['9001-dead'])
     expect(await heldBy('9001-dead')).toBe(0)
-    expect(await heldBy('9001-dead-not')).toBe(6)
-    expect(await heldBy('9002-live')).toBe(6)
-    expect(await heldBy('9003-away')).toBe(6)
+    expect(await heldBy('9001-dead-not')).toBe(7)
+    expect(await heldBy('9002-live')).toBe(7)
+    expect(await heldBy('9003-away')).toBe(7)
     expect((await db.selectFrom('instances').select('id').orderBy('id').execute()).map((r) => r.id)).toEqual(['9002-live', '9003-away'])
     // Released rows are claimable at once: no claim, no lapse to wait for.
     expect(await db.selectFrom('call_queue').select(['claimed_by', 'claimed_until']).where('id', '=', 'call_a').executeTakeFirst()).toEqual({ claimed_by: null, claimed_until: null })
