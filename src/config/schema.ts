@@ -28,7 +28,14 @@ const headerName = z
  */
 const baseUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).refine(
   (u) => {
-    const url = new URL(u)
+    // zod runs this check after a failed z.url() too: `api.example.com` (no scheme) threw here, and start-up said only
+    // "Invalid URL" (exit 1) instead of the line above.
+    let url: URL
+    try {
+      url = new URL(u)
+    } catch {
+      return true
+    }
     return !url.username && !url.password && !url.search && !url.hash
   },
   { error: 'must be a plain http(s) base URL, without credentials, a query or a fragment' },

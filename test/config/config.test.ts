@@ -80,6 +80,9 @@ describe('configuration', () => {
       /^Invalid configuration: WEBHOOK_TARGETS must not contain a comma or a space: they separate signatures in the header \(for "v1,<base64>" signatures use scheme "standard"\) at svix\.prefix$/,
     ],
     [{ DEFAULT_COUNTRY: 'India' }, /^Invalid configuration: DEFAULT_COUNTRY must be a two-letter country code/],
+    // No scheme, or nothing after it: the one line, not "Invalid URL" from a check that ran anyway (exit 1).
+    [{ VOICE_API_BASE_URL: 'api.voice.example.com' }, /^Invalid configuration: VOICE_API_BASE_URL must be an http\(s\) URL/],
+    [{ VOICE_API_BASE_URL: 'http://' }, /^Invalid configuration: VOICE_API_BASE_URL must be an http\(s\) URL/],
     [{ VOICE_API_BASE_URL: 'https://127.0.0.1:1/v1?key=x' }, /^Invalid configuration: VOICE_API_BASE_URL must be a plain http\(s\) base URL, without credentials, a query or a fragment \(got "https:\/\/127\.0\.0\.1:1\/…\?…"\)$/],
     [{ VOICE_API_KEY: '   ' }, /^Invalid configuration: VOICE_API_KEY is blank/],
     [{ HOST: '  ' }, /^Invalid configuration: HOST is blank/],
