@@ -129,6 +129,9 @@ const eventsReplay = defineCommand({
 
 const reconcileCommand = defineCommand({
   name: 'reconcile',
+  // What it queues is for the running service's database: given another DATA_DIR it made a new one, queued the missed
+  // events there (exit 0), and no service ever processed them.
+  readsStoredData: true,
   usage: '[--json]',
   summary: 'list conversations upstream and queue whatever webhooks missed (processed by the running service)',
   options: { json: JSON_OPTION },

@@ -331,6 +331,8 @@ describe('a command that reads what the service stored, given a DATA_DIR with no
     // It reported an empty day (exit 0) from the database it had just created there, with a webhook secret beside it.
     [['report', 'send', '--dry-run', '--date', '2026-03-01']],
     [['report', 'send', '--to', 'ops@example.com']],
+    // It queued the missed events in a new database there (exit 0), which no service ever processed.
+    [['reconcile']],
   ])('%j refuses with one line (exit 2) and creates nothing there', async (argv) => {
     const parent = tempDir()
     // A typo, or a relative DATA_DIR run from another folder: the folder the service writes to is elsewhere.
