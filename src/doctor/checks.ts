@@ -1,4 +1,6 @@
-import { existsSync, statfsSync } from 'node:fs'
+import { accessSync, constants, existsSync, statfsSync, statSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+import { dataDirProblem } from '../config/data-dir-problem.ts'
 import type { Config } from '../config/load.ts'
 import { isMigrated, ping, type Store } from '../db/connect.ts'
 import { describeLeftInSqlite, leftInSqlite } from '../db/left-in-sqlite.ts'
@@ -189,11 +191,35 @@ export function checkDisk(dataDir: string, minFreeBytes = MIN_FREE_BYTES): Check
 
 /** Whether this user may list, read and write in DATA_DIR and each of its folders that exists (src/utils/data-folders.ts). */
 export function checkDataFolders(dataDir: string): CheckResult {
-  if (!existsSync(dataDir)) return skipped('folders', `${dataDir} does not exist yet: the first start makes it`)
+  if (!existsSync(dataDir)) {
+    // Made at the first start, if it can be: what serve would refuse with (a parent this user may not write in, a file
+    // where a folder should be) is said now — it said "the first start makes it" and "no problems found".
+    const cannot = uncreatableDataDir(dataDir)
+    if (cannot) return problem('folders', cannot, 'create DATA_DIR for this user, or set it to a folder this user may create (README → Operations → Data)')
+    return skipped('folders', `${dataDir} does not exist yet: the first start makes it`)
+  }
   const [first, ...rest] = blockedDataFolders(dataDir)
   if (!first) return ok('folders', `this user (${processUser()}) may write in DATA_DIR and its folders`)
   const more = rest.length > 0 ? `; also ${rest.map((f) => f.path).join(', ')}` : ''
   return problem('folders', `this user (${processUser()}) may not write in ${first.path}${first.owned ? ` (${first.owned})` : ''}: ${first.what}${more}`, BLOCKED_FOLDER_FIX)
+}
+
+/** Why DATA_DIR, which does not exist, cannot be made by this user (serve's own words), or undefined when it can. */
+function uncreatableDataDir(dataDir: string): string | undefined {
+  let missing = resolve(dataDir)
+  let parent = dirname(missing)
+  while (parent !== missing && !existsSync(parent)) {
+    missing = parent
+    parent = dirname(parent)
+  }
+  try {
+    if (!statSync(parent).isDirectory()) return dataDirProblem({ code: 'ENOTDIR', path: missing }, dataDir)
+    accessSync(parent, constants.W_OK | constants.X_OK)
+    return undefined
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    return dataDirProblem({ code: code === 'EROFS' ? 'EROFS' : 'EACCES', path: missing }, dataDir)
+  }
 }
 
 function formatBytes(bytes: number): string {

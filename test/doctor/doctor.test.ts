@@ -183,6 +183,20 @@ describe('doctor: the disk and what the running service says of itself', () => {
     expect(checkDisk(join(dataDir, 'not-yet'))).toMatchObject({ status: 'skipped', detail: `${join(dataDir, 'not-yet')} does not exist yet: the first start makes it` })
   })
 
+  // "does not exist yet: the first start makes it", and "no problems found" — then serve refused it (exit 2).
+  it('a DATA_DIR not made yet that serve could not make is a problem in its words; one it can make is skipped', async () => {
+    const { checkDataFolders } = await import('../../src/doctor/checks.ts')
+    expect(checkDataFolders(join(dataDir, 'not-yet', 'data'))).toMatchObject({ status: 'skipped' })
+    const file = join(dataDir, 'a-file')
+    writeFileSync(file, 'x')
+    expect(checkDataFolders(join(file, 'sub', 'data'))).toEqual({
+      name: 'folders', status: 'problem',
+      detail: `${join(file, 'sub', 'data')} cannot be created: ${file} is a file, not a folder. Move it aside, or set DATA_DIR to a folder`,
+      fix: 'create DATA_DIR for this user, or set it to a folder this user may create (README → Operations → Data)',
+    })
+    rmSync(file)
+  })
+
   it("the service's own unavailable or behind is a problem with its reason; a dependency down is left to its own check", async () => {
     const { checkService } = await import('../../src/doctor/checks.ts')
     const answer = (status: number, body: unknown) => async () => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
