@@ -367,7 +367,10 @@ export function renderBanner(config: Config, url: string, options: BannerOptions
     lines.push(
       `    provider            ${config.upstreamBaseUrl}`,
       `    proxy               ${url}/v1`,
-      `    webhook receiver    ${url}/webhooks/formant   (paste this URL into the provider dashboard; verified with ${config.webhook.secretSource ?? 'no secret'})`,
+      // This address is where switchboard listens; the provider needs the public HTTPS one in front of it (it refuses
+      // local-only URLs): pasted as shown, the provider refused it.
+      `    webhook receiver    ${url}/webhooks/formant   (verified with ${config.webhook.secretSource ?? 'no secret'})`,
+      `                        in the provider dashboard: https://<your-host>/webhooks/formant, your reverse proxy's public address for this one (README → The webhook URL for the provider dashboard)`,
       ...sourceLines(config, url),
       '',
     )
