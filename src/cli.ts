@@ -275,6 +275,9 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
   const err = options.stderr ?? writerTo(process.stderr)
   const name = cliName(env)
   const width = helpWidth(options.columns ?? (process.stdout.isTTY ? process.stdout.columns : undefined))
+  // `help events`, `help recipes run`: that command's help, as `events --help` gives it (an unknown one is the mistake
+  // it is, exit 2). The topic was ignored: every one printed the whole list, exit 0.
+  if (argv[0] === 'help' && argv.length > 1) return main([...argv.slice(1), '--help'], options)
   if (argv.length === 0 || argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {
     out(help(name, await loadCommands(), width))
     return argv.length === 0 ? 2 : 0

@@ -2,6 +2,8 @@ import { CliError, defineCommand, intFlag, JSON_OPTION, limitOption } from '../c
 import { CALL_STATUSES, decodeCallsCursor, encodeCallsCursor, LIST_CALLS_MAX, listCalls, outcomesByTrace } from './list-calls.ts'
 import type { CallStatus } from './record.ts'
 import type { Runtime } from '../runtime.ts'
+import { printable } from '../utils/printable.ts'
+import { normalizePhone } from '../campaigns/phones.ts'
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
@@ -32,10 +34,13 @@ export const callsListCommand = defineCommand({
     const beforeText = ctx.values.before as string | undefined
     const before = beforeText === undefined ? undefined : decodeCallsCursor(beforeText)
     if (beforeText !== undefined && !before) throw new CliError(`--before takes the cursor a previous page printed (got "${beforeText}")`)
+    const phone = ctx.values.phone as string | undefined
     const rt = await ctx.runtime()
+    // A value that is no phone number matches no call: a mistake, not an empty list.
+    const asked = phone === undefined ? undefined : normalizePhone(phone, { defaultCountry: rt.config.defaultCountry })
+    if (asked && !asked.ok) throw new CliError(`--phone must be a phone number (got "${printable(phone!, 60)}": ${asked.reason})`)
     // One row more than the page tells whether another page follows, without a count over the ledger.
     const recipe = ctx.values.recipe as string | undefined
-    const phone = ctx.values.phone as string | undefined
     const found = await listCalls(rt, { status: status as CallStatus | undefined, recipe, ...(phone ? { customerPhone: phone } : {}), limit: limit + 1, before })
     const calls = found.slice(0, limit)
     const more = found.length > limit

@@ -171,6 +171,10 @@ describeEachDialect('calls list', (dialect) => {
       expect(await main(['calls', 'list', '--phone', phone, '--json'], { env: { ...env, DEFAULT_COUNTRY: 'IN' }, stdout: (t) => (out += t), stderr: () => {} })).toBe(0)
       expect((JSON.parse(out) as Array<{ idempotency_key: string }>).map((r) => r.idempotency_key), phone).toEqual(['k-2'])
     }
+    // No phone number at all: a mistake (exit 2), not an empty list.
+    let err = ''
+    expect(await main(['calls', 'list', '--phone', 'abc'], { env, stdout: () => {}, stderr: (t) => (err += t) })).toBe(2)
+    expect(err).toMatch(/^error: --phone must be a phone number \(got "abc": .+\)\n$/)
   })
 
   it('the next-page hint keeps the filters: following it pages through the same calls, not through all of them', async () => {

@@ -53,6 +53,16 @@ describe('help text', () => {
     }
   })
 
+  // The topic was ignored: each printed the whole list, exit 0 — an unknown one too.
+  it('"help <command>" is that command\'s help; an unknown one is a mistake, exit 2', async () => {
+    expect(await run(['help', 'recipes', 'run'])).toEqual(await run(['recipes', 'run', '--help']))
+    const group = await run(['help', 'events'])
+    expect([group.code, group.stdout]).toEqual([0, (await run(['events', '--help'])).stdout])
+    const unknown = await run(['help', 'evnts'])
+    expect(unknown.code).toBe(2)
+    expect(unknown.stderr).toMatch(/^error: .*did you mean "events/)
+  })
+
   it('a string option names its value in help (SECONDS, NAME, …)', () => {
     for (const c of commands) {
       for (const [name, o] of Object.entries(c.options ?? {})) if (o.type === 'string') expect(o.value, `${c.name} --${name}`).toMatch(/\S/)
