@@ -115,13 +115,22 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   if (!rejectionLogs) rejectionThrottles.set(rt, (rejectionLogs = createLogThrottle(1_000)))
   const target = resolveTarget(rt, targetName)
   const label = target ? targetName : 'unknown'
-  metrics.received.inc({ target: label })
+  // Counted once it is known not to be doctor's probe (answered and counted nowhere, as the README says): on each way
+  // out before that — a refusal, a body cut short — and after it. It was counted first, so every doctor run added a
+  // delivery received that was neither accepted, a duplicate nor rejected.
+  let counted = false
+  const received = () => {
+    if (counted) return
+    counted = true
+    metrics.received.inc({ target: label })
+  }
   // Methods rather than named arrows: see readBodyLimited.
   const answer = {
     observe(outcome: string) {
       metrics.ingestSeconds.observe({ outcome }, (performance.now() - started) / 1000)
     },
     reject(status: number, reason: string, type: string, message: string, headers: Record<string, string> = {}) {
+      received()
       metrics.rejected.inc({ target: label, reason })
       inbox.countRejection(label, reason, rt.clock.now())
       // One line a second per target and reason: refusals are counted in full above, and a flood of them (a scanner,
@@ -144,6 +153,7 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
   } catch (error) {
     // The sender hung up before its body ended (its timeout, a dropped connection): nothing to store or answer, and
     // nothing wrong here — it sends again. Counted, and logged at info, not as the service's error.
+    received()
     metrics.rejected.inc({ target: label, reason: 'aborted' })
     observe('aborted')
     rt.log.info({ target: label, err: (error as Error).message }, 'webhook delivery aborted by the sender before its body ended; it will be sent again')
@@ -187,6 +197,7 @@ export async function receiveWebhook(rt: Runtime, event: H3Event, targetName: st
     rt.log.info({ target: label }, 'doctor probe answered: the webhook URL reaches this receiver and the signature matches')
     return new Response(DOCTOR_PROBE_ANSWER, { headers: { 'content-type': 'application/json' } })
   }
+  received()
   const unstorable = unstorableText(text, parsed)
   if (unstorable?.problem === 'nul') {
     return reject(400, 'unstorable', 'invalid_request', `body contains U+0000 (a NUL character) at ${unstorable.at}, which cannot be stored; remove it`)

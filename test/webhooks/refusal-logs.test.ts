@@ -93,6 +93,8 @@ it("doctor's probe, signed with the secret, is answered 200 and is no refusal: n
   expect(await rt.store.db.selectFrom('webhook_rejections').selectAll().execute()).toEqual([])
   expect(await rt.store.db.selectFrom('webhook_events').select('event_id').execute()).toEqual([])
   expect((await rt.metrics.getMetricsAsJSON()).find((m) => m.name === 'switchboard_webhooks_rejected_total')?.values ?? []).toEqual([])
+  // Nor received: it was, so received no longer added up to accepted, duplicates and rejected.
+  expect((await rt.metrics.getMetricsAsJSON()).find((m) => m.name === 'switchboard_webhooks_received_total')?.values ?? []).toEqual([])
   expect(logs.find(/^webhook rejected/)).toEqual([])
   expect(logs.find(/^doctor probe answered/)).toHaveLength(1)
 
@@ -102,4 +104,5 @@ it("doctor's probe, signed with the secret, is answered 200 and is no refusal: n
   expect((await post('{"switchboard_doctor":true,"event_type":"call.completed"}')).status).toBe(400)
   expect((await post('{"switchboard_doctor":"true"}')).status).toBe(400)
   expect(logs.find(/^webhook rejected/).map((l) => l.reason)).toEqual(['invalid_signature', 'missing_signature', 'missing_event_id'])
+  expect((await rt.metrics.getMetricsAsJSON()).find((m) => m.name === 'switchboard_webhooks_received_total')?.values.map((v) => v.value)).toEqual([4])
 })
