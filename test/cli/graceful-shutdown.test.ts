@@ -67,13 +67,14 @@ it('a proxied read waiting on the provider at SIGTERM is answered, and the servi
   expect((await exited)[0]).toBe(0)
 })
 
-it('a delivery whose body is still arriving at SIGTERM is answered and stored', async () => {
+// SIGHUP (the terminal running `npm start` closed) ended the process at once: exit 129, the delivery cut, no line.
+it.each(['SIGTERM', 'SIGHUP'] as const)('a delivery whose body is still arriving at %s is answered and stored', async (stopSignal) => {
   const sb = await serve()
   const { id, body, headers } = webhook()
   const inFlight = rawRequest(sb.url, { method: 'POST', path: '/webhooks/formant', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, body, bodyLaterMs: 1_000 })
   await sleep(200)
   const exited = once(sb.child, 'exit')
-  sb.child.kill('SIGTERM')
+  sb.child.kill(stopSignal)
   expect(await inFlight).toEqual({ status: 204 })
   expect((await exited)[0]).toBe(0)
   const db = new Database(`${sb.dataDir}/switchboard.db`, { readonly: true })
