@@ -22,6 +22,11 @@ const FILE_TROUBLE: ReadonlyArray<[RegExp, string]> = [
   [/^SQLITE_IOERR/, 'the disk could not read or write it (full, failing, or a network mount gone): check where DATA_DIR is'],
 ]
 
+/** What to do about SQLite's answer `code` about the file itself (damaged, a full disk, I/O), if it is one of those. */
+export function sqliteFileTrouble(code: string | undefined): string | undefined {
+  return code === undefined ? undefined : FILE_TROUBLE.find(([pattern]) => pattern.test(code))?.[1]
+}
+
 /**
  * node-postgres's own errors carry no code: a port that accepts and closes at once (pgbouncer, HAProxy or a container's
  * published port, with the database behind it down) is `Connection terminated unexpectedly`. Read as unreachable.

@@ -10,6 +10,7 @@ import { cliName } from '../utils/cli-name.ts'
 import { createSilentLogger } from '../utils/logger.ts'
 import { describeError, ok, problem, skipped, type CheckResult } from './check.ts'
 import { checkDatabase, checkDataFolders, checkDisk, checkRecipes, checkService, checkSmtp, checkUpstreamKey, checkWebhookUrl, serviceIsUp } from './checks.ts'
+import { sqliteFileTrouble } from '../db/open-error.ts'
 
 const CHECKS = ['configuration', 'database', 'recipes', 'smtp', 'upstream key', 'webhook url', 'disk', 'folders', 'service'] as const
 
@@ -54,7 +55,11 @@ export async function runDoctor(env: Record<string, string | undefined>, options
   } catch (error) {
     // A SQLite file is "up" whenever it can be opened: what stands in the way is the file system (owner, mode, a
     // read-only mount, a full disk), as the start-up line says.
-    const fix = dialect === 'sqlite' ? 'check that this process can write DATA_DIR and the database file (owner, mode, a read-only mount) and that the disk has room' : 'check DATABASE_URL and that the database is up'
+    // A damaged file, a full disk, an I/O error: what serve says to do about it (doctor said to check the file's owner
+    // and mode for a file that was not a database at all).
+    const code = (error as { code?: unknown } | null)?.code
+    const trouble = dialect === 'sqlite' ? sqliteFileTrouble(typeof code === 'string' ? code : undefined) : undefined
+    const fix = trouble ?? (dialect === 'sqlite' ? 'check that this process can write DATA_DIR and the database file (owner, mode, a read-only mount) and that the disk has room' : 'check DATABASE_URL and that the database is up')
     results.push(problem('database', `cannot open ${config.databaseUrl.split(':')[0]}: ${describeError(error)}`, fix))
     return skipRest('needs the database')
   }

@@ -1,6 +1,6 @@
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { main } from '../../src/cli.ts'
 import { startServer, type RunningServer } from '../../src/server.ts'
@@ -217,6 +217,12 @@ it('a SQLite database that cannot be opened says what stands in the way: the fil
   // The free space it names is measured all the same: it needs no database (it was skipped, "needs the database").
   expect(r.lines.find((l) => /^\S+\s+disk\s/.test(l))).toMatch(/^ok\s+disk\s+\S.* free where DATA_DIR is/)
   expect(r.lines.find((l) => /^\S+\s+recipes\s/.test(l))).toMatch(/^skipped\s+recipes\s+needs the database/)
+  // A file that is no database: what serve says to do, not to check the file's owner and mode.
+  const damaged = join(mkdtempSync(join(tmpdir(), 'sb-doctor-damaged-')), 'switchboard.db')
+  writeFileSync(damaged, 'garbage, not a database\n'.repeat(10))
+  const notDb = await doctor({ DATABASE_URL: `sqlite:${damaged}` })
+  expect(notDb.lines[1]).toMatch(/^PROBLEM\s+database\s+cannot open sqlite: .*SQLITE_NOTADB.* → the file is not a SQLite database or is damaged: restore it from a backup \(README → Operations\), or move it aside to start with an empty one$/)
+  rmSync(dirname(damaged), { recursive: true, force: true })
 })
 
 // Replicas whose call queues share the key spend its limit routinely: doctor said to check the region and the network.
