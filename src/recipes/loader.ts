@@ -6,6 +6,7 @@ import type { RecipeDefinition } from './define.ts'
 import { recipeProblems } from './validate.ts'
 import type { LoadWatch } from './load-watch.ts'
 import { recipeFrame } from './recipe-frame.ts'
+import { guardExitWhileLoading } from './exit-while-loading.ts'
 
 /** One file of RECIPES_DIR: a usable definition, or the reason it is broken. */
 export interface LoadedRecipe {
@@ -149,6 +150,7 @@ async function loadOne(
   const limitMs = options.timeLimitMs ?? RECIPE_LOAD_TIME_LIMIT_MS
   let exported: unknown
   options.watch?.loading(file)
+  const unguard = guardExitWhileLoading(file)
   try {
     const mod = await withinTimeLimit(jiti.import<Record<string, unknown> | undefined>(file), limitMs)
     exported = mod && 'default' in mod ? mod.default : undefined
@@ -159,6 +161,7 @@ async function loadOne(
     const at = /:\d+:\d+/.test(message) ? '' : recipeFrame(error, [dirname(file)], name)
     return broken(base, [`failed to load: ${message}${at}`])
   } finally {
+    unguard()
     options.watch?.loaded(file)
   }
   let problems: string[]

@@ -26,6 +26,11 @@ export default defineRecipe({ description: 'x', schedule: '0 8 * * *', timezone:
 `,
   'null-export': `export default null
 `,
+  // It ended the command without a line (exit 0 here; the processing thread, so serve did not start).
+  'exits': `import { defineRecipe } from 'switchboard'
+process.exit(0)
+export default defineRecipe({ description: 'x', on: ['call.busy'], run: () => 1 })
+`,
   // No excess-property check on a variable: only the loader sees \`timeZone\`.
   'wrong-key': `import { defineRecipe } from 'switchboard'
 const def = { description: 'morning', schedule: '0 8 * * *', timeZone: 'Europe/London', run: () => 1 }
@@ -82,11 +87,12 @@ describe('recipes check', () => {
     expect(lines).toEqual([
       expect.stringMatching(/bad-hour\.ts: broken: `schedule` "0 25 \* \* \*" is not a valid cron pattern/),
       expect.stringMatching(/bad-zone\.ts: broken: `timezone` must be an IANA time zone such as Asia\/Kolkata \(got "Europe\/Londn"\)$/),
+      expect.stringMatching(/exits\.ts: broken: failed to load: its top-level code calls process\.exit\(0\) while the file loads: a recipe must not end the process \(do the work in run\(\), or throw\) \(at .*exits\.ts:2:9\)$/),
       expect.stringMatching(/no-export\.ts: broken: no recipe exported/),
       expect.stringMatching(/null-export\.ts: broken: no recipe exported/),
       expect.stringMatching(/two words\.ts: broken: file name must use letters, digits, "-" or "_" only \(and start with a letter or digit\)$/),
       expect.stringMatching(/wrong-key\.ts: broken: unknown key `timeZone`: did you mean `timezone`\?/),
-      '6 recipes the service would not load',
+      '7 recipes the service would not load',
     ])
 
     const json = await cli(folder.dir, ['recipes', 'check', '--json'])
@@ -94,7 +100,7 @@ describe('recipes check', () => {
     const parsed = JSON.parse(json.out) as { errors: unknown[]; broken: Array<{ recipe: string; file: string; reason: string }> }
     expect(parsed.errors).toEqual([])
     expect(parsed.broken.map((b) => [b.recipe, b.file])).toEqual(
-      ['bad-hour', 'bad-zone', 'no-export', 'null-export', 'two words', 'wrong-key'].map((name) => [name, files[name]]),
+      ['bad-hour', 'bad-zone', 'exits', 'no-export', 'null-export', 'two words', 'wrong-key'].map((name) => [name, files[name]]),
     )
     expect(parsed.broken.find((b) => b.recipe === 'bad-hour')?.reason).toMatch(/^`schedule` "0 25 \* \* \*" is not a valid cron pattern/)
   }, 120_000)
