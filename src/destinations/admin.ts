@@ -8,6 +8,7 @@ import { endPauses } from './pauses.ts'
 import { discardDestination, DestinationStillConfiguredError } from './discard.ts'
 import { adminTime } from '../utils/admin-time.ts'
 import { readAdminJsonObject } from '../utils/admin-body.ts'
+import { disabledDestinations } from './state.ts'
 
 /**
  * `/admin/destinations`: list, deliveries (dead letters with `?status=dead`), one delivery with its
@@ -45,15 +46,16 @@ export function registerDestinationAdminRoutes(app: H3, rt: Runtime): void {
 
   app.post('/admin/destinations/deliveries/:id/replay', adminRoute(rt, async (event) => {
     const id = decodeURIComponent(event.context.params?.id ?? '')
+    let replayed: Awaited<ReturnType<typeof replayDelivery>>
     try {
-      await replayDelivery(rt, id)
+      replayed = await replayDelivery(rt, id)
     } catch (error) {
       if (error instanceof DeliveryNotFoundError) throw new HTTPError({ status: 404, message: error.message })
       if (error instanceof DeliveryBusyError || error instanceof DestinationNotConfiguredError) throw new HTTPError({ status: 409, message: error.message })
       throw error
     }
     event.res.status = 202
-    return { data: { queued: 1, ids: [id] } }
+    return { data: { queued: 1, ids: [id], waits_for_enable: replayed.waitsForEnable } }
   }))
 
   /** Body (JSON, optional): `{ "since": ISO, "until": ISO }`; default: everything failed or dead. */
@@ -69,7 +71,8 @@ export function registerDestinationAdminRoutes(app: H3, rt: Runtime): void {
     const unconfigured = notConfigured(rt, name)
     if (unconfigured) throw new HTTPError({ status: 409, message: unconfigured })
     event.res.status = 202
-    return { data: { queued: await runProcessingTask(rt, replayFailedTask, { destination: name, since, until }) } }
+    const queued = await runProcessingTask(rt, replayFailedTask, { destination: name, since, until })
+    return { data: { queued, waits_for_enable: (await disabledDestinations(rt)).has(name) } }
   }))
 
   app.post('/admin/destinations/:name/enable', adminRoute(rt, async (event) => {

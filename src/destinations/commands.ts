@@ -1,7 +1,7 @@
 import { CliError, defineCommand, intFlag, isoFlag, JSON_OPTION, limitOption, type CliCommand } from '../cli-kit.ts'
 import type { Runtime } from '../runtime.ts'
 import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, DestinationNotConfiguredError, getDelivery, isDeliveryStatus, isKnownDestination, listDeliveries, notConfigured, replayDelivery, replayFailed, summarizeDestinations } from './deliveries.ts'
-import { enableDestination } from './state.ts'
+import { disabledDestinations, enableDestination } from './state.ts'
 import { discardDestination, DestinationStillConfiguredError } from './discard.ts'
 import { sendTestEvent } from './test-send.ts'
 import { printable } from '../utils/printable.ts'
@@ -124,14 +124,16 @@ const replay = defineCommand({
     if (id && (ctx.values.since !== undefined || ctx.values.until !== undefined)) throw new CliError('--since and --until go with --destination, not with a delivery id')
     const rt = await ctx.runtime()
     if (id) {
+      let replayed: Awaited<ReturnType<typeof replayDelivery>>
       try {
-        await replayDelivery(rt, id)
+        replayed = await replayDelivery(rt, id)
       } catch (error) {
         if (error instanceof DeliveryNotFoundError || error instanceof DestinationNotConfiguredError) throw new CliError(error.message)
         if (error instanceof DeliveryBusyError) throw new CliError(error.message, 1)
         throw error
       }
-      if (ctx.values.json) return ctx.json({ queued: 1, ids: [id] })
+      if (ctx.values.json) return ctx.json({ queued: 1, ids: [id], waits_for_enable: replayed.waitsForEnable })
+      if (replayed.waitsForEnable) return void ctx.write(`${id}: queued, but "${replayed.destination}" is disabled (it answered 410 Gone): it goes out, with the same webhook-id, once you run destinations enable ${replayed.destination}\n`)
       return void ctx.write(`${id}: queued; the running service sends it with the same webhook-id\n`)
     }
     const since = isoFlag(ctx.values, 'since')
@@ -142,8 +144,10 @@ const replay = defineCommand({
     const unconfigured = notConfigured(rt, destination!)
     if (unconfigured) throw new CliError(unconfigured)
     const queued = await replayFailed(rt, destination!, since, until)
-    if (ctx.values.json) return ctx.json({ queued })
-    ctx.write(`${counted(queued, 'failed or dead delivery', 'failed or dead deliveries')} of "${destination}" queued again\n`)
+    const waitsForEnable = (await disabledDestinations(rt)).has(destination!)
+    if (ctx.values.json) return ctx.json({ queued, waits_for_enable: waitsForEnable })
+    const waiting = waitsForEnable && queued > 0 ? `, but "${destination}" is disabled (it answered 410 Gone): they go out once you run destinations enable ${destination}` : ''
+    ctx.write(`${counted(queued, 'failed or dead delivery', 'failed or dead deliveries')} of "${destination}" queued again${waiting}\n`)
   },
 })
 

@@ -156,7 +156,11 @@ function mustBeConfigured(rt: Runtime, name: string): void {
  * Puts one delivery (any status) back in the queue with a fresh retry schedule, due at once for every
  * replica; the running service's worker sends it with the same `webhook-id`.
  */
-export async function replayDelivery(rt: Runtime, id: string): Promise<void> {
+/**
+ * Makes one delivery due again now. `waitsForEnable`: its destination is disabled (a 410), so it goes out only after
+ * `destinations enable` — said by every caller; "queued; the running service sends it" was followed by nothing.
+ */
+export async function replayDelivery(rt: Runtime, id: string): Promise<{ destination: string; waitsForEnable: boolean }> {
   const now = rt.clock.now()
   const row = await rt.store.db.selectFrom('destination_deliveries').select('destination').where('id', '=', id).executeTakeFirst()
   if (!row) throw new DeliveryNotFoundError(`no delivery with id "${id}" (see: destinations deliveries)`)
@@ -171,7 +175,7 @@ export async function replayDelivery(rt: Runtime, id: string): Promise<void> {
   if (Number(result.numUpdatedRows) > 0) {
     // "Again now": a pause of its destination's breaker ends, so it goes out as the probe.
     await endPauses(rt, row.destination)
-    return
+    return { destination: row.destination, waitsForEnable: (await disabledDestinations(rt)).has(row.destination) }
   }
   const exists = await rt.store.db.selectFrom('destination_deliveries').select('id').where('id', '=', id).executeTakeFirst()
   if (!exists) throw new DeliveryNotFoundError(`no delivery with id "${id}" (see: destinations deliveries)`)

@@ -13,6 +13,7 @@ import { fmtIso, html } from './html.ts'
 import { csrfField, page } from './layout.ts'
 import { MAX_FILTER_LENGTH } from './events-filter.ts'
 import { badQuery, seeOther } from './responses.ts'
+import { disabledDestinations } from '../destinations/state.ts'
 
 const DELIVERIES_PAGE_SIZE = 50
 
@@ -146,8 +147,9 @@ ${table('Attempts', ['#', 'Started (UTC)', 'Answer', 'Latency', 'Result', 'Error
   app.post('/ui/destinations/deliveries/:id/replay', async (event) => {
     const id = getRouterParam(event, 'id', { decode: true }) ?? ''
     const back = `ui/destinations/deliveries/${encodeURIComponent(id)}`
+    let replayed: Awaited<ReturnType<typeof replayDelivery>>
     try {
-      await replayDelivery(rt, id)
+      replayed = await replayDelivery(rt, id)
     } catch (error) {
       if (error instanceof DeliveryNotFoundError) throw new HTTPError({ status: 404, message: error.message })
       if (error instanceof DestinationNotConfiguredError) throw new HTTPError({ status: 409, message: error.message })
@@ -155,7 +157,7 @@ ${table('Attempts', ['#', 'Started (UTC)', 'Answer', 'Latency', 'Result', 'Error
       throw error
     }
     rt.log.info({ delivery_id: id }, 'dashboard: delivery queued again')
-    return seeOther(event, `${back}?done=delivery-queued&n=1`)
+    return seeOther(event, `${back}?done=delivery-queued&n=1&w=${replayed.waitsForEnable ? 1 : 0}`)
   })
 
   app.post('/ui/destinations/:name/replay', async (event) => {
@@ -165,7 +167,8 @@ ${table('Attempts', ['#', 'Started (UTC)', 'Answer', 'Latency', 'Result', 'Error
     if (unconfigured) throw new HTTPError({ status: 409, message: unconfigured })
     const queued = await runProcessingTask(rt, replayFailedTask, { destination: name, since: 0, until: Number.MAX_SAFE_INTEGER })
     rt.log.info({ destination: name, queued }, 'dashboard: failed deliveries queued again')
-    return seeOther(event, `ui/destinations?${new URLSearchParams({ destination: name, done: 'delivery-queued', n: String(queued) })}`)
+    const waits = (await disabledDestinations(rt)).has(name)
+    return seeOther(event, `ui/destinations?${new URLSearchParams({ destination: name, done: 'delivery-queued', n: String(queued), w: waits ? '1' : '0' })}`)
   })
 
   app.post('/ui/destinations/:name/discard', async (event) => {

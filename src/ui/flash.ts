@@ -16,7 +16,10 @@ const MESSAGES: Record<string, (n: string | null, s: string | null, count: (key:
   'dnc-removed': (n) => (n === '1' ? 'Removed from the do-not-call list.' : 'That number was not on the list.'),
   'dnc-invalid': () => 'That is not a phone number.',
   'dnc-imported': (n, _s, count) => `Imported: ${n ?? 0} added, ${count('e')} already listed, ${count('x')} row(s) with errors.`,
-  'delivery-queued': (n) => `Queued ${n ?? 0} deliver${n === '1' ? 'y' : 'ies'} to be sent again (by the running service, with the same webhook-id).`,
+  'delivery-queued': (n, _s, count) =>
+    count('w') === '1'
+      ? `Queued ${n ?? 0} deliver${n === '1' ? 'y' : 'ies'} to be sent again, but the destination is disabled (it answered 410 Gone): ${n === '1' ? 'it goes' : 'they go'} out once it is enabled.`
+      : `Queued ${n ?? 0} deliver${n === '1' ? 'y' : 'ies'} to be sent again (by the running service, with the same webhook-id).`,
   'delivery-busy': () => 'That delivery is being sent right now; try again in a minute.',
   'destination-enabled': (n) => (n === '1' ? 'Enabled: its waiting deliveries go out.' : 'That destination was neither disabled nor paused.'),
   'destination-resumed': () => 'Pause ended: its next delivery goes out as a probe within 5 s (failing, it is paused again).',

@@ -10,6 +10,7 @@ import { startDeliveryWorker, SWEEP_MS } from '../../src/destinations/worker.ts'
 import { describeEachDialect } from '../helpers/db.ts'
 import { cliEnv, runCli } from '../webhooks/helpers.ts'
 import { adminHeaders, closedAfterEach, createForwardHarness, DEST_SECRET, destination, makeEvent, OLD_SECRET, ok, reconfigured, sentEventIds, verifyStandard, WAIT, type ForwardHarness } from './helpers.ts'
+import { flashMessage } from '../../src/ui/flash.ts'
 
 // Real HTTP on a shared, busy machine.
 vi.setConfig({ testTimeout: 60_000 })
@@ -335,6 +336,11 @@ describeEachDialect('destinations: delivery', (dialect) => {
     const env = cliEnv(h.rt, { DESTINATIONS: JSON.stringify(dests), ALLOW_PRIVATE_DESTINATIONS: '1' })
     const listed = JSON.parse((await runCli(['destinations', 'list', '--json'], env)).out) as Array<{ state: string; pending: number }>
     expect(listed).toMatchObject([{ name: 'crm', state: 'disabled', pending: 2 }])
+    // A replay says it waits for the destination to be enabled: "the running service sends it" was followed by nothing.
+    const first = (await h.status())[0]!.id
+    expect((await runCli(['destinations', 'replay', first], env)).out).toBe(`${first}: queued, but "crm" is disabled (it answered 410 Gone): it goes out, with the same webhook-id, once you run destinations enable crm\n`)
+    expect(JSON.parse((await runCli(['destinations', 'replay', first, '--json'], env)).out)).toEqual({ queued: 1, ids: [first], waits_for_enable: true })
+    expect(flashMessage(new URLSearchParams('done=delivery-queued&n=1&w=1'))).toBe('Queued 1 delivery to be sent again, but the destination is disabled (it answered 410 Gone): it goes out once it is enabled.')
     const enabled = await runCli(['destinations', 'enable', 'crm'], env)
     expect(enabled.err).toBe('')
     expect(enabled.out).toBe('crm: enabled\n')
