@@ -212,7 +212,8 @@ export interface DestinationSummary {
   /** null once it is no longer configured, as `events`. */
   ordered: boolean | null
   /** paused: its circuit breaker holds its deliveries back after failed attempts in a row, until `paused_until`. */
-  state: 'active' | 'paused' | 'disabled'
+  /** removed: no longer in DESTINATIONS — its pending deliveries are never sent (they can be discarded). */
+  state: 'active' | 'paused' | 'disabled' | 'removed'
   disabled_reason: string | null
   /** When the pause ends (ISO); null when not paused. */
   paused_until: string | null
@@ -375,7 +376,7 @@ export async function summarizeDestinations(rt: Runtime): Promise<DestinationSum
         url: d ? shownUrl(d.url) : '(no longer configured)',
         events: d ? (d.events ?? 'all') : null,
         ordered: d ? (d.ordered ?? false) : null,
-        state: off ? 'disabled' : pause ? 'paused' : 'active',
+        state: !d ? 'removed' : off ? 'disabled' : pause ? 'paused' : 'active',
         disabled_reason: off?.reason ?? null,
         paused_until: pause ? iso(pause.until) : null,
         paused_reason: pause?.reason ?? null,

@@ -55,7 +55,8 @@ export function registerDestinationsPage(app: H3, rt: Runtime): void {
     // A disabled or paused destination's pending deliveries wait for that, not for their own next attempt.
     const holds = new Map<string, Hold>()
     for (const d of destinations) {
-      if (d.state === 'disabled') holds.set(d.name, { kind: 'disabled' })
+      if (d.state === 'removed') holds.set(d.name, { kind: 'removed' })
+      else if (d.state === 'disabled') holds.set(d.name, { kind: 'disabled' })
       else if (d.state === 'paused' && d.paused_until) holds.set(d.name, { kind: 'paused', until: Date.parse(d.paused_until) })
     }
     return page(event, {
@@ -72,7 +73,7 @@ export function registerDestinationsPage(app: H3, rt: Runtime): void {
     ? html`<div class="cell-wrap">${status('disabled')} ${clip(d.disabled_reason, 60)}</div>`
     : d.state === 'paused'
       ? html`<div class="cell-wrap" title="${d.paused_reason ?? ''}">${status('paused')} until ${fmtIso(d.paused_until)}: ${clip(d.paused_reason, 60)}</div>`
-      : status('active'),
+      : d.state === 'removed' ? html`<div class="cell-wrap">${status('removed')} no longer configured: its pending deliveries are never sent</div>` : status('active'),
   String(d.pending), String(d.delivered),
   d.dead > 0 ? html`<a href="${`ui/destinations?${new URLSearchParams({ destination: d.name, status: 'dead' })}`}">${String(d.dead)}</a>` : '0',
   fmtIso(d.oldest_pending_at),
@@ -108,6 +109,9 @@ ${deliveries.length === DELIVERIES_PAGE_SIZE ? html`<p><small>The newest ${DELIV
     })
   })
 
+  /** Whether `name` is in DESTINATIONS now (a removed one's deliveries are never sent, nor replayed). */
+  const configured = (name: string) => rt.config.destinations.list.some((d) => d.name === name)
+
   app.get('/ui/destinations/deliveries/:id', async (event) => {
     const id = getRouterParam(event, 'id', { decode: true }) ?? ''
     const found = await getDelivery(rt, id)
@@ -117,11 +121,11 @@ ${deliveries.length === DELIVERIES_PAGE_SIZE ? html`<p><small>The newest ${DELIV
       active: 'Destinations',
       flash: flashMessage(event.url.searchParams),
       body: html`<p><a href="${`ui/destinations?${new URLSearchParams({ destination: found.destination })}`}">← ${found.destination}</a></p>
-<div class="actions">
+${configured(found.destination) ? html`<div class="actions">
 <form method="post" action="${`ui/destinations/deliveries/${encodeURIComponent(id)}/replay`}" data-confirm="Send this delivery again now (the same webhook-id)?">
 ${csrfField(event)}<button type="submit">Replay</button>
 </form>
-</div>
+</div>` : html`<p>Its destination is no longer configured: it is never sent (<a href="${`ui/destinations?${new URLSearchParams({ destination: found.destination })}`}">discard</a> what is kept of it).</p>`}
 ${fields('Delivery', [
   ['Delivery id (webhook-id)', found.id],
   ['Destination', found.destination],

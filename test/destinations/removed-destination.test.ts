@@ -60,6 +60,20 @@ it('lists a destination no longer configured with its events (and ordering) unkn
   expect(cells('erp').slice(0, 2)).toEqual(['https://erp.example.com/in', 'all'])
 })
 
+// Its pending deliveries read "next attempt: now" and it read `active`, with Replay offered (answered 409): they are never sent.
+it('says a destination no longer configured is removed, and its pending deliveries are never sent', async () => {
+  const rows = JSON.parse((await runCli(['destinations', 'list', '--json'], env)).out) as Array<{ name: string; state: string }>
+  expect(Object.fromEntries(rows.map((r) => [r.name, r.state]))).toEqual({ crm: 'active', erp: 'active', old: 'removed', retired: 'removed' })
+  const shown = await runCli(['destinations', 'show', 'msg_old_0'], env)
+  expect(shown.out).toMatch(/^next_attempt_at\s+never: its destination is no longer configured$/m)
+  const listed = await runCli(['destinations', 'deliveries', '--destination', 'old'], env)
+  expect(listed.out).toContain('never: its destination is no longer configured')
+  const { jar } = await login(ui.server.url)
+  const page = await (await fetch(`${ui.server.url}/ui/destinations/deliveries/msg_old_0`, { headers: { cookie: cookieHeader(jar) } })).text()
+  expect(page).toContain('never: its destination is no longer configured')
+  expect(page).not.toContain('>Replay</button>')
+})
+
 it('counts what replay and discard did in words that agree: 1 delivery, 1 attempt; 2 deliveries, 0 attempts', async () => {
   const replayed = await runCli(['destinations', 'replay', '--destination', 'crm', '--since', '2026-01-01T00:00:00Z'], env)
   expect([replayed.code, replayed.out]).toEqual([0, '1 failed or dead delivery of "crm" queued again\n'])
