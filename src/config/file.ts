@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import { isAbsolute, resolve } from 'node:path'
 import { installationCacheDir } from '../utils/installation-cache.ts'
 import { ConfigError, loadConfig, type Config, type LoadConfigOptions } from './load.ts'
@@ -13,8 +13,12 @@ export function findConfigFile(env: Record<string, string | undefined>, cwd: str
   // `none`: the environment alone, even beside a switchboard.config.ts (a second instance from the same checkout; tests).
   if (named?.trim().toLowerCase() === 'none') return undefined
   if (named) {
+    // As every variable: only spaces is a mistake ("names a file that does not exist: /here/ " said something else).
+    if (!named.trim()) throw new ConfigError('SWITCHBOARD_CONFIG', 'is blank (only spaces): leave it empty or unset for ./switchboard.config.ts, none for no file, or name the file')
     const path = isAbsolute(named) ? named : resolve(cwd, named)
     if (!existsSync(path)) throw new ConfigError('SWITCHBOARD_CONFIG', `names a file that does not exist: ${path}`)
+    // A folder was "could not load …: Cannot find module".
+    if (statSync(path).isDirectory()) throw new ConfigError('SWITCHBOARD_CONFIG', `names a folder, not a file: ${path} (name the config file itself, e.g. ${resolve(path, 'switchboard.config.ts')})`)
     return path
   }
   const path = resolve(cwd, 'switchboard.config.ts')

@@ -33,6 +33,9 @@ describe('switchboard.config.ts', () => {
     writeFileSync(join(dir, 'broken.config.ts'), 'export default {{{')
     await expect(resolveConfig({ env: { SWITCHBOARD_CONFIG: 'broken.config.ts' }, cwd: dir })).rejects.toThrow(/^Invalid configuration: SWITCHBOARD_CONFIG could not load .*broken\.config\.ts/)
     await expect(resolveConfig({ env: { SWITCHBOARD_CONFIG: 'missing.ts' }, cwd: dir })).rejects.toThrow(/does not exist/)
+    // Only spaces, or a folder: said as such ("a file that does not exist: /dir/ ", "Cannot find module").
+    await expect(resolveConfig({ env: { SWITCHBOARD_CONFIG: '  ' }, cwd: dir })).rejects.toThrow(/^Invalid configuration: SWITCHBOARD_CONFIG is blank \(only spaces\)/)
+    await expect(resolveConfig({ env: { SWITCHBOARD_CONFIG: '.' }, cwd: dir })).rejects.toThrow(`Invalid configuration: SWITCHBOARD_CONFIG names a folder, not a file: ${dir} (name the config file itself, e.g. ${join(dir, 'switchboard.config.ts')})`)
     // Found in the working directory, with SWITCHBOARD_CONFIG never set: the message names the file, not the variable.
     writeFileSync(join(dir, 'switchboard.config.ts'), 'export default {\n  PORT: 8080,,\n}\n')
     await expect(resolveConfig({ env: {}, cwd: dir })).rejects.toThrow(`Invalid configuration: switchboard.config.ts could not load ${join(dir, 'switchboard.config.ts')}:2:14: Unexpected token`)
