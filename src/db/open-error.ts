@@ -29,9 +29,12 @@ export function sqliteFileTrouble(code: string | undefined): string | undefined 
 
 /**
  * node-postgres's own errors carry no code: a port that accepts and closes at once (pgbouncer, HAProxy or a container's
- * published port, with the database behind it down) is `Connection terminated unexpectedly`. Read as unreachable.
+ * published port, with the database behind it down) is `Connection terminated unexpectedly`. Read as unreachable. So is
+ * the next statement on a client whose connection died meanwhile (its backend terminated, mid-transaction): "Client has
+ * encountered a connection error and is not queryable" — taken for a statement's mistake, the destinations' outcomes
+ * were given up at once and their answered deliveries sent again.
  */
-const PG_CLIENT_UNREACHABLE = /^Connection terminated( unexpectedly| due to connection timeout)?$|^timeout expired$/
+const PG_CLIENT_UNREACHABLE = /^Connection terminated( unexpectedly| due to connection timeout)?$|^timeout expired$|^Client has encountered a connection error and is not queryable$/
 
 /**
  * Whether `error` is the database being unreachable (refused, reset, gone, shutting down, a connection that closed at
