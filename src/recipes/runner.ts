@@ -21,6 +21,15 @@ import { isProcessAlive } from '../utils/process-identity.ts'
 import { keepClosing } from './keep-closing.ts'
 import { leadingKeys } from '../db/leading-keys.ts'
 import { accessProblem } from '../utils/access-problem.ts'
+import { writeAgain } from '../utils/write-again.ts'
+import { isMomentaryError } from '../db/momentary-error.ts'
+
+/**
+ * A run's outcome the database refuses for a moment is written again this often, this many times — as its batch's
+ * outcome is (src/recipes/event-dispatch.ts), well within the claims on its events.
+ */
+const RECORD_RETRY_MS = 1_000
+const RECORD_TRIES = 5
 
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'skipped'
 
@@ -238,11 +247,18 @@ export async function executeRun(
     if (replaced.length > 0) {
       log.warn({ replaced: replaced.slice(0, 10), replaced_count: replaced.length }, "the run's summary held values JSON cannot keep as they are; stored with stand-ins for them")
     }
-    await rt.store.db
+    // Written again while the database refuses it for a moment (a dropped connection, a failover): closed `failed`
+    // instead, a run that succeeded had its whole batch of events run a second time.
+    const record = rt.store.db
       .updateTable('recipe_runs')
       .set({ status, ended_at: endedAt, summary: stored, plan: encodePlan(effects.plan), error })
       .where('id', '=', id)
-      .execute()
+    await writeAgain(rt.clock, () => record.execute(), {
+      tries: RECORD_TRIES,
+      everyMs: RECORD_RETRY_MS,
+      retryable: isMomentaryError,
+      onFirstFailure: (failure) => log.warn({ err: (failure as Error)?.message ?? String(failure) }, "could not record a recipe run's outcome; trying again"),
+    })
     if (status === 'succeeded') log.info({ summary }, 'recipe run succeeded')
     return {
       id, recipe: name, trigger: trigger.type, eventId: trigger.event?.eventId ?? null, dryRun, status,
