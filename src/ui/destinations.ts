@@ -161,7 +161,7 @@ ${table('Attempts', ['#', 'Started (UTC)', 'Answer', 'Latency', 'Result', 'Error
       throw error
     }
     rt.log.info({ delivery_id: id }, 'dashboard: delivery queued again')
-    return seeOther(event, `${back}?done=delivery-queued&n=1&w=${replayed.waitsForEnable ? 1 : 0}`)
+    return seeOther(event, `${back}?done=delivery-queued&n=1${replayed.waitsForEnable ? '&w=1' : ''}`)
   })
 
   app.post('/ui/destinations/:name/replay', async (event) => {
@@ -172,7 +172,7 @@ ${table('Attempts', ['#', 'Started (UTC)', 'Answer', 'Latency', 'Result', 'Error
     const queued = await runProcessingTask(rt, replayFailedTask, { destination: name, since: 0, until: Number.MAX_SAFE_INTEGER })
     rt.log.info({ destination: name, queued }, 'dashboard: failed deliveries queued again')
     const waits = (await disabledDestinations(rt)).has(name)
-    return seeOther(event, `ui/destinations?${new URLSearchParams({ destination: name, done: 'delivery-queued', n: String(queued), w: waits ? '1' : '0' })}`)
+    return seeOther(event, `ui/destinations?${new URLSearchParams({ destination: name, done: 'delivery-queued', n: String(queued), ...(waits ? { w: '1' } : {}) })}`)
   })
 
   app.post('/ui/destinations/:name/discard', async (event) => {

@@ -275,7 +275,10 @@ describe('reconcile in sandbox mode with no service running', () => {
     await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
     const port = (probe.address() as AddressInfo).port
     await new Promise<void>((resolve) => probe.close(() => resolve()))
-    const r = await run(['reconcile'], { DATA_DIR: tempDir(), PORT: String(port), LOG_LEVEL: 'silent' })
+    // A DATA_DIR the service has used (reconcile refuses one with no database).
+    const dataDir = tempDir()
+    expect((await run(['migrate'], { DATA_DIR: dataDir, LOG_LEVEL: 'silent' })).code).toBe(0)
+    const r = await run(['reconcile'], { DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'silent' })
     expect(r.code).toBe(1)
     expect(r.stderr).toContain(`error: cannot reach http://127.0.0.1:${port}/sandbox`)
     expect(r.stderr).toContain('in sandbox mode the provider is the service\'s own sandbox: start the service (npm start), then run reconcile again — or, if it runs with another PORT or HOST, run reconcile with the same\n')
@@ -292,7 +295,9 @@ describe('reconcile with a key the provider refuses', () => {
     await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve))
     cleanups.push(() => new Promise<void>((resolve) => provider.close(() => resolve())))
     const url = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`
-    const r = await run(['reconcile'], { DATA_DIR: tempDir(), VOICE_API_KEY: 'sk_live_bad', VOICE_API_BASE_URL: url, WEBHOOK_SECRET: 'whsec_x', LOG_LEVEL: 'silent' })
+    const dataDir = tempDir()
+    expect((await run(['migrate'], { DATA_DIR: dataDir, LOG_LEVEL: 'silent' })).code).toBe(0)
+    const r = await run(['reconcile'], { DATA_DIR: dataDir, VOICE_API_KEY: 'sk_live_bad', VOICE_API_BASE_URL: url, WEBHOOK_SECRET: 'whsec_x', LOG_LEVEL: 'silent' })
     expect(r.stderr).toBe(`error: the provider at ${url} refused VOICE_API_KEY (401 authentication_error: invalid or missing api key): copy the workspace key from the provider dashboard into VOICE_API_KEY (doctor checks it)\n`)
     expect(r.code).toBe(2)
   })

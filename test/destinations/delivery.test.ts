@@ -137,7 +137,7 @@ describeEachDialect('destinations: delivery', (dialect) => {
     const missing = await h.app.fetch(new Request('http://localhost/admin/destinations/deliveries/msg_nope/replay', { method: 'POST', headers: adminHeaders }))
     expect(missing.status).toBe(404)
     const byRange = await h.app.fetch(new Request('http://localhost/admin/destinations/crm/replay', { method: 'POST', body: '{"since":"2026-01-01T00:00:00Z"}', headers: adminHeaders }))
-    expect(await byRange.json()).toEqual({ data: { queued: 0 } })
+    expect(await byRange.json()).toEqual({ data: { queued: 0, waits_for_enable: false } })
   })
 
   it('an event received on a named target reaches a filter as source "target" with the target\'s name, so a destination can keep it out', async () => {
