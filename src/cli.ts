@@ -372,6 +372,19 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
       err(`error: ${dashed} takes a value, and the next word starts with a dash: write ${dashed}=<value> for a value that starts with one. Run "${name} ${command.name} --help".\n`)
       return 2
     }
+    // A flag given no value, or a value it does not take: said as every other flag mistake is.
+    const message = (error as Error).message ?? ''
+    const missing = code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? /^Option '--([\w-]+)(?: <value>)?' argument missing/.exec(message)?.[1] : undefined
+    if (missing) {
+      const value = command.options?.[missing]?.value ?? 'VALUE'
+      err(`error: --${missing} needs a value (--${missing} ${value}). Run "${name} ${command.name} --help".\n`)
+      return 2
+    }
+    const noValue = code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? /^Option '--([\w-]+)' does not take an argument/.exec(message)?.[1] : undefined
+    if (noValue) {
+      err(`error: --${noValue} takes no value: write --${noValue} alone. Run "${name} ${command.name} --help".\n`)
+      return 2
+    }
     if (error instanceof TypeError && code?.startsWith('ERR_PARSE_ARGS')) {
       // Node's messages sometimes end with a full stop of their own, sometimes not; one line, whatever they hold.
       err(`error: ${error.message.replace(/\s*\n\s*/g, ' ').replace(/\.+$/, '')}. Run "${name} ${command.name} --help".\n`)

@@ -399,6 +399,14 @@ it('an option given a value that starts with a dash is one line naming the way t
   expect(r.code).toBe(2)
 })
 
+// Node's own words ("Option '--limit <value>' argument missing.", "Option '--json' does not take an argument.").
+it('a flag given no value, or a value it takes none of, is one line in the house style, exit 2', async () => {
+  const missing = await run(['events', 'list', '--limit'], { DATA_DIR: tempDir(), LOG_LEVEL: 'silent' })
+  expect([missing.code, missing.stderr]).toEqual([2, 'error: --limit needs a value (--limit N). Run "switchboard events list --help".\n'])
+  const extra = await run(['events', 'list', '--json=false'], { DATA_DIR: tempDir(), LOG_LEVEL: 'silent' })
+  expect([extra.code, extra.stderr]).toEqual([2, 'error: --json takes no value: write --json alone. Run "switchboard events list --help".\n'])
+})
+
 describe('the webhook URL opened in a browser', () => {
   it('answers 405 with Allow: POST and says the URL is there, not 404 "no route" (read as a wrong URL); POST still stores', async () => {
     const rt = await testRuntime({ WEBHOOK_SECRET: 'whsec_x' })
