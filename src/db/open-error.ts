@@ -73,7 +73,7 @@ export function explainOpenError(error: unknown, databaseUrl: string): unknown {
   }
   // This process's access to the file or its folder: the check knows which, and what to do about it.
   if (error instanceof DatabaseFileAccessError) return explained(`${error.code}: ${error.message}`, error.hint)
-  const trouble = code && !postgres ? FILE_TROUBLE.find(([pattern]) => pattern.test(code))?.[1] : undefined
+  const trouble = postgres ? undefined : sqliteFileTrouble(code)
   if (trouble) return explained(`${message} (${code})`, trouble)
   const pgClientGone = postgres && code === undefined && PG_CLIENT_UNREACHABLE.test(message)
   const closed = postgres && code === '55000' && NOT_ACCEPTING.test(message)

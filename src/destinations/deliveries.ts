@@ -154,11 +154,9 @@ function mustBeConfigured(rt: Runtime, name: string): void {
 
 /**
  * Puts one delivery (any status) back in the queue with a fresh retry schedule, due at once for every
- * replica; the running service's worker sends it with the same `webhook-id`.
- */
-/**
- * Makes one delivery due again now. `waitsForEnable`: its destination is disabled (a 410), so it goes out only after
- * `destinations enable` — said by every caller; "queued; the running service sends it" was followed by nothing.
+ * replica; the running service's worker sends it with the same `webhook-id`. `waitsForEnable`: its destination is
+ * disabled (a 410), so it goes out only after `destinations enable` — said by every caller; "queued; the running
+ * service sends it" was followed by nothing.
  */
 export async function replayDelivery(rt: Runtime, id: string): Promise<{ destination: string; waitsForEnable: boolean }> {
   const now = rt.clock.now()
@@ -211,8 +209,10 @@ export interface DestinationSummary {
   events: string[] | 'all' | null
   /** null once it is no longer configured, as `events`. */
   ordered: boolean | null
-  /** paused: its circuit breaker holds its deliveries back after failed attempts in a row, until `paused_until`. */
-  /** removed: no longer in DESTINATIONS — its pending deliveries are never sent (they can be discarded). */
+  /**
+   * paused: its circuit breaker holds its deliveries back after failed attempts in a row, until `paused_until`.
+   * removed: no longer in DESTINATIONS — its pending deliveries are never sent (they can be discarded).
+   */
   state: 'active' | 'paused' | 'disabled' | 'removed'
   disabled_reason: string | null
   /** When the pause ends (ISO); null when not paused. */

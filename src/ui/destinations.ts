@@ -109,9 +109,6 @@ ${deliveries.length === DELIVERIES_PAGE_SIZE ? html`<p><small>The newest ${DELIV
     })
   })
 
-  /** Whether `name` is in DESTINATIONS now (a removed one's deliveries are never sent, nor replayed). */
-  const configured = (name: string) => rt.config.destinations.list.some((d) => d.name === name)
-
   app.get('/ui/destinations/deliveries/:id', async (event) => {
     const id = getRouterParam(event, 'id', { decode: true }) ?? ''
     const found = await getDelivery(rt, id)
@@ -121,7 +118,7 @@ ${deliveries.length === DELIVERIES_PAGE_SIZE ? html`<p><small>The newest ${DELIV
       active: 'Destinations',
       flash: flashMessage(event.url.searchParams),
       body: html`<p><a href="${`ui/destinations?${new URLSearchParams({ destination: found.destination })}`}">← ${found.destination}</a></p>
-${configured(found.destination) ? html`<div class="actions">
+${notConfigured(rt, found.destination) === undefined ? html`<div class="actions">
 <form method="post" action="${`ui/destinations/deliveries/${encodeURIComponent(id)}/replay`}" data-confirm="Send this delivery again now (the same webhook-id)?">
 ${csrfField(event)}<button type="submit">Replay</button>
 </form>

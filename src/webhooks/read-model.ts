@@ -243,7 +243,8 @@ export async function applyEventsInTransaction(
     const inserted = await insertRows(trx, dialect, 'conversations', ROW_COLUMNS, chunk, { onConflict: { columns: ['conversation_id'] }, returning: ['conversation_id'] })
     for (const { conversation_id } of inserted) stored.set(conversation_id, incoming.get(conversation_id)!)
   }
-  // A follow-up whose answer was lost gets its trace id from its conversation (src/calls/lost-answer-traces.ts).
+  // A follow-up whose answer was lost gets its trace id from its conversation (src/calls/lost-answer-traces.ts): looked
+  // for once, when the conversation is new — not again for each later event of it (the hot path's extra read).
   await adoptLostAnswers(trx, stored.values())
   const existingIds = rows.filter((r) => !stored.has(r.conversation_id)).map((r) => r.conversation_id)
   for (const ids of powerOfTwoChunks(existingIds)) {
