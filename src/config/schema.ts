@@ -66,7 +66,7 @@ const int = (min: number, max: number) =>
     )
 
 const list = z
-  .union([z.string(), z.array(z.string())])
+  .union([z.string(), z.array(z.string())], { error: 'must be text (a comma-separated string) or a list of strings' })
   .transform((v) => (Array.isArray(v) ? v : v.split(',')).map((s) => s.trim()).filter(Boolean))
 
 /**
@@ -192,7 +192,7 @@ const jsonObject = z.unknown().transform((value, ctx) => {
 
 /** `webhook_duplicate=0.1,webhook_drop=0.05,...`: probability per fault, latency in ms. */
 export const sandboxFaultsSchema = z
-  .union([z.string(), z.record(z.string(), z.number())])
+  .union([z.string(), z.record(z.string(), z.number())], { error: 'must be fault=value pairs (a string such as "webhook_drop=0.05") or an object of numbers' })
   .transform((input, ctx) => {
     const entries: [string, number][] = []
     if (typeof input !== 'string') entries.push(...Object.entries(input))
@@ -211,7 +211,8 @@ export const sandboxFaultsSchema = z
           ctx.addIssue({ code: 'custom', message: `${name} is given twice: keep one entry` })
           return z.NEVER
         }
-        entries.push([name, Number(value)])
+        // Decimal as written: Number() also read `0x10`, `1e3` and `Infinity`, values nobody writes on purpose here.
+        entries.push([name, /^\d+(\.\d+)?$|^\.\d+$/.test(value) ? Number(value) : NaN])
       }
     }
     const known = ['webhook_duplicate', 'webhook_drop', 'webhook_reorder', 'upstream_500', 'upstream_500_after', 'latency_ms']
@@ -309,7 +310,13 @@ export const envSchema = z.object({
 
   // Trimmed: a token pasted with a trailing space (a Docker env-file) could never be typed or sent back (the bearer
   // header and the login form are trimmed), which would lock the operator out.
-  ADMIN_TOKEN: z.string().trim().min(16, { error: 'must be at least 16 characters' }).optional(),
+  // Sent back as a bearer token (an HTTP header): a space, a line break or a non-ASCII letter inside it could never be.
+  ADMIN_TOKEN: z
+    .string()
+    .trim()
+    .min(16, { error: 'must be at least 16 characters' })
+    .regex(/^[\x21-\x7e]+$/, { error: 'must be printable ASCII without spaces (it is sent as a bearer token)' })
+    .optional(),
 
   PROXY_KEY_WINDOW_SECONDS: int(0, 86_400).default(60),
   PROXY_CACHE_MAX_BYTES: int(1024, 64 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
@@ -346,7 +353,7 @@ export const envSchema = z.object({
     .default('switchboard <switchboard@localhost>'),
   REPORT_TO: emailList.default([]),
 
-  RECIPES_DIR: z.string().min(1).default('./recipes'),
+  RECIPES_DIR: z.string().trim().min(1, { error: 'is blank: set a folder, e.g. ./recipes' }).default('./recipes'),
   RECIPES_TIMEZONE: timeZone.default('Asia/Kolkata'),
   RECIPES_TYPECHECK: bool.default(true),
   DEFAULT_COUNTRY: z

@@ -132,6 +132,23 @@ describe('values that look fine but are not', () => {
     expect(r.stderr).toBe(line)
   })
 
+  it.each([
+    // Each was zod's own words: "Invalid input", "Too small: expected string to have >=1 characters".
+    [{}, '{ WEBHOOK_SECRET: 12345 }', 'error: Invalid configuration: WEBHOOK_SECRET must be text (a comma-separated string) or a list of strings\n'],
+    [{}, "{ RECIPES_DIR: '' }", 'error: Invalid configuration: RECIPES_DIR is blank: set a folder, e.g. ./recipes (got "")\n'],
+    [{}, '{ SANDBOX_FAULTS: 5 }', 'error: Invalid configuration: SANDBOX_FAULTS must be fault=value pairs (a string such as "webhook_drop=0.05") or an object of numbers (got 5)\n'],
+    // Number() read these as 16 and 1000.
+    [{ SANDBOX_FAULTS: 'latency_ms=0x10' }, undefined, 'error: Invalid configuration: SANDBOX_FAULTS latency_ms must be a number from 0 to 60000 (got "latency_ms=0x10")\n'],
+    [{ SANDBOX_FAULTS: 'latency_ms=1e3' }, undefined, 'error: Invalid configuration: SANDBOX_FAULTS latency_ms must be a number from 0 to 60000 (got "latency_ms=1e3")\n'],
+    // Accepted, then never sendable back in an Authorization header; the token itself is never echoed.
+    [{ ADMIN_TOKEN: 'correct horse battery staple' }, undefined, 'error: Invalid configuration: ADMIN_TOKEN must be printable ASCII without spaces (it is sent as a bearer token)\n'],
+    [{ ADMIN_TOKEN: 'motdepassesécurisé' }, undefined, 'error: Invalid configuration: ADMIN_TOKEN must be printable ASCII without spaces (it is sent as a bearer token)\n'],
+  ])('a value zod alone would word: %o %s', async (env, file, line) => {
+    const r = await startWith(env, file === undefined ? undefined : config(file))
+    expect(r.code).toBe(2)
+    expect(r.stderr).toBe(line)
+  })
+
   it('a whole number is a number or digits, spaces around them allowed', async () => {
     const dir = tempDir()
     const options = { cwd: dir, env: { DATA_DIR: dir } }
