@@ -52,6 +52,10 @@ export const sandboxCommand = defineCommand({
     // signs deliveries a switchboard configured the same way would be refused to start with.
     const problem = given === undefined ? undefined : secretProblem(given, 'formant')
     if (problem) throw new CliError(`--webhook-secret ${problem}`)
+    // Without a URL nothing is sent: a secret or key given alone was taken without a word, and the user waited for
+    // webhooks that never came.
+    const alone = (['webhook-secret', 'webhook-key'] as const).find((flag) => ctx.values[flag] !== undefined)
+    if (webhookUrl === undefined && alone) throw new CliError(`--${alone} is for the webhooks sent to --webhook-url, and none are sent without it: pass --webhook-url too`)
     const secret = given ?? config.webhook.secrets[0]
     if (webhookUrl !== undefined && !secret) {
       // switchboard verifies every webhook: unsigned ones would all be answered 401.

@@ -119,6 +119,12 @@ describe('cli sandbox', () => {
     err = ''
     expect(await main(['sandbox', '--webhook-key', 'sk_test_disabled'], { env: {}, stderr: (t) => (err += t), stdout: () => {} })).toBe(2)
     expect(err).toBe('error: --webhook-key must be a demo key with agents: sk_test_acme or sk_test_globex (got "sk_test_disabled")\n')
+    err = ''
+    expect(await main(['sandbox', '--webhook-secret', 'whsec_c2VjcmV0c2VjcmV0c2VjcmV0'], { env: {}, stderr: (t) => (err += t), stdout: () => {} })).toBe(2)
+    expect(err).toBe('error: --webhook-secret is for the webhooks sent to --webhook-url, and none are sent without it: pass --webhook-url too\n')
+    err = ''
+    expect(await main(['sandbox', '--webhook-key', 'sk_test_globex'], { env: {}, stderr: (t) => (err += t), stdout: () => {} })).toBe(2)
+    expect(err).toBe('error: --webhook-key is for the webhooks sent to --webhook-url, and none are sent without it: pass --webhook-url too\n')
   })
 
   it('reads switchboard.config.ts like every other command: its WEBHOOK_SECRET signs, its SANDBOX_SPEED applies', { timeout: 30_000 }, async () => {
