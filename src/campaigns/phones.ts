@@ -105,12 +105,19 @@ function compile(defaultCountryOption: string | undefined): (raw: string | null 
     if (/[a-z]{2,}/i.test(text)) return { ok: false, reason: 'not a phone number (contains letters)' }
 
     const first = tryParse(text, options)
-    if (first.parsed && isValidPhoneNumber(first.parsed)) return { ok: true, e164: first.parsed.number, country: first.parsed.country }
+    const digits = text.replace(/[\s\-().\/]/g, '')
+    if (first.parsed && isValidPhoneNumber(first.parsed)) {
+      // "0057 301 700 0003" with DEFAULT_COUNTRY=CO: Colombia dials abroad with 00 and a carrier digit (005, 007, 009), so
+      // the parser read carrier 5 and country 7 — a Russian number, called. A list writes the default country's own
+      // numbers this way (00 + its calling code), and that reading, when valid, is the one meant.
+      const own = callingCode && first.parsed.country !== defaultCountry && digits.startsWith(`00${callingCode}`) ? tryParse(`+${digits.slice(2)}`, options).parsed : undefined
+      if (own && own.country === defaultCountry && isValidPhoneNumber(own)) return { ok: true, e164: own.number, country: own.country }
+      return { ok: true, e164: first.parsed.number, country: first.parsed.country }
+    }
 
     // Alternative readings, each accepted only if it yields a VALID number:
     // "00 91 98765…" (international 00 prefix where the default country dials something else) and
     // "0 91 98765…" (a trunk 0 typed before the country code, common in exported lists).
-    const digits = text.replace(/[\s\-().\/]/g, '')
     const alternatives: string[] = []
     // "(+91) 98765 43210": the + inside brackets, which the parser does not take for the international prefix.
     if (/^\+\d+$/.test(digits) && digits !== text) alternatives.push(digits)

@@ -37,6 +37,16 @@ describe('normalizePhone (DEFAULT_COUNTRY=IN)', () => {
     expect(normalizePhone('9876543210.5', IN).ok).toBe(false)
   })
 
+  it("reads 00 + the default country's own calling code as that country's number, where its carrier prefixes would read another country", () => {
+    // Colombia dials abroad with 005/007/009: "0057 301…" parsed as carrier 5 + Russia, and was called in Russia.
+    const CO = { defaultCountry: 'CO' }
+    expect(normalizePhone('0057 301 700 0003', CO)).toEqual({ ok: true, e164: '+573017000003', country: 'CO' })
+    expect(normalizePhone('00573017000003', CO)).toEqual({ ok: true, e164: '+573017000003', country: 'CO' })
+    // A carrier prefix before another country's code is still that country's number.
+    expect(normalizePhone('005 7 916 123 4567', CO)).toEqual({ ok: true, e164: '+79161234567', country: 'RU' })
+    expect(normalizePhone('0055 11 98765 4321', { defaultCountry: 'BR' })).toEqual({ ok: true, e164: '+5511987654321', country: 'BR' })
+  })
+
   it('reads a +1 number whatever the default country', () => {
     expect(normalizePhone('+1 (213) 373-4253', IN)).toEqual({ ok: true, e164: '+12133734253', country: 'US' })
     expect(normalizePhone('(213) 373-4253', { defaultCountry: 'US' })).toEqual({ ok: true, e164: '+12133734253', country: 'US' })
