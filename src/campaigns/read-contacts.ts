@@ -138,16 +138,23 @@ async function withDelimiter(text: AsyncIterable<Buffer>): Promise<{ delimiter: 
     if (next.done) break
     head.push(next.value)
     size += next.value.length
-    found = next.value.includes(0x0a) || next.value.includes(0x0d)
+    // The header is the first line with something on it: blank lines before it (an export's) are skipped as the parser
+    // skips them, and a file starting with one read "" as its header, so a `;` or tab file was read with commas.
+    found = (next.value.includes(0x0a) || next.value.includes(0x0d)) && firstLine(Buffer.concat(head).toString('utf8')).ended
   }
-  const start = Buffer.concat(head).subarray(0, HEADER_SCAN_BYTES).toString('utf8')
-  const end = start.search(/[\r\n]/)
-  const line = end >= 0 ? start.slice(0, end) : start
+  const { line } = firstLine(Buffer.concat(head).subarray(0, HEADER_SCAN_BYTES).toString('utf8'))
   async function* chunks() {
     yield* head
     for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value
   }
   return { delimiter: headerDelimiter(line), chunks: chunks() }
+}
+
+/** The first line of `text` that is not blank, and whether its end has been read. */
+function firstLine(text: string): { line: string; ended: boolean } {
+  const start = text.replace(/^(?:\uFEFF?[ \t]*(?:\r\n|\r|\n))+/, '')
+  const end = start.search(/[\r\n]/)
+  return end >= 0 ? { line: start.slice(0, end), ended: true } : { line: start, ended: false }
 }
 
 /** 3 → "third", 21 → "21st". */

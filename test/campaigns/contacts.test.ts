@@ -113,6 +113,13 @@ describe('readContacts', () => {
     expect(await all(['pho', 'ne,name;x\n9876543210,A;B\n'])).toEqual([{ row: 2, phone: '9876543210', fields: { 'name;x': 'A;B' } }])
   })
 
+  it('blank lines before the header do not hide its delimiter', async () => {
+    // Read as comma files, these had "no phone column … found: phone;name" and were parked in failed/.
+    expect(await all(file('\nphone;name\n3016000001;Ana\n'))).toEqual([{ row: 3, phone: '3016000001', fields: { name: 'Ana' } }])
+    expect(await all(file('\r\n \r\nphone\tname\r\n3016000001\tAna, B\r\n'))).toEqual([{ row: 4, phone: '3016000001', fields: { name: 'Ana, B' } }])
+    expect(await all(['\n', '\n', 'phone;na', 'me\n3016000001;Ana\n'])).toEqual([{ row: 4, phone: '3016000001', fields: { name: 'Ana' } }])
+  })
+
   it('a tab-separated file with as many commas as tabs in its header names is read by tabs', async () => {
     expect(await all(file('Phone\tName, First\tName, Last\n9876543210\tBob\tSmith\n'))).toEqual([{ row: 2, phone: '9876543210', fields: { 'Name, First': 'Bob', 'Name, Last': 'Smith' } }])
   })
