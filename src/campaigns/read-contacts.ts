@@ -2,6 +2,7 @@ import { createReadStream } from 'node:fs'
 import { Readable } from 'node:stream'
 import { CsvError, Parser } from 'csv-parse'
 import { printable } from '../utils/printable.ts'
+import { ownerAndMode, processUser } from '../utils/owner-and-mode.ts'
 import { headerDelimiter } from './csv-delimiter.ts'
 import { NotTextError, toUtf8 } from './csv-encoding.ts'
 import { setOwn } from './own-field.ts'
@@ -302,6 +303,11 @@ export async function* readContacts(source: ContactsSource, options: ReadContact
     if (error instanceof NotTextError) throw new ContactsError(error.message)
     const code = (error as { code?: string }).code
     if (code === 'ENOENT') throw new ContactsError(`cannot read ${name}: no such file`)
+    // Node's bare "EACCES: permission denied, open '…'" named neither whose file it is nor the way out, every run.
+    if ((code === 'EACCES' || code === 'EPERM') && typeof source === 'string') {
+      const owned = ownerAndMode(source)
+      throw new ContactsError(printable(`cannot read ${name}: this user (${processUser()}) may not read it — permission denied${owned ? `; the file is ${owned}` : ''}: give this user read access (chmod or chown)`, 1000))
+    }
     // Every csv-parse error (its codes mostly start CSV_, not all: INVALID_OPENING_QUOTE) is the file's, not the service's.
     if (error instanceof CsvError || (typeof code === 'string' && code.startsWith('CSV_'))) throw new ContactsError(`${name} is not a readable CSV: ${(error as Error).message}`)
     throw error

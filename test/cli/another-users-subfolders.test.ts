@@ -1,4 +1,4 @@
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, expect, it } from 'vitest'
@@ -130,6 +130,22 @@ it("a do-not-call file (DATA_DIR/dnc.csv) this user may not read stops a batch w
     ),
   )
   expect(ran.code).toBe(1)
+}, 60_000)
+
+it('an inbox file this user may not read is parked in failed/ with a reason naming its owner and mode — every run failed on a bare EACCES', async () => {
+  const dataDir = dataDirWith('inbox')
+  const inbox = join(dataDir, 'inbox')
+  chmodSync(inbox, 0o777)
+  const csv = join(inbox, 'leads.csv')
+  copyFileSync(join(ROOT, 'data/samples/leads.csv'), csv)
+  utimesSync(csv, new Date('2026-01-01'), new Date('2026-01-01'))
+  // Its maker's alone (as this user, no one's).
+  chmodSync(csv, asRoot ? 0o600 : 0o000)
+  const ran = await run(['recipes', 'run', 'nightly-batch'], { DATA_DIR: dataDir, RECIPES_TYPECHECK: 'false', VOICE_API_KEY: 'sk_test_other_user' })
+  expect(`${ran.out}${ran.err}`).not.toMatch(/EACCES/)
+  const reason = readFileSync(join(inbox, 'failed', 'leads.csv.error.txt'), 'utf8')
+  expect(reason).toMatch(new RegExp(`^cannot read leads\\.csv: this user ${USER} may not read it — permission denied; the file is owner uid \\d+, mode 0?[0-7]{3}: give this user read access \\(chmod or chown\\)\n$`))
+  expect(ran.code).toBe(0)
 }, 60_000)
 
 it('doctor names the data folders this user may not write in — the first with its owner and mode, the rest after it — and exits 1', async () => {
