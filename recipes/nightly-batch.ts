@@ -184,13 +184,25 @@ export default defineRecipe({
     const entries: string[] = []
     /** Files left for the next run, in case they are still being copied (named in the result, so a dry run says so). */
     const settling: string[] = []
+    /** Each file's size and modification time as listed: one that changes before it is read and launched is left too. */
+    const listed = new Map<string, string>()
+    const version = (info: { size: number; mtimeMs: number }) => `${info.size}:${Math.trunc(info.mtimeMs)}`
     for (const file of named) {
+      const info = await stat(join(inbox, file))
       // Within a minute either side of now (a share's clock may run a little ahead): still being written, perhaps.
-      const age = ctx.now.getTime() - (await stat(join(inbox, file))).mtimeMs
+      const age = ctx.now.getTime() - info.mtimeMs
       if (Math.abs(age) < SETTLE_MS) {
         settling.push(file)
         ctx.log.info({ file }, 'inbox file modified in the last minute: left for the next run, in case it is still being copied')
-      } else entries.push(file)
+      } else {
+        entries.push(file)
+        listed.set(file, version(info))
+      }
+    }
+    /** A file written to after this run listed it (the files before it can take minutes): left for the next run, whole. */
+    const stillWritten = (file: string) => {
+      settling.push(file)
+      ctx.log.info({ file }, 'inbox file modified while this run was under way: left for the next run, in case it is still being copied')
     }
     const files = entries.filter((f) => f.toLowerCase().endsWith('.csv'))
     const waitingFiles = existsSync(waitingDir)
@@ -233,14 +245,18 @@ export default defineRecipe({
     // New files first, then contacts held back by earlier runs (`waiting/…`, named so in the summary).
     const sources = [...files.map((file) => ({ file, path: join(inbox, file), waiting: false })), ...waitingFiles.map((file) => ({ file: `${WAITING}/${file}`, path: join(waitingDir, file), waiting: true }))]
     /**
-     * The numbers this run calls, or holds back to call, by the file that has them: a contact in two files (a list sent
-     * again, a held-back part and a new export of the same people) is called once — in the first file's batch, the
-     * other file's row rejected saying so. Two batches called them twice within a second.
+     * The numbers this run calls, or holds back to call, by the file that has them (a held-back contact: by its waiting
+     * file): a contact in two files (a list sent again, a held-back part and a new export of the same people) is called
+     * once — in the first file's batch, the other file's row rejected saying so. Two batches called them twice within a
+     * second. A file this run could not upload keeps its contacts too: it goes with a later run (or a person checks
+     * it in failed/), and another file's batch called them meanwhile, then that file's again.
      */
-    const calledBy = new Map<string, string>()
-    const exclude = (phone: string) => {
+    const calledBy = new Map<string, { file: string; uploaded: boolean }>()
+    /** The exclusion for one file: a number some other file of this run has, not one its own launch (or waiting file) has. */
+    const excludeFor = (own: ReadonlyArray<string | null>) => (phone: string) => {
       const other = calledBy.get(phone)
-      return other === undefined ? undefined : `also in ${shown(other)}, which this run calls`
+      if (other === undefined || own.includes(other.file)) return undefined
+      return `also in ${shown(other.file)}, which ${other.uploaded ? 'this run calls' : 'this run could not upload (it goes with a later run, or is checked in failed/)'}`
     }
     for (const { file, path, waiting } of sources) {
       const list = listTitle(listOf(file, waiting))
@@ -249,22 +265,35 @@ export default defineRecipe({
       const name = `${list}-${day}`
       // A launch that succeeded before a crash (file not yet moved) must not be launched again.
       const info = await stat(path)
-      const launchedKey = `launched:${file}:${info.size}:${Math.trunc(info.mtimeMs)}`
+      if (!waiting && listed.get(file) !== version(info)) {
+        stillWritten(file)
+        continue
+      }
+      const launchedKey = `launched:${file}:${version(info)}`
       // Set before the upload and replaced by the launch's record right after it: a run that finds it still set was
       // stopped mid-upload (a crash, a kill), and the provider may have created the batch — a person checks.
       let uploading = false
+      let prepared: Awaited<ReturnType<typeof ctx.campaigns.prepareBatch>> | undefined
       try {
-        const prepared = await ctx.campaigns.prepareBatch(path, { phoneAliases: PHONE_ALIASES, name: file, exclude })
         // What the launch did: this run's, or the one recorded before a crash that left the file in place.
-        const earlier = ctx.dryRun ? undefined : await ctx.state.get<Launched | { uploading: string }>(launchedKey)
-        if (earlier && 'uploading' in earlier) throw new InterruptedUpload(name, earlier.uploading)
+        const recorded = ctx.dryRun ? undefined : await ctx.state.get<Launched | { uploading: string }>(launchedKey)
+        const earlier = recorded && !('uploading' in recorded) ? recorded : undefined
+        // Its contacts held back by that launch are its waiting file's: that file, listed by this run, calls them.
+        prepared = await ctx.campaigns.prepareBatch(path, { phoneAliases: PHONE_ALIASES, name: file, exclude: excludeFor([file, earlier?.waiting_file ?? null]) })
+        if (recorded && 'uploading' in recorded) throw new InterruptedUpload(name, recorded.uploading)
+        if (!waiting && !earlier && version(await stat(path)) !== version(info)) {
+          stillWritten(file)
+          continue
+        }
         let launched: Launched
         // Refused rows: the file's, plus any the launch refused (a number put on the do-not-call list since).
         let rejects = prepared.rejects
         if (earlier) {
-          // Launched by a run that stopped before moving the file: its contacts are called all the same.
+          // Launched by a run that stopped before moving the file: its contacts are called all the same — the ones it held
+          // back by its waiting file (marking them this file's rejected every row of that file, and they were never called).
           launched = earlier
-          for (const row of prepared.rows) calledBy.set(row.customer_phone!, file)
+          const held = new Set(earlier.held_back.map((row) => row.customer_phone))
+          for (const row of prepared.rows) calledBy.set(row.customer_phone!, { file: held.has(row.customer_phone) && earlier.waiting_file ? earlier.waiting_file : file, uploaded: true })
         } else {
           if (!ctx.dryRun) await ctx.state.set(launchedKey, { uploading: ctx.now.toISOString() })
           uploading = true
@@ -272,11 +301,12 @@ export default defineRecipe({
           uploading = false
           rejects = result.rejects
           const opensAt = result.deferred.reduce<string | null>((first, d) => (first === null || d.opensAt < first ? d.opensAt : first), null)
-          for (const row of [...result.rows, ...result.deferred.map((d) => d.row)]) calledBy.set(row.customer_phone!, file)
+          for (const row of result.rows) calledBy.set(row.customer_phone!, { file, uploaded: true })
           // Nothing in a waiting file's window yet (and nothing newly refused, none called by another file of this run): it
           // stays as it is for a later run. (Left as it was with contacts another file calls now, it called them again.)
           if (waiting && result.rows.length === 0 && result.deferred.length === prepared.rows.length && prepared.stats.excluded === 0) {
             if (!ctx.dryRun) await ctx.state.delete(launchedKey)
+            for (const d of result.deferred) calledBy.set(d.row.customer_phone!, { file, uploaded: true })
             outcomes.push({ file, batch_id: null, batch: name, rows: 0, rejects: 0, waiting: result.deferred.length, waiting_file: file, opens_at: opensAt, moved_to: null })
             continue
           }
@@ -284,6 +314,7 @@ export default defineRecipe({
           // second copy of these contacts.
           const waitingFile = result.deferred.length > 0 && !ctx.dryRun ? `${WAITING}/${cutToBytes(list, NAME_MAX_BYTES - '.01234567.csv.part'.length)}.${createHash('sha256').update(launchedKey).digest('hex').slice(0, 8)}.csv` : null
           launched = { batch_id: result.batch?.id ?? null, rows: result.rows.length, waiting: result.deferred.length, waiting_file: waitingFile, opens_at: opensAt, held_back: result.deferred.map((d) => d.row), warnings: result.warnings }
+          for (const d of result.deferred) calledBy.set(d.row.customer_phone!, { file: waitingFile ?? file, uploaded: true })
           // Recorded before anything else can fail (writing the waiting file on a full disk, say): whatever fails
           // next, the next run finds the batch launched and does not upload these contacts again.
           if (!ctx.dryRun) await ctx.state.set(launchedKey, launched)
@@ -301,6 +332,11 @@ export default defineRecipe({
           try {
             await mkdir(done, { recursive: true })
             const [moved, rejectsFile] = freeNames(done, basename(file), (ext) => [ext, '.rejects.csv'])
+            // Written to while its batch was uploaded (checked again as late as can be): moved to done/, the rows added
+            // would have gone with it uncalled.
+            if (!waiting && version(await stat(path)) !== version(info)) {
+              throw new Error('it was written to while its batch was being uploaded: the rows read before that were launched, any added since were not — put those alone in a new file')
+            }
             await ctx.campaigns.writeRejectsCsv(rejectsFile!, rejects)
             await rename(path, moved!)
             movedTo = moved!
@@ -327,6 +363,9 @@ export default defineRecipe({
         const unsent = unsentReason(error, name)
         const message = reason ?? unsent ?? (error as Error).message
         const parkable = reason !== undefined
+        // Read but not uploaded (a 429, the provider unreachable, an answer lost): its contacts stay its own for the rest
+        // of this run, so no later file calls them now and this one again when it goes.
+        for (const row of prepared?.rows ?? []) if (!calledBy.has(row.customer_phone!)) calledBy.set(row.customer_phone!, { file, uploaded: false })
         // A launch that failed cleared nothing it had not created (429, 401, the provider unreachable, the do-not-call
         // list unreadable: tried again next run) or is parked below; either way the mark of an upload under way goes.
         if ((uploading || parkable) && !ctx.dryRun) await ctx.state.delete(launchedKey)

@@ -294,3 +294,116 @@ it('says in its run summary when a file\'s rows of a country split across time z
   expect(outcome).toMatchObject({ file: 'east.csv', rows: 2, batch_id: expect.any(Number) })
   expect(outcome!.warnings).toEqual([expect.stringMatching(/^batch rows of countries with several time zones have no timezone column \(US: 2\): their calling window is taken in America\/New_York/)])
 })
+
+it('a run that stopped after its launch was recorded, its held-back contacts already in inbox/waiting/, calls them from there — they were rejected as the first file\'s and never called', async () => {
+  h = await proxyHarness({ env: { RECIPES_DIR: SHIPPED, RECIPES_TIMEZONE: 'Asia/Kolkata', DEFAULT_COUNTRY: 'IN' } })
+  const inbox = join(h.rt.config.dataDir, 'inbox')
+  mkdirSync(inbox, { recursive: true })
+  // 02:23 in India (closed), 16:53 in New York (open): Bob goes out now, Asha waits.
+  const path = join(inbox, 'leads.csv')
+  writeFileSync(path, 'phone,name,timezone\n+1 212 555 0123,Bob,America/New_York\n9876543210,Asha,\n')
+  engine = createRecipeEngine(h.rt)
+  await engine.reload()
+  const night = await engine.run('nightly-batch')
+  const [first] = (night.result as { batches: Outcome[] }).batches
+  expect(first).toMatchObject({ rows: 1, waiting: 1, waiting_file: expect.stringMatching(/^waiting\//) })
+  expect(h.sandbox.stats().batches).toBe(1)
+
+  // What a run killed between writing the waiting file and moving the file to done/ leaves: the file in the inbox (as
+  // it was: `mv` keeps its size and time), the launch's record, and the waiting file.
+  const { renameSync, rmSync } = await import('node:fs')
+  renameSync(join(inbox, 'done', 'leads.csv'), path)
+  rmSync(join(inbox, 'done'), { recursive: true })
+  const info = statSync(path)
+  await createKvState(h.rt, recipeStateNamespace('nightly-batch')).set(`launched:leads.csv:${info.size}:${Math.trunc(info.mtimeMs)}`, {
+    batch_id: first!.batch_id,
+    rows: 1,
+    waiting: 1,
+    waiting_file: first!.waiting_file,
+    opens_at: first!.opens_at,
+    held_back: [{ customer_phone: '+919876543210', name: 'Asha', timezone: '', campaign: 'leads' }],
+  })
+  await h.clock.advance(3_600_000)
+  const again = await engine.run('nightly-batch')
+  expect(again.status).toBe('succeeded')
+  const byFile = Object.fromEntries((again.result as { batches: Outcome[] }).batches.map((b) => [b.file, b]))
+  // The file moves on without a second upload; its waiting part stays, still closed, with Asha in it.
+  expect(byFile['leads.csv']).toMatchObject({ batch_id: first!.batch_id, moved_to: expect.stringMatching(/done\/leads\.csv$/) })
+  expect(byFile[first!.waiting_file!]).toMatchObject({ rejects: 0, waiting: 1, moved_to: null })
+  expect(readFileSync(join(inbox, first!.waiting_file!), 'utf8')).toContain('+919876543210,Asha')
+  expect(h.sandbox.stats().batches).toBe(1)
+  // And goes out once its window opens.
+  await h.clock.advanceTo(Date.parse('2026-03-19T03:35:00Z'))
+  const morning = await engine.run('nightly-batch')
+  expect((morning.result as { batches: Outcome[] }).batches).toMatchObject([{ file: first!.waiting_file, rows: 1, rejects: 0 }])
+  expect(h.sandbox.stats().batches).toBe(2)
+})
+
+it('a contact in a file whose upload failed is not called by a later file of the same run — it goes with the failed file, once', async () => {
+  h = await proxyHarness({ env: { RECIPES_DIR: SHIPPED, RECIPES_TIMEZONE: 'Asia/Kolkata', DEFAULT_COUNTRY: 'IN' } })
+  await h.clock.advanceTo(MORNING_IST)
+  const inbox = join(h.rt.config.dataDir, 'inbox')
+  mkdirSync(inbox, { recursive: true })
+  writeFileSync(join(inbox, 'xa.csv'), 'phone\n9876543210\n9876543211\n')
+  writeFileSync(join(inbox, 'xb.csv'), 'phone\n9876543211\n9876543212\n')
+  engine = createRecipeEngine(h.rt)
+  await engine.reload()
+  // xa's upload gets no clear answer (a 500): parked for a person to check, its batch perhaps created.
+  h.sandbox.failNextRequests(1)
+  const run = await engine.run('nightly-batch')
+  const byFile = Object.fromEntries((run.result as { batches: Outcome[] }).batches.map((b) => [b.file, b]))
+  expect(byFile['xa.csv']).toMatchObject({ batch_id: null, moved_to: expect.stringMatching(/failed\/xa\.csv$/) })
+  expect(byFile['xb.csv']).toMatchObject({ rows: 1, rejects: 1, batch_id: expect.any(Number) })
+  expect(readFileSync(join(inbox, 'done', 'xb.rejects.csv'), 'utf8')).toMatch(/9876543211.*also in xa\.csv, which this run could not upload/)
+})
+
+it('a file written to after the run listed it (while earlier files were uploaded) is left whole for the next run, not half-launched', async () => {
+  const { createServer } = await import('node:http')
+  let sandboxUrl = ''
+  let appended = false
+  let late = ''
+  // In front of the sandbox: the first batch upload (a0.csv's) is answered only after c1.csv has grown.
+  const front = createServer(async (req, res) => {
+    const chunks: Buffer[] = []
+    for await (const chunk of req) chunks.push(chunk as Buffer)
+    if (req.method === 'POST' && req.url?.startsWith('/v1/batch') && !appended) {
+      appended = true
+      writeFileSync(late, 'phone\n9876543220\n9876543221\n9876543222\n')
+    }
+    const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length'].includes(k)).map(([k, v]) => [k, String(v)]))
+    const answer = await fetch(`${sandboxUrl}${req.url}`, { method: req.method, headers, ...(chunks.length ? { body: Buffer.concat(chunks) } : {}) })
+    res.writeHead(answer.status, Object.fromEntries([...answer.headers].filter(([k]) => !['content-encoding', 'content-length', 'transfer-encoding'].includes(k))))
+    res.end(Buffer.from(await answer.arrayBuffer()))
+  })
+  await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve))
+  try {
+    h = await proxyHarness({
+      env: { RECIPES_DIR: SHIPPED, RECIPES_TIMEZONE: 'Asia/Kolkata', DEFAULT_COUNTRY: 'IN' },
+      upstreamUrl: (url) => {
+        sandboxUrl = url
+        return `http://127.0.0.1:${(front.address() as { port: number }).port}`
+      },
+    })
+    await h.clock.advanceTo(MORNING_IST)
+    const inbox = join(h.rt.config.dataDir, 'inbox')
+    mkdirSync(inbox, { recursive: true })
+    late = join(inbox, 'c1.csv')
+    writeFileSync(join(inbox, 'a0.csv'), 'phone\n9876543210\n')
+    writeFileSync(late, 'phone\n9876543220\n')
+    utimesSync(late, new Date(0), new Date(0))
+    engine = createRecipeEngine(h.rt)
+    await engine.reload()
+    const run = await engine.run('nightly-batch')
+    expect(run.status).toBe('succeeded')
+    expect(appended).toBe(true)
+    expect((run.result as { batches: Outcome[]; modified_in_the_last_minute?: string[] }).batches.map((b) => b.file)).toEqual(['a0.csv'])
+    expect((run.result as { modified_in_the_last_minute?: string[] }).modified_in_the_last_minute).toEqual(['c1.csv'])
+    expect(readdirSync(inbox).sort()).toEqual(['c1.csv', 'done'])
+    // The next run takes all three rows.
+    await h.clock.advance(3_600_000)
+    const next = await engine.run('nightly-batch')
+    expect((next.result as { batches: Outcome[] }).batches).toMatchObject([{ file: 'c1.csv', rows: 3 }])
+  } finally {
+    await new Promise((resolve) => front.close(resolve))
+  }
+})
