@@ -5,6 +5,7 @@ import { leadingKeys } from './db/leading-keys.ts'
 import { every } from './utils/every.ts'
 import { isProcessAlive, processIdentity } from './utils/process-identity.ts'
 import { RUN_STALE_MS } from './recipes/overlap.ts'
+import { recipeMetrics } from './recipes/metrics.ts'
 import { INTERRUPTED_ERROR_PREFIX } from './recipes/event-dispatch.ts'
 import { forgetPausesOf } from './destinations/pauses.ts'
 
@@ -73,8 +74,14 @@ export async function releaseInstance(rt: Runtime, id: string): Promise<void> {
         .where('started_at', '>', rt.clock.now() - RUN_STALE_MS)
         .where('status', '=', 'running')
         .where('process', '=', `${registered.process}/${id}`)
-        .returning(['id', 'recipe', 'trigger'])
+        .returning(['id', 'recipe', 'trigger', 'started_at'])
         .execute()
+      // Counted as every other run's end is: an alert on failed runs missed the worst kind, a recipe that ends its thread.
+      const metrics = recipeMetrics(rt.metrics)
+      for (const run of interrupted) {
+        metrics.runs.inc({ recipe: run.recipe, trigger: run.trigger, outcome: 'failed' })
+        metrics.runSeconds.observe({ recipe: run.recipe, outcome: 'failed' }, Math.max(0, rt.clock.now() - Number(run.started_at)) / 1000)
+      }
       // Which recipes were running when it stopped: one of them, if it was a recipe that never yields. Each named with
       // its run's trigger: only an event run is tried again (its events); a scheduled one's tick is not.
       if (interrupted.length) {

@@ -169,6 +169,12 @@ describeEachDialect('killed instances', (dialect) => {
     })
     // The live thread's run is its own business.
     expect(await realRunInProgress(h.rt, 'other')).toMatchObject({ id: 'run-other' })
+    // Counted as any run that failed: /metrics had no series for the run a recipe lost its thread in.
+    const metrics = await h.rt.metrics.metrics()
+    expect(metrics).toContain('switchboard_recipe_runs_total{recipe="crashy",trigger="manual",outcome="failed"} 1')
+    expect(metrics).toContain('switchboard_recipe_run_seconds_count{recipe="crashy",outcome="failed"} 1')
+    expect(metrics).toContain('switchboard_recipe_run_seconds_sum{recipe="crashy",outcome="failed"} 60')
+    expect(metrics).not.toContain('recipe="other"')
   })
 
   it('registers on start, reaps a predecessor on start, and leaves on a clean stop', async () => {
