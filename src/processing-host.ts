@@ -310,7 +310,9 @@ export async function startProcessingThread(
       const other = await theirs
       silent = reporting !== undefined && other === undefined
       if (other) lastAnswer = other
-      const own = await rt.metrics.getMetricsAsJSON()
+      // Summed with the thread's, a metric prom-client marks `omit` (process_start_time_seconds: its sum over processes
+      // would mean nothing) was dropped — but only this thread has it, and uptime and restart alerts read it.
+      const own = (await rt.metrics.getMetricsAsJSON()).map((metric) => (String(metric.aggregator) === 'omit' ? { ...metric, aggregator: 'first' as const } : metric))
       // A thread that did not answer in time (busy) is shown by its last answer — its counters, and the gauges only it
       // keeps (the call queue's depth read 0 while a recipe held the thread) — not as none at all.
       const threads = other ?? (lastAnswer ? lastKnown(lastAnswer) : undefined)

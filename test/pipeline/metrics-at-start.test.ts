@@ -37,3 +37,14 @@ it('/metrics lists every metric the README names as soon as serve is up, at zero
   const lines = new Set(metrics.split('\n'))
   expect(series.filter((line) => !lines.has(line))).toEqual([])
 }, 60_000)
+
+// prom-client drops a metric it marks `omit` when registries are summed, and /metrics sums the main thread's with the
+// processing thread's: the start time, which uptime and restart alerts read, was missing once the thread reported.
+it('/metrics keeps the process start time once the processing thread reports', async () => {
+  const server = await serve.start()
+  await expect.poll(async () => (await (await fetch(`${server.url}/readyz`)).json()) as { processing?: string }, { timeout: 30_000 }).toMatchObject({ processing: 'running' })
+  const metrics = await (await fetch(`${server.url}/metrics`)).text()
+  expect(metrics).toMatch(/^switchboard_recipe_runs_total|^# TYPE switchboard_recipe_runs_total/m)
+  const started = /^switchboard_process_start_time_seconds (\d+)$/m.exec(metrics)
+  expect(Math.abs(Number(started?.[1]) - Date.now() / 1000)).toBeLessThan(600)
+}, 60_000)
