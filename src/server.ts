@@ -99,12 +99,14 @@ function registerOpsRoutes(app: H3, rt: Runtime): void {
       return { ...ready.body, status: 'unavailable', error: /did not answer within/.test(message) ? `${message} (is the table locked? webhooks cannot be stored meanwhile)` : `reading the inbox failed: ${message}` }
     }
     const threshold = rt.config.pipeline.backlogDegradedMs
-    const counted = { pending: backlog.pending, ...(backlog.capped ? { pending_counted_up_to: RECEIVER_COUNT_UP_TO } : {}), oldest_age_seconds: Math.round(backlog.oldestAgeMs / 1000) }
+    // Whole seconds, as shown and as compared: degraded at 10.1 s said "10 s old (BACKLOG_DEGRADED_SECONDS=10)".
+    const ageSeconds = Math.floor(backlog.oldestAgeMs / 1000)
+    const counted = { pending: backlog.pending, ...(backlog.capped ? { pending_counted_up_to: RECEIVER_COUNT_UP_TO } : {}), oldest_age_seconds: ageSeconds }
     const body = { ...ready.body, role, processing: processingState(state), backlog: counted }
     // Still 200: the receiver keeps accepting (taking it out of rotation would lose deliveries); degraded
     // tells the operator that processing is behind (BACKLOG_DEGRADED_SECONDS).
-    if (backlog.oldestAgeMs > threshold) {
-      return { ...body, status: 'degraded', reason: `the oldest unprocessed event is ${Math.round(backlog.oldestAgeMs / 1000)} s old (BACKLOG_DEGRADED_SECONDS=${threshold / 1000})` }
+    if (ageSeconds * 1000 > threshold) {
+      return { ...body, status: 'degraded', reason: `the oldest unprocessed event is ${ageSeconds} s old (BACKLOG_DEGRADED_SECONDS=${threshold / 1000})` }
     }
     return body
   })

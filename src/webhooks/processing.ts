@@ -137,7 +137,9 @@ async function recordOutcomes(rt: Runtime, rows: ClaimedEvent[], claimedBy: stri
     const error = failures.get(row.event_id)
     if (!error) {
       metrics.processed.inc({ source: row.source })
-      metrics.lagSeconds.observe({ source: row.source }, Math.max(0, rt.clock.now() - row.received_at) / 1000)
+      // A replay (run at once, or queued by requeueEvent: due at 0) is not the backlog's: an event received a week ago
+      // and replayed now added a week to the lag's sum and its top bucket.
+      if (!options.force && Number(row.next_attempt_at) !== 0) metrics.lagSeconds.observe({ source: row.source }, Math.max(0, rt.clock.now() - row.received_at) / 1000)
       if (debug) logFor().debug({ attempts }, 'webhook event processed')
       return { eventId: row.event_id, status: 'processed', attempts }
     }
