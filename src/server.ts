@@ -33,6 +33,7 @@ import { cliName } from './utils/cli-name.ts'
 import { describeLeftInSqlite, leftInSqlite } from './db/left-in-sqlite.ts'
 import { BLOCKED_FOLDER_FIX, blockedDataFolders } from './utils/data-folders.ts'
 import { processUser } from './utils/owner-and-mode.ts'
+import { proxyCacheResults } from './proxy/metrics.ts'
 
 
 /** Per-process hooks the operations endpoints read (the processing thread's metrics, when there is one). */
@@ -161,7 +162,11 @@ export function createApp(rt: Runtime): H3 {
         // framing, referrer), as every answer under /ui has them: h3's own answer went out without them.
         if (/^\/(sandbox\/)?v1(\/|$)/.test(path)) {
           const answer = malformedPathAnswer(path)
-          if (path.startsWith('/v1')) answer.headers.set('x-cache', 'BYPASS')
+          if (path.startsWith('/v1')) {
+            answer.headers.set('x-cache', 'BYPASS')
+            // Counted as every proxy answer is by its X-Cache (src/proxy/mount.ts): this one never reached its route.
+            proxyCacheResults(rt.metrics).inc({ result: 'BYPASS' })
+          }
           return answer
         }
         if (/^\/ui(\/|$)/i.test(path)) setUiHeaders(event)

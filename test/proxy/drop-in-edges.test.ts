@@ -135,6 +135,8 @@ describeEachDialect('proxy drop-in edges', (dialect) => {
       expect(res.headers.get('content-type')).toBe('application/json')
       expect(await res.json()).toEqual({ error: { message: `malformed path: ${path} is not valid percent-encoded UTF-8`, type: 'invalid_request' } })
     }
+    // Counted by their X-Cache as every proxy answer is: these never reach the proxy's route.
+    expect(await h.rt.metrics.metrics()).toContain('switchboard_proxy_cache_results_total{result="BYPASS"} 4\n')
     // The sandbox alone answers in the provider's shape too.
     const alone = await h.direct('/v1/conversations/%ff%fe')
     expect(alone.status).toBe(400)
