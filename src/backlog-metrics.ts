@@ -1,6 +1,6 @@
 import { Gauge } from 'prom-client'
 import type { Runtime } from './runtime.ts'
-import { callMetrics } from './calls/metrics.ts'
+import { callMetrics, callQueueDepth } from './calls/metrics.ts'
 import { destinationBacklogs, type DestinationBacklog } from './destinations/deliveries.ts'
 import { pendingFires } from './recipes/claims.ts'
 import { recipeMetrics } from './recipes/metrics.ts'
@@ -73,7 +73,10 @@ export function registerBacklogMetrics(rt: Runtime, options: BacklogMetricsOptio
   // Registered up front so every series is listed (at zero) before its first sample.
   recipeMetrics(rt.metrics)
   // The paced queue runs where processing does: a receiver's /metrics listed its depth as a 0 nothing ever set.
-  if (options.role() !== 'receiver') callMetrics(rt.metrics)
+  if (options.role() !== 'receiver') {
+    callMetrics(rt.metrics)
+    callQueueDepth(rt.metrics)
+  }
   // One read of the backlog for both gauges of a scrape (prom-client collects them together).
   let reading: Promise<Backlog | undefined> | undefined
   const backlog = () => {

@@ -11,7 +11,7 @@ import { chunks } from '../utils/chunks.ts'
 import { logRepeatedError } from '../utils/repeated-error-log.ts'
 import { createGroupCommit, type GroupCommit } from '../utils/group-commit.ts'
 import { yieldToReceiver } from '../coordination/receiver-load.ts'
-import { callMetrics } from './metrics.ts'
+import { callMetrics, callQueueDepth } from './metrics.ts'
 import { createPacer, type Pacer } from './pacer.ts'
 import { claim, finish, IDEMPOTENCY_WINDOW_MS, isAmbiguous, LEDGER_COLUMNS, ledgerRow, type PlaceCallInput } from './place-call.ts'
 import { isBlocked } from '../campaigns/dnc.ts'
@@ -405,7 +405,9 @@ export function startCallQueue(rt: Runtime): CallQueue {
   const state = stateOf(rt)
   const owner = `${rt.instanceId}:calls`
   const concurrency = rt.config.pipeline.callConcurrency
-  const metrics = callMetrics(rt.metrics)
+  // Listed from the start, at zero: the counters and the depth.
+  callMetrics(rt.metrics)
+  const depthGauge = callQueueDepth(rt.metrics)
   const sending = new Set<Promise<void>>()
   /** The ids of the calls being sent. */
   const inFlight = new Set<string>()
@@ -466,7 +468,7 @@ export function startCallQueue(rt: Runtime): CallQueue {
       if (rt.clock.now() - depthReadAt >= SWEEP_MS) {
         depthReadAt = rt.clock.now()
         const depth = await rt.store.db.selectFrom('call_queue').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst()
-        metrics.queueDepth.set(Number(depth?.n ?? 0))
+        depthGauge.set(Number(depth?.n ?? 0))
       }
     } while (again && !stopped)
   }

@@ -445,6 +445,10 @@ describeEachDialect('paced call queue', (dialect) => {
     expect(await statuses()).toEqual(['key-0:initiated', 'key-1:initiated', 'key-2:initiated', 'key-3:initiated'])
     expect([...fake.created.keys()].sort()).toEqual(['key-0', 'key-1', 'key-2', 'key-3'])
     expect(await rt.store.db.selectFrom('call_queue').selectAll().execute()).toEqual([])
+    // Sent here, counted here; but no queue runs here, so no depth is listed (a receiver's read 0 beside a full queue).
+    const metrics = await rt.metrics.metrics()
+    expect(metrics).toContain('switchboard_calls_placed_total{status="initiated"} 4\n')
+    expect(metrics).not.toContain('switchboard_call_queue_depth')
   })
 })
 
