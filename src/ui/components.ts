@@ -1,4 +1,4 @@
-import { html, type HtmlValue, type SafeHtml } from './html.ts'
+import { html, jsonAttr, type HtmlValue, type SafeHtml } from './html.ts'
 
 /** A table that scrolls sideways inside its box, so the page itself never does on a phone. */
 export function table(caption: string, headers: Array<string | SafeHtml>, rows: HtmlValue[][], empty = 'Nothing here yet.'): SafeHtml {
@@ -36,7 +36,7 @@ export function card(label: string, value: HtmlValue, note?: HtmlValue): SafeHtm
 export function chart(title: string, spec: { x: number[]; series: Array<{ label: string; values: number[] }>; time?: boolean; days?: boolean }, xLabel: (x: number) => string): SafeHtml {
   return html`<figure>
 <figcaption>${title}</figcaption>
-<div class="chart" role="img" aria-label="${`Chart: ${title}`}" data-chart="${JSON.stringify(spec)}"></div>
+<div class="chart" role="img" aria-label="${`Chart: ${title}`}" data-chart="${jsonAttr(spec)}"></div>
 <details><summary>${title}: the figures</summary>
 ${table(title, [spec.days ? 'Day' : 'Time (UTC)', ...spec.series.map((s) => s.label)], spec.x.map((x, i) => [xLabel(x), ...spec.series.map((s) => String(s.values[i] ?? 0))]))}
 </details>

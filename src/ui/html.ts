@@ -1,4 +1,4 @@
-import { escapeHtml } from '../reports/html-escape.ts'
+import { escapeHtml, showUnshown } from '../reports/html-escape.ts'
 
 /**
  * HTML built from template literals where every interpolated value is escaped unless it is already
@@ -27,9 +27,14 @@ export function html(strings: TemplateStringsArray, ...values: HtmlValue[]): Saf
   return new SafeHtml(out)
 }
 
-/** JSON for a `data-*` attribute (escaped like any other attribute value when interpolated). */
+/**
+ * JSON for a `data-*` attribute (escaped like any other attribute value when interpolated). Its strings have their
+ * control and bidi characters written as visible escapes first: escaped only as the attribute's text, `\u202e` was a
+ * JSON escape that the page's `JSON.parse` turned back into the character — a chart's legend read an event type
+ * `order.\u202edelif_tnemyap` as "order.payment_filed".
+ */
 export function jsonAttr(value: unknown): string {
-  return JSON.stringify(value)
+  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' ? showUnshown(v) : v))
 }
 
 /** ISO time without milliseconds, or a dash. */

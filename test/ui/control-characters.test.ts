@@ -60,3 +60,16 @@ it('a tab stays a tab, and markup is escaped as before', async () => {
   expect(text).toContain('isolate\\u2067x tab\there &lt;b&gt;&amp;')
   expect(text).not.toContain('\\u0009')
 })
+
+// A chart's labels travel as JSON in data-chart, which the page's script parses: escaped only as the attribute's text,
+// "\u202e" was a JSON escape JSON.parse turned back into the character, and the legend read "order.payment_filed".
+it('a chart\'s labels reach its legend as visible escapes, after the page\'s JSON.parse too', async () => {
+  const { chart } = await import('../../src/ui/components.ts')
+  const markup = chart('Events by type', { x: [0], series: [{ label: 'order.\u202edelif_tnemyap', values: [1] }, { label: 'esc\u001b[2J', values: [2] }] }, String).value
+  const attribute = /data-chart="([^"]*)"/.exec(markup)![1]!
+  // What the browser hands the script: the attribute's text with its character references read.
+  const text = attribute.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
+  const spec = JSON.parse(text) as { series: Array<{ label: string }> }
+  expect(spec.series.map((s) => s.label)).toEqual(['order.\\u202edelif_tnemyap', 'esc\\u001b[2J'])
+  expect(UNSHOWN.exec(markup)?.[0]).toBeUndefined()
+})

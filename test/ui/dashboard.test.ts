@@ -113,6 +113,26 @@ it('draws the overview charts (a canvas with the data)', async () => {
   expect(legend).toContain('call.no_answer')
 })
 
+it('lets go of the charts the overview\'s refresh swaps out: one resize listener, however long the tab stays open', async () => {
+  await page.goto(`${base}/ui`)
+  await page.locator('figure .uplot canvas').first().waitFor()
+  const cdp = await page.context().newCDPSession(page)
+  const listeners = async () => {
+    const { result } = await cdp.send('Runtime.evaluate', { expression: 'getEventListeners(window).resize?.length ?? 0', includeCommandLineAPI: true, returnByValue: true })
+    return result.value as number
+  }
+  const before = await listeners()
+  // The swap the 15 s poll does, ten times over.
+  for (let i = 0; i < 10; i++) {
+    await page.evaluate(() => (window as unknown as { htmx: { ajax(verb: string, path: string, context: object): Promise<void> } }).htmx.ajax('GET', 'ui/overview/live', { target: '#overview-live', swap: 'outerHTML' }))
+    await expect.poll(() => page.locator('[data-chart]').evaluateAll((els) => els.every((el) => el.getAttribute('data-drawn') === '1'))).toBe(true)
+  }
+  // Each refresh added a listener per chart, each holding its old plot.
+  expect(await listeners()).toBe(before)
+  expect(await page.locator('.uplot').count()).toBe(2)
+  await cdp.detach()
+})
+
 it('draws the overview charts in UTC, as every time on the dashboard is, in a browser in another zone', async () => {
   const context = await browser.newContext({ locale: 'en-US', timezoneId: 'Asia/Kolkata', storageState: await page.context().storageState() })
   try {

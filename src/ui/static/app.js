@@ -92,12 +92,26 @@
       return unavailable(el)
     }
     el.setAttribute('data-drawn', '1')
-    window.addEventListener('resize', function () {
-      plot.setSize({ width: Math.max(240, el.clientWidth || 320), height: opts.height })
-    })
+    drawn.push({ el: el, plot: plot, height: opts.height })
   }
 
+  // The charts on the page, resized by one listener. A chart swapped out (the overview refreshes itself every 15 s)
+  // is let go: a listener per chart drawn kept every old plot alive — a tab left open grew by megabytes an hour.
+  var drawn = []
+  function forgetDetached() {
+    drawn = drawn.filter(function (c) {
+      if (c.el.isConnected) return true
+      c.plot.destroy()
+      return false
+    })
+  }
+  window.addEventListener('resize', function () {
+    forgetDetached()
+    drawn.forEach(function (c) { c.plot.setSize({ width: Math.max(240, c.el.clientWidth || 320), height: c.height }) })
+  })
+
   function drawAll(root) {
+    forgetDetached()
     var nodes = (root || document).querySelectorAll('[data-chart]')
     for (var i = 0; i < nodes.length; i++) draw(nodes[i])
   }
