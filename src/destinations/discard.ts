@@ -14,6 +14,12 @@ export interface DiscardResult {
   attempts: number
 }
 
+/** Why `name`'s deliveries may not be discarded — it is in DESTINATIONS, so they are live — or undefined. */
+export function stillConfigured(rt: Runtime, name: string): string | undefined {
+  if (!rt.config.destinations.list.some((d) => d.name === name)) return undefined
+  return `destination "${name}" is in DESTINATIONS: remove it from the configuration (and restart) before discarding its deliveries`
+}
+
 /**
  * Deletes every delivery kept for a destination that is no longer in DESTINATIONS — the ones still pending, which
  * nothing sends any more and the retention purge never removes (they would hold its backlog gauges up for ever), and
@@ -24,18 +30,24 @@ export interface DiscardResult {
  * delivery with its attempts in one transaction.
  */
 export async function discardDestination(rt: Runtime, name: string): Promise<DiscardResult> {
-  if (rt.config.destinations.list.some((d) => d.name === name)) {
-    throw new DestinationStillConfiguredError(`destination "${name}" is in DESTINATIONS: remove it from the configuration (and restart) before discarding its deliveries`)
-  }
+  const configured = stillConfigured(rt, name)
+  if (configured) throw new DestinationStillConfiguredError(configured)
   const db = rt.store.db
   const ofDestination = (q: typeof db, limit: number) => q.selectFrom('destination_deliveries').select('id').where('destination', '=', name).limit(limit)
   let attempts = 0
-  const { rows: deliveries } = await deleteInChunks(async (limit) => {
-    // On Postgres, rows a replica still sending under an older configuration holds are skipped (run it again after).
-    const chunk = await deleteDeliveryChunk(rt, ofDestination, limit)
-    attempts += chunk.attempts
-    return chunk.deliveries
-  })
+  let deliveries = 0
+  // A run stops at its deadline (the purges' 50 minutes) with rows left: a discard goes on until none is, and only then
+  // forgets the destination's state — it was deleted with deliveries still kept.
+  for (let more = true; more; ) {
+    const run = await deleteInChunks(async (limit) => {
+      // On Postgres, rows a replica still sending under an older configuration holds are skipped (run it again after).
+      const chunk = await deleteDeliveryChunk(rt, ofDestination, limit)
+      attempts += chunk.attempts
+      return chunk.deliveries
+    })
+    deliveries += run.rows
+    more = run.more
+  }
   await db.deleteFrom('destination_state').where('name', '=', name).execute()
   return { deliveries, attempts }
 }

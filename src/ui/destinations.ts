@@ -5,7 +5,7 @@ import { DELIVERY_STATUSES, DeliveryBusyError, DeliveryNotFoundError, Destinatio
 import { enableDestination } from '../destinations/state.ts'
 import { heldDestinations, shownNextAttempt, type Hold } from '../destinations/shown-next-attempt.ts'
 import { endPauses } from '../destinations/pauses.ts'
-import { discardDestination, DestinationStillConfiguredError } from '../destinations/discard.ts'
+import { discardDestination, stillConfigured, type DiscardResult } from '../destinations/discard.ts'
 import type { Runtime } from '../runtime.ts'
 import { clip, fields, shortId, status, table } from './components.ts'
 import { flashMessage } from './flash.ts'
@@ -16,6 +16,8 @@ import { badQuery, seeOther } from './responses.ts'
 import { disabledDestinations } from '../destinations/state.ts'
 
 const DELIVERIES_PAGE_SIZE = 50
+/** How long Discard's form waits for the discard before answering that it goes on in the background. */
+const DISCARD_ANSWER_MS = 5_000
 
 const blank = (v: unknown) => (typeof v === 'string' ? v.trim() || undefined : v)
 /** The deliveries' filters: one the page cannot take is a 400 naming it (it was dropped, and every delivery shown). */
@@ -172,18 +174,30 @@ ${table('Attempts', ['#', 'Started (UTC)', 'Answer', 'Latency', 'Result', 'Error
     return seeOther(event, `ui/destinations?${new URLSearchParams({ destination: name, done: 'delivery-queued', n: String(queued), ...(waits ? { w: '1' } : {}) })}`)
   })
 
+  /** Discards under way in this process, by destination: a second click starts none. */
+  const discarding = new Map<string, Promise<DiscardResult>>()
   app.post('/ui/destinations/:name/discard', async (event) => {
     const name = getRouterParam(event, 'name', { decode: true }) ?? ''
     if (!(await isKnownDestination(rt, name))) throw new HTTPError({ status: 404, message: `no destination named "${name}"` })
-    let discarded
-    try {
-      discarded = await discardDestination(rt, name)
-    } catch (error) {
-      if (error instanceof DestinationStillConfiguredError) throw new HTTPError({ status: 409, message: error.message })
-      throw error
-    }
-    rt.log.info({ destination: name, ...discarded }, 'dashboard: deliveries of a destination no longer configured discarded')
-    return seeOther(event, `ui/destinations?done=destination-discarded&n=${discarded.deliveries}`)
+    const configured = stillConfigured(rt, name)
+    if (configured) throw new HTTPError({ status: 409, message: configured })
+    if (discarding.has(name)) return seeOther(event, 'ui/destinations?done=destination-discarding')
+    // Paced as the purges are (a thirtieth of the database's time): hundreds of thousands of deliveries take minutes,
+    // and the form waited for all of them — past a reverse proxy's timeout (a 504, and a second click).
+    const work = discardDestination(rt, name).finally(() => discarding.delete(name))
+    discarding.set(name, work)
+    work.then(
+      (discarded) => rt.log.info({ destination: name, ...discarded }, 'dashboard: deliveries of a destination no longer configured discarded'),
+      (error: Error) => rt.log.error({ destination: name, err: error.message }, 'dashboard: discarding the deliveries of a destination no longer configured failed; discard it again'),
+    )
+    let cancel = () => {}
+    const later = new Promise<'later'>((resolve) => (cancel = rt.clock.setTimeout(() => resolve('later'), DISCARD_ANSWER_MS)))
+    const within = await Promise.race([work.catch(() => 'failed' as const), later])
+    cancel()
+    if (within === 'later') return seeOther(event, 'ui/destinations?done=destination-discarding')
+    // Failed before the answer: the error page says why (and the log).
+    if (within === 'failed') await work
+    return seeOther(event, `ui/destinations?done=destination-discarded&n=${(await work).deliveries}`)
   })
 
   app.post('/ui/destinations/:name/enable', async (event) => {

@@ -24,6 +24,8 @@ const MESSAGES: Record<string, (n: string | null, s: string | null, count: (key:
   'destination-enabled': (n) => (n === '1' ? 'Enabled: its waiting deliveries go out.' : 'That destination was neither disabled nor paused.'),
   'destination-resumed': () => 'Pause ended: its next delivery goes out as a probe within 5 s (failing, it is paused again).',
   'destination-discarded': (n) => `Discarded ${n ?? 0} deliver${n === '1' ? 'y' : 'ies'} of a destination no longer configured.`,
+  'destination-discarding': () =>
+    'Discarding the deliveries of a destination no longer configured: it goes on in the background, paced so webhooks keep being stored (a few hundred a second). Reload to see what is left; the log says when it is done.',
   'recipe-retried': (n) => `Queued ${n ?? 0} event(s) again: the running service runs them within a second, each once.`,
   'recipe-queue-discarded': (n) => `Gave up ${n ?? 0} event(s) that waited for a removed recipe.`,
   'resent': (_n, s) => `Report sent again: ${s ?? 'done'}.`,

@@ -157,6 +157,26 @@ it('offers Discard, not Replay, for a destination no longer configured, and disc
   expect(refused.status).toBe(409)
 })
 
+it('a discard that takes a while answers at once that it goes on in the background; a second click starts none', async () => {
+  const now = ui.clock.now()
+  const db = ui.server.rt.store.db
+  const rows = Array.from({ length: 4_000 }, (_, i) => ({
+    id: `msg_bulk_${i}`, destination: 'bulk', event_id: events[0]!, event_type: 'call.completed', conversation_id: null, payload: '',
+    order_at: now * 1000 + i, ordered: 0, status: 'pending', attempts: 1, round_attempts: 1, next_attempt_at: now, claimed_by: null, claimed_until: null,
+    last_status: 503, last_error: 'HTTP 503', created_at: now, delivered_at: null,
+  }))
+  for (let i = 0; i < rows.length; i += 500) await db.insertInto('destination_deliveries').values(rows.slice(i, i + 500)).execute()
+  const left = async () => Number((await db.selectFrom('destination_deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('destination', '=', 'bulk').executeTakeFirstOrThrow()).n)
+  // Paced as the purges are, thousands of deliveries take seconds: the form waited for all of them (a reverse proxy's 504).
+  const answer = post('/ui/destinations/bulk/discard')
+  await vi.waitFor(async () => expect(await left()).toBeLessThan(4_000), WAIT)
+  await ui.clock.advance(5_000)
+  expect(await answer).toBe('/ui/destinations?done=destination-discarding')
+  expect(await post('/ui/destinations/bulk/discard')).toBe('/ui/destinations?done=destination-discarding')
+  expect(await get('/ui/destinations?done=destination-discarding')).toContain('it goes on in the background')
+  await vi.waitFor(async () => expect(await left()).toBe(0), { timeout: 30_000, interval: 100 })
+}, 60_000)
+
 it("shows a destination its circuit breaker pauses as paused, until when and why (escaped), on the page and the overview, and active once it resumes", async () => {
   const until = ui.clock.now() + 90_000
   await recordPause(ui.server.rt, 'crm', { until, reason: '5 failed attempts in a row; the last: HTTP 503 <b>maintenance</b>' })
