@@ -314,7 +314,7 @@ export async function destinationBacklogs(rt: Runtime): Promise<Map<string, Dest
 }
 
 export interface ForwardingTotals {
-  /** Deliveries waiting (queued or retrying), over every destination. */
+  /** Deliveries waiting (queued or retrying), over every configured destination. */
   waiting: number
   /** When the oldest of them was queued (epoch ms), null when none wait. */
   oldestAt: number | null
@@ -324,6 +324,8 @@ export interface ForwardingTotals {
   disabled: string[]
   /** Destinations a circuit breaker pauses now (failed attempts in a row). */
   paused: string[]
+  /** Destinations no longer configured with deliveries still pending (never sent: discard them, or configure them again). */
+  removed: Array<{ name: string; pending: number }>
 }
 
 /**
@@ -332,20 +334,36 @@ export interface ForwardingTotals {
  * Postgres the counts are the tallies' and each destination's oldest waiting delivery one index entry.
  */
 export async function forwardingTotals(rt: Runtime): Promise<ForwardingTotals> {
-  if (keepsTallies(rt)) {
-    const [backlogs, disabled, paused] = await Promise.all([backlogsFromTallies(rt), disabledDestinations(rt), pausedDestinations(rt)])
-    const all = [...backlogs.values()]
-    const oldest = all.map((b) => b.oldest).filter((at): at is number => at !== null)
-    return {
-      waiting: all.reduce((n, b) => n + b.pending, 0),
-      oldestAt: oldest.length > 0 ? Math.min(...oldest) : null,
-      dead: all.reduce((n, b) => n + b.dead, 0),
-      disabled: [...disabled.keys()].sort(),
-      paused: pausedOnly(paused, disabled),
+  const tallied = keepsTallies(rt)
+  const [backlogs, dead, disabled, paused] = await Promise.all([
+    destinationBacklogs(rt),
+    tallied ? backlogsFromTallies(rt).then((all) => [...all.values()].reduce((n, b) => n + b.dead, 0)) : countOf(rt, undefined, 'dead'),
+    disabledDestinations(rt),
+    pausedDestinations(rt),
+  ])
+  // A destination no longer configured is the Destinations page's `removed`: its waiting deliveries are never sent, so
+  // they are not "waiting" here (the card said 30,000 waiting where every configured destination had none), and its
+  // 410 mark does not make it "disabled".
+  const configured = new Set(rt.config.destinations.list.map((d) => d.name))
+  let waiting = 0
+  let oldestAt: number | null = null
+  const removed: Array<{ name: string; pending: number }> = []
+  for (const [name, b] of backlogs) {
+    if (!configured.has(name)) {
+      removed.push({ name, pending: b.depth })
+      continue
     }
+    waiting += b.depth
+    if (b.oldest !== null && (oldestAt === null || b.oldest < oldestAt)) oldestAt = b.oldest
   }
-  const [backlog, dead, disabled, paused] = await Promise.all([backlogOf(rt, undefined), countOf(rt, undefined, 'dead'), disabledDestinations(rt), pausedDestinations(rt)])
-  return { waiting: backlog.pending, oldestAt: backlog.oldest, dead, disabled: [...disabled.keys()].sort(), paused: pausedOnly(paused, disabled) }
+  return {
+    waiting,
+    oldestAt,
+    dead,
+    disabled: [...disabled.keys()].filter((name) => configured.has(name)).sort(),
+    paused: pausedOnly(paused, disabled).filter((name) => configured.has(name)),
+    removed: removed.sort((a, b) => (a.name < b.name ? -1 : 1)),
+  }
 }
 
 /** The paused destinations that are not disabled (disabled says more), by name. */

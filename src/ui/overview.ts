@@ -46,6 +46,10 @@ function forwardingCard(f: ForwardingTotals, now: number): SafeHtml {
   notes.push(f.dead > 0 ? html`<a href="ui/destinations?status=dead">${f.dead} dead</a>` : html`0 dead`)
   if (f.disabled.length > 0) notes.push(html`<span class="status-disabled">${f.disabled.join(', ')} disabled</span>`)
   if (f.paused.length > 0) notes.push(html`<span class="status-paused">${f.paused.join(', ')} paused</span>`)
+  if (f.removed.length > 0) {
+    const never = f.removed.reduce((n, r) => n + r.pending, 0)
+    notes.push(html`<span class="status-removed">${f.removed.map((r) => r.name).join(', ')} removed: ${never} never sent</span>`)
+  }
   notes.push(html`<a href="ui/destinations">destinations</a>`)
   return card('Forwarding', `${f.waiting} waiting`, html`${notes.flatMap((n, i) => (i === 0 ? [n] : [' · ', n]))}`)
 }

@@ -132,6 +132,8 @@ it('shows a destination disabled by a 410 with its reason, and enables it again'
 })
 
 it('offers Discard, not Replay, for a destination no longer configured, and discarding removes its deliveries', async () => {
+  const figure = (overview: string) => /<small>Forwarding<\/small><span class="figure">(\d+) waiting</.exec(overview)?.[1]
+  const waitingBefore = figure(await get('/ui'))
   // A destination renamed away: its rows stay under the old name, and nothing sends them.
   const now = ui.clock.now()
   await ui.server.rt.store.db.insertInto('destination_deliveries').values({
@@ -139,6 +141,13 @@ it('offers Discard, not Replay, for a destination no longer configured, and disc
     order_at: now * 1000, ordered: 0, status: 'pending', attempts: 1, round_attempts: 1, next_attempt_at: now, claimed_by: null, claimed_until: null,
     last_status: 503, last_error: 'HTTP 503', created_at: now, delivered_at: null,
   }).execute()
+  // Disabled by a 410 before it was removed: the overview says removed, as the Destinations page does, not disabled —
+  // and its delivery, never sent, is not among those waiting.
+  await disableDestination(ui.server.rt, 'retired', '410 Gone')
+  const overview = await get('/ui')
+  expect(figure(overview)).toBe(waitingBefore)
+  expect(overview).toContain('<span class="status-removed">retired removed: 1 never sent</span>')
+  expect(overview).not.toContain('retired disabled')
   const page = await get('/ui/destinations')
   expect(page).toContain('(no longer configured)')
   expect(page).toContain('action="ui/destinations/retired/discard"')
