@@ -71,7 +71,7 @@ ${card('Ingest', `${(last5 / 5).toFixed(1)}/min`, `${lastHour} in the last hour`
 ${card('Backlog', String(backlog.pending + backlog.failed), `${backlog.pending} pending · ${backlog.failed} retrying · oldest ${fmtAge(oldestAge)}`)}
 ${card('Dead events', String(backlog.dead), html`<a href="ui/events?status=dead">see them</a>`)}
 ${card('Mail (7 days)', mail.written > 0 && mail.sent === 0 ? `${mail.written} written` : `${mail.sent + mail.written} sent`, `${mail.written > 0 && mail.sent > 0 ? `${mail.written} of them written to the outbox · ` : mail.written > 0 ? 'to the outbox folder, not sent (no SMTP_URL) · ' : ''}${mail.failed} failed · ${mail.queued} queued`)}
-${card('Calls today', String(calls.reduce((s, c) => s + c.count, 0)), calls.map((c) => `${c.status} ${c.count}`).join(' · ') || 'none yet')}
+${card(`Calls today (${rt.config.recipes.timezone})`, String(calls.reduce((s, c) => s + c.count, 0)), calls.map((c) => `${c.status} ${c.count}`).join(' · ') || 'none yet')}
 ${forwarding ? forwardingCard(forwarding, now) : ''}
 </div>
 <h2>Events, last 24 hours</h2>

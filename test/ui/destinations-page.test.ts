@@ -88,6 +88,8 @@ it('lists the destination with its queue, and its dead letters with the answers 
 
 it('the overview has a Forwarding card: nothing waiting, the two dead letters linked', async () => {
   const overview = await get('/ui')
+  // Beside it, today's calls — a day in the reports' zone, which the card names (the rest of the page is in UTC).
+  expect(overview).toContain(`<small>Calls today (${ui.server.rt.config.recipes.timezone})</small>`)
   expect(overview).toMatch(/<small>Forwarding<\/small><span class="figure">0 waiting<\/span><small>oldest — · <a href="ui\/destinations\?status=dead">2 dead<\/a> · <a href="ui\/destinations">destinations<\/a><\/small>/)
 })
 
