@@ -7,6 +7,7 @@ import { recipeProblems } from './validate.ts'
 import type { LoadWatch } from './load-watch.ts'
 import { recipeFrame } from './recipe-frame.ts'
 import { guardExitWhileLoading } from './exit-while-loading.ts'
+import { forgetRequiredUnder } from './forget-required.ts'
 
 /** One file of RECIPES_DIR: a usable definition, or the reason it is broken. */
 export interface LoadedRecipe {
@@ -74,6 +75,7 @@ function firstLine(error: unknown): string {
  * and file caches are off so an edited file is read afresh on the next load.
  */
 export async function loadRecipes(dir: string, fallbackTimezone: string, options: LoadOptions = {}): Promise<LoadedRecipe[]> {
+  forgetRequiredUnder(dir)
   const jiti = await createRecipeJiti()
   const out: LoadedRecipe[] = []
   for (const file of listRecipeFiles(dir)) out.push(await loadOne(jiti, file, fallbackTimezone, options))
@@ -82,6 +84,7 @@ export async function loadRecipes(dir: string, fallbackTimezone: string, options
 
 /** One recipe file, outside any folder listing (`recipes test`, `testRecipe`). */
 export async function loadRecipeFile(file: string, fallbackTimezone: string, options: LoadOptions = {}): Promise<LoadedRecipe> {
+  forgetRequiredUnder(dirname(file))
   return loadOne(await createRecipeJiti(), file, fallbackTimezone, options)
 }
 
