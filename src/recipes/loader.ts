@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { installationCacheDir } from '../utils/installation-cache.ts'
 import type { RecipeDefinition } from './define.ts'
 import { recipeProblems } from './validate.ts'
-import type { LoadWatch } from './load-watch.ts'
+import { fileVersion, type LoadWatch } from './load-watch.ts'
 import { recipeFrame } from './recipe-frame.ts'
 import { guardExitWhileLoading } from './exit-while-loading.ts'
 import { forgetRequiredUnder } from './forget-required.ts'
@@ -91,6 +91,13 @@ export async function loadRecipeFile(file: string, fallbackTimezone: string, opt
 class LoadTimeLimitError extends Error {}
 
 /**
+ * Files whose load ran past its time limit, by the version (size, time) that did: loaded one after another, each such
+ * file added its 10 s to every reload — an edit of any other recipe took that long to apply, per hung file. Left out
+ * at once until the file changes, as the processing thread leaves out a file that never returned (src/recipes/load-watch.ts).
+ */
+const hungLoads = new Map<string, { version: string; reason: string }>()
+
+/**
  * The import, or LoadTimeLimitError after `ms`. A real timer: the loader has no clock, and loading is real work
  * (jiti compiles the file). The import itself cannot be cancelled: a hung one stays pending, and its module,
  * should it ever finish, is never used. The timer keeps the process alive, as the load it bounds does.
@@ -151,6 +158,9 @@ async function loadOne(
   const leftOut = options.watch?.leftOut(file)
   if (leftOut) return broken(base, [leftOut])
   const limitMs = options.timeLimitMs ?? RECIPE_LOAD_TIME_LIMIT_MS
+  const version = fileVersion(file)
+  const hung = hungLoads.get(file)
+  if (hung && hung.version === version) return broken(base, [hung.reason])
   let exported: unknown
   options.watch?.loading(file)
   const unguard = guardExitWhileLoading(file)
@@ -158,7 +168,11 @@ async function loadOne(
     const mod = await withinTimeLimit(jiti.import<Record<string, unknown> | undefined>(file), limitMs)
     exported = mod && 'default' in mod ? mod.default : undefined
   } catch (error) {
-    if (error instanceof LoadTimeLimitError) return broken(base, [`did not finish loading within ${duration(limitMs)}: a top-level await that never settles?`])
+    if (error instanceof LoadTimeLimitError) {
+      const reason = `did not finish loading within ${duration(limitMs)}: a top-level await that never settles? (left out of later reloads until the file changes)`
+      if (version !== undefined) hungLoads.set(file, { version, reason })
+      return broken(base, [reason])
+    }
     // Where in the file its top-level code threw (a syntax error's message names its place itself).
     const message = firstLine(error)
     const at = /:\d+:\d+/.test(message) ? '' : recipeFrame(error, [dirname(file)], name)

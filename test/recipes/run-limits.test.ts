@@ -200,6 +200,7 @@ describeEachDialect('recipe run limits', (dialect) => {
     // Loading compiles the file (real time, not the clock's): warm jiti up so the healthy file loads well within the limit.
     await loadRecipeFile(folder.write('warm', RECIPE), 'UTC')
     folder.write('stuck', `import { defineRecipe } from 'switchboard'
+;(globalThis as { stuckLoads?: number }).stuckLoads = ((globalThis as { stuckLoads?: number }).stuckLoads ?? 0) + 1
 await new Promise(() => {})
 export default defineRecipe({ description: 'never loads', on: ['call.no_answer'], run: () => 'unreachable' })
 `)
@@ -207,7 +208,7 @@ export default defineRecipe({ description: 'never loads', on: ['call.no_answer']
     await engine.start()
     const broken = (await engine.list()).map((r) => [r.name, r.broken])
     expect(broken).toEqual([
-      ['stuck', 'did not finish loading within 250 ms: a top-level await that never settles?'],
+      ['stuck', 'did not finish loading within 250 ms: a top-level await that never settles? (left out of later reloads until the file changes)'],
       ['sweep', null],
       ['warm', null],
     ])
@@ -216,8 +217,19 @@ export default defineRecipe({ description: 'never loads', on: ['call.no_answer']
     await engine.enqueueEvents([noAnswer('evt_1')])
     await engine.idle()
     expect(await runs()).toEqual([['event', 'succeeded', 'event:evt_1']])
+    // Left out at once while unchanged, never imported again: each reload waited its time limit again (10 s per such
+    // file, per edit of any recipe).
+    const loads = () => (globalThis as { stuckLoads?: number }).stuckLoads
+    const before = loads()
+    expect(before).toBeGreaterThan(0)
     expect((await engine.reload()).map((r) => [r.name, r.error ?? null])).toEqual(broken)
+    expect(loads()).toBe(before)
     expect(await engine.run('sweep')).toMatchObject({ status: 'succeeded', summary: 'manual' })
+    // Changed, it is loaded again (and given its time limit again).
+    folder.write('stuck', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'loads now', on: ['call.no_answer'], run: () => 'ran' })
+`)
+    expect((await engine.reload()).map((r) => [r.name, r.error ?? null])).toEqual([['stuck', null], ['sweep', null], ['warm', null]])
   })
 
   it('a run that ends while the database refuses every write is closed once it takes them again, not held running for an hour', async () => {
