@@ -10,6 +10,7 @@ import { webhookState } from './webhooks/state.ts'
 import { fileVersion } from './recipes/load-watch.ts'
 import { LOAD_HELD_MS } from './recipes/loader.ts'
 import { basename } from 'node:path'
+import { HTTPError } from 'h3'
 import { BACKLOG_GAUGES } from './backlog-metrics.ts'
 import { startThreadPool } from './utils/start-thread-pool.ts'
 
@@ -210,9 +211,16 @@ export async function startProcessingThread(
           answer(undefined)
           pending.delete(id)
         }
-        // Nor the tasks it was running: the request gets an error it can show, and may be tried again.
+        // Nor the tasks it was running: the request gets an error it can show, and may be tried again — a 503 with
+        // Retry-After for /admin and the dashboard, which answered a bare 500 "internal error" while it restarted.
         for (const [id, waiting] of tasks) {
-          waiting.reject(new Error('the processing thread stopped before finishing; try again'))
+          waiting.reject(
+            new HTTPError({
+              status: 503,
+              message: 'the processing thread stopped before finishing (a recipe that never returns, or out of memory: the log says which); it is restarting — try again in a few seconds',
+              headers: { 'retry-after': '5' },
+            }),
+          )
           tasks.delete(id)
         }
         const version = stuckLoading === undefined ? undefined : fileVersion(stuckLoading)

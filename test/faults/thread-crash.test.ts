@@ -86,6 +86,29 @@ describe('fault: the processing thread dies', () => {
     }
   }, 90_000)
 
+  it('a Run now whose recipe ends the thread is answered 503 with Retry-After and why — it was a bare 500 "internal error"', async () => {
+    await serve?.stop()
+    const dir = mkdtempSync(join(tmpdir(), 'sb-thread-runnow-'))
+    try {
+      writeFileSync(
+        join(dir, 'ends-thread.ts'),
+        `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'ends its thread when run', run() { process.exit(3) } })\n`,
+      )
+      const token = 'thread-crash-admin-token-0123456789'
+      serve = await startServe({ WEBHOOK_SECRET: SECRET, RECIPES_DIR: dir, RECIPES_TIMEZONE: 'UTC', RECIPES_TYPECHECK: 'false', ADMIN_TOKEN: token })
+      await waitForLog(serve, /switchboard ready/)
+      const res = await fetch(`http://127.0.0.1:${serve.port}/admin/recipes/ends-thread/run`, { method: 'POST', headers: { authorization: `Bearer ${token}` } })
+      expect(res.status).toBe(503)
+      expect(res.headers.get('retry-after')).toBe('5')
+      expect(JSON.stringify(await res.json())).toContain('the processing thread stopped before finishing')
+      await waitForLog(serve, /processing thread stopped; restarting/)
+    } finally {
+      await serve?.stop()
+      serve = undefined
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 60_000)
+
   it('while the restarted thread is starting, /metrics counts each pending event once', async () => {
     await serve?.stop()
     const dir = mkdtempSync(join(tmpdir(), 'sb-thread-gauge-'))
