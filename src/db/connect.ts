@@ -413,6 +413,12 @@ export async function isMigrated(store: Store): Promise<boolean> {
   return list.every((m) => m.executedAt !== undefined)
 }
 
+/** The migrations this version has that the database lacks, by name, and how many it has in all. */
+export async function pendingMigrations(store: Store): Promise<{ pending: string[]; total: number }> {
+  const list = await (await createMigrator(store)).getMigrations()
+  return { pending: list.filter((m) => m.executedAt === undefined).map((m) => m.name), total: list.length }
+}
+
 /** Whether any of switchboard's migrations ran here: false for a database it never used (nothing created to find out). */
 export async function hasAnyMigration(store: Store): Promise<boolean> {
   const list = await (await createMigrator(store)).getMigrations()

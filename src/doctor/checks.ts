@@ -2,7 +2,7 @@ import { accessSync, constants, existsSync, statfsSync, statSync } from 'node:fs
 import { dirname, resolve } from 'node:path'
 import { dataDirProblem } from '../config/data-dir-problem.ts'
 import type { Config } from '../config/load.ts'
-import { isMigrated, ping, type Store } from '../db/connect.ts'
+import { pendingMigrations, ping, type Store } from '../db/connect.ts'
 import { describeLeftInSqlite, leftInSqlite } from '../db/left-in-sqlite.ts'
 import { recipeEngineFor } from '../recipes/engine.ts'
 import { isStranded, recipeQueueCounts, type QueueCounts } from '../recipes/queue-control.ts'
@@ -28,7 +28,13 @@ export async function checkDatabase(store: Store, cli = 'switchboard', dataDir?:
     if (code === '28P01' || code === '28000' || code === '3D000') return problem('database', `${store.dialect} refused the connection: ${describeError(error)}`, 'check the user, password and database name in DATABASE_URL')
     return problem('database', `${store.dialect} does not answer: ${describeError(error)}`, 'check DATABASE_URL and that the database is up')
   }
-  if (!(await isMigrated(store))) return problem('database', `${store.dialect} is reachable but not migrated`, `run: ${cli} migrate (serve also migrates at start-up)`)
+  const { pending, total } = await pendingMigrations(store)
+  if (pending.length > 0) {
+    // A database an older version migrated says which of this version's migrations it lacks (before an upgrade, what
+    // `migrate` will do); it said "not migrated" as of an empty one.
+    const what = pending.length === total ? 'not migrated (switchboard never used it)' : `${total - pending.length} of ${total} migrations applied (an earlier version's): ${pending.join(', ')} pending`
+    return problem('database', `${store.dialect} is reachable, ${what}`, `run: ${cli} migrate (serve also migrates at start-up)`)
+  }
   if (dataDir !== undefined) {
     const left = await leftInSqlite(dataDir, store)
     if (left) {

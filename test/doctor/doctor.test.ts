@@ -1,4 +1,5 @@
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import BetterSqlite3 from 'better-sqlite3'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -149,11 +150,26 @@ describe('doctor', () => {
     writeFileSync(join(fresh, 'switchboard.db'), '')
     const unmigrated = await doctor({ DATA_DIR: fresh })
     expect(unmigrated.code).toBe(1)
-    expect(unmigrated.lines[1]).toMatch(/^PROBLEM\s+database\s+sqlite is reachable but not migrated → run: switchboard migrate/)
+    expect(unmigrated.lines[1]).toMatch(/^PROBLEM\s+database\s+sqlite is reachable, not migrated \(switchboard never used it\) → run: switchboard migrate/)
     // From a checkout (`npm run cli`), the hint is the command to type there.
     const fromCheckout = await doctor({ DATA_DIR: fresh, npm_lifecycle_event: 'cli' })
     expect(fromCheckout.lines[1]).toMatch(/→ run: npm run -s cli -- migrate \(serve also migrates at start-up\)$/)
     expect(unmigrated.lines[2]).toMatch(/^skipped\s+recipes\s+needs a reachable, migrated database$/)
+    // An earlier version's database (its last migration not applied yet): which migrations an upgrade will apply.
+    const earlier = mkdtempSync(join(tmpdir(), 'sb-doctor-earlier-'))
+    try {
+      expect(await main(['migrate'], { env: { DATA_DIR: earlier, SWITCHBOARD_CONFIG: 'none', LOG_LEVEL: 'silent' }, stdout: () => {}, stderr: () => {} })).toBe(0)
+      const db = new BetterSqlite3(join(earlier, 'switchboard.db'))
+      const last = db.prepare('select name from switchboard_migrations order by name desc limit 1').get() as { name: string }
+      const total = (db.prepare('select count(*) as n from switchboard_migrations').get() as { n: number }).n
+      db.prepare('delete from switchboard_migrations where name = ?').run(last.name)
+      db.close()
+      const behind = await doctor({ DATA_DIR: earlier })
+      expect(behind.code).toBe(1)
+      expect(behind.lines[1]).toBe(`PROBLEM  database       sqlite is reachable, ${total - 1} of ${total} migrations applied (an earlier version's): ${last.name} pending → run: switchboard migrate (serve also migrates at start-up)`)
+    } finally {
+      rmSync(earlier, { recursive: true, force: true })
+    }
 
     if (process.env.DATABASE_URL_TEST) {
       // A Postgres schema that does not exist: the database check's problem, exit 1, not doctor failing (exit 2).
