@@ -8,6 +8,7 @@ import { recipeEngineFor } from '../recipes/engine.ts'
 import { isStranded, recipeQueueCounts, type QueueCounts } from '../recipes/queue-control.ts'
 import { recipeSendsMail } from '../recipes/sends-mail.ts'
 import { createMailTransport } from '../reports/mail-transport.ts'
+import { describeMailError } from '../reports/mail-outbox.ts'
 import type { Runtime } from '../runtime.ts'
 import { VoiceApiError } from '../upstream/errors.ts'
 import { DOCTOR_PROBE_ANSWER, DOCTOR_PROBE_BODY } from '../webhooks/doctor-probe.ts'
@@ -77,7 +78,9 @@ export async function checkSmtp(rt: Runtime): Promise<CheckResult> {
     await transporter.verify()
     return ok('smtp', `${host} accepts connections (for ${reports.map((r) => r.name).join(', ')})`)
   } catch (error) {
-    return problem('smtp', `${host}: ${describeError(error)}`, 'check SMTP_URL (host, port, user:password, smtp:// or smtps://) and that the relay is up')
+    // As the mail log says it: a relay that quotes what it was sent (`535 Invalid credentials for user:password`) put
+    // SMTP_URL's password on the screen — the output people paste into a ticket.
+    return problem('smtp', `${host}: ${describeMailError(error, rt.config.mail.smtpUrl)}`, 'check SMTP_URL (host, port, user:password, smtp:// or smtps://) and that the relay is up')
   } finally {
     transporter.close()
   }

@@ -87,6 +87,24 @@ describe('doctor', () => {
     expect(r.lines.at(-1)).toBe('doctor: 3 problem(s) to fix')
   })
 
+  it('a relay that quotes the credentials it refused does not put SMTP_URL\'s password on the screen', async () => {
+    const quoting = await startSmtp({
+      authOptional: false,
+      allowInsecureAuth: true,
+      onAuth(auth, _session, callback) {
+        callback(Object.assign(new Error(`Invalid credentials for ${auth.username}:${auth.password}`), { responseCode: 535 }))
+      },
+    })
+    try {
+      const r = await doctor({ SMTP_URL: `smtp://reports:s3cr3tP%40ss@127.0.0.1:${quoting.port}` })
+      const line = r.lines.find((l) => l.includes('smtp'))
+      expect(line).toMatch(/^PROBLEM\s+smtp\s+127\.0\.0\.1:\d+: EAUTH: .*Invalid credentials for reports:\[redacted\] → check SMTP_URL/)
+      expect(r.lines.join('\n')).not.toContain('s3cr3t')
+    } finally {
+      await quoting.close()
+    }
+  })
+
   it('a recipe removed while events still wait for it is a problem, until its queue is given up', async () => {
     await enqueueEventFires(server.rt, [{ recipe: 'retired', eventId: 'evt_doctor_1' }, { recipe: 'retired', eventId: 'evt_doctor_2' }])
     const r = await doctor({})
