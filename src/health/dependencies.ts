@@ -61,7 +61,9 @@ export function withTimeout<T>(work: Promise<T>, what: string): Promise<T> {
 /** Connects to the relay and waits for its greeting, then says QUIT: no mail, no authentication. */
 function probeSmtp(url: string): Promise<void> {
   const parsed = new URL(url)
-  const port = Number(parsed.port || (parsed.protocol === 'smtps:' ? 465 : 25))
+  // nodemailer's default ports (src/reports/mail-transport.ts sends with it): the probe used 25 for smtp://, and said a
+  // relay on 587 alone was down while mail went out through it (and the reverse).
+  const port = Number(parsed.port || (parsed.protocol === 'smtps:' ? 465 : 587))
   return new Promise<void>((resolve, reject) => {
     const socket = connect(port, parsed.hostname)
     const done = (error?: Error) => {
