@@ -110,6 +110,9 @@ export const reportSendCommand = defineCommand({
       ctx.write(
         `queued: the SMTP relay did not take the report (${result.error ?? 'busy'}); it waits in the outbox and the running service retries it — one started with SMTP_URL set (mail ${result.mailId},${when}; see "${cliName(ctx.env)} mail list")\n`,
       )
+      // Refused for good for others meanwhile (550 for one, 450 for another): said here too, as the exit code says it.
+      const refused = refusedLines(result.refused)
+      if (refused.length) ctx.write(`${refused.join('\n')}\n`)
     } else if (result.status === 'failed') {
       throw new CliError(`the report was not sent: ${result.error ?? 'unknown error'} (mail ${result.mailId})`, 1)
     } else {
@@ -127,12 +130,7 @@ export const reportSendCommand = defineCommand({
           ...(result.file ? [`  file:     ${result.file}`] : []),
           ...(result.error ? [`  error:    ${result.error}`] : []),
           // The relay took it for the others: say who did not get it, and whether the outbox tries them again.
-          ...(result.refused ?? []).map(
-            (r) =>
-              `  refused:  ${r.recipients.join(', ')} — ${r.error} (${
-                r.status === 'failed' ? 'for good; not sent to them' : `for now; retried${r.nextAttemptAt ? ` at ${new Date(r.nextAttemptAt).toISOString()}` : ''}`
-              }, mail ${r.mailId})`,
-          ),
+          ...refusedLines(result.refused),
           '',
         ].join('\n'),
       )
@@ -141,6 +139,16 @@ export const reportSendCommand = defineCommand({
     if (result.status === 'failed' || result.refused?.some((r) => r.status === 'failed')) return 1
   },
 })
+
+/** One line per recipient the relay refused: who, its reply, and whether the outbox tries them again. */
+function refusedLines(refused: Array<{ recipients: string[]; error: string; status: string; nextAttemptAt?: number; mailId: string }> | undefined): string[] {
+  return (refused ?? []).map(
+    (r) =>
+      `  refused:  ${r.recipients.join(', ')} — ${r.error} (${
+        r.status === 'failed' ? 'for good; not sent to them' : `for now; retried${r.nextAttemptAt ? ` at ${new Date(r.nextAttemptAt).toISOString()}` : ''}`
+      }, mail ${r.mailId})`,
+  )
+}
 
 /** The most rows one `mail list` prints. */
 const MAIL_LIST_MAX = 10_000

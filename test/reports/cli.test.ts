@@ -107,6 +107,22 @@ describeEachDialect('report send (CLI)', (dialect) => {
     expect(smtp.envelopes).toEqual([['ops@x.example'], ['ops@x.example']])
   })
 
+  it('a recipient refused for now and another for good: the queued line, and the one refused for good named — exit 1', async () => {
+    smtp = await startSmtp({
+      onRcptTo(address, _session, callback) {
+        if (address.address === 'later@y.example') return callback(Object.assign(new Error('try again later'), { responseCode: 450 }))
+        if (address.address === 'gone@y.example') return callback(Object.assign(new Error('mailbox unavailable'), { responseCode: 550 }))
+        callback()
+      },
+    })
+    const env = await setup({ SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, REPORT_TO: 'later@y.example, gone@y.example' })
+    const text = await run(['report', 'send', '--date', DAY], env)
+    expect(text.code).toBe(1)
+    // Only "queued: …" was printed, and the exit code 1 said nothing of why.
+    expect(text.stdout).toMatch(/^queued: /)
+    expect(text.stdout).toMatch(/^ {2}refused: {2}gone@y\.example — .*550.* \(for good; not sent to them, mail \S+\)$/m)
+  })
+
   it('--json of a report the relay did not take gives when the outbox tries it next', async () => {
     const env = await setup({ SMTP_URL: `smtp://127.0.0.1:${await closedPort()}`, REPORT_TO: 'ops@x.example' })
     const json = await run(['report', 'send', '--date', DAY, '--json'], env)
