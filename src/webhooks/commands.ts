@@ -3,6 +3,7 @@ import { sleep } from '../utils/clock.ts'
 import { isVoiceApiError } from '../upstream/errors.ts'
 import { shownUrl } from '../utils/shown-url.ts'
 import { printable } from '../utils/printable.ts'
+import { waitForStopSignal } from '../utils/stop-signal.ts'
 import { terminalJson } from '../utils/terminal-json.ts'
 import { snakeCaseKeys } from '../utils/snake-case.ts'
 import { EVENT_STATUSES, getEvent, listEvents } from './events.ts'
@@ -138,8 +139,13 @@ const reconcileCommand = defineCommand({
   async run(ctx) {
     const rt = await ctx.runtime()
     let result: Awaited<ReturnType<typeof reconcile>>
+    // Ctrl-C ends the run after the request under way, and gives its lease back: killed by the signal, it held the lease
+    // for its 10 minutes, and every run meanwhile (the service's too) said another replica was reconciling.
+    const stop = new AbortController()
+    const signal = waitForStopSignal()
+    void signal.stopped.then(() => stop.abort())
     try {
-      result = await reconcile(rt)
+      result = await reconcile(rt, { signal: stop.signal })
     } catch (error) {
       // In sandbox mode the provider is the running service's own sandbox: with no service, there is nothing to list.
       if (rt.config.sandboxMode && isVoiceApiError(error) && error.type === 'network_error') {
@@ -150,11 +156,24 @@ const reconcileCommand = defineCommand({
         throw new CliError(`the provider at ${shownUrl(rt.config.upstreamBaseUrl)} refused VOICE_API_KEY (${error.status} ${error.type}: ${error.message}): copy the workspace key from the provider dashboard into VOICE_API_KEY (doctor checks it)`)
       }
       throw error
+    } finally {
+      signal.release()
     }
-    if (ctx.values.json) return ctx.json(snakeCaseKeys(result))
-    if (result.skipped) return void ctx.write('another replica is reconciling right now; nothing done\n')
+    const interrupted = stop.signal.aborted ? 130 : undefined
+    if (ctx.values.json) {
+      ctx.json(snakeCaseKeys(result))
+      return interrupted
+    }
+    if (result.skipped) return void ctx.write('another replica is reconciling right now (or a run stopped less than 10 minutes ago without giving its lease back); nothing done\n')
     for (const id of result.eventIds) ctx.write(`  queued ${id}\n`)
-    ctx.write(`listed ${result.listed} conversation(s) in ${result.pages} page(s); fetched ${result.fetched}; queued ${result.synthesized} missed event(s)\n`)
+    for (const u of result.unreadable) ctx.write(`  skipped ${printable(u.conversationId, 100)}: the provider listed it but would not give it (${printable(u.error, 300)})\n`)
+    const notes = [
+      ...(result.tooOld ? [`${result.tooOld} ended before the oldest events kept (EVENT_RETENTION_DAYS) and were left alone`] : []),
+      ...(result.more ? ['the provider has older conversations than one run reads (the newest 5,000): they were not looked at'] : []),
+    ]
+    ctx.write(`listed ${result.listed} conversation(s) in ${result.pages} page(s); fetched ${result.fetched}; queued ${result.synthesized} missed event(s)${notes.length ? `; ${notes.join('; ')}` : ''}\n`)
+    if (interrupted) ctx.write('stopped by a signal: what was queued stays queued; run reconcile again for the rest\n')
+    return interrupted
   },
 })
 

@@ -16,6 +16,8 @@ import { contactIn, contactNumbers } from '../campaigns/contact-lookup.ts'
 import { fromJsonOrNull } from '../db/json.ts'
 import { ledgerParameters } from '../campaigns/ledger-parameters.ts'
 import type { RetryContext } from '../upstream/schemas.ts'
+import { isVoiceApiError } from '../upstream/errors.ts'
+import { rememberedDays } from './forgotten-event.ts'
 
 export interface ReconcileOptions {
   /** Pages of 100 to read at most per run (bounds the cost of a run). */
@@ -43,6 +45,15 @@ export interface ReconcileResult {
   /** The run stopped early: the service is stopping (the next run, on this replica or another, goes on). */
   stopped?: boolean
   eventIds: string[]
+  /**
+   * Conversations the provider listed but would not give (a 404, a body that does not parse): each skipped with its
+   * error, the run going on — one such conversation ended every run before it reached any older one.
+   */
+  unreadable: Array<{ conversationId: string; error: string }>
+  /** Conversations that ended before the oldest events kept (EVENT_RETENTION_DAYS): never queued, as the receiver refuses them. */
+  tooOld: number
+  /** The provider had more than the pages one run reads (`maxPages`): the oldest of them were not looked at. */
+  more: boolean
 }
 
 const LEASE = 'webhooks:reconcile'
@@ -141,7 +152,11 @@ export function synthesizeEvent(item: ConversationListItem, detail: Conversation
  * at a time (lease). The worker processes what was queued, with every hook.
  */
 export async function reconcile(rt: Runtime, options: ReconcileOptions = {}): Promise<ReconcileResult> {
-  const result: ReconcileResult = { skipped: false, pages: 0, listed: 0, fetched: 0, synthesized: 0, eventIds: [] }
+  const result: ReconcileResult = { skipped: false, pages: 0, listed: 0, fetched: 0, synthesized: 0, eventIds: [], unreadable: [], tooOld: 0, more: false }
+  // As the receiver's stale_event: a conversation that ended before the ids the retention purge forgets is not a
+  // missed webhook to act on now (a first start beside a workspace's history queued 5,000 of them, each run by recipes
+  // and forwarded; and, its event purged, the same one would come back every month).
+  const oldestKept = rt.clock.now() - (rememberedDays(rt.config.webhook.retentionDays) - 1) * 86_400_000
   const leaseMs = 10 * 60_000
   if (!(await acquireLease(rt, LEASE, leaseMs))) return { ...result, skipped: true }
   const metrics = webhookMetrics(rt.metrics)
@@ -161,13 +176,16 @@ export async function reconcile(rt: Runtime, options: ReconcileOptions = {}): Pr
     return false
   }
   try {
-    pages: for (let page = 0; page < (options.maxPages ?? 50); page++) {
+    const maxPages = options.maxPages ?? 50
+    pages: for (let page = 0; page < maxPages; page++) {
       if (signal?.aborted || !(await stillOurs())) break
       const list = await client.listConversations({ limit: PAGE, offset: page * PAGE })
       result.pages++
       result.listed += list.data.length
       const now = rt.clock.now()
-      const candidates = list.data.filter((c) => isTerminalStatus(c.status) && (!c.end_timestamp || c.end_timestamp <= now - grace))
+      const terminal = list.data.filter((c) => isTerminalStatus(c.status) && (!c.end_timestamp || c.end_timestamp <= now - grace))
+      const candidates = terminal.filter((c) => !c.end_timestamp || c.end_timestamp >= oldestKept)
+      result.tooOld += terminal.length - candidates.length
       if (candidates.length > 0) {
         const ids = candidates.map((c) => c.conversation_id)
         const known = await rt.store.db.selectFrom('conversations').select(['conversation_id', 'terminal']).where('conversation_id', 'in', ids).execute()
@@ -180,7 +198,19 @@ export async function reconcile(rt: Runtime, options: ReconcileOptions = {}): Pr
         for (const item of candidates) {
           if (done.has(item.conversation_id)) continue
           if (signal?.aborted || !(await stillOurs())) break pages
-          const detail = await client.getConversation(item.conversation_id)
+          let detail: ConversationDetail
+          try {
+            detail = await client.getConversation(item.conversation_id)
+          } catch (error) {
+            // This conversation's own answer (gone: 404; refused: another 4xx; a body that does not parse): skipped,
+            // named, and the run goes on. The provider down, slow or limiting ends the run, as before: what it queued
+            // stays, and the next run starts past it.
+            if (!isVoiceApiError(error) || !(error.type === 'invalid_response' || (error.status >= 400 && error.status < 500 && error.status !== 429 && error.status !== 401 && error.status !== 403))) throw error
+            const message = `${error.status ? `${error.status} ` : ''}${error.type}: ${error.message}`
+            result.unreadable.push({ conversationId: item.conversation_id, error: message })
+            rt.log.warn({ conversation_id: item.conversation_id, err: message }, 'reconciliation skipped a conversation the provider listed but would not give')
+            continue
+          }
           result.fetched++
           if (!isTerminalStatus(detail.status)) continue
           const event = synthesizeEvent(item, detail, now, await placedWith(rt, item, detail))
@@ -209,6 +239,10 @@ export async function reconcile(rt: Runtime, options: ReconcileOptions = {}): Pr
         }
       }
       if (!list.has_more || list.data.length === 0) break
+      if (page === maxPages - 1) {
+        result.more = true
+        rt.log.warn({ pages: result.pages, listed: result.listed }, `reconciliation read its ${maxPages} pages (the newest ${maxPages * PAGE} conversations); older ones were not looked at`)
+      }
     }
   } catch (error) {
     // Stopped mid-request: what was queued stays queued; the rest is the next run's.

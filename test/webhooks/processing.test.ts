@@ -535,6 +535,42 @@ describeEachDialect('webhook processing', (dialect) => {
     }
   })
 
+  // One conversation the provider lists but will not give (a 404) ended every run, before it reached any older one; a
+  // conversation older than the events kept was queued and run by recipes (and came back once its event was purged);
+  // the oldest past the pages a run reads were left without a word.
+  it('a reconciliation skips and names a conversation the provider will not give, leaves the ones older than the events kept, and says when there were more pages', async () => {
+    const ended = Date.parse(START) - 3_000_000
+    const item = (id: string, end: number) => ({ agent_id: 101, contact_number: '+919876543210', conversation_id: id, duration_seconds: 5, start_timestamp: end - 60_000, end_timestamp: end, status: 'no_answer' })
+    const listed = [item('conv-a_1', ended), item('conv-gone_1', ended), item('conv-b_1', ended), item('conv-ancient_1', ended - 40 * 86_400_000)]
+    const upstream = new H3()
+      .get('/v1/conversations', (event) => {
+        const offset = Number(new URL(event.req.url).searchParams.get('offset') ?? 0)
+        return { data: offset === 0 ? listed : [], has_more: true, total: 1_000 }
+      })
+      .get('/v1/conversations/:id', (event) => {
+        const found = listed.find((c) => c.conversation_id === event.context.params!.id)!
+        if (found.conversation_id === 'conv-gone_1') return new Response(JSON.stringify({ error: { message: 'conversation not found', type: 'not_found' } }), { status: 404, headers: { 'content-type': 'application/json' } })
+        return { data: { ...found, failure_reason: null, results: {}, trace_id: `trace-${found.conversation_id}` } }
+      })
+    const server = serve(upstream, { port: 0, hostname: '127.0.0.1', silent: true })
+    await server.ready()
+    try {
+      h = await createHarness(dialect, { VOICE_API_BASE_URL: server.url!, VOICE_API_KEY: 'sk_test_skips' })
+      const result = await reconcile(h.rt, { graceMs: 0, maxPages: 1 })
+      expect(result).toMatchObject({
+        synthesized: 2,
+        eventIds: ['reconcile:conv-a_1:no_answer', 'reconcile:conv-b_1:no_answer'],
+        unreadable: [{ conversationId: 'conv-gone_1', error: '404 not_found: conversation not found' }],
+        tooOld: 1,
+        more: true,
+      })
+      // And again: the unreadable one is skipped again, the rest is done.
+      expect(await reconcile(h.rt, { graceMs: 0, maxPages: 1 })).toMatchObject({ synthesized: 0, unreadable: [{ conversationId: 'conv-gone_1' }] })
+    } finally {
+      await server.close(true)
+    }
+  })
+
   // The provider's conversation carries neither the call's parameters nor its retry context: a reconciled conversation
   // had none, so its follow-up went out with the number alone (no name, no collected data) under `agent:101`, and the
   // report filed the call under `(direct)`. Switchboard's calls ledger has them for the calls it placed.
