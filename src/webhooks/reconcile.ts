@@ -18,6 +18,7 @@ import { ledgerParameters } from '../campaigns/ledger-parameters.ts'
 import type { RetryContext } from '../upstream/schemas.ts'
 import { isVoiceApiError } from '../upstream/errors.ts'
 import { rememberedDays } from './forgotten-event.ts'
+import { chainAttempt } from '../campaigns/conversation-chain.ts'
 
 export interface ReconcileOptions {
   /** Pages of 100 to read at most per run (bounds the cost of a run). */
@@ -177,13 +178,30 @@ export async function reconcile(rt: Runtime, options: ReconcileOptions = {}): Pr
   }
   try {
     const maxPages = options.maxPages ?? 50
+    /**
+     * Per chain (`conv_abc` of `conv_abc_2`), the latest attempt listed that has not settled (still running, or ended
+     * within the grace): an earlier attempt is left for a later run while one after it is unsettled. Reconciled alone, its
+     * event has no `retry` block (the provider's conversation has none), so it read as the final attempt — a follow-up
+     * was planned beside the platform's own next attempt, one call past the agent's limit. The list is newest first: a
+     * later attempt comes before the earlier ones, on this page or an earlier one.
+     */
+    const unsettled = new Map<string, number>()
     pages: for (let page = 0; page < maxPages; page++) {
       if (signal?.aborted || !(await stillOurs())) break
       const list = await client.listConversations({ limit: PAGE, offset: page * PAGE })
       result.pages++
       result.listed += list.data.length
       const now = rt.clock.now()
-      const terminal = list.data.filter((c) => isTerminalStatus(c.status) && (!c.end_timestamp || c.end_timestamp <= now - grace))
+      const settled = (c: ConversationListItem) => isTerminalStatus(c.status) && (!c.end_timestamp || c.end_timestamp <= now - grace)
+      for (const c of list.data) {
+        const at = chainAttempt(c.conversation_id)
+        if (at && !settled(c)) unsettled.set(at.chain, Math.max(unsettled.get(at.chain) ?? 0, at.attempt))
+      }
+      const laterUnsettled = (c: ConversationListItem) => {
+        const at = chainAttempt(c.conversation_id)
+        return at !== undefined && (unsettled.get(at.chain) ?? 0) > at.attempt
+      }
+      const terminal = list.data.filter((c) => settled(c) && !laterUnsettled(c))
       const candidates = terminal.filter((c) => !c.end_timestamp || c.end_timestamp >= oldestKept)
       result.tooOld += terminal.length - candidates.length
       if (candidates.length > 0) {

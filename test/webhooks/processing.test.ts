@@ -571,6 +571,31 @@ describeEachDialect('webhook processing', (dialect) => {
     }
   })
 
+  // The provider's conversation has no retry block: an attempt reconciled while the platform's next one was still under
+  // way read as the final one, and the follow-up recipe planned a call beside it — past the agent's attempt limit.
+  it('a reconciliation leaves a platform attempt for later while a later attempt of its chain has not settled', async () => {
+    const now = Date.parse(START)
+    const item = (id: string, status: string, end: number | null) => ({ agent_id: 103, contact_number: '+919822200016', conversation_id: id, duration_seconds: 5, start_timestamp: (end ?? now) - 60_000, end_timestamp: end ?? 0, status })
+    let listed = [item('conv-chain_3', 'in_progress', null), item('conv-chain_2', 'busy', now - 7 * 60_000), item('conv-chain_1', 'busy', now - 10 * 60_000), item('conv-alone_1', 'busy', now - 10 * 60_000)]
+    const upstream = new H3()
+      .get('/v1/conversations', () => ({ data: listed, has_more: false, total: listed.length }))
+      .get('/v1/conversations/:id', (event) => {
+        const found = listed.find((c) => c.conversation_id === event.context.params!.id)!
+        return { data: { ...found, failure_reason: null, results: {}, trace_id: 'trace-chain' } }
+      })
+    const server = serve(upstream, { port: 0, hostname: '127.0.0.1', silent: true })
+    await server.ready()
+    try {
+      h = await createHarness(dialect, { VOICE_API_BASE_URL: server.url!, VOICE_API_KEY: 'sk_test_chain' })
+      expect((await reconcile(h.rt)).eventIds).toEqual(['reconcile:conv-alone_1:busy'])
+      // The last attempt ends, and passes the grace: the whole chain goes together.
+      listed = [item('conv-chain_3', 'busy', now - 7 * 60_000), ...listed.slice(1)]
+      expect((await reconcile(h.rt)).eventIds).toEqual(['reconcile:conv-chain_3:busy', 'reconcile:conv-chain_2:busy', 'reconcile:conv-chain_1:busy'])
+    } finally {
+      await server.close(true)
+    }
+  })
+
   // The provider's conversation carries neither the call's parameters nor its retry context: a reconciled conversation
   // had none, so its follow-up went out with the number alone (no name, no collected data) under `agent:101`, and the
   // report filed the call under `(direct)`. Switchboard's calls ledger has them for the calls it placed.
