@@ -16,6 +16,7 @@ import { reviveEventFires } from '../recipes/claims.ts'
 import { isRetryableConflict } from './storage-errors.ts'
 import { inValues } from '../db/in-values.ts'
 import { inClaimSubquery } from '../db/in-claim-subquery.ts'
+import { reconciledBefore } from './reconcile.ts'
 
 export type EventRow = Selectable<WebhookEventsTable>
 
@@ -99,6 +100,7 @@ async function runConsumers(rt: Runtime, batch: PipelineEvent[], failures: Map<s
  */
 export async function processClaimedBatch(rt: Runtime, rows: ClaimedEvent[], claimedBy: string, options: { force?: boolean } = {}): Promise<ProcessOutcome[]> {
   const failures = new Map<string, Error>()
+  let late = new Set<string>()
   const parsed: PipelineEvent[] = []
   for (const row of rows) {
     try {
@@ -112,13 +114,16 @@ export async function processClaimedBatch(rt: Runtime, rows: ClaimedEvent[], cla
   const stopRenewing = keepClaimedWhileRunning(rt, claimedBy, rows.map((r) => r.event_id))
   try {
     for (const [id, error] of await applyReadModelBatch(rt, parsed.filter(isProviderEvent))) failures.set(id, error)
-    await runConsumers(rt, parsed, failures)
+    // A webhook for an outcome reconciliation already queued: stored and read, but not run again (a replay is asked for).
+    if (!options.force) late = await reconciledBefore(rt, parsed)
+    for (const id of late) rt.log.info({ event_id: id }, 'webhook brings an outcome reconciliation already queued: its recipes and destinations are not run again')
+    await runConsumers(rt, late.size ? parsed.filter((e) => !late.has(e.eventId)) : parsed, failures)
   } finally {
     // Never renew while the outcomes are written: on Postgres the renewal (another pooled connection) and
     // the outcome transaction would lock the same rows in different orders and deadlock.
     await stopRenewing()
   }
-  return recordOutcomes(rt, rows, claimedBy, failures, options)
+  return recordOutcomes(rt, rows, claimedBy, failures, { ...options, notForwarded: late })
 }
 
 /** Renews `ids`' claims every third of CLAIM_MS on the runtime's clock until the returned function is called. */
@@ -127,7 +132,7 @@ function keepClaimedWhileRunning(rt: Runtime, owner: string, ids: string[]): () 
 }
 
 /** Records every outcome of a batch in one transaction, with the deliveries its processed events owe. */
-async function recordOutcomes(rt: Runtime, rows: ClaimedEvent[], claimedBy: string, failures: Map<string, Error>, options: { force?: boolean }): Promise<ProcessOutcome[]> {
+async function recordOutcomes(rt: Runtime, rows: ClaimedEvent[], claimedBy: string, failures: Map<string, Error>, options: { force?: boolean; notForwarded?: Set<string> }): Promise<ProcessOutcome[]> {
   const metrics = webhookMetrics(rt.metrics)
   const now = rt.clock.now()
   const debug = rt.log.isLevelEnabled('debug')
@@ -172,7 +177,7 @@ async function recordOutcomes(rt: Runtime, rows: ClaimedEvent[], claimedBy: stri
   // which would process the whole batch again.
   for (let attempt = 1; ; attempt++) {
     try {
-      await writeOutcomes(rt, rows, claimedBy, failures, outcomes, processedByAttempts, now)
+      await writeOutcomes(rt, rows, claimedBy, failures, outcomes, processedByAttempts, now, options.notForwarded)
       return outcomes
     } catch (error) {
       if (attempt >= 3 || !isRetryableConflict(error)) throw error
@@ -189,6 +194,7 @@ async function writeOutcomes(
   outcomes: ProcessOutcome[],
   processedByAttempts: Map<number, string[]>,
   now: number,
+  notForwarded: Set<string> = new Set(),
 ): Promise<void> {
   await rt.store.db.transaction().execute(async (trx) => {
     for (const [attempts, ids] of processedByAttempts) {
@@ -217,7 +223,7 @@ async function writeOutcomes(
         .execute()
     }
     // Forwarding: the deliveries processed events owe, committed with their outcome (src/destinations).
-    await enqueueDeliveries(trx, rt, rows.filter((r) => !failures.has(r.event_id)))
+    await enqueueDeliveries(trx, rt, rows.filter((r) => !failures.has(r.event_id) && !notForwarded.has(r.event_id)))
   })
 }
 

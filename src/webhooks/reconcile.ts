@@ -19,6 +19,8 @@ import type { RetryContext } from '../upstream/schemas.ts'
 import { isVoiceApiError } from '../upstream/errors.ts'
 import { rememberedDays } from './forgotten-event.ts'
 import { chainAttempt } from '../campaigns/conversation-chain.ts'
+import type { PipelineEvent } from '../events/hooks.ts'
+import { providerTimeMs } from '../utils/iso-datetime.ts'
 
 export interface ReconcileOptions {
   /** Pages of 100 to read at most per run (bounds the cost of a run). */
@@ -146,6 +148,32 @@ export function synthesizeEvent(item: ConversationListItem, detail: Conversation
   }
 }
 
+/** How long after a conversation ends reconciliation leaves it to the provider's own webhook retries. */
+export function reconcileGraceMs(rt: Runtime): number {
+  return rt.config.sandboxMode ? PROVIDER_RETRY_HORIZON_MS / rt.config.sandbox.speed : PROVIDER_RETRY_HORIZON_MS
+}
+
+/**
+ * The provider's webhooks in `events` that bring an outcome reconciliation already queued (its event
+ * `reconcile:<conversation_id>:<status>` is stored): a delivery the provider retried past the grace, or one re-sent by
+ * hand. Stored under its own id, it ran every recipe and destination a second time. Only a webhook for a conversation
+ * that ended before the grace can be one (reconciliation waits that long), so a live campaign's events cost no read.
+ */
+export async function reconciledBefore(rt: Runtime, events: readonly PipelineEvent[]): Promise<Set<string>> {
+  const before = rt.clock.now() - reconcileGraceMs(rt)
+  const late = new Map<string, string>()
+  for (const e of events) {
+    if (e.kind === 'target' || e.source !== 'webhook') continue
+    const call = e.event.data.call
+    const ended = call.ended_at ? providerTimeMs(call.ended_at) : NaN
+    if (!call.conversation_id || !(ended <= before)) continue
+    late.set(`reconcile:${call.conversation_id}:${call.status}`, e.eventId)
+  }
+  if (late.size === 0) return new Set()
+  const found = await rt.store.db.selectFrom('webhook_events').select('event_id').where('event_id', 'in', [...late.keys()]).execute()
+  return new Set(found.map((r) => late.get(r.event_id)!))
+}
+
 /**
  * Lists conversations upstream and queues a synthesized event (`source: 'reconcile'`, event id
  * `reconcile:<conversation_id>:<status>`, so re-running never duplicates) for every terminal one the
@@ -164,7 +192,7 @@ export async function reconcile(rt: Runtime, options: ReconcileOptions = {}): Pr
   const { inbox, worker } = webhookState(rt)
   const signal = options.signal
   const client = rt.workspaceClient(signal ? { signal } : {})
-  const grace = options.graceMs ?? (rt.config.sandboxMode ? PROVIDER_RETRY_HORIZON_MS / rt.config.sandbox.speed : PROVIDER_RETRY_HORIZON_MS)
+  const grace = options.graceMs ?? reconcileGraceMs(rt)
   // A run can outlast its lease when the provider is slow (a page is up to 100 detail requests, each retried): the
   // lease is renewed as the run goes, and a run that finds it taken by another replica meanwhile stops there.
   let renewedAt = rt.clock.now()

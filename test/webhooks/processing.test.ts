@@ -596,6 +596,35 @@ describeEachDialect('webhook processing', (dialect) => {
     }
   })
 
+  // Stored under its own id, a webhook the provider retried (or someone re-sent) after reconciliation had queued the same
+  // outcome ran every recipe and destination a second time.
+  it('a webhook bringing an outcome reconciliation already queued is stored and read, but its consumers do not run again', async () => {
+    const ended = Date.parse(START) - 3_600_000
+    const listed = [{ agent_id: 101, contact_number: '+919876543210', conversation_id: 'conv-late_1', duration_seconds: 0, start_timestamp: ended - 60_000, end_timestamp: ended, status: 'no_answer' }]
+    const upstream = new H3()
+      .get('/v1/conversations', () => ({ data: listed, has_more: false, total: 1 }))
+      .get('/v1/conversations/:id', () => ({ data: { ...listed[0], failure_reason: 'no_answer', results: {}, trace_id: 'trace-late' } }))
+    const server = serve(upstream, { port: 0, hostname: '127.0.0.1', silent: true })
+    await server.ready()
+    try {
+      h = await createHarness(dialect, { VOICE_API_BASE_URL: server.url!, VOICE_API_KEY: 'sk_test_late' })
+      const seen: string[] = []
+      h.rt.hooks.on('test', (e) => void seen.push(e.eventId))
+      expect(await reconcile(h.rt)).toMatchObject({ synthesized: 1 })
+      await drainDue(h.rt)
+      expect(seen).toEqual(['reconcile:conv-late_1:no_answer'])
+      const late = makeEvent({ event_type: 'call.no_answer', timestamp: '2026-03-01T09:59:00Z', call: { conversation_id: 'conv-late_1', ended_at: new Date(ended).toISOString(), trace_id: 'trace-late' } })
+      expect((await h.send(late)).status).toBe(204)
+      // A live outcome of another conversation in the same batch runs as ever.
+      const fresh = makeEvent({ event_type: 'call.no_answer' })
+      expect((await h.send(fresh)).status).toBe(204)
+      expect((await drainDue(h.rt)).map((o) => [o.eventId, o.status]).sort()).toEqual([[fresh.event_id, 'processed'], [late.event_id, 'processed']].sort())
+      expect(seen).toEqual(['reconcile:conv-late_1:no_answer', fresh.event_id])
+    } finally {
+      await server.close(true)
+    }
+  })
+
   // The provider's conversation carries neither the call's parameters nor its retry context: a reconciled conversation
   // had none, so its follow-up went out with the number alone (no name, no collected data) under `agent:101`, and the
   // report filed the call under `(direct)`. Switchboard's calls ledger has them for the calls it placed.
