@@ -459,7 +459,10 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       if (!r.error) {
         // Not known good yet: its type verdict is still coming (an edit elsewhere in the folder sends every recipe's
         // again). Forgotten now, a recipe with the same type error was logged broken again after every such edit.
-        if (!awaitingVerdict.has(r.name)) reported.delete(r.name)
+        if (!awaitingVerdict.has(r.name) && reported.delete(r.name)) {
+          // Said as its breaking was: the log's last word on a fixed recipe was that it is broken.
+          log.info({ recipe: r.name, file: r.file }, `recipe ${r.name} loads again`)
+        }
         continue
       }
       if (reported.get(r.name) === r.error) continue

@@ -87,7 +87,7 @@ describeEachDialect('recipe run limits', (dialect) => {
     clock = createManualClock('2026-01-01T07:59:00Z')
     store = await openTestStore(dialect)
     dataDir = mkdtempSync(join(tmpdir(), 'sb-data-'))
-    logs = captureLogs('warn')
+    logs = captureLogs('info')
     const config = loadConfig({
       env: { DATA_DIR: dataDir, LOG_LEVEL: 'silent', RECIPES_DIR: folder.dir, RECIPES_TIMEZONE: 'UTC', RECIPES_TYPECHECK: 'false', RECIPE_TIMEOUT_SECONDS: '30' },
     })
@@ -230,6 +230,8 @@ export default defineRecipe({ description: 'never loads', on: ['call.no_answer']
 export default defineRecipe({ description: 'loads now', on: ['call.no_answer'], run: () => 'ran' })
 `)
     expect((await engine.reload()).map((r) => [r.name, r.error ?? null])).toEqual([['stuck', null], ['sweep', null], ['warm', null]])
+    // Said, as its breaking was: the log's last word on it was "broken".
+    await vi.waitFor(() => expect(logs.find(/^recipe stuck loads again$/)).toHaveLength(1))
   })
 
   it('a run that ends while the database refuses every write is closed once it takes them again, not held running for an hour', async () => {
