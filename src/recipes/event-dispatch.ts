@@ -153,6 +153,20 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
       await finishFires(rt, recipe.name, owner, ids, { status: 'dead', runId: null, error: 'event no longer stored' })
       return true
     }
+    // Queued while its `on` listed them, of a type it lists no more (an edit narrowed it): given up, not run — a recipe
+    // narrowed to stop handling call.busy got the busy events already queued, and a `crm:*` recipe provider events.
+    const on = recipe.definition?.on
+    const unlisted = on ? events.filter((e) => !subscribes(on, e)) : []
+    if (unlisted.length > 0) {
+      const gone = new Set(unlisted.map((e) => e.eventId))
+      const types = [...new Set(unlisted.map((e) => (e.kind === 'target' ? `${e.target}:${e.eventType}` : e.eventType)))].join(', ')
+      const reason = `given up: recipe "${recipe.name}" no longer lists ${types} in its "on"`
+      await finishFires(rt, recipe.name, owner, [...gone], { status: 'dead', runId: null, error: reason })
+      log.info({ recipe: recipe.name, events: gone.size }, `${gone.size} queued event(s) of a type the recipe no longer takes: ${reason}`)
+      for (const id of gone) memo.delete(`${recipe.name}\u0000${id}`)
+      const left = rows.filter((r) => !gone.has(r.event_id))
+      return left.length === 0 ? true : runBatch(recipe, left, claimedAt)
+    }
     // Renew the claim while the run lasts, so a long run is not taken over; a killed process stops renewing.
     let renewing = true
     let cancelRenew: (() => void) | undefined

@@ -146,6 +146,32 @@ export default defineRecipe({ description: 'follow-ups', on: ['call.no_answer'],
     expect(await fires()).toEqual([['evt_1', 'done', 0], ['evt_2', 'done', 0], ['evt_3', 'done', 0]])
   })
 
+  it('events queued before an edit narrowed its "on" are given up, not run: the recipe gets only the types it lists now', async () => {
+    const source = (on: string[]) => `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'follow-ups', on: ${JSON.stringify(on)}, run: (ctx) => ctx.trigger.events!.map((e) => e.eventType).join(',') })
+`
+    folder.write('followup', source(['call.no_answer', 'call.busy']))
+    const engine = recipeEngineFor(rt)
+    registerConsumers(rt, { recipes: engine })
+    cleanups.push(await startRecipes(rt, { watch: false }))
+    // Queued while it was broken (as it last subscribed), then fixed with a narrower "on".
+    folder.write('followup', 'export default {{')
+    await engine.reload()
+    await deliver(rt, [processed('evt_n1', 'call.no_answer', 'conv_n1'), processed('evt_b1', 'call.busy', 'conv_b1'), processed('evt_n2', 'call.no_answer', 'conv_n2')])
+    await clock.advance(5_000)
+    await engine.idle()
+    folder.write('followup', source(['call.no_answer']))
+    await engine.reload()
+    await engine.idle()
+    expect((await listRuns(rt, { recipe: 'followup' })).map((r) => [r.status, r.summary])).toEqual([['succeeded', 'call.no_answer,call.no_answer']])
+    const fires = (await rt.store.db.selectFrom('recipe_event_fires').select(['event_id', 'status', 'last_error']).orderBy('event_id').execute()).map((f) => [f.event_id, f.status, f.last_error])
+    expect(fires).toEqual([
+      ['evt_b1', 'dead', 'given up: recipe "followup" no longer lists call.busy in its "on"'],
+      ['evt_n1', 'done', null],
+      ['evt_n2', 'done', null],
+    ])
+  })
+
   it('events claimed before a type error is found go back to the queue without spending an attempt', async () => {
     const source = (body: string) => `import { defineRecipe } from 'switchboard'
 export default defineRecipe({ description: 'follow-ups', on: ['call.no_answer'], run: (ctx) => { ${body} } })
