@@ -274,8 +274,10 @@ export async function deliverQueued(rt: Runtime, id: string, owner: string, opti
     const refused = refusalsOf(failure.error, rt.config.mail.smtpUrl)
     // Every recipient refused, some for good and some for now: each group is settled its own way.
     if (!givenUp && refused.some((r) => r.permanent) && refused.some((r) => !r.permanent)) return split([], refused)
-    const message = describeMailError(failure.error, rt.config.mail.smtpUrl)
+    let message = describeMailError(failure.error, rt.config.mail.smtpUrl)
     if (isPermanent(failure.error) || givenUp) {
+      // Said as such: a failed row showed the relay's last "try again later", and nothing of the day of tries before it.
+      if (!isPermanent(failure.error)) message = `given up after ${attempts} attempts over ${Math.round(MAIL_GIVE_UP_MS / 3_600_000)} h; the relay's last answer: ${message}`
       await settle({ status: 'failed', error: message, next_attempt_at: null })
       metrics.failures.inc({ transport: 'smtp' })
       log.error({ attempts, error: message, recipients: to }, 'mail failed: not retried')
