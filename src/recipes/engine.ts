@@ -14,7 +14,7 @@ import { createScheduler, nextTick, previousTick, type Scheduler } from './sched
 import { createRecipeSubscriptions } from './subscriptions.ts'
 import { createTypeVerdicts, installationTypeCacheFile, typeCacheFile } from './type-verdicts.ts'
 import { formatDiagnostic, type RecipeDiagnostic } from './diagnostic.ts'
-import { realRunInProgress, RecipeBusyError, RecipeRunningError, RUN_STALE_MS, StoppedBeforeTurnError } from './overlap.ts'
+import { realRunInProgress, RecipeBusyError, RecipeRunningError, RUN_STALE_MS, StillBrokenError, StoppedBeforeTurnError } from './overlap.ts'
 
 export { RecipeRunningError, RetryRunsAloneError } from './overlap.ts'
 
@@ -226,13 +226,19 @@ export function createRecipeEngine(rt: Runtime, options: RecipeEngineOptions = {
       )
     })
 
+  /** Per recipe, the reason of the last event run recorded skipped for being broken in this process. */
+  const skippedBroken = new Map<string, string>()
   const runNow = async (recipe: LoadedRecipe, trigger: RecipeTrigger<PipelineEvent>, dryRun: boolean): Promise<RecipeRun> => {
     // A recipe with type errors never runs: wait for its verdict (immediate when cached).
     await typeChecked
     if (!recipe.definition) {
       if (trigger.type === 'manual') throw new BrokenRecipeError(recipe.name, recipe.error ?? 'not loaded')
-      return recordSkipped(rt, recipe.name, trigger, `skipped: recipe is broken: ${recipe.error ?? 'not loaded'}`)
+      const reason = `skipped: recipe is broken: ${recipe.error ?? 'not loaded'}`
+      if (trigger.type === 'event' && skippedBroken.get(recipe.name) === reason) throw new StillBrokenError(recipe.name)
+      if (trigger.type === 'event') skippedBroken.set(recipe.name, reason)
+      return recordSkipped(rt, recipe.name, trigger, reason)
     }
+    skippedBroken.delete(recipe.name)
     return executeRun(rt, recipe.name, recipe.definition, { trigger, dryRun, timezone: recipe.timezone })
   }
 

@@ -8,7 +8,7 @@ import type { PipelineEvent } from '../events/hooks.ts'
 import { parseRow } from '../webhooks/processing.ts'
 import { claimFireBatch, enqueueEventFires, finishFires, INTERRUPTED_ERROR_PREFIX, releaseFires, renewFireClaims, type FireRow } from './claims.ts'
 import type { LoadedRecipe } from './loader.ts'
-import { RecipeBusyError, RecipeRunningError, RetryRunsAloneError, StoppedBeforeTurnError } from './overlap.ts'
+import { RecipeBusyError, RecipeRunningError, RetryRunsAloneError, StillBrokenError, StoppedBeforeTurnError } from './overlap.ts'
 import type { RecipeRun } from './runner.ts'
 import { summaryText } from './summary.ts'
 
@@ -185,6 +185,11 @@ export function createEventDispatch(rt: Runtime, deps: DispatchDeps): EventDispa
     } catch (error) {
       // Never run: the dispatch stopped while it waited for its turn — held through the stop, its claims were charged
       // an attempt when the stopped thread's claims were given back (src/instances.ts) — the next start claims them.
+      // Broken again for the reason already recorded and logged: back to the queue, said once only.
+      if (error instanceof StillBrokenError) {
+        await releaseFires(rt, recipe.name, owner, ids)
+        return true
+      }
       if (error instanceof StoppedBeforeTurnError) {
         log.info({ recipe: recipe.name, events: ids.length }, `${error.message}; its events go back to its queue, no attempt spent`)
         await releaseFires(rt, recipe.name, owner, ids)

@@ -126,6 +126,18 @@ export class RecipeRunningError extends Error {
 }
 
 /**
+ * An event batch of a recipe found broken again for the reason its last skipped run recorded (a type error whose verdict
+ * every edit in the folder asks for again): its events go back to the queue, with no run recorded and no warning — a
+ * skipped run and a warning per save, for the one reason already said, filled the recipe's last runs.
+ */
+export class StillBrokenError extends Error {
+  constructor(readonly recipe: string) {
+    super(`recipe "${recipe}" is still broken for the reason its last skipped run recorded`)
+    this.name = 'StillBrokenError'
+  }
+}
+
+/**
  * An event batch that waited RECIPE_TIMEOUT_SECONDS for the recipe's run ahead of it in this process and did not
  * get its turn: it is not run, and its events go back to the queue untouched.
  */

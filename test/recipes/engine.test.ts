@@ -188,6 +188,15 @@ export default defineRecipe({ description: 'follow-ups', on: ['call.no_answer'],
     const fires = async () => (await rt.store.db.selectFrom('recipe_event_fires').select(['event_id', 'status', 'attempts', 'claimed_by']).execute()).map((f) => [f.event_id, f.status, Number(f.attempts), f.claimed_by])
     expect(await fires()).toEqual([['evt_1', 'pending', 0, null]])
     expect((await listRuns(rt, { recipe: 'followup' })).map((r) => r.status)).toEqual(['skipped'])
+    // An edit elsewhere in the folder asks every verdict again: the batch is claimed again and found broken for the
+    // same reason — back to the queue, with no second skipped run (one a save filled its last runs).
+    folder.write('_helper', `export const unrelated = 1\n`)
+    await engine.reload()
+    await engine.idle()
+    await clock.advance(1_000)
+    await engine.idle()
+    expect((await listRuns(rt, { recipe: 'followup' })).map((r) => r.status)).toEqual(['skipped'])
+    expect(await fires()).toEqual([['evt_1', 'pending', 0, null]])
 
     folder.write('followup', source(`return 'fixed:' + ctx.trigger.events!.length`))
     await engine.reload()
