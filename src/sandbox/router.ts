@@ -87,7 +87,7 @@ export function createRouter(options: RouterOptions) {
     let path = url.pathname.startsWith(base) ? url.pathname.slice(base.length) : url.pathname
     if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1)
     const method = request.method === 'HEAD' ? 'GET' : request.method
-    if (!/^\/v1(\/|$)/.test(path)) return apiErrorResponse(404, 'not_found', `no such endpoint: ${request.method} ${path}`)
+    if (!/^\/v1(\/|$)/.test(path)) return apiErrorResponse(404, 'not_found', `no such endpoint: ${request.method} ${url.pathname}`)
 
     const key = BEARER.exec(request.headers.get('authorization') ?? '')?.[1]
     const tenant = key ? ctx.state.tenantByKey(key) : undefined
@@ -110,7 +110,7 @@ export function createRouter(options: RouterOptions) {
     if (faults.shouldFail()) return fail(new ApiFailure(500, 'internal_error', 'internal server error (injected by SANDBOX_FAULTS)'))
 
     const candidates = match(path)
-    if (!candidates) return fail(new ApiFailure(404, 'not_found', `no such endpoint: ${request.method} ${path}`))
+    if (!candidates) return fail(new ApiFailure(404, 'not_found', `no such endpoint: ${request.method} ${url.pathname}`))
     const found = candidates.find((c) => c.route.method === method)
     if (!found) {
       // HEAD is answered wherever GET is (as GET, above), so it is allowed there (RFC 9110 §15.5.6).

@@ -82,4 +82,12 @@ describe('switchboard in sandbox mode', () => {
     })
     expect(head.split('\r\n')[0]).toBe('HTTP/1.1 200 OK')
   })
+  it('names the path asked for when the embedded sandbox has no such endpoint (it named the path under /sandbox: "GET ")', async () => {
+    const s = await start()
+    for (const path of ['/sandbox', '/sandbox/', '/sandbox/v1/nowhere']) {
+      const res = await fetch(`${s.url}${path}`, { headers: ACME })
+      expect(res.status, path).toBe(404)
+      expect((await res.json()).error, path).toEqual({ message: `no such endpoint: GET ${path}`, type: 'not_found' })
+    }
+  })
 })

@@ -46,6 +46,17 @@ describe('limits', () => {
     expect((await h.call(phoneCall('+919876543210'))).status).toBe(200)
   })
 
+  it('counts one destination however its international prefix is written (+, 00, or digits alone)', async () => {
+    h = harness({ numberLimit: 2 })
+    expect((await h.call(phoneCall('+919876543210'))).status).toBe(200)
+    expect((await h.call(phoneCall('00919876543210'))).status).toBe(200)
+    for (const spelling of ['919876543210', '+91 98765-43210', '0091 98765 43210', '+919876543210']) {
+      expect((await h.call(phoneCall(spelling))).status, spelling).toBe(429)
+    }
+    // A national form is another destination to a sandbox that knows no default country.
+    expect((await h.call(phoneCall('09876543210'))).status).toBe(200)
+  })
+
   it('refuses the (maxCalls+1)th simultaneous call with current_calls/max_calls inside error', async () => {
     h = harness({ maxCalls: 10 })
     for (let i = 0; i < 10; i++) expect((await h.call(phoneCall(`+91987654${String(i).padStart(4, '0')}`))).status).toBe(200)

@@ -79,6 +79,15 @@ function validate(body: Record<string, unknown>, now: number): ValidCall {
   }
 }
 
+/**
+ * The destination a per-number limit counts: its digits after the international prefix, however that was written —
+ * `+91 95555 55550`, `0091…` and `91…` are one person (as `+91-95555-55550` already was), and a client varying the form
+ * got past the limit. The sandbox has no default country, so a national form (`09555…`) stays its own destination.
+ */
+function destinationDigits(phone: string): string {
+  return phone.replace(/[^\d+]/g, '').replace(/^(\+|00)/, '')
+}
+
 /** POST /v1/call */
 export const createCall: ApiHandler = async (ctx, { req, tenant }) => {
   const body = await readJsonObject(req)
@@ -98,7 +107,7 @@ export const createCall: ApiHandler = async (ctx, { req, tenant }) => {
   }
   const immediate = call.scheduledAt === undefined
   if (immediate) {
-    const numberKey = `${tenant.id}:${call.phone.replace(/[^\d+]/g, '')}`
+    const numberKey = `${tenant.id}:${destinationDigits(call.phone)}`
     const wait = ctx.numberLimiter.retryAfter(numberKey, now)
     if (wait !== undefined) {
       throw new ApiFailure(429, 'rate_limit_exceeded', 'rate limit exceeded for this number', {}, { 'retry-after': String(wait) })
