@@ -22,6 +22,7 @@ import { withHead } from './allow-header.ts'
 import { parseJsonBody } from './json-body.ts'
 import { errorFromVoiceApi, invalidAnswer, parseJson, readAnswer, type TextAnswer } from './error-answer.ts'
 import { createIdleDeadline } from './idle-deadline.ts'
+import { ageSeconds } from './age.ts'
 import { currentGeneration } from './invalidation-marks.ts'
 import { entryHeaders, markedHeaders, mayServeStale } from './revalidation-mark.ts'
 import { createRecordingCache } from './recordings.ts'
@@ -73,11 +74,6 @@ function canonicalQuery(params: URLSearchParams): string {
  * response directly instead of pumping a ReadableStream, which is most of the cost of a cache HIT.
  */
 export type ProxyReply = Response | HTTPResponse
-
-/** An entry's Age in whole seconds (RFC 9111 §5.1), as its answers carry it and a caller's max-age is compared with. */
-function ageSeconds(entry: CacheEntry, now: number): number {
-  return Math.max(0, Math.floor((now - entry.stored_at) / 1000))
-}
 
 function fromEntry(entry: CacheEntry, cache: CacheStatus, method: string, now: number): HTTPResponse {
   const { headers } = entryHeaders(entry)
@@ -238,7 +234,9 @@ export function createProxy(rt: Runtime): Proxy {
     const flight = mode === 'no-store' ? `${key}#no-store` : key
     const fetched = await flights.run(flight, () => fetchForCache(url, route, apiKey, tenant, key, mode !== 'no-store'))
     if (!fetched.ok) return (await stale()) ?? failureResponse(fetched)
-    if (fetched.status >= 500) {
+    // A 429 too: the provider will not answer this key now, which is when the kept copy matters most — a fresh entry
+    // asked upstream only to confirm the key got the 429 and nothing (a recording in the same state is served STALE).
+    if (fetched.status >= 500 || fetched.status === 429) {
       const served = await stale()
       if (served) {
         // The provider did answer, just now: its back-off (Retry-After, X-RateLimit-*) goes with the stale copy.

@@ -158,6 +158,28 @@ describeEachDialect('proxy cache', (dialect) => {
     expect((await passed.json()).error.type).toBe('internal_error')
   })
 
+  it('serves the kept copy STALE when the provider answers 429, with its back-off; a read with nothing kept gets the 429', async () => {
+    h = await proxyHarness({ dialect, sandbox: { rateLimit: 5 } })
+    const id = await finishedCall(h, '+919876543216')
+    const kept = await h.request(`/v1/conversations/${id}`)
+    expect(kept.headers.get('x-cache')).toBe('MISS')
+    const body = await kept.json()
+    // The key's quota used up; switchboard's key window lapses while the entry (terminal: 24 h) is still fresh.
+    while ((await h.direct('/v1/conversations?limit=2')).status !== 429);
+    await h.clock.advance(61_000)
+    const served = await h.request(`/v1/conversations/${id}`)
+    expect(served.status).toBe(200)
+    expect(served.headers.get('x-cache')).toBe('STALE')
+    expect(await served.json()).toEqual(body)
+    expect(Number(served.headers.get('retry-after'))).toBeGreaterThan(0)
+    expect(served.headers.get('x-ratelimit-remaining')).toBe('0')
+    const nothing = await h.request('/v1/batch-calls?limit=7')
+    expect(nothing.status).toBe(429)
+    expect(nothing.headers.get('x-cache')).toBe('MISS')
+    // A key never accepted gets no kept copy for a 429 either.
+    expect((await h.request(`/v1/conversations/${id}`, { key: GLOBEX })).status).not.toBe(200)
+  })
+
   it('caches a non-terminal conversation only briefly and a 404 at most briefly', async () => {
     h = await proxyHarness({ dialect })
     await h.call(phoneCall('+919876543210'))
