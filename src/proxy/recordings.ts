@@ -11,6 +11,7 @@ import { createAccessTimes } from './access-times.ts'
 import { ConfigError } from '../config/load.ts'
 import { accessProblem } from '../utils/access-problem.ts'
 import { ifNoneMatchMatches } from './if-none-match.ts'
+import { ageSeconds } from './age.ts'
 
 export type RecordingRow = Selectable<RecordingsTable>
 
@@ -100,7 +101,7 @@ function unsatisfiable(size: number, request: Request, headers: Headers): Respon
  * What a 304 carries of the 200 it stands for (RFC 9110 §15.4.5): the fields a cache updates its copy with, and no
  * representation metadata (type, length, disposition) — there is no body to describe. Date is the server's own.
  */
-const NOT_MODIFIED_HEADERS = ['etag', 'cache-control', 'content-location', 'expires', 'vary', 'x-cache'] as const
+const NOT_MODIFIED_HEADERS = ['etag', 'cache-control', 'content-location', 'expires', 'vary', 'age', 'x-cache'] as const
 
 /**
  * A 304 when the request's If-None-Match matches the recording's ETag (RFC 9110 §13.1.2, weak comparison; `*` matches
@@ -434,7 +435,9 @@ export function createRecordingCache(rt: Runtime): RecordingCache {
       const kept = row.headers ? (JSON.parse(row.headers) as Record<string, string>) : {}
       // The provider's ETag, as its own answers carry it; when it sent none (or the row predates keeping it), the bytes' hash.
       const etag = kept.etag ?? `"${row.file.slice(0, 32)}"`
-      const headers = new Headers({ 'content-type': row.content_type, 'accept-ranges': 'bytes', ...kept, etag, 'x-cache': cache })
+      // Served from disk: its Age, as a JSON entry's (a downstream cache took a recording kept for days as new).
+      const age = String(ageSeconds(row, rt.clock.now()))
+      const headers = new Headers({ 'content-type': row.content_type, 'accept-ranges': 'bytes', ...kept, etag, age, 'x-cache': cache })
       const unchanged = notModified(request, etag, headers)
       if (unchanged) return unchanged
       const range = rangeOf(request, size, etag)

@@ -54,6 +54,7 @@ describeEachDialect('proxy recordings', (dialect) => {
     expect(first.status).toBe(200)
     expect(first.headers.get('x-cache')).toBe('MISS')
     expect(first.headers.get('accept-ranges')).toBe('bytes')
+    expect(first.headers.get('age')).toBeNull()
     expect(new Uint8Array(await first.arrayBuffer())).toEqual(original)
     const requests = h.sandbox.stats().requests
 
@@ -152,13 +153,20 @@ describeEachDialect('proxy recordings', (dialect) => {
     await h.clock.advance(120_000)
     const again = await h.request(path)
     expect(again.headers.get('x-cache')).toBe('HIT')
+    // Served from disk with its Age (RFC 9111 §5.1), as JSON entries are: a downstream cache took it for new.
+    expect(again.headers.get('age')).toBe('120')
     expect(new Uint8Array(await again.arrayBuffer())).toEqual(original)
     await h.clock.advance(120_000)
     await h.stopSandbox()
     const stale = await h.request(path, { headers: { range: 'bytes=0-9' } })
     expect(stale.status).toBe(206)
     expect(stale.headers.get('x-cache')).toBe('STALE')
+    expect(stale.headers.get('age')).toBe('240')
     expect(new Uint8Array(await stale.arrayBuffer())).toEqual(original.slice(0, 10))
+    const etag = stale.headers.get('etag')!
+    const unchanged = await h.request(path, { headers: { 'if-none-match': etag } })
+    expect(unchanged.status).toBe(304)
+    expect(unchanged.headers.get('age')).toBe('240')
   })
 
   it('stays within PROXY_RECORDINGS_MAX_BYTES, removing the least recently used files', async () => {
