@@ -46,10 +46,21 @@ export function serveApp(app: H3, options: ServeAppOptions): ServedApp {
   })
 }
 
+/** Node's parser (llhttp) codes for a body whose length cannot be read from the request. */
+const BODY_FRAMING_ERRORS = new Set(['HPE_INVALID_CONTENT_LENGTH', 'HPE_UNEXPECTED_CONTENT_LENGTH', 'HPE_INVALID_TRANSFER_ENCODING', 'HPE_INVALID_CHUNK_SIZE'])
+
 /** What Node's HTTP parser refuses before any handler sees the request, said as the provider's errors are. */
 function clientErrorOf(code: string | undefined): { status: number; message: string } {
   if (code === 'HPE_HEADER_OVERFLOW') return { status: 431, message: 'the request line and headers are larger than 16 KB (a very long URL or query string?): send less, or the data in a body' }
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, message: 'the request did not arrive in time' }
+  // Said by what is wrong: a stray byte pasted into an API key was blamed on the URL. The header is not named — it may
+  // be the key itself.
+  if (code === 'HPE_INVALID_HEADER_TOKEN') {
+    return { status: 400, message: 'a header of the request has a character HTTP does not allow (a control character or DEL in a value, a space in a name): check the headers your client sends, an API key pasted with a stray character say' }
+  }
+  if (code !== undefined && BODY_FRAMING_ERRORS.has(code)) {
+    return { status: 400, message: "the request's body is not framed as HTTP/1.1 says (Content-Length not a number, both Content-Length and Transfer-Encoding, or a bad chunk size)" }
+  }
   return { status: 400, message: 'the request is not valid HTTP/1.1 (a raw space or non-ASCII byte in the URL? percent-encode it)' }
 }
 

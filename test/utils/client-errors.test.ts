@@ -41,6 +41,28 @@ it('a request line Node cannot parse is a 400 with the error body, the connectio
   expect(JSON.parse(body!)).toEqual({ error: { type: 'invalid_request', message: 'the request is not valid HTTP/1.1 (a raw space or non-ASCII byte in the URL? percent-encode it)' } })
 })
 
+it('a header with a byte HTTP does not allow is said to be the header, not the URL, and not echoed (it may be the key)', async () => {
+  const port = await start()
+  for (const bad of [0x7f, 0x01]) {
+    const answer = await raw(port, Buffer.concat([Buffer.from('GET /v1/conversations HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer sk_live_secret'), Buffer.from([bad]), Buffer.from('\r\n\r\n')]))
+    const [head, body] = answer.split('\r\n\r\n')
+    expect(head).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/)
+    const { message } = (JSON.parse(body!) as { error: { message: string } }).error
+    expect(message).toMatch(/^a header of the request has a character HTTP does not allow/)
+    expect(answer).not.toContain('sk_live_secret')
+  }
+})
+
+it('a body whose length cannot be read is said so', async () => {
+  const port = await start()
+  for (const framing of ['Content-Length: abc', 'Transfer-Encoding: chunked\r\nContent-Length: 3']) {
+    const answer = await raw(port, Buffer.from(`POST /v1/conversations HTTP/1.1\r\nHost: a\r\n${framing}\r\n\r\nabc`))
+    const [head, body] = answer.split('\r\n\r\n')
+    expect(head, framing).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/)
+    expect((JSON.parse(body!) as { error: { message: string } }).error.message, framing).toMatch(/^the request's body is not framed as HTTP\/1\.1 says/)
+  }
+})
+
 it('headers past 16 KB are a 431 with the error body', async () => {
   const port = await start()
   const answer = await raw(port, Buffer.from(`GET /v1/conversations?x=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: a\r\n\r\n`))
