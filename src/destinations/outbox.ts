@@ -286,6 +286,9 @@ export async function claimDeliveries(rt: Runtime, destination: DestinationConfi
 
 type DeliveryAsD = Database & { d: DestinationDeliveriesTable }
 
+/** How the id of an event a recipe published begins (src/destinations/publish.ts); a stored event's id is the sender's. */
+export const PUBLISHED_PREFIX = 'pub_'
+
 /**
  * Of an ordered destination's deliveries (`d`), one that no earlier pending delivery of its conversation holds back:
  * the only kind a claim takes, and the one a pause ended by hand makes due as the probe (src/destinations/pauses.ts).
@@ -305,6 +308,34 @@ export function firstOfItsConversation({ not, exists, selectFrom }: ExpressionBu
   )
 }
 
+/**
+ * Of an ordered destination's deliveries (`d`), one whose conversation has no event received before it still waiting
+ * to be processed. A delivery row is written when its event is processed, so `firstOfItsConversation` sees only the
+ * events processed so far: with several workers (replicas on Postgres) a conversation's events are processed at once
+ * on different ones, and a later event whose batch finished first went out first — seconds ahead, under load, of one
+ * received and acknowledged before it. Pending events are the backlog's, searched in the status index that carries the
+ * conversation (migration 0021) from the oldest: those received before this delivery's event are the few in flight.
+ * An event whose processing failed (`failed`, waiting for its retry) holds nothing, as README → Forwarding says.
+ */
+function noEarlierEventUnprocessed(eb: ExpressionBuilder<DeliveryAsD, 'd'>) {
+  const { or, not, exists, selectFrom, ref } = eb
+  return or([
+    // A recipe's publish (src/destinations/publish.ts) is stamped when published, after the whole backlog's receipt:
+    // looked up so, it would scan every pending event, for each one queued. Publishes keep their own order.
+    eb(sql<string>`substr(${ref('d.event_id')}, 1, 4)`, '=', sql.lit(PUBLISHED_PREFIX)),
+    not(exists(
+      selectFrom('webhook_events as w')
+        .select(sql.lit(1).as('one'))
+        // A literal, not a parameter: the status index's value (src/webhooks/keyed-lookup.ts).
+        .where('w.status', '=', sql.lit('pending'))
+        // `order_at` is the event's receipt in thousandths of its millisecond (nextOrderAt): its millisecond, by integer division.
+        .where('w.received_at', '<=', sql<number>`${ref('d.order_at')} / 1000`)
+        .whereRef('w.conversation_id', '=', 'd.conversation_id')
+        .whereRef('w.event_id', '<>', 'd.event_id'),
+    )),
+  ])
+}
+
 /** The due, unclaimed deliveries of a destination, oldest first: with ordering, each conversation's earliest pending one only. */
 function dueDeliveries(rt: Runtime, destination: DestinationConfig, now: number) {
   let due = rt.store.db
@@ -314,7 +345,7 @@ function dueDeliveries(rt: Runtime, destination: DestinationConfig, now: number)
     .where('d.status', '=', sql.lit('pending'))
     .where('d.next_attempt_at', '<=', now)
     .where((eb) => eb.or([eb('d.claimed_until', 'is', null), eb('d.claimed_until', '<', now)]))
-  if (destination.ordered) due = due.where(firstOfItsConversation)
+  if (destination.ordered) due = due.where(firstOfItsConversation).where(noEarlierEventUnprocessed)
   // Ordered by the index alone, so the scan stops at `limit` (a second sort key would sort the whole backlog).
   return due.orderBy('d.next_attempt_at')
 }

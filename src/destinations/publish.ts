@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { Runtime } from '../runtime.ts'
 import type { Effects } from '../effects.ts'
-import { enqueueDeliveries, planDeliveries, type OutboxEvent } from './outbox.ts'
+import { enqueueDeliveries, planDeliveries, PUBLISHED_PREFIX, type OutboxEvent } from './outbox.ts'
 import { z } from 'zod'
 import { MAX_CONVERSATION_ID_LENGTH } from '../upstream/id-limits.ts'
 import { checkArgument } from '../utils/argument-error.ts'
@@ -70,8 +70,8 @@ export async function publishEvent(rt: Runtime, recipe: string, type: string, pa
   }
   const now = rt.clock.now()
   const eventId = options.idempotencyKey
-    ? `pub_${createHash('sha256').update(recipe).update('\0').update(options.idempotencyKey).digest('base64url').slice(0, 24)}`
-    : `pub_${rt.random.uuid()}`
+    ? `${PUBLISHED_PREFIX}${createHash('sha256').update(recipe).update('\0').update(options.idempotencyKey).digest('base64url').slice(0, 24)}`
+    : `${PUBLISHED_PREFIX}${rt.random.uuid()}`
   const event: OutboxEvent = {
     event_id: eventId,
     event_type: type,
