@@ -72,8 +72,12 @@ export function wants(rt: Runtime, destination: DestinationConfig, event: Outbox
   return filterVerdict(rt, destination, event.event_id, verdict)
 }
 
-/** Destinations whose filter was logged returning something other than true or false: once each, not once an event. */
-const misreadFilters = new WeakSet<DestinationConfig>()
+/**
+ * Destinations whose filter was logged returning something other than true or false — a Promise (an error: it forwards
+ * everything), or another value read as a condition (a warning) — once each per kind, not once an event: one set for
+ * both let a filter's `undefined` on one event hide its Promise on the next.
+ */
+const misreadFilters = { promise: new WeakSet<DestinationConfig>(), condition: new WeakSet<DestinationConfig>() }
 
 const isThenable = (value: unknown): value is PromiseLike<unknown> =>
   (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function'
@@ -94,8 +98,9 @@ function filterVerdict(rt: Runtime, destination: DestinationConfig, eventId: str
   if (typeof verdict === 'boolean') return verdict
   // Its rejection is no one's to handle: left alone, it would be an unhandled rejection, which stops the process.
   if (isThenable(verdict)) verdict.then(undefined, () => undefined)
-  if (!misreadFilters.has(destination)) {
-    misreadFilters.add(destination)
+  const logged = isThenable(verdict) ? misreadFilters.promise : misreadFilters.condition
+  if (!logged.has(destination)) {
+    logged.add(destination)
     const fields = { destination: destination.name, event_id: eventId }
     if (isThenable(verdict)) {
       rt.log.error(fields, 'destination filter returned a Promise: a filter must be synchronous and return true or false; its events are forwarded unfiltered until it is fixed')

@@ -124,6 +124,14 @@ describe('a destination\'s filter', () => {
     expect(said[0]).toMatchObject({ level: 40, destination: 'crm', returned: 'undefined' })
     expect(said[0]!.msg).toMatch(/^destination filter returned undefined, not true or false: read as a condition is \(undefined, null, 0, '' and NaN skip an event/)
   })
+
+  it('that returned another value first still has its Promise said as the error it is (one warning hid it)', async () => {
+    const answers: unknown[] = [undefined, Promise.resolve(false), Promise.resolve(true), 0]
+    const { logs, publish } = await runtimeFiltering((() => answers.shift()) as unknown as DestinationFilter)
+    for (let n = 0; n < 4; n++) await publish(n)
+    expect(logs.find(/destination filter returned a Promise/)).toHaveLength(1)
+    expect(logs.find(/destination filter returned (undefined|a number)/)).toHaveLength(1)
+  })
 })
 
 describe('a destination\'s headers', () => {
