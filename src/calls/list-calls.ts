@@ -1,6 +1,7 @@
 import type { Runtime } from '../runtime.ts'
 import { contactIn, contactNumbers } from '../campaigns/contact-lookup.ts'
 import { toCallRecord, type CallRecord, type CallStatus } from './record.ts'
+import { latestAttempts } from './latest-attempt.ts'
 
 /** Read side of the calls ledger: what switchboard placed or scheduled, newest first. */
 export const CALL_STATUSES: CallStatus[] = ['queued', 'pending', 'initiated', 'scheduled', 'failed', 'rejected']
@@ -75,8 +76,10 @@ export interface CallOutcome {
 export async function outcomesByTrace(rt: Runtime, traceIds: string[]): Promise<Map<string, CallOutcome>> {
   const wanted = [...new Set(traceIds.filter(Boolean))]
   if (wanted.length === 0) return new Map()
-  const rows = await rt.store.db.selectFrom('conversations').select(['trace_id', 'conversation_id', 'status']).where('trace_id', 'in', wanted).execute()
-  return new Map(rows.map((r) => [r.trace_id!, { conversation_id: r.conversation_id, status: r.status }]))
+  const rows = await rt.store.db.selectFrom('conversations').select(['trace_id', 'conversation_id', 'status', 'last_event_at', 'retry']).where('trace_id', 'in', wanted).execute()
+  // A call the platform retried has a conversation per attempt under its trace id: its outcome is the last attempt's.
+  const latest = latestAttempts(rows, (r) => r.trace_id!)
+  return new Map([...latest].map(([trace, r]) => [trace, { conversation_id: r.conversation_id, status: r.status }]))
 }
 
 /** Calls created in [fromMs, toMs) by status (the dashboard's "calls today"). */
@@ -118,8 +121,8 @@ export async function followUpChain(rt: Runtime, id: string, maxLength = 20): Pr
     chain.unshift(first)
   }
   let last = start
-  for (let became = await conversationOf(rt, last); became && chain.length < maxLength; became = await conversationOf(rt, last)) {
-    const row = await db.selectFrom('calls').selectAll().where('previous_conversation_id', '=', became).orderBy('created_at').executeTakeFirst()
+  for (let became = await conversationsOf(rt, last); became.length > 0 && chain.length < maxLength; became = await conversationsOf(rt, last)) {
+    const row = await db.selectFrom('calls').selectAll().where('previous_conversation_id', 'in', became).orderBy('created_at').executeTakeFirst()
     if (!row || seen.has(row.id)) break
     last = toCallRecord(row)
     seen.add(last.id)
@@ -128,13 +131,21 @@ export async function followUpChain(rt: Runtime, id: string, maxLength = 20): Pr
   return chain
 }
 
-/** The conversation `call` became: the provider's answer's, else its webhooks' (by trace id); null before either. */
-async function conversationOf(rt: Runtime, call: CallRecord): Promise<string | null> {
-  if (call.conversation_id) return call.conversation_id
-  if (!call.trace_id) return null
-  const row = await rt.store.db.selectFrom('conversations').select('conversation_id').where('trace_id', '=', call.trace_id).orderBy('created_at').executeTakeFirst()
-  return row?.conversation_id ?? null
+/**
+ * The conversations `call` became: the provider's answer's, and its webhooks' (by trace id) — one per attempt when the
+ * platform retried it, and a follow-up continues the last (only the first was looked for: the chain stopped there).
+ */
+async function conversationsOf(rt: Runtime, call: CallRecord): Promise<string[]> {
+  const ids = new Set<string>(call.conversation_id ? [call.conversation_id] : [])
+  if (call.trace_id) {
+    const rows = await rt.store.db.selectFrom('conversations').select('conversation_id').where('trace_id', '=', call.trace_id).limit(MAX_ATTEMPTS_READ).execute()
+    for (const row of rows) ids.add(row.conversation_id)
+  }
+  return [...ids]
 }
+
+/** More conversations than any platform's retries give one call (a trace id shared by a bug's thousands is cut here). */
+const MAX_ATTEMPTS_READ = 50
 
 /** The call that became `conversationId`: by the ledger's conversation id, else by the trace id its webhooks gave. */
 async function callThatBecame(rt: Runtime, conversationId: string): Promise<CallRecord | undefined> {

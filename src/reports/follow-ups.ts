@@ -1,3 +1,4 @@
+import { latestAttempts } from '../calls/latest-attempt.ts'
 import type { Runtime } from '../runtime.ts'
 import type { DayRange } from './day-range.ts'
 import type { CountItem } from './figures.ts'
@@ -23,20 +24,16 @@ export async function loadFollowUps(rt: Runtime, range: Pick<DayRange, 'startMs'
   const rows = await rt.store.db
     .selectFrom('calls as k')
     .leftJoin('conversations as c', 'c.trace_id', 'k.trace_id')
-    .select(['k.id', 'k.status as call_status', 'c.status as conversation_status', 'c.conversation_id', 'c.last_event_at'])
+    .select(['k.id', 'k.status as call_status', 'c.status as conversation_status', 'c.conversation_id', 'c.last_event_at', 'c.retry'])
     .where('k.created_at', '>=', range.startMs)
     .where('k.created_at', '<', range.endMs)
     // A follow-up continues an earlier conversation, whoever placed it; a recipe's first calls (new leads) are not.
     .where('k.previous_conversation_id', 'is not', null)
     .execute()
   // A call the platform retried has a conversation per attempt, all with the call's trace id: its outcome is its
-  // latest conversation's (the last event, then the later chain suffix), not whichever the join returned first —
-  // a follow-up that completed on the platform's second attempt counted as no_answer.
-  const latest = new Map<string, (typeof rows)[number]>()
-  for (const r of rows) {
-    const kept = latest.get(r.id)
-    if (!kept || isLater(r, kept)) latest.set(r.id, r)
-  }
+  // latest attempt's (src/calls/latest-attempt.ts), not whichever the join returned first — a follow-up that
+  // completed on the platform's second attempt counted as no_answer.
+  const latest = latestAttempts(rows, (r) => r.id)
   const outcomes = new Map<string, number>()
   let refused = 0
   for (const r of latest.values()) {
@@ -51,20 +48,4 @@ export async function loadFollowUps(rt: Runtime, range: Pick<DayRange, 'startMs'
     outcomes: [...outcomes].map(([value, count]) => ({ value, count })).sort((a, b) => b.count - a.count || a.value.localeCompare(b.value)),
     completed: outcomes.get('completed') ?? 0,
   }
-}
-
-interface ConversationOfCall {
-  conversation_id: string | null
-  last_event_at: number | null
-}
-
-function chainSuffix(conversationId: string | null): number {
-  const match = conversationId === null ? null : /_(\d+)$/.exec(conversationId)
-  return match ? Number(match[1]) : 0
-}
-
-function isLater(a: ConversationOfCall, b: ConversationOfCall): boolean {
-  const at = Number(a.last_event_at ?? -1)
-  const bt = Number(b.last_event_at ?? -1)
-  return at !== bt ? at > bt : chainSuffix(a.conversation_id) > chainSuffix(b.conversation_id)
 }
