@@ -21,6 +21,11 @@ export interface CliContext {
   positionals: string[]
   /** Opens (once) the configured runtime: config, migrated database. Closed after the command. */
   runtime(): Promise<Runtime>
+  /**
+   * For a command that runs recipe code without a runtime (`recipes test`): the configured recipe time limit, once read,
+   * so the watchdog stops a run's synchronous loop after as long as the service's would (`runtime()` does this itself).
+   */
+  limitRecipeRuns(recipeTimeoutMs: number): Promise<void>
   env: Record<string, string | undefined>
   write(text: string): void
   /** Writes to stderr: what is not the command's output, where stdout carries it as JSON (`--watch --json`). */

@@ -338,9 +338,13 @@ export async function main(argv: string[], options: MainOptions = {}): Promise<n
             setLoadWatch(runtime, watchdog.watch)
             catchStrayRecipeErrors({ dirs: [config.recipes.dir], debug: Boolean(env.DEBUG), failCommand: true })
           }
-          if (watchdog && options.watchRecipeCode === true) watchdog.limitRuns((await import('./processing-host.ts')).unresponsiveAfterMs(config.pipeline.recipeTimeoutMs))
+          await ctx.limitRecipeRuns(config.pipeline.recipeTimeoutMs)
         }
         return runtime
+      },
+      async limitRecipeRuns(recipeTimeoutMs) {
+        // The service's limits only: a caller of main() that set its own keeps them.
+        if (watchdog && options.watchRecipeCode === true) watchdog.limitRuns((await import('./processing-host.ts')).unresponsiveAfterMs(recipeTimeoutMs))
       },
       write: out,
       writeErr: err,

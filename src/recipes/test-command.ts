@@ -52,6 +52,9 @@ export const recipesTest = defineCommand({
     const [name] = ctx.positionals
     if (!name) throw new CliError('which recipe? usage: recipes test <name> [--events file.json] [--csv file.csv] [--now ISO] [--watch] [--json]')
     const config = await resolveConfig({ env: ctx.env })
+    // A run's synchronous loop is stopped after the service's limit for RECIPE_TIMEOUT_SECONDS, as `recipes run` stops
+    // it: it was held for the most the service ever waits (60 s), whatever the limit.
+    await ctx.limitRecipeRuns(config.pipeline.recipeTimeoutMs)
     const events = typeof ctx.values.events === 'string' ? ctx.values.events : undefined
     const csv = typeof ctx.values.csv === 'string' ? ctx.values.csv : undefined
     const json = Boolean(ctx.values.json)

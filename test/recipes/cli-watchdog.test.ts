@@ -56,6 +56,16 @@ it('a run whose code never returns ends `recipes run` with one line, exit 1; a c
   expect(fine.out).toContain('succeeded')
 }, 120_000)
 
+it('`recipes test` stops a run that never returns after the configured limit, as `recipes run` does (it waited 60 s whatever RECIPE_TIMEOUT_SECONDS)', async () => {
+  const { folder, env } = setup()
+  folder.write('spins', `import { defineRecipe } from 'switchboard'\nexport default defineRecipe({ description: 'never returns', run() { for (;;) {} } })\n`)
+  const tmp = mkdtempSync(join(tmpdir(), 'sb-cli-watchdog-tmp-'))
+  cleanups.push(() => rmSync(tmp, { recursive: true, force: true }))
+  // RECIPE_TIMEOUT_SECONDS=1: the service stops such a thread after 10 s, its least; the command is killed at 30 s.
+  const stuck = await cliWithWatchdog(['recipes', 'test', 'spins'], { ...env, TMPDIR: tmp, RECIPE_TIMEOUT_SECONDS: '1' }, 'configured')
+  expect([stuck.code, stuck.err.trim().split('\n').at(-1)]).toEqual([1, expect.stringMatching(/^error: recipe code held this command for \d+ s without returning \(a synchronous loop in run\?\); stopped it$/)])
+}, 60_000)
+
 it("the command's own start is not recipe code: held before any recipe file loads, it is not stopped; a file's loop after is", async () => {
   // On a busy machine a command's start (configuration, the database, migrations) held the event loop for 2 s, and the
   // watchdog, given 1.5 s for recipe code, stopped `recipes list` before it had loaded a recipe, blaming "recipe code".

@@ -14,21 +14,21 @@ export interface WatchdogLimits {
 
 /**
  * The CLI as its executable runs it — the same bundle, which src/bin.mjs starts asking for the watchdog — with the
- * watchdog's limits short enough for a test. (Through tsx instead, each command spent ~1.2 s more loading the sources.)
+ * watchdog's limits short enough for a test, or (`'configured'`) the product's, from RECIPE_TIMEOUT_SECONDS. (Through tsx instead, each command spent ~1.2 s more loading the sources.)
  * A command the watchdog failed to end is killed after 30 s, and the test says so.
  *
  * Keep `loadingMs` at 3 s or more: a process's first recipe load brings in jiti's TypeScript transform, which held the
  * event loop past the 1.5 s these tests once gave it on a busy two-core machine (a cold checkout, three test workers),
  * and the watchdog then stopped a recipe that loads fine.
  */
-export function cliWithWatchdog(args: string[], env: Record<string, string>, limits: WatchdogLimits): Promise<{ code: number | null; out: string; err: string; ms: number }> {
+export function cliWithWatchdog(args: string[], env: Record<string, string>, limits: WatchdogLimits | 'configured'): Promise<{ code: number | null; out: string; err: string; ms: number }> {
   const script = `import { bundledEntries } from ${JSON.stringify(BUNDLE)}
 const bundle = await bundledEntries()
 if (!bundle) throw new Error('no bundle of the sources could be built')
 process.setSourceMapsEnabled(true)
 process.env.SWITCHBOARD_PROCESSING_ENTRY = bundle['processing-thread']
 const { main } = await import(bundle.cli)
-process.exitCode = await main(process.argv.slice(1), { watchRecipeCode: ${JSON.stringify(limits)} })`
+process.exitCode = await main(process.argv.slice(1), { watchRecipeCode: ${limits === 'configured' ? 'true' : JSON.stringify(limits)} })`
   const started = Date.now()
   const child = spawn(process.execPath, ['--input-type=module', '-e', script, ...args], {
     cwd: ROOT,
