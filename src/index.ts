@@ -44,7 +44,7 @@ export type {
 } from './campaigns/index.ts'
 export type { MailMessage, MailResult } from './reports/index.ts'
 export { ArgumentError } from './utils/argument-error.ts'
-export { testRecipe, type TestRecipeOptions, type TestRecipeResult } from './recipes/test-recipe.ts'
+export { testRecipe, type TestRecipeOptions, type TestRecipeResult, type TestRecipeLogLevel } from './recipes/test-recipe.ts'
 export type { PlannedEffect } from './effects.ts'
 export { defineDestination, type DestinationInput, type ForwardedEvent, type ForwardedBody, type DestinationFilter } from './config/destinations.ts'
 export type { RecipeDestinations, PublishOptions, PublishResult } from './destinations/publish.ts'

@@ -41,6 +41,11 @@ export interface TestRecipeOptions {
   now?: string | number | Date
   /** Configuration (DEFAULT_COUNTRY, RECIPES_TIMEZONE, REPORT_TO, …); default process.env. DATA_DIR is always a temp folder. */
   env?: Record<string, string | undefined>
+  /**
+   * The least level `log` keeps. Default: LOG_LEVEL of the `env` given, else `info` — not the process's LOG_LEVEL, which
+   * a test runner sets for its own quiet (the checkout's vitest sets `silent`: every test's `log` came back empty).
+   */
+  logLevel?: TestRecipeLogLevel
   /** Where recipe names are looked up; default RECIPES_DIR. */
   recipesDir?: string
   /**
@@ -93,7 +98,7 @@ export interface TestRecipeResult {
   plan: PlannedEffect[]
   /** Things worth knowing, e.g. an event type the recipe does not list in `on`, or a type check that could not run. */
   warnings: string[]
-  /** What the run logged (`ctx.log`, and the run's own errors) at LOG_LEVEL (default info), in order. */
+  /** What the run logged (`ctx.log`, and the run's own errors) at `logLevel` (default info), in order. */
   log: TestRecipeLogLine[]
 }
 
@@ -126,6 +131,9 @@ function collectLog(into: TestRecipeLogLine[]): Writable {
   })
 }
 
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const
+export type TestRecipeLogLevel = (typeof LOG_LEVELS)[number]
+
 const optionsSchema = z.strictObject({
   recipe: z.string().min(1, { error: 'must name the recipe' }),
   events: z.union([z.string(), z.array(z.unknown())]).optional(),
@@ -135,6 +143,7 @@ const optionsSchema = z.strictObject({
   env: z.custom<Record<string, string | undefined>>((v) => typeof v === 'object' && v !== null, { error: 'must be an object of variables' }).optional(),
   recipesDir: z.string().optional(),
   serviceDnc: z.boolean().optional(),
+  logLevel: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).optional(),
 })
 
 /** A file of events: a list, or `{ events: [...] }`; each checked as a provider webhook event, or a named target's. */
@@ -187,7 +196,7 @@ function instantOf(value: string | number | Date): number {
 }
 
 export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeResult> {
-  const options = checkArgument(optionsSchema, input, { fn: 'testRecipe', arg: 'options', expected: '{ recipe, events?, csv?, now?, env?, recipesDir?, serviceDnc? }' })
+  const options = checkArgument(optionsSchema, input, { fn: 'testRecipe', arg: 'options', expected: '{ recipe, events?, csv?, now?, env?, recipesDir?, serviceDnc?, logLevel? }' })
   // Loaded here, not at import: the public API (what recipes import) stays light.
   const [{ resolveConfig }, { createRuntime }, { openMigratedMemoryStore }, { createFrozenClock }, { createLogger }, { applyEventToReadModel }, { loadRecipeFile }, { executeRun }, { pendingRow }, { subscribes }, { cliLoadWatch }] = await Promise.all([
     import('../config/file.ts'),
@@ -255,7 +264,7 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
     }
     // The type check is done above; nothing in this runtime should start the service's own checker thread.
     const logged: TestRecipeLogLine[] = []
-    const log = createLogger({ level: env.LOG_LEVEL || 'info', destination: collectLog(logged) })
+    const log = createLogger({ level: options.logLevel ?? (options.env?.LOG_LEVEL || 'info'), destination: collectLog(logged) })
     const database = await openMigratedMemoryStore()
     const rt = await createRuntime({ ...config, recipes: { ...config.recipes, typeCheck: false } }, { clock: createFrozenClock(now), log, store: database, skipMigrate: true }).catch(async (error: unknown) => {
       await database.close()

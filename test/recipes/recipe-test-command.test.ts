@@ -257,6 +257,24 @@ export default defineRecipe({ description: 'logs what it would do', run(ctx) { c
   }
 })
 
+it('keeps what the run logged at info whatever LOG_LEVEL the test runner set (the checkout\'s vitest sets silent: log was always empty); logLevel chooses', async () => {
+  const folder = tempRecipesDir()
+  try {
+    folder.write('says', `import { defineRecipe } from 'switchboard'
+export default defineRecipe({ description: 'logs what it would do', run(ctx) { ctx.log.info('would forward'); ctx.log.debug('details') } })
+`)
+    // As an author's test calls it: no env, so the process's — whose LOG_LEVEL is the runner's.
+    expect(process.env.LOG_LEVEL).toBe('silent')
+    expect((await testRecipe({ recipe: 'says', recipesDir: folder.dir })).log).toEqual([{ level: 'info', msg: 'would forward' }])
+    const quiet = { ...env, RECIPES_TYPECHECK: 'false' }
+    expect((await testRecipe({ recipe: 'says', recipesDir: folder.dir, env: quiet })).log).toEqual([])
+    expect((await testRecipe({ recipe: 'says', recipesDir: folder.dir, env: quiet, logLevel: 'debug' })).log).toEqual([{ level: 'info', msg: 'would forward' }, { level: 'debug', msg: 'details' }])
+    await expect(testRecipe({ recipe: 'says', recipesDir: folder.dir, env: quiet, logLevel: 'loud' as never })).rejects.toThrow(/logLevel/)
+  } finally {
+    folder.cleanup()
+  }
+})
+
 it('the events given are stored as the service stores what it processed: ctx.data.events() finds them', async () => {
   const folder = tempRecipesDir()
   try {
