@@ -94,8 +94,10 @@ function checkTimestamp(raw: string | undefined, options: VerifyOptions, headerN
     return { ok: false, reason: 'invalid_timestamp', message: `${headerName} must be whole Unix seconds` }
   }
   if (options.toleranceSeconds > 0) {
-    const skew = Math.abs(options.nowMs - seconds * 1000)
-    if (skew > options.toleranceSeconds * 1000) {
+    // In whole seconds, as the timestamp is written (and as Standard Webhooks' reference compares): against the clock's
+    // milliseconds, one exactly the tolerance old was refused for the fraction of a second the clock had gone on.
+    const skew = Math.abs(Math.floor(options.nowMs / 1000) - seconds)
+    if (skew > options.toleranceSeconds) {
       return { ok: false, reason: 'stale_timestamp', message: `${headerName} is outside the accepted ${options.toleranceSeconds} s tolerance` }
     }
   }

@@ -379,6 +379,19 @@ describeEachDialect('webhook receiver', (dialect) => {
       await expectError(await at(-301), 401, 'authentication_error')
       expect(await countEvents(h.rt)).toBe(3)
     })
+    it('compares whole seconds: a timestamp exactly the tolerance old is taken whatever the milliseconds of the clock', async () => {
+      h = await createHarness(dialect, { WEBHOOK_TOLERANCE_SECONDS: '300' })
+      await h.clock.advance(999)
+      const second = Math.floor(h.clock.now() / 1000)
+      const at = async (ts: number) => {
+        const body = JSON.stringify(makeEvent())
+        return h.post(body, { 'x-formantai-signature': signFormant(body, SECRET), 'x-formantai-timestamp': String(ts) })
+      }
+      expect((await at(second - 300)).status).toBe(204)
+      expect((await at(second + 300)).status).toBe(204)
+      await expectError(await at(second - 301), 401, 'authentication_error')
+      await expectError(await at(second + 301), 401, 'authentication_error')
+    })
     it('rejects non-integer and missing timestamps', async () => {
       h = await createHarness(dialect)
       const now = h.clock.now() / 1000
