@@ -58,6 +58,9 @@ function clientErrorOf(code: string | undefined): { status: number; message: str
   if (code === 'HPE_INVALID_HEADER_TOKEN') {
     return { status: 400, message: 'a header of the request has a character HTTP does not allow (a control character or DEL in a value, a space in a name): check the headers your client sends, an API key pasted with a stray character say' }
   }
+  if (code === 'HPE_INVALID_EOF_STATE') {
+    return { status: 400, message: 'the request ended before its body did (the client closed its side before sending the length its Content-Length or chunks announced)' }
+  }
   if (code !== undefined && BODY_FRAMING_ERRORS.has(code)) {
     return { status: 400, message: "the request's body is not framed as HTTP/1.1 says (Content-Length not a number, both Content-Length and Transfer-Encoding, or a bad chunk size)" }
   }

@@ -26,6 +26,7 @@ async function raw(port: number, request: Buffer): Promise<string> {
 async function start(): Promise<number> {
   const app = new H3()
   app.get('/v1/conversations', () => ({ data: [] }))
+  app.post('/v1/echo', async (event) => ({ got: await event.req.text() }))
   served = serveApp(app, { port: 0, hostname: '127.0.0.1' })
   await served.ready()
   return Number(new URL(served.url!).port)
@@ -61,6 +62,14 @@ it('a body whose length cannot be read is said so', async () => {
     expect(head, framing).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/)
     expect((JSON.parse(body!) as { error: { message: string } }).error.message, framing).toMatch(/^the request's body is not framed as HTTP\/1\.1 says/)
   }
+})
+
+it('a body cut short by the client closing its side is said so', async () => {
+  const port = await start()
+  const answer = await raw(port, Buffer.from('POST /v1/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 60\r\n\r\nabc'))
+  const [head, body] = answer.split('\r\n\r\n')
+  expect(head).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/)
+  expect((JSON.parse(body!) as { error: { message: string } }).error.message).toMatch(/^the request ended before its body did/)
 })
 
 it('headers past 16 KB are a 431 with the error body', async () => {
