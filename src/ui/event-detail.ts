@@ -2,7 +2,7 @@ import { HTTPError, type H3 } from 'h3'
 import { firesForEvent } from '../recipes/claims.ts'
 import { listRunRecords } from '../recipes/runner.ts'
 import type { Runtime } from '../runtime.ts'
-import { getEvent } from '../webhooks/events.ts'
+import { getEvent, shownBody } from '../webhooks/events.ts'
 import { EventBusyError, EventNotFoundError } from '../webhooks/processing.ts'
 import { replayEventNow } from '../webhooks/replay-now.ts'
 import { clip, fields, status, table } from './components.ts'
@@ -61,7 +61,7 @@ ${runs.length ? table('Runs', ['Recipe', 'Status', 'Started', 'Duration', 'Summa
 <h2>Audit headers</h2>
 ${table('Headers', ['Header', 'Value'], Object.entries(found.headers).map(([k, v]) => [k, v]), 'No headers were kept.')}
 <h2>Raw body</h2>
-<pre tabindex="0"><code>${typeof found.body === 'string' ? found.body : JSON.stringify(found.body, null, 2)}</code></pre>`,
+<pre tabindex="0"><code>${shownBody(found)}</code></pre>`,
     })
   })
 

@@ -4,9 +4,9 @@ import { isVoiceApiError } from '../upstream/errors.ts'
 import { shownUrl } from '../utils/shown-url.ts'
 import { printable } from '../utils/printable.ts'
 import { waitForStopSignal } from '../utils/stop-signal.ts'
-import { terminalJson } from '../utils/terminal-json.ts'
+import { terminalJson, terminalJsonText } from '../utils/terminal-json.ts'
 import { snakeCaseKeys } from '../utils/snake-case.ts'
-import { EVENT_STATUSES, getEvent, listEvents } from './events.ts'
+import { EVENT_STATUSES, getEvent, listEvents, shownBody } from './events.ts'
 import { EventBusyError, requeueEvent } from './processing.ts'
 import { reconcile } from './reconcile.ts'
 import { firesForEvent } from '../recipes/claims.ts'
@@ -61,7 +61,7 @@ const eventsShow = defineCommand({
     // What each recipe subscribed to it made of it: ran (which run), waiting for a retry, or gave up (dead).
     const recipes = (await firesForEvent(rt, id)).map((f) => ({ recipe: f.recipe, status: f.status, attempts: f.attempts, run_id: f.runId, error: f.error }))
     if (ctx.values.json) return ctx.json({ ...event, recipes })
-    const { body, headers, ...fields } = event
+    const { body, raw_body, headers, ...fields } = event
     // Ids, type and error come from a webhook or what processing made of it: one line each, nothing that steers the terminal.
     for (const [key, value] of Object.entries(fields)) ctx.write(`${key.padEnd(16)} ${printable(String(value ?? ''), Infinity)}\n`)
     for (const r of recipes) {
@@ -71,7 +71,8 @@ const eventsShow = defineCommand({
       ctx.write(`${`recipe ${r.recipe}`.padEnd(16)} ${how}\n`)
     }
     ctx.write(`headers          ${terminalJson(headers)}\n`)
-    ctx.write(`body\n${terminalJson(body, 2)}\n`)
+    // As it arrived (laid out), not parsed and written again; text that is not JSON as one printable string, as before.
+    ctx.write(`body\n${typeof body === 'string' ? terminalJson(body, 2) : terminalJsonText(shownBody({ body, raw_body }))}\n`)
   },
 })
 

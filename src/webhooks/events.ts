@@ -1,5 +1,6 @@
 import { sql, type RawBuilder, type SqlBool } from 'kysely'
 import { jsonNestedDeeperThan } from '../utils/json-depth.ts'
+import { indentJson } from '../utils/indent-json.ts'
 import type { Dialect } from '../db/connect.ts'
 import type { Runtime } from '../runtime.ts'
 import { fromJson } from '../db/json.ts'
@@ -32,7 +33,10 @@ export interface StoredEvent {
 
 export interface StoredEventDetail extends StoredEvent {
   headers: Record<string, string>
+  /** The body parsed (text that is not JSON stays text): numbers past a double's precision and repeated keys are lost. */
   body: unknown
+  /** The body as it arrived and is stored, byte for byte: what the sender signed, and what the pages and CLI show. */
+  raw_body: string
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
@@ -220,6 +224,15 @@ export async function countReceived(rt: Runtime, fromMs: number, toMs: number): 
 }
 
 /** One stored event with its body and audit headers, or undefined. */
+/**
+ * A stored body as the pages and the CLI show it: laid out as JSON (src/utils/indent-json.ts), every value as it
+ * arrived — they showed it parsed and written again, a 20-digit number rounded and a repeated key gone, where they
+ * promise the raw body. Text that is not JSON (or nested deeper than the receiver takes) is shown as it is.
+ */
+export function shownBody(event: Pick<StoredEventDetail, 'body' | 'raw_body'>): string {
+  return typeof event.body === 'string' ? event.raw_body : indentJson(event.raw_body)
+}
+
 export async function getEvent(rt: Runtime, eventId: string): Promise<StoredEventDetail | undefined> {
   const row = await rt.store.db.selectFrom('webhook_events').selectAll().where('event_id', '=', eventId).executeTakeFirst()
   if (!row) return undefined
@@ -233,5 +246,5 @@ export async function getEvent(rt: Runtime, eventId: string): Promise<StoredEven
       body = row.body
     }
   }
-  return { ...toStoredEvent(row, phoneOf(row.body)), headers: fromJson<Record<string, string>>(row.headers) ?? {}, body }
+  return { ...toStoredEvent(row, phoneOf(row.body)), headers: fromJson<Record<string, string>>(row.headers) ?? {}, body, raw_body: row.body }
 }
