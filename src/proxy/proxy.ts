@@ -128,9 +128,10 @@ export function createProxy(rt: Runtime): Proxy {
     else if (status < 500 && status !== 429) await keys.accepted(tenant)
   }
 
-  /** Re-confirms a key with the cheapest request there is. */
-  async function confirm(apiKey: string, tenant: string): Promise<'accepted' | 'rejected' | 'unknown'> {
-    const result = await fetchUpstream(rt, { method: 'GET', pathAndQuery: '/v1/conversations?limit=1', apiKey })
+  /** Re-confirms a key with the cheapest request there is (given up after `timeoutMs`, UPSTREAM_TIMEOUT_MS by default: unknown). */
+  async function confirm(apiKey: string, tenant: string, timeoutMs?: number): Promise<'accepted' | 'rejected' | 'unknown'> {
+    const signal = timeoutMs === undefined ? {} : { signal: AbortSignal.timeout(timeoutMs) }
+    const result = await fetchUpstream(rt, { method: 'GET', pathAndQuery: '/v1/conversations?limit=1', apiKey, ...signal })
     if (!result.ok) return 'unknown'
     await result.response.body?.cancel().catch(() => {})
     await learn(tenant, result.response.status)
@@ -157,9 +158,9 @@ export function createProxy(rt: Runtime): Proxy {
    * again), or asked now with one read when it has not accepted it lately. A provider that cannot say (down, 429) is
    * no refusal: the write goes on and meets the provider's own answer.
    */
-  async function refusedBeforeWrite(apiKey: string, tenant: string): Promise<boolean> {
+  async function refusedBeforeWrite(apiKey: string, tenant: string, timeoutMs?: number): Promise<boolean> {
     if (await keys.isConfirmed(tenant)) return false
-    return keys.recentlyRefused(tenant) || (await confirm(apiKey, tenant)) === 'rejected'
+    return keys.recentlyRefused(tenant) || (await confirm(apiKey, tenant, timeoutMs)) === 'rejected'
   }
 
   /**
@@ -385,14 +386,19 @@ export function createProxy(rt: Runtime): Proxy {
     }
     // A made-up key's call got a ledger row, settled rejected: anyone could write rows, with numbers and campaigns of
     // their choosing, into the calls list and the dashboard (0.28.1).
-    if (await refusedBeforeWrite(apiKey, tenant)) return refusedKey()
+    // Within the call's budget: a provider too slow to answer the key's read took its whole UPSTREAM_TIMEOUT_MS before
+    // the call's 25 s began, and a caller waited 40 s — past the 30 s many clients give up at, without the key to retry
+    // with. Not answered within a fifth of the budget, the key is taken as unknown (the call goes on), and the call has
+    // what is left.
+    const started = rt.clock.now()
+    if (await refusedBeforeWrite(apiKey, tenant, Math.min(rt.config.upstreamTimeoutMs, CALL_BUDGET_MS / 5))) return refusedKey()
     // The key is chosen here rather than left to placeCall (which would make the same one) so that every
     // answer from now on can carry it: after a 5xx or a timeout the call may exist upstream, and only a
     // retry with this key is sure not to place it twice.
     const key = checked.request.idempotency_key ?? timeOrderedId(rt.clock.now(), rt.random)
     let reply: Response
     try {
-      reply = await sendCall(apiKey, tenant, { ...checked.request, idempotency_key: key })
+      reply = await sendCall(apiKey, tenant, { ...checked.request, idempotency_key: key }, CALL_BUDGET_MS - (rt.clock.now() - started))
     } catch (error) {
       reply = unexpectedFailure(rt, error, '/v1/call')
     }
@@ -408,12 +414,12 @@ export function createProxy(rt: Runtime): Proxy {
     return withCache(apiErrorResponse(409, 'duplicate_request', 'idempotency key already used'), 'BYPASS')
   }
 
-  async function sendCall(apiKey: string, tenant: string, request: CallRequest): Promise<Response> {
+  async function sendCall(apiKey: string, tenant: string, request: CallRequest, budgetMs: number): Promise<Response> {
     // A follow-up sent through /v1 (it continues a conversation) counts with the call it follows, unless it names a
     // campaign of its own: the report's campaigns and the follow-up planner's attempt cap then see one campaign.
     const ownCampaign = request.parameters.some((p) => p.name === 'campaign' && p.value)
     const campaign = request.conversation_id && !ownCampaign ? await continuedCampaign(rt, request.conversation_id) : null
-    const result = await placeCall(rt, { apiKey, request, budgetMs: CALL_BUDGET_MS, campaign })
+    const result = await placeCall(rt, { apiKey, request, budgetMs, campaign })
     if (result.ok) {
       // Bookkeeping only: the call is placed, and a failure here must not answer it as failed (a caller would
       // place it again). The lists then expire on their own within their 10 s.

@@ -86,6 +86,27 @@ describeEachDialect('POST /v1/call once the provider answered', (dialect) => {
     expect(retried.status).toBe(200)
     expect(h.sandbox.stats().callsAccepted).toBe(1)
   })
+  it('the read that confirms the key counts in the call budget (a slow one held a caller 15 s more: 40 s in all)', async () => {
+    const { h, up } = await scripted()
+    up.answer(async (req, _body, res) => {
+      if (req.url?.startsWith('/v1/conversations')) {
+        // The key's read before the write: slow, then answered.
+        await h.clock.advance(9_000)
+        return false
+      }
+      if (req.url !== '/v1/call') return false
+      await h.clock.advance(9_000)
+      res.writeHead(500, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ error: { message: 'Unexpected server error', type: 'internal_error' } }))
+    })
+    const started = h.clock.now()
+    const res = await withClock(h.clock, post(h, phoneCall('+919876543211')), 20, 20_000)
+    expect(res.status).toBe(500)
+    expect(up.count('GET', '/v1/conversations?limit=1')).toBe(1)
+    // The read took 9 s of the 25: attempts at about 9 and 18 s; a third would start past the budget.
+    expect(up.count('POST', '/v1/call')).toBe(2)
+    expect(h.clock.now() - started).toBeLessThan(CALL_BUDGET_MS + 9_000 + 1_000)
+  })
   // DESIGN: the do-not-call list is checked before every call — a call sent through switchboard's /v1 as well.
   // The ledger row was written before the provider had seen the key and settled `rejected`: anyone could write rows —
   // numbers and campaigns of their choosing — into `calls list` and the dashboard's Calls page, kept for ever by default.
