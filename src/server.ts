@@ -97,7 +97,10 @@ function registerOpsRoutes(app: H3, rt: Runtime): void {
     } catch (error) {
       event.res.status = 503
       const message = (error as Error).message
-      return { ...ready.body, status: 'unavailable', error: /did not answer within/.test(message) ? `${message} (is the table locked? webhooks cannot be stored meanwhile)` : `reading the inbox failed: ${message}` }
+      const said = /did not answer within/.test(message) ? `${message} (is the table locked? webhooks cannot be stored meanwhile)` : `reading the inbox failed: ${message}`
+      // Not the probe's `up` of a few seconds ago beside it.
+      const dependencies = { ...(ready.body.dependencies as Record<string, string>), database: `down: ${said}` }
+      return { ...ready.body, status: 'unavailable', error: said, dependencies }
     }
     const threshold = rt.config.pipeline.backlogDegradedMs
     // Whole seconds, as shown and as compared: degraded at 10.1 s said "10 s old (BACKLOG_DEGRADED_SECONDS=10)".

@@ -30,7 +30,11 @@ export async function readiness(rt: Runtime): Promise<Readiness> {
     // Bounded as the probe is: a lock on the migrations' table (a migration under way elsewhere) held /readyz with it.
     if (!(await withTimeout(isMigrated(rt.store), 'the database (reading its migrations)'))) return { httpStatus: 503, body: { status: 'unavailable', error: 'migrations pending', dependencies: shown } }
   } catch (error) {
-    return { httpStatus: 503, body: { status: 'unavailable', error: (error as Error).message, dependencies: shown } }
+    // The probe's answer is a few seconds old: the database that does not answer now is not shown `up` beside it, and
+    // the reason names what holds it — the migrations' table is seldom what is locked.
+    const said = (error as Error).message
+    const message = /did not answer within/.test(said) ? `${said}: a lock on a table (ALTER TABLE, VACUUM FULL, LOCK TABLE) or every connection busy holds its queries` : said
+    return { httpStatus: 503, body: { status: 'unavailable', error: message, dependencies: { ...shown, database: `down: ${message}` } } }
   }
   // The database answers a probe, yet the receiver could not commit its last webhook (a full disk: reads work, writes
   // do not): not ready, so a load balancer or an operator's check sees what the provider sees — 503s.
