@@ -198,7 +198,7 @@ function instantOf(value: string | number | Date): number {
 export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeResult> {
   const options = checkArgument(optionsSchema, input, { fn: 'testRecipe', arg: 'options', expected: '{ recipe, events?, csv?, now?, env?, recipesDir?, serviceDnc?, logLevel? }' })
   // Loaded here, not at import: the public API (what recipes import) stays light.
-  const [{ resolveConfig }, { createRuntime }, { openMigratedMemoryStore }, { createFrozenClock }, { createLogger }, { applyEventToReadModel }, { loadRecipeFile }, { executeRun }, { pendingRow }, { subscribes }, { cliLoadWatch }] = await Promise.all([
+  const [{ resolveConfig }, { createRuntime }, { openMigratedMemoryStore }, { createFrozenClock }, { createLogger }, { applyEventToReadModel }, { loadRecipeFile }, { executeRun }, { pendingRow }, { subscribes }, { cliLoadWatch }, { optOutFromEvent }] = await Promise.all([
     import('../config/file.ts'),
     import('../runtime.ts'),
     import('../db/connect.ts'),
@@ -210,6 +210,7 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
     import('../webhooks/inbox.ts'),
     import('./event-dispatch.ts'),
     import('./cli-watchdog.ts'),
+    import('../campaigns/dnc.ts'),
   ])
   const env = options.env ?? process.env
   // Before the recipe is loaded and type-checked (seconds): a contacts file it cannot be given is the command's mistake.
@@ -299,6 +300,12 @@ export async function testRecipe(input: TestRecipeOptions): Promise<TestRecipeRe
         const call = event.data.call
         await store({ event_id: event.event_id, target: 'formant', event_type: event.event_type, conversation_id: call.conversation_id, trace_id: call.trace_id, agent_id: call.agent_id, body: JSON.stringify(event), headers: '{}', source: 'webhook' }, receivedAt)
         await applyEventToReadModel(rt, event, 'webhook', receivedAt)
+        // An opt-out in its results lists the number, as processing does before any recipe runs (src/campaigns/
+        // opt-out-hook.ts) — into the test's own list: a plan called a contact who had asked not to be, which the
+        // service never would.
+        if (await optOutFromEvent(rt, event)) {
+          warnings.push(`${event.event_id}'s results ask not to be called: ${call.to_phone} is on the test's do-not-call list, as the service lists it when it processes the event`)
+        }
         processed.push({ eventId: event.event_id, eventType: event.event_type, target: 'formant', source: 'webhook', receivedAt, event })
       }
       const on = loaded.definition.on ?? []

@@ -240,6 +240,26 @@ export default defineRecipe({ description: 'reads the inbox', async run(ctx) { a
   }
 })
 
+it('an event whose results ask not to be called lists the number first, as processing does: no follow-up to it is planned', async () => {
+  const event = (id: string, type: 'call.completed' | 'call.no_answer', endedAt: string, results: Record<string, unknown>) => ({
+    event_id: id, event_type: type, timestamp: endedAt,
+    data: {
+      call: { agent_id: 101, call_parameters: { customer_phone: '+919876543212' }, conversation_id: `c_${id}`, duration_seconds: type === 'call.completed' ? 40 : null, started_at: null, ended_at: endedAt, failure_reason: type === 'call.completed' ? null : 'no_answer', from_phone: null, to_phone: '+919876543212', recording_url: null, status: type.slice(5), trace_id: `t_${id}` },
+      results,
+    },
+  })
+  const optedOut = event('optout', 'call.completed', '2026-01-15T05:00:00Z', { intent: "Don't call me again" })
+  const missed = event('missed', 'call.no_answer', '2026-01-15T06:00:00Z', {})
+  const quiet = { ...env, RECIPES_TYPECHECK: 'false' }
+  const result = await testRecipe({ recipe: 'no-answer-followup', env: quiet, events: [optedOut, missed] })
+  expect(result.status).toBe('succeeded')
+  expect(result.plan.filter((p) => p.kind === 'call')).toEqual([])
+  expect(result.warnings).toContain("optout's results ask not to be called: +919876543212 is on the test's do-not-call list, as the service lists it when it processes the event")
+  // Without the opt-out, the same no-answer is followed up.
+  const followed = await testRecipe({ recipe: 'no-answer-followup', env: quiet, events: [missed] })
+  expect(followed.plan.filter((p) => p.kind === 'call')).toHaveLength(1)
+})
+
 it('shows what the run logged (ctx.log), in the result and in the printed test', async () => {
   const folder = tempRecipesDir()
   try {
