@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startServe, waitForLog } from '../helpers/serve-child.ts'
+import { processIdentity } from '../../src/utils/process-identity.ts'
 
 /**
  * Moving a deployment from SQLite to Postgres: the README said "point DATABASE_URL at Postgres", and the service started
@@ -46,6 +47,22 @@ describe.skipIf(!process.env.DATABASE_URL_TEST)('migrate --copy-from (SQLite int
     const missing = await runCli(['migrate', '--copy-from', `${sqliteFile}.missing`], cliEnv(old.rt, { DATABASE_URL: target.url }))
     expect(missing.code).toBe(2)
     expect(missing.err).toContain(`no SQLite database at ${sqliteFile}.missing`)
+  })
+
+  it('refuses a file a running switchboard still writes (what it stored meanwhile would be left behind), saying which', async () => {
+    // Registered as `serve` registers itself: this test's own process stands for the running service.
+    const identity = processIdentity()
+    if (!identity) return
+    await old.rt.store.db.insertInto('instances').values({ id: 'live-serve', process: identity, host: 'here', started_at: Date.parse('2026-03-18T10:00:00Z') }).execute()
+    try {
+      const refused = await runCli(['migrate', '--copy-from', sqliteFile], cliEnv(old.rt, { DATABASE_URL: target.url }))
+      expect(refused.code).toBe(2)
+      expect(refused.err).toContain(`${sqliteFile} is in use: a switchboard started 2026-03-18T10:00:00.000Z (pid ${process.pid}) still runs on it`)
+      // Nothing was copied.
+      expect(await counts(target.db, ['webhook_events'])).toEqual({ webhook_events: 0 })
+    } finally {
+      await old.rt.store.db.deleteFrom('instances').where('id', '=', 'live-serve').execute()
+    }
   })
 
   it('copies every table, row for row, into an empty Postgres database — the do-not-call list and the events\' ids among them', async () => {
