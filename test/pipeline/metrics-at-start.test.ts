@@ -46,5 +46,7 @@ it('/metrics keeps the process start time once the processing thread reports', a
   const metrics = await (await fetch(`${server.url}/metrics`)).text()
   expect(metrics).toMatch(/^switchboard_recipe_runs_total|^# TYPE switchboard_recipe_runs_total/m)
   const started = /^switchboard_process_start_time_seconds (\d+)$/m.exec(metrics)
-  expect(Math.abs(Number(started?.[1]) - Date.now() / 1000)).toBeLessThan(600)
+  // This process's start (the service runs in the test's worker, which lives across test files: past ten minutes
+  // into a long suite, "within 600 s of now" failed).
+  expect(Math.abs(Number(started?.[1]) - (Date.now() / 1000 - process.uptime()))).toBeLessThan(5)
 }, 60_000)
