@@ -90,6 +90,9 @@ export async function loadRecipeFile(file: string, fallbackTimezone: string, opt
 
 class LoadTimeLimitError extends Error {}
 
+/** Past the load limit by this much when its timer fires, the wait was the file's synchronous code, not a pending await. */
+const HELD_MARGIN_MS = 3_000
+
 /**
  * Files whose load ran past its time limit, by the version (size, time) that did: loaded one after another, each such
  * file added its 10 s to every reload — an edit of any other recipe took that long to apply, per hung file. Left out
@@ -164,12 +167,19 @@ async function loadOne(
   let exported: unknown
   options.watch?.loading(file)
   const unguard = guardExitWhileLoading(file)
+  const started = performance.now()
   try {
     const mod = await withinTimeLimit(jiti.import<Record<string, unknown> | undefined>(file), limitMs)
     exported = mod && 'default' in mod ? mod.default : undefined
   } catch (error) {
     if (error instanceof LoadTimeLimitError) {
-      const reason = `did not finish loading within ${duration(limitMs)}: a top-level await that never settles? (left out of later reloads until the file changes)`
+      // A limit's timer that fired seconds late was held by the file's own synchronous code — a loop at its top level,
+      // which a watchdog then stopped (the CLI's, src/recipes/cli-watchdog.ts) — not by an await: it was named as one.
+      const held = performance.now() - started
+      const why = held > limitMs + HELD_MARGIN_MS
+        ? `its top-level code held the event loop for ${duration(held)} without returning (a synchronous loop?)`
+        : `did not finish loading within ${duration(limitMs)}: a top-level await that never settles?`
+      const reason = `${why} (left out of later reloads until the file changes)`
       if (version !== undefined) hungLoads.set(file, { version, reason })
       return broken(base, [reason])
     }

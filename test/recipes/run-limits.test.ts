@@ -196,6 +196,20 @@ describeEachDialect('recipe run limits', (dialect) => {
     expect(all.slice(2).sort()).toEqual([['event', 'succeeded', 'event:evt_1'], ['manual', 'succeeded', 'manual']])
   })
 
+  it('a file whose own synchronous code held the load past its limit is said to have held it, not to await for ever', async () => {
+    await loadRecipeFile(folder.write('warm', RECIPE), 'UTC')
+    // Busy past the limit and the margin (the CLI's watchdog stops such a loop at 15 s, after the 10 s limit's timer was
+    // due), then a wait that never settles: the timer fires seconds late.
+    folder.write('busy', `import { defineRecipe } from 'switchboard'
+const until = Date.now() + 3_600
+while (Date.now() < until) {}
+await new Promise(() => {})
+export default defineRecipe({ description: 'never loads', run: () => 'unreachable' })
+`)
+    const busy = await loadRecipeFile(join(folder.dir, 'busy.ts'), 'UTC', { timeLimitMs: 250 })
+    expect(busy.error).toMatch(/^its top-level code held the event loop for \d+(\.\d)? s without returning \(a synchronous loop\?\) \(left out of later reloads until the file changes\)$/)
+  })
+
   it('a recipe whose top-level code never finishes is broken after the load time limit; the others load and run', async () => {
     // Loading compiles the file (real time, not the clock's): warm jiti up so the healthy file loads well within the limit.
     await loadRecipeFile(folder.write('warm', RECIPE), 'UTC')
