@@ -137,11 +137,11 @@ const migrateCommand = defineCommand({
         const migratedSource = await migrate(source)
         // A service still writing the file: what it stores while the copy runs (and after) would be left behind in it —
         // the README says to stop it first, and nothing checked. Its registration says so on this machine.
-        const { isProcessAlive } = await import('./utils/process-identity.ts')
+        const { isProcessAlive, pidOf } = await import('./utils/process-identity.ts')
         const running = (await source.db.selectFrom('instances').select(['process', 'started_at']).execute()).filter((r) => isProcessAlive(r.process) === true)
         if (running.length > 0) {
-          const pid = running[0]!.process.split('/')[2]
-          throw new CliError(`${printable(path)} is in use: a switchboard started ${new Date(Number(running[0]!.started_at)).toISOString()} (pid ${pid}) still runs on it, and what it stores during and after the copy would be left behind. Stop it, then run this again`)
+          const [first] = running
+          throw new CliError(`${printable(path)} is in use: a switchboard started ${new Date(Number(first!.started_at)).toISOString()} (pid ${pidOf(first!.process)}) still runs on it, and what it stores during and after the copy would be left behind. Stop it, then run this again`)
         }
         if (!ctx.values.json) ctx.write(`${applied.length ? `applied ${applied.join(', ')}` : 'database is up to date'}; copying ${printable(path)} into it${migratedSource.applied.length ? ` (migrated first: ${migratedSource.applied.join(', ')})` : ''}…\n`)
         const started = Date.now()

@@ -2,7 +2,7 @@ import { H3, type H3Event } from 'h3'
 import { ConfigError, ensureSandboxSecret, withListenPort, type Config, type LoadConfigOptions } from './config/load.ts'
 import { resolveConfig } from './config/file.ts'
 import { readiness } from './health/readiness.ts'
-import { registerDependencyMetrics, withTimeout } from './health/dependencies.ts'
+import { ProbeTimeoutError, registerDependencyMetrics, withTimeout } from './health/dependencies.ts'
 import { createRuntime, type Runtime, type RuntimeOverrides } from './runtime.ts'
 import { startWalCheckpoints } from './wal-checkpoints.ts'
 import type { Checkpointer } from './db/checkpointer.ts'
@@ -97,7 +97,7 @@ function registerOpsRoutes(app: H3, rt: Runtime): void {
     } catch (error) {
       event.res.status = 503
       const message = (error as Error).message
-      const said = /did not answer within/.test(message) ? `${message} (is the table locked? webhooks cannot be stored meanwhile)` : `reading the inbox failed: ${message}`
+      const said = error instanceof ProbeTimeoutError ? `${message} (is the table locked? webhooks cannot be stored meanwhile)` : `reading the inbox failed: ${message}`
       // Not the probe's `up` of a few seconds ago beside it.
       const dependencies = { ...(ready.body.dependencies as Record<string, string>), database: `down: ${said}` }
       return { ...ready.body, status: 'unavailable', error: said, dependencies }

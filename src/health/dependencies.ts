@@ -48,11 +48,14 @@ export async function databaseAnswersNow(rt: Runtime): Promise<boolean> {
   )
 }
 
-/** `work`, or a rejection naming `what` once PROBE_TIMEOUT_MS have passed: every question /readyz asks is bounded. */
+/** A question /readyz asked that got no answer within PROBE_TIMEOUT_MS (said so, with what may hold it). */
+export class ProbeTimeoutError extends Error {}
+
+/** `work`, or a ProbeTimeoutError naming `what` once PROBE_TIMEOUT_MS have passed: every question /readyz asks is bounded. */
 export function withTimeout<T>(work: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS)
+    timer = setTimeout(() => reject(new ProbeTimeoutError(`${what} did not answer within ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS)
     timer.unref()
   })
   return Promise.race([work, deadline]).finally(() => clearTimeout(timer))

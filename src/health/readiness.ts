@@ -1,7 +1,7 @@
 import { isMigrated } from '../db/connect.ts'
 import type { Runtime } from '../runtime.ts'
 import { webhookState } from '../webhooks/state.ts'
-import { checkDependencies, databaseAnswersNow, describeStatus, withTimeout } from './dependencies.ts'
+import { checkDependencies, databaseAnswersNow, describeStatus, ProbeTimeoutError, withTimeout } from './dependencies.ts'
 
 /** How long a failed commit keeps /readyz unavailable without a newer delivery to tell (the provider backs off). */
 const STORAGE_TROUBLE_SHOWN_MS = 60_000
@@ -33,7 +33,7 @@ export async function readiness(rt: Runtime): Promise<Readiness> {
     // The probe's answer is a few seconds old: the database that does not answer now is not shown `up` beside it, and
     // the reason names what holds it — the migrations' table is seldom what is locked.
     const said = (error as Error).message
-    const message = /did not answer within/.test(said) ? `${said}: a lock on a table (ALTER TABLE, VACUUM FULL, LOCK TABLE) or every connection busy holds its queries` : said
+    const message = error instanceof ProbeTimeoutError ? `${said}: a lock on a table (ALTER TABLE, VACUUM FULL, LOCK TABLE) or every connection busy holds its queries` : said
     return { httpStatus: 503, body: { status: 'unavailable', error: message, dependencies: { ...shown, database: `down: ${message}` } } }
   }
   // The database answers a probe, yet the receiver could not commit its last webhook (a full disk: reads work, writes

@@ -33,6 +33,11 @@ function ownScope(): string | undefined {
   return scope ?? undefined
 }
 
+/** The process id an identity names (boot/namespace/pid/start), for saying which process it is. */
+export function pidOf(identity: string): string | undefined {
+  return identity.split('/')[2]
+}
+
 /**
  * Whether the process an identity names still runs: true or false when it belongs to this boot and pid namespace
  * (the same kernel, seeing the same pids), undefined when this process cannot tell (another machine, another

@@ -10,7 +10,7 @@ const UNSAFE_IN_JSON = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g
  * Those are written as `\uXXXX` escapes, which read back as the same JSON.
  */
 export function terminalJson(value: unknown, indent?: number): string {
-  return JSON.stringify(value, null, indent).replace(UNSAFE_IN_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+  return terminalJsonText(JSON.stringify(value, null, indent))
 }
 
 /** JSON text as it was written (a stored body), for a terminal: the same characters written as escapes, inside its strings. */

@@ -223,7 +223,6 @@ export async function countReceived(rt: Runtime, fromMs: number, toMs: number): 
   return Number(row?.n ?? 0)
 }
 
-/** One stored event with its body and audit headers, or undefined. */
 /**
  * A stored body as the pages and the CLI show it: laid out as JSON (src/utils/indent-json.ts), every value as it
  * arrived — they showed it parsed and written again, a 20-digit number rounded and a repeated key gone, where they
@@ -233,6 +232,7 @@ export function shownBody(event: Pick<StoredEventDetail, 'body' | 'raw_body'>): 
   return typeof event.body === 'string' ? event.raw_body : indentJson(event.raw_body)
 }
 
+/** One stored event with its body and audit headers, or undefined. */
 export async function getEvent(rt: Runtime, eventId: string): Promise<StoredEventDetail | undefined> {
   const row = await rt.store.db.selectFrom('webhook_events').selectAll().where('event_id', '=', eventId).executeTakeFirst()
   if (!row) return undefined
