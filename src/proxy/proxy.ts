@@ -391,14 +391,17 @@ export function createProxy(rt: Runtime): Proxy {
     // with. Not answered within a fifth of the budget, the key is taken as unknown (the call goes on), and the call has
     // what is left.
     const started = rt.clock.now()
-    if (await refusedBeforeWrite(apiKey, tenant, Math.min(rt.config.upstreamTimeoutMs, CALL_BUDGET_MS / 5))) return refusedKey()
+    const confirmMs = Math.min(rt.config.upstreamTimeoutMs, CALL_BUDGET_MS / 5)
+    if (await refusedBeforeWrite(apiKey, tenant, confirmMs)) return refusedKey()
+    // What the read took, at most its own limit (a clock that jumped meanwhile does not eat the call's whole budget).
+    const spent = Math.min(Math.max(0, rt.clock.now() - started), confirmMs)
     // The key is chosen here rather than left to placeCall (which would make the same one) so that every
     // answer from now on can carry it: after a 5xx or a timeout the call may exist upstream, and only a
     // retry with this key is sure not to place it twice.
     const key = checked.request.idempotency_key ?? timeOrderedId(rt.clock.now(), rt.random)
     let reply: Response
     try {
-      reply = await sendCall(apiKey, tenant, { ...checked.request, idempotency_key: key }, CALL_BUDGET_MS - (rt.clock.now() - started))
+      reply = await sendCall(apiKey, tenant, { ...checked.request, idempotency_key: key }, CALL_BUDGET_MS - spent)
     } catch (error) {
       reply = unexpectedFailure(rt, error, '/v1/call')
     }
